@@ -1,0 +1,82 @@
+"""The result of every calculator: items with filled-in formulas, their bytes, and assumptions."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from .units import GIB
+
+
+@dataclass(frozen=True)
+class Item:
+    name: str
+    formula: str  # filled in with the model's numbers
+    bytes: int
+    per_gpu: bool = False  # needed once on every GPU (the CUDA runtime), not split by tensor parallelism
+
+    @property
+    def gib(self) -> float:
+        return self.bytes / GIB
+
+
+@dataclass(frozen=True)
+class Breakdown:
+    """Memory needed for one workload.
+
+    `splittable_over_heads` is the attention-head count when tensor parallelism may split the
+    work over several GPUs of one machine (language-model inference); None means one GPU only.
+    """
+
+    workload: str  # inference | finetune | image | speech | notebook
+    title: str
+    items: tuple[Item, ...]
+    assumptions: tuple[str, ...]
+    precision: int | None = None
+    splittable_over_heads: int | None = None
+    confidence_hint: str | None = None  # e.g. "image" or "finetune": workloads that depend on settings
+    inputs: dict = field(default_factory=dict)
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(item.bytes for item in self.items)
+
+    @property
+    def total_gib(self) -> float:
+        return self.total_bytes / GIB
+
+    @property
+    def shared_bytes(self) -> int:
+        return sum(item.bytes for item in self.items if not item.per_gpu)
+
+    @property
+    def per_gpu_fixed_bytes(self) -> int:
+        return sum(item.bytes for item in self.items if item.per_gpu)
+
+    def bytes_per_gpu(self, gpus: int) -> int:
+        """Need on each GPU when split evenly over `gpus` GPUs (weights, cache and margin divide;
+        each GPU keeps its own runtime)."""
+        if gpus < 1:
+            raise ValueError("gpus must be at least 1")
+        if gpus > 1 and not self.can_split_over(gpus):
+            raise ValueError(f"cannot split this workload over {gpus} GPUs")
+        return math.ceil(self.shared_bytes / gpus) + self.per_gpu_fixed_bytes
+
+    def can_split_over(self, gpus: int) -> bool:
+        if gpus == 1:
+            return True
+        heads = self.splittable_over_heads
+        return heads is not None and heads % gpus == 0
+
+    def as_dict(self) -> dict:
+        return {
+            "workload": self.workload,
+            "title": self.title,
+            "precision": self.precision,
+            "total_gib": self.total_gib,
+            "total_bytes": self.total_bytes,
+            "items": [
+                {"name": i.name, "gib": i.gib, "bytes": i.bytes, "formula": i.formula, "per_gpu": i.per_gpu}
+                for i in self.items
+            ],
+            "assumptions": list(self.assumptions),
+        }

@@ -1,0 +1,50 @@
+"""Plain values the matching engine works on: machines on offer and the user's preferences."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+from typing import Literal
+
+Tier = Literal["secure", "community"]
+MemorySource = Literal["datacenter", "datasheet", "host", "unknown"]
+
+
+@dataclass(frozen=True)
+class MeasuredSpeed:
+    model_slug: str
+    precision: int
+    value: float
+    unit: str  # "tokens/s" or "images/min"
+    measured_at: datetime
+
+
+@dataclass(frozen=True)
+class MachineOffer:
+    id: int
+    provider: str
+    tier: Tier
+    provider_machine_id: str
+    gpu_type: str
+    gpu_count: int
+    free_gpus: int
+    memory_per_gpu_mib: int | None
+    memory_source: MemorySource
+    country: str | None  # ISO 3166 alpha-2; None when unknown
+    region: str
+    price_per_gpu_hour: Decimal
+    interruptible: bool
+    booking_limit_hours: int | None
+    last_seen: datetime | None
+    datasheet_memory_mib: int | None = None
+    memory_flag: str | None = None  # host-reported memory far from the datasheet, in words
+    measured_speeds: tuple[MeasuredSpeed, ...] = ()
+
+
+@dataclass(frozen=True)
+class Preferences:
+    budget: Decimal | None = None
+    max_price_per_hour: Decimal | None = None
+    tier: Literal["secure", "community", "both"] = "both"
+    countries: frozenset[str] | None = None  # expanded ISO codes; None = anywhere
+    countries_input: tuple[str, ...] = ()  # as the user typed them (e.g. "EU"), for display

@@ -1,0 +1,52 @@
+"""Plain values describing models, as published. `None` means "not published", never zero."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+Precision = Literal[16, 8, 4]
+PRECISIONS: tuple[int, ...] = (16, 8, 4)
+BYTES_PER_PARAMETER = {16: 2.0, 8: 1.0, 4: 0.5}
+
+
+@dataclass(frozen=True)
+class LanguageModelSpec:
+    slug: str
+    name: str
+    parameters: int | None
+    layers: int | None
+    attention_heads: int | None
+    kv_heads: int | None
+    head_dim: int | None
+    hidden_size: int | None
+    intermediate_size: int | None = None
+    vocab_size: int | None = None
+    max_context: int | None = None
+
+
+@dataclass(frozen=True)
+class ImageComponent:
+    name: str
+    role: Literal["denoiser", "text_encoder", "autoencoder"]
+    parameters: int | None
+
+
+@dataclass(frozen=True)
+class ImagePipelineSpec:
+    slug: str
+    name: str
+    components: tuple[ImageComponent, ...]
+    native_resolution: str | None = None  # e.g. "1024x1024"
+
+
+@dataclass(frozen=True)
+class SpeechModelSpec:
+    slug: str
+    name: str
+    parameters: int | None
+    decoder_layers: int | None
+    d_model: int | None
+    attention_heads: int | None
+    max_source_positions: int | None  # encoder frames of the 30-second window (1500)
+    max_target_positions: int | None  # decoder token positions (448)
+    extra: dict = field(default_factory=dict)

@@ -1,0 +1,23 @@
+"""Shared test setup. The suite runs against real PostgreSQL and Redis (bin/test starts them)."""
+import os
+
+import pytest
+from django.conf import settings
+
+
+def pytest_configure(config):
+    engine = settings.DATABASES["default"]["ENGINE"]
+    if "postgresql" not in engine and not os.environ.get("NODELODGE_ALLOW_SQLITE_TESTS"):
+        raise pytest.UsageError(
+            "The tests run on PostgreSQL: set DATABASE_URL (bin/test does), "
+            f"got engine {engine!r}."
+        )
+
+
+@pytest.fixture
+def browser_type_launch_args(browser_type_launch_args):
+    return {
+        **browser_type_launch_args,
+        "executable_path": "/usr/bin/chromium",
+        "args": ["--no-sandbox", "--disable-gpu", "--disable-background-networking"],
+    }
