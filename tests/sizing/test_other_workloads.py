@@ -1,0 +1,170 @@
+"""Fine-tuning, image, speech and notebook: one hand-computed case each."""
+import math
+
+from sizing.calculators import (
+    estimate_finetune,
+    estimate_image,
+    estimate_notebook,
+    estimate_speech,
+    lora_trainable_parameters,
+)
+from sizing.units import GIB
+
+from .models import LLAMA_3_1_8B, LLAMA_3_2_1B, SDXL, WHISPER_LARGE_V3
+
+
+def items_by_name(breakdown):
+    return {item.name: item for item in breakdown.items}
+
+
+def test_llama_3_2_1b_qlora_512_tokens_batch_1_matches_the_hand_computation():
+    """Llama 3.2 1B: 1,235,814,400 parameters, 16 layers, 32 heads, 8 KV heads, head dim 64,
+    hidden 2,048, vocabulary 128,256. QLoRA (4-bit), sequence 512, batch 1, rank 16.
+
+    Base weights   1,235,814,400 × 4.127 / 8 = 637,525,753.6 → 637,525,754
+    LoRA adapters  q 16 × (2048 + 2048) = 65,536; k 16 × (2048 + 512) = 40,960; v 40,960; o 65,536
+                   = 212,992 per layer × 16 layers = 3,407,872 parameters × 16 bytes = 54,525,952
+    Activations    stored 2 × 512 × 1 × 2048 × 16 = 33,554,432
+                   + one layer 512 × 1 × 2048 × (34 + 5 × 32 × 512 / 2048 = 74) = 77,594,624
+                   = 111,149,056
+    Logits         512 × 1 × 128,256 × 4 = 262,668,288
+    Sum            1,065,869,050; margin 20 % = 213,173,810; runtime 1,073,741,824
+    Total          2,352,784,684 bytes = 2.19 GiB
+    """
+    breakdown = estimate_finetune(LLAMA_3_2_1B, 4, 512, 1)
+    items = items_by_name(breakdown)
+
+    assert items["Base weights"].bytes == 637_525_754
+    assert lora_trainable_parameters(LLAMA_3_2_1B, 16) == 3_407_872
+    assert items["LoRA adapters"].bytes == 54_525_952
+    assert items["Activations"].bytes == 111_149_056
+    assert items["Logits"].bytes == 262_668_288
+    assert items["Safety margin"].bytes == 213_173_810
+    assert items["CUDA runtime"].bytes == GIB and items["CUDA runtime"].per_gpu
+    assert breakdown.total_bytes == 2_352_784_684
+    assert f"{breakdown.total_gib:.2f}" == "2.19"
+
+
+def test_finetune_breakdown_is_one_gpu_with_a_finetune_confidence_hint():
+    breakdown = estimate_finetune(LLAMA_3_2_1B, 4, 512, 1)
+
+    assert breakdown.workload == "finetune"
+    assert breakdown.splittable_over_heads is None
+    assert breakdown.confidence_hint == "finetune"
+    assert breakdown.precision == 4
+    assert breakdown.inputs["sequence_length"] == 512 and breakdown.inputs["batch_size"] == 1
+    assert not breakdown.can_split_over(2)
+
+
+def test_finetune_lora_base_uses_two_or_one_bytes_per_parameter():
+    sixteen = items_by_name(estimate_finetune(LLAMA_3_1_8B, 16, 1024, 2))["Base weights"]
+    eight = items_by_name(estimate_finetune(LLAMA_3_1_8B, 8, 1024, 2))["Base weights"]
+
+    assert sixteen.bytes == 8_030_261_248 * 2
+    assert eight.bytes == 8_030_261_248
+    assert "LoRA" in sixteen.formula
+
+
+def test_finetune_formulas_and_assumptions_name_their_sources():
+    breakdown = estimate_finetune(LLAMA_3_2_1B, 4, 512, 1)
+    items = items_by_name(breakdown)
+    text = " ".join(breakdown.assumptions)
+
+    assert "4.127 bits" in items["Base weights"].formula
+    assert "3,407,872 trainable parameters × 16 bytes" in items["LoRA adapters"].formula
+    assert "(34 + 5 × 32 heads × 512 ÷ 2,048)" in items["Activations"].formula
+    assert "Korthikanti et al. 2022" in items["Activations"].formula
+    assert "128,256 vocabulary × 4 bytes" in items["Logits"].formula
+    sources = ("Hu et al. 2021", "Dettmers et al. 2023", "Rajbhandari et al. 2020", "Korthikanti et al. 2022")
+    for source in sources:
+        assert source in text
+    assert "flash-attention" in text
+    assert "one GPU" in text
+    assert "extra copies" in text
+
+
+def test_sdxl_at_16_bit_counts_every_network_exactly():
+    """SDXL base 1.0 at 16-bit (component counts from shared/reference/image_pipelines.csv):
+
+    unet 2,567,463,684 × 2 = 5,134,927,368
+    CLIP-L 123,060,480 × 2 = 246,120,960
+    OpenCLIP bigG 694,659,840 × 2 = 1,389,319,680
+    vae 83,653,863 × 2 = 167,307,726
+    weights 6,937,675,734; margin 20 % = 1,387,535,146.8 → 1,387,535,147; runtime 1,073,741,824
+    total 9,398,952,705 bytes = 8.75 GiB
+    """
+    breakdown = estimate_image(SDXL, 16)
+    items = items_by_name(breakdown)
+
+    assert items["Denoiser: unet"].bytes == 5_134_927_368
+    assert items["Text encoder: text_encoder (CLIP-L)"].bytes == 246_120_960
+    assert items["Text encoder: text_encoder_2 (OpenCLIP bigG with projection)"].bytes == 1_389_319_680
+    assert items["Autoencoder: vae"].bytes == 167_307_726
+    assert items["Safety margin"].bytes == 1_387_535_147
+    assert breakdown.total_bytes == 9_398_952_705
+    assert f"{breakdown.total_gib:.2f}" == "8.75"
+    assert items["Denoiser: unet"].formula == "2,567,463,684 parameters × 2 bytes (16-bit)"
+
+
+def test_image_breakdown_names_native_resolution_and_that_larger_images_need_more():
+    breakdown = estimate_image(SDXL, 8)
+    text = " ".join(breakdown.assumptions)
+
+    assert breakdown.workload == "image"
+    assert breakdown.confidence_hint == "image"
+    assert breakdown.splittable_over_heads is None
+    assert "1024x1024" in text and "one image" in text
+    assert "larger images and batches" in text
+
+
+def test_4_bit_image_weights_round_odd_parameter_counts_up_once_per_item():
+    items = items_by_name(estimate_image(SDXL, 4))
+
+    assert items["Autoencoder: vae"].bytes == math.ceil(83_653_863 / 2) == 41_826_932
+
+
+def test_whisper_large_v3_with_8_streams_matches_the_hand_computation():
+    """Whisper large-v3: 1,543,490,560 parameters, 32 decoder layers, d_model 1,280, 448 decoder
+    positions, 1,500 encoder frames. 16-bit, 8 streams.
+
+    weights 1,543,490,560 × 2 = 3,086,981,120
+    decoder KV cache 2 × 32 × 1,280 × 2 bytes × (448 + 1,500) = 319,160,320 per stream × 8 = 2,553,282,560
+    margin 20 % of 5,640,263,680 = 1,128,052,736; runtime 1,073,741,824
+    total 7,842,058,240 bytes = 7.30 GiB
+    """
+    breakdown = estimate_speech(WHISPER_LARGE_V3, 16, 8)
+    items = items_by_name(breakdown)
+
+    assert items["Model weights"].bytes == 3_086_981_120
+    assert items["Decoder KV cache"].bytes == 2_553_282_560
+    assert items["Safety margin"].bytes == 1_128_052_736
+    assert breakdown.total_bytes == 7_842_058_240
+    assert f"{breakdown.total_gib:.2f}" == "7.30"
+    assert "(448 self-attention positions + 1,500 cross-attention positions) × 8 streams" in (
+        items["Decoder KV cache"].formula
+    )
+
+
+def test_speech_breakdown_states_window_decoding_and_one_gpu():
+    breakdown = estimate_speech(WHISPER_LARGE_V3, 16, 1)
+    text = " ".join(breakdown.assumptions)
+
+    assert breakdown.workload == "speech"
+    assert breakdown.splittable_over_heads is None
+    assert "30-second window" in text and "Greedy decoding" in text and "one sequence per stream" in text
+
+
+def test_notebook_need_is_the_entered_memory_without_margin():
+    """24.5 GiB × 2^30 = 26,306,674,688 bytes; nothing added."""
+    breakdown = estimate_notebook(24.5)
+
+    assert [item.name for item in breakdown.items] == ["Requested GPU memory"]
+    assert breakdown.total_bytes == 26_306_674_688
+    assert breakdown.workload == "notebook"
+    assert breakdown.precision is None
+    assert any("no safety margin" in line for line in breakdown.assumptions)
+
+
+def test_notebook_rounds_fractional_bytes_up():
+    # 1e-9 GiB is 1.07… bytes: rounded up to 2 whole bytes
+    assert estimate_notebook(1e-9).total_bytes == 2
