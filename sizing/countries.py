@@ -1,0 +1,56 @@
+"""Countries a machine may run in: ISO 3166 alpha-2 codes, with "EU" standing for every member state."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import pycountry
+
+from .errors import SizingError
+
+# The 27 member states of the European Union. ISO 3166 writes Greece as GR (the EU's own "EL" is not ISO).
+EU_MEMBERS: frozenset[str] = frozenset(
+    "AT BE BG CY CZ DE DK EE ES FI FR GR HR HU IE IT LT LU LV MT NL PL PT RO SE SI SK".split()
+)
+
+EU_CODE = "EU"
+
+
+def _is_iso_alpha2(code: str) -> bool:
+    return len(code) == 2 and code.isalpha() and pycountry.countries.get(alpha_2=code) is not None
+
+
+def expand_countries(codes: Iterable[str]) -> tuple[frozenset[str] | None, tuple[str, ...]]:
+    """Turn what the user typed into the set of ISO codes a machine must be in.
+
+    Returns (expanded codes, the normalised input for display). No codes at all means anywhere:
+    the expanded set is then None. An unknown code raises SizingError on the "countries" field.
+    """
+    typed: list[str] = []
+    expanded: set[str] = set()
+    for raw in codes:
+        code = (raw or "").strip().upper()
+        if not code:
+            continue
+        if code == EU_CODE:
+            expanded |= EU_MEMBERS
+        elif _is_iso_alpha2(code):
+            expanded.add(code)
+        else:
+            raise SizingError("countries", f"Unknown country code: {raw.strip()}")
+        if code not in typed:
+            typed.append(code)
+    if not typed:
+        return None, ()
+    return frozenset(expanded), tuple(typed)
+
+
+def country_name(code: str) -> str:
+    """The country's common name ("Germany" for DE); "European Union" for EU; the code itself if unknown."""
+    code = (code or "").strip().upper()
+    if code == EU_CODE:
+        return "European Union"
+    country = pycountry.countries.get(alpha_2=code) if len(code) == 2 else None
+    if country is None:
+        return code
+    return getattr(country, "common_name", None) or country.name
