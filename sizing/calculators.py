@@ -184,7 +184,13 @@ def estimate_inference(model: LanguageModelSpec, precision: int, context: int, r
         assumptions=tuple(assumptions),
         precision=precision,
         splittable_over_heads=heads,
-        inputs={"model": model.slug, "precision": precision, "context": context, "requests": requests},
+        inputs={
+            "model": model.slug,
+            "model_name": model.name,
+            "precision": precision,
+            "context": context,
+            "requests": requests,
+        },
     )
 
 
@@ -313,6 +319,7 @@ def estimate_finetune(
         confidence_hint="finetune",
         inputs={
             "model": model.slug,
+            "model_name": model.name,
             "precision": precision,
             "sequence_length": sequence_length,
             "batch_size": batch_size,
@@ -358,7 +365,7 @@ def estimate_image(pipeline: ImagePipelineSpec, precision: int) -> Breakdown:
         precision=precision,
         splittable_over_heads=None,
         confidence_hint="image",
-        inputs={"model": pipeline.slug, "precision": precision},
+        inputs={"model": pipeline.slug, "model_name": pipeline.name, "precision": precision},
     )
 
 
@@ -402,7 +409,7 @@ def estimate_speech(model: SpeechModelSpec, precision: int, streams: int) -> Bre
         assumptions=assumptions,
         precision=precision,
         splittable_over_heads=None,
-        inputs={"model": model.slug, "precision": precision, "streams": streams},
+        inputs={"model": model.slug, "model_name": model.name, "precision": precision, "streams": streams},
     )
 
 

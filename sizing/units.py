@@ -16,7 +16,10 @@ def round_half_up(value: float | int | Decimal, places: int = 2) -> Decimal:
 
 def gib_display(n_bytes: int | float) -> str:
     """Bytes as GiB with two decimals, rounded only here, for display."""
-    exact = Decimal(int(n_bytes)) / Decimal(GIB) if float(n_bytes).is_integer() else Decimal(str(n_bytes / GIB))
+    if float(n_bytes).is_integer():
+        exact = Decimal(int(n_bytes)) / Decimal(GIB)
+    else:
+        exact = Decimal(str(n_bytes / GIB))
     return f"{exact.quantize(Decimal('0.01'), rounding=ROUND_HALF_UP):,}"
 
 

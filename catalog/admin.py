@@ -1,0 +1,207 @@
+"""Staff edit the catalog here. Validation lives in the models' clean(), so the admin forms show it."""
+import json
+
+from django import forms
+from django.contrib import admin, messages
+from django.core.exceptions import ValidationError
+from django.db import models, transaction
+from django.shortcuts import redirect
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+
+from catalog.hf_config import ConfigError, estimate_parameters_from_config, parse_config
+from catalog.models import (
+    GpuType,
+    ImageComponent,
+    ImagePipeline,
+    LanguageModel,
+    Machine,
+    MeasuredSpeed,
+    Provider,
+    SpeechModel,
+)
+
+
+class CatalogAdmin(admin.ModelAdmin):
+    # Published configurations and datasheets are served over https.
+    formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
+
+
+class ConfigImportForm(forms.Form):
+    name = forms.CharField(max_length=120)
+    slug = forms.SlugField(max_length=120, help_text="An existing slug updates that model.")
+    config_json = forms.CharField(
+        label="config.json", widget=forms.Textarea(attrs={"rows": 18, "cols": 90}),
+        help_text="Paste the model's published config.json.",
+    )
+    config_url = forms.URLField(max_length=300, required=False, label="Config URL", assume_scheme="https")
+    parameters = forms.IntegerField(
+        min_value=1, required=False,
+        help_text="Exact parameter count. config.json does not state it; left empty, it is computed for "
+        "dense llama-like architectures, otherwise kept as stored.",
+    )
+    parameters_published = forms.CharField(max_length=60, required=False)
+    license = forms.CharField(max_length=120, required=False)
+
+    def clean(self):
+        cleaned = super().clean()
+        text = cleaned.get("config_json")
+        if text:
+            try:
+                cleaned["figures"] = parse_config(text)
+            except ConfigError as error:
+                self.add_error("config_json", str(error))
+                return cleaned
+            cleaned["estimated_parameters"] = estimate_parameters_from_config(json.loads(text))
+        return cleaned
+
+
+def import_language_model(data: dict) -> tuple[LanguageModel, bool]:
+    """Create or update a LanguageModel from a cleaned ConfigImportForm; validates before saving."""
+    row = LanguageModel.objects.filter(slug=data["slug"]).first()
+    created = row is None
+    row = row or LanguageModel(slug=data["slug"])
+    row.name = data["name"]
+    for field, value in data["figures"].items():
+        setattr(row, field, value)
+    parameters = data.get("parameters") or data.get("estimated_parameters")
+    if parameters:
+        row.parameters = parameters
+    for field in ("config_url", "parameters_published", "license"):
+        if data.get(field):
+            setattr(row, field, data[field])
+    row.full_clean()
+    row.save()
+    return row, created
+
+
+class ImageComponentInline(admin.TabularInline):
+    model = ImageComponent
+    extra = 0
+    fields = ("order", "name", "role", "parameters")
+
+
+@admin.register(LanguageModel)
+class LanguageModelAdmin(CatalogAdmin):
+    list_display = (
+        "name", "slug", "parameters", "parameters_published", "layers", "attention_heads", "kv_heads",
+        "head_dim", "max_context", "license", "is_active",
+    )
+    list_filter = ("is_active", "license")
+    search_fields = ("name", "slug", "license")
+    prepopulated_fields = {"slug": ("name",)}
+    change_list_template = "admin/catalog/languagemodel/change_list.html"
+    readonly_fields = ("missing_figures",)
+
+    @admin.display(description="Missing figures")
+    def missing_figures(self, obj):
+        missing = obj.missing_values() if obj.pk else []
+        return ", ".join(missing) or "none"
+
+    def get_urls(self):
+        return [
+            path(
+                "import-config/",
+                self.admin_site.admin_view(self.import_config_view),
+                name="catalog_languagemodel_import_config",
+            ),
+            *super().get_urls(),
+        ]
+
+    def import_config_view(self, request):
+        if not self.has_add_permission(request) or not self.has_change_permission(request):
+            return redirect("admin:index")
+        form = ConfigImportForm(request.POST or None)
+        if request.method == "POST" and form.is_valid():
+            try:
+                with transaction.atomic():
+                    row, created = import_language_model(form.cleaned_data)
+            except ValidationError as error:
+                for field, errors in error.message_dict.items():
+                    form.add_error(None, f"{field}: {' '.join(errors)}")
+            else:
+                verb = "Created" if created else "Updated"
+                self.message_user(request, f"{verb} {row.name} from its config.json.", messages.SUCCESS)
+                return redirect(reverse("admin:catalog_languagemodel_change", args=[row.pk]))
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta,
+            "form": form,
+            "title": "Create or update a language model from config.json",
+        }
+        return TemplateResponse(request, "admin/catalog/languagemodel/import_config.html", context)
+
+
+@admin.register(ImagePipeline)
+class ImagePipelineAdmin(CatalogAdmin):
+    list_display = ("name", "slug", "native_resolution", "parameters_published", "license", "is_active")
+    list_filter = ("is_active",)
+    search_fields = ("name", "slug")
+    prepopulated_fields = {"slug": ("name",)}
+    inlines = [ImageComponentInline]
+
+
+@admin.register(SpeechModel)
+class SpeechModelAdmin(CatalogAdmin):
+    list_display = (
+        "name", "slug", "parameters", "parameters_published", "encoder_layers", "decoder_layers", "d_model",
+        "attention_heads", "is_active",
+    )
+    list_filter = ("is_active",)
+    search_fields = ("name", "slug")
+    prepopulated_fields = {"slug": ("name",)}
+
+
+@admin.register(GpuType)
+class GpuTypeAdmin(CatalogAdmin):
+    list_display = ("name", "vendor", "marketed_memory", "memory_mib")
+    list_filter = ("vendor",)
+    search_fields = ("name",)
+    prepopulated_fields = {"slug": ("name",)}
+
+
+@admin.register(Provider)
+class ProviderAdmin(CatalogAdmin):
+    list_display = ("name", "tier", "feed_format", "feed_url", "is_active")
+    list_filter = ("tier", "is_active", "feed_format")
+    search_fields = ("name", "slug")
+    prepopulated_fields = {"slug": ("name",)}
+
+
+class MeasuredSpeedInline(admin.TabularInline):
+    model = MeasuredSpeed
+    extra = 0
+    fields = ("model_kind", "model_slug", "precision", "value", "unit", "measured_at")
+
+
+@admin.register(Machine)
+class MachineAdmin(CatalogAdmin):
+    list_display = (
+        "provider_machine_id", "provider", "tier", "gpu_type", "gpu_count", "free_gpus", "memory_per_gpu_mib",
+        "memory_source", "country", "price_per_gpu_hour", "interruptible", "is_available", "last_seen_at",
+    )
+    list_filter = (
+        "tier", "is_available", "memory_source", "interruptible", "gpu_type", "country", "provider",
+    )
+    search_fields = ("provider_machine_id", "provider__name", "gpu_type__name", "region", "country")
+    list_select_related = ("provider", "gpu_type")
+    autocomplete_fields = ("provider", "gpu_type")
+    readonly_fields = ("tier", "created_at", "updated_at")
+    inlines = [MeasuredSpeedInline]
+    list_per_page = 100
+    fieldsets = (
+        (None, {"fields": ("provider", "tier", "provider_machine_id", "gpu_type", "gpu_count", "free_gpus")}),
+        ("GPU memory", {"fields": ("memory_per_gpu_mib", "memory_source", "memory_flag")}),
+        ("Location", {"fields": ("country", "region")}),
+        ("Terms", {"fields": ("price_per_gpu_hour", "interruptible", "booking_limit_hours")}),
+        ("Status", {"fields": ("is_available", "last_seen_at", "gone_at", "created_at", "updated_at")}),
+    )
+
+
+@admin.register(MeasuredSpeed)
+class MeasuredSpeedAdmin(CatalogAdmin):
+    list_display = ("machine", "model_kind", "model_slug", "precision", "value", "unit", "measured_at")
+    list_filter = ("model_kind", "unit", "precision")
+    search_fields = ("model_slug", "machine__provider_machine_id")
+    list_select_related = ("machine__provider",)
+    raw_id_fields = ("machine",)

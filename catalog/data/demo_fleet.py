@@ -1,0 +1,92 @@
+"""The demo fleet's definition: fictional providers and the machines they typically offer.
+
+`catalog.services.load_demo_fleet` expands this with a fixed seed, so every load yields the same
+machine ids and figures. Prices are USD per GPU-hour, in line with public GPU cloud list prices.
+"""
+
+DEMO_SEED = 20250601
+
+# Each offer: (gpu type name, GPU counts per machine, list price per GPU-hour).
+SECURE_OFFERS = [
+    ("H100 SXM 80GB", (8,), "2.49"),
+    ("H200", (8,), "3.29"),
+    ("B200", (8,), "4.99"),
+    ("H100 PCIe 80GB", (1, 2), "2.19"),
+    ("H100 NVL", (1, 2, 4), "2.59"),
+    ("A100 80GB", (1, 2, 4, 8), "1.49"),
+    ("A100 40GB", (1, 8), "1.09"),
+    ("L40S", (1, 2, 4, 8), "0.89"),
+    ("L4", (1, 2, 4), "0.44"),
+    ("A10", (1,), "0.55"),
+    ("T4", (1,), "0.29"),
+    ("RTX 6000 Ada", (1, 2, 4), "0.84"),
+    ("MI300X", (8,), "2.69"),
+]
+COMMUNITY_OFFERS = [
+    ("RTX 4090", (1, 2, 4, 8), "0.34"),
+    ("RTX 3090", (1, 2, 4), "0.19"),
+    ("RTX 5090", (1, 2), "0.59"),
+    ("RTX A6000", (1, 2, 4), "0.45"),
+    ("RTX A5000", (1, 2), "0.24"),
+    ("RTX A4000", (1,), "0.15"),
+    ("V100 16GB", (1, 4, 8), "0.14"),
+    ("V100 32GB", (1, 8), "0.22"),
+    ("L40S", (1, 2), "0.69"),
+    ("A100 80GB", (1, 2), "1.19"),
+    ("H100 PCIe 80GB", (1,), "1.89"),
+    ("RTX 6000 Ada", (1, 2), "0.74"),
+    ("T4", (1,), "0.12"),
+]
+
+# Each provider: name, tier, machine id prefix, number of machines, locations as (country, region).
+DEMO_PROVIDERS = [
+    {
+        "name": "Harbor Compute", "tier": "secure", "prefix": "hbr", "machines": 60,
+        "locations": [("DE", "Frankfurt"), ("NL", "Amsterdam"), ("IE", "Dublin"), ("FR", "Paris")],
+        "notes": "Tier III datacenters in the EU.",
+    },
+    {
+        "name": "Fjord Datacenters", "tier": "secure", "prefix": "fjd", "machines": 45,
+        "locations": [("NO", "Oslo"), ("SE", "Stockholm"), ("FI", "Helsinki")],
+        "notes": "Hydro-powered halls in the Nordics.",
+    },
+    {
+        "name": "Meridian Cloud", "tier": "secure", "prefix": "mrd", "machines": 55,
+        "locations": [("US", "Virginia"), ("US", "Oregon"), ("CA", "Montreal"), ("GB", "London")],
+        "notes": "",
+    },
+    {
+        "name": "Kumo Racks", "tier": "secure", "prefix": "kmo", "machines": 30,
+        "locations": [("JP", "Tokyo"), ("SG", "Singapore"), ("AU", "Sydney")],
+        "notes": "",
+    },
+    {
+        "name": "Attic GPU Collective", "tier": "community", "prefix": "atc", "machines": 60,
+        "locations": [("DE", "Bavaria"), ("PL", "Warsaw"), ("ES", "Madrid"), ("IT", "Milan"), ("FR", "Lyon")],
+        "notes": "Hosts' own machines across Europe.",
+    },
+    {
+        "name": "Backyard Render Network", "tier": "community", "prefix": "byr", "machines": 60,
+        "locations": [
+            ("US", "Texas"), ("US", "Ohio"), ("BR", "São Paulo"), ("IN", "Bengaluru"), ("CA", "Ontario"),
+        ],
+        "notes": "",
+    },
+    {
+        "name": "Alpine Hosts", "tier": "community", "prefix": "alp", "machines": 30,
+        "locations": [("CH", "Zurich"), ("AT", "Vienna"), ("IT", "Turin")],
+        "notes": "",
+    },
+]
+
+# Measured speeds on a few demo machines: (provider prefix, machine index, kind, model slug, precision,
+# value, unit). Speeds are only ever shown where measured; these are the demo's measurements.
+DEMO_SPEEDS = [
+    ("hbr", 0, "language", "llama-3-1-8b", 16, "2450.0", "tokens/s"),
+    ("hbr", 0, "language", "llama-3-1-70b", 16, "610.0", "tokens/s"),
+    ("mrd", 0, "language", "llama-3-1-8b", 8, "2980.0", "tokens/s"),
+    ("atc", 0, "language", "llama-3-1-8b", 4, "145.0", "tokens/s"),
+    ("atc", 0, "image", "stable-diffusion-xl", 16, "18.5", "images/min"),
+    ("byr", 0, "image", "flux-1-schnell", 16, "9.2", "images/min"),
+]
+DEMO_SPEEDS_MEASURED_AT = "2025-05-12T09:00:00+00:00"

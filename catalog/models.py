@@ -1,0 +1,426 @@
+"""The catalog: models as published, GPU types, providers and their machines.
+
+A figure that is not published is stored as NULL, never as 0: the sizing refuses to compute with a
+missing value instead of guessing (see `missing_values()`).
+"""
+from decimal import Decimal
+
+import pycountry
+from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+from django.db.models import Q
+
+
+def positive(label: str) -> MinValueValidator:
+    return MinValueValidator(1, message=f"{label} must be a positive number (at least 1).")
+
+
+# Plain IntegerFields with a validator (and a DB check) rather than PositiveIntegerField: the form
+# field of the latter stops a negative number with a generic message before ours can name the field.
+def _figure(label: str, help_text: str = "") -> models.IntegerField:
+    return models.IntegerField(
+        null=True, blank=True, validators=[positive(label)], help_text=help_text or "Empty = not published."
+    )
+
+
+def _positive_or_null(field: str, name: str) -> models.CheckConstraint:
+    return models.CheckConstraint(
+        condition=Q(**{f"{field}__isnull": True}) | Q(**{f"{field}__gt": 0}), name=name
+    )
+
+
+class LanguageModel(models.Model):
+    # The figures the inference calculation cannot do without (SPEC §3/§4).
+    INFERENCE_FIGURES = ("parameters", "layers", "attention_heads", "kv_heads", "head_dim")
+
+    name = models.CharField(max_length=120)
+    slug = models.SlugField(max_length=120, unique=True)
+    parameters = models.BigIntegerField(
+        null=True,
+        blank=True,
+        validators=[positive("Parameters")],
+        help_text="Exact count built from the published configuration. Empty = not published.",
+    )
+    parameters_published = models.CharField(
+        max_length=60, blank=True, help_text='The model card\'s rounded figure, e.g. "8.03B".'
+    )
+    layers = _figure("Layers")
+    attention_heads = _figure("Attention heads")
+    kv_heads = _figure("KV heads", "Key/value heads (grouped-query attention). Empty = not published.")
+    head_dim = _figure("Head dimension")
+    hidden_size = _figure("Hidden size")
+    intermediate_size = _figure("Intermediate size")
+    vocab_size = _figure("Vocabulary size")
+    max_context = _figure("Maximum context", "max_position_embeddings, in tokens. Empty = not published.")
+    license = models.CharField(max_length=120, blank=True)
+    config_url = models.URLField(max_length=300, blank=True, help_text="The published configuration.")
+    notes = models.TextField(blank=True)
+    is_active = models.BooleanField(default=True, help_text="Offered in the wizard.")
+
+    kind = "language"
+
+    class Meta:
+        ordering = ["parameters", "name"]
+        constraints = [
+            _positive_or_null("parameters", "catalog_lm_parameters_positive"),
+            _positive_or_null("layers", "catalog_lm_layers_positive"),
+            _positive_or_null("attention_heads", "catalog_lm_heads_positive"),
+            _positive_or_null("kv_heads", "catalog_lm_kv_heads_positive"),
+            _positive_or_null("head_dim", "catalog_lm_head_dim_positive"),
+            _positive_or_null("hidden_size", "catalog_lm_hidden_size_positive"),
+            _positive_or_null("intermediate_size", "catalog_lm_intermediate_size_positive"),
+            _positive_or_null("vocab_size", "catalog_lm_vocab_size_positive"),
+            _positive_or_null("max_context", "catalog_lm_max_context_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def clean(self):
+        super().clean()
+        if self.kv_heads and self.attention_heads and self.attention_heads % self.kv_heads:
+            raise ValidationError(
+                {"kv_heads": f"KV heads ({self.kv_heads}) must divide the attention heads "
+                 f"({self.attention_heads})."}
+            )
+
+    def missing_values(self) -> list[str]:
+        """Names of the figures the inference calculation needs that are not published."""
+        return [name for name in self.INFERENCE_FIGURES if getattr(self, name) is None]
+
+
+class ImagePipeline(models.Model):
+    name = models.CharField(max_length=120)
+    slug = models.SlugField(max_length=120, unique=True)
+    license = models.CharField(max_length=120, blank=True)
+    config_url = models.URLField(max_length=300, blank=True, help_text="The published configuration.")
+    native_resolution = models.CharField(
+        max_length=20, blank=True, help_text='Width x height in pixels, e.g. "1024x1024".'
+    )
+    parameters_published = models.CharField(max_length=60, blank=True)
+    notes = models.TextField(blank=True)
+    is_active = models.BooleanField(default=True, help_text="Offered in the wizard.")
+
+    kind = "image"
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def clean(self):
+        super().clean()
+        resolution = self.native_resolution
+        if resolution:
+            width, _, height = resolution.lower().partition("x")
+            if not (width.isdigit() and height.isdigit() and int(width) > 0 and int(height) > 0):
+                raise ValidationError(
+                    {"native_resolution": 'Native resolution must read width x height, e.g. "1024x1024".'}
+                )
+            self.native_resolution = f"{int(width)}x{int(height)}"
+
+    @property
+    def parameters(self) -> int | None:
+        """Total over all components; None when any component's count is unpublished."""
+        counts = [component.parameters for component in self.components.all()]
+        if not counts or any(count is None for count in counts):
+            return None
+        return sum(counts)
+
+    def missing_values(self) -> list[str]:
+        components = list(self.components.all())
+        if not components:
+            return ["components"]
+        return [f"parameters of {c.name}" for c in components if c.parameters is None]
+
+
+class ImageComponent(models.Model):
+    class Role(models.TextChoices):
+        DENOISER = "denoiser", "Denoiser"
+        TEXT_ENCODER = "text_encoder", "Text encoder"
+        AUTOENCODER = "autoencoder", "Autoencoder"
+
+    pipeline = models.ForeignKey(ImagePipeline, on_delete=models.CASCADE, related_name="components")
+    name = models.CharField(max_length=120)
+    role = models.CharField(max_length=20, choices=Role.choices)
+    parameters = models.BigIntegerField(
+        null=True, blank=True, validators=[positive("Parameters")], help_text="Empty = not published."
+    )
+    order = models.PositiveSmallIntegerField(default=0)
+
+    class Meta:
+        ordering = ["pipeline", "order", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["pipeline", "name"], name="catalog_component_unique_name"),
+            _positive_or_null("parameters", "catalog_component_parameters_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.pipeline}: {self.name}"
+
+
+# The figures the speech calculation needs: weights and the decoder's KV cache over its window.
+SPEECH_FIGURES = (
+    "parameters", "decoder_layers", "d_model", "attention_heads",
+    "max_source_positions", "max_target_positions",
+)
+
+
+class SpeechModel(models.Model):
+    FIGURES = SPEECH_FIGURES
+
+    name = models.CharField(max_length=120)
+    slug = models.SlugField(max_length=120, unique=True)
+    parameters = models.BigIntegerField(
+        null=True, blank=True, validators=[positive("Parameters")], help_text="Empty = not published."
+    )
+    parameters_published = models.CharField(max_length=60, blank=True)
+    encoder_layers = _figure("Encoder layers")
+    decoder_layers = _figure("Decoder layers")
+    d_model = _figure("Model width (d_model)")
+    attention_heads = _figure("Attention heads", "Per layer, encoder and decoder alike.")
+    max_source_positions = _figure("Encoder positions", "Encoder frames of the 30-second window (1500).")
+    max_target_positions = _figure("Decoder positions", "Decoder token positions (448).")
+    vocab_size = _figure("Vocabulary size")
+    license = models.CharField(max_length=120, blank=True)
+    config_url = models.URLField(max_length=300, blank=True, help_text="The published configuration.")
+    notes = models.TextField(blank=True)
+    is_active = models.BooleanField(default=True, help_text="Offered in the wizard.")
+
+    kind = "speech"
+
+    class Meta:
+        ordering = ["parameters", "name"]
+        constraints = [
+            _positive_or_null(field, f"catalog_speech_{field}_positive")
+            for field in (*SPEECH_FIGURES, "encoder_layers", "vocab_size")
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def missing_values(self) -> list[str]:
+        return [name for name in self.FIGURES if getattr(self, name) is None]
+
+
+class GpuType(models.Model):
+    class Vendor(models.TextChoices):
+        NVIDIA = "NVIDIA", "NVIDIA"
+        AMD = "AMD", "AMD"
+
+    name = models.CharField(max_length=80, unique=True)
+    slug = models.SlugField(max_length=80, unique=True)
+    vendor = models.CharField(max_length=10, choices=Vendor.choices)
+    memory_mib = models.IntegerField(
+        validators=[positive("Memory (MiB)")],
+        help_text="Exact memory as the driver reports it (nvidia-smi / rocm-smi), in MiB.",
+    )
+    marketed_memory = models.CharField(max_length=20, blank=True, help_text='As sold, e.g. "80GB".')
+    datasheet_url = models.URLField(max_length=300, blank=True)
+    notes = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["vendor", "name"]
+        constraints = [
+            models.CheckConstraint(condition=Q(memory_mib__gt=0), name="catalog_gputype_memory_positive")
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Tier(models.TextChoices):
+    SECURE = "secure", "Secure"
+    COMMUNITY = "community", "Community"
+
+
+class Provider(models.Model):
+    class FeedFormat(models.TextChoices):
+        NODELODGE_V1 = "nodelodge-v1", "Node Lodge feed v1 (JSON)"
+
+    name = models.CharField(max_length=120, unique=True)
+    slug = models.SlugField(max_length=120, unique=True)
+    tier = models.CharField(max_length=10, choices=Tier.choices)
+    feed_url = models.URLField(max_length=300, blank=True)
+    feed_format = models.CharField(
+        max_length=30, choices=FeedFormat.choices, default=FeedFormat.NODELODGE_V1
+    )
+    is_active = models.BooleanField(default=True)
+    notes = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def save(self, *args, **kwargs):
+        super().save(*args, **kwargs)
+        # Keep the copy on Machine (see Machine.tier) in step with the provider.
+        self.machines.exclude(tier=self.tier).update(tier=self.tier)
+
+
+class Machine(models.Model):
+    class MemorySource(models.TextChoices):
+        DATACENTER = "datacenter", "Datacenter"
+        DATASHEET = "datasheet", "Manufacturer's datasheet"
+        HOST = "host", "Reported by the host (unchecked)"
+        UNKNOWN = "unknown", "Unknown"
+
+    provider = models.ForeignKey(Provider, on_delete=models.CASCADE, related_name="machines")
+    provider_machine_id = models.CharField(max_length=120)
+    # A copy of provider.tier, written on save (and by Provider.save). The wizard's main query filters
+    # on tier, country, memory and price together; keeping tier on this table lets one partial index
+    # serve that query without a join to Provider.
+    tier = models.CharField(max_length=10, choices=Tier.choices, editable=False)
+    gpu_type = models.ForeignKey(GpuType, on_delete=models.PROTECT, related_name="machines")
+    gpu_count = models.SmallIntegerField(
+        validators=[
+            MinValueValidator(1, message="GPU count must be between 1 and 16."),
+            MaxValueValidator(16, message="GPU count must be between 1 and 16."),
+        ]
+    )
+    free_gpus = models.SmallIntegerField(
+        validators=[MinValueValidator(0, message="Free GPUs cannot be negative.")]
+    )
+    memory_per_gpu_mib = models.IntegerField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1, message="Memory per GPU must be a positive number of MiB.")],
+        help_text="Empty = not reported; such a machine is never recommended.",
+    )
+    memory_source = models.CharField(
+        max_length=12, choices=MemorySource.choices, default=MemorySource.UNKNOWN
+    )
+    memory_flag = models.CharField(
+        max_length=200, blank=True, help_text="E.g. host-reported memory far from the datasheet."
+    )
+    country = models.CharField(
+        max_length=2, blank=True, help_text="ISO 3166 alpha-2 code; empty = location unknown."
+    )
+    region = models.CharField(max_length=120, blank=True)
+    price_per_gpu_hour = models.DecimalField(
+        max_digits=10,
+        decimal_places=4,
+        validators=[MinValueValidator(Decimal("0.0001"), message="Price per GPU-hour must be above zero.")],
+        help_text="USD per GPU per hour.",
+    )
+    interruptible = models.BooleanField(default=False)
+    booking_limit_hours = models.IntegerField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1, message="Booking limit must be at least one hour (empty = none).")],
+        help_text="Empty = no limit.",
+    )
+    is_available = models.BooleanField(
+        default=True, help_text="Online (Community) or in stock (Secure)."
+    )
+    last_seen_at = models.DateTimeField(null=True, blank=True)
+    gone_at = models.DateTimeField(null=True, blank=True, help_text="Missing from the provider's feed.")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["provider", "provider_machine_id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["provider", "provider_machine_id"], name="catalog_machine_unique_provider_id"
+            ),
+            models.CheckConstraint(
+                condition=Q(free_gpus__lte=models.F("gpu_count")), name="catalog_machine_free_le_count"
+            ),
+            models.CheckConstraint(condition=Q(free_gpus__gte=0), name="catalog_machine_free_nonnegative"),
+            models.CheckConstraint(
+                condition=Q(gpu_count__gte=1, gpu_count__lte=16), name="catalog_machine_gpu_count_range"
+            ),
+            models.CheckConstraint(
+                condition=Q(price_per_gpu_hour__gt=0), name="catalog_machine_price_positive"
+            ),
+            _positive_or_null("memory_per_gpu_mib", "catalog_machine_memory_positive"),
+            _positive_or_null("booking_limit_hours", "catalog_machine_booking_limit_positive"),
+        ]
+        indexes = [
+            # The wizard: available machines of a tier in some countries with enough memory, by price.
+            models.Index(
+                fields=["tier", "country", "memory_per_gpu_mib", "price_per_gpu_hour"],
+                condition=Q(is_available=True),
+                name="catalog_machine_wizard_idx",
+            ),
+            # Freshness checks and the stale sweep.
+            models.Index(fields=["is_available", "last_seen_at"], name="catalog_machine_fresh_idx"),
+            models.Index(fields=["last_seen_at"], name="catalog_machine_seen_idx"),
+        ]
+
+    def __str__(self) -> str:
+        provider = self.provider.name if self.provider_id else "?"
+        return f"{provider} {self.provider_machine_id} ({self.gpu_count}x)"
+
+    def save(self, *args, **kwargs):
+        self.country = (self.country or "").strip().upper()
+        if self.provider_id:
+            self.tier = self.provider.tier
+        update_fields = kwargs.get("update_fields")
+        if update_fields is not None and "tier" not in update_fields:
+            kwargs["update_fields"] = [*update_fields, "tier"]
+        super().save(*args, **kwargs)
+
+    def clean(self):
+        super().clean()
+        errors = {}
+        if self.country:
+            code = self.country.strip().upper()
+            if len(code) != 2 or pycountry.countries.get(alpha_2=code) is None:
+                errors["country"] = (
+                    f"Country must be an ISO 3166 alpha-2 code such as DE or US; “{self.country}” is not one."
+                )
+            else:
+                self.country = code
+        if self.gpu_count is not None and self.free_gpus is not None and self.free_gpus > self.gpu_count:
+            errors["free_gpus"] = (
+                f"Free GPUs ({self.free_gpus}) cannot exceed the machine's GPU count ({self.gpu_count})."
+            )
+        if self.memory_per_gpu_mib is None and self.memory_source != self.MemorySource.UNKNOWN:
+            errors["memory_source"] = "Memory source must be “unknown” while no memory per GPU is given."
+        if errors:
+            raise ValidationError(errors)
+
+
+class MeasuredSpeed(models.Model):
+    """A speed measured on one machine. Speeds are never estimated, only shown where measured."""
+
+    class ModelKind(models.TextChoices):
+        LANGUAGE = "language", "Language model"
+        IMAGE = "image", "Image pipeline"
+        SPEECH = "speech", "Speech model"
+
+    class Unit(models.TextChoices):
+        TOKENS_PER_SECOND = "tokens/s", "tokens/s"
+        IMAGES_PER_MINUTE = "images/min", "images/min"
+
+    class Precision(models.IntegerChoices):
+        BITS_16 = 16, "16-bit"
+        BITS_8 = 8, "8-bit"
+        BITS_4 = 4, "4-bit"
+
+    machine = models.ForeignKey(Machine, on_delete=models.CASCADE, related_name="measured_speeds")
+    model_kind = models.CharField(max_length=10, choices=ModelKind.choices)
+    model_slug = models.SlugField(max_length=120)
+    precision = models.PositiveSmallIntegerField(choices=Precision.choices)
+    value = models.DecimalField(
+        max_digits=12,
+        decimal_places=3,
+        validators=[MinValueValidator(Decimal("0.001"), message="A measured speed must be above zero.")],
+    )
+    unit = models.CharField(max_length=12, choices=Unit.choices)
+    measured_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["machine", "model_slug", "precision", "-measured_at"]
+        constraints = [
+            models.CheckConstraint(condition=Q(value__gt=0), name="catalog_speed_value_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.model_slug} {self.precision}-bit: {self.value} {self.unit}"

@@ -1,0 +1,308 @@
+"""Writes to the catalog: loading the shipped data, the demo fleet, and synthetic fleets.
+
+Every loader is an idempotent upsert keyed by slug, name, or (provider, machine id): running it
+twice leaves the same rows. Bulk upserts use INSERT ... ON CONFLICT, which PostgreSQL and SQLite
+both support.
+"""
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+
+from django.db import transaction
+from django.utils import timezone
+from django.utils.text import slugify
+
+from catalog.data.demo_fleet import (
+    COMMUNITY_OFFERS,
+    DEMO_PROVIDERS,
+    DEMO_SEED,
+    DEMO_SPEEDS,
+    DEMO_SPEEDS_MEASURED_AT,
+    SECURE_OFFERS,
+)
+from catalog.data.gpu_types import GPU_TYPES
+from catalog.data.image_pipelines import IMAGE_PIPELINES
+from catalog.data.language_models import LANGUAGE_MODELS
+from catalog.data.speech_models import SPEECH_MODELS
+from catalog.models import (
+    GpuType,
+    ImageComponent,
+    ImagePipeline,
+    LanguageModel,
+    Machine,
+    MeasuredSpeed,
+    Provider,
+    SpeechModel,
+)
+
+FLEET_BATCH_SIZE = 5_000
+# Host-reported memory further than this from the datasheet figure gets a memory_flag.
+MEMORY_FLAG_TOLERANCE = 0.05
+
+# Every Machine column a fleet upsert rewrites when the (provider, machine id) already exists.
+MACHINE_UPSERT_FIELDS = [
+    "tier", "gpu_type", "gpu_count", "free_gpus", "memory_per_gpu_mib", "memory_source", "memory_flag",
+    "country", "region", "price_per_gpu_hour", "interruptible", "booking_limit_hours", "is_available",
+    "last_seen_at", "gone_at", "updated_at",
+]
+
+
+def memory_flag_for(reported_mib: int | None, datasheet_mib: int | None, gpu_name: str) -> str:
+    """A warning, in words, when reported memory is far from the datasheet; "" otherwise."""
+    if not reported_mib or not datasheet_mib:
+        return ""
+    deviation = (reported_mib - datasheet_mib) / datasheet_mib
+    if abs(deviation) <= MEMORY_FLAG_TOLERANCE:
+        return ""
+    return (
+        f"Reported {reported_mib:,} MiB per GPU; the {gpu_name} datasheet figure is "
+        f"{datasheet_mib:,} MiB ({deviation:+.1%})."
+    )
+
+
+# --- Shipped models and GPU types -------------------------------------------------------------
+
+
+def load_language_models() -> int:
+    for row in LANGUAGE_MODELS:
+        values = {key: value for key, value in row.items() if key != "slug"}
+        LanguageModel.objects.update_or_create(slug=row["slug"], defaults=values)
+    return len(LANGUAGE_MODELS)
+
+
+def load_image_pipelines() -> int:
+    for row in IMAGE_PIPELINES:
+        values = {key: value for key, value in row.items() if key not in ("slug", "components")}
+        pipeline, _ = ImagePipeline.objects.update_or_create(slug=row["slug"], defaults=values)
+        names = []
+        for order, (name, role, parameters) in enumerate(row["components"]):
+            ImageComponent.objects.update_or_create(
+                pipeline=pipeline,
+                name=name,
+                defaults={"role": role, "parameters": parameters, "order": order},
+            )
+            names.append(name)
+        pipeline.components.exclude(name__in=names).delete()
+    return len(IMAGE_PIPELINES)
+
+
+def load_speech_models() -> int:
+    for row in SPEECH_MODELS:
+        values = {key: value for key, value in row.items() if key != "slug"}
+        SpeechModel.objects.update_or_create(slug=row["slug"], defaults=values)
+    return len(SPEECH_MODELS)
+
+
+def load_gpu_types() -> int:
+    for name, vendor, marketed, memory_mib, datasheet_url, notes in GPU_TYPES:
+        GpuType.objects.update_or_create(
+            name=name,
+            defaults={
+                "slug": slugify(name), "vendor": vendor, "marketed_memory": marketed,
+                "memory_mib": memory_mib, "datasheet_url": datasheet_url, "notes": notes,
+            },
+        )
+    return len(GPU_TYPES)
+
+
+# --- Fleet generation -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _ProviderPlan:
+    provider: Provider
+    locations: tuple[tuple[str, str], ...]
+
+
+def _random_machine(
+    rng: random.Random, plan: _ProviderPlan, machine_id: str, gpu_types: dict[str, GpuType], now: datetime
+) -> Machine:
+    """One realistic machine; every special case the wizard must handle occurs at a steady rate."""
+    secure = plan.provider.tier == "secure"
+    gpu_name, counts, list_price = rng.choice(SECURE_OFFERS if secure else COMMUNITY_OFFERS)
+    gpu_type = gpu_types[gpu_name]
+    gpu_count = rng.choice(counts)
+    datasheet_mib = gpu_type.memory_mib
+
+    roll = rng.random()
+    flag = ""
+    if secure:
+        if roll < 0.02:
+            memory, source = None, Machine.MemorySource.UNKNOWN
+        elif roll < 0.30:
+            memory, source = datasheet_mib, Machine.MemorySource.DATASHEET
+        else:
+            memory, source = datasheet_mib, Machine.MemorySource.DATACENTER
+    else:
+        source = Machine.MemorySource.HOST
+        if roll < 0.07:
+            memory, source = None, Machine.MemorySource.UNKNOWN
+        elif roll < 0.15:  # a misreporting host (partitioned card, wrong driver, wrong label)
+            memory = round(datasheet_mib * rng.choice((0.5, 0.75, 0.83, 1.33)))
+            flag = memory_flag_for(memory, datasheet_mib, gpu_name)
+        elif roll < 0.30:  # small driver/ECC differences, within tolerance
+            memory = datasheet_mib - rng.choice((12, 256, 512))
+        else:
+            memory = datasheet_mib
+
+    is_available = rng.random() < (0.88 if secure else 0.8)
+    if not is_available:
+        free_gpus = 0
+    elif rng.random() < 0.7:
+        free_gpus = gpu_count
+    else:
+        free_gpus = rng.randint(0, gpu_count)
+
+    interruptible = rng.random() < (0.05 if secure else 0.3)
+    booking_limit = None
+    if rng.random() < (0.05 if secure else 0.25):
+        booking_limit = 720 if secure else rng.choice((12, 24, 48, 72, 168))
+
+    if not secure and rng.random() < 0.06:
+        country, region = "", ""
+    else:
+        country, region = rng.choice(plan.locations)
+
+    price = Decimal(list_price) * Decimal(str(round(rng.uniform(0.85, 1.25), 3)))
+    if interruptible:
+        price *= Decimal("0.6")
+    price = max(price.quantize(Decimal("0.001")), Decimal("0.01"))
+
+    return Machine(
+        provider=plan.provider, provider_machine_id=machine_id, tier=plan.provider.tier, gpu_type=gpu_type,
+        gpu_count=gpu_count, free_gpus=free_gpus, memory_per_gpu_mib=memory, memory_source=source,
+        memory_flag=flag, country=country, region=region, price_per_gpu_hour=price,
+        interruptible=interruptible, booking_limit_hours=booking_limit, is_available=is_available,
+        last_seen_at=now, gone_at=None,
+    )
+
+
+def _upsert_machines(machines: Iterator[Machine], batch_size: int = FLEET_BATCH_SIZE) -> int:
+    total = 0
+    batch: list[Machine] = []
+    for machine in machines:
+        batch.append(machine)
+        if len(batch) >= batch_size:
+            total += _flush(batch)
+            batch = []
+    if batch:
+        total += _flush(batch)
+    return total
+
+
+def _flush(batch: list[Machine]) -> int:
+    Machine.objects.bulk_create(
+        batch,
+        batch_size=len(batch),
+        update_conflicts=True,
+        unique_fields=["provider", "provider_machine_id"],
+        update_fields=MACHINE_UPSERT_FIELDS,
+    )
+    return len(batch)
+
+
+def _upsert_providers(rows: list[dict]) -> dict[str, Provider]:
+    """Providers by name in one statement; returns them by name."""
+    Provider.objects.bulk_create(
+        [Provider(**row) for row in rows],
+        update_conflicts=True,
+        unique_fields=["name"],
+        update_fields=["slug", "tier", "notes", "is_active"],
+    )
+    return {p.name: p for p in Provider.objects.filter(name__in=[row["name"] for row in rows])}
+
+
+def _gpu_types_by_name() -> dict[str, GpuType]:
+    gpu_types = {gpu.name: gpu for gpu in GpuType.objects.all()}
+    needed = {name for name, _, _ in SECURE_OFFERS + COMMUNITY_OFFERS}
+    missing = needed - gpu_types.keys()
+    if missing:
+        raise RuntimeError(f"GPU types missing from the catalog (run load_catalog first): {sorted(missing)}")
+    return gpu_types
+
+
+def load_demo_fleet(now: datetime | None = None) -> int:
+    """The shipped demo fleet: the same providers, machine ids and figures on every load."""
+    now = now or timezone.now()
+    gpu_types = _gpu_types_by_name()
+    providers = _upsert_providers(
+        [
+            {
+                "name": spec["name"], "slug": slugify(spec["name"]), "tier": spec["tier"],
+                "notes": spec["notes"],
+            }
+            for spec in DEMO_PROVIDERS
+        ]
+    )
+    rng = random.Random(DEMO_SEED)
+
+    def machines() -> Iterator[Machine]:
+        for spec in DEMO_PROVIDERS:
+            plan = _ProviderPlan(providers[spec["name"]], tuple(spec["locations"]))
+            for index in range(spec["machines"]):
+                yield _random_machine(rng, plan, f"{spec['prefix']}-{index:04d}", gpu_types, now)
+
+    count = _upsert_machines(machines())
+    prefixes = {spec["prefix"]: providers[spec["name"]] for spec in DEMO_PROVIDERS}
+    measured_at = datetime.fromisoformat(DEMO_SPEEDS_MEASURED_AT)
+    for prefix, index, kind, model_slug, precision, value, unit in DEMO_SPEEDS:
+        machine = Machine.objects.get(provider=prefixes[prefix], provider_machine_id=f"{prefix}-{index:04d}")
+        MeasuredSpeed.objects.update_or_create(
+            machine=machine, model_slug=model_slug, precision=precision, unit=unit,
+            defaults={"model_kind": kind, "value": Decimal(value), "measured_at": measured_at},
+        )
+    return count
+
+
+def generate_fleet(
+    machines: int, seed: int, provider_prefix: str = "Synthetic", now: datetime | None = None
+) -> int:
+    """A reproducible synthetic fleet of `machines` machines over six providers (three per tier).
+
+    The same seed and prefix give the same rows; running it again updates them in place. Rows go
+    in with one INSERT ... ON CONFLICT per batch of FLEET_BATCH_SIZE, so the query count does not
+    grow with the number of machines.
+    """
+    if machines < 0:
+        raise ValueError("machines must not be negative")
+    now = now or timezone.now()
+    gpu_types = _gpu_types_by_name()
+    rng = random.Random(seed)
+    all_locations = sorted({loc for spec in DEMO_PROVIDERS for loc in spec["locations"]})
+    rows, locations = [], {}
+    for tier in ("secure", "community"):
+        for number in (1, 2, 3):
+            name = f"{provider_prefix} {tier.title()} {number}"
+            rows.append({"name": name, "slug": slugify(name), "tier": tier, "notes": "Synthetic fleet."})
+            locations[name] = tuple(rng.sample(all_locations, 5))
+    providers = _upsert_providers(rows)
+    plans = [_ProviderPlan(providers[row["name"]], locations[row["name"]]) for row in rows]
+
+    def generated() -> Iterator[Machine]:
+        for index in range(machines):
+            plan = plans[index % len(plans)]
+            yield _random_machine(rng, plan, f"s{seed}-{index:07d}", gpu_types, now)
+
+    with transaction.atomic():
+        return _upsert_machines(generated())
+
+
+# --- Everything -------------------------------------------------------------------------------
+
+
+@transaction.atomic
+def load_catalog(fleet: bool = True, now: datetime | None = None) -> dict[str, int]:
+    """Load (or refresh) the shipped catalog; with `fleet`, the demo fleet too. Idempotent."""
+    counts = {
+        "language_models": load_language_models(),
+        "image_pipelines": load_image_pipelines(),
+        "speech_models": load_speech_models(),
+        "gpu_types": load_gpu_types(),
+    }
+    if fleet:
+        counts["machines"] = load_demo_fleet(now=now)
+    return counts

@@ -1,0 +1,30 @@
+import csv
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+
+from catalog.services import load_catalog
+
+
+def reference_dir() -> Path:
+    folder = Path(settings.BASE_DIR).parent / "shared" / "reference"
+    if not folder.is_dir():
+        pytest.fail(f"The published reference figures are missing: expected the folder {folder}.")
+    return folder
+
+
+def read_reference(name: str) -> list[dict]:
+    with open(reference_dir() / name, newline="", encoding="utf-8") as handle:
+        return list(csv.DictReader(handle))
+
+
+@pytest.fixture
+def catalog(db):
+    """The shipped catalog with the demo fleet."""
+    return load_catalog()
+
+
+@pytest.fixture
+def models_only(db):
+    return load_catalog(fleet=False)

@@ -1,0 +1,166 @@
+import json
+
+import pytest
+from django.urls import reverse
+
+from catalog.models import (
+    GpuType,
+    ImagePipeline,
+    LanguageModel,
+    Machine,
+    MeasuredSpeed,
+    Provider,
+    SpeechModel,
+)
+
+pytestmark = pytest.mark.django_db
+
+ALL_MODELS = [LanguageModel, ImagePipeline, SpeechModel, GpuType, Provider, Machine, MeasuredSpeed]
+
+
+def admin_url(model, view, *args):
+    return reverse(f"admin:catalog_{model._meta.model_name}_{view}", args=args)
+
+
+@pytest.mark.parametrize("model", ALL_MODELS, ids=lambda m: m.__name__)
+def test_changelist_change_and_add_pages_render_for_staff(admin_client, catalog, model):
+    assert admin_client.get(admin_url(model, "changelist")).status_code == 200
+    first = model.objects.order_by("pk").first()
+    assert admin_client.get(admin_url(model, "change", first.pk)).status_code == 200
+    assert admin_client.get(admin_url(model, "add")).status_code == 200
+
+
+def test_machine_changelist_filters_and_searches(admin_client, catalog):
+    response = admin_client.get(admin_url(Machine, "changelist"), {"tier__exact": "community", "q": "RTX"})
+    assert response.status_code == 200
+    shown = response.context["cl"].result_count
+    assert shown == Machine.objects.filter(tier="community", gpu_type__name__icontains="RTX").count() > 0
+
+
+@pytest.mark.parametrize("model", ALL_MODELS, ids=lambda m: m.__name__)
+def test_anonymous_visitors_are_sent_to_the_login_page(client, model):
+    response = client.get(admin_url(model, "changelist"))
+    assert response.status_code == 302
+    assert response["Location"].startswith(reverse("admin:login"))
+
+
+def test_non_staff_users_cannot_reach_the_admin(client, django_user_model):
+    user = django_user_model.objects.create_user("customer", password="a-long-password-1")
+    client.force_login(user)
+    response = client.get(admin_url(Machine, "changelist"))
+    assert response.status_code == 302
+    assert response["Location"].startswith(reverse("admin:login"))
+
+
+def machine_form(**overrides):
+    provider = Provider.objects.get(name="Harbor Compute")
+    gpu_type = GpuType.objects.get(name="L40S")
+    data = {
+        "provider": provider.pk, "provider_machine_id": "admin-1", "gpu_type": gpu_type.pk, "gpu_count": "4",
+        "free_gpus": "4", "memory_per_gpu_mib": "46068", "memory_source": "datacenter", "memory_flag": "",
+        "country": "de", "region": "Frankfurt", "price_per_gpu_hour": "0.8900", "booking_limit_hours": "",
+        "is_available": "on", "last_seen_at_0": "", "last_seen_at_1": "", "gone_at_0": "", "gone_at_1": "",
+        "measured_speeds-TOTAL_FORMS": "0", "measured_speeds-INITIAL_FORMS": "0",
+        "measured_speeds-MIN_NUM_FORMS": "0", "measured_speeds-MAX_NUM_FORMS": "1000",
+    }
+    data.update(overrides)
+    return data
+
+
+def test_machine_add_form_saves_good_input(admin_client, catalog):
+    response = admin_client.post(admin_url(Machine, "add"), machine_form())
+    assert response.status_code == 302, response.context["adminform"].form.errors
+    machine = Machine.objects.get(provider_machine_id="admin-1")
+    assert (machine.country, machine.tier) == ("DE", "secure")
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"memory_per_gpu_mib": "-5"}, "Memory per GPU must be a positive number of MiB."),
+        ({"free_gpus": "6"}, "Free GPUs (6) cannot exceed the machine&#x27;s GPU count (4)."),
+        ({"country": "QQ"}, "Country must be an ISO 3166 alpha-2 code such as DE or US"),
+        ({"price_per_gpu_hour": "0"}, "Price per GPU-hour must be above zero."),
+    ],
+)
+def test_machine_add_form_rejects_bad_input_with_its_message(admin_client, catalog, overrides, message):
+    before = Machine.objects.count()
+    response = admin_client.post(admin_url(Machine, "add"), machine_form(**overrides))
+    assert response.status_code == 200
+    assert message in response.content.decode()
+    assert Machine.objects.count() == before
+
+
+LLAMA_LIKE_CONFIG = {
+    "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096,
+    "intermediate_size": 14336, "num_hidden_layers": 32, "num_attention_heads": 32,
+    "num_key_value_heads": 8, "vocab_size": 128256, "max_position_embeddings": 131072,
+    "tie_word_embeddings": False,
+}
+
+
+def import_url():
+    return reverse("admin:catalog_languagemodel_import_config")
+
+
+def test_the_changelist_links_to_the_config_import(admin_client, db):
+    response = admin_client.get(admin_url(LanguageModel, "changelist"))
+    assert import_url() in response.content.decode()
+    assert admin_client.get(import_url()).status_code == 200
+
+
+def test_pasting_a_config_creates_a_model_with_its_figures(admin_client, db):
+    response = admin_client.post(
+        import_url(),
+        {
+            "name": "Pasted 8B", "slug": "pasted-8b", "config_json": json.dumps(LLAMA_LIKE_CONFIG),
+            "license": "x",
+        },
+    )
+    model = LanguageModel.objects.get(slug="pasted-8b")
+    assert response.status_code == 302
+    assert response["Location"] == admin_url(LanguageModel, "change", model.pk)
+    assert (model.layers, model.attention_heads, model.kv_heads, model.head_dim) == (32, 32, 8, 128)
+    assert (model.hidden_size, model.intermediate_size, model.vocab_size, model.max_context) == (
+        4096, 14336, 128256, 131072,
+    )
+    # A dense llama-like configuration gets its exact count computed.
+    assert model.parameters == 8_030_261_248
+
+
+def test_pasting_a_config_updates_an_existing_model_and_keeps_its_parameters(admin_client, models_only):
+    config = {**LLAMA_LIKE_CONFIG, "model_type": "custom", "max_position_embeddings": 65536}
+    response = admin_client.post(
+        import_url(), {"name": "Llama 3.1 8B", "slug": "llama-3-1-8b", "config_json": json.dumps(config)}
+    )
+    assert response.status_code == 302
+    model = LanguageModel.objects.get(slug="llama-3-1-8b")
+    assert model.max_context == 65536
+    assert model.parameters == 8_030_261_248
+    assert LanguageModel.objects.filter(slug="llama-3-1-8b").count() == 1
+
+
+def test_pasted_config_without_kv_heads_or_head_dim_uses_the_library_defaults(admin_client, db):
+    config = {k: v for k, v in LLAMA_LIKE_CONFIG.items() if k != "num_key_value_heads"}
+    admin_client.post(import_url(), {"name": "MHA", "slug": "mha", "config_json": json.dumps(config)})
+    model = LanguageModel.objects.get(slug="mha")
+    assert (model.kv_heads, model.head_dim) == (32, 128)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('{"num_hidden_layers": 32,', "Not valid JSON"),
+        ("[1, 2]", "A config.json holds one JSON object"),
+        ('{"num_attention_heads": 8, "hidden_size": 512}', "The configuration has no “num_hidden_layers”"),
+        (
+            '{"num_hidden_layers": 0, "num_attention_heads": 8, "hidden_size": 512}',
+            "must be a positive whole",
+        ),
+    ],
+)
+def test_broken_config_is_rejected_and_nothing_is_saved(admin_client, db, text, message):
+    response = admin_client.post(import_url(), {"name": "Broken", "slug": "broken", "config_json": text})
+    assert response.status_code == 200
+    assert message in response.content.decode()
+    assert not LanguageModel.objects.filter(slug="broken").exists()

@@ -1,0 +1,66 @@
+import pytest
+from django.core.management import call_command
+
+from catalog.models import Machine, Provider
+from catalog.services import generate_fleet, load_gpu_types
+
+pytestmark = pytest.mark.django_db
+
+COMPARED_FIELDS = (
+    "provider__name", "provider_machine_id", "tier", "gpu_type__name", "gpu_count", "free_gpus",
+    "memory_per_gpu_mib", "memory_source", "memory_flag", "country", "region", "price_per_gpu_hour",
+    "interruptible", "booking_limit_hours", "is_available",
+)
+
+
+def snapshot(prefix):
+    rows = Machine.objects.filter(provider__name__startswith=prefix)
+    rows = rows.order_by("provider__name", "provider_machine_id")
+    return list(rows.values_list(*COMPARED_FIELDS))
+
+
+@pytest.fixture
+def gpu_types(db):
+    load_gpu_types()
+
+
+def test_the_same_seed_gives_the_same_fleet(gpu_types):
+    generate_fleet(500, seed=11, provider_prefix="A")
+    generate_fleet(500, seed=11, provider_prefix="B")
+    fleet_a = [row[1:] for row in snapshot("A ")]
+    fleet_b = [row[1:] for row in snapshot("B ")]
+    assert len(fleet_a) == 500
+    assert fleet_a == fleet_b
+
+
+def test_another_seed_gives_another_fleet(gpu_types):
+    generate_fleet(300, seed=1, provider_prefix="A")
+    generate_fleet(300, seed=2, provider_prefix="B")
+    assert [row[2:] for row in snapshot("A ")] != [row[2:] for row in snapshot("B ")]
+
+
+def test_rerunning_updates_in_place(gpu_types):
+    generate_fleet(400, seed=5)
+    first = snapshot("Synthetic")
+    assert generate_fleet(400, seed=5) == 400
+    assert Machine.objects.count() == 400
+    assert snapshot("Synthetic") == first
+    assert set(Provider.objects.values_list("tier", flat=True)) == {"secure", "community"}
+
+
+def test_generation_is_bulk_so_queries_do_not_grow_per_machine(gpu_types, django_assert_max_num_queries):
+    with django_assert_max_num_queries(15):
+        assert generate_fleet(2_000, seed=3) == 2_000
+    assert Machine.objects.count() == 2_000
+
+
+def test_generated_machines_pass_model_validation(gpu_types):
+    generate_fleet(300, seed=9)
+    for machine in Machine.objects.select_related("provider", "gpu_type"):
+        machine.full_clean()
+
+
+def test_the_command_writes_the_fleet(gpu_types, capsys):
+    call_command("generate_fleet", "--machines", "120", "--seed", "4", "--provider-prefix", "Cmd")
+    assert Machine.objects.filter(provider__name__startswith="Cmd ").count() == 120
+    assert "120 machines written" in capsys.readouterr().out

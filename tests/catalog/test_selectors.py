@@ -1,0 +1,111 @@
+from decimal import Decimal
+
+import pytest
+from django.utils import timezone
+
+from catalog import selectors
+from catalog.models import LanguageModel, Machine
+from sizing.offers import MachineOffer
+from sizing.specs import ImagePipelineSpec, LanguageModelSpec, SpeechModelSpec
+
+pytestmark = pytest.mark.django_db
+
+
+def test_language_model_spec_carries_the_exact_published_figures(models_only):
+    spec = selectors.language_model_spec(LanguageModel.objects.get(slug="llama-3-1-8b"))
+    assert spec == LanguageModelSpec(
+        slug="llama-3-1-8b", name="Llama 3.1 8B", parameters=8_030_261_248, layers=32, attention_heads=32,
+        kv_heads=8, head_dim=128, hidden_size=4096, intermediate_size=14336, vocab_size=128256,
+        max_context=131072,
+    )
+
+
+def test_unpublished_figures_reach_the_spec_as_none(models_only):
+    spec = selectors.get_model_spec("deepseek-v3")
+    assert spec.kv_heads is None and spec.head_dim is None
+
+
+def test_image_pipeline_spec_lists_components_in_order(models_only):
+    spec = selectors.get_model_spec("flux-1-dev")
+    assert isinstance(spec, ImagePipelineSpec)
+    assert [(c.role, c.parameters) for c in spec.components] == [
+        ("denoiser", 11_901_408_320), ("text_encoder", 123_060_480),
+        ("text_encoder", 4_762_310_656), ("autoencoder", 83_819_683),
+    ]
+    assert spec.native_resolution == "1024x1024"
+
+
+def test_speech_model_spec_has_the_30_second_window(models_only):
+    spec = selectors.get_model_spec("whisper-large-v3")
+    assert isinstance(spec, SpeechModelSpec)
+    assert (spec.parameters, spec.decoder_layers, spec.d_model, spec.attention_heads) == (
+        1_543_490_560, 32, 1280, 20,
+    )
+    assert (spec.max_source_positions, spec.max_target_positions) == (1500, 448)
+
+
+def test_get_model_spec_returns_none_for_unknown_or_inactive_slugs(models_only):
+    assert selectors.get_model_spec("no-such-model") is None
+    LanguageModel.objects.filter(slug="llama-2-7b").update(is_active=False)
+    assert selectors.get_model_spec("llama-2-7b") is None
+
+
+def test_models_for_workload_suits_each_workload_in_a_stable_order(models_only):
+    inference = selectors.models_for_workload("inference")
+    kinds = [row.kind for row in inference]
+    assert set(kinds) == {"language", "speech"}
+    assert kinds == sorted(kinds, key=selectors.KIND_ORDER.get)
+    language = [row for row in inference if row.kind == "language"]
+    assert [row.parameters for row in language] == sorted(row.parameters for row in language)
+    assert language[0].slug == "qwen2-5-0-5b"
+    assert {row.kind for row in selectors.models_for_workload("finetune")} == {"language"}
+    images = selectors.models_for_workload("image")
+    assert [row.slug for row in images][0] == "stable-diffusion-v1-5"
+    assert {row.kind for row in images} == {"image"}
+    assert selectors.models_for_workload("notebook") == []
+    assert [r.slug for r in selectors.models_for_workload("inference")] == [r.slug for r in inference]
+
+
+def test_models_for_workload_rejects_an_unknown_workload(db):
+    with pytest.raises(ValueError, match="Unknown workload"):
+        selectors.models_for_workload("mining")
+
+
+def test_machine_offer_copies_the_machine_with_its_speeds(catalog):
+    row = selectors.machines_with_related(Machine.objects.filter(provider_machine_id="hbr-0000")).get()
+    offer = selectors.machine_offer(row)
+    assert isinstance(offer, MachineOffer)
+    assert offer.id == row.pk
+    assert offer.provider == "Harbor Compute" and offer.tier == "secure"
+    assert offer.gpu_type == row.gpu_type.name
+    assert offer.datasheet_memory_mib == row.gpu_type.memory_mib
+    assert offer.price_per_gpu_hour == row.price_per_gpu_hour
+    assert {(s.model_slug, s.precision, s.unit) for s in offer.measured_speeds} == {
+        ("llama-3-1-70b", 16, "tokens/s"), ("llama-3-1-8b", 16, "tokens/s"),
+    }
+
+
+def test_machine_offer_turns_an_unknown_country_into_none(catalog):
+    row = selectors.machines_with_related(Machine.objects.filter(country="")).first()
+    offer = selectors.machine_offer(row)
+    assert offer.country is None
+    assert offer.memory_flag in (None, row.memory_flag)
+
+
+def test_machine_offers_use_a_fixed_number_of_queries(catalog, django_assert_max_num_queries):
+    with django_assert_max_num_queries(3):
+        offers = selectors.machine_offers()
+    assert len(offers) == Machine.objects.count()
+
+
+def test_available_machines_leaves_out_offline_gone_and_stale_machines(catalog):
+    now = timezone.now()
+    ids = set(selectors.available_machines(now).values_list("pk", flat=True))
+    assert ids == set(Machine.objects.filter(is_available=True).values_list("pk", flat=True))
+    stale, gone = Machine.objects.filter(is_available=True)[:2]
+    Machine.objects.filter(pk=stale.pk).update(last_seen_at=now - timezone.timedelta(days=1))
+    Machine.objects.filter(pk=gone.pk).update(gone_at=now)
+    remaining = set(selectors.available_machines(now).values_list("pk", flat=True))
+    assert remaining == ids - {stale.pk, gone.pk}
+    prices = [m.price_per_gpu_hour for m in selectors.available_machines(now)]
+    assert prices == sorted(prices) and all(p > Decimal(0) for p in prices)
