@@ -231,7 +231,7 @@ class PrecisionAlternative:
 @dataclass(frozen=True)
 class Recommendation:
     breakdown: Breakdown
-    machines: tuple[RecommendedMachine, ...]
+    machines: tuple[RecommendedMachine, ...]  # the first `machines_shown`, cheapest first
     alternatives: tuple[RecommendedMachine, ...]  # the first ALTERNATIVES_SHOWN, same order as machines
     alternatives_total: int
     precision_alternatives: tuple[PrecisionAlternative, ...]
@@ -241,12 +241,14 @@ class Recommendation:
     # first preference they break ("other tier", "over the price limit", "budget covers under an hour").
     excluded: dict[str, int] = field(default_factory=dict)
     empty_reason: str | None = None
+    machines_total: int = 0  # every machine that fits and meets every preference
 
     def to_dict(self) -> dict:
         return {
             "memory": self.breakdown.as_dict(),
             "machines": [machine.to_dict() for machine in self.machines],
             "alternatives": [machine.to_dict() for machine in self.alternatives],
+            "machines_total": self.machines_total,
             "alternatives_total": self.alternatives_total,
             "precision_alternatives": [alt.to_dict() for alt in self.precision_alternatives],
             "constraints": [{"label": label, "value": value} for label, value in self.constraints],
@@ -656,6 +658,7 @@ def recommend(
     excluded_before: Mapping[str, int] | None = None,
     now: datetime | None = None,
     stale_after_minutes: int = DEFAULT_STALE_AFTER_MINUTES,
+    machines_shown: int | None = None,
 ) -> Recommendation:
     """Machines the workload fits on and that meet every preference, cheapest first, plus
     alternatives, lower-precision options and the constraints applied.
@@ -679,7 +682,9 @@ def recommend(
     planner = _FitPlanner(breakdown)
     fitting, breaking = _classify(planner, considered, preferences, excluded)
     describer = _Describer(breakdown, preferences)
-    machines = tuple(describer.machine(candidate) for candidate in fitting)
+    # Only the machines shown are described (their words are the costly part); all are counted.
+    shown = fitting if machines_shown is None else fitting[:machines_shown]
+    machines = tuple(describer.machine(candidate) for candidate in shown)
     alternatives = tuple(describer.machine(candidate) for candidate in breaking[:ALTERNATIVES_SHOWN])
 
     precision_alternatives = _precision_alternatives(
@@ -700,6 +705,7 @@ def recommend(
         machines=machines,
         alternatives=alternatives,
         alternatives_total=len(breaking),
+        machines_total=len(fitting),
         precision_alternatives=precision_alternatives,
         constraints=constraints_applied(breakdown, preferences, ordered_excluded, stale_after_minutes),
         excluded=ordered_excluded,

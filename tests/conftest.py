@@ -14,10 +14,17 @@ def pytest_configure(config):
         )
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def browser_type_launch_args(browser_type_launch_args):
     return {
         **browser_type_launch_args,
         "executable_path": "/usr/bin/chromium",
         "args": ["--no-sandbox", "--disable-gpu", "--disable-background-networking"],
     }
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _allow_sync_orm_beside_playwright():
+    """Playwright's sync API runs an event loop in the test thread; Django then refuses ORM calls
+    from that thread unless told the access is synchronous on purpose."""
+    os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")

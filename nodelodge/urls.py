@@ -1,0 +1,14 @@
+from django.contrib import admin
+from django.urls import include, path
+
+from nodelodge.launches.views import signup
+from nodelodge.wizard.api import api
+
+urlpatterns = [
+    path("", include("nodelodge.wizard.urls")),
+    path("admin/", admin.site.urls),
+    path("accounts/", include("django.contrib.auth.urls")),
+    path("accounts/signup/", signup, name="signup"),
+    path("", include("nodelodge.launches.urls")),
+    path("api/v1/", api.urls),
+]

@@ -1,0 +1,207 @@
+"""JSON API: the wizard's answers for scripts. Same query string, same code, same result."""
+from __future__ import annotations
+
+from django.http import HttpRequest
+from ninja import NinjaAPI, Query, Schema
+from ninja.errors import ValidationError as NinjaValidationError
+
+from . import selectors as wizard_selectors
+from .forms import WorkloadQuery, WorkloadQueryForm
+from .selectors import QueryError, estimate_for, recommendation_for
+
+API_DEFAULT_LIMIT = 100
+
+api = NinjaAPI(
+    title="Node Lodge console API",
+    version="1",
+    description=(
+        "GPU memory estimates and machine recommendations for a workload. Parameters are the "
+        "wizard's query string. Sizes are bytes and GiB (2^30 bytes); money is USD as decimal strings."
+    ),
+    urls_namespace="api",
+)
+
+
+class WorkloadParams(Schema):
+    """Every parameter is read as text and validated by the console's own rules, so a bad value
+    gets a 400 naming its field rather than a generic validation error."""
+
+    workload: str | None = None
+    model: str | None = None
+    precision: str | None = None
+    context: str | None = None
+    requests: str | None = None
+    memory_gib: str | None = None
+
+
+class PreferenceParams(WorkloadParams):
+    budget: str | None = None
+    max_price: str | None = None
+    tier: str | None = None
+    countries: str | None = None
+    limit: str | None = None
+
+
+class ItemOut(Schema):
+    name: str
+    gib: float
+    bytes: int
+    formula: str
+    per_gpu: bool
+
+
+class MemoryOut(Schema):
+    workload: str
+    title: str
+    precision: int | None
+    total_gib: float
+    total_bytes: int
+    items: list[ItemOut]
+    assumptions: list[str]
+
+
+class SpeedOut(Schema):
+    model: str
+    precision: int
+    value: float
+    unit: str
+    measured_at: str
+
+
+class MachineOut(Schema):
+    id: int
+    provider: str
+    tier: str
+    provider_machine_id: str
+    gpu_type: str
+    gpu_count: int
+    free_gpus: int
+    gpus_used: int
+    memory_per_gpu_gib: float
+    need_per_gpu_gib: float
+    headroom_gib: float
+    headroom_percent: float
+    tight_margin: bool
+    why_gpus: str
+    memory_source: str
+    memory_flag: str | None
+    country: str | None
+    country_name: str | None
+    region: str
+    price_per_gpu_hour: str
+    price_per_hour: str
+    budget_hours: float | None
+    budget_days: float | None
+    budget_text: str | None
+    budget_capped_by_booking_limit: bool
+    booking_limit_hours: int | None
+    interruptible: bool
+    confidence: str
+    confidence_reasons: list[str]
+    why_it_fits: list[str]
+    limits: list[str]
+    measured_speeds: list[SpeedOut]
+    last_seen: str | None
+
+
+class AlternativeOut(MachineOut):
+    breaks: list[str]
+    breaks_text: list[str]
+
+
+class PrecisionAlternativeOut(Schema):
+    precision: int
+    total_gib: float
+    machines_fitting: int
+    more_machines: int
+    cheapest_price_per_hour: str | None
+    cheapest_machine_id: int | None
+    text: str
+
+
+class ConstraintOut(Schema):
+    label: str
+    value: str
+
+
+class RecommendationsOut(Schema):
+    memory: MemoryOut
+    machines: list[MachineOut]
+    machines_total: int
+    alternatives: list[AlternativeOut]
+    alternatives_total: int
+    precision_alternatives: list[PrecisionAlternativeOut]
+    constraints: list[ConstraintOut]
+    excluded: dict[str, int]
+    empty_reason: str | None
+    data_as_of: str
+    newest_report: str | None
+    oldest_report: str | None
+
+
+class ErrorOut(Schema):
+    errors: dict[str, str]
+
+
+class ModelOut(Schema):
+    slug: str
+    name: str
+    kind: str
+    workloads: list[str]
+    parameters: int | None
+    parameters_published: str
+    license: str
+    config_url: str
+    figures: dict
+    missing: list[str]
+
+
+def _query(request: HttpRequest) -> WorkloadQuery:
+    form = WorkloadQueryForm(request.GET)
+    if not form.is_valid():
+        raise QueryError({name: " ".join(messages) for name, messages in form.errors.items()})
+    return WorkloadQuery.from_form(form)
+
+
+@api.exception_handler(QueryError)
+def query_error(request, exc: QueryError):
+    return api.create_response(request, {"errors": exc.errors}, status=400)
+
+
+@api.exception_handler(NinjaValidationError)
+def ninja_validation_error(request, exc: NinjaValidationError):
+    errors = {}
+    for error in exc.errors:
+        location = [str(part) for part in error.get("loc", ()) if part not in ("query", "params")]
+        errors[".".join(location) or "request"] = error.get("msg", "Invalid value.")
+    return api.create_response(request, {"errors": errors}, status=400)
+
+
+@api.get("/estimate", response={200: MemoryOut, 400: ErrorOut}, url_name="estimate")
+def estimate(request, params: Query[WorkloadParams]):
+    """The GPU memory a workload needs, item by item (the `estimate --json` object)."""
+    breakdown, _ = estimate_for(_query(request))
+    return breakdown.as_dict()
+
+
+@api.get("/recommendations", response={200: RecommendationsOut, 400: ErrorOut}, url_name="recommendations")
+def recommendations(request, params: Query[PreferenceParams]):
+    """The whole result: memory, machines cheapest first, alternatives and constraints applied."""
+    return recommendation_payload(recommendation_for(_query(request), default_limit=API_DEFAULT_LIMIT))
+
+
+@api.get("/models", response={200: list[ModelOut], 400: ErrorOut}, url_name="models")
+def models(request, workload: str | None = None):
+    """The catalog's models, optionally only those that suit a workload."""
+    if workload not in (None, "", "inference", "finetune", "image", "notebook"):
+        raise QueryError({"workload": "Choose inference, finetune, image or notebook."})
+    return wizard_selectors.model_listing(workload or None)
+
+
+def recommendation_payload(result) -> dict:
+    payload = result.recommendation.to_dict()
+    freshness = result.freshness
+    payload["data_as_of"] = freshness["as_of"].isoformat()
+    payload["newest_report"] = freshness["newest"].isoformat() if freshness.get("newest") else None
+    payload["oldest_report"] = freshness["oldest"].isoformat() if freshness.get("oldest") else None
+    return payload

@@ -1,0 +1,7 @@
+from django.apps import AppConfig
+
+
+class WizardConfig(AppConfig):
+    name = "nodelodge.wizard"
+    label = "wizard"
+    verbose_name = "Launch by workload"

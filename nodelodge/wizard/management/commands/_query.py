@@ -1,0 +1,42 @@
+"""Options shared by `estimate` and `recommend`: the wizard's query-string names, as flags."""
+from __future__ import annotations
+
+import sys
+
+from django.http import QueryDict
+
+QUERY_OPTIONS = ("workload", "model", "precision", "context", "requests", "memory_gib")
+PREFERENCE_OPTIONS = ("budget", "max_price", "tier", "countries")
+
+
+def add_query_arguments(parser, preferences: bool) -> None:
+    parser.add_argument(
+        "--workload", choices=["inference", "finetune", "image", "notebook"], default="inference"
+    )
+    parser.add_argument("--model", help="catalog slug, e.g. llama-3-1-8b")
+    parser.add_argument("--precision", help="16, 8 or 4 (bits per weight)")
+    parser.add_argument("--context", help="tokens per request; sequence length for fine-tuning")
+    parser.add_argument("--requests", help="concurrent requests; batch size for fine-tuning; audio streams")
+    parser.add_argument("--memory-gib", dest="memory_gib", help="notebook: GPU memory needed, GiB")
+    if preferences:
+        parser.add_argument("--budget", help="USD")
+        parser.add_argument("--max-price", dest="max_price", help="USD per hour")
+        parser.add_argument("--tier", choices=["secure", "community", "both"])
+        parser.add_argument("--countries", help="comma-separated ISO codes; EU for its members")
+    parser.add_argument("--json", action="store_true", help="print the API's JSON")
+
+
+def options_to_query(options: dict, names) -> QueryDict:
+    query = QueryDict(mutable=True)
+    for name in names:
+        value = options.get(name)
+        if value not in (None, ""):
+            query[name] = str(value)
+    return query
+
+
+def fail(command, errors: dict[str, str]) -> None:
+    """Bad input: every error on stderr, exit status 2 (as argparse does)."""
+    for field, message in errors.items():
+        command.stderr.write(f"error: {field}: {message}")
+    sys.exit(2)

@@ -1,0 +1,85 @@
+"""Print the GPU memory a workload needs, for a catalog model or for figures given here."""
+from __future__ import annotations
+
+import json
+
+from django.core.management.base import BaseCommand
+
+from nodelodge.wizard.forms import WorkloadQuery, WorkloadQueryForm
+from nodelodge.wizard.selectors import QueryError, estimate_for
+from sizing.calculators import estimate
+from sizing.errors import SizingError
+from sizing.specs import LanguageModelSpec
+from sizing.units import fmt_gib
+
+from ._query import QUERY_OPTIONS, add_query_arguments, fail, options_to_query
+
+FIGURES = ("parameters", "layers", "attention_heads", "kv_heads", "head_dim", "hidden_size", "vocab_size")
+
+
+class Command(BaseCommand):
+    help = "GPU memory needed for a workload, item by item (same numbers as the wizard and the API)."
+
+    def add_arguments(self, parser):
+        add_query_arguments(parser, preferences=False)
+        group = parser.add_argument_group(
+            "a language model given by its published figures (instead of --model)"
+        )
+        for figure in FIGURES:
+            group.add_argument(f"--{figure.replace('_', '-')}", dest=figure, type=int)
+
+    def handle(self, *args, **options):
+        if options.get("parameters") is not None and not options.get("model"):
+            breakdown = self._from_figures(options)
+        else:
+            form = WorkloadQueryForm(options_to_query(options, QUERY_OPTIONS))
+            if not form.is_valid():
+                fail(self, {name: " ".join(messages) for name, messages in form.errors.items()})
+            try:
+                breakdown, _ = estimate_for(WorkloadQuery.from_form(form))
+            except QueryError as error:
+                fail(self, error.errors)
+        if options["json"]:
+            self.stdout.write(json.dumps(breakdown.as_dict(), indent=2))
+            return
+        self.stdout.write(breakdown.title)
+        width = max(len(item.name) for item in breakdown.items)
+        for item in breakdown.items:
+            self.stdout.write(f"  {item.name:<{width}}  {fmt_gib(item.bytes):>14}   {item.formula}")
+        self.stdout.write(f"  {'Total':<{width}}  {fmt_gib(breakdown.total_bytes):>14}")
+        self.stdout.write("Assumptions:")
+        for line in breakdown.assumptions:
+            self.stdout.write(f"  - {line}")
+
+    def _from_figures(self, options):
+        spec = LanguageModelSpec(
+            slug="custom",
+            name="Custom model",
+            parameters=options.get("parameters"),
+            layers=options.get("layers"),
+            attention_heads=options.get("attention_heads"),
+            kv_heads=options.get("kv_heads"),
+            head_dim=options.get("head_dim"),
+            hidden_size=options.get("hidden_size"),
+            vocab_size=options.get("vocab_size"),
+        )
+        try:
+            return estimate(
+                options["workload"],
+                spec,
+                precision=_int_or_none(options.get("precision"), "precision"),
+                context=_int_or_none(options.get("context"), "context"),
+                requests=_int_or_none(options.get("requests"), "requests"),
+                memory_gib=None,
+            )
+        except SizingError as error:
+            fail(self, {error.field: error.message})
+
+
+def _int_or_none(value, field: str):
+    if value in (None, ""):
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        raise SizingError(field, f"Enter a whole number, got {value!r}.")

@@ -1,0 +1,58 @@
+"""Print the wizard's whole result in a terminal table (or the API's JSON)."""
+from __future__ import annotations
+
+import json
+
+from django.core.management.base import BaseCommand
+
+from nodelodge.wizard.api import recommendation_payload
+from nodelodge.wizard.forms import WorkloadQuery, WorkloadQueryForm
+from nodelodge.wizard.selectors import QueryError, recommendation_for
+from sizing.units import fmt_gib
+
+from ._query import PREFERENCE_OPTIONS, QUERY_OPTIONS, add_query_arguments, fail, options_to_query
+
+
+class Command(BaseCommand):
+    help = "Machines a workload fits on, cheapest first (same answer as the wizard and the API)."
+
+    def add_arguments(self, parser):
+        add_query_arguments(parser, preferences=True)
+        parser.add_argument("--limit", type=int, default=20, help="rows to print (table only)")
+
+    def handle(self, *args, **options):
+        form = WorkloadQueryForm(options_to_query(options, QUERY_OPTIONS + PREFERENCE_OPTIONS))
+        if not form.is_valid():
+            fail(self, {name: " ".join(messages) for name, messages in form.errors.items()})
+        try:
+            result = recommendation_for(WorkloadQuery.from_form(form))
+        except QueryError as error:
+            fail(self, error.errors)
+        payload = recommendation_payload(result)
+        if options["json"]:
+            self.stdout.write(json.dumps(payload, indent=2))
+            return
+        breakdown = result.breakdown
+        self.stdout.write(f"{breakdown.title}: {fmt_gib(breakdown.total_bytes)} needed")
+        for item in breakdown.items:
+            self.stdout.write(f"  {item.name:<28} {fmt_gib(item.bytes):>14}   {item.formula}")
+        machines = payload["machines"]
+        self.stdout.write("")
+        self.stdout.write(f"Recommended machines: {len(machines)}")
+        header = f"{'#':>3}  {'provider':<22} {'tier':<9} {'gpu':<16} {'used':>4} {'GiB/GPU':>8} " \
+                 f"{'where':<6} {'$/h':>9} {'budget':>10}  confidence"
+        self.stdout.write(header)
+        for rank, m in enumerate(machines[: options["limit"]], start=1):
+            hours = f"{m['budget_hours']:.1f} h" if m["budget_hours"] is not None else "-"
+            where = m["country"] or "?"
+            self.stdout.write(
+                f"{rank:>3}  {m['provider'][:22]:<22} {m['tier']:<9} {m['gpu_type'][:16]:<16} "
+                f"{m['gpus_used']:>4} {m['memory_per_gpu_gib']:>8.2f} {where:<6} {m['price_per_hour']:>9} "
+                f"{hours:>10}  {m['confidence']}"
+            )
+        if not machines and payload["empty_reason"]:
+            self.stdout.write(payload["empty_reason"])
+        self.stdout.write("")
+        self.stdout.write("Constraints applied:")
+        for constraint in payload["constraints"]:
+            self.stdout.write(f"  {constraint['label']}: {constraint['value']}")

@@ -1,0 +1,48 @@
+"""Display helpers: sizes are computed in bytes and rounded only here."""
+from decimal import Decimal, InvalidOperation
+
+from django import template
+
+from sizing.countries import country_name as _country_name
+from sizing.units import gib_display, round_half_up
+
+register = template.Library()
+
+
+@register.filter
+def gib(n_bytes) -> str:
+    try:
+        return gib_display(int(n_bytes))
+    except (TypeError, ValueError):
+        return ""
+
+
+@register.filter
+def gib2(value) -> str:
+    """A GiB figure (already in GiB) with two decimals."""
+    try:
+        return f"{round_half_up(float(value)):,}"
+    except (TypeError, ValueError, InvalidOperation):
+        return ""
+
+
+@register.filter
+def money(value) -> str:
+    try:
+        return f"${Decimal(value):,.2f}"
+    except (InvalidOperation, TypeError, ValueError):
+        return ""
+
+
+@register.filter
+def country_name(code) -> str:
+    return _country_name(code) if code else "Unknown location"
+
+
+@register.filter
+def percent_of(part, whole) -> str:
+    """Width for a bar segment, in percent of `whole`, as a plain number for an SVG attribute."""
+    try:
+        return f"{max(0.0, 100.0 * float(part) / float(whole)):.3f}"
+    except (TypeError, ValueError, ZeroDivisionError):
+        return "0"

@@ -1,0 +1,9 @@
+from django.urls import path
+
+from . import views
+
+app_name = "wizard"
+urlpatterns = [
+    path("", views.wizard, name="start"),
+    path("secure-and-community/", views.tiers, name="tiers"),
+]

@@ -1,0 +1,118 @@
+"""The wizard: one page. With a query it renders the result; an HTMX request gets only the
+partial its target names, and the full page renders the same partials."""
+from __future__ import annotations
+
+import uuid
+
+from django.shortcuts import render
+from django.template.response import TemplateResponse
+from django.views.decorators.http import require_GET
+
+from . import selectors as wizard_selectors
+from .forms import (
+    DEFAULT_MODEL_BY_WORKLOAD,
+    DEFAULTS,
+    WORKLOADS,
+    WorkloadQuery,
+    WorkloadQueryForm,
+    field_labels,
+)
+from .selectors import QueryError, recommendation_for
+
+# hx-target id → partial of wizard/wizard.html
+HTMX_PARTIALS = {"result": "result", "model-list": "model-list", "wizard": "wizard"}
+
+
+def _split_countries(countries: str) -> tuple[bool, str]:
+    codes = [c.strip() for c in countries.split(",") if c.strip()]
+    eu = any(code.upper() == "EU" for code in codes)
+    return eu, ", ".join(code for code in codes if code.upper() != "EU")
+
+
+def _form_values(params) -> dict[str, str]:
+    """What the form shows: the query as given, defaults for what is left out, and a model
+    that suits the workload (switching workload swaps in that workload's default model; an
+    unknown slug stays, so the form can say so)."""
+    values = {**DEFAULTS, **{key: params.get(key) for key in params}}
+    values["countries"] = ",".join(c for c in params.getlist("countries") if c)
+    workload = values["workload"]
+    if workload in DEFAULT_MODEL_BY_WORKLOAD and wizard_selectors.model_of_another_workload(
+        values.get("model"), workload
+    ):
+        values["model"] = DEFAULT_MODEL_BY_WORKLOAD[workload]
+    return values
+
+
+def _public_query(params) -> str:
+    """The query as typed, without the form's bookkeeping fields (search box, labels shown)."""
+    public = params.copy()
+    for key in ("shown", "q"):
+        public.pop(key, None)
+    return public.urlencode()
+
+
+@require_GET
+def wizard(request):
+    params = request.GET
+    values = _form_values(params)
+    # An unknown workload is reported by the form; the page still shows the default steps.
+    workload = values["workload"] if values["workload"] in dict(WORKLOADS) else DEFAULTS["workload"]
+    result, errors = None, {}
+    if "workload" in params:
+        form = WorkloadQueryForm(values)
+        if form.is_valid():
+            try:
+                result = recommendation_for(WorkloadQuery.from_form(form))
+            except QueryError as error:
+                errors = error.errors
+        else:
+            errors = {name: " ".join(messages) for name, messages in form.errors.items()}
+    if result is not None:
+        for machine in [*result.data["machines"], *result.data["alternatives"]]:
+            machine["idempotency_key"] = uuid.uuid4().hex
+
+    search = (params.get("q") or "").strip()[:100]
+    selected = wizard_selectors.model_choice(values.get("model"))
+    model_kind = selected["kind"] if selected else None
+    eu_checked, other_countries = _split_countries(values["countries"])
+    context = {
+        "values": values,
+        "errors": errors,
+        "result": result,
+        "workload": workload,
+        "workloads": WORKLOADS,
+        "precisions": WorkloadQueryForm.base_fields["precision"].choices,
+        "tiers": WorkloadQueryForm.base_fields["tier"].choices,
+        "models": wizard_selectors.model_choices(workload, search),
+        "model_kind": model_kind,
+        "selected_model": selected,
+        "labels": field_labels(workload, model_kind),
+        "search": search,
+        "eu_checked": eu_checked,
+        "other_countries": other_countries,
+        "query_string": result.query.as_query_string() if result else _public_query(params),
+    }
+    context["shown"] = f"{workload}:{model_kind or ''}"
+    template = "wizard/wizard.html"
+    retarget = None
+    if request.htmx and request.htmx.target in HTMX_PARTIALS:
+        partial = HTMX_PARTIALS[request.htmx.target]
+        # The form says which labels it shows; when the new model needs others (a speech model's
+        # audio streams), the whole wizard is sent instead of the result alone.
+        if partial == "result" and params.get("shown") != context["shown"]:
+            partial, retarget = "wizard", "#wizard"
+        template = f"wizard/wizard.html#{partial}"
+    # Errors render beside their fields with 200, as a re-shown form does (htmx swaps only 2xx).
+    response = TemplateResponse(request, template, context)
+    if request.htmx:
+        if retarget:
+            response["HX-Retarget"] = retarget
+            response["HX-Reswap"] = "outerHTML"
+        if "workload" in params and request.htmx.target != "model-list":
+            # The address bar shows the canonical query, without the form's bookkeeping fields.
+            response["HX-Push-Url"] = "/?" + context["query_string"]
+    return response
+
+
+def tiers(request):
+    return render(request, "wizard/tiers.html")

@@ -1,0 +1,125 @@
+import json
+from decimal import Decimal
+
+import pytest
+from django.core.management import call_command
+
+from .conftest import LLAMA_8B
+
+pytestmark = pytest.mark.django_db
+
+
+def get_json(client, path, query=""):
+    response = client.get(f"/api/v1/{path}" + (f"?{query}" if query else ""))
+    return response.status_code, response.json()
+
+
+def test_estimate_answers_the_breakdown_of_the_spec_example(client, small_fleet):
+    status, body = get_json(client, "estimate", LLAMA_8B)
+    assert status == 200
+    assert round(body["total_gib"], 2) == 19.55
+    assert [item["name"] for item in body["items"]] == ["Model weights", "KV cache", "Safety margin", "CUDA runtime"]
+    assert sum(item["bytes"] for item in body["items"]) == body["total_bytes"]
+    assert body["items"][1]["formula"].startswith("2 × 32 layers × 8 KV heads × 128 head dim")
+    assert body["assumptions"]
+
+
+def test_estimate_matches_the_estimate_command_json(client, small_fleet, capsys):
+    _, body = get_json(client, "estimate", LLAMA_8B)
+    call_command("estimate", "--model", "llama-3-1-8b", "--precision", "16", "--context", "4096",
+                 "--requests", "1", "--json")
+    assert json.loads(capsys.readouterr().out) == body
+
+
+def test_recommendations_answer_the_whole_result(client, small_fleet):
+    status, body = get_json(client, "recommendations", LLAMA_8B + "&budget=100&countries=EU")
+    assert status == 200
+    assert set(body) >= {"memory", "machines", "alternatives", "constraints", "precision_alternatives"}
+    machines = body["machines"]
+    assert machines, "Llama 3.1 8B fits several machines in the EU"
+    prices = [Decimal(m["price_per_hour"]) for m in machines]
+    assert prices == sorted(prices)
+    first = machines[0]
+    for field in ("id", "provider", "tier", "gpu_type", "gpus_used", "memory_per_gpu_gib", "memory_source",
+                  "country", "price_per_hour", "budget_hours", "confidence", "confidence_reasons", "limits"):
+        assert field in first
+    assert isinstance(first["price_per_hour"], str) and "." in first["price_per_hour"]
+    assert {m["country"] for m in machines} <= {"DE", "FR", "NL"}
+    labels = [c["label"] for c in body["constraints"]]
+    assert "Countries" in labels
+
+
+def test_alternatives_say_which_preference_they_break(client, small_fleet):
+    _, body = get_json(client, "recommendations", LLAMA_8B + "&tier=secure&max_price=1.00")
+    assert body["alternatives"]
+    breaks = {code for alt in body["alternatives"] for code in alt["breaks"]}
+    assert breaks <= {"tier", "max_price", "budget"} and breaks
+    community = [alt for alt in body["alternatives"] if alt["tier"] == "community"]
+    assert community and all("tier" in alt["breaks"] for alt in community)
+
+
+def test_same_query_twice_gives_identical_json(client, small_fleet):
+    query = LLAMA_8B + "&budget=250&max_price=3"
+    _, first = get_json(client, "recommendations", query)
+    _, second = get_json(client, "recommendations", query)
+    for body in (first, second):
+        body.pop("data_as_of")
+    assert first == second
+
+
+def test_recommend_command_json_is_the_api_answer(client, small_fleet, capsys):
+    _, body = get_json(client, "recommendations", LLAMA_8B + "&budget=100")
+    call_command("recommend", "--model", "llama-3-1-8b", "--precision", "16", "--context", "4096",
+                 "--requests", "1", "--budget", "100", "--json")
+    printed = json.loads(capsys.readouterr().out)
+    for payload in (body, printed):
+        payload.pop("data_as_of")
+    assert printed == body
+
+
+@pytest.mark.parametrize(
+    ("query", "field"),
+    [
+        ("workload=dance", "workload"),
+        ("workload=inference&model=llama-3-1-8b&precision=3&context=4096&requests=1", "precision"),
+        ("workload=inference&model=llama-3-1-8b&precision=16&context=-1&requests=1", "context"),
+        ("workload=inference&model=llama-3-1-8b&precision=16&context=4096&requests=NaN", "requests"),
+        (LLAMA_8B + "&budget=inf", "budget"),
+        (LLAMA_8B + "&max_price=0", "max_price"),
+        (LLAMA_8B + "&tier=gold", "tier"),
+        (LLAMA_8B + "&countries=ZZ", "countries"),
+        ("workload=inference&model=stable-diffusion-xl&precision=16&context=4096&requests=1", "model"),
+        ("workload=notebook&memory_gib=-2", "memory_gib"),
+    ],
+)
+@pytest.mark.parametrize("endpoint", ["estimate", "recommendations"])
+def test_bad_input_is_a_400_naming_the_field(client, small_fleet, endpoint, query, field):
+    status, body = get_json(client, endpoint, query)
+    if endpoint == "estimate" and field in ("budget", "max_price", "tier", "countries"):
+        assert status in (200, 400)  # preferences are not part of an estimate
+        return
+    assert status == 400
+    assert field in body["errors"], body
+
+
+def test_models_lists_published_figures_and_filters_by_workload(client, small_fleet):
+    status, models = get_json(client, "models", "workload=image")
+    assert status == 200
+    assert {m["kind"] for m in models} == {"image"}
+    sdxl = next(m for m in models if m["slug"] == "stable-diffusion-xl")
+    assert sdxl["config_url"].startswith("https://")
+    assert sum(c["parameters"] for c in sdxl["figures"]["components"]) == sdxl["parameters"]
+    _, everything = get_json(client, "models")
+    deepseek = next(m for m in everything if m["slug"] == "deepseek-v3")
+    assert "kv_heads" in deepseek["missing"]
+    assert get_json(client, "models", "workload=dance")[0] == 400
+
+
+def test_openapi_schema_documents_the_three_endpoints(client, db):
+    schema = client.get("/api/v1/openapi.json").json()
+    paths = schema["paths"]
+    assert {"/api/v1/estimate", "/api/v1/recommendations", "/api/v1/models"} <= set(paths)
+    params = {p["name"] for p in paths["/api/v1/recommendations"]["get"]["parameters"]}
+    assert params >= {"workload", "model", "precision", "context", "requests", "memory_gib", "budget",
+                      "max_price", "tier", "countries"}
+    assert "400" in paths["/api/v1/recommendations"]["get"]["responses"]

@@ -1,0 +1,110 @@
+"""The wizard in Debian's chromium, driven by Playwright: the three steps for every workload."""
+import re
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from playwright.sync_api import expect
+
+from catalog.services import load_catalog
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+ARTIFACTS = Path(settings.BASE_DIR) / "test-artifacts"
+
+
+@pytest.fixture
+def shipped_catalog(transactional_db):
+    load_catalog()
+
+
+def shoot(page, name):
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"wizard-{name}.png"), full_page=True)
+
+
+def test_three_steps_for_every_workload(page, live_server, shipped_catalog):
+    page.goto(live_server.url + "/")
+    result = page.locator("#result")
+    expect(result).to_contain_text("Your result appears here")
+
+    # Run a model: Llama 3.1 8B, 16-bit, 4,096 tokens, 1 request, EU only.
+    page.get_by_label("Run a model").check()
+    page.locator("#model-list").get_by_text("Llama 3.1 8B", exact=True).click()
+    page.get_by_label("Precision").select_option("16")
+    page.get_by_label("Context per request (tokens)").fill("4096")
+    page.get_by_label("Concurrent requests").fill("1")
+    page.get_by_label("Budget (USD)").fill("100")
+    page.get_by_label("All 27 EU member states").check()
+    page.get_by_role("button", name="Show machines").click()
+    expect(page.get_by_test_id("total-gib")).to_have_text("19.55 GiB")
+    expect(result).to_contain_text("Recommended machines")
+    expect(page).to_have_url(re.compile(r"(?=.*model=llama-3-1-8b)(?=.*countries=EU)"))
+    first_row = page.locator("table.machines tbody.machine-row").first
+    first_row.get_by_text("Why it fits · limits").click()
+    expect(first_row).to_contain_text("Why it fits")
+    shoot(page, "inference")
+
+    # Typing a new context updates the result without a click.
+    page.get_by_label("Context per request (tokens)").fill("128000")
+    expect(page.get_by_test_id("total-gib")).not_to_have_text("19.55 GiB")
+    expect(result).to_contain_text("15.63")
+
+    # Fine-tune: labels change to sequence length and batch size.
+    page.get_by_label("Fine-tune a model").check()
+    expect(page.get_by_label("Sequence length (tokens)")).to_be_visible()
+    page.get_by_label("Sequence length (tokens)").fill("2048")
+    page.get_by_label("Batch size").fill("2")
+    page.get_by_label("Precision").select_option("4")
+    page.get_by_role("button", name="Show machines").click()
+    expect(result).to_contain_text("Korthikanti")
+    expect(result).to_contain_text("LoRA adapters")
+    shoot(page, "finetune")
+
+    # Generate images: no context or requests fields; confidence is low.
+    page.get_by_label("Generate images").check()
+    expect(page.get_by_label("Context per request (tokens)")).to_have_count(0)
+    page.locator("#model-list").get_by_text("FLUX.1 [dev]", exact=False).first.click()
+    page.get_by_role("button", name="Show machines").click()
+    expect(result).to_contain_text("native resolution")
+    expect(result.locator(".badge.low").first).to_be_visible()
+    shoot(page, "image")
+
+    # Open a notebook: only the memory it needs.
+    page.get_by_label("Open a notebook").check()
+    page.get_by_label("GPU memory needed (GiB)").fill("30")
+    page.get_by_role("button", name="Show machines").click()
+    expect(page.get_by_test_id("total-gib")).to_have_text("30.00 GiB")
+    shoot(page, "notebook")
+
+
+def test_model_search_filters_the_list(page, live_server, shipped_catalog):
+    page.goto(live_server.url + "/?workload=inference")
+    page.get_by_label("Search models").fill("whisper")
+    expect(page.locator("#model-list label")).to_have_count(5)
+    page.locator("#model-list").get_by_text("Whisper large-v3", exact=False).click()
+    expect(page.get_by_label("Concurrent audio streams")).to_be_visible()
+
+
+def test_wizard_works_without_javascript(browser, live_server, shipped_catalog):
+    context = browser.new_context(java_script_enabled=False)
+    page = context.new_page()
+    page.goto(live_server.url + "/")
+    page.get_by_label("Context per request (tokens)").fill("8192")
+    page.get_by_role("button", name="Show machines").click()
+    expect(page).to_have_url(re.compile(r"context=8192"))
+    expect(page.get_by_test_id("total-gib")).to_be_visible()
+    expect(page.locator("#result")).to_contain_text("Recommended machines")
+    shoot(page, "no-javascript")
+    context.close()
+
+
+def test_phone_width_keeps_the_result_readable(browser, live_server, shipped_catalog):
+    context = browser.new_context(viewport={"width": 390, "height": 844})
+    page = context.new_page()
+    page.goto(live_server.url + "/?workload=inference&model=llama-3-1-70b&precision=16&context=8192&requests=2")
+    expect(page.get_by_test_id("total-gib")).to_be_visible()
+    width = page.evaluate("document.documentElement.scrollWidth")
+    assert width <= 390 + 1, f"the page scrolls sideways on a phone ({width}px)"
+    shoot(page, "phone")
+    context.close()

@@ -1,0 +1,48 @@
+import json
+
+import pytest
+from django.core.management import call_command
+
+pytestmark = pytest.mark.django_db
+
+
+def test_estimate_prints_the_breakdown_table(models_and_gpus, capsys):
+    call_command("estimate", "--model", "llama-3-1-8b", "--precision", "4", "--context", "4096", "--requests", "1")
+    out = capsys.readouterr().out
+    assert "Total" in out and "6.09 GiB" in out
+
+
+def test_estimate_from_figures_on_the_command_line(db, capsys):
+    call_command(
+        "estimate", "--parameters", "8030261248", "--layers", "32", "--attention-heads", "32", "--kv-heads", "8",
+        "--head-dim", "128", "--precision", "16", "--context", "128000", "--requests", "1", "--json",
+    )
+    body = json.loads(capsys.readouterr().out)
+    kv = next(item for item in body["items"] if item["name"] == "KV cache")
+    assert kv["bytes"] == 2 * 32 * 8 * 128 * 2 * 128_000
+    assert f"{kv['gib']:.3f}" == "15.625"
+
+
+@pytest.mark.parametrize(
+    ("args", "field"),
+    [
+        (["--model", "llama-3-1-8b", "--precision", "16", "--context", "0", "--requests", "1"], "context"),
+        (["--model", "nope", "--precision", "16", "--context", "10", "--requests", "1"], "model"),
+        (["--workload", "notebook", "--memory-gib", "-1"], "memory_gib"),
+        (["--parameters", "100", "--layers", "2", "--precision", "16", "--context", "10", "--requests", "1"],
+         "model"),
+    ],
+)
+def test_bad_input_goes_to_stderr_with_exit_status_2(models_and_gpus, capsys, args, field):
+    with pytest.raises(SystemExit) as exit_info:
+        call_command("estimate", *args)
+    assert exit_info.value.code == 2
+    assert f"error: {field}:" in capsys.readouterr().err
+
+
+def test_recommend_prints_a_table_and_the_constraints(small_fleet, capsys):
+    call_command("recommend", "--model", "llama-3-1-8b", "--precision", "16", "--context", "4096",
+                 "--requests", "1", "--budget", "40", "--countries", "EU")
+    out = capsys.readouterr().out
+    assert "Recommended machines:" in out and "Constraints applied:" in out
+    assert "Harbor Compute" in out
