@@ -1,0 +1,29 @@
+from django.contrib import admin
+
+from .models import Booking
+
+
+@admin.register(Booking)
+class BookingAdmin(admin.ModelAdmin):
+    """Read-only for staff: bookings change only through Launch and Stop, which keep free-GPU counts."""
+
+    list_display = (
+        "id", "user", "machine", "gpus", "price_per_hour", "status", "started_at", "ended_at",
+        "hours_covered",
+    )
+    list_filter = ("status", "machine__tier", "machine__provider", "machine__gpu_type", "started_at")
+    search_fields = (
+        "user__username", "user__email", "machine__provider_machine_id", "machine__provider__name",
+    )
+    list_select_related = ("user", "machine__provider")
+    date_hierarchy = "started_at"
+    ordering = ("-started_at",)
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False

@@ -1,0 +1,24 @@
+from django import forms
+from django.contrib.auth.forms import UserCreationForm
+from django.contrib.auth.models import User
+
+from nodelodge.wizard.forms import MAX_MONEY
+
+
+class LaunchForm(forms.Form):
+    """The hidden fields of a Launch button on the result page."""
+
+    machine = forms.IntegerField(min_value=1)
+    gpus = forms.IntegerField(min_value=1, max_value=16)
+    price_per_hour = forms.DecimalField(min_value=0, max_value=MAX_MONEY, max_digits=16, decimal_places=4)
+    query = forms.CharField(max_length=2400, required=False)
+    idempotency_key = forms.RegexField(regex=r"^[A-Za-z0-9_-]{8,64}$", max_length=64)
+
+
+class SignUpForm(UserCreationForm):
+    email = forms.EmailField(required=True, help_text="For password resets.")
+
+    class Meta(UserCreationForm.Meta):
+        model = User
+        fields = ("username", "email")
+

@@ -1,0 +1,80 @@
+"""Bookings: the GPUs of one machine held for one user, from Launch until Stop."""
+from decimal import ROUND_HALF_UP, Decimal
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+from catalog.models import Machine
+
+
+class Booking(models.Model):
+    class Status(models.TextChoices):
+        RUNNING = "running", "Running"
+        ENDED = "ended", "Ended"
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="bookings")
+    # PROTECT: a booking is a billing record; the machine it ran on must outlive it.
+    machine = models.ForeignKey(Machine, on_delete=models.PROTECT, related_name="bookings")
+    gpus = models.PositiveSmallIntegerField(help_text="GPUs held on the machine.")
+    price_per_gpu_hour = models.DecimalField(
+        max_digits=10, decimal_places=4, help_text="USD per GPU-hour at booking time."
+    )
+    price_per_hour = models.DecimalField(
+        max_digits=12, decimal_places=4, help_text="USD per hour for all GPUs held, at booking time."
+    )
+    workload = models.JSONField(help_text="The wizard's inputs, as query parameters.")
+    result_url = models.CharField(max_length=2500, help_text="The result page the booking was made from.")
+    hours_covered = models.DecimalField(
+        max_digits=14,
+        decimal_places=2,
+        null=True,
+        blank=True,
+        help_text="Hours the budget covers at this price, capped by the booking limit. Empty = no budget.",
+    )
+    booking_limit_hours = models.PositiveIntegerField(
+        null=True, blank=True, help_text="The machine's booking limit at booking time. Empty = none."
+    )
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.RUNNING)
+    started_at = models.DateTimeField()
+    ended_at = models.DateTimeField(null=True, blank=True)
+    idempotency_key = models.CharField(
+        max_length=64, help_text="From the Launch form; a resubmitted form carries the same key."
+    )
+
+    class Meta:
+        ordering = ["-started_at", "-pk"]
+        constraints = [
+            models.UniqueConstraint(fields=["user", "idempotency_key"], name="launches_booking_unique_key"),
+            models.CheckConstraint(condition=Q(gpus__gte=1), name="launches_booking_gpus_positive"),
+            models.CheckConstraint(
+                condition=Q(price_per_hour__gte=0) & Q(price_per_gpu_hour__gte=0),
+                name="launches_booking_price_nonnegative",
+            ),
+            models.CheckConstraint(
+                condition=(Q(status="running", ended_at__isnull=True))
+                | Q(status="ended", ended_at__isnull=False),
+                name="launches_booking_ended_at_matches_status",
+            ),
+        ]
+        indexes = [models.Index(fields=["user", "status", "-started_at"], name="launches_booking_user_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.user} on {self.machine_id}: {self.gpus} GPU(s), {self.status}"
+
+    @property
+    def is_running(self) -> bool:
+        return self.status == self.Status.RUNNING
+
+    def hours_elapsed(self, now) -> Decimal:
+        """Hours billed so far: start to end (or now), never past the booking limit."""
+        until = self.ended_at or now
+        seconds = max(0, int((until - self.started_at).total_seconds()))
+        hours = Decimal(seconds) / Decimal(3600)
+        if self.booking_limit_hours is not None:
+            hours = min(hours, Decimal(self.booking_limit_hours))
+        return hours
+
+    def cost_so_far(self, now) -> Decimal:
+        cost = self.hours_elapsed(now) * self.price_per_hour
+        return cost.quantize(Decimal("0.01"), rounding=ROUND_HALF_UP)

@@ -1,0 +1,285 @@
+"""Launch and Stop: the writes that hold and free GPUs.
+
+Both run in one transaction with the machine (Launch) or the booking (Stop) locked, and change
+free-GPU counts only with UPDATE ... SET free_gpus = free_gpus ± n guarded in the WHERE clause, so
+whatever fails in between rolls back whole and the counts stay right.
+Lock order is always booking, then machine (Launch creates its booking after locking the machine,
+and no other transaction can hold a lock on a row that does not exist yet), so the two never deadlock.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from decimal import ROUND_HALF_UP, Decimal
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import F
+from django.db.models.functions import Least
+from django.http import QueryDict
+from django.urls import reverse
+from django.utils import timezone
+
+from catalog import selectors as catalog_selectors
+from catalog.models import Machine
+from nodelodge.wizard.forms import WorkloadQuery, WorkloadQueryForm
+from nodelodge.wizard.selectors import QueryError, estimate_for, recommendation_for
+from sizing.matching import RecommendedMachine, budget_cover, fit_on_machine
+
+from .models import Booking
+
+CENT = Decimal("0.01")
+
+
+class LaunchRefused(Exception):
+    """Launch did not book. `code` says why (one of the constants below), `message` in words.
+
+    `result_url` leads back to the result (recomputed when opened); `alternative` is the next-cheapest
+    machine that fits the same workload, when the refusal is about this machine and there is one.
+    """
+
+    INVALID_QUERY = "invalid_query"
+    GONE = "gone"
+    OFFLINE = "offline"
+    STALE = "stale"
+    OUTSIDE_COUNTRIES = "outside_countries"
+    TAKEN = "taken"
+    NO_LONGER_FITS = "no_longer_fits"
+    PRICE_CHANGED = "price_changed"
+
+    def __init__(
+        self,
+        code: str,
+        message: str,
+        *,
+        result_url: str = "/",
+        alternative: RecommendedMachine | None = None,
+        new_price_per_hour: Decimal | None = None,
+    ):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.result_url = result_url
+        self.alternative = alternative
+        self.new_price_per_hour = new_price_per_hour
+
+
+class BookingNotFound(Exception):
+    """No booking with that id belongs to this user."""
+
+
+@dataclass(frozen=True)
+class LaunchOutcome:
+    booking: Booking
+    created: bool  # False when the same idempotency key had already booked
+
+
+@dataclass(frozen=True)
+class StopOutcome:
+    booking: Booking
+    stopped: bool  # False when the booking had already ended (a second click on Stop)
+
+
+def money(amount: Decimal) -> str:
+    return f"${amount.quantize(CENT, rounding=ROUND_HALF_UP):,.2f}"
+
+
+def result_url_for(query: WorkloadQuery) -> str:
+    return f"{reverse('wizard:start')}?{query.as_query_string()}"
+
+
+def parse_query(query_string: str) -> WorkloadQuery:
+    """The wizard's query from a result's query string, validated as the wizard validates it."""
+    form = WorkloadQueryForm(QueryDict(query_string or ""))
+    if not form.is_valid():
+        problems = "; ".join(
+            f"{name}: {' '.join(messages)}" if name != "__all__" else " ".join(messages)
+            for name, messages in form.errors.items()
+        )
+        raise LaunchRefused(
+            LaunchRefused.INVALID_QUERY,
+            f"The inputs of this result are not valid any more ({problems}). Start again from the wizard.",
+        )
+    return WorkloadQuery.from_form(form)
+
+
+def next_cheapest(query: WorkloadQuery, exclude_machine_id: int) -> RecommendedMachine | None:
+    """The cheapest machine other than `exclude_machine_id` that fits and meets every preference."""
+    try:
+        result = recommendation_for(query)
+    except QueryError:
+        return None
+    for machine in result.recommendation.machines:
+        if machine.offer.id != exclude_machine_id:
+            return machine
+    return None
+
+
+def _existing(user, idempotency_key: str) -> Booking | None:
+    return Booking.objects.filter(user=user, idempotency_key=idempotency_key).first()
+
+
+def launch(
+    user,
+    machine_id: int,
+    gpus: int,
+    shown_price_per_hour: Decimal,
+    query_string: str,
+    idempotency_key: str,
+    *,
+    now: datetime | None = None,
+) -> LaunchOutcome:
+    """Book `gpus` GPUs of a machine for `user`, as the result page offered them.
+
+    Re-checks under the machine's row lock that the machine is still offered, available, fresh, has
+    the GPUs free, still fits the workload with the same GPU count and still costs
+    `shown_price_per_hour` (the page's figure, to the cent). Raises LaunchRefused otherwise.
+    The same (user, idempotency_key) books once: a repeat returns the first booking.
+    """
+    existing = _existing(user, idempotency_key)
+    if existing is not None:
+        return LaunchOutcome(existing, created=False)
+
+    query = parse_query(query_string)
+    result_url = result_url_for(query)
+    try:
+        # Pure computation plus a catalog read; done before taking the lock to keep it short.
+        breakdown, _model_row = estimate_for(query)
+    except QueryError as error:
+        problems = "; ".join(error.errors.values())
+        raise LaunchRefused(
+            LaunchRefused.INVALID_QUERY,
+            f"This result cannot be computed any more: {problems}. Start again from the wizard.",
+            result_url=result_url,
+        )
+
+    try:
+        with transaction.atomic():
+            outcome = _book_locked(
+                user, machine_id, gpus, shown_price_per_hour, query, result_url, breakdown,
+                idempotency_key, now or timezone.now(),
+            )
+    except IntegrityError:
+        # The same key committed by a concurrent request between our checks and our insert.
+        existing = _existing(user, idempotency_key)
+        if existing is None:
+            raise
+        return LaunchOutcome(existing, created=False)
+    except LaunchRefused as refusal:
+        if refusal.code not in (LaunchRefused.PRICE_CHANGED, LaunchRefused.INVALID_QUERY):
+            refusal.alternative = next_cheapest(query, machine_id)
+        raise
+    return outcome
+
+
+def _book_locked(
+    user, machine_id, gpus, shown_price_per_hour, query, result_url, breakdown, idempotency_key, now
+) -> LaunchOutcome:
+    def refuse(code: str, message: str, **extra) -> LaunchRefused:
+        return LaunchRefused(code, message, result_url=result_url, **extra)
+
+    machine = (
+        Machine.objects.select_for_update(of=("self",))
+        .select_related("provider", "gpu_type")
+        .filter(pk=machine_id)
+        .first()
+    )
+    # A request waiting on the lock behind the same key's first booking finds it here.
+    existing = _existing(user, idempotency_key)
+    if existing is not None:
+        return LaunchOutcome(existing, created=False)
+
+    if machine is None or machine.gone_at is not None:
+        raise refuse(LaunchRefused.GONE, "This machine is no longer offered by its provider.")
+    name = f"{machine.provider.name} {machine.provider_machine_id}"
+    if not machine.is_available or not machine.provider.is_active:
+        raise refuse(
+            LaunchRefused.OFFLINE, f"{name} went offline or out of stock since the result was shown."
+        )
+    stale_after = timedelta(seconds=settings.MACHINE_STALE_AFTER_SECONDS)
+    if machine.last_seen_at is None or machine.last_seen_at < now - stale_after:
+        minutes = settings.MACHINE_STALE_AFTER_SECONDS // 60
+        raise refuse(
+            LaunchRefused.STALE,
+            f"{name} has not been heard from for over {minutes} minutes, "
+            "so it no longer counts as available.",
+        )
+    if query.countries is not None and (machine.country or None) not in query.countries:
+        raise refuse(LaunchRefused.OUTSIDE_COUNTRIES, f"{name} is outside the countries you chose.")
+    if machine.free_gpus < gpus:
+        raise refuse(
+            LaunchRefused.TAKEN,
+            f"{name} no longer has {gpus} free GPU{'s' if gpus != 1 else ''} "
+            f"({machine.free_gpus} free now): someone else booked first.",
+        )
+
+    fit = fit_on_machine(breakdown, catalog_selectors.machine_offer(machine))
+    if fit is None or fit.gpus_used != gpus:
+        if fit is None:
+            why = "it does not fit on this machine's free GPUs any more"
+        else:
+            why = f"it now takes {fit.gpus_used} GPU{'s' if fit.gpus_used != 1 else ''}, not {gpus}"
+        raise refuse(
+            LaunchRefused.NO_LONGER_FITS,
+            f"The machine's figures changed and your workload no longer fits {name} as shown: {why}.",
+        )
+
+    price_per_hour = machine.price_per_gpu_hour * gpus
+    shown = Decimal(shown_price_per_hour).quantize(CENT, rounding=ROUND_HALF_UP)
+    if price_per_hour.quantize(CENT, rounding=ROUND_HALF_UP) != shown:
+        raise refuse(
+            LaunchRefused.PRICE_CHANGED,
+            f"The price changed from {money(shown)}/h to {money(price_per_hour)}/h; check and launch again.",
+            new_price_per_hour=price_per_hour,
+        )
+
+    # The row is locked, so this guard cannot miss; it stays as the last word on "never below zero".
+    taken = Machine.objects.filter(pk=machine.pk, free_gpus__gte=gpus).update(
+        free_gpus=F("free_gpus") - gpus
+    )
+    if taken != 1:
+        raise refuse(
+            LaunchRefused.TAKEN, f"{name} no longer has {gpus} free GPUs: someone else booked first."
+        )
+
+    cover = budget_cover(query.budget, price_per_hour, machine.booking_limit_hours)
+    hours_covered = None
+    if cover is not None and cover.hours is not None:
+        hours_covered = cover.hours
+        if machine.booking_limit_hours is not None:
+            hours_covered = min(hours_covered, Decimal(machine.booking_limit_hours))
+
+    booking = Booking.objects.create(
+        user=user,
+        machine=machine,
+        gpus=gpus,
+        price_per_gpu_hour=machine.price_per_gpu_hour,
+        price_per_hour=price_per_hour,
+        workload=query.as_params(),
+        result_url=result_url,
+        hours_covered=hours_covered,
+        booking_limit_hours=machine.booking_limit_hours,
+        status=Booking.Status.RUNNING,
+        started_at=now,
+        idempotency_key=idempotency_key,
+    )
+    return LaunchOutcome(booking, created=True)
+
+
+def stop(user, booking_id: int, *, now: datetime | None = None) -> StopOutcome:
+    """End the user's booking and give its GPUs back. Another user's booking, or none: BookingNotFound.
+    Stopping a booking that already ended changes nothing (a second click on Stop)."""
+    with transaction.atomic():
+        booking = Booking.objects.select_for_update().filter(pk=booking_id, user=user).first()
+        if booking is None:
+            raise BookingNotFound(booking_id)
+        if not booking.is_running:
+            return StopOutcome(booking, stopped=False)
+        booking.status = Booking.Status.ENDED
+        booking.ended_at = now or timezone.now()
+        booking.save(update_fields=["status", "ended_at"])
+        # Capped at gpu_count: a provider refresh may already have reported the GPUs free.
+        Machine.objects.filter(pk=booking.machine_id).update(
+            free_gpus=Least(F("free_gpus") + booking.gpus, F("gpu_count"))
+        )
+    return StopOutcome(booking, stopped=True)

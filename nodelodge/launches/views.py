@@ -1,0 +1,124 @@
+"""Launch, My launches, Stop, and sign-up. Thin: parse, call a service or selector, answer.
+
+Launch and Stop are plain POST forms that work without JavaScript (303 to the next page); an HTMX
+request gets an HX-Redirect to the same page instead, or the refusal as a fragment.
+"""
+from __future__ import annotations
+
+import uuid
+
+from django.contrib import messages
+from django.contrib.auth import login
+from django.contrib.auth.decorators import login_required
+from django.contrib.auth.views import redirect_to_login
+from django.http import Http404, HttpResponseBadRequest, HttpResponseRedirect, QueryDict
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_http_methods, require_POST
+from django_htmx.http import HttpResponseClientRedirect
+
+from sizing.matching import MEMORY_SOURCE_WORDS
+
+from . import selectors, services
+from .forms import LaunchForm, SignUpForm
+
+
+def _see_other(request, url: str):
+    if request.htmx:
+        return HttpResponseClientRedirect(url)
+    response = HttpResponseRedirect(url)
+    response.status_code = 303
+    return response
+
+
+@require_POST
+def launch(request):
+    query_string = QueryDict(request.POST.get("query", "")).urlencode()
+    result_url = f"{reverse('wizard:start')}?{query_string}"
+    if not request.user.is_authenticated:
+        # Back to the same result after signing in; the POST itself is not replayed.
+        messages.info(request, "Sign in to launch; you will come back to this result.")
+        return redirect_to_login(result_url)
+    form = LaunchForm(request.POST)
+    if not form.is_valid():
+        return HttpResponseBadRequest("This Launch form is incomplete; reload the result and try again.")
+    data = form.cleaned_data
+    try:
+        outcome = services.launch(
+            request.user,
+            machine_id=data["machine"],
+            gpus=data["gpus"],
+            shown_price_per_hour=data["price_per_hour"],
+            query_string=data["query"],
+            idempotency_key=data["idempotency_key"],
+        )
+    except services.LaunchRefused as refusal:
+        alternatives = []
+        if refusal.alternative is not None:
+            # Shown as a row of the result's own table, with a fresh Launch form.
+            alternative = refusal.alternative.to_dict()
+            alternative["memory_source_words"] = MEMORY_SOURCE_WORDS.get(alternative["memory_source"], "")
+            alternative["idempotency_key"] = uuid.uuid4().hex
+            alternatives.append(alternative)
+        context = {"refusal": refusal, "alternatives": alternatives, "query_string": query_string}
+        if request.htmx:
+            return render(request, "launches/refused.html#refusal", context)
+        return render(request, "launches/refused.html", context, status=409)
+    booking = outcome.booking
+    if outcome.created:
+        messages.success(
+            request,
+            f"Launched: {booking.gpus} × {booking.machine.gpu_type.name} on {booking.machine.provider.name} "
+            f"{booking.machine.provider_machine_id} at {services.money(booking.price_per_hour)}/h.",
+        )
+    return _see_other(request, reverse("launches:list"))
+
+
+@login_required
+def booking_list(request):
+    rows = selectors.bookings_for(request.user)
+    return render(
+        request,
+        "launches/list.html",
+        {
+            "running": [row for row in rows if row.booking.is_running],
+            "ended": [row for row in rows if not row.booking.is_running],
+        },
+    )
+
+
+@require_POST
+def stop(request, pk: int):
+    if not request.user.is_authenticated:
+        return redirect_to_login(reverse("launches:list"))
+    try:
+        outcome = services.stop(request.user, pk)
+    except services.BookingNotFound:
+        raise Http404("No such booking.")
+    booking = outcome.booking
+    if outcome.stopped:
+        messages.success(
+            request,
+            f"Stopped. {booking.gpus} GPU{'s' if booking.gpus != 1 else ''} on "
+            f"{booking.machine.provider.name} {booking.machine.provider_machine_id} freed.",
+        )
+    else:
+        messages.info(request, "That booking had already ended.")
+    return _see_other(request, reverse("launches:list"))
+
+
+@require_http_methods(["GET", "POST"])
+def signup(request):
+    next_url = request.POST.get("next") or request.GET.get("next") or ""
+    if not url_has_allowed_host_and_scheme(next_url, {request.get_host()}, request.is_secure()):
+        next_url = ""
+    if request.user.is_authenticated:
+        return redirect(next_url or "wizard:start")
+    form = SignUpForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        user = form.save()
+        login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+        messages.success(request, f"Welcome, {user.get_username()}. Your account is ready.")
+        return redirect(next_url or "wizard:start")
+    return render(request, "registration/signup.html", {"form": form, "next": next_url})

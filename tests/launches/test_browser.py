@@ -1,0 +1,103 @@
+"""Launch in Debian's chromium: from a result, Launch, sign in, back to the result, Launch, the
+booking in My launches, Stop. Screenshots land in test-artifacts/."""
+from __future__ import annotations
+
+import re
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from playwright.sync_api import expect
+
+from catalog.models import Machine
+from nodelodge.launches.models import Booking
+
+from .conftest import QUERY
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+ARTIFACTS = Path(settings.BASE_DIR) / "test-artifacts"
+
+
+def shoot(page, name):
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"launch-{name}.png"), full_page=True)
+
+
+@pytest.mark.parametrize("javascript", [True, False], ids=["with-js", "without-js"])
+def test_launch_sign_in_see_the_booking_and_stop_it(
+    browser, live_server, small_catalog, make_user, javascript
+):
+    make_user("ada")
+    cheapest = small_catalog.machine(price_per_gpu_hour=Decimal("2.49"), free_gpus=2)
+    small_catalog.machine(price_per_gpu_hour=Decimal("3.10"), country="FR")
+    suffix = "" if javascript else "-nojs"
+    context = browser.new_context(java_script_enabled=javascript, viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+
+    page.goto(f"{live_server.url}/?{QUERY}&budget=100")
+    first_row = page.locator("table.machines tbody.machine-row").first
+    expect(first_row).to_contain_text(cheapest.provider_machine_id)
+    shoot(page, f"1-result{suffix}")
+    first_row.get_by_role("button", name=re.compile("^Launch")).click()
+
+    # Signed out: the sign-in page, which leads back to the same result.
+    expect(page).to_have_url(re.compile(r"/accounts/login/\?next="))
+    expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
+    shoot(page, f"2-sign-in{suffix}")
+    page.get_by_label("Username").fill("ada")
+    page.get_by_label("Password").fill("a-long-test-passphrase")
+    page.get_by_role("button", name="Sign in").click()
+    expect(page).to_have_url(re.compile(r"/\?(?=.*model=llama-3-1-8b)(?=.*budget=100)"))
+
+    first_row = page.locator("table.machines tbody.machine-row").first
+    first_row.get_by_role("button", name=re.compile("^Launch")).click()
+
+    expect(page).to_have_url(re.compile(r"/launches/$"))
+    expect(page.locator(".messages")).to_contain_text("Launched: 1 × H100 SXM 80GB on Alpine Compute")
+    running = page.get_by_role("table", name="Running bookings")
+    expect(running).to_contain_text(cheapest.provider_machine_id)
+    expect(running).to_contain_text("$2.49")
+    expect(running).to_contain_text("40.16 h")
+    shoot(page, f"3-my-launches{suffix}")
+    assert Machine.objects.get(pk=cheapest.pk).free_gpus == 1
+
+    running.get_by_role("button", name=re.compile("^Stop")).click()
+    expect(page.locator(".messages")).to_contain_text("Stopped. 1 GPU on Alpine Compute")
+    expect(page.get_by_text("Nothing running.")).to_be_visible()
+    expect(page.get_by_role("table", name="Ended bookings")).to_contain_text(cheapest.provider_machine_id)
+    shoot(page, f"4-stopped{suffix}")
+    assert Booking.objects.get().status == Booking.Status.ENDED
+    assert Machine.objects.get(pk=cheapest.pk).free_gpus == 2
+    context.close()
+
+
+def test_losing_the_race_offers_the_next_cheapest_and_launches_it(
+    page, live_server, small_catalog, make_user
+):
+    user = make_user("ada")
+    taken = small_catalog.machine(price_per_gpu_hour=Decimal("2.49"), gpu_count=1, free_gpus=1)
+    dearer = small_catalog.machine(price_per_gpu_hour=Decimal("3.10"), country="FR")
+    page.goto(f"{live_server.url}/accounts/login/")
+    page.get_by_label("Username").fill("ada")
+    page.get_by_label("Password").fill("a-long-test-passphrase")
+    page.get_by_role("button", name="Sign in").click()
+    page.goto(f"{live_server.url}/?{QUERY}")
+    expect(page.locator("table.machines tbody.machine-row").first).to_contain_text(taken.provider_machine_id)
+
+    # Someone else takes the last GPU between the result and the click.
+    Machine.objects.filter(pk=taken.pk).update(free_gpus=0)
+    first_row = page.locator("table.machines tbody.machine-row").first
+    first_row.get_by_role("button", name=re.compile("^Launch")).click()
+
+    expect(page.get_by_role("alert")).to_contain_text("someone else booked first")
+    expect(page.get_by_role("heading", name="Next-cheapest machine that fits")).to_be_visible()
+    offered = page.locator("table.machines tbody.machine-row")
+    expect(offered).to_have_count(1)
+    expect(offered).to_contain_text(dearer.provider_machine_id)
+    shoot(page, "5-lost-the-race")
+    offered.get_by_role("button", name=re.compile("^Launch")).click()
+
+    expect(page.get_by_role("table", name="Running bookings")).to_contain_text(dearer.provider_machine_id)
+    assert Booking.objects.get(user=user).machine_id == dearer.pk
