@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 from django.utils.text import slugify
@@ -211,9 +212,14 @@ def _upsert_providers(rows: list[dict]) -> dict[str, Provider]:
         [Provider(**row) for row in rows],
         update_conflicts=True,
         unique_fields=["name"],
-        update_fields=["slug", "tier", "notes", "is_active"],
+        update_fields=["slug", "tier", "notes", "is_active", "feed_url"],
     )
     return {p.name: p for p in Provider.objects.filter(name__in=[row["name"] for row in rows])}
+
+
+def demo_feed_url(slug: str) -> str:
+    """The console serves the demo providers' feeds itself, so the embedded run can refresh them."""
+    return f"{settings.DEMO_FEED_BASE_URL.rstrip('/')}/feeds/demo/{slug}.json"
 
 
 def _gpu_types_by_name() -> dict[str, GpuType]:
@@ -233,7 +239,7 @@ def load_demo_fleet(now: datetime | None = None) -> int:
         [
             {
                 "name": spec["name"], "slug": slugify(spec["name"]), "tier": spec["tier"],
-                "notes": spec["notes"],
+                "notes": spec["notes"], "feed_url": demo_feed_url(slugify(spec["name"])),
             }
             for spec in DEMO_PROVIDERS
         ]

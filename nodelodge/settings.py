@@ -46,6 +46,7 @@ INSTALLED_APPS = [
     "axes",
     "sizing",
     "catalog",
+    "nodelodge.refresh",
     "nodelodge.wizard",
     "nodelodge.launches",
 ]
@@ -139,13 +140,17 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BEAT_SCHEDULE = {
     "refresh-all-providers": {
-        "task": "catalog.tasks.refresh_all_providers",
+        "task": "nodelodge.refresh.tasks.refresh_all_providers",
         "schedule": float(os.environ.get("PROVIDER_REFRESH_INTERVAL_SECONDS", "60")),
     },
 }
 
 # A machine not heard from within this window no longer counts as available.
 MACHINE_STALE_AFTER_SECONDS = int(os.environ.get("MACHINE_STALE_AFTER_SECONDS", str(15 * 60)))
+# The demo providers' feeds are served by the console itself (see nodelodge/refresh/views.py).
+DEMO_FEED_BASE_URL = os.environ.get(
+    "DEMO_FEED_BASE_URL", f"http://127.0.0.1:{os.environ.get('PORT', '8000')}"
+)
 PROVIDER_FEED_TIMEOUT_SECONDS = float(os.environ.get("PROVIDER_FEED_TIMEOUT_SECONDS", "10"))
 
 CACHES = {

@@ -11,4 +11,5 @@ urlpatterns = [
     path("accounts/signup/", signup, name="signup"),
     path("", include("nodelodge.launches.urls")),
     path("api/v1/", api.urls),
+    path("", include("nodelodge.refresh.urls")),
 ]

@@ -1,0 +1,124 @@
+import json
+
+from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
+from django.http import HttpResponseNotAllowed, HttpResponseRedirect
+from django.urls import path, reverse
+from django.utils.html import format_html
+
+from catalog.models import Provider
+from nodelodge.celery import app as celery_app
+
+from . import services, tasks
+from .models import SyncRun
+
+
+def trigger_refresh(request, provider_ids: list[int]) -> None:
+    """Refreshes now where tasks run in-process (the embedded run); otherwise queues for the worker."""
+    if not provider_ids:
+        messages.warning(request, "No provider to refresh: none is active with a feed URL.")
+        return
+    if celery_app.conf.task_always_eager:
+        for provider_id in provider_ids:
+            run = services.refresh_provider(provider_id)
+            level = messages.SUCCESS if run.status == SyncRun.Status.OK else messages.WARNING
+            messages.add_message(
+                request, level,
+                f"{run.provider}: {run.get_status_display().lower()} — {run.added} added, "
+                f"{run.updated} updated, {run.gone} gone, {run.rejected} rejected. {run.error}".strip(),
+            )
+        return
+    for provider_id in provider_ids:
+        tasks.refresh_provider.delay(provider_id)
+    messages.success(
+        request, f"Refresh queued for {len(provider_ids)} provider(s); the sync history shows the outcome."
+    )
+
+
+@admin.action(description="Refresh the selected providers from their feeds now", permissions=["change"])
+def refresh_selected_providers(modeladmin, request, queryset):
+    trigger_refresh(request, list(queryset.order_by("pk").values_list("pk", flat=True)))
+
+
+def attach_refresh_action_to_provider_admin(site: admin.AdminSite = admin.site) -> bool:
+    """Adds the refresh action to the catalog's Provider admin, when one is registered."""
+    provider_admin = site._registry.get(Provider)
+    if provider_admin is None:
+        return False
+    actions = list(provider_admin.actions or [])
+    if refresh_selected_providers not in actions:
+        provider_admin.actions = [*actions, refresh_selected_providers]
+    return True
+
+
+@admin.register(SyncRun)
+class SyncRunAdmin(admin.ModelAdmin):
+    list_display = (
+        "started_at", "provider", "status", "received", "added", "updated", "unchanged", "gone",
+        "rejected", "duration", "short_error",
+    )
+    list_filter = ("status", "provider", "started_at")
+    list_select_related = ("provider",)
+    date_hierarchy = "started_at"
+    search_fields = ("provider__name", "provider__slug", "error")
+    actions = ["refresh_providers_again"]
+    fields = (
+        "provider", "feed_url", "status", "started_at", "finished_at", "duration", "received", "added",
+        "updated", "unchanged", "gone", "rejected", "error", "rejected_records",
+    )
+    readonly_fields = fields
+
+    @admin.display(description="Duration")
+    def duration(self, run: SyncRun) -> str:
+        seconds = run.duration_seconds
+        return "—" if seconds is None else f"{seconds:.2f} s"
+
+    @admin.display(description="Error")
+    def short_error(self, run: SyncRun) -> str:
+        return run.error if len(run.error) <= 90 else run.error[:89] + "…"
+
+    @admin.display(description="Rejected records")
+    def rejected_records(self, run: SyncRun) -> str:
+        if not run.rejected_details:
+            return "—"
+        shown = format_html("<pre>{}</pre>", json.dumps(run.rejected_details, indent=1, ensure_ascii=False))
+        if run.rejected > len(run.rejected_details):
+            return format_html("{}<p>… and {} more.</p>", shown, run.rejected - len(run.rejected_details))
+        return shown
+
+    @admin.action(description="Refresh these runs' providers now", permissions=["refresh"])
+    def refresh_providers_again(self, request, queryset):
+        trigger_refresh(request, sorted(set(queryset.values_list("provider_id", flat=True))))
+
+    # The history is written by refreshes only.
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    def has_refresh_permission(self, request) -> bool:
+        return request.user.has_perm("catalog.change_provider")
+
+    def get_urls(self):
+        refresh_all = path(
+            "refresh-all/",
+            self.admin_site.admin_view(self.refresh_all_view),
+            name="refresh_syncrun_refresh_all",
+        )
+        return [refresh_all, *super().get_urls()]
+
+    def refresh_all_view(self, request):
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
+        if not self.has_refresh_permission(request):
+            raise PermissionDenied
+        trigger_refresh(request, services.providers_to_refresh())
+        return HttpResponseRedirect(reverse("admin:refresh_syncrun_changelist"))
+
+    def changelist_view(self, request, extra_context=None):
+        extra_context = {**(extra_context or {}), "can_refresh": self.has_refresh_permission(request)}
+        return super().changelist_view(request, extra_context)

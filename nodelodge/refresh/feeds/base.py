@@ -1,0 +1,215 @@
+"""What every feed format turns a provider's answer into, and the checks every record must pass.
+
+A feed adapter parses one format. It raises FeedError when the whole answer is unusable (nothing
+changes for the provider); a record that fails a check is rejected with its reason while the other
+records go on.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from datetime import datetime
+from decimal import Decimal, InvalidOperation
+from typing import Protocol
+
+import pycountry
+
+MAX_GPU_COUNT = 16
+# 1 TiB per GPU: far beyond any GPU sold; a larger figure is a unit mix-up or garbage.
+MAX_MEMORY_MIB = 1_048_576
+MAX_PRICE_PER_GPU_HOUR = Decimal("10000")
+PRICE_STEP = Decimal("0.0001")  # Machine.price_per_gpu_hour keeps four decimals
+MAX_ID_LENGTH = 120
+MAX_REGION_LENGTH = 120
+
+
+class FeedError(Exception):
+    """The whole feed is unusable: nothing changes for the provider."""
+
+
+class RecordRejected(Exception):  # noqa: N818 - a verdict, not a programming error
+    """One record fails a check; the reason is shown to staff."""
+
+
+@dataclass(frozen=True)
+class GpuTypeRef:
+    id: int
+    name: str
+    datasheet_memory_mib: int
+
+
+class GpuTypeIndex:
+    """GPU types looked up by name or slug, case-insensitively."""
+
+    def __init__(self, gpu_types: list[GpuTypeRef], slugs: dict[str, int]):
+        self._by_key: dict[str, GpuTypeRef] = {}
+        by_id = {gpu.id: gpu for gpu in gpu_types}
+        for gpu in gpu_types:
+            self._by_key[gpu.name.strip().casefold()] = gpu
+        for slug, gpu_id in slugs.items():
+            self._by_key.setdefault(slug.strip().casefold(), by_id[gpu_id])
+
+    def find(self, name: str) -> GpuTypeRef | None:
+        return self._by_key.get(name.strip().casefold())
+
+
+@dataclass(frozen=True)
+class MachineRecord:
+    """One machine as the feed describes it, every value checked."""
+
+    provider_machine_id: str
+    gpu_type: GpuTypeRef
+    gpu_count: int
+    free_gpus: int
+    memory_mib: int | None  # as the feed reports it; None = not reported
+    available: bool
+    country: str  # ISO 3166 alpha-2, "" = unknown
+    region: str
+    price_per_gpu_hour: Decimal
+    interruptible: bool
+    booking_limit_hours: int | None
+
+
+@dataclass(frozen=True)
+class RejectedRecord:
+    machine_id: str | None  # None when the record carries no usable id
+    reason: str
+
+    def as_dict(self) -> dict:
+        return {"id": self.machine_id, "reason": self.reason}
+
+
+@dataclass
+class ParsedFeed:
+    records: list[MachineRecord] = field(default_factory=list)
+    rejected: list[RejectedRecord] = field(default_factory=list)
+    generated_at: datetime | None = None
+
+    @property
+    def received(self) -> int:
+        return len(self.records) + len(self.rejected)
+
+
+class FeedAdapter(Protocol):
+    format: str
+
+    def parse(self, body: bytes, *, provider_slug: str, gpu_types: GpuTypeIndex) -> ParsedFeed:
+        """The feed's records, each validated; raises FeedError when the whole feed is unusable."""
+        ...
+
+
+# --- Checks shared by every format ----------------------------------------------------------------
+
+
+def machine_id(value) -> str:
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        raise RecordRejected("id is missing")
+    text = str(value).strip()
+    if not text:
+        raise RecordRejected("id is missing")
+    if len(text) > MAX_ID_LENGTH:
+        raise RecordRejected(f"id is longer than {MAX_ID_LENGTH} characters")
+    return text
+
+
+def whole_number(value, label: str) -> int:
+    # JSON true/false are ints to Python; a flag where a count belongs is a broken record.
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise RecordRejected(f"{label} must be a whole number, got {value!r}")
+    return value
+
+
+def gpu_type(value, index: GpuTypeIndex) -> GpuTypeRef:
+    if not isinstance(value, str) or not value.strip():
+        raise RecordRejected("gpu_type is missing")
+    found = index.find(value)
+    if found is None:
+        raise RecordRejected(f"unknown GPU type {value.strip()[:80]!r}")
+    return found
+
+
+def gpu_count(value) -> int:
+    count = whole_number(value, "gpu_count")
+    if not 1 <= count <= MAX_GPU_COUNT:
+        raise RecordRejected(f"gpu_count must be between 1 and {MAX_GPU_COUNT}, got {count}")
+    return count
+
+
+def free_gpus(value, count: int) -> int:
+    free = whole_number(value, "free_gpus")
+    if free < 0:
+        raise RecordRejected(f"free_gpus cannot be negative, got {free}")
+    if free > count:
+        raise RecordRejected(f"free_gpus ({free}) exceeds gpu_count ({count})")
+    return free
+
+
+def memory_mib(value) -> int | None:
+    if value is None:
+        return None
+    memory = whole_number(value, "memory_mib")
+    if memory <= 0:
+        raise RecordRejected(f"memory_mib must be positive, got {memory}")
+    if memory > MAX_MEMORY_MIB:
+        raise RecordRejected(f"memory_mib {memory:,} is absurd (above {MAX_MEMORY_MIB:,} MiB per GPU)")
+    return memory
+
+
+def flag(value, label: str) -> bool:
+    if not isinstance(value, bool):
+        raise RecordRejected(f"{label} must be true or false, got {value!r}")
+    return value
+
+
+def country(value) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise RecordRejected(f"country must be an ISO 3166 alpha-2 code, got {value!r}")
+    code = value.strip().upper()
+    if not code:
+        return ""
+    well_formed = len(code) == 2 and code.isascii() and code.isalpha()
+    if not well_formed or pycountry.countries.get(alpha_2=code) is None:
+        raise RecordRejected(f"country {value[:20]!r} is not an ISO 3166 alpha-2 code")
+    return code
+
+
+def region(value) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise RecordRejected(f"region must be text, got {value!r}")
+    text = value.strip()
+    if len(text) > MAX_REGION_LENGTH:
+        raise RecordRejected(f"region is longer than {MAX_REGION_LENGTH} characters")
+    return text
+
+
+def price(value) -> Decimal:
+    # Strings are preferred (exact); numbers are accepted. Floats go through str() so 2.49 stays 2.49.
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise RecordRejected(f"price_per_gpu_hour must be a decimal number, got {value!r}")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise RecordRejected("price_per_gpu_hour must be a finite number")
+    try:
+        amount = Decimal(str(value).strip())
+    except InvalidOperation:
+        raise RecordRejected(f"price_per_gpu_hour {str(value)[:30]!r} is not a decimal number")
+    if not amount.is_finite():
+        raise RecordRejected("price_per_gpu_hour must be a finite number")
+    if amount > MAX_PRICE_PER_GPU_HOUR:
+        raise RecordRejected(f"price_per_gpu_hour {amount} is above {MAX_PRICE_PER_GPU_HOUR}")
+    amount = amount.quantize(PRICE_STEP)
+    if amount <= 0:
+        raise RecordRejected(f"price_per_gpu_hour must be above zero, got {value}")
+    return amount
+
+
+def booking_limit_hours(value) -> int | None:
+    if value is None:
+        return None
+    hours = whole_number(value, "booking_limit_hours")
+    if hours < 1:
+        raise RecordRejected(f"booking_limit_hours must be at least 1 (or null for none), got {hours}")
+    return hours

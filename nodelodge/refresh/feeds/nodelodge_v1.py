@@ -1,0 +1,95 @@
+"""The Node Lodge feed, version 1: one JSON document with every machine of the provider.
+
+    {"provider": "<slug>", "generated_at": "<ISO 8601>", "machines": [
+        {"id": "...", "gpu_type": "H100 SXM 80GB", "gpu_count": 8, "free_gpus": 3,
+         "memory_mib": 81559, "available": true, "country": "DE", "region": "Frankfurt",
+         "price_per_gpu_hour": "2.49", "interruptible": false, "booking_limit_hours": 72}]}
+
+Unknown fields are ignored, so providers can add their own without breaking the feed.
+"""
+from __future__ import annotations
+
+import json
+from datetime import datetime
+
+from . import base
+from .base import FeedError, GpuTypeIndex, MachineRecord, ParsedFeed, RecordRejected, RejectedRecord
+
+FORMAT = "nodelodge-v1"
+REQUIRED_FIELDS = ("gpu_type", "gpu_count", "free_gpus", "available", "price_per_gpu_hour")
+
+
+class NodeLodgeV1:
+    format = FORMAT
+
+    def parse(self, body: bytes, *, provider_slug: str, gpu_types: GpuTypeIndex) -> ParsedFeed:
+        try:
+            document = json.loads(body)
+        except (UnicodeDecodeError, json.JSONDecodeError) as error:
+            raise FeedError(f"the feed is not valid JSON: {error}")
+        if not isinstance(document, dict):
+            raise FeedError(f"the feed must be a JSON object, got {type(document).__name__}")
+        if document.get("provider") != provider_slug:
+            raise FeedError(
+                f"the feed is for provider {str(document.get('provider'))[:60]!r}, expected {provider_slug!r}"
+            )
+        machines = document.get("machines")
+        if not isinstance(machines, list):
+            raise FeedError('the feed has no "machines" list')
+
+        parsed = ParsedFeed(generated_at=_timestamp(document.get("generated_at")))
+        seen: set[str] = set()
+        for item in machines:
+            record_id = _id_of(item)
+            try:
+                record = self.record(item, gpu_types)
+                if record.provider_machine_id in seen:
+                    raise RecordRejected("the id appears more than once in the feed")
+            except RecordRejected as rejection:
+                parsed.rejected.append(RejectedRecord(record_id, str(rejection)))
+                continue
+            seen.add(record.provider_machine_id)
+            parsed.records.append(record)
+        return parsed
+
+    @staticmethod
+    def record(item, gpu_types: GpuTypeIndex) -> MachineRecord:
+        if not isinstance(item, dict):
+            raise RecordRejected(f"a machine must be a JSON object, got {type(item).__name__}")
+        identifier = base.machine_id(item.get("id"))
+        for name in REQUIRED_FIELDS:
+            if name not in item:
+                raise RecordRejected(f"{name} is missing")
+        count = base.gpu_count(item["gpu_count"])
+        return MachineRecord(
+            provider_machine_id=identifier,
+            gpu_type=base.gpu_type(item["gpu_type"], gpu_types),
+            gpu_count=count,
+            free_gpus=base.free_gpus(item["free_gpus"], count),
+            memory_mib=base.memory_mib(item.get("memory_mib")),
+            available=base.flag(item["available"], "available"),
+            country=base.country(item.get("country")),
+            region=base.region(item.get("region")),
+            price_per_gpu_hour=base.price(item["price_per_gpu_hour"]),
+            interruptible=base.flag(item.get("interruptible", False), "interruptible"),
+            booking_limit_hours=base.booking_limit_hours(item.get("booking_limit_hours")),
+        )
+
+
+def _id_of(item) -> str | None:
+    if not isinstance(item, dict):
+        return None
+    try:
+        return base.machine_id(item.get("id"))
+    except RecordRejected:
+        return None
+
+
+def _timestamp(value) -> datetime | None:
+    # Informational only: a missing or odd generated_at does not make the machines wrong.
+    if not isinstance(value, str):
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None

@@ -1,0 +1,51 @@
+"""Reads for the refresh app: the demo feed's document."""
+from __future__ import annotations
+
+import zlib
+from datetime import datetime
+
+from catalog.models import Machine, Provider
+
+# One machine in this many is offline (or out of stock) in any given minute.
+DEMO_OFFLINE_ONE_IN = 9
+
+
+def _spin(machine_id: str, minute: int) -> int:
+    return zlib.crc32(f"{machine_id}:{minute}".encode())
+
+
+def demo_feed_document(provider: Provider, now: datetime) -> dict:
+    """The provider's live machines as a nodelodge-v1 feed, free GPUs and availability shifting with the
+    minute (the same minute always gives the same document), so a refresh visibly changes something."""
+    minute = int(now.timestamp() // 60)
+    machines = []
+    rows = (
+        Machine.objects.filter(provider=provider, gone_at__isnull=True)
+        .select_related("gpu_type")
+        .order_by("provider_machine_id")
+    )
+    for machine in rows.iterator(chunk_size=2000):
+        spin = _spin(machine.provider_machine_id, minute)
+        # The feed reports only what a provider would: the host's figure (Community) or the
+        # datacenter's (Secure); a figure the catalog took from the datasheet is left for it to fill in.
+        reported = machine.memory_source in (Machine.MemorySource.HOST, Machine.MemorySource.DATACENTER)
+        machines.append(
+            {
+                "id": machine.provider_machine_id,
+                "gpu_type": machine.gpu_type.name,
+                "gpu_count": machine.gpu_count,
+                "free_gpus": spin % (machine.gpu_count + 1),
+                "memory_mib": machine.memory_per_gpu_mib if reported else None,
+                "available": spin % DEMO_OFFLINE_ONE_IN != 0,
+                "country": machine.country or None,
+                "region": machine.region,
+                "price_per_gpu_hour": str(machine.price_per_gpu_hour.normalize()),
+                "interruptible": machine.interruptible,
+                "booking_limit_hours": machine.booking_limit_hours,
+            }
+        )
+    return {
+        "provider": provider.slug,
+        "generated_at": now.isoformat(),
+        "machines": machines,
+    }

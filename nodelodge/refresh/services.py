@@ -1,0 +1,291 @@
+"""Refreshing a provider from its feed: fetch, validate, upsert in bulk, mark the missing gone.
+
+One refresh of one provider at a time (a lock); the catalog changes in one transaction per feed, so a
+refresh that fails or crashes midway leaves the provider's machines exactly as they were.
+"""
+from __future__ import annotations
+
+import http.client
+import logging
+import secrets
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from urllib.parse import urlsplit
+
+from django.conf import settings
+from django.core.cache import cache
+from django.db import connection, transaction
+from django.utils import timezone
+
+from catalog.models import GpuType, Machine, Provider, Tier
+from catalog.services import MACHINE_UPSERT_FIELDS, memory_flag_for
+
+from .feeds import adapter_for
+from .feeds.base import FeedError, GpuTypeIndex, GpuTypeRef, MachineRecord, ParsedFeed
+from .models import SyncRun
+
+logger = logging.getLogger(__name__)
+
+# Rows per upsert statement: the number of statements grows with the feed in steps of this size,
+# never per machine.
+UPSERT_BATCH_SIZE = 2_000
+MAX_FEED_BYTES = 64 * 1024 * 1024
+READ_CHUNK_BYTES = 256 * 1024
+# PostgreSQL advisory lock keys are one bigint: this namespace in the high half, the provider id below.
+ADVISORY_LOCK_NAMESPACE = 0x4E4C52  # "NLR"
+FEED_HEADERS = {"Accept": "application/json", "User-Agent": "NodeLodge-refresh/1"}
+
+# Only plain HTTP(S) with redirects: no file:, ftp: or data: URLs, and no proxy surprises.
+_opener = urllib.request.OpenerDirector()
+for _handler in (
+    urllib.request.HTTPHandler(),
+    urllib.request.HTTPSHandler(),
+    urllib.request.HTTPRedirectHandler(),
+    urllib.request.HTTPDefaultErrorHandler(),
+    urllib.request.HTTPErrorProcessor(),
+):
+    _opener.add_handler(_handler)
+
+
+# --- Locking --------------------------------------------------------------------------------------
+
+
+@contextmanager
+def provider_lock(provider_id: int) -> Iterator[bool]:
+    """Yields whether this process now holds the provider's refresh lock (never waits).
+
+    On PostgreSQL a session advisory lock: released on exit, or by the server if the process dies.
+    Elsewhere (the embedded SQLite run) a cache entry with an expiry, which is enough for one machine.
+    """
+    if connection.vendor == "postgresql":
+        key = (ADVISORY_LOCK_NAMESPACE << 32) | provider_id
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_try_advisory_lock(%s)", [key])
+            acquired = bool(cursor.fetchone()[0])
+        try:
+            yield acquired
+        finally:
+            if acquired:
+                with connection.cursor() as cursor:
+                    cursor.execute("SELECT pg_advisory_unlock(%s)", [key])
+        return
+
+    key = f"refresh:provider-lock:{provider_id}"
+    token = secrets.token_hex(8)
+    expiry = int(settings.PROVIDER_FEED_TIMEOUT_SECONDS * 3 + 600)
+    acquired = cache.add(key, token, timeout=expiry)
+    try:
+        yield acquired
+    finally:
+        if acquired and cache.get(key) == token:
+            cache.delete(key)
+
+
+# --- Fetching -------------------------------------------------------------------------------------
+
+
+def fetch_feed(url: str, timeout_seconds: float) -> bytes:
+    """The feed's body; FeedError on anything but a complete 2xx answer within the timeout.
+
+    The timeout bounds connecting and each wait for data; the whole download is bounded by the
+    deadline checked between reads, so a feed that trickles cannot hold a worker for long.
+    """
+    if urlsplit(url).scheme not in ("http", "https"):
+        raise FeedError(f"the feed URL must start with http:// or https://, got {url[:80]!r}")
+    deadline = time.monotonic() + timeout_seconds
+    request = urllib.request.Request(url, headers=FEED_HEADERS)  # noqa: S310 - scheme checked above
+    try:
+        with _opener.open(request, timeout=timeout_seconds) as response:
+            chunks: list[bytes] = []
+            size = 0
+            while chunk := response.read(READ_CHUNK_BYTES):
+                size += len(chunk)
+                if size > MAX_FEED_BYTES:
+                    raise FeedError(f"the feed is larger than {MAX_FEED_BYTES // (1024 * 1024)} MiB")
+                if time.monotonic() > deadline:
+                    raise TimeoutError
+                chunks.append(chunk)
+            return b"".join(chunks)
+    except urllib.error.HTTPError as error:
+        raise FeedError(f"the feed answered HTTP {error.code} {error.reason}".strip())
+    except TimeoutError:
+        raise FeedError(f"the feed did not answer within {timeout_seconds:g} seconds")
+    except urllib.error.URLError as error:
+        if isinstance(error.reason, TimeoutError):
+            raise FeedError(f"the feed did not answer within {timeout_seconds:g} seconds")
+        raise FeedError(f"could not reach the feed: {error.reason}")
+    except (OSError, ValueError, http.client.HTTPException) as error:  # reset, malformed answer, bad URL
+        raise FeedError(f"could not read the feed: {error}")
+
+
+# --- Applying a feed ------------------------------------------------------------------------------
+
+
+def gpu_type_index() -> GpuTypeIndex:
+    rows = list(GpuType.objects.values_list("id", "name", "slug", "memory_mib"))
+    return GpuTypeIndex(
+        [GpuTypeRef(id=pk, name=name, datasheet_memory_mib=memory) for pk, name, _, memory in rows],
+        {slug: pk for pk, _, slug, _ in rows},
+    )
+
+
+def memory_fields(tier: str, record: MachineRecord) -> tuple[int | None, str, str]:
+    """(memory per GPU, where it comes from, flag) as SPEC §4 reads them for the machine's tier."""
+    datasheet = record.gpu_type.datasheet_memory_mib
+    source = Machine.MemorySource
+    if tier == Tier.SECURE:
+        if record.memory_mib is not None:
+            return record.memory_mib, source.DATACENTER, ""
+        return datasheet, source.DATASHEET, ""
+    if record.memory_mib is None:
+        return None, source.UNKNOWN, ""
+    return record.memory_mib, source.HOST, memory_flag_for(record.memory_mib, datasheet, record.gpu_type.name)
+
+
+# The columns a feed sets, in the order compared to tell "updated" from "unchanged".
+_COMPARED = (
+    "gpu_type_id", "gpu_count", "free_gpus", "memory_per_gpu_mib", "memory_source", "memory_flag",
+    "country", "region", "price_per_gpu_hour", "interruptible", "booking_limit_hours", "is_available",
+)
+
+
+def apply_feed(provider: Provider, parsed: ParsedFeed, run: SyncRun, now: datetime) -> None:
+    """Upserts the feed's machines, marks the missing ones gone and finishes the run, all in one
+    transaction. Machines whose records were rejected are left exactly as they were."""
+    existing = {
+        row[0]: row[1:]
+        for row in Machine.objects.filter(provider=provider).values_list(
+            "provider_machine_id", *_COMPARED, "gone_at"
+        )
+    }
+    machines: list[Machine] = []
+    for record in parsed.records:
+        memory, memory_source, memory_flag = memory_fields(provider.tier, record)
+        machine = Machine(
+            provider=provider,
+            provider_machine_id=record.provider_machine_id,
+            tier=provider.tier,
+            gpu_type_id=record.gpu_type.id,
+            gpu_count=record.gpu_count,
+            free_gpus=record.free_gpus,
+            memory_per_gpu_mib=memory,
+            memory_source=memory_source,
+            memory_flag=memory_flag,
+            country=record.country,
+            region=record.region,
+            price_per_gpu_hour=record.price_per_gpu_hour,
+            interruptible=record.interruptible,
+            booking_limit_hours=record.booking_limit_hours,
+            is_available=record.available,
+            last_seen_at=now,
+            gone_at=None,
+        )
+        before = existing.get(record.provider_machine_id)
+        if before is None:
+            run.added += 1
+        elif before != (*(getattr(machine, name) for name in _COMPARED), None):
+            run.updated += 1
+        else:
+            run.unchanged += 1
+        machines.append(machine)
+
+    rejected_ids = sorted({r.machine_id for r in parsed.rejected if r.machine_id is not None})
+    # A record without a usable id may be any of the provider's machines: then nobody is marked gone.
+    sweep = all(r.machine_id is not None for r in parsed.rejected)
+
+    with transaction.atomic():
+        for start in range(0, len(machines), UPSERT_BATCH_SIZE):
+            Machine.objects.bulk_create(
+                machines[start : start + UPSERT_BATCH_SIZE],
+                update_conflicts=True,
+                unique_fields=["provider", "provider_machine_id"],
+                update_fields=MACHINE_UPSERT_FIELDS,
+            )
+        if sweep:
+            # Everything in this feed now carries last_seen_at == now; any other live machine is missing.
+            live = Machine.objects.filter(provider=provider, gone_at__isnull=True)
+            missing = live.exclude(last_seen_at=now)
+            if rejected_ids:
+                missing = missing.exclude(provider_machine_id__in=rejected_ids)
+            run.gone = missing.update(gone_at=now, is_available=False, updated_at=now)
+        _finish(run, SyncRun.Status.PARTIAL if parsed.rejected else SyncRun.Status.OK)
+
+
+def _record_rejections(run: SyncRun, parsed: ParsedFeed) -> None:
+    run.received = parsed.received
+    run.rejected = len(parsed.rejected)
+    run.rejected_details = [r.as_dict() for r in parsed.rejected[: SyncRun.REJECTED_DETAILS_LIMIT]]
+    if parsed.rejected and not all(r.machine_id is not None for r in parsed.rejected):
+        run.error = "Some records had no usable id, so no machine was marked gone this time."
+
+
+def _finish(run: SyncRun, status: str, error: str = "") -> SyncRun:
+    run.status = status
+    run.finished_at = timezone.now()
+    if error:
+        run.error = error
+    run.save()
+    return run
+
+
+# --- The refresh ----------------------------------------------------------------------------------
+
+
+def refresh_provider(provider_id: int) -> SyncRun:
+    """Refreshes one provider from its feed and returns the run's record.
+
+    Never raises for a bad feed: the run says "failed" with the reason and nothing changes.
+    """
+    provider = Provider.objects.get(pk=provider_id)
+    started_at = timezone.now()
+    with provider_lock(provider.pk) as acquired:
+        if not acquired:
+            return SyncRun.objects.create(
+                provider=provider,
+                feed_url=provider.feed_url,
+                started_at=started_at,
+                finished_at=started_at,
+                status=SyncRun.Status.SKIPPED,
+                error="Another refresh of this provider was running.",
+            )
+        # Holding the lock, any run still marked running was cut off (its process died).
+        SyncRun.objects.filter(provider=provider, status=SyncRun.Status.RUNNING).update(
+            status=SyncRun.Status.FAILED, finished_at=started_at, error="Interrupted before it finished."
+        )
+        run = SyncRun.objects.create(provider=provider, feed_url=provider.feed_url, started_at=started_at)
+        try:
+            if not provider.feed_url:
+                raise FeedError("the provider has no feed URL")
+            adapter = adapter_for(provider.feed_format)
+            body = fetch_feed(provider.feed_url, settings.PROVIDER_FEED_TIMEOUT_SECONDS)
+            parsed = adapter.parse(body, provider_slug=provider.slug, gpu_types=gpu_type_index())
+            _record_rejections(run, parsed)
+            apply_feed(provider, parsed, run, now=timezone.now())
+        except FeedError as error:
+            _reset_counts(run)
+            return _finish(run, SyncRun.Status.FAILED, error=f"Feed rejected: {error}.")
+        except Exception as error:  # a crash midway: the transaction rolled back, the catalog is as it was
+            logger.exception("Refresh of provider %s crashed", provider.slug)
+            _reset_counts(run)
+            return _finish(
+                run, SyncRun.Status.FAILED, error=f"The refresh crashed and changed nothing: {error!r}"
+            )
+        return run
+
+
+def _reset_counts(run: SyncRun) -> None:
+    # Nothing was applied: counts of a feed that was not applied would mislead.
+    run.added = run.updated = run.unchanged = run.gone = 0
+
+
+def providers_to_refresh() -> list[int]:
+    return list(
+        Provider.objects.filter(is_active=True)
+        .exclude(feed_url="")
+        .order_by("pk")
+        .values_list("pk", flat=True)
+    )
