@@ -6,4 +6,5 @@ app_name = "wizard"
 urlpatterns = [
     path("", views.wizard, name="start"),
     path("secure-and-community/", views.tiers, name="tiers"),
+    path("calculators/", views.calculators, name="calculators"),
 ]

@@ -8,11 +8,15 @@ from django.shortcuts import render
 from django.template.response import TemplateResponse
 from django.views.decorators.http import require_GET
 
+from sizing.other_calculators import gpus_for_throughput, rule_of_thumb
+
 from . import selectors as wizard_selectors
 from .forms import (
     DEFAULT_MODEL_BY_WORKLOAD,
     DEFAULTS,
     WORKLOADS,
+    RuleOfThumbForm,
+    ThroughputForm,
     WorkloadQuery,
     WorkloadQueryForm,
     field_labels,
@@ -112,6 +116,24 @@ def wizard(request):
             # The address bar shows the canonical query, without the form's bookkeeping fields.
             response["HX-Push-Url"] = "/?" + context["query_string"]
     return response
+
+
+@require_GET
+def calculators(request):
+    """The two other calculators: GPU count for a throughput target and the rule of thumb."""
+    throughput_form = ThroughputForm(request.GET if "target" in request.GET else None)
+    rule_form = RuleOfThumbForm(request.GET if "parameters" in request.GET else None)
+    plan = rule = None
+    if throughput_form.is_bound and throughput_form.is_valid():
+        data = throughput_form.cleaned_data
+        plan = gpus_for_throughput(data["target"], data["measured"], data["efficiency"], data["redundancy"])
+    if rule_form.is_bound and rule_form.is_valid():
+        rule = rule_of_thumb(rule_form.cleaned_data["parameters"], rule_form.cleaned_data["precision"])
+    return render(
+        request,
+        "wizard/calculators.html",
+        {"throughput_form": throughput_form, "rule_form": rule_form, "plan": plan, "rule": rule},
+    )
 
 
 def tiers(request):
