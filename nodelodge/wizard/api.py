@@ -1,9 +1,15 @@
 """JSON API: the wizard's answers for scripts. Same query string, same code, same result."""
 from __future__ import annotations
 
+from csp.decorators import csp_update
+from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest
 from ninja import NinjaAPI, Query, Schema
+from ninja.errors import Throttled
 from ninja.errors import ValidationError as NinjaValidationError
+
+from nodelodge.hardening.faults import database_unavailable_json, log_database_unavailable
+from nodelodge.hardening.throttling import ApiRateThrottle, throttled_message
 
 from . import selectors as wizard_selectors
 from .forms import WorkloadQuery, WorkloadQueryForm
@@ -19,6 +25,10 @@ api = NinjaAPI(
         "wizard's query string. Sizes are bytes and GiB (2^30 bytes); money is USD as decimal strings."
     ),
     urls_namespace="api",
+    throttle=[ApiRateThrottle()],
+    # Swagger UI (served from ninja's own static files) draws its icons from data: URIs; only the
+    # docs page gets that allowance, scripts and styles stay 'self'-only there too.
+    docs_decorator=csp_update({"img-src": ["data:"]}),
 )
 
 
@@ -168,6 +178,19 @@ def query_error(request, exc: QueryError):
     return api.create_response(request, {"errors": exc.errors}, status=400)
 
 
+@api.exception_handler(Throttled)
+def throttled(request, exc: Throttled):
+    # ninja adds Retry-After from the throttle's wait.
+    return api.create_response(request, {"errors": {"request": throttled_message(exc.wait)}}, status=429)
+
+
+@api.exception_handler(OperationalError)
+@api.exception_handler(InterfaceError)
+def database_unavailable(request, exc):
+    log_database_unavailable(request, exc)
+    return database_unavailable_json()
+
+
 @api.exception_handler(NinjaValidationError)
 def ninja_validation_error(request, exc: NinjaValidationError):
     errors = {}
@@ -177,20 +200,24 @@ def ninja_validation_error(request, exc: NinjaValidationError):
     return api.create_response(request, {"errors": errors}, status=400)
 
 
-@api.get("/estimate", response={200: MemoryOut, 400: ErrorOut}, url_name="estimate")
+@api.get("/estimate", response={200: MemoryOut, 400: ErrorOut, 429: ErrorOut}, url_name="estimate")
 def estimate(request, params: Query[WorkloadParams]):
     """The GPU memory a workload needs, item by item (the `estimate --json` object)."""
     breakdown, _ = estimate_for(_query(request))
     return breakdown.as_dict()
 
 
-@api.get("/recommendations", response={200: RecommendationsOut, 400: ErrorOut}, url_name="recommendations")
+@api.get(
+    "/recommendations",
+    response={200: RecommendationsOut, 400: ErrorOut, 429: ErrorOut},
+    url_name="recommendations",
+)
 def recommendations(request, params: Query[PreferenceParams]):
     """The whole result: memory, machines cheapest first, alternatives and constraints applied."""
     return recommendation_payload(recommendation_for(_query(request), default_limit=API_DEFAULT_LIMIT))
 
 
-@api.get("/models", response={200: list[ModelOut], 400: ErrorOut}, url_name="models")
+@api.get("/models", response={200: list[ModelOut], 400: ErrorOut, 429: ErrorOut}, url_name="models")
 def models(request, workload: str | None = None):
     """The catalog's models, optionally only those that suit a workload."""
     if workload not in (None, "", "inference", "finetune", "image", "notebook"):

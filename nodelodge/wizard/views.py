@@ -33,6 +33,14 @@ def _split_countries(countries: str) -> tuple[bool, str]:
     return eu, ", ".join(code for code in codes if code.upper() != "EU")
 
 
+def _slug_to_look_up(slug: str | None) -> str | None:
+    """The typed model slug, when it can be one: a NUL byte cannot be sent to PostgreSQL at all (the
+    form reports it as an error), and no slug is longer than the form allows."""
+    if not slug or "\x00" in slug or len(slug) > WorkloadQueryForm.base_fields["model"].max_length:
+        return None
+    return slug
+
+
 def _form_values(params) -> dict[str, str]:
     """What the form shows: the query as given, defaults for what is left out, and a model
     that suits the workload (switching workload swaps in that workload's default model; an
@@ -41,7 +49,7 @@ def _form_values(params) -> dict[str, str]:
     values["countries"] = ",".join(c for c in params.getlist("countries") if c)
     workload = values["workload"]
     if workload in DEFAULT_MODEL_BY_WORKLOAD and wizard_selectors.model_of_another_workload(
-        values.get("model"), workload
+        _slug_to_look_up(values.get("model")), workload
     ):
         values["model"] = DEFAULT_MODEL_BY_WORKLOAD[workload]
     return values
@@ -76,7 +84,7 @@ def wizard(request):
             machine["idempotency_key"] = uuid.uuid4().hex
 
     search = (params.get("q") or "").strip()[:100]
-    selected = wizard_selectors.model_choice(values.get("model"))
+    selected = wizard_selectors.model_choice(_slug_to_look_up(values.get("model")))
     model_kind = selected["kind"] if selected else None
     eu_checked, other_countries = _split_countries(values["countries"])
     context = {

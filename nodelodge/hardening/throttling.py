@@ -1,0 +1,72 @@
+"""Per-client rate limit for the JSON API, on django-ninja's throttling.
+
+The rate is read from `settings.API_RATE_LIMIT` on every request ("120/min"; empty or "off" turns
+it off), so a deployment or a test changes it without rebuilding the API. The client is the
+connecting address; `X-Forwarded-For` counts only through the proxies named by NINJA_NUM_PROXIES,
+so a client cannot dodge the limit by sending the header itself.
+
+Counts live in the default cache (Redis in production, shared by every worker). When the cache
+cannot be reached the API keeps answering without a limit and logs why: the wizard's answers do
+not need Redis, and a cache outage should not take the API down with it.
+"""
+from __future__ import annotations
+
+import logging
+import math
+import threading
+
+from django.conf import settings
+from django.core.cache import cache
+from ninja.throttling import SimpleRateThrottle
+
+logger = logging.getLogger("nodelodge.throttling")
+
+OFF = {"", "off", "none", "0"}
+
+
+class ApiRateThrottle(SimpleRateThrottle):
+    scope = "api"
+    cache_format = "api-rate_%(ident)s"
+
+    def __init__(self):
+        # SimpleRateThrottle keeps the last decision on the instance; one instance serves every
+        # request of an operation, so that state is kept per thread here.
+        self._state = threading.local()
+
+    @staticmethod
+    def current_rate() -> str | None:
+        rate = (getattr(settings, "API_RATE_LIMIT", "") or "").strip()
+        return None if rate.lower() in OFF else rate
+
+    def get_cache_key(self, request) -> str | None:
+        ident = self.get_ident(request) or "unknown"
+        return self.cache_format % {"ident": ident}
+
+    def allow_request(self, request) -> bool:
+        rate = self.current_rate()
+        if rate is None:
+            return True
+        num_requests, duration = self.parse_rate(rate)
+        key = self.get_cache_key(request)
+        now = self.timer()
+        try:
+            history = [t for t in (cache.get(key) or []) if t > now - duration]
+            if len(history) >= num_requests:
+                self._state.wait = history[-1] + duration - now
+                return False
+            history.insert(0, now)
+            cache.set(key, history, duration)
+        except Exception as error:  # any cache backend failure: serve rather than refuse
+            logger.warning("API rate limit skipped, cache unavailable: %s", error)
+        return True
+
+    def wait(self) -> float | None:
+        wait = getattr(self._state, "wait", None)
+        return None if wait is None else max(1, math.ceil(wait))
+
+
+def throttled_message(wait: float | None) -> str:
+    rate = ApiRateThrottle.current_rate() or ""
+    count, _, period = rate.partition("/")
+    retry = f" Try again in {math.ceil(wait)} seconds." if wait else ""
+    return f"Too many requests from this client: at most {count} per {period}.{retry}"

@@ -1,0 +1,127 @@
+"""The API is rate-limited per client address; the sign-in form locks out after repeated failures."""
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from django.core.cache import cache
+from django.test import override_settings
+from django.urls import reverse
+
+from catalog.models import Machine
+
+pytestmark = pytest.mark.django_db
+
+LLAMA_8B = "workload=inference&model=llama-3-1-8b&precision=16&context=4096&requests=1"
+CLOSED_REDIS = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache",
+                            "LOCATION": "redis://127.0.0.1:1/0"}}
+
+
+@pytest.fixture
+def client_address():
+    """A fresh address per test, so counts left in the shared cache by other runs never matter."""
+    address = f"192.0.2.{uuid.uuid4().int % 250 + 1}-{uuid.uuid4().hex[:8]}"
+    yield address
+    cache.delete(f"api-rate_{address}")
+
+
+def api_get(client, address, path="estimate", query=LLAMA_8B, **headers):
+    return client.get(f"/api/v1/{path}?{query}", REMOTE_ADDR=address, headers=headers)
+
+
+def test_the_api_answers_429_with_a_reason_and_retry_after_past_the_limit(
+    client, catalog_fleet, settings, client_address
+):
+    settings.API_RATE_LIMIT = "3/min"
+    statuses = [api_get(client, client_address).status_code for _ in range(3)]
+    assert statuses == [200, 200, 200]
+
+    refused = api_get(client, client_address, path="recommendations")
+
+    assert refused.status_code == 429
+    message = refused.json()["errors"]["request"]
+    assert message.startswith("Too many requests from this client: at most 3 per min.")
+    assert 1 <= int(refused["Retry-After"]) <= 60
+    assert "Try again in" in message
+
+
+def test_the_limit_is_per_client(client, catalog_fleet, settings, client_address):
+    settings.API_RATE_LIMIT = "2/min"
+    for _ in range(2):
+        api_get(client, client_address)
+    assert api_get(client, client_address).status_code == 429
+    other = client_address + "-other"
+    try:
+        assert api_get(client, other).status_code == 200
+    finally:
+        cache.delete(f"api-rate_{other}")
+
+
+def test_a_forged_forwarded_for_header_does_not_lift_the_limit(client, catalog_fleet, settings, client_address):
+    settings.API_RATE_LIMIT = "2/min"
+    for _ in range(2):
+        api_get(client, client_address)
+    forged = api_get(client, client_address, HTTP_X_FORWARDED_FOR="203.0.113.7")
+    forged_too = api_get(client, client_address, **{"X-Forwarded-For": f"203.0.113.{uuid.uuid4().int % 250}"})
+    assert (forged.status_code, forged_too.status_code) == (429, 429)
+
+
+def test_the_rate_limit_is_a_setting_that_can_be_turned_off(client, catalog_fleet, settings, client_address):
+    settings.API_RATE_LIMIT = "off"
+    assert {api_get(client, client_address).status_code for _ in range(10)} == {200}
+
+
+def test_the_rate_limit_is_documented_in_the_schema(client):
+    schema = client.get("/api/v1/openapi.json").json()
+    for path in ("/api/v1/estimate", "/api/v1/recommendations", "/api/v1/models"):
+        assert "429" in schema["paths"][path]["get"]["responses"], path
+
+
+def test_with_redis_down_the_api_and_wizard_still_answer_without_a_limit(
+    client, catalog_fleet, settings, client_address
+):
+    settings.API_RATE_LIMIT = "2/min"
+    with override_settings(CACHES=CLOSED_REDIS, CELERY_BROKER_URL="redis://127.0.0.1:1/0"):
+        statuses = [api_get(client, client_address).status_code for _ in range(4)]
+        recommendations = api_get(client, client_address, path="recommendations")
+        page = client.get(f"/?{LLAMA_8B}")
+    assert statuses == [200, 200, 200, 200]
+    assert recommendations.status_code == 200
+    body = recommendations.json()
+    assert body["machines"] and body["data_as_of"] and body["newest_report"]
+    assert page.status_code == 200
+    assert b"Availability as of" in page.content and b"newest report" in page.content
+    assert Machine.objects.filter(provider_machine_id="fra-4090").exists()
+
+
+# Sign-in: django-axes locks the account and address out after AXES_FAILURE_LIMIT (5) failures.
+
+def test_after_five_bad_sign_ins_the_sixth_is_refused_with_a_clear_message(client, django_user_model):
+    django_user_model.objects.create_user("ada", password="a-long-test-passphrase")
+    for attempt in range(4):
+        response = client.post(reverse("login"), {"username": "ada", "password": f"wrong-{attempt}"})
+        assert response.status_code == 200, attempt
+        assert b"Please enter a correct username and password" in response.content
+    # The fifth failure reaches AXES_FAILURE_LIMIT: it is answered with the lockout already.
+    fifth = client.post(reverse("login"), {"username": "ada", "password": "wrong-5"})
+    assert fifth.status_code == 429
+
+    sixth = client.post(reverse("login"), {"username": "ada", "password": "wrong-6"})
+    assert sixth.status_code == 429
+    assert b"Account locked: too many login attempts" in sixth.content
+
+    # Even the right password is refused while locked out.
+    right = client.post(reverse("login"), {"username": "ada", "password": "a-long-test-passphrase"})
+    assert right.status_code == 429
+    assert "_auth_user_id" not in client.session
+
+
+def test_a_good_sign_in_resets_the_failure_count(client, django_user_model):
+    django_user_model.objects.create_user("ada", password="a-long-test-passphrase")
+    for attempt in range(4):
+        client.post(reverse("login"), {"username": "ada", "password": f"wrong-{attempt}"})
+    assert client.post(reverse("login"), {"username": "ada", "password": "a-long-test-passphrase"}).status_code == 302
+    client.logout()
+    for attempt in range(4):
+        response = client.post(reverse("login"), {"username": "ada", "password": f"wrong-{attempt}"})
+        assert response.status_code == 200
