@@ -28,8 +28,20 @@ def trigger_refresh(request, provider_ids: list[int]) -> None:
                 f"{run.updated} updated, {run.gone} gone, {run.rejected} rejected. {run.error}".strip(),
             )
         return
-    for provider_id in provider_ids:
-        tasks.refresh_provider.delay(provider_id)
+    queued = 0
+    try:
+        for provider_id in provider_ids:
+            tasks.refresh_provider.delay(provider_id)
+            queued += 1
+    except Exception as error:  # any broker failure (kombu, redis, socket) lands here
+        # The broker is down: say so plainly; nothing was changed, and the command line still works.
+        messages.error(
+            request,
+            f"Could not queue the refresh: the task queue is unreachable ({type(error).__name__}). "
+            f"{queued} of {len(provider_ids)} queued. Run `python manage.py refresh_providers` to refresh "
+            "without a worker.",
+        )
+        return
     messages.success(
         request, f"Refresh queued for {len(provider_ids)} provider(s); the sync history shows the outcome."
     )

@@ -153,3 +153,36 @@ def test_staff_see_the_sync_history_and_can_refresh_everything(
     detail = admin_client.get(reverse("admin:refresh_syncrun_change", args=[run.pk]))
     assert detail.status_code == 200 and "Failed" in detail.content.decode()
     assert admin_client.get(reverse("admin:refresh_syncrun_add")).status_code == 403
+
+
+@pytest.fixture
+def unreachable_broker():
+    """Tasks go to a broker on a closed port, as when Redis is down in production."""
+    conf = celery_app.conf
+    before = (conf.task_always_eager, conf.broker_url, conf.broker_transport_options)
+    conf.task_always_eager = False
+    conf.broker_url = "redis://127.0.0.1:1/0"
+    conf.broker_transport_options = {"max_retries": 1}
+    celery_app.pool.force_close_all()
+    yield
+    conf.task_always_eager, conf.broker_url, conf.broker_transport_options = before
+    celery_app.pool.force_close_all()
+
+
+@pytest.mark.django_db
+def test_staff_get_a_clear_message_when_the_task_queue_is_down(admin_client, providers, unreachable_broker):
+    community = providers["community"]
+    community.feed_url = "http://127.0.0.1:9/feed.json"
+    community.save()
+
+    response = admin_client.post(
+        reverse("admin:catalog_provider_changelist"),
+        {"action": "refresh_selected_providers", "_selected_action": [community.pk]},
+        follow=True,
+    )
+
+    page = response.content.decode()
+    assert response.status_code == 200
+    assert "Could not queue the refresh: the task queue is unreachable" in page
+    assert "refresh_providers" in page
+    assert not SyncRun.objects.exists()
