@@ -1,10 +1,12 @@
 from django.contrib import admin
 
+from nodelodge.admin_mixins import ReadOnlyAdminMixin
+
 from .models import Booking
 
 
 @admin.register(Booking)
-class BookingAdmin(admin.ModelAdmin):
+class BookingAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     """Read-only for staff: bookings change only through Launch and Stop, which keep free-GPU counts."""
 
     list_display = (
@@ -19,11 +21,3 @@ class BookingAdmin(admin.ModelAdmin):
     date_hierarchy = "started_at"
     ordering = ("-started_at",)
 
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False

@@ -7,6 +7,7 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 
 from catalog.models import Provider
+from nodelodge.admin_mixins import ReadOnlyAdminMixin
 from nodelodge.celery import app as celery_app
 
 from . import services, tasks
@@ -64,7 +65,7 @@ def attach_refresh_action_to_provider_admin(site: admin.AdminSite = admin.site) 
 
 
 @admin.register(SyncRun)
-class SyncRunAdmin(admin.ModelAdmin):
+class SyncRunAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):  # written by refreshes only
     list_display = (
         "started_at", "provider", "status", "received", "added", "updated", "unchanged", "gone",
         "rejected", "duration", "short_error",
@@ -101,16 +102,6 @@ class SyncRunAdmin(admin.ModelAdmin):
     @admin.action(description="Refresh these runs' providers now", permissions=["refresh"])
     def refresh_providers_again(self, request, queryset):
         trigger_refresh(request, sorted(set(queryset.values_list("provider_id", flat=True))))
-
-    # The history is written by refreshes only.
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
     def has_refresh_permission(self, request) -> bool:
         return request.user.has_perm("catalog.change_provider")
