@@ -163,10 +163,17 @@ def unreachable_broker():
     conf.task_always_eager = False
     conf.broker_url = "redis://127.0.0.1:1/0"
     conf.broker_transport_options = {"max_retries": 1}
-    celery_app.pool.force_close_all()
+    _drop_connection_pools()
     yield
     conf.task_always_eager, conf.broker_url, conf.broker_transport_options = before
-    celery_app.pool.force_close_all()
+    _drop_connection_pools()
+
+
+def _drop_connection_pools():
+    """Connections are pooled per broker URL; new ones are made for the URL now configured (closing
+    the pools instead would break the worker the other tests share)."""
+    celery_app._pool = None
+    celery_app.amqp._producer_pool = None
 
 
 @pytest.mark.django_db
