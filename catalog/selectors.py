@@ -1,15 +1,20 @@
 """Reads from the catalog. This is the one place catalog rows become the plain values `sizing` works on."""
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
+from decimal import Decimal
+from fractions import Fraction
 
 from django.conf import settings
+from django.db import connection
 from django.db.models import Prefetch, QuerySet
 from django.utils import timezone
 
 from catalog.models import ImagePipeline, LanguageModel, Machine, MeasuredSpeed, SpeechModel
-from sizing import offers, specs
+from sizing import matching, offers, specs
 
 WORKLOADS = ("inference", "finetune", "image", "speech", "notebook")
 # Which catalog kinds suit each workload (SPEC §2). "inference" runs a language or a speech model;
@@ -181,3 +186,322 @@ def models_for_workload(workload: str) -> list[CatalogModel]:
 
 def specs_for(rows: Iterable[CatalogModel]) -> list[ModelSpec]:
     return [model_spec(row) for row in rows]
+
+
+# --- The wizard's fleet, counted in the database ---------------------------------------------------
+#
+# The matching engine decides fit from a machine's memory per GPU and free GPUs alone, through the
+# thresholds of `sizing.matching.fit_thresholds`. Here those thresholds become SQL, so PostgreSQL
+# counts every machine and returns only the few the answer describes (`sizing.matching.CountedFleet`).
+
+SCREENED, OFFLINE, STALE, OUTSIDE, MEMORY_UNKNOWN, NO_FREE = 5, 0, 1, 2, 3, 4
+PRICE_UNITS_PER_DOLLAR = 10_000  # prices are kept to 4 places
+
+
+@dataclass(frozen=True)
+class FleetQuery:
+    """One wizard query as the database sees it. `fits` holds one entry per precision considered:
+    the chosen one first, then lower ones; each is `fit_thresholds` of that precision's breakdown."""
+
+    stale_cutoff: datetime
+    countries: frozenset[str] | None
+    fits: tuple[tuple[tuple[int, int], ...], ...]
+    tier: str  # "secure", "community" or "both"
+    max_price_per_hour: Decimal | None
+    budget: Decimal | None
+    machines_shown: int
+    alternatives_shown: int
+
+
+@dataclass
+class FleetCount:
+    """What one wizard query needs from the catalog: the engine's counts, the machines to describe,
+    the catalog's own exclusion counts (by status constant) and the freshness of what was seen."""
+
+    counted: matching.CountedFleet
+    left_out: dict[int, int]
+    newest: datetime | None
+    oldest: datetime | None
+
+
+def _gpus_used_sql(thresholds: tuple[tuple[int, int], ...]) -> tuple[str, list]:
+    """CASE expression: GPUs used on a machine, NULL when the workload does not fit on it."""
+    if not thresholds:
+        return "NULL::integer", []
+    parts, params = [], []
+    for gpus, need_mib in thresholds:
+        parts.append("WHEN m.memory_per_gpu_mib >= %s THEN (CASE WHEN m.free_gpus >= %s THEN %s END)")
+        params += [need_mib, gpus, gpus]
+    return "(CASE " + " ".join(parts) + " END)", params
+
+
+def _status_sql(query: FleetQuery) -> tuple[str, list]:
+    located = "m.country <> ''"
+    params: list = [query.stale_cutoff]
+    if query.countries is not None:
+        located += " AND m.country = ANY(%s)"
+        params.append(sorted(query.countries))
+    sql = (
+        f"(CASE WHEN NOT m.is_available THEN {OFFLINE} "
+        f"WHEN m.last_seen_at IS NULL OR m.last_seen_at < %s THEN {STALE} "
+        f"WHEN NOT ({located}) THEN {OUTSIDE} "
+        f"WHEN m.memory_per_gpu_mib IS NULL THEN {MEMORY_UNKNOWN} "
+        f"WHEN m.free_gpus < 1 THEN {NO_FREE} ELSE {SCREENED} END)"
+    )
+    return sql, params
+
+
+def _screened_sql(query: FleetQuery) -> tuple[str, list]:
+    sql = "m.gone_at IS NULL AND m.is_available AND m.last_seen_at >= %s AND m.country <> ''"
+    params: list = [query.stale_cutoff]
+    if query.countries is not None:
+        sql += " AND m.country = ANY(%s)"
+        params.append(sorted(query.countries))
+    return sql + " AND m.memory_per_gpu_mib IS NOT NULL AND m.free_gpus >= 1", params
+
+
+def _first_price_over(limit: Decimal, gpus: int) -> Decimal:
+    """The lowest price per GPU-hour (prices have 4 places) whose hourly price on `gpus` GPUs is over
+    `limit`: price × gpus > limit exactly when price >= this. Exact, through integers of 1/10,000."""
+    units = Fraction(limit) * PRICE_UNITS_PER_DOLLAR / gpus
+    return Decimal(math.floor(units) + 1) / PRICE_UNITS_PER_DOLLAR
+
+
+def _breaks(query: FleetQuery, tier: str, gpus: int, price_bucket: int, edges: dict) -> tuple[str, ...]:
+    """The preference codes a machine using `gpus` GPUs breaks, in the engine's order."""
+    over_price = query.max_price_per_hour is not None and price_bucket >= edges[("max_price", gpus)]
+    over_budget = query.budget is not None and price_bucket >= edges[("budget", gpus)]
+    return tuple(
+        code
+        for code, broken in (
+            (matching.BREAK_TIER, query.tier != "both" and tier != query.tier),
+            (matching.BREAK_MAX_PRICE, over_price),
+            (matching.BREAK_BUDGET, over_budget),
+        )
+        if broken
+    )
+
+
+def _meets_sql(query: FleetQuery, gpus: int) -> tuple[str, list]:
+    """Meets every preference on a machine using `gpus` GPUs."""
+    parts, params = ["TRUE"], []
+    if query.tier != "both":
+        parts.append("m.tier = %s")
+        params.append(query.tier)
+    for limit in (query.max_price_per_hour, query.budget):
+        if limit is not None:
+            parts.append("m.price_per_gpu_hour * %s <= %s")
+            params += [gpus, limit]
+    return " AND ".join(parts), params
+
+
+def _band_sql(thresholds: tuple[tuple[int, int], ...], index: int) -> tuple[str, list]:
+    """Machines that use exactly the index-th threshold's GPU count."""
+    gpus, need_mib = thresholds[index]
+    sql, params = "m.memory_per_gpu_mib >= %s AND m.free_gpus >= %s", [need_mib, gpus]
+    if index:
+        sql += " AND m.memory_per_gpu_mib < %s"
+        params.append(thresholds[index - 1][1])
+    return sql, params
+
+
+def counted_fleet(query: FleetQuery) -> FleetCount:
+    """Counts the whole fleet for a wizard query in one grouped scan, then fetches only the machines
+    the answer describes: three to five queries whatever the fleet's size.
+
+    The scan groups machines by status, tier, memory band and free GPUs (and, with a price limit
+    or budget, price band), where the bands' edges are every fit threshold and every price at which
+    some GPU count crosses a limit. Each group then has one fit and one set of broken preferences
+    per precision, worked out here from its edges; the database only counts.
+    """
+    memory_edges = sorted({need for thresholds in query.fits for _, need in thresholds})
+    gpu_counts = sorted({gpus for thresholds in query.fits for gpus, _ in thresholds})
+    price_limits = [(name, limit) for name, limit in (("max_price", query.max_price_per_hour),
+                                                      ("budget", query.budget)) if limit is not None]
+    crossings = {
+        (name, gpus): _first_price_over(limit, gpus) for name, limit in price_limits for gpus in gpu_counts
+    }
+    price_edges = sorted(set(crossings.values()))
+    # width_bucket counts the edges at or below a value: price >= edge number j <=> bucket >= j.
+    price_bucket_of = {key: price_edges.index(edge) + 1 for key, edge in crossings.items()}
+
+    status_sql, params = _status_sql(query)
+    columns = [status_sql, "m.tier", "width_bucket(m.memory_per_gpu_mib, %s::integer[])", "m.free_gpus"]
+    params.append(memory_edges or [0])
+    if price_edges:
+        columns.append("width_bucket(m.price_per_gpu_hour, %s::numeric[])")
+        params.append(price_edges)
+    keys = len(columns)
+    # Built from fixed SQL only; every value travels as a parameter.
+    sql = (
+        f"SELECT {', '.join(columns)}, COUNT(*), MIN(m.price_per_gpu_hour), "  # noqa: S608  # nosec B608
+        "MAX(m.memory_per_gpu_mib), MAX(m.last_seen_at), MIN(m.last_seen_at) "
+        "FROM catalog_machine m WHERE m.gone_at IS NULL "
+        f"GROUP BY {', '.join(str(n) for n in range(1, keys + 1))}"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        groups = cursor.fetchall()
+
+    left_out = dict.fromkeys((OFFLINE, STALE, OUTSIDE, MEMORY_UNKNOWN, NO_FREE), 0)
+    newest = oldest = None
+    considered = too_small = fitting = 0
+    largest = None
+    first: dict[str, int] = {}
+    only: dict[str, int] = {}
+    only_cheapest: dict[str, Decimal] = {}
+    lower_fitting = [0] * (len(query.fits) - 1)
+    # (precision index, band index, meets every preference) -> cheapest price per GPU-hour there,
+    # to fetch only from bands that hold machines, starting at their cheapest price
+    bands: dict[tuple[int, int, bool], Decimal] = {}
+    band_index = [{gpus: index for index, (gpus, _) in enumerate(thresholds)} for thresholds in query.fits]
+    fits_of: dict[tuple[int, int], list[int | None]] = {}
+    for row in groups:
+        status, tier, memory_bucket, free_gpus = row[:4]
+        price_bucket = row[4] if price_edges else 0
+        count, cheapest_price, most_memory, seen_max, seen_min = row[keys:]
+        if status != OFFLINE and status != STALE:
+            newest = seen_max if newest is None else max(newest, seen_max)
+            oldest = seen_min if oldest is None else min(oldest, seen_min)
+        if status != SCREENED:
+            left_out[status] += count
+            continue
+        considered += count
+        largest = most_memory if largest is None else max(largest, most_memory)
+        shape = (memory_bucket, free_gpus)
+        if shape not in fits_of:
+            # Any memory in the bucket fits like its lower edge: every threshold is an edge.
+            memory = memory_edges[memory_bucket - 1] if memory_bucket else 0
+            fits_of[shape] = [
+                matching.gpus_used_by_thresholds(thresholds, memory, free_gpus) for thresholds in query.fits
+            ]
+        for fit_index, gpus in enumerate(fits_of[shape]):
+            if gpus is None:
+                if fit_index == 0:
+                    too_small += count
+                continue
+            breaks = _breaks(query, tier, gpus, price_bucket, price_bucket_of)
+            key = (fit_index, band_index[fit_index][gpus], not breaks)
+            bands[key] = min(bands.get(key, cheapest_price), cheapest_price)
+            if fit_index:
+                if not breaks:
+                    lower_fitting[fit_index - 1] += count
+                continue
+            if not breaks:
+                fitting += count
+                continue
+            first[breaks[0]] = first.get(breaks[0], 0) + count
+            if len(breaks) == 1:
+                code = breaks[0]
+                only[code] = only.get(code, 0) + count
+                hourly = cheapest_price * gpus
+                if code not in only_cheapest or hourly < only_cheapest[code]:
+                    only_cheapest[code] = hourly
+
+    only_at_cheapest = _count_at_cheapest(query, only_cheapest) if not fitting and only_cheapest else {}
+    ids = _describe_ids(query, bands)
+    rows = machines_with_related(Machine.objects.filter(pk__in=ids)) if ids else []
+    counted = matching.CountedFleet(
+        offers=tuple(machine_offer(row) for row in rows),
+        considered=considered,
+        largest_memory_mib=largest,
+        too_small=too_small,
+        fitting=fitting,
+        breaking_first=first,
+        breaking_only=only,
+        breaking_only_cheapest=only_cheapest,
+        breaking_only_at_cheapest=only_at_cheapest,
+        lower_precisions={
+            index: matching.PrecisionCount(count) for index, count in enumerate(lower_fitting, start=1)
+        },
+    )
+    return FleetCount(counted=counted, left_out=left_out, newest=newest, oldest=oldest)
+
+
+def _describe_ids(query: FleetQuery, bands: dict[tuple[int, int, bool], Decimal]) -> list[int]:
+    """Ids of the machines the answer describes: the first `machines_shown` meeting every
+    preference, the first alternatives, and the cheapest meeting every preference at each lower
+    precision, all in the engine's order (hourly price, price per GPU-hour, provider name, machine id,
+    our id). Within a band of GPUs used, hourly price is a fixed multiple of the price per GPU-hour,
+    so each band is read in price order from the price index, starting at the band's cheapest price
+    (big GPUs cost more; the index would otherwise walk past every cheaper machine first), and the
+    bands are merged by a window over the few rows they return."""
+    screened, screened_params = _screened_sql(query)
+    parts, params = [], []
+    limits = {}
+    for (fit_index, band, meets), cheapest_price in sorted(bands.items()):
+        if fit_index == 0:
+            kind = 0 if meets else 1
+            limit = query.machines_shown if meets else query.alternatives_shown
+        elif meets:
+            kind, limit = fit_index + 1, 1  # the cheapest at a lower precision
+        else:
+            continue
+        if limit <= 0:
+            continue
+        limits[kind] = limit
+        thresholds = query.fits[fit_index]
+        gpus = thresholds[band][0]
+        band_sql, band_params = _band_sql(thresholds, band)
+        meets_sql, meets_params = _meets_sql(query, gpus)
+        if not meets:
+            meets_sql = f"NOT ({meets_sql})"
+        # Fixed SQL and integers; every value is a parameter.
+        parts.append(
+            f"(SELECT m.id, {int(kind)} AS kind, m.price_per_gpu_hour * {int(gpus)} AS hourly, "  # noqa: S608  # nosec B608
+            'm.price_per_gpu_hour AS price, p.name COLLATE "C" AS provider, '
+            'm.provider_machine_id COLLATE "C" AS machine FROM catalog_machine m '
+            f"JOIN catalog_provider p ON p.id = m.provider_id "
+            f"WHERE {screened} AND {band_sql} AND {meets_sql} AND m.price_per_gpu_hour >= %s "
+            f'ORDER BY m.price_per_gpu_hour, p.name COLLATE "C", m.provider_machine_id COLLATE "C", m.id '
+            f"LIMIT {int(limit)})"
+        )
+        params += [*screened_params, *band_params, *meets_params, cheapest_price]
+    if not parts:
+        return []
+    keep = " OR ".join(
+        f"(kind = {int(kind)} AND place <= {int(limit)})" for kind, limit in sorted(limits.items())
+    )
+    sql = (
+        "SELECT DISTINCT id FROM (SELECT id, kind, ROW_NUMBER() OVER (PARTITION BY kind "  # noqa: S608  # nosec B608
+        "ORDER BY hourly, price, provider, machine, id) AS place FROM ("
+        + " UNION ALL ".join(parts)
+        + f") AS banded) AS placed WHERE {keep}"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return sorted(row[0] for row in cursor.fetchall())
+
+
+def _count_at_cheapest(query: FleetQuery, only_cheapest: dict[str, Decimal]) -> dict[str, int]:
+    """For the empty answer's hints: machines that break only the price limit (or only the budget)
+    and cost exactly the cheapest such hourly price."""
+    screened, params = _screened_sql(query)
+    thresholds = query.fits[0]
+    gpus_sql, gpus_params = _gpus_used_sql(thresholds)
+    tier_ok = "TRUE" if query.tier == "both" else "m.tier = %s"
+    tier_params = [] if query.tier == "both" else [query.tier]
+    filters, filter_params = [], []
+    for code, limit, other in (
+        (matching.BREAK_MAX_PRICE, query.max_price_per_hour, query.budget),
+        (matching.BREAK_BUDGET, query.budget, query.max_price_per_hour),
+    ):
+        if code not in only_cheapest:
+            continue
+        other_ok = "TRUE" if other is None else f"m.price_per_gpu_hour * {gpus_sql} <= %s"
+        other_params = [] if other is None else [*gpus_params, other]
+        filters.append(
+            f"COUNT(*) FILTER (WHERE {tier_ok} AND {other_ok} "
+            f"AND m.price_per_gpu_hour * {gpus_sql} > %s AND m.price_per_gpu_hour * {gpus_sql} = %s)"
+        )
+        filter_params += [*tier_params, *other_params, *gpus_params, limit, *gpus_params, only_cheapest[code]]
+    codes = [code for code in (matching.BREAK_MAX_PRICE, matching.BREAK_BUDGET) if code in only_cheapest]
+    # Fixed SQL and integers; every value is a parameter.
+    sql = (
+        f"SELECT {', '.join(filters)} FROM catalog_machine m "  # noqa: S608  # nosec B608
+        f"WHERE {screened} AND {gpus_sql} IS NOT NULL"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, filter_params + params + gpus_params)
+        values = cursor.fetchone()
+    return dict(zip(codes, values, strict=True))

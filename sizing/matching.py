@@ -649,6 +649,85 @@ def budget_cover(
     return BudgetCover(hours, days, capped, booking_limit_hours, text)
 
 
+def fit_thresholds(breakdown: Breakdown, max_gpus: int = 16) -> tuple[tuple[int, int], ...]:
+    """(GPUs, MiB per GPU) pairs, fewest GPUs first, that decide fit without the engine.
+
+    A machine with m MiB per GPU and f free GPUs fits on the first pair (n, t) with m >= t, using n
+    GPUs, when f >= n; when f < n it does not fit at all. Why: need per GPU falls as the GPU count
+    grows, so the first pair whose memory the machine reaches is the fewest GPUs it could use, and
+    every later pair asks for even more free GPUs. Counts that never lower the need are left out.
+    The catalog turns these pairs into SQL (memory bands, a CASE expression); `_FitPlanner` is the
+    reference, and tests check the two agree.
+    """
+    pairs: list[tuple[int, int]] = []
+    for gpus in range(1, max_gpus + 1):
+        if not breakdown.can_split_over(gpus):
+            continue
+        need_mib = -(-breakdown.bytes_per_gpu(gpus) // MIB)  # ceiling: memory is whole MiB
+        if not pairs or need_mib < pairs[-1][1]:
+            pairs.append((gpus, need_mib))
+    return tuple(pairs)
+
+
+def gpus_used_by_thresholds(
+    thresholds: Sequence[tuple[int, int]], memory_per_gpu_mib: int, free_gpus: int
+) -> int | None:
+    """What the SQL built from `fit_thresholds` computes for one machine (None: it does not fit)."""
+    for gpus, need_mib in thresholds:
+        if memory_per_gpu_mib >= need_mib:
+            return gpus if free_gpus >= gpus else None
+    return None
+
+
+@dataclass(frozen=True)
+class PrecisionCount:
+    """Machines that fit at a lower precision and meet every preference."""
+
+    machines_fitting: int
+
+
+@dataclass(frozen=True)
+class CountedFleet:
+    """A fleet the catalog has counted for one query, so the engine need not see every machine.
+
+    `offers` must hold at least the first `machines_shown` machines that fit and meet every
+    preference, the first ALTERNATIVES_SHOWN alternatives (both in the engine's order) and the
+    cheapest machine meeting every preference at each lower precision; more is harmless. Every
+    count covers the machines that pass the screen (available, fresh, located, memory known, a free
+    GPU): `considered` of them. Preference codes are BREAK_TIER, BREAK_MAX_PRICE and BREAK_BUDGET.
+    """
+
+    offers: tuple[MachineOffer, ...]
+    considered: int
+    largest_memory_mib: int | None
+    too_small: int
+    fitting: int  # fit and meet every preference
+    breaking_first: Mapping[str, int]  # code of the first preference broken -> machines
+    breaking_only: Mapping[str, int]  # code -> machines breaking that preference and no other
+    breaking_only_cheapest: Mapping[str, Decimal]  # code -> cheapest hourly price among those
+    breaking_only_at_cheapest: Mapping[str, int]  # code -> how many of those cost that price
+    lower_precisions: Mapping[int, PrecisionCount] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class _Tally:
+    """The figures the empty reason and the precision options need, however they were counted."""
+
+    considered: int
+    largest_memory_mib: int | None
+    breaking: int
+    only: Mapping[str, int]
+    only_cheapest: Mapping[str, Decimal]
+    only_at_cheapest: Mapping[str, int]
+
+
+def _excluded_start(excluded_before: Mapping[str, int] | None) -> dict[str, int]:
+    excluded: dict[str, int] = dict.fromkeys(EXCLUDED_REASONS, 0)
+    for reason, count in sorted((excluded_before or {}).items()):
+        excluded[reason] = excluded.get(reason, 0) + int(count)
+    return excluded
+
+
 def recommend(
     breakdown: Breakdown,
     offers: Sequence[MachineOffer],
@@ -666,10 +745,7 @@ def recommend(
     `excluded_before` carries the counts the catalog already left out, by reason (see EXCLUDED_REASONS).
     With `now`, machines last heard from more than `stale_after_minutes` ago are left out here too.
     """
-    excluded: dict[str, int] = dict.fromkeys(EXCLUDED_REASONS, 0)
-    for reason, count in sorted((excluded_before or {}).items()):
-        excluded[reason] = excluded.get(reason, 0) + int(count)
-
+    excluded = _excluded_start(excluded_before)
     stale_before = now - timedelta(minutes=stale_after_minutes) if now is not None else None
     considered: list[MachineOffer] = []
     for offer in offers:
@@ -681,6 +757,83 @@ def recommend(
 
     planner = _FitPlanner(breakdown)
     fitting, breaking = _classify(planner, considered, preferences, excluded)
+    only = {code: [c for c in breaking if c.breaks == (code,)] for code in _BREAK_REASON}
+    tally = _Tally(
+        considered=len(considered),
+        largest_memory_mib=max((offer.memory_per_gpu_mib for offer in considered), default=None),
+        breaking=len(breaking),
+        only={code: len(found) for code, found in only.items()},
+        only_cheapest={code: found[0].hourly_price for code, found in only.items() if found},
+        only_at_cheapest={
+            code: sum(1 for c in found if c.hourly_price <= found[0].hourly_price)
+            for code, found in only.items()
+            if found
+        },
+    )
+    lower_counts: dict[int, tuple[int, _Candidate | None]] = {}
+    if breakdown.precision is not None:
+        for precision, lower in (lower_precision_breakdowns or {}).items():
+            if precision < breakdown.precision:
+                lower_counts[precision] = _count_meeting_all(_FitPlanner(lower), considered, preferences)
+    return _assemble(
+        breakdown, preferences, planner, fitting, breaking, len(fitting), tally, lower_counts,
+        lower_precision_breakdowns or {}, excluded, stale_after_minutes, machines_shown,
+    )
+
+
+def recommend_counted(
+    breakdown: Breakdown,
+    counted: CountedFleet,
+    preferences: Preferences,
+    *,
+    lower_precision_breakdowns: Mapping[int, Breakdown] | None = None,
+    excluded_before: Mapping[str, int] | None = None,
+    stale_after_minutes: int = DEFAULT_STALE_AFTER_MINUTES,
+    machines_shown: int | None = None,
+) -> Recommendation:
+    """The same answer as `recommend` over every machine, from counts the catalog made in the
+    database plus the few machines the answer describes (see `CountedFleet`)."""
+    excluded = _excluded_start(excluded_before)
+    excluded[TOO_SMALL] += counted.too_small
+    for code, count in counted.breaking_first.items():
+        excluded[_BREAK_REASON[code]] += count
+    planner = _FitPlanner(breakdown)
+    fitting, breaking = _classify(planner, counted.offers, preferences, dict.fromkeys(EXCLUDED_REASONS, 0))
+    tally = _Tally(
+        considered=counted.considered,
+        largest_memory_mib=counted.largest_memory_mib,
+        breaking=sum(counted.breaking_first.values()),
+        only=dict(counted.breaking_only),
+        only_cheapest=dict(counted.breaking_only_cheapest),
+        only_at_cheapest=dict(counted.breaking_only_at_cheapest),
+    )
+    lower_counts: dict[int, tuple[int, _Candidate | None]] = {}
+    if breakdown.precision is not None:
+        for precision, lower in (lower_precision_breakdowns or {}).items():
+            if precision < breakdown.precision:
+                count = counted.lower_precisions.get(precision, PrecisionCount(0)).machines_fitting
+                _, cheapest = _count_meeting_all(_FitPlanner(lower), counted.offers, preferences)
+                lower_counts[precision] = (count, cheapest if count else None)
+    return _assemble(
+        breakdown, preferences, planner, fitting, breaking, counted.fitting, tally, lower_counts,
+        lower_precision_breakdowns or {}, excluded, stale_after_minutes, machines_shown,
+    )
+
+
+def _assemble(
+    breakdown: Breakdown,
+    preferences: Preferences,
+    planner: _FitPlanner,
+    fitting: list[_Candidate],
+    breaking: list[_Candidate],
+    fitting_total: int,
+    tally: _Tally,
+    lower_counts: Mapping[int, tuple[int, _Candidate | None]],
+    lower_precision_breakdowns: Mapping[int, Breakdown],
+    excluded: dict[str, int],
+    stale_after_minutes: int,
+    machines_shown: int | None,
+) -> Recommendation:
     describer = _Describer(breakdown, preferences)
     # Only the machines shown are described (their words are the costly part); all are counted.
     shown = fitting if machines_shown is None else fitting[:machines_shown]
@@ -688,13 +841,11 @@ def recommend(
     alternatives = tuple(describer.machine(candidate) for candidate in breaking[:ALTERNATIVES_SHOWN])
 
     precision_alternatives = _precision_alternatives(
-        breakdown, considered, preferences, lower_precision_breakdowns or {}, fitting
+        breakdown, lower_precision_breakdowns, lower_counts, fitting_total, fitting[0] if fitting else None
     )
     empty_reason = None
     if not machines:
-        empty_reason = _empty_reason(
-            considered, planner, breaking, precision_alternatives, preferences, excluded
-        )
+        empty_reason = _empty_reason(tally, planner, precision_alternatives, preferences, excluded)
 
     ordered_excluded = {reason: excluded[reason] for reason in EXCLUDED_REASONS}
     for reason in sorted(set(excluded) - set(EXCLUDED_REASONS)):
@@ -704,8 +855,8 @@ def recommend(
         breakdown=breakdown,
         machines=machines,
         alternatives=alternatives,
-        alternatives_total=len(breaking),
-        machines_total=len(fitting),
+        alternatives_total=tally.breaking,
+        machines_total=fitting_total,
         precision_alternatives=precision_alternatives,
         constraints=constraints_applied(breakdown, preferences, ordered_excluded, stale_after_minutes),
         excluded=ordered_excluded,
@@ -715,21 +866,18 @@ def recommend(
 
 def _precision_alternatives(
     breakdown: Breakdown,
-    considered: list[MachineOffer],
-    preferences: Preferences,
     lower_precision_breakdowns: Mapping[int, Breakdown],
-    fitting: list[_Candidate],
+    lower_counts: Mapping[int, tuple[int, _Candidate | None]],
+    current_count: int,
+    current_first: _Candidate | None,
 ) -> tuple[PrecisionAlternative, ...]:
     if breakdown.precision is None:
         return ()
-    current_count = len(fitting)
-    current_cheapest = fitting[0].hourly_price if fitting else None
+    current_cheapest = current_first.hourly_price if current_first else None
     found = []
-    for precision in sorted(lower_precision_breakdowns, reverse=True):
-        if precision >= breakdown.precision:
-            continue
+    for precision in sorted(lower_counts, reverse=True):
         lower = lower_precision_breakdowns[precision]
-        count, cheapest = _count_meeting_all(_FitPlanner(lower), considered, preferences)
+        count, cheapest = lower_counts[precision]
         opens_more = count > current_count
         cheaper = cheapest is not None and (
             current_cheapest is None or cheapest.hourly_price < current_cheapest
@@ -749,16 +897,15 @@ def _precision_alternatives(
 
 
 def _empty_reason(
-    considered: list[MachineOffer],
+    tally: _Tally,
     planner: _FitPlanner,
-    breaking: list[_Candidate],
     precision_alternatives: tuple[PrecisionAlternative, ...],
     preferences: Preferences,
     excluded: dict[str, int],
 ) -> str:
     """Which constraint to relax, and how many machines relaxing it adds."""
     hints: list[str] = []
-    if not considered:
+    if not tally.considered:
         where = "in the chosen countries " if preferences.countries is not None else ""
         opening = f"No machine is available {where}right now"
         if excluded.get(OUTSIDE_COUNTRIES):
@@ -766,8 +913,8 @@ def _empty_reason(
                 f"; {_plural(excluded[OUTSIDE_COUNTRIES], 'available machine')} elsewhere "
                 "(or of unknown location) were not considered"
             )
-    elif not breaking:
-        largest = max(offer.memory_per_gpu_mib for offer in considered) * MIB
+    elif not tally.breaking:
+        largest = (tally.largest_memory_mib or 0) * MIB
         opening = (
             f"No machine has enough memory: the largest holds {_gib(largest)} per GPU, "
             f"the workload needs {_gib(planner.need(1))} on one GPU"
@@ -775,23 +922,23 @@ def _empty_reason(
         if planner.heads:
             opening += " (splitting over the free GPUs of one machine does not help either)"
     else:
-        only = {code: [c for c in breaking if c.breaks == (code,)] for code in _BREAK_REASON}
-        single_kind = next((code for code, found in only.items() if len(found) == len(breaking)), None)
+        only = {code: tally.only.get(code, 0) for code in _BREAK_REASON}
+        single_kind = next((code for code, found in only.items() if found == tally.breaking), None)
         opening = {
             BREAK_MAX_PRICE: "No machine fits under your price limit",
             BREAK_TIER: "No machine of the chosen tier fits",
             BREAK_BUDGET: "Your budget covers under an hour on every machine that fits",
         }.get(single_kind, "No machine fits and meets every preference")
         if only[BREAK_MAX_PRICE]:
-            raise_to = only[BREAK_MAX_PRICE][0].hourly_price
-            adds = sum(1 for c in only[BREAK_MAX_PRICE] if c.hourly_price <= raise_to)
+            raise_to = tally.only_cheapest[BREAK_MAX_PRICE]
+            adds = tally.only_at_cheapest[BREAK_MAX_PRICE]
             it = "it" if single_kind == BREAK_MAX_PRICE else "the price limit"
             hints.append(f"raising {it} to {_money(raise_to)}/h adds {_plural(adds, 'machine')}")
         if only[BREAK_TIER]:
-            hints.append(f"choosing both tiers adds {_plural(len(only[BREAK_TIER]), 'machine')}")
+            hints.append(f"choosing both tiers adds {_plural(only[BREAK_TIER], 'machine')}")
         if only[BREAK_BUDGET]:
-            raise_to = only[BREAK_BUDGET][0].hourly_price
-            adds = sum(1 for c in only[BREAK_BUDGET] if c.hourly_price <= raise_to)
+            raise_to = tally.only_cheapest[BREAK_BUDGET]
+            adds = tally.only_at_cheapest[BREAK_BUDGET]
             it = "it" if single_kind == BREAK_BUDGET else "the budget"
             hints.append(
                 f"raising {it} to {_money(raise_to)} (one hour on the cheapest) "
@@ -799,7 +946,7 @@ def _empty_reason(
             )
         if not hints:
             hints.append(
-                f"{_plural(len(breaking), 'machine')} fit but break more than one preference: "
+                f"{_plural(tally.breaking, 'machine')} fit but break more than one preference: "
                 "see the alternatives"
             )
     for alternative in precision_alternatives:

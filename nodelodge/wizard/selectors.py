@@ -7,24 +7,26 @@ known, enough memory per GPU for the smallest need considered); the pure matchin
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+import time
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from functools import cached_property
 
 from django.conf import settings
-from django.db.models import Count, Max, Min, Q
+from django.db import connection
+from django.db.models.signals import post_delete, post_save
 from django.utils import timezone
 
 from catalog import selectors as catalog_selectors
-from catalog.models import Machine
+from catalog.models import ImageComponent, ImagePipeline, LanguageModel, SpeechModel
 from sizing import matching
 from sizing.breakdown import Breakdown
 from sizing.calculators import estimate
-from sizing.matching import Recommendation, recommend
+from sizing.matching import Recommendation, recommend_counted
 from sizing.offers import Preferences
 from sizing.other_calculators import RuleOfThumb, rule_of_thumb
 from sizing.specs import PRECISIONS
-from sizing.units import GIB, MIB
+from sizing.units import GIB
 
 from .forms import MAX_LIMIT, WorkloadQuery
 
@@ -114,14 +116,16 @@ def stale_cutoff(now: datetime) -> datetime:
     return now - timedelta(seconds=settings.MACHINE_STALE_AFTER_SECONDS)
 
 
-def estimate_for(query: WorkloadQuery, precision: int | None = None) -> tuple[Breakdown, object | None]:
-    """The memory breakdown for a query (at another precision when given)."""
+def estimate_for(
+    query: WorkloadQuery, precision: int | None = None, model_row=None
+) -> tuple[Breakdown, object | None]:
+    """The memory breakdown for a query (at another precision when given; `model_row` saves the
+    lookup when the caller already has the row)."""
     from sizing.errors import SizingError
 
-    model_row = None
     spec = None
     if query.workload != "notebook":
-        model_row = model_for_workload(query.model_slug, query.workload)
+        model_row = model_row or model_for_workload(query.model_slug, query.workload)
         if model_row is None:
             raise QueryError({"model": f"No model {query.model_slug!r} in the catalog suits this workload."})
         spec = catalog_selectors.model_spec(model_row)
@@ -139,15 +143,6 @@ def estimate_for(query: WorkloadQuery, precision: int | None = None) -> tuple[Br
     return breakdown, model_row
 
 
-def _smallest_need_per_gpu_bytes(breakdowns: list[Breakdown]) -> int:
-    smallest = None
-    for breakdown in breakdowns:
-        splits = [n for n in range(1, MAX_GPUS_PER_MACHINE + 1) if breakdown.can_split_over(n)]
-        need = breakdown.bytes_per_gpu(max(splits))
-        smallest = need if smallest is None else min(smallest, need)
-    return smallest or 0
-
-
 def recommendation_for(
     query: WorkloadQuery, now: datetime | None = None, default_limit: int | None = DEFAULT_LIMIT
 ) -> WizardResult:
@@ -158,73 +153,67 @@ def recommendation_for(
         for precision in PRECISIONS:
             if precision < query.precision:
                 try:
-                    lower[precision], _ = estimate_for(query, precision)
+                    lower[precision], _ = estimate_for(query, precision, model_row)
                 except QueryError:
                     continue
-    floor_bytes = _smallest_need_per_gpu_bytes([breakdown, *lower.values()])
-    floor_mib = math.ceil(floor_bytes / MIB)
-    cutoff = stale_cutoff(now)
-
-    live = Q(gone_at__isnull=True)
-    available = Q(is_available=True)
-    fresh = Q(last_seen_at__gte=cutoff)
-    located = ~Q(country="")
-    if query.countries is not None:
-        located &= Q(country__in=sorted(query.countries))
-    known = Q(memory_per_gpu_mib__isnull=False)
-    has_free = Q(free_gpus__gte=1)
-    big_enough = Q(memory_per_gpu_mib__gte=floor_mib)
-
-    counts = Machine.objects.filter(live).aggregate(
-        offline=Count("id", filter=~available),
-        stale=Count("id", filter=available & ~fresh),
-        outside=Count("id", filter=available & fresh & ~located),
-        memory_unknown=Count("id", filter=available & fresh & located & ~known),
-        no_free=Count("id", filter=available & fresh & located & known & ~has_free),
-        too_small=Count("id", filter=available & fresh & located & known & has_free & ~big_enough),
-        newest=Max("last_seen_at", filter=available & fresh),
-        oldest=Min("last_seen_at", filter=available & fresh),
+    machines_shown = query.limit or default_limit or MAX_LIMIT
+    lower_order = sorted(lower, reverse=True)
+    fleet = catalog_selectors.counted_fleet(
+        catalog_selectors.FleetQuery(
+            stale_cutoff=stale_cutoff(now),
+            countries=query.countries,
+            fits=tuple(
+                matching.fit_thresholds(item, MAX_GPUS_PER_MACHINE)
+                for item in [breakdown, *(lower[precision] for precision in lower_order)]
+            ),
+            tier=query.tier,
+            max_price_per_hour=query.max_price,
+            budget=query.budget,
+            machines_shown=machines_shown,
+            alternatives_shown=matching.ALTERNATIVES_SHOWN,
+        )
     )
-    rows = (
-        Machine.objects.filter(live & available & fresh & located & known & has_free & big_enough)
-        .select_related("provider", "gpu_type")
-        .prefetch_related("measured_speeds")
-        .order_by("price_per_gpu_hour", "id")
+    # The catalog numbers lower precisions by their place in `fits`; the engine keys them by bits.
+    counted = replace(
+        fleet.counted,
+        lower_precisions={
+            lower_order[index - 1]: count for index, count in fleet.counted.lower_precisions.items()
+        },
     )
-    offers = [catalog_selectors.machine_offer(row) for row in rows]
     excluded_before = {
-        matching.OFFLINE: counts["offline"],
-        matching.STALE: counts["stale"],
-        matching.OUTSIDE_COUNTRIES: counts["outside"],
-        matching.MEMORY_UNKNOWN: counts["memory_unknown"],
-        NO_FREE_GPUS: counts["no_free"],
-        matching.TOO_SMALL: counts["too_small"],
+        matching.OFFLINE: fleet.left_out[catalog_selectors.OFFLINE],
+        matching.STALE: fleet.left_out[catalog_selectors.STALE],
+        matching.OUTSIDE_COUNTRIES: fleet.left_out[catalog_selectors.OUTSIDE],
+        matching.MEMORY_UNKNOWN: fleet.left_out[catalog_selectors.MEMORY_UNKNOWN],
+        NO_FREE_GPUS: fleet.left_out[catalog_selectors.NO_FREE],
     }
     stale_minutes = settings.MACHINE_STALE_AFTER_SECONDS // 60
-    preferences = Preferences(
-        budget=query.budget,
-        max_price_per_hour=query.max_price,
-        tier=query.tier,
-        countries=query.countries,
-        countries_input=query.countries_input,
-    )
-    recommendation = recommend(
+    recommendation = recommend_counted(
         breakdown,
-        offers,
-        preferences,
+        counted,
+        preferences_for(query),
         lower_precision_breakdowns=lower,
         excluded_before=excluded_before,
-        now=now,
         stale_after_minutes=stale_minutes,
-        machines_shown=query.limit or default_limit,
+        machines_shown=machines_shown,
     )
     return WizardResult(
         query=query,
         breakdown=breakdown,
         model=model_row,
         recommendation=recommendation,
-        freshness={"newest": counts["newest"], "oldest": counts["oldest"], "as_of": now},
+        freshness={"newest": fleet.newest, "oldest": fleet.oldest, "as_of": now},
         stale_after_minutes=stale_minutes,
+    )
+
+
+def preferences_for(query: WorkloadQuery) -> Preferences:
+    return Preferences(
+        budget=query.budget,
+        max_price_per_hour=query.max_price,
+        tier=query.tier,
+        countries=query.countries,
+        countries_input=query.countries_input,
     )
 
 
@@ -233,11 +222,41 @@ def recommendation_for(
 KIND_LABELS = {"language": "Language model", "speech": "Speech recognition", "image": "Image generation"}
 
 
+# Catalog models change rarely (an admin edit, a data load) but every wizard request reads one several
+# times: keep the rows in this process for a short while, and forget them on any write.
+MODEL_CACHE_SECONDS = 30.0
+_model_rows: dict[str, tuple[float, object | None]] = {}
+
+
+def cached_model(slug: str):
+    """`catalog.selectors.get_model`, remembered for MODEL_CACHE_SECONDS (None is remembered too).
+    Inside a transaction the database is asked: it sees its own writes, and a rollback, which
+    sends no signal, must not leave rows in the cache that never existed for anyone else."""
+    if connection.in_atomic_block:
+        return catalog_selectors.get_model(slug)
+    hit = _model_rows.get(slug)
+    clock = time.monotonic()
+    if hit is not None and hit[0] > clock:
+        return hit[1]
+    row = catalog_selectors.get_model(slug)
+    _model_rows[slug] = (clock + MODEL_CACHE_SECONDS, row)
+    return row
+
+
+def forget_models(**_kwargs) -> None:
+    _model_rows.clear()
+
+
+for _model in (LanguageModel, SpeechModel, ImagePipeline, ImageComponent):
+    post_save.connect(forget_models, sender=_model, dispatch_uid=f"wizard-models-{_model.__name__}")
+    post_delete.connect(forget_models, sender=_model, dispatch_uid=f"wizard-models-del-{_model.__name__}")
+
+
 def model_for_workload(slug: str | None, workload: str):
     """The active catalog row with this slug, if its kind suits the workload."""
     if not slug:
         return None
-    row = catalog_selectors.get_model(slug)
+    row = cached_model(slug)
     if row is None or row.kind not in catalog_selectors.KINDS_BY_WORKLOAD.get(workload, ()):
         return None
     return row
@@ -245,7 +264,7 @@ def model_for_workload(slug: str | None, workload: str):
 
 def model_of_another_workload(slug: str | None, workload: str) -> bool:
     """True for a catalog model that exists but does not suit this workload."""
-    row = catalog_selectors.get_model(slug) if slug else None
+    row = cached_model(slug) if slug else None
     return row is not None and row.kind not in catalog_selectors.KINDS_BY_WORKLOAD.get(workload, ())
 
 
@@ -287,7 +306,7 @@ def model_choices(workload: str, search: str = "") -> list[dict]:
 
 
 def model_choice(slug: str | None) -> dict | None:
-    row = catalog_selectors.get_model(slug) if slug else None
+    row = cached_model(slug) if slug else None
     return _choice(row) if row is not None else None
 
 

@@ -1,0 +1,1 @@
+"""The performance benchmark: `python -m tests.bench` (see runner.py)."""

@@ -1,0 +1,614 @@
+"""The performance benchmark: `python -m tests.bench [--quick | --smoke] [--out BENCHMARKS.md]`.
+
+On PostgreSQL (DATABASE_URL, default postgres://postgres@127.0.0.1:5432/nodelodge_bench; the
+database is created and migrated when missing) it generates fleets of 1,000, 10,000 and 100,000
+machines and, for each, times the wizard queries of queries.py through Django's test client and a
+real gunicorn on loopback, the HTMX result panel and the JSON API alike, counts SQL queries per
+request and times the request's heaviest SQL statement alone (the floor). It then times provider
+refreshes of 10,000 and 100,000 machines from a feed served on loopback, and a sustained locust load
+at 10,000 machines. The table goes to BENCHMARKS.md; the exit status is 1 when a target is missed.
+
+`--smoke` (used by the unit suite) runs 1,000 machines and a few queries in-process only, with no
+targets; it expects Django to be set up already when called through `run()`.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import math
+import os
+import platform
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from .queries import QUERIES
+
+REPO = Path(__file__).resolve().parents[2]
+DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/nodelodge_bench"
+FLEET_SEED = 20250301
+SIZES = (1_000, 10_000, 100_000)
+TARGET_SIZE = 100_000
+LOAD_SIZE = 10_000
+REFRESH_SIZES = (10_000, 100_000)
+HTMX = {"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": "result"}
+NOTES_HEADING = "## Before / after"
+# Settings for every process the benchmark starts, and for itself: production-like, no HTTPS on loopback.
+SERVER_ENV = {
+    "DEBUG": "0",
+    "SECRET_KEY": "benchmark-only-secret-key-not-for-production-0123456789abcdef",
+    "ALLOWED_HOSTS": "127.0.0.1,localhost,testserver",
+    "SECURE_SSL_REDIRECT": "0",
+    "API_RATE_LIMIT": "1000000/min",
+    "LOG_LEVEL": "ERROR",
+}
+
+
+@dataclass
+class Options:
+    sizes: tuple[int, ...] = SIZES
+    queries: int = len(QUERIES)
+    warmup: int = 3
+    runs: int = 15
+    floor_runs: int = 5
+    gunicorn: bool = True
+    refresh_sizes: tuple[int, ...] = REFRESH_SIZES
+    load_seconds: int = 60
+    load_users: int = 50
+    targets: bool = True
+    out: Path | None = REPO / "BENCHMARKS.md"
+    analyze_with_vacuum: bool = True
+
+
+@dataclass
+class Row:
+    figure: str
+    fleet: str
+    value: float | None
+    unit: str
+    target: str = ""
+    passed: bool | None = None  # None: no target
+
+    def value_text(self) -> str:
+        if self.value is None:
+            return "n/a"
+        if self.unit == "ms":
+            return f"{self.value:,.1f} ms"
+        if self.unit == "s":
+            return f"{self.value:,.2f} s"
+        if self.unit == "×":
+            return f"{self.value:.2f} ×"
+        if self.unit == "req/s":
+            return f"{self.value:,.1f} req/s"
+        return f"{self.value:,.0f}{(' ' + self.unit) if self.unit else ''}"
+
+
+@dataclass
+class Report:
+    rows: list[Row] = field(default_factory=list)
+    details: list[list[str]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def add(self, figure, fleet, value, unit, target="", passed=None) -> Row:
+        row = Row(figure, fleet, value, unit, target, passed)
+        self.rows.append(row)
+        print(f"  {figure} [{fleet}]: {row.value_text()}" + (f"  (target {target}: {'pass' if passed else 'FAIL'})"
+              if passed is not None else ""), flush=True)
+        return row
+
+    @property
+    def failed(self) -> list[Row]:
+        return [row for row in self.rows if row.passed is False]
+
+
+# --- statistics -----------------------------------------------------------------------------------
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values)
+
+
+def p95(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(0.95 * len(ordered)) - 1)]
+
+
+def timed_ms(call, warmup: int, runs: int) -> list[float]:
+    for _ in range(warmup):
+        call()
+    times = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        call()
+        times.append((time.perf_counter() - started) * 1000)
+    return times
+
+
+# --- the fleet ------------------------------------------------------------------------------------
+
+
+def prepare_fleet(machines: int, options: Options) -> float:
+    """Replaces every machine with a generated fleet; returns the generation's seconds."""
+    from django.db import connection
+
+    from catalog.services import generate_fleet
+
+    with connection.cursor() as cursor:
+        cursor.execute("TRUNCATE catalog_machine CASCADE")
+    started = time.perf_counter()
+    generate_fleet(machines=machines, seed=FLEET_SEED)
+    seconds = time.perf_counter() - started
+    with connection.cursor() as cursor:
+        # Fresh statistics, as autovacuum would leave them on a live database.
+        cursor.execute("VACUUM ANALYZE catalog_machine" if options.analyze_with_vacuum else "ANALYZE catalog_machine")
+    return seconds
+
+
+def shown_query(query_string: str) -> str:
+    """The query string the result panel's own form sends (with `shown`, so it is not retargeted)."""
+    from django.http import QueryDict
+
+    from nodelodge.wizard import selectors as wizard_selectors
+    from nodelodge.wizard.views import _form_values
+
+    values = _form_values(QueryDict(query_string))
+    selected = wizard_selectors.model_choice(values.get("model"))
+    return f"{query_string}&shown={values['workload']}:{selected['kind'] if selected else ''}"
+
+
+# --- in-process measurement -----------------------------------------------------------------------
+
+
+@dataclass
+class QueryFigures:
+    label: str
+    html_ms: list[float]
+    api_ms: list[float]
+    html_queries: int
+    api_queries: int
+    floor_ms: float
+    floor_sql: str
+    server_html_ms: list[float] = field(default_factory=list)
+    server_api_ms: list[float] = field(default_factory=list)
+
+
+def _check(response, what: str) -> None:
+    if response.status_code != 200:
+        raise RuntimeError(f"{what} answered {response.status_code}: {response.content[:300]!r}")
+    if response.headers.get("HX-Retarget"):
+        raise RuntimeError(f"{what} was retargeted to {response['HX-Retarget']}; the `shown` value is wrong")
+
+
+def floor_of(captured: list[dict], runs: int) -> tuple[float, str]:
+    """The slowest catalog_machine statement of a request, run alone: median ms and its SQL."""
+    from django.db import connection
+
+    slowest, slowest_sql = 0.0, ""
+    with connection.cursor() as cursor:
+        for query in captured:
+            sql = query["sql"]
+            if "catalog_machine" not in sql or not sql.lstrip().upper().startswith(("SELECT", "(SELECT", "WITH")):
+                continue
+            times = []
+            for _ in range(runs + 1):
+                started = time.perf_counter()
+                cursor.execute(sql)
+                cursor.fetchall()
+                times.append((time.perf_counter() - started) * 1000)
+            figure = median(times[1:])
+            if figure > slowest:
+                slowest, slowest_sql = figure, sql
+    return slowest, slowest_sql
+
+
+def measure_in_process(options: Options) -> list[QueryFigures]:
+    from django.db import connection
+    from django.test import Client
+    from django.test.utils import CaptureQueriesContext
+
+    client = Client()
+    figures = []
+    for label, query_string in QUERIES[: options.queries]:
+        html_url = "/?" + shown_query(query_string)
+        api_url = "/api/v1/recommendations?" + query_string
+
+        def html(url=html_url):
+            _check(client.get(url, **HTMX), url)
+
+        def api(url=api_url):
+            _check(client.get(url), url)
+
+        html_ms = timed_ms(html, options.warmup, options.runs)
+        api_ms = timed_ms(api, options.warmup, options.runs)
+        with CaptureQueriesContext(connection) as html_capture:
+            html()
+        with CaptureQueriesContext(connection) as api_capture:
+            api()
+        floor_ms, floor_sql = floor_of(html_capture.captured_queries, options.floor_runs)
+        figures.append(
+            QueryFigures(label, html_ms, api_ms, len(html_capture), len(api_capture), floor_ms, floor_sql)
+        )
+    return figures
+
+
+# --- gunicorn on loopback -------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def server_env() -> dict[str, str]:
+    env = {**os.environ, **SERVER_ENV}
+    env["PYTHONPATH"] = str(REPO)
+    return env
+
+
+class Gunicorn:
+    def __init__(self, workers: int = 2):
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.workers = workers
+        self.process: subprocess.Popen | None = None
+
+    def __enter__(self) -> Gunicorn:
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "gunicorn", "nodelodge.wsgi", "--bind", f"127.0.0.1:{self.port}",
+             "--workers", str(self.workers), "--log-level", "warning", "--timeout", "120"],
+            cwd=REPO, env=server_env(),
+        )
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(self.base + "/api/v1/models", timeout=5) as response:  # noqa: S310
+                    if response.status == 200:
+                        return self
+            except OSError:
+                time.sleep(0.3)
+        self.__exit__(None, None, None)
+        raise RuntimeError("gunicorn did not start within 60 s")
+
+    def __exit__(self, *exc) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+    def get(self, path: str, headers: dict[str, str] | None = None) -> bytes:
+        request = urllib.request.Request(self.base + path, headers=headers or {})
+        with urllib.request.urlopen(request, timeout=60) as response:  # noqa: S310 - loopback only
+            body = response.read()
+            if response.status != 200 or response.headers.get("HX-Retarget"):
+                raise RuntimeError(f"{path} answered {response.status} {response.headers.get('HX-Retarget')}")
+            return body
+
+
+def measure_server(figures: list[QueryFigures], options: Options, server: Gunicorn) -> None:
+    headers = {"HX-Request": "true", "HX-Target": "result"}
+    for figure, (_, query_string) in zip(figures, QUERIES, strict=False):
+        html_path = "/?" + shown_query(query_string)
+        api_path = "/api/v1/recommendations?" + query_string
+        # Both workers warm up: every run is a new connection, so requests alternate between them.
+        figure.server_html_ms = timed_ms(lambda p=html_path: server.get(p, headers), options.warmup + 2, options.runs)
+        figure.server_api_ms = timed_ms(lambda p=api_path: server.get(p), options.warmup + 2, options.runs)
+
+
+# --- provider refresh -----------------------------------------------------------------------------
+
+
+def time_refresh(machines: int, report: Report) -> None:
+    from catalog.models import Provider
+    from nodelodge.refresh.services import refresh_provider
+
+    from .feed import FeedServer, feed_document
+
+    Provider.objects.filter(slug="bench-feed").delete()
+    with FeedServer() as server:
+        provider = Provider.objects.create(
+            name="Bench Feed", slug="bench-feed", tier="secure", feed_url=server.url, feed_format="nodelodge-v1"
+        )
+        for label, changed in (("first refresh (all new)", 0.0), ("next refresh (30 % changed)", 0.3)):
+            server.body = feed_document("bench-feed", machines, seed=7, changed_fraction=changed)
+            started = time.perf_counter()
+            run = refresh_provider(provider.pk)
+            seconds = time.perf_counter() - started
+            if run.status not in ("ok", "partial"):
+                raise RuntimeError(f"refresh failed: {run.status} {run.error}")
+            target = machines == TARGET_SIZE
+            report.add(f"provider refresh, {label}", f"{machines:,}", seconds, "s",
+                       "≤ 30 s" if target else "", (seconds <= 30) if target else None)
+    Provider.objects.filter(slug="bench-feed").delete()
+
+
+# --- sustained load -------------------------------------------------------------------------------
+
+
+def run_load(options: Options, server: Gunicorn, report: Report) -> None:
+    locust = Path(sys.executable).with_name("locust")
+    queries = QUERIES[: options.queries]
+    env = {
+        **os.environ,
+        "BENCH_SHOWN_QUERIES": "\n".join(shown_query(q) for _, q in queries),
+        "BENCH_API_QUERIES": "\n".join(q for _, q in queries),
+    }
+    with tempfile.TemporaryDirectory() as folder:
+        prefix = str(Path(folder) / "load")
+        command = [
+            str(locust), "-f", str(Path(__file__).with_name("locustfile.py")), "--headless",
+            "-u", str(options.load_users), "-r", str(max(1, options.load_users // 5)),
+            "--run-time", f"{options.load_seconds}s", "--stop-timeout", "5", "--host", server.base,
+            "--csv", prefix, "--only-summary", "--loglevel", "ERROR",
+        ]
+        finished = subprocess.run(command, env=env, timeout=options.load_seconds + 90, cwd=REPO,
+                                  capture_output=True, text=True, check=False)
+        if not Path(prefix + "_stats.csv").exists():
+            raise RuntimeError(f"locust wrote no statistics: {finished.stderr[-2000:]}")
+        with open(prefix + "_stats.csv", newline="") as handle:
+            total = next(row for row in csv.DictReader(handle) if row["Name"] == "Aggregated")
+    requests_done = int(total["Request Count"])
+    errors = int(total["Failure Count"])
+    fleet = f"{LOAD_SIZE:,}"
+    report.add(f"load: {options.load_users} users, {options.load_seconds} s, requests", fleet, requests_done, "")
+    report.add("load: throughput", fleet, float(total["Requests/s"]), "req/s")
+    report.add("load: p95", fleet, float(total["95%"]), "ms", "≤ 500 ms", float(total["95%"]) <= 500)
+    report.add("load: errors", fleet, errors, "", "0", errors == 0)
+
+
+# --- the run --------------------------------------------------------------------------------------
+
+
+def _query_rows(size: int, figures: list[QueryFigures], report: Report, options: Options) -> dict[str, float]:
+    fleet = f"{size:,}"
+    at_target = options.targets and size == TARGET_SIZE
+    all_html = [t for f in figures for t in f.html_ms]
+    all_api = [t for f in figures for t in f.api_ms]
+    summary = {"html": median(all_html), "api": median(all_api)}
+
+    def timing(name: str, values: list[float]) -> None:
+        report.add(f"{name}: median", fleet, median(values), "ms", "≤ 100 ms" if at_target else "",
+                   median(values) <= 100 if at_target else None)
+        report.add(f"{name}: p95", fleet, p95(values), "ms", "≤ 250 ms" if at_target else "",
+                   p95(values) <= 250 if at_target else None)
+
+    timing("result panel, test client", all_html)
+    timing("API, test client", all_api)
+    if figures and figures[0].server_html_ms:
+        timing("result panel, gunicorn", [t for f in figures for t in f.server_html_ms])
+        timing("API, gunicorn", [t for f in figures for t in f.server_api_ms])
+    floor_total = sum(f.floor_ms for f in figures)
+    report.add("bare main query (slowest SQL statement alone): median", fleet, median([f.floor_ms for f in figures]),
+               "ms")
+    for name, key in (("result panel", "html_ms"), ("API", "api_ms")):
+        ratio = sum(median(getattr(f, key)) for f in figures) / floor_total if floor_total else None
+        report.add(f"{name} ÷ bare main query (sum of per-query medians)", fleet, ratio, "×",
+                   "≤ 3 ×" if at_target else "", (ratio is not None and ratio <= 3) if at_target else None)
+    most = max(max(f.html_queries, f.api_queries) for f in figures)
+    report.add("SQL queries per request (most, result panel or API)", fleet, most, "",
+               "≤ 12" if options.targets else "", most <= 12 if options.targets else None)
+    for f in figures:
+        report.details.append([
+            f.label, fleet,
+            f"{median(f.html_ms):.1f} / {p95(f.html_ms):.1f}",
+            f"{median(f.server_html_ms):.1f} / {p95(f.server_html_ms):.1f}" if f.server_html_ms else "–",
+            f"{median(f.api_ms):.1f} / {p95(f.api_ms):.1f}",
+            f"{median(f.server_api_ms):.1f} / {p95(f.server_api_ms):.1f}" if f.server_api_ms else "–",
+            f"{f.html_queries} / {f.api_queries}",
+            f"{f.floor_ms:.1f}",
+        ])
+    return summary
+
+
+def run(options: Options) -> Report:
+    """Runs the benchmark on the configured database (Django set up, migrated)."""
+    from catalog.services import load_catalog
+
+    report = Report()
+    report.notes.append(f"load average at start: {_load_average()}")
+    load_catalog(fleet=False)
+    medians: dict[int, dict[str, float]] = {}
+    query_counts: dict[int, list[tuple[int, int]]] = {}
+    for size in options.sizes:
+        print(f"fleet of {size:,} machines", flush=True)
+        seconds = prepare_fleet(size, options)
+        at_target = options.targets and size == TARGET_SIZE
+        report.add("generate fleet", f"{size:,}", seconds, "s", "≤ 60 s" if at_target else "",
+                   seconds <= 60 if at_target else None)
+        figures = measure_in_process(options)
+        server = Gunicorn() if options.gunicorn else None
+        if server is not None:
+            with server:
+                measure_server(figures, options, server)
+                if size == LOAD_SIZE and options.load_seconds:
+                    medians[size] = _query_rows(size, figures, report, options)
+                    run_load(options, server, report)
+        if size not in medians:
+            medians[size] = _query_rows(size, figures, report, options)
+        query_counts[size] = [(f.html_queries, f.api_queries) for f in figures]
+    smallest, largest = min(options.sizes), max(options.sizes)
+    if largest != smallest:
+        for name, key in (("result panel", "html"), ("API", "api")):
+            ratio = medians[largest][key] / medians[smallest][key]
+            check = options.targets and largest == TARGET_SIZE and smallest == 1_000
+            report.add(f"{name} median growth, {largest:,} ÷ {smallest:,} machines", "", ratio, "×",
+                       "≤ 3 ×" if check else "", ratio <= 3 if check else None)
+        constant = len({tuple(counts) for counts in query_counts.values()}) == 1
+        report.add("SQL queries per request the same at every fleet size", "", float(constant), "(1 = yes)",
+                   "yes" if options.targets else "", constant if options.targets else None)
+    for size in options.refresh_sizes:
+        print(f"refresh of {size:,} machines", flush=True)
+        time_refresh(size, report)
+    report.notes.append(f"load average at end: {_load_average()}")
+    return report
+
+
+# --- the report -----------------------------------------------------------------------------------
+
+
+def _load_average() -> str:
+    try:
+        return ", ".join(f"{value:.2f}" for value in os.getloadavg())
+    except OSError:
+        return "unknown"
+
+
+def machine_description() -> list[tuple[str, str]]:
+    cpu = platform.processor() or "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    memory = "unknown"
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal"):
+                memory = f"{int(line.split()[1]) / 1024 / 1024:.1f} GiB"
+                break
+    except OSError:
+        pass
+    commit = "unknown"
+    if shutil.which("git"):
+        result = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True)
+        dirty = subprocess.run(["git", "status", "--porcelain"], cwd=REPO, capture_output=True, text=True)
+        commit = result.stdout.strip() + (" (with uncommitted changes)" if dirty.stdout.strip() else "")
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW server_version")
+        postgres = cursor.fetchone()[0]
+    return [
+        ("Date", datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")),
+        ("Commit", commit),
+        ("CPU", f"{cpu}, {os.cpu_count()} cores (nproc)"),
+        ("Memory", memory),
+        ("PostgreSQL", postgres),
+        ("Python", platform.python_version()),
+    ]
+
+
+def render(report: Report, options: Options) -> str:
+    lines = ["# Benchmarks", "", "Written by `python -m tests.bench` (tests/bench/runner.py says what each figure is).", ""]
+    lines += ["| | |", "|---|---|"]
+    lines += [f"| {key} | {value} |" for key, value in machine_description()]
+    lines += [f"| Runs | {options.warmup} warm-up + {options.runs} timed per query and path |"]
+    lines += [f"| Note | {note} |" for note in report.notes]
+    lines += ["", "## Figures", "", "| Figure | Fleet | Value | Target | Result |", "|---|---|---|---|---|"]
+    for row in report.rows:
+        result = "" if row.passed is None else ("pass" if row.passed else "**FAIL**")
+        lines.append(f"| {row.figure} | {row.fleet} | {row.value_text()} | {row.target} | {result} |")
+    lines += ["", "## Per query", "",
+              "Median / p95 in ms; SQL queries for the result panel / the API; floor = the request's slowest "
+              "SQL statement run alone (ms).", "",
+              "| Query | Fleet | Panel, test client | Panel, gunicorn | API, test client | API, gunicorn "
+              "| SQL queries | Floor |",
+              "|---|---|---|---|---|---|---|---|"]
+    lines += ["| " + " | ".join(detail) + " |" for detail in report.details]
+    return "\n".join(lines) + "\n"
+
+
+def write_report(report: Report, options: Options) -> None:
+    if options.out is None:
+        return
+    text = render(report, options)
+    if options.out.exists():
+        previous = options.out.read_text()
+        if NOTES_HEADING in previous:  # the hand-written notes after the generated part stay
+            text += "\n" + previous[previous.index(NOTES_HEADING):]
+    options.out.write_text(text)
+
+
+# --- command line ---------------------------------------------------------------------------------
+
+
+def parse(argv: list[str]) -> Options:
+    parser = argparse.ArgumentParser(prog="python -m tests.bench", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="fewer runs, 20 s of load: a few minutes less")
+    parser.add_argument("--smoke", action="store_true", help="1,000 machines, three queries, in-process, no targets")
+    parser.add_argument("--sizes", help="comma-separated fleet sizes (default 1000,10000,100000)")
+    parser.add_argument("--queries", type=int, help=f"use the first N of the {len(QUERIES)} queries")
+    parser.add_argument("--runs", type=int, help="timed runs per query and path")
+    parser.add_argument("--warmup", type=int, help="warm-up runs per query and path")
+    parser.add_argument("--no-gunicorn", action="store_true", help="in-process only (no server, no load)")
+    parser.add_argument("--no-refresh", action="store_true", help="skip the provider refresh")
+    parser.add_argument("--no-load", action="store_true", help="skip the sustained load")
+    parser.add_argument("--out", default=str(REPO / "BENCHMARKS.md"), help="where the table goes ('-': nowhere)")
+    args = parser.parse_args(argv)
+    options = Options()
+    if args.quick:
+        options.warmup, options.runs, options.load_seconds = 2, 7, 20
+    if args.smoke:
+        options = Options(sizes=(1_000,), queries=3, warmup=1, runs=3, floor_runs=2, gunicorn=False,
+                          refresh_sizes=(), load_seconds=0, targets=False, analyze_with_vacuum=False)
+    if args.sizes:
+        options.sizes = tuple(int(size) for size in args.sizes.split(","))
+    for name in ("queries", "runs", "warmup"):
+        if getattr(args, name):
+            setattr(options, name, getattr(args, name))
+    if args.no_gunicorn:
+        options.gunicorn, options.load_seconds = False, 0
+    if args.no_refresh:
+        options.refresh_sizes = ()
+    if args.no_load:
+        options.load_seconds = 0
+    options.out = None if args.out == "-" else Path(args.out)
+    return options
+
+
+def setup_django() -> None:
+    os.environ.setdefault("DATABASE_URL", DEFAULT_DATABASE_URL)
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "nodelodge.settings")
+    for key, value in SERVER_ENV.items():
+        os.environ.setdefault(key, value)
+    _create_database(os.environ["DATABASE_URL"])
+    import django
+    from django.core.management import call_command
+
+    django.setup()
+    call_command("migrate", verbosity=0)
+    if not (REPO / "staticfiles" / "staticfiles.json").exists():
+        # DEBUG=0 serves hashed static names from the manifest collectstatic writes.
+        call_command("collectstatic", interactive=False, verbosity=0)
+
+
+def _create_database(url: str) -> None:
+    import dj_database_url
+    import psycopg
+
+    config = dj_database_url.parse(url)
+    if "postgresql" not in config["ENGINE"]:
+        raise SystemExit(f"The benchmark runs on PostgreSQL; DATABASE_URL names {config['ENGINE']}.")
+    params = {"host": config["HOST"] or "127.0.0.1", "port": config["PORT"] or 5432, "user": config["USER"],
+              "password": config["PASSWORD"] or None, "dbname": "postgres", "autocommit": True}
+    with psycopg.connect(**{k: v for k, v in params.items() if v is not None}) as connection:
+        exists = connection.execute("SELECT 1 FROM pg_database WHERE datname = %s", [config["NAME"]]).fetchone()
+        if not exists:
+            connection.execute(f'CREATE DATABASE "{config["NAME"]}"')
+
+
+def main(argv: list[str] | None = None) -> int:
+    options = parse(sys.argv[1:] if argv is None else argv)
+    setup_django()
+    started = time.perf_counter()
+    report = run(options)
+    report.notes.append(f"whole run: {time.perf_counter() - started:.0f} s")
+    write_report(report, options)
+    if options.out is not None:
+        print(f"wrote {options.out}")
+    for row in report.failed:
+        print(f"target missed: {row.figure} [{row.fleet}] = {row.value_text()} (target {row.target})")
+    return 1 if report.failed else 0

@@ -1,0 +1,164 @@
+"""The wizard counts the fleet in SQL and describes only the machines it shows. On random small
+fleets its answer must equal, field for field, the engine's answer over every machine."""
+import random
+from datetime import timedelta
+from decimal import Decimal
+
+import pytest
+from django.conf import settings
+from django.utils import timezone
+
+from catalog.models import GpuType, Machine, Provider
+from catalog.selectors import machine_offers
+from nodelodge.wizard import selectors as wizard_selectors
+from nodelodge.wizard.forms import WorkloadQuery, WorkloadQueryForm
+from nodelodge.wizard.selectors import NO_FREE_GPUS, estimate_for, recommendation_for, stale_cutoff
+from sizing import matching
+from sizing.specs import PRECISIONS
+
+# Names that sort differently by byte and by dictionary order, so the tie-break's order is tested.
+PROVIDER_NAMES = [("alpha Cloud", "secure"), ("Beta", "secure"), ("_under", "community"), ("Zeta", "community")]
+PRICES = [Decimal(p) for p in ("0.25", "0.5", "0.5", "1.00", "1.25", "2.0", "3.3333", "4.10")]
+COUNTRIES = ["DE", "FR", "US", "CH", "SE", ""]
+
+QUERIES = [
+    "workload=inference&model=llama-3-1-8b&precision=16&context=4096&requests=1",
+    "workload=inference&model=llama-3-1-70b&precision=16&context=8192&requests=4",
+    "workload=inference&model=llama-3-1-405b&precision=16&context=8192&requests=1",
+    "workload=inference&model=qwen2-5-32b&precision=8&context=32768&requests=2",
+    "workload=inference&model=whisper-large-v3&precision=16&context=4096&requests=4",
+    "workload=finetune&model=llama-3-1-8b&precision=16&context=2048&requests=4",
+    "workload=image&model=stable-diffusion-xl&precision=16&requests=1",
+    "workload=notebook&memory_gib=30",
+]
+PREFERENCES = [
+    "",
+    "&tier=secure",
+    "&tier=community&max_price=2",
+    "&max_price=1.5&budget=3",
+    "&budget=0.9",
+    "&countries=EU",
+    "&countries=CH&tier=secure",
+    "&max_price=0.3&tier=community&countries=DE,FR,US",
+    "&limit=3",
+    "&max_price=10&budget=6.67",
+]
+
+
+def _query(query_string: str) -> WorkloadQuery:
+    values = dict(part.split("=", 1) for part in query_string.split("&"))
+    form = WorkloadQueryForm(values)
+    assert form.is_valid(), form.errors
+    return WorkloadQuery.from_form(form)
+
+
+def _memory_pool() -> list[int]:
+    """Datasheet figures plus every fit threshold of the queries, exactly and one MiB either side."""
+    pool = set(GpuType.objects.values_list("memory_mib", flat=True))
+    for query_string in QUERIES:
+        query = _query(query_string)
+        breakdowns = [estimate_for(query)[0]]
+        if query.precision:
+            breakdowns += [estimate_for(query, p)[0] for p in PRECISIONS if p < query.precision]
+        for breakdown in breakdowns:
+            for _, need in matching.fit_thresholds(breakdown):
+                pool |= {need - 1, need, need + 1}
+    return sorted(m for m in pool if m and m > 0)
+
+
+def _random_fleet(rng: random.Random, machines: int, now) -> None:
+    providers = [
+        Provider.objects.create(name=name, slug=f"p{index}", tier=tier)
+        for index, (name, tier) in enumerate(PROVIDER_NAMES)
+    ]
+    gpu_type = GpuType.objects.order_by("pk").first()
+    memories = _memory_pool()
+    stale = now - timedelta(seconds=settings.MACHINE_STALE_AFTER_SECONDS + 60)
+    rows = []
+    for index in range(machines):
+        count = rng.choice([1, 1, 2, 4, 8, 8, 16])
+        rows.append(
+            Machine(
+                provider=(provider := rng.choice(providers)),
+                tier=provider.tier,
+                provider_machine_id=rng.choice(["a", "B", "b", "_"]) + f"-{index}",
+                gpu_type=gpu_type,
+                gpu_count=count,
+                free_gpus=rng.choice([0, count, count, rng.randint(0, count)]),
+                memory_per_gpu_mib=None if rng.random() < 0.05 else rng.choice(memories),
+                memory_source=rng.choice(["datacenter", "datasheet", "host"]),
+                memory_flag="Reported far from the datasheet." if rng.random() < 0.05 else "",
+                country=rng.choice(COUNTRIES),
+                region="somewhere",
+                price_per_gpu_hour=rng.choice(PRICES),
+                interruptible=rng.random() < 0.2,
+                booking_limit_hours=rng.choice([None, None, 1, 24]),
+                is_available=rng.random() < 0.9,
+                last_seen_at=stale if rng.random() < 0.05 else now,
+                gone_at=now if rng.random() < 0.03 else None,
+            )
+        )
+    Machine.objects.bulk_create(rows)
+
+
+def _engine_over_every_machine(query: WorkloadQuery, now, rng: random.Random) -> matching.Recommendation:
+    """The reference: the pure engine over every machine the catalog may offer, counted by the ORM."""
+    breakdown, _ = estimate_for(query)
+    lower = {}
+    if query.precision:
+        for precision in PRECISIONS:
+            if precision < query.precision:
+                lower[precision] = estimate_for(query, precision)[0]
+    cutoff = stale_cutoff(now)
+    live = Machine.objects.filter(gone_at__isnull=True)
+    available = live.filter(is_available=True)
+    fresh = available.filter(last_seen_at__gte=cutoff)
+    located = fresh.exclude(country="")
+    if query.countries is not None:
+        located = located.filter(country__in=query.countries)
+    known = located.filter(memory_per_gpu_mib__isnull=False)
+    offers = machine_offers(known.filter(free_gpus__gte=1))
+    rng.shuffle(offers)  # the engine's order must not depend on the order machines come in
+    return matching.recommend(
+        breakdown,
+        offers,
+        wizard_selectors.preferences_for(query),
+        lower_precision_breakdowns=lower,
+        excluded_before={
+            matching.OFFLINE: live.count() - available.count(),
+            matching.STALE: available.count() - fresh.count(),
+            matching.OUTSIDE_COUNTRIES: fresh.count() - located.count(),
+            matching.MEMORY_UNKNOWN: located.count() - known.count(),
+            NO_FREE_GPUS: known.filter(free_gpus=0).count(),
+        },
+        now=now,
+        stale_after_minutes=settings.MACHINE_STALE_AFTER_SECONDS // 60,
+        machines_shown=query.limit or wizard_selectors.DEFAULT_LIMIT,
+    )
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_counted_answer_equals_the_engine_over_every_machine(models_and_gpus, seed):
+    rng = random.Random(seed)
+    now = timezone.now()
+    _random_fleet(rng, rng.choice([0, 5, 40, 120]), now)
+    for query_string in QUERIES:
+        for preferences in PREFERENCES:
+            query = _query(query_string + preferences)
+            expected = _engine_over_every_machine(query, now, rng).to_dict()
+            actual = recommendation_for(query, now=now).recommendation.to_dict()
+            assert actual == expected, query_string + preferences
+
+
+def test_an_empty_answer_counts_what_relaxing_each_preference_adds(models_and_gpus):
+    now = timezone.now()
+    rng = random.Random(99)
+    _random_fleet(rng, 60, now)
+    # Tight limits leave nothing recommended, so the empty reason's counts come from the database.
+    for preferences in ("&max_price=0.01", "&budget=0.01", "&max_price=0.01&budget=0.01&tier=secure"):
+        query = _query(QUERIES[0] + preferences)
+        actual = recommendation_for(query, now=now).recommendation
+        expected = _engine_over_every_machine(query, now, rng)
+        assert actual.machines == ()
+        assert actual.empty_reason == expected.empty_reason
+        assert "adds" in actual.empty_reason or "more than one preference" in actual.empty_reason
