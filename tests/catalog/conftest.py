@@ -8,7 +8,9 @@ from catalog.services import load_catalog
 
 
 def reference_dir() -> Path:
-    folder = Path(settings.BASE_DIR).parent / "shared" / "reference"
+    """The published figures the catalog is checked against: a copy kept in the repository (with
+    their sources), so the check runs on any machine."""
+    folder = Path(settings.BASE_DIR) / "catalog" / "data" / "reference"
     if not folder.is_dir():
         pytest.fail(f"The published reference figures are missing: expected the folder {folder}.")
     return folder
