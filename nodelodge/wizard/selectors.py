@@ -1,8 +1,9 @@
 """Reads for the wizard, the API and the CLI: a validated query in, a whole result out.
 
-The database narrows the fleet first (available, fresh, located in the chosen countries, memory
-known, enough memory per GPU for the smallest need considered); the pure matching engine in
-`sizing` decides fit, price, preferences and order for what is left.
+The pure engine in `sizing` turns each breakdown into fit thresholds (fewest GPUs per memory
+band); the catalog counts the whole fleet against them in the database and fetches only the
+machines the answer shows; the engine then orders, explains and rates those, with the counts
+(`recommend_counted`). Nothing loads the whole fleet into Python.
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from catalog.models import ImageComponent, ImagePipeline, LanguageModel, SpeechM
 from sizing import matching
 from sizing.breakdown import Breakdown
 from sizing.calculators import estimate
+from sizing.errors import SizingError
 from sizing.matching import Recommendation, recommend_counted
 from sizing.offers import Preferences
 from sizing.other_calculators import RuleOfThumb, rule_of_thumb
@@ -121,8 +123,6 @@ def estimate_for(
 ) -> tuple[Breakdown, object | None]:
     """The memory breakdown for a query (at another precision when given; `model_row` saves the
     lookup when the caller already has the row)."""
-    from sizing.errors import SizingError
-
     spec = None
     if query.workload != "notebook":
         model_row = model_row or model_for_workload(query.model_slug, query.workload)
