@@ -15,11 +15,12 @@ from functools import cached_property
 
 from django.conf import settings
 from django.db import connection
+from django.db.models import Count, Max, Min, Q
 from django.db.models.signals import post_delete, post_save
 from django.utils import timezone
 
 from catalog import selectors as catalog_selectors
-from catalog.models import ImageComponent, ImagePipeline, LanguageModel, SpeechModel
+from catalog.models import ImageComponent, ImagePipeline, LanguageModel, Machine, SpeechModel
 from sizing import matching
 from sizing.breakdown import Breakdown
 from sizing.calculators import estimate
@@ -157,6 +158,30 @@ def recommendation_for(
                 except QueryError:
                     continue
     machines_shown = query.limit or default_limit or MAX_LIMIT
+    stale_minutes = settings.MACHINE_STALE_AFTER_SECONDS // 60
+    if connection.vendor == "postgresql":
+        recommendation, freshness = _recommend_counted_in_sql(query, breakdown, lower, now, machines_shown)
+    else:
+        # The embedded SQLite run: the counting SQL is written for PostgreSQL, and the fleet is small.
+        recommendation, freshness = recommend_over_every_machine(query, breakdown, lower, now, machines_shown)
+    return WizardResult(
+        query=query,
+        breakdown=breakdown,
+        model=model_row,
+        recommendation=recommendation,
+        freshness={**freshness, "as_of": now},
+        stale_after_minutes=stale_minutes,
+    )
+
+
+def _recommend_counted_in_sql(
+    query: WorkloadQuery,
+    breakdown: Breakdown,
+    lower: dict[int, Breakdown],
+    now: datetime,
+    machines_shown: int,
+) -> tuple[Recommendation, dict]:
+    """PostgreSQL counts the whole fleet and fetches only the machines the answer shows."""
     lower_order = sorted(lower, reverse=True)
     fleet = catalog_selectors.counted_fleet(
         catalog_selectors.FleetQuery(
@@ -187,24 +212,67 @@ def recommendation_for(
         matching.MEMORY_UNKNOWN: fleet.left_out[catalog_selectors.MEMORY_UNKNOWN],
         NO_FREE_GPUS: fleet.left_out[catalog_selectors.NO_FREE],
     }
-    stale_minutes = settings.MACHINE_STALE_AFTER_SECONDS // 60
     recommendation = recommend_counted(
         breakdown,
         counted,
         preferences_for(query),
         lower_precision_breakdowns=lower,
         excluded_before=excluded_before,
-        stale_after_minutes=stale_minutes,
+        stale_after_minutes=settings.MACHINE_STALE_AFTER_SECONDS // 60,
         machines_shown=machines_shown,
     )
-    return WizardResult(
-        query=query,
-        breakdown=breakdown,
-        model=model_row,
-        recommendation=recommendation,
-        freshness={"newest": fleet.newest, "oldest": fleet.oldest, "as_of": now},
-        stale_after_minutes=stale_minutes,
+    return recommendation, {"newest": fleet.newest, "oldest": fleet.oldest}
+
+
+def recommend_over_every_machine(
+    query: WorkloadQuery,
+    breakdown: Breakdown,
+    lower: dict[int, Breakdown],
+    now: datetime,
+    machines_shown: int,
+    shuffle=None,
+) -> tuple[Recommendation, dict]:
+    """The engine over every machine the catalog may offer, counted with the ORM: the embedded
+    run's path, and the reference the SQL path is tested against (`shuffle` reorders the offers,
+    to show the answer does not depend on the order machines come in)."""
+    cutoff = stale_cutoff(now)
+    live = Q(gone_at__isnull=True)
+    available = live & Q(is_available=True)
+    fresh = available & Q(last_seen_at__gte=cutoff)
+    located = fresh & ~Q(country="")
+    if query.countries is not None:
+        located &= Q(country__in=sorted(query.countries))
+    known = located & Q(memory_per_gpu_mib__isnull=False)
+    counts = Machine.objects.aggregate(
+        live=Count("id", filter=live),
+        available=Count("id", filter=available),
+        fresh=Count("id", filter=fresh),
+        located=Count("id", filter=located),
+        known=Count("id", filter=known),
+        no_free=Count("id", filter=known & Q(free_gpus=0)),
+        newest=Max("last_seen_at", filter=fresh),
+        oldest=Min("last_seen_at", filter=fresh),
     )
+    offers = catalog_selectors.machine_offers(Machine.objects.filter(known & Q(free_gpus__gte=1)))
+    if shuffle is not None:
+        shuffle(offers)
+    recommendation = matching.recommend(
+        breakdown,
+        offers,
+        preferences_for(query),
+        lower_precision_breakdowns=lower,
+        excluded_before={
+            matching.OFFLINE: counts["live"] - counts["available"],
+            matching.STALE: counts["available"] - counts["fresh"],
+            matching.OUTSIDE_COUNTRIES: counts["fresh"] - counts["located"],
+            matching.MEMORY_UNKNOWN: counts["located"] - counts["known"],
+            NO_FREE_GPUS: counts["no_free"],
+        },
+        now=now,
+        stale_after_minutes=settings.MACHINE_STALE_AFTER_SECONDS // 60,
+        machines_shown=machines_shown,
+    )
+    return recommendation, {"newest": counts["newest"], "oldest": counts["oldest"]}
 
 
 def preferences_for(query: WorkloadQuery) -> Preferences:

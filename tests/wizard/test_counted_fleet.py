@@ -9,10 +9,9 @@ from django.conf import settings
 from django.utils import timezone
 
 from catalog.models import GpuType, Machine, Provider
-from catalog.selectors import machine_offers
 from nodelodge.wizard import selectors as wizard_selectors
 from nodelodge.wizard.forms import WorkloadQuery, WorkloadQueryForm
-from nodelodge.wizard.selectors import NO_FREE_GPUS, estimate_for, recommendation_for, stale_cutoff
+from nodelodge.wizard.selectors import estimate_for, recommendation_for
 from sizing import matching
 from sizing.specs import PRECISIONS
 
@@ -109,32 +108,10 @@ def _engine_over_every_machine(query: WorkloadQuery, now, rng: random.Random) ->
         for precision in PRECISIONS:
             if precision < query.precision:
                 lower[precision] = estimate_for(query, precision)[0]
-    cutoff = stale_cutoff(now)
-    live = Machine.objects.filter(gone_at__isnull=True)
-    available = live.filter(is_available=True)
-    fresh = available.filter(last_seen_at__gte=cutoff)
-    located = fresh.exclude(country="")
-    if query.countries is not None:
-        located = located.filter(country__in=query.countries)
-    known = located.filter(memory_per_gpu_mib__isnull=False)
-    offers = machine_offers(known.filter(free_gpus__gte=1))
-    rng.shuffle(offers)  # the engine's order must not depend on the order machines come in
-    return matching.recommend(
-        breakdown,
-        offers,
-        wizard_selectors.preferences_for(query),
-        lower_precision_breakdowns=lower,
-        excluded_before={
-            matching.OFFLINE: live.count() - available.count(),
-            matching.STALE: available.count() - fresh.count(),
-            matching.OUTSIDE_COUNTRIES: fresh.count() - located.count(),
-            matching.MEMORY_UNKNOWN: located.count() - known.count(),
-            NO_FREE_GPUS: known.filter(free_gpus=0).count(),
-        },
-        now=now,
-        stale_after_minutes=settings.MACHINE_STALE_AFTER_SECONDS // 60,
-        machines_shown=query.limit or wizard_selectors.DEFAULT_LIMIT,
+    recommendation, _ = wizard_selectors.recommend_over_every_machine(
+        query, breakdown, lower, now, query.limit or wizard_selectors.DEFAULT_LIMIT, shuffle=rng.shuffle
     )
+    return recommendation
 
 
 @pytest.mark.parametrize("seed", range(6))
