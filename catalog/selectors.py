@@ -325,20 +325,37 @@ def counted_fleet(query: FleetQuery) -> FleetCount:
     # width_bucket counts the edges at or below a value: price >= edge number j <=> bucket >= j.
     price_bucket_of = {key: price_edges.index(edge) + 1 for key, edge in crossings.items()}
 
-    status_sql, params = _status_sql(query)
-    columns = [status_sql, "m.tier", "width_bucket(m.memory_per_gpu_mib, %s::integer[])", "m.free_gpus"]
-    params.append(memory_edges or [0])
+    status_sql, status_params = _status_sql(query)
+    details = ["m.tier", "width_bucket(m.memory_per_gpu_mib, %s::integer[])", "m.free_gpus"]
+    detail_params: list = [memory_edges or [0]]
     if price_edges:
-        columns.append("width_bucket(m.price_per_gpu_hour, %s::numeric[])")
-        params.append(price_edges)
-    keys = len(columns)
-    # Built from fixed SQL only; every value travels as a parameter.
-    sql = (
-        f"SELECT {', '.join(columns)}, COUNT(*), MIN(m.price_per_gpu_hour), "  # noqa: S608  # nosec B608
-        "MAX(m.memory_per_gpu_mib), MAX(m.last_seen_at), MIN(m.last_seen_at) "
-        "FROM catalog_machine m WHERE m.gone_at IS NULL "
-        f"GROUP BY {', '.join(str(n) for n in range(1, keys + 1))}"
+        details.append("width_bucket(m.price_per_gpu_hour, %s::numeric[])")
+        detail_params.append(price_edges)
+    keys = 1 + len(details)
+    aggregates = (
+        "COUNT(*), MIN(m.price_per_gpu_hour), MAX(m.memory_per_gpu_mib), MAX(m.last_seen_at), "
+        "MIN(m.last_seen_at), MAX(m.price_per_gpu_hour)"
     )
+    group_by = ", ".join(str(n) for n in range(1, keys + 1))
+    # Built from fixed SQL only; every value travels as a parameter.
+    if query.countries is None:
+        sql = (
+            f"SELECT {status_sql}, {', '.join(details)}, {aggregates} "  # noqa: S608  # nosec B608
+            f"FROM catalog_machine m WHERE m.gone_at IS NULL GROUP BY {group_by}"
+        )
+        params = status_params + detail_params
+    else:
+        # With a choice of countries most machines are left out; they need only a count, so the
+        # status is worked out once per machine (OFFSET 0 keeps the subquery apart) and the
+        # detail keys only for the machines screened in.
+        guarded = ", ".join(f"CASE WHEN m.status = {SCREENED} THEN {detail} END" for detail in details)
+        sql = (
+            f"SELECT m.status, {guarded}, {aggregates} FROM ("  # noqa: S608  # nosec B608
+            f"SELECT {status_sql} AS status, m.tier, m.memory_per_gpu_mib, m.free_gpus, "
+            "m.price_per_gpu_hour, m.last_seen_at FROM catalog_machine m WHERE m.gone_at IS NULL "
+            f"OFFSET 0) AS m GROUP BY {group_by}"
+        )
+        params = detail_params + status_params
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         groups = cursor.fetchall()
@@ -351,15 +368,15 @@ def counted_fleet(query: FleetQuery) -> FleetCount:
     only: dict[str, int] = {}
     only_cheapest: dict[str, Decimal] = {}
     lower_fitting = [0] * (len(query.fits) - 1)
-    # (precision index, band index, meets every preference) -> cheapest price per GPU-hour there,
-    # to fetch only from bands that hold machines, starting at their cheapest price
-    bands: dict[tuple[int, int, bool], Decimal] = {}
+    # (precision index, band index, meets every preference) -> cheapest and dearest price per
+    # GPU-hour there, to fetch only from bands that hold machines, and only within their prices
+    bands: dict[tuple[int, int, bool], tuple[Decimal, Decimal]] = {}
     band_index = [{gpus: index for index, (gpus, _) in enumerate(thresholds)} for thresholds in query.fits]
     fits_of: dict[tuple[int, int], list[int | None]] = {}
     for row in groups:
         status, tier, memory_bucket, free_gpus = row[:4]
         price_bucket = row[4] if price_edges else 0
-        count, cheapest_price, most_memory, seen_max, seen_min = row[keys:]
+        count, cheapest_price, most_memory, seen_max, seen_min, dearest_price = row[keys:]
         if status != OFFLINE and status != STALE:
             newest = seen_max if newest is None else max(newest, seen_max)
             oldest = seen_min if oldest is None else min(oldest, seen_min)
@@ -382,7 +399,8 @@ def counted_fleet(query: FleetQuery) -> FleetCount:
                 continue
             breaks = _breaks(query, tier, gpus, price_bucket, price_bucket_of)
             key = (fit_index, band_index[fit_index][gpus], not breaks)
-            bands[key] = min(bands.get(key, cheapest_price), cheapest_price)
+            low, high = bands.get(key, (cheapest_price, dearest_price))
+            bands[key] = (min(low, cheapest_price), max(high, dearest_price))
             if fit_index:
                 if not breaks:
                     lower_fitting[fit_index - 1] += count
@@ -418,18 +436,21 @@ def counted_fleet(query: FleetQuery) -> FleetCount:
     return FleetCount(counted=counted, left_out=left_out, newest=newest, oldest=oldest)
 
 
-def _describe_ids(query: FleetQuery, bands: dict[tuple[int, int, bool], Decimal]) -> list[int]:
+def _describe_ids(
+    query: FleetQuery, bands: dict[tuple[int, int, bool], tuple[Decimal, Decimal]]
+) -> list[int]:
     """Ids of the machines the answer describes: the first `machines_shown` meeting every
     preference, the first alternatives, and the cheapest meeting every preference at each lower
     precision, all in the engine's order (hourly price, price per GPU-hour, provider name, machine id,
     our id). Within a band of GPUs used, hourly price is a fixed multiple of the price per GPU-hour,
-    so each band is read in price order from the price index, starting at the band's cheapest price
-    (big GPUs cost more; the index would otherwise walk past every cheaper machine first), and the
+    so each band is read in price order from the price index, between the band's cheapest and
+    dearest price (big GPUs cost more; the index would otherwise walk past every cheaper machine
+    first, and past every dearer one when the band holds fewer machines than it may show), and the
     bands are merged by a window over the few rows they return."""
     screened, screened_params = _screened_sql(query)
     parts, params = [], []
     limits = {}
-    for (fit_index, band, meets), cheapest_price in sorted(bands.items()):
+    for (fit_index, band, meets), (cheapest_price, dearest_price) in sorted(bands.items()):
         if fit_index == 0:
             kind = 0 if meets else 1
             limit = query.machines_shown if meets else query.alternatives_shown
@@ -452,11 +473,12 @@ def _describe_ids(query: FleetQuery, bands: dict[tuple[int, int, bool], Decimal]
             'm.price_per_gpu_hour AS price, p.name COLLATE "C" AS provider, '
             'm.provider_machine_id COLLATE "C" AS machine FROM catalog_machine m '
             f"JOIN catalog_provider p ON p.id = m.provider_id "
-            f"WHERE {screened} AND {band_sql} AND {meets_sql} AND m.price_per_gpu_hour >= %s "
+            f"WHERE {screened} AND {band_sql} AND {meets_sql} "
+            "AND m.price_per_gpu_hour >= %s AND m.price_per_gpu_hour <= %s "
             f'ORDER BY m.price_per_gpu_hour, p.name COLLATE "C", m.provider_machine_id COLLATE "C", m.id '
             f"LIMIT {int(limit)})"
         )
-        params += [*screened_params, *band_params, *meets_params, cheapest_price]
+        params += [*screened_params, *band_params, *meets_params, cheapest_price, dearest_price]
     if not parts:
         return []
     keep = " OR ".join(
