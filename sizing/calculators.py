@@ -14,6 +14,7 @@ from .breakdown import Breakdown, Item
 from .errors import MissingModelValue, SizingError
 from .specs import PRECISIONS, ImagePipelineSpec, LanguageModelSpec, SpeechModelSpec
 from .units import GIB, fmt_int
+from .workloads import CODES as WORKLOADS
 
 # Exact bytes per parameter; the floats in specs.BYTES_PER_PARAMETER carry the same values.
 WEIGHT_BYTES = {16: Fraction(2), 8: Fraction(1), 4: Fraction(1, 2)}
@@ -33,7 +34,6 @@ MAX_LORA_RANK = 65_536
 MAX_NOTEBOOK_GIB = 10_000
 LARGE_CONTEXT = 32_768
 
-WORKLOADS = ("inference", "finetune", "image", "notebook", "speech")
 
 
 def _gib_text(n_bytes: int) -> str:
