@@ -95,7 +95,7 @@ def stop(request, pk: int):
     try:
         outcome = services.stop(request.user, pk)
     except services.BookingNotFound:
-        raise Http404("No such booking.")
+        raise Http404("No such booking.") from None
     booking = outcome.booking
     if outcome.stopped:
         messages.success(

@@ -276,3 +276,21 @@ def test_ended_bookings_are_listed_with_their_cost(client, small_catalog, make_u
     page = client.get(reverse("launches:list")).content.decode()
     assert "Nothing running." in page and "$4.98" in page
     assert Machine.objects.get(pk=machine.pk).free_gpus == 2
+
+
+def test_the_refusal_pages_alternative_shows_where_its_memory_figure_comes_from(client, small_catalog, make_user):
+    client.force_login(make_user())
+    taken = small_catalog.machine(free_gpus=0)
+    small_catalog.machine(price_per_gpu_hour=Decimal("3.10"), memory_source="datasheet")
+    content = client.post(reverse("launches:launch"), launch_data(taken)).content.decode()
+    assert '<span class="muted">datasheet</span>' in content
+
+
+def test_a_price_reads_the_same_in_the_flash_message_and_on_my_launches(client, small_catalog, make_user):
+    client.force_login(make_user())
+    machine = small_catalog.machine(price_per_gpu_hour=Decimal("2.4850"))
+    response = client.post(reverse("launches:launch"), launch_data(machine, price="2.485"), follow=True)
+    content = response.content.decode()
+    assert "at $2.485/h" in content  # the flash message
+    assert content.count("$2.485") >= 2  # and the booking's row
+    assert "$2.48<" not in content and "$2.49" not in content
