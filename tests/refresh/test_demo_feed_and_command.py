@@ -232,3 +232,25 @@ def test_the_provider_admin_carries_the_refresh_action_once():
     assert type(registered) is ProviderRefreshAdmin and isinstance(registered, ProviderAdmin)
     assert list(registered.actions).count(refresh_selected_providers) == 1
 
+
+@pytest.mark.parametrize(
+    ("environment", "enabled"),
+    [
+        ({"DEBUG": "1"}, True),
+        ({"DEBUG": "0"}, False),
+        ({"DEBUG": "0", "DEMO_FEEDS_ENABLED": "1"}, True),
+        ({"DEBUG": "1", "DEMO_FEEDS_ENABLED": "0"}, False),
+        ({"DEBUG": "1", "DEMO_FEEDS_ENABLED": ""}, True),
+    ],
+)
+def test_demo_feeds_follow_debug_unless_the_environment_says(monkeypatch, environment, enabled):
+    import runpy
+
+    import nodelodge.settings
+
+    monkeypatch.delenv("DEMO_FEEDS_ENABLED", raising=False)
+    monkeypatch.setenv("SECRET_KEY", "a-key-only-for-reading-the-settings-in-this-test")
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+
+    assert runpy.run_path(nodelodge.settings.__file__)["DEMO_FEEDS_ENABLED"] is enabled
