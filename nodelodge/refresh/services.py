@@ -113,15 +113,15 @@ def fetch_feed(url: str, timeout_seconds: float) -> bytes:
                 chunks.append(chunk)
             return b"".join(chunks)
     except urllib.error.HTTPError as error:
-        raise FeedError(f"the feed answered HTTP {error.code} {error.reason}".strip())
-    except TimeoutError:
-        raise FeedError(f"the feed did not answer within {timeout_seconds:g} seconds")
+        raise FeedError(f"the feed answered HTTP {error.code} {error.reason}".strip()) from error
+    except TimeoutError as error:
+        raise FeedError(f"the feed did not answer within {timeout_seconds:g} seconds") from error
     except urllib.error.URLError as error:
         if isinstance(error.reason, TimeoutError):
-            raise FeedError(f"the feed did not answer within {timeout_seconds:g} seconds")
-        raise FeedError(f"could not reach the feed: {error.reason}")
+            raise FeedError(f"the feed did not answer within {timeout_seconds:g} seconds") from error
+        raise FeedError(f"could not reach the feed: {error.reason}") from error
     except (OSError, ValueError, http.client.HTTPException) as error:  # reset, malformed answer, bad URL
-        raise FeedError(f"could not read the feed: {error}")
+        raise FeedError(f"could not read the feed: {error}") from error
 
 
 # --- Applying a feed ------------------------------------------------------------------------------
