@@ -46,7 +46,9 @@ def parse_config(text: str) -> dict:
     try:
         config = json.loads(text)
     except json.JSONDecodeError as error:
-        raise ConfigError(f"Not valid JSON: {error.msg} (line {error.lineno}, column {error.colno}).")
+        raise ConfigError(
+            f"Not valid JSON: {error.msg} (line {error.lineno}, column {error.colno})."
+        ) from error
     if not isinstance(config, dict):
         raise ConfigError("A config.json holds one JSON object ({ ... }).")
     # Multimodal configs nest the language model's figures.

@@ -156,6 +156,8 @@ MACHINE_STALE_AFTER_SECONDS = int(os.environ.get("MACHINE_STALE_AFTER_SECONDS", 
 DEMO_FEED_BASE_URL = os.environ.get(
     "DEMO_FEED_BASE_URL", f"http://127.0.0.1:{os.environ.get('PORT', '8000')}"
 )
+# Whether the console serves those demo feeds at /feeds/demo/<slug>.json; on with DEBUG unless set.
+DEMO_FEEDS_ENABLED = env_bool("DEMO_FEEDS_ENABLED", DEBUG)
 PROVIDER_FEED_TIMEOUT_SECONDS = float(os.environ.get("PROVIDER_FEED_TIMEOUT_SECONDS", "10"))
 
 CACHES = {
