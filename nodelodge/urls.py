@@ -13,3 +13,6 @@ urlpatterns = [
     path("api/v1/", api.urls),
     path("", include("nodelodge.refresh.urls")),
 ]
+
+handler404 = "nodelodge.hardening.errors.not_found"
+handler500 = "nodelodge.hardening.errors.server_error"
