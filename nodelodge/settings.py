@@ -144,6 +144,12 @@ STORAGES = {
 
 EMAIL_BACKEND = os.environ.get("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
 DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "console@nodelodge.example")
+# Sign-up and password resets send e-mail: production sets EMAIL_BACKEND to SMTP and these.
+EMAIL_HOST = os.environ.get("EMAIL_HOST", "localhost")
+EMAIL_PORT = int(os.environ.get("EMAIL_PORT", "25"))
+EMAIL_HOST_USER = os.environ.get("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = os.environ.get("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
 
 # Redis is the Celery broker in production. In the embedded run (no REDIS_URL) tasks run
 # eagerly in-process, so a refresh works with no services at all.

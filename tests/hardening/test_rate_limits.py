@@ -184,3 +184,14 @@ def test_signing_in_to_ones_own_account_does_not_clear_the_addresss_count(client
                 client.logout()
             expected = 429 if (name, attempt) == (2, 3) else 200
             assert sign_in(client, f"victim{name}", f"guess-{attempt}").status_code == expected, (name, attempt)
+
+
+def test_the_lockout_settings_are_checked_at_start(settings):
+    from nodelodge.hardening.checks import lockout_rules_are_as_the_handler_reads_them as check
+
+    assert check(None) == []
+    settings.AXES_LOCKOUT_PARAMETERS = ["ip_address"]
+    assert [error.id for error in check(None)] == ["hardening.E002"]
+    settings.AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"], "ip_address"]
+    settings.AXES_ADDRESS_FAILURE_LIMIT = settings.AXES_FAILURE_LIMIT
+    assert [error.id for error in check(None)] == ["hardening.E003"]
