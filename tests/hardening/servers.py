@@ -108,10 +108,11 @@ class Nginx:
         )
         self.log = folder / "error.log"
         self.log.touch()
-        self.process = subprocess.Popen(
-            [NGINX, "-p", str(folder), "-c", str(folder / "nginx.conf"), "-g", "daemon off;"],
-            stdout=subprocess.DEVNULL, stderr=open(folder / "nginx.stderr", "wb"),
-        )
+        with open(folder / "nginx.stderr", "wb") as stderr:
+            self.process = subprocess.Popen(
+                [NGINX, "-p", str(folder), "-c", str(folder / "nginx.conf"), "-g", "daemon off;"],
+                stdout=subprocess.DEVNULL, stderr=stderr,
+            )
         wait_for_port(self.https_port, self.process, "nginx", folder / "nginx.stderr")
 
     def stop(self) -> None:
