@@ -10,7 +10,7 @@ from fractions import Fraction
 from django.db import connection
 from django.db.models import Prefetch, QuerySet
 
-from catalog import availability
+from catalog import availability, fleet_counts
 from catalog.models import ImagePipeline, LanguageModel, Machine, MeasuredSpeed, SpeechModel
 from sizing import fit, matching, offers, reasons, specs
 from sizing.workloads import CODES as WORKLOADS
@@ -263,14 +263,17 @@ def _band_sql(thresholds: tuple[tuple[int, int], ...], index: int) -> tuple[str,
     return sql, params
 
 
-def counted_fleet(query: FleetQuery) -> FleetCount:
-    """Counts the whole fleet for a wizard query in one grouped scan, then fetches only the machines
-    the answer describes: three to five queries whatever the fleet's size.
+def counted_fleet(query: FleetQuery, by_scan: bool = False) -> FleetCount:
+    """Counts the whole fleet for a wizard query, then fetches only the machines the answer
+    describes: three to five queries whatever the fleet's size.
 
-    The scan groups machines by status, tier, memory band and free GPUs (and, with a price limit
+    The counts group machines by status, tier, memory band and free GPUs (and, with a price limit
     or budget, price band), where the bands' edges are every fit threshold and every price at which
     some GPU count crosses a limit. Each group then has one fit and one set of broken preferences
-    per precision, worked out here from its edges; the database only counts.
+    per precision, worked out here from its edges; the database only counts. They come from the
+    counts the writes keep per shape of machine (`catalog.fleet_counts`), a few thousand rows
+    whatever the fleet's size; `by_scan` counts the machines themselves in one grouped scan instead
+    (the reference the kept counts are tested against).
     """
     memory_edges = sorted(
         {min(need, MEMORY_MIB_BEYOND_ANY) for thresholds in query.fits for _, need in thresholds}
@@ -286,6 +289,32 @@ def counted_fleet(query: FleetQuery) -> FleetCount:
     price_bucket_of = {key: price_edges.index(edge) + 1 for key, edge in crossings.items()}
 
     status_sql, status_params = availability.status_sql(query.stale_cutoff, query.countries)
+    if by_scan:
+        groups = _scanned_groups(query, status_sql, status_params, memory_edges, price_edges)
+    else:
+        sql, params = fleet_counts.grouped_sql(
+            status_sql, status_params, memory_edges, price_edges, availability.SCREENED
+        )
+        with connection.cursor() as cursor:
+            fleet_counts.merge_pending(cursor)
+            cursor.execute(sql, params)
+            groups = [_from_units(row, bool(price_edges)) for row in cursor.fetchall()]
+    keys = 5 if price_edges else 4
+    return _tally(query, groups, keys, memory_edges, price_edges, price_bucket_of, by_scan)
+
+
+def _from_units(row: tuple, priced: bool) -> tuple:
+    """A row of the kept counts with its prices in dollars, as the scan gives them."""
+    keys = 5 if priced else 4
+    count, cheapest, most_memory, seen_max, seen_min, dearest = row[keys:]
+    return (*row[:keys], count, fleet_counts.from_units(cheapest), most_memory, seen_max, seen_min,
+            fleet_counts.from_units(dearest))
+
+
+def _scanned_groups(
+    query: FleetQuery, status_sql: str, status_params: list, memory_edges: list[int],
+    price_edges: list[Decimal],
+) -> list[tuple]:
     in_fleet = availability.in_fleet_sql()
     details = ["m.tier", "width_bucket(m.memory_per_gpu_mib, %s::bigint[])", "m.free_gpus"]
     detail_params: list = [memory_edges or [0]]
@@ -320,8 +349,18 @@ def counted_fleet(query: FleetQuery) -> FleetCount:
         params = detail_params + status_params
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
-        groups = cursor.fetchall()
+        return cursor.fetchall()
 
+
+def _tally(
+    query: FleetQuery,
+    groups: list[tuple],
+    keys: int,
+    memory_edges: list[int],
+    price_edges: list[Decimal],
+    price_bucket_of: dict,
+    by_scan: bool,
+) -> FleetCount:
     left_out = dict.fromkeys(availability.COUNTED_REASONS, 0)
     not_fresh = {availability.STATUS_OF_REASON[reasons.OFFLINE], availability.STATUS_OF_REASON[reasons.STALE]}
     newest = oldest = None
@@ -379,7 +418,9 @@ def counted_fleet(query: FleetQuery) -> FleetCount:
                 if code not in only_cheapest or hourly < only_cheapest[code]:
                     only_cheapest[code] = hourly
 
-    only_at_cheapest = _count_at_cheapest(query, only_cheapest) if not fitting and only_cheapest else {}
+    only_at_cheapest = (
+        _count_at_cheapest(query, only_cheapest, by_scan) if not fitting and only_cheapest else {}
+    )
     ids = _describe_ids(query, bands)
     rows = machines_with_related(Machine.objects.filter(pk__in=ids)) if ids else []
     counted = matching.CountedFleet(
@@ -458,9 +499,11 @@ def _describe_ids(
         return sorted(row[0] for row in cursor.fetchall())
 
 
-def _count_at_cheapest(query: FleetQuery, only_cheapest: dict[str, Decimal]) -> dict[str, int]:
+def _count_at_cheapest(query: FleetQuery, only_cheapest: dict[str, Decimal], by_scan: bool) -> dict[str, int]:
     """For the empty answer's hints: machines that break only the price limit (or only the budget)
     and cost exactly the cheapest such hourly price."""
+    if not by_scan:
+        return _count_at_cheapest_kept(query, only_cheapest)
     screened, params = _screened_sql(query)
     thresholds = query.fits[0]
     gpus_sql, gpus_params = _gpus_used_sql(thresholds)
@@ -490,3 +533,28 @@ def _count_at_cheapest(query: FleetQuery, only_cheapest: dict[str, Decimal]) -> 
         cursor.execute(sql, filter_params + params + gpus_params)
         values = cursor.fetchone()
     return dict(zip(codes, values, strict=True))
+
+
+def _count_at_cheapest_kept(query: FleetQuery, only_cheapest: dict[str, Decimal]) -> dict[str, int]:
+    """The same from the kept counts. Such a machine costs exactly the cheapest hourly price, so
+    whether it keeps the other limit and breaks this one is decided by that price alone."""
+    status_sql, status_params = availability.status_sql(query.stale_cutoff, query.countries)
+    gpus_sql, gpus_params = _gpus_used_sql(query.fits[0])
+    counts = {}
+    for code, limit, other in (
+        (reasons.BREAK_MAX_PRICE, query.max_price_per_hour, query.budget),
+        (reasons.BREAK_BUDGET, query.budget, query.max_price_per_hour),
+    ):
+        if code not in only_cheapest:
+            continue
+        hourly = only_cheapest[code]
+        if hourly <= limit or (other is not None and hourly > other):
+            counts[code] = 0
+            continue
+        sql, params = fleet_counts.count_at_price_sql(
+            status_sql, status_params, availability.SCREENED, gpus_sql, gpus_params, query.tier, hourly
+        )
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            counts[code] = cursor.fetchone()[0]
+    return counts
