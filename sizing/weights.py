@@ -159,11 +159,15 @@ class StoredWeights:
         return self.nominal_bytes + self.sixteen_bit_extra_bytes + self.scale_bytes
 
 
-def stored_weights(fmt: WeightFormat, split: ParameterSplit, row_length: int) -> StoredWeights:
-    nominal = Fraction(fmt.payload_bits, 8)
+def stored_weights(fmt: WeightFormat, split: ParameterSplit, row_length: int,
+                   nominal_includes_scales: bool = False) -> StoredWeights:
+    """Bytes of `split` stored in `fmt`. `nominal_includes_scales`: the nominal width already counts the
+    scales (QLoRA's 4.127 bits), so every parameter is counted at that width and no scale item follows."""
+    overhead = fmt.overhead_bits(row_length) if fmt.quantized else Fraction(0)
+    nominal_bits = fmt.payload_bits + (overhead if nominal_includes_scales else 0)
+    nominal = nominal_bits / 8
     kept = sum(split.part(name) for name in fmt.keeps_16_bit) if fmt.quantized else 0
     quantized = split.total - kept
-    overhead = fmt.overhead_bits(row_length) if fmt.quantized else Fraction(0)
     return StoredWeights(
         fmt=fmt,
         split=split,
@@ -171,6 +175,6 @@ def stored_weights(fmt: WeightFormat, split: ParameterSplit, row_length: int) ->
         quantized=quantized,
         nominal_bytes=math.ceil(split.total * nominal),
         sixteen_bit_extra_bytes=math.ceil(kept * (SIXTEEN_BIT_BYTES - nominal)),
-        scale_bytes=math.ceil(quantized * overhead / 8),
+        scale_bytes=0 if nominal_includes_scales else math.ceil(quantized * overhead / 8),
         overhead_bits=overhead,
     )

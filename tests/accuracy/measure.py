@@ -267,7 +267,7 @@ def estimate_for(case: Case, tiny: bool) -> Breakdown:
         precision = 4 if case.workload == "qlora" else 16
         return estimate_finetune(spec, precision, case.tokens, case.count, lora_rank=DEFAULT_LORA_RANK)
     if case.workload == "speech":
-        return estimate_speech(spec, 16, case.count)
+        return estimate_speech(spec, 16, case.count, beams=1)  # the run decodes one sequence per stream
     return estimate_image(spec, 16)
 
 
