@@ -36,8 +36,12 @@ DEFAULT_LORA_RANK = 16
 # peaks in a decoder layer's gated MLP. Alive at once, per token: four hidden-width tensors (the
 # embedding output the model keeps, the layer's input, the residual after attention, the normalised MLP
 # input) and three intermediate-width ones (the activated gate, the up projection, their product).
+# PyTorch's caching allocator then holds about two more intermediate-width blocks it cannot reuse: the
+# KV cache each layer adds is carved out of the segments the previous layer's MLP freed (measured on an
+# H200: reserved − allocated was 1.7 to 2.1 such tensors at 32,768 to 131,072 prompt tokens).
 PREFILL_HIDDEN_TENSORS = 4
 PREFILL_INTERMEDIATE_TENSORS = 3
+PREFILL_HELD_INTERMEDIATE_TENSORS = 2
 # Tensor parallelism: NCCL and all-reduce buffers on every GPU of the split. vLLM's memory profile of
 # Llama 3 8B (vllm-project/vllm#10511) shows 3.58 GiB of non-PyTorch memory per GPU at 2-way against
 # 1.79 GiB on one GPU: 1.79 GiB more, rounded up to 2 GiB.
@@ -217,7 +221,8 @@ def prefill_activation_bytes(model: LanguageModelSpec, tokens: int, requests: in
     hidden = _model_value(model, "hidden_size")
     intermediate = _model_value(model, "intermediate_size")
     vocab = _model_value(model, "vocab_size")
-    per_token = (PREFILL_HIDDEN_TENSORS * hidden + PREFILL_INTERMEDIATE_TENSORS * intermediate)
+    per_token = (PREFILL_HIDDEN_TENSORS * hidden
+                 + (PREFILL_INTERMEDIATE_TENSORS + PREFILL_HELD_INTERMEDIATE_TENSORS) * intermediate)
     return tokens * per_token * ACTIVATION_BYTES_PER_VALUE + requests * vocab * LOGIT_BYTES_PER_VALUE
 
 
@@ -262,7 +267,8 @@ def estimate_inference(model: LanguageModelSpec, precision: int, context: int, r
         activation_bytes,
         margin,
         (f"{fmt_int(prefill_tokens)} prompt tokens × ({PREFILL_HIDDEN_TENSORS} × {fmt_int(hidden)} hidden"
-         f" + {PREFILL_INTERMEDIATE_TENSORS} × {fmt_int(intermediate)} MLP width)"
+         f" + ({PREFILL_INTERMEDIATE_TENSORS} alive + {PREFILL_HELD_INTERMEDIATE_TENSORS} held by the"
+         f" allocator) × {fmt_int(intermediate)} MLP width)"
          f" × {ACTIVATION_BYTES_PER_VALUE} bytes + {_plural(requests, 'request')}"
          f" × {fmt_int(vocab)} vocabulary × {LOGIT_BYTES_PER_VALUE} bytes (last-token logits)"),
     )
@@ -275,7 +281,8 @@ def estimate_inference(model: LanguageModelSpec, precision: int, context: int, r
         (f"Prefill processes the whole prompt of every request in one forward pass, as transformers' "
          f"generate() does: {fmt_int(prefill_tokens)} tokens. Its peak is one decoder layer's MLP: four "
          "hidden-width tensors and three MLP-width tensors per token in 16-bit, with attention in a fused "
-         "kernel (FlashAttention or SDPA: memory linear in tokens), and logits for the last token only. "
+         "kernel (FlashAttention or SDPA: memory linear in tokens), and logits for the last token only; "
+         "PyTorch's caching allocator holds about two more MLP-width blocks that the KV cache fragments. "
          "Where that exceeds the margin, the excess is its own item. Servers that prefill in chunks (vLLM, "
          "SGLang, TGI; max_num_batched_tokens) need less."),
         FRAMEWORKS_DIFFER,
