@@ -143,3 +143,11 @@ def test_speech_need_grows_strictly_with_streams(model, precision, streams):
     fewer = estimate_speech(model, precision, streams)
     assert estimate_speech(model, precision, streams + 1).total_bytes > fewer.total_bytes
     assert_consistent(fewer)
+
+
+@CASES
+@given(speech_models, precisions, st.integers(1, 1000), st.integers(1, 16))
+def test_speech_need_grows_strictly_with_beams(model, precision, streams, beams):
+    fewer = estimate_speech(model, precision, streams, beams=beams)
+    assert estimate_speech(model, precision, streams, beams=beams + 1).total_bytes > fewer.total_bytes
+    assert_consistent(fewer)
