@@ -435,14 +435,20 @@ def estimate_finetune(
     )
     load_items = []
     if precision == 4:
+        # The load-time transient and the training items are not alive together: the peak is the larger.
         largest = hidden * max(intermediate, heads * head_dim)
-        load_items.append(Item(
-            name="Quantizing the base at load",
-            formula=(f"largest matrix {h} × {fmt_int(largest // hidden)} = {fmt_int(largest)} values × "
-                     f"{NF4_LOAD_BYTES_PER_VALUE} bytes (16-bit copy 2 + scaled copy 2 + distance to each of "
-                     "the 16 NF4 levels and its absolute value, 16 × 2 × 2)"),
-            bytes=largest * NF4_LOAD_BYTES_PER_VALUE,
-        ))
+        training = adapters.bytes + activations.bytes + logits.bytes
+        transient = largest * NF4_LOAD_BYTES_PER_VALUE
+        if transient > training:
+            load_items.append(Item(
+                name="Quantizing the base at load",
+                formula=(f"largest matrix {h} × {fmt_int(largest // hidden)} = {fmt_int(largest)} values × "
+                         f"{NF4_LOAD_BYTES_PER_VALUE} bytes (16-bit copy 2 + scaled copy 2 + distance to "
+                         "each of the 16 NF4 levels and its absolute value, 16 × 2 × 2) = "
+                         f"{_gib_text(transient)}, less the {_gib_text(training)} of adapters, activations "
+                         "and logits that reuse it"),
+                bytes=transient - training,
+            ))
     covered = [base, *format_items, adapters, activations, logits, *load_items]
     margin = _margin_item(covered, "all items above")
     items = (*covered, margin, _runtime_item())
@@ -488,9 +494,10 @@ def estimate_finetune(
             "The 4-bit base is quantized on the GPU while the 16-bit checkpoint loads, as torchtune's QLoRA "
             "recipe does with torchao's NF4: for the largest matrix it holds a 16-bit and a scaled copy and "
             "the distance of every value to each of the 16 NF4 levels. The allocator keeps that memory "
-            "reserved (torchtune reports 9.13 GB reserved after loading Llama 2 7B and 9.29 GB at the "
-            "training peak), so it is counted beside the training items. bitsandbytes quantizes in a CUDA "
-            "kernel and needs about 2 bytes per value of that matrix."
+            "reserved and training reuses it (torchtune reports 9.13 GB reserved after loading Llama 2 7B "
+            "and 9.29 GB at the training peak), so the need is the larger of the two: where the load "
+            "needs more than the adapters, activations and logits, the difference is its own item. "
+            "bitsandbytes quantizes in a CUDA kernel and needs about 2 bytes per value of that matrix."
         ))
     return Breakdown(
         workload="finetune",
