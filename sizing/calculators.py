@@ -492,8 +492,9 @@ def estimate_finetune(
     if precision == 4:
         assumptions.insert(1, (
             "The 4-bit base is quantized on the GPU while the 16-bit checkpoint loads, as torchtune's QLoRA "
-            "recipe does with torchao's NF4: for the largest matrix it holds a 16-bit and a scaled copy and "
-            "the distance of every value to each of the 16 NF4 levels. The allocator keeps that memory "
+            "recipe does with torchao's NF4 (versions that quantize a matrix in one piece): for the largest "
+            "matrix it holds a 16-bit and a scaled copy and the distance of every value to each of the 16 "
+            "NF4 levels. The allocator keeps that memory "
             "reserved and training reuses it (torchtune reports 9.13 GB reserved after loading Llama 2 7B "
             "and 9.29 GB at the training peak), so the need is the larger of the two: where the load "
             "needs more than the adapters, activations and logits, the difference is its own item. "
