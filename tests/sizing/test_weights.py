@@ -63,3 +63,20 @@ def test_stored_weights_split_the_nominal_item_from_what_the_format_adds():
     assert stored.total_bytes == 667_579
     sixteen = stored_weights(FORMATS["bf16"], split_parameters("m", 1_000_000, 1000, 100, True), 100)
     assert sixteen.total_bytes == sixteen.nominal_bytes == 2_000_000
+
+
+def test_the_calculators_model_weights_item_is_the_formats_nominal_count():
+    """The spec's "Model weights" item and the format table's nominal bytes are one number."""
+    from sizing.calculators import estimate_finetune, estimate_inference
+
+    from .models import LLAMA_3_1_8B
+
+    split = split_parameters("Llama", 8_030_261_248, 128_256, 4096, False)
+    for precision in (16, 8, 4):
+        inference = {i.name: i.bytes for i in estimate_inference(LLAMA_3_1_8B, precision, 1024, 1).items}
+        stored = stored_weights(FORMATS[INFERENCE_FORMAT[precision]], split, 4096)
+        assert inference["Model weights"] == stored.nominal_bytes
+        finetune = {i.name: i.bytes for i in estimate_finetune(LLAMA_3_1_8B, precision, 512, 1).items}
+        base = stored_weights(FORMATS[FINETUNE_BASE_FORMAT[precision]], split, 4096,
+                              nominal_includes_scales=precision == 4)
+        assert finetune["Base weights"] == base.nominal_bytes
