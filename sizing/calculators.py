@@ -10,14 +10,16 @@ import math
 from decimal import ROUND_HALF_UP, Decimal
 from fractions import Fraction
 
+from .architectures import PLAIN, count_parameters
 from .breakdown import Breakdown, Item
 from .errors import MissingModelValue, SizingError
+from .kv_cache import check_kv_bits, is_plain, kv_cache_items
 from .specs import PRECISIONS, ImagePipelineSpec, LanguageModelSpec, SpeechModelSpec
 from .units import GIB, fmt_int
+from .weights import native_format_of, native_weight_items, precision_choices, precision_label
 
 # Exact bytes per parameter; the floats in specs.BYTES_PER_PARAMETER carry the same values.
 WEIGHT_BYTES = {16: Fraction(2), 8: Fraction(1), 4: Fraction(1, 2)}
-KV_CACHE_BYTES_PER_VALUE = 2  # the cache stays 16-bit whatever the weights' precision
 ACTIVATION_BYTES_PER_VALUE = 2  # 16-bit activations under mixed precision
 LOGIT_BYTES_PER_VALUE = 4  # fp32 logits for the loss
 MARGIN = Fraction(1, 5)
@@ -127,37 +129,46 @@ FRAMEWORKS_DIFFER = (
 
 # --- language model, inference ---------------------------------------------------------------------------
 
-def estimate_inference(model: LanguageModelSpec, precision: int, context: int, requests: int) -> Breakdown:
+def estimate_inference(
+    model: LanguageModelSpec, precision: int, context: int, requests: int, kv_bits: int = 16
+) -> Breakdown:
     precision = _check_precision(precision)
     context = _check_count(context, "context", "context", MAX_CONTEXT)
     requests = _check_count(requests, "requests", "number of concurrent requests", MAX_REQUESTS)
+    kv_bits = check_kv_bits(kv_bits)
+    arch = model.architecture or PLAIN
     parameters = _model_value(model, "parameters")
-    layers = _model_value(model, "layers")
-    kv_heads = _model_value(model, "kv_heads")
-    head_dim = _model_value(model, "head_dim")
+    _model_value(model, "layers")
+    if arch.mla is None:
+        _model_value(model, "kv_heads")
+        _model_value(model, "head_dim")
+    refused = precision_choices(model)[precision]
+    if refused:
+        raise SizingError("precision", refused)
     _check_context_limit(model, context, "context", "context")
 
-    weights = _weights_item("Model weights", parameters, precision)
-    kv_cache_bytes = 2 * layers * kv_heads * head_dim * KV_CACHE_BYTES_PER_VALUE * context * requests
-    kv_cache = Item(
-        name="KV cache",
-        formula=(
-            f"2 × {_plural(layers, 'layer')} × {_plural(kv_heads, 'KV head')} × {fmt_int(head_dim)} head dim"
-            f" × {KV_CACHE_BYTES_PER_VALUE} bytes × {_plural(context, 'token')}"
-            f" × {_plural(requests, 'request')}"
-        ),
-        bytes=kv_cache_bytes,
-    )
-    margin = _margin_item([weights, kv_cache], "model weights + KV cache")
-    items = (weights, kv_cache, margin, _runtime_item())
+    native = native_format_of(model)
+    assumptions = []
+    if native is not None and native.bits == precision:
+        weight_items, weight_words = native_weight_items(model, count_parameters(model), native)
+        assumptions += weight_words
+    else:
+        weight_items = [_weights_item("Model weights", parameters, precision)]
+    kv_items, kv_words = kv_cache_items(model, context, requests, kv_bits)
+    kv_cache_bytes = sum(item.bytes for item in kv_items)
+    weights_bytes = sum(item.bytes for item in weight_items)
+    covers = "model weights + KV cache" if is_plain(model) else "model weights + caches"
+    margin = _margin_item([*weight_items, *kv_items], covers)
+    items = (*weight_items, *kv_items, margin, _runtime_item())
 
     heads = model.attention_heads
-    assumptions = [
-        "The KV cache is kept in 16-bit (2 bytes per value) whatever the weights' precision.",
+    assumptions = kv_words + assumptions + [
         "The 20 % safety margin covers activations, temporary buffers and memory fragmentation.",
         FRAMEWORKS_DIFFER,
     ]
-    if context >= LARGE_CONTEXT or kv_cache_bytes >= weights.bytes:
+    if arch.moe is not None:
+        assumptions.append(moe_words(model, arch.moe))
+    if context >= LARGE_CONTEXT or kv_cache_bytes >= weights_bytes:
         assumptions.append(
             f"The KV cache grows with every token of context: {fmt_int(context)} tokens per request costs "
             f"{_gib_text(kv_cache_bytes)} here. Size the context to what your requests really use."
@@ -172,14 +183,20 @@ def estimate_inference(model: LanguageModelSpec, precision: int, context: int, r
             f"evenly, each GPU keeps its own 1 GiB runtime, and n must divide the {fmt_int(heads)} "
             "attention heads."
         )
+        if arch.mla is None and model.kv_heads is not None and model.kv_heads < min(heads, 8):
+            assumptions.append(
+                f"With more GPUs than its {_plural(model.kv_heads, 'KV head')}, vLLM copies KV heads so that "
+                "every GPU holds at least one; the cache then no longer divides evenly."
+            )
     if model.max_context is None:
         assumptions.append("The model's maximum context is not recorded, so the context was not checked "
                            "against it.")
 
+    kv_words_title = ", 8-bit KV cache" if kv_bits == 8 else ""
     return Breakdown(
         workload="inference",
-        title=(f"{model.name}, inference, {precision}-bit, {_plural(context, 'token')} × "
-               f"{_plural(requests, 'request')}"),
+        title=(f"{model.name}, inference, {precision_label(model, precision)}{kv_words_title}, "
+               f"{_plural(context, 'token')} × {_plural(requests, 'request')}"),
         items=items,
         assumptions=tuple(assumptions),
         precision=precision,
@@ -190,7 +207,21 @@ def estimate_inference(model: LanguageModelSpec, precision: int, context: int, r
             "precision": precision,
             "context": context,
             "requests": requests,
+            "kv_bits": kv_bits,
         },
+    )
+
+
+def moe_words(model: LanguageModelSpec, moe) -> str:
+    counted = count_parameters(model) if model.hidden_size and model.vocab_size else None
+    figures = (f" {fmt_int(counted.total)} parameters in all, {fmt_int(counted.active)} used per token"
+               if counted else "")
+    return (
+        f"Mixture of experts: every one of the {fmt_int(moe.experts)} experts of each MoE layer is held in "
+        f"memory, though {fmt_int(moe.experts_per_token)} run per token;{figures}. Under tensor parallelism "
+        "vLLM splits every expert's matrices across the GPUs (each GPU holds a slice of all experts); with "
+        "expert parallelism whole experts are placed on different GPUs instead. Either way the weights "
+        "divide evenly."
     )
 
 
@@ -371,8 +402,10 @@ def estimate_image(pipeline: ImagePipelineSpec, precision: int) -> Breakdown:
 
 # --- speech recognition ----------------------------------------------------------------------------------
 
-def estimate_speech(model: SpeechModelSpec, precision: int, streams: int) -> Breakdown:
+def estimate_speech(model: SpeechModelSpec, precision: int, streams: int, kv_bits: int = 16) -> Breakdown:
     precision = _check_precision(precision)
+    kv_bits = check_kv_bits(kv_bits)
+    kv_bytes = kv_bits // 8
     streams = _check_count(streams, "streams", "number of concurrent audio streams", MAX_REQUESTS)
     parameters = _model_value(model, "parameters")
     decoder_layers = _model_value(model, "decoder_layers")
@@ -385,10 +418,10 @@ def estimate_speech(model: SpeechModelSpec, precision: int, streams: int) -> Bre
         name="Decoder KV cache",
         formula=(
             f"2 (K and V) × {fmt_int(decoder_layers)} decoder layers × {fmt_int(d_model)} d_model × "
-            f"{KV_CACHE_BYTES_PER_VALUE} bytes × ({fmt_int(self_positions)} self-attention positions + "
+            f"{_bytes_label(Fraction(kv_bytes))} × ({fmt_int(self_positions)} self-attention positions + "
             f"{fmt_int(cross_positions)} cross-attention positions) × {_plural(streams, 'stream')}"
         ),
-        bytes=(2 * decoder_layers * d_model * KV_CACHE_BYTES_PER_VALUE
+        bytes=(2 * decoder_layers * d_model * kv_bytes
                * (self_positions + cross_positions) * streams),
     )
     margin = _margin_item([weights, kv_cache], "model weights + decoder KV cache")
@@ -398,18 +431,21 @@ def estimate_speech(model: SpeechModelSpec, precision: int, streams: int) -> Bre
         f"{fmt_int(self_positions)} token positions and the {fmt_int(cross_positions)} encoder frames it "
         "attends to.",
         "Greedy decoding with one sequence per stream; beam search multiplies the cache by the beam count.",
-        "The KV cache is kept in 16-bit whatever the weights' precision.",
+        ("The KV cache is kept in 16-bit whatever the weights' precision." if kv_bits == 16 else
+         "The KV cache is kept in 8-bit (vLLM's fp8 KV cache) whatever the weights' precision."),
         "The 20 % safety margin covers the encoder's activations, temporary buffers and fragmentation.",
         "Speech models are sized for one GPU.",
     )
     return Breakdown(
         workload="speech",
-        title=f"{model.name}, speech recognition, {precision}-bit, {_plural(streams, 'audio stream')}",
+        title=(f"{model.name}, speech recognition, {precision}-bit"
+               f"{', 8-bit KV cache' if kv_bits == 8 else ''}, {_plural(streams, 'audio stream')}"),
         items=items,
         assumptions=assumptions,
         precision=precision,
         splittable_over_heads=None,
-        inputs={"model": model.slug, "model_name": model.name, "precision": precision, "streams": streams},
+        inputs={"model": model.slug, "model_name": model.name, "precision": precision, "streams": streams,
+                "kv_bits": kv_bits},
     )
 
 
@@ -449,6 +485,7 @@ def estimate(
     context: int | None,
     requests: int | None,
     memory_gib: float | None,
+    kv_bits: int = 16,
 ) -> Breakdown:
     """One entry point for the wizard, the API and the command.
 
@@ -474,7 +511,7 @@ def estimate(
     if isinstance(model, SpeechModelSpec) and workload in ("inference", "speech"):
         _require(requests, "requests", "Enter the number of concurrent audio streams.")
         with _renamed({"streams": "requests"}):
-            return estimate_speech(model, precision, requests)
+            return estimate_speech(model, precision, requests, kv_bits)
     if workload == "speech":
         raise SizingError("model", f"{model.name} is not a speech-recognition model.")
 
@@ -488,7 +525,7 @@ def estimate(
             return estimate_finetune(model, precision, context, requests)
     _require(context, "context", "Enter the context per request.")
     _require(requests, "requests", "Enter the number of concurrent requests.")
-    return estimate_inference(model, precision, context, requests)
+    return estimate_inference(model, precision, context, requests, kv_bits)
 
 
 def _require(value, field: str, message: str) -> None:
