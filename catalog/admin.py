@@ -1,6 +1,4 @@
 """Staff edit the catalog here. Validation lives in the models' clean(), so the admin forms show it."""
-import json
-
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
@@ -9,7 +7,7 @@ from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
-from catalog.hf_config import ConfigError, estimate_parameters_from_config, parse_config
+from catalog.hf_config import ConfigError, parse_config
 from catalog.models import (
     GpuType,
     ImageComponent,
@@ -37,8 +35,8 @@ class ConfigImportForm(forms.Form):
     config_url = forms.URLField(max_length=300, required=False, label="Config URL", assume_scheme="https")
     parameters = forms.IntegerField(
         min_value=1, required=False,
-        help_text="Exact parameter count. config.json does not state it; left empty, it is computed for "
-        "dense llama-like architectures, otherwise kept as stored.",
+        help_text="Exact parameter count. config.json does not state it; left empty, it is recounted from "
+        "the configuration's figures, module by module.",
     )
     parameters_published = forms.CharField(max_length=60, required=False)
     license = forms.CharField(max_length=120, required=False)
@@ -48,11 +46,12 @@ class ConfigImportForm(forms.Form):
         text = cleaned.get("config_json")
         if text:
             try:
-                cleaned["figures"] = parse_config(text)
+                figures = parse_config(text)
             except ConfigError as error:
                 self.add_error("config_json", str(error))
                 return cleaned
-            cleaned["estimated_parameters"] = estimate_parameters_from_config(json.loads(text))
+            cleaned["estimated_parameters"] = figures.pop("parameters")
+            cleaned["figures"] = figures
         return cleaned
 
 
@@ -84,8 +83,8 @@ class ImageComponentInline(admin.TabularInline):
 @admin.register(LanguageModel)
 class LanguageModelAdmin(CatalogAdmin):
     list_display = (
-        "name", "slug", "parameters", "parameters_published", "layers", "attention_heads", "kv_heads",
-        "head_dim", "max_context", "license", "is_active",
+        "name", "slug", "family", "parameters", "active_parameters", "parameters_published", "layers",
+        "attention_heads", "kv_heads", "head_dim", "max_context", "license", "is_active",
     )
     list_filter = ("is_active", "license")
     search_fields = ("name", "slug", "license")

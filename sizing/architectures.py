@@ -302,7 +302,8 @@ class ParameterGroup:
 @dataclass(frozen=True)
 class ParameterCount:
     groups: tuple[ParameterGroup, ...]
-    active: int  # parameters used for one token: every expert but the routed ones that do not run
+    # Parameters used for one text token: all but the routed experts that do not run and the vision tower.
+    active: int
     mtp: int = 0  # shipped beside the model, not part of `total`
     details: tuple[str, ...] = field(default=())
 
@@ -507,7 +508,8 @@ def count_parameters(spec) -> ParameterCount:
         if arch.mtp_own_embeddings:
             per_mtp += 2 * vocab * hidden
         mtp = per_mtp * arch.mtp_layers
-    return ParameterCount(groups=groups, active=total - routed + active_routed, mtp=mtp)
+    vision = sum(group.parameters for group in groups if group.role == "vision")
+    return ParameterCount(groups=groups, active=total - vision - routed + active_routed, mtp=mtp)
 
 
 # --- the KV cache per layer group -----------------------------------------------------------------
@@ -564,3 +566,19 @@ def expanded_mla_bytes_per_token(spec, kv_bytes: int) -> int:
 
 def ceil_div(a: int, b: int) -> int:
     return -(-a // b)
+
+
+def count_whisper_parameters(encoder_layers: int, decoder_layers: int, d_model: int, vocab: int,
+                             mel_bins: int, source_positions: int, target_positions: int) -> int:
+    """Whisper's parameters from its config: two convolutions and learned positions before the encoder,
+    token and position embeddings before the decoder (the output head shares the token embedding).
+    Attention: q, v and o carry biases, k does not; MLPs are 4 × d_model wide; LayerNorms have biases."""
+    d = d_model
+    attention = 4 * d * d + 3 * d
+    mlp = 2 * 4 * d * d + 4 * d + d
+    norm = 2 * d
+    encoder = (mel_bins * d * 3 + d) + (d * d * 3 + d) + source_positions * d
+    encoder += encoder_layers * (attention + norm + mlp + norm) + norm
+    decoder = vocab * d + target_positions * d
+    decoder += decoder_layers * (2 * (attention + norm) + mlp + norm) + norm
+    return encoder + decoder
