@@ -358,9 +358,7 @@ def parse_config(text: str) -> dict:
             raise ConfigError(f"The configuration has no “{path}{CONFIG_KEYS[required]}”.")
     layers = figures["layers"]
     architecture: dict = dict(known.get("conventions", {}))
-    tied = merged.get("tie_word_embeddings", known["tied"])
-    if tied:
-        architecture["tied_embeddings"] = True
+    figures["tied_embeddings"] = bool(merged.get("tie_word_embeddings", known["tied"]))
     if model_type in ("llama", "mistral", "mixtral") and merged.get("attention_bias"):
         architecture.update(qkv_bias=True, o_bias=True)
     if model_type == "glm4_moe":
@@ -444,6 +442,7 @@ def parse_config(text: str) -> dict:
         vocab_size=figures["vocab_size"],
         max_context=figures["max_context"],
         architecture=parsed,
+        tied_embeddings=figures["tied_embeddings"],
     )
     try:
         counted = count_parameters(spec)

@@ -56,6 +56,10 @@ class LanguageModel(models.Model):
     intermediate_size = _figure("Intermediate size")
     vocab_size = _figure("Vocabulary size")
     max_context = _figure("Maximum context", "max_position_embeddings, in tokens. Empty = not published.")
+    tied_embeddings = models.BooleanField(
+        default=False,
+        help_text="The output head shares the embedding matrix (tie_word_embeddings): counted once.",
+    )
     active_parameters = models.BigIntegerField(
         null=True, blank=True, validators=[positive("Active parameters")],
         help_text="Mixture of experts: parameters used per token, recounted from the configuration.",
@@ -65,7 +69,7 @@ class LanguageModel(models.Model):
         help_text=(
             "What the plain decoder does not describe: layer_pattern (F full, S sliding, C chunked, "
             "L linear, repeated over the layers), sliding_window, attention_chunk, mla, linear_attention, "
-            "moe, native_weights, vision, and how the checkpoint counts (tied_embeddings, qkv_bias, ...). "
+            "moe, native_weights, vision, and how the checkpoint counts (qkv_bias, qk_norm, ...). "
             "Empty = every layer full attention with a dense MLP. Filled in by “Paste config.json”."
         ),
     )

@@ -115,8 +115,8 @@ class Architecture:
     moe: MoE | None = None
     native_weights: NativeWeights | None = None
     vision: VisionTower | None = None
-    # How the checkpoint counts: conventions of the architecture, as its modeling code has them.
-    tied_embeddings: bool = False
+    # How the checkpoint counts: conventions of the architecture, as its modeling code has them (whether
+    # the output head is tied to the embeddings is the spec's own `tied_embeddings`).
     qkv_bias: bool = False
     o_bias: bool = False
     qk_norm: bool = False  # a learned RMSNorm of head_dim on queries and keys
@@ -272,7 +272,7 @@ def architecture_from_dict(data: dict | None) -> Architecture:
             format=native["format"], block=_int(native.get("block"), "native_weights.block"),
             quantized=tuple(sorted(set(quantized), key=QUANTIZABLE_ROLES.index)),
         )
-    for name in ("tied_embeddings", "qkv_bias", "o_bias", "qk_norm", "attention_output_gate", "sinks",
+    for name in ("qkv_bias", "o_bias", "qk_norm", "attention_output_gate", "sinks",
                  "mtp_own_embeddings"):
         if name in data:
             values[name] = _bool(data[name], name)
@@ -479,7 +479,7 @@ def count_parameters(spec) -> ParameterCount:
             acc.add("shared_experts", "Shared experts", _gated_mlp(moe.shared_intermediate, hidden) + gate,
                     times=moe_layers)
     acc.add("norms", "Norms", vectors=arch.norms_per_layer * hidden * layers + hidden)
-    if not arch.tied_embeddings:
+    if not spec.tied_embeddings:
         acc.add("output_head", "Output head", [(vocab, hidden)])
     if arch.vision is not None:
         _vision(acc, arch.vision, hidden)
@@ -582,3 +582,17 @@ def count_whisper_parameters(encoder_layers: int, decoder_layers: int, d_model: 
     decoder = vocab * d + target_positions * d
     decoder += decoder_layers * (2 * (attention + norm) + mlp + norm) + norm
     return encoder + decoder
+
+
+def activation_mlp_width(spec, intermediate: int) -> int:
+    """The widest MLP activation one token makes in a layer: the dense MLP, or under a mixture of
+    experts the experts that run for it side by side (plus the shared expert)."""
+    arch = spec.architecture or PLAIN
+    moe = arch.moe
+    if moe is None:
+        return intermediate
+    routed = moe.experts_per_token * moe.expert_intermediate + moe.shared_intermediate
+    layers = spec.layers or 0
+    has_dense = any(not moe.is_moe_layer(index) for index in range(layers))
+    dense = (moe.dense_intermediate or intermediate) if has_dense else 0
+    return max(routed, dense)

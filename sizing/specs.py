@@ -25,6 +25,8 @@ class LanguageModelSpec:
     intermediate_size: int | None = None
     vocab_size: int | None = None
     max_context: int | None = None
+    # The output head shares the embedding matrix. None: not recorded, sized as a separate head.
+    tied_embeddings: bool | None = None
     # Layer kinds, MoE, MLA, native weight format... None = the plain decoder of SPEC §3.
     architecture: Architecture | None = None
     active_parameters: int | None = None  # per token, for mixtures of experts

@@ -11,7 +11,7 @@ else.
 HF = "https://huggingface.co/{}/blob/main/config.json"
 
 QWEN3 = {"qk_norm": True}
-GEMMA3_TEXT = {"layer_pattern": "SSSSSF", "qk_norm": True, "norms_per_layer": 4, "tied_embeddings": True}
+GEMMA3_TEXT = {"layer_pattern": "SSSSSF", "qk_norm": True, "norms_per_layer": 4}
 # Gemma 3 4B/12B/27B load SigLIP (so400m, 896 px, no head) and a projector with the language model.
 GEMMA3_VISION = {
     "kind": "siglip",
@@ -79,7 +79,8 @@ def _qwen3(size, parameters, published, layers, hidden, heads, kv_heads, interme
         "max_context": 40960,
         "license": "apache-2.0",
         "config_url": HF.format(f"Qwen/Qwen3-{size}"),
-        "architecture": {**QWEN3, **({"tied_embeddings": True} if tied else {})},
+        "tied_embeddings": tied,
+        "architecture": QWEN3,
         "notes": (
             "Head dimension 128 is set explicitly, not hidden/heads. The card serves 32,768 tokens "
             "natively, 131,072 with YaRN. " + notes
@@ -121,6 +122,7 @@ def _gemma3(
         "max_context": max_context,
         "license": "gemma",
         "config_url": HF.format(f"google/gemma-3-{size.lower()}-it"),
+        "tied_embeddings": True,
         "architecture": architecture,
         "notes": ("Five sliding-window layers to one global layer (every sixth layer is global). " + notes),
     }

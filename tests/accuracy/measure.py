@@ -126,6 +126,7 @@ def language_spec(slug: str, tiny: bool = False) -> LanguageModelSpec:
             attention_heads=row["attention_heads"], kv_heads=row["kv_heads"], head_dim=row["head_dim"],
             hidden_size=row["hidden_size"], intermediate_size=row["intermediate_size"],
             vocab_size=row["vocab_size"], max_context=row["max_context"],
+            tied_embeddings=row.get("tied_embeddings", False),
         )
     model_type, config = language_config(slug, tiny=True)
     return LanguageModelSpec(
@@ -135,6 +136,7 @@ def language_spec(slug: str, tiny: bool = False) -> LanguageModelSpec:
         kv_heads=config["num_key_value_heads"], head_dim=config["head_dim"],
         hidden_size=config["hidden_size"], intermediate_size=config["intermediate_size"],
         vocab_size=config["vocab_size"], max_context=config["max_position_embeddings"],
+        tied_embeddings=bool(config.get("tie_word_embeddings", False)),
     )
 
 
@@ -265,7 +267,7 @@ def estimate_for(case: Case, tiny: bool) -> Breakdown:
         precision = 4 if case.workload == "qlora" else 16
         return estimate_finetune(spec, precision, case.tokens, case.count, lora_rank=DEFAULT_LORA_RANK)
     if case.workload == "speech":
-        return estimate_speech(spec, 16, case.count)
+        return estimate_speech(spec, 16, case.count, beams=1)  # the run decodes one sequence per stream
     return estimate_image(spec, 16)
 
 

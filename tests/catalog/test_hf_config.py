@@ -91,7 +91,7 @@ from . import configs  # noqa: E402
 
 SHIPPED = {row["slug"]: row for row in LANGUAGE_MODELS}
 FIGURES = ("layers", "attention_heads", "kv_heads", "head_dim", "hidden_size", "intermediate_size",
-           "vocab_size", "max_context", "parameters", "active_parameters")
+           "vocab_size", "max_context", "parameters", "active_parameters", "tied_embeddings")
 
 
 @pytest.mark.parametrize("slug", sorted(configs.BY_SLUG))
@@ -100,7 +100,9 @@ def test_pasting_a_modern_config_gives_the_shipped_row(slug):
     quantization_config and explicit head_dim are read into exactly the figures the catalog ships."""
     figures = parse_config(json.dumps(configs.BY_SLUG[slug]))
     row = SHIPPED[slug]
-    assert {name: figures[name] for name in FIGURES} == {name: row.get(name) for name in FIGURES}
+    shipped = {name: row.get(name) for name in FIGURES}
+    shipped["tied_embeddings"] = bool(shipped["tied_embeddings"])
+    assert {name: figures[name] for name in FIGURES} == shipped
     assert architecture_from_dict(figures["architecture"]) == architecture_from_dict(row.get("architecture"))
 
 
