@@ -393,6 +393,14 @@ def estimate_finetune(
     batch_size: int,
     lora_rank: int = DEFAULT_LORA_RANK,
 ) -> Breakdown:
+    arch = model.architecture or PLAIN
+    if arch.mla is not None or arch.linear_attention is not None:
+        kind = "latent attention (MLA)" if arch.mla is not None else "linear-attention layers"
+        raise SizingError(
+            "model",
+            f"{model.name} uses {kind}; the LoRA sizing covers the q, k, v and o projections of "
+            "grouped-query attention only, so fine-tuning it is not sized here.",
+        )
     precision = _check_precision(precision)
     sequence_length = _check_count(sequence_length, "sequence_length", "sequence length", MAX_CONTEXT)
     batch_size = _check_count(batch_size, "batch_size", "batch size", MAX_REQUESTS)
