@@ -7,6 +7,7 @@ from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
+from catalog import services
 from catalog.hf_config import ConfigError, parse_config
 from catalog.models import (
     GpuType,
@@ -137,6 +138,9 @@ class ImagePipelineAdmin(CatalogAdmin):
     list_filter = ("is_active",)
     search_fields = ("name", "slug")
     prepopulated_fields = {"slug": ("name",)}
+
+    def save_model(self, request, obj, form, change):
+        services.save_provider(obj)
     inlines = [ImageComponentInline]
 
 

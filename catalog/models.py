@@ -5,14 +5,15 @@ missing value instead of guessing (see `missing_values()`).
 """
 from decimal import Decimal
 
-import pycountry
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
 
 from sizing.architectures import Architecture, architecture_from_dict
+from sizing.countries import is_country_code
 from sizing.errors import SizingError
+from sizing.fit import MAX_GPUS_PER_MACHINE
 
 
 def positive(label: str) -> MinValueValidator:
@@ -293,10 +294,6 @@ class Provider(models.Model):
     def __str__(self) -> str:
         return self.name
 
-    def save(self, *args, **kwargs):
-        super().save(*args, **kwargs)
-        # Keep the copy on Machine (see Machine.tier) in step with the provider.
-        self.machines.exclude(tier=self.tier).update(tier=self.tier)
 
 
 class Machine(models.Model):
@@ -312,11 +309,16 @@ class Machine(models.Model):
     # on tier, country, memory and price together; keeping tier on this table lets one partial index
     # serve that query without a join to Provider.
     tier = models.CharField(max_length=10, choices=Tier.choices, editable=False)
+    # A copy of provider.is_active, kept the same way (see catalog.services.save_provider): the
+    # availability rule reads it in the counting query, which has no join to Provider.
+    provider_is_active = models.BooleanField(default=True, editable=False)
     gpu_type = models.ForeignKey(GpuType, on_delete=models.PROTECT, related_name="machines")
     gpu_count = models.SmallIntegerField(
         validators=[
-            MinValueValidator(1, message="GPU count must be between 1 and 16."),
-            MaxValueValidator(16, message="GPU count must be between 1 and 16."),
+            MinValueValidator(1, message=f"GPU count must be between 1 and {MAX_GPUS_PER_MACHINE}."),
+            MaxValueValidator(
+                MAX_GPUS_PER_MACHINE, message=f"GPU count must be between 1 and {MAX_GPUS_PER_MACHINE}."
+            ),
         ]
     )
     free_gpus = models.SmallIntegerField(
@@ -370,7 +372,8 @@ class Machine(models.Model):
             ),
             models.CheckConstraint(condition=Q(free_gpus__gte=0), name="catalog_machine_free_nonnegative"),
             models.CheckConstraint(
-                condition=Q(gpu_count__gte=1, gpu_count__lte=16), name="catalog_machine_gpu_count_range"
+                condition=Q(gpu_count__gte=1, gpu_count__lte=MAX_GPUS_PER_MACHINE),
+                name="catalog_machine_gpu_count_range",
             ),
             models.CheckConstraint(
                 condition=Q(price_per_gpu_hour__gt=0), name="catalog_machine_price_positive"
@@ -398,9 +401,10 @@ class Machine(models.Model):
         self.country = (self.country or "").strip().upper()
         if self.provider_id:
             self.tier = self.provider.tier
+            self.provider_is_active = self.provider.is_active
         update_fields = kwargs.get("update_fields")
-        if update_fields is not None and "tier" not in update_fields:
-            kwargs["update_fields"] = [*update_fields, "tier"]
+        if update_fields is not None:
+            kwargs["update_fields"] = sorted({*update_fields, "tier", "provider_is_active"})
         super().save(*args, **kwargs)
 
     def clean(self):
@@ -408,7 +412,7 @@ class Machine(models.Model):
         errors = {}
         if self.country:
             code = self.country.strip().upper()
-            if len(code) != 2 or pycountry.countries.get(alpha_2=code) is None:
+            if not is_country_code(code):
                 errors["country"] = (
                     f"Country must be an ISO 3166 alpha-2 code such as DE or US; “{self.country}” is not one."
                 )

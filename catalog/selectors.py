@@ -2,30 +2,20 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from decimal import Decimal
 from fractions import Fraction
 
-from django.conf import settings
 from django.db import connection
 from django.db.models import Prefetch, QuerySet
-from django.utils import timezone
 
+from catalog import availability
 from catalog.models import ImagePipeline, LanguageModel, Machine, MeasuredSpeed, SpeechModel
-from sizing import matching, offers, specs
+from sizing import fit, matching, offers, reasons, specs
+from sizing.workloads import CODES as WORKLOADS
+from sizing.workloads import KINDS_BY_WORKLOAD
 
-WORKLOADS = ("inference", "finetune", "image", "speech", "notebook")
-# Which catalog kinds suit each workload (SPEC §2). "inference" runs a language or a speech model;
-# "speech" is accepted for callers that ask for speech recognition on its own.
-KINDS_BY_WORKLOAD = {
-    "inference": ("language", "speech"),
-    "finetune": ("language",),
-    "image": ("image",),
-    "speech": ("speech",),
-    "notebook": (),
-}
 KIND_ORDER = {"language": 0, "speech": 1, "image": 2}
 
 CatalogModel = LanguageModel | ImagePipeline | SpeechModel
@@ -118,6 +108,9 @@ def machine_offer(row: Machine) -> offers.MachineOffer:
         datasheet_memory_mib=row.gpu_type.memory_mib,
         memory_flag=row.memory_flag or None,
         measured_speeds=tuple(measured_speed(speed) for speed in row.measured_speeds.all()),
+        is_available=row.is_available,
+        provider_active=row.provider_is_active,
+        gone=row.gone_at is not None,
     )
 
 
@@ -127,18 +120,6 @@ def machines_with_related(queryset: QuerySet[Machine] | None = None) -> QuerySet
     return queryset.select_related("provider", "gpu_type").prefetch_related(
         Prefetch("measured_speeds", queryset=MeasuredSpeed.objects.order_by("model_slug", "precision", "pk"))
     )
-
-
-def available_machines(now: datetime | None = None) -> QuerySet[Machine]:
-    """Machines available now (SPEC §4): online / in stock, still in their provider's feed, and heard
-    from within MACHINE_STALE_AFTER_SECONDS. Ordered by price, then a stable key."""
-    now = now or timezone.now()
-    fresh_since = now - timedelta(seconds=settings.MACHINE_STALE_AFTER_SECONDS)
-    return machines_with_related(
-        Machine.objects.filter(
-            is_available=True, gone_at__isnull=True, last_seen_at__gte=fresh_since, provider__is_active=True
-        )
-    ).order_by("price_per_gpu_hour", "pk")
 
 
 def machine_offers(queryset: QuerySet[Machine] | None = None) -> list[offers.MachineOffer]:
@@ -187,17 +168,12 @@ def models_for_workload(workload: str) -> list[CatalogModel]:
     return sorted(rows, key=_sort_key)
 
 
-def specs_for(rows: Iterable[CatalogModel]) -> list[ModelSpec]:
-    return [model_spec(row) for row in rows]
-
-
 # --- The wizard's fleet, counted in the database ---------------------------------------------------
 #
 # The matching engine decides fit from a machine's memory per GPU and free GPUs alone, through the
-# thresholds of `sizing.matching.fit_thresholds`. Here those thresholds become SQL, so PostgreSQL
+# thresholds of `sizing.fit.fit_thresholds`. Here those thresholds become SQL, so PostgreSQL
 # counts every machine and returns only the few the answer describes (`sizing.matching.CountedFleet`).
 
-SCREENED, OFFLINE, STALE, OUTSIDE, MEMORY_UNKNOWN, NO_FREE = 5, 0, 1, 2, 3, 4
 PRICE_UNITS_PER_DOLLAR = 10_000  # prices are kept to 4 places
 
 
@@ -222,7 +198,7 @@ class FleetCount:
     the catalog's own exclusion counts (by status constant) and the freshness of what was seen."""
 
     counted: matching.CountedFleet
-    left_out: dict[int, int]
+    left_out: dict[str, int]  # reason (`sizing.reasons`) -> machines the availability rule left out
     newest: datetime | None
     oldest: datetime | None
 
@@ -238,29 +214,8 @@ def _gpus_used_sql(thresholds: tuple[tuple[int, int], ...]) -> tuple[str, list]:
     return "(CASE " + " ".join(parts) + " END)", params
 
 
-def _status_sql(query: FleetQuery) -> tuple[str, list]:
-    located = "m.country <> ''"
-    params: list = [query.stale_cutoff]
-    if query.countries is not None:
-        located += " AND m.country = ANY(%s)"
-        params.append(sorted(query.countries))
-    sql = (
-        f"(CASE WHEN NOT m.is_available THEN {OFFLINE} "
-        f"WHEN m.last_seen_at IS NULL OR m.last_seen_at < %s THEN {STALE} "
-        f"WHEN NOT ({located}) THEN {OUTSIDE} "
-        f"WHEN m.memory_per_gpu_mib IS NULL THEN {MEMORY_UNKNOWN} "
-        f"WHEN m.free_gpus < 1 THEN {NO_FREE} ELSE {SCREENED} END)"
-    )
-    return sql, params
-
-
 def _screened_sql(query: FleetQuery) -> tuple[str, list]:
-    sql = "m.gone_at IS NULL AND m.is_available AND m.last_seen_at >= %s AND m.country <> ''"
-    params: list = [query.stale_cutoff]
-    if query.countries is not None:
-        sql += " AND m.country = ANY(%s)"
-        params.append(sorted(query.countries))
-    return sql + " AND m.memory_per_gpu_mib IS NOT NULL AND m.free_gpus >= 1", params
+    return availability.available_sql(query.stale_cutoff, query.countries)
 
 
 def _first_price_over(limit: Decimal, gpus: int) -> Decimal:
@@ -277,9 +232,9 @@ def _breaks(query: FleetQuery, tier: str, gpus: int, price_bucket: int, edges: d
     return tuple(
         code
         for code, broken in (
-            (matching.BREAK_TIER, query.tier != "both" and tier != query.tier),
-            (matching.BREAK_MAX_PRICE, over_price),
-            (matching.BREAK_BUDGET, over_budget),
+            (reasons.BREAK_TIER, query.tier != "both" and tier != query.tier),
+            (reasons.BREAK_MAX_PRICE, over_price),
+            (reasons.BREAK_BUDGET, over_budget),
         )
         if broken
     )
@@ -328,7 +283,8 @@ def counted_fleet(query: FleetQuery) -> FleetCount:
     # width_bucket counts the edges at or below a value: price >= edge number j <=> bucket >= j.
     price_bucket_of = {key: price_edges.index(edge) + 1 for key, edge in crossings.items()}
 
-    status_sql, status_params = _status_sql(query)
+    status_sql, status_params = availability.status_sql(query.stale_cutoff, query.countries)
+    in_fleet = availability.in_fleet_sql()
     details = ["m.tier", "width_bucket(m.memory_per_gpu_mib, %s::integer[])", "m.free_gpus"]
     detail_params: list = [memory_edges or [0]]
     if price_edges:
@@ -344,18 +300,19 @@ def counted_fleet(query: FleetQuery) -> FleetCount:
     if query.countries is None:
         sql = (
             f"SELECT {status_sql}, {', '.join(details)}, {aggregates} "  # noqa: S608  # nosec B608
-            f"FROM catalog_machine m WHERE m.gone_at IS NULL GROUP BY {group_by}"
+            f"FROM catalog_machine m WHERE {in_fleet} GROUP BY {group_by}"
         )
         params = status_params + detail_params
     else:
         # With a choice of countries most machines are left out; they need only a count, so the
         # status is worked out once per machine (OFFSET 0 keeps the subquery apart) and the
         # detail keys only for the machines screened in.
-        guarded = ", ".join(f"CASE WHEN m.status = {SCREENED} THEN {detail} END" for detail in details)
+        screened = availability.SCREENED
+        guarded = ", ".join(f"CASE WHEN m.status = {screened} THEN {detail} END" for detail in details)
         sql = (
             f"SELECT m.status, {guarded}, {aggregates} FROM ("  # noqa: S608  # nosec B608
             f"SELECT {status_sql} AS status, m.tier, m.memory_per_gpu_mib, m.free_gpus, "
-            "m.price_per_gpu_hour, m.last_seen_at FROM catalog_machine m WHERE m.gone_at IS NULL "
+            f"m.price_per_gpu_hour, m.last_seen_at FROM catalog_machine m WHERE {in_fleet} "
             f"OFFSET 0) AS m GROUP BY {group_by}"
         )
         params = detail_params + status_params
@@ -363,7 +320,8 @@ def counted_fleet(query: FleetQuery) -> FleetCount:
         cursor.execute(sql, params)
         groups = cursor.fetchall()
 
-    left_out = dict.fromkeys((OFFLINE, STALE, OUTSIDE, MEMORY_UNKNOWN, NO_FREE), 0)
+    left_out = dict.fromkeys(availability.COUNTED_REASONS, 0)
+    not_fresh = {availability.STATUS_OF_REASON[reasons.OFFLINE], availability.STATUS_OF_REASON[reasons.STALE]}
     newest = oldest = None
     considered = too_small = fitting = 0
     largest = None
@@ -380,11 +338,11 @@ def counted_fleet(query: FleetQuery) -> FleetCount:
         status, tier, memory_bucket, free_gpus = row[:4]
         price_bucket = row[4] if price_edges else 0
         count, cheapest_price, most_memory, seen_max, seen_min, dearest_price = row[keys:]
-        if status != OFFLINE and status != STALE:
+        if status not in not_fresh:
             newest = seen_max if newest is None else max(newest, seen_max)
             oldest = seen_min if oldest is None else min(oldest, seen_min)
-        if status != SCREENED:
-            left_out[status] += count
+        if status != availability.SCREENED:
+            left_out[availability.REASON_OF_STATUS[status]] += count
             continue
         considered += count
         largest = most_memory if largest is None else max(largest, most_memory)
@@ -393,7 +351,7 @@ def counted_fleet(query: FleetQuery) -> FleetCount:
             # Any memory in the bucket fits like its lower edge: every threshold is an edge.
             memory = memory_edges[memory_bucket - 1] if memory_bucket else 0
             fits_of[shape] = [
-                matching.gpus_used_by_thresholds(thresholds, memory, free_gpus) for thresholds in query.fits
+                fit.gpus_used_by_thresholds(thresholds, memory, free_gpus) for thresholds in query.fits
             ]
         for fit_index, gpus in enumerate(fits_of[shape]):
             if gpus is None:
@@ -508,8 +466,8 @@ def _count_at_cheapest(query: FleetQuery, only_cheapest: dict[str, Decimal]) -> 
     tier_params = [] if query.tier == "both" else [query.tier]
     filters, filter_params = [], []
     for code, limit, other in (
-        (matching.BREAK_MAX_PRICE, query.max_price_per_hour, query.budget),
-        (matching.BREAK_BUDGET, query.budget, query.max_price_per_hour),
+        (reasons.BREAK_MAX_PRICE, query.max_price_per_hour, query.budget),
+        (reasons.BREAK_BUDGET, query.budget, query.max_price_per_hour),
     ):
         if code not in only_cheapest:
             continue
@@ -520,7 +478,7 @@ def _count_at_cheapest(query: FleetQuery, only_cheapest: dict[str, Decimal]) -> 
             f"AND m.price_per_gpu_hour * {gpus_sql} > %s AND m.price_per_gpu_hour * {gpus_sql} = %s)"
         )
         filter_params += [*tier_params, *other_params, *gpus_params, limit, *gpus_params, only_cheapest[code]]
-    codes = [code for code in (matching.BREAK_MAX_PRICE, matching.BREAK_BUDGET) if code in only_cheapest]
+    codes = [code for code in (reasons.BREAK_MAX_PRICE, reasons.BREAK_BUDGET) if code in only_cheapest]
     # Fixed SQL and integers; every value is a parameter.
     sql = (
         f"SELECT {', '.join(filters)} FROM catalog_machine m "  # noqa: S608  # nosec B608

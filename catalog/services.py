@@ -14,6 +14,7 @@ from decimal import Decimal
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 from django.utils.text import slugify
 
@@ -46,7 +47,8 @@ MEMORY_FLAG_TOLERANCE = 0.05
 
 # Every Machine column a fleet upsert rewrites when the (provider, machine id) already exists.
 MACHINE_UPSERT_FIELDS = [
-    "tier", "gpu_type", "gpu_count", "free_gpus", "memory_per_gpu_mib", "memory_source", "memory_flag",
+    "tier", "provider_is_active", "gpu_type", "gpu_count", "free_gpus", "memory_per_gpu_mib", "memory_source",
+    "memory_flag",
     "country", "region", "price_per_gpu_hour", "interruptible", "booking_limit_hours", "is_available",
     "last_seen_at", "gone_at", "updated_at",
 ]
@@ -174,7 +176,8 @@ def _random_machine(
     price = max(price.quantize(Decimal("0.001")), Decimal("0.01"))
 
     return Machine(
-        provider=plan.provider, provider_machine_id=machine_id, tier=plan.provider.tier, gpu_type=gpu_type,
+        provider=plan.provider, provider_machine_id=machine_id, tier=plan.provider.tier,
+        provider_is_active=plan.provider.is_active, gpu_type=gpu_type,
         gpu_count=gpu_count, free_gpus=free_gpus, memory_per_gpu_mib=memory, memory_source=source,
         memory_flag=flag, country=country, region=region, price_per_gpu_hour=price,
         interruptible=interruptible, booking_limit_hours=booking_limit, is_available=is_available,
@@ -214,7 +217,25 @@ def _upsert_providers(rows: list[dict]) -> dict[str, Provider]:
         unique_fields=["name"],
         update_fields=["slug", "tier", "notes", "is_active", "feed_url"],
     )
-    return {p.name: p for p in Provider.objects.filter(name__in=[row["name"] for row in rows])}
+    providers = {p.name: p for p in Provider.objects.filter(name__in=[row["name"] for row in rows])}
+    for provider in providers.values():
+        sync_machines_with_provider(provider)
+    return providers
+
+
+def sync_machines_with_provider(provider: Provider) -> int:
+    """Bring the provider's figures that machines keep a copy of (tier, active) onto its machines."""
+    stale = Q(provider=provider) & (~Q(tier=provider.tier) | ~Q(provider_is_active=provider.is_active))
+    return Machine.objects.filter(stale).update(tier=provider.tier, provider_is_active=provider.is_active)
+
+
+@transaction.atomic
+def save_provider(provider: Provider) -> Provider:
+    """Save a provider (the admin's write) and keep its machines' copies in step: a deactivated
+    provider's machines stop counting as available at once."""
+    provider.save()
+    sync_machines_with_provider(provider)
+    return provider
 
 
 def demo_feed_url(slug: str) -> str:

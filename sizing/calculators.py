@@ -27,6 +27,7 @@ from .weights import (
     split_parameters,
     stored_weights,
 )
+from .workloads import CODES as WORKLOADS
 
 # Exact bytes per parameter; the floats in specs.BYTES_PER_PARAMETER carry the same values.
 WEIGHT_BYTES = {16: Fraction(2), 8: Fraction(1), 4: Fraction(1, 2)}
@@ -64,7 +65,6 @@ LARGE_CONTEXT = 32_768
 DEFAULT_BEAMS = 5
 MAX_BEAMS = 64
 
-WORKLOADS = ("inference", "finetune", "image", "notebook", "speech")
 
 
 def _gib_text(n_bytes: int) -> str:

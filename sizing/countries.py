@@ -16,8 +16,10 @@ EU_MEMBERS: frozenset[str] = frozenset(
 EU_CODE = "EU"
 
 
-def _is_iso_alpha2(code: str) -> bool:
-    return len(code) == 2 and code.isalpha() and pycountry.countries.get(alpha_2=code) is not None
+def is_country_code(code: str) -> bool:
+    """The one check of a country code: an ISO 3166 alpha-2 code, upper case (DE, US; not UK)."""
+    well_formed = len(code) == 2 and code.isascii() and code.isalpha()
+    return well_formed and pycountry.countries.get(alpha_2=code) is not None
 
 
 def expand_countries(codes: Iterable[str]) -> tuple[frozenset[str] | None, tuple[str, ...]]:
@@ -34,7 +36,7 @@ def expand_countries(codes: Iterable[str]) -> tuple[frozenset[str] | None, tuple
             continue
         if code == EU_CODE:
             expanded |= EU_MEMBERS
-        elif _is_iso_alpha2(code):
+        elif is_country_code(code):
             expanded.add(code)
         else:
             raise SizingError("countries", f"Unknown country code: {raw.strip()}")

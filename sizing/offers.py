@@ -39,6 +39,10 @@ class MachineOffer:
     datasheet_memory_mib: int | None = None
     memory_flag: str | None = None  # host-reported memory far from the datasheet, in words
     measured_speeds: tuple[MeasuredSpeed, ...] = ()
+    # What the availability rule reads besides the fields above (`sizing.availability`).
+    is_available: bool = True
+    provider_active: bool = True
+    gone: bool = False
 
 
 @dataclass(frozen=True)

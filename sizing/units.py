@@ -1,8 +1,18 @@
+"""Units, and the one rounding policy for everything shown (sizes and money are exact until here).
+
+- Sizes: bytes in, GiB out with two decimals, halves rounded up (15.625 → 15.63), as people round.
+- Money: prices are kept to four places; an amount is shown with the digits it has, at least two
+  and at most four ($0.098 stays $0.098, $2.50 stays $2.50), halves rounded up at the fourth.
+"""
 from decimal import ROUND_HALF_UP, Decimal
 
 GIB = 2**30
 MIB = 2**20
 GB = 10**9
+
+MONEY_PLACES = 4  # the catalog keeps prices to 4 places
+_CENTS = Decimal("0.01")
+_MONEY_STEP = Decimal(1).scaleb(-MONEY_PLACES)
 
 
 def gib(n_bytes: float) -> float:
@@ -14,13 +24,22 @@ def round_half_up(value: float | int | Decimal, places: int = 2) -> Decimal:
     return Decimal(str(value)).quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP)
 
 
-def gib_display(n_bytes: int | float) -> str:
-    """Bytes as GiB with two decimals, rounded only here, for display."""
+def _gib_decimal(n_bytes: int | float) -> Decimal:
     if float(n_bytes).is_integer():
         exact = Decimal(int(n_bytes)) / Decimal(GIB)
     else:
         exact = Decimal(str(n_bytes / GIB))
-    return f"{exact.quantize(Decimal('0.01'), rounding=ROUND_HALF_UP):,}"
+    return exact.quantize(_CENTS, rounding=ROUND_HALF_UP)
+
+
+def gib_display(n_bytes: int | float) -> str:
+    """Bytes as GiB with two decimals, rounded only here, for display."""
+    return f"{_gib_decimal(n_bytes):,}"
+
+
+def gib_number(n_bytes: int | float) -> float:
+    """Bytes as GiB, two decimals, for JSON (same rounding as the page)."""
+    return float(_gib_decimal(n_bytes))
 
 
 def fmt_gib(n_bytes: float) -> str:
@@ -29,3 +48,22 @@ def fmt_gib(n_bytes: float) -> str:
 
 def fmt_int(n: int) -> str:
     return f"{n:,}"
+
+
+def money_amount(amount: Decimal | int | str) -> Decimal:
+    """An amount with the digits it has: at least cents, at most four places (halves up)."""
+    value = Decimal(amount).quantize(_MONEY_STEP, rounding=ROUND_HALF_UP)
+    trimmed = value.normalize()
+    if trimmed.as_tuple().exponent > -2:
+        trimmed = value.quantize(_CENTS)
+    return trimmed
+
+
+def money_string(amount: Decimal | int | str) -> str:
+    """A JSON/API money value: a decimal string with the amount's own digits ("0.098", "2.50")."""
+    return format(money_amount(amount), "f")
+
+
+def money_text(amount: Decimal | int | str) -> str:
+    """Money for people: "$1,020.40", "$0.098"."""
+    return f"${money_amount(amount):,}"

@@ -8,6 +8,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('catalog', '0005_languagemodel_tied_embeddings'),
+        ('catalog', '0005_machine_provider_is_active'),
     ]
 
     operations = [

@@ -2,14 +2,15 @@ from django import forms
 from django.contrib.auth.forms import UserCreationForm
 from django.contrib.auth.models import User
 
-from nodelodge.wizard.forms import MAX_MONEY
+from nodelodge.recommendations.query import MAX_MONEY
+from sizing.fit import MAX_GPUS_PER_MACHINE
 
 
 class LaunchForm(forms.Form):
     """The hidden fields of a Launch button on the result page."""
 
     machine = forms.IntegerField(min_value=1)
-    gpus = forms.IntegerField(min_value=1, max_value=16)
+    gpus = forms.IntegerField(min_value=1, max_value=MAX_GPUS_PER_MACHINE)
     price_per_hour = forms.DecimalField(min_value=0, max_value=MAX_MONEY, max_digits=16, decimal_places=4)
     query = forms.CharField(max_length=2400, required=False)
     idempotency_key = forms.RegexField(regex=r"^[A-Za-z0-9_-]{8,64}$", max_length=64)

@@ -1,5 +1,5 @@
 """Bookings: the GPUs of one machine held for one user, from Launch until Stop."""
-from decimal import ROUND_HALF_UP, Decimal
+from decimal import Decimal
 
 from django.conf import settings
 from django.db import models
@@ -76,5 +76,5 @@ class Booking(models.Model):
         return hours
 
     def cost_so_far(self, now) -> Decimal:
-        cost = self.hours_elapsed(now) * self.price_per_hour
-        return cost.quantize(Decimal("0.01"), rounding=ROUND_HALF_UP)
+        """Exact; shown with the one money rounding (`sizing.units.money_text`)."""
+        return self.hours_elapsed(now) * self.price_per_hour

@@ -9,8 +9,8 @@ and no other transaction can hold a lock on a row that does not exist yet), so t
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
-from decimal import ROUND_HALF_UP, Decimal
+from datetime import datetime
+from decimal import Decimal
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
@@ -22,13 +22,17 @@ from django.utils import timezone
 
 from catalog import selectors as catalog_selectors
 from catalog.models import Machine
-from nodelodge.wizard.forms import WorkloadQuery, WorkloadQueryForm
-from nodelodge.wizard.selectors import QueryError, estimate_for, recommendation_for
-from sizing.matching import RecommendedMachine, budget_cover, fit_on_machine
+from nodelodge.recommendations.query import QueryError, WorkloadQuery
+from nodelodge.recommendations.query import parse_query as parse_workload_query
+from nodelodge.recommendations.selectors import estimate_for, recommendation_for, stale_cutoff
+from sizing import reasons
+from sizing.availability import GONE, unavailable_reason
+from sizing.fit import fit_on_machine
+from sizing.results import RecommendedMachine
+from sizing.units import money_amount, money_text
+from sizing.wording import budget_cover
 
 from .models import Booking
-
-CENT = Decimal("0.01")
 
 
 class LaunchRefused(Exception):
@@ -80,27 +84,22 @@ class StopOutcome:
     stopped: bool  # False when the booking had already ended (a second click on Stop)
 
 
-def money(amount: Decimal) -> str:
-    return f"${amount.quantize(CENT, rounding=ROUND_HALF_UP):,.2f}"
-
-
 def result_url_for(query: WorkloadQuery) -> str:
     return f"{reverse('wizard:start')}?{query.as_query_string()}"
 
 
 def parse_query(query_string: str) -> WorkloadQuery:
     """The wizard's query from a result's query string, validated as the wizard validates it."""
-    form = WorkloadQueryForm(QueryDict(query_string or ""))
-    if not form.is_valid():
+    try:
+        return parse_workload_query(QueryDict(query_string or ""))
+    except QueryError as error:
         problems = "; ".join(
-            f"{name}: {' '.join(messages)}" if name != "__all__" else " ".join(messages)
-            for name, messages in form.errors.items()
+            f"{name}: {message}" if name != "__all__" else message for name, message in error.errors.items()
         )
         raise LaunchRefused(
             LaunchRefused.INVALID_QUERY,
             f"The inputs of this result are not valid any more ({problems}). Start again from the wizard.",
-        )
-    return WorkloadQuery.from_form(form)
+        ) from error
 
 
 def next_cheapest(query: WorkloadQuery, exclude_machine_id: int) -> RecommendedMachine | None:
@@ -189,31 +188,36 @@ def _book_locked(
     if existing is not None:
         return LaunchOutcome(existing, created=False)
 
-    if machine is None or machine.gone_at is not None:
+    if machine is None:
         raise refuse(LaunchRefused.GONE, "This machine is no longer offered by its provider.")
     name = f"{machine.provider.name} {machine.provider_machine_id}"
-    if not machine.is_available or not machine.provider.is_active:
+    offer = catalog_selectors.machine_offer(machine)
+    # The availability rule the answer applied, applied again under the lock.
+    reason = unavailable_reason(offer, stale_cutoff=stale_cutoff(now), countries=query.countries)
+    if reason == GONE:
+        raise refuse(LaunchRefused.GONE, "This machine is no longer offered by its provider.")
+    if reason == reasons.OFFLINE:
         raise refuse(
             LaunchRefused.OFFLINE, f"{name} went offline or out of stock since the result was shown."
         )
-    stale_after = timedelta(seconds=settings.MACHINE_STALE_AFTER_SECONDS)
-    if machine.last_seen_at is None or machine.last_seen_at < now - stale_after:
+    if reason == reasons.STALE:
         minutes = settings.MACHINE_STALE_AFTER_SECONDS // 60
         raise refuse(
             LaunchRefused.STALE,
             f"{name} has not been heard from for over {minutes} minutes, "
             "so it no longer counts as available.",
         )
-    if query.countries is not None and (machine.country or None) not in query.countries:
-        raise refuse(LaunchRefused.OUTSIDE_COUNTRIES, f"{name} is outside the countries you chose.")
-    if machine.free_gpus < gpus:
+    if reason == reasons.OUTSIDE_COUNTRIES:
+        where = "outside the countries you chose" if query.countries is not None else "of unknown location"
+        raise refuse(LaunchRefused.OUTSIDE_COUNTRIES, f"{name} is {where}.")
+    if reason in (reasons.NO_FREE_GPUS, None) and machine.free_gpus < gpus:
         raise refuse(
             LaunchRefused.TAKEN,
             f"{name} no longer has {gpus} free GPU{'s' if gpus != 1 else ''} "
             f"({machine.free_gpus} free now): someone else booked first.",
         )
 
-    fit = fit_on_machine(breakdown, catalog_selectors.machine_offer(machine))
+    fit = fit_on_machine(breakdown, offer) if reason is None else None
     if fit is None or fit.gpus_used != gpus:
         if fit is None:
             why = "it does not fit on this machine's free GPUs any more"
@@ -224,12 +228,14 @@ def _book_locked(
             f"The machine's figures changed and your workload no longer fits {name} as shown: {why}.",
         )
 
+    # The page shows and sends the exact price; any difference is a price change.
     price_per_hour = machine.price_per_gpu_hour * gpus
-    shown = Decimal(shown_price_per_hour).quantize(CENT, rounding=ROUND_HALF_UP)
-    if price_per_hour.quantize(CENT, rounding=ROUND_HALF_UP) != shown:
+    shown = money_amount(shown_price_per_hour)
+    if money_amount(price_per_hour) != shown:
         raise refuse(
             LaunchRefused.PRICE_CHANGED,
-            f"The price changed from {money(shown)}/h to {money(price_per_hour)}/h; check and launch again.",
+            f"The price changed from {money_text(shown)}/h to {money_text(price_per_hour)}/h; "
+            "check and launch again.",
             new_price_per_hour=price_per_hour,
         )
 

@@ -18,7 +18,8 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
-from sizing.matching import MEMORY_SOURCE_WORDS
+from sizing.results import machine_row
+from sizing.units import money_text
 
 from . import selectors, services
 from .forms import LaunchForm, SignUpForm
@@ -57,8 +58,7 @@ def launch(request):
         alternatives = []
         if refusal.alternative is not None:
             # Shown as a row of the result's own table, with a fresh Launch form.
-            alternative = refusal.alternative.to_dict()
-            alternative["memory_source_words"] = MEMORY_SOURCE_WORDS.get(alternative["memory_source"], "")
+            alternative = machine_row(refusal.alternative)
             alternative["idempotency_key"] = uuid.uuid4().hex
             alternatives.append(alternative)
         context = {"refusal": refusal, "alternatives": alternatives, "query_string": query_string}
@@ -70,7 +70,7 @@ def launch(request):
         messages.success(
             request,
             f"Launched: {booking.gpus} × {booking.machine.gpu_type.name} on {booking.machine.provider.name} "
-            f"{booking.machine.provider_machine_id} at {services.money(booking.price_per_hour)}/h.",
+            f"{booking.machine.provider_machine_id} at {money_text(booking.price_per_hour)}/h.",
         )
     return _see_other(request, reverse("launches:list"))
 

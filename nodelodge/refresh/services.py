@@ -169,6 +169,7 @@ def apply_feed(provider: Provider, parsed: ParsedFeed, run: SyncRun, now: dateti
             provider=provider,
             provider_machine_id=record.provider_machine_id,
             tier=provider.tier,
+            provider_is_active=provider.is_active,
             gpu_type_id=record.gpu_type.id,
             gpu_count=record.gpu_count,
             free_gpus=record.free_gpus,

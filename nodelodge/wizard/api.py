@@ -10,12 +10,10 @@ from ninja.errors import ValidationError as NinjaValidationError
 
 from nodelodge.hardening.faults import database_unavailable_json, log_database_unavailable
 from nodelodge.hardening.throttling import ApiRateThrottle, throttled_message
-
-from . import selectors as wizard_selectors
-from .forms import WorkloadQuery, WorkloadQueryForm
-from .selectors import QueryError, estimate_for, recommendation_for
-
-API_DEFAULT_LIMIT = 100
+from nodelodge.recommendations import selectors as recommendation_selectors
+from nodelodge.recommendations.query import API_LIMIT, QueryError, WorkloadQuery, parse_query
+from nodelodge.recommendations.selectors import estimate_for, recommendation_for
+from sizing.workloads import WIZARD_CODES
 
 api = NinjaAPI(
     title="Node Lodge console API",
@@ -94,6 +92,8 @@ class MachineOut(Schema):
     tight_margin: bool
     why_gpus: str
     memory_source: str
+    memory_source_short: str
+    memory_source_words: str
     memory_flag: str | None
     country: str | None
     country_name: str | None
@@ -167,10 +167,7 @@ class ModelOut(Schema):
 
 
 def _query(request: HttpRequest) -> WorkloadQuery:
-    form = WorkloadQueryForm(request.GET)
-    if not form.is_valid():
-        raise QueryError({name: " ".join(messages) for name, messages in form.errors.items()})
-    return WorkloadQuery.from_form(form)
+    return parse_query(request.GET)
 
 
 @api.exception_handler(QueryError)
@@ -214,15 +211,15 @@ def estimate(request, params: Query[WorkloadParams]):
 )
 def recommendations(request, params: Query[PreferenceParams]):
     """The whole result: memory, machines cheapest first, alternatives and constraints applied."""
-    return recommendation_payload(recommendation_for(_query(request), default_limit=API_DEFAULT_LIMIT))
+    return recommendation_payload(recommendation_for(_query(request), default_limit=API_LIMIT))
 
 
 @api.get("/models", response={200: list[ModelOut], 400: ErrorOut, 429: ErrorOut}, url_name="models")
 def models(request, workload: str | None = None):
     """The catalog's models, optionally only those that suit a workload."""
-    if workload not in (None, "", "inference", "finetune", "image", "notebook"):
-        raise QueryError({"workload": "Choose inference, finetune, image or notebook."})
-    return wizard_selectors.model_listing(workload or None)
+    if workload not in (None, "", *WIZARD_CODES):
+        raise QueryError({"workload": f"Choose {', '.join(WIZARD_CODES[:-1])} or {WIZARD_CODES[-1]}."})
+    return recommendation_selectors.model_listing(workload or None)
 
 
 def recommendation_payload(result) -> dict:

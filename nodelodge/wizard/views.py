@@ -8,20 +8,20 @@ from django.shortcuts import render
 from django.template.response import TemplateResponse
 from django.views.decorators.http import require_GET
 
-from sizing.other_calculators import gpus_for_throughput, rule_of_thumb
-
-from . import selectors as wizard_selectors
-from .forms import (
+from nodelodge.recommendations import selectors as recommendation_selectors
+from nodelodge.recommendations.query import (
     DEFAULT_MODEL_BY_WORKLOAD,
     DEFAULTS,
-    WORKLOADS,
-    RuleOfThumbForm,
-    ThroughputForm,
-    WorkloadQuery,
+    WORKLOAD_CHOICES,
+    QueryError,
     WorkloadQueryForm,
     field_labels,
+    parse_query,
 )
-from .selectors import QueryError, recommendation_for
+from nodelodge.recommendations.selectors import model_row, recommendation_for, suits
+from sizing.other_calculators import gpus_for_throughput, rule_of_thumb
+
+from .forms import RuleOfThumbForm, ThroughputForm
 
 # hx-target id → partial of wizard/wizard.html
 HTMX_PARTIALS = {"result": "result", "model-list": "model-list", "wizard": "wizard"}
@@ -41,18 +41,18 @@ def _slug_to_look_up(slug: str | None) -> str | None:
     return slug
 
 
-def _form_values(params) -> dict[str, str]:
+def _form_values(params) -> tuple[dict[str, str], object | None]:
     """What the form shows: the query as given, defaults for what is left out, and a model
     that suits the workload (switching workload swaps in that workload's default model; an
-    unknown slug stays, so the form can say so)."""
+    unknown slug stays, so the form can say so); and that model's catalog row, if any."""
     values = {**DEFAULTS, **{key: params.get(key) for key in params}}
     values["countries"] = ",".join(c for c in params.getlist("countries") if c)
     workload = values["workload"]
-    if workload in DEFAULT_MODEL_BY_WORKLOAD and wizard_selectors.model_of_another_workload(
-        _slug_to_look_up(values.get("model")), workload
-    ):
+    row = model_row(_slug_to_look_up(values.get("model")))
+    if workload in DEFAULT_MODEL_BY_WORKLOAD and row is not None and not suits(row, workload):
         values["model"] = DEFAULT_MODEL_BY_WORKLOAD[workload]
-    return values
+        row = model_row(values["model"])
+    return values, row
 
 
 def _public_query(params) -> str:
@@ -66,25 +66,21 @@ def _public_query(params) -> str:
 @require_GET
 def wizard(request):
     params = request.GET
-    values = _form_values(params)
+    values, row = _form_values(params)
     # An unknown workload is reported by the form; the page still shows the default steps.
-    workload = values["workload"] if values["workload"] in dict(WORKLOADS) else DEFAULTS["workload"]
+    workload = values["workload"] if values["workload"] in dict(WORKLOAD_CHOICES) else DEFAULTS["workload"]
     result, errors = None, {}
     if "workload" in params:
-        form = WorkloadQueryForm(values)
-        if form.is_valid():
-            try:
-                result = recommendation_for(WorkloadQuery.from_form(form))
-            except QueryError as error:
-                errors = error.errors
-        else:
-            errors = {name: " ".join(messages) for name, messages in form.errors.items()}
+        try:
+            result = recommendation_for(parse_query(values), model_row=row)
+        except QueryError as error:
+            errors = error.errors
     if result is not None:
         for machine in [*result.data["machines"], *result.data["alternatives"]]:
             machine["idempotency_key"] = uuid.uuid4().hex
 
     search = (params.get("q") or "").strip()[:100]
-    selected = wizard_selectors.model_choice(_slug_to_look_up(values.get("model")))
+    selected = recommendation_selectors.model_choice(row)
     model_kind = selected["kind"] if selected else None
     eu_checked, other_countries = _split_countries(values["countries"])
     context = {
@@ -92,10 +88,10 @@ def wizard(request):
         "errors": errors,
         "result": result,
         "workload": workload,
-        "workloads": WORKLOADS,
+        "workloads": WORKLOAD_CHOICES,
         "precisions": WorkloadQueryForm.base_fields["precision"].choices,
         "tiers": WorkloadQueryForm.base_fields["tier"].choices,
-        "models": wizard_selectors.model_choices(workload, search),
+        "models": recommendation_selectors.model_choices(workload, search),
         "model_kind": model_kind,
         "selected_model": selected,
         "labels": field_labels(workload, model_kind),

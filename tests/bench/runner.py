@@ -156,12 +156,10 @@ def shown_query(query_string: str) -> str:
     """The query string the result panel's own form sends (with `shown`, so it is not retargeted)."""
     from django.http import QueryDict
 
-    from nodelodge.wizard import selectors as wizard_selectors
     from nodelodge.wizard.views import _form_values
 
-    values = _form_values(QueryDict(query_string))
-    selected = wizard_selectors.model_choice(values.get("model"))
-    return f"{query_string}&shown={values['workload']}:{selected['kind'] if selected else ''}"
+    values, row = _form_values(QueryDict(query_string))
+    return f"{query_string}&shown={values['workload']}:{row.kind if row is not None else ''}"
 
 
 # --- in-process measurement -----------------------------------------------------------------------

@@ -4,6 +4,7 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
+from catalog import services
 from catalog.models import GpuType, LanguageModel, Machine, Provider
 
 pytestmark = pytest.mark.django_db
@@ -90,11 +91,16 @@ def test_the_database_rejects_impossible_machine_values(provider, gpu_type, over
         make_machine(provider, gpu_type, **overrides).save()
 
 
-def test_provider_tier_change_is_copied_to_its_machines(provider, gpu_type):
+def test_provider_tier_and_active_flag_are_copied_to_its_machines(provider, gpu_type):
     make_machine(provider, gpu_type).save()
     provider.tier = "community"
-    provider.save()
-    assert Machine.objects.get().tier == "community"
+    provider.is_active = False
+    services.save_provider(provider)
+    machine = Machine.objects.get()
+    assert machine.tier == "community" and machine.provider_is_active is False
+    provider.is_active = True
+    services.save_provider(provider)
+    assert Machine.objects.get().provider_is_active is True
 
 
 def test_language_model_figures_reject_zero_and_negative_values():

@@ -1,7 +1,5 @@
-from decimal import Decimal
 
 import pytest
-from django.utils import timezone
 
 from catalog import selectors
 from catalog.models import LanguageModel, Machine
@@ -102,14 +100,3 @@ def test_machine_offers_use_a_fixed_number_of_queries(catalog, django_assert_max
     assert len(offers) == Machine.objects.count()
 
 
-def test_available_machines_leaves_out_offline_gone_and_stale_machines(catalog):
-    now = timezone.now()
-    ids = set(selectors.available_machines(now).values_list("pk", flat=True))
-    assert ids == set(Machine.objects.filter(is_available=True).values_list("pk", flat=True))
-    stale, gone = Machine.objects.filter(is_available=True)[:2]
-    Machine.objects.filter(pk=stale.pk).update(last_seen_at=now - timezone.timedelta(days=1))
-    Machine.objects.filter(pk=gone.pk).update(gone_at=now)
-    remaining = set(selectors.available_machines(now).values_list("pk", flat=True))
-    assert remaining == ids - {stale.pk, gone.pk}
-    prices = [m.price_per_gpu_hour for m in selectors.available_machines(now)]
-    assert prices == sorted(prices) and all(p > Decimal(0) for p in prices)

@@ -138,9 +138,11 @@ def test_a_changed_price_is_refused_with_both_prices(small_catalog, make_user):
     assert machine.free_gpus == 2
 
 
-def test_a_price_shown_rounded_to_the_cent_is_the_same_price(small_catalog, make_user):
+def test_the_exact_price_shown_books_and_a_rounded_one_is_a_different_price(small_catalog, make_user):
     machine = small_catalog.machine(price_per_gpu_hour=Decimal("1.8950"))
-    outcome = book(make_user(), machine, gpus=1, price="1.90")
+    refusal = refusal_of(make_user(), machine, gpus=1, price="1.90")
+    assert refusal.code == LaunchRefused.PRICE_CHANGED and "$1.895/h" in refusal.message
+    outcome = book(make_user(), machine, gpus=1, price="1.895")
     assert outcome.created and outcome.booking.price_per_hour == Decimal("1.895")
 
 
@@ -249,7 +251,7 @@ def test_another_users_booking_cannot_be_stopped(small_catalog, make_user):
 def test_cost_so_far_is_hours_elapsed_times_price(small_catalog, make_user):
     booking = book(make_user(), small_catalog.machine(), price="2.49").booking
     later = booking.started_at + timedelta(minutes=90)
-    assert booking.cost_so_far(later) == Decimal("3.74")  # 1.5 h × $2.49 = 3.735
+    assert booking.cost_so_far(later) == Decimal("3.735")  # 1.5 h × $2.49, shown as $3.735
 
 
 def test_cost_so_far_stops_at_the_booking_limit(small_catalog, make_user):

@@ -2,7 +2,8 @@
 
 import pytest
 
-from sizing.matching import HIGH, LOW, MEDIUM, Fit, confidence
+from sizing.confidence import HIGH, LOW, MEDIUM, confidence
+from sizing.fit import Fit
 from sizing.units import GIB
 
 from .factories import fixed_need, offer

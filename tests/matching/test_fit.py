@@ -2,7 +2,7 @@
 
 import pytest
 
-from sizing.matching import TIGHT_HEADROOM_FRACTION, fit_on_machine
+from sizing.fit import TIGHT_HEADROOM_FRACTION, fit_on_machine
 from sizing.units import GIB, MIB
 
 from .factories import CARD_48GB_MIB, H200_MIB, RTX_4090_MIB, T4_MIB, fixed_need, llama_8b, llama_70b, offer

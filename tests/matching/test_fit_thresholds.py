@@ -4,7 +4,7 @@ import random
 import pytest
 
 from sizing.breakdown import Breakdown, Item
-from sizing.matching import _FitPlanner, fit_thresholds, gpus_used_by_thresholds
+from sizing.fit import FitPlanner, fit_thresholds, gpus_used_by_thresholds
 from sizing.units import GIB, MIB
 
 
@@ -27,7 +27,7 @@ def _random_breakdown(rng: random.Random) -> Breakdown:
 def test_thresholds_give_the_planners_gpu_count_on_every_machine_shape(seed):
     rng = random.Random(seed)
     breakdown = _random_breakdown(rng)
-    planner = _FitPlanner(breakdown)
+    planner = FitPlanner(breakdown)
     thresholds = fit_thresholds(breakdown)
     edges = [need for _, need in thresholds]
     memories = {rng.randint(1, 200_000) for _ in range(150)}

@@ -7,8 +7,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sizing.breakdown import Breakdown, Item
-from sizing.matching import EXCLUDED_REASONS, recommend
+from sizing.matching import recommend
 from sizing.offers import Preferences
+from sizing.reasons import EXCLUDED_REASONS
 from sizing.units import GIB, MIB
 
 from .factories import CARD_48GB_MIB, H200_MIB, RTX_4090_MIB, T4_MIB, offer

@@ -6,20 +6,20 @@ from datetime import timedelta
 from decimal import Decimal
 
 from sizing.countries import EU_MEMBERS, expand_countries
-from sizing.matching import (
-    ALTERNATIVES_SHOWN,
+from sizing.matching import ALTERNATIVES_SHOWN, recommend
+from sizing.offers import MeasuredSpeed, Preferences
+from sizing.reasons import (
     BUDGET_UNDER_HOUR,
     MEMORY_UNKNOWN,
+    NO_FREE_GPUS,
     OFFLINE,
     OTHER_TIER,
     OUTSIDE_COUNTRIES,
     OVER_PRICE,
     STALE,
     TOO_SMALL,
-    budget_cover,
-    recommend,
 )
-from sizing.offers import MeasuredSpeed, Preferences
+from sizing.wording import budget_cover
 
 from .factories import (
     CARD_48GB_MIB,
@@ -135,6 +135,7 @@ def test_every_offer_is_counted_exactly_once():
         STALE,
         OUTSIDE_COUNTRIES,
         MEMORY_UNKNOWN,
+        NO_FREE_GPUS,
         TOO_SMALL,
         OTHER_TIER,
         OVER_PRICE,
@@ -173,10 +174,10 @@ def test_machines_not_heard_from_recently_or_without_free_gpus_are_left_out():
     result = recommend(fixed_need(10), offers, ANYWHERE, now=NOW, stale_after_minutes=30)
     assert ids(result.machines) == [1]
     assert result.excluded[STALE] == 2
-    assert result.excluded[OFFLINE] == 1
+    assert result.excluded[NO_FREE_GPUS] == 1 and result.excluded[OFFLINE] == 0
     assert (
         "Availability",
-        "Community machines online, Secure machines in stock, heard from within 30 minutes",
+        "Community machines online, Secure machines in stock, from active providers, heard from within 30 minutes",
     ) in result.constraints
 
 

@@ -9,10 +9,11 @@ from django.conf import settings
 from django.utils import timezone
 
 from catalog.models import GpuType, Machine, Provider
-from nodelodge.wizard import selectors as wizard_selectors
-from nodelodge.wizard.forms import WorkloadQuery, WorkloadQueryForm
-from nodelodge.wizard.selectors import estimate_for, recommendation_for
+from nodelodge.recommendations import selectors as wizard_selectors
+from nodelodge.recommendations.query import PAGE_LIMIT, WorkloadQuery, WorkloadQueryForm
+from nodelodge.recommendations.selectors import estimate_for, recommendation_for
 from sizing import matching
+from sizing.fit import fit_thresholds
 from sizing.specs import PRECISIONS
 
 # Names that sort differently by byte and by dictionary order, so the tie-break's order is tested.
@@ -60,7 +61,7 @@ def _memory_pool() -> list[int]:
         if query.precision:
             breakdowns += [estimate_for(query, p)[0] for p in PRECISIONS if p < query.precision]
         for breakdown in breakdowns:
-            for _, need in matching.fit_thresholds(breakdown):
+            for _, need in fit_thresholds(breakdown):
                 pool |= {need - 1, need, need + 1}
     return sorted(m for m in pool if m and m > 0)
 
@@ -109,7 +110,7 @@ def _engine_over_every_machine(query: WorkloadQuery, now, rng: random.Random) ->
             if precision < query.precision:
                 lower[precision] = estimate_for(query, precision)[0]
     recommendation, _ = wizard_selectors.recommend_over_every_machine(
-        query, breakdown, lower, now, query.limit or wizard_selectors.DEFAULT_LIMIT, shuffle=rng.shuffle
+        query, breakdown, lower, now, query.limit or PAGE_LIMIT, shuffle=rng.shuffle
     )
     return recommendation
 

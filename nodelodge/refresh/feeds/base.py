@@ -12,9 +12,10 @@ from datetime import datetime
 from decimal import Decimal, InvalidOperation
 from typing import Protocol
 
-import pycountry
+from sizing.countries import is_country_code
+from sizing.fit import MAX_GPUS_PER_MACHINE
 
-MAX_GPU_COUNT = 16
+MAX_GPU_COUNT = MAX_GPUS_PER_MACHINE
 # 1 TiB per GPU: far beyond any GPU sold; a larger figure is a unit mix-up or garbage.
 MAX_MEMORY_MIB = 1_048_576
 MAX_PRICE_PER_GPU_HOUR = Decimal("10000")
@@ -169,8 +170,7 @@ def country(value) -> str:
     code = value.strip().upper()
     if not code:
         return ""
-    well_formed = len(code) == 2 and code.isascii() and code.isalpha()
-    if not well_formed or pycountry.countries.get(alpha_2=code) is None:
+    if not is_country_code(code):
         raise RecordRejected(f"country {value[:20]!r} is not an ISO 3166 alpha-2 code")
     return code
 

@@ -1,10 +1,10 @@
 """Display helpers: sizes are computed in bytes and rounded only here."""
-from decimal import Decimal, InvalidOperation
+from decimal import InvalidOperation
 
 from django import template
 
 from sizing.countries import country_name as _country_name
-from sizing.units import gib_display, round_half_up
+from sizing.units import gib_display, money_text, round_half_up
 
 register = template.Library()
 
@@ -29,7 +29,7 @@ def gib2(value) -> str:
 @register.filter
 def money(value) -> str:
     try:
-        return f"${Decimal(value):,.2f}"
+        return money_text(value)
     except (InvalidOperation, TypeError, ValueError):
         return ""
 

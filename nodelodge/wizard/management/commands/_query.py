@@ -5,13 +5,16 @@ import sys
 
 from django.http import QueryDict
 
+from nodelodge.recommendations.query import QueryError, WorkloadQuery, parse_query
+from sizing.workloads import WIZARD_CODES
+
 QUERY_OPTIONS = ("workload", "model", "precision", "context", "requests", "memory_gib")
 PREFERENCE_OPTIONS = ("budget", "max_price", "tier", "countries")
 
 
 def add_query_arguments(parser, preferences: bool) -> None:
     parser.add_argument(
-        "--workload", choices=["inference", "finetune", "image", "notebook"], default="inference"
+        "--workload", choices=WIZARD_CODES, default="inference"
     )
     parser.add_argument("--model", help="catalog slug, e.g. llama-3-1-8b")
     parser.add_argument("--precision", help="16, 8 or 4 (bits per weight)")
@@ -33,6 +36,14 @@ def options_to_query(options: dict, names) -> QueryDict:
         if value not in (None, ""):
             query[name] = str(value)
     return query
+
+
+def query_from_options(command, options: dict, names) -> WorkloadQuery:
+    """The workload query the options give, parsed as the page and the API parse theirs."""
+    try:
+        return parse_query(options_to_query(options, names))
+    except QueryError as error:
+        fail(command, error.errors)
 
 
 def fail(command, errors: dict[str, str]) -> None:

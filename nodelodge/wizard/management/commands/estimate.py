@@ -5,14 +5,14 @@ import json
 
 from django.core.management.base import BaseCommand
 
-from nodelodge.wizard.forms import WorkloadQuery, WorkloadQueryForm
-from nodelodge.wizard.selectors import QueryError, estimate_for
+from nodelodge.recommendations.query import QueryError
+from nodelodge.recommendations.selectors import estimate_for
 from sizing.calculators import estimate
 from sizing.errors import SizingError
 from sizing.specs import LanguageModelSpec
 from sizing.units import fmt_gib
 
-from ._query import QUERY_OPTIONS, add_query_arguments, fail, options_to_query
+from ._query import QUERY_OPTIONS, add_query_arguments, fail, query_from_options
 
 FIGURES = ("parameters", "layers", "attention_heads", "kv_heads", "head_dim", "hidden_size", "vocab_size")
 
@@ -32,11 +32,9 @@ class Command(BaseCommand):
         if options.get("parameters") is not None and not options.get("model"):
             breakdown = self._from_figures(options)
         else:
-            form = WorkloadQueryForm(options_to_query(options, QUERY_OPTIONS))
-            if not form.is_valid():
-                fail(self, {name: " ".join(messages) for name, messages in form.errors.items()})
+            query = query_from_options(self, options, QUERY_OPTIONS)
             try:
-                breakdown, _ = estimate_for(WorkloadQuery.from_form(form))
+                breakdown, _ = estimate_for(query)
             except QueryError as error:
                 fail(self, error.errors)
         if options["json"]:
@@ -82,4 +80,4 @@ def _int_or_none(value, field: str):
     try:
         return int(value)
     except ValueError:
-        raise SizingError(field, f"Enter a whole number, got {value!r}.")
+        raise SizingError(field, f"Enter a whole number, got {value!r}.") from None

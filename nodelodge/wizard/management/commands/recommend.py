@@ -5,12 +5,12 @@ import json
 
 from django.core.management.base import BaseCommand
 
+from nodelodge.recommendations.query import API_LIMIT, QueryError
+from nodelodge.recommendations.selectors import recommendation_for
 from nodelodge.wizard.api import recommendation_payload
-from nodelodge.wizard.forms import WorkloadQuery, WorkloadQueryForm
-from nodelodge.wizard.selectors import QueryError, recommendation_for
 from sizing.units import fmt_gib
 
-from ._query import PREFERENCE_OPTIONS, QUERY_OPTIONS, add_query_arguments, fail, options_to_query
+from ._query import PREFERENCE_OPTIONS, QUERY_OPTIONS, add_query_arguments, fail, query_from_options
 
 
 class Command(BaseCommand):
@@ -21,11 +21,10 @@ class Command(BaseCommand):
         parser.add_argument("--limit", type=int, default=20, help="rows to print (table only)")
 
     def handle(self, *args, **options):
-        form = WorkloadQueryForm(options_to_query(options, QUERY_OPTIONS + PREFERENCE_OPTIONS))
-        if not form.is_valid():
-            fail(self, {name: " ".join(messages) for name, messages in form.errors.items()})
+        query = query_from_options(self, options, QUERY_OPTIONS + PREFERENCE_OPTIONS)
         try:
-            result = recommendation_for(WorkloadQuery.from_form(form))
+            # The JSON is the API's, so it lists as many machines as the API does.
+            result = recommendation_for(query, default_limit=API_LIMIT)
         except QueryError as error:
             fail(self, error.errors)
         payload = recommendation_payload(result)

@@ -1,43 +1,41 @@
-"""Reads for the wizard, the API and the CLI: a validated query in, a whole result out.
+"""Reads that answer a workload query, for the wizard, the API, the CLI and Launch.
 
 The pure engine in `sizing` turns each breakdown into fit thresholds (fewest GPUs per memory
 band); the catalog counts the whole fleet against them in the database and fetches only the
 machines the answer shows; the engine then orders, explains and rates those, with the counts
-(`recommend_counted`). Nothing loads the whole fleet into Python.
+(`recommend_counted`). Nothing loads the whole fleet into Python. The embedded SQLite run takes the
+engine over every available machine instead (`recommend_over_every_machine`), the reference the
+counting path is tested against.
 """
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from functools import cached_property
 
 from django.conf import settings
 from django.db import connection
-from django.db.models import Count, Max, Min, Q
-from django.db.models.signals import post_delete, post_save
+from django.db.models import Case, Count, IntegerField, Max, Min, Value, When
 from django.utils import timezone
 
+from catalog import availability
 from catalog import selectors as catalog_selectors
-from catalog.models import ImageComponent, ImagePipeline, LanguageModel, Machine, SpeechModel
-from sizing import matching
+from catalog.models import Machine
+from sizing import fit as sizing_fit
 from sizing.breakdown import Breakdown
 from sizing.calculators import estimate
 from sizing.errors import SizingError
-from sizing.matching import Recommendation, recommend_counted
+from sizing.matching import ALTERNATIVES_SHOWN, Recommendation, recommend, recommend_counted
 from sizing.offers import Preferences
 from sizing.other_calculators import RuleOfThumb, rule_of_thumb
+from sizing.reasons import OFFLINE, STALE
 from sizing.specs import PRECISIONS
 from sizing.units import GIB
+from sizing.workloads import KINDS_BY_WORKLOAD, WIZARD_MODEL_CODES
 
-from .forms import MAX_LIMIT, WorkloadQuery
+from .query import MAX_LIMIT, PAGE_LIMIT, QueryError, WorkloadQuery
 
-# Largest split tensor parallelism may use inside one machine.
-MAX_GPUS_PER_MACHINE = 16
-NO_FREE_GPUS = "no free GPUs"
-DEFAULT_LIMIT = 25  # machines listed when the query names no limit; all are counted
-MEMORY_SOURCE_SHORT = {"datacenter": "datacenter", "datasheet": "datasheet", "host": "host-reported"}
 RULE_OF_THUMB_PRECISION = {16: "FP16", 8: "INT8", 4: "INT4"}
 
 
@@ -54,8 +52,6 @@ class WizardResult:
     def data(self) -> dict:
         """The API's JSON, plus the words and links the page shows beside it."""
         data = self.recommendation.to_dict()
-        for machine in [*data["machines"], *data["alternatives"]]:
-            machine["memory_source_short"] = MEMORY_SOURCE_SHORT.get(machine["memory_source"], "")
         for alternative in data["precision_alternatives"]:
             alternative["query"] = self.query.as_query_string(precision=alternative["precision"])
         return data
@@ -107,14 +103,6 @@ class WizardResult:
         return rule_of_thumb(parameters, label)
 
 
-class QueryError(Exception):
-    """The query is valid as a form but cannot be sized (unknown model, missing value...)."""
-
-    def __init__(self, errors: dict[str, str]):
-        super().__init__("; ".join(f"{k}: {v}" for k, v in errors.items()))
-        self.errors = errors
-
-
 def stale_cutoff(now: datetime) -> datetime:
     return now - timedelta(seconds=settings.MACHINE_STALE_AFTER_SECONDS)
 
@@ -126,7 +114,7 @@ def estimate_for(
     lookup when the caller already has the row)."""
     spec = None
     if query.workload != "notebook":
-        model_row = model_row or model_for_workload(query.model_slug, query.workload)
+        model_row = model_for_workload(query.model_slug, query.workload, model_row)
         if model_row is None:
             raise QueryError({"model": f"No model {query.model_slug!r} in the catalog suits this workload."})
         spec = catalog_selectors.model_spec(model_row)
@@ -140,15 +128,19 @@ def estimate_for(
             memory_gib=float(query.memory_gib) if query.memory_gib is not None else None,
         )
     except SizingError as error:
-        raise QueryError({error.field: error.message})
+        raise QueryError({error.field: error.message}) from error
     return breakdown, model_row
 
 
 def recommendation_for(
-    query: WorkloadQuery, now: datetime | None = None, default_limit: int | None = DEFAULT_LIMIT
+    query: WorkloadQuery,
+    now: datetime | None = None,
+    default_limit: int | None = PAGE_LIMIT,
+    model_row=None,
 ) -> WizardResult:
+    """The whole answer to a query (`model_row`: the caller's copy of the model's row, if any)."""
     now = now or timezone.now()
-    breakdown, model_row = estimate_for(query)
+    breakdown, model_row = estimate_for(query, model_row=model_row)
     lower = {}
     if query.precision is not None:
         for precision in PRECISIONS:
@@ -188,14 +180,14 @@ def _recommend_counted_in_sql(
             stale_cutoff=stale_cutoff(now),
             countries=query.countries,
             fits=tuple(
-                matching.fit_thresholds(item, MAX_GPUS_PER_MACHINE)
+                sizing_fit.fit_thresholds(item)
                 for item in [breakdown, *(lower[precision] for precision in lower_order)]
             ),
             tier=query.tier,
             max_price_per_hour=query.max_price,
             budget=query.budget,
             machines_shown=machines_shown,
-            alternatives_shown=matching.ALTERNATIVES_SHOWN,
+            alternatives_shown=ALTERNATIVES_SHOWN,
         )
     )
     # The catalog numbers lower precisions by their place in `fits`; the engine keys them by bits.
@@ -205,19 +197,12 @@ def _recommend_counted_in_sql(
             lower_order[index - 1]: count for index, count in fleet.counted.lower_precisions.items()
         },
     )
-    excluded_before = {
-        matching.OFFLINE: fleet.left_out[catalog_selectors.OFFLINE],
-        matching.STALE: fleet.left_out[catalog_selectors.STALE],
-        matching.OUTSIDE_COUNTRIES: fleet.left_out[catalog_selectors.OUTSIDE],
-        matching.MEMORY_UNKNOWN: fleet.left_out[catalog_selectors.MEMORY_UNKNOWN],
-        NO_FREE_GPUS: fleet.left_out[catalog_selectors.NO_FREE],
-    }
     recommendation = recommend_counted(
         breakdown,
         counted,
         preferences_for(query),
         lower_precision_breakdowns=lower,
-        excluded_before=excluded_before,
+        excluded_before=fleet.left_out,
         stale_after_minutes=settings.MACHINE_STALE_AFTER_SECONDS // 60,
         machines_shown=machines_shown,
     )
@@ -236,43 +221,46 @@ def recommend_over_every_machine(
     run's path, and the reference the SQL path is tested against (`shuffle` reorders the offers,
     to show the answer does not depend on the order machines come in)."""
     cutoff = stale_cutoff(now)
-    live = Q(gone_at__isnull=True)
-    available = live & Q(is_available=True)
-    fresh = available & Q(last_seen_at__gte=cutoff)
-    located = fresh & ~Q(country="")
-    if query.countries is not None:
-        located &= Q(country__in=sorted(query.countries))
-    known = located & Q(memory_per_gpu_mib__isnull=False)
-    counts = Machine.objects.aggregate(
-        live=Count("id", filter=live),
-        available=Count("id", filter=available),
-        fresh=Count("id", filter=fresh),
-        located=Count("id", filter=located),
-        known=Count("id", filter=known),
-        no_free=Count("id", filter=known & Q(free_gpus=0)),
-        newest=Max("last_seen_at", filter=fresh),
-        oldest=Min("last_seen_at", filter=fresh),
+    status = Case(
+        *(
+            When(availability.fails_q(check, cutoff, query.countries), then=Value(number))
+            for number, check in availability.counted_checks()
+        ),
+        default=Value(availability.SCREENED),
+        output_field=IntegerField(),
     )
-    offers = catalog_selectors.machine_offers(Machine.objects.filter(known & Q(free_gpus__gte=1)))
+    groups = (
+        Machine.objects.filter(availability.in_fleet_q())
+        .annotate(status=status)
+        .values("status")
+        .annotate(machines=Count("id"), newest=Max("last_seen_at"), oldest=Min("last_seen_at"))
+        .order_by("status")
+    )
+    excluded_before = dict.fromkeys(availability.COUNTED_REASONS, 0)
+    not_fresh = {availability.STATUS_OF_REASON[OFFLINE], availability.STATUS_OF_REASON[STALE]}
+    newest = oldest = None
+    for group in groups:
+        if group["status"] != availability.SCREENED:
+            excluded_before[availability.REASON_OF_STATUS[group["status"]]] += group["machines"]
+        if group["status"] not in not_fresh:
+            newest = group["newest"] if newest is None else max(newest, group["newest"])
+            oldest = group["oldest"] if oldest is None else min(oldest, group["oldest"])
+    offers = catalog_selectors.machine_offers(
+        Machine.objects.filter(availability.available_q(cutoff, query.countries))
+    )
     if shuffle is not None:
         shuffle(offers)
-    recommendation = matching.recommend(
+    recommendation = recommend(
         breakdown,
         offers,
         preferences_for(query),
         lower_precision_breakdowns=lower,
-        excluded_before={
-            matching.OFFLINE: counts["live"] - counts["available"],
-            matching.STALE: counts["available"] - counts["fresh"],
-            matching.OUTSIDE_COUNTRIES: counts["fresh"] - counts["located"],
-            matching.MEMORY_UNKNOWN: counts["located"] - counts["known"],
-            NO_FREE_GPUS: counts["no_free"],
-        },
+        excluded_before=excluded_before,
         now=now,
         stale_after_minutes=settings.MACHINE_STALE_AFTER_SECONDS // 60,
         machines_shown=machines_shown,
     )
-    return recommendation, {"newest": counts["newest"], "oldest": counts["oldest"]}
+    return recommendation, {"newest": newest, "oldest": oldest}
 
 
 def preferences_for(query: WorkloadQuery) -> Preferences:
@@ -290,50 +278,21 @@ def preferences_for(query: WorkloadQuery) -> Preferences:
 KIND_LABELS = {"language": "Language model", "speech": "Speech recognition", "image": "Image generation"}
 
 
-# Catalog models change rarely (an admin edit, a data load) but every wizard request reads one several
-# times: keep the rows in this process for a short while, and forget them on any write.
-MODEL_CACHE_SECONDS = 30.0
-_model_rows: dict[str, tuple[float, object | None]] = {}
+def model_row(slug: str | None):
+    """The active catalog row with this slug, of any kind; None when there is none."""
+    return catalog_selectors.get_model(slug) if slug else None
 
 
-def cached_model(slug: str):
-    """`catalog.selectors.get_model`, remembered for MODEL_CACHE_SECONDS (None is remembered too).
-    Inside a transaction the database is asked: it sees its own writes, and a rollback, which
-    sends no signal, must not leave rows in the cache that never existed for anyone else."""
-    if connection.in_atomic_block:
-        return catalog_selectors.get_model(slug)
-    hit = _model_rows.get(slug)
-    clock = time.monotonic()
-    if hit is not None and hit[0] > clock:
-        return hit[1]
-    row = catalog_selectors.get_model(slug)
-    _model_rows[slug] = (clock + MODEL_CACHE_SECONDS, row)
-    return row
+def suits(row, workload: str) -> bool:
+    return row.kind in KINDS_BY_WORKLOAD.get(workload, ())
 
 
-def forget_models(**_kwargs) -> None:
-    _model_rows.clear()
-
-
-for _model in (LanguageModel, SpeechModel, ImagePipeline, ImageComponent):
-    post_save.connect(forget_models, sender=_model, dispatch_uid=f"wizard-models-{_model.__name__}")
-    post_delete.connect(forget_models, sender=_model, dispatch_uid=f"wizard-models-del-{_model.__name__}")
-
-
-def model_for_workload(slug: str | None, workload: str):
-    """The active catalog row with this slug, if its kind suits the workload."""
-    if not slug:
-        return None
-    row = cached_model(slug)
-    if row is None or row.kind not in catalog_selectors.KINDS_BY_WORKLOAD.get(workload, ()):
-        return None
-    return row
-
-
-def model_of_another_workload(slug: str | None, workload: str) -> bool:
-    """True for a catalog model that exists but does not suit this workload."""
-    row = cached_model(slug) if slug else None
-    return row is not None and row.kind not in catalog_selectors.KINDS_BY_WORKLOAD.get(workload, ())
+def model_for_workload(slug: str | None, workload: str, row=None):
+    """The active catalog row with this slug, if its kind suits the workload (`row`: the caller's
+    copy of that row, to spare the lookup)."""
+    if row is None or row.slug != slug:
+        row = model_row(slug)
+    return row if row is not None and suits(row, workload) else None
 
 
 def _parameters_display(parameters: int | None, published: str) -> str:
@@ -363,7 +322,7 @@ def _choice(row) -> dict:
 
 def model_choices(workload: str, search: str = "") -> list[dict]:
     """Models that suit the workload (none for a notebook), filtered by a name search."""
-    if workload not in catalog_selectors.KINDS_BY_WORKLOAD:
+    if not KINDS_BY_WORKLOAD.get(workload):
         return []
     needle = search.casefold()
     return [
@@ -373,8 +332,7 @@ def model_choices(workload: str, search: str = "") -> list[dict]:
     ]
 
 
-def model_choice(slug: str | None) -> dict | None:
-    row = cached_model(slug) if slug else None
+def model_choice(row) -> dict | None:
     return _choice(row) if row is not None else None
 
 
@@ -389,7 +347,7 @@ FIGURE_FIELDS = {
 
 def model_listing(workload: str | None) -> list[dict]:
     """Every active model (or those suiting a workload) with its published figures, for the API."""
-    workloads = [workload] if workload else ["inference", "finetune", "image"]
+    workloads = [workload] if workload else list(WIZARD_MODEL_CODES)
     seen: dict[str, dict] = {}
     for name in workloads:
         for row in catalog_selectors.models_for_workload(name):
@@ -409,8 +367,7 @@ def model_listing(workload: str | None) -> list[dict]:
                 }
                 entry.pop("parameters_display")
                 entry.pop("kind_label")
-            for suited in ("inference", "finetune", "image"):
-                suits = row.kind in catalog_selectors.KINDS_BY_WORKLOAD[suited]
-                if suits and suited not in entry["workloads"]:
+            for suited in WIZARD_MODEL_CODES:
+                if suits(row, suited) and suited not in entry["workloads"]:
                     entry["workloads"].append(suited)
     return list(seen.values())

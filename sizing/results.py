@@ -1,0 +1,154 @@
+"""The engine's answer as values, and the one way a machine row is written out.
+
+`machine_row` is the machine row of every surface: the result panel, the refusal page, the JSON API
+and the CLI all read these keys, so a field cannot be spelled two ways.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from decimal import Decimal
+
+from .breakdown import Breakdown
+from .countries import country_name
+from .fit import Fit
+from .offers import MachineOffer, MeasuredSpeed
+from .units import gib_number, money_string, money_text, round_half_up
+from .wording import MEMORY_SOURCE_SHORT, MEMORY_SOURCE_WORDS, BudgetCover, plural
+
+
+@dataclass(frozen=True)
+class RecommendedMachine:
+    """A machine that fits. `breaks` is empty for a recommendation and names the preferences an
+    alternative breaks (codes "tier", "max_price", "budget"; `breaks_text` in words, same order)."""
+
+    offer: MachineOffer
+    fit: Fit
+    hourly_price: Decimal
+    budget_covers: BudgetCover | None
+    why_it_fits: tuple[str, ...]
+    limits: tuple[str, ...]
+    confidence: str
+    confidence_reasons: tuple[str, ...]
+    measured_speed: tuple[MeasuredSpeed, ...]
+    breaks: tuple[str, ...] = ()
+    breaks_text: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict:
+        return machine_row(self)
+
+
+def machine_row(machine: RecommendedMachine) -> dict:
+    """A recommended machine or alternative as plain JSON values (money as exact decimal strings)."""
+    offer, fit = machine.offer, machine.fit
+    cover = machine.budget_covers
+    data = {
+        "id": offer.id,
+        "provider": offer.provider,
+        "tier": offer.tier,
+        "provider_machine_id": offer.provider_machine_id,
+        "gpu_type": offer.gpu_type,
+        "gpu_count": offer.gpu_count,
+        "free_gpus": offer.free_gpus,
+        "gpus_used": fit.gpus_used,
+        "memory_per_gpu_gib": gib_number(fit.memory_per_gpu_bytes),
+        "need_per_gpu_gib": gib_number(fit.need_per_gpu_bytes),
+        "headroom_gib": gib_number(fit.headroom_bytes),
+        "headroom_percent": float(round_half_up(fit.headroom_fraction * 100, 1)),
+        "tight_margin": fit.tight,
+        "why_gpus": fit.why_gpus,
+        "memory_source": offer.memory_source,
+        "memory_source_short": MEMORY_SOURCE_SHORT.get(offer.memory_source, offer.memory_source),
+        "memory_source_words": MEMORY_SOURCE_WORDS.get(offer.memory_source, offer.memory_source),
+        "memory_flag": offer.memory_flag,
+        "country": offer.country,
+        "country_name": country_name(offer.country) if offer.country else None,
+        "region": offer.region,
+        "price_per_gpu_hour": money_string(offer.price_per_gpu_hour),
+        "price_per_hour": money_string(machine.hourly_price),
+        "budget_hours": float(cover.hours) if cover and cover.hours is not None else None,
+        "budget_days": float(cover.days) if cover and cover.days is not None else None,
+        "budget_text": cover.text if cover else None,
+        "budget_capped_by_booking_limit": cover.capped_by_booking_limit if cover else False,
+        "booking_limit_hours": offer.booking_limit_hours,
+        "interruptible": offer.interruptible,
+        "confidence": machine.confidence,
+        "confidence_reasons": list(machine.confidence_reasons),
+        "why_it_fits": list(machine.why_it_fits),
+        "limits": list(machine.limits),
+        "measured_speeds": [
+            {
+                "model": speed.model_slug,
+                "precision": speed.precision,
+                "value": speed.value,
+                "unit": speed.unit,
+                "measured_at": speed.measured_at.isoformat(),
+            }
+            for speed in machine.measured_speed
+        ],
+        "last_seen": offer.last_seen.isoformat() if offer.last_seen else None,
+    }
+    if machine.breaks:
+        data["breaks"] = list(machine.breaks)
+        data["breaks_text"] = list(machine.breaks_text)
+    return data
+
+
+@dataclass(frozen=True)
+class PrecisionAlternative:
+    precision: int
+    total_gib: float
+    machines_fitting: int  # machines that fit at this precision and meet every preference
+    more_machines: int  # machines_fitting minus the machines recommended at the chosen precision
+    cheapest_hourly_price: Decimal | None
+    cheapest_offer_id: int | None
+
+    @property
+    def text(self) -> str:
+        words = f"{self.precision}-bit needs {round_half_up(self.total_gib):,} GiB"
+        if self.more_machines > 0:
+            words += f" and opens {plural(self.more_machines, 'more machine')}"
+        if self.cheapest_hourly_price is not None:
+            words += f"; the cheapest costs {money_text(self.cheapest_hourly_price)}/h"
+        return words
+
+    def to_dict(self) -> dict:
+        return {
+            "precision": self.precision,
+            "total_gib": float(round_half_up(self.total_gib)),
+            "machines_fitting": self.machines_fitting,
+            "more_machines": self.more_machines,
+            "cheapest_price_per_hour": (
+                money_string(self.cheapest_hourly_price) if self.cheapest_hourly_price is not None else None
+            ),
+            "cheapest_machine_id": self.cheapest_offer_id,
+            "text": self.text,
+        }
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    breakdown: Breakdown
+    machines: tuple[RecommendedMachine, ...]  # the first `machines_shown`, cheapest first
+    alternatives: tuple[RecommendedMachine, ...]  # the first ALTERNATIVES_SHOWN, same order as machines
+    alternatives_total: int
+    precision_alternatives: tuple[PrecisionAlternative, ...]
+    constraints: tuple[tuple[str, str], ...]
+    # reason -> machines not recommended for it, in EXCLUDED_REASONS order. Every machine passed in (and every
+    # one the catalog left out before) is counted once: here or in `machines`. Alternatives count under the
+    # first preference they break ("other tier", "over the price limit", "budget covers under an hour").
+    excluded: dict[str, int] = field(default_factory=dict)
+    empty_reason: str | None = None
+    machines_total: int = 0  # every machine that fits and meets every preference
+
+    def to_dict(self) -> dict:
+        return {
+            "memory": self.breakdown.as_dict(),
+            "machines": [machine_row(machine) for machine in self.machines],
+            "alternatives": [machine_row(machine) for machine in self.alternatives],
+            "machines_total": self.machines_total,
+            "alternatives_total": self.alternatives_total,
+            "precision_alternatives": [alt.to_dict() for alt in self.precision_alternatives],
+            "constraints": [{"label": label, "value": value} for label, value in self.constraints],
+            "excluded": dict(self.excluded),
+            "empty_reason": self.empty_reason,
+        }
