@@ -82,8 +82,4 @@ class Breakdown:
                 for i in self.items
             ],
             "assumptions": list(self.assumptions),
-            "items_when_split": [
-                {"name": i.name, "gib": i.gib, "bytes": i.bytes, "formula": i.formula, "per_gpu": i.per_gpu}
-                for i in self.split_items
-            ],
         }
