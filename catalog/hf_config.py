@@ -218,7 +218,6 @@ def _moe(text: dict, model_type: str, path: str, layers: int) -> dict | None:
         shared = _positive_int(text, "n_shared_experts", path) or 0
         moe["shared_intermediate"] = shared * moe["expert_intermediate"]
         moe["first_dense_layers"] = text.get("first_k_dense_replace") or 0
-        moe["score_correction_bias"] = text.get("topk_method", "noaux_tc") == "noaux_tc"
         if (text.get("moe_layer_freq") or 1) != 1:
             raise ConfigError(f"“{path}moe_layer_freq” other than 1 is not a layout this catalog sizes.")
     elif model_type == "qwen3_next":

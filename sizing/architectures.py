@@ -40,7 +40,8 @@ class MoE:
     expert_bias: bool = False  # biases on the expert projections (gpt-oss)
     router_bias: bool = False
     shared_expert_gate: bool = False  # a hidden -> 1 gate on the shared expert (Qwen3-Next)
-    score_correction_bias: bool = False  # one routing bias per expert (DeepSeek-V3, GLM-4.5)
+    # DeepSeek-V3 and GLM-4.5 also keep one routing bias per expert (e_score_correction_bias): a buffer,
+    # not a parameter, so it is not counted (as transformers counts).
 
     def is_moe_layer(self, index: int) -> bool:
         return index >= self.first_dense_layers and (index + 1) % self.layer_step == 0
@@ -244,7 +245,7 @@ def architecture_from_dict(data: dict | None) -> Architecture:
             MoE, data["moe"], "moe",
             {"experts": 1, "experts_per_token": 1, "expert_intermediate": 1, "shared_intermediate": 0,
              "first_dense_layers": 0, "layer_step": 1, "dense_intermediate": 1},
-            bools=("expert_bias", "router_bias", "shared_expert_gate", "score_correction_bias"),
+            bools=("expert_bias", "router_bias", "shared_expert_gate"),
             optional=("dense_intermediate",),
         )
         if moe.experts_per_token > moe.experts:
@@ -471,8 +472,7 @@ def count_parameters(spec) -> ParameterCount:
         per_expert = 3 * hidden * e + expert_vectors
         routed = per_expert * moe.experts * moe_layers
         active_routed = per_expert * moe.experts_per_token * moe_layers
-        router_vectors = (moe.experts if moe.router_bias else 0) + (
-            moe.experts if moe.score_correction_bias else 0)
+        router_vectors = moe.experts if moe.router_bias else 0
         acc.add("router", "Routers", [(moe.experts, hidden)], router_vectors, moe_layers)
         if moe.shared_intermediate:
             gate = [(1, hidden)] if moe.shared_expert_gate else []
@@ -498,7 +498,7 @@ def count_parameters(spec) -> ParameterCount:
             layer_acc.add("experts", "", _gated_mlp(e, hidden), (2 * e + hidden) if moe.expert_bias else 0,
                           moe.experts)
             layer_acc.add("router", "", [(moe.experts, hidden)],
-                          moe.experts if (moe.router_bias or moe.score_correction_bias) else 0)
+                          moe.experts if moe.router_bias else 0)
             if moe.shared_intermediate:
                 layer_acc.add("shared", "", _gated_mlp(moe.shared_intermediate, hidden))
         else:

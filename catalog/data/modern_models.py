@@ -52,7 +52,6 @@ DEEPSEEK_V3 = {
         "expert_intermediate": 2048,
         "shared_intermediate": 2048,
         "first_dense_layers": 3,
-        "score_correction_bias": True,
     },
     "native_weights": {
         "format": "fp8-block",
@@ -450,8 +449,8 @@ MODERN_MODELS = [
     {
         "slug": "deepseek-v3",
         "name": "DeepSeek-V3",
-        "parameters": 671_026_419_200,
-        "active_parameters": 37_552_297_472,
+        "parameters": 671_026_404_352,
+        "active_parameters": 37_552_282_624,
         "parameters_published": "671B total / 37B active",
         "layers": 61,
         "attention_heads": 128,
@@ -469,14 +468,15 @@ MODERN_MODELS = [
             "qk_rope_head_dim 64 "
             "values per token and layer, so KV heads and head dimension stay empty. Published in block FP8. "
             "The checkpoint also ships a 14B multi-token-prediction module (685B on Hugging Face), which "
-            "serving without speculative decoding does not load; it is not counted."
+            "serving without speculative decoding does not load; it is not counted, nor is the routing "
+            "bias per expert (e_score_correction_bias), a buffer rather than a parameter."
         ),
     },
     {
         "slug": "deepseek-r1",
         "name": "DeepSeek-R1",
-        "parameters": 671_026_419_200,
-        "active_parameters": 37_552_297_472,
+        "parameters": 671_026_404_352,
+        "active_parameters": 37_552_282_624,
         "parameters_published": "671B total / 37B active",
         "layers": 61,
         "attention_heads": 128,
@@ -545,8 +545,8 @@ MODERN_MODELS = [
     {
         "slug": "glm-4-5-air",
         "name": "GLM-4.5-Air",
-        "parameters": 106_852_251_264,
-        "active_parameters": 13_424_129_664,
+        "parameters": 106_852_245_504,
+        "active_parameters": 13_424_123_904,
         "parameters_published": "106B total / 12B active",
         "layers": 46,
         "attention_heads": 96,
@@ -566,7 +566,6 @@ MODERN_MODELS = [
                 "expert_intermediate": 1408,
                 "shared_intermediate": 1408,
                 "first_dense_layers": 1,
-                "score_correction_bias": True,
             },
             "mtp_layers": 1,
             "mtp_own_embeddings": True,

@@ -47,11 +47,11 @@ LLAMA4_SCOUT = spec(
                 "image_size": 336, "projector_input": 4096}},
 )
 DEEPSEEK_V3 = spec(
-    "DeepSeek-V3", 671_026_419_200, 61, 7168, 128, None, None, 18432, 129280,
+    "DeepSeek-V3", 671_026_404_352, 61, 7168, 128, None, None, 18432, 129280,
     {"mla": {"q_lora_rank": 1536, "kv_lora_rank": 512, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64,
              "v_head_dim": 128},
      "moe": {"experts": 256, "experts_per_token": 8, "expert_intermediate": 2048, "shared_intermediate": 2048,
-             "first_dense_layers": 3, "score_correction_bias": True},
+             "first_dense_layers": 3},
      "native_weights": {"format": "fp8-block", "block": 128,
                         "quantized": ["attention", "mlp", "experts", "shared_experts"]}},
 )
@@ -178,7 +178,7 @@ def test_deepseek_v3_caches_the_mla_latent_and_is_sized_in_block_fp8():
              shared 58 × 2,688 = 155,904: 40,838,232 fp32 scales = 163,352,928 B
     FP8      669,065,609,216 × 1 B + 163,352,928 = 669,228,962,144 B
     16-bit   embeddings 2 × 129,280 × 7,168 + norms 881,664 + latent norms 61 × 2,048 + routers 58 × 256 × 7,168
-             + routing biases 58 × 256 = 1,960,809,984 × 2 = 3,921,619,968 B
+             = 1,960,795,136 × 2 = 3,921,590,272 B (the routing biases are buffers, not counted)
     """
     breakdown = estimate_inference(DEEPSEEK_V3, 8, 131_072, 1)
     by_name = items(breakdown)
@@ -187,11 +187,11 @@ def test_deepseek_v3_caches_the_mla_latent_and_is_sized_in_block_fp8():
     assert latent.formula == "61 layers × (512 latent + 64 rotary dims) × 2 bytes × 131,072 tokens × 1 request"
     assert by_name["Model weights, block FP8 layers"].bytes == 669_228_962_144
     assert "40,838,232 scales × 4 bytes" in by_name["Model weights, block FP8 layers"].formula
-    assert by_name["Model weights, 16-bit modules"].bytes == 3_921_619_968
+    assert by_name["Model weights, 16-bit modules"].bytes == 3_921_590_272
     assert any("4,997,120 bytes per token instead of 70,272, 71× more" in line for line in breakdown.assumptions)
     fp8_kv = items(estimate_inference(DEEPSEEK_V3, 8, 131_072, 1, kv_bits=8))
     assert fp8_kv["KV cache, latent attention (MLA)"].bytes == 9_210_691_584 // 2
-    assert count_parameters(DEEPSEEK_V3).active == 37_552_297_472
+    assert count_parameters(DEEPSEEK_V3).active == 37_552_282_624
 
 
 def test_qwen3_next_keeps_a_fixed_state_on_its_linear_layers():
