@@ -109,3 +109,18 @@ def test_a_bad_kv_cache_precision_is_a_400_naming_the_field(client, big_fleet):
     response = client.get("/api/v1/estimate?" + LLAMA_8B + "&kv_cache=4")
     assert response.status_code == 400
     assert "kv_cache" in response.json()["errors"]
+
+
+NEW_PIPELINES = ["stable-diffusion-3-5-large", "stable-diffusion-3-5-medium", "flux-1-kontext-dev", "qwen-image"]
+
+
+@pytest.mark.parametrize("slug", NEW_PIPELINES)
+def test_the_api_sizes_and_recommends_every_new_image_pipeline(client, big_fleet, slug):
+    response = client.get(f"/api/v1/recommendations?workload=image&model={slug}&precision=16")
+    assert response.status_code == 200, response.content
+    body = response.json()
+    names = [item["name"] for item in body["memory"]["items"]]
+    assert any(name.startswith("Denoiser") for name in names)
+    assert any(name.startswith("Text encoder") for name in names)
+    assert any(name.startswith("Autoencoder") for name in names)
+    assert body["machines"], slug
