@@ -89,11 +89,12 @@ def kv_cache_items(spec, context: int, requests: int, kv_bits: int) -> tuple[lis
                 f"Latent attention caches one compressed vector of {fmt_int(mla.latent_width)} values per "
                 "token and layer, shared by all heads, as vLLM and SGLang store it (no factor 2: keys and "
                 "values are rebuilt from it).",
-                "transformers instead caches the expanded keys and values of all "
+                "transformers' 4.x releases instead cache the expanded keys and values of all "
                 f"{fmt_int(spec.attention_heads)} heads "
                 f"({fmt_int(mla.qk_nope_head_dim + mla.qk_rope_head_dim)} + {fmt_int(mla.v_head_dim)} "
                 f"values per head): {fmt_int(expanded)} bytes per token instead of {fmt_int(latent)}, "
-                f"{expanded / latent:.0f}× more. Serve it with an MLA-aware engine.",
+                f"{expanded / latent:.0f}× more (transformers 5 caches the latent too). Serve it with an "
+                "MLA-aware engine.",
                 "Under tensor parallelism every GPU keeps the whole latent cache (it is not split by heads), "
                 "so it is counted on each GPU.",
             ]
@@ -135,9 +136,12 @@ def kv_cache_items(spec, context: int, requests: int, kv_bits: int) -> tuple[lis
                          f"{fmt_int(lin.value_head_dim)} × {fmt_int(lin.key_head_dim)}] × 2 bytes × {reqs}"),
                 bytes=group.bytes(requests),
             ))
+            state = lin.value_heads * lin.value_head_dim * lin.key_head_dim
+            transformers_bytes = group.layers * (lin.conv_kernel * lin.conv_dim * 2 + state * 4)
             assumptions.append(
                 f"{_plural(group.layers, 'linear-attention layer')} (Gated DeltaNet) keep a fixed state per "
                 "sequence whatever the context, in 16-bit as vLLM holds it (mamba_cache_dtype follows the "
-                "model, not the KV cache precision)."
+                "model, not the KV cache precision). transformers keeps the whole convolution window and a "
+                f"float32 state: {fmt_int(transformers_bytes)} bytes per sequence."
             )
     return items, assumptions

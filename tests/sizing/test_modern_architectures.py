@@ -189,6 +189,7 @@ def test_deepseek_v3_caches_the_mla_latent_and_is_sized_in_block_fp8():
     assert "40,838,232 scales × 4 bytes" in by_name["Model weights, block FP8 layers"].formula
     assert by_name["Model weights, 16-bit modules"].bytes == 3_921_590_272
     assert any("4,997,120 bytes per token instead of 70,272, 71× more" in line for line in breakdown.assumptions)
+    assert any("4.x releases" in line for line in breakdown.assumptions)
     fp8_kv = items(estimate_inference(DEEPSEEK_V3, 8, 131_072, 1, kv_bits=8))
     assert fp8_kv["KV cache, latent attention (MLA)"].bytes == 9_210_691_584 // 2
     assert count_parameters(DEEPSEEK_V3).active == 37_552_282_624
