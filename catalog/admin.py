@@ -2,7 +2,7 @@
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
-from django.db import models, transaction
+from django.db import models
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
@@ -47,32 +47,10 @@ class ConfigImportForm(forms.Form):
         text = cleaned.get("config_json")
         if text:
             try:
-                figures = parse_config(text)
+                parse_config(text)
             except ConfigError as error:
                 self.add_error("config_json", str(error))
-                return cleaned
-            cleaned["estimated_parameters"] = figures.pop("parameters")
-            cleaned["figures"] = figures
         return cleaned
-
-
-def import_language_model(data: dict) -> tuple[LanguageModel, bool]:
-    """Create or update a LanguageModel from a cleaned ConfigImportForm; validates before saving."""
-    row = LanguageModel.objects.filter(slug=data["slug"]).first()
-    created = row is None
-    row = row or LanguageModel(slug=data["slug"])
-    row.name = data["name"]
-    for field, value in data["figures"].items():
-        setattr(row, field, value)
-    parameters = data.get("parameters") or data.get("estimated_parameters")
-    if parameters:
-        row.parameters = parameters
-    for field in ("config_url", "parameters_published", "license"):
-        if data.get(field):
-            setattr(row, field, data[field])
-    row.full_clean()
-    row.save()
-    return row, created
 
 
 class ImageComponentInline(admin.TabularInline):
@@ -113,9 +91,13 @@ class LanguageModelAdmin(CatalogAdmin):
             return redirect("admin:index")
         form = ConfigImportForm(request.POST or None)
         if request.method == "POST" and form.is_valid():
+            data = form.cleaned_data
             try:
-                with transaction.atomic():
-                    row, created = import_language_model(form.cleaned_data)
+                row, created = services.import_language_model(
+                    name=data["name"], slug=data["slug"], config_text=data["config_json"],
+                    config_url=data["config_url"], parameters=data["parameters"],
+                    parameters_published=data["parameters_published"], license=data["license"],
+                )
             except ValidationError as error:
                 for field, errors in error.message_dict.items():
                     form.add_error(None, f"{field}: {' '.join(errors)}")
@@ -138,9 +120,6 @@ class ImagePipelineAdmin(CatalogAdmin):
     list_filter = ("is_active",)
     search_fields = ("name", "slug")
     prepopulated_fields = {"slug": ("name",)}
-
-    def save_model(self, request, obj, form, change):
-        services.save_provider(obj)
     inlines = [ImageComponentInline]
 
 
@@ -169,6 +148,9 @@ class ProviderAdmin(CatalogAdmin):
     list_filter = ("tier", "is_active", "feed_format")
     search_fields = ("name", "slug")
     prepopulated_fields = {"slug": ("name",)}
+
+    def save_model(self, request, obj, form, change):
+        services.save_provider(obj)
 
 
 class MeasuredSpeedInline(admin.TabularInline):

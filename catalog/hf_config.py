@@ -122,7 +122,9 @@ def _load(text: str) -> dict:
     try:
         config = json.loads(text)
     except json.JSONDecodeError as error:
-        raise ConfigError(f"Not valid JSON: {error.msg} (line {error.lineno}, column {error.colno}).")
+        raise ConfigError(
+            f"Not valid JSON: {error.msg} (line {error.lineno}, column {error.colno})."
+        ) from error
     if not isinstance(config, dict):
         raise ConfigError("A config.json holds one JSON object ({ ... }).")
     return config
@@ -427,7 +429,7 @@ def parse_config(text: str) -> dict:
     try:
         parsed = architecture_from_dict(architecture)
     except SizingError as error:
-        raise ConfigError(error.message)
+        raise ConfigError(error.message) from error
     spec = LanguageModelSpec(
         slug="pasted",
         name="The pasted model",
@@ -447,7 +449,9 @@ def parse_config(text: str) -> dict:
         counted = count_parameters(spec)
     except MissingModelValue as error:
         key = CONFIG_KEYS.get(error.value_name, error.value_name)
-        raise ConfigError(f"The configuration has no “{path}{key}”, so its parameters cannot be counted.")
+        raise ConfigError(
+            f"The configuration has no “{path}{key}”, so its parameters cannot be counted."
+        ) from error
     figures["architecture"] = parsed.as_dict()
     figures["parameters"] = counted.total
     figures["active_parameters"] = counted.active if moe is not None else None

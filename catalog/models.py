@@ -108,7 +108,7 @@ class LanguageModel(models.Model):
         try:
             architecture_from_dict(self.architecture)
         except SizingError as error:
-            raise ValidationError({"architecture": error.message})
+            raise ValidationError({"architecture": error.message}) from error
 
     def parsed_architecture(self) -> Architecture:
         return architecture_from_dict(self.architecture)

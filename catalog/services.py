@@ -30,6 +30,7 @@ from catalog.data.gpu_types import GPU_TYPES
 from catalog.data.image_pipelines import IMAGE_PIPELINES
 from catalog.data.language_models import LANGUAGE_MODELS
 from catalog.data.speech_models import SPEECH_MODELS
+from catalog.hf_config import parse_config
 from catalog.models import (
     GpuType,
     ImageComponent,
@@ -316,6 +317,46 @@ def generate_fleet(
 
     with transaction.atomic():
         return _upsert_machines(generated())
+
+
+# --- A model from its published config.json ---------------------------------------------------
+
+
+@transaction.atomic
+def import_language_model(
+    *,
+    name: str,
+    slug: str,
+    config_text: str,
+    config_url: str = "",
+    parameters: int | None = None,
+    parameters_published: str = "",
+    license: str = "",
+) -> tuple[LanguageModel, bool]:
+    """Create the LanguageModel `slug`, or update it, from a pasted config.json; returns (row, created).
+
+    The figures the config states (its architecture included) replace the stored ones. `parameters`
+    wins; without it the count is recounted from the configuration's figures, module by module.
+    Empty optional texts keep what is stored. Raises ConfigError for a text that is not a usable
+    config.json and ValidationError for figures the model refuses; nothing is saved then.
+    """
+    figures = parse_config(config_text)
+    recounted = figures.pop("parameters")
+    row = LanguageModel.objects.filter(slug=slug).first()
+    created = row is None
+    row = row or LanguageModel(slug=slug)
+    row.name = name
+    for field, value in figures.items():
+        setattr(row, field, value)
+    row.parameters = parameters or recounted
+    for field, value in (
+        ("config_url", config_url), ("parameters_published", parameters_published), ("license", license),
+    ):
+        if value:
+            setattr(row, field, value)
+    row.full_clean()
+    row.save()
+    return row, created
 
 
 # --- Everything -------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ def _decimal(value, field: str, label: str) -> Decimal:
         # str() of a float is its shortest repr, so 0.75 becomes exactly 0.75.
         number = Decimal(str(value)) if isinstance(value, float) else Decimal(value)
     except InvalidOperation:
-        raise SizingError(field, f"The {label} must be a number.")
+        raise SizingError(field, f"The {label} must be a number.") from None
     if not number.is_finite():
         raise SizingError(field, f"The {label} must be a finite number.")
     return number

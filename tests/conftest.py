@@ -1,8 +1,38 @@
 """Shared test setup. The suite runs against real PostgreSQL and Redis (bin/test starts them)."""
 import os
+from pathlib import Path
 
 import pytest
 from django.conf import settings
+
+TESTS = Path(__file__).resolve().parent
+
+# The developer's fast lane, `-m "not browser and not slow"`, leaves these to the full run (CI runs
+# everything). Whole modules that start processes, workers or servers, race threads, or run many
+# generated examples:
+SLOW_MODULES = {
+    "accuracy/test_measure_plumbing.py",  # builds tiny models with torch in subprocesses
+    "bench/test_smoke.py",  # a benchmark run over a generated fleet
+    "hardening/test_faults.py",  # a production process without a database; killed connections
+    "hardening/test_fuzzing.py",  # hypothesis: hundreds of requests per test
+    "hardening/test_limits.py",  # every model at and past the limits, and hypothesis over the rest
+    "hardening/test_production_layout.py",  # nginx and gunicorn processes
+    "hardening/test_proxies.py",  # a production process behind a proxy
+    "hardening/test_schemathesis.py",  # every API operation against its schema
+    "launches/test_concurrency.py",  # threads racing for the last GPU
+    "refresh/test_feed_fuzzing.py",  # hypothesis: malformed feeds
+    "refresh/test_refresh_with_worker.py",  # a real Celery worker
+    "wizard/test_embedded_sqlite.py",  # manage.py in subprocesses on SQLite
+}
+# Single tests elsewhere that run over a whole or generated fleet, or several of them:
+SLOW_TESTS = {
+    "catalog/test_generate_fleet.py::test_generated_machines_pass_model_validation",
+    "catalog/test_shipped_catalog.py::test_demo_fleet_machines_satisfy_model_validation",
+    "refresh/test_refresh_in_bulk.py::test_query_count_does_not_grow_per_machine",
+    "wizard/test_counted_fleet.py::test_the_counted_answer_equals_the_engine_over_every_machine",
+}
+# Fixtures that start something (a worker, a server, a subprocess): any test using one is slow.
+SLOW_FIXTURES = {"celery_worker", "live_server", "production_response"}
 
 
 def pytest_configure(config):
@@ -12,6 +42,21 @@ def pytest_configure(config):
             "The tests run on PostgreSQL: set DATABASE_URL (bin/test does), "
             f"got engine {engine!r}."
         )
+    # Production's password hasher costs about a quarter of a second of CPU per hash, paid for every
+    # user a test creates or signs in; what the tests check does not depend on the hash's strength
+    # (production settings are checked in their own processes, which this does not reach).
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        module = item.path.resolve().relative_to(TESTS).as_posix() if TESTS in item.path.parents else ""
+        if (
+            module in SLOW_MODULES
+            or f"{module}::{getattr(item, 'originalname', item.name)}" in SLOW_TESTS
+            or SLOW_FIXTURES.intersection(item.fixturenames)
+        ):
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(scope="session")

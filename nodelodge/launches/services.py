@@ -150,7 +150,7 @@ def launch(
             LaunchRefused.INVALID_QUERY,
             f"This result cannot be computed any more: {problems}. Start again from the wizard.",
             result_url=result_url,
-        )
+        ) from error
 
     try:
         with transaction.atomic():

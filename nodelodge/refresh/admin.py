@@ -6,46 +6,39 @@ from django.http import HttpResponseNotAllowed, HttpResponseRedirect
 from django.urls import path, reverse
 from django.utils.html import format_html
 
+from catalog.admin import ProviderAdmin
 from catalog.models import Provider
 from nodelodge.admin_mixins import ReadOnlyAdminMixin
-from nodelodge.celery import app as celery_app
 
-from . import services, tasks
+from . import services
 from .models import SyncRun
 
 
 def trigger_refresh(request, provider_ids: list[int]) -> None:
-    """Refreshes now where tasks run in-process (the embedded run); otherwise queues for the worker."""
-    if not provider_ids:
+    """Asks for the refresh and tells staff, in messages, what came of it."""
+    outcome = services.request_refresh(provider_ids)
+    if not outcome.requested:
         messages.warning(request, "No provider to refresh: none is active with a feed URL.")
-        return
-    if celery_app.conf.task_always_eager:
-        for provider_id in provider_ids:
-            run = services.refresh_provider(provider_id)
+    elif outcome.broker_error:
+        # The broker is down: say so plainly; nothing was changed, and the command line still works.
+        messages.error(
+            request,
+            f"Could not queue the refresh: the task queue is unreachable ({outcome.broker_error}). "
+            f"{outcome.queued} of {outcome.requested} queued. Run `python manage.py refresh_providers` to "
+            "refresh without a worker.",
+        )
+    elif outcome.runs:
+        for run in outcome.runs:
             level = messages.SUCCESS if run.status == SyncRun.Status.OK else messages.WARNING
             messages.add_message(
                 request, level,
                 f"{run.provider}: {run.get_status_display().lower()} — {run.added} added, "
                 f"{run.updated} updated, {run.gone} gone, {run.rejected} rejected. {run.error}".strip(),
             )
-        return
-    queued = 0
-    try:
-        for provider_id in provider_ids:
-            tasks.refresh_provider.delay(provider_id)
-            queued += 1
-    except Exception as error:  # any broker failure (kombu, redis, socket) lands here
-        # The broker is down: say so plainly; nothing was changed, and the command line still works.
-        messages.error(
-            request,
-            f"Could not queue the refresh: the task queue is unreachable ({type(error).__name__}). "
-            f"{queued} of {len(provider_ids)} queued. Run `python manage.py refresh_providers` to refresh "
-            "without a worker.",
+    else:
+        messages.success(
+            request, f"Refresh queued for {outcome.queued} provider(s); the sync history shows the outcome."
         )
-        return
-    messages.success(
-        request, f"Refresh queued for {len(provider_ids)} provider(s); the sync history shows the outcome."
-    )
 
 
 @admin.action(description="Refresh the selected providers from their feeds now", permissions=["change"])
@@ -53,15 +46,16 @@ def refresh_selected_providers(modeladmin, request, queryset):
     trigger_refresh(request, list(queryset.order_by("pk").values_list("pk", flat=True)))
 
 
-def attach_refresh_action_to_provider_admin(site: admin.AdminSite = admin.site) -> bool:
-    """Adds the refresh action to the catalog's Provider admin, when one is registered."""
-    provider_admin = site._registry.get(Provider)
-    if provider_admin is None:
-        return False
-    actions = list(provider_admin.actions or [])
-    if refresh_selected_providers not in actions:
-        provider_admin.actions = [*actions, refresh_selected_providers]
-    return True
+class ProviderRefreshAdmin(ProviderAdmin):
+    """The catalog's Provider admin with the "refresh now" action. It takes the catalog's place here, so
+    the catalog app does not need to know about this one."""
+
+    actions = [*(ProviderAdmin.actions or ()), refresh_selected_providers]
+
+
+if admin.site.is_registered(Provider):
+    admin.site.unregister(Provider)
+admin.site.register(Provider, ProviderRefreshAdmin)
 
 
 @admin.register(SyncRun)

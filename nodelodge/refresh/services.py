@@ -13,6 +13,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from datetime import datetime
 from urllib.parse import urlsplit
 
@@ -23,6 +24,7 @@ from django.utils import timezone
 
 from catalog.models import GpuType, Machine, Provider, Tier
 from catalog.services import MACHINE_UPSERT_FIELDS, memory_flag_for
+from nodelodge.celery import app as celery_app
 
 from .feeds import adapter_for
 from .feeds.base import FeedError, GpuTypeIndex, GpuTypeRef, MachineRecord, ParsedFeed
@@ -111,15 +113,15 @@ def fetch_feed(url: str, timeout_seconds: float) -> bytes:
                 chunks.append(chunk)
             return b"".join(chunks)
     except urllib.error.HTTPError as error:
-        raise FeedError(f"the feed answered HTTP {error.code} {error.reason}".strip())
-    except TimeoutError:
-        raise FeedError(f"the feed did not answer within {timeout_seconds:g} seconds")
+        raise FeedError(f"the feed answered HTTP {error.code} {error.reason}".strip()) from error
+    except TimeoutError as error:
+        raise FeedError(f"the feed did not answer within {timeout_seconds:g} seconds") from error
     except urllib.error.URLError as error:
         if isinstance(error.reason, TimeoutError):
-            raise FeedError(f"the feed did not answer within {timeout_seconds:g} seconds")
-        raise FeedError(f"could not reach the feed: {error.reason}")
+            raise FeedError(f"the feed did not answer within {timeout_seconds:g} seconds") from error
+        raise FeedError(f"could not reach the feed: {error.reason}") from error
     except (OSError, ValueError, http.client.HTTPException) as error:  # reset, malformed answer, bad URL
-        raise FeedError(f"could not read the feed: {error}")
+        raise FeedError(f"could not read the feed: {error}") from error
 
 
 # --- Applying a feed ------------------------------------------------------------------------------
@@ -290,3 +292,41 @@ def providers_to_refresh() -> list[int]:
         .order_by("pk")
         .values_list("pk", flat=True)
     )
+
+
+# --- Refreshing on request (staff) ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RefreshRequest:
+    """What asking for a refresh of some providers did."""
+
+    requested: int
+    runs: list[SyncRun] = field(default_factory=list)  # refreshed in this process, in order
+    task_ids: list[str] = field(default_factory=list)  # handed to the worker, in order
+    broker_error: str = ""  # the task queue could not be reached: the exception's class name
+
+    @property
+    def queued(self) -> int:
+        return len(self.task_ids)
+
+
+def request_refresh(provider_ids: list[int]) -> RefreshRequest:
+    """Refreshes the providers now where tasks run in-process (the embedded run); otherwise queues one
+    task per provider for the worker. A task queue that cannot be reached is reported, not raised:
+    what was not queued changed nothing, and `refresh_providers` still works without a worker."""
+    if not provider_ids:
+        return RefreshRequest(requested=0)
+    if celery_app.conf.task_always_eager:
+        return RefreshRequest(requested=len(provider_ids), runs=[refresh_provider(pk) for pk in provider_ids])
+    from . import tasks  # tasks import this module
+
+    task_ids: list[str] = []
+    try:
+        for provider_id in provider_ids:
+            task_ids.append(tasks.refresh_provider.delay(provider_id).id)
+    except Exception as error:  # any broker failure (kombu, redis, socket) lands here
+        broker_error = type(error).__name__
+    else:
+        broker_error = ""
+    return RefreshRequest(requested=len(provider_ids), task_ids=task_ids, broker_error=broker_error)

@@ -12,7 +12,7 @@ from .selectors import demo_feed_document
 @require_GET
 def demo_feed(request, slug: str):
     """A provider feed served by the console itself, so the embedded run can show a refresh happen."""
-    if not getattr(settings, "DEMO_FEEDS_ENABLED", settings.DEBUG):
+    if not settings.DEMO_FEEDS_ENABLED:
         raise Http404("Demo feeds are off.")
     provider = get_object_or_404(Provider, slug=slug)
     response = JsonResponse(demo_feed_document(provider, timezone.now()), json_dumps_params={"indent": None})

@@ -195,3 +195,15 @@ def test_broken_config_is_rejected_and_nothing_is_saved(admin_client, db, text, 
     assert response.status_code == 200
     assert message in response.content.decode()
     assert not LanguageModel.objects.filter(slug="broken").exists()
+
+
+def test_deactivating_a_provider_in_the_admin_takes_its_machines_out_at_once(admin_client, catalog):
+    provider = Provider.objects.filter(machines__isnull=False).distinct().first()
+    data = {
+        "name": provider.name, "slug": provider.slug, "tier": provider.tier, "feed_url": provider.feed_url,
+        "feed_format": provider.feed_format, "notes": provider.notes,  # is_active left unticked
+    }
+    response = admin_client.post(admin_url(Provider, "change", provider.pk), data)
+    assert response.status_code == 302
+    assert not Provider.objects.get(pk=provider.pk).is_active
+    assert provider.machines.count() == provider.machines.filter(provider_is_active=False).count() > 0

@@ -20,6 +20,7 @@ from .conftest import REPO, production_env, run_python
 LLAMA_8B = "workload=inference&model=llama-3-1-8b&precision=16&context=4096&requests=1"
 
 
+@pytest.mark.slow  # a subprocess
 def test_production_settings_pass_the_deploy_check_without_a_warning():
     done = subprocess.run(
         [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
@@ -29,6 +30,7 @@ def test_production_settings_pass_the_deploy_check_without_a_warning():
     assert "System check identified no issues (0 silenced)." in done.stdout
 
 
+@pytest.mark.slow  # a subprocess
 def test_production_refuses_to_start_without_a_secret_key():
     env = production_env()
     del env["SECRET_KEY"]

@@ -10,6 +10,7 @@ import pytest
 from django.db.models.signals import post_save
 from django.utils import timezone
 
+from catalog import services as catalog_services
 from catalog.models import Machine
 from nodelodge.launches import services
 from nodelodge.launches.models import Booking
@@ -258,3 +259,16 @@ def test_cost_so_far_stops_at_the_booking_limit(small_catalog, make_user):
     booking = book(make_user(), small_catalog.machine(booking_limit_hours=2)).booking
     later = booking.started_at + timedelta(hours=5)
     assert booking.cost_so_far(later) == Decimal("4.98")
+
+
+def test_a_machine_of_unknown_location_is_refused_even_with_no_country_chosen(small_catalog, make_user):
+    machine = small_catalog.machine(country="")
+    refusal = refusal_of(make_user(), machine)
+    assert refusal.code == LaunchRefused.OUTSIDE_COUNTRIES and "unknown location" in refusal.message
+
+
+def test_a_machine_of_a_deactivated_provider_is_refused_as_offline(small_catalog, make_user):
+    machine = small_catalog.machine()
+    small_catalog.provider.is_active = False
+    catalog_services.save_provider(small_catalog.provider)
+    assert refusal_of(make_user(), machine).code == LaunchRefused.OFFLINE

@@ -501,3 +501,13 @@ def test_alternatives_in_to_dict_carry_their_breaks():
     (row,) = data["alternatives"]
     assert row["breaks"] == ["tier"]
     assert row["breaks_text"] == ["Community tier; you chose Secure"]
+
+
+def test_gib_and_money_follow_one_rounding_everywhere():
+    """15.625 GiB is 15.63 GiB (halves up) in words and in JSON; $0.0985 stays $0.0985."""
+    need = fixed_need(15.625)
+    result = recommend(need, [offer(id=1, memory_per_gpu_mib=16 * 1024, price_per_gpu_hour="0.0985")], ANYWHERE)
+    row = result.machines[0].to_dict()
+    assert row["need_per_gpu_gib"] == 15.63
+    assert "needs 15.63 GiB per GPU" in " ".join(row["why_it_fits"])
+    assert row["price_per_hour"] == "0.0985"

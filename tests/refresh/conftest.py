@@ -53,7 +53,10 @@ class FeedServer:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        # A short poll interval: shutdown() waits up to one interval for the serving loop to notice.
+        self.thread = threading.Thread(
+            target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
 
     def url(self, name: str) -> str:
         return f"http://127.0.0.1:{self.server.server_address[1]}/{name}.json"

@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from catalog.models import Machine
 from nodelodge.celery import app as celery_app
+from nodelodge.refresh import services
 from nodelodge.refresh.models import SyncRun
 from nodelodge.refresh.selectors import demo_feed_document
 
@@ -193,3 +194,63 @@ def test_staff_get_a_clear_message_when_the_task_queue_is_down(admin_client, pro
     assert "Could not queue the refresh: the task queue is unreachable" in page
     assert "refresh_providers" in page
     assert not SyncRun.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_refresh_requested_in_process_runs_at_once_in_order(feed_server, gpu_types, providers,
+                                                               in_process_tasks):
+    community, secure = providers["community"], providers["secure"]
+    community.feed_url = feed_server.serve_json("c", feed(community.slug, [record("c-1"), record("c-2")]))
+    community.save()
+
+    outcome = services.request_refresh([community.pk, secure.pk])
+
+    assert (outcome.requested, outcome.queued, outcome.broker_error) == (2, 0, "")
+    assert [(run.provider_id, run.status, run.added) for run in outcome.runs] == [
+        (community.pk, "ok", 2), (secure.pk, "failed", 0),
+    ]
+    assert services.request_refresh([]).requested == 0
+
+
+@pytest.mark.django_db
+def test_a_refresh_requested_while_the_task_queue_is_down_is_reported_not_raised(providers, unreachable_broker):
+    outcome = services.request_refresh([providers["community"].pk, providers["secure"].pk])
+
+    assert (outcome.requested, outcome.queued, outcome.runs) == (2, 0, [])
+    assert outcome.broker_error  # the exception's class name, shown to staff
+    assert not SyncRun.objects.exists()
+
+
+def test_the_provider_admin_carries_the_refresh_action_once():
+    from django.contrib import admin
+
+    from catalog.admin import ProviderAdmin
+    from catalog.models import Provider
+    from nodelodge.refresh.admin import ProviderRefreshAdmin, refresh_selected_providers
+
+    registered = admin.site.get_model_admin(Provider)
+    assert type(registered) is ProviderRefreshAdmin and isinstance(registered, ProviderAdmin)
+    assert list(registered.actions).count(refresh_selected_providers) == 1
+
+
+@pytest.mark.parametrize(
+    ("environment", "enabled"),
+    [
+        ({"DEBUG": "1"}, True),
+        ({"DEBUG": "0"}, False),
+        ({"DEBUG": "0", "DEMO_FEEDS_ENABLED": "1"}, True),
+        ({"DEBUG": "1", "DEMO_FEEDS_ENABLED": "0"}, False),
+        ({"DEBUG": "1", "DEMO_FEEDS_ENABLED": ""}, True),
+    ],
+)
+def test_demo_feeds_follow_debug_unless_the_environment_says(monkeypatch, environment, enabled):
+    import runpy
+
+    import nodelodge.settings
+
+    monkeypatch.delenv("DEMO_FEEDS_ENABLED", raising=False)
+    monkeypatch.setenv("SECRET_KEY", "a-key-only-for-reading-the-settings-in-this-test")
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+
+    assert runpy.run_path(nodelodge.settings.__file__)["DEMO_FEEDS_ENABLED"] is enabled

@@ -1,11 +1,13 @@
 """The nodelodge-v1 reader: each bad record is rejected with its reason, the others go on."""
 import json
+import urllib.error
 from decimal import Decimal
 
 import pytest
 
 from nodelodge.refresh.feeds import adapter_for
 from nodelodge.refresh.feeds.base import FeedError, GpuTypeIndex, GpuTypeRef
+from nodelodge.refresh.services import fetch_feed
 
 from .conftest import H100_MIB, feed, record
 
@@ -114,5 +116,15 @@ def test_an_unusable_feed_fails_as_a_whole(body, message):
 
 
 def test_an_unknown_feed_format_is_a_feed_error():
-    with pytest.raises(FeedError, match="no reader for feed format 'csv-v9'"):
+    with pytest.raises(FeedError, match="no reader for feed format 'csv-v9'") as raised:
         adapter_for("csv-v9")
+    assert raised.value.__cause__ is None and raised.value.__suppress_context__  # the lookup miss is noise
+
+
+def test_a_feed_error_keeps_the_failure_it_comes_from():
+    with pytest.raises(FeedError, match="the feed is not valid JSON") as raised:
+        parse(b"{broken")
+    assert isinstance(raised.value.__cause__, json.JSONDecodeError)
+    with pytest.raises(FeedError, match="could not reach the feed") as raised:
+        fetch_feed("http://127.0.0.1:9/feed.json", timeout_seconds=5)
+    assert isinstance(raised.value.__cause__, urllib.error.URLError)

@@ -235,3 +235,16 @@ def test_a_silent_machine_drops_out_of_the_wizard_answer(feed_server, gpu_types,
     assert Machine.objects.get(provider_machine_id="silent").gone_at is None
     assert result.freshness["newest"] == Machine.objects.get(provider_machine_id="talking").last_seen_at
     assert result.stale_after_minutes == 15
+
+
+def test_a_requested_refresh_is_queued_for_the_worker_and_lands_in_the_history(feed_server, gpu_types, providers):
+    community = providers["community"]
+    community.feed_url = feed_server.serve_json("c", feed(community.slug, [record("c-1")]))
+    community.save()
+
+    outcome = services.request_refresh([community.pk])
+
+    assert (outcome.requested, outcome.queued, outcome.runs, outcome.broker_error) == (1, 1, [], "")
+    result = AsyncResult(outcome.task_ids[0]).get(timeout=TASK_TIMEOUT)
+    run = SyncRun.objects.get(pk=result["sync_run_id"])
+    assert (run.provider_id, run.status, run.added) == (community.pk, "ok", 1)

@@ -128,3 +128,48 @@ def test_openapi_schema_documents_the_three_endpoints(client, db):
     assert params >= {"workload", "model", "precision", "context", "requests", "memory_gib", "budget",
                       "max_price", "tier", "countries"}
     assert "400" in paths["/api/v1/recommendations"]["get"]["responses"]
+
+
+WHISPER_WITHOUT_CONTEXT = "workload=inference&model=whisper-large-v3&precision=16&requests=2"
+
+
+def test_a_speech_model_needs_no_context_in_the_api(client, small_fleet):
+    status, body = get_json(client, "recommendations", WHISPER_WITHOUT_CONTEXT)
+    assert status == 200, body
+    assert body["memory"]["workload"] == "speech"
+    status, body = get_json(client, "estimate", WHISPER_WITHOUT_CONTEXT)
+    assert status == 200 and body["total_bytes"] > 0
+
+
+def test_page_api_and_cli_answer_a_speech_model_without_context_alike(client, small_fleet, capsys):
+    _, body = get_json(client, "recommendations", WHISPER_WITHOUT_CONTEXT)
+    call_command("recommend", "--model", "whisper-large-v3", "--precision", "16", "--requests", "2", "--json")
+    printed = json.loads(capsys.readouterr().out)
+    for payload in (body, printed):
+        payload.pop("data_as_of")
+    assert printed == body
+    html = client.get("/?" + WHISPER_WITHOUT_CONTEXT).content.decode()
+    assert f"{body['memory']['total_gib']:.2f}" in html
+    assert body["machines"] and all(f'data-machine-id="{m["id"]}"' in html for m in body["machines"])
+
+
+def test_prices_are_returned_with_the_catalogs_digits(client, make_machine):
+    make_machine("A100 80GB", price_per_gpu_hour=Decimal("0.098"))
+    _, body = get_json(client, "recommendations", LLAMA_8B + "&budget=100")
+    machine = body["machines"][0]
+    assert machine["price_per_gpu_hour"] == "0.098" and machine["price_per_hour"] == "0.098"
+    # The budget sentence is computed from the same price it names: 100 / 0.098 = 1,020.4 hours.
+    assert machine["budget_text"].startswith("$100.00 covers 1,020.4 hours")
+    assert machine["budget_text"].endswith("at $0.098/h")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_model_changed_by_another_process_is_sized_anew_at_once(client, small_fleet):
+    """No copy of a model outlives a write: an update that sends no signal (as another web worker's
+    or a script's write looks to this process) is in the very next answer."""
+    from catalog.models import LanguageModel
+
+    _, before = get_json(client, "estimate", LLAMA_8B)
+    LanguageModel.objects.filter(slug="llama-3-1-8b").update(parameters=16_060_522_496)
+    _, after = get_json(client, "estimate", LLAMA_8B)
+    assert after["items"][0]["bytes"] == 2 * before["items"][0]["bytes"]

@@ -1,8 +1,10 @@
 import re
+from decimal import Decimal
 
 import pytest
 from django.urls import reverse
 
+from catalog import services
 from catalog.services import generate_fleet
 
 from .conftest import LLAMA_8B
@@ -169,3 +171,20 @@ def test_query_count_does_not_grow_with_the_fleet(client, models_and_gpus, djang
         response = client.get("/?" + LLAMA_8B + "&budget=100&shown=inference:language", **HX_RESULT)
     assert response.status_code == 200
     assert "Recommended machines" in response.content.decode()
+
+
+def test_machines_of_a_deactivated_provider_are_not_recommended(client, small_fleet, providers):
+    before = result_section(client.get("/?" + LLAMA_8B).content.decode())
+    assert "Harbor Compute" in before
+    providers["secure"].is_active = False
+    services.save_provider(providers["secure"])
+    after = result_section(client.get("/?" + LLAMA_8B).content.decode())
+    assert "Harbor Compute" not in after and "Attic Hosts" in after
+
+
+def test_a_price_is_shown_as_priced_beside_what_the_budget_covers(client, make_machine):
+    make_machine("A100 80GB", price_per_gpu_hour=Decimal("0.098"))
+    html = result_section(client.get("/?" + LLAMA_8B + "&budget=100").content.decode())
+    assert "$0.098" in html and "$0.10" not in html
+    assert "$100.00 covers 1,020.4 hours (42.5 days) at $0.098/h" in html
+    assert 'name="price_per_hour" value="0.098"' in html

@@ -9,4 +9,4 @@ def adapter_for(feed_format: str) -> FeedAdapter:
     try:
         return ADAPTERS[feed_format]
     except KeyError:
-        raise FeedError(f"no reader for feed format {feed_format!r}")
+        raise FeedError(f"no reader for feed format {feed_format!r}") from None

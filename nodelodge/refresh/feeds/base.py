@@ -195,7 +195,7 @@ def price(value) -> Decimal:
     try:
         amount = Decimal(str(value).strip())
     except InvalidOperation:
-        raise RecordRejected(f"price_per_gpu_hour {str(value)[:30]!r} is not a decimal number")
+        raise RecordRejected(f"price_per_gpu_hour {str(value)[:30]!r} is not a decimal number") from None
     if not amount.is_finite():
         raise RecordRejected("price_per_gpu_hour must be a finite number")
     if amount > MAX_PRICE_PER_GPU_HOUR:

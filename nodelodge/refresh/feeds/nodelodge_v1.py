@@ -26,7 +26,7 @@ class NodeLodgeV1:
         try:
             document = json.loads(body)
         except (UnicodeDecodeError, json.JSONDecodeError) as error:
-            raise FeedError(f"the feed is not valid JSON: {error}")
+            raise FeedError(f"the feed is not valid JSON: {error}") from error
         if not isinstance(document, dict):
             raise FeedError(f"the feed must be a JSON object, got {type(document).__name__}")
         if document.get("provider") != provider_slug:

@@ -38,11 +38,3 @@ def money(value) -> str:
 def country_name(code) -> str:
     return _country_name(code) if code else "Unknown location"
 
-
-@register.filter
-def percent_of(part, whole) -> str:
-    """Width for a bar segment, in percent of `whole`, as a plain number for an SVG attribute."""
-    try:
-        return f"{max(0.0, 100.0 * float(part) / float(whole)):.3f}"
-    except (TypeError, ValueError, ZeroDivisionError):
-        return "0"
