@@ -49,8 +49,12 @@ DEFAULT_LORA_RANK = 16
 # peaks in a decoder layer's gated MLP. Alive at once, per token: four hidden-width tensors (the
 # embedding output the model keeps, the layer's input, the residual after attention, the normalised MLP
 # input) and three intermediate-width ones (the activated gate, the up projection, their product).
+# PyTorch's caching allocator then holds about two more intermediate-width blocks it cannot reuse: the
+# KV cache each layer adds is carved out of the segments the previous layer's MLP freed (measured on an
+# H200: reserved − allocated was 1.7 to 2.1 such tensors at 32,768 to 131,072 prompt tokens).
 PREFILL_HIDDEN_TENSORS = 4
 PREFILL_INTERMEDIATE_TENSORS = 3
+PREFILL_HELD_INTERMEDIATE_TENSORS = 2
 # Tensor parallelism: NCCL and all-reduce buffers on every GPU of the split. vLLM's memory profile of
 # Llama 3 8B (vllm-project/vllm#10511) shows 3.58 GiB of non-PyTorch memory per GPU at 2-way against
 # 1.79 GiB on one GPU: 1.79 GiB more, rounded up to 2 GiB.
@@ -229,7 +233,8 @@ def prefill_activation_bytes(model: LanguageModelSpec, tokens: int, requests: in
     hidden = _model_value(model, "hidden_size")
     intermediate = activation_mlp_width(model, _model_value(model, "intermediate_size"))
     vocab = _model_value(model, "vocab_size")
-    per_token = (PREFILL_HIDDEN_TENSORS * hidden + PREFILL_INTERMEDIATE_TENSORS * intermediate)
+    per_token = (PREFILL_HIDDEN_TENSORS * hidden
+                 + (PREFILL_INTERMEDIATE_TENSORS + PREFILL_HELD_INTERMEDIATE_TENSORS) * intermediate)
     return tokens * per_token * ACTIVATION_BYTES_PER_VALUE + requests * vocab * LOGIT_BYTES_PER_VALUE
 
 
@@ -263,7 +268,6 @@ def estimate_inference(
         weights = _weights_item("Model weights", parameters, precision)
         fmt = FORMATS[INFERENCE_FORMAT[precision]]
         stored = stored_weights(fmt, _split(model), hidden)
-        assert stored.nominal_bytes == weights.bytes  # the spec's item, unchanged
         weight_items = [weights, *_format_items(stored, vocab, hidden, f"{float(WEIGHT_BYTES[precision]):g}")]
     kv_items, kv_words = kv_cache_items(model, context, requests, kv_bits)
     kv_cache_bytes = sum(item.bytes for item in kv_items)
@@ -282,7 +286,8 @@ def estimate_inference(
         activation_bytes,
         margin,
         (f"{fmt_int(prefill_tokens)} prompt tokens × ({PREFILL_HIDDEN_TENSORS} × {fmt_int(hidden)} hidden"
-         f" + {PREFILL_INTERMEDIATE_TENSORS} × {fmt_int(intermediate)} MLP width)"
+         f" + ({PREFILL_INTERMEDIATE_TENSORS} alive + {PREFILL_HELD_INTERMEDIATE_TENSORS} held by the"
+         f" allocator) × {fmt_int(intermediate)} MLP width)"
          f" × {ACTIVATION_BYTES_PER_VALUE} bytes + {_plural(requests, 'request')}"
          f" × {fmt_int(vocab)} vocabulary × {LOGIT_BYTES_PER_VALUE} bytes (last-token logits)"),
     )
@@ -296,7 +301,8 @@ def estimate_inference(
         (f"Prefill processes the whole prompt of every request in one forward pass, as transformers' "
          f"generate() does: {fmt_int(prefill_tokens)} tokens. Its peak is one decoder layer's MLP: four "
          "hidden-width tensors and three MLP-width tensors per token in 16-bit, with attention in a fused "
-         "kernel (FlashAttention or SDPA: memory linear in tokens), and logits for the last token only. "
+         "kernel (FlashAttention or SDPA: memory linear in tokens), and logits for the last token only; "
+         "PyTorch's caching allocator holds about two more MLP-width blocks that the KV cache fragments. "
          "Where that exceeds the margin, the excess is its own item. Servers that prefill in chunks (vLLM, "
          "SGLang, TGI; max_num_batched_tokens) need less."),
         FRAMEWORKS_DIFFER,
@@ -429,7 +435,6 @@ def estimate_finetune(
         base = _weights_item("Base weights", parameters, precision)
         base = Item(base.name, f"{base.formula}, frozen (LoRA)", base.bytes)
         nominal_label = f"{float(WEIGHT_BYTES[precision]):g}"
-    assert stored.nominal_bytes == base.bytes  # the spec's item, unchanged
     format_items = _format_items(stored, vocab, hidden, nominal_label)
 
     rank = fmt_int(lora_rank)
@@ -477,14 +482,20 @@ def estimate_finetune(
     )
     load_items = []
     if precision == 4:
+        # The load-time transient and the training items are not alive together: the peak is the larger.
         largest = hidden * max(intermediate, heads * head_dim)
-        load_items.append(Item(
-            name="Quantizing the base at load",
-            formula=(f"largest matrix {h} × {fmt_int(largest // hidden)} = {fmt_int(largest)} values × "
-                     f"{NF4_LOAD_BYTES_PER_VALUE} bytes (16-bit copy 2 + scaled copy 2 + distance to each of "
-                     "the 16 NF4 levels and its absolute value, 16 × 2 × 2)"),
-            bytes=largest * NF4_LOAD_BYTES_PER_VALUE,
-        ))
+        training = adapters.bytes + activations.bytes + logits.bytes
+        transient = largest * NF4_LOAD_BYTES_PER_VALUE
+        if transient > training:
+            load_items.append(Item(
+                name="Quantizing the base at load",
+                formula=(f"largest matrix {h} × {fmt_int(largest // hidden)} = {fmt_int(largest)} values × "
+                         f"{NF4_LOAD_BYTES_PER_VALUE} bytes (16-bit copy 2 + scaled copy 2 + distance to "
+                         "each of the 16 NF4 levels and its absolute value, 16 × 2 × 2) = "
+                         f"{_gib_text(transient)}, less the {_gib_text(training)} of adapters, activations "
+                         "and logits that reuse it"),
+                bytes=transient - training,
+            ))
     covered = [base, *format_items, adapters, activations, logits, *load_items]
     margin = _margin_item(covered, "all items above")
     items = (*covered, margin, _runtime_item())
@@ -528,11 +539,13 @@ def estimate_finetune(
     if precision == 4:
         assumptions.insert(1, (
             "The 4-bit base is quantized on the GPU while the 16-bit checkpoint loads, as torchtune's QLoRA "
-            "recipe does with torchao's NF4: for the largest matrix it holds a 16-bit and a scaled copy and "
-            "the distance of every value to each of the 16 NF4 levels. The allocator keeps that memory "
-            "reserved (torchtune reports 9.13 GB reserved after loading Llama 2 7B and 9.29 GB at the "
-            "training peak), so it is counted beside the training items. bitsandbytes quantizes in a CUDA "
-            "kernel and needs about 2 bytes per value of that matrix."
+            "recipe does with torchao's NF4 (versions that quantize a matrix in one piece): for the largest "
+            "matrix it holds a 16-bit and a scaled copy and the distance of every value to each of the 16 "
+            "NF4 levels. The allocator keeps that memory "
+            "reserved and training reuses it (torchtune reports 9.13 GB reserved after loading Llama 2 7B "
+            "and 9.29 GB at the training peak), so the need is the larger of the two: where the load "
+            "needs more than the adapters, activations and logits, the difference is its own item. "
+            "bitsandbytes quantizes in a CUDA kernel and needs about 2 bytes per value of that matrix."
         ))
     return Breakdown(
         workload="finetune",

@@ -44,6 +44,8 @@ from sizing.units import GIB  # noqa: E402
 CSV_PATH = ROOT / "catalog" / "data" / "reference" / "measured_memory.csv"
 # Other published measurements (other models, another source) that judge the same rule.
 OTHER_CSV_PATH = ROOT / "catalog" / "data" / "reference" / "other_measured_memory.csv"
+# Our own measurements (tests/accuracy/measure.py on a GPU; raw runs in tests/accuracy/gpu_runs/).
+HERE_CSV_PATH = ROOT / "catalog" / "data" / "reference" / "measured_here.csv"
 PAGE_PATH = ROOT / "ACCURACY.md"
 COMMAND = "python -m tests.accuracy.published"
 CUDA_CONTEXT_BYTES = GIB // 2  # what a tensors-only figure leaves out of the process's footprint
@@ -102,6 +104,7 @@ class Measurement:
     conditions: str
     within_assumptions: bool = True  # False: the software did what the estimate states it does not
     outside_note: str = ""
+    speech_beams: int | None = None  # Whisper: set when `count` is streams; else `count` is the beam size
 
     @property
     def tensors_only(self) -> bool:
@@ -121,7 +124,10 @@ class Measurement:
         if self.workload == "image":
             return estimate_image(image_spec(self.model_slug), self.precision)
         if self.model_slug in SPEECH:
-            # The row's "batch" is Whisper's beam size on one audio stream.
+            if self.speech_beams is not None:
+                return estimate_speech(speech_spec(self.model_slug), self.precision, self.count,
+                                       beams=self.speech_beams)
+            # The published row's "batch" is Whisper's beam size on one audio stream.
             return estimate_speech(speech_spec(self.model_slug), self.precision, 1, beams=self.count)
         if self.workload == "finetune":
             return estimate_finetune(language_spec(self.model_slug), self.precision, self.tokens, self.count)
@@ -146,6 +152,7 @@ def load(path: Path = CSV_PATH) -> list[Measurement]:
                 conditions=row["conditions_notes"],
                 within_assumptions=row.get("within_assumptions", "yes") == "yes",
                 outside_note=row.get("outside_note", ""),
+                speech_beams=int(row["speech_beams"]) if row.get("speech_beams") else None,
             ))
     return rows
 
@@ -211,6 +218,9 @@ def _ratio(value: Fraction) -> str:
 
 def _case_label(row: Measurement) -> str:
     if row.model_slug in SPEECH:
+        if row.speech_beams is not None:
+            return (f"`{row.case_id}` ({row.model_slug}, {row.precision}-bit, {row.count} streams, "
+                    f"beam {row.speech_beams})")
         return f"`{row.case_id}` ({row.model_slug}, {row.precision}-bit, 1 stream, beam {row.count})"
     if row.workload == "image":
         return f"`{row.case_id}` ({row.model_slug}, {row.precision}-bit, native resolution)"
@@ -249,13 +259,13 @@ def _holds_text(verdict: Verdict) -> str:
     return "no, outside the assumptions (below)" if not verdict.measurement.within_assumptions else "**NO**"
 
 
-def summary(results: list[Verdict]) -> str:
+def summary(results: list[Verdict], noun: str = "published measurements") -> str:
     held = sum(v.holds for v in results)
     below = [v for v in results if not v.covers]
     ratios = [v.ratio for v in results]
     worst_low = min(results, key=lambda v: v.ratio)
     worst_high = max(results, key=lambda v: v.ratio)
-    text = (f"**{held} of {len(results)} published measurements hold the rule.** "
+    text = (f"**{held} of {len(results)} {noun} hold the rule.** "
             f"{len(below)} estimates are below their measurement. Estimate ÷ measured runs from "
             f"{_ratio(min(ratios))} (`{worst_low.measurement.case_id}`) to {_ratio(max(ratios))} "
             f"(`{worst_high.measurement.case_id}`).")
@@ -274,8 +284,11 @@ def other_summary(results: list[Verdict]) -> str:
 def render() -> str:
     results = verdicts()
     others = verdicts(load(OTHER_CSV_PATH))
+    here = verdicts(load(HERE_CSV_PATH))
     body = PAGE_TEMPLATE.read_text(encoding="utf-8")
     return (body.replace("{{SUMMARY}}", summary(results))
+                .replace("{{HERE_SUMMARY}}", summary(here, "measurements of ours"))
+                .replace("{{HERE_TABLE}}", table(here))
                 .replace("{{TABLE}}", table(results))
                 .replace("{{OTHER_SUMMARY}}", other_summary(others))
                 .replace("{{OTHER_TABLE}}", table(others))

@@ -5,6 +5,7 @@ from tests.accuracy import published
 
 ROWS = published.load()
 OTHER_ROWS = published.load(published.OTHER_CSV_PATH)
+HERE_ROWS = published.load(published.HERE_CSV_PATH)
 GIB = 2**30
 
 
@@ -28,6 +29,18 @@ def test_estimate_covers_the_measurement_and_stays_within_1_3_times_the_footprin
 )
 def test_other_published_measurements_within_the_assumptions_hold_the_same_rule(row):
     assert published.Verdict(row, row.estimate()).holds
+
+
+@pytest.mark.parametrize("row", HERE_ROWS, ids=[row.case_id for row in HERE_ROWS])
+def test_our_own_gpu_measurements_hold_the_same_rule(row):
+    verdict = published.Verdict(row, row.estimate())
+    assert row.metric == "nvml" and row.footprint_bytes == row.measured_bytes
+    assert verdict.covers and verdict.within_upper
+
+
+def test_our_whisper_row_counts_streams_with_one_beam():
+    (row,) = [row for row in HERE_ROWS if row.model_slug.startswith("whisper")]
+    assert row.estimate().inputs["streams"] == 8 and row.estimate().inputs["beams"] == 1
 
 
 def test_measurements_outside_the_assumptions_are_named_with_their_reason():

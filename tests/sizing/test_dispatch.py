@@ -23,7 +23,7 @@ def test_speech_model_under_inference_uses_requests_as_streams():
 def test_finetune_takes_context_as_sequence_length_and_requests_as_batch_size():
     breakdown = estimate("finetune", LLAMA_3_2_1B, 4, 512, 1, None)
     assert breakdown.workload == "finetune"
-    assert breakdown.total_bytes == 4_788_629_852  # see test_other_workloads
+    assert breakdown.total_bytes == 3_675_592_642  # see test_other_workloads
 
 
 def test_image_ignores_context_and_requests():

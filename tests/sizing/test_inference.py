@@ -100,26 +100,29 @@ def test_a_long_prompt_adds_the_prefill_activations_beyond_the_margin():
 
     KV cache      2 × 32 × 8 × 128 × 2 × 65,536 = 8,589,934,592
     Margin        20 % × (16,060,522,496 + 8,589,934,592) = 4,930,091,417.6 → 4,930,091,418
-    Prefill       65,536 × (4 × 4,096 + 3 × 14,336) × 2 + 1 × 128,256 × 4 = 7,785,141,248
-    Excess        7,785,141,248 − 4,930,091,418 = 2,855,049,830
-    Total         16,060,522,496 + 8,589,934,592 + 4,930,091,418 + 2,855,049,830 + 1,073,741,824
-                  = 33,509,340,160 bytes = 31.21 GiB
+    Prefill       65,536 × (4 × 4,096 + (3 alive + 2 held) × 14,336) × 2 + 1 × 128,256 × 4
+                  = 11,542,724,608 + 513,024 = 11,543,237,632
+    Excess        11,543,237,632 − 4,930,091,418 = 6,613,146,214
+    Total         16,060,522,496 + 8,589,934,592 + 4,930,091,418 + 6,613,146,214 + 1,073,741,824
+                  = 37,267,436,544 bytes = 34.71 GiB
     """
     breakdown = estimate_inference(LLAMA_3_1_8B, 16, 65_536, 1)
     items = items_by_name(breakdown)
 
     assert items["Safety margin"].bytes == 4_930_091_418
-    assert items["Prefill activations"].bytes == 2_855_049_830
-    assert "65,536 prompt tokens × (4 × 4,096 hidden + 3 × 14,336 MLP width)" in items["Prefill activations"].formula
-    assert breakdown.total_bytes == 33_509_340_160
+    assert items["Prefill activations"].bytes == 6_613_146_214
+    assert ("65,536 prompt tokens × (4 × 4,096 hidden + (3 alive + 2 held by the allocator) × 14,336 MLP width)"
+            in items["Prefill activations"].formula)
+    assert breakdown.total_bytes == 37_267_436_544
+    assert f"{breakdown.total_gib:.2f}" == "34.71"
     assert any("chunks" in line and "generate()" in line for line in breakdown.assumptions)
 
 
 def test_the_margin_covers_a_short_prompts_activations_without_an_item():
-    breakdown = estimate_inference(LLAMA_3_1_8B, 16, 32_768, 1)
-    # 32,768 × 59,392 × 2 + 513,024 = 3,892,827,136 < margin 4,071,097,959
+    breakdown = estimate_inference(LLAMA_3_1_8B, 16, 16_384, 1)
+    # 16,384 × 88,064 × 2 + 513,024 = 2,886,194,176 < margin 20 % × 18,208,006,144 = 3,641,601,229
     assert "Prefill activations" not in items_by_name(breakdown)
-    assert "(here 3.63 GiB)" in items_by_name(breakdown)["Safety margin"].formula
+    assert "(here 2.69 GiB)" in items_by_name(breakdown)["Safety margin"].formula
 
 
 def test_128000_token_context_needs_a_15_63_gib_kv_cache_and_a_note_to_size_context():

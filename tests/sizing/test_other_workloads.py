@@ -30,9 +30,10 @@ def test_llama_3_2_1b_qlora_512_tokens_batch_1_matches_the_hand_computation():
                    + one layer 512 × 1 × (17 × 2,048 + 8 × 8,192 + 4 × 32 = 100,480) = 51,445,760
                    = 85,000,192
     Logits         512 × 1 × 128,256 × 12 = 788,004,864
-    Load           2,048 × 8,192 = 16,777,216 values × 68 = 1,140,850,688
-    Sum            3,095,740,023; margin 20 % = 619,148,004.6 → 619,148,005; runtime 1,073,741,824
-    Total          4,788,629,852 bytes = 4.46 GiB
+    Load           2,048 × 8,192 = 16,777,216 values × 68 = 1,140,850,688, of which the training items
+                   (54,525,952 + 85,000,192 + 788,004,864 = 927,531,008) reuse all but 213,319,680
+    Sum            2,168,209,015; margin 20 % = 433,641,803; runtime 1,073,741,824
+    Total          3,675,592,642 bytes = 3.42 GiB
     """
     breakdown = estimate_finetune(LLAMA_3_2_1B, 4, 512, 1)
     items = items_by_name(breakdown)
@@ -43,12 +44,17 @@ def test_llama_3_2_1b_qlora_512_tokens_batch_1_matches_the_hand_computation():
     assert items["LoRA adapters"].bytes == 54_525_952
     assert items["Activations"].bytes == 85_000_192
     assert items["Logits"].bytes == 788_004_864
-    assert items["Quantizing the base at load"].bytes == 1_140_850_688
-    assert items["Safety margin"].bytes == 619_148_005
+    assert items["Quantizing the base at load"].bytes == 213_319_680
+    assert items["Safety margin"].bytes == 433_641_803
     assert items["CUDA runtime"].bytes == GIB and items["CUDA runtime"].per_gpu
     assert "Quantization scales" not in items  # 4.127 bits already hold NF4's scales
-    assert breakdown.total_bytes == 4_788_629_852
-    assert f"{breakdown.total_gib:.2f}" == "4.46"
+    assert breakdown.total_bytes == 3_675_592_642
+    assert f"{breakdown.total_gib:.2f}" == "3.42"
+
+
+def test_qlora_load_item_disappears_once_training_needs_more():
+    """At 4,096 tokens the logits alone (4,096 × 128,256 × 12 = 6,304,038,912 bytes) exceed the 1.06 GiB load peak."""
+    assert "Quantizing the base at load" not in items_by_name(estimate_finetune(LLAMA_3_2_1B, 4, 4096, 1))
 
 
 def test_lora_on_an_8_bit_base_adds_16_bit_embeddings_and_row_scales():

@@ -122,8 +122,12 @@ def test_prefill_beyond_the_margin_is_the_excess_only(model, precision, context,
 @given(language_models(), precisions, sequence_lengths, batch_sizes)
 def test_finetune_need_grows_strictly_with_sequence_length_and_batch_size(model, precision, length, batch):
     base = estimate_finetune(model, precision, length, batch)
-    assert estimate_finetune(model, precision, length + 1, batch).total_bytes > base.total_bytes
-    assert estimate_finetune(model, precision, length, batch + 1).total_bytes > base.total_bytes
+    longer = estimate_finetune(model, precision, length + 1, batch).total_bytes
+    larger = estimate_finetune(model, precision, length, batch + 1).total_bytes
+    assert longer >= base.total_bytes and larger >= base.total_bytes
+    # Only QLoRA's load-time quantizer can hold the need flat: the training items grow inside its peak.
+    if all(item.name != "Quantizing the base at load" for item in base.items):
+        assert longer > base.total_bytes and larger > base.total_bytes
     assert_consistent(base)
 
 
@@ -142,4 +146,12 @@ def test_finetune_need_falls_with_lower_precision(model, length, batch):
 def test_speech_need_grows_strictly_with_streams(model, precision, streams):
     fewer = estimate_speech(model, precision, streams)
     assert estimate_speech(model, precision, streams + 1).total_bytes > fewer.total_bytes
+    assert_consistent(fewer)
+
+
+@CASES
+@given(speech_models, precisions, st.integers(1, 1000), st.integers(1, 16))
+def test_speech_need_grows_strictly_with_beams(model, precision, streams, beams):
+    fewer = estimate_speech(model, precision, streams, beams=beams)
+    assert estimate_speech(model, precision, streams, beams=beams + 1).total_bytes > fewer.total_bytes
     assert_consistent(fewer)
