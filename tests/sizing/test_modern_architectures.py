@@ -79,9 +79,10 @@ def test_qwen3_8b_takes_its_explicit_head_dim():
     weights  8,190,735,360 × 2                          = 16,381,470,720 B
     KV       2 × 36 layers × 8 KV heads × 128 × 2 B × 32,768 = 4,831,838,208 B (4.50 GiB; 147,456 B/token)
     margin   20 % × 21,213,308,928 = 4,242,661,785.6 → 4,242,661,786 B
-    prefill  32,768 × (4 × 4,096 + 3 × 12,288) × 2 + 151,936 × 4 = 3,490,268,672 B < margin: no item
+    prefill  32,768 × (4 × 4,096 + (3 + 2) × 12,288) × 2 + 151,936 × 4 = 5,100,881,408 B,
+             of which the margin covers 4,242,661,786: item 858,219,622 B
     runtime  1,073,741,824 B
-    total    26,529,712,538 B
+    total    16,381,470,720 + 4,831,838,208 + 4,242,661,786 + 858,219,622 + 1,073,741,824 = 27,387,932,160 B
     Qwen3-0.6B: hidden/heads = 1,024/16 = 64, but head_dim is 128: 2 × 28 × 8 × 128 × 2 = 114,688 B per token,
     not the 57,344 that hidden/heads would give.
     """
@@ -93,8 +94,8 @@ def test_qwen3_8b_takes_its_explicit_head_dim():
         "2 × 36 layers × 8 KV heads × 128 head dim × 2 bytes × 32,768 tokens × 1 request"
     )
     assert by_name["Safety margin"].bytes == 4_242_661_786
-    assert "Prefill activations" not in by_name
-    assert breakdown.total_bytes == 26_529_712_538
+    assert by_name["Prefill activations"].bytes == 858_219_622
+    assert breakdown.total_bytes == 27_387_932_160
     per_token = estimate_inference(QWEN3_0_6B, 16, 1, 1)
     assert items(per_token)["KV cache"].bytes == 114_688
 
