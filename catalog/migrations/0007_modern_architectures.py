@@ -7,8 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('catalog', '0005_languagemodel_tied_embeddings'),
-        ('catalog', '0005_machine_provider_is_active'),
+        ('catalog', '0006_merge_tied_embeddings_and_provider_flag'),
     ]
 
     operations = [
