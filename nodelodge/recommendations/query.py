@@ -1,7 +1,8 @@
 """The workload query: parsed, validated and normalised once, for every surface.
 
 Parameter names are a contract (query string, API and `estimate`/`recommend` options):
-workload, model, precision, context, requests, memory_gib, budget, max_price, tier, countries, limit.
+workload, model, precision, kv_cache, context, requests, memory_gib, budget, max_price, tier, countries,
+limit.
 Which inputs a workload needs for which model (a speech model takes no context) is the sizing
 engine's rule (`sizing.calculators.estimate`); the form checks types and limits.
 """
@@ -20,12 +21,15 @@ from sizing.workloads import BY_CODE, WIZARD_CODES
 
 WORKLOAD_CHOICES = [(code, BY_CODE[code].label) for code in WIZARD_CODES]
 PRECISIONS = [("16", "16-bit"), ("8", "8-bit"), ("4", "4-bit")]
+KV_CACHE_PRECISIONS = [("16", "16-bit (default)"), ("8", "8-bit (vLLM fp8 KV cache)")]
+DEFAULT_KV_BITS = 16
 TIERS = [("both", "Secure and Community"), ("secure", "Secure only"), ("community", "Community only")]
 
 DEFAULTS = {
     "workload": "inference",
     "model": "llama-3-1-8b",
     "precision": "16",
+    "kv_cache": "16",
     "context": "4096",
     "requests": "1",
     "memory_gib": "24",
@@ -70,6 +74,10 @@ class WorkloadQueryForm(forms.Form):
     workload = forms.ChoiceField(choices=WORKLOAD_CHOICES, label="What you want to do")
     model = forms.CharField(max_length=100, required=False, label="Model")
     precision = forms.TypedChoiceField(choices=PRECISIONS, coerce=int, required=False, label="Precision")
+    kv_cache = forms.TypedChoiceField(
+        choices=KV_CACHE_PRECISIONS, coerce=int, required=False, label="KV cache precision",
+        error_messages={"invalid_choice": "Choose a 16-bit or an 8-bit KV cache."},
+    )
     context = forms.IntegerField(min_value=1, max_value=MAX_CONTEXT, required=False)
     requests = forms.IntegerField(min_value=1, max_value=MAX_REQUESTS, required=False)
     memory_gib = forms.DecimalField(
@@ -146,6 +154,7 @@ class WorkloadQuery:
     countries_input: tuple[str, ...]
     countries: frozenset[str] | None
     limit: int | None = None
+    kv_bits: int = DEFAULT_KV_BITS  # bits per KV-cache value: 16 (the spec's) or 8
 
     def as_params(self, **overrides) -> dict[str, str]:
         """The query string parameters that reproduce this query (empty ones left out)."""
@@ -153,6 +162,7 @@ class WorkloadQuery:
             "workload": self.workload,
             "model": self.model_slug,
             "precision": self.precision,
+            "kv_cache": self.kv_bits if self.kv_bits != DEFAULT_KV_BITS else None,
             "context": self.context,
             "requests": self.requests,
             "memory_gib": self.memory_gib,
@@ -186,6 +196,8 @@ class WorkloadQuery:
             countries_input=tuple(countries_input),
             countries=countries,
             limit=data.get("limit"),
+            kv_bits=(data.get("kv_cache") or DEFAULT_KV_BITS) if workload in ("inference", "speech")
+            else DEFAULT_KV_BITS,
         )
 
 
