@@ -14,6 +14,6 @@ def uninstall(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-    dependencies = [("catalog", "0006_merge_tied_embeddings_and_provider_flag")]
+    dependencies = [("catalog", "0007_modern_architectures")]
 
     operations = [migrations.RunPython(install, uninstall)]
