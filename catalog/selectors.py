@@ -389,6 +389,7 @@ def _tally(
     # (precision index, band index, meets every preference) -> cheapest and dearest price per
     # GPU-hour there, to fetch only from bands that hold machines, and only within their prices
     bands: dict[tuple[int, int, bool], tuple[Decimal, Decimal]] = {}
+    band_sizes: dict[tuple[int, int, bool], int] = {}
     band_index = [{gpus: index for index, (gpus, _) in enumerate(thresholds)} for thresholds in query.fits]
     fits_of: dict[tuple[int, int], list[int | None]] = {}
     for row in groups:
@@ -419,6 +420,7 @@ def _tally(
             key = (fit_index, band_index[fit_index][gpus], not breaks)
             low, high = bands.get(key, (cheapest_price, dearest_price))
             bands[key] = (min(low, cheapest_price), max(high, dearest_price))
+            band_sizes[key] = band_sizes.get(key, 0) + count
             if fit_index:
                 if not breaks:
                     lower_fitting[fit_index - 1] += count
@@ -437,7 +439,8 @@ def _tally(
     only_at_cheapest = (
         _count_at_cheapest(query, only_cheapest, by_scan) if not fitting and only_cheapest else {}
     )
-    ids = _describe_ids(query, bands)
+    sparse = {key for key, size in band_sizes.items() if size <= SPARSE_BAND_MACHINES}
+    ids = _describe_ids(query, bands, {} if by_scan or not sparse else _band_prices(query, bands, sparse))
     rows = machines_with_related(Machine.objects.filter(pk__in=ids)) if ids else []
     counted = matching.CountedFleet(
         offers=tuple(machine_offer(row) for row in rows),
@@ -456,8 +459,55 @@ def _tally(
     return FleetCount(counted=counted, left_out=left_out, newest=newest, oldest=oldest)
 
 
+# A band holding at most this many machines is read at the prices the kept counts list for it
+# (an index probe per price) rather than by walking every machine between its cheapest and dearest.
+SPARSE_BAND_MACHINES = 256
+
+
+def _band_prices(
+    query: FleetQuery, bands: dict[tuple[int, int, bool], tuple[Decimal, Decimal]], sparse: set
+) -> dict[tuple[int, int, bool], list[Decimal]]:
+    """For each sparse band, every price per GPU-hour at which the kept counts hold one of its
+    machines (those the rule lets through, of the band's GPUs used, meeting every preference or not
+    as the band says): one statement for all of them."""
+    status_sql, status_params = availability.status_sql(query.stale_cutoff, query.countries)
+    parts, params, keys = [], [], sorted(sparse)
+    for number, (fit_index, band, meets) in enumerate(keys):
+        thresholds = query.fits[fit_index]
+        gpus = thresholds[band][0]
+        band_sql, band_params = _band_sql(thresholds, band)
+        meets_parts, meets_params = ["TRUE"], []
+        if query.tier != "both":
+            meets_parts.append("m.tier = %s")
+            meets_params.append(query.tier)
+        for limit in (query.max_price_per_hour, query.budget):
+            if limit is not None:
+                meets_parts.append(f"u.p * {int(gpus)} <= %s")
+                meets_params.append(fleet_counts.to_units(limit))
+        meets_sql = " AND ".join(meets_parts)
+        if not meets:
+            meets_sql = f"NOT ({meets_sql})"
+        low, high = bands[fit_index, band, meets]
+        parts.append(
+            f"SELECT {int(number)} AS band, u.p FROM {fleet_counts.SHAPES} m "  # noqa: S608  # nosec B608
+            "CROSS JOIN LATERAL unnest(m.prices) AS u(p) "
+            f"WHERE {status_sql} = {availability.SCREENED} AND {band_sql} "
+            f"AND u.p >= %s AND u.p <= %s AND {meets_sql}"
+        )
+        params += [*status_params, *band_params, fleet_counts.to_units(low), fleet_counts.to_units(high),
+                   *meets_params]
+    prices: dict[tuple[int, int, bool], set] = {key: set() for key in keys}
+    with connection.cursor() as cursor:
+        cursor.execute(" UNION ".join(parts), params)
+        for number, units in cursor.fetchall():
+            prices[keys[number]].add(fleet_counts.from_units(units))
+    return {key: sorted(found) for key, found in prices.items()}
+
+
 def _describe_ids(
-    query: FleetQuery, bands: dict[tuple[int, int, bool], tuple[Decimal, Decimal]]
+    query: FleetQuery,
+    bands: dict[tuple[int, int, bool], tuple[Decimal, Decimal]],
+    band_prices: dict[tuple[int, int, bool], list[Decimal]],
 ) -> list[int]:
     """Ids of the machines the answer describes: the first `machines_shown` meeting every
     preference, the first alternatives, and the cheapest meeting every preference at each lower
@@ -487,6 +537,12 @@ def _describe_ids(
         meets_sql, meets_params = _meets_sql(query, gpus)
         if not meets:
             meets_sql = f"NOT ({meets_sql})"
+        at_prices, price_params = "", []
+        if (fit_index, band, meets) in band_prices:
+            # A sparse band: only the prices its machines have, each an index probe.
+            at_prices, price_params = " AND m.price_per_gpu_hour = ANY(%s::numeric[])", [
+                band_prices[fit_index, band, meets]
+            ]
         # Fixed SQL and integers; every value is a parameter.
         parts.append(
             f"(SELECT m.id, {int(kind)} AS kind, m.price_per_gpu_hour * {int(gpus)} AS hourly, "  # noqa: S608  # nosec B608
@@ -494,11 +550,12 @@ def _describe_ids(
             'm.provider_machine_id COLLATE "C" AS machine FROM catalog_machine m '
             f"JOIN catalog_provider p ON p.id = m.provider_id "
             f"WHERE {screened} AND {band_sql} AND {meets_sql} "
-            "AND m.price_per_gpu_hour >= %s AND m.price_per_gpu_hour <= %s "
+            f"AND m.price_per_gpu_hour >= %s AND m.price_per_gpu_hour <= %s{at_prices} "
             f'ORDER BY m.price_per_gpu_hour, p.name COLLATE "C", m.provider_machine_id COLLATE "C", m.id '
             f"LIMIT {int(limit)})"
         )
         params += [*screened_params, *band_params, *meets_params, cheapest_price, dearest_price]
+        params += price_params
     if not parts:
         return []
     keep = " OR ".join(
