@@ -1,0 +1,395 @@
+"""The throughput plan: the cheapest set of machines that serves a target number of tokens per second.
+
+It joins the documentation's GPU-count formula (`sizing.other_calculators.gpus_for_throughput`) to
+the fleet: usable per GPU = speed measured per GPU × efficiency; GPUs are added until their usable
+speeds reach the target; redundancy comes on top. Only speeds measured on the machine itself count;
+a machine without one is never in a plan (the caller counts those).
+
+Replicas
+    A model copy runs on the GPUs the fit needs on that machine (`sizing.fit`): one GPU when one
+    holds it, otherwise several of the same machine by tensor parallelism. A machine with f free
+    GPUs and g GPUs per copy offers ⌊f ÷ g⌋ copies, each delivering g × per-GPU speed × efficiency
+    and costing g × its price per GPU-hour.
+
+Redundancy
+    R spare copies: the plan still serves the target when any R of its copies fail. With one GPU per
+    copy and one speed this is the documentation's "productive + redundancy GPUs" (180,000 tokens/s
+    at 75,000 per GPU and 75 % → 4 + 1 = 5). Every plan is therefore R spare copies, each at least as
+    fast as any productive copy, plus productive copies whose usable speeds sum to the target.
+
+Optimality
+    The answer is the exact minimum of the total price per hour (ties: fewer GPUs, then the machines'
+    own order), found by branch and bound over speed classes (copies of equal speed, cheapest first)
+    with the fractional-knapsack bound; all arithmetic is in integers, so no rounding decides a plan.
+    Tests compare it with brute force on small fleets.
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_left
+from collections.abc import Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+from fractions import Fraction
+from itertools import accumulate
+
+from .errors import SizingError
+
+DEFAULT_EFFICIENCY_PERCENT = Decimal("75")
+DEFAULT_REDUNDANCY = 1
+MAX_REDUNDANCY = 64
+MAX_TARGET_TOKENS_PER_S = Decimal("100000000")  # 10^8 tokens/s: more than any fleet serves
+PRICE_UNITS = 10_000  # prices are kept to 4 places
+SECONDS_PER_HOUR = 3_600
+TOKENS_PER_MILLION = 1_000_000
+
+
+@dataclass(frozen=True)
+class PlanCandidate:
+    """One machine that fits the model and carries a speed measured on it for that model and precision."""
+
+    machine_id: int
+    order_key: tuple  # the machines' own order (price per GPU-hour, provider, machine id, id): ties
+    price_per_gpu_hour: Decimal
+    free_gpus: int
+    gpus_per_copy: int  # GPUs one model copy needs on this machine (the fit)
+    measured_tokens_per_s: Decimal  # as measured
+    measured_gpus: int  # GPUs the measurement ran on
+
+    @property
+    def tokens_per_s_per_gpu(self) -> Fraction:
+        return Fraction(self.measured_tokens_per_s) / self.measured_gpus
+
+    @property
+    def copies_free(self) -> int:
+        return self.free_gpus // self.gpus_per_copy if self.gpus_per_copy > 0 else 0
+
+
+@dataclass(frozen=True)
+class PlanPart:
+    """The copies one machine contributes."""
+
+    candidate: PlanCandidate
+    productive_copies: int
+    spare_copies: int
+
+    @property
+    def copies(self) -> int:
+        return self.productive_copies + self.spare_copies
+
+    @property
+    def gpus(self) -> int:
+        return self.copies * self.candidate.gpus_per_copy
+
+    @property
+    def price_per_hour(self) -> Decimal:
+        return self.candidate.price_per_gpu_hour * self.gpus
+
+
+@dataclass(frozen=True)
+class Plan:
+    target_tokens_per_s: Decimal
+    efficiency_percent: Decimal
+    redundancy: int
+    parts: tuple[PlanPart, ...]  # machines in their own order
+    price_per_hour: Decimal
+    gpus: int
+    productive_gpus: int
+    spare_gpus: int
+    usable_tokens_per_s: Fraction  # productive copies only
+    steps: tuple[str, ...]
+
+
+def _validated(target, efficiency_percent, redundancy) -> tuple[Fraction, Fraction, int]:
+    if (
+        not isinstance(target, Decimal | int)
+        or isinstance(target, bool)
+        or not 0 < target <= MAX_TARGET_TOKENS_PER_S
+    ):
+        raise SizingError(
+            "target",
+            f"The throughput target must be above 0 and at most {MAX_TARGET_TOKENS_PER_S:,} tokens/s.",
+        )
+    if not isinstance(efficiency_percent, Decimal | int) or not 0 < efficiency_percent <= 100:
+        raise SizingError("efficiency", "The efficiency must be more than 0 % and at most 100 %.")
+    if (
+        isinstance(redundancy, bool)
+        or not isinstance(redundancy, int)
+        or not 0 <= redundancy <= MAX_REDUNDANCY
+    ):
+        raise SizingError(
+            "redundancy", f"The redundancy must be a whole number of copies from 0 to {MAX_REDUNDANCY}."
+        )
+    return Fraction(target), Fraction(efficiency_percent), redundancy
+
+
+def copy_speed(candidate: PlanCandidate, efficiency: Fraction) -> Fraction:
+    """Usable tokens/s of one model copy on this machine: GPUs × measured per GPU × efficiency."""
+    return candidate.gpus_per_copy * candidate.tokens_per_s_per_gpu * efficiency / 100
+
+
+def copy_price_units(candidate: PlanCandidate) -> int:
+    return int(candidate.price_per_gpu_hour * PRICE_UNITS) * candidate.gpus_per_copy
+
+
+@dataclass
+class _Class:
+    """Copies of one usable speed, cheapest first: (price units, candidate index) each."""
+
+    speed: int
+    copies: list[tuple[int, int]]
+
+
+def _classes(candidates: Sequence[PlanCandidate], efficiency: Fraction, target: Fraction):
+    speeds = [copy_speed(c, efficiency) for c in candidates]
+    denominator = (
+        math.lcm(target.denominator, *(s.denominator for s in speeds)) if speeds else target.denominator
+    )
+    by_speed: dict[int, list[tuple[int, int]]] = {}
+    for index, candidate in enumerate(candidates):
+        speed = int(speeds[index] * denominator)
+        if speed <= 0 or candidate.copies_free <= 0:
+            continue
+        units = copy_price_units(candidate)
+        by_speed.setdefault(speed, []).extend([(units, index)] * candidate.copies_free)
+    target_int = math.ceil(target * denominator)
+    classes = []
+    for speed, copies in by_speed.items():
+        copies.sort(key=lambda item: (item[0], candidates[item[1]].order_key))
+        classes.append(_Class(speed, copies))
+    classes.sort(key=lambda cls: -cls.speed)  # fastest first
+    return classes, target_int
+
+
+class _Cover:
+    """Cheapest copies, from the given classes, whose speeds sum to at least the target: exact.
+
+    Branch and bound: classes in order of their best price per speed, each class taking its
+    cheapest copies first (a dearer copy of the same speed is never better); a branch is cut when
+    its price plus the fractional-knapsack bound of the classes left exceeds the best plan found.
+    The bound is computed in floating point and lowered by a relative 1e-9, so it never cuts a
+    branch it should not; prices compared between plans are exact integers."""
+
+    SAFETY = 1 - 1e-9
+
+    def __init__(
+        self, classes: list[tuple[int, list[tuple[int, int]]]], target: int, ceiling: int | None = None
+    ):
+        self.target = target
+        self.ceiling = ceiling  # plans dearer than this are of no interest to the caller
+        trimmed = []
+        for speed, copies in classes:
+            copies = copies[: -(-target // speed)]  # never more copies than reach the target alone
+            if copies:
+                trimmed.append((speed, copies))
+        trimmed.sort(key=lambda item: (item[1][0][0] / item[0], -item[0]))
+        self.classes = trimmed
+        self.prefix = [[0, *accumulate(units for units, _ in copies)] for _, copies in trimmed]
+        self._suffix: dict[int, tuple[list[float], list[int], list[int], list[tuple[int, int]]]] = {}
+        self.best: tuple[int, int] | None = None  # (price units, copies)
+        self.best_counts: list[int] | None = None
+
+    def _suffix_of(self, start: int):
+        found = self._suffix.get(start)
+        if found is None:
+            units = sorted(
+                ((units, speed) for speed, copies in self.classes[start:] for units, _ in copies),
+                key=lambda item: item[0] / item[1],
+            )
+            found = (
+                list(accumulate(speed for _, speed in units)),
+                list(accumulate(p for p, _ in units)),
+                units,
+            )
+            self._suffix[start] = found
+        return found
+
+    def bound(self, start: int, need: int) -> float | None:
+        """A lower bound on the price of covering `need` from classes start.. (None: they cannot)."""
+        if need <= 0:
+            return 0.0
+        if start >= len(self.classes):
+            return None
+        speeds, prices, units = self._suffix_of(start)
+        position = bisect_left(speeds, need)
+        if position >= len(speeds):
+            return None
+        before_speed = speeds[position - 1] if position else 0
+        before_price = prices[position - 1] if position else 0
+        price, speed = units[position]
+        return (before_price + price * (need - before_speed) / speed) * self.SAFETY
+
+    def solve(self) -> tuple[int, list[int]] | None:
+        counts = [0] * len(self.classes)
+        self._search(0, self.target, 0, 0, counts)
+        if self.best is None:
+            return None
+        return self.best[0], self.best_counts
+
+    def _search(self, index: int, need: int, price: int, copies: int, counts: list[int]) -> None:
+        if need <= 0:
+            if self.best is None or (price, copies) < self.best:
+                self.best = (price, copies)
+                self.best_counts = list(counts)
+            return
+        if index >= len(self.classes):
+            return
+        bound = self.bound(index, need)
+        if bound is None:
+            return
+        limit = self.best[0] if self.best is not None else self.ceiling
+        if limit is not None and price + bound > limit:
+            return
+        speed, class_copies = self.classes[index]
+        most = min(len(class_copies), -(-need // speed))
+        prefix = self.prefix[index]
+        for count in range(most, -1, -1):
+            counts[index] = count
+            self._search(index + 1, need - count * speed, price + prefix[count], copies + count, counts)
+        counts[index] = 0
+
+
+def cheapest_plan(
+    candidates: Sequence[PlanCandidate],
+    target_tokens_per_s,
+    efficiency_percent=DEFAULT_EFFICIENCY_PERCENT,
+    redundancy: int = DEFAULT_REDUNDANCY,
+) -> Plan | None:
+    """The cheapest plan serving the target with `redundancy` spare copies, or None when the
+    candidates cannot serve it. Pure: the same candidates in any order give the same plan."""
+    target, efficiency, redundancy = _validated(target_tokens_per_s, efficiency_percent, redundancy)
+    candidates = sorted(candidates, key=lambda c: c.order_key)
+    classes, target_int = _classes(candidates, efficiency, target)
+    best: tuple[int, int, dict[int, list[int]]] | None = (
+        None  # price, copies, candidate -> [productive, spare]
+    )
+
+    def consider(price: int, copies: int, productive: list[tuple[int, int]], spare: list[tuple[int, int]]):
+        nonlocal best
+        if best is not None and (price, copies) >= best[:2]:
+            return
+        chosen: dict[int, list[int]] = {}
+        for _, index in productive:
+            chosen.setdefault(index, [0, 0])[0] += 1
+        for _, index in spare:
+            chosen.setdefault(index, [0, 0])[1] += 1
+        best = (price, copies, chosen)
+
+    everything = _Cover([(cls.speed, cls.copies) for cls in classes], target_int)
+    if redundancy == 0:
+        solved = everything.solve()
+        if solved is not None:
+            consider(solved[0], sum(solved[1]), _picked(everything, solved[1]), [])
+    else:
+        # A lower bound for every split below: covering from all classes is never dearer.
+        lowest = everything.bound(0, target_int)
+        # Spare copies are the R fastest of the plan: for each speed V that the R-th fastest copy may
+        # have, spares come from classes at least that fast and productive copies from classes at
+        # most that fast; the class of speed V may give to both (its cheapest copies go first).
+        faster: list[tuple[int, int]] = []  # the R cheapest copies of the classes faster than the pivot
+        for position, pivot in enumerate(classes):
+            for from_pivot in range(0, min(redundancy, len(pivot.copies)) + 1):
+                from_faster = redundancy - from_pivot
+                if from_faster > len(faster):
+                    continue
+                spare = faster[:from_faster] + pivot.copies[:from_pivot]
+                spare_price = sum(units for units, _ in spare)
+                if lowest is None or (best is not None and spare_price + lowest > best[0]):
+                    continue
+                rest = pivot.copies[from_pivot:]
+                pool = ([(pivot.speed, rest)] if rest else []) + [
+                    (cls.speed, cls.copies) for cls in classes[position + 1 :]
+                ]
+                cover = _Cover(pool, target_int, ceiling=best[0] - spare_price if best else None)
+                solved = cover.solve()
+                if solved is None:
+                    continue
+                consider(
+                    spare_price + solved[0], redundancy + sum(solved[1]), _picked(cover, solved[1]), spare
+                )
+            faster = sorted(faster + pivot.copies[:redundancy])[:redundancy]
+    if best is None:
+        return None
+    return _plan(candidates, best[2], target, efficiency, redundancy)
+
+
+def _picked(cover: _Cover, counts: list[int]) -> list[tuple[int, int]]:
+    return [copy for (_, copies), count in zip(cover.classes, counts, strict=True) for copy in copies[:count]]
+
+
+def _plan(
+    candidates, chosen: dict[int, list[int]], target: Fraction, efficiency: Fraction, redundancy: int
+) -> Plan:
+    parts = tuple(
+        PlanPart(candidates[index], productive, spare)
+        for index, (productive, spare) in sorted(chosen.items())
+    )
+    usable = sum((copy_speed(p.candidate, efficiency) * p.productive_copies for p in parts), Fraction(0))
+    productive_gpus = sum(p.productive_copies * p.candidate.gpus_per_copy for p in parts)
+    spare_gpus = sum(p.spare_copies * p.candidate.gpus_per_copy for p in parts)
+    price = sum((p.price_per_hour for p in parts), Decimal(0))
+    return Plan(
+        target_tokens_per_s=Decimal(target.numerator) / Decimal(target.denominator),
+        efficiency_percent=Decimal(efficiency.numerator) / Decimal(efficiency.denominator),
+        redundancy=redundancy,
+        parts=parts,
+        price_per_hour=price,
+        gpus=productive_gpus + spare_gpus,
+        productive_gpus=productive_gpus,
+        spare_gpus=spare_gpus,
+        usable_tokens_per_s=usable,
+        steps=plan_steps(parts, target, efficiency, usable, productive_gpus, spare_gpus),
+    )
+
+
+def number(value: Fraction | Decimal | int) -> str:
+    """A figure for the formula: thousands separators, up to two decimals, no trailing zeros."""
+    exact = Fraction(value)
+    rounded = round(exact * 100)
+    text = f"{rounded // 100:,}"
+    cents = rounded % 100
+    if cents:
+        text += f".{cents:02d}".rstrip("0")
+    return text
+
+
+def plan_steps(parts, target: Fraction, efficiency: Fraction, usable: Fraction, productive: int, spare: int):
+    """The documentation's formula filled in with each machine's own measured speed."""
+    steps = []
+    productive_parts = [p for p in parts if p.productive_copies]
+    speeds = {p.candidate.tokens_per_s_per_gpu for p in productive_parts}
+    one_gpu_copies = all(p.candidate.gpus_per_copy == 1 for p in productive_parts)
+    for part in parts:
+        candidate = part.candidate
+        per_gpu = candidate.tokens_per_s_per_gpu
+        if part.productive_copies:
+            gpus = part.productive_copies * candidate.gpus_per_copy
+            steps.append(
+                f"Usable per GPU on machine {candidate.machine_id} = {number(per_gpu)} tokens/s measured × "
+                f"{number(efficiency)} % = {number(per_gpu * efficiency / 100)} tokens/s; "
+                f"{gpus} GPU{'s' if gpus != 1 else ''} give "
+                f"{number(gpus * per_gpu * efficiency / 100)} tokens/s"
+            )
+    if len(speeds) == 1 and one_gpu_copies:
+        (per_gpu,) = speeds
+        usable_per_gpu = per_gpu * efficiency / 100
+        steps.append(f"Productive GPUs = ceil({number(target)} ÷ {number(usable_per_gpu)}) = {productive}")
+    else:
+        steps.append(
+            f"Productive GPUs = {productive}: together {number(usable)} tokens/s ≥ {number(target)} tokens/s"
+        )
+    steps.append(f"Total GPUs = {productive} productive + {spare} redundancy = {productive + spare}")
+    return tuple(steps)
+
+
+def price_per_million_tokens(
+    price_per_gpu_hour: Decimal, measured_tokens_per_s: Decimal, measured_gpus: int
+) -> Decimal:
+    """Price per hour of the measured GPUs ÷ (tokens per second × 3,600) × 10^6, exact to 4 places
+    (rounded half up, as money is): what a million tokens cost at the measured speed."""
+    hourly = price_per_gpu_hour * measured_gpus
+    tokens_per_hour = Decimal(measured_tokens_per_s) * SECONDS_PER_HOUR
+    return (hourly * TOKENS_PER_MILLION / tokens_per_hour).quantize(
+        Decimal("0.0001"), rounding="ROUND_HALF_UP"
+    )
