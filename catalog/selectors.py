@@ -78,9 +78,17 @@ def measured_speed(row: MeasuredSpeed) -> offers.MeasuredSpeed:
     return offers.MeasuredSpeed(
         model_slug=row.model_slug,
         precision=row.precision,
-        value=float(row.value),
+        value=row.value,
         unit=row.unit,
         measured_at=row.measured_at,
+        gpus=row.gpus,
+        engine=row.engine,
+        engine_version=row.engine_version,
+        concurrency=row.concurrency,
+        input_tokens=row.input_tokens,
+        output_tokens=row.output_tokens,
+        measured_by=row.measured_by,
+        source=row.source,
     )
 
 

@@ -15,7 +15,7 @@ from decimal import Decimal
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 from django.utils.text import slugify
 
@@ -229,6 +229,25 @@ def sync_machines_with_provider(provider: Provider) -> int:
     """Bring the provider's figures that machines keep a copy of (tier, active) onto its machines."""
     stale = Q(provider=provider) & (~Q(tier=provider.tier) | ~Q(provider_is_active=provider.is_active))
     return Machine.objects.filter(stale).update(tier=provider.tier, provider_is_active=provider.is_active)
+
+
+def drop_speeds_of_other_gpu_types(machines: QuerySet[Machine] | None = None) -> int:
+    """A speed holds for the GPU type it was measured on: once a machine has another GPU type, its
+    measurements from before are deleted. Returns how many were."""
+    speeds = MeasuredSpeed.objects.filter(gpu_type__isnull=False)
+    speeds = speeds.exclude(gpu_type_id=F("machine__gpu_type_id"))
+    if machines is not None:
+        speeds = speeds.filter(machine__in=machines)
+    deleted, _ = speeds.delete()
+    return deleted
+
+
+@transaction.atomic
+def save_machine(machine: Machine) -> Machine:
+    """Save a machine (the admin's write); measurements of a GPU type it no longer has go."""
+    machine.save()
+    drop_speeds_of_other_gpu_types(Machine.objects.filter(pk=machine.pk))
+    return machine
 
 
 @transaction.atomic
