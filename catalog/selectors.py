@@ -8,7 +8,7 @@ from decimal import Decimal
 from fractions import Fraction
 
 from django.db import connection
-from django.db.models import Prefetch, QuerySet
+from django.db.models import F, Prefetch, QuerySet
 
 from catalog import availability
 from catalog.models import ImagePipeline, LanguageModel, Machine, MeasuredSpeed, SpeechModel
@@ -493,3 +493,71 @@ def _count_at_cheapest(query: FleetQuery, only_cheapest: dict[str, Decimal]) -> 
         cursor.execute(sql, filter_params + params + gpus_params)
         values = cursor.fetchone()
     return dict(zip(codes, values, strict=True))
+
+
+# --- Measured speeds of one model, for the throughput plan and the price-per-million sort -----------
+
+
+@dataclass(frozen=True)
+class SpeedRow:
+    """A machine the availability rule lets through, with one speed measured on it (its GPU type)."""
+
+    machine_id: int
+    price_per_gpu_hour: Decimal
+    free_gpus: int
+    memory_per_gpu_mib: int
+    tier: str
+    provider: str
+    provider_machine_id: str
+    gpu_type: str
+    country: str | None
+    region: str
+    speed: offers.MeasuredSpeed
+
+
+def speed_rows(
+    *,
+    stale_cutoff: datetime,
+    countries: frozenset[str] | None,
+    tier: str,
+    model_slug: str,
+    precision: int,
+    min_memory_mib: int,
+) -> list[SpeedRow]:
+    """Every tokens/s speed measured for this model and precision on a machine available now in the
+    chosen countries and tier, with at least `min_memory_mib` per GPU (a machine may appear once
+    per measurement). One query, driven by the speeds' index: a fraction of the fleet has any."""
+    machines = Machine.objects.filter(availability.available_q(stale_cutoff, countries))
+    if tier != "both":
+        machines = machines.filter(tier=tier)
+    machines = machines.filter(memory_per_gpu_mib__gte=min_memory_mib)
+    rows = (
+        MeasuredSpeed.objects.filter(
+            model_slug=model_slug,
+            precision=precision,
+            unit=MeasuredSpeed.Unit.TOKENS_PER_SECOND,
+            machine__in=machines,
+            gpu_type_id=F("machine__gpu_type_id"),
+        )
+        .order_by("machine_id", "pk")
+        .values_list(
+            "machine_id", "machine__price_per_gpu_hour", "machine__free_gpus", "machine__memory_per_gpu_mib",
+            "machine__tier", "machine__provider__name", "machine__provider_machine_id",
+            "value", "gpus", "measured_at", "engine", "engine_version", "concurrency", "input_tokens",
+            "output_tokens", "measured_by", "source", "machine__gpu_type__name", "machine__country",
+            "machine__region",
+        )
+    )
+    return [
+        SpeedRow(
+            machine_id=row[0], price_per_gpu_hour=row[1], free_gpus=row[2], memory_per_gpu_mib=row[3],
+            tier=row[4], provider=row[5], provider_machine_id=row[6], gpu_type=row[17],
+            country=row[18] or None, region=row[19],
+            speed=offers.MeasuredSpeed(
+                model_slug=model_slug, precision=precision, value=row[7], unit="tokens/s", measured_at=row[9],
+                gpus=row[8], engine=row[10], engine_version=row[11], concurrency=row[12],
+                input_tokens=row[13], output_tokens=row[14], measured_by=row[15], source=row[16],
+            ),
+        )
+        for row in rows
+    ]

@@ -56,6 +56,11 @@ class PlanCandidate:
     gpus_per_copy: int  # GPUs one model copy needs on this machine (the fit)
     measured_tokens_per_s: Decimal  # as measured
     measured_gpus: int  # GPUs the measurement ran on
+    label: str = ""  # how the formula names the machine (e.g. its provider's machine id)
+
+    @property
+    def name(self) -> str:
+        return self.label or f"machine {self.machine_id}"
 
     @property
     def tokens_per_s_per_gpu(self) -> Fraction:
@@ -366,9 +371,9 @@ def plan_steps(parts, target: Fraction, efficiency: Fraction, usable: Fraction, 
         if part.productive_copies:
             gpus = part.productive_copies * candidate.gpus_per_copy
             steps.append(
-                f"Usable per GPU on machine {candidate.machine_id} = {number(per_gpu)} tokens/s measured × "
+                f"Usable per GPU on {candidate.name} = {number(per_gpu)} tokens/s measured × "
                 f"{number(efficiency)} % = {number(per_gpu * efficiency / 100)} tokens/s; "
-                f"{gpus} GPU{'s' if gpus != 1 else ''} give "
+                f"{gpus} GPU{'s give' if gpus != 1 else ' gives'} "
                 f"{number(gpus * per_gpu * efficiency / 100)} tokens/s"
             )
     if len(speeds) == 1 and one_gpu_copies:
@@ -378,6 +383,16 @@ def plan_steps(parts, target: Fraction, efficiency: Fraction, usable: Fraction, 
     else:
         steps.append(
             f"Productive GPUs = {productive}: together {number(usable)} tokens/s ≥ {number(target)} tokens/s"
+        )
+    spares = [
+        f"{part.spare_copies * part.candidate.gpus_per_copy} on {part.candidate.name}"
+        for part in parts
+        if part.spare_copies
+    ]
+    if spares:
+        steps.append(
+            f"Redundancy GPUs = {', '.join(spares)}: spare copies as fast as any productive one, so the "
+            "target holds when one fails"
         )
     steps.append(f"Total GPUs = {productive} productive + {spare} redundancy = {productive + spare}")
     return tuple(steps)

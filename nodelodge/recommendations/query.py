@@ -1,7 +1,8 @@
 """The workload query: parsed, validated and normalised once, for every surface.
 
 Parameter names are a contract (query string, API and `estimate`/`recommend` options):
-workload, model, precision, context, requests, memory_gib, budget, max_price, tier, countries, limit.
+workload, model, precision, context, requests, memory_gib, budget, max_price, tier, countries, limit,
+sort; and for a throughput plan (language models): target_tokens, efficiency, redundancy.
 Which inputs a workload needs for which model (a speech model takes no context) is the sizing
 engine's rule (`sizing.calculators.estimate`); the form checks types and limits.
 """
@@ -16,11 +17,19 @@ from django import forms
 from sizing.calculators import MAX_CONTEXT, MAX_REQUESTS
 from sizing.countries import expand_countries
 from sizing.errors import SizingError
+from sizing.matching import SORT_PRICE, SORT_PRICE_PER_MILLION
+from sizing.throughput_plan import (
+    DEFAULT_EFFICIENCY_PERCENT,
+    DEFAULT_REDUNDANCY,
+    MAX_REDUNDANCY,
+    MAX_TARGET_TOKENS_PER_S,
+)
 from sizing.workloads import BY_CODE, WIZARD_CODES
 
 WORKLOAD_CHOICES = [(code, BY_CODE[code].label) for code in WIZARD_CODES]
 PRECISIONS = [("16", "16-bit"), ("8", "8-bit"), ("4", "4-bit")]
 TIERS = [("both", "Secure and Community"), ("secure", "Secure only"), ("community", "Community only")]
+SORTS = [(SORT_PRICE, "Price per hour"), (SORT_PRICE_PER_MILLION, "Price per million tokens")]
 
 DEFAULTS = {
     "workload": "inference",
@@ -87,6 +96,18 @@ class WorkloadQueryForm(forms.Form):
     tier = forms.ChoiceField(choices=TIERS, required=False, label="Tier")
     countries = forms.CharField(max_length=2000, required=False, label="Countries")
     limit = forms.IntegerField(min_value=1, max_value=MAX_LIMIT, required=False, label="Machines to list")
+    sort = forms.ChoiceField(choices=SORTS, required=False, label="Sort machines by")
+    target_tokens = forms.DecimalField(
+        min_value=Decimal("0.001"), max_value=MAX_TARGET_TOKENS_PER_S, max_digits=13, decimal_places=3,
+        required=False, label="Throughput to serve (tokens/s)",
+    )
+    efficiency = forms.DecimalField(
+        min_value=Decimal("0.01"), max_value=Decimal("100"), max_digits=5, decimal_places=2, required=False,
+        label="Usable efficiency (%)",
+    )
+    redundancy = forms.IntegerField(
+        min_value=0, max_value=MAX_REDUNDANCY, required=False, label="Redundancy (spare model copies)"
+    )
 
     def __init__(self, data=None, *args, **kwargs):
         if data is not None:
@@ -117,6 +138,8 @@ class WorkloadQueryForm(forms.Form):
             self.add_error("model", "Choose a model.")
         if cleaned.get("precision") is None and "precision" not in self.errors:
             self.add_error("precision", "Choose 16-bit, 8-bit or 4-bit.")
+        if workload != "inference" and cleaned.get("target_tokens") is not None:
+            self.add_error("target_tokens", "A throughput plan is for running a language model.")
         return cleaned
 
 
@@ -146,6 +169,10 @@ class WorkloadQuery:
     countries_input: tuple[str, ...]
     countries: frozenset[str] | None
     limit: int | None = None
+    sort: str = SORT_PRICE
+    target_tokens: Decimal | None = None  # tokens/s to serve: asks for a throughput plan
+    efficiency: Decimal = DEFAULT_EFFICIENCY_PERCENT
+    redundancy: int = DEFAULT_REDUNDANCY
 
     def as_params(self, **overrides) -> dict[str, str]:
         """The query string parameters that reproduce this query (empty ones left out)."""
@@ -161,7 +188,14 @@ class WorkloadQuery:
             "tier": self.tier,
             "countries": ",".join(self.countries_input),
             "limit": self.limit,
+            "sort": self.sort if self.sort != SORT_PRICE else None,
         }
+        if self.target_tokens is not None:
+            params.update(
+                target_tokens=self.target_tokens.normalize(),
+                efficiency=self.efficiency.normalize(),
+                redundancy=self.redundancy,
+            )
         params.update(overrides)
         return {key: str(value) for key, value in params.items() if value not in (None, "")}
 
@@ -186,7 +220,15 @@ class WorkloadQuery:
             countries_input=tuple(countries_input),
             countries=countries,
             limit=data.get("limit"),
+            sort=data.get("sort") or SORT_PRICE,
+            target_tokens=data.get("target_tokens"),
+            efficiency=_or_default(data.get("efficiency"), DEFAULT_EFFICIENCY_PERCENT),
+            redundancy=_or_default(data.get("redundancy"), DEFAULT_REDUNDANCY),
         )
+
+
+def _or_default(value, default):
+    return default if value is None else value
 
 
 def parse_query(data) -> WorkloadQuery:

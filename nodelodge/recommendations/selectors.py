@@ -26,7 +26,13 @@ from sizing import fit as sizing_fit
 from sizing.breakdown import Breakdown
 from sizing.calculators import estimate
 from sizing.errors import SizingError
-from sizing.matching import ALTERNATIVES_SHOWN, Recommendation, recommend, recommend_counted
+from sizing.matching import (
+    ALTERNATIVES_SHOWN,
+    SORT_PRICE_PER_MILLION,
+    Recommendation,
+    recommend,
+    recommend_counted,
+)
 from sizing.offers import Preferences
 from sizing.other_calculators import RuleOfThumb, rule_of_thumb
 from sizing.reasons import OFFLINE, STALE
@@ -35,6 +41,7 @@ from sizing.units import GIB
 from sizing.workloads import KINDS_BY_WORKLOAD, WIZARD_MODEL_CODES
 
 from .query import MAX_LIMIT, PAGE_LIMIT, QueryError, WorkloadQuery
+from .throughput import ThroughputAnswer, cheapest_per_million, speed_candidates, throughput_answer
 
 RULE_OF_THUMB_PRECISION = {16: "FP16", 8: "INT8", 4: "INT4"}
 
@@ -47,11 +54,13 @@ class WizardResult:
     recommendation: Recommendation | None = None
     freshness: dict = field(default_factory=dict)
     stale_after_minutes: int = 0
+    throughput: ThroughputAnswer | None = None  # when the query asks for a throughput plan
 
     @cached_property
     def data(self) -> dict:
         """The API's JSON, plus the words and links the page shows beside it."""
         data = self.recommendation.to_dict()
+        data["throughput_plan"] = self.throughput.to_dict() if self.throughput is not None else None
         for alternative in data["precision_alternatives"]:
             alternative["query"] = self.query.as_query_string(precision=alternative["precision"])
         return data
@@ -151,11 +160,26 @@ def recommendation_for(
                     continue
     machines_shown = query.limit or default_limit or MAX_LIMIT
     stale_minutes = settings.MACHINE_STALE_AFTER_SECONDS // 60
+    candidates = None
+    if query.target_tokens is not None and breakdown.workload != "inference":
+        raise QueryError({"target_tokens": "A throughput plan is for language models; this one serves none."})
+    if query.target_tokens is not None or query.sort == SORT_PRICE_PER_MILLION:
+        candidates = speed_candidates(query, breakdown, stale_cutoff(now), preferences_for(query))
     if connection.vendor == "postgresql":
-        recommendation, freshness = _recommend_counted_in_sql(query, breakdown, lower, now, machines_shown)
+        # Sorted by price per million tokens, the first machines are those with the lowest; the
+        # counting query fetches the cheapest per hour, so these join them.
+        by_per_million = query.sort == SORT_PRICE_PER_MILLION and candidates
+        extra = cheapest_per_million(candidates, machines_shown) if by_per_million else []
+        recommendation, freshness = _recommend_counted_in_sql(
+            query, breakdown, lower, now, machines_shown, extra
+        )
     else:
         # The embedded SQLite run: the counting SQL is written for PostgreSQL, and the fleet is small.
         recommendation, freshness = recommend_over_every_machine(query, breakdown, lower, now, machines_shown)
+    throughput = None
+    if query.target_tokens is not None:
+        name = getattr(model_row, "name", query.model_slug)
+        throughput = throughput_answer(query, breakdown, candidates, recommendation.machines_total, name)
     return WizardResult(
         query=query,
         breakdown=breakdown,
@@ -163,6 +187,7 @@ def recommendation_for(
         recommendation=recommendation,
         freshness={**freshness, "as_of": now},
         stale_after_minutes=stale_minutes,
+        throughput=throughput,
     )
 
 
@@ -172,8 +197,10 @@ def _recommend_counted_in_sql(
     lower: dict[int, Breakdown],
     now: datetime,
     machines_shown: int,
+    extra_ids: list[int] = (),
 ) -> tuple[Recommendation, dict]:
-    """PostgreSQL counts the whole fleet and fetches only the machines the answer shows."""
+    """PostgreSQL counts the whole fleet and fetches only the machines the answer shows (and the
+    machines `extra_ids` names, for another order than the default)."""
     lower_order = sorted(lower, reverse=True)
     fleet = catalog_selectors.counted_fleet(
         catalog_selectors.FleetQuery(
@@ -191,8 +218,13 @@ def _recommend_counted_in_sql(
         )
     )
     # The catalog numbers lower precisions by their place in `fits`; the engine keys them by bits.
+    offers = fleet.counted.offers
+    missing = sorted(set(extra_ids) - {offer.id for offer in offers})
+    if missing:
+        offers += tuple(catalog_selectors.machine_offers(Machine.objects.filter(pk__in=missing)))
     counted = replace(
         fleet.counted,
+        offers=offers,
         lower_precisions={
             lower_order[index - 1]: count for index, count in fleet.counted.lower_precisions.items()
         },
@@ -270,6 +302,7 @@ def preferences_for(query: WorkloadQuery) -> Preferences:
         tier=query.tier,
         countries=query.countries,
         countries_input=query.countries_input,
+        sort=query.sort,
     )
 
 
