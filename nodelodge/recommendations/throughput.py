@@ -180,6 +180,7 @@ class ThroughputAnswer:
             "spare_copies": part.spare_copies,
             "gpus": part.gpus,
             "tokens_per_s_per_gpu": float(round(per_gpu, 2)),
+            "tokens_per_s_per_gpu_text": f"{number(per_gpu)} tokens/s",
             "usable_tokens_per_s_per_copy": float(
                 round(copy_speed(candidate, Fraction(plan.efficiency_percent)), 2)
             ),
@@ -191,6 +192,7 @@ class ThroughputAnswer:
     def to_dict(self) -> dict:
         return {
             "target_tokens_per_s": format(self.query.target_tokens.normalize(), "f"),
+            "target_text": f"{number(self.query.target_tokens)} tokens/s",
             "efficiency_percent": format(self.query.efficiency.normalize(), "f"),
             "redundancy": self.query.redundancy,
             "machines_with_speed": self.with_speed,

@@ -12,6 +12,7 @@ from nodelodge.recommendations import selectors as recommendation_selectors
 from nodelodge.recommendations.query import (
     DEFAULT_MODEL_BY_WORKLOAD,
     DEFAULTS,
+    SORTS,
     WORKLOAD_CHOICES,
     QueryError,
     WorkloadQueryForm,
@@ -91,6 +92,7 @@ def wizard(request):
         "workloads": WORKLOAD_CHOICES,
         "precisions": WorkloadQueryForm.base_fields["precision"].choices,
         "tiers": WorkloadQueryForm.base_fields["tier"].choices,
+        "sorts": SORTS,
         "models": recommendation_selectors.model_choices(workload, search),
         "model_kind": model_kind,
         "selected_model": selected,

@@ -9,7 +9,9 @@ from nodelodge.recommendations.query import QueryError, WorkloadQuery, parse_que
 from sizing.workloads import WIZARD_CODES
 
 QUERY_OPTIONS = ("workload", "model", "precision", "context", "requests", "memory_gib")
-PREFERENCE_OPTIONS = ("budget", "max_price", "tier", "countries")
+PREFERENCE_OPTIONS = (
+    "budget", "max_price", "tier", "countries", "sort", "target_tokens", "efficiency", "redundancy",
+)
 
 
 def add_query_arguments(parser, preferences: bool) -> None:
@@ -26,6 +28,12 @@ def add_query_arguments(parser, preferences: bool) -> None:
         parser.add_argument("--max-price", dest="max_price", help="USD per hour")
         parser.add_argument("--tier", choices=["secure", "community", "both"])
         parser.add_argument("--countries", help="comma-separated ISO codes; EU for its members")
+        parser.add_argument("--sort", choices=["price", "price_per_million_tokens"])
+        parser.add_argument(
+            "--target-tokens", dest="target_tokens", help="tokens/s to serve: adds the throughput plan"
+        )
+        parser.add_argument("--efficiency", help="usable efficiency of the measured speed, %% (default 75)")
+        parser.add_argument("--redundancy", help="spare model copies of the plan (default 1)")
     parser.add_argument("--json", action="store_true", help="print the API's JSON")
 
 
