@@ -202,6 +202,6 @@ class MeasuredSpeedAdmin(CatalogAdmin):
     list_filter = ("model_kind", "unit", "precision", "source", "engine")
     search_fields = ("model_slug", "machine__provider_machine_id", "engine", "measured_by")
     fields = ("machine", "gpu_type", *SPEED_FIELDS)
-    readonly_fields = ("gpu_type",)
+    readonly_fields = ("gpu_type", "source")
     list_select_related = ("machine__provider",)
     raw_id_fields = ("machine",)
