@@ -16,6 +16,15 @@ class LaunchForm(forms.Form):
     idempotency_key = forms.RegexField(regex=r"^[A-Za-z0-9_-]{8,64}$", max_length=64)
 
 
+class ReviewForm(forms.Form):
+    """The Launch button's fields, which the review step reads before anything is booked."""
+
+    machine = forms.IntegerField(min_value=1)
+    gpus = forms.IntegerField(min_value=1, max_value=MAX_GPUS_PER_MACHINE)
+    price_per_hour = forms.DecimalField(min_value=0, max_value=MAX_MONEY, max_digits=16, decimal_places=4)
+    query = forms.CharField(max_length=2400, required=False)
+
+
 class SignUpForm(UserCreationForm):
     email = forms.EmailField(required=True, help_text="For password resets.")
 

@@ -48,6 +48,12 @@ class PreferenceParams(WorkloadParams):
     tier: str | None = None
     countries: str | None = None
     limit: str | None = None
+    sort: str | None = None
+    gpu: str | None = None
+    min_memory_gib: str | None = None
+    confidence: str | None = None
+    group: str | None = None
+    page: str | None = None
 
 
 class ItemOut(Schema):
@@ -134,6 +140,22 @@ class ConstraintOut(Schema):
     value: str
 
 
+class GroupOut(Schema):
+    gpu_type: str
+    machines: int
+
+
+class ListingOut(Schema):
+    sort: str
+    sort_label: str
+    page: int
+    pages: int
+    per_page: int
+    machines_matching: int
+    sorted_among_cheapest: int | None
+    groups: list[GroupOut]
+
+
 class RecommendationsOut(Schema):
     memory: MemoryOut
     machines: list[MachineOut]
@@ -144,6 +166,7 @@ class RecommendationsOut(Schema):
     constraints: list[ConstraintOut]
     excluded: dict[str, int]
     empty_reason: str | None
+    listing: ListingOut
     data_as_of: str
     newest_report: str | None
     oldest_report: str | None
@@ -210,7 +233,9 @@ def estimate(request, params: Query[WorkloadParams]):
     url_name="recommendations",
 )
 def recommendations(request, params: Query[PreferenceParams]):
-    """The whole result: memory, machines cheapest first, alternatives and constraints applied."""
+    """The whole result: memory, machines cheapest first (or by `sort`, filtered by `gpu`,
+    `min_memory_gib` and `confidence`, grouped by `group=gpu`, one `page` of `limit` at a time),
+    alternatives and constraints applied."""
     return recommendation_payload(recommendation_for(_query(request), default_limit=API_LIMIT))
 
 
@@ -224,6 +249,7 @@ def models(request, workload: str | None = None):
 
 def recommendation_payload(result) -> dict:
     payload = result.recommendation.to_dict()
+    payload["listing"] = result.listing.to_dict()
     freshness = result.freshness
     payload["data_as_of"] = freshness["as_of"].isoformat()
     payload["newest_report"] = freshness["newest"].isoformat() if freshness.get("newest") else None
