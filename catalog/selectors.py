@@ -171,6 +171,9 @@ def models_for_workload(workload: str) -> list[CatalogModel]:
 # thresholds of `sizing.fit.fit_thresholds`. Here those thresholds become SQL, so PostgreSQL
 # counts every machine and returns only the few the answer describes (`sizing.matching.CountedFleet`).
 
+# Memory per GPU is an integer column: no machine reaches 2^31 MiB, so every larger need fits
+# nowhere alike and is counted as this one (the bands are bigint: this edge is past integer).
+MEMORY_MIB_BEYOND_ANY = 2**31
 PRICE_UNITS_PER_DOLLAR = 10_000  # prices are kept to 4 places
 
 
@@ -269,7 +272,9 @@ def counted_fleet(query: FleetQuery) -> FleetCount:
     some GPU count crosses a limit. Each group then has one fit and one set of broken preferences
     per precision, worked out here from its edges; the database only counts.
     """
-    memory_edges = sorted({need for thresholds in query.fits for _, need in thresholds})
+    memory_edges = sorted(
+        {min(need, MEMORY_MIB_BEYOND_ANY) for thresholds in query.fits for _, need in thresholds}
+    )
     gpu_counts = sorted({gpus for thresholds in query.fits for gpus, _ in thresholds})
     price_limits = [(name, limit) for name, limit in (("max_price", query.max_price_per_hour),
                                                       ("budget", query.budget)) if limit is not None]
@@ -282,7 +287,7 @@ def counted_fleet(query: FleetQuery) -> FleetCount:
 
     status_sql, status_params = availability.status_sql(query.stale_cutoff, query.countries)
     in_fleet = availability.in_fleet_sql()
-    details = ["m.tier", "width_bucket(m.memory_per_gpu_mib, %s::integer[])", "m.free_gpus"]
+    details = ["m.tier", "width_bucket(m.memory_per_gpu_mib, %s::bigint[])", "m.free_gpus"]
     detail_params: list = [memory_edges or [0]]
     if price_edges:
         details.append("width_bucket(m.price_per_gpu_hour, %s::numeric[])")

@@ -54,6 +54,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First: X-Forwarded-Proto only as the trusted proxies wrote it (TRUSTED_PROXY_COUNT).
+    "nodelodge.hardening.proxies.TrustedProxyMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -92,6 +94,9 @@ DATABASES = {
     "default": dj_database_url.parse(
         os.environ.get("DATABASE_URL") or f"sqlite:///{BASE_DIR / 'db.sqlite3'}",
         conn_max_age=int(os.environ.get("DB_CONN_MAX_AGE", "60")),
+        # A kept connection is checked before a request reuses it, so a database restart costs
+        # no request an error: a dead connection is replaced instead.
+        conn_health_checks=True,
     )
 }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
@@ -109,9 +114,16 @@ AUTH_PASSWORD_VALIDATORS = [
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "wizard:start"
 LOGOUT_REDIRECT_URL = "wizard:start"
+# Sign-in lockout (nodelodge/hardening/lockout.py): a username from one address after
+# AXES_FAILURE_LIMIT failures, an address whatever the usernames after AXES_ADDRESS_FAILURE_LIMIT.
+AXES_HANDLER = "nodelodge.hardening.lockout.UserAndAddressLockoutHandler"
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"], "ip_address"]
 AXES_FAILURE_LIMIT = int(os.environ.get("AXES_FAILURE_LIMIT", "5"))
+AXES_ADDRESS_FAILURE_LIMIT = int(os.environ.get("AXES_ADDRESS_FAILURE_LIMIT", "50"))
 AXES_COOLOFF_TIME = 0.25  # hours
 AXES_RESET_ON_SUCCESS = True
+# The client address as the trusted proxies give it (TRUSTED_PROXY_COUNT), as the API limit sees it.
+AXES_CLIENT_IP_CALLABLE = "nodelodge.hardening.proxies.client_address"
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
@@ -132,6 +144,12 @@ STORAGES = {
 
 EMAIL_BACKEND = os.environ.get("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
 DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "console@nodelodge.example")
+# Sign-up and password resets send e-mail: production sets EMAIL_BACKEND to SMTP and these.
+EMAIL_HOST = os.environ.get("EMAIL_HOST", "localhost")
+EMAIL_PORT = int(os.environ.get("EMAIL_PORT", "25"))
+EMAIL_HOST_USER = os.environ.get("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = os.environ.get("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
 
 # Redis is the Celery broker in production. In the embedded run (no REDIS_URL) tasks run
 # eagerly in-process, so a refresh works with no services at all.
@@ -180,7 +198,6 @@ X_FRAME_OPTIONS = "DENY"
 SECURE_REFERRER_POLICY = "same-origin"
 if not DEBUG:
     SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", True)
-    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     SESSION_COOKIE_SECURE = True
     CSRF_COOKIE_SECURE = True
     SECURE_HSTS_SECONDS = int(os.environ.get("SECURE_HSTS_SECONDS", str(365 * 24 * 3600)))
@@ -206,9 +223,12 @@ CONTENT_SECURITY_POLICY = {
 
 # JSON API rate limit per client address ("120/min"; "off" turns it off). Counted in the cache.
 API_RATE_LIMIT = os.environ.get("API_RATE_LIMIT", "120/min")
-# Proxies in front of the console whose X-Forwarded-For is trusted for the client address
-# (0: the connecting address; a client-sent header never lifts the limit).
-NINJA_NUM_PROXIES = int(os.environ.get("TRUSTED_PROXY_COUNT", "0"))
+# Proxies in front of the console whose X-Forwarded-For and X-Forwarded-Proto are believed
+# (nodelodge/hardening/proxies.py). 0: neither is, the connection speaks for itself.
+TRUSTED_PROXY_COUNT = int(os.environ.get("TRUSTED_PROXY_COUNT", "0"))
+NINJA_NUM_PROXIES = TRUSTED_PROXY_COUNT
+# Read only as TrustedProxyMiddleware leaves it: the trusted proxy's value, or absent.
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 
 LOGGING = {
     "version": 1,

@@ -15,6 +15,9 @@ SLOW_MODULES = {
     "bench/test_smoke.py",  # a benchmark run over a generated fleet
     "hardening/test_faults.py",  # a production process without a database; killed connections
     "hardening/test_fuzzing.py",  # hypothesis: hundreds of requests per test
+    "hardening/test_limits.py",  # every model at and past the limits, and hypothesis over the rest
+    "hardening/test_production_layout.py",  # nginx and gunicorn processes
+    "hardening/test_proxies.py",  # a production process behind a proxy
     "hardening/test_schemathesis.py",  # every API operation against its schema
     "launches/test_concurrency.py",  # threads racing for the last GPU
     "refresh/test_feed_fuzzing.py",  # hypothesis: malformed feeds

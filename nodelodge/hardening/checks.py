@@ -19,3 +19,29 @@ def api_rate_limit_is_readable(app_configs, **kwargs):
             )
         ]
     return []
+
+
+LOCKOUT_PARAMETERS = [["username", "ip_address"], "ip_address"]
+
+
+@checks.register(checks.Tags.security)
+def lockout_rules_are_as_the_handler_reads_them(app_configs, **kwargs):
+    if getattr(settings, "AXES_HANDLER", "").endswith("UserAndAddressLockoutHandler") and (
+        settings.AXES_LOCKOUT_PARAMETERS != LOCKOUT_PARAMETERS
+    ):
+        return [
+            checks.Error(
+                f"AXES_LOCKOUT_PARAMETERS must be {LOCKOUT_PARAMETERS!r}: the lockout handler reads "
+                "the user-and-address attempts first, the address's second.",
+                id="hardening.E002",
+            )
+        ]
+    if settings.AXES_ADDRESS_FAILURE_LIMIT <= settings.AXES_FAILURE_LIMIT:
+        return [
+            checks.Error(
+                "AXES_ADDRESS_FAILURE_LIMIT must be well above AXES_FAILURE_LIMIT, or everyone behind "
+                "one address is locked out with the first account.",
+                id="hardening.E003",
+            )
+        ]
+    return []

@@ -2,8 +2,8 @@
 
 The rate is read from `settings.API_RATE_LIMIT` on every request ("120/min"; empty or "off" turns
 it off), so a deployment or a test changes it without rebuilding the API. The client is the
-connecting address; `X-Forwarded-For` counts only through the proxies named by NINJA_NUM_PROXIES,
-so a client cannot dodge the limit by sending the header itself.
+connecting address; `X-Forwarded-For` counts only through the proxies TRUSTED_PROXY_COUNT admits
+(`proxies.client_address`), so a client cannot dodge the limit by sending the header itself.
 
 Counts live in the default cache (Redis in production, shared by every worker). When the cache
 cannot be reached the API keeps answering without a limit and logs why: the wizard's answers do
@@ -18,6 +18,8 @@ import threading
 from django.conf import settings
 from django.core.cache import cache
 from ninja.throttling import SimpleRateThrottle
+
+from .proxies import client_address
 
 logger = logging.getLogger("nodelodge.throttling")
 
@@ -38,8 +40,11 @@ class ApiRateThrottle(SimpleRateThrottle):
         rate = (getattr(settings, "API_RATE_LIMIT", "") or "").strip()
         return None if rate.lower() in OFF else rate
 
+    def get_ident(self, request) -> str:
+        return client_address(request) or "unknown"
+
     def get_cache_key(self, request) -> str | None:
-        ident = self.get_ident(request) or "unknown"
+        ident = self.get_ident(request)
         return self.cache_format % {"ident": ident}
 
     def allow_request(self, request) -> bool:

@@ -1,5 +1,5 @@
 from django import forms
-from django.contrib.auth.forms import UserCreationForm
+from django.contrib.auth.forms import BaseUserCreationForm
 from django.contrib.auth.models import User
 
 from nodelodge.recommendations.query import MAX_MONEY
@@ -25,10 +25,16 @@ class ReviewForm(forms.Form):
     query = forms.CharField(max_length=2400, required=False)
 
 
-class SignUpForm(UserCreationForm):
-    email = forms.EmailField(required=True, help_text="For password resets.")
+class SignUpForm(BaseUserCreationForm):
+    """Checks what the visitor typed, never whether the username exists: that answer goes by e-mail
+    to the address given (nodelodge/launches/signup.py), so the form cannot be used to list accounts."""
 
-    class Meta(UserCreationForm.Meta):
+    email = forms.EmailField(required=True, help_text="We send a link there to finish signing up.")
+
+    class Meta(BaseUserCreationForm.Meta):
         model = User
         fields = ("username", "email")
+
+    def validate_unique(self):
+        pass  # a taken username is answered by e-mail, like a free one
 

@@ -22,6 +22,7 @@ from sizing.results import machine_row
 from sizing.units import money_text
 
 from . import selectors, services
+from . import signup as signups
 from .forms import LaunchForm, ReviewForm, SignUpForm
 
 
@@ -154,17 +155,41 @@ def stop(request, pk: int):
     return _see_other(request, reverse("launches:list"))
 
 
-@require_http_methods(["GET", "POST"])
-def signup(request):
+def _safe_next(request) -> str:
     next_url = request.POST.get("next") or request.GET.get("next") or ""
     if not url_has_allowed_host_and_scheme(next_url, {request.get_host()}, request.is_secure()):
-        next_url = ""
+        return ""
+    return next_url
+
+
+@require_http_methods(["GET", "POST"])
+def signup(request):
+    next_url = _safe_next(request)
     if request.user.is_authenticated:
         return redirect(next_url or "wizard:start")
     form = SignUpForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
-        user = form.save()
+        data = form.cleaned_data
+        signups.request_signup(
+            data["username"], data["email"], data["password1"], next_url, request.build_absolute_uri("/")
+        )
+        # The same answer whether the username was free or taken: the e-mail says which.
+        return render(request, "registration/signup_sent.html", {"email": data["email"]})
+    return render(request, "registration/signup.html", {"form": form, "next": next_url})
+
+
+@require_http_methods(["GET", "POST"])
+def signup_confirm(request, uidb64: str, token: str):
+    """The e-mailed link: a page with one button (mail scanners that open links change nothing);
+    pressing it activates the account and signs in."""
+    next_url = _safe_next(request)
+    user = signups.pending_user(uidb64, token)
+    if user is None:
+        return render(request, "registration/signup_confirm.html", {"valid": False}, status=400)
+    if request.method == "POST":
+        signups.activate(user)
         login(request, user, backend="django.contrib.auth.backends.ModelBackend")
         messages.success(request, f"Welcome, {user.get_username()}. Your account is ready.")
         return redirect(next_url or "wizard:start")
-    return render(request, "registration/signup.html", {"form": form, "next": next_url})
+    context = {"valid": True, "user": user, "next": next_url}
+    return render(request, "registration/signup_confirm.html", context)

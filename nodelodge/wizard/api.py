@@ -8,6 +8,7 @@ from ninja import NinjaAPI, Query, Schema
 from ninja.errors import Throttled
 from ninja.errors import ValidationError as NinjaValidationError
 
+from nodelodge.hardening.errors import log_unexpected, server_error_json
 from nodelodge.hardening.faults import database_unavailable_json, log_database_unavailable
 from nodelodge.hardening.throttling import ApiRateThrottle, throttled_message
 from nodelodge.recommendations import selectors as recommendation_selectors
@@ -209,6 +210,13 @@ def throttled(request, exc: Throttled):
 def database_unavailable(request, exc):
     log_database_unavailable(request, exc)
     return database_unavailable_json()
+
+
+@api.exception_handler(Exception)
+def unexpected_error(request, exc: Exception):
+    # Any error no handler above takes: logged with its traceback, answered in the API's shape.
+    log_unexpected(request, exc)
+    return server_error_json()
 
 
 @api.exception_handler(NinjaValidationError)

@@ -94,7 +94,8 @@ def test_with_redis_down_the_api_and_wizard_still_answer_without_a_limit(
     assert Machine.objects.filter(provider_machine_id="fra-4090").exists()
 
 
-# Sign-in: django-axes locks the account and address out after AXES_FAILURE_LIMIT (5) failures.
+# Sign-in: django-axes locks a username from one address out after AXES_FAILURE_LIMIT (5) failures,
+# and an address whatever the usernames after AXES_ADDRESS_FAILURE_LIMIT (50).
 
 def test_after_five_bad_sign_ins_the_sixth_is_refused_with_a_clear_message(client, django_user_model):
     django_user_model.objects.create_user("ada", password="a-long-test-passphrase")
@@ -125,3 +126,72 @@ def test_a_good_sign_in_resets_the_failure_count(client, django_user_model):
     for attempt in range(4):
         response = client.post(reverse("login"), {"username": "ada", "password": f"wrong-{attempt}"})
         assert response.status_code == 200
+
+
+OFFICE = "198.51.100.7"
+
+
+@pytest.fixture(autouse=True)
+def _quick_password_hashing(settings):
+    """Sixty sign-ins each hash a password; the lockout rules do not depend on how slowly."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+def sign_in(client, username, password, address=OFFICE):
+    return client.post(reverse("login"), {"username": username, "password": password}, REMOTE_ADDR=address)
+
+
+def test_one_locked_user_does_not_lock_out_the_others_behind_the_same_address(client, django_user_model):
+    django_user_model.objects.create_user("ada", password="a-long-test-passphrase")
+    django_user_model.objects.create_user("bob", password="another-long-passphrase")
+    statuses = [sign_in(client, "ada", f"wrong-{attempt}").status_code for attempt in range(6)]
+    assert statuses == [200, 200, 200, 200, 429, 429]
+    assert sign_in(client, "ada", "a-long-test-passphrase").status_code == 429  # ada is locked here
+
+    # Bob, at the next desk behind the same office address, signs in with his own password.
+    assert sign_in(client, "bob", "another-long-passphrase").status_code == 302
+    assert client.session["_auth_user_id"] == str(django_user_model.objects.get(username="bob").pk)
+    client.logout()
+    # And ada herself, from another address, is not locked out by what happened at the office.
+    assert sign_in(client, "ada", "a-long-test-passphrase", address="203.0.113.9").status_code == 302
+
+
+def test_an_address_trying_many_usernames_is_locked_out_at_the_higher_threshold(client, django_user_model, settings):
+    assert settings.AXES_ADDRESS_FAILURE_LIMIT == 50  # the shipped threshold, ten times the user's
+    django_user_model.objects.create_user("ada", password="a-long-test-passphrase")
+    # Four wrong passwords for each of twelve usernames (never five for one): 48 failures.
+    for name in range(12):
+        for attempt in range(4):
+            assert sign_in(client, f"user{name}", f"guess-{attempt}").status_code == 200, (name, attempt)
+    assert sign_in(client, "user12", "guess-0").status_code == 200  # the 49th
+    assert sign_in(client, "user12", "guess-1").status_code == 429  # the 50th: the address is locked
+    # Now every username from that address is refused, the right password included...
+    locked = sign_in(client, "ada", "a-long-test-passphrase")
+    assert locked.status_code == 429 and b"Account locked: too many login attempts" in locked.content
+    assert "_auth_user_id" not in client.session
+    # ...and elsewhere ada signs in as usual.
+    assert sign_in(client, "ada", "a-long-test-passphrase", address="203.0.113.9").status_code == 302
+
+
+def test_signing_in_to_ones_own_account_does_not_clear_the_addresss_count(client, django_user_model, settings):
+    settings.AXES_ADDRESS_FAILURE_LIMIT = 12
+    django_user_model.objects.create_user("mallory", password="mallorys-own-passphrase")
+    for name in range(3):
+        for attempt in range(4):
+            if name and not attempt:
+                # A good sign-in between rounds clears mallory's own failures only.
+                assert sign_in(client, "mallory", "mallorys-own-passphrase").status_code == 302
+                client.logout()
+            expected = 429 if (name, attempt) == (2, 3) else 200
+            assert sign_in(client, f"victim{name}", f"guess-{attempt}").status_code == expected, (name, attempt)
+
+
+def test_the_lockout_settings_are_checked_at_start(settings):
+    from nodelodge.hardening.checks import lockout_rules_are_as_the_handler_reads_them as check
+
+    assert check(None) == []
+    settings.AXES_LOCKOUT_PARAMETERS = ["ip_address"]
+    assert [error.id for error in check(None)] == ["hardening.E002"]
+    settings.AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"], "ip_address"]
+    settings.AXES_ADDRESS_FAILURE_LIMIT = settings.AXES_FAILURE_LIMIT
+    assert [error.id for error in check(None)] == ["hardening.E003"]

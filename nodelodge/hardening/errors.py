@@ -1,0 +1,42 @@
+"""The API answers in JSON whatever goes wrong: an unknown path, an unexpected error.
+
+Inside the API, django-ninja hands an exception no other handler takes to `unexpected_api_error`;
+outside it (a middleware failing before the API is reached, an unknown /api/ path), Django's own
+error views are replaced by ones that answer JSON under /api/ and Django's usual pages elsewhere.
+The traceback goes to the log, never to the client.
+"""
+from __future__ import annotations
+
+import logging
+
+from django.http import JsonResponse
+from django.views import defaults
+
+logger = logging.getLogger("nodelodge.errors")
+
+SERVER_ERROR_MESSAGE = "Something went wrong on our side. It has been logged; try again in a minute."
+NOT_FOUND_MESSAGE = "No such API endpoint. The operations are listed at /api/v1/docs."
+
+
+def is_api_request(request) -> bool:
+    return request.path_info.startswith("/api/")
+
+
+def server_error_json() -> JsonResponse:
+    return JsonResponse({"errors": {"server": SERVER_ERROR_MESSAGE}}, status=500)
+
+
+def log_unexpected(request, exception) -> None:
+    logger.error("unexpected error on %s %s", request.method, request.path, exc_info=exception)
+
+
+def not_found(request, exception=None):
+    if is_api_request(request):
+        return JsonResponse({"errors": {"path": NOT_FOUND_MESSAGE}}, status=404)
+    return defaults.page_not_found(request, exception)
+
+
+def server_error(request):
+    if is_api_request(request):
+        return server_error_json()
+    return defaults.server_error(request)

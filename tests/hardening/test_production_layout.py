@@ -1,0 +1,187 @@
+"""The documented production layout, as real processes: nginx (deploy/nginx.conf) in front of
+gunicorn (deploy/gunicorn.conf.py) on the test database and Redis, DEBUG=0, one trusted proxy.
+
+- Slow clients: more connections than gunicorn has workers, each sending one header line at a time,
+  hold gunicorn alone (shown first, as the control) but not the layout: through nginx, normal
+  requests are answered while the attack goes on.
+- The proxy's word: plain HTTP is sent to HTTPS, HTTPS through the proxy is believed.
+- A database restart: every server connection terminated between requests costs no request.
+"""
+from __future__ import annotations
+
+import http.client
+import json
+import shutil
+import socket
+import threading
+from urllib.parse import urlparse
+
+import psycopg
+import pytest
+from django.db import connection
+
+from .conftest import add_fleet, production_env
+from .servers import HOST, Gunicorn, Nginx, temporary_folder, tls_context
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+LLAMA_8B = "workload=inference&model=llama-3-1-8b&precision=16&context=4096&requests=1"
+WORKERS = 2
+
+
+def database_url() -> str:
+    s = connection.settings_dict
+    return f"postgres://{s['USER']}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{s['NAME']}"
+
+
+@pytest.fixture(scope="module")
+def layout(django_db_setup, django_db_blocker):
+    folder = temporary_folder()
+    with django_db_blocker.unblock():
+        env = production_env(
+            DATABASE_URL=database_url(), ALLOWED_HOSTS=HOST, TRUSTED_PROXY_COUNT="1", API_RATE_LIMIT="off",
+            DB_CONN_MAX_AGE="600", LOG_LEVEL="CRITICAL",
+        )
+    app = Gunicorn(folder, env, workers=WORKERS)
+    try:
+        proxy = Nginx(folder, app.port)
+    except BaseException:
+        app.stop()
+        raise
+    yield app, proxy
+    proxy.stop()
+    app.stop()
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+def fleet(transactional_db):
+    from catalog.services import load_catalog
+
+    load_catalog(fleet=False)
+    return add_fleet()
+
+
+def https_get(proxy: Nginx, path: str, timeout: float) -> tuple[int, dict, bytes]:
+    conn = http.client.HTTPSConnection("127.0.0.1", proxy.https_port, timeout=timeout, context=tls_context())
+    try:
+        conn.request("GET", path, headers={"Host": HOST})
+        response = conn.getresponse()
+        return response.status, dict(response.getheaders()), response.read()
+    finally:
+        conn.close()
+
+
+def plain_get(port: int, path: str, timeout: float, **headers) -> tuple[int, dict, bytes]:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        conn.request("GET", path, headers={"Host": HOST, **headers})
+        response = conn.getresponse()
+        return response.status, dict(response.getheaders()), response.read()
+    finally:
+        conn.close()
+
+
+class SlowClients:
+    """Connections that each send a request line, then one header line every `every` seconds,
+    never finishing the request, until stopped."""
+
+    def __init__(self, count: int, connect, every: float = 1.0):
+        self.every = every
+        self.stopped = threading.Event()
+        self.ready = threading.Barrier(count + 1, timeout=30)
+        self.lines_sent = [0] * count
+        self.alive = [True] * count
+        self.threads = [threading.Thread(target=self._run, args=(i, connect), daemon=True) for i in range(count)]
+
+    def _run(self, index: int, connect) -> None:
+        sock = connect()
+        try:
+            sock.sendall(f"GET /api/v1/models HTTP/1.1\r\nHost: {HOST}\r\n".encode())
+            self.lines_sent[index] = 1
+            self.ready.wait()
+            while not self.stopped.wait(self.every):  # the attack's own pace
+                sock.sendall(f"X-Slow-{self.lines_sent[index]}: still typing\r\n".encode())
+                self.lines_sent[index] += 1
+        except OSError:
+            self.alive[index] = False
+        finally:
+            sock.close()
+
+    def __enter__(self):
+        for thread in self.threads:
+            thread.start()
+        self.ready.wait()  # every connection is open and has sent its first line
+        return self
+
+    def __exit__(self, *exc):
+        self.stopped.set()
+        for thread in self.threads:
+            thread.join(timeout=10)
+
+
+def plain_socket(port: int):
+    return lambda: socket.create_connection(("127.0.0.1", port), timeout=30)
+
+
+def tls_socket(port: int):
+    def connect():
+        raw = socket.create_connection(("127.0.0.1", port), timeout=30)
+        return tls_context().wrap_socket(raw, server_hostname=HOST)
+    return connect
+
+
+def test_slow_clients_hold_gunicorn_alone_but_not_the_layout(layout, fleet):
+    app, proxy = layout
+    # Control: straight at gunicorn, twice as many slow connections as workers starve everyone else.
+    with SlowClients(2 * WORKERS, plain_socket(app.port)):
+        with pytest.raises(TimeoutError):
+            plain_get(app.port, "/api/v1/models", timeout=4, **{"X-Forwarded-Proto": "https"})
+
+    # The layout: four times as many slow connections through nginx, normal requests meanwhile.
+    with SlowClients(4 * WORKERS, tls_socket(proxy.https_port)) as attack:
+        answers = [https_get(proxy, f"/api/v1/recommendations?{LLAMA_8B}", timeout=10) for _ in range(6)]
+        pages = [https_get(proxy, "/api/v1/models", timeout=10) for _ in range(6)]
+        still_attacking = all(attack.alive) and min(attack.lines_sent) >= 1
+    assert still_attacking
+    for status, headers, body in answers:
+        assert status == 200, body[:300]
+        assert json.loads(body)["machines"]
+    assert {status for status, _, _ in pages} == {200}
+
+
+def test_plain_http_is_sent_to_https_and_https_through_the_proxy_is_believed(layout, fleet):
+    app, proxy = layout
+    status, headers, _ = plain_get(proxy.http_port, "/api/v1/models", timeout=10)
+    assert status == 301 and headers["Location"] == f"https://{HOST}/api/v1/models"
+
+    status, headers, body = https_get(proxy, "/api/v1/models", timeout=10)
+    assert status == 200 and json.loads(body)
+    assert headers["Strict-Transport-Security"].startswith("max-age=31536000")
+
+    # A client claiming HTTPS through the proxy's plain port: nginx sets the header from its own
+    # scheme, so the console redirects (nginx's own port-80 site redirects first anyway).
+    status, headers, _ = plain_get(proxy.http_port, "/api/v1/models", timeout=10,
+                                   **{"X-Forwarded-Proto": "https"})
+    assert status == 301 and urlparse(headers["Location"]).scheme == "https"
+
+
+def test_a_database_restart_costs_no_request(layout, fleet):
+    app, proxy = layout
+    path = f"/api/v1/recommendations?{LLAMA_8B}"
+    # Every worker has answered, so each keeps a connection to the database.
+    before = [https_get(proxy, path, timeout=10)[0] for _ in range(4 * WORKERS)]
+    assert set(before) == {200}
+
+    settings = connection.settings_dict
+    with psycopg.connect(host=settings["HOST"] or "127.0.0.1", port=settings["PORT"] or 5432,
+                         user=settings["USER"], dbname=settings["NAME"], autocommit=True) as admin:
+        terminated = admin.execute(
+            "SELECT count(*) FILTER (WHERE pg_terminate_backend(pid)) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid() AND pid <> %s",
+            [connection.connection.info.backend_pid if connection.connection else 0],
+        ).fetchone()[0]
+    assert terminated >= 1  # the workers' kept connections, as a restart would drop them
+
+    after = [https_get(proxy, path, timeout=10) for _ in range(4 * WORKERS)]
+    assert [status for status, _, _ in after] == [200] * (4 * WORKERS), [body[:200] for _, _, body in after]
