@@ -166,6 +166,12 @@ CELERY_BEAT_SCHEDULE = {
         "task": "nodelodge.refresh.tasks.refresh_all_providers",
         "schedule": float(os.environ.get("PROVIDER_REFRESH_INTERVAL_SECONDS", "60")),
     },
+    # Bookings that reached their machine's booking limit end by themselves (and before My launches
+    # is shown); the GPUs go back to the machine.
+    "end-expired-bookings": {
+        "task": "nodelodge.launches.tasks.end_expired_bookings",
+        "schedule": 60.0,
+    },
 }
 
 # A machine not heard from within this window no longer counts as available.

@@ -40,8 +40,102 @@ from sizing.specs import PRECISIONS
 from sizing.units import GIB
 from sizing.workloads import KINDS_BY_WORKLOAD, WIZARD_MODEL_CODES
 
-from .query import MAX_LIMIT, PAGE_LIMIT, QueryError, WorkloadQuery
+from .query import (
+    CONFIDENCE_RANK,
+    DEFAULT_SORT,
+    MAX_LIMIT,
+    PAGE_LIMIT,
+    SORTS,
+    QueryError,
+    WorkloadQuery,
+    sort_key,
+)
 from .throughput import ThroughputAnswer, cheapest_per_million, speed_candidates, throughput_answer
+
+# A sorted, filtered or grouped list is worked out over the cheapest machines that fit, up to this many.
+BROWSE_LIMIT = MAX_LIMIT
+CONFIDENCE_AT_LEAST = {"high": 0, "medium": 1}
+
+
+@dataclass(frozen=True)
+class Listing:
+    """The machine list as shown: one page of the fitting machines after the result's filters, in
+    the chosen order, with the groups' counts."""
+
+    sort: str
+    sort_label: str
+    page: int
+    pages: int
+    per_page: int
+    matching: int  # machines that fit, meet every preference and pass the list's filters
+    browsed: int | None  # when sorting or filtering: the cheapest machines that were looked at
+    groups: tuple[tuple[str, int], ...]  # (GPU model, machines) when grouped by GPU model
+    gpu_types: tuple[str, ...]  # the GPU models among the machines looked at (the filter's choices)
+
+    def to_dict(self) -> dict:
+        return {
+            "sort": self.sort,
+            "sort_label": self.sort_label,
+            "page": self.page,
+            "pages": self.pages,
+            "per_page": self.per_page,
+            "machines_matching": self.matching,
+            "sorted_among_cheapest": self.browsed,
+            "groups": [{"gpu_type": name, "machines": count} for name, count in self.groups],
+        }
+
+
+def passes_filters(query: WorkloadQuery, machine) -> bool:
+    if query.gpu and machine.offer.gpu_type.casefold() != query.gpu.casefold():
+        return False
+    if query.min_memory_gib is not None and machine.fit.memory_per_gpu_bytes < query.min_memory_gib * GIB:
+        return False
+    if query.confidence:
+        return CONFIDENCE_RANK.get(machine.confidence, 9) <= CONFIDENCE_AT_LEAST[query.confidence]
+    return True
+
+
+def machines_to_fetch(query: WorkloadQuery, per_page: int) -> int:
+    """How many of the cheapest fitting machines the answer needs described."""
+    if query.lists_by_default:
+        return per_page * query.page
+    return max(BROWSE_LIMIT, per_page * query.page)
+
+
+def list_machines(query: WorkloadQuery, recommendation: Recommendation, per_page: int):
+    """The page of machines to show and the listing that describes it. The default list is the
+    engine's own order; any other sort, a filter or grouping works over the machines fetched."""
+    fetched = list(recommendation.machines)
+    if query.lists_by_default:
+        chosen, matching, browsed = fetched, recommendation.machines_total, None
+    else:
+        chosen = sorted((m for m in fetched if passes_filters(query, m)), key=sort_key(query.sort))
+        matching = len(chosen)
+        browsed = len(fetched) if recommendation.machines_total > len(fetched) else None
+    counts: dict[str, int] = {}
+    for machine in chosen:
+        counts[machine.offer.gpu_type] = counts.get(machine.offer.gpu_type, 0) + 1
+    groups: tuple[tuple[str, int], ...] = ()
+    if query.group == "gpu":
+        place = {name: index for index, name in enumerate(counts)}  # groups in the order of their first
+        chosen = sorted(chosen, key=lambda m: place[m.offer.gpu_type])  # stable: the sort within
+        groups = tuple(counts.items())
+    pages = max(1, math.ceil(matching / per_page))
+    page = min(query.page, pages)
+    start = (page - 1) * per_page
+    shown = tuple(chosen[start:start + per_page])
+    listing = Listing(
+        sort=query.sort,
+        sort_label=SORTS[query.sort].label,
+        page=page,
+        pages=pages,
+        per_page=per_page,
+        matching=matching,
+        browsed=browsed,
+        groups=groups,
+        gpu_types=tuple(sorted({m.offer.gpu_type for m in fetched}, key=str.casefold)),
+    )
+    return shown, listing
 
 RULE_OF_THUMB_PRECISION = {16: "FP16", 8: "INT8", 4: "INT4"}
 
@@ -55,6 +149,7 @@ class WizardResult:
     freshness: dict = field(default_factory=dict)
     stale_after_minutes: int = 0
     throughput: ThroughputAnswer | None = None  # when the query asks for a throughput plan
+    listing: Listing | None = None
 
     @cached_property
     def data(self) -> dict:
@@ -65,9 +160,21 @@ class WizardResult:
             alternative["query"] = self.query.as_query_string(precision=alternative["precision"])
         return data
 
+    def page_query(self, page: int) -> str:
+        return self.query.as_query_string(page=page if page != 1 else None)
+
     @property
-    def more_query(self) -> str:
-        return self.query.as_query_string(limit=MAX_LIMIT)
+    def pages(self) -> list[dict]:
+        """Links to the pages around this one (first, last and two either side)."""
+        listing = self.listing
+        numbers = sorted(
+            {1, listing.pages, *range(max(1, listing.page - 2), min(listing.pages, listing.page + 2) + 1)}
+        )
+        return [{"number": n, "query": self.page_query(n), "current": n == listing.page} for n in numbers]
+
+    @property
+    def sorted_by_choice(self) -> bool:
+        return self.query.sort != DEFAULT_SORT
 
     @cached_property
     def has_community(self) -> bool:
@@ -158,7 +265,8 @@ def recommendation_for(
                     lower[precision], _ = estimate_for(query, precision, model_row)
                 except QueryError:
                     continue
-    machines_shown = query.limit or default_limit or MAX_LIMIT
+    per_page = query.limit or default_limit or MAX_LIMIT
+    machines_shown = machines_to_fetch(query, per_page)
     stale_minutes = settings.MACHINE_STALE_AFTER_SECONDS // 60
     candidates = None
     if query.target_tokens is not None and breakdown.workload != "inference":
@@ -169,7 +277,7 @@ def recommendation_for(
         # Sorted by price per million tokens, the first machines are those with the lowest; the
         # counting query fetches the cheapest per hour, so these join them.
         by_per_million = query.sort == SORT_PRICE_PER_MILLION and candidates
-        extra = cheapest_per_million(candidates, machines_shown) if by_per_million else []
+        extra = cheapest_per_million(candidates, per_page * query.page) if by_per_million else []
         recommendation, freshness = _recommend_counted_in_sql(
             query, breakdown, lower, now, machines_shown, extra
         )
@@ -180,14 +288,16 @@ def recommendation_for(
     if query.target_tokens is not None:
         name = getattr(model_row, "name", query.model_slug)
         throughput = throughput_answer(query, breakdown, candidates, recommendation.machines_total, name)
+    shown, listing = list_machines(query, recommendation, per_page)
     return WizardResult(
         query=query,
         breakdown=breakdown,
         model=model_row,
-        recommendation=recommendation,
+        recommendation=replace(recommendation, machines=shown),
         freshness={**freshness, "as_of": now},
         stale_after_minutes=stale_minutes,
         throughput=throughput,
+        listing=listing,
     )
 
 

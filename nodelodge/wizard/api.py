@@ -50,6 +50,11 @@ class PreferenceParams(WorkloadParams):
     countries: str | None = None
     limit: str | None = None
     sort: str | None = None
+    gpu: str | None = None
+    min_memory_gib: str | None = None
+    confidence: str | None = None
+    group: str | None = None
+    page: str | None = None
     target_tokens: str | None = None
     efficiency: str | None = None
     redundancy: str | None = None
@@ -199,6 +204,22 @@ class ThroughputPlanOut(Schema):
     empty_reason: str | None
 
 
+class GroupOut(Schema):
+    gpu_type: str
+    machines: int
+
+
+class ListingOut(Schema):
+    sort: str
+    sort_label: str
+    page: int
+    pages: int
+    per_page: int
+    machines_matching: int
+    sorted_among_cheapest: int | None
+    groups: list[GroupOut]
+
+
 class RecommendationsOut(Schema):
     memory: MemoryOut
     machines: list[MachineOut]
@@ -210,6 +231,7 @@ class RecommendationsOut(Schema):
     excluded: dict[str, int]
     empty_reason: str | None
     throughput_plan: ThroughputPlanOut | None
+    listing: ListingOut
     data_as_of: str
     newest_report: str | None
     oldest_report: str | None
@@ -283,9 +305,11 @@ def estimate(request, params: Query[WorkloadParams]):
     url_name="recommendations",
 )
 def recommendations(request, params: Query[PreferenceParams]):
-    """The whole result: memory, machines cheapest first (or by price per million tokens with
-    `sort=price_per_million_tokens`), alternatives and constraints applied; with `target_tokens`
-    (and `efficiency`, default 75, `redundancy`, default 1) the throughput plan too."""
+    """The whole result: memory, machines cheapest first (or by `sort`, filtered by `gpu`,
+    `min_memory_gib` and `confidence`, grouped by `group=gpu`, one `page` of `limit` at a time),
+    alternatives and constraints applied. `sort=price_per_million_tokens` orders by the price per
+    million tokens at the speed measured on each machine; with `target_tokens` (and `efficiency`,
+    default 75, and `redundancy`, default 1) the answer carries the throughput plan."""
     return recommendation_payload(recommendation_for(_query(request), default_limit=API_LIMIT))
 
 
@@ -300,6 +324,7 @@ def models(request, workload: str | None = None):
 def recommendation_payload(result) -> dict:
     payload = result.recommendation.to_dict()
     payload["throughput_plan"] = result.throughput.to_dict() if result.throughput is not None else None
+    payload["listing"] = result.listing.to_dict()
     freshness = result.freshness
     payload["data_as_of"] = freshness["as_of"].isoformat()
     payload["newest_report"] = freshness["newest"].isoformat() if freshness.get("newest") else None

@@ -159,7 +159,7 @@ def shown_query(query_string: str) -> str:
     from nodelodge.wizard.views import _form_values
 
     values, row = _form_values(QueryDict(query_string))
-    return f"{query_string}&shown={values['workload']}:{row.kind if row is not None else ''}"
+    return f"{query_string}&shown={values['workload']}:{row.kind if row is not None else ''}:ok"
 
 
 # --- in-process measurement -----------------------------------------------------------------------
