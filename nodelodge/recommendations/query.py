@@ -166,12 +166,12 @@ MESSAGES = {
         "max_whole_digits": f"The throughput to serve can be at most {MAX_TARGET_TOKENS_PER_S:,} tokens/s.",
     },
     "efficiency": {
-        "min_value": "The efficiency must be more than 0 %.",
-        "max_value": "The efficiency can be at most 100 %.",
+        "min_value": "The efficiency must be more than 0 percent.",
+        "max_value": "The efficiency can be at most 100 percent.",
         "invalid": "The efficiency must be a percentage, such as 75.",
         "max_decimal_places": "The efficiency takes at most 2 decimal places.",
-        "max_digits": "The efficiency can be at most 100 %.",
-        "max_whole_digits": "The efficiency can be at most 100 %.",
+        "max_digits": "The efficiency can be at most 100 percent.",
+        "max_whole_digits": "The efficiency can be at most 100 percent.",
     },
     "redundancy": {
         "min_value": "Spare copies cannot be negative; 0 means none.",

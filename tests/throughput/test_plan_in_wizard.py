@@ -196,3 +196,24 @@ def test_the_wizard_turns_a_target_into_the_cheapest_plan_of_the_demo_fleet(clie
     assert all(m["id"] in eu for m in cheapest["machines"])
     page = client.get(f"/?{query}").content.decode()
     assert "Cheapest plan:" in page and cheapest["steps"][-1] in page
+
+
+def test_the_lowest_price_per_million_comes_first_even_beyond_the_cheapest_thousand(client, make_machine):
+    from django.utils import timezone
+
+    from catalog.models import GpuType, Machine
+
+    template = make_machine("RTX 4090", price_per_gpu_hour=Decimal("0.10"))
+    gpu = GpuType.objects.get(name="RTX 4090")
+    Machine.objects.bulk_create([
+        Machine(provider=template.provider, provider_machine_id=f"cheap-{index:05d}", tier="secure", gpu_type=gpu,
+                gpu_count=1, free_gpus=1, memory_per_gpu_mib=gpu.memory_mib, memory_source="datacenter",
+                country="DE", price_per_gpu_hour=Decimal("0.10"), last_seen_at=timezone.now())
+        for index in range(1_100)
+    ])
+    fast = make_machine("H100 SXM 80GB", price_per_gpu_hour=Decimal("2.49"))
+    measure(fast, "24500")
+    body = client.get(f"/api/v1/recommendations?{LLAMA_8B}&sort=price_per_million_tokens&limit=3").json()
+    assert body["machines"][0]["id"] == fast.pk
+    assert body["machines"][0]["price_per_million_tokens"] == "0.0282"
+    assert [row["price_per_million_tokens_text"] for row in body["machines"][1:]] == ["no measured speed"] * 2
