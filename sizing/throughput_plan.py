@@ -147,21 +147,28 @@ class _Class:
 
 
 def _classes(candidates: Sequence[PlanCandidate], efficiency: Fraction, target: Fraction):
-    speeds = [copy_speed(c, efficiency) for c in candidates]
-    denominator = (
-        math.lcm(target.denominator, *(s.denominator for s in speeds)) if speeds else target.denominator
-    )
+    """Copies by usable speed (exact integers over a common denominator), cheapest first in each."""
+    exact: dict[tuple, Fraction] = {}  # many machines share a measured figure and a fit
+    keys = []
+    for candidate in candidates:
+        key = (candidate.measured_tokens_per_s, candidate.measured_gpus, candidate.gpus_per_copy)
+        if key not in exact:
+            exact[key] = copy_speed(candidate, efficiency)
+        keys.append(key)
+    denominator = math.lcm(target.denominator, *(speed.denominator for speed in exact.values()))
+    scaled = {key: speed.numerator * (denominator // speed.denominator) for key, speed in exact.items()}
     by_speed: dict[int, list[tuple[int, int]]] = {}
     for index, candidate in enumerate(candidates):
-        speed = int(speeds[index] * denominator)
-        if speed <= 0 or candidate.copies_free <= 0:
+        speed = scaled[keys[index]]
+        copies = candidate.copies_free
+        if speed <= 0 or copies <= 0:
             continue
-        units = copy_price_units(candidate)
-        by_speed.setdefault(speed, []).extend([(units, index)] * candidate.copies_free)
+        units = int(candidate.price_per_gpu_hour * PRICE_UNITS) * candidate.gpus_per_copy
+        by_speed.setdefault(speed, []).extend([(units, index)] * copies)
     target_int = math.ceil(target * denominator)
     classes = []
     for speed, copies in by_speed.items():
-        copies.sort(key=lambda item: (item[0], candidates[item[1]].order_key))
+        copies.sort()  # candidates come in their own order, so the index breaks ties by it
         classes.append(_Class(speed, copies))
     classes.sort(key=lambda cls: -cls.speed)  # fastest first
     return classes, target_int
@@ -225,12 +232,70 @@ class _Cover:
         price, speed = units[position]
         return (before_price + price * (need - before_speed) / speed) * self.SAFETY
 
-    def solve(self) -> tuple[int, list[int]] | None:
-        counts = [0] * len(self.classes)
-        self._search(0, self.target, 0, 0, counts)
-        if self.best is None:
+    def solve(self) -> tuple[int, list[tuple[int, int]]] | None:
+        """(price units, copies picked) of the cheapest cover dearer than nothing found before and
+        cheaper than the ceiling; None when there is none.
+
+        First the fractional cover (copies by price per speed) and its rounding up, a plan; then every
+        copy whose reduced price (its price minus the fractional cover's marginal price of its speed)
+        shows that no cheaper plan can leave it out, or take it, is fixed (Dembo and Hammer's
+        reduction, exact in integers); the branch and bound runs over the copies left."""
+        # Price per speed as an exact integer key: two different ratios of speeds below `scale`
+        # differ by at least 1 ÷ scale², so their floors times scale² differ too.
+        scale = max((speed for speed, _ in self.classes), default=1) ** 2 + 1
+        items = sorted(
+            (
+                (units, speed, k, position)
+                for k, (speed, copies) in enumerate(self.classes)
+                for position, (units, _) in enumerate(copies)
+            ),
+            key=lambda item: (item[0] * scale // item[1], -item[1], item[2], item[3]),
+        )
+        covered = price = 0
+        brk = None
+        for position, (units, speed, _, _) in enumerate(items):
+            if covered + speed >= self.target:
+                brk = position
+                break
+            covered += speed
+            price += units
+        if brk is None:
             return None
-        return self.best[0], self.best_counts
+        b_units, b_speed = items[brk][0], items[brk][1]
+        greedy = price + b_units
+        limit = greedy if self.ceiling is None else min(greedy, self.ceiling)
+        found: tuple[int, list] | None = None
+        if self.ceiling is None or greedy < self.ceiling:
+            found = (greedy, [self.classes[k][1][pos] for _, _, k, pos in items[: brk + 1]])
+        # Fix copies: in (every cheaper plan takes them) or out (no cheaper plan takes them).
+        lp_scaled = price * b_speed + b_units * (self.target - covered)
+        fixed_in = [0] * len(self.classes)
+        fixed_out = [0] * len(self.classes)
+        for position, (units, speed, k, _) in enumerate(items):
+            reduced = units * b_speed - b_units * speed
+            if position < brk and lp_scaled - reduced >= limit * b_speed:
+                fixed_in[k] += 1
+            elif position > brk and lp_scaled + reduced >= limit * b_speed:
+                fixed_out[k] += 1
+        need, base_price, base = self.target, 0, []
+        rest = []
+        for k, (speed, copies) in enumerate(self.classes):
+            need -= fixed_in[k] * speed
+            base_price += self.prefix[k][fixed_in[k]]
+            base += copies[: fixed_in[k]]
+            free = copies[fixed_in[k] : len(copies) - fixed_out[k]]
+            if free:
+                rest.append((speed, free))
+        if need <= 0:
+            if base_price < limit or found is None and (self.ceiling is None or base_price < self.ceiling):
+                found = (base_price, base)
+            return found
+        sub = _Cover(rest, need, ceiling=limit - base_price)
+        counts = [0] * len(sub.classes)
+        sub._search(0, need, 0, 0, counts)
+        if sub.best is not None and base_price + sub.best[0] < limit:
+            found = (base_price + sub.best[0], base + _picked(sub, sub.best_counts))
+        return found
 
     def _search(self, index: int, need: int, price: int, copies: int, counts: list[int]) -> None:
         if need <= 0:
@@ -244,7 +309,7 @@ class _Cover:
         if bound is None:
             return
         limit = self.best[0] if self.best is not None else self.ceiling
-        if limit is not None and price + bound > limit:
+        if limit is not None and price + bound >= limit:
             return
         speed, class_copies = self.classes[index]
         most = min(len(class_copies), -(-need // speed))
@@ -285,38 +350,60 @@ def cheapest_plan(
     if redundancy == 0:
         solved = everything.solve()
         if solved is not None:
-            consider(solved[0], sum(solved[1]), _picked(everything, solved[1]), [])
+            consider(solved[0], len(solved[1]), solved[1], [])
     else:
-        # A lower bound for every split below: covering from all classes is never dearer.
-        lowest = everything.bound(0, target_int)
-        # Spare copies are the R fastest of the plan: for each speed V that the R-th fastest copy may
-        # have, spares come from classes at least that fast and productive copies from classes at
-        # most that fast; the class of speed V may give to both (its cheapest copies go first).
-        faster: list[tuple[int, int]] = []  # the R cheapest copies of the classes faster than the pivot
-        for position, pivot in enumerate(classes):
-            for from_pivot in range(0, min(redundancy, len(pivot.copies)) + 1):
-                from_faster = redundancy - from_pivot
-                if from_faster > len(faster):
-                    continue
-                spare = faster[:from_faster] + pivot.copies[:from_pivot]
-                spare_price = sum(units for units, _ in spare)
-                if lowest is None or (best is not None and spare_price + lowest > best[0]):
-                    continue
-                rest = pivot.copies[from_pivot:]
-                pool = ([(pivot.speed, rest)] if rest else []) + [
-                    (cls.speed, cls.copies) for cls in classes[position + 1 :]
-                ]
-                cover = _Cover(pool, target_int, ceiling=best[0] - spare_price if best else None)
-                solved = cover.solve()
-                if solved is None:
-                    continue
-                consider(
-                    spare_price + solved[0], redundancy + sum(solved[1]), _picked(cover, solved[1]), spare
-                )
-            faster = sorted(faster + pivot.copies[:redundancy])[:redundancy]
+        _with_spares(classes, target_int, redundancy, everything, consider, lambda: best)
     if best is None:
         return None
     return _plan(candidates, best[2], target, efficiency, redundancy)
+
+
+def _with_spares(classes: list[_Class], target: int, redundancy: int, everything: _Cover, consider, best):
+    """The cheapest plan with R spare copies (see the module's "Redundancy").
+
+    Spare copies are the R fastest of the plan: for each speed V that the R-th fastest copy may have
+    (a class, the pivot), spares come from classes at least that fast and productive copies from
+    classes at most that fast; the pivot's class may give to both (its cheapest copies go first).
+    Lower bounds cut most pivots before any search: the productive copies cost at least the cheapest
+    cover from every class (no spares), and at least the fractional cover from the pivot's class and
+    the slower ones."""
+    solved = everything.solve()
+    if solved is None:
+        return
+    cover_price, used = solved
+    # A first plan: the cheapest cover, plus the R cheapest copies it leaves that are at least as
+    # fast as its fastest copy.
+    taken = set(used)
+    fastest = max((speed for speed, copies in everything.classes if taken.intersection(copies)), default=0)
+    extra = sorted(
+        copy for cls in classes if cls.speed >= fastest for copy in cls.copies if copy not in taken
+    )[:redundancy]
+    if len(extra) == redundancy:
+        consider(cover_price + sum(u for u, _ in extra), len(used) + redundancy, used, extra)
+    suffix_bounds = [
+        _Cover([(cls.speed, cls.copies) for cls in classes[p:]], target) for p in range(len(classes))
+    ]
+    faster: list[tuple[int, int]] = []  # the R cheapest copies of the classes faster than the pivot
+    for position, pivot in enumerate(classes):
+        pool_bound = suffix_bounds[position].bound(0, target)
+        for from_pivot in range(0, min(redundancy, len(pivot.copies)) + 1):
+            from_faster = redundancy - from_pivot
+            if from_faster > len(faster) or pool_bound is None:
+                continue
+            spare = faster[:from_faster] + pivot.copies[:from_pivot]
+            spare_price = sum(units for units, _ in spare)
+            current = best()
+            if current is not None and spare_price + max(cover_price, pool_bound) >= current[0]:
+                continue
+            rest = pivot.copies[from_pivot:]
+            pool = ([(pivot.speed, rest)] if rest else []) + [
+                (cls.speed, cls.copies) for cls in classes[position + 1 :]
+            ]
+            cover = _Cover(pool, target, ceiling=current[0] - spare_price if current else None)
+            found = cover.solve()
+            if found is not None:
+                consider(spare_price + found[0], redundancy + len(found[1]), found[1], spare)
+        faster = sorted(faster + pivot.copies[:redundancy])[:redundancy]
 
 
 def _picked(cover: _Cover, counts: list[int]) -> list[tuple[int, int]]:
