@@ -225,10 +225,21 @@ def throughput_answer(
 
     add(cheapest_plan(plan_candidates, query.target_tokens, query.efficiency, query.redundancy))
     if found:
+        # The cheapest on a single GPU type, for the types whose best machine serves tokens cheapest
+        # (price per GPU-hour over measured speed per GPU): each such plan is exact for its type.
         by_type: dict[str, list[PlanCandidate]] = {}
         for candidate in candidates:
             by_type.setdefault(candidate.row.gpu_type, []).append(candidate.plan)
-        for gpu_type in sorted(by_type):
+        best_ratio = {
+            gpu_type: min(
+                c.price_per_gpu_hour
+                / Decimal(c.tokens_per_s_per_gpu.numerator)
+                * c.tokens_per_s_per_gpu.denominator
+                for c in group
+            )
+            for gpu_type, group in by_type.items()
+        }
+        for gpu_type in sorted(by_type, key=lambda name: (best_ratio[name], name))[: PLANS_SHOWN - 1]:
             add(cheapest_plan(by_type[gpu_type], query.target_tokens, query.efficiency, query.redundancy))
     plans = sorted(found.items(), key=lambda item: (item[1].price_per_hour, item[1].gpus, item[0]))
     return ThroughputAnswer(
