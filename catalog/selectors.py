@@ -566,3 +566,96 @@ def speed_rows(
         )
         for row in rows
     ]
+
+
+SPEED_COLUMNS = (
+    "m.id, m.price_per_gpu_hour, m.free_gpus, m.memory_per_gpu_mib, m.tier, p.name, m.provider_machine_id, "
+    "s.value, s.gpus, s.measured_at, s.engine, s.engine_version, s.concurrency, s.input_tokens, "
+    "s.output_tokens, s.measured_by, s.source, g.name, m.country, m.region"
+)
+
+
+@dataclass(frozen=True)
+class SpeedQuery:
+    """The machines with a speed for one model and precision that a plan or the price-per-million sort
+    may use: available now in the chosen countries and tier, fitting (`fits`: `sizing.fit`
+    thresholds), within the price limit and budget, the latest measurement of each."""
+
+    stale_cutoff: datetime
+    countries: frozenset[str] | None
+    tier: str
+    model_slug: str
+    precision: int
+    fits: tuple[tuple[int, int], ...]
+    max_price_per_hour: Decimal | None
+    budget: Decimal | None
+    # Per speed class (same figure, same GPUs measured and used), keep the cheapest machines: enough
+    # copies for the target alone (target ÷ (usable speed of a copy)) plus the spares, and `keep`.
+    target: Decimal | None
+    efficiency: Decimal
+    redundancy: int
+    keep: int
+
+
+def speed_rows_counted(query: SpeedQuery) -> tuple[list[SpeedRow], int]:
+    """PostgreSQL: the rows a plan can need and how many machines qualify, in one statement.
+
+    Within a speed class every copy serves the same, so a cheaper machine is never worse: a plan
+    uses at most as many machines of a class as reach the target alone plus the spare copies, and
+    the `keep` cheapest by price per million tokens are the class's cheapest. The rest are counted,
+    not fetched."""
+    screened, screened_params = availability.available_sql(query.stale_cutoff, query.countries)
+    gpus_sql, gpus_params = _gpus_used_sql(query.fits)
+    tier_sql, tier_params = ("TRUE", []) if query.tier == "both" else ("m.tier = %s", [query.tier])
+    limits, limit_params = [], []
+    for limit in (query.max_price_per_hour, query.budget):
+        if limit is not None:
+            limits.append("price * fit_gpus <= %s")
+            limit_params.append(limit)
+    plan_keep = "0"
+    plan_params: list = []
+    if query.target is not None:
+        plan_keep = "CEIL(%s::numeric * gpus * 100 / (value * fit_gpus * %s::numeric)) + %s"
+        plan_params = [query.target, query.efficiency, query.redundancy]
+    sql = (
+        f"WITH latest AS (SELECT DISTINCT ON (s.machine_id) s.id AS speed_id, s.value AS value, "  # noqa: S608  # nosec B608
+        f"s.gpus AS gpus, m.price_per_gpu_hour AS price, {gpus_sql} AS fit_gpus, "
+        'p.name COLLATE "C" AS provider, m.provider_machine_id COLLATE "C" AS machine_key, '
+        "m.id AS machine_id "
+        "FROM catalog_measuredspeed s JOIN catalog_machine m ON m.id = s.machine_id "
+        "JOIN catalog_provider p ON p.id = m.provider_id "
+        "WHERE s.model_slug = %s AND s.precision = %s AND s.unit = 'tokens/s' "
+        "AND s.gpu_type_id = m.gpu_type_id "
+        f"AND {screened} AND {tier_sql} AND m.memory_per_gpu_mib >= %s "
+        "ORDER BY s.machine_id, s.measured_at DESC, s.value / s.gpus, s.gpus), "
+        f"fitting AS (SELECT * FROM latest WHERE fit_gpus IS NOT NULL {''.join(' AND ' + c for c in limits)}"
+        "), "
+        "ranked AS (SELECT speed_id, COUNT(*) OVER () AS total, ROW_NUMBER() OVER (PARTITION BY value, gpus, "
+        "fit_gpus ORDER BY price, provider, machine_key, machine_id) AS place, "
+        f"GREATEST({plan_keep}, %s) AS wanted FROM fitting) "
+        f"SELECT {SPEED_COLUMNS}, r.total FROM ranked r JOIN catalog_measuredspeed s ON s.id = r.speed_id "
+        "JOIN catalog_machine m ON m.id = s.machine_id JOIN catalog_provider p ON p.id = m.provider_id "
+        "JOIN catalog_gputype g ON g.id = m.gpu_type_id WHERE r.place <= r.wanted ORDER BY m.id"
+    )
+    params = [
+        *gpus_params, query.model_slug, query.precision, *screened_params, *tier_params,
+        min(need for _, need in query.fits), *limit_params, *plan_params, query.keep,
+    ]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        fetched = cursor.fetchall()
+    total = fetched[0][-1] if fetched else 0
+    return [_speed_row(row, query.model_slug, query.precision) for row in fetched], total
+
+
+def _speed_row(row, model_slug: str, precision: int) -> SpeedRow:
+    return SpeedRow(
+        machine_id=row[0], price_per_gpu_hour=row[1], free_gpus=row[2], memory_per_gpu_mib=row[3],
+        tier=row[4], provider=row[5], provider_machine_id=row[6], gpu_type=row[17],
+        country=row[18] or None, region=row[19],
+        speed=offers.MeasuredSpeed(
+            model_slug=model_slug, precision=precision, value=row[7], unit="tokens/s", measured_at=row[9],
+            gpus=row[8], engine=row[10], engine_version=row[11], concurrency=row[12],
+            input_tokens=row[13], output_tokens=row[14], measured_by=row[15], source=row[16],
+        ),
+    )

@@ -26,6 +26,7 @@ Optimality
 
 from __future__ import annotations
 
+import heapq
 import math
 from bisect import bisect_left
 from collections.abc import Sequence
@@ -174,6 +175,10 @@ def _classes(candidates: Sequence[PlanCandidate], efficiency: Fraction, target: 
     return classes, target_int
 
 
+def _ratio(item: tuple[int, int]) -> float:
+    return item[0] / item[1]
+
+
 class _Cover:
     """Cheapest copies, from the given classes, whose speeds sum to at least the target: exact.
 
@@ -205,16 +210,18 @@ class _Cover:
     def _suffix_of(self, start: int):
         found = self._suffix.get(start)
         if found is None:
-            units = sorted(
-                ((units, speed) for speed, copies in self.classes[start:] for units, _ in copies),
-                key=lambda item: item[0] / item[1],
-            )
-            found = (
-                list(accumulate(speed for _, speed in units)),
-                list(accumulate(p for p, _ in units)),
-                units,
-            )
-            self._suffix[start] = found
+            # Every suffix at once, each merged from the next one (copies of a class are already in
+            # order of price per speed, all of one speed).
+            merged: list[tuple[int, int]] = []
+            for index in range(len(self.classes) - 1, -1, -1):
+                speed, copies = self.classes[index]
+                merged = list(heapq.merge([(units, speed) for units, _ in copies], merged, key=_ratio))
+                self._suffix[index] = (
+                    list(accumulate(speed for _, speed in merged)),
+                    list(accumulate(units for units, _ in merged)),
+                    merged,
+                )
+            found = self._suffix[start]
         return found
 
     def bound(self, start: int, need: int) -> float | None:
@@ -262,11 +269,18 @@ class _Cover:
         if brk is None:
             return None
         b_units, b_speed = items[brk][0], items[brk][1]
-        greedy = price + b_units
+        # A first plan: the fractional cover's whole copies, and for the rest the cheapest single
+        # copy that covers it (the break copy at worst).
+        remainder = self.target - covered
+        last = min(
+            (item for item in items[brk:] if item[1] >= remainder), key=lambda item: (item[0], -item[1])
+        )
+        greedy = price + last[0]
         limit = greedy if self.ceiling is None else min(greedy, self.ceiling)
         found: tuple[int, list] | None = None
         if self.ceiling is None or greedy < self.ceiling:
-            found = (greedy, [self.classes[k][1][pos] for _, _, k, pos in items[: brk + 1]])
+            picked = [self.classes[k][1][pos] for _, _, k, pos in items[:brk]]
+            found = (greedy, [*picked, self.classes[last[2]][1][last[3]]])
         # Fix copies: in (every cheaper plan takes them) or out (no cheaper plan takes them).
         lp_scaled = price * b_speed + b_units * (self.target - covered)
         fixed_in = [0] * len(self.classes)
@@ -314,6 +328,13 @@ class _Cover:
         speed, class_copies = self.classes[index]
         most = min(len(class_copies), -(-need // speed))
         prefix = self.prefix[index]
+        if index == len(self.classes) - 1:
+            # The last class: only the count that just reaches the target can be the cheapest.
+            if most * speed >= need:
+                counts[index] = most
+                self._search(index + 1, need - most * speed, price + prefix[most], copies + most, counts)
+                counts[index] = 0
+            return
         for count in range(most, -1, -1):
             counts[index] = count
             self._search(index + 1, need - count * speed, price + prefix[count], copies + count, counts)
@@ -380,30 +401,52 @@ def _with_spares(classes: list[_Class], target: int, redundancy: int, everything
     )[:redundancy]
     if len(extra) == redundancy:
         consider(cover_price + sum(u for u, _ in extra), len(used) + redundancy, used, extra)
-    suffix_bounds = [
-        _Cover([(cls.speed, cls.copies) for cls in classes[p:]], target) for p in range(len(classes))
-    ]
+    # The fractional cover from the classes at most as fast as each pivot, all in one pass over the
+    # copies in order of price per speed.
+    by_ratio = sorted(((units, cls.speed) for cls in classes for units, _ in cls.copies), key=_ratio)
+    pool_bounds = []
+    for pivot in classes:
+        covered = price = 0
+        bound = None
+        for units, speed in by_ratio:
+            if speed > pivot.speed:
+                continue
+            if covered + speed >= target:
+                bound = (price + units * (target - covered) / speed) * _Cover.SAFETY
+                break
+            covered += speed
+            price += units
+        pool_bounds.append(bound)
     faster: list[tuple[int, int]] = []  # the R cheapest copies of the classes faster than the pivot
+    splits = []  # (lower bound, pivot's place, copies the pivot gives as spares, spare copies)
     for position, pivot in enumerate(classes):
-        pool_bound = suffix_bounds[position].bound(0, target)
+        pool_bound = pool_bounds[position]
         for from_pivot in range(0, min(redundancy, len(pivot.copies)) + 1):
             from_faster = redundancy - from_pivot
             if from_faster > len(faster) or pool_bound is None:
                 continue
             spare = faster[:from_faster] + pivot.copies[:from_pivot]
             spare_price = sum(units for units, _ in spare)
-            current = best()
-            if current is not None and spare_price + max(cover_price, pool_bound) >= current[0]:
-                continue
-            rest = pivot.copies[from_pivot:]
-            pool = ([(pivot.speed, rest)] if rest else []) + [
-                (cls.speed, cls.copies) for cls in classes[position + 1 :]
-            ]
-            cover = _Cover(pool, target, ceiling=current[0] - spare_price if current else None)
-            found = cover.solve()
-            if found is not None:
-                consider(spare_price + found[0], redundancy + len(found[1]), found[1], spare)
+            splits.append(
+                (spare_price + max(cover_price, pool_bound), position, from_pivot, spare, spare_price)
+            )
         faster = sorted(faster + pivot.copies[:redundancy])[:redundancy]
+    # Best first: the split with the lowest bound is searched first, and once a plan is as cheap as
+    # the next bound, no split left can beat it.
+    splits.sort(key=lambda split: (split[0], split[1], split[2]))
+    for lower, position, from_pivot, spare, spare_price in splits:
+        current = best()
+        if current is not None and lower >= current[0]:
+            break
+        pivot = classes[position]
+        rest = pivot.copies[from_pivot:]
+        pool = ([(pivot.speed, rest)] if rest else []) + [
+            (cls.speed, cls.copies) for cls in classes[position + 1 :]
+        ]
+        cover = _Cover(pool, target, ceiling=current[0] - spare_price if current else None)
+        found = cover.solve()
+        if found is not None:
+            consider(spare_price + found[0], redundancy + len(found[1]), found[1], spare)
 
 
 def _picked(cover: _Cover, counts: list[int]) -> list[tuple[int, int]]:

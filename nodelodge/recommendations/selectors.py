@@ -268,11 +268,14 @@ def recommendation_for(
     per_page = query.limit or default_limit or MAX_LIMIT
     machines_shown = machines_to_fetch(query, per_page)
     stale_minutes = settings.MACHINE_STALE_AFTER_SECONDS // 60
-    candidates = None
+    candidates, with_speed = None, 0
     if query.target_tokens is not None and breakdown.workload != "inference":
         raise QueryError({"target_tokens": "A throughput plan is for language models; this one serves none."})
     if query.target_tokens is not None or query.sort == SORT_PRICE_PER_MILLION:
-        candidates = speed_candidates(query, breakdown, stale_cutoff(now), preferences_for(query))
+        keep = per_page * query.page if query.sort == SORT_PRICE_PER_MILLION else 0
+        candidates, with_speed = speed_candidates(
+            query, breakdown, stale_cutoff(now), preferences_for(query), keep=keep
+        )
     if connection.vendor == "postgresql":
         # Sorted by price per million tokens, the first machines are those with the lowest; the
         # counting query fetches the cheapest per hour, so these join them.
@@ -287,7 +290,9 @@ def recommendation_for(
     throughput = None
     if query.target_tokens is not None:
         name = getattr(model_row, "name", query.model_slug)
-        throughput = throughput_answer(query, breakdown, candidates, recommendation.machines_total, name)
+        throughput = throughput_answer(
+            query, breakdown, candidates, recommendation.machines_total, name, with_speed
+        )
     shown, listing = list_machines(query, recommendation, per_page)
     return WizardResult(
         query=query,

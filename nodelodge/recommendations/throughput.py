@@ -14,6 +14,8 @@ from decimal import Decimal
 from fractions import Fraction
 from types import SimpleNamespace
 
+from django.db import connection
+
 from catalog import selectors as catalog_selectors
 from sizing import fit as sizing_fit
 from sizing.breakdown import Breakdown
@@ -49,21 +51,51 @@ class SpeedCandidate:
 
 
 def speed_candidates(
-    query: WorkloadQuery, breakdown: Breakdown, stale_cutoff: datetime, preferences
-) -> list[SpeedCandidate]:
+    query: WorkloadQuery,
+    breakdown: Breakdown,
+    stale_cutoff: datetime,
+    preferences,
+    keep: int = 0,
+    every_one: bool = False,
+) -> tuple[list[SpeedCandidate], int]:
     """The recommended machines (fit, every preference) with a measured speed for the model and
-    precision sized, in the machines' default order."""
+    precision sized, in the machines' default order, and how many there are.
+
+    On PostgreSQL only those a plan can use and the `keep` cheapest of each speed class come back
+    (`catalog.selectors.speed_rows_counted` says why no other can matter); elsewhere, or with
+    `every_one`, all of them."""
     thresholds = sizing_fit.fit_thresholds(breakdown)
     if breakdown.workload != "inference" or not thresholds:
-        return []
-    rows = catalog_selectors.speed_rows(
-        stale_cutoff=stale_cutoff,
-        countries=query.countries,
-        tier=query.tier,
-        model_slug=query.model_slug,
-        precision=breakdown.precision,
-        min_memory_mib=min(need for _, need in thresholds),
-    )
+        return [], 0
+    if connection.vendor == "postgresql" and not every_one:
+        rows, total = catalog_selectors.speed_rows_counted(
+            catalog_selectors.SpeedQuery(
+                stale_cutoff=stale_cutoff,
+                countries=query.countries,
+                tier=query.tier,
+                model_slug=query.model_slug,
+                precision=breakdown.precision,
+                fits=thresholds,
+                max_price_per_hour=query.max_price,
+                budget=query.budget,
+                target=query.target_tokens,
+                efficiency=query.efficiency,
+                redundancy=query.redundancy,
+                keep=keep,
+            )
+        )
+    else:
+        rows, total = (
+            catalog_selectors.speed_rows(
+                stale_cutoff=stale_cutoff,
+                countries=query.countries,
+                tier=query.tier,
+                model_slug=query.model_slug,
+                precision=breakdown.precision,
+                min_memory_mib=min(need for _, need in thresholds),
+            ),
+            None,
+        )
     by_machine: dict[int, list[catalog_selectors.SpeedRow]] = {}
     for row in rows:
         by_machine.setdefault(row.machine_id, []).append(row)
@@ -104,7 +136,7 @@ def speed_candidates(
             )
         )
     found.sort(key=lambda candidate: candidate.plan.order_key)
-    return found
+    return found, len(found) if total is None else total
 
 
 def cheapest_per_million(candidates: list[SpeedCandidate], count: int) -> list[int]:
@@ -213,6 +245,7 @@ def throughput_answer(
     candidates: list[SpeedCandidate],
     machines_total: int,
     model_name: str,
+    with_speed: int | None = None,
 ) -> ThroughputAnswer:
     """The cheapest plan, then the cheapest on each single GPU type, ranked by total price per hour."""
     plan_candidates = [c.plan for c in candidates]
@@ -248,6 +281,6 @@ def throughput_answer(
         precision=breakdown.precision,
         plans=tuple(plan for _, plan in plans[:PLANS_SHOWN]),
         rows={c.row.machine_id: c.row for c in candidates},
-        with_speed=len(candidates),
-        without_speed=max(0, machines_total - len(candidates)),
+        with_speed=len(candidates) if with_speed is None else with_speed,
+        without_speed=max(0, machines_total - (len(candidates) if with_speed is None else with_speed)),
     )

@@ -181,14 +181,15 @@ def test_the_wizard_turns_a_target_into_the_cheapest_plan_of_the_demo_fleet(clie
     assert [p["price_per_hour"] for p in plan["plans"]] == sorted(
         (p["price_per_hour"] for p in plan["plans"]), key=Decimal
     )
-    # The same plan as the engine over the candidates, worked out again here.
     parsed = parse_query(dict(p.split("=") for p in query.split("&")))
     breakdown, _ = selectors.estimate_for(parsed)
     from django.utils import timezone
 
     from nodelodge.recommendations.throughput import speed_candidates
-    candidates = speed_candidates(parsed, breakdown, selectors.stale_cutoff(timezone.now()),
-                                  selectors.preferences_for(parsed))
+    # Every machine with a measured speed, none left out by the database's cut: the same cheapest plan.
+    candidates, total = speed_candidates(parsed, breakdown, selectors.stale_cutoff(timezone.now()),
+                                         selectors.preferences_for(parsed), every_one=True)
+    assert plan["machines_with_speed"] == total == len(candidates)
     again = cheapest_plan([c.plan for c in candidates], Decimal(20000), Decimal(75), 1)
     assert Decimal(cheapest["price_per_hour"]) == again.price_per_hour
     eu = {c.row.machine_id: c.row.country for c in candidates}
@@ -217,3 +218,26 @@ def test_the_lowest_price_per_million_comes_first_even_beyond_the_cheapest_thous
     assert body["machines"][0]["id"] == fast.pk
     assert body["machines"][0]["price_per_million_tokens"] == "0.0282"
     assert [row["price_per_million_tokens_text"] for row in body["machines"][1:]] == ["no measured speed"] * 2
+
+
+@pytest.mark.parametrize(("target", "redundancy"), [(3_000, 0), (12_000, 1), (40_000, 2)])
+def test_the_database_cut_keeps_the_cheapest_plan(make_machine, target, redundancy):
+    from django.utils import timezone
+
+    from nodelodge.recommendations.throughput import speed_candidates
+
+    for index in range(40):
+        gpu = ("RTX 4090", "RTX 3090", "L40S", "A100 80GB")[index % 4]
+        machine = make_machine(gpu, gpu_count=4, free_gpus=1 + index % 4,
+                               price_per_gpu_hour=Decimal("0.30") + Decimal(index * 7 % 23) / 10)
+        measure(machine, ("1700", "1300", "1600", "2600")[index % 4])
+    query = parse_query({**dict(p.split("=") for p in LLAMA_8B.split("&")), "target_tokens": str(target),
+                         "redundancy": str(redundancy)})
+    breakdown, _ = selectors.estimate_for(query)
+    cutoff, preferences = selectors.stale_cutoff(timezone.now()), selectors.preferences_for(query)
+    cut, total = speed_candidates(query, breakdown, cutoff, preferences)
+    every, every_total = speed_candidates(query, breakdown, cutoff, preferences, every_one=True)
+    assert total == every_total == 40
+    assert len(cut) < len(every) if target < 20_000 else len(cut) <= len(every)
+    plans = [cheapest_plan([c.plan for c in found], Decimal(target), Decimal(75), redundancy) for found in (cut, every)]
+    assert plans[0] is not None and plans[0].price_per_hour == plans[1].price_per_hour
