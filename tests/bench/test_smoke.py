@@ -18,7 +18,8 @@ def test_a_smoke_run_writes_every_figure_for_a_thousand_machines(db, tmp_path):
         assert figures[name].value is not None and figures[name].value > 0
     assert figures["SQL queries per request (most, result panel or API)"].value <= 12
     assert all(row.passed is None for row in report.rows)  # a smoke run judges nothing
-    assert len(report.details) == 3
+    assert len(report.details) == 4  # three queries and one throughput plan
+    assert figures["throughput plan, result panel, test client: median"].value > 0
     text = out.read_text()
     assert "| result panel, test client: median | 1,000 |" in text
     assert "| Commit |" in text and "| CPU |" in text
