@@ -445,8 +445,8 @@ class WorkloadQuery:
         }
         if self.target_tokens is not None:
             params.update(
-                target_tokens=self.target_tokens.normalize(),
-                efficiency=self.efficiency.normalize(),
+                target_tokens=format(self.target_tokens.normalize(), "f"),  # 20000, never 2E+4
+                efficiency=format(self.efficiency.normalize(), "f"),
                 redundancy=self.redundancy,
             )
         params.update(overrides)

@@ -241,3 +241,10 @@ def test_the_database_cut_keeps_the_cheapest_plan(make_machine, target, redundan
     assert len(cut) < len(every) if target < 20_000 else len(cut) <= len(every)
     plans = [cheapest_plan([c.plan for c in found], Decimal(target), Decimal(75), redundancy) for found in (cut, every)]
     assert plans[0] is not None and plans[0].price_per_hour == plans[1].price_per_hour
+
+
+def test_the_link_to_a_plan_spells_the_target_as_typed(models_and_gpus):
+    query = parse_query({**dict(p.split("=") for p in LLAMA_8B.split("&")), "target_tokens": "20000",
+                         "efficiency": "80.50"})
+    params = query.as_params()
+    assert (params["target_tokens"], params["efficiency"], params["redundancy"]) == ("20000", "80.5", "1")
