@@ -99,6 +99,10 @@ def machines_to_fetch(query: WorkloadQuery, per_page: int) -> int:
     """How many of the cheapest fitting machines the answer needs described."""
     if query.lists_by_default:
         return per_page * query.page
+    if query.sort == SORT_PRICE_PER_MILLION and not query.filtered and not query.group:
+        # The engine orders by price per million tokens itself, and the machines with the lowest
+        # join the fetched ones (`recommendation_for`): the page needs no more than it shows.
+        return per_page * query.page
     return max(BROWSE_LIMIT, per_page * query.page)
 
 

@@ -22,7 +22,9 @@ def test_a_target_becomes_a_plan_and_the_list_sorts_by_price_per_million(page, l
     expect(page.get_by_test_id("plan-1")).to_contain_text("Total GPUs =")
     expect(plan).to_contain_text("no measured speed for this model and precision")
     expect(page).to_have_url(re.compile(r"target_tokens=20000"))
+    page.wait_for_load_state("networkidle")  # typing and the button both asked; let both answers land
     page.get_by_label("Sort by").select_option("price_per_million_tokens")
+    expect(page).to_have_url(re.compile(r"sort=price_per_million_tokens"))
     expect(page.get_by_test_id("sort-note")).to_contain_text("price per million tokens")
     first = page.locator("table.machines tbody.machine-row").first.get_by_test_id("per-million")
     expect(first).to_have_text(re.compile(r"^\$0\.\d+$"))
