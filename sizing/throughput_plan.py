@@ -312,18 +312,16 @@ class _Cover:
         return found
 
     def _search(self, index: int, need: int, price: int, copies: int, counts: list[int]) -> None:
+        """Depth first over the classes' counts, most copies of the best class first. The caller has
+        checked this node's bound; here each child's bound is checked before it is entered. A
+        child's bound (its price plus the fractional cover of the rest) is convex in the count, so
+        once it is over the limit and rising as the count falls, every smaller count is too."""
         if need <= 0:
             if self.best is None or (price, copies) < self.best:
                 self.best = (price, copies)
                 self.best_counts = list(counts)
             return
         if index >= len(self.classes):
-            return
-        bound = self.bound(index, need)
-        if bound is None:
-            return
-        limit = self.best[0] if self.best is not None else self.ceiling
-        if limit is not None and price + bound >= limit:
             return
         speed, class_copies = self.classes[index]
         most = min(len(class_copies), -(-need // speed))
@@ -335,9 +333,26 @@ class _Cover:
                 self._search(index + 1, need - most * speed, price + prefix[most], copies + most, counts)
                 counts[index] = 0
             return
+        previous = None
         for count in range(most, -1, -1):
+            rest = need - count * speed
+            child_price = price + prefix[count]
+            if rest <= 0:
+                child_bound = float(child_price)
+            else:
+                lower = self.bound(index + 1, rest)
+                if lower is None:
+                    break  # the classes after this one cannot cover even this much; less is worse
+                child_bound = child_price + lower
+            limit = self.best[0] if self.best is not None else self.ceiling
+            if limit is not None and child_bound >= limit:
+                if previous is not None and child_bound > previous * (1 + 1e-6):
+                    break
+                previous = child_bound
+                continue
+            previous = child_bound
             counts[index] = count
-            self._search(index + 1, need - count * speed, price + prefix[count], copies + count, counts)
+            self._search(index + 1, rest, child_price, copies + count, counts)
         counts[index] = 0
 
 
