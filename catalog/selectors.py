@@ -602,8 +602,9 @@ def speed_rows_counted(query: SpeedQuery) -> tuple[list[SpeedRow], int]:
     """PostgreSQL: the rows a plan can need and how many machines qualify, in one statement.
 
     Within a speed class every copy serves the same, so a cheaper machine is never worse: a plan
-    uses at most as many machines of a class as reach the target alone plus the spare copies, and
-    the `keep` cheapest by price per million tokens are the class's cheapest. The rest are counted,
+    uses at most as many copies of a class as reach the target alone plus the spare copies, so the
+    class's cheapest machines up to that many copies are enough; and the `keep` machines with the
+    lowest price per million tokens come too (the sorted list's first page). The rest are counted,
     not fetched."""
     screened, screened_params = availability.available_sql(query.stale_cutoff, query.countries)
     gpus_sql, gpus_params = _gpus_used_sql(query.fits)
@@ -622,7 +623,7 @@ def speed_rows_counted(query: SpeedQuery) -> tuple[list[SpeedRow], int]:
         f"WITH latest AS (SELECT DISTINCT ON (s.machine_id) s.id AS speed_id, s.value AS value, "  # noqa: S608  # nosec B608
         f"s.gpus AS gpus, m.price_per_gpu_hour AS price, {gpus_sql} AS fit_gpus, "
         'p.name COLLATE "C" AS provider, m.provider_machine_id COLLATE "C" AS machine_key, '
-        "m.id AS machine_id "
+        "m.id AS machine_id, m.free_gpus AS free "
         "FROM catalog_measuredspeed s JOIN catalog_machine m ON m.id = s.machine_id "
         "JOIN catalog_provider p ON p.id = m.provider_id "
         "WHERE s.model_slug = %s AND s.precision = %s AND s.unit = 'tokens/s' "
@@ -631,12 +632,17 @@ def speed_rows_counted(query: SpeedQuery) -> tuple[list[SpeedRow], int]:
         "ORDER BY s.machine_id, s.measured_at DESC, s.value / s.gpus, s.gpus), "
         f"fitting AS (SELECT * FROM latest WHERE fit_gpus IS NOT NULL {''.join(' AND ' + c for c in limits)}"
         "), "
-        "ranked AS (SELECT speed_id, COUNT(*) OVER () AS total, ROW_NUMBER() OVER (PARTITION BY value, gpus, "
-        "fit_gpus ORDER BY price, provider, machine_key, machine_id) AS place, "
-        f"GREATEST({plan_keep}, %s) AS wanted FROM fitting) "
+        # Copies of the machines before this one in its class, cheapest first; and this machine's
+        # place by price per million tokens (rounded as shown, then the machines' own order).
+        "ranked AS (SELECT speed_id, COUNT(*) OVER () AS total, COALESCE(SUM(free / fit_gpus) OVER ("
+        "PARTITION BY value, gpus, fit_gpus ORDER BY price, provider, machine_key, machine_id "
+        "ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS copies_before, "
+        "ROW_NUMBER() OVER (ORDER BY ROUND(price * gpus * 1000000 / (value * 3600), 4), price * fit_gpus, "
+        f"price, provider, machine_key, machine_id) AS cheapest_place, {plan_keep} AS wanted FROM fitting) "
         f"SELECT {SPEED_COLUMNS}, r.total FROM ranked r JOIN catalog_measuredspeed s ON s.id = r.speed_id "
         "JOIN catalog_machine m ON m.id = s.machine_id JOIN catalog_provider p ON p.id = m.provider_id "
-        "JOIN catalog_gputype g ON g.id = m.gpu_type_id WHERE r.place <= r.wanted ORDER BY m.id"
+        "JOIN catalog_gputype g ON g.id = m.gpu_type_id "
+        "WHERE r.copies_before < r.wanted OR r.cheapest_place <= %s ORDER BY m.id"
     )
     params = [
         *gpus_params, query.model_slug, query.precision, *screened_params, *tier_params,
