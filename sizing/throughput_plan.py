@@ -18,10 +18,13 @@ Redundancy
     fast as any productive copy, plus productive copies whose usable speeds sum to the target.
 
 Optimality
-    The answer is the exact minimum of the total price per hour (ties: fewer GPUs, then the machines'
-    own order), found by branch and bound over speed classes (copies of equal speed, cheapest first)
-    with the fractional-knapsack bound; all arithmetic is in integers, so no rounding decides a plan.
-    Tests compare it with brute force on small fleets.
+    The answer is the exact minimum of the total price per hour; among equally cheap plans the
+    search's own order decides, so the same candidates in any order give the same plan. All
+    arithmetic that decides a plan is in integers (prices in 1/10,000 of a dollar, speeds over a
+    common denominator). The search: copies of equal speed form a class, taken cheapest first; the
+    fractional cover (copies by price per speed) gives a first plan and, by Dembo and Hammer's
+    reduction, fixes the copies no cheaper plan can leave out or take; then branch and bound over
+    what is left, with the fractional-knapsack bound. Tests compare it with brute force.
 """
 
 from __future__ import annotations
