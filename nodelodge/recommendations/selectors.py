@@ -23,6 +23,7 @@ from catalog import availability
 from catalog import selectors as catalog_selectors
 from catalog.models import Machine
 from sizing import fit as sizing_fit
+from sizing import wording
 from sizing.breakdown import Breakdown
 from sizing.calculators import estimate
 from sizing.errors import SizingError
@@ -264,6 +265,12 @@ def recommendation_for(
     else:
         # The embedded SQLite run: the counting SQL is written for PostgreSQL, and the fleet is small.
         recommendation, freshness = recommend_over_every_machine(query, breakdown, lower, now, machines_shown)
+    if not recommendation.machines_total and recommendation.empty_reason:
+        hints = relax_hints(query, breakdown, model_row, now)
+        if hints:
+            recommendation = replace(
+                recommendation, empty_reason=wording.with_relax_hints(recommendation.empty_reason, hints)
+            )
     shown, listing = list_machines(query, recommendation, per_page)
     return WizardResult(
         query=query,
@@ -274,6 +281,78 @@ def recommendation_for(
         stale_after_minutes=stale_minutes,
         listing=listing,
     )
+
+
+# --- what to relax when nothing meets every constraint ----------------------------------------------
+
+RELAX_SAMPLE = 50  # the cheapest machines outside the chosen countries whose countries are named
+
+
+def _meeting_all(query: WorkloadQuery, breakdown: Breakdown, now: datetime, shown: int) -> Recommendation:
+    """The machines that fit `breakdown` and meet every preference of `query` (the cheapest `shown`)."""
+    if connection.vendor == "postgresql":
+        recommendation, _ = _recommend_counted_in_sql(query, breakdown, {}, now, shown)
+    else:
+        recommendation, _ = recommend_over_every_machine(query, breakdown, {}, now, shown)
+    return recommendation
+
+
+def _size_noun(query: WorkloadQuery, field_name: str, model_row) -> str:
+    if getattr(model_row, "kind", None) == "speech":
+        return "streams"
+    if query.workload == "finetune":
+        return "sequence_length" if field_name == "context" else "batch_size"
+    return field_name
+
+
+def relax_hints(query: WorkloadQuery, breakdown: Breakdown, model_row, now: datetime) -> list[str]:
+    """For an empty answer, what relaxing the countries, the context or the requests alone would
+    open (the tier, price, budget and precision hints are the engine's own)."""
+    hints = []
+    preferences = preferences_for(query)
+    if query.countries is not None:
+        anywhere = replace(query, countries=None, countries_input=())
+        found = _meeting_all(anywhere, breakdown, now, RELAX_SAMPLE)
+        other_too = False
+        if not found.machines_total and (query.tier != "both" or query.max_price or query.budget):
+            lifted = replace(anywhere, tier="both", max_price=None, budget=None)
+            found, other_too = _meeting_all(lifted, breakdown, now, RELAX_SAMPLE), True
+        if found.machines_total:
+            countries = tuple(dict.fromkeys(m.offer.country for m in found.machines if m.offer.country))
+            relaxed = wording.Relaxed(
+                found.machines_total, found.machines[0].hourly_price, countries,
+                other_preferences_too=other_too,
+            )
+            hints.append(wording.relax_countries_words(preferences, relaxed))
+    for field_name in ("context", "requests"):
+        current = getattr(query, field_name)
+        if current is None or current <= 1 or breakdown.workload not in ("inference", "finetune"):
+            continue
+        candidates, value = [], current // 2
+        while value >= 1:
+            candidates.append(value)
+            value //= 2
+        # Fewer tokens or requests never need more memory: search the halvings for the largest that fits.
+        low, high, best = 0, len(candidates) - 1, None
+        while low <= high:
+            middle = (low + high) // 2
+            try:
+                smaller_query = replace(query, **{field_name: candidates[middle]})
+                smaller, _ = estimate_for(smaller_query, model_row=model_row)
+            except QueryError:
+                break
+            if smaller.total_bytes >= breakdown.total_bytes:
+                break  # this figure does not change the need (a speech model's fixed window)
+            found = _meeting_all(query, smaller, now, 1)
+            if found.machines_total:
+                best, high = (candidates[middle], found), middle - 1
+            else:
+                low = middle + 1
+        if best is not None:
+            value, found = best
+            relaxed = wording.Relaxed(found.machines_total, found.machines[0].hourly_price, value=value)
+            hints.append(wording.relax_size_words(_size_noun(query, field_name, model_row), relaxed))
+    return hints
 
 
 def _recommend_counted_in_sql(
