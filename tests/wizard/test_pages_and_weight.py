@@ -52,3 +52,42 @@ def test_pages_swaps_and_json_are_compressed(client, small_fleet):
         response = client.get(path, **GZIP, **extra)
         assert response["Content-Encoding"] == "gzip", path
         assert len(gzip.decompress(response.content)) > 3 * len(response.content)
+
+
+PAGE_BUDGET = 60 * 1024  # the result page with its CSS and JavaScript, as transferred
+SWAP_BUDGET = 20 * 1024  # one HTMX swap of the result, as transferred
+
+
+def transferred_static(html: str) -> dict[str, int]:
+    """The page's own CSS and JavaScript, compressed as the GZip middleware compresses them."""
+    from django.contrib.staticfiles import finders
+    from django.utils.text import compress_string
+
+    sizes = {}
+    for path in re.findall(r'(?:href|src)="/static/([^"]+\.(?:css|js))"', html):
+        with open(finders.find(path), "rb") as handle:
+            sizes[path] = len(compress_string(handle.read()))
+    return sizes
+
+
+@pytest.fixture
+def shipped_catalog(db):
+    from catalog.services import load_catalog
+
+    load_catalog()
+
+
+def test_the_result_page_and_a_swap_fit_their_weight_budgets(client, shipped_catalog):
+    """The 8B example over the shipped catalog and demo fleet: a full first page of machines."""
+    page = client.get("/?" + LLAMA_8B, **GZIP)
+    html = gzip.decompress(page.content).decode()
+    static = transferred_static(html)
+    assert set(static) == {"css/console.css", "vendor/htmx.min.js", "js/console.js"}
+    total = len(page.content) + sum(static.values())
+    assert total <= PAGE_BUDGET, f"page {len(page.content)} + static {static} = {total} bytes"
+    swap = client.get("/?" + LLAMA_8B + "&shown=inference:language:ok", HTTP_HX_REQUEST="true",
+                      HTTP_HX_TARGET="result", **GZIP)
+    assert "HX-Retarget" not in swap
+    assert len(swap.content) <= SWAP_BUDGET, f"swap {len(swap.content)} bytes"
+    print(f"\nweight: page {len(page.content)} B gzip ({len(html)} B raw), static {static}, total {total} B;"
+          f" swap {len(swap.content)} B gzip ({len(gzip.decompress(swap.content))} B raw)")
