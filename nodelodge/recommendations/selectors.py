@@ -266,7 +266,7 @@ def recommendation_for(
         # The embedded SQLite run: the counting SQL is written for PostgreSQL, and the fleet is small.
         recommendation, freshness = recommend_over_every_machine(query, breakdown, lower, now, machines_shown)
     if not recommendation.machines_total and recommendation.empty_reason:
-        hints = relax_hints(query, breakdown, model_row, now)
+        hints = relax_hints(query, breakdown, model_row, now, sizes=not recommendation.alternatives_total)
         if hints:
             recommendation = replace(
                 recommendation, empty_reason=wording.with_relax_hints(recommendation.empty_reason, hints)
@@ -305,9 +305,13 @@ def _size_noun(query: WorkloadQuery, field_name: str, model_row) -> str:
     return field_name
 
 
-def relax_hints(query: WorkloadQuery, breakdown: Breakdown, model_row, now: datetime) -> list[str]:
+def relax_hints(
+    query: WorkloadQuery, breakdown: Breakdown, model_row, now: datetime, sizes: bool = True
+) -> list[str]:
     """For an empty answer, what relaxing the countries, the context or the requests alone would
-    open (the tier, price, budget and precision hints are the engine's own)."""
+    open (the tier, price, budget and precision hints are the engine's own). The context and the
+    requests are searched (`sizes`) only when no machine fits at all: where some fit but break a
+    preference, the engine's hints already name that preference."""
     hints = []
     preferences = preferences_for(query)
     if query.countries is not None:
@@ -324,7 +328,7 @@ def relax_hints(query: WorkloadQuery, breakdown: Breakdown, model_row, now: date
                 other_preferences_too=other_too,
             )
             hints.append(wording.relax_countries_words(preferences, relaxed))
-    for field_name in ("context", "requests"):
+    for field_name in ("context", "requests") if sizes else ():
         current = getattr(query, field_name)
         if current is None or current <= 1 or breakdown.workload not in ("inference", "finetune"):
             continue
