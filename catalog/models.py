@@ -55,6 +55,10 @@ class LanguageModel(models.Model):
     intermediate_size = _figure("Intermediate size")
     vocab_size = _figure("Vocabulary size")
     max_context = _figure("Maximum context", "max_position_embeddings, in tokens. Empty = not published.")
+    tied_embeddings = models.BooleanField(
+        default=False,
+        help_text="The output head shares the embedding matrix (tie_word_embeddings): counted once.",
+    )
     license = models.CharField(max_length=120, blank=True)
     config_url = models.URLField(max_length=300, blank=True, help_text="The published configuration.")
     notes = models.TextField(blank=True)

@@ -35,6 +35,7 @@ def language_model_spec(row: LanguageModel) -> specs.LanguageModelSpec:
         intermediate_size=row.intermediate_size,
         vocab_size=row.vocab_size,
         max_context=row.max_context,
+        tied_embeddings=row.tied_embeddings,
     )
 
 

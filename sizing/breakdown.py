@@ -35,6 +35,8 @@ class Breakdown:
     splittable_over_heads: int | None = None
     confidence_hint: str | None = None  # e.g. "image" or "finetune": workloads that depend on settings
     inputs: dict = field(default_factory=dict)
+    # Needed on every GPU only when the work is split over two or more (tensor-parallel buffers).
+    split_items: tuple[Item, ...] = ()
 
     @property
     def total_bytes(self) -> int:
@@ -54,12 +56,13 @@ class Breakdown:
 
     def bytes_per_gpu(self, gpus: int) -> int:
         """Need on each GPU when split evenly over `gpus` GPUs (weights, cache and margin divide;
-        each GPU keeps its own runtime)."""
+        each GPU keeps its own runtime, and a split adds its communication buffers on each)."""
         if gpus < 1:
             raise ValueError("gpus must be at least 1")
         if gpus > 1 and not self.can_split_over(gpus):
             raise ValueError(f"cannot split this workload over {gpus} GPUs")
-        return math.ceil(self.shared_bytes / gpus) + self.per_gpu_fixed_bytes
+        split_bytes = sum(item.bytes for item in self.split_items) if gpus > 1 else 0
+        return math.ceil(self.shared_bytes / gpus) + self.per_gpu_fixed_bytes + split_bytes
 
     def can_split_over(self, gpus: int) -> bool:
         if gpus == 1:

@@ -41,8 +41,8 @@ def confidence(breakdown: Breakdown, offer: MachineOffer, fit: Fit) -> tuple[str
         )
     if fit.gpus_used > 1:
         medium.append(
-            f"split over {fit.gpus_used} GPUs: tensor parallelism adds communication buffers "
-            "the calculation does not count"
+            f"split over {fit.gpus_used} GPUs: the communication buffers tensor parallelism adds "
+            "on each GPU are an estimate, not measured on this machine"
         )
     source = offer.memory_source
     if source == "host":

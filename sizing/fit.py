@@ -2,7 +2,8 @@
 
 One GPU when its memory holds the whole need. Otherwise, when the breakdown may be split by tensor
 parallelism (`splittable_over_heads`), the fewest GPUs n (2 ≤ n ≤ free GPUs, n ≤ MAX_GPUS_PER_MACHINE)
-whose count divides the attention heads and where each GPU holds its share plus its own runtime.
+whose count divides the attention heads and where each GPU holds its share plus its own runtime
+and the split's communication buffers (`Breakdown.bytes_per_gpu`).
 
 A margin is tight when the headroom left on the fullest GPU is under TIGHT_HEADROOM_FRACTION (10 %)
 of that GPU's memory.

@@ -22,6 +22,8 @@ class LanguageModelSpec:
     intermediate_size: int | None = None
     vocab_size: int | None = None
     max_context: int | None = None
+    # The output head shares the embedding matrix. None: not recorded, sized as a separate head.
+    tied_embeddings: bool | None = None
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,7 @@ LANGUAGE_MODELS = [
         "parameters_published": "1.23B", "layers": 16, "attention_heads": 32, "kv_heads": 8,
         "head_dim": 64, "hidden_size": 2048, "intermediate_size": 8192, "vocab_size": 128256,
         "max_context": 131072, "license": "llama3.2", "config_url": HF.format("meta-llama/Llama-3.2-1B"),
+        "tied_embeddings": True,
         "notes": "Output head shares the embedding matrix.",
     },
     {
@@ -39,6 +40,7 @@ LANGUAGE_MODELS = [
         "parameters_published": "3.21B", "layers": 28, "attention_heads": 24, "kv_heads": 8,
         "head_dim": 128, "hidden_size": 3072, "intermediate_size": 8192, "vocab_size": 128256,
         "max_context": 131072, "license": "llama3.2", "config_url": HF.format("meta-llama/Llama-3.2-3B"),
+        "tied_embeddings": True,
         "notes": "Output head shares the embedding matrix.",
     },
     {
@@ -105,6 +107,7 @@ LANGUAGE_MODELS = [
         "parameters_published": "9.24B", "layers": 42, "attention_heads": 16, "kv_heads": 8,
         "head_dim": 256, "hidden_size": 3584, "intermediate_size": 14336, "vocab_size": 256000,
         "max_context": 8192, "license": "gemma", "config_url": HF.format("google/gemma-2-9b"),
+        "tied_embeddings": True,
         "notes": "Head dimension 256 is not hidden/heads. Layers alternate sliding-window (4096) and global.",
     },
     {
@@ -112,6 +115,7 @@ LANGUAGE_MODELS = [
         "parameters_published": "27.2B", "layers": 46, "attention_heads": 32, "kv_heads": 16,
         "head_dim": 128, "hidden_size": 4608, "intermediate_size": 36864, "vocab_size": 256000,
         "max_context": 8192, "license": "gemma", "config_url": HF.format("google/gemma-2-27b"),
+        "tied_embeddings": True,
         "notes": "Head dimension 128 is not hidden/heads. Layers alternate sliding-window (4096) and global.",
     },
     {
@@ -147,6 +151,7 @@ LANGUAGE_MODELS = [
         "parameters_published": "0.49B", "layers": 24, "attention_heads": 14, "kv_heads": 2,
         "head_dim": 64, "hidden_size": 896, "intermediate_size": 4864, "vocab_size": 151936,
         "max_context": 32768, "license": "apache-2.0", "config_url": HF.format("Qwen/Qwen2.5-0.5B"),
+        "tied_embeddings": True,
         "notes": "Output head shares the embedding matrix; q/k/v projections carry biases.",
     },
     {
@@ -154,6 +159,7 @@ LANGUAGE_MODELS = [
         "parameters_published": "2.61B", "layers": 26, "attention_heads": 8, "kv_heads": 4,
         "head_dim": 256, "hidden_size": 2304, "intermediate_size": 9216, "vocab_size": 256000,
         "max_context": 8192, "license": "gemma", "config_url": HF.format("google/gemma-2-2b"),
+        "tied_embeddings": True,
         "notes": "Head dimension 256 is not hidden/heads. Four norms per layer; output head tied.",
     },
     {

@@ -185,8 +185,9 @@ class WizardResult:
         memory = first.fit.memory_per_gpu_bytes
         scale = max(memory, first.fit.need_per_gpu_bytes)
         segments, x = [], 0.0
-        for item in self.breakdown.items:
-            share = item.bytes if item.per_gpu else math.ceil(item.bytes / gpus)
+        split_items = self.breakdown.split_items if gpus > 1 else ()
+        for item in (*self.breakdown.items, *split_items):
+            share = item.bytes if item.per_gpu or item in split_items else math.ceil(item.bytes / gpus)
             width = 100.0 * share / scale
             segments.append({"name": item.name, "gib": share / GIB, "x": f"{x:.3f}", "width": f"{width:.3f}"})
             x += width

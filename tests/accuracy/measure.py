@@ -5,9 +5,9 @@ architecture's known configuration keys, with random weights (transformers `from
 downloaded. For each case the sizing engine is called with the same inputs, and a Markdown table of
 estimate, measured memory, ratio and the items that explain the difference is written.
 
-    python -m tests.accuracy.measure --device cuda --out ACCURACY.md --json accuracy.json
+    python -m tests.accuracy.measure --device cuda --out accuracy-gpu.md --json accuracy-gpu.json
     python -m tests.accuracy.measure --device cpu --tiny --out /tmp/accuracy.md      # plumbing only
-    python -m tests.accuracy.measure --dry-run --out ACCURACY.md                      # estimates, no runs
+    python -m tests.accuracy.measure --dry-run --out accuracy-plan.md                 # estimates, no runs
 
 On CUDA each case runs in its own process by default, so the driver-level figure includes that
 process's CUDA context, as a user's process would. With --tiny the models are a few layers of width 64
@@ -58,7 +58,7 @@ RESULT_PREFIX = "ACCURACY-RESULT "
 DEFAULT_PREFILL_CHUNK = 8192  # tokens per request per forward pass, as serving engines chunk long prefills
 TINY_PREFILL_CHUNK = 16
 OPTIMIZER_STEPS = 2
-GPU_COMMAND = "python -m tests.accuracy.measure --device cuda --out ACCURACY.md --json accuracy.json"
+GPU_COMMAND = "python -m tests.accuracy.measure --device cuda --out accuracy-gpu.md --json accuracy-gpu.json"
 
 # --- model configurations -------------------------------------------------------------------------------
 
@@ -126,6 +126,7 @@ def language_spec(slug: str, tiny: bool = False) -> LanguageModelSpec:
             attention_heads=row["attention_heads"], kv_heads=row["kv_heads"], head_dim=row["head_dim"],
             hidden_size=row["hidden_size"], intermediate_size=row["intermediate_size"],
             vocab_size=row["vocab_size"], max_context=row["max_context"],
+            tied_embeddings=row.get("tied_embeddings", False),
         )
     model_type, config = language_config(slug, tiny=True)
     return LanguageModelSpec(
@@ -135,6 +136,7 @@ def language_spec(slug: str, tiny: bool = False) -> LanguageModelSpec:
         kv_heads=config["num_key_value_heads"], head_dim=config["head_dim"],
         hidden_size=config["hidden_size"], intermediate_size=config["intermediate_size"],
         vocab_size=config["vocab_size"], max_context=config["max_position_embeddings"],
+        tied_embeddings=bool(config.get("tie_word_embeddings", False)),
     )
 
 
@@ -265,7 +267,7 @@ def estimate_for(case: Case, tiny: bool) -> Breakdown:
         precision = 4 if case.workload == "qlora" else 16
         return estimate_finetune(spec, precision, case.tokens, case.count, lora_rank=DEFAULT_LORA_RANK)
     if case.workload == "speech":
-        return estimate_speech(spec, 16, case.count)
+        return estimate_speech(spec, 16, case.count, beams=1)  # the run decodes one sequence per stream
     return estimate_image(spec, 16)
 
 
@@ -932,7 +934,7 @@ def render_document(rows: list[dict], env: dict, mode: str) -> str:
         "failed, with the error, and the run goes on) and CUDA builds of torch, transformers, peft and "
         "accelerate, from the repository root:",
         "", "```", GPU_COMMAND, "```", "",
-        "It writes this page and the raw figures (`accuracy.json`). Every case runs in a process of its own; "
+        "It writes this page and the raw figures (`accuracy-gpu.json`). Every case runs in a process of its own; "
         "`--cases 'inference:llama-3-2-*'` picks cases by pattern, `--no-isolate` runs them in one process "
         "(faster, but later cases then share the first one's CUDA context).", "",
         "The project's own lock (`requirements-accuracy.lock`) pins the CPU build of torch and serves the "
@@ -984,7 +986,7 @@ def parse_args(argv=None):
     parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
     parser.add_argument("--tiny", action="store_true", help="tiny stand-in models (figures mean nothing)")
     parser.add_argument("--cases", nargs="+", metavar="PATTERN", help="case ids or shell-style patterns")
-    parser.add_argument("--out", help="write the Markdown document here (e.g. ACCURACY.md)")
+    parser.add_argument("--out", help="write the Markdown document here (e.g. accuracy-gpu.md)")
     parser.add_argument("--json", help="write the raw rows here")
     parser.add_argument("--dry-run", action="store_true", help="estimates only; build and run nothing")
     parser.add_argument("--isolate", dest="isolate", action="store_true", default=None,

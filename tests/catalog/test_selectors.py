@@ -14,8 +14,12 @@ def test_language_model_spec_carries_the_exact_published_figures(models_only):
     assert spec == LanguageModelSpec(
         slug="llama-3-1-8b", name="Llama 3.1 8B", parameters=8_030_261_248, layers=32, attention_heads=32,
         kv_heads=8, head_dim=128, hidden_size=4096, intermediate_size=14336, vocab_size=128256,
-        max_context=131072,
+        max_context=131072, tied_embeddings=False,
     )
+
+
+def test_a_tied_output_head_reaches_the_spec(models_only):
+    assert selectors.get_model_spec("llama-3-2-1b").tied_embeddings is True
 
 
 def test_unpublished_figures_reach_the_spec_as_none(models_only):

@@ -14,6 +14,7 @@ LLAMA_3_1_8B = LanguageModelSpec(
     intermediate_size=14336,
     vocab_size=128_256,
     max_context=131_072,
+    tied_embeddings=False,
 )
 
 # mlc-llm model_preset.py (llama3_2_1b); tied embeddings counted once
@@ -29,6 +30,7 @@ LLAMA_3_2_1B = LanguageModelSpec(
     intermediate_size=8192,
     vocab_size=128_256,
     max_context=131_072,
+    tied_embeddings=True,
 )
 
 # DeepSeek-V3 caches a compressed latent: no KV-head count describes its cache.

@@ -14,7 +14,10 @@ from sizing.units import fmt_gib
 
 from ._query import QUERY_OPTIONS, add_query_arguments, fail, query_from_options
 
-FIGURES = ("parameters", "layers", "attention_heads", "kv_heads", "head_dim", "hidden_size", "vocab_size")
+FIGURES = (
+    "parameters", "layers", "attention_heads", "kv_heads", "head_dim", "hidden_size", "intermediate_size",
+    "vocab_size",
+)
 
 
 class Command(BaseCommand):
@@ -59,6 +62,7 @@ class Command(BaseCommand):
             kv_heads=options.get("kv_heads"),
             head_dim=options.get("head_dim"),
             hidden_size=options.get("hidden_size"),
+            intermediate_size=options.get("intermediate_size"),
             vocab_size=options.get("vocab_size"),
         )
         try:

@@ -1,0 +1,180 @@
+"""How published checkpoint formats store a language model's weights (SPEC §9).
+
+Pure rules, no I/O. A format says how many bits each quantized parameter costs (the payload plus
+its share of the group's scale and zero point) and which parts of the model it leaves in 16-bit.
+Every quantized format published for the models in the catalog (GPTQ, AWQ, bitsandbytes NF4 and
+int8) quantizes the linear layers of the decoder blocks and keeps the token embeddings and the
+output head in 16-bit; a tied output head shares the embedding matrix and is counted once.
+
+To add a format, add a `WeightFormat` to `FORMATS` (and, if it is what a precision choice of the
+wizard means, point `INFERENCE_FORMAT` or `FINETUNE_BASE_FORMAT` at it). A format that quantizes
+other parts (only the experts of a mixture-of-experts model, say) lists what it keeps in 16-bit in
+`keeps_16_bit`, and `split_parameters` learns to count that part.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+
+from .errors import SizingError
+from .units import fmt_int
+
+SIXTEEN_BIT_BYTES = 2
+
+# Parts of a language model a format may keep in 16-bit.
+EMBEDDINGS = "embeddings"
+OUTPUT_HEAD = "output head"
+
+
+@dataclass(frozen=True)
+class WeightFormat:
+    key: str
+    label: str  # as people name it, e.g. "GPTQ 4-bit, group 128"
+    precision: int  # the precision choice it answers to: 16, 8 or 4
+    payload_bits: Fraction  # bits of each stored value
+    group_size: int | None  # values sharing one scale; None: no scale (16-bit) or one per row (row_scaled)
+    scale_bits: Fraction = Fraction(0)  # per group (or per row), including any second-level quantization
+    zero_bits: Fraction = Fraction(0)  # per group
+    row_scaled: bool = False  # one scale per output row: a row is at least hidden_size values long
+    keeps_16_bit: tuple[str, ...] = (EMBEDDINGS, OUTPUT_HEAD)
+    source: str = ""
+
+    @property
+    def quantized(self) -> bool:
+        return self.payload_bits < 16
+
+    def overhead_bits(self, row_length: int | None = None) -> Fraction:
+        """Bits per quantized parameter spent on scales and zero points."""
+        if self.row_scaled:
+            if row_length is None:
+                raise ValueError(f"{self.key} needs the row length (hidden size) for its scales")
+            return (self.scale_bits + self.zero_bits) / row_length
+        if self.group_size is None:
+            return Fraction(0)
+        return (self.scale_bits + self.zero_bits) / self.group_size
+
+    def bits_per_parameter(self, row_length: int | None = None) -> Fraction:
+        return self.payload_bits + self.overhead_bits(row_length)
+
+
+FORMATS: dict[str, WeightFormat] = {
+    f.key: f
+    for f in (
+        WeightFormat(
+            key="bf16", label="16-bit (BF16/FP16)", precision=16, payload_bits=Fraction(16),
+            group_size=None, keeps_16_bit=(), source="the checkpoint as published",
+        ),
+        WeightFormat(
+            key="gptq-int8", label="GPTQ 8-bit, group 128", precision=8, payload_bits=Fraction(8),
+            group_size=128, scale_bits=Fraction(16), zero_bits=Fraction(8),
+            source="GPTQ (Frantar et al. 2022) as AutoGPTQ stores it: a 16-bit scale and a packed zero per "
+                   "group of 128 input values",
+        ),
+        WeightFormat(
+            key="gptq-int4", label="GPTQ/AWQ 4-bit, group 128", precision=4, payload_bits=Fraction(4),
+            group_size=128, scale_bits=Fraction(16), zero_bits=Fraction(4),
+            source="GPTQ (Frantar et al. 2022) and AWQ (Lin et al. 2023): a 16-bit scale and a packed 4-bit "
+                   "zero per group of 128 input values",
+        ),
+        WeightFormat(
+            key="bnb-int8", label="bitsandbytes int8, per row", precision=8, payload_bits=Fraction(8),
+            group_size=None, scale_bits=Fraction(32), row_scaled=True,
+            source="LLM.int8() (Dettmers et al. 2022): one 32-bit scale per output row",
+        ),
+        WeightFormat(
+            key="bnb-nf4", label="bitsandbytes NF4, double quantization", precision=4,
+            payload_bits=Fraction(4), group_size=64,
+            # an 8-bit scale per block of 64 plus a 32-bit scale per 256 blocks: 8/64 + 32/(64 × 256)
+            # = 0.127 bits per parameter as the paper rounds it (and the spec counts it)
+            scale_bits=Fraction(127, 1000) * 64,
+            source="QLoRA (Dettmers et al. 2023): 4-bit NormalFloat with double quantization, 4.127 bits "
+                   "per parameter",
+        ),
+    )
+}
+
+# What the wizard's precision choice means for inference: the published format of that width that
+# costs the most bits (group-128 GPTQ/AWQ), so that any of them fits.
+INFERENCE_FORMAT = {16: "bf16", 8: "gptq-int8", 4: "gptq-int4"}
+# The frozen base of LoRA (16-bit, or bitsandbytes int8) and QLoRA (NF4).
+FINETUNE_BASE_FORMAT = {16: "bf16", 8: "bnb-int8", 4: "bnb-nf4"}
+
+
+@dataclass(frozen=True)
+class ParameterSplit:
+    """A language model's parameters by what formats treat differently."""
+
+    embeddings: int  # vocabulary × hidden
+    output_head: int  # vocabulary × hidden, or 0 when tied to the embeddings
+    decoder: int  # everything else: the blocks' linear layers (and their small norms and biases)
+    tied: bool
+    tied_known: bool
+
+    @property
+    def total(self) -> int:
+        return self.embeddings + self.output_head + self.decoder
+
+    def part(self, name: str) -> int:
+        return {EMBEDDINGS: self.embeddings, OUTPUT_HEAD: self.output_head}[name]
+
+
+def split_parameters(name: str, parameters: int, vocab_size: int, hidden_size: int,
+                     tied_embeddings: bool | None) -> ParameterSplit:
+    """Embeddings, output head and the rest. An unknown tie counts a separate head (the larger need)."""
+    embeddings = vocab_size * hidden_size
+    tied = bool(tied_embeddings)
+    head = 0 if tied else embeddings
+    decoder = parameters - embeddings - head
+    if decoder <= 0:
+        raise SizingError(
+            "model",
+            f"{name}: {fmt_int(parameters)} parameters cannot hold its embedding matrix of "
+            f"{fmt_int(vocab_size)} × {fmt_int(hidden_size)} values"
+            + ("" if tied else " and an output head of the same size") + ".",
+        )
+    return ParameterSplit(embeddings, head, decoder, tied, tied_embeddings is not None)
+
+
+@dataclass(frozen=True)
+class StoredWeights:
+    """Bytes of a model stored in `fmt`, split so that the spec's own item stays as it is.
+
+    `nominal_bytes` is every parameter at the precision's nominal width (the spec's "Model weights"
+    item); `sixteen_bit_extra_bytes` what the parts kept in 16-bit cost beyond that;
+    `scale_bytes` the scales and zero points of the quantized parameters.
+    """
+
+    fmt: WeightFormat
+    split: ParameterSplit
+    kept_16_bit: int
+    quantized: int
+    nominal_bytes: int
+    sixteen_bit_extra_bytes: int
+    scale_bytes: int
+    overhead_bits: Fraction
+
+    @property
+    def total_bytes(self) -> int:
+        return self.nominal_bytes + self.sixteen_bit_extra_bytes + self.scale_bytes
+
+
+def stored_weights(fmt: WeightFormat, split: ParameterSplit, row_length: int,
+                   nominal_includes_scales: bool = False) -> StoredWeights:
+    """Bytes of `split` stored in `fmt`. `nominal_includes_scales`: the nominal width already counts the
+    scales (QLoRA's 4.127 bits), so every parameter is counted at that width and no scale item follows."""
+    overhead = fmt.overhead_bits(row_length) if fmt.quantized else Fraction(0)
+    nominal_bits = fmt.payload_bits + (overhead if nominal_includes_scales else 0)
+    nominal = nominal_bits / 8
+    kept = sum(split.part(name) for name in fmt.keeps_16_bit) if fmt.quantized else 0
+    quantized = split.total - kept
+    return StoredWeights(
+        fmt=fmt,
+        split=split,
+        kept_16_bit=kept,
+        quantized=quantized,
+        nominal_bytes=math.ceil(split.total * nominal),
+        sixteen_bit_extra_bytes=math.ceil(kept * (SIXTEEN_BIT_BYTES - nominal)),
+        scale_bytes=0 if nominal_includes_scales else math.ceil(quantized * overhead / 8),
+        overhead_bits=overhead,
+    )
