@@ -1,4 +1,6 @@
 """An empty answer says what relaxing each constraint alone would open."""
+import re
+
 import pytest
 
 from .conftest import LLAMA_8B
@@ -28,16 +30,31 @@ def test_too_little_memory_in_the_chosen_countries_says_where(client, small_flee
     assert reason.startswith("No machine in FR has enough memory")
 
 
-def test_context_and_requests_name_the_largest_that_fits(client, small_fleet):
-    reason = empty_reason(client, "workload=inference&model=llama-3-1-8b&precision=16&context=131072&requests=2000")
-    assert "a context of 2,048 tokens fits on 1 machine from $20.00/h" in reason
-    assert "31 concurrent requests fit on 1 machine from $20.00/h" in reason
+def machines_total(client, query):
+    return client.get("/api/v1/recommendations?" + query).json()["machines_total"]
 
 
-def test_fine_tuning_words_the_same_hints_as_its_form(client, small_fleet):
-    reason = empty_reason(client, "workload=finetune&model=llama-3-1-8b&precision=16&context=8192&requests=512")
-    assert "a sequence length of 64 tokens fits on 2 machines from $1.60/h" in reason
-    assert "a batch size of 2 fits on 2 machines" in reason
+@pytest.mark.parametrize(
+    ("base", "context", "requests", "context_words", "requests_words"),
+    [
+        ("workload=inference&model=llama-3-1-8b&precision=16&context={c}&requests={r}", 131072, 2000,
+         r"a context of ([\d,]+) tokens fits on (\d+) machines?", r"([\d,]+) concurrent requests fit on (\d+) machines?"),
+        ("workload=finetune&model=llama-3-1-8b&precision=16&context={c}&requests={r}", 8192, 512,
+         r"a sequence length of ([\d,]+) tokens fits on (\d+) machines?", r"a batch size of ([\d,]+) fits on (\d+) machines?"),
+    ],
+    ids=["inference", "finetune"],
+)
+def test_context_and_requests_name_the_largest_halving_that_fits(client, small_fleet, base, context, requests,
+                                                                 context_words, requests_words):
+    reason = empty_reason(client, base.format(c=context, r=requests))
+    for words, field in ((context_words, "c"), (requests_words, "r")):
+        match = re.search(words + r" from \$[\d.]+/h", reason)
+        assert match, (words, reason)
+        value, count = int(match.group(1).replace(",", "")), int(match.group(2))
+        at = {"c": context, "r": requests, field: value}
+        assert machines_total(client, base.format(**at)) == count > 0
+        twice = {"c": context, "r": requests, field: value * 2}
+        assert machines_total(client, base.format(**twice)) == 0  # the largest halving that fits
 
 
 def test_the_tier_price_and_budget_hints_stay(client, small_fleet):
