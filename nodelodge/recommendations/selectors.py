@@ -26,6 +26,7 @@ from sizing import fit as sizing_fit
 from sizing import wording
 from sizing.breakdown import Breakdown
 from sizing.calculators import estimate
+from sizing.countries import ALL_CODES
 from sizing.errors import SizingError
 from sizing.matching import ALTERNATIVES_SHOWN, Recommendation, recommend, recommend_counted
 from sizing.offers import Preferences
@@ -246,8 +247,10 @@ def recommendation_for(
     now: datetime | None = None,
     default_limit: int | None = PAGE_LIMIT,
     model_row=None,
+    relax: bool = True,
 ) -> WizardResult:
-    """The whole answer to a query (`model_row`: the caller's copy of the model's row, if any)."""
+    """The whole answer to a query (`model_row`: the caller's copy of the model's row, if any;
+    `relax`: an empty answer also says what relaxing the countries, context or requests opens)."""
     now = now or timezone.now()
     breakdown, model_row = estimate_for(query, model_row=model_row)
     lower = {}
@@ -266,7 +269,7 @@ def recommendation_for(
     else:
         # The embedded SQLite run: the counting SQL is written for PostgreSQL, and the fleet is small.
         recommendation, freshness = recommend_over_every_machine(query, breakdown, lower, now, machines_shown)
-    if not recommendation.machines_total and recommendation.empty_reason:
+    if relax and not recommendation.machines_total and recommendation.empty_reason:
         hints = relax_hints(query, breakdown, model_row, now, sizes=not recommendation.alternatives_total)
         if hints:
             recommendation = replace(
@@ -298,6 +301,11 @@ def _meeting_all(query: WorkloadQuery, breakdown: Breakdown, now: datetime, show
     return recommendation
 
 
+def _cheapest_hourly(found: Recommendation):
+    # The count and the machines are read one after the other: a booking in between may take the one.
+    return found.machines[0].hourly_price if found.machines else None
+
+
 def _size_noun(query: WorkloadQuery, field_name: str, model_row) -> str:
     if getattr(model_row, "kind", None) == "speech":
         return "streams"
@@ -316,16 +324,17 @@ def relax_hints(
     hints = []
     preferences = preferences_for(query)
     if query.countries is not None:
-        anywhere = replace(query, countries=None, countries_input=())
-        found = _meeting_all(anywhere, breakdown, now, RELAX_SAMPLE)
+        # Outside the chosen countries: every other ISO code (unknown locations stay out, as always).
+        outside = replace(query, countries=ALL_CODES - query.countries, countries_input=())
+        found = _meeting_all(outside, breakdown, now, RELAX_SAMPLE)
         other_too = False
         if not found.machines_total and (query.tier != "both" or query.max_price or query.budget):
-            lifted = replace(anywhere, tier="both", max_price=None, budget=None)
+            lifted = replace(outside, tier="both", max_price=None, budget=None)
             found, other_too = _meeting_all(lifted, breakdown, now, RELAX_SAMPLE), True
         if found.machines_total:
-            countries = tuple(dict.fromkeys(m.offer.country for m in found.machines if m.offer.country))
+            countries = tuple(dict.fromkeys(m.offer.country for m in found.machines))
             relaxed = wording.Relaxed(
-                found.machines_total, found.machines[0].hourly_price, countries,
+                found.machines_total, _cheapest_hourly(found), countries,
                 other_preferences_too=other_too,
             )
             hints.append(wording.relax_countries_words(preferences, relaxed))
@@ -355,7 +364,7 @@ def relax_hints(
                 low = middle + 1
         if best is not None:
             value, found = best
-            relaxed = wording.Relaxed(found.machines_total, found.machines[0].hourly_price, value=value)
+            relaxed = wording.Relaxed(found.machines_total, _cheapest_hourly(found), value=value)
             hints.append(wording.relax_size_words(_size_noun(query, field_name, model_row), relaxed))
     return hints
 

@@ -65,3 +65,9 @@ def test_the_tier_price_and_budget_hints_stay(client, small_fleet):
 def test_the_page_shows_the_hint_beside_the_empty_list(client, small_fleet):
     html = client.get("/?" + LLAMA_8B + "&countries=CH").content.decode()
     assert 'data-testid="empty-reason"' in html and "outside CH: 5 machines" in html
+
+
+def test_outside_the_countries_counts_only_machines_outside_them(client, small_fleet):
+    # FR holds a machine that fits but costs too much; it is not "outside FR".
+    reason = empty_reason(client, LLAMA_8B + "&countries=FR&max_price=0.10")
+    assert "outside FR: 4 machines from $0.30/h in DE, NL, US (over your price, budget or tier limits as well)" in reason
