@@ -286,6 +286,8 @@ def constraints_applied(
         pairs.append(("Model", str(model)))
     if breakdown.precision is not None and workload != "notebook":
         pairs.append(("Precision", f"{breakdown.precision}-bit"))
+        if workload in ("inference", "speech") and "kv_bits" in inputs:
+            pairs.append(("KV cache", f"{inputs['kv_bits']}-bit"))
     context = first_of(inputs, "context", "context_tokens", "sequence_length")
     requests = first_of(
         inputs, "requests", "concurrent_requests", "batch_size", "batch", "streams", "audio_streams"

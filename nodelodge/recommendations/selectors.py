@@ -34,6 +34,7 @@ from sizing.other_calculators import RuleOfThumb, rule_of_thumb
 from sizing.reasons import OFFLINE, STALE
 from sizing.specs import PRECISIONS
 from sizing.units import GIB
+from sizing.weights import precision_choices, precision_label
 from sizing.workloads import KINDS_BY_WORKLOAD, WIZARD_MODEL_CODES
 
 from .query import (
@@ -236,6 +237,7 @@ def estimate_for(
             context=query.context,
             requests=query.requests,
             memory_gib=float(query.memory_gib) if query.memory_gib is not None else None,
+            kv_bits=query.kv_bits,
         )
     except SizingError as error:
         raise QueryError({error.field: error.message}) from error
@@ -509,17 +511,43 @@ def _parameters_display(parameters: int | None, published: str) -> str:
     return f"{parameters:,}"
 
 
+def _count_display(parameters: int | None) -> str:
+    return _parameters_display(parameters, "")
+
+
+def precision_options(row) -> list[dict]:
+    """The precisions a model can be run in, each with its label, or the reason it is not offered."""
+    if row.kind != "language":
+        return [{"value": bits, "label": f"{bits}-bit", "available": True, "reason": ""}
+                for bits in (16, 8, 4)]
+    spec = catalog_selectors.model_spec(row)
+    refused = precision_choices(spec)
+    return [
+        {"value": bits, "label": precision_label(spec, bits), "available": refused[bits] is None,
+         "reason": refused[bits] or ""}
+        for bits in (16, 8, 4)
+    ]
+
+
 def _choice(row) -> dict:
+    group = catalog_selectors.model_group(row)
+    active = getattr(row, "active_parameters", None)
     return {
         "slug": row.slug,
         "name": row.name,
         "kind": row.kind,
         "kind_label": KIND_LABELS[row.kind],
+        "group": group,
+        "group_label": catalog_selectors.MODEL_GROUPS[group],
         "parameters": row.parameters,
+        "active_parameters": active,
         "parameters_display": _parameters_display(row.parameters, row.parameters_published),
+        "counts_display": (f"{_count_display(row.parameters)} total · {_count_display(active)} active"
+                           if active else _count_display(row.parameters)),
         "license": row.license,
         "config_url": row.config_url,
         "missing": row.missing_values(),
+        "precisions": precision_options(row),
     }
 
 
@@ -540,8 +568,9 @@ def model_choice(row) -> dict | None:
 
 
 FIGURE_FIELDS = {
-    "language": ("parameters", "layers", "attention_heads", "kv_heads", "head_dim", "hidden_size",
-                 "intermediate_size", "vocab_size", "max_context"),
+    "language": ("parameters", "active_parameters", "layers", "attention_heads", "kv_heads", "head_dim",
+                 "hidden_size", "intermediate_size", "vocab_size", "max_context", "tied_embeddings",
+                 "architecture"),
     "speech": ("parameters", "encoder_layers", "decoder_layers", "d_model", "attention_heads",
                "max_source_positions", "max_target_positions", "vocab_size"),
     "image": ("native_resolution",),
@@ -568,8 +597,8 @@ def model_listing(workload: str | None) -> list[dict]:
                     "parameters_published": row.parameters_published,
                     "figures": figures,
                 }
-                entry.pop("parameters_display")
-                entry.pop("kind_label")
+                for display_only in ("parameters_display", "kind_label", "group_label", "counts_display"):
+                    entry.pop(display_only)
             for suited in WIZARD_MODEL_CODES:
                 if suits(row, suited) and suited not in entry["workloads"]:
                     entry["workloads"].append(suited)

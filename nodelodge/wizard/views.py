@@ -108,7 +108,11 @@ def wizard(request):
         "result": result,
         "workload": workload,
         "workloads": WORKLOAD_CHOICES,
-        "precisions": WorkloadQueryForm.base_fields["precision"].choices,
+        "precisions": selected["precisions"] if selected else [
+            {"value": int(value), "label": label, "available": True, "reason": ""}
+            for value, label in WorkloadQueryForm.base_fields["precision"].choices
+        ],
+        "kv_cache_precisions": WorkloadQueryForm.base_fields["kv_cache"].choices,
         "tiers": WorkloadQueryForm.base_fields["tier"].choices,
         "models": recommendation_selectors.model_choices(workload, search),
         "model_kind": model_kind,

@@ -19,10 +19,17 @@ GZIP = {"HTTP_ACCEPT_ENCODING": "gzip"}
 
 
 def test_a_model_whose_memory_cannot_be_computed_is_not_offered(client, small_fleet):
+    from catalog.models import LanguageModel
+
+    # A copy of a shipped model whose KV-head count is not published.
+    row = LanguageModel.objects.get(slug="llama-3-1-8b")
+    row.pk, row.slug, row.name, row.kv_heads = None, "unpublished-8b", "Unpublished 8B", None
+    row.save()
     html = client.get("/?workload=inference").content.decode()
-    row = re.search(r'<label for="model-deepseek-v3" class="unavailable">.*?</label>', html, re.S).group(0)
-    assert 'disabled aria-describedby="missing-deepseek-v3"' in row
-    assert "memory cannot be computed:" in row and "not published" in row
+    label = re.search(r'<label for="model-unpublished-8b" class="unavailable">.*?</label>', html, re.S).group(0)
+    assert 'disabled aria-describedby="missing-unpublished-8b"' in label
+    assert "memory cannot be computed: kv_heads not published" in label
+    assert 'class="unavailable"' not in html.split('for="model-llama-3-1-8b"')[1][:20]
 
 
 def test_selecting_a_model_updates_the_selected_line_with_the_result(client, small_fleet):
