@@ -36,8 +36,8 @@ class ConfigImportForm(forms.Form):
     config_url = forms.URLField(max_length=300, required=False, label="Config URL", assume_scheme="https")
     parameters = forms.IntegerField(
         min_value=1, required=False,
-        help_text="Exact parameter count. config.json does not state it; left empty, it is computed for "
-        "dense llama-like architectures, otherwise kept as stored.",
+        help_text="Exact parameter count. config.json does not state it; left empty, it is recounted from "
+        "the configuration's figures, module by module.",
     )
     parameters_published = forms.CharField(max_length=60, required=False)
     license = forms.CharField(max_length=120, required=False)
@@ -62,8 +62,8 @@ class ImageComponentInline(admin.TabularInline):
 @admin.register(LanguageModel)
 class LanguageModelAdmin(CatalogAdmin):
     list_display = (
-        "name", "slug", "parameters", "parameters_published", "layers", "attention_heads", "kv_heads",
-        "head_dim", "max_context", "license", "is_active",
+        "name", "slug", "family", "parameters", "active_parameters", "parameters_published", "layers",
+        "attention_heads", "kv_heads", "head_dim", "max_context", "license", "is_active",
     )
     list_filter = ("is_active", "license")
     search_fields = ("name", "slug", "license")

@@ -1,9 +1,29 @@
 """Reading a published Hugging Face `config.json` into catalog figures.
 
-Only what the file states is taken; defaults follow the transformers library's own defaults
-(num_key_value_heads = num_attention_heads, head_dim = hidden_size / num_attention_heads).
+Only what the file states is taken, plus the defaults of the transformers configuration class of
+its `model_type` (num_key_value_heads = num_attention_heads, head_dim = hidden_size ÷ heads, and each
+class's own defaults where a nested `text_config` lists only the keys that differ). Every
+architecture below is read in full: layer kinds (`layer_types`, `sliding_window_pattern`,
+`no_rope_layers`, `full_attention_interval`), mixtures of experts, latent attention, linear attention,
+vision towers and native quantization (`quantization_config`). A configuration this module does not
+understand is refused with a message naming the field: it never guesses.
 """
+
+from __future__ import annotations
+
 import json
+
+from sizing.architectures import (
+    CHUNKED,
+    FULL,
+    LINEAR,
+    QUANTIZABLE_ROLES,
+    SLIDING,
+    architecture_from_dict,
+    count_parameters,
+)
+from sizing.errors import MissingModelValue, SizingError
+from sizing.specs import LanguageModelSpec
 
 # Figures the config.json names directly, as catalog field -> config key.
 CONFIG_KEYS = {
@@ -17,14 +37,64 @@ CONFIG_KEYS = {
     "max_context": "max_position_embeddings",
 }
 
-# Architectures whose exact parameter count `estimate_parameters_from_config` knows, with the
-# library's default for tie_word_embeddings and the number of norms per layer.
-DENSE_ARCHITECTURES = {
-    "llama": {"tied": False, "norms_per_layer": 2},
-    "mistral": {"tied": False, "norms_per_layer": 2},
-    "qwen2": {"tied": False, "norms_per_layer": 2},
-    "gemma2": {"tied": True, "norms_per_layer": 4},
-    "phi3": {"tied": False, "norms_per_layer": 2},
+# model_type -> how its checkpoint counts, and the configuration class's defaults that matter.
+ARCHITECTURES = {
+    "llama": {"tied": False},
+    "mistral": {"tied": False},
+    "mixtral": {"tied": False},
+    "qwen2": {"tied": False, "conventions": {"qkv_bias": True}},
+    "qwen3": {"tied": False, "conventions": {"qk_norm": True}},
+    "qwen3_moe": {"tied": False, "conventions": {"qk_norm": True}},
+    "qwen3_next": {"tied": False, "conventions": {"qk_norm": True, "attention_output_gate": True}},
+    "gemma2": {"tied": True, "conventions": {"norms_per_layer": 4}},
+    "gemma3_text": {
+        "tied": True,
+        "conventions": {"norms_per_layer": 4, "qk_norm": True},
+        # Gemma3TextConfig defaults: the multimodal configs list only the keys that differ.
+        "defaults": {
+            "vocab_size": 262208,
+            "hidden_size": 2304,
+            "intermediate_size": 9216,
+            "num_hidden_layers": 26,
+            "num_attention_heads": 8,
+            "num_key_value_heads": 4,
+            "head_dim": 256,
+            "max_position_embeddings": 131072,
+            "sliding_window": 4096,
+            "sliding_window_pattern": 6,
+        },
+    },
+    "phi3": {"tied": False},
+    "llama4_text": {"tied": False},
+    "gpt_oss": {"tied": False, "conventions": {"qkv_bias": True, "o_bias": True, "sinks": True}},
+    "deepseek_v3": {"tied": False},
+    "kimi_k2": {"tied": False},
+    "glm4_moe": {"tied": False},
+}
+# Multimodal wrappers: the language model sits under text_config.
+WRAPPERS = {"gemma3": "gemma3_text", "llama4": "llama4_text", "mistral3": None}
+NOT_LANGUAGE_MODELS = {"whisper": "a speech-recognition model: add it under Speech models"}
+NATIVE_QUANT_METHODS = {"fp8": "fp8-block", "mxfp4": "mxfp4"}
+LAYER_TYPES = {
+    "full_attention": FULL,
+    "sliding_attention": SLIDING,
+    "chunked_attention": CHUNKED,
+    "linear_attention": LINEAR,
+}
+# Module names in modules_to_not_convert -> the roles they leave in 16-bit.
+MODULE_ROLES = {
+    "self_attn": "attention",
+    "attn": "attention",
+    "mlp.router": "router",
+    "router": "router",
+    "embed_tokens": "embedding",
+    "lm_head": "output_head",
+    "mlp.gate": "router",
+    "gate": "router",
+    "mlp.experts": "experts",
+    "experts": "experts",
+    "shared_experts": "shared_experts",
+    "shared_expert": "shared_experts",
 }
 
 
@@ -32,17 +102,23 @@ class ConfigError(ValueError):
     """The pasted text is not a usable config.json; the message says why."""
 
 
-def _positive_int(config: dict, key: str) -> int | None:
+def _positive_int(config: dict, key: str, path: str = "") -> int | None:
     value = config.get(key)
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise ConfigError(f"“{key}” must be a positive whole number, not {value!r}.")
+        raise ConfigError(f"“{path}{key}” must be a positive whole number, not {value!r}.")
     return value
 
 
-def parse_config(text: str) -> dict:
-    """Return the catalog figures stated in a config.json text. Raises ConfigError."""
+def _required(config: dict, key: str, path: str = "") -> int:
+    value = _positive_int(config, key, path)
+    if value is None:
+        raise ConfigError(f"The configuration has no “{path}{key}”.")
+    return value
+
+
+def _load(text: str) -> dict:
     try:
         config = json.loads(text)
     except json.JSONDecodeError as error:
@@ -51,51 +127,340 @@ def parse_config(text: str) -> dict:
         ) from error
     if not isinstance(config, dict):
         raise ConfigError("A config.json holds one JSON object ({ ... }).")
-    # Multimodal configs nest the language model's figures.
-    if "num_hidden_layers" not in config and isinstance(config.get("text_config"), dict):
-        config = config["text_config"]
-    figures = {field: _positive_int(config, key) for field, key in CONFIG_KEYS.items()}
+    return config
+
+
+def _text_config(config: dict) -> tuple[dict, str, str]:
+    """The language model's own config, its model_type, and the key path for messages."""
+    outer_type = config.get("model_type")
+    if outer_type in NOT_LANGUAGE_MODELS:
+        raise ConfigError(f"“model_type” {outer_type!r} is {NOT_LANGUAGE_MODELS[outer_type]}.")
+    nested = config.get("text_config")
+    if outer_type in WRAPPERS or (nested is not None and "num_hidden_layers" not in config):
+        if not isinstance(nested, dict):
+            raise ConfigError(
+                f"“model_type” {outer_type!r} keeps its language model under “text_config”, which is missing."
+            )
+        inner_type = nested.get("model_type") or WRAPPERS.get(outer_type)
+        text = dict(nested)
+        for key in ("tie_word_embeddings", "quantization_config"):
+            if key in config and key not in text:
+                text[key] = config[key]
+        return text, inner_type, "text_config."
+    return config, outer_type, ""
+
+
+def _layer_pattern(text: dict, model_type: str, layers: int, path: str, defaults: dict) -> str:
+    """One letter per layer kind, as the shortest pattern that repeats over the layers."""
+    layer_types = text.get("layer_types")
+    if layer_types is not None:
+        if not isinstance(layer_types, list) or len(layer_types) != layers:
+            raise ConfigError(f"“{path}layer_types” must list one type for each of the {layers} layers.")
+        unknown = sorted({kind for kind in layer_types if kind not in LAYER_TYPES}, key=str)
+        if unknown:
+            raise ConfigError(
+                f"“{path}layer_types” holds {unknown[0]!r}, a layer type this catalog does not "
+                f"size (it knows {', '.join(LAYER_TYPES)})."
+            )
+        kinds = "".join(LAYER_TYPES[kind] for kind in layer_types)
+    elif model_type == "gemma3_text":
+        period = (
+            _positive_int(text, "sliding_window_pattern", path)
+            or _positive_int(text, "_sliding_window_pattern", path)
+            or defaults["sliding_window_pattern"]
+        )
+        kinds = "".join(FULL if (i + 1) % period == 0 else SLIDING for i in range(layers))
+    elif model_type == "gemma2":
+        kinds = "".join(SLIDING if i % 2 == 0 else FULL for i in range(layers))
+    elif model_type == "llama4_text":
+        no_rope = text.get("no_rope_layers")
+        if no_rope is None or no_rope == []:
+            interval = _positive_int(text, "no_rope_layer_interval", path) or 4
+            no_rope = [int((i + 1) % interval != 0) for i in range(layers)]
+        if not isinstance(no_rope, list) or len(no_rope) != layers or set(no_rope) - {0, 1}:
+            raise ConfigError(f"“{path}no_rope_layers” must hold a 0 or 1 for each of the {layers} layers.")
+        kinds = "".join(CHUNKED if flag else FULL for flag in no_rope)
+    elif model_type == "qwen3_next":
+        interval = _positive_int(text, "full_attention_interval", path) or 4
+        kinds = "".join(FULL if (i + 1) % interval == 0 else LINEAR for i in range(layers))
+    elif model_type in ("mistral", "mixtral", "phi3") and text.get("sliding_window"):
+        kinds = SLIDING * layers  # these classes apply the window on every layer
+    elif model_type in ("qwen2", "qwen3", "qwen3_moe") and text.get("use_sliding_window"):
+        raise ConfigError(
+            f"“{path}use_sliding_window” (sliding only above max_window_layers) is not a layout "
+            "this catalog sizes."
+        )
+    else:
+        kinds = FULL * layers
+    for size in range(1, layers + 1):
+        if all(kinds[i] == kinds[i % size] for i in range(layers)):
+            return kinds[:size]
+    return kinds
+
+
+def _moe(text: dict, model_type: str, path: str, layers: int) -> dict | None:
+    experts = (
+        _positive_int(text, "num_experts", path)
+        or _positive_int(text, "n_routed_experts", path)
+        or _positive_int(text, "num_local_experts", path)
+    )
+    if not experts:
+        return None
+    per_token = _positive_int(text, "num_experts_per_tok", path) or _positive_int(
+        text, "experts_per_token", path
+    )
+    if per_token is None:
+        raise ConfigError(f"The configuration has no “{path}num_experts_per_tok”.")
+    moe: dict = {"experts": experts, "experts_per_token": per_token}
+    if model_type in ("mixtral", "gpt_oss", "llama4_text"):
+        moe["expert_intermediate"] = _required(text, "intermediate_size", path)
+    else:
+        moe["expert_intermediate"] = _required(text, "moe_intermediate_size", path)
+    if model_type in ("deepseek_v3", "kimi_k2", "glm4_moe"):
+        shared = _positive_int(text, "n_shared_experts", path) or 0
+        moe["shared_intermediate"] = shared * moe["expert_intermediate"]
+        moe["first_dense_layers"] = text.get("first_k_dense_replace") or 0
+        if (text.get("moe_layer_freq") or 1) != 1:
+            raise ConfigError(f"“{path}moe_layer_freq” other than 1 is not a layout this catalog sizes.")
+    elif model_type == "qwen3_next":
+        moe["shared_intermediate"] = _required(text, "shared_expert_intermediate_size", path)
+        moe["shared_expert_gate"] = True
+    elif model_type == "llama4_text":
+        moe["shared_intermediate"] = moe["expert_intermediate"]
+        moe["layer_step"] = _positive_int(text, "interleave_moe_layer_step", path) or 1
+        moe["dense_intermediate"] = _required(text, "intermediate_size_mlp", path)
+    elif model_type == "gpt_oss":
+        moe["expert_bias"] = True
+        moe["router_bias"] = True
+    elif model_type == "qwen3_moe":
+        moe["layer_step"] = _positive_int(text, "decoder_sparse_step", path) or 1
+    if model_type in ("qwen3_moe", "qwen3_next") and text.get("mlp_only_layers"):
+        raise ConfigError(
+            f"“{path}mlp_only_layers” (dense layers among MoE layers) is not a layout this catalog sizes."
+        )
+    if model_type not in (
+        "mixtral",
+        "gpt_oss",
+        "llama4_text",
+        "deepseek_v3",
+        "kimi_k2",
+        "glm4_moe",
+        "qwen3_moe",
+        "qwen3_next",
+    ):
+        raise ConfigError(
+            f"“model_type” {model_type!r} with experts is not an architecture this catalog sizes."
+        )
+    if moe.get("first_dense_layers") and not isinstance(moe["first_dense_layers"], int):
+        raise ConfigError(f"“{path}first_k_dense_replace” must be a whole number.")
+    if moe.get("first_dense_layers", 0) >= layers:
+        raise ConfigError(f"“{path}first_k_dense_replace” leaves no MoE layer.")
+    return moe
+
+
+def _native_weights(text: dict, path: str, architecture: dict) -> dict | None:
+    quant = text.get("quantization_config")
+    if quant is None:
+        return None
+    where = f"{path}quantization_config"
+    if not isinstance(quant, dict):
+        raise ConfigError(f"“{where}” must be an object.")
+    method = quant.get("quant_method")
+    if method not in NATIVE_QUANT_METHODS:
+        raise ConfigError(
+            f"“{where}.quant_method” {method!r} is not a format this catalog sizes as published (it reads "
+            f"{', '.join(NATIVE_QUANT_METHODS)}); paste the unquantized model's config.json and choose the "
+            "precision in the wizard."
+        )
+    fmt = NATIVE_QUANT_METHODS[method]
+    if fmt == "fp8-block":
+        block = quant.get("weight_block_size")
+        if not (
+            isinstance(block, list)
+            and len(block) == 2
+            and block[0] == block[1]
+            and isinstance(block[0], int)
+            and block[0] > 0
+        ):
+            raise ConfigError(
+                f"“{where}.weight_block_size” must be a square block such as [128, 128]; "
+                "per-tensor FP8 is not sized here."
+            )
+        block = block[0]
+    else:
+        block = 32
+    present = ["attention"]
+    moe = architecture.get("moe")
+    if moe is None or moe.get("first_dense_layers") or moe.get("layer_step", 1) > 1:
+        present.append("mlp")
+    if moe is not None:
+        present.append("experts")
+        if moe.get("shared_intermediate"):
+            present.append("shared_experts")
+    excluded = set()
+    for module in quant.get("modules_to_not_convert") or []:
+        if not isinstance(module, str):
+            raise ConfigError(f"“{where}.modules_to_not_convert” must list module names.")
+        name = module.replace("model.layers.*.", "").replace("model.", "").strip(".*")
+        role = MODULE_ROLES.get(name) or MODULE_ROLES.get(name.split(".")[-1])
+        if role is None:
+            raise ConfigError(
+                f"“{where}.modules_to_not_convert” names {module!r}, a module this catalog cannot place."
+            )
+        excluded.add(role)
+    quantized = [role for role in QUANTIZABLE_ROLES if role in present and role not in excluded]
+    if not quantized:
+        raise ConfigError(f"“{where}” leaves no module quantized.")
+    return {"format": fmt, "block": block, "quantized": quantized}
+
+
+def _vision(config: dict, outer_type: str | None) -> dict | None:
+    vision = config.get("vision_config")
+    if vision is None or outer_type not in WRAPPERS:
+        return None
+    kind = {"gemma3": "siglip", "llama4": "llama4", "mistral3": "pixtral"}[outer_type]
+    path = "vision_config."
+    if not isinstance(vision, dict):
+        raise ConfigError(f"“{path[:-1]}” must be an object.")
+    out = {
+        "kind": kind,
+        "layers": _required(vision, "num_hidden_layers", path),
+        "hidden": _required(vision, "hidden_size", path),
+        "intermediate": _required(vision, "intermediate_size", path),
+        "patch_size": _required(vision, "patch_size", path),
+        "image_size": _required(vision, "image_size", path),
+    }
+    if kind == "llama4":
+        out["projector_input"] = _required(vision, "vision_output_dim", path)
+    return out
+
+
+def parse_config(text: str) -> dict:
+    """The catalog figures a config.json states, with `architecture` (the stored form), `parameters`
+    and `active_parameters` recounted from them. Raises ConfigError naming the field at fault."""
+    config = _load(text)
+    outer_type = config.get("model_type")
+    text_config, model_type, path = _text_config(config)
+    if model_type is None:
+        raise ConfigError(f"The configuration has no “{path}model_type”, so its architecture is unknown.")
+    if model_type not in ARCHITECTURES:
+        where = f"{path}model_type"
+        raise ConfigError(
+            f"“{where}” {model_type!r} is not an architecture this catalog knows "
+            f"({', '.join(sorted(ARCHITECTURES))}); enter its figures by hand."
+        )
+    known = ARCHITECTURES[model_type]
+    defaults = known.get("defaults", {})
+    merged = {**defaults, **text_config}
+
+    figures = {field: _positive_int(merged, key, path) for field, key in CONFIG_KEYS.items()}
     for required in ("layers", "attention_heads", "hidden_size"):
         if figures[required] is None:
-            raise ConfigError(f"The configuration has no “{CONFIG_KEYS[required]}”.")
-    if figures["kv_heads"] is None:
-        figures["kv_heads"] = figures["attention_heads"]
-    if figures["head_dim"] is None:
-        if figures["hidden_size"] % figures["attention_heads"]:
-            raise ConfigError("hidden_size is not divisible by num_attention_heads and no head_dim is given.")
-        figures["head_dim"] = figures["hidden_size"] // figures["attention_heads"]
-    if figures["attention_heads"] % figures["kv_heads"]:
-        raise ConfigError("num_key_value_heads must divide num_attention_heads.")
+            raise ConfigError(f"The configuration has no “{path}{CONFIG_KEYS[required]}”.")
+    layers = figures["layers"]
+    architecture: dict = dict(known.get("conventions", {}))
+    figures["tied_embeddings"] = bool(merged.get("tie_word_embeddings", known["tied"]))
+    if model_type in ("llama", "mistral", "mixtral") and merged.get("attention_bias"):
+        architecture.update(qkv_bias=True, o_bias=True)
+    if model_type == "glm4_moe":
+        if merged.get("attention_bias"):
+            architecture["qkv_bias"] = True
+        if merged.get("use_qk_norm"):
+            architecture["qk_norm"] = True
+
+    mla = None
+    if model_type in ("deepseek_v3", "kimi_k2"):
+        mla = {
+            key: _required(merged, key, path)
+            for key in ("kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim")
+        }
+        if merged.get("q_lora_rank") is not None:
+            mla["q_lora_rank"] = _required(merged, "q_lora_rank", path)
+        architecture["mla"] = mla
+        figures["kv_heads"] = None
+        figures["head_dim"] = None
+        mtp = merged.get("num_nextn_predict_layers") or 0
+        if mtp:
+            architecture["mtp_layers"] = mtp
+    elif model_type == "glm4_moe" and merged.get("num_nextn_predict_layers"):
+        architecture["mtp_layers"] = merged["num_nextn_predict_layers"]
+        architecture["mtp_own_embeddings"] = True
+    else:
+        if figures["kv_heads"] is None:
+            figures["kv_heads"] = figures["attention_heads"]
+        if figures["head_dim"] is None:
+            if figures["hidden_size"] % figures["attention_heads"]:
+                raise ConfigError(
+                    f"“{path}hidden_size” is not divisible by “{path}num_attention_heads” and no "
+                    "head_dim is given."
+                )
+            figures["head_dim"] = figures["hidden_size"] // figures["attention_heads"]
+        if figures["attention_heads"] % figures["kv_heads"]:
+            raise ConfigError(f"“{path}num_key_value_heads” must divide “{path}num_attention_heads”.")
+
+    pattern = _layer_pattern(merged, model_type, layers, path, defaults)
+    if pattern != FULL:
+        architecture["layer_pattern"] = pattern
+    if SLIDING in pattern:
+        window = _positive_int(merged, "sliding_window", path)
+        if window is None:
+            raise ConfigError(f"Some layers slide but the configuration has no “{path}sliding_window”.")
+        architecture["sliding_window"] = window
+    if CHUNKED in pattern:
+        architecture["attention_chunk"] = _required(merged, "attention_chunk_size", path)
+    if LINEAR in pattern:
+        architecture["linear_attention"] = {
+            "key_heads": _required(merged, "linear_num_key_heads", path),
+            "value_heads": _required(merged, "linear_num_value_heads", path),
+            "key_head_dim": _required(merged, "linear_key_head_dim", path),
+            "value_head_dim": _required(merged, "linear_value_head_dim", path),
+            "conv_kernel": _required(merged, "linear_conv_kernel_dim", path),
+        }
+    moe = _moe(merged, model_type, path, layers)
+    if moe is not None:
+        architecture["moe"] = moe
+    vision = _vision(config, outer_type)
+    if vision is not None:
+        architecture["vision"] = vision
+    native = _native_weights(merged, path, architecture)
+    if native is not None:
+        architecture["native_weights"] = native
+
+    try:
+        parsed = architecture_from_dict(architecture)
+    except SizingError as error:
+        raise ConfigError(error.message) from error
+    spec = LanguageModelSpec(
+        slug="pasted",
+        name="The pasted model",
+        parameters=None,
+        layers=layers,
+        attention_heads=figures["attention_heads"],
+        kv_heads=figures["kv_heads"],
+        head_dim=figures["head_dim"],
+        hidden_size=figures["hidden_size"],
+        intermediate_size=figures["intermediate_size"],
+        vocab_size=figures["vocab_size"],
+        max_context=figures["max_context"],
+        architecture=parsed,
+        tied_embeddings=figures["tied_embeddings"],
+    )
+    try:
+        counted = count_parameters(spec)
+    except MissingModelValue as error:
+        key = CONFIG_KEYS.get(error.value_name, error.value_name)
+        raise ConfigError(
+            f"The configuration has no “{path}{key}”, so its parameters cannot be counted."
+        ) from error
+    figures["architecture"] = parsed.as_dict()
+    figures["parameters"] = counted.total
+    figures["active_parameters"] = counted.active if moe is not None else None
     return figures
 
 
 def estimate_parameters_from_config(config: dict) -> int | None:
-    """Exact parameter count of a dense llama-like decoder; None for architectures not covered.
-
-    Embeddings + per layer (q, k, v, o projections with their biases where the architecture has
-    them, gated MLP of three matrices, the layer's norms) + final norm + output head unless tied.
-    """
-    model_type = config.get("model_type")
-    architecture = DENSE_ARCHITECTURES.get(model_type)
-    if architecture is None:
+    """The recounted parameters of a config, or None when it cannot be read."""
+    try:
+        return parse_config(json.dumps(config))["parameters"]
+    except ConfigError:
         return None
-    hidden = config["hidden_size"]
-    layers = config["num_hidden_layers"]
-    heads = config["num_attention_heads"]
-    kv_heads = config.get("num_key_value_heads") or heads
-    head_dim = config.get("head_dim") or hidden // heads
-    intermediate = config["intermediate_size"]
-    vocab = config["vocab_size"]
-    tied = config.get("tie_word_embeddings", architecture["tied"])
-
-    q_size, kv_size = heads * head_dim, kv_heads * head_dim
-    attention = hidden * q_size + 2 * hidden * kv_size + q_size * hidden
-    if model_type == "qwen2":
-        attention += q_size + 2 * kv_size  # q/k/v biases
-    elif config.get("attention_bias"):
-        attention += q_size + 2 * kv_size + hidden
-    mlp = 3 * hidden * intermediate
-    norms = architecture["norms_per_layer"] * hidden
-    per_layer = attention + mlp + norms
-    embeddings = vocab * hidden
-    return embeddings + layers * per_layer + hidden + (0 if tied else embeddings)

@@ -10,7 +10,9 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
 
+from sizing.architectures import Architecture, architecture_from_dict
 from sizing.countries import is_country_code
+from sizing.errors import SizingError
 from sizing.fit import MAX_GPUS_PER_MACHINE
 
 
@@ -59,6 +61,19 @@ class LanguageModel(models.Model):
         default=False,
         help_text="The output head shares the embedding matrix (tie_word_embeddings): counted once.",
     )
+    active_parameters = models.BigIntegerField(
+        null=True, blank=True, validators=[positive("Active parameters")],
+        help_text="Mixture of experts: parameters used per token, recounted from the configuration.",
+    )
+    architecture = models.JSONField(
+        default=dict, blank=True,
+        help_text=(
+            "What the plain decoder does not describe: layer_pattern (F full, S sliding, C chunked, "
+            "L linear, repeated over the layers), sliding_window, attention_chunk, mla, linear_attention, "
+            "moe, native_weights, vision, and how the checkpoint counts (qkv_bias, qk_norm, ...). "
+            "Empty = every layer full attention with a dense MLP. Filled in by “Paste config.json”."
+        ),
+    )
     license = models.CharField(max_length=120, blank=True)
     config_url = models.URLField(max_length=300, blank=True, help_text="The published configuration.")
     notes = models.TextField(blank=True)
@@ -90,10 +105,26 @@ class LanguageModel(models.Model):
                 {"kv_heads": f"KV heads ({self.kv_heads}) must divide the attention heads "
                  f"({self.attention_heads})."}
             )
+        try:
+            architecture_from_dict(self.architecture)
+        except SizingError as error:
+            raise ValidationError({"architecture": error.message}) from error
+
+    def parsed_architecture(self) -> Architecture:
+        return architecture_from_dict(self.architecture)
+
+    @property
+    def family(self) -> str:
+        """dense or moe, for grouping the model list."""
+        return "moe" if (self.architecture or {}).get("moe") else "dense"
 
     def missing_values(self) -> list[str]:
-        """Names of the figures the inference calculation needs that are not published."""
-        return [name for name in self.INFERENCE_FIGURES if getattr(self, name) is None]
+        """Names of the figures the inference calculation needs that are not published. Latent
+        attention (MLA) caches no per-head K/V, so it needs no KV-head count or head dimension."""
+        figures = self.INFERENCE_FIGURES
+        if (self.architecture or {}).get("mla"):
+            figures = tuple(name for name in figures if name not in ("kv_heads", "head_dim"))
+        return [name for name in figures if getattr(self, name) is None]
 
 
 class ImagePipeline(models.Model):
@@ -190,6 +221,7 @@ class SpeechModel(models.Model):
     max_source_positions = _figure("Encoder positions", "Encoder frames of the 30-second window (1500).")
     max_target_positions = _figure("Decoder positions", "Decoder token positions (448).")
     vocab_size = _figure("Vocabulary size")
+    mel_bins = _figure("Mel bins", "num_mel_bins: 80, or 128 from large-v3 on. Empty = not published.")
     license = models.CharField(max_length=120, blank=True)
     config_url = models.URLField(max_length=300, blank=True, help_text="The published configuration.")
     notes = models.TextField(blank=True)

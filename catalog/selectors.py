@@ -17,6 +17,19 @@ from sizing.workloads import CODES as WORKLOADS
 from sizing.workloads import KINDS_BY_WORKLOAD
 
 KIND_ORDER = {"language": 0, "speech": 1, "image": 2}
+# The model list's groups, in the order it shows them: language models split by whether every
+# parameter runs for every token (dense) or only the experts routed to it (mixture of experts).
+MODEL_GROUPS = {
+    "dense": "Dense language models",
+    "moe": "Mixture-of-experts language models",
+    "speech": "Speech recognition",
+    "image": "Image generation",
+}
+GROUP_ORDER = {group: index for index, group in enumerate(MODEL_GROUPS)}
+
+
+def model_group(row) -> str:
+    return row.family if row.kind == "language" else row.kind
 
 CatalogModel = LanguageModel | ImagePipeline | SpeechModel
 ModelSpec = specs.LanguageModelSpec | specs.ImagePipelineSpec | specs.SpeechModelSpec
@@ -36,6 +49,8 @@ def language_model_spec(row: LanguageModel) -> specs.LanguageModelSpec:
         vocab_size=row.vocab_size,
         max_context=row.max_context,
         tied_embeddings=row.tied_embeddings,
+        architecture=row.parsed_architecture() if row.architecture else None,
+        active_parameters=row.active_parameters,
     )
 
 
@@ -156,11 +171,11 @@ def get_model_spec(slug: str) -> ModelSpec | None:
 def _sort_key(row: CatalogModel) -> tuple:
     parameters = row.parameters
     # Unpublished totals sort last within their kind.
-    return (KIND_ORDER[row.kind], parameters is None, parameters or 0, row.name, row.slug)
+    return (GROUP_ORDER[model_group(row)], parameters is None, parameters or 0, row.name, row.slug)
 
 
 def models_for_workload(workload: str) -> list[CatalogModel]:
-    """Active catalog rows suited to a workload, ordered by kind, parameters, then name."""
+    """Active catalog rows suited to a workload, ordered by group (MODEL_GROUPS), parameters, then name."""
     if workload not in KINDS_BY_WORKLOAD:
         raise ValueError(f"Unknown workload {workload!r}; expected one of {', '.join(WORKLOADS)}.")
     rows: list[CatalogModel] = []

@@ -6,7 +6,6 @@ both support.
 """
 from __future__ import annotations
 
-import json
 import random
 import zlib
 from collections.abc import Iterator
@@ -33,7 +32,7 @@ from catalog.data.gpu_types import GPU_TYPES
 from catalog.data.image_pipelines import IMAGE_PIPELINES
 from catalog.data.language_models import LANGUAGE_MODELS
 from catalog.data.speech_models import SPEECH_MODELS
-from catalog.hf_config import estimate_parameters_from_config, parse_config
+from catalog.hf_config import parse_config
 from catalog.models import (
     GpuType,
     ImageComponent,
@@ -414,21 +413,20 @@ def import_language_model(
 ) -> tuple[LanguageModel, bool]:
     """Create the LanguageModel `slug`, or update it, from a pasted config.json; returns (row, created).
 
-    The figures the config states replace the stored ones. `parameters` wins; without it the exact
-    count is computed for the dense architectures `hf_config` knows, otherwise the stored count stays.
+    The figures the config states (its architecture included) replace the stored ones. `parameters`
+    wins; without it the count is recounted from the configuration's figures, module by module.
     Empty optional texts keep what is stored. Raises ConfigError for a text that is not a usable
     config.json and ValidationError for figures the model refuses; nothing is saved then.
     """
     figures = parse_config(config_text)
+    recounted = figures.pop("parameters")
     row = LanguageModel.objects.filter(slug=slug).first()
     created = row is None
     row = row or LanguageModel(slug=slug)
     row.name = name
     for field, value in figures.items():
         setattr(row, field, value)
-    parameters = parameters or estimate_parameters_from_config(json.loads(config_text))
-    if parameters:
-        row.parameters = parameters
+    row.parameters = parameters or recounted
     for field, value in (
         ("config_url", config_url), ("parameters_published", parameters_published), ("license", license),
     ):

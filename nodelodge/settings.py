@@ -57,6 +57,10 @@ MIDDLEWARE = [
     # First: X-Forwarded-Proto only as the trusted proxies wrote it (TRUSTED_PROXY_COUNT).
     "nodelodge.hardening.proxies.TrustedProxyMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    # Compresses pages, HTMX swaps and JSON (the CSRF token is masked anew in every response, which
+    # is Django's answer to BREACH); the console's 404 page replaces DEBUG's list of URL patterns.
+    "django.middleware.gzip.GZipMiddleware",
+    "nodelodge.hardening.errors.ConsoleNotFoundMiddleware",
     "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",

@@ -10,16 +10,28 @@ import math
 from decimal import ROUND_HALF_UP, Decimal
 from fractions import Fraction
 
+from .architectures import PLAIN, activation_mlp_width, count_parameters
 from .breakdown import Breakdown, Item
 from .errors import MissingModelValue, SizingError
+from .kv_cache import check_kv_bits, is_plain, kv_cache_items
 from .specs import PRECISIONS, ImagePipelineSpec, LanguageModelSpec, SpeechModelSpec
 from .units import GIB, fmt_int
-from .weights import FINETUNE_BASE_FORMAT, FORMATS, INFERENCE_FORMAT, split_parameters, stored_weights
+from .weights import (
+    FINETUNE_BASE_FORMAT,
+    FORMATS,
+    INFERENCE_FORMAT,
+    native_format_of,
+    native_weight_items,
+    precision_choices,
+    precision_label,
+    split_parameters,
+    stored_weights,
+)
 from .workloads import CODES as WORKLOADS
 
 # Exact bytes per parameter; the floats in specs.BYTES_PER_PARAMETER carry the same values.
 WEIGHT_BYTES = {16: Fraction(2), 8: Fraction(1), 4: Fraction(1, 2)}
-KV_CACHE_BYTES_PER_VALUE = 2  # the cache stays 16-bit whatever the weights' precision
+KV_CACHE_BYTES_PER_VALUE = 2  # the cache's default, 16-bit whatever the weights' precision (8-bit on request)
 ACTIVATION_BYTES_PER_VALUE = 2  # 16-bit activations under mixed precision
 LOGIT_BYTES_PER_VALUE = 4  # fp32 logits for the loss
 # The loss's peak: fp32 logits, their log-softmax and its gradient, 4 bytes each per logit.
@@ -219,46 +231,54 @@ def prefill_activation_bytes(model: LanguageModelSpec, tokens: int, requests: in
     """Peak working memory of a prefill of `tokens` tokens in one forward pass: one decoder layer's
     gated MLP (see PREFILL_*), plus the fp32 logits of the last position of each request."""
     hidden = _model_value(model, "hidden_size")
-    intermediate = _model_value(model, "intermediate_size")
+    intermediate = activation_mlp_width(model, _model_value(model, "intermediate_size"))
     vocab = _model_value(model, "vocab_size")
     per_token = (PREFILL_HIDDEN_TENSORS * hidden
                  + (PREFILL_INTERMEDIATE_TENSORS + PREFILL_HELD_INTERMEDIATE_TENSORS) * intermediate)
     return tokens * per_token * ACTIVATION_BYTES_PER_VALUE + requests * vocab * LOGIT_BYTES_PER_VALUE
 
 
-def estimate_inference(model: LanguageModelSpec, precision: int, context: int, requests: int) -> Breakdown:
+def estimate_inference(
+    model: LanguageModelSpec, precision: int, context: int, requests: int, kv_bits: int = 16
+) -> Breakdown:
     precision = _check_precision(precision)
     context = _check_count(context, "context", "context", MAX_CONTEXT)
     requests = _check_count(requests, "requests", "number of concurrent requests", MAX_REQUESTS)
+    kv_bits = check_kv_bits(kv_bits)
+    arch = model.architecture or PLAIN
     parameters = _model_value(model, "parameters")
-    layers = _model_value(model, "layers")
-    kv_heads = _model_value(model, "kv_heads")
-    head_dim = _model_value(model, "head_dim")
+    _model_value(model, "layers")
+    if arch.mla is None:
+        _model_value(model, "kv_heads")
+        _model_value(model, "head_dim")
     hidden = _model_value(model, "hidden_size")
-    intermediate = _model_value(model, "intermediate_size")
+    intermediate = activation_mlp_width(model, _model_value(model, "intermediate_size"))
     vocab = _model_value(model, "vocab_size")
+    refused = precision_choices(model)[precision]
+    if refused:
+        raise SizingError("precision", refused)
     _check_context_limit(model, context, "context", "context")
 
-    weights = _weights_item("Model weights", parameters, precision)
-    fmt = FORMATS[INFERENCE_FORMAT[precision]]
-    stored = stored_weights(fmt, _split(model), hidden)
-    format_items = _format_items(stored, vocab, hidden, f"{float(WEIGHT_BYTES[precision]):g}")
-    kv_cache_bytes = 2 * layers * kv_heads * head_dim * KV_CACHE_BYTES_PER_VALUE * context * requests
-    kv_cache = Item(
-        name="KV cache",
-        formula=(
-            f"2 × {_plural(layers, 'layer')} × {_plural(kv_heads, 'KV head')} × {fmt_int(head_dim)} head dim"
-            f" × {KV_CACHE_BYTES_PER_VALUE} bytes × {_plural(context, 'token')}"
-            f" × {_plural(requests, 'request')}"
-        ),
-        bytes=kv_cache_bytes,
-    )
+    native = native_format_of(model)
+    native_words: list[str] = []
+    fmt = stored = None
+    if native is not None and native.bits == precision:
+        weight_items, native_words = native_weight_items(model, count_parameters(model), native)
+    else:
+        weights = _weights_item("Model weights", parameters, precision)
+        fmt = FORMATS[INFERENCE_FORMAT[precision]]
+        stored = stored_weights(fmt, _split(model), hidden)
+        weight_items = [weights, *_format_items(stored, vocab, hidden, f"{float(WEIGHT_BYTES[precision]):g}")]
+    kv_items, kv_words = kv_cache_items(model, context, requests, kv_bits)
+    kv_cache_bytes = sum(item.bytes for item in kv_items)
+    weights_bytes = sum(item.bytes for item in weight_items)
     prefill_tokens = context * requests
     activation_bytes = prefill_activation_bytes(model, prefill_tokens, requests)
-    covered = [weights, *format_items, kv_cache]
+    covered = [*weight_items, *kv_items]
+    cache_words = "KV cache" if is_plain(model) else "caches"
     margin = _margin_item(
         covered,
-        "model weights + KV cache" if not format_items else "all weights + KV cache",
+        f"model weights + {cache_words}" if len(weight_items) == 1 else f"all weights + {cache_words}",
         f"; it covers prefill activations up to its size (here {_gib_text(activation_bytes)})",
     )
     activations = _excess_item(
@@ -275,7 +295,8 @@ def estimate_inference(model: LanguageModelSpec, precision: int, context: int, r
 
     heads = model.attention_heads
     assumptions = [
-        "The KV cache is kept in 16-bit (2 bytes per value) whatever the weights' precision.",
+        *kv_words,
+        *native_words,
         "The 20 % safety margin covers activations, temporary buffers and memory fragmentation.",
         (f"Prefill processes the whole prompt of every request in one forward pass, as transformers' "
          f"generate() does: {fmt_int(prefill_tokens)} tokens. Its peak is one decoder layer's MLP: four "
@@ -286,7 +307,9 @@ def estimate_inference(model: LanguageModelSpec, precision: int, context: int, r
          "SGLang, TGI; max_num_batched_tokens) need less."),
         FRAMEWORKS_DIFFER,
     ]
-    if precision != 16:
+    if arch.moe is not None:
+        assumptions.append(moe_words(model, arch.moe))
+    if stored is not None and precision != 16:
         tie = ("tied to the output head, counted once" if stored.split.tied
                else "with a separate output head" if stored.split.tied_known
                else "whose tie to the output head is not recorded, counted with a separate head")
@@ -297,7 +320,7 @@ def estimate_inference(model: LanguageModelSpec, precision: int, context: int, r
             f"parameter at {_bytes_label(WEIGHT_BYTES[precision])} is kept as its own item; the two items "
             "after it are what published formats store beyond it."
         )
-    if context >= LARGE_CONTEXT or kv_cache_bytes >= weights.bytes:
+    if context >= LARGE_CONTEXT or kv_cache_bytes >= weights_bytes:
         assumptions.append(
             f"The KV cache grows with every token of context: {fmt_int(context)} tokens per request costs "
             f"{_gib_text(kv_cache_bytes)} here. Size the context to what your requests really use."
@@ -313,14 +336,20 @@ def estimate_inference(model: LanguageModelSpec, precision: int, context: int, r
             f"{_gib_text(TENSOR_PARALLEL_BUFFER_BYTES)} of communication buffers, and n must divide the "
             f"{fmt_int(heads)} attention heads."
         )
+        if arch.mla is None and model.kv_heads is not None and model.kv_heads < min(heads, 8):
+            assumptions.append(
+                f"With more GPUs than its {_plural(model.kv_heads, 'KV head')}, vLLM copies KV heads so that "
+                "every GPU holds at least one; the cache then no longer divides evenly."
+            )
     if model.max_context is None:
         assumptions.append("The model's maximum context is not recorded, so the context was not checked "
                            "against it.")
 
+    kv_title = ", 8-bit KV cache" if kv_bits == 8 else ""
     return Breakdown(
         workload="inference",
-        title=(f"{model.name}, inference, {precision}-bit, {_plural(context, 'token')} × "
-               f"{_plural(requests, 'request')}"),
+        title=(f"{model.name}, inference, {precision_label(model, precision)}{kv_title}, "
+               f"{_plural(context, 'token')} × {_plural(requests, 'request')}"),
         items=items,
         assumptions=tuple(assumptions),
         precision=precision,
@@ -331,8 +360,20 @@ def estimate_inference(model: LanguageModelSpec, precision: int, context: int, r
             "precision": precision,
             "context": context,
             "requests": requests,
+            "kv_bits": kv_bits,
         },
         split_items=(_tensor_parallel_item(),) if heads is not None else (),
+    )
+
+
+def moe_words(model: LanguageModelSpec, moe) -> str:
+    counted = count_parameters(model)
+    return (
+        f"Mixture of experts: every one of the {fmt_int(moe.experts)} experts of each MoE layer is held in "
+        f"memory, though {fmt_int(moe.experts_per_token)} run per token: {fmt_int(counted.total)} parameters "
+        f"in all, {fmt_int(counted.active)} used per token. Under tensor parallelism vLLM splits every "
+        "expert's matrices across the GPUs (each GPU holds a slice of all experts); with expert parallelism "
+        "whole experts are placed on different GPUs instead. Either way the weights divide evenly."
     )
 
 
@@ -358,6 +399,14 @@ def estimate_finetune(
     batch_size: int,
     lora_rank: int = DEFAULT_LORA_RANK,
 ) -> Breakdown:
+    arch = model.architecture or PLAIN
+    if arch.mla is not None or arch.linear_attention is not None:
+        kind = "latent attention (MLA)" if arch.mla is not None else "linear-attention layers"
+        raise SizingError(
+            "model",
+            f"{model.name} uses {kind}; the LoRA sizing covers the q, k, v and o projections of "
+            "grouped-query attention only, so fine-tuning it is not sized here.",
+        )
     precision = _check_precision(precision)
     sequence_length = _check_count(sequence_length, "sequence_length", "sequence length", MAX_CONTEXT)
     batch_size = _check_count(batch_size, "batch_size", "batch size", MAX_REQUESTS)
@@ -596,9 +645,11 @@ def estimate_image(pipeline: ImagePipelineSpec, precision: int) -> Breakdown:
 # --- speech recognition ----------------------------------------------------------------------------------
 
 def estimate_speech(
-    model: SpeechModelSpec, precision: int, streams: int, beams: int = DEFAULT_BEAMS
+    model: SpeechModelSpec, precision: int, streams: int, beams: int = DEFAULT_BEAMS, kv_bits: int = 16
 ) -> Breakdown:
     precision = _check_precision(precision)
+    kv_bits = check_kv_bits(kv_bits)
+    kv_bytes = kv_bits // 8
     streams = _check_count(streams, "streams", "number of concurrent audio streams", MAX_REQUESTS)
     beams = _check_count(beams, "beams", "beam size", MAX_BEAMS)
     parameters = _model_value(model, "parameters")
@@ -612,11 +663,11 @@ def estimate_speech(
         name="Decoder KV cache",
         formula=(
             f"2 (K and V) × {fmt_int(decoder_layers)} decoder layers × {fmt_int(d_model)} d_model × "
-            f"{KV_CACHE_BYTES_PER_VALUE} bytes × ({fmt_int(self_positions)} self-attention positions × "
+            f"{_bytes_label(Fraction(kv_bytes))} × ({fmt_int(self_positions)} self-attention positions × "
             f"{_plural(beams, 'beam')} + {fmt_int(cross_positions)} cross-attention positions) × "
             f"{_plural(streams, 'stream')}"
         ),
-        bytes=(2 * decoder_layers * d_model * KV_CACHE_BYTES_PER_VALUE
+        bytes=(2 * decoder_layers * d_model * kv_bytes
                * (self_positions * beams + cross_positions) * streams),
     )
     margin = _margin_item([weights, kv_cache], "model weights + decoder KV cache")
@@ -631,19 +682,21 @@ def estimate_speech(
          "openai-whisper and CTranslate2 do. Count concurrent audio streams, not beams, in the streams "
          "field; transformers' "
          "generate() copies the cross-attention cache for every beam and needs more."),
-        "The KV cache is kept in 16-bit whatever the weights' precision.",
+        ("The KV cache is kept in 16-bit whatever the weights' precision." if kv_bits == 16 else
+         "The KV cache is kept in 8-bit (vLLM's fp8 KV cache) whatever the weights' precision."),
         "The 20 % safety margin covers the encoder's activations, temporary buffers and fragmentation.",
         "Speech models are sized for one GPU.",
     )
     return Breakdown(
         workload="speech",
-        title=f"{model.name}, speech recognition, {precision}-bit, {_plural(streams, 'audio stream')}",
+        title=(f"{model.name}, speech recognition, {precision}-bit"
+               f"{', 8-bit KV cache' if kv_bits == 8 else ''}, {_plural(streams, 'audio stream')}"),
         items=items,
         assumptions=assumptions,
         precision=precision,
         splittable_over_heads=None,
         inputs={"model": model.slug, "model_name": model.name, "precision": precision, "streams": streams,
-                "beams": beams},
+                "beams": beams, "kv_bits": kv_bits},
     )
 
 
@@ -683,6 +736,7 @@ def estimate(
     context: int | None,
     requests: int | None,
     memory_gib: float | None,
+    kv_bits: int = 16,
 ) -> Breakdown:
     """One entry point for the wizard, the API and the command.
 
@@ -708,7 +762,7 @@ def estimate(
     if isinstance(model, SpeechModelSpec) and workload in ("inference", "speech"):
         _require(requests, "requests", "Enter the number of concurrent audio streams.")
         with _renamed({"streams": "requests"}):
-            return estimate_speech(model, precision, requests)
+            return estimate_speech(model, precision, requests, kv_bits=kv_bits)
     if workload == "speech":
         raise SizingError("model", f"{model.name} is not a speech-recognition model.")
 
@@ -722,7 +776,7 @@ def estimate(
             return estimate_finetune(model, precision, context, requests)
     _require(context, "context", "Enter the context per request.")
     _require(requests, "requests", "Enter the number of concurrent requests.")
-    return estimate_inference(model, precision, context, requests)
+    return estimate_inference(model, precision, context, requests, kv_bits)
 
 
 def _require(value, field: str, message: str) -> None:

@@ -14,6 +14,8 @@ EU_MEMBERS: frozenset[str] = frozenset(
 )
 
 EU_CODE = "EU"
+# Every ISO 3166 alpha-2 code: "outside the chosen countries" is this set without them.
+ALL_CODES: frozenset[str] = frozenset(country.alpha_2 for country in pycountry.countries)
 
 
 def is_country_code(code: str) -> bool:

@@ -2,7 +2,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from .architectures import Architecture
 
 Precision = Literal[16, 8, 4]
 PRECISIONS: tuple[int, ...] = (16, 8, 4)
@@ -24,6 +27,9 @@ class LanguageModelSpec:
     max_context: int | None = None
     # The output head shares the embedding matrix. None: not recorded, sized as a separate head.
     tied_embeddings: bool | None = None
+    # Layer kinds, MoE, MLA, native weight format... None = the plain decoder of SPEC §3.
+    architecture: Architecture | None = None
+    active_parameters: int | None = None  # per token, for mixtures of experts
 
 
 @dataclass(frozen=True)

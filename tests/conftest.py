@@ -12,6 +12,8 @@ TESTS = Path(__file__).resolve().parent
 # generated examples:
 SLOW_MODULES = {
     "accuracy/test_measure_plumbing.py",  # builds tiny models with torch in subprocesses
+    "accuracy/test_cache_layouts.py",  # builds small models of every layer kind with torch
+    "accuracy/test_parameter_recount.py",  # builds every shipped architecture on the meta device
     "bench/test_smoke.py",  # a benchmark run over a generated fleet
     "hardening/test_faults.py",  # a production process without a database; killed connections
     "hardening/test_fuzzing.py",  # hypothesis: hundreds of requests per test

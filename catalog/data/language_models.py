@@ -3,6 +3,8 @@
 shares the embedding matrix); `parameters_published` is the model card's rounded figure.
 None means the configuration does not publish that figure."""
 
+from catalog.data.modern_models import MODERN_MODELS
+
 HF = "https://huggingface.co/{}/blob/main/config.json"
 
 LANGUAGE_MODELS = [
@@ -71,12 +73,15 @@ LANGUAGE_MODELS = [
         "vocab_size": 32000, "max_context": 32768, "license": "apache-2.0",
         "config_url": HF.format("mistralai/Mixtral-8x7B-v0.1"),
         "notes": "Mixture of experts: 8 experts per layer, 2 run per token, but all eight must be in memory.",
+        "active_parameters": 12_879_925_248,
+        "architecture": {"moe": {"experts": 8, "experts_per_token": 2, "expert_intermediate": 14336}},
     },
     {
         "slug": "qwen2-5-7b", "name": "Qwen2.5 7B", "parameters": 7_615_616_512,
         "parameters_published": "7.61B", "layers": 28, "attention_heads": 28, "kv_heads": 4,
         "head_dim": 128, "hidden_size": 3584, "intermediate_size": 18944, "vocab_size": 152064,
         "max_context": 131072, "license": "apache-2.0", "config_url": HF.format("Qwen/Qwen2.5-7B"),
+        "architecture": {"qkv_bias": True},
         "notes": "The Instruct variant serves 32,768 tokens without YaRN scaling.",
     },
     {
@@ -84,6 +89,7 @@ LANGUAGE_MODELS = [
         "parameters_published": "14.7B", "layers": 48, "attention_heads": 40, "kv_heads": 8,
         "head_dim": 128, "hidden_size": 5120, "intermediate_size": 13824, "vocab_size": 152064,
         "max_context": 131072, "license": "apache-2.0", "config_url": HF.format("Qwen/Qwen2.5-14B"),
+        "architecture": {"qkv_bias": True},
         "notes": "",
     },
     {
@@ -92,6 +98,7 @@ LANGUAGE_MODELS = [
         "kv_heads": 8, "head_dim": 128, "hidden_size": 5120, "intermediate_size": 27648,
         "vocab_size": 152064, "max_context": 131072, "license": "apache-2.0",
         "config_url": HF.format("Qwen/Qwen2.5-32B"),
+        "architecture": {"qkv_bias": True},
         "notes": "The card's rounded figure is below the configuration's exact count.",
     },
     {
@@ -100,6 +107,7 @@ LANGUAGE_MODELS = [
         "head_dim": 128, "hidden_size": 8192, "intermediate_size": 29568, "vocab_size": 152064,
         "max_context": 131072, "license": "Qwen License Agreement",
         "config_url": HF.format("Qwen/Qwen2.5-72B"),
+        "architecture": {"qkv_bias": True},
         "notes": "Not Apache-licensed, unlike the smaller Qwen2.5 models.",
     },
     {
@@ -108,6 +116,7 @@ LANGUAGE_MODELS = [
         "head_dim": 256, "hidden_size": 3584, "intermediate_size": 14336, "vocab_size": 256000,
         "max_context": 8192, "license": "gemma", "config_url": HF.format("google/gemma-2-9b"),
         "tied_embeddings": True,
+        "architecture": {"norms_per_layer": 4},
         "notes": "Head dimension 256 is not hidden/heads. Layers alternate sliding-window (4096) and global.",
     },
     {
@@ -116,6 +125,7 @@ LANGUAGE_MODELS = [
         "head_dim": 128, "hidden_size": 4608, "intermediate_size": 36864, "vocab_size": 256000,
         "max_context": 8192, "license": "gemma", "config_url": HF.format("google/gemma-2-27b"),
         "tied_embeddings": True,
+        "architecture": {"norms_per_layer": 4},
         "notes": "Head dimension 128 is not hidden/heads. Layers alternate sliding-window (4096) and global.",
     },
     {
@@ -131,19 +141,8 @@ LANGUAGE_MODELS = [
         "attention_heads": 40, "kv_heads": 8, "head_dim": 128, "hidden_size": 5120,
         "intermediate_size": 27648, "vocab_size": 152064, "max_context": 131072, "license": "mit",
         "config_url": HF.format("deepseek-ai/DeepSeek-R1-Distill-Qwen-32B"),
+        "architecture": {"qkv_bias": True},
         "notes": "The architecture of Qwen2.5 32B.",
-    },
-    {
-        "slug": "deepseek-v3", "name": "DeepSeek-V3", "parameters": 671_026_404_352,
-        "parameters_published": "671B total / 37B active", "layers": 61, "attention_heads": 128,
-        "kv_heads": None, "head_dim": None, "hidden_size": 7168, "intermediate_size": 18432,
-        "vocab_size": 129280, "max_context": 163840, "license": "MIT code + DeepSeek Model License",
-        "config_url": HF.format("deepseek-ai/DeepSeek-V3"),
-        "notes": (
-            "Multi-head latent attention: the cache holds a compressed latent (kv_lora_rank 512 + "
-            "qk_rope_head_dim 64 = 576 values per token per layer), which KV heads x head dimension does "
-            "not describe, so those stay empty and the memory is not computed."
-        ),
     },
     # Beyond reference/llms.csv: exact counts computed from the published config.json files.
     {
@@ -153,6 +152,7 @@ LANGUAGE_MODELS = [
         "max_context": 32768, "license": "apache-2.0", "config_url": HF.format("Qwen/Qwen2.5-0.5B"),
         "tied_embeddings": True,
         "notes": "Output head shares the embedding matrix; q/k/v projections carry biases.",
+        "architecture": {"qkv_bias": True},
     },
     {
         "slug": "gemma-2-2b", "name": "Gemma 2 2B", "parameters": 2_614_341_888,
@@ -160,6 +160,7 @@ LANGUAGE_MODELS = [
         "head_dim": 256, "hidden_size": 2304, "intermediate_size": 9216, "vocab_size": 256000,
         "max_context": 8192, "license": "gemma", "config_url": HF.format("google/gemma-2-2b"),
         "tied_embeddings": True,
+        "architecture": {"norms_per_layer": 4},
         "notes": "Head dimension 256 is not hidden/heads. Four norms per layer; output head tied.",
     },
     {
@@ -196,4 +197,5 @@ LANGUAGE_MODELS = [
         "max_context": 4096, "license": "mit", "config_url": HF.format("microsoft/Phi-3-medium-4k-instruct"),
         "notes": "",
     },
+    *MODERN_MODELS,
 ]

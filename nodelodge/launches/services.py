@@ -110,7 +110,7 @@ def parse_query(query_string: str) -> WorkloadQuery:
 def next_cheapest(query: WorkloadQuery, exclude_machine_id: int) -> RecommendedMachine | None:
     """The cheapest machine other than `exclude_machine_id` that fits and meets every preference."""
     try:
-        result = recommendation_for(query)
+        result = recommendation_for(query, relax=False)  # only the machines are read here
     except QueryError:
         return None
     for machine in result.recommendation.machines:

@@ -1,8 +1,8 @@
 """The workload query: parsed, validated and normalised once, for every surface.
 
 Parameter names are a contract (query string, API and `estimate`/`recommend` options):
-workload, model, precision, context, requests, memory_gib, budget, max_price, tier, countries, limit,
-and for the machine list: sort, gpu, min_memory_gib, confidence, group, page.
+workload, model, precision, kv_cache, context, requests, memory_gib, budget, max_price, tier, countries,
+limit, and for the machine list: sort, gpu, min_memory_gib, confidence, group, page.
 Every message a user reads about a bad value is worded here (`MESSAGES`), in the user's words.
 and for a throughput plan (language models): target_tokens, efficiency, redundancy.
 Which inputs a workload needs for which model (a speech model takes no context) is the sizing
@@ -32,12 +32,15 @@ from sizing.workloads import BY_CODE, WIZARD_CODES
 
 WORKLOAD_CHOICES = [(code, BY_CODE[code].label) for code in WIZARD_CODES]
 PRECISIONS = [("16", "16-bit"), ("8", "8-bit"), ("4", "4-bit")]
+KV_CACHE_PRECISIONS = [("16", "16-bit (default)"), ("8", "8-bit (vLLM fp8 KV cache)")]
+DEFAULT_KV_BITS = 16
 TIERS = [("both", "Secure and Community"), ("secure", "Secure only"), ("community", "Community only")]
 
 DEFAULTS = {
     "workload": "inference",
     "model": "llama-3-1-8b",
     "precision": "16",
+    "kv_cache": "16",
     "context": "4096",
     "requests": "1",
     "memory_gib": "24",
@@ -180,6 +183,7 @@ MESSAGES = {
     },
     "workload": {"invalid_choice": "Choose run a model, fine-tune, generate images or notebook."},
     "precision": {"invalid_choice": "Choose 16-bit, 8-bit or 4-bit."},
+    "kv_cache": {"invalid_choice": "Choose a 16-bit or an 8-bit KV cache."},
     "tier": {"invalid_choice": "Choose Secure, Community or both."},
     "sort": {"invalid_choice": f"Sort by one of: {', '.join(SORTS)}."},
     "group": {"invalid_choice": "Group by gpu, or leave it empty."},
@@ -241,6 +245,7 @@ def field_labels(workload: str, model_kind: str | None) -> dict[str, str]:
 
 FIELD_WORDS = {
     "workload": "What you want to do", "model": "Model", "precision": "Precision",
+    "kv_cache": "KV cache precision",
     "memory_gib": "GPU memory needed", "budget": "Budget", "max_price": "Max price per hour",
     "tier": "Tier", "countries": "Countries", "limit": "Machines per page", "sort": "Sort by",
     "gpu": "GPU model", "min_memory_gib": "Memory per GPU at least", "confidence": "Confidence",
@@ -270,6 +275,10 @@ class WorkloadQueryForm(forms.Form):
     precision = forms.TypedChoiceField(
         choices=PRECISIONS, coerce=int, required=False, label="Precision",
         error_messages=_messages("precision"),
+    )
+    kv_cache = forms.TypedChoiceField(
+        choices=KV_CACHE_PRECISIONS, coerce=int, required=False, label="KV cache precision",
+        error_messages=_messages("kv_cache"),
     )
     context = forms.IntegerField(
         min_value=1, max_value=MAX_CONTEXT, required=False, error_messages=_messages("context")
@@ -400,6 +409,7 @@ class WorkloadQuery:
     countries_input: tuple[str, ...]
     countries: frozenset[str] | None
     limit: int | None = None
+    kv_bits: int = DEFAULT_KV_BITS  # bits per KV-cache value: 16 (the spec's) or 8
     sort: str = DEFAULT_SORT
     gpu: str = ""
     min_memory_gib: Decimal | None = None
@@ -428,6 +438,7 @@ class WorkloadQuery:
             "workload": self.workload,
             "model": self.model_slug,
             "precision": self.precision,
+            "kv_cache": self.kv_bits if self.kv_bits != DEFAULT_KV_BITS else None,
             "context": self.context,
             "requests": self.requests,
             "memory_gib": self.memory_gib,
@@ -473,6 +484,8 @@ class WorkloadQuery:
             countries_input=tuple(countries_input),
             countries=countries,
             limit=data.get("limit"),
+            kv_bits=(data.get("kv_cache") or DEFAULT_KV_BITS) if workload in ("inference", "speech")
+            else DEFAULT_KV_BITS,
             sort=data.get("sort") or DEFAULT_SORT,
             gpu=(data.get("gpu") or "").strip(),
             min_memory_gib=data.get("min_memory_gib"),

@@ -23,8 +23,10 @@ from catalog import availability
 from catalog import selectors as catalog_selectors
 from catalog.models import Machine
 from sizing import fit as sizing_fit
+from sizing import wording
 from sizing.breakdown import Breakdown
 from sizing.calculators import estimate
+from sizing.countries import ALL_CODES
 from sizing.errors import SizingError
 from sizing.matching import (
     ALTERNATIVES_SHOWN,
@@ -38,6 +40,7 @@ from sizing.other_calculators import RuleOfThumb, rule_of_thumb
 from sizing.reasons import OFFLINE, STALE
 from sizing.specs import PRECISIONS
 from sizing.units import GIB
+from sizing.weights import precision_choices, precision_label
 from sizing.workloads import KINDS_BY_WORKLOAD, WIZARD_MODEL_CODES
 
 from .query import (
@@ -247,6 +250,7 @@ def estimate_for(
             context=query.context,
             requests=query.requests,
             memory_gib=float(query.memory_gib) if query.memory_gib is not None else None,
+            kv_bits=query.kv_bits,
         )
     except SizingError as error:
         raise QueryError({error.field: error.message}) from error
@@ -258,8 +262,10 @@ def recommendation_for(
     now: datetime | None = None,
     default_limit: int | None = PAGE_LIMIT,
     model_row=None,
+    relax: bool = True,
 ) -> WizardResult:
-    """The whole answer to a query (`model_row`: the caller's copy of the model's row, if any)."""
+    """The whole answer to a query (`model_row`: the caller's copy of the model's row, if any;
+    `relax`: an empty answer also says what relaxing the countries, context or requests opens)."""
     now = now or timezone.now()
     breakdown, model_row = estimate_for(query, model_row=model_row)
     lower = {}
@@ -292,6 +298,12 @@ def recommendation_for(
     else:
         # The embedded SQLite run: the counting SQL is written for PostgreSQL, and the fleet is small.
         recommendation, freshness = recommend_over_every_machine(query, breakdown, lower, now, machines_shown)
+    if relax and not recommendation.machines_total and recommendation.empty_reason:
+        hints = relax_hints(query, breakdown, model_row, now, sizes=not recommendation.alternatives_total)
+        if hints:
+            recommendation = replace(
+                recommendation, empty_reason=wording.with_relax_hints(recommendation.empty_reason, hints)
+            )
     throughput = None
     if query.target_tokens is not None:
         name = getattr(model_row, "name", query.model_slug)
@@ -309,6 +321,88 @@ def recommendation_for(
         throughput=throughput,
         listing=listing,
     )
+
+
+# --- what to relax when nothing meets every constraint ----------------------------------------------
+
+RELAX_SAMPLE = 50  # the cheapest machines outside the chosen countries whose countries are named
+
+
+def _meeting_all(query: WorkloadQuery, breakdown: Breakdown, now: datetime, shown: int) -> Recommendation:
+    """The machines that fit `breakdown` and meet every preference of `query` (the cheapest `shown`)."""
+    if connection.vendor == "postgresql":
+        recommendation, _ = _recommend_counted_in_sql(query, breakdown, {}, now, shown)
+    else:
+        recommendation, _ = recommend_over_every_machine(query, breakdown, {}, now, shown)
+    return recommendation
+
+
+def _cheapest_hourly(found: Recommendation):
+    # The count and the machines are read one after the other: a booking in between may take the one.
+    return found.machines[0].hourly_price if found.machines else None
+
+
+def _size_noun(query: WorkloadQuery, field_name: str, model_row) -> str:
+    if getattr(model_row, "kind", None) == "speech":
+        return "streams"
+    if query.workload == "finetune":
+        return "sequence_length" if field_name == "context" else "batch_size"
+    return field_name
+
+
+def relax_hints(
+    query: WorkloadQuery, breakdown: Breakdown, model_row, now: datetime, sizes: bool = True
+) -> list[str]:
+    """For an empty answer, what relaxing the countries, the context or the requests alone would
+    open (the tier, price, budget and precision hints are the engine's own). The context and the
+    requests are searched (`sizes`) only when no machine fits at all: where some fit but break a
+    preference, the engine's hints already name that preference."""
+    hints = []
+    preferences = preferences_for(query)
+    if query.countries is not None:
+        # Outside the chosen countries: every other ISO code (unknown locations stay out, as always).
+        outside = replace(query, countries=ALL_CODES - query.countries, countries_input=())
+        found = _meeting_all(outside, breakdown, now, RELAX_SAMPLE)
+        other_too = False
+        if not found.machines_total and (query.tier != "both" or query.max_price or query.budget):
+            lifted = replace(outside, tier="both", max_price=None, budget=None)
+            found, other_too = _meeting_all(lifted, breakdown, now, RELAX_SAMPLE), True
+        if found.machines_total:
+            countries = tuple(dict.fromkeys(m.offer.country for m in found.machines))
+            relaxed = wording.Relaxed(
+                found.machines_total, _cheapest_hourly(found), countries,
+                other_preferences_too=other_too,
+            )
+            hints.append(wording.relax_countries_words(preferences, relaxed))
+    for field_name in ("context", "requests") if sizes else ():
+        current = getattr(query, field_name)
+        if current is None or current <= 1 or breakdown.workload not in ("inference", "finetune"):
+            continue
+        candidates, value = [], current // 2
+        while value >= 1:
+            candidates.append(value)
+            value //= 2
+        # Fewer tokens or requests never need more memory: search the halvings for the largest that fits.
+        low, high, best = 0, len(candidates) - 1, None
+        while low <= high:
+            middle = (low + high) // 2
+            try:
+                smaller_query = replace(query, **{field_name: candidates[middle]})
+                smaller, _ = estimate_for(smaller_query, model_row=model_row)
+            except QueryError:
+                break
+            if smaller.total_bytes >= breakdown.total_bytes:
+                break  # this figure does not change the need (a speech model's fixed window)
+            found = _meeting_all(query, smaller, now, 1)
+            if found.machines_total:
+                best, high = (candidates[middle], found), middle - 1
+            else:
+                low = middle + 1
+        if best is not None:
+            value, found = best
+            relaxed = wording.Relaxed(found.machines_total, _cheapest_hourly(found), value=value)
+            hints.append(wording.relax_size_words(_size_noun(query, field_name, model_row), relaxed))
+    return hints
 
 
 def _recommend_counted_in_sql(
@@ -459,17 +553,43 @@ def _parameters_display(parameters: int | None, published: str) -> str:
     return f"{parameters:,}"
 
 
+def _count_display(parameters: int | None) -> str:
+    return _parameters_display(parameters, "")
+
+
+def precision_options(row) -> list[dict]:
+    """The precisions a model can be run in, each with its label, or the reason it is not offered."""
+    if row.kind != "language":
+        return [{"value": bits, "label": f"{bits}-bit", "available": True, "reason": ""}
+                for bits in (16, 8, 4)]
+    spec = catalog_selectors.model_spec(row)
+    refused = precision_choices(spec)
+    return [
+        {"value": bits, "label": precision_label(spec, bits), "available": refused[bits] is None,
+         "reason": refused[bits] or ""}
+        for bits in (16, 8, 4)
+    ]
+
+
 def _choice(row) -> dict:
+    group = catalog_selectors.model_group(row)
+    active = getattr(row, "active_parameters", None)
     return {
         "slug": row.slug,
         "name": row.name,
         "kind": row.kind,
         "kind_label": KIND_LABELS[row.kind],
+        "group": group,
+        "group_label": catalog_selectors.MODEL_GROUPS[group],
         "parameters": row.parameters,
+        "active_parameters": active,
         "parameters_display": _parameters_display(row.parameters, row.parameters_published),
+        "counts_display": (f"{_count_display(row.parameters)} total · {_count_display(active)} active"
+                           if active else _count_display(row.parameters)),
         "license": row.license,
         "config_url": row.config_url,
         "missing": row.missing_values(),
+        "precisions": precision_options(row),
     }
 
 
@@ -490,8 +610,9 @@ def model_choice(row) -> dict | None:
 
 
 FIGURE_FIELDS = {
-    "language": ("parameters", "layers", "attention_heads", "kv_heads", "head_dim", "hidden_size",
-                 "intermediate_size", "vocab_size", "max_context"),
+    "language": ("parameters", "active_parameters", "layers", "attention_heads", "kv_heads", "head_dim",
+                 "hidden_size", "intermediate_size", "vocab_size", "max_context", "tied_embeddings",
+                 "architecture"),
     "speech": ("parameters", "encoder_layers", "decoder_layers", "d_model", "attention_heads",
                "max_source_positions", "max_target_positions", "vocab_size"),
     "image": ("native_resolution",),
@@ -518,8 +639,8 @@ def model_listing(workload: str | None) -> list[dict]:
                     "parameters_published": row.parameters_published,
                     "figures": figures,
                 }
-                entry.pop("parameters_display")
-                entry.pop("kind_label")
+                for display_only in ("parameters_display", "kind_label", "group_label", "counts_display"):
+                    entry.pop(display_only)
             for suited in WIZARD_MODEL_CODES:
                 if suits(row, suited) and suited not in entry["workloads"]:
                     entry["workloads"].append(suited)

@@ -38,6 +38,7 @@ class WorkloadParams(Schema):
     workload: str | None = None
     model: str | None = None
     precision: str | None = None
+    kv_cache: str | None = None
     context: str | None = None
     requests: str | None = None
     memory_gib: str | None = None
@@ -246,8 +247,11 @@ class ModelOut(Schema):
     name: str
     kind: str
     workloads: list[str]
+    group: str
     parameters: int | None
+    active_parameters: int | None
     parameters_published: str
+    precisions: list[dict]
     license: str
     config_url: str
     figures: dict

@@ -108,7 +108,11 @@ def wizard(request):
         "result": result,
         "workload": workload,
         "workloads": WORKLOAD_CHOICES,
-        "precisions": WorkloadQueryForm.base_fields["precision"].choices,
+        "precisions": selected["precisions"] if selected else [
+            {"value": int(value), "label": label, "available": True, "reason": ""}
+            for value, label in WorkloadQueryForm.base_fields["precision"].choices
+        ],
+        "kv_cache_precisions": WorkloadQueryForm.base_fields["kv_cache"].choices,
         "tiers": WorkloadQueryForm.base_fields["tier"].choices,
         "models": recommendation_selectors.model_choices(workload, search),
         "model_kind": model_kind,
@@ -156,10 +160,17 @@ def calculators(request):
         plan = gpus_for_throughput(data["target"], data["measured"], data["efficiency"], data["redundancy"])
     if rule_form.is_bound and rule_form.is_valid():
         rule = rule_of_thumb(rule_form.cleaned_data["parameters"], rule_form.cleaned_data["precision"])
+    # Each form carries the other's values, so submitting one keeps the other's answer.
+    params = request.GET
+    keep = {
+        "throughput": [(name, params[name]) for name in RuleOfThumbForm.base_fields if name in params],
+        "rule": [(name, params[name]) for name in ThroughputForm.base_fields if name in params],
+    }
     return render(
         request,
         "wizard/calculators.html",
-        {"throughput_form": throughput_form, "rule_form": rule_form, "plan": plan, "rule": rule},
+        {"throughput_form": throughput_form, "rule_form": rule_form, "plan": plan, "rule": rule,
+         "keep": keep},
     )
 
 

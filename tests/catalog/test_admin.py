@@ -129,7 +129,7 @@ def test_pasting_a_config_creates_a_model_with_its_figures(admin_client, db):
 
 
 def test_pasting_a_config_updates_an_existing_model_and_keeps_its_parameters(admin_client, models_only):
-    config = {**LLAMA_LIKE_CONFIG, "model_type": "custom", "max_position_embeddings": 65536}
+    config = {**LLAMA_LIKE_CONFIG, "max_position_embeddings": 65536}
     response = admin_client.post(
         import_url(), {"name": "Llama 3.1 8B", "slug": "llama-3-1-8b", "config_json": json.dumps(config)}
     )
@@ -138,6 +138,32 @@ def test_pasting_a_config_updates_an_existing_model_and_keeps_its_parameters(adm
     assert model.max_context == 65536
     assert model.parameters == 8_030_261_248
     assert LanguageModel.objects.filter(slug="llama-3-1-8b").count() == 1
+
+
+def test_pasting_gpt_oss_stores_its_layers_experts_and_mxfp4_weights(admin_client, db):
+    from .configs import GPT_OSS_120B
+
+    response = admin_client.post(
+        import_url(), {"name": "gpt-oss-120b", "slug": "pasted-oss", "config_json": json.dumps(GPT_OSS_120B)}
+    )
+    assert response.status_code == 302
+    model = LanguageModel.objects.get(slug="pasted-oss")
+    assert (model.parameters, model.active_parameters) == (116_829_156_672, 5_711_982_912)
+    assert model.architecture["layer_pattern"] == "SF" and model.architecture["sliding_window"] == 128
+    assert model.architecture["native_weights"]["format"] == "mxfp4"
+    assert model.family == "moe" and model.missing_values() == []
+
+
+def test_admin_form_refuses_an_architecture_it_cannot_read(admin_client, models_only):
+    model = LanguageModel.objects.get(slug="llama-3-1-8b")
+    form = {field.name: getattr(model, field.name) for field in LanguageModel._meta.fields
+            if field.name not in ("id",) and getattr(model, field.name) is not None}
+    form["architecture"] = json.dumps({"layer_pattern": "FX"})
+    response = admin_client.post(admin_url(LanguageModel, "change", model.pk), form)
+    assert response.status_code == 200
+    assert "architecture.layer_pattern" in response.content.decode()
+    model.refresh_from_db()
+    assert model.architecture == {}
 
 
 def test_pasted_config_without_kv_heads_or_head_dim_uses_the_library_defaults(admin_client, db):
@@ -152,11 +178,16 @@ def test_pasted_config_without_kv_heads_or_head_dim_uses_the_library_defaults(ad
     [
         ('{"num_hidden_layers": 32,', "Not valid JSON"),
         ("[1, 2]", "A config.json holds one JSON object"),
-        ('{"num_attention_heads": 8, "hidden_size": 512}', "The configuration has no “num_hidden_layers”"),
         (
-            '{"num_hidden_layers": 0, "num_attention_heads": 8, "hidden_size": 512}',
+            '{"model_type": "llama", "num_attention_heads": 8, "hidden_size": 512}',
+            "The configuration has no “num_hidden_layers”",
+        ),
+        (
+            '{"model_type": "llama", "num_hidden_layers": 0, "num_attention_heads": 8, "hidden_size": 512}',
             "must be a positive whole",
         ),
+        ('{"num_hidden_layers": 2, "num_attention_heads": 8, "hidden_size": 512}', "no “model_type”"),
+        ('{"model_type": "rwkv", "num_hidden_layers": 2}', "“model_type” &#x27;rwkv&#x27; is not an architecture"),
     ],
 )
 def test_broken_config_is_rejected_and_nothing_is_saved(admin_client, db, text, message):

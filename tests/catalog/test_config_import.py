@@ -30,14 +30,25 @@ def test_an_existing_slug_is_updated_and_keeps_what_the_import_does_not_state():
         name="Custom", slug="custom", config_text=json.dumps(LLAMA_LIKE_CONFIG), parameters=123_456,
         license="apache-2.0", parameters_published="123K",
     )
-    config = {**LLAMA_LIKE_CONFIG, "model_type": "custom", "max_position_embeddings": 65536}
+    config = {**LLAMA_LIKE_CONFIG, "max_position_embeddings": 65536}
     row, created = import_language_model(name="Custom v2", slug="custom", config_text=json.dumps(config))
     assert created is False
     assert row.pk == first.pk
     stored = LanguageModel.objects.get(slug="custom")
     assert (stored.name, stored.max_context) == ("Custom v2", 65536)
-    # An unknown architecture computes no count, so the stored one stays; empty texts keep theirs.
-    assert (stored.parameters, stored.license, stored.parameters_published) == (123_456, "apache-2.0", "123K")
+    # Without a stated count the configuration's recount replaces it; empty texts keep theirs.
+    assert (stored.parameters, stored.license, stored.parameters_published) == (
+        8_030_261_248, "apache-2.0", "123K",
+    )
+
+
+def test_an_architecture_it_does_not_know_is_refused_and_the_stored_row_stays():
+    import_language_model(name="Known", slug="known", config_text=json.dumps(LLAMA_LIKE_CONFIG))
+    config = {**LLAMA_LIKE_CONFIG, "model_type": "custom", "max_position_embeddings": 65536}
+    with pytest.raises(ConfigError, match="“model_type” 'custom' is not an architecture"):
+        import_language_model(name="Known v2", slug="known", config_text=json.dumps(config))
+    stored = LanguageModel.objects.get(slug="known")
+    assert (stored.name, stored.max_context) == ("Known", 131072)
 
 
 def test_a_stated_parameter_count_wins_over_the_computed_one():
@@ -49,7 +60,8 @@ def test_a_stated_parameter_count_wins_over_the_computed_one():
 
 def test_an_unreadable_config_raises_its_reason_and_saves_nothing():
     with pytest.raises(ConfigError, match="no “num_hidden_layers”"):
-        import_language_model(name="Broken", slug="broken", config_text='{"hidden_size": 512}')
+        import_language_model(name="Broken", slug="broken",
+                              config_text='{"model_type": "llama", "hidden_size": 512}')
     assert not LanguageModel.objects.filter(slug="broken").exists()
 
 

@@ -1,5 +1,6 @@
 import pytest
 
+from catalog.data.modern_models import MODERN_MODELS
 from catalog.hf_config import ConfigError, estimate_parameters_from_config, parse_config
 from catalog.models import LanguageModel
 
@@ -11,15 +12,18 @@ MODEL_TYPES = {"Llama": "llama", "Mistral": "mistral", "Qwen2.5": "qwen2", "Deep
 
 
 def test_parse_config_applies_the_library_defaults():
-    figures = parse_config('{"num_hidden_layers": 2, "num_attention_heads": 8, "hidden_size": 512}')
+    figures = parse_config(
+        '{"model_type": "llama", "num_hidden_layers": 2, "num_attention_heads": 8, "hidden_size": 512,'
+        ' "intermediate_size": 1024, "vocab_size": 1000}'
+    )
     assert figures["kv_heads"] == 8 and figures["head_dim"] == 64
-    assert figures["vocab_size"] is None
+    assert figures["vocab_size"] == 1000 and figures["architecture"] == {}
 
 
 def test_parse_config_keeps_an_explicit_head_dim():
     figures = parse_config(
-        '{"num_hidden_layers": 42, "num_attention_heads": 16, "num_key_value_heads": 8,'
-        ' "head_dim": 256, "hidden_size": 3584}'
+        '{"model_type": "llama", "num_hidden_layers": 42, "num_attention_heads": 16, "num_key_value_heads": 8,'
+        ' "head_dim": 256, "hidden_size": 3584, "intermediate_size": 14336, "vocab_size": 256000}'
     )
     assert figures["head_dim"] == 256
 
@@ -27,7 +31,8 @@ def test_parse_config_keeps_an_explicit_head_dim():
 def test_parse_config_rejects_kv_heads_that_do_not_divide_the_heads():
     with pytest.raises(ConfigError, match="must divide"):
         parse_config(
-            '{"num_hidden_layers": 2, "num_attention_heads": 8, "num_key_value_heads": 3, "hidden_size": 512}'
+            '{"model_type": "llama", "num_hidden_layers": 2, "num_attention_heads": 8, "num_key_value_heads": 3,'
+            ' "hidden_size": 512}'
         )
 
 
@@ -43,6 +48,7 @@ def test_exact_counts_are_reproduced_for_every_dense_reference_model():
             "num_key_value_heads": int(row["kv_heads"]), "head_dim": int(row["head_dim"]),
             "intermediate_size": int(row["intermediate_size"]), "vocab_size": int(row["vocab_size"]),
             "tie_word_embeddings": row["tie_word_embeddings"] == "true",
+            **({"sliding_window": 4096} if model_type == "gemma2" else {}),
         }
         assert estimate_parameters_from_config(config) == int(row["params_exact"]), row["model"]
         checked += 1
@@ -54,7 +60,9 @@ def test_shipped_models_beyond_the_reference_are_counted_the_same_way(models_onl
     tied = {"qwen2-5-0-5b": True, "gemma-2-2b": True}
     types = {"qwen2-5-0-5b": "qwen2", "gemma-2-2b": "gemma2", "mistral-nemo-12b": "mistral",
              "mistral-small-24b": "mistral", "llama-3-3-70b": "llama", "phi-3-medium-4k": "phi3"}
-    extra = LanguageModel.objects.exclude(slug__in=LLM_SLUGS.values())
+    extra = LanguageModel.objects.exclude(slug__in=LLM_SLUGS.values()).exclude(
+        slug__in=[row["slug"] for row in MODERN_MODELS]
+    )
     assert set(extra.values_list("slug", flat=True)) == set(types)
     for model in extra:
         config = {
@@ -63,9 +71,96 @@ def test_shipped_models_beyond_the_reference_are_counted_the_same_way(models_onl
             "num_attention_heads": model.attention_heads, "num_key_value_heads": model.kv_heads,
             "head_dim": model.head_dim, "intermediate_size": model.intermediate_size,
             "vocab_size": model.vocab_size, "tie_word_embeddings": tied.get(model.slug, False),
+            **({"sliding_window": 4096} if types[model.slug] == "gemma2" else {}),
         }
         assert estimate_parameters_from_config(config) == model.parameters, model.slug
 
 
 def test_unknown_architectures_get_no_estimate():
     assert estimate_parameters_from_config({"model_type": "mixtral"}) is None
+
+
+# --- today's architectures ------------------------------------------------------------------------
+
+import json  # noqa: E402
+
+from catalog.data.language_models import LANGUAGE_MODELS  # noqa: E402
+from sizing.architectures import architecture_from_dict  # noqa: E402
+
+from . import configs  # noqa: E402
+
+SHIPPED = {row["slug"]: row for row in LANGUAGE_MODELS}
+FIGURES = ("layers", "attention_heads", "kv_heads", "head_dim", "hidden_size", "intermediate_size",
+           "vocab_size", "max_context", "parameters", "active_parameters", "tied_embeddings")
+
+
+@pytest.mark.parametrize("slug", sorted(configs.BY_SLUG))
+def test_pasting_a_modern_config_gives_the_shipped_row(slug):
+    """Nested text_config, layer_types / sliding_window_pattern / no_rope_layers, MoE and MLA fields,
+    quantization_config and explicit head_dim are read into exactly the figures the catalog ships."""
+    figures = parse_config(json.dumps(configs.BY_SLUG[slug]))
+    row = SHIPPED[slug]
+    shipped = {name: row.get(name) for name in FIGURES}
+    shipped["tied_embeddings"] = bool(shipped["tied_embeddings"])
+    assert {name: figures[name] for name in FIGURES} == shipped
+    assert architecture_from_dict(figures["architecture"]) == architecture_from_dict(row.get("architecture"))
+
+
+def test_gemma3_nested_config_takes_the_class_defaults_it_leaves_out():
+    figures = parse_config(json.dumps(configs.GEMMA3_27B))
+    assert figures["vocab_size"] == 262208 and figures["max_context"] == 131072
+    assert figures["architecture"]["layer_pattern"] == "SSSSSF"
+    assert figures["architecture"]["vision"]["kind"] == "siglip"
+
+
+def test_gpt_oss_quantization_config_leaves_attention_and_router_in_16_bit():
+    native = parse_config(json.dumps(configs.GPT_OSS_120B))["architecture"]["native_weights"]
+    assert native == {"format": "mxfp4", "block": 32, "quantized": ["experts"]}
+
+
+def test_deepseek_fp8_block_size_is_read():
+    native = parse_config(json.dumps(configs.DEEPSEEK_V3))["architecture"]["native_weights"]
+    assert native == {"format": "fp8-block", "block": 128,
+                      "quantized": ["attention", "mlp", "experts", "shared_experts"]}
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"model_type": "mamba"}, "“model_type” 'mamba'"),
+        ({"model_type": None}, "“model_type”"),
+        ({"layer_types": ["sliding_attention", "mamba"] * 18}, "“layer_types” holds 'mamba'"),
+        ({"layer_types": ["full_attention"] * 3}, "“layer_types” must list one type"),
+        ({"quantization_config": {"quant_method": "gptq", "bits": 4}}, "“quantization_config.quant_method”"),
+        ({"quantization_config": {"quant_method": "mxfp4", "modules_to_not_convert": ["model.vision_tower"]}},
+         "“quantization_config.modules_to_not_convert” names 'model.vision_tower'"),
+        ({"num_experts_per_tok": None, "experts_per_token": None}, "“num_experts_per_tok”"),
+        ({"sliding_window": None}, "“sliding_window”"),
+    ],
+)
+def test_a_config_it_does_not_understand_is_refused_naming_the_field(change, field):
+    config = {**configs.GPT_OSS_120B, **change}
+    with pytest.raises(ConfigError) as error:
+        parse_config(json.dumps(config))
+    assert field in str(error.value)
+
+
+@pytest.mark.parametrize(
+    ("config", "field"),
+    [
+        ({**configs.DEEPSEEK_V3, "quantization_config": {"quant_method": "fp8"}},
+         "“quantization_config.weight_block_size”"),
+        ({**configs.DEEPSEEK_V3, "kv_lora_rank": None}, "“kv_lora_rank”"),
+        ({**configs.QWEN3_NEXT, "linear_num_value_heads": None}, "“linear_num_value_heads”"),
+        ({**configs.QWEN3_30B_A3B, "mlp_only_layers": [0]}, "“mlp_only_layers”"),
+        ({"model_type": "gemma3"}, "“text_config”"),
+        ({**configs.LLAMA4_SCOUT, "text_config": {**configs.LLAMA4_SCOUT["text_config"],
+                                                  "attention_chunk_size": None}},
+         "“text_config.attention_chunk_size”"),
+        ({"model_type": "whisper"}, "speech-recognition model"),
+    ],
+)
+def test_missing_architecture_fields_are_named(config, field):
+    with pytest.raises(ConfigError) as error:
+        parse_config(json.dumps(config))
+    assert field in str(error.value)

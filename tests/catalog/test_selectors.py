@@ -54,12 +54,16 @@ def test_get_model_spec_returns_none_for_unknown_or_inactive_slugs(models_only):
 
 def test_models_for_workload_suits_each_workload_in_a_stable_order(models_only):
     inference = selectors.models_for_workload("inference")
-    kinds = [row.kind for row in inference]
-    assert set(kinds) == {"language", "speech"}
-    assert kinds == sorted(kinds, key=selectors.KIND_ORDER.get)
-    language = [row for row in inference if row.kind == "language"]
-    assert [row.parameters for row in language] == sorted(row.parameters for row in language)
-    assert language[0].slug == "qwen2-5-0-5b"
+    groups = [selectors.model_group(row) for row in inference]
+    assert groups == sorted(groups, key=selectors.GROUP_ORDER.get)
+    assert set(groups) == {"dense", "moe", "speech"}
+    for group in ("dense", "moe"):
+        rows = [row for row in inference if selectors.model_group(row) == group]
+        assert [row.parameters for row in rows] == sorted(row.parameters for row in rows)
+    assert inference[0].slug == "qwen2-5-0-5b"
+    assert {row.slug for row in inference if selectors.model_group(row) == "moe"} >= {
+        "mixtral-8x7b", "gpt-oss-120b", "deepseek-v3", "qwen3-30b-a3b", "llama-4-scout",
+    }
     assert {row.kind for row in selectors.models_for_workload("finetune")} == {"language"}
     images = selectors.models_for_workload("image")
     assert [row.slug for row in images][0] == "stable-diffusion-v1-5"

@@ -77,7 +77,8 @@ def test_shipped_models_meet_the_catalog_counts(catalog):
     assert set(REQUIRED_SLUGS) <= set(LanguageModel.objects.values_list("slug", flat=True))
     assert set(ImagePipeline.objects.values_list("slug", flat=True)) >= set(PIPELINE_SLUGS.values())
     assert sorted(SpeechModel.objects.values_list("slug", flat=True)) == [
-        "whisper-base", "whisper-large-v3", "whisper-medium", "whisper-small", "whisper-tiny",
+        "whisper-base", "whisper-large-v3", "whisper-large-v3-turbo", "whisper-medium", "whisper-small",
+        "whisper-tiny",
     ]
     for model in LanguageModel.objects.all():
         assert model.config_url.startswith("https://huggingface.co/"), model.slug
@@ -107,13 +108,11 @@ def test_every_llm_figure_matches_the_published_reference(catalog):
         assert actual == expected, row["model"]
 
 
-def test_deepseek_v3_reports_its_cache_figures_as_missing(catalog):
+def test_deepseek_v3_is_computed_from_its_latent_attention(catalog):
     model = LanguageModel.objects.get(slug="deepseek-v3")
     assert model.kv_heads is None and model.head_dim is None
-    assert model.missing_values() == ["kv_heads", "head_dim"]
-    assert all(
-        m.missing_values() == [] for m in LanguageModel.objects.exclude(slug="deepseek-v3")
-    )
+    assert model.architecture["mla"]["kv_lora_rank"] == 512
+    assert all(m.missing_values() == [] for m in LanguageModel.objects.all())
 
 
 def test_every_image_component_matches_the_published_reference(catalog):

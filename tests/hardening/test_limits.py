@@ -107,7 +107,7 @@ def test_the_reported_overflow_is_an_empty_result_with_its_reason(launcher):
         {"workload": "inference", "model": "llama-3-1-70b", "precision": "16", "context": "131072",
          "requests": "43688"},
         {"workload": "finetune", "model": "llama-3-2-1b", "precision": "16", "context": "131072",
-         "requests": "1000"},
+         "requests": "10000"},
     ):
         responses = answers(client, machine, params)
         assert_no_server_error(responses, params)

@@ -150,6 +150,7 @@ def test_inference_breakdown_carries_its_inputs_and_split_rule():
     assert breakdown.splittable_over_heads == 32
     assert breakdown.inputs == {
         "model": "llama-3.1-8b", "model_name": "Llama 3.1 8B", "precision": 8, "context": 2048, "requests": 3,
+        "kv_bits": 16,
     }
     assert "× 3 requests" in items_by_name(breakdown)["KV cache"].formula
     assert items_by_name(breakdown)["Model weights"].formula.endswith("× 1 byte (8-bit)")

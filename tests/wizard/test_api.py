@@ -111,7 +111,12 @@ def test_models_lists_published_figures_and_filters_by_workload(client, small_fl
     assert sum(c["parameters"] for c in sdxl["figures"]["components"]) == sdxl["parameters"]
     _, everything = get_json(client, "models")
     deepseek = next(m for m in everything if m["slug"] == "deepseek-v3")
-    assert "kv_heads" in deepseek["missing"]
+    assert deepseek["missing"] == [] and deepseek["group"] == "moe"
+    assert (deepseek["parameters"], deepseek["active_parameters"]) == (671_026_404_352, 37_552_282_624)
+    assert deepseek["figures"]["architecture"]["mla"]["kv_lora_rank"] == 512
+    oss = next(m for m in everything if m["slug"] == "gpt-oss-120b")
+    eight = next(p for p in oss["precisions"] if p["value"] == 8)
+    assert not eight["available"] and "no 8-bit checkpoint" in eight["reason"]
     assert get_json(client, "models", "workload=dance")[0] == 400
 
 

@@ -7,6 +7,7 @@ from django.conf import settings
 from playwright.sync_api import expect
 
 from catalog.services import load_catalog
+from tests.a11y import assert_accessible
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -18,20 +19,24 @@ def shipped_catalog(transactional_db):
     load_catalog()
 
 
-def shoot(page, name):
+def shoot(page, name, javascript=True):
+    """A screenshot of each state, and axe-core over it (axe runs in the page, so only with JavaScript)."""
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / f"wizard-{name}.png"), full_page=True)
+    if javascript:
+        assert_accessible(page, f"wizard, {name}")
 
 
 def test_three_steps_for_every_workload(page, live_server, shipped_catalog):
     page.goto(live_server.url + "/")
     result = page.locator("#result")
     expect(result).to_contain_text("Your result appears here")
+    shoot(page, "start")
 
     # Run a model: Llama 3.1 8B, 16-bit, 4,096 tokens, 1 request, EU only.
     page.get_by_label("Run a model").check()
     page.locator("#model-list").get_by_text("Llama 3.1 8B", exact=True).click()
-    page.get_by_label("Precision").select_option("16")
+    page.get_by_label("Precision", exact=True).select_option("16")
     page.get_by_label("Context per request (tokens)").fill("4096")
     page.get_by_label("Concurrent requests").fill("1")
     page.get_by_label("Budget (USD)").fill("100")
@@ -55,7 +60,7 @@ def test_three_steps_for_every_workload(page, live_server, shipped_catalog):
     expect(page.get_by_label("Sequence length (tokens)")).to_be_visible()
     page.get_by_label("Sequence length (tokens)").fill("2048")
     page.get_by_label("Batch size").fill("2")
-    page.get_by_label("Precision").select_option("4")
+    page.get_by_label("Precision", exact=True).select_option("4")
     page.get_by_role("button", name="Show machines").click()
     expect(result).to_contain_text("Korthikanti")
     expect(result).to_contain_text("LoRA adapters")
@@ -81,9 +86,10 @@ def test_three_steps_for_every_workload(page, live_server, shipped_catalog):
 def test_model_search_filters_the_list(page, live_server, shipped_catalog):
     page.goto(live_server.url + "/?workload=inference")
     page.get_by_label("Search models").fill("whisper")
-    expect(page.locator("#model-list label")).to_have_count(5)
-    page.locator("#model-list").get_by_text("Whisper large-v3", exact=False).click()
+    expect(page.locator("#model-list label")).to_have_count(6)
+    page.locator("#model-list").get_by_text("Whisper large-v3-turbo", exact=True).click()
     expect(page.get_by_label("Concurrent audio streams")).to_be_visible()
+    shoot(page, "speech")
 
 
 def test_wizard_works_without_javascript(browser, live_server, shipped_catalog):
@@ -95,7 +101,7 @@ def test_wizard_works_without_javascript(browser, live_server, shipped_catalog):
     expect(page).to_have_url(re.compile(r"context=8192"))
     expect(page.get_by_test_id("total-gib")).to_be_visible()
     expect(page.locator("#result")).to_contain_text("Recommended machines")
-    shoot(page, "no-javascript")
+    shoot(page, "no-javascript", javascript=False)
     context.close()
 
 
@@ -108,3 +114,12 @@ def test_phone_width_keeps_the_result_readable(browser, live_server, shipped_cat
     assert width <= 390 + 1, f"the page scrolls sideways on a phone ({width}px)"
     shoot(page, "phone")
     context.close()
+
+
+def test_kv_cache_precision_changes_the_cache_and_the_address(page, live_server, shipped_catalog):
+    page.goto(live_server.url + "/?workload=inference&model=qwen3-8b&precision=16&context=32768&requests=1")
+    result = page.locator("#result")
+    expect(result).to_contain_text("4.50 GiB")
+    page.get_by_label("KV cache precision").select_option("8")
+    expect(result).to_contain_text("2.25 GiB")
+    expect(page).to_have_url(re.compile(r"kv_cache=8"))

@@ -8,7 +8,7 @@ from django.http import QueryDict
 from nodelodge.recommendations.query import SORTS, QueryError, WorkloadQuery, parse_query
 from sizing.workloads import WIZARD_CODES
 
-QUERY_OPTIONS = ("workload", "model", "precision", "context", "requests", "memory_gib")
+QUERY_OPTIONS = ("workload", "model", "precision", "kv_cache", "context", "requests", "memory_gib")
 PREFERENCE_OPTIONS = ("budget", "max_price", "tier", "countries", "sort", "gpu", "min_memory_gib",
                       "confidence", "group", "page", "target_tokens", "efficiency", "redundancy")
 
@@ -19,6 +19,7 @@ def add_query_arguments(parser, preferences: bool) -> None:
     )
     parser.add_argument("--model", help="catalog slug, e.g. llama-3-1-8b")
     parser.add_argument("--precision", help="16, 8 or 4 (bits per weight)")
+    parser.add_argument("--kv-cache", dest="kv_cache", help="16 (default) or 8: bits per KV-cache value")
     parser.add_argument("--context", help="tokens per request; sequence length for fine-tuning")
     parser.add_argument("--requests", help="concurrent requests; batch size for fine-tuning; audio streams")
     parser.add_argument("--memory-gib", dest="memory_gib", help="notebook: GPU memory needed, GiB")

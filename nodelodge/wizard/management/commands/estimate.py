@@ -73,6 +73,7 @@ class Command(BaseCommand):
                 context=_int_or_none(options.get("context"), "context"),
                 requests=_int_or_none(options.get("requests"), "requests"),
                 memory_gib=None,
+                kv_bits=_int_or_none(options.get("kv_cache"), "kv_cache") or 16,
             )
         except SizingError as error:
             fail(self, {error.field: error.message})

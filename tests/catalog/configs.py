@@ -1,0 +1,121 @@
+"""config.json files of today's models, with the keys their published files carry (the multimodal
+ones nest the language model under text_config and list only the keys that differ from the class
+defaults, as the released files do)."""
+
+QWEN3_8B = {
+    "architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3", "hidden_size": 4096,
+    "intermediate_size": 12288, "num_hidden_layers": 36, "num_attention_heads": 32, "num_key_value_heads": 8,
+    "head_dim": 128, "vocab_size": 151936, "max_position_embeddings": 40960, "tie_word_embeddings": False,
+    "sliding_window": None, "use_sliding_window": False, "max_window_layers": 36, "attention_bias": False,
+    "rope_theta": 1000000, "torch_dtype": "bfloat16",
+}
+QWEN3_30B_A3B = {
+    "architectures": ["Qwen3MoeForCausalLM"], "model_type": "qwen3_moe", "hidden_size": 2048,
+    "intermediate_size": 6144, "moe_intermediate_size": 768, "num_hidden_layers": 48, "num_attention_heads": 32,
+    "num_key_value_heads": 4, "head_dim": 128, "num_experts": 128, "num_experts_per_tok": 8,
+    "decoder_sparse_step": 1, "mlp_only_layers": [], "norm_topk_prob": True, "vocab_size": 151936,
+    "max_position_embeddings": 40960, "tie_word_embeddings": False, "use_sliding_window": False,
+}
+GEMMA3_1B = {
+    "architectures": ["Gemma3ForCausalLM"], "model_type": "gemma3_text", "hidden_size": 1152,
+    "intermediate_size": 6912, "num_hidden_layers": 26, "num_attention_heads": 4, "num_key_value_heads": 1,
+    "head_dim": 256, "sliding_window": 512, "sliding_window_pattern": 6, "vocab_size": 262144,
+    "max_position_embeddings": 32768, "query_pre_attn_scalar": 256, "rope_local_base_freq": 10000,
+}
+GEMMA3_27B = {
+    "architectures": ["Gemma3ForConditionalGeneration"], "model_type": "gemma3", "mm_tokens_per_image": 256,
+    "text_config": {
+        "head_dim": 128, "hidden_size": 5376, "intermediate_size": 21504, "model_type": "gemma3_text",
+        "num_attention_heads": 32, "num_hidden_layers": 62, "num_key_value_heads": 16,
+        "query_pre_attn_scalar": 168, "rope_scaling": {"factor": 8.0, "rope_type": "linear"},
+        "sliding_window": 1024,
+    },
+    "vision_config": {
+        "hidden_size": 1152, "image_size": 896, "intermediate_size": 4304, "model_type": "siglip_vision_model",
+        "num_attention_heads": 16, "num_hidden_layers": 27, "patch_size": 14, "vision_use_head": False,
+    },
+}
+GPT_OSS_120B = {
+    "architectures": ["GptOssForCausalLM"], "model_type": "gpt_oss", "hidden_size": 2880,
+    "intermediate_size": 2880, "num_hidden_layers": 36, "num_attention_heads": 64, "num_key_value_heads": 8,
+    "head_dim": 64, "num_local_experts": 128, "num_experts_per_tok": 4, "experts_per_token": 4,
+    "sliding_window": 128, "layer_types": ["sliding_attention", "full_attention"] * 18, "vocab_size": 201088,
+    "max_position_embeddings": 131072, "tie_word_embeddings": False, "attention_bias": True,
+    "swiglu_limit": 7.0, "initial_context_length": 4096,
+    "quantization_config": {
+        "quant_method": "mxfp4",
+        "modules_to_not_convert": [
+            "model.layers.*.self_attn", "model.layers.*.mlp.router", "model.embed_tokens", "lm_head",
+        ],
+    },
+}
+LLAMA4_SCOUT = {
+    "architectures": ["Llama4ForConditionalGeneration"], "model_type": "llama4",
+    "text_config": {
+        "model_type": "llama4_text", "attention_chunk_size": 8192, "head_dim": 128, "hidden_size": 5120,
+        "intermediate_size": 8192, "intermediate_size_mlp": 16384, "interleave_moe_layer_step": 1,
+        "max_position_embeddings": 10485760, "num_attention_heads": 40, "num_experts_per_tok": 1,
+        "num_hidden_layers": 48, "num_key_value_heads": 8, "num_local_experts": 16, "no_rope_layers": [],
+        "use_qk_norm": True, "vocab_size": 202048, "tie_word_embeddings": False,
+    },
+    "vision_config": {
+        "hidden_size": 1408, "image_size": 336, "intermediate_size": 5632, "model_type": "llama4_vision_model",
+        "num_attention_heads": 16, "num_hidden_layers": 34, "patch_size": 14, "vision_output_dim": 4096,
+        "pixel_shuffle_ratio": 0.5, "projector_input_dim": 4096, "projector_output_dim": 4096,
+    },
+}
+DEEPSEEK_V3 = {
+    "architectures": ["DeepseekV3ForCausalLM"], "model_type": "deepseek_v3", "hidden_size": 7168,
+    "intermediate_size": 18432, "moe_intermediate_size": 2048, "num_hidden_layers": 61,
+    "num_attention_heads": 128, "num_key_value_heads": 128, "n_shared_experts": 1, "n_routed_experts": 256,
+    "num_experts_per_tok": 8, "first_k_dense_replace": 3, "moe_layer_freq": 1, "kv_lora_rank": 512,
+    "q_lora_rank": 1536, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128,
+    "topk_method": "noaux_tc", "n_group": 8, "topk_group": 4, "num_nextn_predict_layers": 1,
+    "vocab_size": 129280, "max_position_embeddings": 163840, "tie_word_embeddings": False,
+    "quantization_config": {
+        "activation_scheme": "dynamic", "fmt": "e4m3", "quant_method": "fp8", "weight_block_size": [128, 128],
+    },
+}
+QWEN3_NEXT = {
+    "architectures": ["Qwen3NextForCausalLM"], "model_type": "qwen3_next", "hidden_size": 2048,
+    "intermediate_size": 5120, "num_hidden_layers": 48, "num_attention_heads": 16, "num_key_value_heads": 2,
+    "head_dim": 256, "full_attention_interval": 4, "linear_conv_kernel_dim": 4, "linear_key_head_dim": 128,
+    "linear_num_key_heads": 16, "linear_num_value_heads": 32, "linear_value_head_dim": 128,
+    "moe_intermediate_size": 512, "shared_expert_intermediate_size": 512, "num_experts": 512,
+    "num_experts_per_tok": 10, "decoder_sparse_step": 1, "mlp_only_layers": [], "vocab_size": 151936,
+    "max_position_embeddings": 262144, "tie_word_embeddings": False, "partial_rotary_factor": 0.25,
+}
+GLM_4_5_AIR = {
+    "architectures": ["Glm4MoeForCausalLM"], "model_type": "glm4_moe", "hidden_size": 4096,
+    "intermediate_size": 10944, "moe_intermediate_size": 1408, "num_hidden_layers": 46,
+    "num_attention_heads": 96, "num_key_value_heads": 8, "head_dim": 128, "n_routed_experts": 128,
+    "n_shared_experts": 1, "num_experts_per_tok": 8, "first_k_dense_replace": 1, "num_nextn_predict_layers": 1,
+    "attention_bias": True, "use_qk_norm": False, "vocab_size": 151552, "max_position_embeddings": 131072,
+    "tie_word_embeddings": False, "partial_rotary_factor": 0.5,
+}
+MISTRAL_SMALL_3_2 = {
+    "architectures": ["Mistral3ForConditionalGeneration"], "model_type": "mistral3",
+    "multimodal_projector_bias": False, "spatial_merge_size": 2,
+    "text_config": {
+        "model_type": "mistral", "head_dim": 128, "hidden_size": 5120, "intermediate_size": 32768,
+        "max_position_embeddings": 131072, "num_attention_heads": 32, "num_hidden_layers": 40,
+        "num_key_value_heads": 8, "sliding_window": None, "vocab_size": 131072,
+    },
+    "vision_config": {
+        "model_type": "pixtral", "hidden_size": 1024, "image_size": 1540, "intermediate_size": 4096,
+        "num_hidden_layers": 24, "patch_size": 14, "num_attention_heads": 16,
+    },
+}
+PHI_4 = {
+    "architectures": ["Phi3ForCausalLM"], "model_type": "phi3", "attention_bias": False, "hidden_size": 5120,
+    "intermediate_size": 17920, "max_position_embeddings": 16384, "num_attention_heads": 40,
+    "num_hidden_layers": 40, "num_key_value_heads": 10, "sliding_window": None, "tie_word_embeddings": False,
+    "vocab_size": 100352, "rope_theta": 250000,
+}
+
+BY_SLUG = {
+    "qwen3-8b": QWEN3_8B, "qwen3-30b-a3b": QWEN3_30B_A3B, "gemma-3-1b": GEMMA3_1B, "gemma-3-27b": GEMMA3_27B,
+    "gpt-oss-120b": GPT_OSS_120B, "llama-4-scout": LLAMA4_SCOUT, "deepseek-v3": DEEPSEEK_V3,
+    "qwen3-next-80b-a3b": QWEN3_NEXT, "glm-4-5-air": GLM_4_5_AIR, "mistral-small-3-2-24b": MISTRAL_SMALL_3_2,
+    "phi-4": PHI_4,
+}
