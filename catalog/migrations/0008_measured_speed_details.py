@@ -19,7 +19,7 @@ def fill_gpu_types(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('catalog', '0006_merge_tied_embeddings_and_provider_flag'),
+        ('catalog', '0007_modern_architectures'),
     ]
 
     operations = [
