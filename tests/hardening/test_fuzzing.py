@@ -30,6 +30,16 @@ VALID_VALUES = {
     "tier": ["both", "secure", "community"],
     "countries": ["EU", "DE,FR", "US", "CH,EU"],
     "limit": ["1", "5", "1000"],
+    "kv_cache": ["16", "8"],
+    "sort": ["price", "price_per_gpu", "memory", "price_per_million_tokens"],
+    "gpu": ["H100 SXM 80GB", "RTX 4090"],
+    "min_memory_gib": ["24", "80"],
+    "confidence": ["", "medium", "high"],
+    "group": ["", "gpu"],
+    "page": ["1", "2"],
+    "target_tokens": ["1000", "20000", "180000"],
+    "efficiency": ["75", "50", "100"],
+    "redundancy": ["0", "1", "3"],
 }
 HOSTILE = [
     "", " ", "0", "-1", "-0", "+5", "1e309", "-1e309", "1e-400", "NaN", "nan", "inf", "-inf",
