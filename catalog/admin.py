@@ -153,10 +153,17 @@ class ProviderAdmin(CatalogAdmin):
         services.save_provider(obj)
 
 
-class MeasuredSpeedInline(admin.TabularInline):
+SPEED_FIELDS = (
+    "model_kind", "model_slug", "precision", "value", "unit", "gpus", "engine", "engine_version",
+    "concurrency", "input_tokens", "output_tokens", "measured_at", "measured_by", "source",
+)
+
+
+class MeasuredSpeedInline(admin.StackedInline):
     model = MeasuredSpeed
     extra = 0
-    fields = ("model_kind", "model_slug", "precision", "value", "unit", "measured_at")
+    fields = SPEED_FIELDS
+    readonly_fields = ("source",)
 
 
 @admin.register(Machine)
@@ -174,6 +181,9 @@ class MachineAdmin(CatalogAdmin):
     readonly_fields = ("tier", "created_at", "updated_at")
     inlines = [MeasuredSpeedInline]
     list_per_page = 100
+
+    def save_model(self, request, obj, form, change):
+        services.save_machine(obj)
     fieldsets = (
         (None, {"fields": ("provider", "tier", "provider_machine_id", "gpu_type", "gpu_count", "free_gpus")}),
         ("GPU memory", {"fields": ("memory_per_gpu_mib", "memory_source", "memory_flag")}),
@@ -185,8 +195,13 @@ class MachineAdmin(CatalogAdmin):
 
 @admin.register(MeasuredSpeed)
 class MeasuredSpeedAdmin(CatalogAdmin):
-    list_display = ("machine", "model_kind", "model_slug", "precision", "value", "unit", "measured_at")
-    list_filter = ("model_kind", "unit", "precision")
-    search_fields = ("model_slug", "machine__provider_machine_id")
+    list_display = (
+        "machine", "model_kind", "model_slug", "precision", "value", "unit", "gpus", "engine",
+        "engine_version", "concurrency", "measured_at", "measured_by", "source",
+    )
+    list_filter = ("model_kind", "unit", "precision", "source", "engine")
+    search_fields = ("model_slug", "machine__provider_machine_id", "engine", "measured_by")
+    fields = ("machine", "gpu_type", *SPEED_FIELDS)
+    readonly_fields = ("gpu_type", "source")
     list_select_related = ("machine__provider",)
     raw_id_fields = ("machine",)

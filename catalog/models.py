@@ -429,7 +429,10 @@ class Machine(models.Model):
 
 
 class MeasuredSpeed(models.Model):
-    """A speed measured on one machine. Speeds are never estimated, only shown where measured."""
+    """A speed measured on one machine. Speeds are never estimated, only shown where measured.
+
+    A measurement holds for the GPU type it ran on: when the machine's GPU type changes, its
+    measurements are dropped (`catalog.services.drop_speeds_of_other_gpu_types`)."""
 
     class ModelKind(models.TextChoices):
         LANGUAGE = "language", "Language model"
@@ -445,7 +448,15 @@ class MeasuredSpeed(models.Model):
         BITS_8 = 8, "8-bit"
         BITS_4 = 4, "4-bit"
 
+    class Source(models.TextChoices):
+        FEED = "feed", "Provider feed"
+        STAFF = "staff", "Entered by staff"
+
     machine = models.ForeignKey(Machine, on_delete=models.CASCADE, related_name="measured_speeds")
+    gpu_type = models.ForeignKey(
+        GpuType, on_delete=models.CASCADE, null=True, blank=True, related_name="+",
+        help_text="The GPU type measured on; empty = the machine's (filled in on save).",
+    )
     model_kind = models.CharField(max_length=10, choices=ModelKind.choices)
     model_slug = models.SlugField(max_length=120)
     precision = models.PositiveSmallIntegerField(choices=Precision.choices)
@@ -453,15 +464,60 @@ class MeasuredSpeed(models.Model):
         max_digits=12,
         decimal_places=3,
         validators=[MinValueValidator(Decimal("0.001"), message="A measured speed must be above zero.")],
+        help_text="Total over the GPUs measured together (tokens/s: output tokens per second).",
     )
     unit = models.CharField(max_length=12, choices=Unit.choices)
+    gpus = models.SmallIntegerField(
+        default=1,
+        validators=[
+            MinValueValidator(1, message=f"GPUs measured must be between 1 and {MAX_GPUS_PER_MACHINE}."),
+            MaxValueValidator(
+                MAX_GPUS_PER_MACHINE, message=f"GPUs measured must be between 1 and {MAX_GPUS_PER_MACHINE}."
+            ),
+        ],
+        help_text="GPUs of the machine the measurement ran on together (tensor parallelism).",
+    )
+    engine = models.CharField(max_length=60, blank=True, help_text='Inference engine, e.g. "vLLM".')
+    engine_version = models.CharField(max_length=40, blank=True)
+    concurrency = models.IntegerField(
+        null=True, blank=True, validators=[positive("Concurrency")], help_text="Concurrent requests."
+    )
+    input_tokens = models.IntegerField(
+        null=True, blank=True, validators=[positive("Input length")], help_text="Input tokens per request."
+    )
+    output_tokens = models.IntegerField(
+        null=True, blank=True, validators=[positive("Output length")], help_text="Output tokens per request."
+    )
     measured_at = models.DateTimeField()
+    measured_by = models.CharField(max_length=120, blank=True, help_text="Who ran the measurement.")
+    source = models.CharField(max_length=8, choices=Source.choices, default=Source.STAFF)
 
     class Meta:
         ordering = ["machine", "model_slug", "precision", "-measured_at"]
         constraints = [
             models.CheckConstraint(condition=Q(value__gt=0), name="catalog_speed_value_positive"),
+            models.CheckConstraint(
+                condition=Q(gpus__gte=1, gpus__lte=MAX_GPUS_PER_MACHINE), name="catalog_speed_gpus_range"
+            ),
+        ]
+        indexes = [
+            # The throughput plan and the price-per-million sort: speeds of one model and precision.
+            models.Index(fields=["model_slug", "precision", "unit"], name="catalog_speed_model_idx"),
         ]
 
     def __str__(self) -> str:
         return f"{self.model_slug} {self.precision}-bit: {self.value} {self.unit}"
+
+    def save(self, *args, **kwargs):
+        if self.gpu_type_id is None and self.machine_id:
+            machines = Machine.objects.filter(pk=self.machine_id)
+            self.gpu_type_id = machines.values_list("gpu_type_id", flat=True).first()
+        super().save(*args, **kwargs)
+
+    def clean(self):
+        super().clean()
+        if self.machine_id and self.gpus and self.gpus > self.machine.gpu_count:
+            raise ValidationError(
+                {"gpus": f"GPUs measured ({self.gpus}) cannot exceed the machine's GPU count "
+                 f"({self.machine.gpu_count})."}
+            )

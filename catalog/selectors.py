@@ -8,7 +8,7 @@ from decimal import Decimal
 from fractions import Fraction
 
 from django.db import connection
-from django.db.models import Prefetch, QuerySet
+from django.db.models import F, Prefetch, QuerySet
 
 from catalog import availability, fleet_counts
 from catalog.models import ImagePipeline, LanguageModel, Machine, MeasuredSpeed, SpeechModel
@@ -94,9 +94,17 @@ def measured_speed(row: MeasuredSpeed) -> offers.MeasuredSpeed:
     return offers.MeasuredSpeed(
         model_slug=row.model_slug,
         precision=row.precision,
-        value=float(row.value),
+        value=row.value,
         unit=row.unit,
         measured_at=row.measured_at,
+        gpus=row.gpus,
+        engine=row.engine,
+        engine_version=row.engine_version,
+        concurrency=row.concurrency,
+        input_tokens=row.input_tokens,
+        output_tokens=row.output_tokens,
+        measured_by=row.measured_by,
+        source=row.source,
     )
 
 
@@ -631,3 +639,170 @@ def _count_at_cheapest_kept(query: FleetQuery, only_cheapest: dict[str, Decimal]
             cursor.execute(sql, params)
             counts[code] = cursor.fetchone()[0]
     return counts
+
+
+# --- Measured speeds of one model, for the throughput plan and the price-per-million sort -----------
+
+
+@dataclass(frozen=True)
+class SpeedRow:
+    """A machine the availability rule lets through, with one speed measured on it (its GPU type)."""
+
+    machine_id: int
+    price_per_gpu_hour: Decimal
+    free_gpus: int
+    memory_per_gpu_mib: int
+    tier: str
+    provider: str
+    provider_machine_id: str
+    gpu_type: str
+    country: str | None
+    region: str
+    speed: offers.MeasuredSpeed
+
+
+def speed_rows(
+    *,
+    stale_cutoff: datetime,
+    countries: frozenset[str] | None,
+    tier: str,
+    model_slug: str,
+    precision: int,
+    min_memory_mib: int,
+) -> list[SpeedRow]:
+    """Every tokens/s speed measured for this model and precision on a machine available now in the
+    chosen countries and tier, with at least `min_memory_mib` per GPU (a machine may appear once
+    per measurement). One query, driven by the speeds' index: a fraction of the fleet has any."""
+    machines = Machine.objects.filter(availability.available_q(stale_cutoff, countries))
+    if tier != "both":
+        machines = machines.filter(tier=tier)
+    machines = machines.filter(memory_per_gpu_mib__gte=min_memory_mib)
+    rows = (
+        MeasuredSpeed.objects.filter(
+            model_slug=model_slug,
+            precision=precision,
+            unit=MeasuredSpeed.Unit.TOKENS_PER_SECOND,
+            machine__in=machines,
+            gpu_type_id=F("machine__gpu_type_id"),
+        )
+        .order_by("machine_id", "pk")
+        .values_list(
+            "machine_id", "machine__price_per_gpu_hour", "machine__free_gpus", "machine__memory_per_gpu_mib",
+            "machine__tier", "machine__provider__name", "machine__provider_machine_id",
+            "value", "gpus", "measured_at", "engine", "engine_version", "concurrency", "input_tokens",
+            "output_tokens", "measured_by", "source", "machine__gpu_type__name", "machine__country",
+            "machine__region",
+        )
+    )
+    return [
+        SpeedRow(
+            machine_id=row[0], price_per_gpu_hour=row[1], free_gpus=row[2], memory_per_gpu_mib=row[3],
+            tier=row[4], provider=row[5], provider_machine_id=row[6], gpu_type=row[17],
+            country=row[18] or None, region=row[19],
+            speed=offers.MeasuredSpeed(
+                model_slug=model_slug, precision=precision, value=row[7], unit="tokens/s", measured_at=row[9],
+                gpus=row[8], engine=row[10], engine_version=row[11], concurrency=row[12],
+                input_tokens=row[13], output_tokens=row[14], measured_by=row[15], source=row[16],
+            ),
+        )
+        for row in rows
+    ]
+
+
+SPEED_COLUMNS = (
+    "m.id, m.price_per_gpu_hour, m.free_gpus, m.memory_per_gpu_mib, m.tier, p.name, m.provider_machine_id, "
+    "s.value, s.gpus, s.measured_at, s.engine, s.engine_version, s.concurrency, s.input_tokens, "
+    "s.output_tokens, s.measured_by, s.source, g.name, m.country, m.region"
+)
+
+
+@dataclass(frozen=True)
+class SpeedQuery:
+    """The machines with a speed for one model and precision that a plan or the price-per-million sort
+    may use: available now in the chosen countries and tier, fitting (`fits`: `sizing.fit`
+    thresholds), within the price limit and budget, the latest measurement of each."""
+
+    stale_cutoff: datetime
+    countries: frozenset[str] | None
+    tier: str
+    model_slug: str
+    precision: int
+    fits: tuple[tuple[int, int], ...]
+    max_price_per_hour: Decimal | None
+    budget: Decimal | None
+    # Per speed class (same figure, same GPUs measured and used), keep the cheapest machines: enough
+    # copies for the target alone (target ÷ (usable speed of a copy)) plus the spares, and `keep`.
+    target: Decimal | None
+    efficiency: Decimal
+    redundancy: int
+    keep: int
+
+
+def speed_rows_counted(query: SpeedQuery) -> tuple[list[SpeedRow], int]:
+    """PostgreSQL: the rows a plan can need and how many machines qualify, in one statement.
+
+    Within a speed class every copy serves the same, so a cheaper machine is never worse: a plan
+    uses at most as many copies of a class as reach the target alone plus the spare copies, so the
+    class's cheapest machines up to that many copies are enough; and the `keep` machines with the
+    lowest price per million tokens come too (the sorted list's first page). The rest are counted,
+    not fetched."""
+    screened, screened_params = availability.available_sql(query.stale_cutoff, query.countries)
+    gpus_sql, gpus_params = _gpus_used_sql(query.fits)
+    tier_sql, tier_params = ("TRUE", []) if query.tier == "both" else ("m.tier = %s", [query.tier])
+    limits, limit_params = [], []
+    for limit in (query.max_price_per_hour, query.budget):
+        if limit is not None:
+            limits.append("price * fit_gpus <= %s")
+            limit_params.append(limit)
+    plan_keep = "0"
+    plan_params: list = []
+    if query.target is not None:
+        plan_keep = "CEIL(%s::numeric * gpus * 100 / (value * fit_gpus * %s::numeric)) + %s"
+        plan_params = [query.target, query.efficiency, query.redundancy]
+    sql = (
+        f"WITH latest AS (SELECT DISTINCT ON (s.machine_id) s.id AS speed_id, s.value AS value, "  # noqa: S608  # nosec B608
+        f"s.gpus AS gpus, m.price_per_gpu_hour AS price, {gpus_sql} AS fit_gpus, "
+        'p.name COLLATE "C" AS provider, m.provider_machine_id COLLATE "C" AS machine_key, '
+        "m.id AS machine_id, m.free_gpus AS free "
+        "FROM catalog_measuredspeed s JOIN catalog_machine m ON m.id = s.machine_id "
+        "JOIN catalog_provider p ON p.id = m.provider_id "
+        "WHERE s.model_slug = %s AND s.precision = %s AND s.unit = 'tokens/s' "
+        "AND s.gpu_type_id = m.gpu_type_id "
+        f"AND {screened} AND {tier_sql} AND m.memory_per_gpu_mib >= %s "
+        "ORDER BY s.machine_id, s.measured_at DESC, s.value / s.gpus, s.gpus), "
+        f"fitting AS (SELECT * FROM latest WHERE fit_gpus IS NOT NULL {''.join(' AND ' + c for c in limits)}"
+        "), "
+        # Copies of the machines before this one in its class, cheapest first; and this machine's
+        # place by price per million tokens (rounded as shown, then the machines' own order).
+        "ranked AS (SELECT speed_id, COUNT(*) OVER () AS total, COALESCE(SUM(free / fit_gpus) OVER ("
+        "PARTITION BY value, gpus, fit_gpus ORDER BY price, provider, machine_key, machine_id "
+        "ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS copies_before, "
+        "ROW_NUMBER() OVER (ORDER BY ROUND(price * gpus * 1000000 / (value * 3600), 4), price * fit_gpus, "
+        f"price, provider, machine_key, machine_id) AS cheapest_place, {plan_keep} AS wanted FROM fitting) "
+        f"SELECT {SPEED_COLUMNS}, r.total FROM ranked r JOIN catalog_measuredspeed s ON s.id = r.speed_id "
+        "JOIN catalog_machine m ON m.id = s.machine_id JOIN catalog_provider p ON p.id = m.provider_id "
+        "JOIN catalog_gputype g ON g.id = m.gpu_type_id "
+        "WHERE r.copies_before < r.wanted OR r.cheapest_place <= %s ORDER BY m.id"
+    )
+    params = [
+        *gpus_params, query.model_slug, query.precision, *screened_params, *tier_params,
+        min(need for _, need in query.fits), *limit_params, *plan_params, query.keep,
+    ]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        fetched = cursor.fetchall()
+    total = fetched[0][-1] if fetched else 0
+    return [_speed_row(row, query.model_slug, query.precision) for row in fetched], total
+
+
+def _speed_row(row, model_slug: str, precision: int) -> SpeedRow:
+    return SpeedRow(
+        machine_id=row[0], price_per_gpu_hour=row[1], free_gpus=row[2], memory_per_gpu_mib=row[3],
+        tier=row[4], provider=row[5], provider_machine_id=row[6], gpu_type=row[17],
+        country=row[18] or None, region=row[19],
+        speed=offers.MeasuredSpeed(
+            model_slug=model_slug, precision=precision, value=row[7], unit="tokens/s", measured_at=row[9],
+            gpus=row[8], engine=row[10], engine_version=row[11], concurrency=row[12],
+            input_tokens=row[13], output_tokens=row[14], measured_by=row[15], source=row[16],
+        ),
+    )

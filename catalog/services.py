@@ -7,6 +7,7 @@ both support.
 from __future__ import annotations
 
 import random
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -14,10 +15,11 @@ from decimal import Decimal
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import F, Q, QuerySet
 from django.utils import timezone
 from django.utils.text import slugify
 
+from catalog.data import measured_speeds as speed_data
 from catalog.data.demo_fleet import (
     COMMUNITY_OFFERS,
     DEMO_PROVIDERS,
@@ -230,6 +232,25 @@ def sync_machines_with_provider(provider: Provider) -> int:
     return Machine.objects.filter(stale).update(tier=provider.tier, provider_is_active=provider.is_active)
 
 
+def drop_speeds_of_other_gpu_types(machines: QuerySet[Machine] | None = None) -> int:
+    """A speed holds for the GPU type it was measured on: once a machine has another GPU type, its
+    measurements from before are deleted. Returns how many were."""
+    speeds = MeasuredSpeed.objects.filter(gpu_type__isnull=False)
+    speeds = speeds.exclude(gpu_type_id=F("machine__gpu_type_id"))
+    if machines is not None:
+        speeds = speeds.filter(machine__in=machines)
+    deleted, _ = speeds.delete()
+    return deleted
+
+
+@transaction.atomic
+def save_machine(machine: Machine) -> Machine:
+    """Save a machine (the admin's write); measurements of a GPU type it no longer has go."""
+    machine.save()
+    drop_speeds_of_other_gpu_types(Machine.objects.filter(pk=machine.pk))
+    return machine
+
+
 @transaction.atomic
 def save_provider(provider: Provider) -> Provider:
     """Save a provider (the admin's write) and keep its machines' copies in step: a deactivated
@@ -251,6 +272,53 @@ def _gpu_types_by_name() -> dict[str, GpuType]:
     if missing:
         raise RuntimeError(f"GPU types missing from the catalog (run load_catalog first): {sorted(missing)}")
     return gpu_types
+
+
+def _measured(provider_machine_id: str) -> bool:
+    """About one machine in MEASURED_ONE_IN carries measured speeds (the same ones on every load)."""
+    return zlib.crc32(provider_machine_id.encode()) % speed_data.MEASURED_ONE_IN == 0
+
+
+def fleet_speeds(machines, skip: frozenset[int] = frozenset()) -> list[MeasuredSpeed]:
+    """The measured speeds the demo data gives `machines` (rows of id, provider machine id, GPU type id,
+    GPU type name, GPU count, provider name): one machine in five, per `catalog.data.measured_speeds`.
+    Each is reported as by the provider's feed."""
+    measured_at = datetime.fromisoformat(speed_data.MEASURED_AT)
+    speeds = []
+    for machine_id, machine_key, gpu_type_id, gpu_name, gpu_count, provider_name in machines:
+        if machine_id in skip or not _measured(machine_key):
+            continue
+        spreads = speed_data.SPREAD
+        spread = Decimal(spreads[zlib.crc32(f"spread:{machine_key}".encode()) % len(spreads)])
+        for (model_slug, precision), (per_gpu, gpus) in speed_data.PER_GPU.get(gpu_name, {}).items():
+            if gpus > gpu_count:
+                continue
+            concurrency, input_tokens, output_tokens = speed_data.WORKLOADS[(model_slug, precision)]
+            speeds.append(
+                MeasuredSpeed(
+                    machine_id=machine_id, gpu_type_id=gpu_type_id, model_slug=model_slug,
+                    model_kind=MeasuredSpeed.ModelKind.LANGUAGE, precision=precision,
+                    unit=MeasuredSpeed.Unit.TOKENS_PER_SECOND, gpus=gpus,
+                    value=(Decimal(per_gpu) * gpus * spread).quantize(Decimal("0.001")),
+                    engine=speed_data.ENGINE, engine_version=speed_data.ENGINE_VERSION,
+                    concurrency=concurrency, input_tokens=input_tokens, output_tokens=output_tokens,
+                    measured_at=measured_at, measured_by=provider_name, source=MeasuredSpeed.Source.FEED,
+                )
+            )
+    return speeds
+
+
+def _replace_fleet_speeds(machines: QuerySet[Machine], skip: frozenset[int] = frozenset()) -> int:
+    """Replace the feed-reported speeds of `machines` with the demo data's, in bulk."""
+    rows = list(
+        machines.values_list(
+            "id", "provider_machine_id", "gpu_type_id", "gpu_type__name", "gpu_count", "provider__name"
+        )
+    )
+    MeasuredSpeed.objects.filter(machine__in=machines, source=MeasuredSpeed.Source.FEED).delete()
+    speeds = fleet_speeds(rows, skip)
+    MeasuredSpeed.objects.bulk_create(speeds, batch_size=FLEET_BATCH_SIZE)
+    return len(speeds)
 
 
 def load_demo_fleet(now: datetime | None = None) -> int:
@@ -277,12 +345,20 @@ def load_demo_fleet(now: datetime | None = None) -> int:
     count = _upsert_machines(machines())
     prefixes = {spec["prefix"]: providers[spec["name"]] for spec in DEMO_PROVIDERS}
     measured_at = datetime.fromisoformat(DEMO_SPEEDS_MEASURED_AT)
+    hand_entered = set()
     for prefix, index, kind, model_slug, precision, value, unit in DEMO_SPEEDS:
         machine = Machine.objects.get(provider=prefixes[prefix], provider_machine_id=f"{prefix}-{index:04d}")
+        hand_entered.add(machine.pk)
         MeasuredSpeed.objects.update_or_create(
             machine=machine, model_slug=model_slug, precision=precision, unit=unit,
-            defaults={"model_kind": kind, "value": Decimal(value), "measured_at": measured_at},
+            defaults={
+                "model_kind": kind, "value": Decimal(value), "measured_at": measured_at,
+                "gpu_type_id": machine.gpu_type_id, "measured_by": "Node Lodge staff",
+                "source": MeasuredSpeed.Source.STAFF,
+            },
         )
+    demo = Machine.objects.filter(provider__in=list(providers.values()))
+    _replace_fleet_speeds(demo, skip=frozenset(hand_entered))
     return count
 
 
@@ -316,7 +392,9 @@ def generate_fleet(
             yield _random_machine(rng, plan, f"s{seed}-{index:07d}", gpu_types, now)
 
     with transaction.atomic():
-        return _upsert_machines(generated())
+        count = _upsert_machines(generated())
+        _replace_fleet_speeds(Machine.objects.filter(provider__in=list(providers.values())))
+        return count
 
 
 # --- A model from its published config.json ---------------------------------------------------

@@ -57,6 +57,10 @@ MIDDLEWARE = [
     # First: X-Forwarded-Proto only as the trusted proxies wrote it (TRUSTED_PROXY_COUNT).
     "nodelodge.hardening.proxies.TrustedProxyMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    # Compresses pages, HTMX swaps and JSON (the CSRF token is masked anew in every response, which
+    # is Django's answer to BREACH); the console's 404 page replaces DEBUG's list of URL patterns.
+    "django.middleware.gzip.GZipMiddleware",
+    "nodelodge.hardening.errors.ConsoleNotFoundMiddleware",
     "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -165,6 +169,12 @@ CELERY_BEAT_SCHEDULE = {
     "refresh-all-providers": {
         "task": "nodelodge.refresh.tasks.refresh_all_providers",
         "schedule": float(os.environ.get("PROVIDER_REFRESH_INTERVAL_SECONDS", "60")),
+    },
+    # Bookings that reached their machine's booking limit end by themselves (and before My launches
+    # is shown); the GPUs go back to the machine.
+    "end-expired-bookings": {
+        "task": "nodelodge.launches.tasks.end_expired_bookings",
+        "schedule": 60.0,
     },
 }
 

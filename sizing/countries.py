@@ -14,6 +14,8 @@ EU_MEMBERS: frozenset[str] = frozenset(
 )
 
 EU_CODE = "EU"
+# Every ISO 3166 alpha-2 code: "outside the chosen countries" is this set without them.
+ALL_CODES: frozenset[str] = frozenset(country.alpha_2 for country in pycountry.countries)
 
 
 def is_country_code(code: str) -> bool:
@@ -45,6 +47,30 @@ def expand_countries(codes: Iterable[str]) -> tuple[frozenset[str] | None, tuple
     if not typed:
         return None, ()
     return frozenset(expanded), tuple(typed)
+
+
+# Codes people type that ISO 3166 spells otherwise.
+COMMON_MISTAKES = {"UK": "GB", "EL": "GR", "KO": "KR", "SW": "SE"}
+
+
+def country_hint(typed: str) -> str | None:
+    """The ISO code someone typing `typed` probably meant (UK -> GB, DEU -> DE, Germany -> DE), or None."""
+    text = (typed or "").strip()
+    code = text.upper()
+    if code in COMMON_MISTAKES:
+        return COMMON_MISTAKES[code]
+    if not text.isascii() or len(text) > 60:
+        return None
+    if len(code) == 3 and code.isalpha():
+        country = pycountry.countries.get(alpha_3=code)
+        if country is not None:
+            return country.alpha_2
+    if len(text) > 3:
+        try:
+            return pycountry.countries.lookup(text).alpha_2
+        except LookupError:
+            return None
+    return None
 
 
 def country_name(code: str) -> str:

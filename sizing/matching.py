@@ -39,8 +39,12 @@ from .reasons import (
     TOO_SMALL,
 )
 from .results import PrecisionAlternative, Recommendation, RecommendedMachine
+from .throughput_plan import price_per_million_tokens, speed_for
 
 ALTERNATIVES_SHOWN = 20
+SORT_PRICE = "price"
+SORT_PRICE_PER_MILLION = "price_per_million_tokens"
+SORTS = (SORT_PRICE, SORT_PRICE_PER_MILLION)
 DEFAULT_STALE_AFTER_MINUTES = 15
 
 
@@ -101,6 +105,28 @@ def _sort_key(offer: MachineOffer, hourly_price: Decimal) -> tuple:
     return (hourly_price, offer.price_per_gpu_hour, offer.provider, offer.provider_machine_id, offer.id)
 
 
+def machine_price_per_million(breakdown: Breakdown, offer: MachineOffer) -> Decimal | None:
+    """The price per million tokens at the speed measured on this machine for the model and
+    precision sized; None without one (or where tokens do not apply)."""
+    if breakdown.workload != "inference" or not offer.measured_speeds:
+        return None
+    speed = speed_for(offer.measured_speeds, breakdown.inputs.get("model"), breakdown.precision)
+    if speed is None:
+        return None
+    return price_per_million_tokens(offer.price_per_gpu_hour, speed.value, speed.gpus)
+
+
+def sort_key_for(breakdown: Breakdown, preferences: Preferences, offer: MachineOffer, hourly_price: Decimal):
+    """The order machines are listed in: cheapest per hour (the default), or, when the user sorts by
+    price per million tokens, machines with a measured speed by that price first, then the others
+    cheapest per hour; ties as the default order."""
+    key = _sort_key(offer, hourly_price)
+    if preferences.sort != SORT_PRICE_PER_MILLION:
+        return key
+    per_million = machine_price_per_million(breakdown, offer)
+    return (per_million is None, per_million or Decimal(0), *key)
+
+
 def preference_breaks(
     offer: MachineOffer, hourly_price: Decimal, preferences: Preferences
 ) -> tuple[str, ...]:
@@ -128,7 +154,8 @@ def _candidates(planner: FitPlanner, offers: Iterable[MachineOffer], preferences
             continue
         hourly_price = offer.price_per_gpu_hour * fit.gpus_used
         breaks = preference_breaks(offer, hourly_price, preferences)
-        yield _Candidate(_sort_key(offer, hourly_price), offer, fit, hourly_price, breaks)
+        key = sort_key_for(planner.breakdown, preferences, offer, hourly_price)
+        yield _Candidate(key, offer, fit, hourly_price, breaks)
 
 
 def _classify(
@@ -161,9 +188,13 @@ def _count_meeting_all(
         if candidate is None or candidate.breaks:
             continue
         count += 1
-        if cheapest is None or candidate.sort_key < cheapest.sort_key:
+        if cheapest is None or _hourly_key(candidate) < _hourly_key(cheapest):
             cheapest = candidate
     return count, cheapest
+
+
+def _hourly_key(candidate: _Candidate) -> tuple:
+    return _sort_key(candidate.offer, candidate.hourly_price)
 
 
 class _Describer:
@@ -206,6 +237,8 @@ class _Describer:
             confidence=level,
             confidence_reasons=tuple(reasons),
             measured_speed=self._speeds(offer),
+            serves_tokens=self.breakdown.workload == "inference",
+            price_per_million_tokens=machine_price_per_million(self.breakdown, offer),
             breaks=candidate.breaks,
             breaks_text=tuple(
                 wording.break_words(code, offer, candidate.hourly_price, self.preferences)
@@ -271,14 +304,15 @@ def recommend(
     planner = FitPlanner(breakdown)
     fitting, breaking = _classify(planner, considered, preferences, excluded)
     only = {code: [c for c in breaking if c.breaks == (code,)] for code in BREAK_REASON}
+    only_cheapest = {code: min(c.hourly_price for c in found) for code, found in only.items() if found}
     tally = Tally(
         considered=len(considered),
         largest_memory_mib=max((offer.memory_per_gpu_mib for offer in considered), default=None),
         breaking=len(breaking),
         only={code: len(found) for code, found in only.items()},
-        only_cheapest={code: found[0].hourly_price for code, found in only.items() if found},
+        only_cheapest=only_cheapest,
         only_at_cheapest={
-            code: sum(1 for c in found if c.hourly_price <= found[0].hourly_price)
+            code: sum(1 for c in found if c.hourly_price <= only_cheapest[code])
             for code, found in only.items()
             if found
         },
@@ -356,7 +390,7 @@ def _assemble(
     alternatives = tuple(describer.machine(candidate) for candidate in breaking[:ALTERNATIVES_SHOWN])
 
     precision_alternatives = _precision_alternatives(
-        lower_breakdowns, lower_counts, fitting_total, fitting[0] if fitting else None
+        lower_breakdowns, lower_counts, fitting_total, min(fitting, key=_hourly_key) if fitting else None
     )
     empty_reason = None
     if not machines:

@@ -12,11 +12,21 @@ MemorySource = Literal["datacenter", "datasheet", "host", "unknown"]
 
 @dataclass(frozen=True)
 class MeasuredSpeed:
+    """A speed measured on the machine (never estimated): `value` over `gpus` GPUs used together."""
+
     model_slug: str
     precision: int
-    value: float
+    value: Decimal | float
     unit: str  # "tokens/s" or "images/min"
     measured_at: datetime
+    gpus: int = 1
+    engine: str = ""
+    engine_version: str = ""
+    concurrency: int | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    measured_by: str = ""
+    source: str = ""  # "feed" or "staff"
 
 
 @dataclass(frozen=True)
@@ -52,3 +62,4 @@ class Preferences:
     tier: Literal["secure", "community", "both"] = "both"
     countries: frozenset[str] | None = None  # expanded ISO codes; None = anywhere
     countries_input: tuple[str, ...] = ()  # as the user typed them (e.g. "EU"), for display
+    sort: str = "price"  # "price" (cheapest per hour first) or "price_per_million_tokens"

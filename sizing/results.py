@@ -32,6 +32,10 @@ class RecommendedMachine:
     measured_speed: tuple[MeasuredSpeed, ...]
     breaks: tuple[str, ...] = ()
     breaks_text: tuple[str, ...] = ()
+    # Language-model inference only: what a million tokens cost at the speed measured on this
+    # machine (`sizing.throughput_plan.price_per_million_tokens`); None without a measured speed.
+    serves_tokens: bool = False
+    price_per_million_tokens: Decimal | None = None
 
     def to_dict(self) -> dict:
         return machine_row(self)
@@ -41,6 +45,7 @@ def machine_row(machine: RecommendedMachine) -> dict:
     """A recommended machine or alternative as plain JSON values (money as exact decimal strings)."""
     offer, fit = machine.offer, machine.fit
     cover = machine.budget_covers
+    per_million = machine.price_per_million_tokens
     data = {
         "id": offer.id,
         "provider": offer.provider,
@@ -75,22 +80,47 @@ def machine_row(machine: RecommendedMachine) -> dict:
         "confidence_reasons": list(machine.confidence_reasons),
         "why_it_fits": list(machine.why_it_fits),
         "limits": list(machine.limits),
-        "measured_speeds": [
-            {
-                "model": speed.model_slug,
-                "precision": speed.precision,
-                "value": speed.value,
-                "unit": speed.unit,
-                "measured_at": speed.measured_at.isoformat(),
-            }
-            for speed in machine.measured_speed
-        ],
+        "measured_speeds": [speed_row(speed) for speed in machine.measured_speed],
+        "price_per_million_tokens": None if per_million is None else money_string(per_million),
+        "price_per_million_tokens_text": price_per_million_text(machine),
         "last_seen": offer.last_seen.isoformat() if offer.last_seen else None,
     }
     if machine.breaks:
         data["breaks"] = list(machine.breaks)
         data["breaks_text"] = list(machine.breaks_text)
     return data
+
+
+NO_MEASURED_SPEED = "no measured speed"
+
+
+def price_per_million_text(machine: RecommendedMachine) -> str | None:
+    """"$0.2823" per million tokens, "no measured speed" (never an estimate), or None where tokens
+    do not apply (images, speech, fine-tuning, notebooks)."""
+    if not machine.serves_tokens:
+        return None
+    if machine.price_per_million_tokens is None:
+        return NO_MEASURED_SPEED
+    return money_text(machine.price_per_million_tokens)
+
+
+def speed_row(speed: MeasuredSpeed) -> dict:
+    """One measured speed, with how it was measured."""
+    return {
+        "model": speed.model_slug,
+        "precision": speed.precision,
+        "value": float(speed.value),
+        "unit": speed.unit,
+        "gpus": speed.gpus,
+        "engine": speed.engine,
+        "engine_version": speed.engine_version,
+        "concurrency": speed.concurrency,
+        "input_tokens": speed.input_tokens,
+        "output_tokens": speed.output_tokens,
+        "measured_at": speed.measured_at.isoformat(),
+        "measured_by": speed.measured_by,
+        "source": speed.source,
+    }
 
 
 @dataclass(frozen=True)

@@ -176,8 +176,9 @@ def empty_reason(
             )
     elif not tally.breaking:
         largest = (tally.largest_memory_mib or 0) * MIB
+        where = f" in {countries_short(preferences)}" if preferences.countries is not None else ""
         opening = (
-            f"No machine has enough memory: the largest holds {fmt_gib(largest)} per GPU, "
+            f"No machine{where} has enough memory: the largest holds {fmt_gib(largest)} per GPU, "
             f"the workload needs {fmt_gib(planner.need(1))} on one GPU"
         )
         if planner.heads:
@@ -215,6 +216,62 @@ def empty_reason(
             opens = plural(alternative.machines_fitting, "machine")
             hints.append(f"{alternative.precision}-bit opens {opens}")
     return "; ".join([opening, *hints]) + "."
+
+
+def countries_short(preferences: Preferences) -> str:
+    """The chosen countries as typed, shortly: "CH", "DE, FR", "EU"."""
+    typed = preferences.countries_input or tuple(sorted(preferences.countries or ()))
+    return ", ".join(typed)
+
+
+@dataclass(frozen=True)
+class Relaxed:
+    """What relaxing one constraint alone would open: machines that fit and meet every other
+    preference, the cheapest hourly price among them and where they are."""
+
+    machines: int
+    cheapest_hourly: Decimal | None
+    countries: tuple[str, ...] = ()
+    value: int | None = None  # the relaxed figure (context or requests)
+    other_preferences_too: bool = False  # only with the price, budget and tier limits lifted as well
+
+
+def relax_countries_words(preferences: Preferences, found: Relaxed) -> str:
+    where = ", ".join(found.countries[:5]) + (" and more" if len(found.countries) > 5 else "")
+    words = f"outside {countries_short(preferences)}: {plural(found.machines, 'machine')}"
+    if found.cheapest_hourly is not None:
+        words += f" from {money_text(found.cheapest_hourly)}/h"
+    if where:
+        words += f" in {where}"
+    if found.other_preferences_too:
+        words += " (over your price, budget or tier limits as well)"
+    return words
+
+
+RELAX_NOUNS = {
+    "context": ("a context of", "tokens"),
+    "sequence_length": ("a sequence length of", "tokens"),
+    "requests": ("", "concurrent requests"),
+    "batch_size": ("a batch size of", ""),
+    "streams": ("", "concurrent audio streams"),
+}
+
+
+def relax_size_words(field: str, found: Relaxed) -> str:
+    before, after = RELAX_NOUNS[field]
+    figure = " ".join(part for part in (before, f"{found.value:,}", after) if part)
+    verb = "fit" if not before and found.value != 1 else "fits"
+    words = f"{figure} {verb} on {plural(found.machines, 'machine')}"
+    if found.cheapest_hourly is not None:
+        words += f" from {money_text(found.cheapest_hourly)}/h"
+    return words
+
+
+def with_relax_hints(reason: str, hints: list[str]) -> str:
+    """The empty answer's reason with what relaxing each further constraint would open."""
+    if not hints:
+        return reason
+    return reason.rstrip(".") + "; " + "; ".join(hints) + "."
 
 
 def constraints_applied(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 
+from django.conf import settings
 from django.http import JsonResponse
 from django.views import defaults
 
@@ -33,7 +34,28 @@ def log_unexpected(request, exception) -> None:
 def not_found(request, exception=None):
     if is_api_request(request):
         return JsonResponse({"errors": {"path": NOT_FOUND_MESSAGE}}, status=404)
-    return defaults.page_not_found(request, exception)
+    response = defaults.page_not_found(request, exception)  # templates/404.html, the console's look
+    response.console_page = True
+    return response
+
+
+class ConsoleNotFoundMiddleware:
+    """With DEBUG on (the embedded run), Django answers a missing page with its technical page,
+    which lists every URL pattern; the console's own 404 page is sent instead, as in production."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        response = self.get_response(request)
+        if (
+            settings.DEBUG
+            and response.status_code == 404
+            and not getattr(response, "console_page", False)
+            and response.get("Content-Type", "").startswith("text/html")
+        ):
+            return not_found(request)
+        return response
 
 
 def server_error(request):

@@ -16,6 +16,15 @@ class LaunchForm(forms.Form):
     idempotency_key = forms.RegexField(regex=r"^[A-Za-z0-9_-]{8,64}$", max_length=64)
 
 
+class ReviewForm(forms.Form):
+    """The Launch button's fields, which the review step reads before anything is booked."""
+
+    machine = forms.IntegerField(min_value=1)
+    gpus = forms.IntegerField(min_value=1, max_value=MAX_GPUS_PER_MACHINE)
+    price_per_hour = forms.DecimalField(min_value=0, max_value=MAX_MONEY, max_digits=16, decimal_places=4)
+    query = forms.CharField(max_length=2400, required=False)
+
+
 class SignUpForm(BaseUserCreationForm):
     """Checks what the visitor typed, never whether the username exists: that answer goes by e-mail
     to the address given (nodelodge/launches/signup.py), so the form cannot be used to list accounts."""

@@ -8,6 +8,9 @@ from decimal import Decimal
 from django.db.models import Case, IntegerField, Value, When
 from django.utils import timezone
 
+from catalog.models import ImagePipeline, LanguageModel, SpeechModel
+from sizing.workloads import WORKLOAD_WORDS
+
 from .models import Booking
 
 
@@ -17,13 +20,35 @@ class BookingRow:
     hours_elapsed: Decimal
     cost_so_far: Decimal  # hours elapsed × price per hour, to the cent
     ends_by: datetime | None  # start + booking limit, when the machine has one
+    model_name: str | None = None  # the catalog name of the model the booking was sized for
+
+    @property
+    def workload_words(self) -> str:
+        workload = self.booking.workload.get("workload", "")
+        words = WORKLOAD_WORDS.get(workload, workload)
+        model = self.model_name or self.booking.workload.get("model")
+        return f"{words}: {model}" if model else words
 
 
-def bookings_for(user, now: datetime | None = None) -> list[BookingRow]:
-    """The user's bookings, running first, newest first within each."""
+def _model_names(slugs: set[str]) -> dict[str, str]:
+    names: dict[str, str] = {}
+    for model in (LanguageModel, SpeechModel, ImagePipeline):
+        names.update(dict(model.objects.filter(slug__in=slugs).values_list("slug", "name")))
+    return names
+
+
+def booking_for(user, pk: int, now: datetime | None = None) -> BookingRow | None:
+    return next((row for row in bookings_for(user, now, pk=pk)), None)
+
+
+def bookings_for(user, now: datetime | None = None, pk: int | None = None) -> list[BookingRow]:
+    """The user's bookings (or the one with `pk`), running first, newest first within each."""
     now = now or timezone.now()
-    bookings = (
-        Booking.objects.filter(user=user)
+    mine = Booking.objects.filter(user=user)
+    if pk is not None:
+        mine = mine.filter(pk=pk)
+    bookings = list(
+        mine
         .select_related("machine__provider", "machine__gpu_type")
         .annotate(
             running_first=Case(
@@ -34,6 +59,7 @@ def bookings_for(user, now: datetime | None = None) -> list[BookingRow]:
         )
         .order_by("running_first", "-started_at", "-pk")
     )
+    names = _model_names({b.workload.get("model") for b in bookings if b.workload.get("model")})
     return [
         BookingRow(
             booking=booking,
@@ -44,6 +70,7 @@ def bookings_for(user, now: datetime | None = None) -> list[BookingRow]:
                 if booking.booking_limit_hours is not None
                 else None
             ),
+            model_name=names.get(booking.workload.get("model")),
         )
         for booking in bookings
     ]

@@ -9,12 +9,12 @@ and no other transaction can hold a lock on a row that does not exist yet), so t
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from decimal import Decimal
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import F
+from django.db.models import DurationField, ExpressionWrapper, F
 from django.db.models.functions import Least
 from django.http import QueryDict
 from django.urls import reverse
@@ -24,13 +24,18 @@ from catalog import selectors as catalog_selectors
 from catalog.models import Machine
 from nodelodge.recommendations.query import QueryError, WorkloadQuery
 from nodelodge.recommendations.query import parse_query as parse_workload_query
-from nodelodge.recommendations.selectors import estimate_for, recommendation_for, stale_cutoff
+from nodelodge.recommendations.selectors import (
+    estimate_for,
+    preferences_for,
+    recommendation_for,
+    stale_cutoff,
+)
 from sizing import reasons
 from sizing.availability import GONE, unavailable_reason
 from sizing.fit import fit_on_machine
 from sizing.results import RecommendedMachine
 from sizing.units import money_amount, money_text
-from sizing.wording import budget_cover
+from sizing.wording import budget_cover, constraints_applied
 
 from .models import Booking
 
@@ -105,13 +110,86 @@ def parse_query(query_string: str) -> WorkloadQuery:
 def next_cheapest(query: WorkloadQuery, exclude_machine_id: int) -> RecommendedMachine | None:
     """The cheapest machine other than `exclude_machine_id` that fits and meets every preference."""
     try:
-        result = recommendation_for(query)
+        result = recommendation_for(query, relax=False)  # only the machines are read here
     except QueryError:
         return None
     for machine in result.recommendation.machines:
         if machine.offer.id != exclude_machine_id:
             return machine
     return None
+
+
+@dataclass(frozen=True)
+class LaunchReview:
+    """What Confirm will book, from the machine's figures now: the page shows it before booking."""
+
+    machine: Machine
+    gpus: int
+    price_per_hour: Decimal
+    shown_price_per_hour: Decimal
+    budget_text: str | None
+    hours_covered: Decimal | None
+    workload_title: str
+    workload: tuple[tuple[str, str], ...]  # the constraints the result applied, in words
+    result_url: str
+    problem: str | None  # why Confirm would be refused now, in words; None when it can book
+
+    @property
+    def price_changed(self) -> bool:
+        return money_amount(self.price_per_hour) != money_amount(self.shown_price_per_hour)
+
+
+def review_launch(machine_id: int, gpus: int, shown_price_per_hour: Decimal, query_string: str,
+                  *, now: datetime | None = None) -> LaunchReview:
+    """The review step before Launch books: the machine, GPUs, price per hour now, what the budget
+    covers, interruptible or not, the booking limit and the workload it was sized for. Raises
+    LaunchRefused when the inputs or the machine cannot be read at all."""
+    query = parse_query(query_string)
+    result_url = result_url_for(query)
+    try:
+        breakdown, _model_row = estimate_for(query)
+    except QueryError as error:
+        raise LaunchRefused(
+            LaunchRefused.INVALID_QUERY,
+            f"This result cannot be computed any more: {'; '.join(error.errors.values())}.",
+            result_url=result_url,
+        ) from error
+    machine = Machine.objects.select_related("provider", "gpu_type").filter(pk=machine_id).first()
+    if machine is None or machine.gone_at is not None:
+        raise LaunchRefused(
+            LaunchRefused.GONE, "This machine is no longer offered by its provider.", result_url=result_url
+        )
+    offer = catalog_selectors.machine_offer(machine)
+    problem = None
+    cutoff = stale_cutoff(now or timezone.now())
+    reason = unavailable_reason(offer, stale_cutoff=cutoff, countries=query.countries)
+    fit = fit_on_machine(breakdown, offer) if reason is None else None
+    if reason is not None:
+        problem = f"This machine is not available now ({reason}); go back to the result for another."
+    elif fit is None or fit.gpus_used != gpus:
+        problem = "The machine's figures changed and the workload no longer fits it as shown."
+    price_per_hour = machine.price_per_gpu_hour * gpus
+    cover = budget_cover(query.budget, price_per_hour, machine.booking_limit_hours)
+    hours_covered = None
+    if cover is not None and cover.hours is not None:
+        hours_covered = cover.hours
+        if machine.booking_limit_hours is not None:
+            hours_covered = min(hours_covered, Decimal(machine.booking_limit_hours))
+    preferences = preferences_for(query)
+    applied = constraints_applied(breakdown, preferences, {}, settings.MACHINE_STALE_AFTER_SECONDS // 60)
+    workload = tuple(pair for pair in applied if pair[0] not in ("Availability", "Not recommended"))
+    return LaunchReview(
+        machine=machine,
+        gpus=gpus,
+        price_per_hour=price_per_hour,
+        shown_price_per_hour=shown_price_per_hour,
+        budget_text=cover.text if cover else None,
+        hours_covered=hours_covered,
+        workload_title=breakdown.title,
+        workload=workload,
+        result_url=result_url,
+        problem=problem,
+    )
 
 
 def _existing(user, idempotency_key: str) -> Booking | None:
@@ -289,3 +367,31 @@ def stop(user, booking_id: int, *, now: datetime | None = None) -> StopOutcome:
             free_gpus=Least(F("free_gpus") + booking.gpus, F("gpu_count"))
         )
     return StopOutcome(booking, stopped=True)
+
+
+def end_expired_bookings(*, now: datetime | None = None, user=None) -> int:
+    """End every running booking that has reached its machine's booking limit, at the moment the
+    limit was reached, and give its GPUs back. Run by Celery beat (`launches.tasks`) and before
+    "My launches" is read, so a booking never shows as running past its limit. Returns how many
+    ended. Each booking is locked and checked again, so a Stop at the same moment ends it once."""
+    now = now or timezone.now()
+    due = Booking.objects.filter(status=Booking.Status.RUNNING, booking_limit_hours__isnull=False)
+    if user is not None:
+        due = due.filter(user=user)
+    limit = ExpressionWrapper(F("booking_limit_hours") * timedelta(hours=1), output_field=DurationField())
+    due = due.annotate(ends_at=F("started_at") + limit).filter(ends_at__lte=now)
+    due_ids = list(due.values_list("pk", flat=True))
+    ended = 0
+    for booking_id in due_ids:
+        with transaction.atomic():
+            booking = Booking.objects.select_for_update().filter(pk=booking_id).first()
+            if booking is None or not booking.is_running or booking.booking_limit_hours is None:
+                continue
+            booking.status = Booking.Status.ENDED
+            booking.ended_at = booking.started_at + timedelta(hours=booking.booking_limit_hours)
+            booking.save(update_fields=["status", "ended_at"])
+            Machine.objects.filter(pk=booking.machine_id).update(
+                free_gpus=Least(F("free_gpus") + booking.gpus, F("gpu_count"))
+            )
+            ended += 1
+    return ended

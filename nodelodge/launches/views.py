@@ -15,7 +15,7 @@ from django.http import Http404, HttpResponseBadRequest, HttpResponseRedirect, Q
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
-from django.views.decorators.http import require_http_methods, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
 from sizing.results import machine_row
@@ -23,7 +23,39 @@ from sizing.units import money_text
 
 from . import selectors, services
 from . import signup as signups
-from .forms import LaunchForm, SignUpForm
+from .forms import LaunchForm, ReviewForm, SignUpForm
+
+
+def review_url(machine: int, gpus: int, price_per_hour, query_string: str) -> str:
+    params = QueryDict(mutable=True)
+    params.update({"machine": machine, "gpus": gpus, "price_per_hour": price_per_hour, "query": query_string})
+    return f"{reverse('launches:review')}?{params.urlencode()}"
+
+
+@require_GET
+def review(request):
+    """The step between Launch and booking: exactly what Confirm books. Signing in comes back here."""
+    form = ReviewForm(request.GET)
+    if not form.is_valid():
+        return HttpResponseBadRequest("This Launch link is incomplete; go back to the result and try again.")
+    data = form.cleaned_data
+    if not request.user.is_authenticated:
+        messages.info(request, "Sign in to launch; you will come back to this review.")
+        return redirect_to_login(request.get_full_path())
+    try:
+        summary = services.review_launch(data["machine"], data["gpus"], data["price_per_hour"], data["query"])
+    except services.LaunchRefused as refusal:
+        context = {"refusal": refusal, "alternatives": [], "query_string": data["query"]}
+        return render(request, "launches/refused.html", context, status=409)
+    return render(
+        request,
+        "launches/review.html",
+        {
+            "review": summary,
+            "query_string": QueryDict(data["query"]).urlencode(),
+            "idempotency_key": uuid.uuid4().hex,
+        },
+    )
 
 
 def _see_other(request, url: str):
@@ -38,11 +70,17 @@ def _see_other(request, url: str):
 def launch(request):
     query_string = QueryDict(request.POST.get("query", "")).urlencode()
     result_url = f"{reverse('wizard:start')}?{query_string}"
-    if not request.user.is_authenticated:
-        # Back to the same result after signing in; the POST itself is not replayed.
-        messages.info(request, "Sign in to launch; you will come back to this result.")
-        return redirect_to_login(result_url)
     form = LaunchForm(request.POST)
+    if not request.user.is_authenticated:
+        # Back to the review of the same machine after signing in (the POST itself is not
+        # replayed); to the result when the form cannot say which machine.
+        review = ReviewForm(request.POST)
+        back_to = result_url
+        if review.is_valid():
+            data = review.cleaned_data
+            back_to = review_url(data["machine"], data["gpus"], data["price_per_hour"], query_string)
+        messages.info(request, "Sign in to launch; you will come back to this review.")
+        return redirect_to_login(back_to)
     if not form.is_valid():
         return HttpResponseBadRequest("This Launch form is incomplete; reload the result and try again.")
     data = form.cleaned_data
@@ -78,6 +116,8 @@ def launch(request):
 
 @login_required
 def booking_list(request):
+    # Bookings past their booking limit end before the list is read (beat ends them too).
+    services.end_expired_bookings(user=request.user)
     rows = selectors.bookings_for(request.user)
     return render(
         request,
@@ -89,10 +129,16 @@ def booking_list(request):
     )
 
 
-@require_POST
+@require_http_methods(["GET", "POST"])
 def stop(request, pk: int):
+    """GET asks for confirmation (what stops, what it has cost); POST stops."""
     if not request.user.is_authenticated:
         return redirect_to_login(reverse("launches:list"))
+    if request.method == "GET":
+        row = selectors.booking_for(request.user, pk)
+        if row is None:
+            raise Http404("No such booking.")
+        return render(request, "launches/stop.html", {"row": row})
     try:
         outcome = services.stop(request.user, pk)
     except services.BookingNotFound:

@@ -2,12 +2,15 @@
 
 Parameter names are a contract (query string, API and `estimate`/`recommend` options):
 workload, model, precision, kv_cache, context, requests, memory_gib, budget, max_price, tier, countries,
-limit.
+limit, and for the machine list: sort, gpu, min_memory_gib, confidence, group, page.
+Every message a user reads about a bad value is worded here (`MESSAGES`), in the user's words.
+and for a throughput plan (language models): target_tokens, efficiency, redundancy.
 Which inputs a workload needs for which model (a speech model takes no context) is the sizing
 engine's rule (`sizing.calculators.estimate`); the form checks types and limits.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
 from urllib.parse import urlencode
@@ -15,8 +18,16 @@ from urllib.parse import urlencode
 from django import forms
 
 from sizing.calculators import MAX_CONTEXT, MAX_REQUESTS
-from sizing.countries import expand_countries
+from sizing.countries import country_hint, expand_countries
 from sizing.errors import SizingError
+from sizing.matching import SORT_PRICE_PER_MILLION
+from sizing.results import RecommendedMachine
+from sizing.throughput_plan import (
+    DEFAULT_EFFICIENCY_PERCENT,
+    DEFAULT_REDUNDANCY,
+    MAX_REDUNDANCY,
+    MAX_TARGET_TOKENS_PER_S,
+)
 from sizing.workloads import BY_CODE, WIZARD_CODES
 
 WORKLOAD_CHOICES = [(code, BY_CODE[code].label) for code in WIZARD_CODES]
@@ -47,6 +58,168 @@ PAGE_LIMIT = 25  # machines the page lists when the query names no limit
 API_LIMIT = 100  # machines the API lists when the query names no limit
 
 
+# --- the machine list: sort keys, filters, grouping, pages -----------------------------------------
+#
+# Every sort ends with the engine's own order (hourly price, price per GPU-hour, provider, machine id,
+# our id), so any sort is total and deterministic. Adding a sort is one line here.
+
+CONFIDENCE_RANK = {"high": 0, "medium": 1, "low": 2}
+
+
+def _engine_order(machine: RecommendedMachine) -> tuple:
+    offer = machine.offer
+    return (
+        machine.hourly_price, offer.price_per_gpu_hour, offer.provider, offer.provider_machine_id, offer.id
+    )
+
+
+@dataclass(frozen=True)
+class Sort:
+    label: str  # what the page says the list is sorted by
+    key: Callable[[RecommendedMachine], tuple]
+
+
+SORTS: dict[str, Sort] = {
+    "price": Sort("cheapest first (price per hour)", lambda m: ()),
+    "price_per_gpu": Sort("price per GPU-hour, lowest first", lambda m: (m.offer.price_per_gpu_hour,)),
+    "memory": Sort("memory per GPU, most first", lambda m: (-m.fit.memory_per_gpu_bytes,)),
+    "gpu": Sort("GPU model, A to Z", lambda m: (m.offer.gpu_type.casefold(),)),
+    "location": Sort("location (country), A to Z", lambda m: (m.offer.country or "~",)),
+    "tier": Sort("tier, Secure first", lambda m: (m.offer.tier != "secure",)),
+    "confidence": Sort("confidence, highest first", lambda m: (CONFIDENCE_RANK.get(m.confidence, 9),)),
+    # Measured speeds only, never an estimate: machines without one come last, cheapest per hour.
+    SORT_PRICE_PER_MILLION: Sort(
+        "price per million tokens, lowest first (no measured speed last)",
+        lambda m: (m.price_per_million_tokens is None, m.price_per_million_tokens or 0),
+    ),
+}
+DEFAULT_SORT = "price"
+SORT_CHOICES = [(code, sort.label) for code, sort in SORTS.items()]
+GROUPS = [("", "No grouping"), ("gpu", "GPU model")]
+CONFIDENCE_FILTERS = [("", "Any confidence"), ("medium", "Medium or high"), ("high", "High only")]
+
+
+def sort_key(code: str) -> Callable[[RecommendedMachine], tuple]:
+    """The full key of a sort: its own key, then the engine's order."""
+    own = SORTS[code].key
+    return lambda machine: (*own(machine), *_engine_order(machine))
+
+
+# --- what a user reads about a bad value ----------------------------------------------------------
+
+MESSAGES = {
+    "context": {
+        "min_value": "Context must be at least 1 token.",
+        "max_value": f"Context can be at most {MAX_CONTEXT:,} tokens.",
+        "invalid": "Context must be a whole number of tokens, such as 4096.",
+    },
+    "requests": {
+        "min_value": "Concurrent requests must be at least 1.",
+        "max_value": f"Concurrent requests can be at most {MAX_REQUESTS:,}.",
+        "invalid": "Concurrent requests must be a whole number, such as 1 or 8.",
+    },
+    "memory_gib": {
+        "min_value": "GPU memory must be more than 0 GiB.",
+        "max_value": "GPU memory can be at most 10,000 GiB.",
+        "invalid": "GPU memory must be a number of GiB, such as 24.",
+        "max_decimal_places": "GPU memory takes at most 2 decimal places.",
+        "max_digits": "GPU memory can be at most 10,000 GiB.",
+        "max_whole_digits": "GPU memory can be at most 10,000 GiB.",
+    },
+    "budget": {
+        "min_value": "The budget must be more than $0; leave it empty for no budget.",
+        "max_value": f"The budget can be at most ${MAX_MONEY:,}.",
+        "invalid": "The budget must be an amount in USD, such as 50 or 12.50.",
+        "max_decimal_places": "The budget takes at most 2 decimal places (cents).",
+        "max_digits": f"The budget can be at most ${MAX_MONEY:,}.",
+        "max_whole_digits": f"The budget can be at most ${MAX_MONEY:,}.",
+    },
+    "max_price": {
+        "min_value": "The max price must be more than $0 per hour; leave it empty for no limit.",
+        "max_value": f"The max price can be at most ${MAX_MONEY:,} per hour.",
+        "invalid": "The max price must be an amount in USD per hour, such as 2.50.",
+        "max_decimal_places": "The max price takes at most 2 decimal places (cents).",
+        "max_digits": f"The max price can be at most ${MAX_MONEY:,} per hour.",
+        "max_whole_digits": f"The max price can be at most ${MAX_MONEY:,} per hour.",
+    },
+    "min_memory_gib": {
+        "min_value": "Memory per GPU must be more than 0 GiB; leave it empty for any.",
+        "max_value": "Memory per GPU can be at most 10,000 GiB.",
+        "invalid": "Memory per GPU must be a number of GiB, such as 80.",
+        "max_decimal_places": "Memory per GPU takes at most 2 decimal places.",
+        "max_digits": "Memory per GPU can be at most 10,000 GiB.",
+        "max_whole_digits": "Memory per GPU can be at most 10,000 GiB.",
+    },
+    "limit": {
+        "min_value": "Show at least 1 machine per page.",
+        "max_value": f"At most {MAX_LIMIT:,} machines per page.",
+        "invalid": "Machines per page must be a whole number.",
+    },
+    "page": {
+        "min_value": "Pages start at 1.",
+        "max_value": "There are not that many pages.",
+        "invalid": "The page must be a whole number, such as 2.",
+    },
+    "target_tokens": {
+        "min_value": "The throughput to serve must be more than 0 tokens/s; leave it empty for no plan.",
+        "max_value": f"The throughput to serve can be at most {MAX_TARGET_TOKENS_PER_S:,} tokens/s.",
+        "invalid": "The throughput to serve must be a number of tokens per second, such as 180000.",
+        "max_decimal_places": "The throughput to serve takes at most 3 decimal places.",
+        "max_digits": f"The throughput to serve can be at most {MAX_TARGET_TOKENS_PER_S:,} tokens/s.",
+        "max_whole_digits": f"The throughput to serve can be at most {MAX_TARGET_TOKENS_PER_S:,} tokens/s.",
+    },
+    "efficiency": {
+        "min_value": "The efficiency must be more than 0 percent.",
+        "max_value": "The efficiency can be at most 100 percent.",
+        "invalid": "The efficiency must be a percentage, such as 75.",
+        "max_decimal_places": "The efficiency takes at most 2 decimal places.",
+        "max_digits": "The efficiency can be at most 100 percent.",
+        "max_whole_digits": "The efficiency can be at most 100 percent.",
+    },
+    "redundancy": {
+        "min_value": "Spare copies cannot be negative; 0 means none.",
+        "max_value": f"At most {MAX_REDUNDANCY} spare copies.",
+        "invalid": "Spare copies must be a whole number, such as 1.",
+    },
+    "workload": {"invalid_choice": "Choose run a model, fine-tune, generate images or notebook."},
+    "precision": {"invalid_choice": "Choose 16-bit, 8-bit or 4-bit."},
+    "kv_cache": {"invalid_choice": "Choose a 16-bit or an 8-bit KV cache."},
+    "tier": {"invalid_choice": "Choose Secure, Community or both."},
+    "sort": {"invalid_choice": f"Sort by one of: {', '.join(SORTS)}."},
+    "group": {"invalid_choice": "Group by gpu, or leave it empty."},
+    "confidence": {"invalid_choice": "Confidence filter: high, medium, or empty for any."},
+}
+
+
+# The same messages where the form's labels say otherwise (fine-tuning, speech recognition).
+RENAMED = {
+    "finetune": (("Context", "Sequence length"), ("Concurrent requests", "Batch size")),
+    "speech": (("Concurrent requests", "Concurrent audio streams"),),
+}
+
+
+def reworded(message: str, workload: str | None, model_kind: str | None = None) -> str:
+    for old, new in RENAMED.get("speech" if model_kind == "speech" else workload or "", ()):
+        if message.startswith(old):
+            return new + message[len(old):]
+    return message
+
+
+def messages_for(workload: str | None, model_kind: str | None = None) -> dict[str, dict[str, str]]:
+    """Every field's messages as the form for this workload words them (for checks in the browser)."""
+    return {
+        name: {code: reworded(text, workload, model_kind) for code, text in codes.items()}
+        for name, codes in MESSAGES.items()
+    }
+
+
+def _messages(name: str, *extra: str) -> dict[str, str]:
+    found = dict(MESSAGES.get(name, {}))
+    for code in extra:
+        found.setdefault(code, found.get("invalid", "Enter a valid value."))
+    return found
+
+
 class QueryError(Exception):
     """The query cannot be answered: field name -> message in words."""
 
@@ -70,31 +243,97 @@ def field_labels(workload: str, model_kind: str | None) -> dict[str, str]:
     return {"context": "Context per request (tokens)", "requests": "Concurrent requests"}
 
 
+FIELD_WORDS = {
+    "workload": "What you want to do", "model": "Model", "precision": "Precision",
+    "kv_cache": "KV cache precision",
+    "memory_gib": "GPU memory needed", "budget": "Budget", "max_price": "Max price per hour",
+    "tier": "Tier", "countries": "Countries", "limit": "Machines per page", "sort": "Sort by",
+    "gpu": "GPU model", "min_memory_gib": "Memory per GPU at least", "confidence": "Confidence",
+    "group": "Group by", "page": "Page", "target_tokens": "Tokens per second to serve",
+    "efficiency": "Usable efficiency", "redundancy": "Spare copies",
+}
+
+
+def error_list(errors: dict[str, str], labels: dict[str, str]) -> list[dict]:
+    """Errors for a summary: the field's label as the page shows it, its input's id, the message."""
+    found = []
+    for name, message in errors.items():
+        label = labels.get(name) or FIELD_WORDS.get(name) or "Input"
+        anchor = None if name in ("__all__", "workload", "page", "limit") else f"id_{name}"
+        if name == "model":
+            anchor = "id_q"
+        found.append({"name": name, "label": label, "anchor": anchor, "message": message})
+    return found
+
+
 class WorkloadQueryForm(forms.Form):
-    workload = forms.ChoiceField(choices=WORKLOAD_CHOICES, label="What you want to do")
+    workload = forms.ChoiceField(
+        choices=WORKLOAD_CHOICES, label="What you want to do",
+        error_messages=_messages("workload", "required"),
+    )
     model = forms.CharField(max_length=100, required=False, label="Model")
-    precision = forms.TypedChoiceField(choices=PRECISIONS, coerce=int, required=False, label="Precision")
+    precision = forms.TypedChoiceField(
+        choices=PRECISIONS, coerce=int, required=False, label="Precision",
+        error_messages=_messages("precision"),
+    )
     kv_cache = forms.TypedChoiceField(
         choices=KV_CACHE_PRECISIONS, coerce=int, required=False, label="KV cache precision",
-        error_messages={"invalid_choice": "Choose a 16-bit or an 8-bit KV cache."},
+        error_messages=_messages("kv_cache"),
     )
-    context = forms.IntegerField(min_value=1, max_value=MAX_CONTEXT, required=False)
-    requests = forms.IntegerField(min_value=1, max_value=MAX_REQUESTS, required=False)
+    context = forms.IntegerField(
+        min_value=1, max_value=MAX_CONTEXT, required=False, error_messages=_messages("context")
+    )
+    requests = forms.IntegerField(
+        min_value=1, max_value=MAX_REQUESTS, required=False, error_messages=_messages("requests")
+    )
     memory_gib = forms.DecimalField(
         min_value=Decimal("0.01"), max_value=Decimal("10000"), max_digits=9, decimal_places=2,
-        required=False, label="GPU memory needed (GiB)",
+        required=False, label="GPU memory needed (GiB)", error_messages=_messages("memory_gib"),
     )
     budget = forms.DecimalField(
         min_value=Decimal("0.01"), max_value=MAX_MONEY, max_digits=14, decimal_places=2,
-        required=False, label="Budget (USD)",
+        required=False, label="Budget (USD)", error_messages=_messages("budget"),
     )
     max_price = forms.DecimalField(
         min_value=Decimal("0.01"), max_value=MAX_MONEY, max_digits=14, decimal_places=2,
-        required=False, label="Max price per hour (USD)",
+        required=False, label="Max price per hour (USD)", error_messages=_messages("max_price"),
     )
-    tier = forms.ChoiceField(choices=TIERS, required=False, label="Tier")
+    tier = forms.ChoiceField(choices=TIERS, required=False, label="Tier", error_messages=_messages("tier"))
     countries = forms.CharField(max_length=2000, required=False, label="Countries")
-    limit = forms.IntegerField(min_value=1, max_value=MAX_LIMIT, required=False, label="Machines to list")
+    limit = forms.IntegerField(
+        min_value=1, max_value=MAX_LIMIT, required=False, label="Machines per page",
+        error_messages=_messages("limit"),
+    )
+    # The machine list: sort, filters, grouping and page (defaults: cheapest first, everything, page 1).
+    sort = forms.ChoiceField(
+        choices=SORT_CHOICES, required=False, label="Sort", error_messages=_messages("sort")
+    )
+    gpu = forms.CharField(max_length=100, required=False, label="GPU model")
+    min_memory_gib = forms.DecimalField(
+        min_value=Decimal("0.01"), max_value=Decimal("10000"), max_digits=9, decimal_places=2,
+        required=False, label="Memory per GPU at least (GiB)", error_messages=_messages("min_memory_gib"),
+    )
+    confidence = forms.ChoiceField(
+        choices=CONFIDENCE_FILTERS, required=False, label="Confidence", error_messages=_messages("confidence")
+    )
+    group = forms.ChoiceField(
+        choices=GROUPS, required=False, label="Group", error_messages=_messages("group")
+    )
+    page = forms.IntegerField(
+        min_value=1, max_value=100_000, required=False, label="Page", error_messages=_messages("page")
+    )
+    target_tokens = forms.DecimalField(
+        min_value=Decimal("0.001"), max_value=MAX_TARGET_TOKENS_PER_S, max_digits=13, decimal_places=3,
+        required=False, label="Throughput to serve (tokens/s)", error_messages=_messages("target_tokens"),
+    )
+    efficiency = forms.DecimalField(
+        min_value=Decimal("0.01"), max_value=Decimal("100"), max_digits=5, decimal_places=2, required=False,
+        label="Usable efficiency (%)", error_messages=_messages("efficiency"),
+    )
+    redundancy = forms.IntegerField(
+        min_value=0, max_value=MAX_REDUNDANCY, required=False, label="Redundancy (spare model copies)",
+        error_messages=_messages("redundancy"),
+    )
 
     def __init__(self, data=None, *args, **kwargs):
         if data is not None:
@@ -109,7 +348,7 @@ class WorkloadQueryForm(forms.Form):
         try:
             expanded, typed = expand_countries(codes)
         except SizingError as error:
-            raise forms.ValidationError(error.message) from error
+            raise forms.ValidationError(country_message(codes)) from error
         return typed, expanded
 
     def clean(self):
@@ -125,7 +364,23 @@ class WorkloadQueryForm(forms.Form):
             self.add_error("model", "Choose a model.")
         if cleaned.get("precision") is None and "precision" not in self.errors:
             self.add_error("precision", "Choose 16-bit, 8-bit or 4-bit.")
+        if workload != "inference" and cleaned.get("target_tokens") is not None:
+            self.add_error("target_tokens", "A throughput plan is for running a language model.")
         return cleaned
+
+
+def country_message(codes: list[str]) -> str:
+    """The first code that is not ISO 3166 alpha-2, with what was probably meant."""
+    for raw in codes:
+        try:
+            expand_countries([raw])
+        except SizingError:
+            hint = country_hint(raw)
+            code = raw.strip().upper()[:20]
+            if hint:
+                return f"{code} is not an ISO code: did you mean {hint}?"
+            return f"{code} is not an ISO country code; use two letters such as DE, US or CH, or EU."
+    return "Use ISO country codes such as DE, US or CH, or EU."
 
 
 def normalize_query(data) -> dict[str, str]:
@@ -155,6 +410,27 @@ class WorkloadQuery:
     countries: frozenset[str] | None
     limit: int | None = None
     kv_bits: int = DEFAULT_KV_BITS  # bits per KV-cache value: 16 (the spec's) or 8
+    sort: str = DEFAULT_SORT
+    gpu: str = ""
+    min_memory_gib: Decimal | None = None
+    confidence: str = ""
+    group: str = ""
+    page: int = 1
+    target_tokens: Decimal | None = None  # tokens/s to serve: asks for a throughput plan
+    efficiency: Decimal = DEFAULT_EFFICIENCY_PERCENT
+    redundancy: int = DEFAULT_REDUNDANCY
+
+    @property
+    def lists_by_default(self) -> bool:
+        """Cheapest first with no filter, grouping or later page: the documented default list."""
+        return (
+            self.sort == DEFAULT_SORT and not self.gpu and self.min_memory_gib is None
+            and not self.confidence and not self.group
+        )
+
+    @property
+    def filtered(self) -> bool:
+        return bool(self.gpu or self.min_memory_gib is not None or self.confidence)
 
     def as_params(self, **overrides) -> dict[str, str]:
         """The query string parameters that reproduce this query (empty ones left out)."""
@@ -171,7 +447,19 @@ class WorkloadQuery:
             "tier": self.tier,
             "countries": ",".join(self.countries_input),
             "limit": self.limit,
+            "sort": self.sort if self.sort != DEFAULT_SORT else None,
+            "gpu": self.gpu,
+            "min_memory_gib": self.min_memory_gib,
+            "confidence": self.confidence,
+            "group": self.group,
+            "page": self.page if self.page != 1 else None,
         }
+        if self.target_tokens is not None:
+            params.update(
+                target_tokens=format(self.target_tokens.normalize(), "f"),  # 20000, never 2E+4
+                efficiency=format(self.efficiency.normalize(), "f"),
+                redundancy=self.redundancy,
+            )
         params.update(overrides)
         return {key: str(value) for key, value in params.items() if value not in (None, "")}
 
@@ -198,7 +486,20 @@ class WorkloadQuery:
             limit=data.get("limit"),
             kv_bits=(data.get("kv_cache") or DEFAULT_KV_BITS) if workload in ("inference", "speech")
             else DEFAULT_KV_BITS,
+            sort=data.get("sort") or DEFAULT_SORT,
+            gpu=(data.get("gpu") or "").strip(),
+            min_memory_gib=data.get("min_memory_gib"),
+            confidence=data.get("confidence") or "",
+            group=data.get("group") or "",
+            page=data.get("page") or 1,
+            target_tokens=data.get("target_tokens"),
+            efficiency=_or_default(data.get("efficiency"), DEFAULT_EFFICIENCY_PERCENT),
+            redundancy=_or_default(data.get("redundancy"), DEFAULT_REDUNDANCY),
         )
+
+
+def _or_default(value, default):
+    return default if value is None else value
 
 
 def parse_query(data) -> WorkloadQuery:

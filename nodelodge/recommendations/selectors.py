@@ -23,10 +23,18 @@ from catalog import availability
 from catalog import selectors as catalog_selectors
 from catalog.models import Machine
 from sizing import fit as sizing_fit
+from sizing import wording
 from sizing.breakdown import Breakdown
 from sizing.calculators import estimate
+from sizing.countries import ALL_CODES
 from sizing.errors import SizingError
-from sizing.matching import ALTERNATIVES_SHOWN, Recommendation, recommend, recommend_counted
+from sizing.matching import (
+    ALTERNATIVES_SHOWN,
+    SORT_PRICE_PER_MILLION,
+    Recommendation,
+    recommend,
+    recommend_counted,
+)
 from sizing.offers import Preferences
 from sizing.other_calculators import RuleOfThumb, rule_of_thumb
 from sizing.reasons import OFFLINE, STALE
@@ -35,7 +43,106 @@ from sizing.units import GIB
 from sizing.weights import precision_choices, precision_label
 from sizing.workloads import KINDS_BY_WORKLOAD, WIZARD_MODEL_CODES
 
-from .query import MAX_LIMIT, PAGE_LIMIT, QueryError, WorkloadQuery
+from .query import (
+    CONFIDENCE_RANK,
+    DEFAULT_SORT,
+    MAX_LIMIT,
+    PAGE_LIMIT,
+    SORTS,
+    QueryError,
+    WorkloadQuery,
+    sort_key,
+)
+from .throughput import ThroughputAnswer, cheapest_per_million, speed_candidates, throughput_answer
+
+# A sorted, filtered or grouped list is worked out over the cheapest machines that fit, up to this many.
+BROWSE_LIMIT = MAX_LIMIT
+CONFIDENCE_AT_LEAST = {"high": 0, "medium": 1}
+
+
+@dataclass(frozen=True)
+class Listing:
+    """The machine list as shown: one page of the fitting machines after the result's filters, in
+    the chosen order, with the groups' counts."""
+
+    sort: str
+    sort_label: str
+    page: int
+    pages: int
+    per_page: int
+    matching: int  # machines that fit, meet every preference and pass the list's filters
+    browsed: int | None  # when sorting or filtering: the cheapest machines that were looked at
+    groups: tuple[tuple[str, int], ...]  # (GPU model, machines) when grouped by GPU model
+    gpu_types: tuple[str, ...]  # the GPU models among the machines looked at (the filter's choices)
+
+    def to_dict(self) -> dict:
+        return {
+            "sort": self.sort,
+            "sort_label": self.sort_label,
+            "page": self.page,
+            "pages": self.pages,
+            "per_page": self.per_page,
+            "machines_matching": self.matching,
+            "sorted_among_cheapest": self.browsed,
+            "groups": [{"gpu_type": name, "machines": count} for name, count in self.groups],
+        }
+
+
+def passes_filters(query: WorkloadQuery, machine) -> bool:
+    if query.gpu and machine.offer.gpu_type.casefold() != query.gpu.casefold():
+        return False
+    if query.min_memory_gib is not None and machine.fit.memory_per_gpu_bytes < query.min_memory_gib * GIB:
+        return False
+    if query.confidence:
+        return CONFIDENCE_RANK.get(machine.confidence, 9) <= CONFIDENCE_AT_LEAST[query.confidence]
+    return True
+
+
+def machines_to_fetch(query: WorkloadQuery, per_page: int) -> int:
+    """How many of the cheapest fitting machines the answer needs described."""
+    if query.lists_by_default:
+        return per_page * query.page
+    if query.sort == SORT_PRICE_PER_MILLION and not query.filtered and not query.group:
+        # The engine orders by price per million tokens itself, and the machines with the lowest
+        # join the fetched ones (`recommendation_for`): the page needs no more than it shows.
+        return per_page * query.page
+    return max(BROWSE_LIMIT, per_page * query.page)
+
+
+def list_machines(query: WorkloadQuery, recommendation: Recommendation, per_page: int):
+    """The page of machines to show and the listing that describes it. The default list is the
+    engine's own order; any other sort, a filter or grouping works over the machines fetched."""
+    fetched = list(recommendation.machines)
+    if query.lists_by_default:
+        chosen, matching, browsed = fetched, recommendation.machines_total, None
+    else:
+        chosen = sorted((m for m in fetched if passes_filters(query, m)), key=sort_key(query.sort))
+        matching = len(chosen)
+        browsed = len(fetched) if recommendation.machines_total > len(fetched) else None
+    counts: dict[str, int] = {}
+    for machine in chosen:
+        counts[machine.offer.gpu_type] = counts.get(machine.offer.gpu_type, 0) + 1
+    groups: tuple[tuple[str, int], ...] = ()
+    if query.group == "gpu":
+        place = {name: index for index, name in enumerate(counts)}  # groups in the order of their first
+        chosen = sorted(chosen, key=lambda m: place[m.offer.gpu_type])  # stable: the sort within
+        groups = tuple(counts.items())
+    pages = max(1, math.ceil(matching / per_page))
+    page = min(query.page, pages)
+    start = (page - 1) * per_page
+    shown = tuple(chosen[start:start + per_page])
+    listing = Listing(
+        sort=query.sort,
+        sort_label=SORTS[query.sort].label,
+        page=page,
+        pages=pages,
+        per_page=per_page,
+        matching=matching,
+        browsed=browsed,
+        groups=groups,
+        gpu_types=tuple(sorted({m.offer.gpu_type for m in fetched}, key=str.casefold)),
+    )
+    return shown, listing
 
 RULE_OF_THUMB_PRECISION = {16: "FP16", 8: "INT8", 4: "INT4"}
 
@@ -48,18 +155,33 @@ class WizardResult:
     recommendation: Recommendation | None = None
     freshness: dict = field(default_factory=dict)
     stale_after_minutes: int = 0
+    throughput: ThroughputAnswer | None = None  # when the query asks for a throughput plan
+    listing: Listing | None = None
 
     @cached_property
     def data(self) -> dict:
         """The API's JSON, plus the words and links the page shows beside it."""
         data = self.recommendation.to_dict()
+        data["throughput_plan"] = self.throughput.to_dict() if self.throughput is not None else None
         for alternative in data["precision_alternatives"]:
             alternative["query"] = self.query.as_query_string(precision=alternative["precision"])
         return data
 
+    def page_query(self, page: int) -> str:
+        return self.query.as_query_string(page=page if page != 1 else None)
+
     @property
-    def more_query(self) -> str:
-        return self.query.as_query_string(limit=MAX_LIMIT)
+    def pages(self) -> list[dict]:
+        """Links to the pages around this one (first, last and two either side)."""
+        listing = self.listing
+        numbers = sorted(
+            {1, listing.pages, *range(max(1, listing.page - 2), min(listing.pages, listing.page + 2) + 1)}
+        )
+        return [{"number": n, "query": self.page_query(n), "current": n == listing.page} for n in numbers]
+
+    @property
+    def sorted_by_choice(self) -> bool:
+        return self.query.sort != DEFAULT_SORT
 
     @cached_property
     def has_community(self) -> bool:
@@ -140,8 +262,10 @@ def recommendation_for(
     now: datetime | None = None,
     default_limit: int | None = PAGE_LIMIT,
     model_row=None,
+    relax: bool = True,
 ) -> WizardResult:
-    """The whole answer to a query (`model_row`: the caller's copy of the model's row, if any)."""
+    """The whole answer to a query (`model_row`: the caller's copy of the model's row, if any;
+    `relax`: an empty answer also says what relaxing the countries, context or requests opens)."""
     now = now or timezone.now()
     breakdown, model_row = estimate_for(query, model_row=model_row)
     lower = {}
@@ -152,21 +276,133 @@ def recommendation_for(
                     lower[precision], _ = estimate_for(query, precision, model_row)
                 except QueryError:
                     continue
-    machines_shown = query.limit or default_limit or MAX_LIMIT
+    per_page = query.limit or default_limit or MAX_LIMIT
+    machines_shown = machines_to_fetch(query, per_page)
     stale_minutes = settings.MACHINE_STALE_AFTER_SECONDS // 60
+    candidates, with_speed = None, 0
+    if query.target_tokens is not None and breakdown.workload != "inference":
+        raise QueryError({"target_tokens": "A throughput plan is for language models; this one serves none."})
+    if query.target_tokens is not None or query.sort == SORT_PRICE_PER_MILLION:
+        keep = per_page * query.page if query.sort == SORT_PRICE_PER_MILLION else 0
+        candidates, with_speed = speed_candidates(
+            query, breakdown, stale_cutoff(now), preferences_for(query), keep=keep
+        )
     if connection.vendor == "postgresql":
-        recommendation, freshness = _recommend_counted_in_sql(query, breakdown, lower, now, machines_shown)
+        # Sorted by price per million tokens, the first machines are those with the lowest; the
+        # counting query fetches the cheapest per hour, so these join them.
+        by_per_million = query.sort == SORT_PRICE_PER_MILLION and candidates
+        extra = cheapest_per_million(candidates, per_page * query.page) if by_per_million else []
+        recommendation, freshness = _recommend_counted_in_sql(
+            query, breakdown, lower, now, machines_shown, extra
+        )
     else:
         # The embedded SQLite run: the counting SQL is written for PostgreSQL, and the fleet is small.
         recommendation, freshness = recommend_over_every_machine(query, breakdown, lower, now, machines_shown)
+    if relax and not recommendation.machines_total and recommendation.empty_reason:
+        hints = relax_hints(query, breakdown, model_row, now, sizes=not recommendation.alternatives_total)
+        if hints:
+            recommendation = replace(
+                recommendation, empty_reason=wording.with_relax_hints(recommendation.empty_reason, hints)
+            )
+    throughput = None
+    if query.target_tokens is not None:
+        name = getattr(model_row, "name", query.model_slug)
+        throughput = throughput_answer(
+            query, breakdown, candidates, recommendation.machines_total, name, with_speed
+        )
+    shown, listing = list_machines(query, recommendation, per_page)
     return WizardResult(
         query=query,
         breakdown=breakdown,
         model=model_row,
-        recommendation=recommendation,
+        recommendation=replace(recommendation, machines=shown),
         freshness={**freshness, "as_of": now},
         stale_after_minutes=stale_minutes,
+        throughput=throughput,
+        listing=listing,
     )
+
+
+# --- what to relax when nothing meets every constraint ----------------------------------------------
+
+RELAX_SAMPLE = 50  # the cheapest machines outside the chosen countries whose countries are named
+
+
+def _meeting_all(query: WorkloadQuery, breakdown: Breakdown, now: datetime, shown: int) -> Recommendation:
+    """The machines that fit `breakdown` and meet every preference of `query` (the cheapest `shown`)."""
+    if connection.vendor == "postgresql":
+        recommendation, _ = _recommend_counted_in_sql(query, breakdown, {}, now, shown)
+    else:
+        recommendation, _ = recommend_over_every_machine(query, breakdown, {}, now, shown)
+    return recommendation
+
+
+def _cheapest_hourly(found: Recommendation):
+    # The count and the machines are read one after the other: a booking in between may take the one.
+    return found.machines[0].hourly_price if found.machines else None
+
+
+def _size_noun(query: WorkloadQuery, field_name: str, model_row) -> str:
+    if getattr(model_row, "kind", None) == "speech":
+        return "streams"
+    if query.workload == "finetune":
+        return "sequence_length" if field_name == "context" else "batch_size"
+    return field_name
+
+
+def relax_hints(
+    query: WorkloadQuery, breakdown: Breakdown, model_row, now: datetime, sizes: bool = True
+) -> list[str]:
+    """For an empty answer, what relaxing the countries, the context or the requests alone would
+    open (the tier, price, budget and precision hints are the engine's own). The context and the
+    requests are searched (`sizes`) only when no machine fits at all: where some fit but break a
+    preference, the engine's hints already name that preference."""
+    hints = []
+    preferences = preferences_for(query)
+    if query.countries is not None:
+        # Outside the chosen countries: every other ISO code (unknown locations stay out, as always).
+        outside = replace(query, countries=ALL_CODES - query.countries, countries_input=())
+        found = _meeting_all(outside, breakdown, now, RELAX_SAMPLE)
+        other_too = False
+        if not found.machines_total and (query.tier != "both" or query.max_price or query.budget):
+            lifted = replace(outside, tier="both", max_price=None, budget=None)
+            found, other_too = _meeting_all(lifted, breakdown, now, RELAX_SAMPLE), True
+        if found.machines_total:
+            countries = tuple(dict.fromkeys(m.offer.country for m in found.machines))
+            relaxed = wording.Relaxed(
+                found.machines_total, _cheapest_hourly(found), countries,
+                other_preferences_too=other_too,
+            )
+            hints.append(wording.relax_countries_words(preferences, relaxed))
+    for field_name in ("context", "requests") if sizes else ():
+        current = getattr(query, field_name)
+        if current is None or current <= 1 or breakdown.workload not in ("inference", "finetune"):
+            continue
+        candidates, value = [], current // 2
+        while value >= 1:
+            candidates.append(value)
+            value //= 2
+        # Fewer tokens or requests never need more memory: search the halvings for the largest that fits.
+        low, high, best = 0, len(candidates) - 1, None
+        while low <= high:
+            middle = (low + high) // 2
+            try:
+                smaller_query = replace(query, **{field_name: candidates[middle]})
+                smaller, _ = estimate_for(smaller_query, model_row=model_row)
+            except QueryError:
+                break
+            if smaller.total_bytes >= breakdown.total_bytes:
+                break  # this figure does not change the need (a speech model's fixed window)
+            found = _meeting_all(query, smaller, now, 1)
+            if found.machines_total:
+                best, high = (candidates[middle], found), middle - 1
+            else:
+                low = middle + 1
+        if best is not None:
+            value, found = best
+            relaxed = wording.Relaxed(found.machines_total, _cheapest_hourly(found), value=value)
+            hints.append(wording.relax_size_words(_size_noun(query, field_name, model_row), relaxed))
+    return hints
 
 
 def _recommend_counted_in_sql(
@@ -175,8 +411,10 @@ def _recommend_counted_in_sql(
     lower: dict[int, Breakdown],
     now: datetime,
     machines_shown: int,
+    extra_ids: list[int] = (),
 ) -> tuple[Recommendation, dict]:
-    """PostgreSQL counts the whole fleet and fetches only the machines the answer shows."""
+    """PostgreSQL counts the whole fleet and fetches only the machines the answer shows (and the
+    machines `extra_ids` names, for another order than the default)."""
     lower_order = sorted(lower, reverse=True)
     fleet = catalog_selectors.counted_fleet(
         catalog_selectors.FleetQuery(
@@ -194,8 +432,13 @@ def _recommend_counted_in_sql(
         )
     )
     # The catalog numbers lower precisions by their place in `fits`; the engine keys them by bits.
+    offers = fleet.counted.offers
+    missing = sorted(set(extra_ids) - {offer.id for offer in offers})
+    if missing:
+        offers += tuple(catalog_selectors.machine_offers(Machine.objects.filter(pk__in=missing)))
     counted = replace(
         fleet.counted,
+        offers=offers,
         lower_precisions={
             lower_order[index - 1]: count for index, count in fleet.counted.lower_precisions.items()
         },
@@ -273,6 +516,7 @@ def preferences_for(query: WorkloadQuery) -> Preferences:
         tier=query.tier,
         countries=query.countries,
         countries_input=query.countries_input,
+        sort=query.sort,
     )
 
 

@@ -1,10 +1,13 @@
 """Reads for the refresh app: the demo feed's document."""
+
 from __future__ import annotations
 
 import zlib
 from datetime import datetime
 
-from catalog.models import Machine, Provider
+from django.db.models import Prefetch
+
+from catalog.models import Machine, MeasuredSpeed, Provider
 
 # One machine in this many is offline (or out of stock) in any given minute.
 DEMO_OFFLINE_ONE_IN = 9
@@ -19,9 +22,12 @@ def demo_feed_document(provider: Provider, now: datetime) -> dict:
     minute (the same minute always gives the same document), so a refresh visibly changes something."""
     minute = int(now.timestamp() // 60)
     machines = []
+    feed_speeds = MeasuredSpeed.objects.filter(source=MeasuredSpeed.Source.FEED)
+    feed_speeds = feed_speeds.order_by("model_slug", "precision", "pk")
     rows = (
         Machine.objects.filter(provider=provider, gone_at__isnull=True)
         .select_related("gpu_type")
+        .prefetch_related(Prefetch("measured_speeds", queryset=feed_speeds, to_attr="feed_speeds"))
         .order_by("provider_machine_id")
     )
     for machine in rows.iterator(chunk_size=2000):
@@ -29,23 +35,42 @@ def demo_feed_document(provider: Provider, now: datetime) -> dict:
         # The feed reports only what a provider would: the host's figure (Community) or the
         # datacenter's (Secure); a figure the catalog took from the datasheet is left for it to fill in.
         reported = machine.memory_source in (Machine.MemorySource.HOST, Machine.MemorySource.DATACENTER)
-        machines.append(
-            {
-                "id": machine.provider_machine_id,
-                "gpu_type": machine.gpu_type.name,
-                "gpu_count": machine.gpu_count,
-                "free_gpus": spin % (machine.gpu_count + 1),
-                "memory_mib": machine.memory_per_gpu_mib if reported else None,
-                "available": spin % DEMO_OFFLINE_ONE_IN != 0,
-                "country": machine.country or None,
-                "region": machine.region,
-                "price_per_gpu_hour": str(machine.price_per_gpu_hour.normalize()),
-                "interruptible": machine.interruptible,
-                "booking_limit_hours": machine.booking_limit_hours,
-            }
-        )
+        entry = {
+            "id": machine.provider_machine_id,
+            "gpu_type": machine.gpu_type.name,
+            "gpu_count": machine.gpu_count,
+            "free_gpus": spin % (machine.gpu_count + 1),
+            "memory_mib": machine.memory_per_gpu_mib if reported else None,
+            "available": spin % DEMO_OFFLINE_ONE_IN != 0,
+            "country": machine.country or None,
+            "region": machine.region,
+            "price_per_gpu_hour": str(machine.price_per_gpu_hour.normalize()),
+            "interruptible": machine.interruptible,
+            "booking_limit_hours": machine.booking_limit_hours,
+        }
+        if machine.feed_speeds:
+            # The speeds the provider reported for this machine, so a refresh keeps them.
+            entry["measured_speeds"] = [speed_entry(speed) for speed in machine.feed_speeds]
+        machines.append(entry)
     return {
         "provider": provider.slug,
         "generated_at": now.isoformat(),
         "machines": machines,
+    }
+
+
+def speed_entry(speed: MeasuredSpeed) -> dict:
+    """One measured speed as the nodelodge-v1 feed's `measured_speeds` section writes it."""
+    return {
+        "model": speed.model_slug,
+        "precision": speed.precision,
+        "tokens_per_second": str(speed.value.normalize()),
+        "gpus": speed.gpus,
+        "engine": speed.engine,
+        "engine_version": speed.engine_version,
+        "concurrency": speed.concurrency,
+        "input_tokens": speed.input_tokens,
+        "output_tokens": speed.output_tokens,
+        "measured_at": speed.measured_at.isoformat(),
+        "measured_by": speed.measured_by,
     }

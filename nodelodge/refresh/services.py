@@ -22,8 +22,8 @@ from django.core.cache import cache
 from django.db import connection, transaction
 from django.utils import timezone
 
-from catalog.models import GpuType, Machine, Provider, Tier
-from catalog.services import MACHINE_UPSERT_FIELDS, memory_flag_for
+from catalog.models import GpuType, LanguageModel, Machine, MeasuredSpeed, Provider, Tier
+from catalog.services import MACHINE_UPSERT_FIELDS, drop_speeds_of_other_gpu_types, memory_flag_for
 from nodelodge.celery import app as celery_app
 
 from .feeds import adapter_for
@@ -135,6 +135,40 @@ def gpu_type_index() -> GpuTypeIndex:
     )
 
 
+def language_model_slugs() -> frozenset[str]:
+    """The models a feed's measured speeds may name."""
+    return frozenset(LanguageModel.objects.filter(is_active=True).values_list("slug", flat=True))
+
+
+def _apply_speeds(provider: Provider, parsed: ParsedFeed) -> None:
+    """Measured speeds from the feed: a measurement holds for the GPU type it ran on, so a machine
+    that changed GPU type loses its speeds; a machine whose record has the `measured_speeds` section
+    gets exactly those as its feed-reported speeds (staff-entered ones stay); a record without the
+    section keeps what the machine has."""
+    machines = Machine.objects.filter(provider=provider)
+    drop_speeds_of_other_gpu_types(machines)
+    reported = {r.provider_machine_id: r for r in parsed.records if r.measured_speeds is not None}
+    if not reported:
+        return
+    ids = dict(
+        machines.filter(provider_machine_id__in=list(reported)).values_list("provider_machine_id", "pk")
+    )
+    MeasuredSpeed.objects.filter(machine_id__in=list(ids.values()), source=MeasuredSpeed.Source.FEED).delete()
+    rows = [
+        MeasuredSpeed(
+            machine_id=ids[key], gpu_type_id=record.gpu_type.id, model_kind=MeasuredSpeed.ModelKind.LANGUAGE,
+            model_slug=speed.model_slug, precision=speed.precision, unit=MeasuredSpeed.Unit.TOKENS_PER_SECOND,
+            value=speed.tokens_per_second, gpus=speed.gpus, engine=speed.engine,
+            engine_version=speed.engine_version, concurrency=speed.concurrency,
+            input_tokens=speed.input_tokens, output_tokens=speed.output_tokens, measured_at=speed.measured_at,
+            measured_by=speed.measured_by or provider.name, source=MeasuredSpeed.Source.FEED,
+        )
+        for key, record in reported.items()
+        for speed in record.measured_speeds
+    ]
+    MeasuredSpeed.objects.bulk_create(rows, batch_size=UPSERT_BATCH_SIZE)
+
+
 def memory_fields(tier: str, record: MachineRecord) -> tuple[int | None, str, str]:
     """(memory per GPU, where it comes from, flag) as SPEC §4 reads them for the machine's tier."""
     datasheet = record.gpu_type.datasheet_memory_mib
@@ -215,13 +249,17 @@ def apply_feed(provider: Provider, parsed: ParsedFeed, run: SyncRun, now: dateti
             if rejected_ids:
                 missing = missing.exclude(provider_machine_id__in=rejected_ids)
             run.gone = missing.update(gone_at=now, is_available=False, updated_at=now)
-        _finish(run, SyncRun.Status.PARTIAL if parsed.rejected else SyncRun.Status.OK)
+        _apply_speeds(provider, parsed)
+        partial = parsed.rejected or parsed.rejected_speeds
+        _finish(run, SyncRun.Status.PARTIAL if partial else SyncRun.Status.OK)
 
 
 def _record_rejections(run: SyncRun, parsed: ParsedFeed) -> None:
     run.received = parsed.received
-    run.rejected = len(parsed.rejected)
-    run.rejected_details = [r.as_dict() for r in parsed.rejected[: SyncRun.REJECTED_DETAILS_LIMIT]]
+    # Refused measured speeds count too; their machines were applied (the reason says which speed).
+    refused = parsed.rejected + parsed.rejected_speeds
+    run.rejected = len(refused)
+    run.rejected_details = [r.as_dict() for r in refused[: SyncRun.REJECTED_DETAILS_LIMIT]]
     if parsed.rejected and not all(r.machine_id is not None for r in parsed.rejected):
         run.error = "Some records had no usable id, so no machine was marked gone this time."
 
@@ -265,7 +303,9 @@ def refresh_provider(provider_id: int) -> SyncRun:
                 raise FeedError("the provider has no feed URL")
             adapter = adapter_for(provider.feed_format)
             body = fetch_feed(provider.feed_url, settings.PROVIDER_FEED_TIMEOUT_SECONDS)
-            parsed = adapter.parse(body, provider_slug=provider.slug, gpu_types=gpu_type_index())
+            parsed = adapter.parse(
+                body, provider_slug=provider.slug, gpu_types=gpu_type_index(), models=language_model_slugs()
+            )
             _record_rejections(run, parsed)
             apply_feed(provider, parsed, run, now=timezone.now())
         except FeedError as error:

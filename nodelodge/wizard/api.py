@@ -50,6 +50,15 @@ class PreferenceParams(WorkloadParams):
     tier: str | None = None
     countries: str | None = None
     limit: str | None = None
+    sort: str | None = None
+    gpu: str | None = None
+    min_memory_gib: str | None = None
+    confidence: str | None = None
+    group: str | None = None
+    page: str | None = None
+    target_tokens: str | None = None
+    efficiency: str | None = None
+    redundancy: str | None = None
 
 
 class ItemOut(Schema):
@@ -75,7 +84,15 @@ class SpeedOut(Schema):
     precision: int
     value: float
     unit: str
+    gpus: int
+    engine: str
+    engine_version: str
+    concurrency: int | None
+    input_tokens: int | None
+    output_tokens: int | None
     measured_at: str
+    measured_by: str
+    source: str
 
 
 class MachineOut(Schema):
@@ -113,6 +130,8 @@ class MachineOut(Schema):
     why_it_fits: list[str]
     limits: list[str]
     measured_speeds: list[SpeedOut]
+    price_per_million_tokens: str | None
+    price_per_million_tokens_text: str | None
     last_seen: str | None
 
 
@@ -136,6 +155,72 @@ class ConstraintOut(Schema):
     value: str
 
 
+class PlanMachineOut(Schema):
+    id: int
+    provider: str
+    provider_machine_id: str
+    tier: str
+    gpu_type: str
+    country: str | None
+    region: str
+    free_gpus: int
+    gpus_per_copy: int
+    productive_copies: int
+    spare_copies: int
+    gpus: int
+    tokens_per_s_per_gpu: float
+    tokens_per_s_per_gpu_text: str
+    usable_tokens_per_s_per_copy: float
+    price_per_gpu_hour: str
+    price_per_hour: str
+    measured_speed: SpeedOut
+
+
+class PlanOut(Schema):
+    rank: int
+    label: str
+    gpu_types: list[str]
+    price_per_hour: str
+    price_per_hour_text: str
+    price_per_million_tokens_at_target: str
+    gpus: int
+    productive_gpus: int
+    spare_gpus: int
+    usable_tokens_per_s: float
+    budget_hours: float | None
+    budget_text: str | None
+    steps: list[str]
+    machines: list[PlanMachineOut]
+
+
+class ThroughputPlanOut(Schema):
+    target_tokens_per_s: str
+    target_text: str
+    efficiency_percent: str
+    redundancy: int
+    machines_with_speed: int
+    machines_without_speed: int
+    without_speed_text: str
+    plans: list[PlanOut]
+    empty_reason: str | None
+
+
+class GroupOut(Schema):
+    gpu_type: str
+    machines: int
+
+
+class ListingOut(Schema):
+    sort: str
+    sort_label: str
+    page: int
+    pages: int
+    per_page: int
+    machines_matching: int
+    sorted_among_cheapest: int | None
+    groups: list[GroupOut]
+
+
 class RecommendationsOut(Schema):
     memory: MemoryOut
     machines: list[MachineOut]
@@ -146,6 +231,8 @@ class RecommendationsOut(Schema):
     constraints: list[ConstraintOut]
     excluded: dict[str, int]
     empty_reason: str | None
+    throughput_plan: ThroughputPlanOut | None
+    listing: ListingOut
     data_as_of: str
     newest_report: str | None
     oldest_report: str | None
@@ -222,7 +309,11 @@ def estimate(request, params: Query[WorkloadParams]):
     url_name="recommendations",
 )
 def recommendations(request, params: Query[PreferenceParams]):
-    """The whole result: memory, machines cheapest first, alternatives and constraints applied."""
+    """The whole result: memory, machines cheapest first (or by `sort`, filtered by `gpu`,
+    `min_memory_gib` and `confidence`, grouped by `group=gpu`, one `page` of `limit` at a time),
+    alternatives and constraints applied. `sort=price_per_million_tokens` orders by the price per
+    million tokens at the speed measured on each machine; with `target_tokens` (and `efficiency`,
+    default 75, and `redundancy`, default 1) the answer carries the throughput plan."""
     return recommendation_payload(recommendation_for(_query(request), default_limit=API_LIMIT))
 
 
@@ -236,6 +327,8 @@ def models(request, workload: str | None = None):
 
 def recommendation_payload(result) -> dict:
     payload = result.recommendation.to_dict()
+    payload["throughput_plan"] = result.throughput.to_dict() if result.throughput is not None else None
+    payload["listing"] = result.listing.to_dict()
     freshness = result.freshness
     payload["data_as_of"] = freshness["as_of"].isoformat()
     payload["newest_report"] = freshness["newest"].isoformat() if freshness.get("newest") else None

@@ -1,9 +1,39 @@
 """The forms of the calculators page. The wizard's query lives in `nodelodge.recommendations.query`."""
 from __future__ import annotations
 
-from decimal import Decimal
+import re
+from decimal import Decimal, InvalidOperation
 
 from django import forms
+
+MAX_PARAMETERS = 10**15
+SUFFIXES = {"K": 10**3, "M": 10**6, "B": 10**9, "G": 10**9, "T": 10**12}
+PARAMETERS_WORDS = "Enter the parameter count as 7B, 70e9 or 7,000,000,000."
+
+
+def parse_parameters(text: str) -> int:
+    """A parameter count as people write it: 7B, 1.5B, 350M, 70e9, 7,000,000,000 or 7 000 000 000.
+    Anything else is refused in words, never read as a smaller number."""
+    raw = (text or "").strip()
+    compact = re.sub(r"(?<=\d)[,_ ](?=\d{3}\b)", "", raw).replace("\u202f", "")
+    match = re.fullmatch(r"(\d+(?:\.\d+)?(?:[eE]\+?\d+)?)\s*([kKmMbBgGtT])?", compact)
+    if not match:
+        raise forms.ValidationError(f"“{raw[:40]}” is not a parameter count. {PARAMETERS_WORDS}")
+    try:
+        value = Decimal(match.group(1)) * SUFFIXES.get((match.group(2) or "").upper(), 1)
+    except InvalidOperation as error:
+        raise forms.ValidationError(PARAMETERS_WORDS) from error
+    if value != value.to_integral_value():
+        raise forms.ValidationError(f"{raw[:40]} is not a whole number of parameters. {PARAMETERS_WORDS}")
+    if not 1 <= value <= MAX_PARAMETERS:
+        raise forms.ValidationError(f"The parameter count must be between 1 and {MAX_PARAMETERS:,}.")
+    return int(value)
+
+
+class ParametersField(forms.CharField):
+    def clean(self, value):
+        text = super().clean(value)  # required and length checks on the text as typed
+        return parse_parameters(text)
 
 
 class ThroughputForm(forms.Form):
@@ -21,7 +51,12 @@ class ThroughputForm(forms.Form):
 class RuleOfThumbForm(forms.Form):
     """The rule-of-thumb memory estimate (SPEC §8), in GB as its source counts."""
 
-    parameters = forms.IntegerField(min_value=1, max_value=10**15, label="Parameters")
+    parameters = ParametersField(
+        max_length=40, label="Parameters", help_text="For example 7B, 70e9 or 7,000,000,000.",
+        widget=forms.TextInput(attrs={"autocomplete": "off", "spellcheck": "false"}),
+    )
     precision = forms.ChoiceField(
-        choices=[("FP32", "FP32"), ("FP16", "FP16"), ("INT8", "INT8"), ("INT4", "INT4")], label="Precision"
+        choices=[("FP16", "16-bit (FP16/BF16)"), ("FP32", "32-bit (FP32)"), ("INT8", "8-bit (INT8)"),
+                 ("INT4", "4-bit (INT4)")],
+        initial="FP16", label="Precision",
     )

@@ -2,23 +2,28 @@
 partial its target names, and the full page renders the same partials."""
 from __future__ import annotations
 
-import uuid
-
 from django.shortcuts import render
 from django.template.response import TemplateResponse
 from django.views.decorators.http import require_GET
 
 from nodelodge.recommendations import selectors as recommendation_selectors
 from nodelodge.recommendations.query import (
+    CONFIDENCE_FILTERS,
     DEFAULT_MODEL_BY_WORKLOAD,
     DEFAULTS,
+    GROUPS,
+    SORT_CHOICES,
     WORKLOAD_CHOICES,
     QueryError,
     WorkloadQueryForm,
+    error_list,
     field_labels,
+    messages_for,
     parse_query,
+    reworded,
 )
 from nodelodge.recommendations.selectors import model_row, recommendation_for, suits
+from sizing.calculators import MAX_CONTEXT, MAX_REQUESTS
 from sizing.other_calculators import gpus_for_throughput, rule_of_thumb
 
 from .forms import RuleOfThumbForm, ThroughputForm
@@ -75,17 +80,31 @@ def wizard(request):
             result = recommendation_for(parse_query(values), model_row=row)
         except QueryError as error:
             errors = error.errors
-    if result is not None:
-        for machine in [*result.data["machines"], *result.data["alternatives"]]:
-            machine["idempotency_key"] = uuid.uuid4().hex
+    if result is not None and result.query.group == "gpu":
+        counts = dict(result.listing.groups)
+        previous = None
+        for machine in result.data["machines"]:
+            if machine["gpu_type"] != previous:
+                count = counts.get(machine["gpu_type"], 0)
+                noun = "machine" if count == 1 else "machines"
+                machine["group_heading"] = f"{machine['gpu_type']} · {count} {noun}"
+                previous = machine["gpu_type"]
 
     search = (params.get("q") or "").strip()[:100]
     selected = recommendation_selectors.model_choice(row)
     model_kind = selected["kind"] if selected else None
     eu_checked, other_countries = _split_countries(values["countries"])
+    labels = field_labels(workload, model_kind)
+    errors = {name: reworded(message, workload, model_kind) for name, message in errors.items()}
     context = {
         "values": values,
         "errors": errors,
+        "error_list": error_list(errors, labels),
+        "field_messages": messages_for(workload, model_kind),
+        "limits": {"context": MAX_CONTEXT, "requests": MAX_REQUESTS},
+        "sorts": SORT_CHOICES,
+        "groups": GROUPS,
+        "confidence_filters": CONFIDENCE_FILTERS,
         "result": result,
         "workload": workload,
         "workloads": WORKLOAD_CHOICES,
@@ -98,13 +117,15 @@ def wizard(request):
         "models": recommendation_selectors.model_choices(workload, search),
         "model_kind": model_kind,
         "selected_model": selected,
-        "labels": field_labels(workload, model_kind),
+        "labels": labels,
         "search": search,
         "eu_checked": eu_checked,
         "other_countries": other_countries,
         "query_string": result.query.as_query_string() if result else _public_query(params),
     }
-    context["shown"] = f"{workload}:{model_kind or ''}"
+    # What the form shows: its labels follow the workload and model kind, and its fields carry
+    # error messages; when either changes, the whole wizard is sent rather than the result alone.
+    context["shown"] = f"{workload}:{model_kind or ''}:{'invalid' if errors else 'ok'}"
     template = "wizard/wizard.html"
     retarget = None
     if request.htmx and request.htmx.target in HTMX_PARTIALS:
@@ -114,6 +135,8 @@ def wizard(request):
         if partial == "result" and params.get("shown") != context["shown"]:
             partial, retarget = "wizard", "#wizard"
         template = f"wizard/wizard.html#{partial}"
+        # The result alone also updates the "Selected" line of the form, out of band.
+        context["oob"] = partial == "result"
     # Errors render beside their fields with 200, as a re-shown form does (htmx swaps only 2xx).
     response = TemplateResponse(request, template, context)
     if request.htmx:
@@ -137,10 +160,17 @@ def calculators(request):
         plan = gpus_for_throughput(data["target"], data["measured"], data["efficiency"], data["redundancy"])
     if rule_form.is_bound and rule_form.is_valid():
         rule = rule_of_thumb(rule_form.cleaned_data["parameters"], rule_form.cleaned_data["precision"])
+    # Each form carries the other's values, so submitting one keeps the other's answer.
+    params = request.GET
+    keep = {
+        "throughput": [(name, params[name]) for name in RuleOfThumbForm.base_fields if name in params],
+        "rule": [(name, params[name]) for name in ThroughputForm.base_fields if name in params],
+    }
     return render(
         request,
         "wizard/calculators.html",
-        {"throughput_form": throughput_form, "rule_form": rule_form, "plan": plan, "rule": rule},
+        {"throughput_form": throughput_form, "rule_form": rule_form, "plan": plan, "rule": rule,
+         "keep": keep},
     )
 
 

@@ -28,3 +28,19 @@ QUERIES: list[tuple[str, str]] = [
      "workload=inference&model=mixtral-8x7b&precision=16&context=4096&requests=1&countries=CH"
      "&tier=community&max_price=0.1"),
 ]
+
+# Throughput plans (language models, speeds measured on a fifth of the generated machines): timed
+# apart from the queries above, against the same targets.
+PLAN_QUERIES: list[tuple[str, str]] = [
+    ("plan: 8B, 20,000 tokens/s, EU",
+     "workload=inference&model=llama-3-1-8b&precision=16&context=4096&requests=1&countries=EU"
+     "&target_tokens=20000"),
+    ("plan: 8B, 180,000 tokens/s at 75 % + 1, anywhere",
+     "workload=inference&model=llama-3-1-8b&precision=16&context=4096&requests=1"
+     "&target_tokens=180000&efficiency=75&redundancy=1"),
+    ("plan: 70B, 10,000 tokens/s, Secure",
+     "workload=inference&model=llama-3-1-70b&precision=16&context=8192&requests=1&tier=secure"
+     "&target_tokens=10000"),
+    ("8B by price per million tokens, anywhere",
+     "workload=inference&model=llama-3-1-8b&precision=16&context=4096&requests=1&sort=price_per_million_tokens"),
+]

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from .queries import QUERIES
+from .queries import PLAN_QUERIES, QUERIES
 
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/nodelodge_bench"
@@ -65,6 +65,7 @@ SERVER_ENV = {
 class Options:
     sizes: tuple[int, ...] = SIZES
     queries: int = len(QUERIES)
+    plans: int = len(PLAN_QUERIES)
     warmup: int = 3
     runs: int = 15
     floor_runs: int = 5
@@ -172,7 +173,7 @@ def shown_query(query_string: str) -> str:
     from nodelodge.wizard.views import _form_values
 
     values, row = _form_values(QueryDict(query_string))
-    return f"{query_string}&shown={values['workload']}:{row.kind if row is not None else ''}"
+    return f"{query_string}&shown={values['workload']}:{row.kind if row is not None else ''}:ok"
 
 
 # --- in-process measurement -----------------------------------------------------------------------
@@ -222,14 +223,14 @@ def floor_of(captured: list[dict], runs: int) -> tuple[float, str]:
     return slowest, slowest_sql
 
 
-def measure_in_process(options: Options) -> list[QueryFigures]:
+def measure_in_process(options: Options, queries: list[tuple[str, str]] | None = None) -> list[QueryFigures]:
     from django.db import connection
     from django.test import Client
     from django.test.utils import CaptureQueriesContext
 
     client = Client()
     figures = []
-    for label, query_string in QUERIES[: options.queries]:
+    for label, query_string in QUERIES[: options.queries] if queries is None else queries:
         html_url = "/?" + shown_query(query_string)
         api_url = "/api/v1/recommendations?" + query_string
 
@@ -334,9 +335,11 @@ class Gunicorn:
             return body
 
 
-def measure_server(figures: list[QueryFigures], options: Options, server: Gunicorn) -> None:
+def measure_server(
+    figures: list[QueryFigures], options: Options, server: Gunicorn, queries: list[tuple[str, str]] | None = None
+) -> None:
     headers = {"HX-Request": "true", "HX-Target": "result"}
-    for figure, (_, query_string) in zip(figures, QUERIES, strict=False):
+    for figure, (_, query_string) in zip(figures, QUERIES if queries is None else queries, strict=False):
         html_path = "/?" + shown_query(query_string)
         api_path = "/api/v1/recommendations?" + query_string
         # Both workers warm up: every run is a new connection, so requests alternate between them.
@@ -471,6 +474,37 @@ def _query_rows(size: int, figures: list[QueryFigures], report: Report, options:
     return summary
 
 
+def _plan_rows(size: int, figures: list[QueryFigures], report: Report, options: Options) -> None:
+    """The throughput plans and the price-per-million sort, against the result panel's targets."""
+    fleet = f"{size:,}"
+    at_target = options.targets and size == TARGET_SIZE
+
+    def timing(name: str, values: list[float]) -> None:
+        report.add(f"{name}: median", fleet, median(values), "ms", "≤ 100 ms" if at_target else "",
+                   median(values) <= 100 if at_target else None)
+        report.add(f"{name}: p95", fleet, p95(values), "ms", "≤ 250 ms" if at_target else "",
+                   p95(values) <= 250 if at_target else None)
+
+    timing("throughput plan, result panel, test client", [t for f in figures for t in f.html_ms])
+    timing("throughput plan, API, test client", [t for f in figures for t in f.api_ms])
+    if figures[0].server_html_ms:
+        timing("throughput plan, result panel, gunicorn", [t for f in figures for t in f.server_html_ms])
+        timing("throughput plan, API, gunicorn", [t for f in figures for t in f.server_api_ms])
+    most = max(max(f.html_queries, f.api_queries) for f in figures)
+    report.add("throughput plan: SQL queries per request (most)", fleet, most, "",
+               "≤ 12" if options.targets else "", most <= 12 if options.targets else None)
+    for f in figures:
+        report.details.append([
+            f.label, fleet,
+            f"{median(f.html_ms):.1f} / {p95(f.html_ms):.1f}",
+            f"{median(f.server_html_ms):.1f} / {p95(f.server_html_ms):.1f}" if f.server_html_ms else "–",
+            f"{median(f.api_ms):.1f} / {p95(f.api_ms):.1f}",
+            f"{median(f.server_api_ms):.1f} / {p95(f.server_api_ms):.1f}" if f.server_api_ms else "–",
+            f"{f.html_queries} / {f.api_queries}",
+            f"{f.floor_ms:.1f}",
+        ])
+
+
 def run(options: Options) -> Report:
     """Runs the benchmark on the configured database (Django set up, migrated)."""
     from catalog.services import load_catalog
@@ -487,15 +521,21 @@ def run(options: Options) -> Report:
         report.add("generate fleet (fleet counts kept)", f"{size:,}", seconds, "s", "≤ 60 s" if at_target else "",
                    seconds <= 60 if at_target else None)
         figures = measure_in_process(options)
+        plans = PLAN_QUERIES[: options.plans]
+        plan_figures = measure_in_process(options, plans) if plans else []
         server = Gunicorn() if options.gunicorn else None
         if server is not None:
             with server:
                 measure_server(figures, options, server)
+                if plan_figures:
+                    measure_server(plan_figures, options, server, plans)
                 if size == LOAD_SIZE and options.load_seconds:
                     medians[size] = _query_rows(size, figures, report, options)
                     run_load(options, server, report)
         if size not in medians:
             medians[size] = _query_rows(size, figures, report, options)
+        if plan_figures:
+            _plan_rows(size, plan_figures, report, options)
         query_counts[size] = [(f.html_queries, f.api_queries) for f in figures]
     smallest, largest = min(options.sizes), max(options.sizes)
     if largest != smallest:
@@ -608,6 +648,7 @@ def parse(argv: list[str]) -> Options:
     parser.add_argument("--smoke", action="store_true", help="1,000 machines, three queries, in-process, no targets")
     parser.add_argument("--sizes", help="comma-separated fleet sizes (default 1000,10000,100000)")
     parser.add_argument("--queries", type=int, help=f"use the first N of the {len(QUERIES)} queries")
+    parser.add_argument("--plans", type=int, help=f"use the first N of the {len(PLAN_QUERIES)} plan queries")
     parser.add_argument("--runs", type=int, help="timed runs per query and path")
     parser.add_argument("--warmup", type=int, help="warm-up runs per query and path")
     parser.add_argument("--no-gunicorn", action="store_true", help="in-process only (no server, no load)")
@@ -619,11 +660,11 @@ def parse(argv: list[str]) -> Options:
     if args.quick:
         options.warmup, options.runs, options.load_seconds = 2, 7, 20
     if args.smoke:
-        options = Options(sizes=(1_000,), queries=3, warmup=1, runs=3, floor_runs=2, gunicorn=False,
+        options = Options(sizes=(1_000,), queries=3, plans=1, warmup=1, runs=3, floor_runs=2, gunicorn=False,
                           refresh_sizes=(), load_seconds=0, targets=False, analyze_with_vacuum=False)
     if args.sizes:
         options.sizes = tuple(int(size) for size in args.sizes.split(","))
-    for name in ("queries", "runs", "warmup"):
+    for name in ("queries", "plans", "runs", "warmup"):
         if getattr(args, name):
             setattr(options, name, getattr(args, name))
     if args.no_gunicorn:

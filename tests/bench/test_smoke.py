@@ -21,7 +21,8 @@ def test_a_smoke_run_writes_every_figure_for_a_thousand_machines(db, tmp_path):
     assert figures["result panel, test client: median"].floor > 0
     assert figures["result by scanning the fleet (the count before kept counts): median"].value > 0
     assert all(row.passed is None for row in report.rows)  # a smoke run judges nothing
-    assert len(report.details) == 3
+    assert len(report.details) == 4  # three queries and one throughput plan
+    assert figures["throughput plan, result panel, test client: median"].value > 0
     text = out.read_text()
     assert "| result panel, test client: median | 1,000 |" in text
     assert "| Figure | Fleet | Value | Floor | Target | Result |" in text

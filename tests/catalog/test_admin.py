@@ -207,3 +207,25 @@ def test_deactivating_a_provider_in_the_admin_takes_its_machines_out_at_once(adm
     assert response.status_code == 302
     assert not Provider.objects.get(pk=provider.pk).is_active
     assert provider.machines.count() == provider.machines.filter(provider_is_active=False).count() > 0
+
+
+def test_staff_enter_a_measured_speed_with_how_it_was_measured(admin_client, catalog):
+    machine = Machine.objects.get(provider_machine_id="kmo-0001")
+    response = admin_client.post(admin_url(MeasuredSpeed, "add"), {
+        "machine": machine.pk, "model_kind": "language", "model_slug": "llama-3-1-8b", "precision": "16",
+        "value": "2450.5", "unit": "tokens/s", "gpus": "1", "engine": "vLLM", "engine_version": "0.6.3",
+        "concurrency": "64", "input_tokens": "1024", "output_tokens": "128",
+        "measured_at_0": "2025-05-01", "measured_at_1": "10:00:00", "measured_by": "Ops team",
+    })
+    assert response.status_code == 302, response.context["adminform"].form.errors if response.context else ""
+    speed = MeasuredSpeed.objects.get(machine=machine, model_slug="llama-3-1-8b", measured_by="Ops team")
+    assert (speed.source, speed.gpu_type_id, speed.concurrency, speed.engine) == (
+        "staff", machine.gpu_type_id, 64, "vLLM"
+    )
+    too_many = admin_client.post(admin_url(MeasuredSpeed, "add"), {
+        "machine": machine.pk, "model_kind": "language", "model_slug": "llama-3-1-8b", "precision": "16",
+        "value": "2450", "unit": "tokens/s", "gpus": str(machine.gpu_count + 1),
+        "measured_at_0": "2025-05-01", "measured_at_1": "10:00:00",
+    })
+    assert too_many.status_code == 200
+    assert "cannot exceed the machine's GPU count" in " ".join(too_many.context["adminform"].form.errors["gpus"])

@@ -21,7 +21,9 @@ REPO = Path(settings.BASE_DIR)
 # The query parameters of the wizard and the API; every 400 must name one of them.
 QUERY_FIELDS = (
     "workload", "model", "precision", "context", "requests", "memory_gib",
-    "budget", "max_price", "tier", "countries", "limit",
+    "budget", "max_price", "tier", "countries", "limit", "kv_cache",
+    "sort", "gpu", "min_memory_gib", "confidence", "group", "page",
+    "target_tokens", "efficiency", "redundancy",
 )
 
 

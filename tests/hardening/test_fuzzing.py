@@ -30,6 +30,16 @@ VALID_VALUES = {
     "tier": ["both", "secure", "community"],
     "countries": ["EU", "DE,FR", "US", "CH,EU"],
     "limit": ["1", "5", "1000"],
+    "kv_cache": ["16", "8"],
+    "sort": ["price", "price_per_gpu", "memory", "price_per_million_tokens"],
+    "gpu": ["H100 SXM 80GB", "RTX 4090"],
+    "min_memory_gib": ["24", "80"],
+    "confidence": ["", "medium", "high"],
+    "group": ["", "gpu"],
+    "page": ["1", "2"],
+    "target_tokens": ["1000", "20000", "180000"],
+    "efficiency": ["75", "50", "100"],
+    "redundancy": ["0", "1", "3"],
 }
 HOSTILE = [
     "", " ", "0", "-1", "-0", "+5", "1e309", "-1e309", "1e-400", "NaN", "nan", "inf", "-inf",
@@ -89,7 +99,8 @@ def workload_queries(draw) -> list[tuple[str, str]]:
 
 
 any_query = st.one_of(queries(), workload_queries())
-ERROR_ITEM = re.compile(r"<li><strong>([^<]*)</strong>: ([^<]*)</li>")
+# The summary of what to fix: the field's name, its label (a link to the field) and the message.
+ERROR_ITEM = re.compile(r'<li data-field="([^"]*)">(?:<a href="#[^"]*">)?[^<]*(?:</a>)?: ([^<]*)</li>')
 
 
 def assert_api_answer(response):
@@ -169,7 +180,7 @@ def test_five_hundred_countries_are_refused_naming_the_field(client, catalog_fle
     assert response.status_code == 400
     assert "countries" in response.json()["errors"]
     page = client.get("/?" + query)
-    assert page.status_code == 200 and b"<strong>countries</strong>" in page.content
+    assert page.status_code == 200 and b'<li data-field="countries"><a href="#id_countries">Countries</a>:' in page.content
 
 
 def test_nan_and_infinity_are_refused_naming_the_field(client, catalog_fleet):
@@ -187,6 +198,6 @@ def test_a_nul_byte_in_the_model_is_an_error_not_a_crash(client, catalog_fleet):
     for headers in ({}, {"HX-Request": "true", "HX-Target": "result"}):
         response = client.get("/?" + urlencode({"workload": "inference", "model": "llama\x00"}), headers=headers)
         assert response.status_code == 200
-        assert b"<strong>model</strong>: Null characters are not allowed." in response.content
+        assert b'<li data-field="model"><a href="#id_q">Model</a>: Null characters are not allowed.' in response.content
     api = client.get("/api/v1/estimate?" + urlencode({"workload": "inference", "model": "\x00"}))
     assert api.status_code == 400 and "model" in api.json()["errors"]

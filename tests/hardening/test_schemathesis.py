@@ -36,8 +36,10 @@ def wsgi_on_test_connection(catalog_fleet):
 @schema.parametrize()
 @settings(max_examples=50, deadline=None, suppress_health_check=list(HealthCheck))
 def test_every_operation_answers_within_its_schema(case, wsgi_on_test_connection):
+    # The WSGI transport does not undo gzip (which the console applies whenever a client accepts it).
     case.call_and_validate(
-        checks=[not_a_server_error, response_schema_conformance, status_code_conformance]
+        headers={"Accept-Encoding": "identity"},
+        checks=[not_a_server_error, response_schema_conformance, status_code_conformance],
     )
 
 

@@ -12,6 +12,7 @@ from playwright.sync_api import expect
 
 from catalog.models import Machine
 from nodelodge.launches.models import Booking
+from tests.a11y import assert_accessible
 
 from .conftest import QUERY
 
@@ -21,8 +22,11 @@ ARTIFACTS = Path(settings.BASE_DIR) / "test-artifacts"
 
 
 def shoot(page, name):
+    """A screenshot of each state, and axe-core over it where the page runs JavaScript."""
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / f"launch-{name}.png"), full_page=True)
+    if not name.endswith("-nojs"):
+        assert_accessible(page, f"launch, {name}")
 
 
 @pytest.mark.parametrize("javascript", [True, False], ids=["with-js", "without-js"])
@@ -42,17 +46,26 @@ def test_launch_sign_in_see_the_booking_and_stop_it(
     shoot(page, f"1-result{suffix}")
     first_row.get_by_role("button", name=re.compile("^Launch")).click()
 
-    # Signed out: the sign-in page, which leads back to the same result.
+    # Signed out: the sign-in page, which leads back to the review of the same machine.
     expect(page).to_have_url(re.compile(r"/accounts/login/\?next="))
     expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
     shoot(page, f"2-sign-in{suffix}")
     page.get_by_label("Username").fill("ada")
     page.get_by_label("Password").fill("a-long-test-passphrase")
     page.get_by_role("button", name="Sign in").click()
-    expect(page).to_have_url(re.compile(r"/\?(?=.*model=llama-3-1-8b)(?=.*budget=100)"))
+    expect(page).to_have_url(re.compile(r"/launch/review/\?(?=.*machine=)(?=.*budget%3D100)"))
 
-    first_row = page.locator("table.machines tbody.machine-row").first
-    first_row.get_by_role("button", name=re.compile("^Launch")).click()
+    # The review: exactly what Confirm books; nothing booked yet.
+    review = page.get_by_test_id("review")
+    expect(review).to_contain_text(cheapest.provider_machine_id)
+    expect(review).to_contain_text("$2.49/h")
+    expect(review).to_contain_text("Interruptible")
+    expect(review).to_contain_text("Booking limit")
+    expect(review).to_contain_text("$100.00 covers 40.2 hours")
+    expect(review).to_contain_text("Llama 3.1 8B")
+    assert not Booking.objects.exists()
+    shoot(page, f"2b-review{suffix}")
+    page.get_by_role("button", name=re.compile("^Confirm and launch")).click()
 
     expect(page).to_have_url(re.compile(r"/launches/$"))
     expect(page.locator(".messages")).to_contain_text("Launched: 1 × H100 SXM 80GB on Alpine Compute")
@@ -63,7 +76,13 @@ def test_launch_sign_in_see_the_booking_and_stop_it(
     shoot(page, f"3-my-launches{suffix}")
     assert Machine.objects.get(pk=cheapest.pk).free_gpus == 1
 
-    running.get_by_role("button", name=re.compile("^Stop")).click()
+    expect(running).to_contain_text("Llama 3.1 8B")
+    running.get_by_role("link", name=re.compile("^Stop")).click()
+    # Stop asks first.
+    expect(page.get_by_role("heading", name="Stop this booking?")).to_be_visible()
+    assert Booking.objects.get().status == Booking.Status.RUNNING
+    shoot(page, f"3b-stop-confirmation{suffix}")
+    page.get_by_role("button", name="Yes, stop it").click()
     expect(page.locator(".messages")).to_contain_text("Stopped. 1 GPU on Alpine Compute")
     expect(page.get_by_text("Nothing running.")).to_be_visible()
     expect(page.get_by_role("table", name="Ended bookings")).to_contain_text(cheapest.provider_machine_id)
@@ -87,9 +106,11 @@ def test_losing_the_race_offers_the_next_cheapest_and_launches_it(
     expect(page.locator("table.machines tbody.machine-row").first).to_contain_text(taken.provider_machine_id)
 
     # Someone else takes the last GPU between the result and the click.
-    Machine.objects.filter(pk=taken.pk).update(free_gpus=0)
     first_row = page.locator("table.machines tbody.machine-row").first
     first_row.get_by_role("button", name=re.compile("^Launch")).click()
+    expect(page.get_by_test_id("review")).to_contain_text(taken.provider_machine_id)
+    Machine.objects.filter(pk=taken.pk).update(free_gpus=0)
+    page.get_by_role("button", name=re.compile("^Confirm and launch")).click()
 
     expect(page.get_by_role("alert")).to_contain_text("someone else booked first")
     expect(page.get_by_role("heading", name="Next-cheapest machine that fits")).to_be_visible()
@@ -98,6 +119,34 @@ def test_losing_the_race_offers_the_next_cheapest_and_launches_it(
     expect(offered).to_contain_text(dearer.provider_machine_id)
     shoot(page, "5-lost-the-race")
     offered.get_by_role("button", name=re.compile("^Launch")).click()
+    page.get_by_role("button", name=re.compile("^Confirm and launch")).click()
 
     expect(page.get_by_role("table", name="Running bookings")).to_contain_text(dearer.provider_machine_id)
     assert Booking.objects.get(user=user).machine_id == dearer.pk
+
+
+def test_my_launches_on_a_phone_shows_when_and_stop(browser, live_server, small_catalog, make_user):
+    from nodelodge.launches import services
+
+    user = make_user("ada")
+    machine = small_catalog.machine(price_per_gpu_hour=Decimal("2.49"), free_gpus=2)
+    services.launch(user, machine.pk, 1, Decimal("2.49"), QUERY, "phone-key-0001")
+    context = browser.new_context(viewport={"width": 390, "height": 844})
+    page = context.new_page()
+    page.goto(f"{live_server.url}/accounts/login/")
+    page.get_by_label("Username").fill("ada")
+    page.get_by_label("Password").fill("a-long-test-passphrase")
+    page.get_by_role("button", name="Sign in").click()
+    page.goto(f"{live_server.url}/launches/")
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    row = page.locator("tr.booking").first
+    started = row.locator("td[data-label=Started]")
+    assert started.bounding_box()["width"] > 120, "the start time is readable"
+    expect(started).to_contain_text("UTC")
+    stop = row.get_by_role("link", name=re.compile("^Stop"))
+    stop.scroll_into_view_if_needed()
+    expect(stop).to_be_in_viewport()
+    box = stop.bounding_box()
+    assert box["x"] >= 0 and box["x"] + box["width"] <= 390
+    shoot(page, "6-my-launches-phone")
+    context.close()

@@ -272,3 +272,31 @@ def test_a_machine_of_a_deactivated_provider_is_refused_as_offline(small_catalog
     small_catalog.provider.is_active = False
     catalog_services.save_provider(small_catalog.provider)
     assert refusal_of(make_user(), machine).code == LaunchRefused.OFFLINE
+
+
+def test_beat_ends_bookings_that_reached_their_limit_and_only_those(small_catalog, make_user):
+    from datetime import timedelta
+
+    from django.conf import settings
+    from django.utils import timezone
+
+    from nodelodge.launches.tasks import END_EXPIRED_BOOKINGS, end_expired_bookings
+
+    user = make_user("ada")
+    limited = small_catalog.machine(booking_limit_hours=5, gpu_count=4, free_gpus=4)
+    unlimited = small_catalog.machine(booking_limit_hours=None)
+    now = timezone.now()
+    due = services.launch(user, limited.pk, 1, limited.price_per_gpu_hour, QUERY, "key-due-0001",
+                          now=now - timedelta(hours=6)).booking
+    running = services.launch(user, limited.pk, 1, limited.price_per_gpu_hour, QUERY, "key-running-01",
+                              now=now - timedelta(hours=4)).booking
+    endless = services.launch(user, unlimited.pk, 1, unlimited.price_per_gpu_hour, QUERY, "key-endless-1",
+                              now=now - timedelta(hours=600)).booking
+    assert END_EXPIRED_BOOKINGS in {entry["task"] for entry in settings.CELERY_BEAT_SCHEDULE.values()}
+    assert end_expired_bookings.apply().get() == 1
+    for booking in (due, running, endless):
+        booking.refresh_from_db()
+    assert due.status == "ended" and due.ended_at == due.started_at + timedelta(hours=5)
+    assert running.is_running and endless.is_running
+    assert Machine.objects.get(pk=limited.pk).free_gpus == 3
+    assert services.end_expired_bookings() == 0  # a second run changes nothing

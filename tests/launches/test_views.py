@@ -38,14 +38,71 @@ def next_param(response) -> str:
     return parse_qs(urlparse(response["Location"]).query)["next"][0]
 
 
-def test_anonymous_launch_asks_to_sign_in_and_comes_back_to_the_result(client, small_catalog):
+def test_anonymous_launch_asks_to_sign_in_and_comes_back_to_the_review(client, small_catalog):
     machine = small_catalog.machine()
     response = client.post(reverse("launches:launch"), launch_data(machine))
     assert response.status_code == 302
     assert urlparse(response["Location"]).path == reverse("login")
-    back_to = next_param(response)
-    assert back_to.startswith("/?") and parse_qs(back_to[2:])["model"] == ["llama-3-1-8b"]
+    back_to = urlparse(next_param(response))
+    assert back_to.path == reverse("launches:review")
+    params = parse_qs(back_to.query)
+    assert params["machine"] == [str(machine.pk)] and params["gpus"] == ["1"]
+    assert parse_qs(params["query"][0])["model"] == ["llama-3-1-8b"]
     assert not Booking.objects.exists()
+
+
+def test_anonymous_review_asks_to_sign_in_and_comes_back_to_it(client, small_catalog):
+    machine = small_catalog.machine()
+    data = launch_data(machine)
+    data.pop("idempotency_key")
+    response = client.get(reverse("launches:review"), data)
+    assert response.status_code == 302
+    back_to = urlparse(next_param(response))
+    assert back_to.path == reverse("launches:review")
+    assert parse_qs(back_to.query)["machine"] == [str(machine.pk)]
+
+
+def test_review_shows_what_confirm_books_and_books_nothing(client, small_catalog, make_user):
+    client.force_login(make_user("ada"))
+    machine = small_catalog.machine()
+    data = launch_data(machine)
+    data.pop("idempotency_key")
+    html = client.get(reverse("launches:review"), data).content.decode()
+    assert "Review the launch" in html
+    assert machine.provider_machine_id in html and "$2.49/h" in html
+    for words in ("Interruptible", "Booking limit", "Budget covers", "Sized for", "Llama 3.1 8B"):
+        assert words in html
+    assert 'name="idempotency_key"' in html and "Confirm and launch" in html
+    assert not Booking.objects.exists()
+
+
+def test_a_booking_at_its_limit_ends_by_itself_when_my_launches_is_read(client, small_catalog, make_user):
+    user = make_user("ada")
+    client.force_login(user)
+    machine = small_catalog.machine()
+    machine.booking_limit_hours = 2
+    machine.save(update_fields=["booking_limit_hours"])
+    booking = booked(user, machine)
+    Booking.objects.filter(pk=booking.pk).update(started_at=booking.started_at - timedelta(hours=3))
+    free_before = Machine.objects.get(pk=machine.pk).free_gpus
+    html = client.get(reverse("launches:list")).content.decode()
+    booking.refresh_from_db()
+    assert booking.status == Booking.Status.ENDED
+    assert booking.ended_at == booking.started_at + timedelta(hours=2)  # at the limit, not at the read
+    assert Machine.objects.get(pk=machine.pk).free_gpus == free_before + 1
+    assert "Nothing running" in html
+
+
+def test_my_launches_names_the_model_and_stop_asks_first(client, small_catalog, make_user):
+    user = make_user("ada")
+    client.force_login(user)
+    booking = booked(user, small_catalog.machine())
+    html = client.get(reverse("launches:list")).content.decode()
+    assert "Llama 3.1 8B" in html and reverse("launches:stop", args=[booking.pk]) in html
+    confirm = client.get(reverse("launches:stop", args=[booking.pk])).content.decode()
+    assert "Stop this booking?" in confirm and "Yes, stop it" in confirm
+    booking.refresh_from_db()
+    assert booking.is_running
 
 
 def test_signing_in_through_the_form_returns_to_the_result(client, small_catalog, make_user):

@@ -7,6 +7,7 @@ from django.conf import settings
 from playwright.sync_api import expect
 
 from catalog.services import load_catalog
+from tests.a11y import assert_accessible
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -18,15 +19,19 @@ def shipped_catalog(transactional_db):
     load_catalog()
 
 
-def shoot(page, name):
+def shoot(page, name, javascript=True):
+    """A screenshot of each state, and axe-core over it (axe runs in the page, so only with JavaScript)."""
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / f"wizard-{name}.png"), full_page=True)
+    if javascript:
+        assert_accessible(page, f"wizard, {name}")
 
 
 def test_three_steps_for_every_workload(page, live_server, shipped_catalog):
     page.goto(live_server.url + "/")
     result = page.locator("#result")
     expect(result).to_contain_text("Your result appears here")
+    shoot(page, "start")
 
     # Run a model: Llama 3.1 8B, 16-bit, 4,096 tokens, 1 request, EU only.
     page.get_by_label("Run a model").check()
@@ -84,6 +89,7 @@ def test_model_search_filters_the_list(page, live_server, shipped_catalog):
     expect(page.locator("#model-list label")).to_have_count(6)
     page.locator("#model-list").get_by_text("Whisper large-v3-turbo", exact=True).click()
     expect(page.get_by_label("Concurrent audio streams")).to_be_visible()
+    shoot(page, "speech")
 
 
 def test_wizard_works_without_javascript(browser, live_server, shipped_catalog):
@@ -95,7 +101,7 @@ def test_wizard_works_without_javascript(browser, live_server, shipped_catalog):
     expect(page).to_have_url(re.compile(r"context=8192"))
     expect(page.get_by_test_id("total-gib")).to_be_visible()
     expect(page.locator("#result")).to_contain_text("Recommended machines")
-    shoot(page, "no-javascript")
+    shoot(page, "no-javascript", javascript=False)
     context.close()
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from decimal import Decimal, InvalidOperation
 from typing import Protocol
 
@@ -22,6 +22,14 @@ MAX_PRICE_PER_GPU_HOUR = Decimal("10000")
 PRICE_STEP = Decimal("0.0001")  # Machine.price_per_gpu_hour keeps four decimals
 MAX_ID_LENGTH = 120
 MAX_REGION_LENGTH = 120
+# No GPU serves a million output tokens per second; a larger figure is a unit mix-up or garbage.
+MAX_TOKENS_PER_SECOND_PER_GPU = Decimal("1000000")
+SPEED_STEP = Decimal("0.001")  # MeasuredSpeed.value keeps three decimals
+MAX_SPEED_TEXT = {"engine": 60, "engine_version": 40, "measured_by": 120}
+MAX_SPEED_COUNT = 10_000_000  # concurrency and token lengths
+PRECISIONS = (16, 8, 4)
+# A measurement dated later than this after the feed was read comes from a wrong clock.
+FUTURE_SKEW = timedelta(hours=1)
 
 
 class FeedError(Exception):
@@ -55,6 +63,23 @@ class GpuTypeIndex:
 
 
 @dataclass(frozen=True)
+class SpeedRecord:
+    """One speed measured on the machine, as the feed's optional `measured_speeds` gives it."""
+
+    model_slug: str
+    precision: int
+    tokens_per_second: Decimal  # over `gpus` GPUs used together
+    gpus: int
+    engine: str
+    engine_version: str
+    concurrency: int | None
+    input_tokens: int | None
+    output_tokens: int | None
+    measured_at: datetime
+    measured_by: str
+
+
+@dataclass(frozen=True)
 class MachineRecord:
     """One machine as the feed describes it, every value checked."""
 
@@ -69,6 +94,8 @@ class MachineRecord:
     price_per_gpu_hour: Decimal
     interruptible: bool
     booking_limit_hours: int | None
+    # None: the feed left the section out, so the machine keeps the speeds it has.
+    measured_speeds: tuple[SpeedRecord, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -84,6 +111,8 @@ class RejectedRecord:
 class ParsedFeed:
     records: list[MachineRecord] = field(default_factory=list)
     rejected: list[RejectedRecord] = field(default_factory=list)
+    # Measured speeds refused one by one; their machines and other speeds were applied.
+    rejected_speeds: list[RejectedRecord] = field(default_factory=list)
     generated_at: datetime | None = None
 
     @property
@@ -94,8 +123,16 @@ class ParsedFeed:
 class FeedAdapter(Protocol):
     format: str
 
-    def parse(self, body: bytes, *, provider_slug: str, gpu_types: GpuTypeIndex) -> ParsedFeed:
-        """The feed's records, each validated; raises FeedError when the whole feed is unusable."""
+    def parse(
+        self,
+        body: bytes,
+        *,
+        provider_slug: str,
+        gpu_types: GpuTypeIndex,
+        models: frozenset[str] = frozenset(),
+    ) -> ParsedFeed:
+        """The feed's records, each validated; raises FeedError when the whole feed is unusable.
+        `models`: the slugs of the catalog's language models, which measured speeds must name."""
         ...
 
 
@@ -213,3 +250,86 @@ def booking_limit_hours(value) -> int | None:
     if hours < 1:
         raise RecordRejected(f"booking_limit_hours must be at least 1 (or null for none), got {hours}")
     return hours
+
+
+# --- Measured speeds (optional section of a machine) ----------------------------------------------
+
+
+def _optional_count(value, label: str) -> int | None:
+    if value is None:
+        return None
+    number = whole_number(value, label)
+    if not 1 <= number <= MAX_SPEED_COUNT:
+        raise RecordRejected(f"{label} must be between 1 and {MAX_SPEED_COUNT:,}, got {number}")
+    return number
+
+
+def _text(value, label: str) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise RecordRejected(f"{label} must be text, got {value!r}")
+    text = value.strip()
+    if len(text) > MAX_SPEED_TEXT[label]:
+        raise RecordRejected(f"{label} is longer than {MAX_SPEED_TEXT[label]} characters")
+    return text
+
+
+def measured_speed(item, *, gpu_count: int, models: frozenset[str], now: datetime) -> SpeedRecord:
+    """One entry of a machine's `measured_speeds`, every value checked; RecordRejected otherwise."""
+    if not isinstance(item, dict):
+        raise RecordRejected(f"a measured speed must be a JSON object, got {type(item).__name__}")
+    model = item.get("model")
+    if not isinstance(model, str) or not model.strip():
+        raise RecordRejected("model is missing")
+    model = model.strip().lower()
+    if model not in models:
+        raise RecordRejected(f"unknown model {model[:80]!r}")
+    precision = whole_number(item.get("precision"), "precision")
+    if precision not in PRECISIONS:
+        raise RecordRejected(f"precision must be 16, 8 or 4, got {precision}")
+    gpus = whole_number(item.get("gpus", 1), "gpus")
+    if not 1 <= gpus <= gpu_count:
+        raise RecordRejected(f"gpus must be between 1 and the machine's {gpu_count}, got {gpus}")
+    raw = item.get("tokens_per_second")
+    if isinstance(raw, bool) or not isinstance(raw, str | int | float):
+        raise RecordRejected(f"tokens_per_second must be a number, got {raw!r}")
+    try:
+        speed = Decimal(str(raw).strip())
+    except InvalidOperation:
+        raise RecordRejected(f"tokens_per_second {str(raw)[:30]!r} is not a number") from None
+    if not speed.is_finite():
+        raise RecordRejected("tokens_per_second must be a finite number")
+    if speed <= 0:
+        raise RecordRejected(f"tokens_per_second must be above zero, got {raw}")
+    if speed > MAX_TOKENS_PER_SECOND_PER_GPU * gpus:
+        raise RecordRejected(
+            f"tokens_per_second {speed:,} is absurd (above {MAX_TOKENS_PER_SECOND_PER_GPU:,} per GPU)"
+        )
+    speed = speed.quantize(SPEED_STEP)
+    if speed <= 0:
+        raise RecordRejected(f"tokens_per_second must be above zero, got {raw}")
+    measured_at = item.get("measured_at")
+    if not isinstance(measured_at, str):
+        raise RecordRejected("measured_at is missing (ISO 8601)")
+    try:
+        when = datetime.fromisoformat(measured_at.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise RecordRejected(f"measured_at {measured_at[:40]!r} is not an ISO 8601 time") from None
+    if when.tzinfo is None:
+        raise RecordRejected("measured_at needs a time zone (e.g. Z)")
+    if when > now + FUTURE_SKEW:
+        raise RecordRejected(f"measured_at {measured_at[:40]} is in the future")
+    return SpeedRecord(
+        model_slug=model,
+        precision=precision,
+        tokens_per_second=speed,
+        gpus=gpus,
+        engine=_text(item.get("engine"), "engine"),
+        engine_version=_text(item.get("engine_version"), "engine_version"),
+        concurrency=_optional_count(item.get("concurrency"), "concurrency"),
+        input_tokens=_optional_count(item.get("input_tokens"), "input_tokens"),
+        output_tokens=_optional_count(item.get("output_tokens"), "output_tokens"),
+        measured_at=when,
+        measured_by=_text(item.get("measured_by"), "measured_by"),
+    )

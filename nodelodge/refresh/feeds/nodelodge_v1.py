@@ -5,12 +5,17 @@
          "memory_mib": 81559, "available": true, "country": "DE", "region": "Frankfurt",
          "price_per_gpu_hour": "2.49", "interruptible": false, "booking_limit_hours": 72}]}
 
+A machine may add `measured_speeds`, speeds measured on it (see the README's table); each entry
+is checked on its own, and a bad one is refused with its reason while the machine and its other
+speeds are applied. Leaving the section out keeps the speeds the machine has.
+
 Unknown fields are ignored, so providers can add their own without breaking the feed.
 """
 from __future__ import annotations
 
 import json
-from datetime import datetime
+from dataclasses import replace
+from datetime import UTC, datetime
 
 from . import base
 from .base import FeedError, GpuTypeIndex, MachineRecord, ParsedFeed, RecordRejected, RejectedRecord
@@ -22,7 +27,14 @@ REQUIRED_FIELDS = ("gpu_type", "gpu_count", "free_gpus", "available", "price_per
 class NodeLodgeV1:
     format = FORMAT
 
-    def parse(self, body: bytes, *, provider_slug: str, gpu_types: GpuTypeIndex) -> ParsedFeed:
+    def parse(
+        self,
+        body: bytes,
+        *,
+        provider_slug: str,
+        gpu_types: GpuTypeIndex,
+        models: frozenset[str] = frozenset(),
+    ) -> ParsedFeed:
         try:
             document = json.loads(body)
         except (UnicodeDecodeError, json.JSONDecodeError) as error:
@@ -39,6 +51,7 @@ class NodeLodgeV1:
 
         parsed = ParsedFeed(generated_at=_timestamp(document.get("generated_at")))
         seen: set[str] = set()
+        now = datetime.now(UTC)
         for item in machines:
             record_id = _id_of(item)
             try:
@@ -49,8 +62,27 @@ class NodeLodgeV1:
                 parsed.rejected.append(RejectedRecord(record_id, str(rejection)))
                 continue
             seen.add(record.provider_machine_id)
+            if "measured_speeds" in item:
+                speeds = self.speeds(item["measured_speeds"], record, models, now, parsed.rejected_speeds)
+                record = replace(record, measured_speeds=speeds)
             parsed.records.append(record)
         return parsed
+
+    @staticmethod
+    def speeds(items, record: MachineRecord, models: frozenset[str], now: datetime, rejected: list) -> tuple:
+        """The machine's measured speeds that pass their checks; the others go to `rejected`."""
+        if not isinstance(items, list):
+            rejected.append(RejectedRecord(record.provider_machine_id, "measured_speeds must be a list"))
+            return None
+        speeds = []
+        for position, item in enumerate(items):
+            try:
+                speeds.append(base.measured_speed(item, gpu_count=record.gpu_count, models=models, now=now))
+            except RecordRejected as rejection:
+                rejected.append(
+                    RejectedRecord(record.provider_machine_id, f"measured_speeds[{position}]: {rejection}")
+                )
+        return tuple(speeds)
 
     @staticmethod
     def record(item, gpu_types: GpuTypeIndex) -> MachineRecord:

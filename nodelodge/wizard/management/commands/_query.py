@@ -5,11 +5,12 @@ import sys
 
 from django.http import QueryDict
 
-from nodelodge.recommendations.query import QueryError, WorkloadQuery, parse_query
+from nodelodge.recommendations.query import SORTS, QueryError, WorkloadQuery, parse_query
 from sizing.workloads import WIZARD_CODES
 
 QUERY_OPTIONS = ("workload", "model", "precision", "kv_cache", "context", "requests", "memory_gib")
-PREFERENCE_OPTIONS = ("budget", "max_price", "tier", "countries")
+PREFERENCE_OPTIONS = ("budget", "max_price", "tier", "countries", "sort", "gpu", "min_memory_gib",
+                      "confidence", "group", "page", "target_tokens", "efficiency", "redundancy")
 
 
 def add_query_arguments(parser, preferences: bool) -> None:
@@ -27,6 +28,17 @@ def add_query_arguments(parser, preferences: bool) -> None:
         parser.add_argument("--max-price", dest="max_price", help="USD per hour")
         parser.add_argument("--tier", choices=["secure", "community", "both"])
         parser.add_argument("--countries", help="comma-separated ISO codes; EU for its members")
+        parser.add_argument("--sort", choices=list(SORTS), help="order of the machines (default: price)")
+        parser.add_argument("--gpu", help="only this GPU model, e.g. 'H100 SXM 80GB'")
+        parser.add_argument("--min-memory-gib", dest="min_memory_gib", help="memory per GPU at least, GiB")
+        parser.add_argument("--confidence", choices=["high", "medium"], help="confidence at least")
+        parser.add_argument("--group", choices=["gpu"], help="group the machines by GPU model")
+        parser.add_argument("--page", help="page of the machine list (pages of 100)")
+        parser.add_argument(
+            "--target-tokens", dest="target_tokens", help="tokens/s to serve: adds the throughput plan"
+        )
+        parser.add_argument("--efficiency", help="usable efficiency of the measured speed, %% (default 75)")
+        parser.add_argument("--redundancy", help="spare model copies of the plan (default 1)")
     parser.add_argument("--json", action="store_true", help="print the API's JSON")
 
 

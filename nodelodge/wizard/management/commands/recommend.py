@@ -39,7 +39,7 @@ class Command(BaseCommand):
         self.stdout.write("")
         self.stdout.write(f"Recommended machines: {len(machines)}")
         header = f"{'#':>3}  {'provider':<22} {'tier':<9} {'gpu':<16} {'used':>4} {'GiB/GPU':>8} " \
-                 f"{'where':<6} {'$/h':>9} {'budget':>10}  confidence"
+                 f"{'where':<6} {'$/h':>9} {'$/M tok':>10} {'budget':>10}  confidence"
         self.stdout.write(header)
         for rank, m in enumerate(machines[: options["limit"]], start=1):
             hours = f"{m['budget_hours']:.1f} h" if m["budget_hours"] is not None else "-"
@@ -47,11 +47,46 @@ class Command(BaseCommand):
             self.stdout.write(
                 f"{rank:>3}  {m['provider'][:22]:<22} {m['tier']:<9} {m['gpu_type'][:16]:<16} "
                 f"{m['gpus_used']:>4} {m['memory_per_gpu_gib']:>8.2f} {where:<6} {m['price_per_hour']:>9} "
+                f"{per_million(m):>10} "
                 f"{hours:>10}  {m['confidence']}"
             )
         if not machines and payload["empty_reason"]:
             self.stdout.write(payload["empty_reason"])
+        plan = payload.get("throughput_plan")
+        if plan is not None:
+            self.write_plan(plan)
         self.stdout.write("")
         self.stdout.write("Constraints applied:")
         for constraint in payload["constraints"]:
             self.stdout.write(f"  {constraint['label']}: {constraint['value']}")
+
+    def write_plan(self, plan: dict) -> None:
+        self.stdout.write("")
+        self.stdout.write(
+            f"Throughput plan for {plan['target_text']} at {plan['efficiency_percent']} % efficiency, "
+            f"{plan['redundancy']} spare: {plan['without_speed_text']}."
+        )
+        if not plan["plans"]:
+            self.stdout.write(plan["empty_reason"])
+        for entry in plan["plans"]:
+            self.stdout.write(
+                f"{entry['label']}: ${entry['price_per_hour']}/h, {entry['gpus']} GPUs "
+                f"({entry['productive_gpus']} productive + {entry['spare_gpus']} redundancy), "
+                f"${entry['price_per_million_tokens_at_target']} per million tokens at the target"
+            )
+            for machine in entry["machines"]:
+                self.stdout.write(
+                    f"    {machine['provider'][:22]:<22} {machine['provider_machine_id']:<12} "
+                    f"{machine['gpus']:>2} × {machine['gpu_type']:<16} "
+                    f"{machine['tokens_per_s_per_gpu_text']:>18}/GPU "
+                    f"${machine['price_per_hour']}/h"
+                )
+            for step in entry["steps"]:
+                self.stdout.write(f"    {step}")
+
+
+def per_million(machine: dict) -> str:
+    value = machine.get("price_per_million_tokens")
+    if value is not None:
+        return value
+    return "-" if machine.get("price_per_million_tokens_text") is None else "no speed"

@@ -1,0 +1,286 @@
+"""The throughput plan of a query, and the machines the price-per-million sort lists first.
+
+Both read the same thing from the catalog: the machines that fit the model and meet every preference
+(the recommended machines) and carry a tokens/s speed measured on them for the model and precision.
+The plan itself is the pure engine's (`sizing.throughput_plan`); here it gets its candidates and its
+words. A machine without a measured speed is never in a plan; the answer says how many fit without one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+from fractions import Fraction
+from types import SimpleNamespace
+
+from django.db import connection
+
+from catalog import selectors as catalog_selectors
+from sizing import fit as sizing_fit
+from sizing.breakdown import Breakdown
+from sizing.matching import preference_breaks
+from sizing.results import speed_row
+from sizing.throughput_plan import (
+    SECONDS_PER_HOUR,
+    TOKENS_PER_MILLION,
+    Plan,
+    PlanCandidate,
+    cheapest_plan,
+    copy_speed,
+    number,
+    price_per_million_tokens,
+    speed_for,
+)
+from sizing.units import money_string, money_text
+from sizing.wording import budget_cover, plural
+
+from .query import WorkloadQuery
+
+PLANS_SHOWN = 5  # the cheapest plan, then the cheapest on each single GPU type, by total price
+
+
+@dataclass(frozen=True)
+class SpeedCandidate:
+    """A recommended machine with the speed a plan would use on it."""
+
+    row: catalog_selectors.SpeedRow
+    plan: PlanCandidate
+    hourly_price: Decimal  # the machine's row: its fit's GPUs × price per GPU-hour
+    price_per_million_tokens: Decimal
+
+
+def speed_candidates(
+    query: WorkloadQuery,
+    breakdown: Breakdown,
+    stale_cutoff: datetime,
+    preferences,
+    keep: int = 0,
+    every_one: bool = False,
+) -> tuple[list[SpeedCandidate], int]:
+    """The recommended machines (fit, every preference) with a measured speed for the model and
+    precision sized, in the machines' default order, and how many there are.
+
+    On PostgreSQL only those a plan can use and the `keep` cheapest of each speed class come back
+    (`catalog.selectors.speed_rows_counted` says why no other can matter); elsewhere, or with
+    `every_one`, all of them."""
+    thresholds = sizing_fit.fit_thresholds(breakdown)
+    if breakdown.workload != "inference" or not thresholds:
+        return [], 0
+    if connection.vendor == "postgresql" and not every_one:
+        rows, total = catalog_selectors.speed_rows_counted(
+            catalog_selectors.SpeedQuery(
+                stale_cutoff=stale_cutoff,
+                countries=query.countries,
+                tier=query.tier,
+                model_slug=query.model_slug,
+                precision=breakdown.precision,
+                fits=thresholds,
+                max_price_per_hour=query.max_price,
+                budget=query.budget,
+                target=query.target_tokens,
+                efficiency=query.efficiency,
+                redundancy=query.redundancy,
+                keep=keep,
+            )
+        )
+    else:
+        rows, total = (
+            catalog_selectors.speed_rows(
+                stale_cutoff=stale_cutoff,
+                countries=query.countries,
+                tier=query.tier,
+                model_slug=query.model_slug,
+                precision=breakdown.precision,
+                min_memory_mib=min(need for _, need in thresholds),
+            ),
+            None,
+        )
+    by_machine: dict[int, list[catalog_selectors.SpeedRow]] = {}
+    for row in rows:
+        by_machine.setdefault(row.machine_id, []).append(row)
+    found = []
+    for machine_rows in by_machine.values():
+        first = machine_rows[0]
+        gpus = sizing_fit.gpus_used_by_thresholds(thresholds, first.memory_per_gpu_mib, first.free_gpus)
+        if gpus is None:
+            continue
+        hourly = first.price_per_gpu_hour * gpus
+        if preference_breaks(SimpleNamespace(tier=first.tier), hourly, preferences):
+            continue
+        speed = speed_for([row.speed for row in machine_rows], query.model_slug, breakdown.precision)
+        row = next(row for row in machine_rows if row.speed is speed)
+        found.append(
+            SpeedCandidate(
+                row=row,
+                plan=PlanCandidate(
+                    machine_id=row.machine_id,
+                    order_key=(
+                        hourly,
+                        row.price_per_gpu_hour,
+                        row.provider,
+                        row.provider_machine_id,
+                        row.machine_id,
+                    ),
+                    price_per_gpu_hour=row.price_per_gpu_hour,
+                    free_gpus=row.free_gpus,
+                    gpus_per_copy=gpus,
+                    measured_tokens_per_s=Decimal(str(speed.value)),
+                    measured_gpus=speed.gpus,
+                    label=f"{row.provider} {row.provider_machine_id}",
+                ),
+                hourly_price=hourly,
+                price_per_million_tokens=price_per_million_tokens(
+                    row.price_per_gpu_hour, speed.value, speed.gpus
+                ),
+            )
+        )
+    found.sort(key=lambda candidate: candidate.plan.order_key)
+    return found, len(found) if total is None else total
+
+
+def cheapest_per_million(candidates: list[SpeedCandidate], count: int) -> list[int]:
+    """Ids of the first `count` machines by price per million tokens (ties: the default order)."""
+    ordered = sorted(candidates, key=lambda c: (c.price_per_million_tokens, c.plan.order_key))
+    return [c.row.machine_id for c in ordered[:count]]
+
+
+@dataclass(frozen=True)
+class ThroughputAnswer:
+    query: WorkloadQuery
+    model_name: str
+    precision: int
+    plans: tuple[Plan, ...]
+    rows: dict[int, catalog_selectors.SpeedRow]
+    with_speed: int
+    without_speed: int
+
+    @property
+    def empty_reason(self) -> str | None:
+        if self.plans:
+            return None
+        target = f"{number(self.query.target_tokens)} tokens/s"
+        if not self.with_speed:
+            return (
+                f"No plan: none of the {plural(self.without_speed, 'machine')} that fit and meet every "
+                f"preference has a speed measured for {self.model_name} at {self.precision}-bit, and "
+                "speeds are never estimated."
+            )
+        return (
+            f"No plan: the {plural(self.with_speed, 'machine')} with a measured speed cannot serve "
+            f"{target} at {number(self.query.efficiency)} % efficiency with {self.query.redundancy} spare "
+            f"cop{'y' if self.query.redundancy == 1 else 'ies'} between them (free GPUs counted)."
+        )
+
+    def plan_dict(self, rank: int, plan: Plan) -> dict:
+        query = self.query
+        types = sorted({self.rows[p.candidate.machine_id].gpu_type for p in plan.parts})
+        cover = budget_cover(query.budget, plan.price_per_hour, None)
+        per_million = plan.price_per_hour * TOKENS_PER_MILLION / (plan.target_tokens_per_s * SECONDS_PER_HOUR)
+        return {
+            "rank": rank,
+            "label": "Cheapest plan" if rank == 1 else f"Plan {rank}",
+            "gpu_types": types,
+            "price_per_hour": money_string(plan.price_per_hour),
+            "price_per_hour_text": money_text(plan.price_per_hour),
+            "price_per_million_tokens_at_target": money_string(per_million),
+            "gpus": plan.gpus,
+            "productive_gpus": plan.productive_gpus,
+            "spare_gpus": plan.spare_gpus,
+            "usable_tokens_per_s": float(round(plan.usable_tokens_per_s, 2)),
+            "budget_hours": float(cover.hours) if cover and cover.hours is not None else None,
+            "budget_text": cover.text if cover else None,
+            "steps": list(plan.steps),
+            "machines": [self.part_dict(part, plan) for part in plan.parts],
+        }
+
+    def part_dict(self, part, plan: Plan) -> dict:
+        row = self.rows[part.candidate.machine_id]
+        candidate = part.candidate
+        per_gpu = candidate.tokens_per_s_per_gpu
+        return {
+            "id": row.machine_id,
+            "provider": row.provider,
+            "provider_machine_id": row.provider_machine_id,
+            "tier": row.tier,
+            "gpu_type": row.gpu_type,
+            "country": row.country,
+            "region": row.region,
+            "free_gpus": row.free_gpus,
+            "gpus_per_copy": candidate.gpus_per_copy,
+            "productive_copies": part.productive_copies,
+            "spare_copies": part.spare_copies,
+            "gpus": part.gpus,
+            "tokens_per_s_per_gpu": float(round(per_gpu, 2)),
+            "tokens_per_s_per_gpu_text": f"{number(per_gpu)} tokens/s",
+            "usable_tokens_per_s_per_copy": float(
+                round(copy_speed(candidate, Fraction(plan.efficiency_percent)), 2)
+            ),
+            "price_per_gpu_hour": money_string(candidate.price_per_gpu_hour),
+            "price_per_hour": money_string(part.price_per_hour),
+            "measured_speed": speed_row(row.speed),
+        }
+
+    def to_dict(self) -> dict:
+        return {
+            "target_tokens_per_s": format(self.query.target_tokens.normalize(), "f"),
+            "target_text": f"{number(self.query.target_tokens)} tokens/s",
+            "efficiency_percent": format(self.query.efficiency.normalize(), "f"),
+            "redundancy": self.query.redundancy,
+            "machines_with_speed": self.with_speed,
+            "machines_without_speed": self.without_speed,
+            "without_speed_text": (
+                f"{plural(self.without_speed, 'machine')} that fit and meet every preference "
+                f"{'has' if self.without_speed == 1 else 'have'} no measured speed for this model and "
+                "precision, so no plan uses them"
+            ),
+            "plans": [self.plan_dict(rank, plan) for rank, plan in enumerate(self.plans, start=1)],
+            "empty_reason": self.empty_reason,
+        }
+
+
+def throughput_answer(
+    query: WorkloadQuery,
+    breakdown: Breakdown,
+    candidates: list[SpeedCandidate],
+    machines_total: int,
+    model_name: str,
+    with_speed: int | None = None,
+) -> ThroughputAnswer:
+    """The cheapest plan, then the cheapest on each single GPU type, ranked by total price per hour."""
+    plan_candidates = [c.plan for c in candidates]
+    found: dict[tuple, Plan] = {}
+
+    def add(plan: Plan | None) -> None:
+        if plan is not None:
+            key = tuple((p.candidate.machine_id, p.productive_copies, p.spare_copies) for p in plan.parts)
+            found.setdefault(key, plan)
+
+    add(cheapest_plan(plan_candidates, query.target_tokens, query.efficiency, query.redundancy))
+    if found:
+        # The cheapest on a single GPU type, for the types whose best machine serves tokens cheapest
+        # (price per GPU-hour over measured speed per GPU): each such plan is exact for its type.
+        by_type: dict[str, list[PlanCandidate]] = {}
+        for candidate in candidates:
+            by_type.setdefault(candidate.row.gpu_type, []).append(candidate.plan)
+        best_ratio = {
+            gpu_type: min(
+                c.price_per_gpu_hour
+                / Decimal(c.tokens_per_s_per_gpu.numerator)
+                * c.tokens_per_s_per_gpu.denominator
+                for c in group
+            )
+            for gpu_type, group in by_type.items()
+        }
+        for gpu_type in sorted(by_type, key=lambda name: (best_ratio[name], name))[: PLANS_SHOWN - 1]:
+            add(cheapest_plan(by_type[gpu_type], query.target_tokens, query.efficiency, query.redundancy))
+    plans = sorted(found.items(), key=lambda item: (item[1].price_per_hour, item[1].gpus, item[0]))
+    return ThroughputAnswer(
+        query=query,
+        model_name=model_name,
+        precision=breakdown.precision,
+        plans=tuple(plan for _, plan in plans[:PLANS_SHOWN]),
+        rows={c.row.machine_id: c.row for c in candidates},
+        with_speed=len(candidates) if with_speed is None else with_speed,
+        without_speed=max(0, machines_total - (len(candidates) if with_speed is None else with_speed)),
+    )

@@ -1,0 +1,574 @@
+"""The throughput plan: the cheapest set of machines that serves a target number of tokens per second.
+
+It joins the documentation's GPU-count formula (`sizing.other_calculators.gpus_for_throughput`) to
+the fleet: usable per GPU = speed measured per GPU × efficiency; GPUs are added until their usable
+speeds reach the target; redundancy comes on top. Only speeds measured on the machine itself count;
+a machine without one is never in a plan (the caller counts those).
+
+Replicas
+    A model copy runs on the GPUs the fit needs on that machine (`sizing.fit`): one GPU when one
+    holds it, otherwise several of the same machine by tensor parallelism. A machine with f free
+    GPUs and g GPUs per copy offers ⌊f ÷ g⌋ copies, each delivering g × per-GPU speed × efficiency
+    and costing g × its price per GPU-hour.
+
+Redundancy
+    R spare copies: the plan still serves the target when any R of its copies fail. With one GPU per
+    copy and one speed this is the documentation's "productive + redundancy GPUs" (180,000 tokens/s
+    at 75,000 per GPU and 75 % → 4 + 1 = 5). Every plan is therefore R spare copies, each at least as
+    fast as any productive copy, plus productive copies whose usable speeds sum to the target.
+
+Optimality
+    The answer is the exact minimum of the total price per hour; among equally cheap plans the
+    search's own order decides, so the same candidates in any order give the same plan. All
+    arithmetic that decides a plan is in integers (prices in 1/10,000 of a dollar, speeds over a
+    common denominator). The search: copies of equal speed form a class, taken cheapest first; the
+    fractional cover (copies by price per speed) gives a first plan and, by Dembo and Hammer's
+    reduction, fixes the copies no cheaper plan can leave out or take; then branch and bound over
+    what is left, with the fractional-knapsack bound. Tests compare it with brute force.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from bisect import bisect_left
+from collections.abc import Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+from fractions import Fraction
+from itertools import accumulate
+
+from .errors import SizingError
+
+DEFAULT_EFFICIENCY_PERCENT = Decimal("75")
+DEFAULT_REDUNDANCY = 1
+MAX_REDUNDANCY = 64
+MAX_TARGET_TOKENS_PER_S = Decimal("100000000")  # 10^8 tokens/s: more than any fleet serves
+PRICE_UNITS = 10_000  # prices are kept to 4 places
+SECONDS_PER_HOUR = 3_600
+TOKENS_PER_MILLION = 1_000_000
+
+
+@dataclass(frozen=True)
+class PlanCandidate:
+    """One machine that fits the model and carries a speed measured on it for that model and precision."""
+
+    machine_id: int
+    order_key: tuple  # the machines' own order (price per GPU-hour, provider, machine id, id): ties
+    price_per_gpu_hour: Decimal
+    free_gpus: int
+    gpus_per_copy: int  # GPUs one model copy needs on this machine (the fit)
+    measured_tokens_per_s: Decimal  # as measured
+    measured_gpus: int  # GPUs the measurement ran on
+    label: str = ""  # how the formula names the machine (e.g. its provider's machine id)
+
+    @property
+    def name(self) -> str:
+        return self.label or f"machine {self.machine_id}"
+
+    @property
+    def tokens_per_s_per_gpu(self) -> Fraction:
+        return Fraction(self.measured_tokens_per_s) / self.measured_gpus
+
+    @property
+    def copies_free(self) -> int:
+        return self.free_gpus // self.gpus_per_copy if self.gpus_per_copy > 0 else 0
+
+
+@dataclass(frozen=True)
+class PlanPart:
+    """The copies one machine contributes."""
+
+    candidate: PlanCandidate
+    productive_copies: int
+    spare_copies: int
+
+    @property
+    def copies(self) -> int:
+        return self.productive_copies + self.spare_copies
+
+    @property
+    def gpus(self) -> int:
+        return self.copies * self.candidate.gpus_per_copy
+
+    @property
+    def price_per_hour(self) -> Decimal:
+        return self.candidate.price_per_gpu_hour * self.gpus
+
+
+@dataclass(frozen=True)
+class Plan:
+    target_tokens_per_s: Decimal
+    efficiency_percent: Decimal
+    redundancy: int
+    parts: tuple[PlanPart, ...]  # machines in their own order
+    price_per_hour: Decimal
+    gpus: int
+    productive_gpus: int
+    spare_gpus: int
+    usable_tokens_per_s: Fraction  # productive copies only
+    steps: tuple[str, ...]
+
+
+def _validated(target, efficiency_percent, redundancy) -> tuple[Fraction, Fraction, int]:
+    if (
+        not isinstance(target, Decimal | int)
+        or isinstance(target, bool)
+        or not 0 < target <= MAX_TARGET_TOKENS_PER_S
+    ):
+        raise SizingError(
+            "target",
+            f"The throughput target must be above 0 and at most {MAX_TARGET_TOKENS_PER_S:,} tokens/s.",
+        )
+    if not isinstance(efficiency_percent, Decimal | int) or not 0 < efficiency_percent <= 100:
+        raise SizingError("efficiency", "The efficiency must be more than 0 % and at most 100 %.")
+    if (
+        isinstance(redundancy, bool)
+        or not isinstance(redundancy, int)
+        or not 0 <= redundancy <= MAX_REDUNDANCY
+    ):
+        raise SizingError(
+            "redundancy", f"The redundancy must be a whole number of copies from 0 to {MAX_REDUNDANCY}."
+        )
+    return Fraction(target), Fraction(efficiency_percent), redundancy
+
+
+def copy_speed(candidate: PlanCandidate, efficiency: Fraction) -> Fraction:
+    """Usable tokens/s of one model copy on this machine: GPUs × measured per GPU × efficiency."""
+    return candidate.gpus_per_copy * candidate.tokens_per_s_per_gpu * efficiency / 100
+
+
+def copy_price_units(candidate: PlanCandidate) -> int:
+    return int(candidate.price_per_gpu_hour * PRICE_UNITS) * candidate.gpus_per_copy
+
+
+@dataclass
+class _Class:
+    """Copies of one usable speed, cheapest first: (price units, candidate index) each."""
+
+    speed: int
+    copies: list[tuple[int, int]]
+
+
+def _classes(candidates: Sequence[PlanCandidate], efficiency: Fraction, target: Fraction):
+    """Copies by usable speed (exact integers over a common denominator), cheapest first in each."""
+    exact: dict[tuple, Fraction] = {}  # many machines share a measured figure and a fit
+    keys = []
+    for candidate in candidates:
+        key = (candidate.measured_tokens_per_s, candidate.measured_gpus, candidate.gpus_per_copy)
+        if key not in exact:
+            exact[key] = copy_speed(candidate, efficiency)
+        keys.append(key)
+    denominator = math.lcm(target.denominator, *(speed.denominator for speed in exact.values()))
+    scaled = {key: speed.numerator * (denominator // speed.denominator) for key, speed in exact.items()}
+    by_speed: dict[int, list[tuple[int, int]]] = {}
+    for index, candidate in enumerate(candidates):
+        speed = scaled[keys[index]]
+        copies = candidate.copies_free
+        if speed <= 0 or copies <= 0:
+            continue
+        units = int(candidate.price_per_gpu_hour * PRICE_UNITS) * candidate.gpus_per_copy
+        by_speed.setdefault(speed, []).extend([(units, index)] * copies)
+    target_int = math.ceil(target * denominator)
+    classes = []
+    for speed, copies in by_speed.items():
+        copies.sort()  # candidates come in their own order, so the index breaks ties by it
+        classes.append(_Class(speed, copies))
+    classes.sort(key=lambda cls: -cls.speed)  # fastest first
+    return classes, target_int
+
+
+def _ratio(item: tuple[int, int]) -> float:
+    return item[0] / item[1]
+
+
+class _Cover:
+    """Cheapest copies, from the given classes, whose speeds sum to at least the target: exact.
+
+    Branch and bound: classes in order of their best price per speed, each class taking its
+    cheapest copies first (a dearer copy of the same speed is never better); a branch is cut when
+    its price plus the fractional-knapsack bound of the classes left exceeds the best plan found.
+    The bound is computed in floating point and lowered by a relative 1e-9, so it never cuts a
+    branch it should not; prices compared between plans are exact integers."""
+
+    SAFETY = 1 - 1e-9
+
+    def __init__(
+        self, classes: list[tuple[int, list[tuple[int, int]]]], target: int, ceiling: int | None = None
+    ):
+        self.target = target
+        self.ceiling = ceiling  # plans dearer than this are of no interest to the caller
+        trimmed = []
+        for speed, copies in classes:
+            copies = copies[: -(-target // speed)]  # never more copies than reach the target alone
+            if copies:
+                trimmed.append((speed, copies))
+        trimmed.sort(key=lambda item: (item[1][0][0] / item[0], -item[0]))
+        self.classes = trimmed
+        self.prefix = [[0, *accumulate(units for units, _ in copies)] for _, copies in trimmed]
+        self._suffix: dict[int, tuple[list[float], list[int], list[int], list[tuple[int, int]]]] = {}
+        self.best: tuple[int, int] | None = None  # (price units, copies)
+        self.best_counts: list[int] | None = None
+
+    def _suffix_of(self, start: int):
+        found = self._suffix.get(start)
+        if found is None:
+            # Every suffix at once, each merged from the next one (copies of a class are already in
+            # order of price per speed, all of one speed).
+            merged: list[tuple[int, int]] = []
+            for index in range(len(self.classes) - 1, -1, -1):
+                speed, copies = self.classes[index]
+                merged = list(heapq.merge([(units, speed) for units, _ in copies], merged, key=_ratio))
+                self._suffix[index] = (
+                    list(accumulate(speed for _, speed in merged)),
+                    list(accumulate(units for units, _ in merged)),
+                    merged,
+                )
+            found = self._suffix[start]
+        return found
+
+    def bound(self, start: int, need: int) -> float | None:
+        """A lower bound on the price of covering `need` from classes start.. (None: they cannot)."""
+        if need <= 0:
+            return 0.0
+        if start >= len(self.classes):
+            return None
+        speeds, prices, units = self._suffix_of(start)
+        position = bisect_left(speeds, need)
+        if position >= len(speeds):
+            return None
+        before_speed = speeds[position - 1] if position else 0
+        before_price = prices[position - 1] if position else 0
+        price, speed = units[position]
+        return (before_price + price * (need - before_speed) / speed) * self.SAFETY
+
+    def solve(self) -> tuple[int, list[tuple[int, int]]] | None:
+        """(price units, copies picked) of the cheapest cover dearer than nothing found before and
+        cheaper than the ceiling; None when there is none.
+
+        First the fractional cover (copies by price per speed) and its rounding up, a plan; then every
+        copy whose reduced price (its price minus the fractional cover's marginal price of its speed)
+        shows that no cheaper plan can leave it out, or take it, is fixed (Dembo and Hammer's
+        reduction, exact in integers); the branch and bound runs over the copies left."""
+        # Price per speed as an exact integer key: two different ratios of speeds below `scale`
+        # differ by at least 1 ÷ scale², so their floors times scale² differ too.
+        scale = max((speed for speed, _ in self.classes), default=1) ** 2 + 1
+        items = sorted(
+            (
+                (units, speed, k, position)
+                for k, (speed, copies) in enumerate(self.classes)
+                for position, (units, _) in enumerate(copies)
+            ),
+            key=lambda item: (item[0] * scale // item[1], -item[1], item[2], item[3]),
+        )
+        covered = price = 0
+        brk = None
+        for position, (units, speed, _, _) in enumerate(items):
+            if covered + speed >= self.target:
+                brk = position
+                break
+            covered += speed
+            price += units
+        if brk is None:
+            return None
+        b_units, b_speed = items[brk][0], items[brk][1]
+        # A first plan: the fractional cover's whole copies, and for the rest the cheapest single
+        # copy that covers it (the break copy at worst).
+        remainder = self.target - covered
+        last = min(
+            (item for item in items[brk:] if item[1] >= remainder), key=lambda item: (item[0], -item[1])
+        )
+        greedy = price + last[0]
+        limit = greedy if self.ceiling is None else min(greedy, self.ceiling)
+        found: tuple[int, list] | None = None
+        if self.ceiling is None or greedy < self.ceiling:
+            picked = [self.classes[k][1][pos] for _, _, k, pos in items[:brk]]
+            found = (greedy, [*picked, self.classes[last[2]][1][last[3]]])
+        # Fix copies: in (every cheaper plan takes them) or out (no cheaper plan takes them).
+        lp_scaled = price * b_speed + b_units * (self.target - covered)
+        fixed_in = [0] * len(self.classes)
+        fixed_out = [0] * len(self.classes)
+        for position, (units, speed, k, _) in enumerate(items):
+            reduced = units * b_speed - b_units * speed
+            if position < brk and lp_scaled - reduced >= limit * b_speed:
+                fixed_in[k] += 1
+            elif position > brk and lp_scaled + reduced >= limit * b_speed:
+                fixed_out[k] += 1
+        need, base_price, base = self.target, 0, []
+        rest = []
+        for k, (speed, copies) in enumerate(self.classes):
+            need -= fixed_in[k] * speed
+            base_price += self.prefix[k][fixed_in[k]]
+            base += copies[: fixed_in[k]]
+            free = copies[fixed_in[k] : len(copies) - fixed_out[k]]
+            if free:
+                rest.append((speed, free))
+        if need <= 0:
+            if base_price < limit or found is None and (self.ceiling is None or base_price < self.ceiling):
+                found = (base_price, base)
+            return found
+        sub = _Cover(rest, need, ceiling=limit - base_price)
+        counts = [0] * len(sub.classes)
+        sub._search(0, need, 0, 0, counts)
+        if sub.best is not None and base_price + sub.best[0] < limit:
+            found = (base_price + sub.best[0], base + _picked(sub, sub.best_counts))
+        return found
+
+    def _search(self, index: int, need: int, price: int, copies: int, counts: list[int]) -> None:
+        """Depth first over the classes' counts, most copies of the best class first. The caller has
+        checked this node's bound; here each child's bound is checked before it is entered. A
+        child's bound (its price plus the fractional cover of the rest) is convex in the count, so
+        once it is over the limit and rising as the count falls, every smaller count is too."""
+        if need <= 0:
+            if self.best is None or (price, copies) < self.best:
+                self.best = (price, copies)
+                self.best_counts = list(counts)
+            return
+        if index >= len(self.classes):
+            return
+        speed, class_copies = self.classes[index]
+        most = min(len(class_copies), -(-need // speed))
+        prefix = self.prefix[index]
+        if index == len(self.classes) - 1:
+            # The last class: only the count that just reaches the target can be the cheapest.
+            if most * speed >= need:
+                counts[index] = most
+                self._search(index + 1, need - most * speed, price + prefix[most], copies + most, counts)
+                counts[index] = 0
+            return
+        previous = None
+        for count in range(most, -1, -1):
+            rest = need - count * speed
+            child_price = price + prefix[count]
+            if rest <= 0:
+                child_bound = float(child_price)
+            else:
+                lower = self.bound(index + 1, rest)
+                if lower is None:
+                    break  # the classes after this one cannot cover even this much; less is worse
+                child_bound = child_price + lower
+            limit = self.best[0] if self.best is not None else self.ceiling
+            if limit is not None and child_bound >= limit:
+                if previous is not None and child_bound > previous * (1 + 1e-6):
+                    break
+                previous = child_bound
+                continue
+            previous = child_bound
+            counts[index] = count
+            self._search(index + 1, rest, child_price, copies + count, counts)
+        counts[index] = 0
+
+
+def cheapest_plan(
+    candidates: Sequence[PlanCandidate],
+    target_tokens_per_s,
+    efficiency_percent=DEFAULT_EFFICIENCY_PERCENT,
+    redundancy: int = DEFAULT_REDUNDANCY,
+) -> Plan | None:
+    """The cheapest plan serving the target with `redundancy` spare copies, or None when the
+    candidates cannot serve it. Pure: the same candidates in any order give the same plan."""
+    target, efficiency, redundancy = _validated(target_tokens_per_s, efficiency_percent, redundancy)
+    candidates = sorted(candidates, key=lambda c: c.order_key)
+    classes, target_int = _classes(candidates, efficiency, target)
+    best: tuple[int, int, dict[int, list[int]]] | None = (
+        None  # price, copies, candidate -> [productive, spare]
+    )
+
+    def consider(price: int, copies: int, productive: list[tuple[int, int]], spare: list[tuple[int, int]]):
+        nonlocal best
+        if best is not None and (price, copies) >= best[:2]:
+            return
+        chosen: dict[int, list[int]] = {}
+        for _, index in productive:
+            chosen.setdefault(index, [0, 0])[0] += 1
+        for _, index in spare:
+            chosen.setdefault(index, [0, 0])[1] += 1
+        best = (price, copies, chosen)
+
+    everything = _Cover([(cls.speed, cls.copies) for cls in classes], target_int)
+    if redundancy == 0:
+        solved = everything.solve()
+        if solved is not None:
+            consider(solved[0], len(solved[1]), solved[1], [])
+    else:
+        _with_spares(classes, target_int, redundancy, everything, consider, lambda: best)
+    if best is None:
+        return None
+    return _plan(candidates, best[2], target, efficiency, redundancy)
+
+
+def _with_spares(classes: list[_Class], target: int, redundancy: int, everything: _Cover, consider, best):
+    """The cheapest plan with R spare copies (see the module's "Redundancy").
+
+    Spare copies are the R fastest of the plan: for each speed V that the R-th fastest copy may have
+    (a class, the pivot), spares come from classes at least that fast and productive copies from
+    classes at most that fast; the pivot's class may give to both (its cheapest copies go first).
+    Lower bounds cut most pivots before any search: the productive copies cost at least the cheapest
+    cover from every class (no spares), and at least the fractional cover from the pivot's class and
+    the slower ones."""
+    solved = everything.solve()
+    if solved is None:
+        return
+    cover_price, used = solved
+    # A first plan: the cheapest cover, plus the R cheapest copies it leaves that are at least as
+    # fast as its fastest copy.
+    taken = set(used)
+    fastest = max((speed for speed, copies in everything.classes if taken.intersection(copies)), default=0)
+    extra = sorted(
+        copy for cls in classes if cls.speed >= fastest for copy in cls.copies if copy not in taken
+    )[:redundancy]
+    if len(extra) == redundancy:
+        consider(cover_price + sum(u for u, _ in extra), len(used) + redundancy, used, extra)
+    # The fractional cover from the classes at most as fast as each pivot, all in one pass over the
+    # copies in order of price per speed.
+    by_ratio = sorted(((units, cls.speed) for cls in classes for units, _ in cls.copies), key=_ratio)
+    pool_bounds = []
+    for pivot in classes:
+        covered = price = 0
+        bound = None
+        for units, speed in by_ratio:
+            if speed > pivot.speed:
+                continue
+            if covered + speed >= target:
+                bound = (price + units * (target - covered) / speed) * _Cover.SAFETY
+                break
+            covered += speed
+            price += units
+        pool_bounds.append(bound)
+    faster: list[tuple[int, int]] = []  # the R cheapest copies of the classes faster than the pivot
+    splits = []  # (lower bound, pivot's place, copies the pivot gives as spares, spare copies)
+    for position, pivot in enumerate(classes):
+        pool_bound = pool_bounds[position]
+        for from_pivot in range(0, min(redundancy, len(pivot.copies)) + 1):
+            from_faster = redundancy - from_pivot
+            if from_faster > len(faster) or pool_bound is None:
+                continue
+            spare = faster[:from_faster] + pivot.copies[:from_pivot]
+            spare_price = sum(units for units, _ in spare)
+            splits.append(
+                (spare_price + max(cover_price, pool_bound), position, from_pivot, spare, spare_price)
+            )
+        faster = sorted(faster + pivot.copies[:redundancy])[:redundancy]
+    # Best first: the split with the lowest bound is searched first, and once a plan is as cheap as
+    # the next bound, no split left can beat it.
+    splits.sort(key=lambda split: (split[0], split[1], split[2]))
+    for lower, position, from_pivot, spare, spare_price in splits:
+        current = best()
+        if current is not None and lower >= current[0]:
+            break
+        pivot = classes[position]
+        rest = pivot.copies[from_pivot:]
+        pool = ([(pivot.speed, rest)] if rest else []) + [
+            (cls.speed, cls.copies) for cls in classes[position + 1 :]
+        ]
+        cover = _Cover(pool, target, ceiling=current[0] - spare_price if current else None)
+        found = cover.solve()
+        if found is not None:
+            consider(spare_price + found[0], redundancy + len(found[1]), found[1], spare)
+
+
+def _picked(cover: _Cover, counts: list[int]) -> list[tuple[int, int]]:
+    return [copy for (_, copies), count in zip(cover.classes, counts, strict=True) for copy in copies[:count]]
+
+
+def _plan(
+    candidates, chosen: dict[int, list[int]], target: Fraction, efficiency: Fraction, redundancy: int
+) -> Plan:
+    parts = tuple(
+        PlanPart(candidates[index], productive, spare)
+        for index, (productive, spare) in sorted(chosen.items())
+    )
+    usable = sum((copy_speed(p.candidate, efficiency) * p.productive_copies for p in parts), Fraction(0))
+    productive_gpus = sum(p.productive_copies * p.candidate.gpus_per_copy for p in parts)
+    spare_gpus = sum(p.spare_copies * p.candidate.gpus_per_copy for p in parts)
+    price = sum((p.price_per_hour for p in parts), Decimal(0))
+    return Plan(
+        target_tokens_per_s=Decimal(target.numerator) / Decimal(target.denominator),
+        efficiency_percent=Decimal(efficiency.numerator) / Decimal(efficiency.denominator),
+        redundancy=redundancy,
+        parts=parts,
+        price_per_hour=price,
+        gpus=productive_gpus + spare_gpus,
+        productive_gpus=productive_gpus,
+        spare_gpus=spare_gpus,
+        usable_tokens_per_s=usable,
+        steps=plan_steps(parts, target, efficiency, usable, productive_gpus, spare_gpus),
+    )
+
+
+def number(value: Fraction | Decimal | int) -> str:
+    """A figure for the formula: thousands separators, up to two decimals, no trailing zeros."""
+    exact = Fraction(value)
+    rounded = round(exact * 100)
+    text = f"{rounded // 100:,}"
+    cents = rounded % 100
+    if cents:
+        text += f".{cents:02d}".rstrip("0")
+    return text
+
+
+def plan_steps(parts, target: Fraction, efficiency: Fraction, usable: Fraction, productive: int, spare: int):
+    """The documentation's formula filled in with each machine's own measured speed."""
+    steps = []
+    productive_parts = [p for p in parts if p.productive_copies]
+    speeds = {p.candidate.tokens_per_s_per_gpu for p in productive_parts}
+    one_gpu_copies = all(p.candidate.gpus_per_copy == 1 for p in productive_parts)
+    for part in parts:
+        candidate = part.candidate
+        per_gpu = candidate.tokens_per_s_per_gpu
+        if part.productive_copies:
+            gpus = part.productive_copies * candidate.gpus_per_copy
+            steps.append(
+                f"Usable per GPU on {candidate.name} = {number(per_gpu)} tokens/s measured × "
+                f"{number(efficiency)} % = {number(per_gpu * efficiency / 100)} tokens/s; "
+                f"{gpus} GPU{'s give' if gpus != 1 else ' gives'} "
+                f"{number(gpus * per_gpu * efficiency / 100)} tokens/s"
+            )
+    if len(speeds) == 1 and one_gpu_copies:
+        (per_gpu,) = speeds
+        usable_per_gpu = per_gpu * efficiency / 100
+        steps.append(f"Productive GPUs = ceil({number(target)} ÷ {number(usable_per_gpu)}) = {productive}")
+    else:
+        steps.append(
+            f"Productive GPUs = {productive}: together {number(usable)} tokens/s ≥ {number(target)} tokens/s"
+        )
+    spares = [
+        f"{part.spare_copies * part.candidate.gpus_per_copy} on {part.candidate.name}"
+        for part in parts
+        if part.spare_copies
+    ]
+    if spares:
+        steps.append(
+            f"Redundancy GPUs = {', '.join(spares)}: spare copies as fast as any productive one, so the "
+            "target holds when one fails"
+        )
+    steps.append(f"Total GPUs = {productive} productive + {spare} redundancy = {productive + spare}")
+    return tuple(steps)
+
+
+TOKENS_PER_SECOND = "tokens/s"
+
+
+def speed_for(speeds, model_slug: str | None, precision: int | None):
+    """The measured speed a plan and a price per million tokens use on one machine: tokens/s for
+    this model and precision, the latest measurement (ties: the lower figure); None when none."""
+    found = [
+        speed
+        for speed in speeds
+        if speed.unit == TOKENS_PER_SECOND and speed.model_slug == model_slug and speed.precision == precision
+    ]
+    if not found:
+        return None
+    return min(found, key=lambda s: (-s.measured_at.timestamp(), Decimal(str(s.value)) / s.gpus, s.gpus))
+
+
+def price_per_million_tokens(
+    price_per_gpu_hour: Decimal, measured_tokens_per_s: Decimal, measured_gpus: int
+) -> Decimal:
+    """Price per hour of the measured GPUs ÷ (tokens per second × 3,600) × 10^6, exact to 4 places
+    (rounded half up, as money is): what a million tokens cost at the measured speed."""
+    hourly = price_per_gpu_hour * measured_gpus
+    tokens_per_hour = Decimal(str(measured_tokens_per_s)) * SECONDS_PER_HOUR
+    return (hourly * TOKENS_PER_MILLION / tokens_per_hour).quantize(
+        Decimal("0.0001"), rounding="ROUND_HALF_UP"
+    )

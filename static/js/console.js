@@ -1,0 +1,30 @@
+/* Node Lodge console: field messages as you type, in the words the server uses (the inputs carry
+   them in data-msg-* attributes, written from the one query module). The server checks again. */
+(function () {
+  "use strict";
+  function messageFor(input) {
+    var v = input.validity;
+    if (v.valid) return "";
+    if (v.badInput || v.typeMismatch) return input.dataset.msgInvalid || "";
+    if (v.rangeUnderflow) return input.dataset.msgMin || "";
+    if (v.rangeOverflow) return input.dataset.msgMax || "";
+    if (v.stepMismatch) return input.dataset.msgStep || "";
+    return input.dataset.msgInvalid || "";
+  }
+  function check(event) {
+    var input = event.target;
+    if (!input.dataset || input.dataset.msgInvalid === undefined) return;
+    var box = document.getElementById("err-" + input.name);
+    var message = messageFor(input);
+    if (message) {
+      input.setAttribute("aria-invalid", "true");
+      if (box) { box.textContent = message; box.hidden = false; }
+    } else if (box && box.dataset.client === "1") {
+      input.removeAttribute("aria-invalid");
+      box.hidden = true;
+      box.textContent = "";
+    }
+    if (box) box.dataset.client = message ? "1" : "";
+  }
+  document.addEventListener("input", check);
+})();

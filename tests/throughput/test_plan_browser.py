@@ -1,0 +1,30 @@
+"""The throughput plan in Debian's chromium: a target typed into "Run a model" becomes the cheapest
+plan of the demo fleet, with its formula, and the machines can be sorted by price per million tokens."""
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from catalog.services import load_catalog
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+def test_a_target_becomes_a_plan_and_the_list_sorts_by_price_per_million(page, live_server, transactional_db):
+    load_catalog()
+    page.goto(live_server.url + "/?workload=inference&model=llama-3-1-8b&precision=16&context=4096&requests=1")
+    page.get_by_text("Serve a target throughput").click()
+    page.get_by_label("Tokens per second to serve").fill("20000")
+    page.get_by_role("button", name="Show machines").click()
+    plan = page.get_by_test_id("throughput-plan")
+    expect(plan).to_contain_text("Throughput plan: 20,000 tokens/s")
+    expect(page.get_by_test_id("plan-1")).to_contain_text("Cheapest plan:")
+    expect(page.get_by_test_id("plan-1")).to_contain_text("Total GPUs =")
+    expect(plan).to_contain_text("no measured speed for this model and precision")
+    expect(page).to_have_url(re.compile(r"target_tokens=20000"))
+    page.wait_for_load_state("networkidle")  # typing and the button both asked; let both answers land
+    page.get_by_label("Sort by").select_option("price_per_million_tokens")
+    expect(page).to_have_url(re.compile(r"sort=price_per_million_tokens"))
+    expect(page.get_by_test_id("sort-note")).to_contain_text("price per million tokens")
+    first = page.locator("table.machines tbody.machine-row").first.get_by_test_id("per-million")
+    expect(first).to_have_text(re.compile(r"^\$0\.\d+$"))

@@ -1,0 +1,250 @@
+"""The throughput plan and the price per million tokens through the page, the API and the CLI, on
+real PostgreSQL: only machines in the chosen countries and tier, never more GPUs than free, never a
+machine without a speed measured for the model and precision."""
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from decimal import Decimal
+
+import pytest
+from django.core.management import call_command
+from django.db import connection
+
+from catalog.models import MeasuredSpeed
+from catalog.services import load_catalog
+from nodelodge.recommendations import selectors
+from nodelodge.recommendations.query import parse_query
+from sizing.throughput_plan import cheapest_plan
+
+pytestmark = pytest.mark.django_db
+
+MEASURED_AT = datetime(2025, 5, 1, tzinfo=UTC)
+LLAMA_8B = "workload=inference&model=llama-3-1-8b&precision=16&context=4096&requests=1"
+
+
+def measure(machine, value, *, model="llama-3-1-8b", precision=16, gpus=1, **fields):
+    return MeasuredSpeed.objects.create(
+        machine=machine, model_kind="language", model_slug=model, precision=precision, unit="tokens/s",
+        value=Decimal(value), gpus=gpus, measured_at=fields.pop("measured_at", MEASURED_AT), engine="vLLM",
+        engine_version="0.6.3", concurrency=64, input_tokens=1024, output_tokens=128, measured_by="bench", **fields,
+    )
+
+
+def plan_of(client, query: str) -> dict:
+    response = client.get(f"/api/v1/recommendations?{query}")
+    assert response.status_code == 200, response.content
+    return response.json()["throughput_plan"]
+
+
+def test_the_documentation_example_through_the_api_and_the_page(client, make_machine):
+    h100 = make_machine("H100 SXM 80GB", gpu_count=8, free_gpus=8, price_per_gpu_hour=Decimal("2.50"))
+    measure(h100, "75000")
+    query = f"{LLAMA_8B}&target_tokens=180000&efficiency=75&redundancy=1"
+    plan = plan_of(client, query)
+    (cheapest,) = plan["plans"]
+    assert (cheapest["productive_gpus"], cheapest["spare_gpus"], cheapest["gpus"]) == (4, 1, 5)
+    assert cheapest["price_per_hour"] == "12.50"
+    assert "Productive GPUs = ceil(180,000 ÷ 56,250) = 4" in cheapest["steps"]
+    assert cheapest["steps"][-1] == "Total GPUs = 4 productive + 1 redundancy = 5"
+    page = client.get(f"/?{query}").content.decode()
+    assert 'data-testid="throughput-plan"' in page
+    assert "Productive GPUs = ceil(180,000 ÷ 56,250) = 4" in page
+
+
+def test_a_plan_keeps_to_countries_tier_free_gpus_and_measured_speeds(client, make_machine):
+    keep = make_machine("RTX 4090", gpu_count=4, free_gpus=2, price_per_gpu_hour=Decimal("0.40"))
+    measure(keep, "1700")
+    outside = make_machine("RTX 4090", gpu_count=8, free_gpus=8, country="US", price_per_gpu_hour=Decimal("0.10"))
+    measure(outside, "1700")
+    community = make_machine("RTX 4090", tier="community", gpu_count=8, free_gpus=8,
+                             price_per_gpu_hour=Decimal("0.10"))
+    measure(community, "1700")
+    other_precision = make_machine("RTX 4090", gpu_count=8, free_gpus=8, price_per_gpu_hour=Decimal("0.05"))
+    measure(other_precision, "2200", precision=8)
+    other_model = make_machine("RTX 4090", gpu_count=8, free_gpus=8, price_per_gpu_hour=Decimal("0.05"))
+    measure(other_model, "1800", model="qwen2-5-7b")
+    unmeasured = make_machine("RTX 4090", gpu_count=8, free_gpus=8, price_per_gpu_hour=Decimal("0.05"))
+    dearer = make_machine("L40S", gpu_count=4, free_gpus=4, price_per_gpu_hour=Decimal("0.90"))
+    measure(dearer, "1600")
+
+    plan = plan_of(client, f"{LLAMA_8B}&target_tokens=3000&countries=DE&tier=secure&redundancy=0")
+    (cheapest, *others) = plan["plans"]
+    used = {machine["id"]: machine["gpus"] for machine in cheapest["machines"]}
+    assert used == {keep.pk: 2, dearer.pk: 1}  # 2 × 1,275 + 1 × 1,200 usable ≥ 3,000
+    assert all(m["gpus"] <= m["free_gpus"] for p in plan["plans"] for m in p["machines"])
+    never = {outside.pk, community.pk, other_precision.pk, other_model.pk, unmeasured.pk}
+    assert not never & {m["id"] for p in plan["plans"] for m in p["machines"]}
+    # Fit and meet every preference without a measured speed: the two of the wrong speed and the unmeasured one.
+    assert (plan["machines_with_speed"], plan["machines_without_speed"]) == (2, 3)
+    assert [p["gpu_types"] for p in others] == [["L40S"]]
+
+
+def test_a_speed_measured_on_another_gpu_type_is_dropped_and_never_used(client, make_machine):
+    from catalog.models import GpuType
+    from catalog.services import save_machine
+
+    machine = make_machine("RTX 4090", gpu_count=2, free_gpus=2, price_per_gpu_hour=Decimal("0.40"))
+    measure(machine, "1700")
+    machine.gpu_type = GpuType.objects.get(name="RTX 3090")
+    save_machine(machine)
+    assert not MeasuredSpeed.objects.filter(machine=machine).exists()
+    plan = plan_of(client, f"{LLAMA_8B}&target_tokens=1000")
+    assert plan["plans"] == [] and plan["machines_without_speed"] == 1
+    assert "has a speed measured for Llama 3.1 8B at 16-bit" in plan["empty_reason"]
+
+
+def test_price_per_million_tokens_on_every_row_and_the_sort_by_it(client, make_machine):
+    cheap_slow = make_machine("RTX 4090", price_per_gpu_hour=Decimal("0.40"))
+    measure(cheap_slow, "1000")  # 0.40 ÷ 3.6 = $0.1111 per million
+    dear_fast = make_machine("H100 SXM 80GB", price_per_gpu_hour=Decimal("2.49"))
+    measure(dear_fast, "24500")  # 2.49 ÷ 88.2 = $0.0282 per million
+    none = make_machine("RTX 3090", price_per_gpu_hour=Decimal("0.30"))
+    body = client.get(f"/api/v1/recommendations?{LLAMA_8B}").json()
+    rows = {row["id"]: row for row in body["machines"]}
+    assert [row["id"] for row in body["machines"]] == [none.pk, cheap_slow.pk, dear_fast.pk]
+    assert rows[cheap_slow.pk]["price_per_million_tokens"] == "0.1111"
+    assert rows[dear_fast.pk]["price_per_million_tokens"] == "0.0282"
+    assert rows[none.pk]["price_per_million_tokens"] is None
+    assert rows[none.pk]["price_per_million_tokens_text"] == "no measured speed"
+    ordered = client.get(f"/api/v1/recommendations?{LLAMA_8B}&sort=price_per_million_tokens&limit=2").json()
+    assert [row["id"] for row in ordered["machines"]] == [dear_fast.pk, cheap_slow.pk]
+    page = client.get(f"/?{LLAMA_8B}&sort=price_per_million_tokens").content.decode()
+    assert "Sorted by price per million tokens" in page and "no measured speed" in page
+    image = client.get("/api/v1/recommendations?workload=image&model=stable-diffusion-xl&precision=16").json()
+    assert all(row["price_per_million_tokens_text"] is None for row in image["machines"])
+
+
+def test_the_sorted_answer_on_postgresql_equals_the_engine_over_every_machine(make_machine):
+    for index in range(12):
+        machine = make_machine("RTX 4090", price_per_gpu_hour=Decimal("0.30") + Decimal(index) / 100)
+        if index % 3:
+            measure(machine, str(900 + 97 * index))
+    query = parse_query({**dict(p.split("=") for p in LLAMA_8B.split("&")), "sort": "price_per_million_tokens",
+                         "limit": "5"})
+    assert connection.vendor == "postgresql"
+    counted = selectors.recommendation_for(query)
+    now = counted.freshness["as_of"]
+    breakdown, _ = selectors.estimate_for(query)
+    reference, _ = selectors.recommend_over_every_machine(query, breakdown, {}, now, 5)
+    assert [m.offer.id for m in counted.recommendation.machines] == [m.offer.id for m in reference.machines]
+
+
+def test_a_throughput_target_is_refused_for_images_and_bad_values_name_their_field(client, models_and_gpus):
+    for query, field in (
+        ("workload=image&model=stable-diffusion-xl&precision=16&target_tokens=100", "target_tokens"),
+        ("workload=inference&model=whisper-large-v3&precision=16&requests=1&target_tokens=100", "target_tokens"),
+        (f"{LLAMA_8B}&target_tokens=-5", "target_tokens"),
+        (f"{LLAMA_8B}&target_tokens=100&efficiency=0", "efficiency"),
+        (f"{LLAMA_8B}&target_tokens=100&redundancy=65", "redundancy"),
+        (f"{LLAMA_8B}&sort=fastest", "sort"),
+    ):
+        response = client.get(f"/api/v1/recommendations?{query}")
+        assert response.status_code == 400, query
+        assert field in response.json()["errors"], query
+
+
+def test_the_openapi_schema_describes_the_plan_and_the_price_per_million(client, models_and_gpus):
+    schema = client.get("/api/v1/openapi.json").json()
+    names = {p["name"] for p in schema["paths"]["/api/v1/recommendations"]["get"]["parameters"]}
+    assert {"target_tokens", "efficiency", "redundancy", "sort"} <= names
+    components = schema["components"]["schemas"]
+    assert "throughput_plan" in components["RecommendationsOut"]["properties"]
+    assert "price_per_million_tokens" in components["MachineOut"]["properties"]
+    assert {"engine", "concurrency", "gpus", "measured_by"} <= set(components["SpeedOut"]["properties"])
+
+
+def test_the_command_prints_the_plan(make_machine, capsys):
+    h100 = make_machine("H100 SXM 80GB", gpu_count=8, free_gpus=8, price_per_gpu_hour=Decimal("2.50"))
+    measure(h100, "75000")
+    call_command("recommend", "--model", "llama-3-1-8b", "--precision", "16", "--context", "4096",
+                 "--requests", "1", "--target-tokens", "180000")
+    out = capsys.readouterr().out
+    assert "Cheapest plan: $12.50/h, 5 GPUs (4 productive + 1 redundancy)" in out
+    assert "Productive GPUs = ceil(180,000 ÷ 56,250) = 4" in out
+    call_command("recommend", "--model", "llama-3-1-8b", "--precision", "16", "--context", "4096",
+                 "--requests", "1", "--target-tokens", "180000", "--json")
+    assert json.loads(capsys.readouterr().out)["throughput_plan"]["plans"][0]["gpus"] == 5
+    with pytest.raises(SystemExit) as exit_status:
+        call_command("recommend", "--model", "llama-3-1-8b", "--precision", "16", "--context", "4096",
+                     "--requests", "1", "--target-tokens", "1", "--efficiency", "0")
+    assert exit_status.value.code == 2
+
+
+def test_the_wizard_turns_a_target_into_the_cheapest_plan_of_the_demo_fleet(client, db):
+    load_catalog()
+    assert MeasuredSpeed.objects.filter(source="feed").values("machine").distinct().count() >= 340 // 6
+    query = f"{LLAMA_8B}&target_tokens=20000&countries=EU"
+    plan = plan_of(client, query)
+    cheapest = plan["plans"][0]
+    assert plan["machines_with_speed"] > 0 and plan["machines_without_speed"] > 0
+    assert [p["price_per_hour"] for p in plan["plans"]] == sorted(
+        (p["price_per_hour"] for p in plan["plans"]), key=Decimal
+    )
+    parsed = parse_query(dict(p.split("=") for p in query.split("&")))
+    breakdown, _ = selectors.estimate_for(parsed)
+    from django.utils import timezone
+
+    from nodelodge.recommendations.throughput import speed_candidates
+    # Every machine with a measured speed, none left out by the database's cut: the same cheapest plan.
+    candidates, total = speed_candidates(parsed, breakdown, selectors.stale_cutoff(timezone.now()),
+                                         selectors.preferences_for(parsed), every_one=True)
+    assert plan["machines_with_speed"] == total == len(candidates)
+    again = cheapest_plan([c.plan for c in candidates], Decimal(20000), Decimal(75), 1)
+    assert Decimal(cheapest["price_per_hour"]) == again.price_per_hour
+    eu = {c.row.machine_id: c.row.country for c in candidates}
+    assert all(m["country"] in {"DE", "NL", "IE", "FR", "PL", "ES", "IT", "SE", "FI", "AT"} for m in cheapest["machines"])
+    assert all(m["id"] in eu for m in cheapest["machines"])
+    page = client.get(f"/?{query}").content.decode()
+    assert "Cheapest plan:" in page and cheapest["steps"][-1] in page
+
+
+def test_the_lowest_price_per_million_comes_first_even_beyond_the_cheapest_thousand(client, make_machine):
+    from django.utils import timezone
+
+    from catalog.models import GpuType, Machine
+
+    template = make_machine("RTX 4090", price_per_gpu_hour=Decimal("0.10"))
+    gpu = GpuType.objects.get(name="RTX 4090")
+    Machine.objects.bulk_create([
+        Machine(provider=template.provider, provider_machine_id=f"cheap-{index:05d}", tier="secure", gpu_type=gpu,
+                gpu_count=1, free_gpus=1, memory_per_gpu_mib=gpu.memory_mib, memory_source="datacenter",
+                country="DE", price_per_gpu_hour=Decimal("0.10"), last_seen_at=timezone.now())
+        for index in range(1_100)
+    ])
+    fast = make_machine("H100 SXM 80GB", price_per_gpu_hour=Decimal("2.49"))
+    measure(fast, "24500")
+    body = client.get(f"/api/v1/recommendations?{LLAMA_8B}&sort=price_per_million_tokens&limit=3").json()
+    assert body["machines"][0]["id"] == fast.pk
+    assert body["machines"][0]["price_per_million_tokens"] == "0.0282"
+    assert [row["price_per_million_tokens_text"] for row in body["machines"][1:]] == ["no measured speed"] * 2
+
+
+@pytest.mark.parametrize(("target", "redundancy"), [(3_000, 0), (12_000, 1), (40_000, 2)])
+def test_the_database_cut_keeps_the_cheapest_plan(make_machine, target, redundancy):
+    from django.utils import timezone
+
+    from nodelodge.recommendations.throughput import speed_candidates
+
+    for index in range(40):
+        gpu = ("RTX 4090", "RTX 3090", "L40S", "A100 80GB")[index % 4]
+        machine = make_machine(gpu, gpu_count=4, free_gpus=1 + index % 4,
+                               price_per_gpu_hour=Decimal("0.30") + Decimal(index * 7 % 23) / 10)
+        measure(machine, ("1700", "1300", "1600", "2600")[index % 4])
+    query = parse_query({**dict(p.split("=") for p in LLAMA_8B.split("&")), "target_tokens": str(target),
+                         "redundancy": str(redundancy)})
+    breakdown, _ = selectors.estimate_for(query)
+    cutoff, preferences = selectors.stale_cutoff(timezone.now()), selectors.preferences_for(query)
+    cut, total = speed_candidates(query, breakdown, cutoff, preferences)
+    every, every_total = speed_candidates(query, breakdown, cutoff, preferences, every_one=True)
+    assert total == every_total == 40
+    assert len(cut) < len(every) if target < 20_000 else len(cut) <= len(every)
+    plans = [cheapest_plan([c.plan for c in found], Decimal(target), Decimal(75), redundancy) for found in (cut, every)]
+    assert plans[0] is not None and plans[0].price_per_hour == plans[1].price_per_hour
+
+
+def test_the_link_to_a_plan_spells_the_target_as_typed(models_and_gpus):
+    query = parse_query({**dict(p.split("=") for p in LLAMA_8B.split("&")), "target_tokens": "20000",
+                         "efficiency": "80.50"})
+    params = query.as_params()
+    assert (params["target_tokens"], params["efficiency"], params["redundancy"]) == ("20000", "80.5", "1")

@@ -1,0 +1,79 @@
+"""An empty answer says what relaxing each constraint alone would open."""
+import re
+
+import pytest
+
+from .conftest import LLAMA_8B
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def _api_rate_limit_off(settings):
+    """These tests ask the API many times a minute from one address; the limit has its own tests."""
+    settings.API_RATE_LIMIT = "off"
+
+
+def empty_reason(client, query):
+    body = client.get("/api/v1/recommendations?" + query).json()
+    assert body["machines"] == []
+    return body["empty_reason"]
+
+
+def test_countries_name_what_lies_outside_them(client, small_fleet):
+    reason = empty_reason(client, LLAMA_8B + "&countries=CH")
+    assert "outside CH: 5 machines from $0.30/h in DE, NL, US, FR." in reason
+
+
+def test_outside_the_countries_with_other_limits_says_those_limits_too(client, small_fleet):
+    reason = empty_reason(client, LLAMA_8B + "&countries=CH&max_price=0.10")
+    assert "outside CH: 5 machines from $0.30/h in DE, NL, US, FR (over your price, budget or tier limits as well)" in reason
+
+
+def test_too_little_memory_in_the_chosen_countries_says_where(client, small_fleet):
+    reason = empty_reason(client, "workload=inference&model=llama-3-1-8b&precision=16&context=131072&requests=2000"
+                                  "&countries=FR")
+    assert reason.startswith("No machine in FR has enough memory")
+
+
+def machines_total(client, query):
+    return client.get("/api/v1/recommendations?" + query).json()["machines_total"]
+
+
+@pytest.mark.parametrize(
+    ("base", "context", "requests", "context_words", "requests_words"),
+    [
+        ("workload=inference&model=llama-3-1-8b&precision=16&context={c}&requests={r}", 131072, 2000,
+         r"a context of ([\d,]+) tokens fits on (\d+) machines?", r"([\d,]+) concurrent requests fit on (\d+) machines?"),
+        ("workload=finetune&model=llama-3-1-8b&precision=16&context={c}&requests={r}", 8192, 512,
+         r"a sequence length of ([\d,]+) tokens fits on (\d+) machines?", r"a batch size of ([\d,]+) fits on (\d+) machines?"),
+    ],
+    ids=["inference", "finetune"],
+)
+def test_context_and_requests_name_the_largest_halving_that_fits(client, small_fleet, base, context, requests,
+                                                                 context_words, requests_words):
+    reason = empty_reason(client, base.format(c=context, r=requests))
+    for words, field in ((context_words, "c"), (requests_words, "r")):
+        match = re.search(words + r" from \$[\d.]+/h", reason)
+        assert match, (words, reason)
+        value, count = int(match.group(1).replace(",", "")), int(match.group(2))
+        at = {"c": context, "r": requests, field: value}
+        assert machines_total(client, base.format(**at)) == count > 0
+        twice = {"c": context, "r": requests, field: value * 2}
+        assert machines_total(client, base.format(**twice)) == 0  # the largest halving that fits
+
+
+def test_the_tier_price_and_budget_hints_stay(client, small_fleet):
+    reason = empty_reason(client, LLAMA_8B + "&max_price=0.20")
+    assert "raising it to $0.30/h adds 1 machine" in reason
+
+
+def test_the_page_shows_the_hint_beside_the_empty_list(client, small_fleet):
+    html = client.get("/?" + LLAMA_8B + "&countries=CH").content.decode()
+    assert 'data-testid="empty-reason"' in html and "outside CH: 5 machines" in html
+
+
+def test_outside_the_countries_counts_only_machines_outside_them(client, small_fleet):
+    # FR holds a machine that fits but costs too much; it is not "outside FR".
+    reason = empty_reason(client, LLAMA_8B + "&countries=FR&max_price=0.10")
+    assert "outside FR: 4 machines from $0.30/h in DE, NL, US (over your price, budget or tier limits as well)" in reason
