@@ -10,7 +10,7 @@ from fractions import Fraction
 from django.db import connection
 from django.db.models import Prefetch, QuerySet
 
-from catalog import availability
+from catalog import availability, fleet_counts
 from catalog.models import ImagePipeline, LanguageModel, Machine, MeasuredSpeed, SpeechModel
 from sizing import fit, matching, offers, reasons, specs
 from sizing.workloads import CODES as WORKLOADS
@@ -279,14 +279,17 @@ def _band_sql(thresholds: tuple[tuple[int, int], ...], index: int) -> tuple[str,
     return sql, params
 
 
-def counted_fleet(query: FleetQuery) -> FleetCount:
-    """Counts the whole fleet for a wizard query in one grouped scan, then fetches only the machines
-    the answer describes: three to five queries whatever the fleet's size.
+def counted_fleet(query: FleetQuery, by_scan: bool = False) -> FleetCount:
+    """Counts the whole fleet for a wizard query, then fetches only the machines the answer
+    describes: three to five queries whatever the fleet's size.
 
-    The scan groups machines by status, tier, memory band and free GPUs (and, with a price limit
+    The counts group machines by status, tier, memory band and free GPUs (and, with a price limit
     or budget, price band), where the bands' edges are every fit threshold and every price at which
     some GPU count crosses a limit. Each group then has one fit and one set of broken preferences
-    per precision, worked out here from its edges; the database only counts.
+    per precision, worked out here from its edges; the database only counts. They come from the
+    counts the writes keep per shape of machine (`catalog.fleet_counts`), a few thousand rows
+    whatever the fleet's size; `by_scan` counts the machines themselves in one grouped scan instead
+    (the reference the kept counts are tested against).
     """
     memory_edges = sorted(
         {min(need, MEMORY_MIB_BEYOND_ANY) for thresholds in query.fits for _, need in thresholds}
@@ -302,6 +305,32 @@ def counted_fleet(query: FleetQuery) -> FleetCount:
     price_bucket_of = {key: price_edges.index(edge) + 1 for key, edge in crossings.items()}
 
     status_sql, status_params = availability.status_sql(query.stale_cutoff, query.countries)
+    if by_scan:
+        groups = _scanned_groups(query, status_sql, status_params, memory_edges, price_edges)
+    else:
+        sql, params = fleet_counts.grouped_sql(
+            status_sql, status_params, memory_edges, price_edges, availability.SCREENED
+        )
+        with connection.cursor() as cursor:
+            fleet_counts.merge_pending(cursor)
+            cursor.execute(sql, params)
+            groups = [_from_units(row, bool(price_edges)) for row in cursor.fetchall()]
+    keys = 5 if price_edges else 4
+    return _tally(query, groups, keys, memory_edges, price_edges, price_bucket_of, by_scan)
+
+
+def _from_units(row: tuple, priced: bool) -> tuple:
+    """A row of the kept counts with its prices in dollars, as the scan gives them."""
+    keys = 5 if priced else 4
+    count, cheapest, most_memory, seen_max, seen_min, dearest = row[keys:]
+    return (*row[:keys], count, fleet_counts.from_units(cheapest), most_memory, seen_max, seen_min,
+            fleet_counts.from_units(dearest))
+
+
+def _scanned_groups(
+    query: FleetQuery, status_sql: str, status_params: list, memory_edges: list[int],
+    price_edges: list[Decimal],
+) -> list[tuple]:
     in_fleet = availability.in_fleet_sql()
     details = ["m.tier", "width_bucket(m.memory_per_gpu_mib, %s::bigint[])", "m.free_gpus"]
     detail_params: list = [memory_edges or [0]]
@@ -336,8 +365,18 @@ def counted_fleet(query: FleetQuery) -> FleetCount:
         params = detail_params + status_params
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
-        groups = cursor.fetchall()
+        return cursor.fetchall()
 
+
+def _tally(
+    query: FleetQuery,
+    groups: list[tuple],
+    keys: int,
+    memory_edges: list[int],
+    price_edges: list[Decimal],
+    price_bucket_of: dict,
+    by_scan: bool,
+) -> FleetCount:
     left_out = dict.fromkeys(availability.COUNTED_REASONS, 0)
     not_fresh = {availability.STATUS_OF_REASON[reasons.OFFLINE], availability.STATUS_OF_REASON[reasons.STALE]}
     newest = oldest = None
@@ -350,6 +389,7 @@ def counted_fleet(query: FleetQuery) -> FleetCount:
     # (precision index, band index, meets every preference) -> cheapest and dearest price per
     # GPU-hour there, to fetch only from bands that hold machines, and only within their prices
     bands: dict[tuple[int, int, bool], tuple[Decimal, Decimal]] = {}
+    band_sizes: dict[tuple[int, int, bool], int] = {}
     band_index = [{gpus: index for index, (gpus, _) in enumerate(thresholds)} for thresholds in query.fits]
     fits_of: dict[tuple[int, int], list[int | None]] = {}
     for row in groups:
@@ -380,6 +420,7 @@ def counted_fleet(query: FleetQuery) -> FleetCount:
             key = (fit_index, band_index[fit_index][gpus], not breaks)
             low, high = bands.get(key, (cheapest_price, dearest_price))
             bands[key] = (min(low, cheapest_price), max(high, dearest_price))
+            band_sizes[key] = band_sizes.get(key, 0) + count
             if fit_index:
                 if not breaks:
                     lower_fitting[fit_index - 1] += count
@@ -395,8 +436,11 @@ def counted_fleet(query: FleetQuery) -> FleetCount:
                 if code not in only_cheapest or hourly < only_cheapest[code]:
                     only_cheapest[code] = hourly
 
-    only_at_cheapest = _count_at_cheapest(query, only_cheapest) if not fitting and only_cheapest else {}
-    ids = _describe_ids(query, bands)
+    only_at_cheapest = (
+        _count_at_cheapest(query, only_cheapest, by_scan) if not fitting and only_cheapest else {}
+    )
+    sparse = {key for key, size in band_sizes.items() if size <= SPARSE_BAND_MACHINES}
+    ids = _describe_ids(query, bands, {} if by_scan or not sparse else _band_prices(query, bands, sparse))
     rows = machines_with_related(Machine.objects.filter(pk__in=ids)) if ids else []
     counted = matching.CountedFleet(
         offers=tuple(machine_offer(row) for row in rows),
@@ -415,8 +459,55 @@ def counted_fleet(query: FleetQuery) -> FleetCount:
     return FleetCount(counted=counted, left_out=left_out, newest=newest, oldest=oldest)
 
 
+# A band holding at most this many machines is read at the prices the kept counts list for it
+# (an index probe per price) rather than by walking every machine between its cheapest and dearest.
+SPARSE_BAND_MACHINES = 256
+
+
+def _band_prices(
+    query: FleetQuery, bands: dict[tuple[int, int, bool], tuple[Decimal, Decimal]], sparse: set
+) -> dict[tuple[int, int, bool], list[Decimal]]:
+    """For each sparse band, every price per GPU-hour at which the kept counts hold one of its
+    machines (those the rule lets through, of the band's GPUs used, meeting every preference or not
+    as the band says): one statement for all of them."""
+    status_sql, status_params = availability.status_sql(query.stale_cutoff, query.countries)
+    parts, params, keys = [], [], sorted(sparse)
+    for number, (fit_index, band, meets) in enumerate(keys):
+        thresholds = query.fits[fit_index]
+        gpus = thresholds[band][0]
+        band_sql, band_params = _band_sql(thresholds, band)
+        meets_parts, meets_params = ["TRUE"], []
+        if query.tier != "both":
+            meets_parts.append("m.tier = %s")
+            meets_params.append(query.tier)
+        for limit in (query.max_price_per_hour, query.budget):
+            if limit is not None:
+                meets_parts.append(f"u.p * {int(gpus)} <= %s")
+                meets_params.append(fleet_counts.to_units(limit))
+        meets_sql = " AND ".join(meets_parts)
+        if not meets:
+            meets_sql = f"NOT ({meets_sql})"
+        low, high = bands[fit_index, band, meets]
+        parts.append(
+            f"SELECT {int(number)} AS band, u.p FROM {fleet_counts.SHAPES} m "  # noqa: S608  # nosec B608
+            "CROSS JOIN LATERAL unnest(m.prices) AS u(p) "
+            f"WHERE {status_sql} = {availability.SCREENED} AND {band_sql} "
+            f"AND u.p >= %s AND u.p <= %s AND {meets_sql}"
+        )
+        params += [*status_params, *band_params, fleet_counts.to_units(low), fleet_counts.to_units(high),
+                   *meets_params]
+    prices: dict[tuple[int, int, bool], set] = {key: set() for key in keys}
+    with connection.cursor() as cursor:
+        cursor.execute(" UNION ".join(parts), params)
+        for number, units in cursor.fetchall():
+            prices[keys[number]].add(fleet_counts.from_units(units))
+    return {key: sorted(found) for key, found in prices.items()}
+
+
 def _describe_ids(
-    query: FleetQuery, bands: dict[tuple[int, int, bool], tuple[Decimal, Decimal]]
+    query: FleetQuery,
+    bands: dict[tuple[int, int, bool], tuple[Decimal, Decimal]],
+    band_prices: dict[tuple[int, int, bool], list[Decimal]],
 ) -> list[int]:
     """Ids of the machines the answer describes: the first `machines_shown` meeting every
     preference, the first alternatives, and the cheapest meeting every preference at each lower
@@ -446,6 +537,12 @@ def _describe_ids(
         meets_sql, meets_params = _meets_sql(query, gpus)
         if not meets:
             meets_sql = f"NOT ({meets_sql})"
+        at_prices, price_params = "", []
+        if (fit_index, band, meets) in band_prices:
+            # A sparse band: only the prices its machines have, each an index probe.
+            at_prices, price_params = " AND m.price_per_gpu_hour = ANY(%s::numeric[])", [
+                band_prices[fit_index, band, meets]
+            ]
         # Fixed SQL and integers; every value is a parameter.
         parts.append(
             f"(SELECT m.id, {int(kind)} AS kind, m.price_per_gpu_hour * {int(gpus)} AS hourly, "  # noqa: S608  # nosec B608
@@ -453,11 +550,12 @@ def _describe_ids(
             'm.provider_machine_id COLLATE "C" AS machine FROM catalog_machine m '
             f"JOIN catalog_provider p ON p.id = m.provider_id "
             f"WHERE {screened} AND {band_sql} AND {meets_sql} "
-            "AND m.price_per_gpu_hour >= %s AND m.price_per_gpu_hour <= %s "
+            f"AND m.price_per_gpu_hour >= %s AND m.price_per_gpu_hour <= %s{at_prices} "
             f'ORDER BY m.price_per_gpu_hour, p.name COLLATE "C", m.provider_machine_id COLLATE "C", m.id '
             f"LIMIT {int(limit)})"
         )
         params += [*screened_params, *band_params, *meets_params, cheapest_price, dearest_price]
+        params += price_params
     if not parts:
         return []
     keep = " OR ".join(
@@ -474,9 +572,11 @@ def _describe_ids(
         return sorted(row[0] for row in cursor.fetchall())
 
 
-def _count_at_cheapest(query: FleetQuery, only_cheapest: dict[str, Decimal]) -> dict[str, int]:
+def _count_at_cheapest(query: FleetQuery, only_cheapest: dict[str, Decimal], by_scan: bool) -> dict[str, int]:
     """For the empty answer's hints: machines that break only the price limit (or only the budget)
     and cost exactly the cheapest such hourly price."""
+    if not by_scan:
+        return _count_at_cheapest_kept(query, only_cheapest)
     screened, params = _screened_sql(query)
     thresholds = query.fits[0]
     gpus_sql, gpus_params = _gpus_used_sql(thresholds)
@@ -506,3 +606,28 @@ def _count_at_cheapest(query: FleetQuery, only_cheapest: dict[str, Decimal]) -> 
         cursor.execute(sql, filter_params + params + gpus_params)
         values = cursor.fetchone()
     return dict(zip(codes, values, strict=True))
+
+
+def _count_at_cheapest_kept(query: FleetQuery, only_cheapest: dict[str, Decimal]) -> dict[str, int]:
+    """The same from the kept counts. Such a machine costs exactly the cheapest hourly price, so
+    whether it keeps the other limit and breaks this one is decided by that price alone."""
+    status_sql, status_params = availability.status_sql(query.stale_cutoff, query.countries)
+    gpus_sql, gpus_params = _gpus_used_sql(query.fits[0])
+    counts = {}
+    for code, limit, other in (
+        (reasons.BREAK_MAX_PRICE, query.max_price_per_hour, query.budget),
+        (reasons.BREAK_BUDGET, query.budget, query.max_price_per_hour),
+    ):
+        if code not in only_cheapest:
+            continue
+        hourly = only_cheapest[code]
+        if hourly <= limit or (other is not None and hourly > other):
+            counts[code] = 0
+            continue
+        sql, params = fleet_counts.count_at_price_sql(
+            status_sql, status_params, availability.SCREENED, gpus_sql, gpus_params, query.tier, hourly
+        )
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            counts[code] = cursor.fetchone()[0]
+    return counts

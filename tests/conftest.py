@@ -25,6 +25,7 @@ SLOW_MODULES = {
     "refresh/test_feed_fuzzing.py",  # hypothesis: malformed feeds
     "refresh/test_refresh_with_worker.py",  # a real Celery worker
     "wizard/test_embedded_sqlite.py",  # manage.py in subprocesses on SQLite
+    "wizard/test_fleet_counts_concurrency.py",  # threads refreshing, launching and reading at once
 }
 # Single tests elsewhere that run over a whole or generated fleet, or several of them:
 SLOW_TESTS = {
@@ -32,6 +33,7 @@ SLOW_TESTS = {
     "catalog/test_shipped_catalog.py::test_demo_fleet_machines_satisfy_model_validation",
     "refresh/test_refresh_in_bulk.py::test_query_count_does_not_grow_per_machine",
     "wizard/test_counted_fleet.py::test_the_counted_answer_equals_the_engine_over_every_machine",
+    "wizard/test_fleet_counts.py::test_kept_counts_equal_the_scan_through_every_write_path",
 }
 # Fixtures that start something (a worker, a server, a subprocess): any test using one is slow.
 SLOW_FIXTURES = {"celery_worker", "live_server", "production_response"}

@@ -1,0 +1,363 @@
+# SQL here is assembled from this module's constants and the compiled rule; every value travels as
+# a parameter (ruff's S608 cannot tell).
+# ruff: noqa: S608
+"""Fleet counts kept by the writes (PostgreSQL): the wizard counts shapes of machines, not machines.
+
+A machine's *shape* is what the counting query reads of it, with its price apart: the fields the
+availability rule checks (`sizing.availability.RULE`, as compiled by `catalog.availability`) and
+the machine's tier. `catalog_fleetshape` holds one row per shape (split into chunks of at most
+CHUNK prices), with the shape's distinct prices in order (`prices`, in units of 1/10,000 of a dollar)
+and, for each, how many of the shape's machines cost that price or less (`cum`). Any price band's
+count is then two binary searches (`width_bucket`) per row, whatever the number of machines.
+
+Who keeps it: PostgreSQL triggers on catalog_machine, so every write path counts (the provider
+refresh's bulk upserts, Launch and Stop, the admin, queryset updates, deletes, TRUNCATE) with no
+service able to forget it. Each statement appends its net change per shape and price to
+`catalog_fleetdelta` (unlogged: its rows never outlive their transaction); at commit one deferred
+trigger merges the transaction's changes into the shapes, taking the shapes' lock stripes in
+ascending order, so two writers never deadlock and never wait on each other before they commit
+(a Launch does not wait behind a provider's refresh for the counts). Readers see the counts change
+exactly when the machines do. A reader inside a transaction that wrote machines merges that
+transaction's changes first (`merge_pending`).
+
+Staleness: the shape keeps `last_seen_at` exactly (sentinels aside, below), and the reader applies
+the stale cutoff to it with the same compiled rule as the scan, so the answer is the scan's at any
+instant, with nothing to sweep: a machine crosses the cutoff in the counts at the very moment it
+does in the table. A refresh writes one `last_seen_at` per provider, so this adds rows per provider
+refreshed at a different instant, not per machine.
+
+Fields the rule never reaches for a machine (those after its first failing check that needs no
+query value, e.g. everything after "offline") are stored as NULL, so machines left out for the same
+reason share a row; price and tier are kept only for machines the rule can let through.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from decimal import Decimal
+
+from django.db import connection
+
+from catalog import availability
+from sizing.availability import BEFORE_CUTOFF, OUTSIDE, RULE
+
+SHAPES = "catalog_fleetshape"
+DELTAS = "catalog_fleetdelta"
+PENDING = "catalog_fleetpending"
+PRICE_UNITS = 10_000  # price_per_gpu_hour has 4 places: prices are kept as integers of 1/10,000
+CHUNK = 256  # prices per shape row: rows stay inline (no TOAST), about 3 KiB at most
+LOCK_STRIPES = 64
+LOCK_NAMESPACE = 0x4E4C46  # "NLF": two-key advisory locks (namespace, stripe)
+# Checks that read a query's values (the stale cutoff, the chosen countries): their fields are kept
+# as they are, and the reader evaluates them. Every other test is decided when the machine is written.
+QUERY_TESTS = frozenset({BEFORE_CUTOFF, OUTSIDE})
+
+# Column types of the shape, as on catalog_machine.
+COLUMN_TYPES = {
+    "is_available": "boolean",
+    "provider_is_active": "boolean",
+    "last_seen_at": "timestamp with time zone",
+    "country": "varchar(2)",
+    "memory_per_gpu_mib": "integer",
+    "free_gpus": "smallint",
+    "tier": "varchar(10)",
+}
+EXTRA_COLUMNS = ("tier",)  # not checked by the rule; the counting query groups by it
+
+
+def _counted_checks():
+    return [check for check in RULE if check.counted]
+
+
+def key_columns() -> list[str]:
+    """The shape's columns: every column a counted check reads, in the rule's order, then tier."""
+    columns: list[str] = []
+    for check in _counted_checks():
+        column = availability.COLUMNS[check.field]
+        if column not in columns:
+            columns.append(column)
+    return columns + [c for c in EXTRA_COLUMNS if c not in columns]
+
+
+def _projection() -> tuple[list[str], str]:
+    """SQL over `m` (a catalog_machine row) for each shape column, and for the price in units."""
+    earlier: list[str] = []  # failures of checks decided at write time, met so far
+    exprs: dict[str, str] = {}
+
+    def unless_failed(sql: str, sentinel: str) -> str:
+        if not earlier:
+            return sql
+        return f"CASE WHEN {' OR '.join(earlier)} THEN {sentinel} ELSE {sql} END"
+
+    for check in _counted_checks():
+        column = availability.COLUMNS[check.field]
+        if column not in exprs:
+            exprs[column] = unless_failed(f"m.{column}", "NULL")
+        if check.test not in QUERY_TESTS:
+            fails, params = availability._fails_sql(check, datetime.min, None)
+            if params:
+                raise ValueError(f"a check decided at write time takes no values: {check}")
+            earlier.append(f"({fails})")
+    for column in EXTRA_COLUMNS:
+        exprs.setdefault(column, unless_failed(f"m.{column}", "NULL"))
+    price = unless_failed(f"(m.price_per_gpu_hour * {PRICE_UNITS})::bigint", "0")
+    return [exprs[column] for column in key_columns()], price
+
+
+def _shape_text(alias: str) -> str:
+    """One text per shape, whatever the session's time zone (timestamps as epoch seconds)."""
+    parts = [
+        f"quote_nullable(extract(epoch FROM {alias}.{c}))" if COLUMN_TYPES[c].startswith("timestamp")
+        else f"quote_nullable({alias}.{c})"
+        for c in key_columns()
+    ]
+    return "concat_ws('|', " + ", ".join(parts) + ")"
+
+
+def _delta_select(source: str) -> str:
+    """SELECT of (shape, key columns..., price, n) over `source`, rows of catalog_machine plus n."""
+    columns = key_columns()
+    exprs, price = _projection()
+    projected = ", ".join(f"{expr} AS {column}" for expr, column in zip(exprs, columns, strict=True))
+    plain = ", ".join(f"p.{c}" for c in columns)
+    return (
+        f"SELECT {_shape_text('p')} AS shape, {plain}, p.price, SUM(p.n)::integer AS n "  # nosec B608
+        f"FROM (SELECT {projected}, {price} AS price, m.n FROM ({source}) AS m "
+        f"WHERE {availability.in_fleet_sql()}) AS p "
+        f"GROUP BY {plain}, p.price HAVING SUM(p.n) <> 0"
+    )
+
+
+def _chunked_insert(entries: str, keys: str) -> str:
+    """INSERT into the shapes from `entries` (shape, price, n: every machine of those shapes) and
+    `keys` (shape and key columns, one row per shape)."""
+    columns = ", ".join(key_columns())
+    keyed = ", ".join(f"k.{c}" for c in key_columns())
+    return (
+        f"INSERT INTO {SHAPES} (shape, chunk, {columns}, prices, cum) "  # nosec B608
+        f"SELECT c.shape, c.chunk, {keyed}, array_agg(c.price ORDER BY c.price), "
+        "array_agg(c.cum ORDER BY c.price) "
+        "FROM (SELECT e.shape, e.chunk, e.price, "
+        "SUM(e.n) OVER (PARTITION BY e.shape, e.chunk ORDER BY e.price)::integer AS cum "
+        "FROM (SELECT shape, price, n, "
+        f"(row_number() OVER (PARTITION BY shape ORDER BY price) - 1) / {CHUNK} AS chunk "
+        f"FROM ({entries}) AS x) AS e) AS c "
+        f"JOIN ({keys}) AS k ON k.shape = c.shape "
+        f"GROUP BY c.shape, c.chunk, {keyed}"
+    )
+
+
+def install_sql() -> list[str]:
+    """The tables, functions and triggers, as statements (PostgreSQL)."""
+    columns = key_columns()
+    typed = ", ".join(f"{c} {COLUMN_TYPES[c]}" for c in columns)
+    names = ", ".join(columns)
+    new = "SELECT *, 1 AS n FROM fleet_new"
+    old = "SELECT *, -1 AS n FROM fleet_old"
+    record = (
+        f"INSERT INTO {DELTAS} (txid, shape, {names}, price, n) SELECT txid_current(), d.* FROM ({{}}) AS d"  # nosec B608
+    )
+    merge_entries = (
+        "SELECT shape, price, SUM(n) AS n FROM ("
+        "SELECT o.shape, u.price, u.c - coalesce(o.cum[u.i - 1], 0) AS n FROM old AS o "
+        "CROSS JOIN LATERAL unnest(o.prices, o.cum) WITH ORDINALITY AS u(price, c, i) "
+        "UNION ALL SELECT shape, price, n FROM d) AS x GROUP BY shape, price HAVING SUM(n) <> 0"
+    )
+    every_machine = _delta_select("SELECT *, 1 AS n FROM catalog_machine")
+    rebuild_entries = f"SELECT shape, price, n FROM ({every_machine}) AS s"  # nosec B608
+    rebuild_keys = f"SELECT DISTINCT shape, {names} FROM ({every_machine}) AS s"  # nosec B608
+    all_stripes = (
+        f"PERFORM pg_advisory_xact_lock({LOCK_NAMESPACE}, s) "
+        f"FROM generate_series(0, {LOCK_STRIPES - 1}) AS s ORDER BY s;"
+    )
+    return [
+        f"CREATE TABLE {SHAPES} (id bigserial PRIMARY KEY, shape text NOT NULL, chunk integer NOT NULL, "
+        f"{typed}, prices bigint[] NOT NULL, cum integer[] NOT NULL)",
+        # Inline and uncompressed: the counting query reads the arrays of every row, several times.
+        f"ALTER TABLE {SHAPES} ALTER COLUMN prices SET STORAGE PLAIN, ALTER COLUMN cum SET STORAGE PLAIN",
+        f"CREATE INDEX {SHAPES}_shape_idx ON {SHAPES} (shape)",
+        f"CREATE UNLOGGED TABLE {DELTAS} (txid bigint NOT NULL, shape text NOT NULL, {typed}, "
+        "price bigint NOT NULL, n integer NOT NULL)",
+        f"CREATE INDEX {DELTAS}_txid_idx ON {DELTAS} (txid)",
+        f"CREATE UNLOGGED TABLE {PENDING} (txid bigint PRIMARY KEY)",
+        # One statement's net change per shape and price, kept until its transaction commits.
+        f"""CREATE FUNCTION catalog_fleet_track() RETURNS trigger LANGUAGE plpgsql AS $fn$
+BEGIN
+    IF TG_OP = 'INSERT' THEN
+        {record.format(_delta_select(new))};
+    ELSIF TG_OP = 'UPDATE' THEN
+        {record.format(_delta_select(new + ' UNION ALL ' + old))};
+    ELSE
+        {record.format(_delta_select(old))};
+    END IF;
+    IF FOUND THEN
+        INSERT INTO {PENDING} (txid) VALUES (txid_current()) ON CONFLICT DO NOTHING;
+    END IF;
+    RETURN NULL;
+END $fn$""",  # nosec B608
+        # Merges this transaction's changes into the shapes (at commit, or when a reader asks).
+        f"""CREATE FUNCTION catalog_fleet_merge() RETURNS void LANGUAGE plpgsql AS $fn$
+DECLARE
+    tx bigint := txid_current_if_assigned();
+BEGIN
+    IF tx IS NULL THEN
+        RETURN;
+    END IF;
+    DELETE FROM {PENDING} WHERE txid = tx;
+    IF NOT FOUND THEN
+        RETURN;
+    END IF;
+    PERFORM pg_advisory_xact_lock({LOCK_NAMESPACE}, s.stripe)
+    FROM (SELECT DISTINCT abs(hashtext(shape) % {LOCK_STRIPES}) AS stripe FROM {DELTAS} WHERE txid = tx) AS s
+    ORDER BY s.stripe;
+    WITH gone AS (DELETE FROM {DELTAS} WHERE txid = tx RETURNING *),
+    d AS (SELECT shape, price, SUM(n) AS n FROM gone GROUP BY shape, price),
+    k AS (SELECT DISTINCT ON (shape) shape, {names} FROM gone ORDER BY shape),
+    old AS (DELETE FROM {SHAPES} AS s USING k WHERE s.shape = k.shape RETURNING s.shape, s.prices, s.cum)
+    {_chunked_insert(merge_entries, 'SELECT * FROM k')};
+END $fn$""",  # nosec B608
+        """CREATE FUNCTION catalog_fleet_merge_at_commit() RETURNS trigger LANGUAGE plpgsql AS $fn$
+BEGIN
+    PERFORM catalog_fleet_merge();
+    RETURN NULL;
+END $fn$""",  # nosec B608
+        # Counts every machine again (installation, repair); waits for writers merging meanwhile.
+        f"""CREATE FUNCTION catalog_fleet_rebuild() RETURNS void LANGUAGE plpgsql AS $fn$
+BEGIN
+    {all_stripes}
+    DELETE FROM {SHAPES};
+    {_chunked_insert(rebuild_entries, rebuild_keys)};
+END $fn$""",  # nosec B608
+        f"""CREATE FUNCTION catalog_fleet_truncated() RETURNS trigger LANGUAGE plpgsql AS $fn$
+BEGIN
+    {all_stripes}
+    DELETE FROM {SHAPES};
+    DELETE FROM {DELTAS} WHERE txid = txid_current();
+    RETURN NULL;
+END $fn$""",  # nosec B608
+        "CREATE TRIGGER catalog_fleet_inserted AFTER INSERT ON catalog_machine "
+        "REFERENCING NEW TABLE AS fleet_new FOR EACH STATEMENT EXECUTE FUNCTION catalog_fleet_track()",
+        "CREATE TRIGGER catalog_fleet_updated AFTER UPDATE ON catalog_machine "
+        "REFERENCING OLD TABLE AS fleet_old NEW TABLE AS fleet_new FOR EACH STATEMENT "
+        "EXECUTE FUNCTION catalog_fleet_track()",
+        "CREATE TRIGGER catalog_fleet_deleted AFTER DELETE ON catalog_machine "
+        "REFERENCING OLD TABLE AS fleet_old FOR EACH STATEMENT EXECUTE FUNCTION catalog_fleet_track()",
+        "CREATE TRIGGER catalog_fleet_truncated AFTER TRUNCATE ON catalog_machine "
+        "FOR EACH STATEMENT EXECUTE FUNCTION catalog_fleet_truncated()",
+        f"CREATE CONSTRAINT TRIGGER catalog_fleet_merged AFTER INSERT ON {PENDING} "
+        "DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION catalog_fleet_merge_at_commit()",
+        "SELECT catalog_fleet_rebuild()",
+    ]
+
+
+def uninstall_sql() -> list[str]:
+    return [
+        "DROP TRIGGER IF EXISTS catalog_fleet_inserted ON catalog_machine",
+        "DROP TRIGGER IF EXISTS catalog_fleet_updated ON catalog_machine",
+        "DROP TRIGGER IF EXISTS catalog_fleet_deleted ON catalog_machine",
+        "DROP TRIGGER IF EXISTS catalog_fleet_truncated ON catalog_machine",
+        f"DROP TABLE IF EXISTS {PENDING}, {DELTAS}, {SHAPES}",
+        "DROP FUNCTION IF EXISTS catalog_fleet_track(), catalog_fleet_merge(), "
+        "catalog_fleet_merge_at_commit(), catalog_fleet_rebuild(), catalog_fleet_truncated()",
+    ]
+
+
+def install(schema_editor) -> None:
+    if schema_editor.connection.vendor == "postgresql":
+        for statement in install_sql():
+            schema_editor.execute(statement, params=None)
+
+
+def uninstall(schema_editor) -> None:
+    if schema_editor.connection.vendor == "postgresql":
+        for statement in uninstall_sql():
+            schema_editor.execute(statement, params=None)
+
+
+def merge_pending(cursor) -> None:
+    """Inside a transaction that wrote machines, fold its changes into the counts it is about to
+    read (they are otherwise folded at commit)."""
+    if connection.in_atomic_block:
+        cursor.execute("SELECT catalog_fleet_merge()")
+
+
+def rebuild() -> None:
+    """Count every machine again (the counts never need it; for a database restored without them)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT catalog_fleet_rebuild()")
+
+
+def to_units(price: Decimal) -> int:
+    units = price * PRICE_UNITS
+    if units != units.to_integral_value():
+        raise ValueError(f"price {price} has more than 4 places")
+    return int(units)
+
+
+def from_units(units: int) -> Decimal:
+    return Decimal(units).scaleb(-4)
+
+
+def grouped_sql(
+    status_sql: str, status_params: list, memory_edges: Sequence[int], price_edges: Sequence[Decimal],
+    screened: int,
+) -> tuple[str, list]:
+    """The counting query over the shapes, with the columns of the scan it replaces: status, tier,
+    memory bucket, free GPUs, [price bucket], machines, cheapest price, most memory, newest and
+    oldest sighting, dearest price. The price bucket of a price is the number of `price_edges` at or
+    below it, as `width_bucket` gives it over the machines."""
+    head = (
+        f"{status_sql} AS status, m.tier, "
+        "width_bucket(m.memory_per_gpu_mib::bigint, %s::bigint[]) AS memory_bucket, m.free_gpus"
+    )
+    params = [*status_params, list(memory_edges) or [0]]
+    if not price_edges:
+        # One band: the whole row; its cheapest and dearest are its first and last price.
+        sql = (
+            f"SELECT {head}, SUM(m.cum[cardinality(m.cum)]), MIN(m.prices[1]), "  # nosec B608
+            "MAX(m.memory_per_gpu_mib), MAX(m.last_seen_at), MIN(m.last_seen_at), "
+            f"MAX(m.prices[cardinality(m.prices)]) FROM {SHAPES} m GROUP BY 1, 2, 3, 4"
+        )
+        return sql, params
+    # Per row, k holds the number of its prices below each edge (binary searches), with 0 and all
+    # of them at the ends: band b holds its prices at positions k[b + 1] + 1 .. k[b + 2]. Only rows
+    # the rule lets through need the bands (the others fall whole in band 0); OFFSET 0 keeps each
+    # subquery evaluated once per row. The bands are a constant series so the planner's estimate
+    # stays the size of the table (an estimate of hundreds of bands per row had it compile the
+    # query with JIT, 0.3 s, for a 10 ms run).
+    searches = ", ".join("width_bucket(%s::bigint, s.prices)" for _ in price_edges)
+    sql = (
+        f"SELECT s.status, s.tier, s.memory_bucket, s.free_gpus, b.band, SUM(b.n), MIN(b.lo), "  # nosec B608
+        "MAX(s.memory_per_gpu_mib), MAX(s.last_seen_at), MIN(s.last_seen_at), MAX(b.hi) "
+        f"FROM (SELECT {head}, m.memory_per_gpu_mib, m.last_seen_at, m.prices, m.cum "
+        f"FROM {SHAPES} m OFFSET 0) AS s "
+        f"CROSS JOIN LATERAL (SELECT CASE WHEN s.status = {int(screened)} "
+        f"THEN ARRAY[0, {searches}, cardinality(s.prices)] "
+        f"ELSE ARRAY[0, {', '.join(['cardinality(s.prices)'] * (len(price_edges) + 1))}] END AS k "
+        "OFFSET 0) AS k "
+        "CROSS JOIN LATERAL (SELECT g - 1 AS band, "
+        "coalesce(s.cum[k.k[g + 1]], 0) - coalesce(s.cum[k.k[g]], 0) AS n, "
+        "s.prices[k.k[g] + 1] AS lo, s.prices[k.k[g + 1]] AS hi "
+        f"FROM generate_series(1, {len(price_edges) + 1}) AS g) AS b "
+        "WHERE b.n > 0 GROUP BY 1, 2, 3, 4, 5"
+    )
+    params += [to_units(edge) - 1 for edge in price_edges]
+    return sql, params
+
+
+def count_at_price_sql(
+    status_sql: str, status_params: list, screened: int, gpus_sql: str, gpus_params: list,
+    tier: str, hourly: Decimal,
+) -> tuple[str, list]:
+    """Machines the rule lets through, of the tier (or any with "both"), whose hourly price on the
+    GPUs they would use (`gpus_sql`, NULL when the workload does not fit) is exactly `hourly`."""
+    tier_sql, tier_params = ("TRUE", []) if tier == "both" else ("m.tier = %s", [tier])
+    sql = (
+        "SELECT coalesce(SUM(coalesce(m.cum[width_bucket(t.p, m.prices)], 0) "  # nosec B608
+        "- coalesce(m.cum[width_bucket(t.p - 1, m.prices)], 0)), 0) "
+        f"FROM {SHAPES} m CROSS JOIN LATERAL (SELECT %s::bigint / g.gpus AS p "
+        f"FROM (SELECT {gpus_sql} AS gpus) AS g WHERE %s::bigint %% g.gpus = 0) AS t "
+        f"WHERE {status_sql} = {int(screened)} AND {tier_sql}"
+    )
+    units = to_units(hourly)
+    return sql, [units, *gpus_params, units, *status_params, *tier_params]

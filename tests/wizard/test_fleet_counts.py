@@ -1,0 +1,309 @@
+"""The counts the writes keep (catalog.fleet_counts) against the scan they replace.
+
+Every answer here is computed twice, from the kept counts and by scanning catalog_machine
+(`counted_fleet(by_scan=True)`, the old path), and must agree field for field; the whole answer is
+also checked against the engine over every machine. Between checks the fleet changes through every
+write path the console has: the provider refresh (bulk upserts over HTTP), Launch and Stop's
+guarded updates, the admin's saves, provider (de)activation, deletes, fleet generation, and machines
+crossing the stale cutoff with no write at all.
+"""
+from __future__ import annotations
+
+import random
+from collections import Counter
+from datetime import timedelta
+from decimal import Decimal
+
+import pytest
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import F
+from django.db.models.functions import Least
+from django.utils import timezone
+
+from catalog import availability, fleet_counts
+from catalog import selectors as catalog_selectors
+from catalog.models import GpuType, Machine, Provider
+from catalog.services import generate_fleet, save_provider
+from nodelodge.recommendations.selectors import recommendation_for
+from nodelodge.refresh.services import refresh_provider
+from sizing.reasons import STALE
+from tests.refresh.conftest import FeedServer
+
+from .test_counted_fleet import (
+    COUNTRIES,
+    PREFERENCES,
+    PRICES,
+    QUERIES,
+    _engine_over_every_machine,
+    _memory_pool,
+    _query,
+    _random_fleet,
+)
+
+WINDOW = timedelta(seconds=settings.MACHINE_STALE_AFTER_SECONDS)
+MICROSECOND = timedelta(microseconds=1)
+
+
+@pytest.fixture
+def both_ways(monkeypatch):
+    """Every count the wizard asks for is made from the kept counts and by the scan, and compared."""
+    real = catalog_selectors.counted_fleet
+    compared = []
+
+    def counted_fleet(fleet_query, by_scan=False):
+        kept = real(fleet_query)
+        scanned = real(fleet_query, by_scan=True)
+        assert kept == scanned, fleet_query
+        compared.append(fleet_query)
+        return kept
+
+    monkeypatch.setattr(catalog_selectors, "counted_fleet", counted_fleet)
+    return compared
+
+
+@pytest.fixture
+def feed_server():
+    server = FeedServer()
+    server.thread.start()
+    yield server
+    server.server.shutdown()
+    server.server.server_close()
+
+
+def kept_entries() -> Counter:
+    """(shape, price) -> machines, as the kept counts hold them; also checks the rows' form."""
+    entries: Counter = Counter()
+    with connection.cursor() as cursor:
+        fleet_counts.merge_pending(cursor)
+        cursor.execute(f"SELECT shape, chunk, prices, cum FROM {fleet_counts.SHAPES}")  # noqa: S608
+        for shape, _chunk, prices, cum in cursor.fetchall():
+            assert 0 < len(prices) == len(cum) <= fleet_counts.CHUNK
+            assert prices == sorted(set(prices)), "prices in order, each once"
+            previous = 0
+            for price, total in zip(prices, cum, strict=True):
+                assert total > previous, "every price holds at least one machine"
+                assert (shape, price) not in entries
+                entries[shape, price] = total - previous
+                previous = total
+    return entries
+
+
+def assert_kept_counts_are_the_fleets():
+    """The kept counts equal counting every machine again from scratch."""
+    kept = kept_entries()
+    with transaction.atomic():
+        fleet_counts.rebuild()
+        rebuilt = kept_entries()
+        transaction.set_rollback(True)
+    assert kept == rebuilt
+    assert sum(kept.values()) == Machine.objects.filter(gone_at__isnull=True).count()
+
+
+def cutoff_instants(now) -> list:
+    """`now`, and every instant at which some machine reaches the stale cutoff, and just after."""
+    instants = {now}
+    for seen in Machine.objects.exclude(last_seen_at=None).values_list("last_seen_at", flat=True).distinct():
+        instants |= {seen + WINDOW, seen + WINDOW + MICROSECOND}
+    return sorted(instants)
+
+
+def check_answers(rng: random.Random, now, combinations: int = 10, instants: int = 4) -> None:
+    """A sample of queries at a sample of instants: kept counts == scan (by `both_ways`), and the
+    answer == the engine over every machine."""
+    every = cutoff_instants(now)
+    chosen = rng.sample(every, min(instants, len(every)))
+    for at in chosen:
+        for _ in range(combinations):
+            query = _query(rng.choice(QUERIES) + rng.choice(PREFERENCES))
+            expected = _engine_over_every_machine(query, at, rng).to_dict()
+            assert recommendation_for(query, now=at).recommendation.to_dict() == expected
+
+
+def feed_of(provider: Provider, rng: random.Random, gpu_names: list[str], memories: list[int]) -> dict:
+    """A feed for the provider: most of its machines, some changed, some new (the rest go missing)."""
+    records = []
+    for machine in Machine.objects.filter(provider=provider, gone_at=None):
+        if rng.random() < 0.2:
+            continue  # missing from this feed: marked gone
+        count = machine.gpu_count
+        records.append({
+            "id": machine.provider_machine_id,
+            "gpu_type": machine.gpu_type.name,
+            "gpu_count": count,
+            "free_gpus": rng.randint(0, count) if rng.random() < 0.4 else machine.free_gpus,
+            "memory_mib": rng.choice(memories) if rng.random() < 0.2 else machine.memory_per_gpu_mib,
+            "available": rng.random() < 0.9,
+            "country": rng.choice([c for c in COUNTRIES if c]) if rng.random() < 0.2 else machine.country,
+            "region": "somewhere",
+            "price_per_gpu_hour": str(rng.choice(PRICES) if rng.random() < 0.3 else machine.price_per_gpu_hour),
+            "interruptible": False,
+            "booking_limit_hours": None,
+        })
+    for number in range(rng.randint(0, 5)):
+        count = rng.choice([1, 2, 8])
+        records.append({
+            "id": f"new-{rng.random():.8f}-{number}", "gpu_type": rng.choice(gpu_names), "gpu_count": count,
+            "free_gpus": rng.randint(0, count), "memory_mib": rng.choice(memories + [None]),
+            "available": True, "country": rng.choice(COUNTRIES), "region": "",
+            "price_per_gpu_hour": str(rng.choice(PRICES)), "interruptible": False, "booking_limit_hours": None,
+        })
+    return {"provider": provider.slug, "generated_at": "2026-11-30T12:00:00Z", "machines": records}
+
+
+def some_machine(rng: random.Random, **filters) -> Machine | None:
+    ids = list(Machine.objects.filter(gone_at=None, **filters).values_list("pk", flat=True))
+    return Machine.objects.get(pk=rng.choice(ids)) if ids else None
+
+
+def write_once(rng: random.Random, feed_server, now) -> str:
+    """One write through one of the console's write paths, chosen at random; returns its name."""
+    providers = list(Provider.objects.order_by("pk"))
+    gpu_names = list(GpuType.objects.values_list("name", flat=True))
+    memories = _memory_pool()
+    kind = rng.choice([
+        "refresh", "launch", "stop", "admin edit", "provider switch", "delete", "stale update",
+        "tier change", "generate",
+    ])
+    if kind == "refresh":
+        provider = rng.choice(providers)
+        provider.feed_url = feed_server.serve_json(provider.slug, feed_of(provider, rng, gpu_names, memories))
+        provider.save()
+        run = refresh_provider(provider.pk)
+        assert run.status in ("ok", "partial"), (run.status, run.error)
+    elif kind == "launch" and (machine := some_machine(rng, free_gpus__gte=1)):
+        taken = rng.randint(1, machine.free_gpus)
+        assert Machine.objects.filter(pk=machine.pk, free_gpus__gte=taken).update(
+            free_gpus=F("free_gpus") - taken
+        ) == 1
+    elif kind == "stop" and (machine := some_machine(rng)):
+        Machine.objects.filter(pk=machine.pk).update(free_gpus=Least(F("free_gpus") + 1, F("gpu_count")))
+    elif kind == "admin edit" and (machine := some_machine(rng)):
+        field = rng.choice(["country", "price", "memory", "available", "seen", "free"])
+        if field == "country":
+            machine.country = rng.choice(COUNTRIES)
+        elif field == "price":
+            machine.price_per_gpu_hour = rng.choice(PRICES) + Decimal("0.0001") * rng.randint(0, 3)
+        elif field == "memory":
+            machine.memory_per_gpu_mib = rng.choice(memories + [None])
+        elif field == "available":
+            machine.is_available = not machine.is_available
+        elif field == "seen":
+            machine.last_seen_at = rng.choice([None, now - WINDOW, now - WINDOW - MICROSECOND, now])
+        else:
+            machine.free_gpus = rng.randint(0, machine.gpu_count)
+        machine.save()
+    elif kind == "provider switch":
+        provider = rng.choice(providers)
+        provider.is_active = not provider.is_active
+        save_provider(provider)
+    elif kind == "delete" and (machine := some_machine(rng)):
+        machine.delete()
+    elif kind == "stale update":
+        # Machines pushed to either side of the cutoff by a bulk update, as a sweep or import would.
+        ids = list(Machine.objects.values_list("pk", flat=True))
+        chosen = rng.sample(ids, min(len(ids), 5))
+        Machine.objects.filter(pk__in=chosen).update(last_seen_at=now - WINDOW + rng.choice([-1, 0, 1]) * MICROSECOND)
+    elif kind == "tier change":
+        provider = rng.choice(providers)
+        provider.tier = "community" if provider.tier == "secure" else "secure"
+        save_provider(provider)
+    elif kind == "generate":
+        generate_fleet(rng.randint(1, 12), seed=rng.randint(1, 3), provider_prefix="Generated")
+    return kind
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_kept_counts_equal_the_scan_through_every_write_path(models_and_gpus, both_ways, feed_server, seed):
+    rng = random.Random(seed)
+    now = timezone.now()
+    _random_fleet(rng, rng.choice([20, 60]), now)
+    assert_kept_counts_are_the_fleets()
+    check_answers(rng, now)
+    done = []
+    for _ in range(15):
+        done.append(write_once(rng, feed_server, now))
+        assert_kept_counts_are_the_fleets()
+        check_answers(rng, timezone.now(), combinations=4, instants=3)
+    assert len(both_ways) > 50, "every answer went through the comparison"
+    assert len(set(done)) > 3, done
+
+
+def test_machines_crossing_the_stale_cutoff_between_writes(models_and_gpus, both_ways):
+    """No write happens as machines go stale; the answer follows the clock exactly."""
+    rng = random.Random(7)
+    now = timezone.now()
+    _random_fleet(rng, 80, now)
+    ids = list(Machine.objects.values_list("pk", flat=True))
+    # Sightings spread around one instant, microseconds apart, so the cutoff passes them one by one.
+    for offset, machine_id in enumerate(rng.sample(ids, 30)):
+        Machine.objects.filter(pk=machine_id).update(last_seen_at=now - timedelta(microseconds=offset % 7))
+    query = _query(QUERIES[0])
+    for at in cutoff_instants(now):
+        expected = _engine_over_every_machine(query, at, rng).to_dict()
+        assert recommendation_for(query, now=at).recommendation.to_dict() == expected
+    # With no write in between, the same kept counts gave a different answer at each step of the clock.
+    stale_counts = [catalog_selectors.counted_fleet(fq).left_out[STALE] for fq in list(both_ways)]
+    assert len(set(stale_counts)) > 5
+
+
+def test_a_reader_inside_a_writing_transaction_counts_its_own_writes(models_and_gpus, providers_and_gpu):
+    provider, gpu_type = providers_and_gpu
+    query = _query(QUERIES[0])
+    now = timezone.now()
+    before = recommendation_for(query, now=now).recommendation.to_dict()
+    with transaction.atomic():
+        Machine.objects.create(
+            provider=provider, provider_machine_id="inside", gpu_type=gpu_type, gpu_count=1, free_gpus=1,
+            memory_per_gpu_mib=gpu_type.memory_mib, country="DE", price_per_gpu_hour=Decimal("0.5"),
+            last_seen_at=now,
+        )
+        inside = recommendation_for(query, now=now).recommendation
+    assert [m.offer.provider_machine_id for m in inside.machines] == ["inside"]
+    assert before["machines"] == []
+
+
+def test_truncate_empties_the_kept_counts(models_and_gpus):
+    _random_fleet(random.Random(3), 30, timezone.now())
+    assert kept_entries()
+    with connection.cursor() as cursor:
+        # Django's foreign keys are checked at commit; TRUNCATE wants none pending.
+        cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+        cursor.execute("TRUNCATE catalog_machine CASCADE")
+    assert kept_entries() == Counter()
+
+
+def test_the_installed_triggers_are_the_rule_as_compiled_now(db):
+    """A change to the availability rule (or to how shapes are kept) needs a migration that installs
+    it again: the functions in the database must be what `fleet_counts` would install today."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT proname, prosrc FROM pg_proc WHERE proname LIKE 'catalog_fleet_%%' ORDER BY proname"
+        )
+        installed = dict(cursor.fetchall())
+    expected = {}
+    for statement in fleet_counts.install_sql():
+        if statement.startswith("CREATE FUNCTION "):
+            name = statement.split()[2].split("(")[0]
+            expected[name] = statement.split("$fn$")[1]
+    assert installed == expected
+    assert set(expected) == {
+        "catalog_fleet_track", "catalog_fleet_merge", "catalog_fleet_merge_at_commit",
+        "catalog_fleet_rebuild", "catalog_fleet_truncated",
+    }
+
+
+def test_every_check_of_the_rule_is_kept_or_decided_at_write_time():
+    from sizing.availability import RULE
+
+    columns = fleet_counts.key_columns()
+    for check in RULE:
+        if check.counted:
+            assert availability.COLUMNS[check.field] in columns
+    assert set(columns) <= set(fleet_counts.COLUMN_TYPES)
+
+
+@pytest.fixture
+def providers_and_gpu(models_and_gpus):
+    provider = Provider.objects.create(name="Inside Compute", slug="inside", tier="secure")
+    return provider, GpuType.objects.get(name="H100 SXM 80GB")
