@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
+from decimal import Decimal
 from functools import cached_property
 
 from django.conf import settings
@@ -374,35 +375,76 @@ def relax_hints(
                 other_preferences_too=other_too,
             )
             hints.append(wording.relax_countries_words(preferences, relaxed))
-    for field_name in ("context", "requests") if sizes else ():
+    smaller = _smaller_sizes(query, breakdown, model_row) if sizes else []
+    for field_name, (value, machines, cheapest) in _largest_that_fit(query, smaller, now).items():
+        relaxed = wording.Relaxed(machines, cheapest, value=value)
+        hints.append(wording.relax_size_words(_size_noun(query, field_name, model_row), relaxed))
+    return hints
+
+
+def _smaller_sizes(query: WorkloadQuery, breakdown: Breakdown, model_row) -> list[tuple[str, int, Breakdown]]:
+    """The context and the requests halved again and again, each with its (smaller) need: the
+    figures a size hint may name, largest first per field. A halving that does not lower the need
+    (a speech model's fixed window) or that the engine refuses is left out."""
+    smaller = []
+    for field_name in ("context", "requests"):
         current = getattr(query, field_name)
         if current is None or current <= 1 or breakdown.workload not in ("inference", "finetune"):
             continue
-        candidates, value = [], current // 2
+        value = current // 2
         while value >= 1:
-            candidates.append(value)
+            try:
+                need, _ = estimate_for(replace(query, **{field_name: value}), model_row=model_row)
+            except QueryError:
+                need = None
+            if need is not None and need.total_bytes < breakdown.total_bytes:
+                smaller.append((field_name, value, need))
             value //= 2
-        # Fewer tokens or requests never need more memory: search the halvings for the largest that fits.
-        low, high, best = 0, len(candidates) - 1, None
+    return smaller
+
+
+def _largest_that_fit(
+    query: WorkloadQuery, smaller: list[tuple[str, int, Breakdown]], now: datetime
+) -> dict[str, tuple[int, int, Decimal | None]]:
+    """Per field, the largest of `smaller`'s figures at which some machine fits and meets every
+    preference: (figure, machines, cheapest hourly price). On PostgreSQL one counting query counts
+    every figure at once (each is one more set of fit thresholds over the kept counts); the embedded
+    run, whose fleet is small, searches the halvings (fewer tokens or requests never need more)."""
+    found: dict[str, tuple[int, int, Decimal | None]] = {}
+    if not smaller:
+        return found
+    if connection.vendor == "postgresql":
+        fleet = catalog_selectors.counted_fleet(
+            catalog_selectors.FleetQuery(
+                stale_cutoff=stale_cutoff(now),
+                countries=query.countries,
+                fits=tuple(sizing_fit.fit_thresholds(need) for _, _, need in smaller),
+                tier=query.tier,
+                max_price_per_hour=query.max_price,
+                budget=query.budget,
+                machines_shown=0,
+                alternatives_shown=0,
+                lower_shown=0,
+            )
+        )
+        counted = fleet.counted
+        for index, (field_name, value, _) in enumerate(smaller):
+            machines = counted.fitting if index == 0 else counted.lower_precisions[index].machines_fitting
+            if machines and field_name not in found:
+                found[field_name] = (value, machines, fleet.cheapest_meeting.get(index))
+        return found
+    for field_name in dict.fromkeys(name for name, _, _ in smaller):
+        figures = [(value, need) for name, value, need in smaller if name == field_name]
+        low, high = 0, len(figures) - 1
         while low <= high:
             middle = (low + high) // 2
-            try:
-                smaller_query = replace(query, **{field_name: candidates[middle]})
-                smaller, _ = estimate_for(smaller_query, model_row=model_row)
-            except QueryError:
-                break
-            if smaller.total_bytes >= breakdown.total_bytes:
-                break  # this figure does not change the need (a speech model's fixed window)
-            found = _meeting_all(query, smaller, now, 1)
-            if found.machines_total:
-                best, high = (candidates[middle], found), middle - 1
+            meeting = _meeting_all(query, figures[middle][1], now, 1)
+            if meeting.machines_total:
+                found[field_name] = (figures[middle][0], meeting.machines_total, _cheapest_hourly(meeting))
+                high = middle - 1
             else:
                 low = middle + 1
-        if best is not None:
-            value, found = best
-            relaxed = wording.Relaxed(found.machines_total, _cheapest_hourly(found), value=value)
-            hints.append(wording.relax_size_words(_size_noun(query, field_name, model_row), relaxed))
-    return hints
+    return found
 
 
 def _recommend_counted_in_sql(

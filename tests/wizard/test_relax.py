@@ -54,11 +54,13 @@ def test_context_and_requests_name_the_largest_halving_that_fits(client, small_f
                                                                  context_words, requests_words):
     reason = empty_reason(client, base.format(c=context, r=requests))
     for words, field in ((context_words, "c"), (requests_words, "r")):
-        match = re.search(words + r" from \$[\d.]+/h", reason)
+        match = re.search(words + r" from \$([\d.]+)/h", reason)
         assert match, (words, reason)
         value, count = int(match.group(1).replace(",", "")), int(match.group(2))
         at = {"c": context, "r": requests, field: value}
-        assert machines_total(client, base.format(**at)) == count > 0
+        answer = client.get("/api/v1/recommendations?" + base.format(**at)).json()
+        assert answer["machines_total"] == count > 0
+        assert match.group(3) == answer["machines"][0]["price_per_hour"]  # the cheapest, as listed
         twice = {"c": context, "r": requests, field: value * 2}
         assert machines_total(client, base.format(**twice)) == 0  # the largest halving that fits
 
