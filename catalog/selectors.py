@@ -594,6 +594,33 @@ def _describe_ids(
         return sorted(row[0] for row in cursor.fetchall())
 
 
+def cheapest_by_country(query: FleetQuery) -> list[tuple[str, Decimal]]:
+    """Each country holding machines that fit (at `query.fits[0]`) and meet every preference, with
+    the cheapest hourly price there, cheapest first (ties by country code). From the kept counts:
+    a shape's cheapest machine meets the price limits exactly when any of its machines does."""
+    status_sql, status_params = availability.status_sql(query.stale_cutoff, query.countries)
+    gpus_sql, gpus_params = _gpus_used_sql(query.fits[0])
+    meets, meets_params = ["TRUE"], []
+    if query.tier != "both":
+        meets.append("m.tier = %s")
+        meets_params.append(query.tier)
+    for limit in (query.max_price_per_hour, query.budget):
+        if limit is not None:
+            meets.append(f"m.prices[1] * g.gpus <= %s::numeric * {fleet_counts.PRICE_UNITS}")
+            meets_params.append(limit)
+    # Fixed SQL and integers; every value is a parameter.
+    sql = (
+        f"SELECT m.country, MIN(m.prices[1] * g.gpus) FROM {fleet_counts.SHAPES} m "  # noqa: S608  # nosec B608
+        f"CROSS JOIN LATERAL (SELECT {gpus_sql} AS gpus) AS g "
+        f"WHERE {status_sql} = {availability.SCREENED} AND g.gpus IS NOT NULL AND {' AND '.join(meets)} "
+        "GROUP BY m.country ORDER BY 2, 1"
+    )
+    with connection.cursor() as cursor:
+        fleet_counts.merge_pending(cursor)
+        cursor.execute(sql, [*gpus_params, *status_params, *meets_params])
+        return [(country, fleet_counts.from_units(units)) for country, units in cursor.fetchall()]
+
+
 def _count_at_cheapest(query: FleetQuery, only_cheapest: dict[str, Decimal], by_scan: bool) -> dict[str, int]:
     """For the empty answer's hints: machines that break only the price limit (or only the budget)
     and cost exactly the cheapest such hourly price."""
