@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
 from fractions import Fraction
@@ -138,9 +138,11 @@ def machine_offer(row: Machine) -> offers.MachineOffer:
 def machines_with_related(queryset: QuerySet[Machine] | None = None) -> QuerySet[Machine]:
     """Machines with everything `machine_offer` reads, in three queries whatever their number."""
     queryset = Machine.objects.all() if queryset is None else queryset
-    return queryset.select_related("provider", "gpu_type").prefetch_related(
-        Prefetch("measured_speeds", queryset=MeasuredSpeed.objects.order_by("model_slug", "precision", "pk"))
-    )
+    # Ordered by machine first, so the planner reads the few machines' speeds through the machine
+    # index whatever its statistics say (ordered by model first it may walk every speed in the table).
+    speeds = MeasuredSpeed.objects.order_by("machine_id", "model_slug", "precision", "pk")
+    related = queryset.select_related("provider", "gpu_type")
+    return related.prefetch_related(Prefetch("measured_speeds", queryset=speeds))
 
 
 def machine_offers(queryset: QuerySet[Machine] | None = None) -> list[offers.MachineOffer]:
@@ -214,6 +216,7 @@ class FleetQuery:
     budget: Decimal | None
     machines_shown: int
     alternatives_shown: int
+    lower_shown: int = 1  # machines fetched per lower precision (the cheapest; 0 for counts alone)
 
 
 @dataclass
@@ -225,6 +228,9 @@ class FleetCount:
     left_out: dict[str, int]  # reason (`sizing.reasons`) -> machines the availability rule left out
     newest: datetime | None
     oldest: datetime | None
+    # place in `fits` -> the cheapest hourly price among the machines that fit and meet every
+    # preference there (absent where none does)
+    cheapest_meeting: dict[int, Decimal] = field(default_factory=dict)
 
 
 def _gpus_used_sql(thresholds: tuple[tuple[int, int], ...]) -> tuple[str, list]:
@@ -464,7 +470,15 @@ def _tally(
             index: matching.PrecisionCount(count) for index, count in enumerate(lower_fitting, start=1)
         },
     )
-    return FleetCount(counted=counted, left_out=left_out, newest=newest, oldest=oldest)
+    cheapest_meeting: dict[int, Decimal] = {}
+    for (fit_index, band, meets), (cheapest_price, _) in bands.items():
+        if meets:
+            hourly = cheapest_price * query.fits[fit_index][band][0]
+            if fit_index not in cheapest_meeting or hourly < cheapest_meeting[fit_index]:
+                cheapest_meeting[fit_index] = hourly
+    return FleetCount(
+        counted=counted, left_out=left_out, newest=newest, oldest=oldest, cheapest_meeting=cheapest_meeting
+    )
 
 
 # A band holding at most this many machines is read at the prices the kept counts list for it
@@ -533,7 +547,7 @@ def _describe_ids(
             kind = 0 if meets else 1
             limit = query.machines_shown if meets else query.alternatives_shown
         elif meets:
-            kind, limit = fit_index + 1, 1  # the cheapest at a lower precision
+            kind, limit = fit_index + 1, query.lower_shown  # the cheapest at a lower precision
         else:
             continue
         if limit <= 0:
@@ -578,6 +592,33 @@ def _describe_ids(
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return sorted(row[0] for row in cursor.fetchall())
+
+
+def cheapest_by_country(query: FleetQuery) -> list[tuple[str, Decimal]]:
+    """Each country holding machines that fit (at `query.fits[0]`) and meet every preference, with
+    the cheapest hourly price there, cheapest first (ties by country code). From the kept counts:
+    a shape's cheapest machine meets the price limits exactly when any of its machines does."""
+    status_sql, status_params = availability.status_sql(query.stale_cutoff, query.countries)
+    gpus_sql, gpus_params = _gpus_used_sql(query.fits[0])
+    meets, meets_params = ["TRUE"], []
+    if query.tier != "both":
+        meets.append("m.tier = %s")
+        meets_params.append(query.tier)
+    for limit in (query.max_price_per_hour, query.budget):
+        if limit is not None:
+            meets.append(f"m.prices[1] * g.gpus <= %s::numeric * {fleet_counts.PRICE_UNITS}")
+            meets_params.append(limit)
+    # Fixed SQL and integers; every value is a parameter.
+    sql = (
+        f"SELECT m.country, MIN(m.prices[1] * g.gpus) FROM {fleet_counts.SHAPES} m "  # noqa: S608  # nosec B608
+        f"CROSS JOIN LATERAL (SELECT {gpus_sql} AS gpus) AS g "
+        f"WHERE {status_sql} = {availability.SCREENED} AND g.gpus IS NOT NULL AND {' AND '.join(meets)} "
+        "GROUP BY m.country ORDER BY 2, 1"
+    )
+    with connection.cursor() as cursor:
+        fleet_counts.merge_pending(cursor)
+        cursor.execute(sql, [*gpus_params, *status_params, *meets_params])
+        return [(country, fleet_counts.from_units(units)) for country, units in cursor.fetchall()]
 
 
 def _count_at_cheapest(query: FleetQuery, only_cheapest: dict[str, Decimal], by_scan: bool) -> dict[str, int]:

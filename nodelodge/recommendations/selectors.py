@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
+from decimal import Decimal
 from functools import cached_property
 
 from django.conf import settings
@@ -325,11 +326,11 @@ def recommendation_for(
 
 # --- what to relax when nothing meets every constraint ----------------------------------------------
 
-RELAX_SAMPLE = 50  # the cheapest machines outside the chosen countries whose countries are named
-
-
-def _meeting_all(query: WorkloadQuery, breakdown: Breakdown, now: datetime, shown: int) -> Recommendation:
-    """The machines that fit `breakdown` and meet every preference of `query` (the cheapest `shown`)."""
+def _meeting_all(
+    query: WorkloadQuery, breakdown: Breakdown, now: datetime, shown: int | None
+) -> Recommendation:
+    """The machines that fit `breakdown` and meet every preference of `query` (the cheapest `shown`;
+    all with None)."""
     if connection.vendor == "postgresql":
         recommendation, _ = _recommend_counted_in_sql(query, breakdown, {}, now, shown)
     else:
@@ -337,9 +338,24 @@ def _meeting_all(query: WorkloadQuery, breakdown: Breakdown, now: datetime, show
     return recommendation
 
 
-def _cheapest_hourly(found: Recommendation):
-    # The count and the machines are read one after the other: a booking in between may take the one.
-    return found.machines[0].hourly_price if found.machines else None
+def _meeting_all_by_country(
+    query: WorkloadQuery, breakdown: Breakdown, now: datetime
+) -> tuple[int, list[tuple[str, Decimal]]]:
+    """How many machines fit `breakdown` and meet every preference of `query`, and each country
+    holding them with its cheapest hourly price there, cheapest first (ties by country code)."""
+    if connection.vendor == "postgresql":
+        fleet_query = _fleet_query(query, [breakdown], now)
+        machines = catalog_selectors.counted_fleet(fleet_query).counted.fitting
+        # The count and the countries are read one after the other: a booking in between may move one.
+        return machines, catalog_selectors.cheapest_by_country(fleet_query) if machines else []
+    # The embedded run's fleet is small: every machine is described.
+    found = _meeting_all(query, breakdown, now, None)
+    cheapest: dict[str, Decimal] = {}
+    for machine in found.machines:
+        country, hourly = machine.offer.country, machine.hourly_price
+        if country not in cheapest or hourly < cheapest[country]:
+            cheapest[country] = hourly
+    return found.machines_total, sorted(cheapest.items(), key=lambda item: (item[1], item[0]))
 
 
 def _size_noun(query: WorkloadQuery, field_name: str, model_row) -> str:
@@ -362,47 +378,97 @@ def relax_hints(
     if query.countries is not None:
         # Outside the chosen countries: every other ISO code (unknown locations stay out, as always).
         outside = replace(query, countries=ALL_CODES - query.countries, countries_input=())
-        found = _meeting_all(outside, breakdown, now, RELAX_SAMPLE)
+        machines, countries = _meeting_all_by_country(outside, breakdown, now)
         other_too = False
-        if not found.machines_total and (query.tier != "both" or query.max_price or query.budget):
+        if not machines and (query.tier != "both" or query.max_price or query.budget):
             lifted = replace(outside, tier="both", max_price=None, budget=None)
-            found, other_too = _meeting_all(lifted, breakdown, now, RELAX_SAMPLE), True
-        if found.machines_total:
-            countries = tuple(dict.fromkeys(m.offer.country for m in found.machines))
+            (machines, countries), other_too = _meeting_all_by_country(lifted, breakdown, now), True
+        if machines:
             relaxed = wording.Relaxed(
-                found.machines_total, _cheapest_hourly(found), countries,
+                machines, countries[0][1] if countries else None, tuple(country for country, _ in countries),
                 other_preferences_too=other_too,
             )
             hints.append(wording.relax_countries_words(preferences, relaxed))
-    for field_name in ("context", "requests") if sizes else ():
+    smaller = _smaller_sizes(query, breakdown, model_row) if sizes else []
+    for field_name, (value, machines, cheapest) in _largest_that_fit(query, smaller, now).items():
+        relaxed = wording.Relaxed(machines, cheapest, value=value)
+        hints.append(wording.relax_size_words(_size_noun(query, field_name, model_row), relaxed))
+    return hints
+
+
+def _smaller_sizes(query: WorkloadQuery, breakdown: Breakdown, model_row) -> list[tuple[str, int, Breakdown]]:
+    """The context and the requests halved again and again, each with its (smaller) need: the
+    figures a size hint may name, largest first per field. A halving that does not lower the need
+    (a speech model's fixed window) or that the engine refuses is left out."""
+    smaller = []
+    for field_name in ("context", "requests"):
         current = getattr(query, field_name)
         if current is None or current <= 1 or breakdown.workload not in ("inference", "finetune"):
             continue
-        candidates, value = [], current // 2
+        value = current // 2
         while value >= 1:
-            candidates.append(value)
+            try:
+                need, _ = estimate_for(replace(query, **{field_name: value}), model_row=model_row)
+            except QueryError:
+                need = None
+            if need is not None and need.total_bytes < breakdown.total_bytes:
+                smaller.append((field_name, value, need))
             value //= 2
-        # Fewer tokens or requests never need more memory: search the halvings for the largest that fits.
-        low, high, best = 0, len(candidates) - 1, None
+    return smaller
+
+
+def _largest_that_fit(
+    query: WorkloadQuery, smaller: list[tuple[str, int, Breakdown]], now: datetime
+) -> dict[str, tuple[int, int, Decimal | None]]:
+    """Per field, the largest of `smaller`'s figures at which some machine fits and meets every
+    preference: (figure, machines, cheapest hourly price). On PostgreSQL one counting query counts
+    every figure at once (each is one more set of fit thresholds over the kept counts); the embedded
+    run, whose fleet is small, searches the halvings (fewer tokens or requests never need more)."""
+    found: dict[str, tuple[int, int, Decimal | None]] = {}
+    if not smaller:
+        return found
+    if connection.vendor == "postgresql":
+        fleet = catalog_selectors.counted_fleet(
+            _fleet_query(query, [need for _, _, need in smaller], now)
+        )
+        counted = fleet.counted
+        for index, (field_name, value, _) in enumerate(smaller):
+            machines = counted.fitting if index == 0 else counted.lower_precisions[index].machines_fitting
+            if machines and field_name not in found:
+                found[field_name] = (value, machines, fleet.cheapest_meeting.get(index))
+        return found
+    for field_name in dict.fromkeys(name for name, _, _ in smaller):
+        figures = [(value, need) for name, value, need in smaller if name == field_name]
+        low, high = 0, len(figures) - 1
         while low <= high:
             middle = (low + high) // 2
-            try:
-                smaller_query = replace(query, **{field_name: candidates[middle]})
-                smaller, _ = estimate_for(smaller_query, model_row=model_row)
-            except QueryError:
-                break
-            if smaller.total_bytes >= breakdown.total_bytes:
-                break  # this figure does not change the need (a speech model's fixed window)
-            found = _meeting_all(query, smaller, now, 1)
-            if found.machines_total:
-                best, high = (candidates[middle], found), middle - 1
+            meeting = _meeting_all(query, figures[middle][1], now, 1)
+            if meeting.machines_total:
+                cheapest = meeting.machines[0].hourly_price if meeting.machines else None
+                found[field_name] = (figures[middle][0], meeting.machines_total, cheapest)
+                high = middle - 1
             else:
                 low = middle + 1
-        if best is not None:
-            value, found = best
-            relaxed = wording.Relaxed(found.machines_total, _cheapest_hourly(found), value=value)
-            hints.append(wording.relax_size_words(_size_noun(query, field_name, model_row), relaxed))
-    return hints
+    return found
+
+
+def _fleet_query(
+    query: WorkloadQuery, breakdowns: list[Breakdown], now: datetime, machines_shown: int = 0,
+    alternatives_shown: int = 0, lower_shown: int = 0,
+) -> catalog_selectors.FleetQuery:
+    """The query as the catalog counts it: one set of fit thresholds per breakdown, the first the
+    one the machines shown are for (by default counts alone, no machine fetched)."""
+    return catalog_selectors.FleetQuery(
+        stale_cutoff=stale_cutoff(now),
+        countries=query.countries,
+        fits=tuple(sizing_fit.fit_thresholds(breakdown) for breakdown in breakdowns),
+        tier=query.tier,
+        max_price_per_hour=query.max_price,
+        budget=query.budget,
+        machines_shown=machines_shown,
+        alternatives_shown=alternatives_shown,
+        lower_shown=lower_shown,
+    )
 
 
 def _recommend_counted_in_sql(
@@ -417,18 +483,9 @@ def _recommend_counted_in_sql(
     machines `extra_ids` names, for another order than the default)."""
     lower_order = sorted(lower, reverse=True)
     fleet = catalog_selectors.counted_fleet(
-        catalog_selectors.FleetQuery(
-            stale_cutoff=stale_cutoff(now),
-            countries=query.countries,
-            fits=tuple(
-                sizing_fit.fit_thresholds(item)
-                for item in [breakdown, *(lower[precision] for precision in lower_order)]
-            ),
-            tier=query.tier,
-            max_price_per_hour=query.max_price,
-            budget=query.budget,
-            machines_shown=machines_shown,
-            alternatives_shown=ALTERNATIVES_SHOWN,
+        _fleet_query(
+            query, [breakdown, *(lower[precision] for precision in lower_order)], now, machines_shown,
+            alternatives_shown=ALTERNATIVES_SHOWN, lower_shown=1,
         )
     )
     # The catalog numbers lower precisions by their place in `fits`; the engine keys them by bits.

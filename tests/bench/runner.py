@@ -161,7 +161,7 @@ def prepare_fleet(machines: int, options: Options) -> float:
         # Fresh statistics, as autovacuum would leave them on a live database: for the machines and
         # for the fleet counts (without them the planner takes the counts' few thousand rows for
         # about a hundred thousand and sorts on disk).
-        for table in ("catalog_machine", "catalog_fleetshape"):
+        for table in ("catalog_machine", "catalog_fleetshape", "catalog_measuredspeed"):
             cursor.execute(f"VACUUM ANALYZE {table}" if options.analyze_with_vacuum else f"ANALYZE {table}")
     return seconds
 

@@ -59,3 +59,27 @@ def test_recommend_on_sqlite_gives_the_answer_the_spec_example_expects(embedded)
     prices = [float(m["price_per_hour"]) for m in body["machines"]]
     assert prices and prices == sorted(prices)
     assert body["machines_total"] >= len(body["machines"])
+
+
+EMPTY_QUERY = ("--model", "llama-3-1-8b", "--precision", "16", "--context", "131072", "--requests", "2000",
+               "--countries", "FR", "--json")
+
+
+@pytest.mark.django_db
+def test_what_to_relax_reads_the_same_on_sqlite_as_on_postgresql(embedded):
+    """The embedded run searches the halvings one at a time; PostgreSQL counts them all at once."""
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    from catalog.services import load_catalog
+
+    done = manage(embedded, "recommend", *EMPTY_QUERY)
+    assert done.returncode == 0, done.stderr
+    on_sqlite = json.loads(done.stdout)["empty_reason"]
+    load_catalog()
+    out = StringIO()
+    call_command("recommend", *EMPTY_QUERY, stdout=out)
+    on_postgresql = json.loads(out.getvalue())["empty_reason"]
+    assert "a context of" in on_postgresql and "concurrent requests fit on" in on_postgresql
+    assert on_sqlite == on_postgresql

@@ -54,11 +54,13 @@ def test_context_and_requests_name_the_largest_halving_that_fits(client, small_f
                                                                  context_words, requests_words):
     reason = empty_reason(client, base.format(c=context, r=requests))
     for words, field in ((context_words, "c"), (requests_words, "r")):
-        match = re.search(words + r" from \$[\d.]+/h", reason)
+        match = re.search(words + r" from \$([\d.]+)/h", reason)
         assert match, (words, reason)
         value, count = int(match.group(1).replace(",", "")), int(match.group(2))
         at = {"c": context, "r": requests, field: value}
-        assert machines_total(client, base.format(**at)) == count > 0
+        answer = client.get("/api/v1/recommendations?" + base.format(**at)).json()
+        assert answer["machines_total"] == count > 0
+        assert match.group(3) == answer["machines"][0]["price_per_hour"]  # the cheapest, as listed
         twice = {"c": context, "r": requests, field: value * 2}
         assert machines_total(client, base.format(**twice)) == 0  # the largest halving that fits
 
@@ -77,3 +79,29 @@ def test_outside_the_countries_counts_only_machines_outside_them(client, small_f
     # FR holds a machine that fits but costs too much; it is not "outside FR".
     reason = empty_reason(client, LLAMA_8B + "&countries=FR&max_price=0.10")
     assert "outside FR: 4 machines from $0.30/h in DE, NL, US (over your price, budget or tier limits as well)" in reason
+
+
+def test_outside_the_countries_names_every_country_cheapest_first(client):
+    """Over the shipped demo fleet: the countries named are those of the machines that fit outside
+    the chosen one, ordered by the cheapest machine in each (ties by code), five and "and more"."""
+    from catalog.services import load_catalog
+    from sizing.countries import ALL_CODES
+
+    load_catalog()
+    reason = empty_reason(client, LLAMA_8B + "&countries=CH&tier=secure&max_price=0.05")
+    match = re.search(r"outside CH: ([\d,]+) machines from \$([\d.]+)/h in ([A-Z, ]+?)( and more)? \(", reason)
+    assert match, reason
+    outside = LLAMA_8B + "&tier=both&countries=" + ",".join(sorted(ALL_CODES - {"CH"})) + "&limit=100&page={}"
+    cheapest: dict[str, float] = {}
+    first = client.get("/api/v1/recommendations?" + outside.format(1)).json()
+    listed = first["machines"]
+    for page in range(2, -(-first["machines_total"] // 100) + 1):
+        listed += client.get("/api/v1/recommendations?" + outside.format(page)).json()["machines"]
+    for machine in listed:
+        country, hourly = machine["country"], float(machine["price_per_hour"])
+        cheapest[country] = min(hourly, cheapest.get(country, hourly))
+    countries = [code for code, _ in sorted(cheapest.items(), key=lambda item: (item[1], item[0]))]
+    assert int(match.group(1).replace(",", "")) == len(listed)
+    assert float(match.group(2)) == min(cheapest.values())
+    assert match.group(3).split(", ") == countries[:5]
+    assert bool(match.group(4)) == (len(countries) > 5)
