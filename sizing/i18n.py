@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from decimal import ROUND_HALF_UP, Decimal
 from fractions import Fraction
+from types import SimpleNamespace
 
 
 def _english_ngettext(singular: str, plural: str, n: int) -> str:
@@ -28,17 +29,15 @@ def _english_number(value: int | Decimal, places: int | None = None, grouping: b
     return format(value, f"{comma}f")
 
 
-class _Hooks:
-    gettext: Callable[[str], str] = staticmethod(lambda message: message)
-    ngettext: Callable[[str, str, int], str] = staticmethod(_english_ngettext)
-    pgettext: Callable[[str, str], str] = staticmethod(lambda context, message: message)
-    format_number: Callable[..., str] = staticmethod(_english_number)
-    language: Callable[[], str] = staticmethod(lambda: "en")
-
-
-_hooks = _Hooks()
-_HOOK_NAMES = ("gettext", "ngettext", "pgettext", "format_number", "language")
-_DEFAULTS = {name: getattr(_Hooks, name) for name in _HOOK_NAMES}
+# The installed functions; the English defaults until a host installs its own.
+_DEFAULTS: dict[str, Callable] = {
+    "gettext": lambda message: message,
+    "ngettext": _english_ngettext,
+    "pgettext": lambda context, message: message,
+    "format_number": _english_number,
+    "language": lambda: "en",
+}
+_hooks = SimpleNamespace(**_DEFAULTS)
 
 
 def install(
@@ -57,7 +56,7 @@ def install(
         ("language", language),
     ):
         if function is not None:
-            setattr(_hooks, name, staticmethod(function))
+            setattr(_hooks, name, function)
 
 
 def uninstall() -> None:
