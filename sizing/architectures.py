@@ -10,15 +10,16 @@ from __future__ import annotations
 from dataclasses import MISSING, asdict, dataclass, field, fields
 
 from .errors import SizingError
+from .i18n import TranslatedWords, gettext, gettext_noop
 
 # One letter per layer kind; a model's `layer_pattern` repeats over its layers.
 FULL, SLIDING, CHUNKED, LINEAR = "F", "S", "C", "L"
-LAYER_KINDS = {
-    FULL: "full attention",
-    SLIDING: "sliding-window attention",
-    CHUNKED: "chunked local attention",
-    LINEAR: "linear attention",
-}
+LAYER_KINDS = TranslatedWords({
+    FULL: gettext_noop("full attention"),
+    SLIDING: gettext_noop("sliding-window attention"),
+    CHUNKED: gettext_noop("chunked local attention"),
+    LINEAR: gettext_noop("linear attention"),
+})
 VISION_KINDS = ("siglip", "llama4", "pixtral")
 WEIGHT_FORMATS = ("fp8-block", "mxfp4")
 # Modules a native low-precision checkpoint may store quantized.
@@ -174,30 +175,32 @@ def _int(value, path: str, minimum: int = 1, optional: bool = False):
     if value is None and optional:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        _fail(path, f"must be a whole number of at least {minimum}, not {value!r}.")
+        _fail(path, gettext("must be a whole number of at least %(minimum)s, not %(value)s.") % {
+            "minimum": minimum, "value": repr(value)
+        })
     return value
 
 
 def _bool(value, path: str) -> bool:
     if not isinstance(value, bool):
-        _fail(path, f"must be true or false, not {value!r}.")
+        _fail(path, gettext("must be true or false, not %(value)s.") % {"value": repr(value)})
     return value
 
 
 def _part(cls, data, path: str, ints: dict[str, int], bools: tuple[str, ...] = (), optional=()):
     if not isinstance(data, dict):
-        _fail(path, "must be an object.")
+        _fail(path, gettext("must be an object."))
     known = {f.name for f in fields(cls)}
     unknown = sorted(set(data) - known)
     if unknown:
-        _fail(f"{path}.{unknown[0]}", "is not a figure this architecture knows.")
+        _fail(f"{path}.{unknown[0]}", gettext("is not a figure this architecture knows."))
     defaults = {f.name: f.default for f in fields(cls)}
     values = {}
     for name, minimum in ints.items():
         if name in data:
             values[name] = _int(data[name], f"{path}.{name}", minimum, optional=name in optional)
         elif defaults[name] is MISSING:
-            _fail(f"{path}.{name}", "is required.")
+            _fail(f"{path}.{name}", gettext("is required."))
     for name in bools:
         if name in data:
             values[name] = _bool(data[name], f"{path}.{name}")
@@ -209,23 +212,27 @@ def architecture_from_dict(data: dict | None) -> Architecture:
     if not data:
         return PLAIN
     if not isinstance(data, dict):
-        raise SizingError("architecture", "The architecture must be a JSON object.")
+        raise SizingError("architecture", gettext("The architecture must be a JSON object."))
     known = {f.name for f in fields(Architecture)}
     unknown = sorted(set(data) - known)
     if unknown:
-        _fail(unknown[0], "is not a figure this architecture knows.")
+        _fail(unknown[0], gettext("is not a figure this architecture knows."))
     values: dict = {}
     pattern = data.get("layer_pattern", FULL)
     if not isinstance(pattern, str) or not pattern or set(pattern) - set(LAYER_KINDS):
-        _fail("layer_pattern", f"must be letters {', '.join(f'{k} ({v})' for k, v in LAYER_KINDS.items())}, "
-              f"not {pattern!r}.")
+        letters = ", ".join(f"{k} ({v})" for k, v in LAYER_KINDS.items())
+        _fail("layer_pattern", gettext("must be letters %(letters)s, not %(value)s.") % {
+            "letters": letters, "value": repr(pattern)
+        })
     values["layer_pattern"] = pattern
     for name in ("sliding_window", "attention_chunk"):
         values[name] = _int(data.get(name), name, optional=True)
     if SLIDING in pattern and values["sliding_window"] is None:
-        _fail("sliding_window", "is required when some layers slide (S in layer_pattern).")
+        _fail("sliding_window", gettext("is required when some layers slide (S in layer_pattern)."))
     if CHUNKED in pattern and values["attention_chunk"] is None:
-        _fail("attention_chunk", "is required when some layers attend to chunks (C in layer_pattern).")
+        _fail(
+            "attention_chunk", gettext("is required when some layers attend to chunks (C in layer_pattern).")
+        )
     if "mla" in data:
         values["mla"] = _part(
             MLA, data["mla"], "mla",
@@ -239,7 +246,10 @@ def architecture_from_dict(data: dict | None) -> Architecture:
             {"key_heads": 1, "value_heads": 1, "key_head_dim": 1, "value_head_dim": 1, "conv_kernel": 1},
         )
     if LINEAR in pattern and "linear_attention" not in values:
-        _fail("linear_attention", "is required when some layers are linear attention (L in layer_pattern).")
+        _fail(
+            "linear_attention",
+            gettext("is required when some layers are linear attention (L in layer_pattern)."),
+        )
     if "moe" in data:
         moe = _part(
             MoE, data["moe"], "moe",
@@ -249,12 +259,14 @@ def architecture_from_dict(data: dict | None) -> Architecture:
             optional=("dense_intermediate",),
         )
         if moe.experts_per_token > moe.experts:
-            _fail("moe.experts_per_token", "cannot exceed the number of experts.")
+            _fail("moe.experts_per_token", gettext("cannot exceed the number of experts."))
         values["moe"] = moe
     if "vision" in data:
         vision = data["vision"]
         if not isinstance(vision, dict) or vision.get("kind") not in VISION_KINDS:
-            _fail("vision.kind", f"must be one of {', '.join(VISION_KINDS)}.")
+            _fail(
+                "vision.kind", gettext("must be one of %(choices)s.") % {"choices": ", ".join(VISION_KINDS)}
+            )
         values["vision"] = VisionTower(
             kind=vision["kind"],
             **{name: _int(vision.get(name), f"vision.{name}") for name in
@@ -264,11 +276,17 @@ def architecture_from_dict(data: dict | None) -> Architecture:
     if "native_weights" in data:
         native = data["native_weights"]
         if not isinstance(native, dict) or native.get("format") not in WEIGHT_FORMATS:
-            _fail("native_weights.format", f"must be one of {', '.join(WEIGHT_FORMATS)}.")
+            _fail(
+                "native_weights.format",
+                gettext("must be one of %(choices)s.") % {"choices": ", ".join(WEIGHT_FORMATS)},
+            )
         quantized = native.get("quantized")
         if (not isinstance(quantized, list | tuple) or not quantized
                 or set(quantized) - set(QUANTIZABLE_ROLES)):
-            _fail("native_weights.quantized", f"must list some of {', '.join(QUANTIZABLE_ROLES)}.")
+            _fail(
+                "native_weights.quantized",
+                gettext("must list some of %(choices)s.") % {"choices": ", ".join(QUANTIZABLE_ROLES)},
+            )
         values["native_weights"] = NativeWeights(
             format=native["format"], block=_int(native.get("block"), "native_weights.block"),
             quantized=tuple(sorted(set(quantized), key=QUANTIZABLE_ROLES.index)),

@@ -7,15 +7,17 @@ rounding to GiB happens elsewhere.
 from __future__ import annotations
 
 import math
-from decimal import ROUND_HALF_UP, Decimal
+from decimal import Decimal
 from fractions import Fraction
 
+from . import nouns
 from .architectures import PLAIN, activation_mlp_width, count_parameters
 from .breakdown import Breakdown, Item
-from .errors import MissingModelValue, SizingError
+from .errors import MissingModelValue, SizingError, value_words
+from .i18n import TranslatedWords, gettext, gettext_noop
 from .kv_cache import check_kv_bits, is_plain, kv_cache_items
 from .specs import PRECISIONS, ImagePipelineSpec, LanguageModelSpec, SpeechModelSpec
-from .units import GIB, fmt_int
+from .units import GIB, fmt_gib, fmt_int, general_number
 from .weights import (
     FINETUNE_BASE_FORMAT,
     FORMATS,
@@ -73,25 +75,29 @@ MAX_BEAMS = 64
 
 def _gib_text(n_bytes: int) -> str:
     """GiB with two decimals, halves rounded up (15.625 GiB shows as 15.63, as people round)."""
-    value = (Decimal(n_bytes) / Decimal(GIB)).quantize(Decimal("0.01"), rounding=ROUND_HALF_UP)
-    return f"{value:,} GiB"
+    return fmt_gib(n_bytes)
 
 
 # --- validation helpers ---------------------------------------------------------------------------------
 
 def _check_precision(precision) -> int:
     if isinstance(precision, bool) or precision not in PRECISIONS:
-        raise SizingError("precision", "Precision must be 16-bit, 8-bit or 4-bit.")
+        raise SizingError("precision", gettext("Precision must be 16-bit, 8-bit or 4-bit."))
     return int(precision)
 
 
-def _check_count(value, field: str, label: str, maximum: int) -> int:
+def _check_count(value, field: str, subject: str, maximum: int) -> int:
+    """`subject` names the input as a sentence starts with it ("The context"), translated."""
     if isinstance(value, bool) or not isinstance(value, int):
-        raise SizingError(field, f"The {label} must be a whole number.")
+        raise SizingError(field, gettext("%(subject)s must be a whole number.") % {"subject": subject})
     if value < 1:
-        raise SizingError(field, f"The {label} must be at least 1.")
+        raise SizingError(field, gettext("%(subject)s must be at least 1.") % {"subject": subject})
     if value > maximum:
-        raise SizingError(field, f"The {label} may be at most {fmt_int(maximum)}.")
+        raise SizingError(
+            field, gettext("%(subject)s may be at most %(maximum)s.") % {
+                "subject": subject, "maximum": fmt_int(maximum)
+            }
+        )
     return value
 
 
@@ -101,36 +107,42 @@ def _model_value(model, name: str) -> int:
     if value is None:
         raise MissingModelValue(model.name, name)
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        label = name.replace("_", " ")
-        raise SizingError("model", f"{model.name}: the {label} must be a positive whole number.")
+        raise SizingError(
+            "model",
+            gettext("%(model)s: the %(value)s must be a positive whole number.")
+            % {"model": model.name, "value": value_words(name)},
+        )
     return value
 
 
-def _check_context_limit(model: LanguageModelSpec, tokens: int, field: str, label: str) -> None:
+def _check_context_limit(model: LanguageModelSpec, tokens: int, field: str) -> None:
     if model.max_context is not None and tokens > model.max_context:
-        raise SizingError(
-            field,
-            f"{model.name} handles at most {fmt_int(model.max_context)} tokens; "
-            f"the {label} of {fmt_int(tokens)} is above that limit.",
-        )
+        values = {"model": model.name, "maximum": fmt_int(model.max_context), "tokens": fmt_int(tokens)}
+        if field == "sequence_length":
+            message = gettext(
+                "%(model)s handles at most %(maximum)s tokens; the sequence length of %(tokens)s is above "
+                "that limit."
+            )
+        else:
+            message = gettext(
+                "%(model)s handles at most %(maximum)s tokens; the context of %(tokens)s is above that limit."
+            )
+        raise SizingError(field, message % values)
 
 
 # --- formatting helpers ---------------------------------------------------------------------------------
 
 def _bytes_label(bytes_per_value: Fraction) -> str:
-    number = f"{float(bytes_per_value):g}"
-    return f"{number} byte" if bytes_per_value == 1 else f"{number} bytes"
-
-
-def _plural(count: int, singular: str, plural: str | None = None) -> str:
-    return f"{fmt_int(count)} {singular if count == 1 else (plural or singular + 's')}"
+    return nouns.byte_count(bytes_per_value)
 
 
 def _weights_item(name: str, parameters: int, precision: int) -> Item:
     bytes_per_parameter = WEIGHT_BYTES[precision]
     return Item(
         name=name,
-        formula=f"{fmt_int(parameters)} parameters × {_bytes_label(bytes_per_parameter)} ({precision}-bit)",
+        formula=gettext("%(parameters)s parameters × %(bytes)s (%(bits)s-bit)") % {
+            "parameters": fmt_int(parameters), "bytes": _bytes_label(bytes_per_parameter), "bits": precision
+        },
         bytes=math.ceil(parameters * bytes_per_parameter),
     )
 
@@ -138,7 +150,7 @@ def _weights_item(name: str, parameters: int, precision: int) -> Item:
 def _margin_item(items: list[Item], covers: str, note: str = "") -> Item:
     covered_bytes = sum(item.bytes for item in items)
     return Item(
-        name="Safety margin",
+        name=gettext("Safety margin"),
         formula=f"20 % × {_gib_text(covered_bytes)} ({covers}){note}",
         bytes=math.ceil(covered_bytes * MARGIN),
     )
@@ -151,7 +163,9 @@ def _excess_item(name: str, need_bytes: int, margin: Item, formula: str) -> Item
         return None
     return Item(
         name=name,
-        formula=f"{formula} = {_gib_text(need_bytes)}, less the {_gib_text(margin.bytes)} the margin covers",
+        formula=gettext("%(formula)s = %(need)s, less the %(margin)s the margin covers") % {
+            "formula": formula, "need": _gib_text(need_bytes), "margin": _gib_text(margin.bytes)
+        },
         bytes=excess,
     )
 
@@ -172,28 +186,39 @@ def _format_items(stored, vocab: int, hidden: int, nominal_label: str) -> list[I
     items = []
     split = stored.split
     if stored.sixteen_bit_extra_bytes:
-        parts = "embeddings, tied to the output head" if split.tied else "embeddings + output head"
+        parts = gettext("embeddings, tied to the output head") if split.tied else gettext("embeddings + "
+                                                                                          "output head")
         copies = "" if split.tied else " × 2"
         items.append(Item(
-            name="16-bit embeddings and output head",
-            formula=(
-                f"{fmt_int(vocab)} vocabulary × {fmt_int(hidden)} hidden{copies} = "
-                f"{fmt_int(stored.kept_16_bit)} parameters ({parts}) stay 16-bit in {stored.fmt.label}: "
-                f"× (2 − {nominal_label}) bytes more"
-            ),
+            name=gettext("16-bit embeddings and output head"),
+            formula=gettext(
+                "%(vocab)s vocabulary × %(hidden)s hidden%(copies)s = %(kept)s parameters (%(parts)s) stay "
+                "16-bit in %(format)s: × (2 − %(nominal)s) bytes more"
+            ) % {
+                "vocab": fmt_int(vocab), "hidden": fmt_int(hidden), "copies": copies,
+                "kept": fmt_int(stored.kept_16_bit), "parts": parts, "format": gettext(stored.fmt.label),
+                "nominal": nominal_label,
+            },
             bytes=stored.sixteen_bit_extra_bytes,
         ))
     if stored.scale_bytes:
         fmt = stored.fmt
         if fmt.row_scaled:
-            per = f"one {float(fmt.scale_bits):g}-bit scale per row of at least {fmt_int(hidden)} values"
+            per = gettext("one %(bits)s-bit scale per row of at least %(hidden)s values") % {
+                "bits": general_number(fmt.scale_bits), "hidden": fmt_int(hidden)
+            }
         else:
-            per = (f"({float(fmt.scale_bits):g}-bit scale + {float(fmt.zero_bits):g}-bit zero) per group of "
-                   f"{fmt_int(fmt.group_size)}")
+            per = gettext("(%(scale)s-bit scale + %(zero)s-bit zero) per group of %(group)s") % {
+                "scale": general_number(fmt.scale_bits), "zero": general_number(fmt.zero_bits),
+                "group": fmt_int(fmt.group_size),
+            }
         items.append(Item(
-            name="Quantization scales",
-            formula=(f"{fmt_int(stored.quantized)} quantized parameters × {per} "
-                     f"= {float(stored.overhead_bits):.6g} bits each ÷ 8 ({fmt.label})"),
+            name=gettext("Quantization scales"),
+            formula=gettext("%(quantized)s quantized parameters × %(per)s = %(bits)s bits each ÷ 8 "
+                            "(%(format)s)") % {
+                "quantized": fmt_int(stored.quantized), "per": per,
+                "bits": general_number(stored.overhead_bits, 6), "format": gettext(fmt.label),
+            },
             bytes=stored.scale_bytes,
         ))
     return items
@@ -201,8 +226,8 @@ def _format_items(stored, vocab: int, hidden: int, nominal_label: str) -> list[I
 
 def _runtime_item() -> Item:
     return Item(
-        name="CUDA runtime",
-        formula="1 GiB on every GPU (driver context, kernels, library workspaces)",
+        name=gettext("CUDA runtime"),
+        formula=gettext("1 GiB on every GPU (driver context, kernels, library workspaces)"),
         bytes=RUNTIME_BYTES,
         per_gpu=True,
     )
@@ -210,15 +235,17 @@ def _runtime_item() -> Item:
 
 def _tensor_parallel_item() -> Item:
     return Item(
-        name="Tensor-parallel buffers",
-        formula=("2 GiB on every GPU of a split (NCCL and all-reduce buffers; vLLM measures 3.58 GiB of "
-                 "non-PyTorch memory per GPU at 2-way tensor parallelism against 1.79 GiB on one GPU)"),
+        name=gettext("Tensor-parallel buffers"),
+        formula=gettext(
+            "2 GiB on every GPU of a split (NCCL and all-reduce buffers; vLLM measures 3.58 GiB of "
+            "non-PyTorch memory per GPU at 2-way tensor parallelism against 1.79 GiB on one GPU)"
+        ),
         bytes=TENSOR_PARALLEL_BUFFER_BYTES,
         per_gpu=True,
     )
 
 
-FRAMEWORKS_DIFFER = (
+FRAMEWORKS_DIFFER = gettext_noop(
     "Frameworks differ: vLLM reserves a fixed share of each GPU up front (gpu_memory_utilization, "
     "0.9 by default), so it may take more than this need; if you change such settings, keep an eye on "
     "the margin."
@@ -242,8 +269,10 @@ def estimate_inference(
     model: LanguageModelSpec, precision: int, context: int, requests: int, kv_bits: int = 16
 ) -> Breakdown:
     precision = _check_precision(precision)
-    context = _check_count(context, "context", "context", MAX_CONTEXT)
-    requests = _check_count(requests, "requests", "number of concurrent requests", MAX_REQUESTS)
+    context = _check_count(context, "context", gettext("The context"), MAX_CONTEXT)
+    requests = _check_count(
+        requests, "requests", gettext("The number of concurrent requests"), MAX_REQUESTS
+    )
     kv_bits = check_kv_bits(kv_bits)
     arch = model.architecture or PLAIN
     parameters = _model_value(model, "parameters")
@@ -257,7 +286,7 @@ def estimate_inference(
     refused = precision_choices(model)[precision]
     if refused:
         raise SizingError("precision", refused)
-    _check_context_limit(model, context, "context", "context")
+    _check_context_limit(model, context, "context")
 
     native = native_format_of(model)
     native_words: list[str] = []
@@ -265,31 +294,45 @@ def estimate_inference(
     if native is not None and native.bits == precision:
         weight_items, native_words = native_weight_items(model, count_parameters(model), native)
     else:
-        weights = _weights_item("Model weights", parameters, precision)
+        weights = _weights_item(gettext("Model weights"), parameters, precision)
         fmt = FORMATS[INFERENCE_FORMAT[precision]]
         stored = stored_weights(fmt, _split(model), hidden)
-        weight_items = [weights, *_format_items(stored, vocab, hidden, f"{float(WEIGHT_BYTES[precision]):g}")]
+        nominal = general_number(WEIGHT_BYTES[precision])
+        weight_items = [weights, *_format_items(stored, vocab, hidden, nominal)]
     kv_items, kv_words = kv_cache_items(model, context, requests, kv_bits)
     kv_cache_bytes = sum(item.bytes for item in kv_items)
     weights_bytes = sum(item.bytes for item in weight_items)
     prefill_tokens = context * requests
     activation_bytes = prefill_activation_bytes(model, prefill_tokens, requests)
     covered = [*weight_items, *kv_items]
-    cache_words = "KV cache" if is_plain(model) else "caches"
+    if len(weight_items) == 1:
+        covers = gettext("model weights + KV cache") if is_plain(model) else gettext("model weights + caches")
+    else:
+        covers = gettext("all weights + KV cache") if is_plain(model) else gettext("all weights + caches")
     margin = _margin_item(
         covered,
-        f"model weights + {cache_words}" if len(weight_items) == 1 else f"all weights + {cache_words}",
-        f"; it covers prefill activations up to its size (here {_gib_text(activation_bytes)})",
+        covers,
+        gettext("; it covers prefill activations up to its size (here %(activations)s)") % {
+            "activations": _gib_text(activation_bytes)
+        },
     )
     activations = _excess_item(
-        "Prefill activations",
+        gettext("Prefill activations"),
         activation_bytes,
         margin,
-        (f"{fmt_int(prefill_tokens)} prompt tokens × ({PREFILL_HIDDEN_TENSORS} × {fmt_int(hidden)} hidden"
-         f" + ({PREFILL_INTERMEDIATE_TENSORS} alive + {PREFILL_HELD_INTERMEDIATE_TENSORS} held by the"
-         f" allocator) × {fmt_int(intermediate)} MLP width)"
-         f" × {ACTIVATION_BYTES_PER_VALUE} bytes + {_plural(requests, 'request')}"
-         f" × {fmt_int(vocab)} vocabulary × {LOGIT_BYTES_PER_VALUE} bytes (last-token logits)"),
+        gettext(
+            "%(tokens)s prompt tokens × (%(hidden_tensors)s × %(hidden)s hidden + (%(alive)s alive + "
+            "%(held)s "
+            "held by the allocator) × %(width)s MLP width) × %(activation_bytes)s bytes + %(requests)s × "
+            "%(vocab)s vocabulary × %(logit_bytes)s bytes (last-token logits)"
+        ) % {
+            "tokens": fmt_int(prefill_tokens), "hidden_tensors": PREFILL_HIDDEN_TENSORS,
+            "hidden": fmt_int(hidden),
+            "alive": PREFILL_INTERMEDIATE_TENSORS, "held": PREFILL_HELD_INTERMEDIATE_TENSORS,
+            "width": fmt_int(intermediate), "activation_bytes": ACTIVATION_BYTES_PER_VALUE,
+            "requests": nouns.requests(requests), "vocab": fmt_int(vocab),
+            "logit_bytes": LOGIT_BYTES_PER_VALUE,
+        },
     )
     items = (*covered, margin, *([activations] if activations else []), _runtime_item())
 
@@ -297,59 +340,84 @@ def estimate_inference(
     assumptions = [
         *kv_words,
         *native_words,
-        "The 20 % safety margin covers activations, temporary buffers and memory fragmentation.",
-        (f"Prefill processes the whole prompt of every request in one forward pass, as transformers' "
-         f"generate() does: {fmt_int(prefill_tokens)} tokens. Its peak is one decoder layer's MLP: four "
-         "hidden-width tensors and three MLP-width tensors per token in 16-bit, with attention in a fused "
-         "kernel (FlashAttention or SDPA: memory linear in tokens), and logits for the last token only; "
-         "PyTorch's caching allocator holds about two more MLP-width blocks that the KV cache fragments. "
-         "Where that exceeds the margin, the excess is its own item. Servers that prefill in chunks (vLLM, "
-         "SGLang, TGI; max_num_batched_tokens) need less."),
-        FRAMEWORKS_DIFFER,
+        gettext(
+            "The 20 %% safety margin covers activations, temporary buffers and memory fragmentation."
+        ) % {},
+        gettext(
+            "Prefill processes the whole prompt of every request in one forward pass, as transformers' "
+            "generate() does: %(tokens)s tokens. Its peak is one decoder layer's MLP: four "
+            "hidden-width tensors and three MLP-width tensors per token in 16-bit, with attention in a fused "
+            "kernel (FlashAttention or SDPA: memory linear in tokens), and logits for the last token only; "
+            "PyTorch's caching allocator holds about two more MLP-width blocks that the KV cache fragments. "
+            "Where that exceeds the margin, the excess is its own item. Servers that prefill in chunks "
+            "(vLLM, "
+            "SGLang, TGI; max_num_batched_tokens) need less."
+        ) % {"tokens": fmt_int(prefill_tokens)},
+        gettext(FRAMEWORKS_DIFFER),
     ]
     if arch.moe is not None:
         assumptions.append(moe_words(model, arch.moe))
     if stored is not None and precision != 16:
-        tie = ("tied to the output head, counted once" if stored.split.tied
-               else "with a separate output head" if stored.split.tied_known
-               else "whose tie to the output head is not recorded, counted with a separate head")
+        if stored.split.tied:
+            tie = gettext("tied to the output head, counted once")
+        elif stored.split.tied_known:
+            tie = gettext("with a separate output head")
+        else:
+            tie = gettext("whose tie to the output head is not recorded, counted with a separate head")
         assumptions.append(
-            f"{precision}-bit means a published {fmt.label} checkpoint ({fmt.source}). It quantizes the "
-            f"linear layers of the decoder blocks; the token embeddings ({tie}) stay 16-bit, and the scales "
-            f"cost {float(stored.overhead_bits):.4g} bits per quantized parameter. The plain count of every "
-            f"parameter at {_bytes_label(WEIGHT_BYTES[precision])} is kept as its own item; the two items "
-            "after it are what published formats store beyond it."
+            gettext(
+                "%(bits)s-bit means a published %(format)s checkpoint (%(source)s). It quantizes the "
+                "linear layers of the decoder blocks; the token embeddings (%(tie)s) stay 16-bit, and the "
+                "scales "
+                "cost %(overhead)s bits per quantized parameter. The plain count of every "
+                "parameter at %(bytes)s is kept as its own item; the two items "
+                "after it are what published formats store beyond it."
+            ) % {
+                "bits": precision, "format": gettext(fmt.label), "source": gettext(fmt.source), "tie": tie,
+                "overhead": general_number(stored.overhead_bits, 4),
+                "bytes": _bytes_label(WEIGHT_BYTES[precision]),
+            }
         )
     if context >= LARGE_CONTEXT or kv_cache_bytes >= weights_bytes:
         assumptions.append(
-            f"The KV cache grows with every token of context: {fmt_int(context)} tokens per request costs "
-            f"{_gib_text(kv_cache_bytes)} here. Size the context to what your requests really use."
+            gettext(
+                "The KV cache grows with every token of context: %(tokens)s tokens per request costs "
+                "%(memory)s here. Size the context to what your requests really use."
+            ) % {"tokens": fmt_int(context), "memory": _gib_text(kv_cache_bytes)}
         )
     if heads is None:
         assumptions.append(
-            f"{model.name} publishes no attention-head count, so it is sized for one GPU only."
+            gettext("%(model)s publishes no attention-head count, so it is sized for one GPU only.")
+            % {"model": model.name}
         )
     else:
         assumptions.append(
-            "Split over n GPUs of one machine (tensor parallelism), the weights, KV cache and margin divide "
-            f"evenly, each GPU keeps its own 1 GiB runtime and adds "
-            f"{_gib_text(TENSOR_PARALLEL_BUFFER_BYTES)} of communication buffers, and n must divide the "
-            f"{fmt_int(heads)} attention heads."
+            gettext(
+                "Split over n GPUs of one machine (tensor parallelism), the weights, KV cache and margin "
+                "divide "
+                "evenly, each GPU keeps its own 1 GiB runtime and adds %(buffers)s of communication buffers, "
+                "and n must divide the %(heads)s attention heads."
+            ) % {"buffers": _gib_text(TENSOR_PARALLEL_BUFFER_BYTES), "heads": fmt_int(heads)}
         )
         if arch.mla is None and model.kv_heads is not None and model.kv_heads < min(heads, 8):
             assumptions.append(
-                f"With more GPUs than its {_plural(model.kv_heads, 'KV head')}, vLLM copies KV heads so that "
-                "every GPU holds at least one; the cache then no longer divides evenly."
+                gettext(
+                    "With more GPUs than its %(kv_heads)s, vLLM copies KV heads so that "
+                    "every GPU holds at least one; the cache then no longer divides evenly."
+                ) % {"kv_heads": nouns.kv_heads(model.kv_heads)}
             )
     if model.max_context is None:
-        assumptions.append("The model's maximum context is not recorded, so the context was not checked "
-                           "against it.")
+        assumptions.append(gettext(
+            "The model's maximum context is not recorded, so the context was not checked against it."
+        ))
 
-    kv_title = ", 8-bit KV cache" if kv_bits == 8 else ""
+    kv_title = gettext(", 8-bit KV cache") if kv_bits == 8 else ""
     return Breakdown(
         workload="inference",
-        title=(f"{model.name}, inference, {precision_label(model, precision)}{kv_title}, "
-               f"{_plural(context, 'token')} × {_plural(requests, 'request')}"),
+        title=gettext("%(model)s, inference, %(precision)s%(kv)s, %(tokens)s × %(requests)s") % {
+            "model": model.name, "precision": precision_label(model, precision), "kv": kv_title,
+            "tokens": nouns.tokens(context), "requests": nouns.requests(requests),
+        },
         items=items,
         assumptions=tuple(assumptions),
         precision=precision,
@@ -368,13 +436,16 @@ def estimate_inference(
 
 def moe_words(model: LanguageModelSpec, moe) -> str:
     counted = count_parameters(model)
-    return (
-        f"Mixture of experts: every one of the {fmt_int(moe.experts)} experts of each MoE layer is held in "
-        f"memory, though {fmt_int(moe.experts_per_token)} run per token: {fmt_int(counted.total)} parameters "
-        f"in all, {fmt_int(counted.active)} used per token. Under tensor parallelism vLLM splits every "
+    return gettext(
+        "Mixture of experts: every one of the %(experts)s experts of each MoE layer is held in "
+        "memory, though %(per_token)s run per token: %(total)s parameters "
+        "in all, %(active)s used per token. Under tensor parallelism vLLM splits every "
         "expert's matrices across the GPUs (each GPU holds a slice of all experts); with expert parallelism "
         "whole experts are placed on different GPUs instead. Either way the weights divide evenly."
-    )
+    ) % {
+        "experts": fmt_int(moe.experts), "per_token": fmt_int(moe.experts_per_token),
+        "total": fmt_int(counted.total), "active": fmt_int(counted.active),
+    }
 
 
 # --- language model, fine-tuning (LoRA / QLoRA) ----------------------------------------------------------
@@ -401,16 +472,21 @@ def estimate_finetune(
 ) -> Breakdown:
     arch = model.architecture or PLAIN
     if arch.mla is not None or arch.linear_attention is not None:
-        kind = "latent attention (MLA)" if arch.mla is not None else "linear-attention layers"
+        kind = gettext("latent attention (MLA)") if arch.mla is not None else gettext("linear-attention "
+                                                                                      "layers")
         raise SizingError(
             "model",
-            f"{model.name} uses {kind}; the LoRA sizing covers the q, k, v and o projections of "
-            "grouped-query attention only, so fine-tuning it is not sized here.",
+            gettext(
+                "%(model)s uses %(kind)s; the LoRA sizing covers the q, k, v and o projections of "
+                "grouped-query attention only, so fine-tuning it is not sized here."
+            ) % {"model": model.name, "kind": kind},
         )
     precision = _check_precision(precision)
-    sequence_length = _check_count(sequence_length, "sequence_length", "sequence length", MAX_CONTEXT)
-    batch_size = _check_count(batch_size, "batch_size", "batch size", MAX_REQUESTS)
-    lora_rank = _check_count(lora_rank, "lora_rank", "LoRA rank", MAX_LORA_RANK)
+    sequence_length = _check_count(
+        sequence_length, "sequence_length", gettext("The sequence length"), MAX_CONTEXT
+    )
+    batch_size = _check_count(batch_size, "batch_size", gettext("The batch size"), MAX_REQUESTS)
+    lora_rank = _check_count(lora_rank, "lora_rank", gettext("The LoRA rank"), MAX_LORA_RANK)
     parameters = _model_value(model, "parameters")
     layers = _model_value(model, "layers")
     heads = _model_value(model, "attention_heads")
@@ -419,22 +495,24 @@ def estimate_finetune(
     hidden = _model_value(model, "hidden_size")
     intermediate = _model_value(model, "intermediate_size")
     vocab = _model_value(model, "vocab_size")
-    _check_context_limit(model, sequence_length, "sequence_length", "sequence length")
+    _check_context_limit(model, sequence_length, "sequence_length")
 
     fmt = FORMATS[FINETUNE_BASE_FORMAT[precision]]
     stored = stored_weights(fmt, _split(model), hidden, nominal_includes_scales=precision == 4)
     if precision == 4:
         base = Item(
-            name="Base weights",
-            formula=(f"{fmt_int(parameters)} parameters × {float(QLORA_BITS_PER_PARAMETER):g} bits "
-                     "÷ 8 bits per byte (QLoRA: 4-bit NormalFloat with double quantization)"),
+            name=gettext("Base weights"),
+            formula=gettext(
+                "%(parameters)s parameters × %(bits)s bits ÷ 8 bits per byte "
+                "(QLoRA: 4-bit NormalFloat with double quantization)"
+            ) % {"parameters": fmt_int(parameters), "bits": general_number(QLORA_BITS_PER_PARAMETER)},
             bytes=math.ceil(parameters * QLORA_BITS_PER_PARAMETER / 8),
         )
-        nominal_label = f"{float(QLORA_BITS_PER_PARAMETER):g} ÷ 8"
+        nominal_label = f"{general_number(QLORA_BITS_PER_PARAMETER)} ÷ 8"
     else:
-        base = _weights_item("Base weights", parameters, precision)
-        base = Item(base.name, f"{base.formula}, frozen (LoRA)", base.bytes)
-        nominal_label = f"{float(WEIGHT_BYTES[precision]):g}"
+        base = _weights_item(gettext("Base weights"), parameters, precision)
+        base = Item(base.name, gettext("%(formula)s, frozen (LoRA)") % {"formula": base.formula}, base.bytes)
+        nominal_label = general_number(WEIGHT_BYTES[precision])
     format_items = _format_items(stored, vocab, hidden, nominal_label)
 
     rank = fmt_int(lora_rank)
@@ -443,13 +521,16 @@ def estimate_finetune(
     kv_width = fmt_int(kv_heads * head_dim)
     h = fmt_int(hidden)
     adapters = Item(
-        name="LoRA adapters",
-        formula=(
-            f"rank {rank} × [q ({h} + {query_width}) + k ({h} + {kv_width}) + v ({h} + {kv_width}) "
-            f"+ o ({query_width} + {h})] × {_plural(layers, 'layer')} = {fmt_int(trainable)} trainable "
-            f"parameters × {TRAINABLE_BYTES_PER_PARAMETER} bytes (2 weight + 2 gradient + 4 + 4 AdamW "
+        name=gettext("LoRA adapters"),
+        formula=gettext(
+            "rank %(rank)s × [q (%(h)s + %(q)s) + k (%(h)s + %(kv)s) + v (%(h)s + %(kv)s) "
+            "+ o (%(q)s + %(h)s)] × %(layers)s = %(trainable)s trainable "
+            "parameters × %(bytes)s bytes (2 weight + 2 gradient + 4 + 4 AdamW "
             "moments + 4 fp32 master copy)"
-        ),
+        ) % {
+            "rank": rank, "h": h, "q": query_width, "kv": kv_width, "layers": nouns.layers(layers),
+            "trainable": fmt_int(trainable), "bytes": TRAINABLE_BYTES_PER_PARAMETER,
+        },
         bytes=trainable * TRAINABLE_BYTES_PER_PARAMETER,
     )
 
@@ -465,19 +546,24 @@ def estimate_finetune(
     s = fmt_int(sequence_length)
     b = fmt_int(batch_size)
     activations = Item(
-        name="Activations",
-        formula=(
-            f"layer inputs {ACTIVATION_BYTES_PER_VALUE} bytes × {s} tokens × batch {b} × {h} hidden × "
-            f"{_plural(layers, 'layer')} + one layer recomputed {s} × {b} × (17 × {h} hidden + 8 × "
-            f"{fmt_int(intermediate)} MLP width + 4 × {fmt_int(heads)} heads) bytes (gradient checkpointing, "
+        name=gettext("Activations"),
+        formula=gettext(
+            "layer inputs %(bytes)s bytes × %(s)s tokens × batch %(b)s × %(h)s hidden × "
+            "%(layers)s + one layer recomputed %(s)s × %(b)s × (17 × %(h)s hidden + 8 × "
+            "%(width)s MLP width + 4 × %(heads)s heads) bytes (gradient checkpointing, "
             "Korthikanti et al. 2022, with fused attention)"
-        ),
+        ) % {
+            "bytes": ACTIVATION_BYTES_PER_VALUE, "s": s, "b": b, "h": h, "layers": nouns.layers(layers),
+            "width": fmt_int(intermediate), "heads": fmt_int(heads),
+        },
         bytes=stored_inputs + recomputed_layer,
     )
     logits = Item(
-        name="Logits",
-        formula=(f"{s} tokens × batch {b} × {fmt_int(vocab)} vocabulary × {LOSS_BYTES_PER_LOGIT} bytes "
-                 "(fp32 logits, their log-softmax and its gradient in the loss)"),
+        name=gettext("Logits"),
+        formula=gettext(
+            "%(s)s tokens × batch %(b)s × %(vocab)s vocabulary × %(bytes)s bytes "
+            "(fp32 logits, their log-softmax and its gradient in the loss)"
+        ) % {"s": s, "b": b, "vocab": fmt_int(vocab), "bytes": LOSS_BYTES_PER_LOGIT},
         bytes=tokens * vocab * LOSS_BYTES_PER_LOGIT,
     )
     load_items = []
@@ -488,56 +574,74 @@ def estimate_finetune(
         transient = largest * NF4_LOAD_BYTES_PER_VALUE
         if transient > training:
             load_items.append(Item(
-                name="Quantizing the base at load",
-                formula=(f"largest matrix {h} × {fmt_int(largest // hidden)} = {fmt_int(largest)} values × "
-                         f"{NF4_LOAD_BYTES_PER_VALUE} bytes (16-bit copy 2 + scaled copy 2 + distance to "
-                         "each of the 16 NF4 levels and its absolute value, 16 × 2 × 2) = "
-                         f"{_gib_text(transient)}, less the {_gib_text(training)} of adapters, activations "
-                         "and logits that reuse it"),
+                name=gettext("Quantizing the base at load"),
+                formula=gettext(
+                    "largest matrix %(h)s × %(width)s = %(values)s values × "
+                    "%(bytes)s bytes (16-bit copy 2 + scaled copy 2 + distance to "
+                    "each of the 16 NF4 levels and its absolute value, 16 × 2 × 2) = "
+                    "%(transient)s, less the %(training)s of adapters, activations "
+                    "and logits that reuse it"
+                ) % {
+                    "h": h, "width": fmt_int(largest // hidden), "values": fmt_int(largest),
+                    "bytes": NF4_LOAD_BYTES_PER_VALUE, "transient": _gib_text(transient),
+                    "training": _gib_text(training),
+                },
                 bytes=transient - training,
             ))
     covered = [base, *format_items, adapters, activations, logits, *load_items]
-    margin = _margin_item(covered, "all items above")
+    margin = _margin_item(covered, gettext("all items above"))
     items = (*covered, margin, _runtime_item())
 
-    base_words = (
-        "QLoRA (Dettmers et al. 2023): the frozen base is stored as 4-bit NormalFloat with double "
-        "quantization, 4.127 bits per parameter, for the linear layers of the decoder blocks; the embeddings "
-        "and the output head stay 16-bit"
-        if precision == 4
-        else "LoRA: the frozen base is stored in 16-bit"
-        if precision == 16
-        else ("LoRA on an 8-bit base (bitsandbytes LLM.int8(), Dettmers et al. 2022): the linear layers of "
-              "the decoder blocks in 8-bit with one 32-bit scale per row, the embeddings and the output head "
-              "in 16-bit")
-    )
+    if precision == 4:
+        base_words = gettext(
+            "QLoRA (Dettmers et al. 2023): the frozen base is stored as 4-bit NormalFloat with double "
+            "quantization, 4.127 bits per parameter, for the linear layers of the decoder blocks; the "
+            "embeddings "
+            "and the output head stay 16-bit."
+        )
+    elif precision == 16:
+        base_words = gettext("LoRA: the frozen base is stored in 16-bit.")
+    else:
+        base_words = gettext(
+            "LoRA on an 8-bit base (bitsandbytes LLM.int8(), Dettmers et al. 2022): the linear layers of "
+            "the decoder blocks in 8-bit with one 32-bit scale per row, the embeddings and the output head "
+            "in 16-bit."
+        )
     assumptions = [
-        base_words + ".",
-        f"LoRA adapters (Hu et al. 2021) of rank {rank} sit on the q, k, v and o projections of every "
-        "layer; a rank-r adapter on a d_in × d_out projection trains r × (d_in + d_out) parameters. The MLP "
-        "projections carry none.",
-        "Each trainable parameter costs 16 bytes under mixed precision with AdamW: 2 (16-bit weight) + "
+        base_words,
+        gettext(
+            "LoRA adapters (Hu et al. 2021) of rank %(rank)s sit on the q, k, v and o projections of every "
+            "layer; a rank-r adapter on a d_in × d_out projection trains r × (d_in + d_out) parameters. The "
+            "MLP "
+            "projections carry none."
+        ) % {"rank": rank},
+        gettext("Each trainable parameter costs 16 bytes under mixed precision with AdamW: 2 (16-bit "
+                "weight) + "
         "2 (gradient) + 4 + 4 (the two AdamW moments) + 4 (fp32 master weight), as counted in ZeRO "
-        "(Rajbhandari et al. 2020).",
-        "Activations assume gradient checkpointing of every layer (Korthikanti et al. 2022, \"Reducing "
+        "(Rajbhandari et al. 2020)."),
+        gettext("Activations assume gradient checkpointing of every layer (Korthikanti et al. 2022, "
+                "\"Reducing "
         "Activation Recomputation in Large Transformer Models\"): each layer's 16-bit input is kept, and "
         "one layer is recomputed at a time. Attention runs in a fused kernel (FlashAttention, Dao et al. "
         "2022, or PyTorch SDPA), so its memory grows linearly with the sequence: Korthikanti's s × s score "
         "term is replaced by a 4-byte log-sum-exp per head and token, and the MLP is counted at the model's "
-        "own gated width.",
-        "The trainer is assumed to compute the loss as Hugging Face transformers' causal-LM models (Trainer, "
+        "own gated width."),
+        gettext("The trainer is assumed to compute the loss as Hugging Face transformers' causal-LM models "
+                "(Trainer, "
         "TRL's SFTTrainer) and torchtune's recipes without chunked cross-entropy do: the logits over the "
         "whole vocabulary for every token are upcast to fp32, and the fp32 logits, their log-softmax and its "
         "gradient are alive together (12 bytes per logit). At long sequences they are a common cause of "
         "running out of memory; chunked or fused losses (Liger kernels, torchtune's chunked cross-entropy) "
-        "need much less.",
-        "The 20 % safety margin covers temporary buffers and memory fragmentation.",
-        "Fine-tuning is sized for one GPU.",
-        "Frameworks differ: training scripts may keep extra copies (e.g. a dequantized layer, gradients "
-        "in fp32, evaluation batches); if you change such settings, keep an eye on the margin.",
+        "need much less."),
+        gettext("The 20 %% safety margin covers temporary buffers and memory fragmentation.") % {},
+        gettext("Fine-tuning is sized for one GPU."),
+        gettext(
+            "Frameworks differ: training scripts may keep extra copies (e.g. a dequantized layer, gradients "
+            "in fp32, evaluation batches); if you change such settings, keep an eye on the margin."
+        ),
     ]
     if precision == 4:
-        assumptions.insert(1, (
+        assumptions.insert(1, gettext(
             "The 4-bit base is quantized on the GPU while the 16-bit checkpoint loads, as torchtune's QLoRA "
             "recipe does with torchao's NF4 (versions that quantize a matrix in one piece): for the largest "
             "matrix it holds a 16-bit and a scaled copy and the distance of every value to each of the 16 "
@@ -549,8 +653,12 @@ def estimate_finetune(
         ))
     return Breakdown(
         workload="finetune",
-        title=(f"{model.name}, fine-tuning ({'QLoRA' if precision == 4 else 'LoRA'}), {precision}-bit base, "
-               f"{_plural(sequence_length, 'token')} × batch {b}"),
+        title=gettext(
+            "%(model)s, fine-tuning (%(method)s), %(bits)s-bit base, %(tokens)s × batch %(batch)s"
+        ) % {
+            "model": model.name, "method": "QLoRA" if precision == 4 else "LoRA", "bits": precision,
+            "tokens": nouns.tokens(sequence_length), "batch": b,
+        },
         items=items,
         assumptions=tuple(assumptions),
         precision=precision,
@@ -585,54 +693,88 @@ def _native_pixels(resolution: str | None) -> tuple[int, int] | None:
     return (width, height) if width > 0 and height > 0 else None
 
 
-ROLE_LABELS = {"denoiser": "Denoiser", "text_encoder": "Text encoder", "autoencoder": "Autoencoder"}
+ROLE_LABELS = TranslatedWords({
+    "denoiser": gettext_noop("Denoiser"),
+    "text_encoder": gettext_noop("Text encoder"),
+    "autoencoder": gettext_noop("Autoencoder"),
+})
 
 
 def estimate_image(pipeline: ImagePipelineSpec, precision: int) -> Breakdown:
     precision = _check_precision(precision)
     if not pipeline.components:
-        raise SizingError("model", f"{pipeline.name} lists no networks to load.")
+        raise SizingError("model", gettext("%(model)s lists no networks to load.") % {"model": pipeline.name})
     weight_items = []
     for component in pipeline.components:
         if component.parameters is None:
-            raise MissingModelValue(pipeline.name, f"parameter count of {component.name}")
+            raise MissingModelValue(
+                pipeline.name,
+                f"parameter count of {component.name}",
+                gettext("parameter count of %(network)s") % {"network": component.name},
+            )
         label = ROLE_LABELS.get(component.role, component.role.replace("_", " ").capitalize())
-        weight_items.append(_weights_item(f"{label}: {component.name}", component.parameters, precision))
+        weight_items.append(
+            _weights_item(
+                f"{label}: {component.name}",
+                component.parameters,
+                precision,
+            )
+        )
     pixels = _native_pixels(pipeline.native_resolution)
-    margin = _margin_item(weight_items, "weights of all networks")
+    margin = _margin_item(weight_items, gettext("weights of all networks"))
     decode = None
     if pixels is not None:
         width, height = pixels
         decode = _excess_item(
-            "Image decoding at native resolution",
+            gettext("Image decoding at native resolution"),
             width * height * VAE_DECODE_BYTES_PER_PIXEL,
             margin,
-            (f"{fmt_int(width)} × {fmt_int(height)} pixels × {fmt_int(VAE_DECODE_BYTES_PER_PIXEL)} bytes "
-             "(the autoencoder's last upsampling: 256 channels at full resolution in 32-bit and its 16-bit "
-             "copy, 256 × 6, plus its half-resolution source, 256 × 6 ÷ 4)"),
+            gettext(
+                "%(width)s × %(height)s pixels × %(bytes)s bytes "
+                "(the autoencoder's last upsampling: 256 channels at full resolution in 32-bit and its "
+                "16-bit "
+                "copy, 256 × 6, plus its half-resolution source, 256 × 6 ÷ 4)"
+            ) % {
+                "width": fmt_int(width),
+                "height": fmt_int(height),
+                "bytes": fmt_int(VAE_DECODE_BYTES_PER_PIXEL),
+            },
         )
     items = (*weight_items, margin, *([decode] if decode else []), _runtime_item())
 
-    resolution = (f"its native resolution of {pipeline.native_resolution} pixels"
-                  if pipeline.native_resolution else "its native resolution")
+    if pipeline.native_resolution:
+        resolution = gettext("its native resolution of %(resolution)s pixels") % {
+            "resolution": pipeline.native_resolution
+        }
+    else:
+        resolution = gettext("its native resolution")
     assumptions = (
-        "Every network of the pipeline is loaded on the GPU at once, each counted at its exact "
-        f"parameter count in {precision}-bit.",
-        f"The 20 % margin is meant for one image at {resolution}; larger images and batches of several "
-        "images need more.",
-        ("The peak of one image is the autoencoder's decoding at full resolution (the denoiser's attention "
+        gettext(
+            "Every network of the pipeline is loaded on the GPU at once, each counted at its exact "
+            "parameter count in %(bits)s-bit."
+        ) % {"bits": precision},
+        gettext(
+            "The 20 %% margin is meant for one image at %(resolution)s; larger images and batches of several "
+            "images need more."
+        ) % {"resolution": resolution},
+        gettext("The peak of one image is the autoencoder's decoding at full resolution (the denoiser's "
+                "attention "
          "runs in fused kernels at the latent's 1/8 resolution and needs less): in diffusers the "
          "8×-upsampling decoder (128-256-512-512 channels, as in Stable Diffusion 1.5, SDXL, SD 3 and FLUX) "
          "upsamples its 256-channel map to full resolution in 32-bit before casting it back to 16-bit, "
-         f"{fmt_int(VAE_DECODE_BYTES_PER_PIXEL)} bytes per pixel. Where that exceeds the margin, the excess "
-         "is its own item. Tiled VAE decoding needs less."),
-        "Image generation depends strongly on settings (resolution, batch, attention implementation, "
-        "offloading), so this estimate has low confidence.",
-        "Image pipelines are sized for one GPU.",
+         "%(bytes)s bytes per pixel. Where that exceeds the margin, the excess "
+         "is its own item. Tiled VAE decoding needs less.") % {"bytes": fmt_int(VAE_DECODE_BYTES_PER_PIXEL)},
+        gettext(
+            "Image generation depends strongly on settings (resolution, batch, attention implementation, "
+            "offloading), so this estimate has low confidence."
+        ),
+        gettext("Image pipelines are sized for one GPU."),
     )
     return Breakdown(
         workload="image",
-        title=f"{pipeline.name}, image generation, {precision}-bit",
+        title=gettext("%(model)s, image generation, %(bits)s-bit") % {
+            "model": pipeline.name, "bits": precision
+        },
         items=items,
         assumptions=assumptions,
         precision=precision,
@@ -650,47 +792,59 @@ def estimate_speech(
     precision = _check_precision(precision)
     kv_bits = check_kv_bits(kv_bits)
     kv_bytes = kv_bits // 8
-    streams = _check_count(streams, "streams", "number of concurrent audio streams", MAX_REQUESTS)
-    beams = _check_count(beams, "beams", "beam size", MAX_BEAMS)
+    streams = _check_count(
+        streams, "streams", gettext("The number of concurrent audio streams"), MAX_REQUESTS
+    )
+    beams = _check_count(beams, "beams", gettext("The beam size"), MAX_BEAMS)
     parameters = _model_value(model, "parameters")
     decoder_layers = _model_value(model, "decoder_layers")
     d_model = _model_value(model, "d_model")
     self_positions = _model_value(model, "max_target_positions")
     cross_positions = _model_value(model, "max_source_positions")
 
-    weights = _weights_item("Model weights", parameters, precision)
+    weights = _weights_item(gettext("Model weights"), parameters, precision)
     kv_cache = Item(
-        name="Decoder KV cache",
-        formula=(
-            f"2 (K and V) × {fmt_int(decoder_layers)} decoder layers × {fmt_int(d_model)} d_model × "
-            f"{_bytes_label(Fraction(kv_bytes))} × ({fmt_int(self_positions)} self-attention positions × "
-            f"{_plural(beams, 'beam')} + {fmt_int(cross_positions)} cross-attention positions) × "
-            f"{_plural(streams, 'stream')}"
-        ),
+        name=gettext("Decoder KV cache"),
+        formula=gettext(
+            "2 (K and V) × %(layers)s decoder layers × %(d_model)s d_model × "
+            "%(bytes)s × (%(self)s self-attention positions × "
+            "%(beams)s + %(cross)s cross-attention positions) × %(streams)s"
+        ) % {
+            "layers": fmt_int(decoder_layers), "d_model": fmt_int(d_model),
+            "bytes": _bytes_label(Fraction(kv_bytes)),
+            "self": fmt_int(self_positions), "beams": nouns.beams(beams), "cross": fmt_int(cross_positions),
+            "streams": nouns.streams(streams),
+        },
         bytes=(2 * decoder_layers * d_model * kv_bytes
                * (self_positions * beams + cross_positions) * streams),
     )
-    margin = _margin_item([weights, kv_cache], "model weights + decoder KV cache")
+    margin = _margin_item([weights, kv_cache], gettext("model weights + decoder KV cache"))
     items = (weights, kv_cache, margin, _runtime_item())
     assumptions = (
-        f"Audio is processed in the model's 30-second window: the decoder caches its own "
-        f"{fmt_int(self_positions)} token positions and the {fmt_int(cross_positions)} encoder frames it "
-        "attends to.",
-        (f"Each stream decodes with beam search of {fmt_int(beams)} (the default of openai-whisper's command "
+        gettext(
+            "Audio is processed in the model's 30-second window: the decoder caches its own "
+            "%(self)s token positions and the %(cross)s encoder frames it attends to."
+        ) % {"self": fmt_int(self_positions), "cross": fmt_int(cross_positions)},
+        gettext("Each stream decodes with beam search of %(beams)s (the default of openai-whisper's command "
          "line and of faster-whisper): every beam keeps its own self-attention cache, while the encoder "
          "frames' cross-attention cache is computed once per stream and shared by its beams, as "
          "openai-whisper and CTranslate2 do. Count concurrent audio streams, not beams, in the streams "
          "field; transformers' "
-         "generate() copies the cross-attention cache for every beam and needs more."),
-        ("The KV cache is kept in 16-bit whatever the weights' precision." if kv_bits == 16 else
-         "The KV cache is kept in 8-bit (vLLM's fp8 KV cache) whatever the weights' precision."),
-        "The 20 % safety margin covers the encoder's activations, temporary buffers and fragmentation.",
-        "Speech models are sized for one GPU.",
+         "generate() copies the cross-attention cache for every beam and needs more.") % {
+             "beams": fmt_int(beams)
+         },
+        (gettext("The KV cache is kept in 16-bit whatever the weights' precision.") if kv_bits == 16 else
+         gettext("The KV cache is kept in 8-bit (vLLM's fp8 KV cache) whatever the weights' precision.")),
+        gettext("The 20 %% safety margin covers the encoder's activations, temporary buffers and "
+                "fragmentation.") % {},
+        gettext("Speech models are sized for one GPU."),
     )
     return Breakdown(
         workload="speech",
-        title=(f"{model.name}, speech recognition, {precision}-bit"
-               f"{', 8-bit KV cache' if kv_bits == 8 else ''}, {_plural(streams, 'audio stream')}"),
+        title=gettext("%(model)s, speech recognition, %(bits)s-bit%(kv)s, %(streams)s") % {
+            "model": model.name, "bits": precision, "kv": gettext(", 8-bit KV cache") if kv_bits == 8 else "",
+            "streams": nouns.audio_streams(streams),
+        },
         items=items,
         assumptions=assumptions,
         precision=precision,
@@ -704,22 +858,34 @@ def estimate_speech(
 
 def estimate_notebook(memory_gib: float) -> Breakdown:
     if isinstance(memory_gib, bool) or not isinstance(memory_gib, int | float | Decimal):
-        raise SizingError("memory_gib", "Enter the GPU memory as a number of GiB.")
+        raise SizingError("memory_gib", gettext("Enter the GPU memory as a number of GiB."))
     if (isinstance(memory_gib, Decimal) and not memory_gib.is_finite()) or not math.isfinite(memory_gib):
-        raise SizingError("memory_gib", "Enter the GPU memory as a finite number of GiB.")
+        raise SizingError("memory_gib", gettext("Enter the GPU memory as a finite number of GiB."))
     if memory_gib <= 0:
-        raise SizingError("memory_gib", "The GPU memory must be more than 0 GiB.")
+        raise SizingError("memory_gib", gettext("The GPU memory must be more than 0 GiB."))
     if memory_gib > MAX_NOTEBOOK_GIB:
-        raise SizingError("memory_gib", f"The GPU memory may be at most {fmt_int(MAX_NOTEBOOK_GIB)} GiB.")
+        raise SizingError(
+            "memory_gib", gettext("The GPU memory may be at most %(maximum)s GiB.") % {
+                "maximum": fmt_int(MAX_NOTEBOOK_GIB)
+            }
+        )
     requested_bytes = math.ceil(Fraction(memory_gib) * GIB)
     return Breakdown(
         workload="notebook",
-        title=f"Notebook, {_gib_text(requested_bytes)} of GPU memory",
-        items=(Item("Requested GPU memory", f"{memory_gib:g} GiB × 2^30 bytes", requested_bytes),),
+        title=gettext("Notebook, %(memory)s of GPU memory") % {"memory": _gib_text(requested_bytes)},
+        items=(
+            Item(
+                gettext("Requested GPU memory"),
+                gettext("%(memory)s GiB × 2^30 bytes") % {"memory": general_number(memory_gib)},
+                requested_bytes,
+            ),
+        ),
         assumptions=(
-            "The memory you entered is the need: no safety margin or runtime is added, since you sized "
-            "it yourself.",
-            "A notebook is placed on one GPU.",
+            gettext(
+                "The memory you entered is the need: no safety margin or runtime is added, since you sized "
+                "it yourself."
+            ),
+            gettext("A notebook is placed on one GPU."),
         ),
         precision=None,
         splittable_over_heads=None,
@@ -744,38 +910,49 @@ def estimate(
     a batch size or audio stream count as "requests", so a form can put the message on its field.
     """
     if workload not in WORKLOADS:
-        raise SizingError("workload", f"Unknown workload {workload!r}; choose one of {', '.join(WORKLOADS)}.")
+        raise SizingError(
+            "workload",
+            gettext("Unknown workload %(workload)s; choose one of %(choices)s.")
+            % {"workload": repr(workload), "choices": ", ".join(WORKLOADS)},
+        )
     if workload == "notebook":
         if memory_gib is None:
-            raise SizingError("memory_gib", "Enter the GPU memory the notebook needs.")
+            raise SizingError("memory_gib", gettext("Enter the GPU memory the notebook needs."))
         return estimate_notebook(memory_gib)
     if model is None:
-        raise SizingError("model", "Choose a model.")
+        raise SizingError("model", gettext("Choose a model."))
     if precision is None:
-        raise SizingError("precision", "Choose a precision.")
+        raise SizingError("precision", gettext("Choose a precision."))
 
     if workload == "image":
         if not isinstance(model, ImagePipelineSpec):
-            raise SizingError("model", f"{model.name} is not an image-generation model.")
+            raise SizingError("model", gettext("%(model)s is not an image-generation model.") % {
+                "model": model.name
+            })
         return estimate_image(model, precision)
 
     if isinstance(model, SpeechModelSpec) and workload in ("inference", "speech"):
-        _require(requests, "requests", "Enter the number of concurrent audio streams.")
+        _require(requests, "requests", gettext("Enter the number of concurrent audio streams."))
         with _renamed({"streams": "requests"}):
             return estimate_speech(model, precision, requests, kv_bits=kv_bits)
     if workload == "speech":
-        raise SizingError("model", f"{model.name} is not a speech-recognition model.")
+        raise SizingError("model", gettext("%(model)s is not a speech-recognition model.") % {
+            "model": model.name
+        })
 
     if not isinstance(model, LanguageModelSpec):
-        verb = "fine-tuned" if workload == "finetune" else "run as a language model"
-        raise SizingError("model", f"{model.name} cannot be {verb}.")
+        if workload == "finetune":
+            message = gettext("%(model)s cannot be fine-tuned.")
+        else:
+            message = gettext("%(model)s cannot be run as a language model.")
+        raise SizingError("model", message % {"model": model.name})
     if workload == "finetune":
-        _require(context, "context", "Enter the sequence length.")
-        _require(requests, "requests", "Enter the batch size.")
+        _require(context, "context", gettext("Enter the sequence length."))
+        _require(requests, "requests", gettext("Enter the batch size."))
         with _renamed({"sequence_length": "context", "batch_size": "requests"}):
             return estimate_finetune(model, precision, context, requests)
-    _require(context, "context", "Enter the context per request.")
-    _require(requests, "requests", "Enter the number of concurrent requests.")
+    _require(context, "context", gettext("Enter the context per request."))
+    _require(requests, "requests", gettext("Enter the number of concurrent requests."))
     return estimate_inference(model, precision, context, requests, kv_bits)
 
 

@@ -12,10 +12,15 @@ from __future__ import annotations
 
 from .breakdown import Breakdown
 from .fit import TIGHT_HEADROOM_FRACTION, Fit
+from .i18n import TranslatedWords, format_number, gettext, gettext_noop
 from .offers import MachineOffer
 from .wording import percent
 
 HIGH, MEDIUM, LOW = "high", "medium", "low"
+# The levels are codes in the API; these are their words.
+CONFIDENCE_WORDS = TranslatedWords(
+    {HIGH: gettext_noop("high"), MEDIUM: gettext_noop("medium"), LOW: gettext_noop("low")}
+)
 
 
 def confidence(breakdown: Breakdown, offer: MachineOffer, fit: Fit) -> tuple[str, list[str]]:
@@ -25,47 +30,51 @@ def confidence(breakdown: Breakdown, offer: MachineOffer, fit: Fit) -> tuple[str
     workload = breakdown.workload
     settings_bound = {workload, breakdown.confidence_hint}
     if "image" in settings_bound:
-        low.append(
+        low.append(gettext(
             "image generation: memory grows with resolution, batch size and pipeline settings; "
             "the margin covers one image at the model's native resolution"
-        )
+        ))
     if "finetune" in settings_bound:
-        low.append(
+        low.append(gettext(
             "fine-tuning: memory depends on the training script's settings (sequence packing, "
             "checkpointing, optimizer), which the calculation can only assume"
-        )
+        ))
     if workload != "notebook" and breakdown.precision in (8, 4):
-        medium.append(
-            f"{breakdown.precision}-bit weights: quantized, so the real footprint depends on "
-            "the quantization format"
-        )
+        medium.append(gettext(
+            "%(bits)s-bit weights: quantized, so the real footprint depends on the quantization format"
+        ) % {"bits": breakdown.precision})
     if fit.gpus_used > 1:
-        medium.append(
-            f"split over {fit.gpus_used} GPUs: the communication buffers tensor parallelism adds "
-            "on each GPU are an estimate, not measured on this machine"
-        )
+        medium.append(gettext(
+            "split over %(gpus)s GPUs: the communication buffers tensor parallelism adds on each GPU are an "
+            "estimate, not measured on this machine"
+        ) % {"gpus": format_number(fit.gpus_used)})
     source = offer.memory_source
     if source == "host":
-        medium.append("memory reported by the host, not checked by Node Lodge")
+        medium.append(gettext("memory reported by the host, not checked by Node Lodge"))
     elif source == "datasheet":
-        medium.append("memory from the manufacturer's datasheet, not measured at the datacenter")
+        medium.append(gettext("memory from the manufacturer's datasheet, not measured at the datacenter"))
     elif source != "datacenter":
-        medium.append("the source of the memory figure is not recorded")
+        medium.append(gettext("the source of the memory figure is not recorded"))
     if fit.tight:
-        medium.append(
-            f"tight margin: {percent(fit.headroom_fraction)} of the GPU's memory stays free "
-            f"(tight means under {percent(TIGHT_HEADROOM_FRACTION)})"
-        )
+        medium.append(gettext(
+            "tight margin: %(percent)s of the GPU's memory stays free (tight means under %(tight)s)"
+        ) % {"percent": percent(fit.headroom_fraction), "tight": percent(TIGHT_HEADROOM_FRACTION)})
     if offer.memory_flag:
-        low.append(f"the host's memory figure is in doubt: {offer.memory_flag}")
+        low.append(gettext("the host's memory figure is in doubt: %(flag)s") % {"flag": offer.memory_flag})
     if len(medium) >= 2:
-        low.append(f"{len(medium)} reasons for medium together make it low")
+        low.append(gettext("%(count)s reasons for medium together make it low") % {"count": len(medium)})
 
     if low:
         return LOW, low + medium
     if medium:
         return MEDIUM, medium
     if workload == "notebook":
-        return HIGH, ["the need is the figure you entered; datacenter memory figure, one GPU, ample headroom"]
-    bits = f"{breakdown.precision}-bit weights, " if breakdown.precision else ""
-    return HIGH, [f"{bits}datacenter memory figure, one GPU, ample headroom"]
+        return HIGH, [
+            gettext("the need is the figure you entered; datacenter memory figure, one GPU, ample headroom")
+        ]
+    if breakdown.precision:
+        return HIGH, [
+            gettext("%(bits)s-bit weights, datacenter memory figure, one GPU, ample headroom")
+            % {"bits": breakdown.precision}
+        ]
+    return HIGH, [gettext("datacenter memory figure, one GPU, ample headroom")]

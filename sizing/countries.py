@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import gettext as _gettext_module
 from collections.abc import Iterable
+from functools import cache
 
 import pycountry
 
 from .errors import SizingError
+from .i18n import gettext, language
 
 # The 27 member states of the European Union. ISO 3166 writes Greece as GR (the EU's own "EL" is not ISO).
 EU_MEMBERS: frozenset[str] = frozenset(
@@ -41,7 +44,7 @@ def expand_countries(codes: Iterable[str]) -> tuple[frozenset[str] | None, tuple
         elif is_country_code(code):
             expanded.add(code)
         else:
-            raise SizingError("countries", f"Unknown country code: {raw.strip()}")
+            raise SizingError("countries", gettext("Unknown country code: %(code)s") % {"code": raw.strip()})
         if code not in typed:
             typed.append(code)
     if not typed:
@@ -74,11 +77,24 @@ def country_hint(typed: str) -> str | None:
 
 
 def country_name(code: str) -> str:
-    """The country's common name ("Germany" for DE); "European Union" for EU; the code itself if unknown."""
+    """The country's common name ("Germany" for DE, "Deutschland" in German); "European Union" for EU;
+    the code itself if unknown."""
     code = (code or "").strip().upper()
     if code == EU_CODE:
-        return "European Union"
+        return gettext("European Union")
     country = pycountry.countries.get(alpha_2=code) if len(code) == 2 else None
     if country is None:
         return code
-    return getattr(country, "common_name", None) or country.name
+    english = getattr(country, "common_name", None) or country.name
+    return _country_names(language()).gettext(english)
+
+
+@cache
+def _country_names(language_code: str) -> _gettext_module.NullTranslations:
+    """ISO 3166 names in one language, from the translations pycountry ships (English: as they are)."""
+    base = (language_code or "en").split("-")[0].lower()
+    if base == "en":
+        return _gettext_module.NullTranslations()
+    return _gettext_module.translation(
+        "iso3166-1", pycountry.LOCALES_DIR, languages=[base], fallback=True
+    )

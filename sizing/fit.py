@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .breakdown import Breakdown
+from .i18n import format_number, gettext
 from .offers import MachineOffer
 from .units import MIB, fmt_gib
 
@@ -66,7 +67,7 @@ class FitPlanner:
         if free_gpus < 1:
             return None
         if self.need(1) <= memory:
-            return make_fit(1, self.need(1), memory, "one GPU holds it")
+            return make_fit(1, self.need(1), memory, gettext("one GPU holds it"))
         if not self.heads:
             return None
         too_small: list[int] = [1]
@@ -83,30 +84,39 @@ class FitPlanner:
         return None
 
     def _why_split(self, gpus: int, memory: int, too_small: list[int], not_dividing: list[int]) -> str:
+        heads = format_number(self.heads)
         parts = [
-            f"split over {gpus} GPUs by tensor parallelism: {self.heads} attention heads divide by {gpus}"
+            gettext("split over %(gpus)s GPUs by tensor parallelism: %(heads)s attention heads divide by "
+                    "%(gpus)s")
+            % {"gpus": gpus, "heads": heads}
         ]
         needs = [
-            f"one GPU would need {fmt_gib(self.need(1))}"
+            gettext("one GPU would need %(need)s") % {"need": fmt_gib(self.need(1))}
             if n == 1
-            else f"{n} GPUs would need {fmt_gib(self.need(n))} each"
+            else gettext("%(gpus)s GPUs would need %(need)s each") % {
+                "gpus": n, "need": fmt_gib(self.need(n))
+            }
             for n in too_small
         ]
-        parts.append(", ".join(needs) + f", more than {fmt_gib(memory)}")
+        parts.append(", ".join(needs) + gettext(", more than %(memory)s") % {"memory": fmt_gib(memory)})
         if len(not_dividing) == 1:
             parts.append(
-                f"{not_dividing[0]} GPUs skipped: {self.heads} heads not divisible by {not_dividing[0]}"
+                gettext("%(gpus)s GPUs skipped: %(heads)s heads not divisible by %(gpus)s")
+                % {"gpus": not_dividing[0], "heads": heads}
             )
         elif not_dividing:
             parts.append(
-                f"{join_words([str(n) for n in not_dividing])} GPUs skipped: "
-                f"{self.heads} heads divide by none of them"
+                gettext("%(counts)s GPUs skipped: %(heads)s heads divide by none of them")
+                % {"counts": join_words([str(n) for n in not_dividing]), "heads": heads}
             )
         return "; ".join(parts)
 
 
 def join_words(words: list[str]) -> str:
-    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
+    """"2, 3 and 5" ("2, 3 und 5" in German)."""
+    if len(words) == 1:
+        return words[0]
+    return gettext("%(first)s and %(last)s") % {"first": ", ".join(words[:-1]), "last": words[-1]}
 
 
 def make_fit(gpus: int, need: int, memory: int, why: str) -> Fit:

@@ -7,10 +7,12 @@ and the assumptions give that figure.
 """
 from __future__ import annotations
 
+from . import nouns
 from .architectures import PLAIN, cache_groups, expanded_mla_bytes_per_token
 from .breakdown import Item
 from .errors import SizingError
-from .units import GIB, fmt_int
+from .i18n import format_number, gettext
+from .units import fmt_gib, fmt_int
 
 KV_BITS = (16, 8)
 # vLLM's default chunked-prefill budget per scheduler step; its sliding and chunked layers keep up to
@@ -20,23 +22,12 @@ VLLM_BATCHED_TOKENS = 8192
 
 def check_kv_bits(kv_bits) -> int:
     if isinstance(kv_bits, bool) or kv_bits not in KV_BITS:
-        raise SizingError("kv_bits", "The KV cache precision must be 16-bit or 8-bit.")
+        raise SizingError("kv_bits", gettext("The KV cache precision must be 16-bit or 8-bit."))
     return int(kv_bits)
 
 
-def _plural(count: int, singular: str, plural: str | None = None) -> str:
-    return f"{fmt_int(count)} {singular if count == 1 else (plural or singular + 's')}"
-
-
 def _bytes(kv_bytes: int) -> str:
-    return "1 byte" if kv_bytes == 1 else f"{kv_bytes} bytes"
-
-
-def _gib(n_bytes: int) -> str:
-    from decimal import ROUND_HALF_UP, Decimal
-
-    value = (Decimal(n_bytes) / Decimal(GIB)).quantize(Decimal("0.01"), rounding=ROUND_HALF_UP)
-    return f"{value:,} GiB"
+    return nouns.byte_count(kv_bytes)
 
 
 def is_plain(spec) -> bool:
@@ -48,100 +39,185 @@ def kv_cache_items(spec, context: int, requests: int, kv_bits: int) -> tuple[lis
     """The cache items and what they assume, for `requests` requests of `context` tokens."""
     kv_bytes = kv_bits // 8
     arch = spec.architecture or PLAIN
-    tokens = _plural(context, "token")
-    reqs = _plural(requests, "request")
+    tokens = nouns.tokens(context)
+    reqs = nouns.requests(requests)
     precision_words = (
-        f"The KV cache is kept in 16-bit ({_bytes(kv_bytes)} per value) whatever the weights' precision."
+        gettext("The KV cache is kept in 16-bit (%(bytes)s per value) whatever the weights' precision.")
+        % {"bytes": _bytes(kv_bytes)}
         if kv_bits == 16 else
-        "The KV cache is kept in 8-bit (1 byte per value), as vLLM's fp8 KV cache (kv_cache_dtype=fp8) "
-        "stores it, whatever the weights' precision; 16-bit is the default."
+        gettext(
+            "The KV cache is kept in 8-bit (1 byte per value), as vLLM's fp8 KV cache (kv_cache_dtype=fp8) "
+            "stores it, whatever the weights' precision; 16-bit is the default."
+        )
     )
     assumptions = [precision_words]
     if is_plain(spec):
         layers, kv_heads, head_dim = spec.layers, spec.kv_heads, spec.head_dim
         item = Item(
-            name="KV cache",
-            formula=(
-                f"2 × {_plural(layers, 'layer')} × {_plural(kv_heads, 'KV head')} × "
-                f"{fmt_int(head_dim)} head dim × {_bytes(kv_bytes)} × {tokens} × {reqs}"
-            ),
+            name=gettext("KV cache"),
+            formula=gettext(
+                "2 × %(layers)s × %(kv_heads)s × %(head_dim)s head dim × %(bytes)s × %(tokens)s × "
+                "%(requests)s"
+            ) % {
+                "layers": nouns.layers(layers), "kv_heads": nouns.kv_heads(kv_heads),
+                "head_dim": fmt_int(head_dim),
+                "bytes": _bytes(kv_bytes), "tokens": tokens, "requests": reqs,
+            },
             bytes=2 * layers * kv_heads * head_dim * kv_bytes * context * requests,
         )
         return [item], assumptions
 
     items = []
     for group in cache_groups(spec, context, kv_bytes):
-        layers = _plural(group.layers, "layer")
-        heads = f"{_plural(spec.kv_heads, 'KV head')} × {fmt_int(spec.head_dim)} head dim" \
-            if group.kind != "latent" else ""
+        layers = nouns.layers(group.layers)
+        heads = gettext("%(kv_heads)s × %(head_dim)s head dim") % {
+            "kv_heads": nouns.kv_heads(spec.kv_heads), "head_dim": fmt_int(spec.head_dim)
+        } if group.kind != "latent" else ""
         if group.kind == "latent":
             mla = arch.mla
             items.append(Item(
-                name="KV cache, latent attention (MLA)",
-                formula=(f"{layers} × ({fmt_int(mla.kv_lora_rank)} latent + {fmt_int(mla.qk_rope_head_dim)} "
-                         f"rotary dims) × {_bytes(kv_bytes)} × {tokens} × {reqs}"),
+                name=gettext("KV cache, latent attention (MLA)"),
+                formula=gettext(
+                    "%(layers)s × (%(latent)s latent + %(rotary)s rotary dims) × %(bytes)s × %(tokens)s × "
+                    "%(requests)s"
+                ) % {
+                    "layers": layers, "latent": fmt_int(mla.kv_lora_rank),
+                    "rotary": fmt_int(mla.qk_rope_head_dim),
+                    "bytes": _bytes(kv_bytes), "tokens": tokens, "requests": reqs,
+                },
                 bytes=group.bytes(requests),
                 per_gpu=True,
             ))
             expanded = expanded_mla_bytes_per_token(spec, kv_bytes)
             latent = group.bytes_per_token
             assumptions += [
-                f"Latent attention caches one compressed vector of {fmt_int(mla.latent_width)} values per "
-                "token and layer, shared by all heads, as vLLM and SGLang store it (no factor 2: keys and "
-                "values are rebuilt from it).",
-                "transformers' 4.x releases instead cache the expanded keys and values of all "
-                f"{fmt_int(spec.attention_heads)} heads "
-                f"({fmt_int(mla.qk_nope_head_dim + mla.qk_rope_head_dim)} + {fmt_int(mla.v_head_dim)} "
-                f"values per head): {fmt_int(expanded)} bytes per token instead of {fmt_int(latent)}, "
-                f"{expanded / latent:.0f}× more (transformers 5 caches the latent too). Serve it with an "
-                "MLA-aware engine.",
-                "Under tensor parallelism every GPU keeps the whole latent cache (it is not split by heads), "
-                "so it is counted on each GPU.",
+                gettext(
+                    "Latent attention caches one compressed vector of %(width)s values per "
+                    "token and layer, shared by all heads, as vLLM and SGLang store it (no factor 2: keys "
+                    "and "
+                    "values are rebuilt from it)."
+                ) % {"width": fmt_int(mla.latent_width)},
+                gettext(
+                    "transformers' 4.x releases instead cache the expanded keys and values of all "
+                    "%(heads)s heads (%(key_width)s + %(value_width)s values per head): %(expanded)s bytes "
+                    "per "
+                    "token instead of %(latent)s, %(factor)s× more (transformers 5 caches the latent too). "
+                    "Serve it with an MLA-aware engine."
+                ) % {
+                    "heads": fmt_int(spec.attention_heads),
+                    "key_width": fmt_int(mla.qk_nope_head_dim + mla.qk_rope_head_dim),
+                    "value_width": fmt_int(mla.v_head_dim), "expanded": fmt_int(expanded),
+                    "latent": fmt_int(latent), "factor": format_number(round(expanded / latent)),
+                },
+                gettext(
+                    "Under tensor parallelism every GPU keeps the whole latent cache (it is not split by "
+                    "heads), "
+                    "so it is counted on each GPU."
+                ),
             ]
         elif group.kind == "full":
             items.append(Item(
-                name="KV cache, full-attention layers",
+                name=gettext("KV cache, full-attention layers"),
                 formula=f"2 × {layers} × {heads} × {_bytes(kv_bytes)} × {tokens} × {reqs}",
                 bytes=group.bytes(requests),
             ))
         elif group.kind in ("sliding", "chunked"):
-            window = arch.sliding_window if group.kind == "sliding" else arch.attention_chunk
-            what = "window" if group.kind == "sliding" else "chunk"
-            label = "sliding-window layers" if group.kind == "sliding" else "chunked local-attention layers"
-            items.append(Item(
-                name=f"KV cache, {label}",
-                formula=(f"2 × {layers} × {heads} × {_bytes(kv_bytes)} × "
-                         f"min({tokens}, {fmt_int(window)} {what}) = "
-                         f"{_plural(group.tokens_held, 'token')} × {reqs}"),
-                bytes=group.bytes(requests),
-            ))
-            vllm_tokens = min(window - 1 + VLLM_BATCHED_TOKENS, context) if group.kind == "sliding" \
+            sliding = group.kind == "sliding"
+            window = arch.sliding_window if sliding else arch.attention_chunk
+            values = {
+                "layers": layers, "heads": heads, "bytes": _bytes(kv_bytes), "tokens": tokens,
+                "window": fmt_int(window), "held": nouns.tokens(group.tokens_held), "requests": reqs,
+            }
+            if sliding:
+                items.append(Item(
+                    name=gettext("KV cache, sliding-window layers"),
+                    formula=gettext(
+                        "2 × %(layers)s × %(heads)s × %(bytes)s × min(%(tokens)s, %(window)s window) = "
+                        "%(held)s × %(requests)s"
+                    ) % values,
+                    bytes=group.bytes(requests),
+                ))
+            else:
+                items.append(Item(
+                    name=gettext("KV cache, chunked local-attention layers"),
+                    formula=gettext(
+                        "2 × %(layers)s × %(heads)s × %(bytes)s × min(%(tokens)s, %(window)s chunk) = "
+                        "%(held)s × %(requests)s"
+                    ) % values,
+                    bytes=group.bytes(requests),
+                ))
+            vllm_tokens = min(window - 1 + VLLM_BATCHED_TOKENS, context) if sliding \
                 else min(window + VLLM_BATCHED_TOKENS, context)
             extra = max(0, vllm_tokens - group.tokens_held) * group.bytes_per_token * requests
-            kind_words = ("attend only to the last" if group.kind == "sliding"
-                          else "attend only within their")
-            assumptions.append(
-                f"{_plural(group.layers, 'layer')} {kind_words} {fmt_int(window)}-token {what}, so they hold "
-                f"min(context, {what}) tokens: the bound of transformers' static cache. vLLM's hybrid cache "
-                f"manager reserves up to {what} + {fmt_int(VLLM_BATCHED_TOKENS)} batched prefill tokens on "
-                "them"
-                + (f", {_gib(extra)} more here; the margin must cover it." if extra else ", no more here.")
-            )
+            values = {
+                "layers": layers, "window": fmt_int(window), "batched": fmt_int(VLLM_BATCHED_TOKENS),
+                "extra": fmt_gib(extra),
+            }
+            if sliding and extra:
+                words = gettext(
+                    "%(layers)s attend only to the last %(window)s-token window, so they hold min(context, "
+                    "window) "
+                    "tokens: the bound of transformers' static cache. vLLM's hybrid cache manager reserves "
+                    "up to "
+                    "window + %(batched)s batched prefill tokens on them, %(extra)s more here; the margin "
+                    "must "
+                    "cover it."
+                )
+            elif sliding:
+                words = gettext(
+                    "%(layers)s attend only to the last %(window)s-token window, so they hold min(context, "
+                    "window) "
+                    "tokens: the bound of transformers' static cache. vLLM's hybrid cache manager reserves "
+                    "up to "
+                    "window + %(batched)s batched prefill tokens on them, no more here."
+                )
+            elif extra:
+                words = gettext(
+                    "%(layers)s attend only within their %(window)s-token chunk, so they hold min(context, "
+                    "chunk) "
+                    "tokens: the bound of transformers' static cache. vLLM's hybrid cache manager reserves "
+                    "up to "
+                    "chunk + %(batched)s batched prefill tokens on them, %(extra)s more here; the margin "
+                    "must "
+                    "cover it."
+                )
+            else:
+                words = gettext(
+                    "%(layers)s attend only within their %(window)s-token chunk, so they hold min(context, "
+                    "chunk) "
+                    "tokens: the bound of transformers' static cache. vLLM's hybrid cache manager reserves "
+                    "up to "
+                    "chunk + %(batched)s batched prefill tokens on them, no more here."
+                )
+            assumptions.append(words % values)
         elif group.kind == "linear":
             lin = arch.linear_attention
             items.append(Item(
-                name="Recurrent state, linear-attention layers",
-                formula=(f"{layers} × [convolution ({fmt_int(lin.conv_kernel)} − 1) × "
-                         f"{fmt_int(lin.conv_dim)} channels + state {fmt_int(lin.value_heads)} heads × "
-                         f"{fmt_int(lin.value_head_dim)} × {fmt_int(lin.key_head_dim)}] × 2 bytes × {reqs}"),
+                name=gettext("Recurrent state, linear-attention layers"),
+                formula=gettext(
+                    "%(layers)s × [convolution (%(kernel)s − 1) × %(channels)s channels + state %(heads)s "
+                    "heads × "
+                    "%(value_dim)s × %(key_dim)s] × 2 bytes × %(requests)s"
+                ) % {
+                    "layers": layers, "kernel": fmt_int(lin.conv_kernel), "channels": fmt_int(lin.conv_dim),
+                    "heads": fmt_int(lin.value_heads), "value_dim": fmt_int(lin.value_head_dim),
+                    "key_dim": fmt_int(lin.key_head_dim), "requests": reqs,
+                },
                 bytes=group.bytes(requests),
             ))
             state = lin.value_heads * lin.value_head_dim * lin.key_head_dim
             transformers_bytes = group.layers * (lin.conv_kernel * lin.conv_dim * 2 + state * 4)
             assumptions.append(
-                f"{_plural(group.layers, 'linear-attention layer')} (Gated DeltaNet) keep a fixed state per "
-                "sequence whatever the context, in 16-bit as vLLM holds it (mamba_cache_dtype follows the "
-                "model, not the KV cache precision). transformers keeps the whole convolution window and a "
-                f"float32 state: {fmt_int(transformers_bytes)} bytes per sequence."
+                gettext(
+                    "%(layers)s (Gated DeltaNet) keep a fixed state per sequence whatever the context, in "
+                    "16-bit "
+                    "as vLLM holds it (mamba_cache_dtype follows the model, not the KV cache precision). "
+                    "transformers keeps the whole convolution window and a float32 state: %(bytes)s bytes "
+                    "per "
+                    "sequence."
+                ) % {
+                    "layers": nouns.linear_attention_layers(group.layers),
+                    "bytes": fmt_int(transformers_bytes),
+                }
             )
     return items, assumptions

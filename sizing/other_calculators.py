@@ -9,20 +9,26 @@ from dataclasses import dataclass
 from decimal import ROUND_CEILING, Decimal, InvalidOperation
 
 from .errors import SizingError
+from .i18n import format_number, gettext
 
 MAX_REDUNDANCY_GPUS = 10_000
 
 
-def _decimal(value, field: str, label: str) -> Decimal:
+def efficiency_error() -> str:
+    return gettext("The efficiency must be more than 0 %% and at most 100 %%.") % {}
+
+
+def _decimal(value, field: str, subject: str) -> Decimal:
+    """`subject` names the input as a sentence starts with it ("The efficiency"), translated."""
     if isinstance(value, bool) or not isinstance(value, int | float | Decimal | str):
-        raise SizingError(field, f"The {label} must be a number.")
+        raise SizingError(field, gettext("%(subject)s must be a number.") % {"subject": subject})
     try:
         # str() of a float is its shortest repr, so 0.75 becomes exactly 0.75.
         number = Decimal(str(value)) if isinstance(value, float) else Decimal(value)
     except InvalidOperation:
-        raise SizingError(field, f"The {label} must be a number.") from None
+        raise SizingError(field, gettext("%(subject)s must be a number.") % {"subject": subject}) from None
     if not number.is_finite():
-        raise SizingError(field, f"The {label} must be a finite number.")
+        raise SizingError(field, gettext("%(subject)s must be a finite number.") % {"subject": subject})
     return number
 
 
@@ -30,8 +36,8 @@ def _plain(number: Decimal) -> str:
     """A Decimal with thousands separators and no trailing zeros (56,250, 2.1, 21.01)."""
     normalized = number.normalize()
     if normalized == normalized.to_integral_value():
-        return f"{int(normalized):,}"
-    return f"{normalized:,f}"
+        return format_number(int(normalized))
+    return format_number(normalized)
 
 
 # --- GPU count for a throughput target -------------------------------------------------------------------
@@ -55,36 +61,53 @@ def gpus_for_throughput(
     efficiency_percent,
     redundancy_gpus: int,
 ) -> ThroughputPlan:
-    target = _decimal(target_tokens_per_s, "target", "throughput target")
-    measured = _decimal(measured_tokens_per_s_per_gpu, "measured", "measured throughput per GPU")
-    efficiency = _decimal(efficiency_percent, "efficiency", "efficiency")
+    target = _decimal(target_tokens_per_s, "target", gettext("The throughput target"))
+    measured = _decimal(measured_tokens_per_s_per_gpu, "measured", gettext("The measured throughput per GPU"))
+    efficiency = _decimal(efficiency_percent, "efficiency", gettext("The efficiency"))
     if target <= 0:
-        raise SizingError("target", "The throughput target must be more than 0 tokens/s.")
+        raise SizingError("target", gettext("The throughput target must be more than 0 tokens/s."))
     if measured <= 0:
-        raise SizingError("measured", "The measured throughput per GPU must be more than 0 tokens/s.")
+        raise SizingError(
+            "measured", gettext("The measured throughput per GPU must be more than 0 tokens/s.")
+        )
     if not 0 < efficiency <= 100:
-        raise SizingError("efficiency", "The efficiency must be more than 0 % and at most 100 %.")
+        raise SizingError("efficiency", efficiency_error())
     if isinstance(redundancy_gpus, bool) or not isinstance(redundancy_gpus, int):
-        raise SizingError("redundancy", "The redundancy must be a whole number of GPUs.")
+        raise SizingError("redundancy", gettext("The redundancy must be a whole number of GPUs."))
     if not 0 <= redundancy_gpus <= MAX_REDUNDANCY_GPUS:
         raise SizingError(
-            "redundancy", f"The redundancy must be between 0 and {MAX_REDUNDANCY_GPUS:,} GPUs."
+            "redundancy",
+            gettext("The redundancy must be between 0 and %(maximum)s GPUs.")
+            % {"maximum": format_number(MAX_REDUNDANCY_GPUS)},
         )
 
     usable_per_gpu = measured * efficiency / 100
     productive_gpus = int((target / usable_per_gpu).to_integral_value(rounding=ROUND_CEILING))
     total_gpus = productive_gpus + redundancy_gpus
     steps = (
-        f"Usable per GPU = {_plain(measured)} tokens/s × {_plain(efficiency)} % "
-        f"= {_plain(usable_per_gpu)} tokens/s",
-        f"Productive GPUs = ceil({_plain(target)} ÷ {_plain(usable_per_gpu)}) = {productive_gpus:,}",
-        f"Total GPUs = {productive_gpus:,} productive + {redundancy_gpus:,} redundancy = {total_gpus:,}",
+        gettext("Usable per GPU = %(measured)s tokens/s × %(efficiency)s %% = %(usable)s tokens/s") % {
+            "measured": _plain(measured), "efficiency": _plain(efficiency), "usable": _plain(usable_per_gpu)
+        },
+        gettext("Productive GPUs = ceil(%(target)s ÷ %(usable)s) = %(productive)s") % {
+            "target": _plain(target), "usable": _plain(usable_per_gpu),
+            "productive": format_number(productive_gpus)
+        },
+        gettext("Total GPUs = %(productive)s productive + %(redundancy)s redundancy = %(total)s") % {
+            "productive": format_number(productive_gpus), "redundancy": format_number(redundancy_gpus),
+            "total": format_number(total_gpus),
+        },
     )
     caveats = (
-        "This counts GPUs for throughput only: it does not check that the model fits in each GPU's memory, "
-        "how the model is split over GPUs (parallelism), or the latency of a single request.",
-        "The result is only as good as the measured tokens/s: measure with your model, precision, context "
-        "and batch size.",
+        gettext(
+            "This counts GPUs for throughput only: it does not check that the model fits in each GPU's "
+            "memory, "
+            "how the model is split over GPUs (parallelism), or the latency of a single request."
+        ),
+        gettext(
+            "The result is only as good as the measured tokens/s: measure with your model, precision, "
+            "context "
+            "and batch size."
+        ),
     )
     return ThroughputPlan(
         target_tokens_per_s=target,
@@ -124,12 +147,21 @@ class RuleOfThumb:
 
 def rule_of_thumb(parameters: int, precision: str) -> RuleOfThumb:
     if isinstance(parameters, bool) or not isinstance(parameters, int):
-        raise SizingError("parameters", "The parameter count must be a whole number.")
+        raise SizingError("parameters", gettext("The parameter count must be a whole number."))
     if not 1 <= parameters <= MAX_PARAMETERS:
-        raise SizingError("parameters", f"The parameter count must be between 1 and {MAX_PARAMETERS:,}.")
+        raise SizingError(
+            "parameters",
+            gettext("The parameter count must be between 1 and %(maximum)s.") % {
+                "maximum": format_number(MAX_PARAMETERS)
+            },
+        )
     precision_key = precision.strip().upper() if isinstance(precision, str) else None
     if precision_key not in RULE_OF_THUMB_BYTES:
-        raise SizingError("precision", f"Precision must be one of {', '.join(RULE_OF_THUMB_BYTES)}.")
+        raise SizingError(
+            "precision", gettext("Precision must be one of %(choices)s.") % {
+                "choices": ", ".join(RULE_OF_THUMB_BYTES)
+            }
+        )
 
     bytes_per_parameter = RULE_OF_THUMB_BYTES[precision_key]
     base_gb = Decimal(parameters) * bytes_per_parameter / GB
@@ -137,15 +169,24 @@ def rule_of_thumb(parameters: int, precision: str) -> RuleOfThumb:
     subtotal_gb = base_gb + context_overhead_gb + OPERATING_OVERHEAD_GB
     total_gb = subtotal_gb * SAFETY_FACTOR
     steps = (
-        f"Base = {parameters:,} parameters × {_plain(bytes_per_parameter)} bytes ({precision_key}) "
-        f"= {_plain(base_gb)} GB",
-        f"Context overhead = {_plain(base_gb)} GB × 0.15 = {_plain(context_overhead_gb)} GB",
-        f"Operating overhead = {_plain(OPERATING_OVERHEAD_GB)} GB",
-        f"Subtotal = {_plain(base_gb)} + {_plain(context_overhead_gb)} + {_plain(OPERATING_OVERHEAD_GB)} "
-        f"= {_plain(subtotal_gb)} GB",
-        f"Total = {_plain(subtotal_gb)} GB × 1.1 safety = {_plain(total_gb)} GB",
+        gettext("Base = %(parameters)s parameters × %(bytes)s bytes (%(precision)s) = %(base)s GB") % {
+            "parameters": format_number(parameters), "bytes": _plain(bytes_per_parameter),
+            "precision": precision_key, "base": _plain(base_gb),
+        },
+        gettext("Context overhead = %(base)s GB × %(share)s = %(overhead)s GB") % {
+            "base": _plain(base_gb), "share": _plain(CONTEXT_OVERHEAD_SHARE),
+            "overhead": _plain(context_overhead_gb)
+        },
+        gettext("Operating overhead = %(overhead)s GB") % {"overhead": _plain(OPERATING_OVERHEAD_GB)},
+        gettext("Subtotal = %(base)s + %(context)s + %(operating)s = %(subtotal)s GB") % {
+            "base": _plain(base_gb), "context": _plain(context_overhead_gb),
+            "operating": _plain(OPERATING_OVERHEAD_GB), "subtotal": _plain(subtotal_gb),
+        },
+        gettext("Total = %(subtotal)s GB × %(factor)s safety = %(total)s GB") % {
+            "subtotal": _plain(subtotal_gb), "factor": _plain(SAFETY_FACTOR), "total": _plain(total_gb)
+        },
     )
-    note = (
+    note = gettext(
         "A rough rule of thumb in decimal GB (10^9 bytes), while the detailed calculation counts GiB "
         "(2^30 bytes, about 7 % more per unit). Its overheads are flat shares, not the model's own KV cache "
         "for your context and requests, so the two results can differ widely."

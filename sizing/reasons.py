@@ -1,17 +1,20 @@
 """Why a machine is not recommended, in the order answers list them; and the preference codes.
 
 The first five come from the availability rule (`sizing.availability`), the rest from the engine.
-Each reason string is also its words.
+Each reason string is also its English words, and stays so wherever it is a value (the keys of an
+answer's "excluded", in every language); `reason_words` gives the words in the active language.
 """
-OFFLINE = "offline or out of stock"
-STALE = "not heard from recently"
-OUTSIDE_COUNTRIES = "outside the chosen countries"
-MEMORY_UNKNOWN = "memory unknown"
-NO_FREE_GPUS = "no free GPUs"
-TOO_SMALL = "too small"
-OTHER_TIER = "other tier"
-OVER_PRICE = "over the price limit"
-BUDGET_UNDER_HOUR = "budget covers under an hour"
+from .i18n import gettext, gettext_noop
+
+OFFLINE = gettext_noop("offline or out of stock")
+STALE = gettext_noop("not heard from recently")
+OUTSIDE_COUNTRIES = gettext_noop("outside the chosen countries")
+MEMORY_UNKNOWN = gettext_noop("memory unknown")
+NO_FREE_GPUS = gettext_noop("no free GPUs")
+TOO_SMALL = gettext_noop("too small")
+OTHER_TIER = gettext_noop("other tier")
+OVER_PRICE = gettext_noop("over the price limit")
+BUDGET_UNDER_HOUR = gettext_noop("budget covers under an hour")
 EXCLUDED_REASONS: tuple[str, ...] = (
     OFFLINE,
     STALE,
@@ -27,3 +30,8 @@ EXCLUDED_REASONS: tuple[str, ...] = (
 # Codes of the preferences an alternative breaks; an alternative is counted under its first one.
 BREAK_TIER, BREAK_MAX_PRICE, BREAK_BUDGET = "tier", "max_price", "budget"
 BREAK_REASON = {BREAK_TIER: OTHER_TIER, BREAK_MAX_PRICE: OVER_PRICE, BREAK_BUDGET: BUDGET_UNDER_HOUR}
+
+
+def reason_words(reason: str) -> str:
+    """A reason of EXCLUDED_REASONS in the active language."""
+    return gettext(reason)

@@ -11,9 +11,10 @@ from decimal import Decimal
 from .breakdown import Breakdown
 from .countries import country_name
 from .fit import Fit
+from .i18n import gettext, gettext_noop, ngettext
 from .offers import MachineOffer, MeasuredSpeed
-from .units import gib_number, money_string, money_text, round_half_up
-from .wording import MEMORY_SOURCE_SHORT, MEMORY_SOURCE_WORDS, BudgetCover, plural
+from .units import decimal_text, gib_number, money_string, money_text, round_half_up
+from .wording import MEMORY_SOURCE_SHORT, MEMORY_SOURCE_WORDS, BudgetCover, per_hour
 
 
 @dataclass(frozen=True)
@@ -91,7 +92,7 @@ def machine_row(machine: RecommendedMachine) -> dict:
     return data
 
 
-NO_MEASURED_SPEED = "no measured speed"
+NO_MEASURED_SPEED = gettext_noop("no measured speed")
 
 
 def price_per_million_text(machine: RecommendedMachine) -> str | None:
@@ -100,7 +101,7 @@ def price_per_million_text(machine: RecommendedMachine) -> str | None:
     if not machine.serves_tokens:
         return None
     if machine.price_per_million_tokens is None:
-        return NO_MEASURED_SPEED
+        return gettext(NO_MEASURED_SPEED)
     return money_text(machine.price_per_million_tokens)
 
 
@@ -134,11 +135,17 @@ class PrecisionAlternative:
 
     @property
     def text(self) -> str:
-        words = f"{self.precision}-bit needs {round_half_up(self.total_gib):,} GiB"
+        words = gettext("%(bits)s-bit needs %(memory)s GiB") % {
+            "bits": self.precision, "memory": decimal_text(self.total_gib)
+        }
         if self.more_machines > 0:
-            words += f" and opens {plural(self.more_machines, 'more machine')}"
+            words += ngettext(
+                " and opens %(count)s more machine", " and opens %(count)s more machines", self.more_machines
+            ) % {"count": self.more_machines}
         if self.cheapest_hourly_price is not None:
-            words += f"; the cheapest costs {money_text(self.cheapest_hourly_price)}/h"
+            words += gettext("; the cheapest costs %(price)s") % {
+                "price": per_hour(self.cheapest_hourly_price)
+            }
         return words
 
     def to_dict(self) -> dict:

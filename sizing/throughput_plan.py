@@ -39,6 +39,8 @@ from fractions import Fraction
 from itertools import accumulate
 
 from .errors import SizingError
+from .i18n import format_number, gettext, ngettext
+from .other_calculators import efficiency_error
 
 DEFAULT_EFFICIENCY_PERCENT = Decimal("75")
 DEFAULT_REDUNDANCY = 1
@@ -64,7 +66,7 @@ class PlanCandidate:
 
     @property
     def name(self) -> str:
-        return self.label or f"machine {self.machine_id}"
+        return self.label or gettext("machine %(id)s") % {"id": self.machine_id}
 
     @property
     def tokens_per_s_per_gpu(self) -> Fraction:
@@ -118,17 +120,20 @@ def _validated(target, efficiency_percent, redundancy) -> tuple[Fraction, Fracti
     ):
         raise SizingError(
             "target",
-            f"The throughput target must be above 0 and at most {MAX_TARGET_TOKENS_PER_S:,} tokens/s.",
+            gettext("The throughput target must be above 0 and at most %(maximum)s tokens/s.")
+            % {"maximum": format_number(MAX_TARGET_TOKENS_PER_S)},
         )
     if not isinstance(efficiency_percent, Decimal | int) or not 0 < efficiency_percent <= 100:
-        raise SizingError("efficiency", "The efficiency must be more than 0 % and at most 100 %.")
+        raise SizingError("efficiency", efficiency_error())
     if (
         isinstance(redundancy, bool)
         or not isinstance(redundancy, int)
         or not 0 <= redundancy <= MAX_REDUNDANCY
     ):
         raise SizingError(
-            "redundancy", f"The redundancy must be a whole number of copies from 0 to {MAX_REDUNDANCY}."
+            "redundancy",
+            gettext("The redundancy must be a whole number of copies from 0 to %(maximum)s.")
+            % {"maximum": MAX_REDUNDANCY},
         )
     return Fraction(target), Fraction(efficiency_percent), redundancy
 
@@ -500,11 +505,11 @@ def number(value: Fraction | Decimal | int) -> str:
     """A figure for the formula: thousands separators, up to two decimals, no trailing zeros."""
     exact = Fraction(value)
     rounded = round(exact * 100)
-    text = f"{rounded // 100:,}"
     cents = rounded % 100
-    if cents:
-        text += f".{cents:02d}".rstrip("0")
-    return text
+    if not cents:
+        return format_number(rounded // 100)
+    figure = Decimal(rounded).scaleb(-2)
+    return format_number(figure.quantize(Decimal("0.1")) if cents % 10 == 0 else figure)
 
 
 def plan_steps(parts, target: Fraction, efficiency: Fraction, usable: Fraction, productive: int, spare: int):
@@ -519,30 +524,48 @@ def plan_steps(parts, target: Fraction, efficiency: Fraction, usable: Fraction, 
         if part.productive_copies:
             gpus = part.productive_copies * candidate.gpus_per_copy
             steps.append(
-                f"Usable per GPU on {candidate.name} = {number(per_gpu)} tokens/s measured × "
-                f"{number(efficiency)} % = {number(per_gpu * efficiency / 100)} tokens/s; "
-                f"{gpus} GPU{'s give' if gpus != 1 else ' gives'} "
-                f"{number(gpus * per_gpu * efficiency / 100)} tokens/s"
+                ngettext(
+                    "Usable per GPU on %(machine)s = %(measured)s tokens/s measured × %(efficiency)s %% = "
+                    "%(usable)s tokens/s; %(gpus)s GPU gives %(total)s tokens/s",
+                    "Usable per GPU on %(machine)s = %(measured)s tokens/s measured × %(efficiency)s %% = "
+                    "%(usable)s tokens/s; %(gpus)s GPUs give %(total)s tokens/s",
+                    gpus,
+                ) % {
+                    "machine": candidate.name, "measured": number(per_gpu), "efficiency": number(efficiency),
+                    "usable": number(per_gpu * efficiency / 100), "gpus": gpus,
+                    "total": number(gpus * per_gpu * efficiency / 100),
+                }
             )
     if len(speeds) == 1 and one_gpu_copies:
         (per_gpu,) = speeds
         usable_per_gpu = per_gpu * efficiency / 100
-        steps.append(f"Productive GPUs = ceil({number(target)} ÷ {number(usable_per_gpu)}) = {productive}")
+        steps.append(
+            gettext("Productive GPUs = ceil(%(target)s ÷ %(usable)s) = %(productive)s")
+            % {"target": number(target), "usable": number(usable_per_gpu), "productive": productive}
+        )
     else:
         steps.append(
-            f"Productive GPUs = {productive}: together {number(usable)} tokens/s ≥ {number(target)} tokens/s"
+            gettext("Productive GPUs = %(productive)s: together %(usable)s tokens/s ≥ %(target)s tokens/s")
+            % {"productive": productive, "usable": number(usable), "target": number(target)}
         )
     spares = [
-        f"{part.spare_copies * part.candidate.gpus_per_copy} on {part.candidate.name}"
+        gettext("%(gpus)s on %(machine)s") % {
+            "gpus": part.spare_copies * part.candidate.gpus_per_copy, "machine": part.candidate.name
+        }
         for part in parts
         if part.spare_copies
     ]
     if spares:
         steps.append(
-            f"Redundancy GPUs = {', '.join(spares)}: spare copies as fast as any productive one, so the "
-            "target holds when one fails"
+            gettext(
+                "Redundancy GPUs = %(spares)s: spare copies as fast as any productive one, so the "
+                "target holds when one fails"
+            ) % {"spares": ", ".join(spares)}
         )
-    steps.append(f"Total GPUs = {productive} productive + {spare} redundancy = {productive + spare}")
+    steps.append(
+        gettext("Total GPUs = %(productive)s productive + %(redundancy)s redundancy = %(total)s")
+        % {"productive": productive, "redundancy": spare, "total": productive + spare}
+    )
     return tuple(steps)
 
 

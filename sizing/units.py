@@ -3,8 +3,14 @@
 - Sizes: bytes in, GiB out with two decimals, halves rounded up (15.625 → 15.63), as people round.
 - Money: prices are kept to four places; an amount is shown with the digits it has, at least two
   and at most four ($0.098 stays $0.098, $2.50 stays $2.50), halves rounded up at the fourth.
+
+Words and values are kept apart: the `*_display`, `*_text` and `fmt_*` functions write for people, in
+the active language (19,55 GiB, 0,098 $ in German; `sizing.i18n`); `gib_number` and `money_string` are
+values for JSON, URLs and forms, the same in every language.
 """
 from decimal import ROUND_HALF_UP, Decimal
+
+from .i18n import format_number, pgettext
 
 GIB = 2**30
 MIB = 2**20
@@ -34,7 +40,7 @@ def _gib_decimal(n_bytes: int | float) -> Decimal:
 
 def gib_display(n_bytes: int | float) -> str:
     """Bytes as GiB with two decimals, rounded only here, for display."""
-    return f"{_gib_decimal(n_bytes):,}"
+    return format_number(_gib_decimal(n_bytes))
 
 
 def gib_number(n_bytes: int | float) -> float:
@@ -47,7 +53,23 @@ def fmt_gib(n_bytes: float) -> str:
 
 
 def fmt_int(n: int) -> str:
-    return f"{n:,}"
+    """A whole number for people: 8,030,261,248 (8.030.261.248 in German)."""
+    return format_number(n)
+
+
+def general_number(value, significant: int | None = None) -> str:
+    """A figure as Python's "g" format writes it (0.5, 2, 4.127), with the active language's decimal
+    mark and no thousands separators: for bytes and bits per value in formulas."""
+    if isinstance(value, Decimal):
+        text = f"{value:g}" if significant is None else f"{value:.{significant}g}"
+    else:
+        text = f"{float(value):g}" if significant is None else f"{float(value):.{significant}g}"
+    return format_number(Decimal(text), grouping=False)
+
+
+def decimal_text(value: float | int | Decimal, places: int = 2) -> str:
+    """A figure for people with `places` decimals, halves rounded up: 14.96 (14,96 in German)."""
+    return format_number(round_half_up(value, places), places)
 
 
 def money_amount(amount: Decimal | int | str) -> Decimal:
@@ -65,5 +87,7 @@ def money_string(amount: Decimal | int | str) -> str:
 
 
 def money_text(amount: Decimal | int | str) -> str:
-    """Money for people: "$1,020.40", "$0.098"."""
-    return f"${money_amount(amount):,}"
+    """Money for people: "$1,020.40", "$0.098"; in German "1.020,40 $", "0,098 $" (the amount, a space,
+    the dollar sign, as the catalogue's translation of the pattern says). A price per hour is this
+    followed by "/h": "$0.098/h", "0,098 $/h"."""
+    return pgettext("money", "$%(amount)s") % {"amount": format_number(money_amount(amount))}

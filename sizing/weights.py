@@ -24,6 +24,8 @@ from fractions import Fraction
 
 from .architectures import ParameterCount, ceil_div
 from .errors import SizingError
+from .i18n import TranslatedWords, gettext, gettext_noop
+from .nouns import byte_count
 from .units import fmt_int
 
 SIXTEEN_BIT_BYTES = 2
@@ -36,7 +38,7 @@ OUTPUT_HEAD = "output head"
 @dataclass(frozen=True)
 class WeightFormat:
     key: str
-    label: str  # as people name it, e.g. "GPTQ 4-bit, group 128"
+    label: str  # as people name it, e.g. "GPTQ 4-bit, group 128" (English; translated where shown)
     precision: int  # the precision choice it answers to: 16, 8 or 4
     payload_bits: Fraction  # bits of each stored value
     group_size: int | None  # values sharing one scale; None: no scale (16-bit) or one per row (row_scaled)
@@ -68,34 +70,37 @@ FORMATS: dict[str, WeightFormat] = {
     f.key: f
     for f in (
         WeightFormat(
-            key="bf16", label="16-bit (BF16/FP16)", precision=16, payload_bits=Fraction(16),
-            group_size=None, keeps_16_bit=(), source="the checkpoint as published",
+            key="bf16", label=gettext_noop("16-bit (BF16/FP16)"), precision=16, payload_bits=Fraction(16),
+            group_size=None, keeps_16_bit=(), source=gettext_noop("the checkpoint as published"),
         ),
         WeightFormat(
-            key="gptq-int8", label="GPTQ 8-bit, group 128", precision=8, payload_bits=Fraction(8),
+            key="gptq-int8", label=gettext_noop("GPTQ 8-bit, group 128"), precision=8,
+            payload_bits=Fraction(8),
             group_size=128, scale_bits=Fraction(16), zero_bits=Fraction(8),
-            source="GPTQ (Frantar et al. 2022) as AutoGPTQ stores it: a 16-bit scale and a packed zero per "
-                   "group of 128 input values",
+            source=gettext_noop("GPTQ (Frantar et al. 2022) as AutoGPTQ stores it: a 16-bit scale and a "
+                                "packed "
+                                "zero per group of 128 input values"),
         ),
         WeightFormat(
-            key="gptq-int4", label="GPTQ/AWQ 4-bit, group 128", precision=4, payload_bits=Fraction(4),
-            group_size=128, scale_bits=Fraction(16), zero_bits=Fraction(4),
-            source="GPTQ (Frantar et al. 2022) and AWQ (Lin et al. 2023): a 16-bit scale and a packed 4-bit "
-                   "zero per group of 128 input values",
+            key="gptq-int4", label=gettext_noop("GPTQ/AWQ 4-bit, group 128"), precision=4,
+            payload_bits=Fraction(4), group_size=128, scale_bits=Fraction(16), zero_bits=Fraction(4),
+            source=gettext_noop("GPTQ (Frantar et al. 2022) and AWQ (Lin et al. 2023): a 16-bit scale and a "
+                                "packed 4-bit zero per group of 128 input values"),
         ),
         WeightFormat(
-            key="bnb-int8", label="bitsandbytes int8, per row", precision=8, payload_bits=Fraction(8),
+            key="bnb-int8", label=gettext_noop("bitsandbytes int8, per row"), precision=8,
+            payload_bits=Fraction(8),
             group_size=None, scale_bits=Fraction(32), row_scaled=True,
-            source="LLM.int8() (Dettmers et al. 2022): one 32-bit scale per output row",
+            source=gettext_noop("LLM.int8() (Dettmers et al. 2022): one 32-bit scale per output row"),
         ),
         WeightFormat(
-            key="bnb-nf4", label="bitsandbytes NF4, double quantization", precision=4,
+            key="bnb-nf4", label=gettext_noop("bitsandbytes NF4, double quantization"), precision=4,
             payload_bits=Fraction(4), group_size=64,
             # an 8-bit scale per block of 64 plus a 32-bit scale per 256 blocks: 8/64 + 32/(64 × 256)
             # = 0.127 bits per parameter as the paper rounds it (and the spec counts it)
             scale_bits=Fraction(127, 1000) * 64,
-            source="QLoRA (Dettmers et al. 2023): 4-bit NormalFloat with double quantization, 4.127 bits "
-                   "per parameter",
+            source=gettext_noop("QLoRA (Dettmers et al. 2023): 4-bit NormalFloat with double quantization, "
+                                "4.127 bits per parameter"),
         ),
     )
 }
@@ -133,12 +138,22 @@ def split_parameters(name: str, parameters: int, vocab_size: int, hidden_size: i
     head = 0 if tied else embeddings
     decoder = parameters - embeddings - head
     if decoder <= 0:
-        raise SizingError(
-            "model",
-            f"{name}: {fmt_int(parameters)} parameters cannot hold its embedding matrix of "
-            f"{fmt_int(vocab_size)} × {fmt_int(hidden_size)} values"
-            + ("" if tied else " and an output head of the same size") + ".",
-        )
+        values = {
+            "model": name, "parameters": fmt_int(parameters), "vocab": fmt_int(vocab_size),
+            "hidden": fmt_int(hidden_size)
+        }
+        if tied:
+            message = gettext(
+                "%(model)s: %(parameters)s parameters cannot hold its embedding matrix of %(vocab)s × "
+                "%(hidden)s values."
+            )
+        else:
+            message = gettext(
+                "%(model)s: %(parameters)s parameters cannot hold its embedding matrix of %(vocab)s × "
+                "%(hidden)s "
+                "values and an output head of the same size."
+            )
+        raise SizingError("model", message % values)
     return ParameterSplit(embeddings, head, decoder, tied, tied_embeddings is not None)
 
 
@@ -207,29 +222,30 @@ class NativeFormat:
 
 NATIVE_FORMATS = {
     "fp8-block": NativeFormat(
-        key="fp8-block", bits=8, short="block FP8", label="FP8 (e4m3) with 128 × 128 block scales",
+        key="fp8-block", bits=8, short=gettext_noop("block FP8"),
+        label=gettext_noop("FP8 (e4m3) with 128 × 128 block scales"),
         data_bytes=Fraction(1), scale_bytes=4,
-        explanation=(
+        explanation=gettext_noop(
             "Block FP8 as published: each quantized weight is one byte (e4m3), and every 128 × 128 block "
             "of a matrix carries one fp32 scale (weight_scale_inv); partial edge blocks count as whole."
         ),
     ),
     "mxfp4": NativeFormat(
-        key="mxfp4", bits=4, short="MXFP4", label="MXFP4 (E2M1 with E8M0 scales per 32 values)",
+        key="mxfp4", bits=4, short="MXFP4", label=gettext_noop("MXFP4 (E2M1 with E8M0 scales per 32 values)"),
         data_bytes=Fraction(1, 2), scale_bytes=1,
-        explanation=(
+        explanation=gettext_noop(
             "MXFP4 as published: two 4-bit (E2M1) values per byte, and one shared 8-bit exponent (E8M0) "
             "per 32 values along each row, so 4.25 bits per expert weight."
         ),
     ),
 }
 
-ROLE_WORDS = {
-    "attention": "attention projections",
-    "mlp": "dense MLPs",
-    "experts": "routed experts",
-    "shared_experts": "shared experts",
-}
+ROLE_WORDS = TranslatedWords({
+    "attention": gettext_noop("attention projections"),
+    "mlp": gettext_noop("dense MLPs"),
+    "experts": gettext_noop("routed experts"),
+    "shared_experts": gettext_noop("shared experts"),
+})
 
 
 @dataclass(frozen=True)
@@ -281,20 +297,20 @@ def precision_choices(spec) -> dict[int, str | None]:
     fmt = native_format_of(spec)
     choices: dict[int, str | None] = {16: None, 8: None, 4: None}
     if fmt is not None and fmt.key == "mxfp4":
-        choices[8] = (
-            f"{spec.name} is published with MXFP4 experts; there is no 8-bit checkpoint, and vLLM and "
+        choices[8] = gettext(
+            "%(model)s is published with MXFP4 experts; there is no 8-bit checkpoint, and vLLM and "
             "transformers run it either in MXFP4 (4-bit) or dequantized to 16-bit."
-        )
+        ) % {"model": spec.name}
     return choices
 
 
 def precision_label(spec, bits: int) -> str:
     fmt = native_format_of(spec)
     if fmt is not None and fmt.bits == bits:
-        return f"{bits}-bit, {fmt.short} as published"
+        return gettext("%(bits)s-bit, %(format)s as published") % {"bits": bits, "format": gettext(fmt.short)}
     if fmt is not None and bits == 16:
-        return "16-bit (dequantized from the published checkpoint)"
-    return f"{bits}-bit"
+        return gettext("16-bit (dequantized from the published checkpoint)")
+    return gettext("%(bits)s-bit") % {"bits": bits}
 
 
 def native_weight_items(spec, count: ParameterCount, fmt: NativeFormat):
@@ -304,26 +320,43 @@ def native_weight_items(spec, count: ParameterCount, fmt: NativeFormat):
     native = spec.architecture.native_weights
     stored = native_stored_weights(count, native, fmt)
     roles = quantized_roles_words(native)
-    data = f"{float(fmt.data_bytes):g} byte" if fmt.data_bytes == 1 else f"{float(fmt.data_bytes):g} bytes"
-    scale = "1 byte" if fmt.scale_bytes == 1 else f"{fmt.scale_bytes} bytes"
+    data = byte_count(fmt.data_bytes)
+    scale = byte_count(fmt.scale_bytes)
+    short = gettext(fmt.short)
+    if "attention" in native.quantized:
+        unquantized = gettext(
+            "%(parameters)s parameters × 2 bytes (every module the checkpoint leaves unquantized: "
+            "embeddings, "
+            "output head, norms, biases, routers)"
+        )
+    else:
+        unquantized = gettext(
+            "%(parameters)s parameters × 2 bytes (every module the checkpoint leaves unquantized: "
+            "embeddings, "
+            "output head, norms, biases, routers, attention)"
+        )
     items = [
         Item(
-            name=f"Model weights, {fmt.short} layers",
-            formula=(f"{fmt_int(stored.quantized_parameters)} parameters ({roles}) × {data} + "
-                     f"{fmt_int(stored.scales)} scales × {scale}"),
+            name=gettext("Model weights, %(format)s layers") % {"format": short},
+            formula=gettext(
+                "%(parameters)s parameters (%(roles)s) × %(data)s + %(scales)s scales × %(scale)s"
+            ) % {
+                "parameters": fmt_int(stored.quantized_parameters), "roles": roles, "data": data,
+                "scales": fmt_int(stored.scales), "scale": scale,
+            },
             bytes=stored.quantized_bytes + stored.scale_bytes,
         ),
         Item(
-            name="Model weights, 16-bit modules",
-            formula=(f"{fmt_int(stored.other_parameters)} parameters × 2 bytes (every module the checkpoint "
-                     "leaves unquantized: embeddings, output head, norms, biases, routers"
-                     + (", attention" if "attention" not in native.quantized else "") + ")"),
+            name=gettext("Model weights, 16-bit modules"),
+            formula=unquantized % {"parameters": fmt_int(stored.other_parameters)},
             bytes=stored.other_bytes,
         ),
     ]
     assumptions = [
-        fmt.explanation,
-        f"Only the {roles} are stored in {fmt.short}; the checkpoint keeps every other module in 16-bit, "
-        "and so does this estimate.",
+        gettext(fmt.explanation),
+        gettext(
+            "Only the %(roles)s are stored in %(format)s; the checkpoint keeps every other module in 16-bit, "
+            "and so does this estimate."
+        ) % {"roles": roles, "format": short},
     ]
     return items, assumptions

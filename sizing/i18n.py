@@ -1,0 +1,179 @@
+"""The engine's one door to translation and number formatting; pure Python, English by default.
+
+The engine writes every word through `gettext`, `ngettext` and `pgettext` and every figure it shows
+through `format_number`. Without a host these are English: the message itself, "," between thousands
+and "." before decimals. A host installs its own (`install`): the console installs Django's, so the
+words and figures follow the language it activates for each request (`sizing.apps`).
+
+Words fixed at import (tables of labels) are marked with `gettext_noop` and translated where they are
+read: `TranslatedWords` is such a table, `LazyText` a single such label.
+
+Strings with several values use named placeholders ("%(count)s") so a translation may reorder them.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from decimal import ROUND_HALF_UP, Decimal
+from fractions import Fraction
+from types import SimpleNamespace
+
+
+def _english_ngettext(singular: str, plural: str, n: int) -> str:
+    return singular if n == 1 else plural
+
+
+def _english_number(value: int | Decimal, places: int | None = None, grouping: bool = True) -> str:
+    comma = "," if grouping else ""
+    if isinstance(value, int):
+        return format(value, comma or "d")
+    return format(value, f"{comma}f")
+
+
+# The installed functions; the English defaults until a host installs its own.
+_DEFAULTS: dict[str, Callable] = {
+    "gettext": lambda message: message,
+    "ngettext": _english_ngettext,
+    "pgettext": lambda context, message: message,
+    "format_number": _english_number,
+    "language": lambda: "en",
+}
+_hooks = SimpleNamespace(**_DEFAULTS)
+
+
+def install(
+    gettext: Callable[[str], str] | None = None,
+    ngettext: Callable[[str, str, int], str] | None = None,
+    pgettext: Callable[[str, str], str] | None = None,
+    format_number: Callable[..., str] | None = None,
+    language: Callable[[], str] | None = None,
+) -> None:
+    """Replace the English defaults; an argument left out keeps what is installed."""
+    for name, function in (
+        ("gettext", gettext),
+        ("ngettext", ngettext),
+        ("pgettext", pgettext),
+        ("format_number", format_number),
+        ("language", language),
+    ):
+        if function is not None:
+            setattr(_hooks, name, function)
+
+
+def uninstall() -> None:
+    """Back to plain English (for tests of the defaults)."""
+    for name, function in _DEFAULTS.items():
+        setattr(_hooks, name, function)
+
+
+def gettext(message: str) -> str:
+    return _hooks.gettext(message)
+
+
+def ngettext(singular: str, plural: str, n: int) -> str:
+    return _hooks.ngettext(singular, plural, n)
+
+
+def pgettext(context: str, message: str) -> str:
+    return _hooks.pgettext(context, message)
+
+
+def gettext_noop(message: str) -> str:
+    """Marks a message for the catalogue without translating it (it is translated where it is read)."""
+    return message
+
+
+def language() -> str:
+    """The active language's code ("en", "de")."""
+    return _hooks.language() or "en"
+
+
+def format_number(
+    value: int | Decimal | float | Fraction, places: int | None = None, grouping: bool = True
+) -> str:
+    """A figure as the active language writes it: 8,030,261,248 and 19.55 in English, 8.030.261.248 and
+    19,55 in German. A Decimal keeps its own digits unless `places` is given; no rounding happens here
+    beyond `places` (the engine rounds before it formats)."""
+    if isinstance(value, Fraction):
+        value = Decimal(value.numerator) / Decimal(value.denominator)
+    elif isinstance(value, float):
+        value = Decimal(str(value))
+    if places is not None:
+        value = Decimal(value).quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP)
+    return _hooks.format_number(value, places, grouping)
+
+
+class LazyText:
+    """A message translated each time it is read (`str()`, f-strings, joining), for labels defined at
+    import, before any language is active. Compare and hash it as its English message."""
+
+    __slots__ = ("message",)
+
+    def __init__(self, message: str):
+        self.message = message
+
+    def __str__(self) -> str:
+        return gettext(self.message)
+
+    def __repr__(self) -> str:
+        return f"LazyText({self.message!r})"
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self), spec)
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, LazyText):
+            return self.message == other.message
+        if isinstance(other, str):
+            return other in (self.message, str(self))
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self.message)
+
+    def __add__(self, other) -> str:
+        return str(self) + str(other)
+
+    def __radd__(self, other) -> str:
+        return str(other) + str(self)
+
+    def __mod__(self, values) -> str:
+        return str(self) % values
+
+    def __len__(self) -> int:
+        return len(str(self))
+
+    def __getattr__(self, name: str):
+        # str's methods (lower, replace, startswith...) on the translated text; never the object's own
+        # machinery (copying and pickling look attributes up before `message` is set).
+        if name == "message" or name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(str(self), name)
+
+    def __reduce__(self):
+        return (LazyText, (self.message,))
+
+
+def gettext_lazy(message: str) -> LazyText:
+    return LazyText(message)
+
+
+class TranslatedWords(Mapping):
+    """A table of words fixed at import, read in the active language: the keys stay as they are
+    (codes), the values are translated on every read."""
+
+    def __init__(self, words: Mapping[str, str], context: str | None = None):
+        self._words = dict(words)
+        self._context = context
+
+    def __getitem__(self, key: str) -> str:
+        message = self._words[key]
+        return pgettext(self._context, message) if self._context else gettext(message)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._words)
+
+    def __len__(self) -> int:
+        return len(self._words)
+
+    def english(self, key: str) -> str:
+        return self._words[key]
