@@ -13,6 +13,7 @@ from django.db import InterfaceError, OperationalError
 from django.http import HttpResponse, JsonResponse
 from django.template.loader import render_to_string
 from django.templatetags.static import static
+from django.utils.translation import gettext, gettext_lazy
 
 logger = logging.getLogger("nodelodge.faults")
 
@@ -20,7 +21,7 @@ logger = logging.getLogger("nodelodge.faults")
 # down; InterfaceError a connection Django already knows is closed. All are worth retrying later.
 DATABASE_DOWN_ERRORS = (OperationalError, InterfaceError)
 RETRY_AFTER_SECONDS = 30
-DATABASE_DOWN_MESSAGE = (
+DATABASE_DOWN_MESSAGE = gettext_lazy(
     "The console's database is not answering right now. Nothing was changed; try again in a minute."
 )
 
@@ -30,7 +31,7 @@ def log_database_unavailable(request, exception) -> None:
 
 
 def database_unavailable_json() -> JsonResponse:
-    response = JsonResponse({"errors": {"service": DATABASE_DOWN_MESSAGE}}, status=503)
+    response = JsonResponse({"errors": {"service": gettext(DATABASE_DOWN_MESSAGE)}}, status=503)
     response["Retry-After"] = str(RETRY_AFTER_SECONDS)
     return response
 
