@@ -13,6 +13,7 @@ from django.db import InterfaceError, OperationalError
 from django.http import HttpResponse, JsonResponse
 from django.template.loader import render_to_string
 from django.templatetags.static import static
+from django.urls import NoReverseMatch, reverse
 from django.utils.translation import gettext, gettext_lazy
 
 logger = logging.getLogger("nodelodge.faults")
@@ -44,10 +45,18 @@ def _stylesheet_url() -> str:
         return settings.STATIC_URL + "css/console.css"
 
 
+def _home_url() -> str:
+    # The wizard in the page's language; reversing reads no database.
+    try:
+        return reverse("wizard:start")
+    except NoReverseMatch:
+        return "/"
+
+
 def database_unavailable_page() -> HttpResponse:
     html = render_to_string(
         "hardening/database_unavailable.html",
-        {"message": DATABASE_DOWN_MESSAGE, "stylesheet": _stylesheet_url()},
+        {"message": DATABASE_DOWN_MESSAGE, "stylesheet": _stylesheet_url(), "home": _home_url()},
     )
     response = HttpResponse(html, status=503)
     response["Retry-After"] = str(RETRY_AFTER_SECONDS)

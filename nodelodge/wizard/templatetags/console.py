@@ -4,8 +4,9 @@ from decimal import Decimal, InvalidOperation
 
 from django import template
 from django.utils.formats import number_format
-from django.utils.translation import gettext, pgettext_lazy
+from django.utils.translation import get_language, gettext, pgettext_lazy
 
+from nodelodge.i18n import address_in
 from sizing.countries import country_name as _country_name
 from sizing.units import gib_display, money_text, round_half_up
 
@@ -60,3 +61,9 @@ def confidence_word(code) -> str:
 @register.filter
 def country_name(code) -> str:
     return _country_name(code) if code else gettext("Unknown location")
+
+
+@register.filter
+def in_current_language(url) -> str:
+    """A page's address (as stored, e.g. a booking's result) in the language of the page showing it."""
+    return address_in(url, get_language()) if url else url
