@@ -34,6 +34,7 @@ SLOW_TESTS = {
     "refresh/test_refresh_in_bulk.py::test_query_count_does_not_grow_per_machine",
     "wizard/test_counted_fleet.py::test_the_counted_answer_equals_the_engine_over_every_machine",
     "wizard/test_fleet_counts.py::test_kept_counts_equal_the_scan_through_every_write_path",
+    "i18n/test_catalogs.py::test_the_console_catalog_holds_exactly_what_the_code_marks",  # makemessages
 }
 # Fixtures that start something (a worker, a server, a subprocess): any test using one is slow.
 SLOW_FIXTURES = {"celery_worker", "live_server", "production_response"}
