@@ -78,3 +78,14 @@ def _allow_sync_orm_beside_playwright():
     """Playwright's sync API runs an event loop in the test thread; Django then refuses ORM calls
     from that thread unless told the access is synchronous on purpose."""
     os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+
+@pytest.fixture(autouse=True)
+def _english_between_tests():
+    """A request activates its page's language on the thread that serves it; the test client serves
+    in the test's own thread, so each test starts in the default language, as a fresh process does."""
+    from django.utils import translation
+
+    translation.activate(settings.LANGUAGE_CODE)
+    yield
+    translation.activate(settings.LANGUAGE_CODE)

@@ -91,7 +91,15 @@ class StopOutcome:
 
 
 def result_url_for(query: WorkloadQuery) -> str:
+    """The result's address in the language of the page that asks."""
     return f"{reverse('wizard:start')}?{query.as_query_string()}"
+
+
+def stored_result_url(query: WorkloadQuery) -> str:
+    """The result's address as a booking keeps it: the default language's; My launches shows it in
+    the language of the page that lists it."""
+    with translation.override(settings.LANGUAGE_CODE):
+        return result_url_for(query)
 
 
 def parse_query(query_string: str) -> WorkloadQuery:
@@ -382,7 +390,7 @@ def _book_locked(
         price_per_gpu_hour=machine.price_per_gpu_hour,
         price_per_hour=price_per_hour,
         workload=query.as_params(),
-        result_url=result_url,
+        result_url=stored_result_url(query),
         hours_covered=hours_covered,
         booking_limit_hours=machine.booking_limit_hours,
         status=Booking.Status.RUNNING,
