@@ -165,3 +165,21 @@ def test_the_german_calculators_and_tiers_pages(client, db):
     assert "Der Anbieter kann den Arbeitsspeicher Ihrer Sitzung lesen." in client.get(
         "/de/secure-and-community/"
     ).content.decode()
+
+
+def test_the_error_pages_and_the_rate_limit_speak_german():
+    from django.template.loader import render_to_string
+    from django.utils import translation
+
+    from nodelodge.hardening.faults import database_unavailable_json, database_unavailable_page
+    from nodelodge.hardening.throttling import throttled_message
+
+    with translation.override("de"):
+        page = database_unavailable_page().content.decode()
+        assert '<html lang="de">' in page and "Vorübergehend nicht verfügbar" in page
+        assert 'href="/de/"' in page
+        assert database_unavailable_json().content.decode().count("Die Datenbank der Konsole antwortet") == 1
+        assert "Etwas ist schiefgegangen" in render_to_string("500.html")
+        message = throttled_message(5)
+    assert message.startswith("Zu viele Anfragen von diesem Client: höchstens")
+    assert message.endswith("Versuchen Sie es in 5 Sekunden erneut.")
