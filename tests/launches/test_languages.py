@@ -31,7 +31,7 @@ def test_launch_review_confirm_my_launches_and_stop_in_german(client, small_cata
     assert review.status_code == 200
     for words in ("Start prüfen", "Genau das bucht Bestätigen.", "Preis pro Stunde", "Unterbrechbar",
                   "Buchungslimit", "endet von selbst nach 1200 Std.", "Dimensioniert für",
-                  "Bestätigen und für"):
+                  "Bestätigen und für", "je 81.559 MiB"):
         assert words in html, words
     # The form's values stay as the server reads them, whatever the language.
     assert 'name="price_per_hour" value="2.4900"' in html

@@ -43,6 +43,10 @@ def test_german_numbers_on_the_page_and_neutral_ones_in_forms_and_links(client, 
     assert re.search(r'name="price_per_hour" value="\d+\.\d\d"', html)
     assert 'name="price_per_hour" value="0,40"' not in html
     assert "budget=100" in html
+    # What a budget covers, with German separators: $1,000 at $0.40/h is 2,500 hours.
+    budget = client.get("/de/?" + LLAMA_8B + "&budget=1000").content.decode()
+    assert "2.500,0 Std." in budget
+    assert "2,500.0 h" in client.get("/?" + LLAMA_8B + "&budget=1000").content.decode()
 
 
 @pytest.mark.parametrize(
