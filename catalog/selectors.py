@@ -9,6 +9,7 @@ from fractions import Fraction
 
 from django.db import connection
 from django.db.models import F, Prefetch, QuerySet
+from django.utils.translation import gettext_lazy
 
 from catalog import availability, fleet_counts
 from catalog.models import ImagePipeline, LanguageModel, Machine, MeasuredSpeed, SpeechModel
@@ -20,10 +21,10 @@ KIND_ORDER = {"language": 0, "speech": 1, "image": 2}
 # The model list's groups, in the order it shows them: language models split by whether every
 # parameter runs for every token (dense) or only the experts routed to it (mixture of experts).
 MODEL_GROUPS = {
-    "dense": "Dense language models",
-    "moe": "Mixture-of-experts language models",
-    "speech": "Speech recognition",
-    "image": "Image generation",
+    "dense": gettext_lazy("Dense language models"),
+    "moe": gettext_lazy("Mixture-of-experts language models"),
+    "speech": gettext_lazy("Speech recognition"),
+    "image": gettext_lazy("Image generation"),
 }
 GROUP_ORDER = {group: index for index, group in enumerate(MODEL_GROUPS)}
 

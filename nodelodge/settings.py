@@ -64,6 +64,11 @@ MIDDLEWARE = [
     "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
+    # The language: from the /de/ prefix on pages; LanguageChoiceMiddleware sends an unprefixed
+    # page to /de/ when the remembered choice or the browser asks for German, and lets the API follow
+    # Accept-Language and the admin the choice (nodelodge/i18n.py).
+    "django.middleware.locale.LocaleMiddleware",
+    "nodelodge.i18n.LanguageChoiceMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
@@ -85,6 +90,7 @@ TEMPLATES = [
         "OPTIONS": {
             "context_processors": [
                 "django.template.context_processors.request",
+                "django.template.context_processors.i18n",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
             ],
@@ -129,7 +135,10 @@ AXES_RESET_ON_SUCCESS = True
 # The client address as the trusted proxies give it (TRUSTED_PROXY_COUNT), as the API limit sees it.
 AXES_CLIENT_IP_CALLABLE = "nodelodge.hardening.proxies.client_address"
 
-LANGUAGE_CODE = "en-us"
+LANGUAGE_CODE = "en"
+LANGUAGES = [("en", "English"), ("de", "Deutsch")]
+# The console's own translations; sizing/locale holds the engine's (found as an installed app's).
+LOCALE_PATHS = [BASE_DIR / "locale"]
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True

@@ -34,6 +34,7 @@ SLOW_TESTS = {
     "refresh/test_refresh_in_bulk.py::test_query_count_does_not_grow_per_machine",
     "wizard/test_counted_fleet.py::test_the_counted_answer_equals_the_engine_over_every_machine",
     "wizard/test_fleet_counts.py::test_kept_counts_equal_the_scan_through_every_write_path",
+    "i18n/test_catalogs.py::test_the_console_catalog_holds_exactly_what_the_code_marks",  # makemessages
 }
 # Fixtures that start something (a worker, a server, a subprocess): any test using one is slow.
 SLOW_FIXTURES = {"celery_worker", "live_server", "production_response"}
@@ -77,3 +78,14 @@ def _allow_sync_orm_beside_playwright():
     """Playwright's sync API runs an event loop in the test thread; Django then refuses ORM calls
     from that thread unless told the access is synchronous on purpose."""
     os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+
+@pytest.fixture(autouse=True)
+def _english_between_tests():
+    """A request activates its page's language on the thread that serves it; the test client serves
+    in the test's own thread, so each test starts in the default language, as a fresh process does."""
+    from django.utils import translation
+
+    translation.activate(settings.LANGUAGE_CODE)
+    yield
+    translation.activate(settings.LANGUAGE_CODE)

@@ -11,12 +11,15 @@ import logging
 
 from django.conf import settings
 from django.http import JsonResponse
+from django.utils.translation import gettext, gettext_lazy
 from django.views import defaults
 
 logger = logging.getLogger("nodelodge.errors")
 
-SERVER_ERROR_MESSAGE = "Something went wrong on our side. It has been logged; try again in a minute."
-NOT_FOUND_MESSAGE = "No such API endpoint. The operations are listed at /api/v1/docs."
+SERVER_ERROR_MESSAGE = gettext_lazy(
+    "Something went wrong on our side. It has been logged; try again in a minute."
+)
+NOT_FOUND_MESSAGE = gettext_lazy("No such API endpoint. The operations are listed at /api/v1/docs.")
 
 
 def is_api_request(request) -> bool:
@@ -24,7 +27,7 @@ def is_api_request(request) -> bool:
 
 
 def server_error_json() -> JsonResponse:
-    return JsonResponse({"errors": {"server": SERVER_ERROR_MESSAGE}}, status=500)
+    return JsonResponse({"errors": {"server": gettext(SERVER_ERROR_MESSAGE)}}, status=500)
 
 
 def log_unexpected(request, exception) -> None:
@@ -33,7 +36,7 @@ def log_unexpected(request, exception) -> None:
 
 def not_found(request, exception=None):
     if is_api_request(request):
-        return JsonResponse({"errors": {"path": NOT_FOUND_MESSAGE}}, status=404)
+        return JsonResponse({"errors": {"path": gettext(NOT_FOUND_MESSAGE)}}, status=404)
     response = defaults.page_not_found(request, exception)  # templates/404.html, the console's look
     response.console_page = True
     return response

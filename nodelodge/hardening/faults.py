@@ -13,6 +13,8 @@ from django.db import InterfaceError, OperationalError
 from django.http import HttpResponse, JsonResponse
 from django.template.loader import render_to_string
 from django.templatetags.static import static
+from django.urls import NoReverseMatch, reverse
+from django.utils.translation import gettext, gettext_lazy
 
 logger = logging.getLogger("nodelodge.faults")
 
@@ -20,7 +22,7 @@ logger = logging.getLogger("nodelodge.faults")
 # down; InterfaceError a connection Django already knows is closed. All are worth retrying later.
 DATABASE_DOWN_ERRORS = (OperationalError, InterfaceError)
 RETRY_AFTER_SECONDS = 30
-DATABASE_DOWN_MESSAGE = (
+DATABASE_DOWN_MESSAGE = gettext_lazy(
     "The console's database is not answering right now. Nothing was changed; try again in a minute."
 )
 
@@ -30,7 +32,7 @@ def log_database_unavailable(request, exception) -> None:
 
 
 def database_unavailable_json() -> JsonResponse:
-    response = JsonResponse({"errors": {"service": DATABASE_DOWN_MESSAGE}}, status=503)
+    response = JsonResponse({"errors": {"service": gettext(DATABASE_DOWN_MESSAGE)}}, status=503)
     response["Retry-After"] = str(RETRY_AFTER_SECONDS)
     return response
 
@@ -43,10 +45,18 @@ def _stylesheet_url() -> str:
         return settings.STATIC_URL + "css/console.css"
 
 
+def _home_url() -> str:
+    # The wizard in the page's language; reversing reads no database.
+    try:
+        return reverse("wizard:start")
+    except NoReverseMatch:
+        return "/"
+
+
 def database_unavailable_page() -> HttpResponse:
     html = render_to_string(
         "hardening/database_unavailable.html",
-        {"message": DATABASE_DOWN_MESSAGE, "stylesheet": _stylesheet_url()},
+        {"message": DATABASE_DOWN_MESSAGE, "stylesheet": _stylesheet_url(), "home": _home_url()},
     )
     response = HttpResponse(html, status=503)
     response["Retry-After"] = str(RETRY_AFTER_SECONDS)

@@ -17,6 +17,7 @@ import threading
 
 from django.conf import settings
 from django.core.cache import cache
+from django.utils.translation import gettext, ngettext, pgettext_lazy
 from ninja.throttling import SimpleRateThrottle
 
 from .proxies import client_address
@@ -24,6 +25,13 @@ from .proxies import client_address
 logger = logging.getLogger("nodelodge.throttling")
 
 OFF = {"", "off", "none", "0"}
+# The rate's period as the message names it ("120/min": at most 120 per min).
+PERIODS = {
+    "s": pgettext_lazy("rate period", "s"), "sec": pgettext_lazy("rate period", "sec"),
+    "m": pgettext_lazy("rate period", "m"), "min": pgettext_lazy("rate period", "min"),
+    "h": pgettext_lazy("rate period", "h"), "hour": pgettext_lazy("rate period", "hour"),
+    "d": pgettext_lazy("rate period", "d"), "day": pgettext_lazy("rate period", "day"),
+}
 
 
 class ApiRateThrottle(SimpleRateThrottle):
@@ -73,5 +81,12 @@ class ApiRateThrottle(SimpleRateThrottle):
 def throttled_message(wait: float | None) -> str:
     rate = ApiRateThrottle.current_rate() or ""
     count, _, period = rate.partition("/")
-    retry = f" Try again in {math.ceil(wait)} seconds." if wait else ""
-    return f"Too many requests from this client: at most {count} per {period}.{retry}"
+    message = gettext("Too many requests from this client: at most %(count)s per %(period)s.") % {
+        "count": count, "period": PERIODS.get(period, period)
+    }
+    if wait:
+        seconds = math.ceil(wait)
+        message += " " + ngettext(
+            "Try again in %(seconds)d second.", "Try again in %(seconds)d seconds.", seconds
+        ) % {"seconds": seconds}
+    return message

@@ -1,6 +1,7 @@
 from django import forms
 from django.contrib.auth.forms import BaseUserCreationForm
 from django.contrib.auth.models import User
+from django.utils.translation import gettext_lazy as _
 
 from nodelodge.recommendations.query import MAX_MONEY
 from sizing.fit import MAX_GPUS_PER_MACHINE
@@ -29,7 +30,9 @@ class SignUpForm(BaseUserCreationForm):
     """Checks what the visitor typed, never whether the username exists: that answer goes by e-mail
     to the address given (nodelodge/launches/signup.py), so the form cannot be used to list accounts."""
 
-    email = forms.EmailField(required=True, help_text="We send a link there to finish signing up.")
+    email = forms.EmailField(
+        required=True, label=_("Email"), help_text=_("We send a link there to finish signing up.")
+    )
 
     class Meta(BaseUserCreationForm.Meta):
         model = User

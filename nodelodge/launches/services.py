@@ -18,7 +18,8 @@ from django.db.models import DurationField, ExpressionWrapper, F
 from django.db.models.functions import Least
 from django.http import QueryDict
 from django.urls import reverse
-from django.utils import timezone
+from django.utils import timezone, translation
+from django.utils.translation import gettext, ngettext
 
 from catalog import selectors as catalog_selectors
 from catalog.models import Machine
@@ -90,7 +91,15 @@ class StopOutcome:
 
 
 def result_url_for(query: WorkloadQuery) -> str:
+    """The result's address in the language of the page that asks."""
     return f"{reverse('wizard:start')}?{query.as_query_string()}"
+
+
+def stored_result_url(query: WorkloadQuery) -> str:
+    """The result's address as a booking keeps it: the default language's; My launches shows it in
+    the language of the page that lists it."""
+    with translation.override(settings.LANGUAGE_CODE):
+        return result_url_for(query)
 
 
 def parse_query(query_string: str) -> WorkloadQuery:
@@ -103,7 +112,11 @@ def parse_query(query_string: str) -> WorkloadQuery:
         )
         raise LaunchRefused(
             LaunchRefused.INVALID_QUERY,
-            f"The inputs of this result are not valid any more ({problems}). Start again from the wizard.",
+            gettext(
+                "The inputs of this result are not valid any more (%(problems)s). "
+                "Start again from the wizard."
+            )
+            % {"problems": problems},
         ) from error
 
 
@@ -130,7 +143,8 @@ class LaunchReview:
     budget_text: str | None
     hours_covered: Decimal | None
     workload_title: str
-    workload: tuple[tuple[str, str], ...]  # the constraints the result applied, in words
+    workload: tuple[tuple[str, str], ...]  # the constraints the result applied, in words (not the
+    # workload's own line, which `workload_title` says)
     result_url: str
     problem: str | None  # why Confirm would be refused now, in words; None when it can book
 
@@ -151,13 +165,15 @@ def review_launch(machine_id: int, gpus: int, shown_price_per_hour: Decimal, que
     except QueryError as error:
         raise LaunchRefused(
             LaunchRefused.INVALID_QUERY,
-            f"This result cannot be computed any more: {'; '.join(error.errors.values())}.",
+            gettext("This result cannot be computed any more: %(problems)s.")
+            % {"problems": "; ".join(error.errors.values())},
             result_url=result_url,
         ) from error
     machine = Machine.objects.select_related("provider", "gpu_type").filter(pk=machine_id).first()
     if machine is None or machine.gone_at is not None:
         raise LaunchRefused(
-            LaunchRefused.GONE, "This machine is no longer offered by its provider.", result_url=result_url
+            LaunchRefused.GONE, gettext("This machine is no longer offered by its provider."),
+            result_url=result_url,
         )
     offer = catalog_selectors.machine_offer(machine)
     problem = None
@@ -165,9 +181,11 @@ def review_launch(machine_id: int, gpus: int, shown_price_per_hour: Decimal, que
     reason = unavailable_reason(offer, stale_cutoff=cutoff, countries=query.countries)
     fit = fit_on_machine(breakdown, offer) if reason is None else None
     if reason is not None:
-        problem = f"This machine is not available now ({reason}); go back to the result for another."
+        problem = gettext(
+            "This machine is not available now (%(reason)s); go back to the result for another."
+        ) % {"reason": reason}
     elif fit is None or fit.gpus_used != gpus:
-        problem = "The machine's figures changed and the workload no longer fits it as shown."
+        problem = gettext("The machine's figures changed and the workload no longer fits it as shown.")
     price_per_hour = machine.price_per_gpu_hour * gpus
     cover = budget_cover(query.budget, price_per_hour, machine.booking_limit_hours)
     hours_covered = None
@@ -176,8 +194,15 @@ def review_launch(machine_id: int, gpus: int, shown_price_per_hour: Decimal, que
         if machine.booking_limit_hours is not None:
             hours_covered = min(hours_covered, Decimal(machine.booking_limit_hours))
     preferences = preferences_for(query)
-    applied = constraints_applied(breakdown, preferences, {}, settings.MACHINE_STALE_AFTER_SECONDS // 60)
-    workload = tuple(pair for pair in applied if pair[0] not in ("Availability", "Not recommended"))
+    stale_minutes = settings.MACHINE_STALE_AFTER_SECONDS // 60
+    applied = constraints_applied(breakdown, preferences, {}, stale_minutes)
+    # Which lines describe the workload is read from their English labels, whatever the page's language.
+    with translation.override("en"):
+        english = constraints_applied(breakdown, preferences, {}, stale_minutes)
+    workload = tuple(
+        pair for pair, (label, _value) in zip(applied, english, strict=True)
+        if str(label) not in ("Availability", "Not recommended", "Workload")
+    )
     return LaunchReview(
         machine=machine,
         gpus=gpus,
@@ -226,7 +251,8 @@ def launch(
         problems = "; ".join(error.errors.values())
         raise LaunchRefused(
             LaunchRefused.INVALID_QUERY,
-            f"This result cannot be computed any more: {problems}. Start again from the wizard.",
+            gettext("This result cannot be computed any more: %(problems)s. Start again from the wizard.")
+            % {"problems": problems},
             result_url=result_url,
         ) from error
 
@@ -267,43 +293,65 @@ def _book_locked(
         return LaunchOutcome(existing, created=False)
 
     if machine is None:
-        raise refuse(LaunchRefused.GONE, "This machine is no longer offered by its provider.")
+        raise refuse(LaunchRefused.GONE, gettext("This machine is no longer offered by its provider."))
     name = f"{machine.provider.name} {machine.provider_machine_id}"
     offer = catalog_selectors.machine_offer(machine)
     # The availability rule the answer applied, applied again under the lock.
     reason = unavailable_reason(offer, stale_cutoff=stale_cutoff(now), countries=query.countries)
     if reason == GONE:
-        raise refuse(LaunchRefused.GONE, "This machine is no longer offered by its provider.")
+        raise refuse(LaunchRefused.GONE, gettext("This machine is no longer offered by its provider."))
     if reason == reasons.OFFLINE:
         raise refuse(
-            LaunchRefused.OFFLINE, f"{name} went offline or out of stock since the result was shown."
+            LaunchRefused.OFFLINE,
+            gettext("%(machine)s went offline or out of stock since the result was shown.")
+            % {"machine": name},
         )
     if reason == reasons.STALE:
         minutes = settings.MACHINE_STALE_AFTER_SECONDS // 60
         raise refuse(
             LaunchRefused.STALE,
-            f"{name} has not been heard from for over {minutes} minutes, "
-            "so it no longer counts as available.",
+            ngettext(
+                "%(machine)s has not been heard from for over %(minutes)s minute, "
+                "so it no longer counts as available.",
+                "%(machine)s has not been heard from for over %(minutes)s minutes, "
+                "so it no longer counts as available.",
+                minutes,
+            ) % {"machine": name, "minutes": minutes},
         )
     if reason == reasons.OUTSIDE_COUNTRIES:
-        where = "outside the countries you chose" if query.countries is not None else "of unknown location"
-        raise refuse(LaunchRefused.OUTSIDE_COUNTRIES, f"{name} is {where}.")
+        if query.countries is not None:
+            message = gettext("%(machine)s is outside the countries you chose.")
+        else:
+            message = gettext("%(machine)s is of unknown location.")
+        raise refuse(LaunchRefused.OUTSIDE_COUNTRIES, message % {"machine": name})
     if reason in (reasons.NO_FREE_GPUS, None) and machine.free_gpus < gpus:
         raise refuse(
             LaunchRefused.TAKEN,
-            f"{name} no longer has {gpus} free GPU{'s' if gpus != 1 else ''} "
-            f"({machine.free_gpus} free now): someone else booked first.",
+            ngettext(
+                "%(machine)s no longer has %(gpus)s free GPU (%(free)s free now): "
+                "someone else booked first.",
+                "%(machine)s no longer has %(gpus)s free GPUs (%(free)s free now): "
+                "someone else booked first.",
+                gpus,
+            ) % {"machine": name, "gpus": gpus, "free": machine.free_gpus},
         )
 
     fit = fit_on_machine(breakdown, offer) if reason is None else None
     if fit is None or fit.gpus_used != gpus:
         if fit is None:
-            why = "it does not fit on this machine's free GPUs any more"
+            why = gettext("it does not fit on this machine's free GPUs any more")
         else:
-            why = f"it now takes {fit.gpus_used} GPU{'s' if fit.gpus_used != 1 else ''}, not {gpus}"
+            why = ngettext(
+                "it now takes %(used)s GPU, not %(gpus)s", "it now takes %(used)s GPUs, not %(gpus)s",
+                fit.gpus_used,
+            ) % {"used": fit.gpus_used, "gpus": gpus}
         raise refuse(
             LaunchRefused.NO_LONGER_FITS,
-            f"The machine's figures changed and your workload no longer fits {name} as shown: {why}.",
+            gettext(
+                "The machine's figures changed and your workload no longer fits %(machine)s "
+                "as shown: %(why)s."
+            )
+            % {"machine": name, "why": why},
         )
 
     # The page shows and sends the exact price; any difference is a price change.
@@ -312,8 +360,8 @@ def _book_locked(
     if money_amount(price_per_hour) != shown:
         raise refuse(
             LaunchRefused.PRICE_CHANGED,
-            f"The price changed from {money_text(shown)}/h to {money_text(price_per_hour)}/h; "
-            "check and launch again.",
+            gettext("The price changed from %(shown)s/h to %(now)s/h; check and launch again.")
+            % {"shown": money_text(shown), "now": money_text(price_per_hour)},
             new_price_per_hour=price_per_hour,
         )
 
@@ -323,7 +371,9 @@ def _book_locked(
     )
     if taken != 1:
         raise refuse(
-            LaunchRefused.TAKEN, f"{name} no longer has {gpus} free GPUs: someone else booked first."
+            LaunchRefused.TAKEN,
+            gettext("%(machine)s no longer has %(gpus)s free GPUs: someone else booked first.")
+            % {"machine": name, "gpus": gpus},
         )
 
     cover = budget_cover(query.budget, price_per_hour, machine.booking_limit_hours)
@@ -340,7 +390,7 @@ def _book_locked(
         price_per_gpu_hour=machine.price_per_gpu_hour,
         price_per_hour=price_per_hour,
         workload=query.as_params(),
-        result_url=result_url,
+        result_url=stored_result_url(query),
         hours_covered=hours_covered,
         booking_limit_hours=machine.booking_limit_hours,
         status=Booking.Status.RUNNING,

@@ -15,6 +15,7 @@ from django.http import Http404, HttpResponseBadRequest, HttpResponseRedirect, Q
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.translation import gettext, ngettext
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
@@ -37,10 +38,12 @@ def review(request):
     """The step between Launch and booking: exactly what Confirm books. Signing in comes back here."""
     form = ReviewForm(request.GET)
     if not form.is_valid():
-        return HttpResponseBadRequest("This Launch link is incomplete; go back to the result and try again.")
+        return HttpResponseBadRequest(
+            gettext("This Launch link is incomplete; go back to the result and try again.")
+        )
     data = form.cleaned_data
     if not request.user.is_authenticated:
-        messages.info(request, "Sign in to launch; you will come back to this review.")
+        messages.info(request, gettext("Sign in to launch; you will come back to this review."))
         return redirect_to_login(request.get_full_path())
     try:
         summary = services.review_launch(data["machine"], data["gpus"], data["price_per_hour"], data["query"])
@@ -79,10 +82,12 @@ def launch(request):
         if review.is_valid():
             data = review.cleaned_data
             back_to = review_url(data["machine"], data["gpus"], data["price_per_hour"], query_string)
-        messages.info(request, "Sign in to launch; you will come back to this review.")
+        messages.info(request, gettext("Sign in to launch; you will come back to this review."))
         return redirect_to_login(back_to)
     if not form.is_valid():
-        return HttpResponseBadRequest("This Launch form is incomplete; reload the result and try again.")
+        return HttpResponseBadRequest(
+            gettext("This Launch form is incomplete; reload the result and try again.")
+        )
     data = form.cleaned_data
     try:
         outcome = services.launch(
@@ -108,8 +113,11 @@ def launch(request):
     if outcome.created:
         messages.success(
             request,
-            f"Launched: {booking.gpus} × {booking.machine.gpu_type.name} on {booking.machine.provider.name} "
-            f"{booking.machine.provider_machine_id} at {money_text(booking.price_per_hour)}/h.",
+            gettext("Launched: %(gpus)s × %(gpu_type)s on %(provider)s %(machine)s at %(price)s/h.") % {
+                "gpus": booking.gpus, "gpu_type": booking.machine.gpu_type.name,
+                "provider": booking.machine.provider.name, "machine": booking.machine.provider_machine_id,
+                "price": money_text(booking.price_per_hour),
+            },
         )
     return _see_other(request, reverse("launches:list"))
 
@@ -137,21 +145,27 @@ def stop(request, pk: int):
     if request.method == "GET":
         row = selectors.booking_for(request.user, pk)
         if row is None:
-            raise Http404("No such booking.")
+            raise Http404(gettext("No such booking."))
         return render(request, "launches/stop.html", {"row": row})
     try:
         outcome = services.stop(request.user, pk)
     except services.BookingNotFound:
-        raise Http404("No such booking.") from None
+        raise Http404(gettext("No such booking.")) from None
     booking = outcome.booking
     if outcome.stopped:
         messages.success(
             request,
-            f"Stopped. {booking.gpus} GPU{'s' if booking.gpus != 1 else ''} on "
-            f"{booking.machine.provider.name} {booking.machine.provider_machine_id} freed.",
+            ngettext(
+                "Stopped. %(gpus)s GPU on %(provider)s %(machine)s freed.",
+                "Stopped. %(gpus)s GPUs on %(provider)s %(machine)s freed.",
+                booking.gpus,
+            ) % {
+                "gpus": booking.gpus, "provider": booking.machine.provider.name,
+                "machine": booking.machine.provider_machine_id,
+            },
         )
     else:
-        messages.info(request, "That booking had already ended.")
+        messages.info(request, gettext("That booking had already ended."))
     return _see_other(request, reverse("launches:list"))
 
 
@@ -189,7 +203,10 @@ def signup_confirm(request, uidb64: str, token: str):
     if request.method == "POST":
         signups.activate(user)
         login(request, user, backend="django.contrib.auth.backends.ModelBackend")
-        messages.success(request, f"Welcome, {user.get_username()}. Your account is ready.")
+        messages.success(
+            request,
+            gettext("Welcome, %(username)s. Your account is ready.") % {"username": user.get_username()},
+        )
         return redirect(next_url or "wizard:start")
     context = {"valid": True, "user": user, "next": next_url}
     return render(request, "registration/signup_confirm.html", context)

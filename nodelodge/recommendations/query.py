@@ -16,6 +16,10 @@ from decimal import Decimal
 from urllib.parse import urlencode
 
 from django import forms
+from django.utils.formats import number_format
+from django.utils.functional import lazy
+from django.utils.translation import gettext, pgettext_lazy
+from django.utils.translation import gettext_lazy as _
 
 from sizing.calculators import MAX_CONTEXT, MAX_REQUESTS
 from sizing.countries import country_hint, expand_countries
@@ -31,10 +35,12 @@ from sizing.throughput_plan import (
 from sizing.workloads import BY_CODE, WIZARD_CODES
 
 WORKLOAD_CHOICES = [(code, BY_CODE[code].label) for code in WIZARD_CODES]
-PRECISIONS = [("16", "16-bit"), ("8", "8-bit"), ("4", "4-bit")]
-KV_CACHE_PRECISIONS = [("16", "16-bit (default)"), ("8", "8-bit (vLLM fp8 KV cache)")]
+PRECISIONS = [("16", _("16-bit")), ("8", _("8-bit")), ("4", _("4-bit"))]
+KV_CACHE_PRECISIONS = [("16", _("16-bit (default)")), ("8", _("8-bit (vLLM fp8 KV cache)"))]
 DEFAULT_KV_BITS = 16
-TIERS = [("both", "Secure and Community"), ("secure", "Secure only"), ("community", "Community only")]
+TIERS = [
+    ("both", _("Secure and Community")), ("secure", _("Secure only")), ("community", _("Community only"))
+]
 
 DEFAULTS = {
     "workload": "inference",
@@ -75,28 +81,28 @@ def _engine_order(machine: RecommendedMachine) -> tuple:
 
 @dataclass(frozen=True)
 class Sort:
-    label: str  # what the page says the list is sorted by
+    label: str  # what the page says the list is sorted by (translated when read)
     key: Callable[[RecommendedMachine], tuple]
 
 
 SORTS: dict[str, Sort] = {
-    "price": Sort("cheapest first (price per hour)", lambda m: ()),
-    "price_per_gpu": Sort("price per GPU-hour, lowest first", lambda m: (m.offer.price_per_gpu_hour,)),
-    "memory": Sort("memory per GPU, most first", lambda m: (-m.fit.memory_per_gpu_bytes,)),
-    "gpu": Sort("GPU model, A to Z", lambda m: (m.offer.gpu_type.casefold(),)),
-    "location": Sort("location (country), A to Z", lambda m: (m.offer.country or "~",)),
-    "tier": Sort("tier, Secure first", lambda m: (m.offer.tier != "secure",)),
-    "confidence": Sort("confidence, highest first", lambda m: (CONFIDENCE_RANK.get(m.confidence, 9),)),
+    "price": Sort(_("cheapest first (price per hour)"), lambda m: ()),
+    "price_per_gpu": Sort(_("price per GPU-hour, lowest first"), lambda m: (m.offer.price_per_gpu_hour,)),
+    "memory": Sort(_("memory per GPU, most first"), lambda m: (-m.fit.memory_per_gpu_bytes,)),
+    "gpu": Sort(_("GPU model, A to Z"), lambda m: (m.offer.gpu_type.casefold(),)),
+    "location": Sort(_("location (country), A to Z"), lambda m: (m.offer.country or "~",)),
+    "tier": Sort(_("tier, Secure first"), lambda m: (m.offer.tier != "secure",)),
+    "confidence": Sort(_("confidence, highest first"), lambda m: (CONFIDENCE_RANK.get(m.confidence, 9),)),
     # Measured speeds only, never an estimate: machines without one come last, cheapest per hour.
     SORT_PRICE_PER_MILLION: Sort(
-        "price per million tokens, lowest first (no measured speed last)",
+        _("price per million tokens, lowest first (no measured speed last)"),
         lambda m: (m.price_per_million_tokens is None, m.price_per_million_tokens or 0),
     ),
 }
 DEFAULT_SORT = "price"
 SORT_CHOICES = [(code, sort.label) for code, sort in SORTS.items()]
-GROUPS = [("", "No grouping"), ("gpu", "GPU model")]
-CONFIDENCE_FILTERS = [("", "Any confidence"), ("medium", "Medium or high"), ("high", "High only")]
+GROUPS = [("", _("No grouping")), ("gpu", _("GPU model"))]
+CONFIDENCE_FILTERS = [("", _("Any confidence")), ("medium", _("Medium or high")), ("high", _("High only"))]
 
 
 def sort_key(code: str) -> Callable[[RecommendedMachine], tuple]:
@@ -106,109 +112,158 @@ def sort_key(code: str) -> Callable[[RecommendedMachine], tuple]:
 
 
 # --- what a user reads about a bad value ----------------------------------------------------------
+#
+# Every message is translated when it is read (the page's or the API caller's language), its figures
+# written as that language writes numbers (10,000,000 in English, 10.000.000 in German).
+
+
+def _fill(message, values: dict) -> str:
+    return str(message) % {
+        name: value if isinstance(value, str) else number_format(value, force_grouping=True)
+        for name, value in values.items()
+    }
+
+
+_filled_lazily = lazy(_fill, str)
+
+
+def filled(message, **values):
+    """A translatable message with named figures (and words), filled in when it is read."""
+    return _filled_lazily(message, values)
+
 
 MESSAGES = {
     "context": {
-        "min_value": "Context must be at least 1 token.",
-        "max_value": f"Context can be at most {MAX_CONTEXT:,} tokens.",
-        "invalid": "Context must be a whole number of tokens, such as 4096.",
+        "min_value": _("Context must be at least 1 token."),
+        "max_value": filled(_("Context can be at most %(max)s tokens."), max=MAX_CONTEXT),
+        "invalid": _("Context must be a whole number of tokens, such as 4096."),
     },
     "requests": {
-        "min_value": "Concurrent requests must be at least 1.",
-        "max_value": f"Concurrent requests can be at most {MAX_REQUESTS:,}.",
-        "invalid": "Concurrent requests must be a whole number, such as 1 or 8.",
+        "min_value": _("Concurrent requests must be at least 1."),
+        "max_value": filled(_("Concurrent requests can be at most %(max)s."), max=MAX_REQUESTS),
+        "invalid": _("Concurrent requests must be a whole number, such as 1 or 8."),
     },
     "memory_gib": {
-        "min_value": "GPU memory must be more than 0 GiB.",
-        "max_value": "GPU memory can be at most 10,000 GiB.",
-        "invalid": "GPU memory must be a number of GiB, such as 24.",
-        "max_decimal_places": "GPU memory takes at most 2 decimal places.",
-        "max_digits": "GPU memory can be at most 10,000 GiB.",
-        "max_whole_digits": "GPU memory can be at most 10,000 GiB.",
+        "min_value": _("GPU memory must be more than 0 GiB."),
+        "max_value": filled(_("GPU memory can be at most %(max)s GiB."), max=10_000),
+        "invalid": _("GPU memory must be a number of GiB, such as 24."),
+        "max_decimal_places": _("GPU memory takes at most 2 decimal places."),
+        "max_digits": filled(_("GPU memory can be at most %(max)s GiB."), max=10_000),
+        "max_whole_digits": filled(_("GPU memory can be at most %(max)s GiB."), max=10_000),
     },
     "budget": {
-        "min_value": "The budget must be more than $0; leave it empty for no budget.",
-        "max_value": f"The budget can be at most ${MAX_MONEY:,}.",
-        "invalid": "The budget must be an amount in USD, such as 50 or 12.50.",
-        "max_decimal_places": "The budget takes at most 2 decimal places (cents).",
-        "max_digits": f"The budget can be at most ${MAX_MONEY:,}.",
-        "max_whole_digits": f"The budget can be at most ${MAX_MONEY:,}.",
+        "min_value": _("The budget must be more than $0; leave it empty for no budget."),
+        "max_value": filled(_("The budget can be at most $%(max)s."), max=MAX_MONEY),
+        "invalid": _("The budget must be an amount in USD, such as 50 or 12.50."),
+        "max_decimal_places": _("The budget takes at most 2 decimal places (cents)."),
+        "max_digits": filled(_("The budget can be at most $%(max)s."), max=MAX_MONEY),
+        "max_whole_digits": filled(_("The budget can be at most $%(max)s."), max=MAX_MONEY),
     },
     "max_price": {
-        "min_value": "The max price must be more than $0 per hour; leave it empty for no limit.",
-        "max_value": f"The max price can be at most ${MAX_MONEY:,} per hour.",
-        "invalid": "The max price must be an amount in USD per hour, such as 2.50.",
-        "max_decimal_places": "The max price takes at most 2 decimal places (cents).",
-        "max_digits": f"The max price can be at most ${MAX_MONEY:,} per hour.",
-        "max_whole_digits": f"The max price can be at most ${MAX_MONEY:,} per hour.",
+        "min_value": _("The max price must be more than $0 per hour; leave it empty for no limit."),
+        "max_value": filled(_("The max price can be at most $%(max)s per hour."), max=MAX_MONEY),
+        "invalid": _("The max price must be an amount in USD per hour, such as 2.50."),
+        "max_decimal_places": _("The max price takes at most 2 decimal places (cents)."),
+        "max_digits": filled(_("The max price can be at most $%(max)s per hour."), max=MAX_MONEY),
+        "max_whole_digits": filled(_("The max price can be at most $%(max)s per hour."), max=MAX_MONEY),
     },
     "min_memory_gib": {
-        "min_value": "Memory per GPU must be more than 0 GiB; leave it empty for any.",
-        "max_value": "Memory per GPU can be at most 10,000 GiB.",
-        "invalid": "Memory per GPU must be a number of GiB, such as 80.",
-        "max_decimal_places": "Memory per GPU takes at most 2 decimal places.",
-        "max_digits": "Memory per GPU can be at most 10,000 GiB.",
-        "max_whole_digits": "Memory per GPU can be at most 10,000 GiB.",
+        "min_value": _("Memory per GPU must be more than 0 GiB; leave it empty for any."),
+        "max_value": filled(_("Memory per GPU can be at most %(max)s GiB."), max=10_000),
+        "invalid": _("Memory per GPU must be a number of GiB, such as 80."),
+        "max_decimal_places": _("Memory per GPU takes at most 2 decimal places."),
+        "max_digits": filled(_("Memory per GPU can be at most %(max)s GiB."), max=10_000),
+        "max_whole_digits": filled(_("Memory per GPU can be at most %(max)s GiB."), max=10_000),
     },
     "limit": {
-        "min_value": "Show at least 1 machine per page.",
-        "max_value": f"At most {MAX_LIMIT:,} machines per page.",
-        "invalid": "Machines per page must be a whole number.",
+        "min_value": _("Show at least 1 machine per page."),
+        "max_value": filled(_("At most %(max)s machines per page."), max=MAX_LIMIT),
+        "invalid": _("Machines per page must be a whole number."),
     },
     "page": {
-        "min_value": "Pages start at 1.",
-        "max_value": "There are not that many pages.",
-        "invalid": "The page must be a whole number, such as 2.",
+        "min_value": _("Pages start at 1."),
+        "max_value": _("There are not that many pages."),
+        "invalid": _("The page must be a whole number, such as 2."),
     },
     "target_tokens": {
-        "min_value": "The throughput to serve must be more than 0 tokens/s; leave it empty for no plan.",
-        "max_value": f"The throughput to serve can be at most {MAX_TARGET_TOKENS_PER_S:,} tokens/s.",
-        "invalid": "The throughput to serve must be a number of tokens per second, such as 180000.",
-        "max_decimal_places": "The throughput to serve takes at most 3 decimal places.",
-        "max_digits": f"The throughput to serve can be at most {MAX_TARGET_TOKENS_PER_S:,} tokens/s.",
-        "max_whole_digits": f"The throughput to serve can be at most {MAX_TARGET_TOKENS_PER_S:,} tokens/s.",
+        "min_value": _("The throughput to serve must be more than 0 tokens/s; leave it empty for no plan."),
+        "max_value": filled(
+            _("The throughput to serve can be at most %(max)s tokens/s."), max=MAX_TARGET_TOKENS_PER_S
+        ),
+        "invalid": _("The throughput to serve must be a number of tokens per second, such as 180000."),
+        "max_decimal_places": _("The throughput to serve takes at most 3 decimal places."),
+        "max_digits": filled(
+            _("The throughput to serve can be at most %(max)s tokens/s."), max=MAX_TARGET_TOKENS_PER_S
+        ),
+        "max_whole_digits": filled(
+            _("The throughput to serve can be at most %(max)s tokens/s."), max=MAX_TARGET_TOKENS_PER_S
+        ),
     },
     "efficiency": {
-        "min_value": "The efficiency must be more than 0 percent.",
-        "max_value": "The efficiency can be at most 100 percent.",
-        "invalid": "The efficiency must be a percentage, such as 75.",
-        "max_decimal_places": "The efficiency takes at most 2 decimal places.",
-        "max_digits": "The efficiency can be at most 100 percent.",
-        "max_whole_digits": "The efficiency can be at most 100 percent.",
+        "min_value": _("The efficiency must be more than 0 percent."),
+        "max_value": _("The efficiency can be at most 100 percent."),
+        "invalid": _("The efficiency must be a percentage, such as 75."),
+        "max_decimal_places": _("The efficiency takes at most 2 decimal places."),
+        "max_digits": _("The efficiency can be at most 100 percent."),
+        "max_whole_digits": _("The efficiency can be at most 100 percent."),
     },
     "redundancy": {
-        "min_value": "Spare copies cannot be negative; 0 means none.",
-        "max_value": f"At most {MAX_REDUNDANCY} spare copies.",
-        "invalid": "Spare copies must be a whole number, such as 1.",
+        "min_value": _("Spare copies cannot be negative; 0 means none."),
+        "max_value": filled(_("At most %(max)s spare copies."), max=MAX_REDUNDANCY),
+        "invalid": _("Spare copies must be a whole number, such as 1."),
     },
-    "workload": {"invalid_choice": "Choose run a model, fine-tune, generate images or notebook."},
-    "precision": {"invalid_choice": "Choose 16-bit, 8-bit or 4-bit."},
-    "kv_cache": {"invalid_choice": "Choose a 16-bit or an 8-bit KV cache."},
-    "tier": {"invalid_choice": "Choose Secure, Community or both."},
-    "sort": {"invalid_choice": f"Sort by one of: {', '.join(SORTS)}."},
-    "group": {"invalid_choice": "Group by gpu, or leave it empty."},
-    "confidence": {"invalid_choice": "Confidence filter: high, medium, or empty for any."},
+    "workload": {"invalid_choice": _("Choose run a model, fine-tune, generate images or notebook.")},
+    "precision": {"invalid_choice": _("Choose 16-bit, 8-bit or 4-bit.")},
+    "kv_cache": {"invalid_choice": _("Choose a 16-bit or an 8-bit KV cache.")},
+    "tier": {"invalid_choice": _("Choose Secure, Community or both.")},
+    "sort": {"invalid_choice": filled(_("Sort by one of: %(sorts)s."), sorts=", ".join(SORTS))},
+    "group": {"invalid_choice": _("Group by gpu, or leave it empty.")},
+    "confidence": {"invalid_choice": _("Confidence filter: high, medium, or empty for any.")},
 }
 
 
 # The same messages where the form's labels say otherwise (fine-tuning, speech recognition).
 RENAMED = {
-    "finetune": (("Context", "Sequence length"), ("Concurrent requests", "Batch size")),
-    "speech": (("Concurrent requests", "Concurrent audio streams"),),
+    "finetune": {
+        "context": {
+            "min_value": _("Sequence length must be at least 1 token."),
+            "max_value": filled(_("Sequence length can be at most %(max)s tokens."), max=MAX_CONTEXT),
+            "invalid": _("Sequence length must be a whole number of tokens, such as 4096."),
+        },
+        "requests": {
+            "min_value": _("Batch size must be at least 1."),
+            "max_value": filled(_("Batch size can be at most %(max)s."), max=MAX_REQUESTS),
+            "invalid": _("Batch size must be a whole number, such as 1 or 8."),
+        },
+    },
+    "speech": {
+        "requests": {
+            "min_value": _("Concurrent audio streams must be at least 1."),
+            "max_value": filled(_("Concurrent audio streams can be at most %(max)s."), max=MAX_REQUESTS),
+            "invalid": _("Concurrent audio streams must be a whole number, such as 1 or 8."),
+        },
+    },
 }
 
 
-def reworded(message: str, workload: str | None, model_kind: str | None = None) -> str:
-    for old, new in RENAMED.get("speech" if model_kind == "speech" else workload or "", ()):
-        if message.startswith(old):
-            return new + message[len(old):]
+def _renamed(workload: str | None, model_kind: str | None) -> dict:
+    return RENAMED.get("speech" if model_kind == "speech" else workload or "", {})
+
+
+def reworded(name: str, message: str, workload: str | None, model_kind: str | None = None) -> str:
+    """A field's message in the words of the form's label for this workload."""
+    renamed = _renamed(workload, model_kind).get(name, {})
+    for code, text in MESSAGES.get(name, {}).items():
+        if code in renamed and str(text) == message:
+            return str(renamed[code])
     return message
 
 
 def messages_for(workload: str | None, model_kind: str | None = None) -> dict[str, dict[str, str]]:
     """Every field's messages as the form for this workload words them (for checks in the browser)."""
+    renamed = _renamed(workload, model_kind)
     return {
-        name: {code: reworded(text, workload, model_kind) for code, text in codes.items()}
+        name: {code: str(renamed.get(name, {}).get(code, text)) for code, text in codes.items()}
         for name, codes in MESSAGES.items()
     }
 
@@ -216,7 +271,7 @@ def messages_for(workload: str | None, model_kind: str | None = None) -> dict[st
 def _messages(name: str, *extra: str) -> dict[str, str]:
     found = dict(MESSAGES.get(name, {}))
     for code in extra:
-        found.setdefault(code, found.get("invalid", "Enter a valid value."))
+        found.setdefault(code, found.get("invalid", _("Enter a valid value.")))
     return found
 
 
@@ -237,20 +292,23 @@ def field_labels(workload: str, model_kind: str | None) -> dict[str, str]:
     """Labels follow the workload: sequence length and batch size for fine-tuning,
     concurrent audio streams for speech recognition."""
     if workload == "finetune":
-        return {"context": "Sequence length (tokens)", "requests": "Batch size"}
+        return {"context": gettext("Sequence length (tokens)"), "requests": gettext("Batch size")}
     if model_kind == "speech":
-        return {"context": "Context (fixed: 30-second window)", "requests": "Concurrent audio streams"}
-    return {"context": "Context per request (tokens)", "requests": "Concurrent requests"}
+        return {
+            "context": gettext("Context (fixed: 30-second window)"),
+            "requests": gettext("Concurrent audio streams"),
+        }
+    return {"context": gettext("Context per request (tokens)"), "requests": gettext("Concurrent requests")}
 
 
 FIELD_WORDS = {
-    "workload": "What you want to do", "model": "Model", "precision": "Precision",
-    "kv_cache": "KV cache precision",
-    "memory_gib": "GPU memory needed", "budget": "Budget", "max_price": "Max price per hour",
-    "tier": "Tier", "countries": "Countries", "limit": "Machines per page", "sort": "Sort by",
-    "gpu": "GPU model", "min_memory_gib": "Memory per GPU at least", "confidence": "Confidence",
-    "group": "Group by", "page": "Page", "target_tokens": "Tokens per second to serve",
-    "efficiency": "Usable efficiency", "redundancy": "Spare copies",
+    "workload": _("What you want to do"), "model": _("Model"), "precision": _("Precision"),
+    "kv_cache": _("KV cache precision"),
+    "memory_gib": _("GPU memory needed"), "budget": _("Budget"), "max_price": _("Max price per hour"),
+    "tier": _("Tier"), "countries": _("Countries"), "limit": _("Machines per page"), "sort": _("Sort by"),
+    "gpu": _("GPU model"), "min_memory_gib": _("Memory per GPU at least"), "confidence": _("Confidence"),
+    "group": _("Group by"), "page": _("Page"), "target_tokens": _("Tokens per second to serve"),
+    "efficiency": _("Usable efficiency"), "redundancy": _("Spare copies"),
 }
 
 
@@ -258,7 +316,7 @@ def error_list(errors: dict[str, str], labels: dict[str, str]) -> list[dict]:
     """Errors for a summary: the field's label as the page shows it, its input's id, the message."""
     found = []
     for name, message in errors.items():
-        label = labels.get(name) or FIELD_WORDS.get(name) or "Input"
+        label = labels.get(name) or FIELD_WORDS.get(name) or pgettext_lazy("form field", "Input")
         anchor = None if name in ("__all__", "workload", "page", "limit") else f"id_{name}"
         if name == "model":
             anchor = "id_q"
@@ -268,16 +326,16 @@ def error_list(errors: dict[str, str], labels: dict[str, str]) -> list[dict]:
 
 class WorkloadQueryForm(forms.Form):
     workload = forms.ChoiceField(
-        choices=WORKLOAD_CHOICES, label="What you want to do",
+        choices=WORKLOAD_CHOICES, label=_("What you want to do"),
         error_messages=_messages("workload", "required"),
     )
-    model = forms.CharField(max_length=100, required=False, label="Model")
+    model = forms.CharField(max_length=100, required=False, label=_("Model"))
     precision = forms.TypedChoiceField(
-        choices=PRECISIONS, coerce=int, required=False, label="Precision",
+        choices=PRECISIONS, coerce=int, required=False, label=_("Precision"),
         error_messages=_messages("precision"),
     )
     kv_cache = forms.TypedChoiceField(
-        choices=KV_CACHE_PRECISIONS, coerce=int, required=False, label="KV cache precision",
+        choices=KV_CACHE_PRECISIONS, coerce=int, required=False, label=_("KV cache precision"),
         error_messages=_messages("kv_cache"),
     )
     context = forms.IntegerField(
@@ -288,50 +346,51 @@ class WorkloadQueryForm(forms.Form):
     )
     memory_gib = forms.DecimalField(
         min_value=Decimal("0.01"), max_value=Decimal("10000"), max_digits=9, decimal_places=2,
-        required=False, label="GPU memory needed (GiB)", error_messages=_messages("memory_gib"),
+        required=False, label=_("GPU memory needed (GiB)"), error_messages=_messages("memory_gib"),
     )
     budget = forms.DecimalField(
         min_value=Decimal("0.01"), max_value=MAX_MONEY, max_digits=14, decimal_places=2,
-        required=False, label="Budget (USD)", error_messages=_messages("budget"),
+        required=False, label=_("Budget (USD)"), error_messages=_messages("budget"),
     )
     max_price = forms.DecimalField(
         min_value=Decimal("0.01"), max_value=MAX_MONEY, max_digits=14, decimal_places=2,
-        required=False, label="Max price per hour (USD)", error_messages=_messages("max_price"),
+        required=False, label=_("Max price per hour (USD)"), error_messages=_messages("max_price"),
     )
-    tier = forms.ChoiceField(choices=TIERS, required=False, label="Tier", error_messages=_messages("tier"))
-    countries = forms.CharField(max_length=2000, required=False, label="Countries")
+    tier = forms.ChoiceField(choices=TIERS, required=False, label=_("Tier"), error_messages=_messages("tier"))
+    countries = forms.CharField(max_length=2000, required=False, label=_("Countries"))
     limit = forms.IntegerField(
-        min_value=1, max_value=MAX_LIMIT, required=False, label="Machines per page",
+        min_value=1, max_value=MAX_LIMIT, required=False, label=_("Machines per page"),
         error_messages=_messages("limit"),
     )
     # The machine list: sort, filters, grouping and page (defaults: cheapest first, everything, page 1).
     sort = forms.ChoiceField(
-        choices=SORT_CHOICES, required=False, label="Sort", error_messages=_messages("sort")
+        choices=SORT_CHOICES, required=False, label=_("Sort"), error_messages=_messages("sort")
     )
-    gpu = forms.CharField(max_length=100, required=False, label="GPU model")
+    gpu = forms.CharField(max_length=100, required=False, label=_("GPU model"))
     min_memory_gib = forms.DecimalField(
         min_value=Decimal("0.01"), max_value=Decimal("10000"), max_digits=9, decimal_places=2,
-        required=False, label="Memory per GPU at least (GiB)", error_messages=_messages("min_memory_gib"),
+        required=False, label=_("Memory per GPU at least (GiB)"), error_messages=_messages("min_memory_gib"),
     )
     confidence = forms.ChoiceField(
-        choices=CONFIDENCE_FILTERS, required=False, label="Confidence", error_messages=_messages("confidence")
+        choices=CONFIDENCE_FILTERS, required=False, label=_("Confidence"),
+        error_messages=_messages("confidence"),
     )
     group = forms.ChoiceField(
-        choices=GROUPS, required=False, label="Group", error_messages=_messages("group")
+        choices=GROUPS, required=False, label=_("Group"), error_messages=_messages("group")
     )
     page = forms.IntegerField(
-        min_value=1, max_value=100_000, required=False, label="Page", error_messages=_messages("page")
+        min_value=1, max_value=100_000, required=False, label=_("Page"), error_messages=_messages("page")
     )
     target_tokens = forms.DecimalField(
         min_value=Decimal("0.001"), max_value=MAX_TARGET_TOKENS_PER_S, max_digits=13, decimal_places=3,
-        required=False, label="Throughput to serve (tokens/s)", error_messages=_messages("target_tokens"),
+        required=False, label=_("Throughput to serve (tokens/s)"), error_messages=_messages("target_tokens"),
     )
     efficiency = forms.DecimalField(
         min_value=Decimal("0.01"), max_value=Decimal("100"), max_digits=5, decimal_places=2, required=False,
-        label="Usable efficiency (%)", error_messages=_messages("efficiency"),
+        label=_("Usable efficiency (%)"), error_messages=_messages("efficiency"),
     )
     redundancy = forms.IntegerField(
-        min_value=0, max_value=MAX_REDUNDANCY, required=False, label="Redundancy (spare model copies)",
+        min_value=0, max_value=MAX_REDUNDANCY, required=False, label=_("Redundancy (spare model copies)"),
         error_messages=_messages("redundancy"),
     )
 
@@ -344,7 +403,10 @@ class WorkloadQueryForm(forms.Form):
         raw = self.cleaned_data.get("countries") or ""
         codes = [c.strip() for c in raw.replace(";", ",").split(",") if c.strip()]
         if len(codes) > MAX_COUNTRY_ITEMS:
-            raise forms.ValidationError(f"At most {MAX_COUNTRY_ITEMS} countries, got {len(codes)}.")
+            raise forms.ValidationError(
+                gettext("At most %(most)s countries, got %(got)s.")
+                % {"most": MAX_COUNTRY_ITEMS, "got": len(codes)}
+            )
         try:
             expanded, typed = expand_countries(codes)
         except SizingError as error:
@@ -358,14 +420,14 @@ class WorkloadQueryForm(forms.Form):
             return cleaned
         if workload == "notebook":
             if cleaned.get("memory_gib") is None and "memory_gib" not in self.errors:
-                self.add_error("memory_gib", "Enter the GPU memory the notebook needs, in GiB.")
+                self.add_error("memory_gib", gettext("Enter the GPU memory the notebook needs, in GiB."))
             return cleaned
         if not cleaned.get("model") and "model" not in self.errors:
-            self.add_error("model", "Choose a model.")
+            self.add_error("model", gettext("Choose a model."))
         if cleaned.get("precision") is None and "precision" not in self.errors:
-            self.add_error("precision", "Choose 16-bit, 8-bit or 4-bit.")
+            self.add_error("precision", str(MESSAGES["precision"]["invalid_choice"]))
         if workload != "inference" and cleaned.get("target_tokens") is not None:
-            self.add_error("target_tokens", "A throughput plan is for running a language model.")
+            self.add_error("target_tokens", gettext("A throughput plan is for running a language model."))
         return cleaned
 
 
@@ -378,9 +440,13 @@ def country_message(codes: list[str]) -> str:
             hint = country_hint(raw)
             code = raw.strip().upper()[:20]
             if hint:
-                return f"{code} is not an ISO code: did you mean {hint}?"
-            return f"{code} is not an ISO country code; use two letters such as DE, US or CH, or EU."
-    return "Use ISO country codes such as DE, US or CH, or EU."
+                return gettext("%(code)s is not an ISO code: did you mean %(hint)s?") % {
+                    "code": code, "hint": hint
+                }
+            return gettext(
+                "%(code)s is not an ISO country code; use two letters such as DE, US or CH, or EU."
+            ) % {"code": code}
+    return gettext("Use ISO country codes such as DE, US or CH, or EU.")
 
 
 def normalize_query(data) -> dict[str, str]:

@@ -19,6 +19,8 @@ from django.conf import settings
 from django.db import connection
 from django.db.models import Case, Count, IntegerField, Max, Min, Value, When
 from django.utils import timezone
+from django.utils.formats import number_format
+from django.utils.translation import gettext, gettext_lazy, pgettext
 
 from catalog import availability
 from catalog import selectors as catalog_selectors
@@ -134,7 +136,7 @@ def list_machines(query: WorkloadQuery, recommendation: Recommendation, per_page
     shown = tuple(chosen[start:start + per_page])
     listing = Listing(
         sort=query.sort,
-        sort_label=SORTS[query.sort].label,
+        sort_label=str(SORTS[query.sort].label),
         page=page,
         pages=pages,
         per_page=per_page,
@@ -241,7 +243,9 @@ def estimate_for(
     if query.workload != "notebook":
         model_row = model_for_workload(query.model_slug, query.workload, model_row)
         if model_row is None:
-            raise QueryError({"model": f"No model {query.model_slug!r} in the catalog suits this workload."})
+            raise QueryError({"model": gettext("No model %(slug)s in the catalog suits this workload.") % {
+                "slug": repr(query.model_slug)
+            }})
         spec = catalog_selectors.model_spec(model_row)
     try:
         breakdown = estimate(
@@ -282,7 +286,9 @@ def recommendation_for(
     stale_minutes = settings.MACHINE_STALE_AFTER_SECONDS // 60
     candidates, with_speed = None, 0
     if query.target_tokens is not None and breakdown.workload != "inference":
-        raise QueryError({"target_tokens": "A throughput plan is for language models; this one serves none."})
+        raise QueryError({
+            "target_tokens": gettext("A throughput plan is for language models; this one serves none.")
+        })
     if query.target_tokens is not None or query.sort == SORT_PRICE_PER_MILLION:
         keep = per_page * query.page if query.sort == SORT_PRICE_PER_MILLION else 0
         candidates, with_speed = speed_candidates(
@@ -579,7 +585,11 @@ def preferences_for(query: WorkloadQuery) -> Preferences:
 
 # --- the catalog's models, as the wizard and the API list them ------------------------------------
 
-KIND_LABELS = {"language": "Language model", "speech": "Speech recognition", "image": "Image generation"}
+KIND_LABELS = {
+    "language": gettext_lazy("Language model"),
+    "speech": gettext_lazy("Speech recognition"),
+    "image": gettext_lazy("Image generation"),
+}
 
 
 def model_row(slug: str | None):
@@ -603,11 +613,11 @@ def _parameters_display(parameters: int | None, published: str) -> str:
     if published:
         return published
     if parameters is None:
-        return "not published"
+        return pgettext("parameters", "not published")
     for factor, suffix in ((10**9, "B"), (10**6, "M")):
         if parameters >= factor:
-            return f"{parameters / factor:.2f}{suffix}"
-    return f"{parameters:,}"
+            return f"{number_format(Decimal(f'{parameters / factor:.2f}'), 2)}{suffix}"
+    return number_format(parameters, force_grouping=True)
 
 
 def _count_display(parameters: int | None) -> str:
@@ -641,8 +651,11 @@ def _choice(row) -> dict:
         "parameters": row.parameters,
         "active_parameters": active,
         "parameters_display": _parameters_display(row.parameters, row.parameters_published),
-        "counts_display": (f"{_count_display(row.parameters)} total · {_count_display(active)} active"
-                           if active else _count_display(row.parameters)),
+        "counts_display": (
+            gettext("%(total)s total · %(active)s active")
+            % {"total": _count_display(row.parameters), "active": _count_display(active)}
+            if active else _count_display(row.parameters)
+        ),
         "license": row.license,
         "config_url": row.config_url,
         "missing": row.missing_values(),

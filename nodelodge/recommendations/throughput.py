@@ -15,6 +15,7 @@ from fractions import Fraction
 from types import SimpleNamespace
 
 from django.db import connection
+from django.utils.translation import gettext, ngettext
 
 from catalog import selectors as catalog_selectors
 from sizing import fit as sizing_fit
@@ -33,7 +34,7 @@ from sizing.throughput_plan import (
     speed_for,
 )
 from sizing.units import money_string, money_text
-from sizing.wording import budget_cover, plural
+from sizing.wording import budget_cover
 
 from .query import WorkloadQuery
 
@@ -139,6 +140,10 @@ def speed_candidates(
     return found, len(found) if total is None else total
 
 
+def tokens_per_second_text(value) -> str:
+    return gettext("%(tokens)s tokens/s") % {"tokens": number(value)}
+
+
 def cheapest_per_million(candidates: list[SpeedCandidate], count: int) -> list[int]:
     """Ids of the first `count` machines by price per million tokens (ties: the default order)."""
     ordered = sorted(candidates, key=lambda c: (c.price_per_million_tokens, c.plan.order_key))
@@ -159,18 +164,28 @@ class ThroughputAnswer:
     def empty_reason(self) -> str | None:
         if self.plans:
             return None
-        target = f"{number(self.query.target_tokens)} tokens/s"
+        target = tokens_per_second_text(self.query.target_tokens)
         if not self.with_speed:
-            return (
-                f"No plan: none of the {plural(self.without_speed, 'machine')} that fit and meet every "
-                f"preference has a speed measured for {self.model_name} at {self.precision}-bit, and "
-                "speeds are never estimated."
-            )
-        return (
-            f"No plan: the {plural(self.with_speed, 'machine')} with a measured speed cannot serve "
-            f"{target} at {number(self.query.efficiency)} % efficiency with {self.query.redundancy} spare "
-            f"cop{'y' if self.query.redundancy == 1 else 'ies'} between them (free GPUs counted)."
-        )
+            return ngettext(
+                "No plan: none of the %(machines)s machine that fit and meet every preference has a speed "
+                "measured for %(model)s at %(bits)s-bit, and speeds are never estimated.",
+                "No plan: none of the %(machines)s machines that fit and meet every preference has a speed "
+                "measured for %(model)s at %(bits)s-bit, and speeds are never estimated.",
+                self.without_speed,
+            ) % {"machines": number(self.without_speed), "model": self.model_name, "bits": self.precision}
+        spare = ngettext(
+            "%(spare)s spare copy", "%(spare)s spare copies", self.query.redundancy
+        ) % {"spare": self.query.redundancy}
+        return ngettext(
+            "No plan: the %(machines)s machine with a measured speed cannot serve %(target)s at "
+            "%(efficiency)s %% efficiency with %(spare)s between them (free GPUs counted).",
+            "No plan: the %(machines)s machines with a measured speed cannot serve %(target)s at "
+            "%(efficiency)s %% efficiency with %(spare)s between them (free GPUs counted).",
+            self.with_speed,
+        ) % {
+            "machines": number(self.with_speed), "target": target,
+            "efficiency": number(self.query.efficiency), "spare": spare,
+        }
 
     def plan_dict(self, rank: int, plan: Plan) -> dict:
         query = self.query
@@ -179,7 +194,7 @@ class ThroughputAnswer:
         per_million = plan.price_per_hour * TOKENS_PER_MILLION / (plan.target_tokens_per_s * SECONDS_PER_HOUR)
         return {
             "rank": rank,
-            "label": "Cheapest plan" if rank == 1 else f"Plan {rank}",
+            "label": gettext("Cheapest plan") if rank == 1 else gettext("Plan %(rank)s") % {"rank": rank},
             "gpu_types": types,
             "price_per_hour": money_string(plan.price_per_hour),
             "price_per_hour_text": money_text(plan.price_per_hour),
@@ -212,7 +227,7 @@ class ThroughputAnswer:
             "spare_copies": part.spare_copies,
             "gpus": part.gpus,
             "tokens_per_s_per_gpu": float(round(per_gpu, 2)),
-            "tokens_per_s_per_gpu_text": f"{number(per_gpu)} tokens/s",
+            "tokens_per_s_per_gpu_text": tokens_per_second_text(per_gpu),
             "usable_tokens_per_s_per_copy": float(
                 round(copy_speed(candidate, Fraction(plan.efficiency_percent)), 2)
             ),
@@ -224,16 +239,18 @@ class ThroughputAnswer:
     def to_dict(self) -> dict:
         return {
             "target_tokens_per_s": format(self.query.target_tokens.normalize(), "f"),
-            "target_text": f"{number(self.query.target_tokens)} tokens/s",
+            "target_text": tokens_per_second_text(self.query.target_tokens),
             "efficiency_percent": format(self.query.efficiency.normalize(), "f"),
             "redundancy": self.query.redundancy,
             "machines_with_speed": self.with_speed,
             "machines_without_speed": self.without_speed,
-            "without_speed_text": (
-                f"{plural(self.without_speed, 'machine')} that fit and meet every preference "
-                f"{'has' if self.without_speed == 1 else 'have'} no measured speed for this model and "
-                "precision, so no plan uses them"
-            ),
+            "without_speed_text": ngettext(
+                "%(machines)s machine that fit and meet every preference has no measured speed for this "
+                "model and precision, so no plan uses them",
+                "%(machines)s machines that fit and meet every preference have no measured speed for this "
+                "model and precision, so no plan uses them",
+                self.without_speed,
+            ) % {"machines": number(self.without_speed)},
             "plans": [self.plan_dict(rank, plan) for rank, plan in enumerate(self.plans, start=1)],
             "empty_reason": self.empty_reason,
         }

@@ -4,6 +4,7 @@ from __future__ import annotations
 from csp.decorators import csp_update
 from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest
+from django.utils.translation import gettext
 from ninja import NinjaAPI, Query, Schema
 from ninja.errors import Throttled
 from ninja.errors import ValidationError as NinjaValidationError
@@ -292,7 +293,7 @@ def ninja_validation_error(request, exc: NinjaValidationError):
     errors = {}
     for error in exc.errors:
         location = [str(part) for part in error.get("loc", ()) if part not in ("query", "params")]
-        errors[".".join(location) or "request"] = error.get("msg", "Invalid value.")
+        errors[".".join(location) or "request"] = error.get("msg") or gettext("Invalid value.")
     return api.create_response(request, {"errors": errors}, status=400)
 
 
@@ -321,7 +322,9 @@ def recommendations(request, params: Query[PreferenceParams]):
 def models(request, workload: str | None = None):
     """The catalog's models, optionally only those that suit a workload."""
     if workload not in (None, "", *WIZARD_CODES):
-        raise QueryError({"workload": f"Choose {', '.join(WIZARD_CODES[:-1])} or {WIZARD_CODES[-1]}."})
+        raise QueryError({"workload": gettext("Choose %(codes)s or %(last)s.") % {
+            "codes": ", ".join(WIZARD_CODES[:-1]), "last": WIZARD_CODES[-1]
+        }})
     return recommendation_selectors.model_listing(workload or None)
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from django.shortcuts import render
 from django.template.response import TemplateResponse
+from django.urls import reverse
+from django.utils.translation import ngettext
 from django.views.decorators.http import require_GET
 
 from nodelodge.recommendations import selectors as recommendation_selectors
@@ -86,8 +88,9 @@ def wizard(request):
         for machine in result.data["machines"]:
             if machine["gpu_type"] != previous:
                 count = counts.get(machine["gpu_type"], 0)
-                noun = "machine" if count == 1 else "machines"
-                machine["group_heading"] = f"{machine['gpu_type']} · {count} {noun}"
+                machine["group_heading"] = ngettext(
+                    "%(gpu)s · %(count)s machine", "%(gpu)s · %(count)s machines", count
+                ) % {"gpu": machine["gpu_type"], "count": count}
                 previous = machine["gpu_type"]
 
     search = (params.get("q") or "").strip()[:100]
@@ -95,7 +98,7 @@ def wizard(request):
     model_kind = selected["kind"] if selected else None
     eu_checked, other_countries = _split_countries(values["countries"])
     labels = field_labels(workload, model_kind)
-    errors = {name: reworded(message, workload, model_kind) for name, message in errors.items()}
+    errors = {name: reworded(name, message, workload, model_kind) for name, message in errors.items()}
     context = {
         "values": values,
         "errors": errors,
@@ -145,7 +148,7 @@ def wizard(request):
             response["HX-Reswap"] = "outerHTML"
         if "workload" in params and request.htmx.target != "model-list":
             # The address bar shows the canonical query, without the form's bookkeeping fields.
-            response["HX-Push-Url"] = "/?" + context["query_string"]
+            response["HX-Push-Url"] = reverse("wizard:start") + "?" + context["query_string"]
     return response
 
 

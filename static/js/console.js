@@ -27,4 +27,14 @@
     if (box) box.dataset.client = message ? "1" : "";
   }
   document.addEventListener("input", check);
+  // The language switch keeps the page as it is now: HTMX swaps change the address after the links
+  // were written, so the link takes the current address when followed (without JavaScript every
+  // change is a page load, and the links are already current).
+  document.addEventListener("click", function (event) {
+    var link = event.target.closest ? event.target.closest(".language-switch a[data-language]") : null;
+    if (!link) return;
+    var url = new URL(link.href, window.location.href);
+    url.searchParams.set("next", window.location.pathname + window.location.search);
+    link.href = url.toString();
+  });
 })();

@@ -1,12 +1,22 @@
-"""Display helpers: sizes are computed in bytes and rounded only here."""
-from decimal import InvalidOperation
+"""Display helpers: sizes are computed in bytes and rounded only here, and shown in the page's
+language (19.55 in English, 19,55 in German)."""
+from decimal import Decimal, InvalidOperation
 
 from django import template
+from django.utils.formats import number_format
+from django.utils.translation import get_language, gettext, pgettext_lazy
 
+from nodelodge.i18n import address_in
 from sizing.countries import country_name as _country_name
 from sizing.units import gib_display, money_text, round_half_up
 
 register = template.Library()
+
+CONFIDENCE_WORDS = {
+    "high": pgettext_lazy("confidence", "high"),
+    "medium": pgettext_lazy("confidence", "medium"),
+    "low": pgettext_lazy("confidence", "low"),
+}
 
 
 @register.filter
@@ -21,9 +31,18 @@ def gib(n_bytes) -> str:
 def gib2(value) -> str:
     """A GiB figure (already in GiB) with two decimals."""
     try:
-        return f"{round_half_up(float(value)):,}"
+        return number_format(round_half_up(float(value)), 2, force_grouping=True)
     except (TypeError, ValueError, InvalidOperation):
         return ""
+
+
+@register.filter
+def localize_number(value) -> str:
+    """A number kept as text for the API ("75", "12.5") as the page's language writes it."""
+    try:
+        return number_format(Decimal(str(value)), force_grouping=True)
+    except (TypeError, ValueError, InvalidOperation):
+        return value
 
 
 @register.filter
@@ -35,6 +54,16 @@ def money(value) -> str:
 
 
 @register.filter
-def country_name(code) -> str:
-    return _country_name(code) if code else "Unknown location"
+def confidence_word(code) -> str:
+    return str(CONFIDENCE_WORDS.get(code, code))
 
+
+@register.filter
+def country_name(code) -> str:
+    return _country_name(code) if code else gettext("Unknown location")
+
+
+@register.filter
+def in_current_language(url) -> str:
+    """A page's address (as stored, e.g. a booking's result) in the language of the page showing it."""
+    return address_in(url, get_language()) if url else url
