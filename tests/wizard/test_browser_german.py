@@ -38,7 +38,9 @@ def german_page(browser, javascript):
 
 
 def breakdown_row(page, item):
-    return page.get_by_role("table", name="Aufschlüsselung des Speichers").locator("tr", has_text=item)
+    """The row whose item (first cell) is `item`: another item's formula may name it too."""
+    item_cell = page.locator("td:first-child", has_text=re.compile("^" + re.escape(item)))
+    return page.get_by_role("table", name="Aufschlüsselung des Speichers").locator("tr").filter(has=item_cell)
 
 
 @JAVASCRIPT
@@ -82,6 +84,8 @@ def test_a_german_field_message(browser, live_server, shipped_catalog, javascrip
     # As you type (from the input's German data-msg-*), and from the server without JavaScript.
     expect(page.locator("#err-context")).to_have_text("Der Kontext muss mindestens 1 Token umfassen.")
     expect(context_field).to_have_attribute("aria-invalid", "true")
+    # The server's answer replaces the dimmed result with what to fix, in German too.
+    expect(page.get_by_test_id("input-errors")).to_contain_text("Der Kontext muss mindestens 1 Token umfassen.")
     shoot(page, "field-message", javascript)
     context.close()
 
