@@ -131,3 +131,27 @@ def test_switching_language_keeps_the_result_and_its_address(browser, live_serve
     expect(page).to_have_url(f"{live_server.url}/de/?{EXAMPLE}")
     expect(page.locator("html")).to_have_attribute("lang", "de")
     context.close()
+
+
+def test_on_a_german_phone_launch_stays_at_the_top_of_each_card(browser, live_server, shipped_catalog):
+    """German words run longer than English ones: the phone card must still hold GPU, memory, price
+    and Starten at its top, inside the screen, and the total need in its bar."""
+    context = browser.new_context(locale="de-DE", viewport={"width": 390, "height": 844})
+    page = context.new_page()
+    page.goto(f"{live_server.url}/de/?{EXAMPLE}&budget=100")
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    summary = page.get_by_test_id("need-summary")
+    expect(summary).to_contain_text("19,55 GiB")
+    card = page.locator("tbody.machine-row").first
+    card.scroll_into_view_if_needed()
+    page.screenshot(path=str(ARTIFACTS / "german-phone-card.png"))
+    card_box = card.bounding_box()
+    assert card_box["x"] >= 0 and card_box["x"] + card_box["width"] <= 390
+    for part in (".c-gpu", ".c-memory", ".c-price", ".c-launch button"):
+        part_box = card.locator(part).bounding_box()
+        assert part_box["x"] + part_box["width"] <= card_box["x"] + card_box["width"] + 1, part
+        assert part_box["y"] < card_box["y"] + 170, f"{part} is not at the top of the card"
+    expect(card.get_by_role("button", name=re.compile("starten: zuerst prüfen$"))).to_be_in_viewport()
+    expect(card.get_by_role("button", name=re.compile("starten"))).to_have_text("Starten")
+    assert_accessible(page, "German, phone result")
+    context.close()
