@@ -6,6 +6,7 @@ from django.db import models
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
+from django.utils.translation import gettext_lazy as _
 
 from catalog import services
 from catalog.hf_config import ConfigError, parse_config
@@ -27,20 +28,22 @@ class CatalogAdmin(admin.ModelAdmin):
 
 
 class ConfigImportForm(forms.Form):
-    name = forms.CharField(max_length=120)
-    slug = forms.SlugField(max_length=120, help_text="An existing slug updates that model.")
+    name = forms.CharField(max_length=120, label=_("Name"))
+    slug = forms.SlugField(
+        max_length=120, label=_("Slug"), help_text=_("An existing slug updates that model.")
+    )
     config_json = forms.CharField(
         label="config.json", widget=forms.Textarea(attrs={"rows": 18, "cols": 90}),
-        help_text="Paste the model's published config.json.",
+        help_text=_("Paste the model's published config.json."),
     )
-    config_url = forms.URLField(max_length=300, required=False, label="Config URL", assume_scheme="https")
+    config_url = forms.URLField(max_length=300, required=False, label=_("Config URL"), assume_scheme="https")
     parameters = forms.IntegerField(
-        min_value=1, required=False,
-        help_text="Exact parameter count. config.json does not state it; left empty, it is recounted from "
-        "the configuration's figures, module by module.",
+        min_value=1, required=False, label=_("Parameters"),
+        help_text=_("Exact parameter count. config.json does not state it; left empty, it is recounted from "
+                    "the configuration's figures, module by module."),
     )
-    parameters_published = forms.CharField(max_length=60, required=False)
-    license = forms.CharField(max_length=120, required=False)
+    parameters_published = forms.CharField(max_length=60, required=False, label=_("Parameters as published"))
+    license = forms.CharField(max_length=120, required=False, label=_("License"))
 
     def clean(self):
         cleaned = super().clean()
@@ -71,7 +74,7 @@ class LanguageModelAdmin(CatalogAdmin):
     change_list_template = "admin/catalog/languagemodel/change_list.html"
     readonly_fields = ("missing_figures",)
 
-    @admin.display(description="Missing figures")
+    @admin.display(description=_("Missing figures"))
     def missing_figures(self, obj):
         missing = obj.missing_values() if obj.pk else []
         return ", ".join(missing) or "none"
@@ -102,14 +105,16 @@ class LanguageModelAdmin(CatalogAdmin):
                 for field, errors in error.message_dict.items():
                     form.add_error(None, f"{field}: {' '.join(errors)}")
             else:
-                verb = "Created" if created else "Updated"
-                self.message_user(request, f"{verb} {row.name} from its config.json.", messages.SUCCESS)
+                done = _("Created %(model)s from its config.json.") if created else _(
+                    "Updated %(model)s from its config.json."
+                )
+                self.message_user(request, done % {"model": row.name}, messages.SUCCESS)
                 return redirect(reverse("admin:catalog_languagemodel_change", args=[row.pk]))
         context = {
             **self.admin_site.each_context(request),
             "opts": self.model._meta,
             "form": form,
-            "title": "Create or update a language model from config.json",
+            "title": _("Create or update a language model from config.json"),
         }
         return TemplateResponse(request, "admin/catalog/languagemodel/import_config.html", context)
 

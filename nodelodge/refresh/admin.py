@@ -5,6 +5,8 @@ from django.core.exceptions import PermissionDenied
 from django.http import HttpResponseNotAllowed, HttpResponseRedirect
 from django.urls import path, reverse
 from django.utils.html import format_html
+from django.utils.translation import gettext_lazy as _
+from django.utils.translation import ngettext
 
 from catalog.admin import ProviderAdmin
 from catalog.models import Provider
@@ -18,30 +20,40 @@ def trigger_refresh(request, provider_ids: list[int]) -> None:
     """Asks for the refresh and tells staff, in messages, what came of it."""
     outcome = services.request_refresh(provider_ids)
     if not outcome.requested:
-        messages.warning(request, "No provider to refresh: none is active with a feed URL.")
+        messages.warning(request, _("No provider to refresh: none is active with a feed URL."))
     elif outcome.broker_error:
         # The broker is down: say so plainly; nothing was changed, and the command line still works.
         messages.error(
             request,
-            f"Could not queue the refresh: the task queue is unreachable ({outcome.broker_error}). "
-            f"{outcome.queued} of {outcome.requested} queued. Run `python manage.py refresh_providers` to "
-            "refresh without a worker.",
+            _(
+                "Could not queue the refresh: the task queue is unreachable (%(error)s). %(queued)s of "
+                "%(requested)s queued. Run `python manage.py refresh_providers` to refresh without a worker."
+            ) % {"error": outcome.broker_error, "queued": outcome.queued, "requested": outcome.requested},
         )
     elif outcome.runs:
         for run in outcome.runs:
             level = messages.SUCCESS if run.status == SyncRun.Status.OK else messages.WARNING
             messages.add_message(
                 request, level,
-                f"{run.provider}: {run.get_status_display().lower()} — {run.added} added, "
-                f"{run.updated} updated, {run.gone} gone, {run.rejected} rejected. {run.error}".strip(),
+                (_(
+                    "%(provider)s: %(status)s — %(added)s added, %(updated)s updated, %(gone)s gone, "
+                    "%(rejected)s rejected."
+                ) % {
+                    "provider": run.provider, "status": str(run.get_status_display()).lower(),
+                    "added": run.added, "updated": run.updated, "gone": run.gone, "rejected": run.rejected,
+                } + f" {run.error}").strip(),
             )
     else:
         messages.success(
-            request, f"Refresh queued for {outcome.queued} provider(s); the sync history shows the outcome."
+            request, ngettext(
+                "Refresh queued for %(count)s provider; the sync history shows the outcome.",
+                "Refresh queued for %(count)s providers; the sync history shows the outcome.",
+                outcome.queued,
+            ) % {"count": outcome.queued},
         )
 
 
-@admin.action(description="Refresh the selected providers from their feeds now", permissions=["change"])
+@admin.action(description=_("Refresh the selected providers from their feeds now"), permissions=["change"])
 def refresh_selected_providers(modeladmin, request, queryset):
     trigger_refresh(request, list(queryset.order_by("pk").values_list("pk", flat=True)))
 
@@ -75,16 +87,16 @@ class SyncRunAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):  # written by refreshe
     )
     readonly_fields = fields
 
-    @admin.display(description="Duration")
+    @admin.display(description=_("Duration"))
     def duration(self, run: SyncRun) -> str:
         seconds = run.duration_seconds
         return "—" if seconds is None else f"{seconds:.2f} s"
 
-    @admin.display(description="Error")
+    @admin.display(description=_("Error"))
     def short_error(self, run: SyncRun) -> str:
         return run.error if len(run.error) <= 90 else run.error[:89] + "…"
 
-    @admin.display(description="Rejected records")
+    @admin.display(description=_("Rejected records"))
     def rejected_records(self, run: SyncRun) -> str:
         if not run.rejected_details:
             return "—"
@@ -93,7 +105,7 @@ class SyncRunAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):  # written by refreshe
             return format_html("{}<p>… and {} more.</p>", shown, run.rejected - len(run.rejected_details))
         return shown
 
-    @admin.action(description="Refresh these runs' providers now", permissions=["refresh"])
+    @admin.action(description=_("Refresh these runs' providers now"), permissions=["refresh"])
     def refresh_providers_again(self, request, queryset):
         trigger_refresh(request, sorted(set(queryset.values_list("provider_id", flat=True))))
 

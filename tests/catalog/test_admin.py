@@ -229,3 +229,18 @@ def test_staff_enter_a_measured_speed_with_how_it_was_measured(admin_client, cat
     })
     assert too_many.status_code == 200
     assert "cannot exceed the machine's GPU count" in " ".join(too_many.context["adminform"].form.errors["gpus"])
+
+
+def test_the_config_import_speaks_the_staff_members_language(admin_client, db):
+    german = {"HTTP_ACCEPT_LANGUAGE": "de"}
+    page = admin_client.get(import_url(), **german).content.decode()
+    assert "Sprachmodell aus config.json anlegen oder aktualisieren" in page
+    assert "Fügen Sie die veröffentlichte" in page and 'value="Sichern"' in page
+    response = admin_client.post(
+        import_url(),
+        {"name": "Pasted 8B", "slug": "pasted-8b", "config_json": json.dumps(LLAMA_LIKE_CONFIG), "license": "x"},
+        follow=True, **german,
+    )
+    assert "Pasted 8B aus seiner config.json angelegt." in response.content.decode()
+    english = admin_client.get(import_url(), HTTP_ACCEPT_LANGUAGE="en").content.decode()
+    assert "Create or update a language model from config.json" in english

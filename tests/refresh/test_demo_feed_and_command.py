@@ -135,6 +135,25 @@ def test_staff_trigger_a_refresh_from_the_provider_admin(admin_client, feed_serv
     assert "Hosts United: ok — 1 added" in response.content.decode()
 
 
+def test_the_refresh_action_and_its_outcome_speak_the_staff_members_language(
+    admin_client, feed_server, gpu_types, providers, in_process_tasks
+):
+    community = providers["community"]
+    community.feed_url = feed_server.serve_json("c", feed(community.slug, [record("c-1")]))
+    community.save()
+    german = {"HTTP_ACCEPT_LANGUAGE": "de"}
+    changelist = admin_client.get(reverse("admin:catalog_provider_changelist"), **german).content.decode()
+    assert "Die gewählten Anbieter jetzt aus ihren Feeds aktualisieren" in changelist
+
+    response = admin_client.post(
+        reverse("admin:catalog_provider_changelist"),
+        {"action": "refresh_selected_providers", "_selected_action": [community.pk]},
+        follow=True, **german,
+    )
+
+    assert "Hosts United: ok — 1 hinzugefügt, 0 aktualisiert, 0 entfernt, 0 abgewiesen." in response.content.decode()
+
+
 @pytest.mark.django_db
 def test_staff_see_the_sync_history_and_can_refresh_everything(
     admin_client, feed_server, gpu_types, providers, in_process_tasks
