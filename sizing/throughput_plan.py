@@ -36,6 +36,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
+from functools import cached_property
 from itertools import accumulate
 
 from .errors import SizingError
@@ -68,7 +69,7 @@ class PlanCandidate:
     def name(self) -> str:
         return self.label or gettext("machine %(id)s") % {"id": self.machine_id}
 
-    @property
+    @cached_property  # read many times by the search and the ranking of GPU types; worked out once
     def tokens_per_s_per_gpu(self) -> Fraction:
         return Fraction(self.measured_tokens_per_s) / self.measured_gpus
 
