@@ -33,6 +33,7 @@ TABLE = "catalog_latestspeed"
 # the preferences and the order of machines read.
 MACHINE_COLUMNS = tuple(dict.fromkeys([
     *availability.COLUMNS.values(), "tier", "price_per_gpu_hour", "provider_id", "provider_machine_id",
+    "gpu_type_id",
 ]))
 SPEED_COLUMNS = ("model_slug", "precision", "value", "gpus")
 
@@ -66,7 +67,8 @@ def install_sql() -> list[str]:
         f"ALTER TABLE {TABLE} ADD PRIMARY KEY (model_slug, precision, machine_id)",
         f"CREATE INDEX {TABLE}_machine_idx ON {TABLE} (machine_id)",
         # A plan's speed classes, each cheapest first (`catalog.selectors.speed_rows_counted`).
-        f"CREATE INDEX {TABLE}_class_idx ON {TABLE} (model_slug, precision, value, gpus, price_per_gpu_hour)",
+        f"CREATE INDEX {TABLE}_class_idx ON {TABLE} (model_slug, precision, value, gpus, gpu_type_id, "
+        "price_per_gpu_hour)",
         # Machines written: their rows worked out again (new ones have no speeds yet, gone ones none left).
         f"""CREATE FUNCTION catalog_latest_speed_machines() RETURNS trigger LANGUAGE plpgsql AS $fn$
 BEGIN

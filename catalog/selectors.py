@@ -785,7 +785,8 @@ def speed_rows_counted(query: SpeedQuery, by_scan: bool = False) -> tuple[list[S
 
     Within a speed class every copy serves the same, so a cheaper machine is never worse: a plan
     uses at most as many copies of a class as reach the target alone plus the spare copies, so the
-    class's cheapest machines up to that many copies are enough; and the `keep` machines with the
+    class's cheapest machines up to that many copies are enough (per GPU type, for the plans on
+    one GPU type); and the `keep` machines with the
     lowest price per million tokens come too (the sorted list's first page). The rest are counted,
     not fetched.
 
@@ -808,7 +809,8 @@ def speed_rows_counted(query: SpeedQuery, by_scan: bool = False) -> tuple[list[S
         f"(SELECT * FROM (SELECT m.speed_id, m.value, m.gpus, m.price_per_gpu_hour AS price, "  # noqa: S608  # nosec B608
         f"{gpus_sql} AS fit_gpus, "
         'p.name COLLATE "C" AS provider, m.provider_machine_id COLLATE "C" AS machine_key, '
-        f"m.machine_id, m.free_gpus AS free FROM {source} m JOIN catalog_provider p ON p.id = m.provider_id "
+        f"m.machine_id, m.free_gpus AS free, m.gpu_type_id "
+        f"FROM {source} m JOIN catalog_provider p ON p.id = m.provider_id "
         "WHERE m.model_slug = %s AND m.precision = %s "
         f"AND {screened} AND {tier_sql} AND m.memory_per_gpu_mib >= %s) AS a "
         f"WHERE fit_gpus IS NOT NULL {''.join(' AND ' + c for c in limits)}) AS f"
@@ -820,9 +822,10 @@ def speed_rows_counted(query: SpeedQuery, by_scan: bool = False) -> tuple[list[S
     chosen, chosen_params = [], []
     if query.target is not None:
         # Copies of the machines before this one in its class (same figure, same GPUs measured and
-        # used), cheapest first, against the copies wanted. The class's rows are those of one
-        # (value, gpus) with the same fit_gpus, counted apart by FILTER: the kept table's index
-        # hands them over in (value, gpus, price) order, so only ties on price are sorted.
+        # used, same GPU type: the plans on one GPU type need that type's cheapest copies too),
+        # cheapest first, against the copies wanted. The class's rows are those of one (value, gpus,
+        # GPU type) with the same fit_gpus, counted apart by FILTER: the kept table's index hands
+        # them over in (value, gpus, GPU type, price) order, so only ties on price are sorted.
         per_fit = " ".join(
             f"WHEN {int(gpus)} THEN SUM(free / fit_gpus) FILTER (WHERE fit_gpus = {int(gpus)}) OVER w"
             for gpus in sorted({gpus for gpus, _ in query.fits})
@@ -831,8 +834,9 @@ def speed_rows_counted(query: SpeedQuery, by_scan: bool = False) -> tuple[list[S
             f"SELECT speed_id, total FROM (SELECT speed_id, COUNT(*) OVER () AS total, "  # noqa: S608  # nosec B608
             f"COALESCE(CASE fit_gpus {per_fit} END, 0) AS copies_before, "
             "CEIL(%s::numeric * gpus * 100 / (value * fit_gpus * %s::numeric)) + %s AS wanted "
-            f"FROM {fitting} WINDOW w AS (PARTITION BY value, gpus ORDER BY price, provider, machine_key, "
-            "machine_id ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)) AS c WHERE copies_before < wanted"
+            f"FROM {fitting} WINDOW w AS (PARTITION BY value, gpus, gpu_type_id ORDER BY price, provider, "
+            "machine_key, machine_id ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)) AS c "
+            "WHERE copies_before < wanted"
         )
         chosen_params += [query.target, query.efficiency, query.redundancy, *fitting_params]
     if query.keep > 0:

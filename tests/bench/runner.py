@@ -663,6 +663,7 @@ def parse(argv: list[str]) -> Options:
     parser.add_argument("--warmup", type=int, help="warm-up runs per query and path")
     parser.add_argument("--no-gunicorn", action="store_true", help="in-process only (no server, no load)")
     parser.add_argument("--no-refresh", action="store_true", help="skip the provider refresh")
+    parser.add_argument("--refresh-sizes", help="comma-separated refresh sizes (default 10000,100000,1000000)")
     parser.add_argument("--no-load", action="store_true", help="skip the sustained load")
     parser.add_argument("--out", default=str(REPO / "BENCHMARKS.md"), help="where the table goes ('-': nowhere)")
     args = parser.parse_args(argv)
@@ -681,6 +682,8 @@ def parse(argv: list[str]) -> Options:
         options.queries = 0
     if args.no_gunicorn:
         options.gunicorn, options.load_seconds = False, 0
+    if args.refresh_sizes:
+        options.refresh_sizes = tuple(int(size) for size in args.refresh_sizes.split(","))
     if args.no_refresh:
         options.refresh_sizes = ()
     if args.no_load:
