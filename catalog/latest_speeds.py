@@ -7,8 +7,8 @@ The throughput plan and the price-per-million sort read, for one model and preci
 speed measured on each machine on its own GPU type, with the machine's columns the availability rule,
 the fit and the preferences read. Worked out at request time that is a join of every speed of the
 model (about 15,000 at 100,000 machines) with its machine and a sort for the latest of each; here it
-is one narrow row per (machine, model, precision) in `catalog_latestspeed`, so a request filters one
-table and sorts only what it keeps.
+is one row per (machine, model, precision) in `catalog_latestspeed`, with everything the answer
+shows of it, so a request filters and reads one table and sorts only ties.
 
 What "latest" means is written once (`latest_sql`): the scan (`catalog.selectors.speed_rows_counted`
 with `by_scan`) and the kept table use the same statement. The table holds every machine the rule
@@ -33,9 +33,13 @@ TABLE = "catalog_latestspeed"
 # the preferences and the order of machines read.
 MACHINE_COLUMNS = tuple(dict.fromkeys([
     *availability.COLUMNS.values(), "tier", "price_per_gpu_hour", "provider_id", "provider_machine_id",
-    "gpu_type_id",
+    "gpu_type_id", "region",
 ]))
-SPEED_COLUMNS = ("model_slug", "precision", "value", "gpus")
+# The speed, with what the answer shows of the measurement.
+SPEED_COLUMNS = (
+    "model_slug", "precision", "value", "gpus", "measured_at", "engine", "engine_version", "concurrency",
+    "input_tokens", "output_tokens", "measured_by", "source",
+)
 
 
 def latest_sql(condition: str) -> str:
