@@ -751,11 +751,16 @@ def speed_rows(
     ]
 
 
-# What a chosen row carries out of `speed_rows_counted`'s filtered rows (the kept table or the scan).
-KEPT_COLUMNS = (
-    "machine_id, price, free, memory, tier, provider, machine_key, value, gpus, measured_at, engine, "
-    "engine_version, concurrency, input_tokens, output_tokens, measured_by, source, gpu_type_id, country, "
-    "region"
+# The answer's columns, read from the speeds and machines (the scan) or from the kept rows.
+SPEED_COLUMNS = (
+    "m.id, m.price_per_gpu_hour, m.free_gpus, m.memory_per_gpu_mib, m.tier, p.name, m.provider_machine_id, "
+    "s.value, s.gpus, s.measured_at, s.engine, s.engine_version, s.concurrency, s.input_tokens, "
+    "s.output_tokens, s.measured_by, s.source, g.name, m.country, m.region"
+)
+KEPT_SPEED_COLUMNS = (
+    "k.machine_id, k.price_per_gpu_hour, k.free_gpus, k.memory_per_gpu_mib, k.tier, p.name, "
+    "k.provider_machine_id, k.value, k.gpus, k.measured_at, k.engine, k.engine_version, k.concurrency, "
+    "k.input_tokens, k.output_tokens, k.measured_by, k.source, g.name, k.country, k.region"
 )
 
 
@@ -810,9 +815,7 @@ def speed_rows_counted(query: SpeedQuery, by_scan: bool = False) -> tuple[list[S
         f"(SELECT * FROM (SELECT m.speed_id, m.value, m.gpus, m.price_per_gpu_hour AS price, "  # noqa: S608  # nosec B608
         f"{gpus_sql} AS fit_gpus, "
         'p.name COLLATE "C" AS provider, m.provider_machine_id COLLATE "C" AS machine_key, '
-        f"m.machine_id, m.free_gpus AS free, m.gpu_type_id, m.memory_per_gpu_mib AS memory, m.tier, "
-        "m.measured_at, m.engine, m.engine_version, m.concurrency, m.input_tokens, m.output_tokens, "
-        "m.measured_by, m.source, m.country, m.region "
+        "m.machine_id, m.free_gpus AS free, m.gpu_type_id "
         f"FROM {source} m JOIN catalog_provider p ON p.id = m.provider_id "
         "WHERE m.model_slug = %s AND m.precision = %s "
         f"AND {screened} AND {tier_sql} AND m.memory_per_gpu_mib >= %s) AS a "
@@ -834,7 +837,7 @@ def speed_rows_counted(query: SpeedQuery, by_scan: bool = False) -> tuple[list[S
             for gpus in sorted({gpus for gpus, _ in query.fits})
         )
         chosen.append(
-            f"SELECT {KEPT_COLUMNS}, total FROM (SELECT *, COUNT(*) OVER () AS total, "  # noqa: S608  # nosec B608
+            "SELECT speed_id, machine_id, total FROM (SELECT *, COUNT(*) OVER () AS total, "  # noqa: S608  # nosec B608
             f"COALESCE(CASE fit_gpus {per_fit} END, 0) AS copies_before, "
             "CEIL(%s::numeric * gpus * 100 / (value * fit_gpus * %s::numeric)) + %s AS wanted "
             f"FROM {fitting} WINDOW w AS (PARTITION BY value, gpus, gpu_type_id ORDER BY price, provider, "
@@ -845,19 +848,31 @@ def speed_rows_counted(query: SpeedQuery, by_scan: bool = False) -> tuple[list[S
     if query.keep > 0:
         # The first machines by price per million tokens (rounded as shown, then the machines' own order).
         chosen.append(
-            f"(SELECT {KEPT_COLUMNS}, COUNT(*) OVER () AS total FROM {fitting} "  # noqa: S608  # nosec B608
+            f"(SELECT speed_id, machine_id, COUNT(*) OVER () AS total FROM {fitting} "  # noqa: S608  # nosec B608
             "ORDER BY ROUND(price * gpus * 1000000 / (value * 3600), 4), price * fit_gpus, price, provider, "
             "machine_key, machine_id LIMIT %s)"
         )
         chosen_params += [*fitting_params, query.keep]
     if not chosen:
         return [], 0
-    sql = (
-        "SELECT r.machine_id, r.price, r.free, r.memory, r.tier, r.provider, r.machine_key, r.value, r.gpus, "  # noqa: S608  # nosec B608
-        "r.measured_at, r.engine, r.engine_version, r.concurrency, r.input_tokens, r.output_tokens, "
-        f"r.measured_by, r.source, g.name, r.country, r.region, r.total FROM ({' UNION '.join(chosen)}) AS r "
-        "JOIN catalog_gputype g ON g.id = r.gpu_type_id ORDER BY r.machine_id"
-    )
+    union = " UNION ".join(chosen)
+    if by_scan:
+        sql = (
+            f"SELECT {SPEED_COLUMNS}, r.total FROM ({union}) AS r "  # noqa: S608  # nosec B608
+            "JOIN catalog_measuredspeed s ON s.id = r.speed_id "
+            "JOIN catalog_machine m ON m.id = s.machine_id JOIN catalog_provider p ON p.id = m.provider_id "
+            "JOIN catalog_gputype g ON g.id = m.gpu_type_id ORDER BY m.id"
+        )
+    else:
+        # The chosen rows' details from the kept rows themselves (the windows above sort narrow rows).
+        sql = (
+            f"SELECT {KEPT_SPEED_COLUMNS}, r.total FROM ({union}) AS r "  # noqa: S608  # nosec B608
+            f"JOIN {latest_speeds.TABLE} k ON k.model_slug = %s AND k.precision = %s "
+            "AND k.machine_id = r.machine_id "
+            "JOIN catalog_provider p ON p.id = k.provider_id JOIN catalog_gputype g ON g.id = k.gpu_type_id "
+            "ORDER BY k.machine_id"
+        )
+        chosen_params += [query.model_slug, query.precision]
     with connection.cursor() as cursor:
         cursor.execute(sql, chosen_params)
         fetched = cursor.fetchall()
