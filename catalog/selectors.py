@@ -11,7 +11,7 @@ from django.db import connection
 from django.db.models import F, Prefetch, QuerySet
 from django.utils.translation import gettext_lazy
 
-from catalog import availability, fleet_counts
+from catalog import availability, fleet_counts, latest_speeds
 from catalog.models import ImagePipeline, LanguageModel, Machine, MeasuredSpeed, SpeechModel
 from sizing import fit, matching, offers, reasons, specs
 from sizing.workloads import CODES as WORKLOADS
@@ -751,10 +751,16 @@ def speed_rows(
     ]
 
 
+# The answer's columns, read from the speeds and machines (the scan) or from the kept rows.
 SPEED_COLUMNS = (
     "m.id, m.price_per_gpu_hour, m.free_gpus, m.memory_per_gpu_mib, m.tier, p.name, m.provider_machine_id, "
     "s.value, s.gpus, s.measured_at, s.engine, s.engine_version, s.concurrency, s.input_tokens, "
     "s.output_tokens, s.measured_by, s.source, g.name, m.country, m.region"
+)
+KEPT_SPEED_COLUMNS = (
+    "k.machine_id, k.price_per_gpu_hour, k.free_gpus, k.memory_per_gpu_mib, k.tier, p.name, "
+    "k.provider_machine_id, k.value, k.gpus, k.measured_at, k.engine, k.engine_version, k.concurrency, "
+    "k.input_tokens, k.output_tokens, k.measured_by, k.source, g.name, k.country, k.region"
 )
 
 
@@ -780,58 +786,95 @@ class SpeedQuery:
     keep: int
 
 
-def speed_rows_counted(query: SpeedQuery) -> tuple[list[SpeedRow], int]:
+def speed_rows_counted(query: SpeedQuery, by_scan: bool = False) -> tuple[list[SpeedRow], int]:
     """PostgreSQL: the rows a plan can need and how many machines qualify, in one statement.
 
     Within a speed class every copy serves the same, so a cheaper machine is never worse: a plan
     uses at most as many copies of a class as reach the target alone plus the spare copies, so the
-    class's cheapest machines up to that many copies are enough; and the `keep` machines with the
+    class's cheapest machines up to that many copies are enough (per GPU type, for the plans on
+    one GPU type); and the `keep` machines with the
     lowest price per million tokens come too (the sorted list's first page). The rest are counted,
-    not fetched."""
+    not fetched.
+
+    The latest speed of each machine comes from the table the writes keep (`catalog.latest_speeds`);
+    `by_scan` works it out from the speeds and machines instead (the reference the kept table is
+    tested against). Either way the availability rule, fit and preferences apply at request time."""
     screened, screened_params = availability.available_sql(query.stale_cutoff, query.countries)
     gpus_sql, gpus_params = _gpus_used_sql(query.fits)
     tier_sql, tier_params = ("TRUE", []) if query.tier == "both" else ("m.tier = %s", [query.tier])
+    if by_scan:
+        source = f"({latest_speeds.latest_sql('s.model_slug = %s AND s.precision = %s')})"
+    else:
+        source = latest_speeds.TABLE
     limits, limit_params = [], []
     for limit in (query.max_price_per_hour, query.budget):
         if limit is not None:
             limits.append("price * fit_gpus <= %s")
             limit_params.append(limit)
-    plan_keep = "0"
-    plan_params: list = []
-    if query.target is not None:
-        plan_keep = "CEIL(%s::numeric * gpus * 100 / (value * fit_gpus * %s::numeric)) + %s"
-        plan_params = [query.target, query.efficiency, query.redundancy]
-    sql = (
-        f"WITH latest AS (SELECT DISTINCT ON (s.machine_id) s.id AS speed_id, s.value AS value, "  # noqa: S608  # nosec B608
-        f"s.gpus AS gpus, m.price_per_gpu_hour AS price, {gpus_sql} AS fit_gpus, "
+    fitting = (
+        f"(SELECT * FROM (SELECT m.speed_id, m.value, m.gpus, m.price_per_gpu_hour AS price, "  # noqa: S608  # nosec B608
+        f"{gpus_sql} AS fit_gpus, "
         'p.name COLLATE "C" AS provider, m.provider_machine_id COLLATE "C" AS machine_key, '
-        "m.id AS machine_id, m.free_gpus AS free "
-        "FROM catalog_measuredspeed s JOIN catalog_machine m ON m.id = s.machine_id "
-        "JOIN catalog_provider p ON p.id = m.provider_id "
-        "WHERE s.model_slug = %s AND s.precision = %s AND s.unit = 'tokens/s' "
-        "AND s.gpu_type_id = m.gpu_type_id "
-        f"AND {screened} AND {tier_sql} AND m.memory_per_gpu_mib >= %s "
-        "ORDER BY s.machine_id, s.measured_at DESC, s.value / s.gpus, s.gpus), "
-        f"fitting AS (SELECT * FROM latest WHERE fit_gpus IS NOT NULL {''.join(' AND ' + c for c in limits)}"
-        "), "
-        # Copies of the machines before this one in its class, cheapest first; and this machine's
-        # place by price per million tokens (rounded as shown, then the machines' own order).
-        "ranked AS (SELECT speed_id, COUNT(*) OVER () AS total, COALESCE(SUM(free / fit_gpus) OVER ("
-        "PARTITION BY value, gpus, fit_gpus ORDER BY price, provider, machine_key, machine_id "
-        "ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS copies_before, "
-        "ROW_NUMBER() OVER (ORDER BY ROUND(price * gpus * 1000000 / (value * 3600), 4), price * fit_gpus, "
-        f"price, provider, machine_key, machine_id) AS cheapest_place, {plan_keep} AS wanted FROM fitting) "
-        f"SELECT {SPEED_COLUMNS}, r.total FROM ranked r JOIN catalog_measuredspeed s ON s.id = r.speed_id "
-        "JOIN catalog_machine m ON m.id = s.machine_id JOIN catalog_provider p ON p.id = m.provider_id "
-        "JOIN catalog_gputype g ON g.id = m.gpu_type_id "
-        "WHERE r.copies_before < r.wanted OR r.cheapest_place <= %s ORDER BY m.id"
+        "m.machine_id, m.free_gpus AS free, m.gpu_type_id "
+        f"FROM {source} m JOIN catalog_provider p ON p.id = m.provider_id "
+        "WHERE m.model_slug = %s AND m.precision = %s "
+        f"AND {screened} AND {tier_sql} AND m.memory_per_gpu_mib >= %s) AS a "
+        f"WHERE fit_gpus IS NOT NULL {''.join(' AND ' + c for c in limits)}) AS f"
     )
-    params = [
-        *gpus_params, query.model_slug, query.precision, *screened_params, *tier_params,
-        min(need for _, need in query.fits), *limit_params, *plan_params, query.keep,
+    fitting_params = [
+        *gpus_params, *([query.model_slug, query.precision] if by_scan else []), query.model_slug,
+        query.precision, *screened_params, *tier_params, min(need for _, need in query.fits), *limit_params,
     ]
+    chosen, chosen_params = [], []
+    if query.target is not None:
+        # Copies of the machines before this one in its class (same figure, same GPUs measured and
+        # used, same GPU type: the plans on one GPU type need that type's cheapest copies too),
+        # cheapest first, against the copies wanted. The class's rows are those of one (value, gpus,
+        # GPU type) with the same fit_gpus, counted apart by FILTER: the kept table's index hands
+        # them over in (value, gpus, GPU type, price) order, so only ties on price are sorted.
+        per_fit = " ".join(
+            f"WHEN {int(gpus)} THEN SUM(free / fit_gpus) FILTER (WHERE fit_gpus = {int(gpus)}) OVER w"
+            for gpus in sorted({gpus for gpus, _ in query.fits})
+        )
+        chosen.append(
+            "SELECT speed_id, machine_id, total FROM (SELECT *, COUNT(*) OVER () AS total, "  # noqa: S608  # nosec B608
+            f"COALESCE(CASE fit_gpus {per_fit} END, 0) AS copies_before, "
+            "CEIL(%s::numeric * gpus * 100 / (value * fit_gpus * %s::numeric)) + %s AS wanted "
+            f"FROM {fitting} WINDOW w AS (PARTITION BY value, gpus, gpu_type_id ORDER BY price, provider, "
+            "machine_key, machine_id ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)) AS c "
+            "WHERE copies_before < wanted"
+        )
+        chosen_params += [query.target, query.efficiency, query.redundancy, *fitting_params]
+    if query.keep > 0:
+        # The first machines by price per million tokens (rounded as shown, then the machines' own order).
+        chosen.append(
+            f"(SELECT speed_id, machine_id, COUNT(*) OVER () AS total FROM {fitting} "  # noqa: S608  # nosec B608
+            "ORDER BY ROUND(price * gpus * 1000000 / (value * 3600), 4), price * fit_gpus, price, provider, "
+            "machine_key, machine_id LIMIT %s)"
+        )
+        chosen_params += [*fitting_params, query.keep]
+    if not chosen:
+        return [], 0
+    union = " UNION ".join(chosen)
+    if by_scan:
+        sql = (
+            f"SELECT {SPEED_COLUMNS}, r.total FROM ({union}) AS r "  # noqa: S608  # nosec B608
+            "JOIN catalog_measuredspeed s ON s.id = r.speed_id "
+            "JOIN catalog_machine m ON m.id = s.machine_id JOIN catalog_provider p ON p.id = m.provider_id "
+            "JOIN catalog_gputype g ON g.id = m.gpu_type_id ORDER BY m.id"
+        )
+    else:
+        # The chosen rows' details from the kept rows themselves (the windows above sort narrow rows).
+        sql = (
+            f"SELECT {KEPT_SPEED_COLUMNS}, r.total FROM ({union}) AS r "  # noqa: S608  # nosec B608
+            f"JOIN {latest_speeds.TABLE} k ON k.model_slug = %s AND k.precision = %s "
+            "AND k.machine_id = r.machine_id "
+            "JOIN catalog_provider p ON p.id = k.provider_id JOIN catalog_gputype g ON g.id = k.gpu_type_id "
+            "ORDER BY k.machine_id"
+        )
+        chosen_params += [query.model_slug, query.precision]
     with connection.cursor() as cursor:
-        cursor.execute(sql, params)
+        cursor.execute(sql, chosen_params)
         fetched = cursor.fetchall()
     total = fetched[0][-1] if fetched else 0
     return [_speed_row(row, query.model_slug, query.precision) for row in fetched], total

@@ -36,6 +36,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
+from functools import cached_property
 from itertools import accumulate
 
 from .errors import SizingError
@@ -68,7 +69,7 @@ class PlanCandidate:
     def name(self) -> str:
         return self.label or gettext("machine %(id)s") % {"id": self.machine_id}
 
-    @property
+    @cached_property  # read many times by the search and the ranking of GPU types; worked out once
     def tokens_per_s_per_gpu(self) -> Fraction:
         return Fraction(self.measured_tokens_per_s) / self.measured_gpus
 
@@ -514,6 +515,14 @@ def number(value: Fraction | Decimal | int) -> str:
 
 def plan_steps(parts, target: Fraction, efficiency: Fraction, usable: Fraction, productive: int, spare: int):
     """The documentation's formula filled in with each machine's own measured speed."""
+    written: dict[Fraction, str] = {}
+
+    def figure(value) -> str:  # machines share speeds: each figure is written (in the language) once
+        value = Fraction(value)
+        if value not in written:
+            written[value] = number(value)
+        return written[value]
+
     steps = []
     productive_parts = [p for p in parts if p.productive_copies]
     speeds = {p.candidate.tokens_per_s_per_gpu for p in productive_parts}
@@ -531,9 +540,9 @@ def plan_steps(parts, target: Fraction, efficiency: Fraction, usable: Fraction, 
                     "%(usable)s tokens/s; %(gpus)s GPUs give %(total)s tokens/s",
                     gpus,
                 ) % {
-                    "machine": candidate.name, "measured": number(per_gpu), "efficiency": number(efficiency),
-                    "usable": number(per_gpu * efficiency / 100), "gpus": gpus,
-                    "total": number(gpus * per_gpu * efficiency / 100),
+                    "machine": candidate.name, "measured": figure(per_gpu), "efficiency": figure(efficiency),
+                    "usable": figure(per_gpu * efficiency / 100), "gpus": gpus,
+                    "total": figure(gpus * per_gpu * efficiency / 100),
                 }
             )
     if len(speeds) == 1 and one_gpu_copies:
@@ -541,12 +550,12 @@ def plan_steps(parts, target: Fraction, efficiency: Fraction, usable: Fraction, 
         usable_per_gpu = per_gpu * efficiency / 100
         steps.append(
             gettext("Productive GPUs = ceil(%(target)s ÷ %(usable)s) = %(productive)s")
-            % {"target": number(target), "usable": number(usable_per_gpu), "productive": productive}
+            % {"target": figure(target), "usable": figure(usable_per_gpu), "productive": productive}
         )
     else:
         steps.append(
             gettext("Productive GPUs = %(productive)s: together %(usable)s tokens/s ≥ %(target)s tokens/s")
-            % {"productive": productive, "usable": number(usable), "target": number(target)}
+            % {"productive": productive, "usable": figure(usable), "target": figure(target)}
         )
     spares = [
         gettext("%(gpus)s on %(machine)s") % {

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
 from fractions import Fraction
+from functools import cached_property
 from types import SimpleNamespace
 
 from django.db import connection
@@ -48,7 +49,11 @@ class SpeedCandidate:
     row: catalog_selectors.SpeedRow
     plan: PlanCandidate
     hourly_price: Decimal  # the machine's row: its fit's GPUs × price per GPU-hour
-    price_per_million_tokens: Decimal
+
+    @cached_property  # only the sort by it reads it: not worked out for the thousands a plan weighs
+    def price_per_million_tokens(self) -> Decimal:
+        speed = self.row.speed
+        return price_per_million_tokens(self.plan.price_per_gpu_hour, speed.value, speed.gpus)
 
 
 def speed_candidates(
@@ -131,9 +136,6 @@ def speed_candidates(
                     label=f"{row.provider} {row.provider_machine_id}",
                 ),
                 hourly_price=hourly,
-                price_per_million_tokens=price_per_million_tokens(
-                    row.price_per_gpu_hour, speed.value, speed.gpus
-                ),
             )
         )
     found.sort(key=lambda candidate: candidate.plan.order_key)
@@ -278,17 +280,19 @@ def throughput_answer(
         # The cheapest on a single GPU type, for the types whose best machine serves tokens cheapest
         # (price per GPU-hour over measured speed per GPU): each such plan is exact for its type.
         by_type: dict[str, list[PlanCandidate]] = {}
+        cheapest_at_speed: dict[tuple[str, Fraction], Decimal] = {}
         for candidate in candidates:
             by_type.setdefault(candidate.row.gpu_type, []).append(candidate.plan)
-        best_ratio = {
-            gpu_type: min(
-                c.price_per_gpu_hour
-                / Decimal(c.tokens_per_s_per_gpu.numerator)
-                * c.tokens_per_s_per_gpu.denominator
-                for c in group
-            )
-            for gpu_type, group in by_type.items()
-        }
+            key = (candidate.row.gpu_type, candidate.plan.tokens_per_s_per_gpu)
+            price = candidate.plan.price_per_gpu_hour
+            if key not in cheapest_at_speed or price < cheapest_at_speed[key]:
+                cheapest_at_speed[key] = price
+        # The ratio grows with the price at one speed: the cheapest machine at each speed decides.
+        best_ratio: dict[str, Decimal] = {}
+        for (gpu_type, per_gpu), price in cheapest_at_speed.items():
+            ratio = price / Decimal(per_gpu.numerator) * per_gpu.denominator
+            if gpu_type not in best_ratio or ratio < best_ratio[gpu_type]:
+                best_ratio[gpu_type] = ratio
         for gpu_type in sorted(by_type, key=lambda name: (best_ratio[name], name))[: PLANS_SHOWN - 1]:
             add(cheapest_plan(by_type[gpu_type], query.target_tokens, query.efficiency, query.redundancy))
     plans = sorted(found.items(), key=lambda item: (item[1].price_per_hour, item[1].gpus, item[0]))

@@ -1,0 +1,164 @@
+# SQL here is assembled from this module's constants and the availability rule's columns; every
+# value travels as a parameter (ruff's S608 cannot tell).
+# ruff: noqa: S608
+"""The latest tokens/s speed of each machine per model and precision, kept by the writes (PostgreSQL).
+
+The throughput plan and the price-per-million sort read, for one model and precision, the latest
+speed measured on each machine on its own GPU type, with the machine's columns the availability rule,
+the fit and the preferences read. Worked out at request time that is a join of every speed of the
+model (about 15,000 at 100,000 machines) with its machine and a sort for the latest of each; here it
+is one row per (machine, model, precision) in `catalog_latestspeed`, with everything the answer
+shows of it, so a request filters and reads one table and sorts only ties.
+
+What "latest" means is written once (`latest_sql`): the scan (`catalog.selectors.speed_rows_counted`
+with `by_scan`) and the kept table use the same statement. The table holds every machine the rule
+could ever let through, with the rule's columns as they are on catalog_machine (`availability.COLUMNS`,
+same names), so the request applies the one availability rule, stale cutoff included, to it exactly
+as to the machines: nothing here decides what "available" means and nothing needs sweeping when a
+machine goes stale. The provider's name (an order key) is read from catalog_provider at request time.
+
+Who keeps it: statement triggers on catalog_machine and catalog_measuredspeed work the rows of the
+machines a statement touched out again from both tables. A statement writing speeds first locks
+their machines' rows (as a machine's own update does), so two transactions never work out the same
+machine's rows at once; each statement of the trigger then sees the other's committed writes.
+"""
+from __future__ import annotations
+
+from django.db import connection
+
+from catalog import availability
+
+TABLE = "catalog_latestspeed"
+# The machine's columns kept beside the speed: those the availability rule reads, then what the fit,
+# the preferences and the order of machines read.
+MACHINE_COLUMNS = tuple(dict.fromkeys([
+    *availability.COLUMNS.values(), "tier", "price_per_gpu_hour", "provider_id", "provider_machine_id",
+    "gpu_type_id", "region",
+]))
+# The speed, with what the answer shows of the measurement.
+SPEED_COLUMNS = (
+    "model_slug", "precision", "value", "gpus", "measured_at", "engine", "engine_version", "concurrency",
+    "input_tokens", "output_tokens", "measured_by", "source",
+)
+
+
+def latest_sql(condition: str) -> str:
+    """SELECT of the kept table's rows: for each machine and each model and precision measured on it
+    (tokens/s, on the machine's own GPU type), the latest measurement (ties: the lower speed per GPU,
+    fewer GPUs, the earlier entry; as `sizing.throughput_plan.speed_for`). `condition` is SQL over
+    `s` (catalog_measuredspeed) and `m` (catalog_machine) narrowing what is worked out."""
+    machine = ", ".join(f"m.{column} AS {column}" for column in MACHINE_COLUMNS)
+    speed = ", ".join(f"s.{column} AS {column}" for column in SPEED_COLUMNS)
+    return (
+        f"SELECT DISTINCT ON (s.machine_id, s.model_slug, s.precision) m.id AS machine_id, "
+        f"s.id AS speed_id, {speed}, {machine} "
+        "FROM catalog_measuredspeed s JOIN catalog_machine m ON m.id = s.machine_id "
+        f"WHERE s.unit = 'tokens/s' AND s.gpu_type_id = m.gpu_type_id AND ({condition}) "
+        "ORDER BY s.machine_id, s.model_slug, s.precision, s.measured_at DESC, s.value / s.gpus, s.gpus, s.id"
+    )
+
+
+def install_sql() -> list[str]:
+    """The table, its functions and triggers, as statements (PostgreSQL)."""
+    columns = ", ".join(["machine_id", "speed_id", *SPEED_COLUMNS, *MACHINE_COLUMNS])
+    rework = (
+        f"DELETE FROM {TABLE} AS k USING (SELECT DISTINCT id FROM {{ids}}) AS a WHERE k.machine_id = a.id; "
+        f"INSERT INTO {TABLE} ({columns}) "
+        f"{latest_sql('s.machine_id IN (SELECT id FROM {ids})')};"
+    )
+    return [
+        f"CREATE TABLE {TABLE} AS {latest_sql('FALSE')} WITH NO DATA",
+        f"ALTER TABLE {TABLE} ADD PRIMARY KEY (model_slug, precision, machine_id)",
+        f"CREATE INDEX {TABLE}_machine_idx ON {TABLE} (machine_id)",
+        # A plan's speed classes, each cheapest first (`catalog.selectors.speed_rows_counted`).
+        f"CREATE INDEX {TABLE}_class_idx ON {TABLE} (model_slug, precision, value, gpus, gpu_type_id, "
+        "price_per_gpu_hour)",
+        # Machines written: their rows worked out again (new ones have no speeds yet, gone ones none left).
+        f"""CREATE FUNCTION catalog_latest_speed_machines() RETURNS trigger LANGUAGE plpgsql AS $fn$
+BEGIN
+    IF TG_OP IN ('INSERT', 'UPDATE') THEN
+        {rework.format(ids='(SELECT id FROM machines_new) AS n')}
+    ELSE
+        DELETE FROM {TABLE} AS k USING (SELECT DISTINCT id FROM machines_old) AS a WHERE k.machine_id = a.id;
+    END IF;
+    RETURN NULL;
+END $fn$""",
+        # Speeds written: their machines' rows, locked first so one machine is worked out by one
+        # transaction at a time (a machine's own update holds the same lock).
+        f"""CREATE FUNCTION catalog_latest_speed_speeds() RETURNS trigger LANGUAGE plpgsql AS $fn$
+DECLARE
+    ids bigint[];
+BEGIN
+    IF TG_OP = 'INSERT' THEN
+        ids := ARRAY(SELECT DISTINCT machine_id FROM speeds_new);
+    ELSIF TG_OP = 'UPDATE' THEN
+        ids := ARRAY(SELECT machine_id FROM speeds_new UNION SELECT machine_id FROM speeds_old);
+    ELSE
+        ids := ARRAY(SELECT DISTINCT machine_id FROM speeds_old);
+    END IF;
+    PERFORM 1 FROM catalog_machine AS m JOIN unnest(ids) AS a(id) ON m.id = a.id ORDER BY m.id
+    FOR NO KEY UPDATE OF m;
+    {rework.format(ids='unnest(ids) AS n(id)')}
+    RETURN NULL;
+END $fn$""",
+        f"""CREATE FUNCTION catalog_latest_speed_truncated() RETURNS trigger LANGUAGE plpgsql AS $fn$
+BEGIN
+    DELETE FROM {TABLE};
+    RETURN NULL;
+END $fn$""",
+        f"""CREATE FUNCTION catalog_latest_speed_rebuild() RETURNS void LANGUAGE plpgsql AS $fn$
+BEGIN
+    LOCK TABLE catalog_machine, catalog_measuredspeed IN SHARE ROW EXCLUSIVE MODE;
+    DELETE FROM {TABLE};
+    INSERT INTO {TABLE} ({columns}) {latest_sql('TRUE')};
+END $fn$""",
+        *_triggers("catalog_machine", "machines", "catalog_latest_speed_machines()"),
+        *_triggers("catalog_measuredspeed", "speeds", "catalog_latest_speed_speeds()"),
+        "SELECT catalog_latest_speed_rebuild()",
+    ]
+
+
+def _triggers(table: str, name: str, function: str) -> list[str]:
+    """Statement triggers on `table` calling `function` with the statement's rows as {name}_new and
+    {name}_old, and emptying the kept table on TRUNCATE."""
+    prefix = f"CREATE TRIGGER catalog_latest_speed_{name}"
+    run = f"FOR EACH STATEMENT EXECUTE FUNCTION {function}"
+    return [
+        f"{prefix}_inserted AFTER INSERT ON {table} REFERENCING NEW TABLE AS {name}_new {run}",
+        f"{prefix}_updated AFTER UPDATE ON {table} REFERENCING OLD TABLE AS {name}_old "
+        f"NEW TABLE AS {name}_new {run}",
+        f"{prefix}_deleted AFTER DELETE ON {table} REFERENCING OLD TABLE AS {name}_old {run}",
+        f"{prefix}_truncated AFTER TRUNCATE ON {table} FOR EACH STATEMENT "
+        "EXECUTE FUNCTION catalog_latest_speed_truncated()",
+    ]
+
+
+def uninstall_sql() -> list[str]:
+    return [
+        *(f"DROP TRIGGER IF EXISTS catalog_latest_speed_machines_{event} ON catalog_machine"
+          for event in ("inserted", "updated", "deleted", "truncated")),
+        *(f"DROP TRIGGER IF EXISTS catalog_latest_speed_speeds_{event} ON catalog_measuredspeed"
+          for event in ("inserted", "updated", "deleted", "truncated")),
+        f"DROP TABLE IF EXISTS {TABLE}",
+        "DROP FUNCTION IF EXISTS catalog_latest_speed_machines(), catalog_latest_speed_speeds(), "
+        "catalog_latest_speed_truncated(), catalog_latest_speed_rebuild()",
+    ]
+
+
+def install(schema_editor) -> None:
+    if schema_editor.connection.vendor == "postgresql":
+        for statement in install_sql():
+            schema_editor.execute(statement, params=None)
+
+
+def uninstall(schema_editor) -> None:
+    if schema_editor.connection.vendor == "postgresql":
+        for statement in uninstall_sql():
+            schema_editor.execute(statement, params=None)
+
+
+def rebuild() -> None:
+    """Works every row out again from the speeds and machines (never needed by the writes; for a
+    database restored without the table, and for the tests' comparison)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT catalog_latest_speed_rebuild()")
