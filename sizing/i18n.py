@@ -22,8 +22,10 @@ def _english_ngettext(singular: str, plural: str, n: int) -> str:
     return singular if n == 1 else plural
 
 
-def _english_number(value: int | Decimal, places: int | None = None, grouping: bool = True) -> str:
+def english_number(value: int | Decimal, places: int | None = None, grouping: bool = True) -> str:
     comma = "," if grouping else ""
+    if value == 0:
+        value = abs(value)  # a zero rounded from a small negative reads 0, not -0
     if isinstance(value, int):
         return format(value, comma or "d")
     return format(value, f"{comma}f")
@@ -34,7 +36,7 @@ _DEFAULTS: dict[str, Callable] = {
     "gettext": lambda message: message,
     "ngettext": _english_ngettext,
     "pgettext": lambda context, message: message,
-    "format_number": _english_number,
+    "format_number": english_number,
     "language": lambda: "en",
 }
 _hooks = SimpleNamespace(**_DEFAULTS)

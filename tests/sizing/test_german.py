@@ -3,10 +3,12 @@ translation.override("de"), English as before otherwise, and values for machines
 
 Needs the compiled catalogue (bin/setup compiles sizing/locale/de/LC_MESSAGES/django.po).
 """
-from decimal import Decimal
+from decimal import ROUND_HALF_UP, Decimal
 
 import pytest
 from django.utils import translation
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sizing import i18n
 from sizing.calculators import estimate, estimate_inference
@@ -229,3 +231,31 @@ def test_the_availability_window_counts_minutes_with_german_figures():
     with translation.override("de"):
         result = recommend(fixed_need(10), [offer(id=1)], Preferences(), now=NOW, stale_after_minutes=1440)
     assert dict(result.constraints)["Verfügbarkeit"].endswith("mit Meldung in den letzten 1.440 Minuten")
+
+
+@given(
+    value=st.one_of(
+        st.integers(min_value=-10**15, max_value=10**15),
+        st.decimals(min_value=-10**12, max_value=10**12, allow_nan=False, allow_infinity=False, places=6),
+    ),
+    places=st.sampled_from([None, 0, 1, 2, 4]),
+    grouping=st.booleans(),
+    language=st.sampled_from(["en", "de"]),
+)
+@settings(max_examples=300, deadline=None)
+def test_figures_read_as_djangos_own_number_formatting_writes_them(value, places, grouping, language):
+    """The hook swaps the language's separators into the English figure; Django's general formatter
+    is the reference it must equal."""
+    from django.utils import numberformat
+    from django.utils.formats import get_format
+
+    prepared = value
+    if places is not None:
+        prepared = Decimal(value).quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP)
+    with translation.override(language):
+        expected = numberformat.format(
+            prepared, get_format("DECIMAL_SEPARATOR"), decimal_pos=places,
+            grouping=get_format("NUMBER_GROUPING") if grouping else 0,
+            thousand_sep=get_format("THOUSAND_SEPARATOR"), force_grouping=grouping, use_l10n=True,
+        )
+        assert i18n.format_number(value, places, grouping) == expected
