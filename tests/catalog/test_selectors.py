@@ -78,7 +78,7 @@ def test_models_for_workload_rejects_an_unknown_workload(db):
 
 
 def test_machine_offer_copies_the_machine_with_its_speeds(catalog):
-    row = selectors.machines_with_related(Machine.objects.filter(provider_machine_id="hbr-0000")).get()
+    row = Machine.objects.select_related("provider", "gpu_type").get(provider_machine_id="hbr-0000")
     offer = selectors.machine_offer(row)
     assert isinstance(offer, MachineOffer)
     assert offer.id == row.pk
@@ -92,10 +92,19 @@ def test_machine_offer_copies_the_machine_with_its_speeds(catalog):
 
 
 def test_machine_offer_turns_an_unknown_country_into_none(catalog):
-    row = selectors.machines_with_related(Machine.objects.filter(country="")).first()
+    row = Machine.objects.filter(country="").first()
     offer = selectors.machine_offer(row)
     assert offer.country is None
     assert offer.memory_flag in (None, row.memory_flag)
+
+
+def test_offers_read_as_columns_equal_offers_read_from_each_machine(catalog):
+    """The answer reads machines as columns, Launch one machine as a row: the same offer either way."""
+    machines = Machine.objects.order_by("pk")
+    assert machines.count() > 100
+    by_row = [selectors.machine_offer(row) for row in machines.select_related("provider", "gpu_type")]
+    assert selectors.machine_offers(machines) == by_row
+    assert any(offer.measured_speeds for offer in by_row)  # speeds are compared too
 
 
 def test_machine_offers_use_a_fixed_number_of_queries(catalog, django_assert_max_num_queries):
