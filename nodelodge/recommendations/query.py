@@ -4,7 +4,7 @@ Parameter names are a contract (query string, API and `estimate`/`recommend` opt
 workload, model, precision, kv_cache, context, requests, memory_gib, budget, max_price, tier, countries,
 limit, and for the machine list: sort, gpu, min_memory_gib, confidence, group, page.
 Every message a user reads about a bad value is worded here (`MESSAGES`), in the user's words.
-and for a throughput plan (language models): target_tokens, efficiency, redundancy.
+and for a throughput plan (language models): target_tokens, efficiency, redundancy, gpu_plans.
 Which inputs a workload needs for which model (a speech model takes no context) is the sizing
 engine's rule (`sizing.calculators.estimate`); the form checks types and limits.
 """
@@ -309,6 +309,7 @@ FIELD_WORDS = {
     "gpu": _("GPU model"), "min_memory_gib": _("Memory per GPU at least"), "confidence": _("Confidence"),
     "group": _("Group by"), "page": _("Page"), "target_tokens": _("Tokens per second to serve"),
     "efficiency": _("Usable efficiency"), "redundancy": _("Spare copies"),
+    "gpu_plans": _("Cheapest plan on each GPU type"),
 }
 
 
@@ -393,6 +394,9 @@ class WorkloadQueryForm(forms.Form):
         min_value=0, max_value=MAX_REDUNDANCY, required=False, label=_("Redundancy (spare model copies)"),
         error_messages=_messages("redundancy"),
     )
+    # Also the cheapest plan on each of the GPU types that serve tokens cheapest (asked for: each is
+    # one more exact search and one more list of up to hundreds of machines).
+    gpu_plans = forms.BooleanField(required=False, label=_("Cheapest plan on each GPU type"))
 
     def __init__(self, data=None, *args, **kwargs):
         if data is not None:
@@ -485,6 +489,7 @@ class WorkloadQuery:
     target_tokens: Decimal | None = None  # tokens/s to serve: asks for a throughput plan
     efficiency: Decimal = DEFAULT_EFFICIENCY_PERCENT
     redundancy: int = DEFAULT_REDUNDANCY
+    gpu_plans: bool = False  # the throughput answer also plans on each GPU type alone
 
     @property
     def lists_by_default(self) -> bool:
@@ -525,6 +530,7 @@ class WorkloadQuery:
                 target_tokens=format(self.target_tokens.normalize(), "f"),  # 20000, never 2E+4
                 efficiency=format(self.efficiency.normalize(), "f"),
                 redundancy=self.redundancy,
+                gpu_plans=1 if self.gpu_plans else None,
             )
         params.update(overrides)
         return {key: str(value) for key, value in params.items() if value not in (None, "")}
@@ -561,6 +567,7 @@ class WorkloadQuery:
             target_tokens=data.get("target_tokens"),
             efficiency=_or_default(data.get("efficiency"), DEFAULT_EFFICIENCY_PERCENT),
             redundancy=_or_default(data.get("redundancy"), DEFAULT_REDUNDANCY),
+            gpu_plans=bool(data.get("gpu_plans")),
         )
 
 

@@ -174,6 +174,13 @@ class WizardResult:
         return self.query.as_query_string(page=page if page != 1 else None)
 
     @property
+    def gpu_plans_query(self) -> str | None:
+        """This result with the cheapest plan on each GPU type too (None when it has them or no plan)."""
+        if self.throughput is None or self.query.gpu_plans or not self.throughput.plans:
+            return None
+        return self.query.as_query_string(gpu_plans=1)
+
+    @property
     def pages(self) -> list[dict]:
         """Links to the pages around this one (first, last and two either side)."""
         listing = self.listing

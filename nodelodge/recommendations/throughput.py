@@ -266,7 +266,8 @@ def throughput_answer(
     model_name: str,
     with_speed: int | None = None,
 ) -> ThroughputAnswer:
-    """The cheapest plan, then the cheapest on each single GPU type, ranked by total price per hour."""
+    """The cheapest plan, and with `gpu_plans` the cheapest on each single GPU type, ranked by total
+    price per hour."""
     plan_candidates = [c.plan for c in candidates]
     found: dict[tuple, Plan] = {}
 
@@ -276,7 +277,7 @@ def throughput_answer(
             found.setdefault(key, plan)
 
     add(cheapest_plan(plan_candidates, query.target_tokens, query.efficiency, query.redundancy))
-    if found:
+    if found and query.gpu_plans:
         # The cheapest on a single GPU type, for the types whose best machine serves tokens cheapest
         # (price per GPU-hour over measured speed per GPU): each such plan is exact for its type.
         by_type: dict[str, list[PlanCandidate]] = {}

@@ -60,6 +60,7 @@ class PreferenceParams(WorkloadParams):
     target_tokens: str | None = None
     efficiency: str | None = None
     redundancy: str | None = None
+    gpu_plans: str | None = None
 
 
 class ItemOut(Schema):
@@ -314,7 +315,8 @@ def recommendations(request, params: Query[PreferenceParams]):
     `min_memory_gib` and `confidence`, grouped by `group=gpu`, one `page` of `limit` at a time),
     alternatives and constraints applied. `sort=price_per_million_tokens` orders by the price per
     million tokens at the speed measured on each machine; with `target_tokens` (and `efficiency`,
-    default 75, and `redundancy`, default 1) the answer carries the throughput plan."""
+    default 75, and `redundancy`, default 1) the answer carries the throughput plan: the cheapest, and
+    with `gpu_plans=1` also the cheapest on each of the GPU types that serve tokens cheapest."""
     payload = recommendation_payload(recommendation_for(_query(request), default_limit=API_LIMIT))
     # The payload is built to the schema (the schema tests check every answer against it); checking it
     # again field by field on every request cost a fifth of the answer with a hundred machines.

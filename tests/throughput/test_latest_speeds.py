@@ -39,8 +39,8 @@ BASE = {
     "llama-3-1-70b": "workload=inference&model=llama-3-1-70b&precision={p}&context=8192&requests=1",
 }
 PLANS = [
-    "&target_tokens=3000",
-    "&target_tokens=20000&redundancy=2",
+    "&target_tokens=3000&gpu_plans=1",
+    "&target_tokens=20000&redundancy=2&gpu_plans=1",
     "&target_tokens=60000&efficiency=80&redundancy=0",
     "&sort=price_per_million_tokens",
     "&sort=price_per_million_tokens&page=2&limit=5",

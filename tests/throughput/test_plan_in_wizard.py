@@ -52,6 +52,30 @@ def test_the_documentation_example_through_the_api_and_the_page(client, make_mac
     assert "Productive GPUs = ceil(180,000 ÷ 56,250) = 4" in page
 
 
+def test_the_plans_on_each_gpu_type_come_when_asked_for(client, make_machine, capsys):
+    """By default the answer plans once (the cheapest); `gpu_plans=1` (the page's link and checkbox,
+    the API's parameter, the command's --gpu-plans) adds the cheapest on each GPU type."""
+    h100 = make_machine("H100 SXM 80GB", gpu_count=8, free_gpus=8, price_per_gpu_hour=Decimal("2.50"))
+    measure(h100, "75000")
+    l40s = make_machine("L40S", gpu_count=8, free_gpus=8, price_per_gpu_hour=Decimal("0.90"))
+    measure(l40s, "9000")
+    query = f"{LLAMA_8B}&target_tokens=20000&redundancy=0"
+    (only,) = plan_of(client, query)["plans"]
+    asked = plan_of(client, query + "&gpu_plans=1")["plans"]
+    assert asked[0] == only and {tuple(p["gpu_types"]) for p in asked[1:]} >= {("H100 SXM 80GB",), ("L40S",)} - {
+        tuple(only["gpu_types"])
+    }
+    page = client.get(f"/?{query}").content.decode()
+    assert 'data-testid="gpu-plans-link"' in page and "gpu_plans=1#throughput" in page
+    assert 'data-testid="plan-2"' not in page
+    with_types = client.get(f"/?{query}&gpu_plans=1").content.decode()
+    assert 'data-testid="plan-2"' in with_types and 'data-testid="gpu-plans-link"' not in with_types
+    assert 'name="gpu_plans" value="1" checked' in with_types
+    call_command("recommend", "--model", "llama-3-1-8b", "--precision", "16", "--context", "4096", "--requests", "1",
+                 "--target-tokens", "20000", "--redundancy", "0", "--gpu-plans", "--json")
+    assert len(json.loads(capsys.readouterr().out)["throughput_plan"]["plans"]) == len(asked)
+
+
 def test_a_plan_keeps_to_countries_tier_free_gpus_and_measured_speeds(client, make_machine):
     keep = make_machine("RTX 4090", gpu_count=4, free_gpus=2, price_per_gpu_hour=Decimal("0.40"))
     measure(keep, "1700")
@@ -68,7 +92,7 @@ def test_a_plan_keeps_to_countries_tier_free_gpus_and_measured_speeds(client, ma
     dearer = make_machine("L40S", gpu_count=4, free_gpus=4, price_per_gpu_hour=Decimal("0.90"))
     measure(dearer, "1600")
 
-    plan = plan_of(client, f"{LLAMA_8B}&target_tokens=3000&countries=DE&tier=secure&redundancy=0")
+    plan = plan_of(client, f"{LLAMA_8B}&target_tokens=3000&countries=DE&tier=secure&redundancy=0&gpu_plans=1")
     (cheapest, *others) = plan["plans"]
     used = {machine["id"]: machine["gpus"] for machine in cheapest["machines"]}
     assert used == {keep.pk: 2, dearer.pk: 1}  # 2 × 1,275 + 1 × 1,200 usable ≥ 3,000
@@ -174,7 +198,7 @@ def test_the_command_prints_the_plan(make_machine, capsys):
 def test_the_wizard_turns_a_target_into_the_cheapest_plan_of_the_demo_fleet(client, db):
     load_catalog()
     assert MeasuredSpeed.objects.filter(source="feed").values("machine").distinct().count() >= 340 // 6
-    query = f"{LLAMA_8B}&target_tokens=20000&countries=EU"
+    query = f"{LLAMA_8B}&target_tokens=20000&countries=EU&gpu_plans=1"
     plan = plan_of(client, query)
     cheapest = plan["plans"][0]
     assert plan["machines_with_speed"] > 0 and plan["machines_without_speed"] > 0

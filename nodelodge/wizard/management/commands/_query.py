@@ -10,7 +10,8 @@ from sizing.workloads import WIZARD_CODES
 
 QUERY_OPTIONS = ("workload", "model", "precision", "kv_cache", "context", "requests", "memory_gib")
 PREFERENCE_OPTIONS = ("budget", "max_price", "tier", "countries", "sort", "gpu", "min_memory_gib",
-                      "confidence", "group", "page", "target_tokens", "efficiency", "redundancy")
+                      "confidence", "group", "page", "target_tokens", "efficiency", "redundancy",
+                      "gpu_plans")
 
 
 def add_query_arguments(parser, preferences: bool) -> None:
@@ -39,6 +40,10 @@ def add_query_arguments(parser, preferences: bool) -> None:
         )
         parser.add_argument("--efficiency", help="usable efficiency of the measured speed, %% (default 75)")
         parser.add_argument("--redundancy", help="spare model copies of the plan (default 1)")
+        parser.add_argument(
+            "--gpu-plans", dest="gpu_plans", action="store_const", const="1",
+            help="also the cheapest plan on each of the GPU types that serve tokens cheapest",
+        )
     parser.add_argument("--json", action="store_true", help="print the API's JSON")
 
 
