@@ -236,7 +236,11 @@ class ThroughputAnswer:
             "price_per_gpu_hour": money_string(candidate.price_per_gpu_hour),
             "price_per_hour": money_string(part.price_per_hour),
             "measured_speed": speed_row(row.speed),
+            # Written here, not in the page's template: a plan lists up to hundreds of machines.
+            "copies_text": copies_words(part, candidate.gpus_per_copy, row.free_gpus),
+            "measured_with_text": measured_with_words(row.speed),
         }
+
 
     def to_dict(self) -> dict:
         return {
@@ -306,3 +310,28 @@ def throughput_answer(
         with_speed=len(candidates) if with_speed is None else with_speed,
         without_speed=max(0, machines_total - (len(candidates) if with_speed is None else with_speed)),
     )
+
+
+def copies_words(part, gpus_per_copy: int, free_gpus: int) -> str:
+    """How a plan uses one machine: "copies: 2 productive + 1 spare, 2 GPUs each; 8 free"."""
+    words = gettext("copies: %(productive)s productive") % {"productive": part.productive_copies}
+    if part.spare_copies:
+        words += " " + gettext("+ %(spare)s spare") % {"spare": part.spare_copies}
+    each = ngettext("%(gpus)s GPU each; %(free)s free", "%(gpus)s GPUs each; %(free)s free", gpus_per_copy)
+    return words + ", " + each % {"gpus": gpus_per_copy, "free": free_gpus}
+
+
+def measured_with_words(speed) -> str:
+    """How a speed was measured: engine and version, concurrency, lengths, GPUs, date, by whom."""
+    words = f"{speed.engine} {speed.engine_version}".strip()
+    if speed.concurrency:
+        words += ", " + gettext("%(concurrency)s concurrent") % {"concurrency": speed.concurrency}
+    if speed.input_tokens:
+        words += ", " + gettext("%(input)s→%(output)s tokens") % {
+            "input": speed.input_tokens, "output": speed.output_tokens,
+        }
+    words += ", " + ngettext("%(gpus)s GPU", "%(gpus)s GPUs", speed.gpus) % {"gpus": speed.gpus}
+    words += ", " + speed.measured_at.isoformat()[:10]
+    if speed.measured_by:
+        words += " " + gettext("by %(who)s") % {"who": speed.measured_by}
+    return words

@@ -176,6 +176,8 @@ class PlanMachineOut(Schema):
     price_per_gpu_hour: str
     price_per_hour: str
     measured_speed: SpeedOut
+    copies_text: str
+    measured_with_text: str
 
 
 class PlanOut(Schema):

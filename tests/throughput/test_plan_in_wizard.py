@@ -47,6 +47,10 @@ def test_the_documentation_example_through_the_api_and_the_page(client, make_mac
     assert cheapest["price_per_hour"] == "12.50"
     assert "Productive GPUs = ceil(180,000 ÷ 56,250) = 4" in cheapest["steps"]
     assert cheapest["steps"][-1] == "Total GPUs = 4 productive + 1 redundancy = 5"
+    assert cheapest["machines"][0]["copies_text"] == "copies: 4 productive + 1 spare, 1 GPU each; 8 free"
+    german = client.get(f"/api/v1/recommendations?{query}", HTTP_ACCEPT_LANGUAGE="de").json()
+    copies = german["throughput_plan"]["plans"][0]["machines"][0]["copies_text"]
+    assert "4" in copies and "copies" not in copies and "GPU" in copies
     page = client.get(f"/?{query}").content.decode()
     assert 'data-testid="throughput-plan"' in page
     assert "Productive GPUs = ceil(180,000 ÷ 56,250) = 4" in page
