@@ -50,7 +50,7 @@ def latest_sql(condition: str) -> str:
     machine = ", ".join(f"m.{column} AS {column}" for column in MACHINE_COLUMNS)
     speed = ", ".join(f"s.{column} AS {column}" for column in SPEED_COLUMNS)
     return (
-        f"SELECT DISTINCT ON (s.machine_id, s.model_slug, s.precision) m.id AS machine_id, "
+        f"SELECT DISTINCT ON (s.machine_id, s.model_slug, s.precision) m.id AS machine_id, "  # nosec B608
         f"s.id AS speed_id, {speed}, {machine} "
         "FROM catalog_measuredspeed s JOIN catalog_machine m ON m.id = s.machine_id "
         f"WHERE s.unit = 'tokens/s' AND s.gpu_type_id = m.gpu_type_id AND ({condition}) "
@@ -62,7 +62,7 @@ def install_sql() -> list[str]:
     """The table, its functions and triggers, as statements (PostgreSQL)."""
     columns = ", ".join(["machine_id", "speed_id", *SPEED_COLUMNS, *MACHINE_COLUMNS])
     rework = (
-        f"DELETE FROM {TABLE} AS k USING (SELECT DISTINCT id FROM {{ids}}) AS a WHERE k.machine_id = a.id; "
+        f"DELETE FROM {TABLE} AS k USING (SELECT DISTINCT id FROM {{ids}}) AS a WHERE k.machine_id = a.id; "  # nosec B608
         f"INSERT INTO {TABLE} ({columns}) "
         f"{latest_sql('s.machine_id IN (SELECT id FROM {ids})')};"
     )
@@ -82,7 +82,7 @@ BEGIN
         DELETE FROM {TABLE} AS k USING (SELECT DISTINCT id FROM machines_old) AS a WHERE k.machine_id = a.id;
     END IF;
     RETURN NULL;
-END $fn$""",
+END $fn$""",  # nosec B608
         # Speeds written: their machines' rows, locked first so one machine is worked out by one
         # transaction at a time (a machine's own update holds the same lock).
         f"""CREATE FUNCTION catalog_latest_speed_speeds() RETURNS trigger LANGUAGE plpgsql AS $fn$
@@ -100,18 +100,18 @@ BEGIN
     FOR NO KEY UPDATE OF m;
     {rework.format(ids='unnest(ids) AS n(id)')}
     RETURN NULL;
-END $fn$""",
+END $fn$""",  # nosec B608
         f"""CREATE FUNCTION catalog_latest_speed_truncated() RETURNS trigger LANGUAGE plpgsql AS $fn$
 BEGIN
     DELETE FROM {TABLE};
     RETURN NULL;
-END $fn$""",
+END $fn$""",  # nosec B608
         f"""CREATE FUNCTION catalog_latest_speed_rebuild() RETURNS void LANGUAGE plpgsql AS $fn$
 BEGIN
     LOCK TABLE catalog_machine, catalog_measuredspeed IN SHARE ROW EXCLUSIVE MODE;
     DELETE FROM {TABLE};
     INSERT INTO {TABLE} ({columns}) {latest_sql('TRUE')};
-END $fn$""",
+END $fn$""",  # nosec B608
         *_triggers("catalog_machine", "machines", "catalog_latest_speed_machines()"),
         *_triggers("catalog_measuredspeed", "speeds", "catalog_latest_speed_speeds()"),
         "SELECT catalog_latest_speed_rebuild()",
