@@ -131,10 +131,11 @@ def test_keyboard_focus_skip_link_and_disclosure(browser, live_server, shipped_c
     # Arrowing between workloads swaps the wizard and keeps focus on the radio the user moved to.
     page.locator("#workload-inference").focus()
     page.keyboard.press("ArrowDown")
-    expect(page.get_by_label("Sequence length (tokens)")).to_be_visible()
+    # Each arrow swaps the whole wizard from the server: on a loaded machine that can take seconds.
+    expect(page.get_by_label("Sequence length (tokens)")).to_be_visible(timeout=20_000)
     expect(page.locator("#workload-finetune")).to_be_focused()
     page.keyboard.press("ArrowUp")
-    expect(page.get_by_label("Context per request (tokens)")).to_be_visible()
+    expect(page.get_by_label("Context per request (tokens)")).to_be_visible(timeout=20_000)
     expect(page.locator("#workload-inference")).to_be_focused()
     # From the model search to precision there is one stop per list entry at most: no links inside.
     expect(page.locator("#model-list a")).to_have_count(0)
