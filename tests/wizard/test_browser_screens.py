@@ -120,6 +120,21 @@ def test_the_ch_example_says_what_to_relax(browser, live_server, shipped_catalog
     context.close()
 
 
+def test_switching_workloads_quickly_ends_on_the_last_choice(browser, live_server, shipped_catalog):
+    """Each workload radio swaps the whole wizard; answers arriving out of order must not leave the
+    form of an earlier choice under the last one chosen."""
+    context, page = open_page(browser, DESKTOP, f"{live_server.url}/?{LLAMA_8B}")
+    page.locator("#workload-inference").focus()
+    for key in ("ArrowDown", "ArrowUp", "ArrowDown", "ArrowUp"):
+        page.keyboard.press(key)
+    expect(page.get_by_label("Context per request (tokens)")).to_be_visible(timeout=20_000)
+    page.wait_for_load_state("networkidle")
+    expect(page.get_by_label("Context per request (tokens)")).to_be_visible()
+    expect(page.locator("#workload-inference")).to_be_checked()
+    expect(page).to_have_url(re.compile(r"workload=inference"))
+    context.close()
+
+
 def test_keyboard_focus_skip_link_and_disclosure(browser, live_server, shipped_catalog):
     context, page = open_page(browser, DESKTOP, f"{live_server.url}/?{LLAMA_8B}")
     page.keyboard.press("Tab")
