@@ -262,16 +262,20 @@ def uninstall_sql() -> list[str]:
     ]
 
 
-def install(schema_editor) -> None:
+def execute_on_postgresql(schema_editor, statements: list[str]) -> None:
+    """A migration's statements for what the writes keep: PostgreSQL only (the embedded SQLite run
+    counts by reading the machines)."""
     if schema_editor.connection.vendor == "postgresql":
-        for statement in install_sql():
+        for statement in statements:
             schema_editor.execute(statement, params=None)
+
+
+def install(schema_editor) -> None:
+    execute_on_postgresql(schema_editor, install_sql())
 
 
 def uninstall(schema_editor) -> None:
-    if schema_editor.connection.vendor == "postgresql":
-        for statement in uninstall_sql():
-            schema_editor.execute(statement, params=None)
+    execute_on_postgresql(schema_editor, uninstall_sql())
 
 
 def merge_pending(cursor) -> None:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from django.db import connection
 
-from catalog import availability
+from catalog import availability, fleet_counts
 
 TABLE = "catalog_latestspeed"
 # The machine's columns kept beside the speed: those the availability rule reads, then what the fit,
@@ -146,15 +146,11 @@ def uninstall_sql() -> list[str]:
 
 
 def install(schema_editor) -> None:
-    if schema_editor.connection.vendor == "postgresql":
-        for statement in install_sql():
-            schema_editor.execute(statement, params=None)
+    fleet_counts.execute_on_postgresql(schema_editor, install_sql())
 
 
 def uninstall(schema_editor) -> None:
-    if schema_editor.connection.vendor == "postgresql":
-        for statement in uninstall_sql():
-            schema_editor.execute(statement, params=None)
+    fleet_counts.execute_on_postgresql(schema_editor, uninstall_sql())
 
 
 def rebuild() -> None:

@@ -89,3 +89,16 @@ def _english_between_tests():
     translation.activate(settings.LANGUAGE_CODE)
     yield
     translation.activate(settings.LANGUAGE_CODE)
+
+
+@pytest.fixture
+def feed_server():
+    """Provider feeds served by a real HTTP server on loopback (refresh, fleet counts, kept speeds)."""
+    from tests.refresh.conftest import FeedServer
+
+    server = FeedServer()
+    server.thread.start()
+    yield server
+    server.release.set()
+    server.server.shutdown()
+    server.server.server_close()

@@ -73,16 +73,6 @@ class FeedServer:
         return self.url(name)
 
 
-@pytest.fixture
-def feed_server():
-    server = FeedServer()
-    server.thread.start()
-    yield server
-    server.release.set()
-    server.server.shutdown()
-    server.server.server_close()
-
-
 @pytest.fixture(scope="session")
 def celery_worker(django_db_setup, django_db_blocker):
     """A real worker (solo pool, in a thread of this process) consuming from the Redis broker."""

@@ -25,7 +25,6 @@ from catalog.services import drop_speeds_of_other_gpu_types, save_machine
 from nodelodge.recommendations import selectors
 from nodelodge.recommendations.query import PAGE_LIMIT, parse_query
 from nodelodge.recommendations.throughput import cheapest_per_million, speed_candidates, throughput_answer
-from tests.refresh.conftest import FeedServer
 from tests.wizard.test_counted_fleet import _random_fleet
 from tests.wizard.test_fleet_counts import cutoff_instants, write_once
 
@@ -65,15 +64,6 @@ def both_ways(monkeypatch):
 
     monkeypatch.setattr(catalog_selectors, "speed_rows_counted", speed_rows_counted)
     return compared
-
-
-@pytest.fixture
-def feed_server():
-    server = FeedServer()
-    server.thread.start()
-    yield server
-    server.server.shutdown()
-    server.server.server_close()
 
 
 def kept_rows() -> list[tuple]:

@@ -28,7 +28,6 @@ from catalog.services import generate_fleet, save_provider
 from nodelodge.recommendations.selectors import recommendation_for
 from nodelodge.refresh.services import refresh_provider
 from sizing.reasons import STALE
-from tests.refresh.conftest import FeedServer
 
 from .test_counted_fleet import (
     COUNTRIES,
@@ -60,15 +59,6 @@ def both_ways(monkeypatch):
 
     monkeypatch.setattr(catalog_selectors, "counted_fleet", counted_fleet)
     return compared
-
-
-@pytest.fixture
-def feed_server():
-    server = FeedServer()
-    server.thread.start()
-    yield server
-    server.server.shutdown()
-    server.server.server_close()
 
 
 def kept_entries() -> Counter:
