@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
 from fractions import Fraction
+from typing import NamedTuple
 
 from django.db import connection
 from django.db.models import F, QuerySet
@@ -14,6 +15,7 @@ from django.utils.translation import gettext_lazy
 from catalog import availability, fleet_counts, latest_speeds
 from catalog.models import ImagePipeline, LanguageModel, Machine, MeasuredSpeed, SpeechModel
 from sizing import fit, matching, offers, reasons, specs
+from sizing.throughput_plan import speed_for
 from sizing.workloads import CODES as WORKLOADS
 from sizing.workloads import KINDS_BY_WORKLOAD
 
@@ -709,10 +711,13 @@ def _count_at_cheapest_kept(query: FleetQuery, only_cheapest: dict[str, Decimal]
 # --- Measured speeds of one model, for the throughput plan and the price-per-million sort -----------
 
 
-@dataclass(frozen=True)
-class SpeedRow:
-    """A machine the availability rule lets through, with one speed measured on it (its GPU type)."""
+class SpeedRow(NamedTuple):
+    """A machine the availability rule lets through, with the latest tokens/s speed measured on it (on
+    its own GPU type) for one model and precision: what a plan and the price-per-million sort weigh.
+    Thousands of these make a large plan's search, so the measurement's details are read apart, for
+    the machines an answer shows (`measured_speeds`)."""
 
+    speed_id: int
     machine_id: int
     price_per_gpu_hour: Decimal
     free_gpus: int
@@ -723,7 +728,8 @@ class SpeedRow:
     gpu_type: str
     country: str | None
     region: str
-    speed: offers.MeasuredSpeed
+    value: Decimal  # tokens/s as measured
+    gpus: int  # GPUs the measurement ran on
 
 
 def speed_rows(
@@ -735,9 +741,10 @@ def speed_rows(
     precision: int,
     min_memory_mib: int,
 ) -> list[SpeedRow]:
-    """Every tokens/s speed measured for this model and precision on a machine available now in the
-    chosen countries and tier, with at least `min_memory_mib` per GPU (a machine may appear once
-    per measurement). One query, driven by the speeds' index: a fraction of the fleet has any."""
+    """Each machine available now in the chosen countries and tier, with at least `min_memory_mib`
+    per GPU, that carries a tokens/s speed for this model and precision, with its latest one
+    (`sizing.throughput_plan.speed_for`), in machine order. One query, driven by the speeds' index: a
+    fraction of the fleet has any."""
     machines = Machine.objects.filter(availability.available_q(stale_cutoff, countries))
     if tier != "both":
         machines = machines.filter(tier=tier)
@@ -752,38 +759,40 @@ def speed_rows(
         )
         .order_by("machine_id", "pk")
         .values_list(
-            "machine_id", "machine__price_per_gpu_hour", "machine__free_gpus", "machine__memory_per_gpu_mib",
-            "machine__tier", "machine__provider__name", "machine__provider_machine_id",
-            "value", "gpus", "measured_at", "engine", "engine_version", "concurrency", "input_tokens",
-            "output_tokens", "measured_by", "source", "machine__gpu_type__name", "machine__country",
-            "machine__region",
+            "pk", "machine_id", "machine__price_per_gpu_hour", "machine__free_gpus",
+            "machine__memory_per_gpu_mib", "machine__tier", "machine__provider__name",
+            "machine__provider_machine_id", "machine__gpu_type__name", "machine__country", "machine__region",
+            "value", "gpus", "measured_at",
         )
     )
-    return [
-        SpeedRow(
-            machine_id=row[0], price_per_gpu_hour=row[1], free_gpus=row[2], memory_per_gpu_mib=row[3],
-            tier=row[4], provider=row[5], provider_machine_id=row[6], gpu_type=row[17],
-            country=row[18] or None, region=row[19],
-            speed=offers.MeasuredSpeed(
-                model_slug=model_slug, precision=precision, value=row[7], unit="tokens/s", measured_at=row[9],
-                gpus=row[8], engine=row[10], engine_version=row[11], concurrency=row[12],
-                input_tokens=row[13], output_tokens=row[14], measured_by=row[15], source=row[16],
-            ),
-        )
-        for row in rows
-    ]
+    by_machine: dict[int, list[tuple]] = {}
+    for row in rows:
+        by_machine.setdefault(row[1], []).append(row)
+    found = []
+    for measured in by_machine.values():
+        speeds = [
+            offers.MeasuredSpeed(model_slug=model_slug, precision=precision, value=row[11],
+                                 unit="tokens/s", measured_at=row[13], gpus=row[12])
+            for row in measured
+        ]
+        latest = speed_for(speeds, model_slug, precision)
+        row = measured[speeds.index(latest)]
+        found.append(SpeedRow(*row[:9], row[9] or None, *row[10:13]))
+    return found
 
 
-# The answer's columns, read from the speeds and machines (the scan) or from the kept rows.
-SPEED_COLUMNS = (
-    "m.id, m.price_per_gpu_hour, m.free_gpus, m.memory_per_gpu_mib, m.tier, p.name, m.provider_machine_id, "
-    "s.value, s.gpus, s.measured_at, s.engine, s.engine_version, s.concurrency, s.input_tokens, "
-    "s.output_tokens, s.measured_by, s.source, g.name, m.country, m.region"
-)
-KEPT_SPEED_COLUMNS = (
-    "k.machine_id, k.price_per_gpu_hour, k.free_gpus, k.memory_per_gpu_mib, k.tier, p.name, "
-    "k.provider_machine_id, k.value, k.gpus, k.measured_at, k.engine, k.engine_version, k.concurrency, "
-    "k.input_tokens, k.output_tokens, k.measured_by, k.source, g.name, k.country, k.region"
+def measured_speeds(speed_ids) -> dict[int, offers.MeasuredSpeed]:
+    """The measurements behind these speed ids, with everything a plan's rows show of them."""
+    speed_ids = list(speed_ids)
+    if not speed_ids:
+        return {}
+    return {row.pk: measured_speed(row) for row in MeasuredSpeed.objects.filter(pk__in=speed_ids)}
+
+
+# A chosen row: what `SpeedRow` holds (the GPU type by id until the last join), and the count.
+ROW_COLUMNS = (
+    "speed_id, machine_id, price, free, memory_per_gpu_mib, tier, provider, machine_key, gpu_type_id, "
+    "country, region, value, gpus, total"
 )
 
 
@@ -838,7 +847,7 @@ def speed_rows_counted(query: SpeedQuery, by_scan: bool = False) -> tuple[list[S
         f"(SELECT * FROM (SELECT m.speed_id, m.value, m.gpus, m.price_per_gpu_hour AS price, "  # noqa: S608  # nosec B608
         f"{gpus_sql} AS fit_gpus, "
         'p.name COLLATE "C" AS provider, m.provider_machine_id COLLATE "C" AS machine_key, '
-        "m.machine_id, m.free_gpus AS free, m.gpu_type_id "
+        "m.machine_id, m.free_gpus AS free, m.gpu_type_id, m.memory_per_gpu_mib, m.tier, m.country, m.region "
         f"FROM {source} m JOIN catalog_provider p ON p.id = m.provider_id "
         "WHERE m.model_slug = %s AND m.precision = %s "
         f"AND {screened} AND {tier_sql} AND m.memory_per_gpu_mib >= %s) AS a "
@@ -860,7 +869,7 @@ def speed_rows_counted(query: SpeedQuery, by_scan: bool = False) -> tuple[list[S
             for gpus in sorted({gpus for gpus, _ in query.fits})
         )
         chosen.append(
-            "SELECT speed_id, machine_id, total FROM (SELECT *, COUNT(*) OVER () AS total, "  # noqa: S608  # nosec B608
+            f"SELECT {ROW_COLUMNS} FROM (SELECT *, COUNT(*) OVER () AS total, "  # noqa: S608  # nosec B608
             f"COALESCE(CASE fit_gpus {per_fit} END, 0) AS copies_before, "
             "CEIL(%s::numeric * gpus * 100 / (value * fit_gpus * %s::numeric)) + %s AS wanted "
             f"FROM {fitting} WINDOW w AS (PARTITION BY value, gpus, gpu_type_id ORDER BY price, provider, "
@@ -871,46 +880,24 @@ def speed_rows_counted(query: SpeedQuery, by_scan: bool = False) -> tuple[list[S
     if query.keep > 0:
         # The first machines by price per million tokens (rounded as shown, then the machines' own order).
         chosen.append(
-            f"(SELECT speed_id, machine_id, COUNT(*) OVER () AS total FROM {fitting} "  # noqa: S608  # nosec B608
+            f"(SELECT {ROW_COLUMNS} FROM (SELECT *, COUNT(*) OVER () AS total FROM {fitting}) AS c "  # noqa: S608  # nosec B608
             "ORDER BY ROUND(price * gpus * 1000000 / (value * 3600), 4), price * fit_gpus, price, provider, "
             "machine_key, machine_id LIMIT %s)"
         )
         chosen_params += [*fitting_params, query.keep]
     if not chosen:
         return [], 0
-    union = " UNION ".join(chosen)
-    if by_scan:
-        sql = (
-            f"SELECT {SPEED_COLUMNS}, r.total FROM ({union}) AS r "  # noqa: S608  # nosec B608
-            "JOIN catalog_measuredspeed s ON s.id = r.speed_id "
-            "JOIN catalog_machine m ON m.id = s.machine_id JOIN catalog_provider p ON p.id = m.provider_id "
-            "JOIN catalog_gputype g ON g.id = m.gpu_type_id ORDER BY m.id"
-        )
-    else:
-        # The chosen rows' details from the kept rows themselves (the windows above sort narrow rows).
-        sql = (
-            f"SELECT {KEPT_SPEED_COLUMNS}, r.total FROM ({union}) AS r "  # noqa: S608  # nosec B608
-            f"JOIN {latest_speeds.TABLE} k ON k.model_slug = %s AND k.precision = %s "
-            "AND k.machine_id = r.machine_id "
-            "JOIN catalog_provider p ON p.id = k.provider_id JOIN catalog_gputype g ON g.id = k.gpu_type_id "
-            "ORDER BY k.machine_id"
-        )
-        chosen_params += [query.model_slug, query.precision]
+    # Only what the plan's search and the sort weigh travels; the GPU type's name is joined last.
+    sql = (
+        f"SELECT r.speed_id, r.machine_id, r.price, r.free, r.memory_per_gpu_mib, r.tier, r.provider, "  # noqa: S608  # nosec B608
+        "r.machine_key, g.name, r.country, r.region, r.value, r.gpus, r.total "
+        f"FROM ({' UNION '.join(chosen)}) AS r "
+        "JOIN catalog_gputype g ON g.id = r.gpu_type_id ORDER BY r.machine_id"
+    )
     with connection.cursor() as cursor:
         cursor.execute(sql, chosen_params)
         fetched = cursor.fetchall()
     total = fetched[0][-1] if fetched else 0
-    return [_speed_row(row, query.model_slug, query.precision) for row in fetched], total
+    return [SpeedRow(*row[:9], row[9] or None, *row[10:13]) for row in fetched], total
 
 
-def _speed_row(row, model_slug: str, precision: int) -> SpeedRow:
-    return SpeedRow(
-        machine_id=row[0], price_per_gpu_hour=row[1], free_gpus=row[2], memory_per_gpu_mib=row[3],
-        tier=row[4], provider=row[5], provider_machine_id=row[6], gpu_type=row[17],
-        country=row[18] or None, region=row[19],
-        speed=offers.MeasuredSpeed(
-            model_slug=model_slug, precision=precision, value=row[7], unit="tokens/s", measured_at=row[9],
-            gpus=row[8], engine=row[10], engine_version=row[11], concurrency=row[12],
-            input_tokens=row[13], output_tokens=row[14], measured_by=row[15], source=row[16],
-        ),
-    )

@@ -22,6 +22,7 @@ from catalog import selectors as catalog_selectors
 from sizing import fit as sizing_fit
 from sizing.breakdown import Breakdown
 from sizing.matching import preference_breaks
+from sizing.offers import MeasuredSpeed
 from sizing.results import speed_row
 from sizing.throughput_plan import (
     SECONDS_PER_HOUR,
@@ -32,7 +33,6 @@ from sizing.throughput_plan import (
     copy_speed,
     number,
     price_per_million_tokens,
-    speed_for,
 )
 from sizing.units import money_string, money_text
 from sizing.wording import budget_cover
@@ -52,8 +52,7 @@ class SpeedCandidate:
 
     @cached_property  # only the sort by it reads it: not worked out for the thousands a plan weighs
     def price_per_million_tokens(self) -> Decimal:
-        speed = self.row.speed
-        return price_per_million_tokens(self.plan.price_per_gpu_hour, speed.value, speed.gpus)
+        return price_per_million_tokens(self.plan.price_per_gpu_hour, self.row.value, self.row.gpus)
 
 
 def speed_candidates(
@@ -102,20 +101,14 @@ def speed_candidates(
             ),
             None,
         )
-    by_machine: dict[int, list[catalog_selectors.SpeedRow]] = {}
-    for row in rows:
-        by_machine.setdefault(row.machine_id, []).append(row)
     found = []
-    for machine_rows in by_machine.values():
-        first = machine_rows[0]
-        gpus = sizing_fit.gpus_used_by_thresholds(thresholds, first.memory_per_gpu_mib, first.free_gpus)
+    for row in rows:
+        gpus = sizing_fit.gpus_used_by_thresholds(thresholds, row.memory_per_gpu_mib, row.free_gpus)
         if gpus is None:
             continue
-        hourly = first.price_per_gpu_hour * gpus
-        if preference_breaks(SimpleNamespace(tier=first.tier), hourly, preferences):
+        hourly = row.price_per_gpu_hour * gpus
+        if preference_breaks(SimpleNamespace(tier=row.tier), hourly, preferences):
             continue
-        speed = speed_for([row.speed for row in machine_rows], query.model_slug, breakdown.precision)
-        row = next(row for row in machine_rows if row.speed is speed)
         found.append(
             SpeedCandidate(
                 row=row,
@@ -131,8 +124,8 @@ def speed_candidates(
                     price_per_gpu_hour=row.price_per_gpu_hour,
                     free_gpus=row.free_gpus,
                     gpus_per_copy=gpus,
-                    measured_tokens_per_s=Decimal(str(speed.value)),
-                    measured_gpus=speed.gpus,
+                    measured_tokens_per_s=row.value,
+                    measured_gpus=row.gpus,
                     label=f"{row.provider} {row.provider_machine_id}",
                 ),
                 hourly_price=hourly,
@@ -159,6 +152,7 @@ class ThroughputAnswer:
     precision: int
     plans: tuple[Plan, ...]
     rows: dict[int, catalog_selectors.SpeedRow]
+    speeds: dict[int, MeasuredSpeed]  # the measurement on each machine of a plan, by machine id
     with_speed: int
     without_speed: int
 
@@ -213,6 +207,7 @@ class ThroughputAnswer:
 
     def part_dict(self, part, plan: Plan) -> dict:
         row = self.rows[part.candidate.machine_id]
+        speed = self.speeds[row.machine_id]
         candidate = part.candidate
         per_gpu = candidate.tokens_per_s_per_gpu
         return {
@@ -235,10 +230,10 @@ class ThroughputAnswer:
             ),
             "price_per_gpu_hour": money_string(candidate.price_per_gpu_hour),
             "price_per_hour": money_string(part.price_per_hour),
-            "measured_speed": speed_row(row.speed),
+            "measured_speed": speed_row(speed),
             # Written here, not in the page's template: a plan lists up to hundreds of machines.
             "copies_text": copies_words(part, candidate.gpus_per_copy, row.free_gpus),
-            "measured_with_text": measured_with_words(row.speed),
+            "measured_with_text": measured_with_words(speed),
         }
 
 
@@ -300,13 +295,19 @@ def throughput_answer(
                 best_ratio[gpu_type] = ratio
         for gpu_type in sorted(by_type, key=lambda name: (best_ratio[name], name))[: PLANS_SHOWN - 1]:
             add(cheapest_plan(by_type[gpu_type], query.target_tokens, query.efficiency, query.redundancy))
-    plans = sorted(found.items(), key=lambda item: (item[1].price_per_hour, item[1].gpus, item[0]))
+    plans = tuple(plan for _, plan in sorted(
+        found.items(), key=lambda item: (item[1].price_per_hour, item[1].gpus, item[0])
+    )[:PLANS_SHOWN])
+    rows = {c.row.machine_id: c.row for c in candidates}
+    used = {part.candidate.machine_id for plan in plans for part in plan.parts}
+    measured = catalog_selectors.measured_speeds(rows[machine_id].speed_id for machine_id in used)
     return ThroughputAnswer(
         query=query,
         model_name=model_name,
         precision=breakdown.precision,
-        plans=tuple(plan for _, plan in plans[:PLANS_SHOWN]),
-        rows={c.row.machine_id: c.row for c in candidates},
+        plans=plans,
+        rows=rows,
+        speeds={machine_id: measured[rows[machine_id].speed_id] for machine_id in used},
         with_speed=len(candidates) if with_speed is None else with_speed,
         without_speed=max(0, machines_total - (len(candidates) if with_speed is None else with_speed)),
     )
