@@ -107,7 +107,8 @@ def speed_candidates(
         if gpus is None:
             continue
         hourly = row.price_per_gpu_hour * gpus
-        if preference_breaks(SimpleNamespace(tier=row.tier), hourly, preferences):
+        # The counted rows met the preferences in SQL already (the same rule, `speed_rows_counted`).
+        if total is None and preference_breaks(SimpleNamespace(tier=row.tier), hourly, preferences):
             continue
         found.append(
             SpeedCandidate(
