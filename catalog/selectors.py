@@ -861,19 +861,13 @@ def speed_rows_counted(query: SpeedQuery, by_scan: bool = False) -> tuple[list[S
     if query.target is not None:
         # Copies of the machines before this one in its class (same figure, same GPUs measured and
         # used, same GPU type: the plans on one GPU type need that type's cheapest copies too),
-        # cheapest first, against the copies wanted. The class's rows are those of one (value, gpus,
-        # GPU type) with the same fit_gpus, counted apart by FILTER: the kept table's index hands
-        # them over in (value, gpus, GPU type, price) order, so only ties on price are sorted.
-        per_fit = " ".join(
-            f"WHEN {int(gpus)} THEN SUM(free / fit_gpus) FILTER (WHERE fit_gpus = {int(gpus)}) OVER w"
-            for gpus in sorted({gpus for gpus, _ in query.fits})
-        )
+        # cheapest first, against the copies wanted.
         chosen.append(
             f"SELECT {ROW_COLUMNS} FROM (SELECT *, COUNT(*) OVER () AS total, "  # noqa: S608  # nosec B608
-            f"COALESCE(CASE fit_gpus {per_fit} END, 0) AS copies_before, "
+            "COALESCE(SUM(free / fit_gpus) OVER w, 0) AS copies_before, "
             "CEIL(%s::numeric * gpus * 100 / (value * fit_gpus * %s::numeric)) + %s AS wanted "
-            f"FROM {fitting} WINDOW w AS (PARTITION BY value, gpus, gpu_type_id ORDER BY price, provider, "
-            "machine_key, machine_id ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)) AS c "
+            f"FROM {fitting} WINDOW w AS (PARTITION BY value, gpus, gpu_type_id, fit_gpus ORDER BY price, "
+            "provider, machine_key, machine_id ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)) AS c "
             "WHERE copies_before < wanted"
         )
         chosen_params += [query.target, query.efficiency, query.redundancy, *fitting_params]
