@@ -53,19 +53,15 @@ def latest_sql(condition: str) -> str:
         f"SELECT DISTINCT ON (s.machine_id, s.model_slug, s.precision) m.id AS machine_id, "  # nosec B608
         f"s.id AS speed_id, {speed}, {machine} "
         "FROM catalog_measuredspeed s JOIN catalog_machine m ON m.id = s.machine_id "
-        f"WHERE s.unit = 'tokens/s' AND s.gpu_type_id = m.gpu_type_id AND ({condition}) "
+        # "+ 0": the GPU type is never how speeds are reached. A fleet written in one transaction has
+        # no statistics yet, and the planner then read every speed of a GPU type for each machine.
+        f"WHERE s.unit = 'tokens/s' AND s.gpu_type_id + 0 = m.gpu_type_id AND ({condition}) "
         "ORDER BY s.machine_id, s.model_slug, s.precision, s.measured_at DESC, s.value / s.gpus, s.gpus, s.id"
     )
 
 
 def install_sql() -> list[str]:
     """The table, its functions and triggers, as statements (PostgreSQL)."""
-    columns = ", ".join(["machine_id", "speed_id", *SPEED_COLUMNS, *MACHINE_COLUMNS])
-    rework = (
-        f"DELETE FROM {TABLE} AS k USING (SELECT DISTINCT id FROM {{ids}}) AS a WHERE k.machine_id = a.id; "  # nosec B608
-        f"INSERT INTO {TABLE} ({columns}) "
-        f"{latest_sql('s.machine_id IN (SELECT id FROM {ids})')};"
-    )
     return [
         f"CREATE TABLE {TABLE} AS {latest_sql('FALSE')} WITH NO DATA",
         f"ALTER TABLE {TABLE} ADD PRIMARY KEY (model_slug, precision, machine_id)",
@@ -73,8 +69,26 @@ def install_sql() -> list[str]:
         # A plan's speed classes, each cheapest first (`catalog.selectors.speed_rows_counted`).
         f"CREATE INDEX {TABLE}_class_idx ON {TABLE} (model_slug, precision, value, gpus, gpu_type_id, "
         "price_per_gpu_hour)",
+        *functions_sql(),
+        *_triggers("catalog_machine", "machines", "catalog_latest_speed_machines()"),
+        *_triggers("catalog_measuredspeed", "speeds", "catalog_latest_speed_speeds()"),
+        "SELECT catalog_latest_speed_rebuild()",
+    ]
+
+
+def functions_sql() -> list[str]:
+    """The functions the triggers call, created or replaced (a migration replaces them when what
+    they run changes)."""
+    columns = ", ".join(["machine_id", "speed_id", *SPEED_COLUMNS, *MACHINE_COLUMNS])
+    rework = (
+        f"DELETE FROM {TABLE} AS k USING (SELECT DISTINCT id FROM {{ids}}) AS a WHERE k.machine_id = a.id; "  # nosec B608
+        f"INSERT INTO {TABLE} ({columns}) "
+        f"{latest_sql('s.machine_id IN (SELECT id FROM {ids})')};"
+    )
+    return [
         # Machines written: their rows worked out again (new ones have no speeds yet, gone ones none left).
-        f"""CREATE FUNCTION catalog_latest_speed_machines() RETURNS trigger LANGUAGE plpgsql AS $fn$
+        f"""CREATE OR REPLACE FUNCTION catalog_latest_speed_machines() RETURNS trigger
+LANGUAGE plpgsql AS $fn$
 BEGIN
     IF TG_OP IN ('INSERT', 'UPDATE') THEN
         {rework.format(ids='(SELECT id FROM machines_new) AS n')}
@@ -85,7 +99,7 @@ BEGIN
 END $fn$""",  # nosec B608
         # Speeds written: their machines' rows, locked first so one machine is worked out by one
         # transaction at a time (a machine's own update holds the same lock).
-        f"""CREATE FUNCTION catalog_latest_speed_speeds() RETURNS trigger LANGUAGE plpgsql AS $fn$
+        f"""CREATE OR REPLACE FUNCTION catalog_latest_speed_speeds() RETURNS trigger LANGUAGE plpgsql AS $fn$
 DECLARE
     ids bigint[];
 BEGIN
@@ -101,20 +115,18 @@ BEGIN
     {rework.format(ids='unnest(ids) AS n(id)')}
     RETURN NULL;
 END $fn$""",  # nosec B608
-        f"""CREATE FUNCTION catalog_latest_speed_truncated() RETURNS trigger LANGUAGE plpgsql AS $fn$
+        f"""CREATE OR REPLACE FUNCTION catalog_latest_speed_truncated() RETURNS trigger
+LANGUAGE plpgsql AS $fn$
 BEGIN
     DELETE FROM {TABLE};
     RETURN NULL;
 END $fn$""",  # nosec B608
-        f"""CREATE FUNCTION catalog_latest_speed_rebuild() RETURNS void LANGUAGE plpgsql AS $fn$
+        f"""CREATE OR REPLACE FUNCTION catalog_latest_speed_rebuild() RETURNS void LANGUAGE plpgsql AS $fn$
 BEGIN
     LOCK TABLE catalog_machine, catalog_measuredspeed IN SHARE ROW EXCLUSIVE MODE;
     DELETE FROM {TABLE};
     INSERT INTO {TABLE} ({columns}) {latest_sql('TRUE')};
 END $fn$""",  # nosec B608
-        *_triggers("catalog_machine", "machines", "catalog_latest_speed_machines()"),
-        *_triggers("catalog_measuredspeed", "speeds", "catalog_latest_speed_speeds()"),
-        "SELECT catalog_latest_speed_rebuild()",
     ]
 
 
