@@ -241,8 +241,8 @@ def test_the_installed_functions_are_what_latest_speeds_installs_now(db):
         )
         columns = {row[0] for row in cursor.fetchall()}
     expected = {}
-    for statement in latest_speeds.install_sql():
-        if statement.startswith("CREATE FUNCTION "):
-            expected[statement.split()[2].split("(")[0]] = statement.split("$fn$")[1]
+    for statement in latest_speeds.functions_sql():
+        expected[statement.split()[4].split("(")[0]] = statement.split("$fn$")[1]
+    assert set(expected) == {"catalog_latest_speed_" + name for name in ("machines", "speeds", "truncated", "rebuild")}
     assert installed == expected
     assert columns == {"machine_id", "speed_id", *latest_speeds.SPEED_COLUMNS, *latest_speeds.MACHINE_COLUMNS}
