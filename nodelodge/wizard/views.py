@@ -2,6 +2,8 @@
 partial its target names, and the full page renders the same partials."""
 from __future__ import annotations
 
+import functools
+
 from django.shortcuts import render
 from django.template.response import TemplateResponse
 from django.urls import reverse
@@ -117,7 +119,8 @@ def wizard(request):
         ],
         "kv_cache_precisions": WorkloadQueryForm.base_fields["kv_cache"].choices,
         "tiers": WorkloadQueryForm.base_fields["tier"].choices,
-        "models": recommendation_selectors.model_choices(workload, search),
+        # Made when the template reaches the list: the result panel alone never shows it.
+        "models": functools.partial(recommendation_selectors.model_choices, workload, search),
         "model_kind": model_kind,
         "selected_model": selected,
         "labels": labels,
