@@ -510,6 +510,8 @@ def _tally(
 # A band holding at most this many machines is read at the prices the kept counts list for it
 # (an index probe per price) rather than by walking every machine between its cheapest and dearest.
 SPARSE_BAND_MACHINES = 256
+# Up to this many chosen countries, a band is read country by country (`_describe_ids`).
+COUNTRY_WALKS = 3
 
 
 def _band_prices(
@@ -568,6 +570,10 @@ def _describe_ids(
     screened, screened_params = _screened_sql(query)
     parts, params = [], []
     limits = {}
+    # A choice of a few countries: each band is walked country by country (the index by country and
+    # price), so the walk never passes the other countries' machines. With more, one walk over all.
+    countries = sorted(query.countries) if query.countries is not None else []
+    by_country = " AND m.country = c.code" if 0 < len(countries) <= COUNTRY_WALKS else ""
     for (fit_index, band, meets), (cheapest_price, dearest_price) in sorted(bands.items()):
         if fit_index == 0:
             kind = 0 if meets else 1
@@ -592,18 +598,28 @@ def _describe_ids(
                 band_prices[fit_index, band, meets]
             ]
         # Fixed SQL and integers; every value is a parameter.
-        parts.append(
-            f"(SELECT m.id, {int(kind)} AS kind, m.price_per_gpu_hour * {int(gpus)} AS hourly, "  # noqa: S608  # nosec B608
+        walk = (
+            f"SELECT m.id, {int(kind)} AS kind, m.price_per_gpu_hour * {int(gpus)} AS hourly, "  # noqa: S608  # nosec B608
             'm.price_per_gpu_hour AS price, p.name COLLATE "C" AS provider, '
             'm.provider_machine_id COLLATE "C" AS machine FROM catalog_machine m '
             f"JOIN catalog_provider p ON p.id = m.provider_id "
-            f"WHERE {screened} AND {band_sql} AND {meets_sql} "
+            f"WHERE {screened} AND {band_sql} AND {meets_sql}{by_country} "
             f"AND m.price_per_gpu_hour >= %s AND m.price_per_gpu_hour <= %s{at_prices} "
             f'ORDER BY m.price_per_gpu_hour, p.name COLLATE "C", m.provider_machine_id COLLATE "C", m.id '
-            f"LIMIT {int(limit)})"
+            f"LIMIT {int(limit)}"
         )
-        params += [*screened_params, *band_params, *meets_params, cheapest_price, dearest_price]
-        params += price_params
+        walk_params = [
+            *screened_params, *band_params, *meets_params, cheapest_price, dearest_price, *price_params
+        ]
+        if by_country:
+            # The band's cheapest in each chosen country, each walk in that country's price order.
+            parts.append(
+                f"(SELECT w.* FROM unnest(%s::varchar[]) AS c(code) CROSS JOIN LATERAL ({walk}) AS w)"  # noqa: S608  # nosec B608
+            )
+            params += [countries, *walk_params]
+        else:
+            parts.append(f"({walk})")
+            params += walk_params
     if not parts:
         return []
     keep = " OR ".join(
