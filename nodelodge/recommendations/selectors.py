@@ -148,6 +148,9 @@ def list_machines(query: WorkloadQuery, recommendation: Recommendation, per_page
     return shown, listing
 
 RULE_OF_THUMB_PRECISION = {16: "FP16", 8: "INT8", 4: "INT4"}
+# The page lists a plan's first machines and their lines of the formula; the rest on request
+# (`plan_rows=all`). The API and the command always give every machine.
+PLAN_ROWS_SHOWN = 10
 
 
 @dataclass
@@ -160,6 +163,7 @@ class WizardResult:
     stale_after_minutes: int = 0
     throughput: ThroughputAnswer | None = None  # when the query asks for a throughput plan
     listing: Listing | None = None
+    plan_rows_shown: int | None = PLAN_ROWS_SHOWN  # None: every machine of each plan
 
     @cached_property
     def data(self) -> dict:
@@ -168,7 +172,26 @@ class WizardResult:
         data["throughput_plan"] = self.throughput.to_dict() if self.throughput is not None else None
         for alternative in data["precision_alternatives"]:
             alternative["query"] = self.query.as_query_string(precision=alternative["precision"])
+        if data["throughput_plan"]:
+            for plan in data["throughput_plan"]["plans"]:
+                self._plan_rows(plan)
         return data
+
+    def _plan_rows(self, plan: dict) -> None:
+        """What the page lists of a plan: its first machines, the formula's lines for those (one per
+        machine with productive copies, in the same order) and every line after them."""
+        shown = len(plan["machines"]) if self.plan_rows_shown is None else self.plan_rows_shown
+        machine_lines = sum(1 for machine in plan["machines"] if machine["productive_copies"])
+        lines_shown = min(machine_lines, sum(1 for m in plan["machines"][:shown] if m["productive_copies"]))
+        plan["machines_shown"] = plan["machines"][:shown]
+        plan["machines_more"] = len(plan["machines"]) - len(plan["machines_shown"])
+        plan["steps_shown"] = plan["steps"][:lines_shown]
+        plan["steps_more"] = machine_lines - lines_shown
+        plan["steps_after"] = plan["steps"][machine_lines:]
+
+    @property
+    def every_plan_row_query(self) -> str:
+        return self.query.as_query_string() + "&plan_rows=all"
 
     def page_query(self, page: int) -> str:
         return self.query.as_query_string(page=page if page != 1 else None)

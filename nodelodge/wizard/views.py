@@ -2,6 +2,7 @@
 partial its target names, and the full page renders the same partials."""
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 from django.shortcuts import render
@@ -84,6 +85,8 @@ def wizard(request):
             result = recommendation_for(parse_query(values), model_row=row)
         except QueryError as error:
             errors = error.errors
+    if result is not None and params.get("plan_rows") == "all":
+        result = dataclasses.replace(result, plan_rows_shown=None)
     if result is not None and result.query.group == "gpu":
         counts = dict(result.listing.groups)
         previous = None

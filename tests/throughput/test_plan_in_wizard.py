@@ -56,6 +56,36 @@ def test_the_documentation_example_through_the_api_and_the_page(client, make_mac
     assert "Productive GPUs = ceil(180,000 ÷ 56,250) = 4" in page
 
 
+def test_a_long_plan_lists_its_first_machines_and_every_one_on_request(client, make_machine):
+    """Fourteen one-GPU machines in the plan: the page lists the first ten with their lines of the
+    formula, says how many more there are and links to every one; the totals always show; the API
+    always lists every machine."""
+    for index in range(14):
+        machine = make_machine("RTX 4090", gpu_count=1, free_gpus=1,
+                               price_per_gpu_hour=Decimal("0.30") + Decimal(index) / 100)
+        measure(machine, "2000")
+    query = f"{LLAMA_8B}&target_tokens=21500&efficiency=100&redundancy=1"
+    (cheapest,) = plan_of(client, query)["plans"]
+    assert len(cheapest["machines"]) == 12 and cheapest["productive_gpus"] == 11
+    page = client.get(f"/?{query}").content.decode()
+    plan = page[page.index('data-testid="plan-1"'):page.index('id="machines"')]
+    listed = [m["id"] for m in cheapest["machines"] if f'data-machine-id="{m["id"]}"' in plan]
+    assert listed == [m["id"] for m in cheapest["machines"][:10]]
+    assert "… and 2 more machines in this plan: list every one" in plan
+    # One line of the formula per machine with productive copies, in the machines' order.
+    lines = sum(1 for m in cheapest["machines"][:10] if m["productive_copies"])
+    assert all(step in plan for step in cheapest["steps"][:lines])
+    assert all(step not in plan for step in cheapest["steps"][lines:11])
+    more = 11 - lines
+    assert f"… the same for {more} more machine" + ("s" if more > 1 else "") + "<" in plan
+    assert all(step in plan for step in cheapest["steps"][11:])
+    assert 'data-testid="plan-rows-link"' in plan and "plan_rows=all#throughput" in plan
+    every = client.get(f"/?{query}&plan_rows=all").content.decode()
+    plan = every[every.index('data-testid="plan-1"'):every.index('id="machines"')]
+    assert all(f'data-machine-id="{m["id"]}"' in plan for m in cheapest["machines"])
+    assert all(step in plan for step in cheapest["steps"]) and 'data-testid="plan-rows-link"' not in plan
+
+
 def test_the_plans_on_each_gpu_type_come_when_asked_for(client, make_machine, capsys):
     """By default the answer plans once (the cheapest); `gpu_plans=1` (the page's link and checkbox,
     the API's parameter, the command's --gpu-plans) adds the cheapest on each GPU type."""
