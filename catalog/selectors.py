@@ -832,6 +832,8 @@ class SpeedQuery:
     efficiency: Decimal
     redundancy: int
     keep: int
+    # The plans wanted on each GPU type too: a copy is then weighed against its own type's plans.
+    per_gpu_type: bool = False
 
 
 def speed_rows_counted(query: SpeedQuery, by_scan: bool = False) -> tuple[list[SpeedRow], int]:
@@ -840,8 +842,10 @@ def speed_rows_counted(query: SpeedQuery, by_scan: bool = False) -> tuple[list[S
     Within a speed class every copy serves the same, so a cheaper machine is never worse: a plan
     uses at most as many copies of a class as reach the target alone plus the spare copies, so the
     class's cheapest machines up to that many copies are enough (per GPU type, for the plans on
-    one GPU type); and the `keep` machines with the
-    lowest price per million tokens come too (the sorted list's first page). The rest are counted,
+    one GPU type). Those copies alone are a plan, so the cheapest of these one-class plans bounds
+    the cheapest plan (on each GPU type, when those plans are asked for), and a copy whose class's
+    copies up to and including it cost more is left out too. The `keep` machines with the lowest
+    price per million tokens come as well (the sorted list's first page). The rest are counted,
     not fetched.
 
     The latest speed of each machine comes from the table the writes keep (`catalog.latest_speeds`);
@@ -877,14 +881,27 @@ def speed_rows_counted(query: SpeedQuery, by_scan: bool = False) -> tuple[list[S
     if query.target is not None:
         # Copies of the machines before this one in its class (same figure, same GPUs measured and
         # used, same GPU type: the plans on one GPU type need that type's cheapest copies too),
-        # cheapest first, against the copies wanted.
-        chosen.append(
-            f"SELECT {ROW_COLUMNS} FROM (SELECT *, COUNT(*) OVER () AS total, "  # noqa: S608  # nosec B608
+        # cheapest first, against the copies wanted, and what those copies cost.
+        classes = (
+            f"SELECT *, COUNT(*) OVER () AS total, "  # noqa: S608  # nosec B608
             "COALESCE(SUM(free / fit_gpus) OVER w, 0) AS copies_before, "
+            "COALESCE(SUM(free / fit_gpus * price * fit_gpus) OVER w, 0) AS price_before, "
             "CEIL(%s::numeric * gpus * 100 / (value * fit_gpus * %s::numeric)) + %s AS wanted "
             f"FROM {fitting} WINDOW w AS (PARTITION BY value, gpus, gpu_type_id, fit_gpus ORDER BY price, "
-            "provider, machine_key, machine_id ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)) AS c "
-            "WHERE copies_before < wanted"
+            "provider, machine_key, machine_id ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)"
+        )
+        # A class's wanted copies alone are a plan (spares as fast as the rest): the cheapest such
+        # price bounds every plan, and a plan takes a class's copies cheapest first, so a copy whose
+        # class's copies up to it cost more than that is in no cheapest plan.
+        completed = (
+            "CASE WHEN copies_before + free / fit_gpus >= wanted "
+            "THEN price_before + (wanted - copies_before) * price * fit_gpus END"
+        )
+        bound_over = "PARTITION BY gpu_type_id" if query.per_gpu_type else ""
+        chosen.append(
+            f"SELECT {ROW_COLUMNS} FROM (SELECT *, MIN({completed}) OVER ({bound_over}) AS bound "  # noqa: S608  # nosec B608
+            f"FROM ({classes}) AS k WHERE copies_before < wanted) AS c "
+            "WHERE bound IS NULL OR price_before + price * fit_gpus <= bound"
         )
         chosen_params += [query.target, query.efficiency, query.redundancy, *fitting_params]
     if query.keep > 0:

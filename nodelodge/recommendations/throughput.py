@@ -87,6 +87,7 @@ def speed_candidates(
                 efficiency=query.efficiency,
                 redundancy=query.redundancy,
                 keep=keep,
+                per_gpu_type=query.gpu_plans,
             )
         )
     else:
