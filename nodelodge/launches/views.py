@@ -19,6 +19,7 @@ from django.utils.translation import gettext, ngettext
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
+from nodelodge.wizard.rows import add_row_words
 from sizing.results import machine_row
 from sizing.units import money_text
 
@@ -105,6 +106,7 @@ def launch(request):
             alternative = machine_row(refusal.alternative)
             alternative["idempotency_key"] = uuid.uuid4().hex
             alternatives.append(alternative)
+            add_row_words(alternatives)
         context = {"refusal": refusal, "alternatives": alternatives, "query_string": query_string}
         if request.htmx:
             return render(request, "launches/refused.html#refusal", context)

@@ -8,7 +8,6 @@ import functools
 from django.shortcuts import render
 from django.template.response import TemplateResponse
 from django.urls import reverse
-from django.utils.translation import ngettext
 from django.views.decorators.http import require_GET
 
 from nodelodge.recommendations import selectors as recommendation_selectors
@@ -32,6 +31,7 @@ from sizing.calculators import MAX_CONTEXT, MAX_REQUESTS
 from sizing.other_calculators import gpus_for_throughput, rule_of_thumb
 
 from .forms import RuleOfThumbForm, ThroughputForm
+from .rows import add_row_words
 
 # hx-target id → partial of wizard/wizard.html
 HTMX_PARTIALS = {"result": "result", "model-list": "model-list", "wizard": "wizard"}
@@ -87,16 +87,10 @@ def wizard(request):
             errors = error.errors
     if result is not None and params.get("plan_rows") == "all":
         result = dataclasses.replace(result, plan_rows_shown=None)
-    if result is not None and result.query.group == "gpu":
-        counts = dict(result.listing.groups)
-        previous = None
-        for machine in result.data["machines"]:
-            if machine["gpu_type"] != previous:
-                count = counts.get(machine["gpu_type"], 0)
-                machine["group_heading"] = ngettext(
-                    "%(gpu)s · %(count)s machine", "%(gpu)s · %(count)s machines", count
-                ) % {"gpu": machine["gpu_type"], "count": count}
-                previous = machine["gpu_type"]
+    if result is not None:
+        grouped = dict(result.listing.groups) if result.query.group == "gpu" else None
+        add_row_words(result.data["machines"], grouped)
+        add_row_words(result.data["alternatives"])
 
     search = (params.get("q") or "").strip()[:100]
     selected = recommendation_selectors.model_choice(row)

@@ -1,0 +1,42 @@
+"""The words the page's machine tables repeat on every row, written once per row in Python.
+
+A table lists up to a thousand machines; each row's translated phrases and figures cost a template
+tag and a formatter call apiece when the template writes them, several times what writing them here
+costs. The API's rows are the same dicts without these keys."""
+from __future__ import annotations
+
+from django.utils.text import capfirst
+from django.utils.translation import gettext, ngettext
+
+from sizing.i18n import format_number
+from sizing.units import money_text, round_half_up
+
+from .templatetags.console import CONFIDENCE_WORDS, country_name
+
+
+def add_row_words(rows: list[dict], group_counts: dict[str, int] | None = None) -> None:
+    """Adds to each machine row what the table shows of it; with `group_counts` (machines per GPU
+    type, when the list is grouped), a heading on each group's first row."""
+    free_of = gettext("%(free)s of %(count)s free")
+    launch = gettext("Launch %(provider)s %(machine)s: review first")
+    confidence_of = gettext("Confidence: %(confidence)s")
+    breaks_of = gettext("breaks: %(breaks)s")
+    previous = None
+    for row in rows:
+        row["tier_label"] = capfirst(row["tier"])  # product names: the same in every language
+        row["free_text"] = free_of % {"free": row["free_gpus"], "count": row["gpu_count"]}
+        row["memory_text"] = format_number(round_half_up(float(row["memory_per_gpu_gib"])), 2)
+        row["location_text"] = country_name(row["country"])
+        row["price_per_hour_text"] = money_text(row["price_per_hour"])
+        row["price_per_gpu_hour_text"] = money_text(row["price_per_gpu_hour"])
+        row["confidence_word"] = str(CONFIDENCE_WORDS.get(row["confidence"], row["confidence"]))
+        row["confidence_heading"] = confidence_of % {"confidence": row["confidence_word"]}
+        row["launch_label"] = launch % {"provider": row["provider"], "machine": row["provider_machine_id"]}
+        if row.get("breaks_text"):
+            row["breaks_heading"] = breaks_of % {"breaks": "; ".join(row["breaks_text"])}
+        if group_counts is not None and row["gpu_type"] != previous:
+            count = group_counts.get(row["gpu_type"], 0)
+            row["group_heading"] = ngettext(
+                "%(gpu)s · %(count)s machine", "%(gpu)s · %(count)s machines", count
+            ) % {"gpu": row["gpu_type"], "count": count}
+            previous = row["gpu_type"]
