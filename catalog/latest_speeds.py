@@ -66,9 +66,6 @@ def install_sql() -> list[str]:
         f"CREATE TABLE {TABLE} AS {latest_sql('FALSE')} WITH NO DATA",
         f"ALTER TABLE {TABLE} ADD PRIMARY KEY (model_slug, precision, machine_id)",
         f"CREATE INDEX {TABLE}_machine_idx ON {TABLE} (machine_id)",
-        # A plan's speed classes, each cheapest first (`catalog.selectors.speed_rows_counted`).
-        f"CREATE INDEX {TABLE}_class_idx ON {TABLE} (model_slug, precision, value, gpus, gpu_type_id, "
-        "price_per_gpu_hour)",
         *functions_sql(),
         *_triggers("catalog_machine", "machines", "catalog_latest_speed_machines()"),
         *_triggers("catalog_measuredspeed", "speeds", "catalog_latest_speed_speeds()"),
