@@ -636,31 +636,44 @@ def _describe_ids(
         return sorted(row[0] for row in cursor.fetchall())
 
 
-def cheapest_by_country(query: FleetQuery) -> list[tuple[str, Decimal]]:
+def meeting_by_country(query: FleetQuery) -> list[tuple[str, Decimal, int]]:
     """Each country holding machines that fit (at `query.fits[0]`) and meet every preference, with
-    the cheapest hourly price there, cheapest first (ties by country code). From the kept counts:
-    a shape's cheapest machine meets the price limits exactly when any of its machines does."""
+    the cheapest hourly price there and how many there are, cheapest first (ties by country code).
+    From the kept counts, in one statement: a shape's cheapest machine meets the price limits
+    exactly when any of its machines does, and those that do are the shape's count up to the
+    highest price per GPU-hour within the limits."""
     status_sql, status_params = availability.status_sql(query.stale_cutoff, query.countries)
     gpus_sql, gpus_params = _gpus_used_sql(query.fits[0])
     meets, meets_params = ["TRUE"], []
     if query.tier != "both":
         meets.append("m.tier = %s")
         meets_params.append(query.tier)
+    highest, highest_params = [], []
     for limit in (query.max_price_per_hour, query.budget):
         if limit is not None:
             meets.append(f"m.prices[1] * g.gpus <= %s::numeric * {fleet_counts.PRICE_UNITS}")
             meets_params.append(limit)
+            # price × GPUs within the limit: in whole units of price, at most limit ÷ GPUs, rounded down
+            highest.append(f"FLOOR(%s::numeric * {fleet_counts.PRICE_UNITS} / g.gpus)::bigint")
+            highest_params.append(limit)
+    if highest:
+        counted = f"COALESCE(m.cum[width_bucket(LEAST({', '.join(highest)}), m.prices)], 0)"
+    else:
+        counted = "m.cum[cardinality(m.cum)]"
     # Fixed SQL and integers; every value is a parameter.
     sql = (
-        f"SELECT m.country, MIN(m.prices[1] * g.gpus) FROM {fleet_counts.SHAPES} m "  # noqa: S608  # nosec B608
+        f"SELECT m.country, MIN(m.prices[1] * g.gpus), SUM({counted}) FROM {fleet_counts.SHAPES} m "  # noqa: S608  # nosec B608
         f"CROSS JOIN LATERAL (SELECT {gpus_sql} AS gpus) AS g "
         f"WHERE {status_sql} = {availability.SCREENED} AND g.gpus IS NOT NULL AND {' AND '.join(meets)} "
         "GROUP BY m.country ORDER BY 2, 1"
     )
     with connection.cursor() as cursor:
         fleet_counts.merge_pending(cursor)
-        cursor.execute(sql, [*gpus_params, *status_params, *meets_params])
-        return [(country, fleet_counts.from_units(units)) for country, units in cursor.fetchall()]
+        cursor.execute(sql, [*highest_params, *gpus_params, *status_params, *meets_params])
+        return [
+            (country, fleet_counts.from_units(units), int(machines))
+            for country, units, machines in cursor.fetchall()
+        ]
 
 
 def _count_at_cheapest(query: FleetQuery, only_cheapest: dict[str, Decimal], by_scan: bool) -> dict[str, int]:

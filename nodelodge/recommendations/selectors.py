@@ -380,10 +380,9 @@ def _meeting_all_by_country(
     """How many machines fit `breakdown` and meet every preference of `query`, and each country
     holding them with its cheapest hourly price there, cheapest first (ties by country code)."""
     if connection.vendor == "postgresql":
-        fleet_query = _fleet_query(query, [breakdown], now)
-        machines = catalog_selectors.counted_fleet(fleet_query).counted.fitting
-        # The count and the countries are read one after the other: a booking in between may move one.
-        return machines, catalog_selectors.cheapest_by_country(fleet_query) if machines else []
+        found = catalog_selectors.meeting_by_country(_fleet_query(query, [breakdown], now))
+        countries = [(country, cheapest) for country, cheapest, _ in found]
+        return sum(machines for _, _, machines in found), countries
     # The embedded run's fleet is small: every machine is described.
     found = _meeting_all(query, breakdown, now, None)
     cheapest: dict[str, Decimal] = {}

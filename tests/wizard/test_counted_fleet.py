@@ -141,3 +141,50 @@ def test_an_empty_answer_counts_what_relaxing_each_preference_adds(models_and_gp
         assert actual.machines == ()
         assert actual.empty_reason == expected.empty_reason
         assert "adds" in actual.empty_reason or "more than one preference" in actual.empty_reason
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_each_countrys_machines_and_cheapest_price_equal_that_countrys_own_count(models_and_gpus, seed):
+    """The countries hint reads every country's machines meeting every preference, and the cheapest
+    hourly price there, in one statement over the kept counts; each must equal the count for that
+    country alone."""
+    from dataclasses import replace
+
+    from catalog import selectors as catalog_selectors
+
+    rng = random.Random(100 + seed)
+    now = timezone.now()
+    _random_fleet(rng, 150, now)
+    # Prices either side of a limit shared out over GPUs (6.67 ÷ 8 = 0.83375, 6.67 ÷ 16, 6.67 ÷ 4, 0.9 ÷ 8).
+    edges = [Decimal(p) for p in ("0.8337", "0.8338", "0.4168", "0.4169", "1.6675", "1.6676", "0.1125", "0.1126")]
+    for machine in Machine.objects.order_by("pk")[::3]:
+        Machine.objects.filter(pk=machine.pk).update(price_per_gpu_hour=rng.choice(edges))
+    # And machines that use exactly 8 GPUs for the 405B query: $6.6696/h is within a $6.67 budget,
+    # $6.6704/h is not.
+    big = _query(QUERIES[2])
+    need = dict(fit_thresholds(estimate_for(big)[0]))[8]
+    template = Machine.objects.filter(country="DE").first()
+    for index, price in enumerate(("0.8337", "0.8338", "0.8338")):
+        Machine.objects.create(
+            provider=template.provider, tier=template.provider.tier, provider_machine_id=f"edge-{index}",
+            gpu_type=template.gpu_type, gpu_count=8, free_gpus=8, memory_per_gpu_mib=need,
+            memory_source="datacenter", country="DE", region="", price_per_gpu_hour=Decimal(price),
+            is_available=True, last_seen_at=now,
+        )
+    compared = 0
+    for query_string in QUERIES:
+        for preferences in PREFERENCES:
+            query = _query(query_string + preferences)
+            breakdown, _ = estimate_for(query)
+            fleet_query = wizard_selectors._fleet_query(query, [breakdown], now)
+            found = {country: (cheapest, machines)
+                     for country, cheapest, machines in catalog_selectors.meeting_by_country(fleet_query)}
+            for country in sorted({c for c in COUNTRIES if c}):
+                if query.countries is not None and country not in query.countries:
+                    assert country not in found
+                    continue
+                alone = catalog_selectors.counted_fleet(replace(fleet_query, countries=frozenset({country})))
+                expected = (alone.cheapest_meeting[0], alone.counted.fitting) if alone.counted.fitting else None
+                assert found.get(country) == expected, (query_string + preferences, country)
+                compared += bool(expected)
+    assert compared > 50, "most comparisons had machines to count"
