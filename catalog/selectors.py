@@ -93,22 +93,15 @@ def model_spec(row: CatalogModel) -> ModelSpec:
     return speech_model_spec(row)
 
 
+# What the engine's record of a measured speed holds: its fields, the model's columns alike.
+SPEED_FIELDS = (
+    "model_slug", "precision", "value", "unit", "measured_at", "gpus", "engine", "engine_version",
+    "concurrency", "input_tokens", "output_tokens", "measured_by", "source",
+)
+
+
 def measured_speed(row: MeasuredSpeed) -> offers.MeasuredSpeed:
-    return offers.MeasuredSpeed(
-        model_slug=row.model_slug,
-        precision=row.precision,
-        value=row.value,
-        unit=row.unit,
-        measured_at=row.measured_at,
-        gpus=row.gpus,
-        engine=row.engine,
-        engine_version=row.engine_version,
-        concurrency=row.concurrency,
-        input_tokens=row.input_tokens,
-        output_tokens=row.output_tokens,
-        measured_by=row.measured_by,
-        source=row.source,
-    )
+    return offers.MeasuredSpeed(**{field: getattr(row, field) for field in SPEED_FIELDS})
 
 
 # What an offer reads of a machine: offer field -> the machine's column, through its relations.
@@ -171,8 +164,12 @@ def machine_offers(queryset: QuerySet[Machine] | None = None) -> list[offers.Mac
     measured = MeasuredSpeed.objects.filter(machine__in=queryset.values("id"))
     # Ordered by machine first, so the planner reads the few machines' speeds through the machine
     # index whatever its statistics say (ordered by model first it may walk every speed in the table).
-    for speed in measured.order_by("machine_id", "model_slug", "precision", "pk"):
-        speeds.setdefault(speed.machine_id, []).append(measured_speed(speed))
+    # Read as values too, each straight into the engine's record.
+    for machine_id, *fields in measured.order_by("machine_id", "model_slug", "precision", "pk").values_list(
+        "machine_id", *SPEED_FIELDS
+    ):
+        speed = offers.MeasuredSpeed(**dict(zip(SPEED_FIELDS, fields, strict=True)))
+        speeds.setdefault(machine_id, []).append(speed)
     return [_offer(values, tuple(speeds.get(values["id"], ()))) for values in rows]
 
 
