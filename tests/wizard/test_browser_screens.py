@@ -182,6 +182,10 @@ def test_sort_filter_group_and_pages_live_in_the_url(browser, live_server, shipp
     assert_accessible(page, "sorted and grouped")
     page.get_by_label("Group by").select_option("")
     page.get_by_label("Sort by").select_option("price")
+    # The list as a person sees it before paging on: cheapest first again, no groups.
+    expect(note).to_contain_text("Cheapest first")
+    expect(page.get_by_test_id("group-heading")).to_have_count(0)
+    expect(page).not_to_have_url(re.compile(r"sort=memory|group=gpu"))
     pager = page.get_by_role("navigation", name="Pages of machines")
     expect(pager).to_be_visible()
     pager.get_by_role("link", name="2", exact=True).click()
