@@ -8,10 +8,9 @@ from __future__ import annotations
 from django.utils.text import capfirst
 from django.utils.translation import gettext, ngettext
 
-from sizing.i18n import format_number
-from sizing.units import money_text, round_half_up
+from sizing.units import money_text
 
-from .templatetags.console import CONFIDENCE_WORDS, country_name
+from .templatetags.console import CONFIDENCE_WORDS, country_name, gib2
 
 
 def add_row_words(rows: list[dict], group_counts: dict[str, int] | None = None) -> None:
@@ -25,7 +24,7 @@ def add_row_words(rows: list[dict], group_counts: dict[str, int] | None = None) 
     for row in rows:
         row["tier_label"] = capfirst(row["tier"])  # product names: the same in every language
         row["free_text"] = free_of % {"free": row["free_gpus"], "count": row["gpu_count"]}
-        row["memory_text"] = format_number(round_half_up(float(row["memory_per_gpu_gib"])), 2)
+        row["memory_text"] = gib2(row["memory_per_gpu_gib"])
         row["location_text"] = country_name(row["country"])
         row["price_per_hour_text"] = money_text(row["price_per_hour"])
         row["price_per_gpu_hour_text"] = money_text(row["price_per_gpu_hour"])

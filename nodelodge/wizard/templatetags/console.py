@@ -8,6 +8,7 @@ from django.utils.translation import get_language, gettext, pgettext_lazy
 
 from nodelodge.i18n import address_in
 from sizing.countries import country_name as _country_name
+from sizing.i18n import format_number
 from sizing.units import gib_display, money_text, round_half_up
 
 register = template.Library()
@@ -31,7 +32,7 @@ def gib(n_bytes) -> str:
 def gib2(value) -> str:
     """A GiB figure (already in GiB) with two decimals."""
     try:
-        return number_format(round_half_up(float(value)), 2, force_grouping=True)
+        return format_number(round_half_up(float(value)), 2)
     except (TypeError, ValueError, InvalidOperation):
         return ""
 
