@@ -323,29 +323,45 @@ def grouped_sql(
             f"MAX(m.prices[cardinality(m.prices)]) FROM {SHAPES} m GROUP BY 1, 2, 3, 4"
         )
         return sql, params
-    # Per row, k holds the number of its prices below each edge (binary searches), with 0 and all
-    # of them at the ends: band b holds its prices at positions k[b + 1] + 1 .. k[b + 2]. Only rows
-    # the rule lets through need the bands (the others fall whole in band 0); OFFSET 0 keeps each
-    # subquery evaluated once per row. The bands are a constant series so the planner's estimate
-    # stays the size of the table (an estimate of hundreds of bands per row had it compile the
-    # query with JIT, 0.3 s, for a 10 ms run).
+    # A row's prices fall in the bands from that of its cheapest price to that of its dearest (the
+    # band of a price is the number of edges at or below it). Most rows lie in one band and count
+    # whole, with no join. Only rows spanning several bands need k, the number of their prices below
+    # each edge (binary searches), with 0 and all of them at the ends: band b then holds the prices
+    # at positions k[b + 1] + 1 .. k[b + 2]. Rows the rule leaves out fall whole in band 0. OFFSET 0
+    # keeps each subquery evaluated once per row, and the band rows on the inner side of the join.
+    # The bands are a constant series so the planner's estimate stays small (an estimate of
+    # hundreds of bands per row had it compile the query with JIT, 0.3 s, for a 10 ms run).
+    screened_sql = f"s.status = {int(screened)}"
+    banded = (
+        "(SELECT s.*, "
+        f"CASE WHEN {screened_sql} THEN width_bucket(s.prices[1], %s::bigint[]) ELSE 0 END AS first_band, "
+        f"CASE WHEN {screened_sql} THEN width_bucket(s.prices[cardinality(s.prices)], %s::bigint[]) "
+        "ELSE 0 END AS last_band "
+        f"FROM (SELECT {head}, m.memory_per_gpu_mib, m.last_seen_at, m.prices, m.cum "
+        f"FROM {SHAPES} m OFFSET 0) AS s OFFSET 0) AS s"
+    )
+    edge_units = [to_units(edge) for edge in price_edges]
+    banded_params = [edge_units, edge_units, *params]
     searches = ", ".join("width_bucket(%s::bigint, s.prices)" for _ in price_edges)
     sql = (
-        f"SELECT s.status, s.tier, s.memory_bucket, s.free_gpus, b.band, SUM(b.n), MIN(b.lo), "  # nosec B608
-        "MAX(s.memory_per_gpu_mib), MAX(s.last_seen_at), MIN(s.last_seen_at), MAX(b.hi) "
-        f"FROM (SELECT {head}, m.memory_per_gpu_mib, m.last_seen_at, m.prices, m.cum "
-        f"FROM {SHAPES} m OFFSET 0) AS s "
-        f"CROSS JOIN LATERAL (SELECT CASE WHEN s.status = {int(screened)} "
-        f"THEN ARRAY[0, {searches}, cardinality(s.prices)] "
-        f"ELSE ARRAY[0, {', '.join(['cardinality(s.prices)'] * (len(price_edges) + 1))}] END AS k "
-        "OFFSET 0) AS k "
-        "CROSS JOIN LATERAL (SELECT g - 1 AS band, "
-        "coalesce(s.cum[k.k[g + 1]], 0) - coalesce(s.cum[k.k[g]], 0) AS n, "
-        "s.prices[k.k[g] + 1] AS lo, s.prices[k.k[g + 1]] AS hi "
-        f"FROM generate_series(1, {len(price_edges) + 1}) AS g) AS b "
-        "WHERE b.n > 0 GROUP BY 1, 2, 3, 4, 5"
+        "SELECT status, tier, memory_bucket, free_gpus, band, SUM(n), MIN(lo), MAX(memory_per_gpu_mib), "
+        "MAX(last_seen_at), MIN(last_seen_at), MAX(hi) FROM ("
+        "SELECT s.status, s.tier, s.memory_bucket, s.free_gpus, s.first_band AS band, "
+        "s.cum[cardinality(s.cum)] AS n, s.prices[1] AS lo, s.memory_per_gpu_mib, s.last_seen_at, "
+        f"s.prices[cardinality(s.prices)] AS hi FROM {banded} WHERE s.first_band = s.last_band "
+        "UNION ALL "
+        "SELECT s.status, s.tier, s.memory_bucket, s.free_gpus, b.band, b.n, b.lo, s.memory_per_gpu_mib, "
+        f"s.last_seen_at, b.hi FROM {banded} "
+        f"CROSS JOIN LATERAL (SELECT ARRAY[0, {searches}, cardinality(s.prices)] AS k OFFSET 0) AS k "
+        "CROSS JOIN LATERAL (SELECT g AS band, "
+        "coalesce(s.cum[k.k[g + 2]], 0) - coalesce(s.cum[k.k[g + 1]], 0) AS n, "
+        "s.prices[k.k[g + 1] + 1] AS lo, s.prices[k.k[g + 2]] AS hi "
+        f"FROM generate_series(0, {len(price_edges)}) AS g "
+        "WHERE g >= s.first_band AND g <= s.last_band OFFSET 0) AS b "
+        "WHERE s.first_band < s.last_band"
+        ") AS banded WHERE n > 0 GROUP BY 1, 2, 3, 4, 5"
     )
-    params += [to_units(edge) - 1 for edge in price_edges]
+    params = [*banded_params, *banded_params, *(units - 1 for units in edge_units)]
     return sql, params
 
 

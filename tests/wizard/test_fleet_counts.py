@@ -220,6 +220,38 @@ def test_kept_counts_equal_the_scan_through_every_write_path(models_and_gpus, bo
     assert len(set(done)) > 3, done
 
 
+def test_shapes_holding_many_prices_are_split_at_every_price_limit_as_the_scan_splits_them(models_and_gpus, both_ways):
+    """Few shapes, each with machines at hundreds of prices (more than one kept row holds), so the
+    price limits and budgets cut through shapes and through the rows' chunks, not between them."""
+    rng = random.Random(11)
+    now = timezone.now()
+    providers = [Provider.objects.create(name=name, slug=f"p{n}", tier=tier)
+                 for n, (name, tier) in enumerate([("Dense Secure", "secure"), ("Dense Community", "community")])]
+    gpu_type = GpuType.objects.get(name="H100 SXM 80GB")
+    machines = []
+    for index in range(1200):
+        count = 1 if index % 3 else 8
+        machines.append(Machine(
+            provider=(provider := providers[index % 2]), tier=provider.tier, provider_machine_id=f"d-{index}",
+            gpu_type=gpu_type, gpu_count=count, free_gpus=count, memory_per_gpu_mib=gpu_type.memory_mib,
+            country="DE" if index % 5 else "US", price_per_gpu_hour=Decimal(rng.randint(500, 60_000)) / 10_000,
+            last_seen_at=now,
+        ))
+    Machine.objects.bulk_create(machines)
+    with connection.cursor() as cursor:
+        fleet_counts.merge_pending(cursor)
+        cursor.execute(f"SELECT max(cardinality(prices)) FROM {fleet_counts.SHAPES}")  # noqa: S608
+        most_prices = cursor.fetchone()[0]
+    assert most_prices == fleet_counts.CHUNK, "a shape with more prices than one row holds"
+    for preferences in ("&max_price=1.5", "&budget=0.9", "&max_price=1.5&budget=3", "&tier=community&max_price=2",
+                        "&max_price=0.3&countries=DE,FR,US", "&budget=40"):
+        for query_string in QUERIES[:3]:
+            query = _query(query_string + preferences)
+            expected = _engine_over_every_machine(query, now, rng).to_dict()
+            assert recommendation_for(query, now=now, relax=False).recommendation.to_dict() == expected
+    assert len(both_ways) >= 18
+
+
 def test_machines_crossing_the_stale_cutoff_between_writes(models_and_gpus, both_ways):
     """No write happens as machines go stale; the answer follows the clock exactly."""
     rng = random.Random(7)
