@@ -330,3 +330,11 @@ def test_every_check_of_the_rule_is_kept_or_decided_at_write_time():
 def providers_and_gpu(models_and_gpus):
     provider = Provider.objects.create(name="Inside Compute", slug="inside", tier="secure")
     return provider, GpuType.objects.get(name="H100 SXM 80GB")
+
+
+def test_the_consoles_database_sessions_never_compile_a_statement(db):
+    """A walk of a few hundred rows can be estimated at thousands; JIT would then spend 80-300 ms
+    compiling a statement that runs in a few."""
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW jit")
+        assert cursor.fetchone()[0] == "off"
