@@ -325,9 +325,11 @@ def grouped_sql(
         return sql, params
     # A row's prices fall in the bands from that of its cheapest price to that of its dearest (the
     # band of a price is the number of edges at or below it). Most rows lie in one band and count
-    # whole, with no join. Only rows spanning several bands need k, the number of their prices below
-    # each edge (binary searches), with 0 and all of them at the ends: band b then holds the prices
-    # at positions k[b + 1] + 1 .. k[b + 2]. Rows the rule leaves out fall whole in band 0. OFFSET 0
+    # whole, with no join (the rows are read twice, once for each kind: at 1,000,000 machines that
+    # is 9 ms instead of 13 for joining every row with every band). Only rows spanning several bands
+    # need k, the number of their prices below each edge (binary searches), with 0 and all of them
+    # at the ends: band b then holds the prices at positions k[b + 1] + 1 .. k[b + 2]. Rows the rule
+    # leaves out fall whole in band 0. OFFSET 0
     # keeps each subquery evaluated once per row, and the band rows on the inner side of the join.
     # The bands are a constant series so the planner's estimate stays small (an estimate of
     # hundreds of bands per row had it compile the query with JIT, 0.3 s, for a 10 ms run).
