@@ -329,10 +329,10 @@ def grouped_sql(
     # is 9 ms instead of 13 for joining every row with every band). Only rows spanning several bands
     # need k, the number of their prices below each edge (binary searches), with 0 and all of them
     # at the ends: band b then holds the prices at positions k[b + 1] + 1 .. k[b + 2]. Rows the rule
-    # leaves out fall whole in band 0. OFFSET 0
-    # keeps each subquery evaluated once per row, and the band rows on the inner side of the join.
-    # The bands are a constant series so the planner's estimate stays small (an estimate of
-    # hundreds of bands per row had it compile the query with JIT, 0.3 s, for a 10 ms run).
+    # leaves out fall whole in band 0. OFFSET 0 keeps each subquery evaluated once per row, and the
+    # band rows on the inner side of the join. The bands are a constant series so the planner's
+    # estimate stays small (an estimate of hundreds of bands per row had it compile the query with
+    # JIT, 0.3 s, for a 10 ms run).
     screened_sql = f"s.status = {int(screened)}"
     banded = (
         "(SELECT s.*, "  # nosec B608
@@ -360,8 +360,8 @@ def grouped_sql(
         "s.prices[k.k[g + 1] + 1] AS lo, s.prices[k.k[g + 2]] AS hi "
         f"FROM generate_series(0, {len(price_edges)}) AS g "
         "WHERE g >= s.first_band AND g <= s.last_band OFFSET 0) AS b "
-        "WHERE s.first_band < s.last_band"
-        ") AS banded WHERE n > 0 GROUP BY 1, 2, 3, 4, 5"
+        "WHERE s.first_band < s.last_band AND b.n > 0"
+        ") AS banded GROUP BY 1, 2, 3, 4, 5"
     )
     params = [*banded_params, *banded_params, *(units - 1 for units in edge_units)]
     return sql, params

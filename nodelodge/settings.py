@@ -112,7 +112,8 @@ DATABASES = {
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     # The console's statements run in milliseconds; compiling one with JIT (chosen on the
     # planner's estimates, which a walk of a few hundred rows can exceed) costs 80-300 ms.
-    DATABASES["default"].setdefault("OPTIONS", {})["options"] = "-c jit=off"
+    options = DATABASES["default"].setdefault("OPTIONS", {})
+    options["options"] = f"{options.get('options', '')} -c jit=off".strip()
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTHENTICATION_BACKENDS = [
