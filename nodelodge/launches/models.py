@@ -1,4 +1,5 @@
 """Bookings: the GPUs of one machine held for one user, from Launch until Stop."""
+from datetime import datetime, timedelta
 from decimal import Decimal
 
 from django.conf import settings
@@ -37,6 +38,11 @@ class Booking(models.Model):
     )
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.RUNNING)
     started_at = models.DateTimeField()
+    ends_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="When the booking limit ends it: start + limit, stored when booked. Empty = no limit.",
+    )
     ended_at = models.DateTimeField(null=True, blank=True)
     idempotency_key = models.CharField(
         max_length=64, help_text="From the Launch form; a resubmitted form carries the same key."
@@ -52,12 +58,23 @@ class Booking(models.Model):
                 name="launches_booking_price_nonnegative",
             ),
             models.CheckConstraint(
+                condition=Q(booking_limit_hours__isnull=True, ends_at__isnull=True)
+                | Q(booking_limit_hours__isnull=False, ends_at__isnull=False),
+                name="launches_booking_ends_at_matches_limit",
+            ),
+            models.CheckConstraint(
                 condition=(Q(status="running", ended_at__isnull=True))
                 | Q(status="ended", ended_at__isnull=False),
                 name="launches_booking_ended_at_matches_status",
             ),
         ]
-        indexes = [models.Index(fields=["user", "status", "-started_at"], name="launches_booking_user_idx")]
+        indexes = [
+            models.Index(fields=["user", "status", "-started_at"], name="launches_booking_user_idx"),
+            # The running bookings due to end: what beat and My launches look up by time.
+            models.Index(
+                fields=["ends_at"], condition=Q(status="running"), name="launches_booking_due_idx"
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.user} on {self.machine_id}: {self.gpus} GPU(s), {self.status}"
@@ -66,14 +83,20 @@ class Booking(models.Model):
     def is_running(self) -> bool:
         return self.status == self.Status.RUNNING
 
+    @staticmethod
+    def end_for(started_at: datetime, booking_limit_hours: int | None) -> datetime | None:
+        """When a booking started at `started_at` reaches the booking limit; None without one."""
+        if booking_limit_hours is None:
+            return None
+        return started_at + timedelta(hours=booking_limit_hours)
+
     def hours_elapsed(self, now) -> Decimal:
         """Hours billed so far: start to end (or now), never past the booking limit."""
         until = self.ended_at or now
+        if self.ends_at is not None:
+            until = min(until, self.ends_at)
         seconds = max(0, int((until - self.started_at).total_seconds()))
-        hours = Decimal(seconds) / Decimal(3600)
-        if self.booking_limit_hours is not None:
-            hours = min(hours, Decimal(self.booking_limit_hours))
-        return hours
+        return Decimal(seconds) / Decimal(3600)
 
     def cost_so_far(self, now) -> Decimal:
         """Exact; shown with the one money rounding (`sizing.units.money_text`)."""

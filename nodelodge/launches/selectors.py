@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from decimal import Decimal
 
 from django.db.models import Case, IntegerField, Value, When
@@ -19,7 +19,7 @@ class BookingRow:
     booking: Booking
     hours_elapsed: Decimal
     cost_so_far: Decimal  # hours elapsed × price per hour, to the cent
-    ends_by: datetime | None  # start + booking limit, when the machine has one
+    ends_by: datetime | None  # when the booking limit ends it (`Booking.ends_at`), when there is one
     model_name: str | None = None  # the catalog name of the model the booking was sized for
 
     @property
@@ -65,11 +65,7 @@ def bookings_for(user, now: datetime | None = None, pk: int | None = None) -> li
             booking=booking,
             hours_elapsed=booking.hours_elapsed(now),
             cost_so_far=booking.cost_so_far(now),
-            ends_by=(
-                booking.started_at + timedelta(hours=booking.booking_limit_hours)
-                if booking.booking_limit_hours is not None
-                else None
-            ),
+            ends_by=booking.ends_at,
             model_name=names.get(booking.workload.get("model")),
         )
         for booking in bookings

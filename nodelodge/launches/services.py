@@ -9,12 +9,12 @@ and no other transaction can hold a lock on a row that does not exist yet), so t
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from decimal import Decimal
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import DurationField, ExpressionWrapper, F
+from django.db.models import F
 from django.db.models.functions import Least
 from django.http import QueryDict
 from django.urls import reverse
@@ -395,6 +395,7 @@ def _book_locked(
         booking_limit_hours=machine.booking_limit_hours,
         status=Booking.Status.RUNNING,
         started_at=now,
+        ends_at=Booking.end_for(now, machine.booking_limit_hours),
         idempotency_key=idempotency_key,
     )
     return LaunchOutcome(booking, created=True)
@@ -425,20 +426,20 @@ def end_expired_bookings(*, now: datetime | None = None, user=None) -> int:
     "My launches" is read, so a booking never shows as running past its limit. Returns how many
     ended. Each booking is locked and checked again, so a Stop at the same moment ends it once."""
     now = now or timezone.now()
-    due = Booking.objects.filter(status=Booking.Status.RUNNING, booking_limit_hours__isnull=False)
+    # The end is stored when booked (`Booking.ends_at`), so this is a plain indexed comparison that
+    # every database evaluates alike: no date arithmetic in SQL.
+    due = Booking.objects.filter(status=Booking.Status.RUNNING, ends_at__lte=now)
     if user is not None:
         due = due.filter(user=user)
-    limit = ExpressionWrapper(F("booking_limit_hours") * timedelta(hours=1), output_field=DurationField())
-    due = due.annotate(ends_at=F("started_at") + limit).filter(ends_at__lte=now)
     due_ids = list(due.values_list("pk", flat=True))
     ended = 0
     for booking_id in due_ids:
         with transaction.atomic():
             booking = Booking.objects.select_for_update().filter(pk=booking_id).first()
-            if booking is None or not booking.is_running or booking.booking_limit_hours is None:
+            if booking is None or not booking.is_running or booking.ends_at is None:
                 continue
             booking.status = Booking.Status.ENDED
-            booking.ended_at = booking.started_at + timedelta(hours=booking.booking_limit_hours)
+            booking.ended_at = booking.ends_at
             booking.save(update_fields=["status", "ended_at"])
             Machine.objects.filter(pk=booking.machine_id).update(
                 free_gpus=Least(F("free_gpus") + booking.gpus, F("gpu_count"))

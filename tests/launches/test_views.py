@@ -83,7 +83,10 @@ def test_a_booking_at_its_limit_ends_by_itself_when_my_launches_is_read(client, 
     machine.booking_limit_hours = 2
     machine.save(update_fields=["booking_limit_hours"])
     booking = booked(user, machine)
-    Booking.objects.filter(pk=booking.pk).update(started_at=booking.started_at - timedelta(hours=3))
+    # Three hours pass: the booking started, and reaches its limit, three hours earlier.
+    Booking.objects.filter(pk=booking.pk).update(
+        started_at=booking.started_at - timedelta(hours=3), ends_at=booking.ends_at - timedelta(hours=3)
+    )
     free_before = Machine.objects.get(pk=machine.pk).free_gpus
     html = client.get(reverse("launches:list")).content.decode()
     booking.refresh_from_db()
@@ -91,6 +94,42 @@ def test_a_booking_at_its_limit_ends_by_itself_when_my_launches_is_read(client, 
     assert booking.ended_at == booking.started_at + timedelta(hours=2)  # at the limit, not at the read
     assert Machine.objects.get(pk=machine.pk).free_gpus == free_before + 1
     assert "Nothing running" in html
+
+
+def test_my_launches_answers_every_signed_in_user_with_or_without_bookings(client, small_catalog, make_user):
+    """My launches runs the booking-limit sweep before it reads; that sweep must be SQL every database
+    evaluates (it once multiplied an interval in SQL, which SQLite refuses, for every user)."""
+    client.force_login(make_user("newcomer"))
+    empty = client.get(reverse("launches:list"))
+    assert empty.status_code == 200 and "Nothing running" in empty.content.decode()
+
+    user = make_user("ada")
+    client.force_login(user)
+    limited = booked(user, small_catalog.machine(booking_limit_hours=24))
+    unlimited = booked(user, small_catalog.machine())
+    html = client.get(reverse("launches:list")).content.decode()
+    assert reverse("launches:stop", args=[limited.pk]) in html
+    assert reverse("launches:stop", args=[unlimited.pk]) in html
+    ends = (limited.started_at + timedelta(hours=24)).strftime("%Y-%m-%d %H:%M")
+    assert f"booking limit: ends by {ends}" in html
+
+
+def test_confirm_and_stop_land_on_my_launches_that_answers(client, small_catalog, make_user):
+    client.force_login(make_user("ada"))
+    machine = small_catalog.machine(booking_limit_hours=24)
+    response = client.post(reverse("launches:launch"), launch_data(machine), follow=True)
+    assert response.status_code == 200
+    assert response.redirect_chain[-1][0] == reverse("launches:list")
+    booking = Booking.objects.get()
+    assert booking.ends_at == booking.started_at + timedelta(hours=24)
+    assert reverse("launches:stop", args=[booking.pk]) in response.content.decode()
+
+    stopped = client.post(reverse("launches:stop", args=[booking.pk]), follow=True)
+    assert stopped.status_code == 200
+    assert stopped.redirect_chain[-1][0] == reverse("launches:list")
+    assert "Nothing running" in stopped.content.decode()
+    booking.refresh_from_db()
+    assert not booking.is_running
 
 
 def test_my_launches_names_the_model_and_stop_asks_first(client, small_catalog, make_user):
