@@ -8,6 +8,7 @@ Words and values are kept apart: the `*_display`, `*_text` and `fmt_*` functions
 the active language (19,55 GiB, 0,098 $ in German; `sizing.i18n`); `gib_number` and `money_string` are
 values for JSON, URLs and forms, the same in every language.
 """
+import re
 from decimal import ROUND_HALF_UP, Decimal
 
 from .i18n import format_number, pgettext
@@ -91,3 +92,55 @@ def money_text(amount: Decimal | int | str) -> str:
     the dollar sign, as the catalogue's translation of the pattern says). A price per hour is this
     followed by "/h": "$0.098/h", "0,098 $/h"."""
     return pgettext("money", "$%(amount)s") % {"amount": format_number(money_amount(amount))}
+
+
+# --- numbers as people type them -------------------------------------------------------------------
+#
+# A page reads a typed number in its language (12.50 and 1,000.50 in English; 12,50 and 1.000,50 in
+# German). Spaces, and "_", group thousands in every language. Where the page's reading fails and the
+# other language's succeeds, the number can only mean that ("12,50" on the English page is 12.50, "1.5"
+# on the German one 1.5, as Django reads it there); where both readings succeed ("1,000", "1.000"),
+# the page's language decides. Anything else is refused, never read as another number.
+
+_SPACES = " _\u00a0\u202f\u2009"
+_TYPED_NUMBER = re.compile("([+-]?)([0-9.,_ \u00a0\u202f\u2009]+?)(?:[eE]([+-]?[0-9]{1,12}))?")
+_MARK = re.compile("([.,_ \u00a0\u202f\u2009])")
+
+
+class NumberNotRead(ValueError):
+    """The text is not a number in either reading."""
+
+
+def _reading(mantissa: str, decimal_mark: str, group_marks: str) -> str | None:
+    """The mantissa as plain digits with a "." before the decimals, or None when it cannot be read
+    with these marks: one decimal mark at most, after every group; groups of exactly three digits."""
+    runs = _MARK.split(mantissa)
+    digits, marks = runs[0::2], runs[1::2]
+    if any(mark not in group_marks and mark != decimal_mark for mark in marks):
+        return None
+    if marks.count(decimal_mark) > 1 or (decimal_mark in marks and marks[-1] != decimal_mark):
+        return None
+    whole, decimals = (digits[:-1], digits[-1]) if decimal_mark in marks else (digits, None)
+    if decimals is None and whole[0] == "":
+        return None
+    if len(whole) > 1 and not (1 <= len(whole[0]) <= 3 and all(len(group) == 3 for group in whole[1:])):
+        return None
+    if whole[0] == "" and len(whole) > 1:
+        return None
+    text = "".join(whole) or "0"
+    return text if decimals is None else f"{text}.{decimals}"
+
+
+def read_number(text: str, decimal_mark: str = ".", group_mark: str = ",") -> Decimal:
+    """A number as a person typed it on a page whose language writes `decimal_mark` before decimals
+    and `group_mark` between thousands; NumberNotRead otherwise. An exponent (7e9) is taken as typed."""
+    match = _TYPED_NUMBER.fullmatch((text or "").strip())
+    if not match or not any(character.isdigit() for character in match.group(2)):
+        raise NumberNotRead(text)
+    sign, mantissa, exponent = match.groups()
+    plain = _reading(mantissa, decimal_mark, group_mark + _SPACES)
+    if plain is None:
+        plain = _reading(mantissa, group_mark, decimal_mark + _SPACES)
+    if plain is None:
+        raise NumberNotRead(text)
+    return Decimal(f"{sign}{plain}" + (f"E{exponent}" if exponent else ""))

@@ -16,7 +16,8 @@ from decimal import Decimal
 from urllib.parse import urlencode
 
 from django import forms
-from django.utils.formats import number_format
+from django.core.exceptions import ValidationError
+from django.utils.formats import get_format, number_format
 from django.utils.functional import lazy
 from django.utils.translation import gettext, pgettext_lazy
 from django.utils.translation import gettext_lazy as _
@@ -32,6 +33,7 @@ from sizing.throughput_plan import (
     MAX_REDUNDANCY,
     MAX_TARGET_TOKENS_PER_S,
 )
+from sizing.units import NumberNotRead, read_number
 from sizing.workloads import BY_CODE, WIZARD_CODES
 
 WORKLOAD_CHOICES = [(code, BY_CODE[code].label) for code in WIZARD_CODES]
@@ -284,8 +286,76 @@ class QueryError(Exception):
 
 
 def form_errors(form: forms.Form) -> dict[str, str]:
-    """A form's errors as field name -> one message ("__all__" for the form's own)."""
-    return {name: " ".join(messages) for name, messages in form.errors.items()}
+    """A form's errors as field name -> one message ("__all__" for the form's own). A message is
+    said once: a figure past the limit fails both the limit and the count of digits, in one sentence."""
+    return {name: " ".join(dict.fromkeys(messages)) for name, messages in form.errors.items()}
+
+
+# --- numbers as typed: the page's language, or plain for the API and the commands ------------------
+
+def number_marks(language: str) -> tuple[str, str]:
+    """The decimal mark and the thousands separator of a language ("." and "," in English)."""
+    return get_format("DECIMAL_SEPARATOR", language), get_format("THOUSAND_SEPARATOR", language)
+
+
+def typed_number(text: str, language: str | None) -> Decimal:
+    """A number as typed on a page in `language` (`sizing.units.read_number`: 12,50 and 1.000 in
+    German, 12.50 and 1,000 in English), or, with no language (the API, the commands, the addresses
+    this module writes), a plain decimal with a dot: 12.50, 1000. NumberNotRead otherwise."""
+    if language is None:
+        try:
+            number = Decimal(str(text).strip())
+        except ArithmeticError:
+            raise NumberNotRead(text) from None
+        if not number.is_finite():
+            raise NumberNotRead(text)
+        return number
+    return read_number(str(text), *number_marks(language))
+
+
+class TypedDecimalField(forms.DecimalField):
+    """A decimal field that reads numbers as the page's language writes them (`language`, set by the
+    form); without one it reads them as Django does (the API and the commands stay dot-decimal)."""
+
+    language: str | None = None
+
+    def to_python(self, value):
+        if self.language is None or value in self.empty_values:
+            return super().to_python(value)
+        try:
+            return typed_number(value, self.language)
+        except NumberNotRead:
+            raise ValidationError(self.error_messages["invalid"], code="invalid") from None
+
+    def run_validators(self, value):
+        """Each message once: a figure past the limit fails the limit and the count of its digits,
+        which say the same sentence."""
+        try:
+            super().run_validators(value)
+        except ValidationError as error:
+            raise ValidationError(list(dict.fromkeys(error.messages))) from None
+
+
+class TypedIntegerField(forms.IntegerField):
+    """A whole-number field that reads 4.096 on a German page and 4,096 on an English one as 4096."""
+
+    language: str | None = None
+    WHOLE_DIGITS = 18  # more is past every limit: refused before it is made a Python int
+
+    def to_python(self, value):
+        if self.language is None or value in self.empty_values:
+            return super().to_python(value)
+        try:
+            number = typed_number(value, self.language)
+        except NumberNotRead:
+            raise ValidationError(self.error_messages["invalid"], code="invalid") from None
+        if number.adjusted() > self.WHOLE_DIGITS:
+            raise ValidationError(
+                self.error_messages["max_value"], code="max_value", params={"limit_value": self.max_value}
+            )
+        if number != number.to_integral_value():
+            raise ValidationError(self.error_messages["invalid"], code="invalid")
+        return int(number)
 
 
 def field_labels(workload: str, model_kind: str | None) -> dict[str, str]:
@@ -339,27 +409,27 @@ class WorkloadQueryForm(forms.Form):
         choices=KV_CACHE_PRECISIONS, coerce=int, required=False, label=_("KV cache precision"),
         error_messages=_messages("kv_cache"),
     )
-    context = forms.IntegerField(
+    context = TypedIntegerField(
         min_value=1, max_value=MAX_CONTEXT, required=False, error_messages=_messages("context")
     )
-    requests = forms.IntegerField(
+    requests = TypedIntegerField(
         min_value=1, max_value=MAX_REQUESTS, required=False, error_messages=_messages("requests")
     )
-    memory_gib = forms.DecimalField(
+    memory_gib = TypedDecimalField(
         min_value=Decimal("0.01"), max_value=Decimal("10000"), max_digits=9, decimal_places=2,
         required=False, label=_("GPU memory needed (GiB)"), error_messages=_messages("memory_gib"),
     )
-    budget = forms.DecimalField(
+    budget = TypedDecimalField(
         min_value=Decimal("0.01"), max_value=MAX_MONEY, max_digits=14, decimal_places=2,
         required=False, label=_("Budget (USD)"), error_messages=_messages("budget"),
     )
-    max_price = forms.DecimalField(
+    max_price = TypedDecimalField(
         min_value=Decimal("0.01"), max_value=MAX_MONEY, max_digits=14, decimal_places=2,
         required=False, label=_("Max price per hour (USD)"), error_messages=_messages("max_price"),
     )
     tier = forms.ChoiceField(choices=TIERS, required=False, label=_("Tier"), error_messages=_messages("tier"))
     countries = forms.CharField(max_length=2000, required=False, label=_("Countries"))
-    limit = forms.IntegerField(
+    limit = TypedIntegerField(
         min_value=1, max_value=MAX_LIMIT, required=False, label=_("Machines per page"),
         error_messages=_messages("limit"),
     )
@@ -368,7 +438,7 @@ class WorkloadQueryForm(forms.Form):
         choices=SORT_CHOICES, required=False, label=_("Sort"), error_messages=_messages("sort")
     )
     gpu = forms.CharField(max_length=100, required=False, label=_("GPU model"))
-    min_memory_gib = forms.DecimalField(
+    min_memory_gib = TypedDecimalField(
         min_value=Decimal("0.01"), max_value=Decimal("10000"), max_digits=9, decimal_places=2,
         required=False, label=_("Memory per GPU at least (GiB)"), error_messages=_messages("min_memory_gib"),
     )
@@ -379,18 +449,18 @@ class WorkloadQueryForm(forms.Form):
     group = forms.ChoiceField(
         choices=GROUPS, required=False, label=_("Group"), error_messages=_messages("group")
     )
-    page = forms.IntegerField(
+    page = TypedIntegerField(
         min_value=1, max_value=100_000, required=False, label=_("Page"), error_messages=_messages("page")
     )
-    target_tokens = forms.DecimalField(
+    target_tokens = TypedDecimalField(
         min_value=Decimal("0.001"), max_value=MAX_TARGET_TOKENS_PER_S, max_digits=13, decimal_places=3,
         required=False, label=_("Throughput to serve (tokens/s)"), error_messages=_messages("target_tokens"),
     )
-    efficiency = forms.DecimalField(
+    efficiency = TypedDecimalField(
         min_value=Decimal("0.01"), max_value=Decimal("100"), max_digits=5, decimal_places=2, required=False,
         label=_("Usable efficiency (%)"), error_messages=_messages("efficiency"),
     )
-    redundancy = forms.IntegerField(
+    redundancy = TypedIntegerField(
         min_value=0, max_value=MAX_REDUNDANCY, required=False, label=_("Redundancy (spare model copies)"),
         error_messages=_messages("redundancy"),
     )
@@ -398,10 +468,15 @@ class WorkloadQueryForm(forms.Form):
     # one more exact search and one more list of up to hundreds of machines).
     gpu_plans = forms.BooleanField(required=False, label=_("Cheapest plan on each GPU type"))
 
-    def __init__(self, data=None, *args, **kwargs):
+    def __init__(self, data=None, *args, number_language: str | None = None, **kwargs):
+        """`number_language`: the page's language, whose way of writing numbers its fields read
+        (None: plain dot decimals, as the API, the commands and the addresses this module writes)."""
         if data is not None:
             data = normalize_query(data)
         super().__init__(data, *args, **kwargs)
+        for field in self.fields.values():
+            if isinstance(field, TypedDecimalField | TypedIntegerField):
+                field.language = number_language
 
     def clean_countries(self):
         raw = self.cleaned_data.get("countries") or ""
@@ -527,7 +602,7 @@ class WorkloadQuery:
         }
         if self.target_tokens is not None:
             params.update(
-                target_tokens=format(self.target_tokens.normalize(), "f"),  # 20000, never 2E+4
+                target_tokens=_address_number(self.target_tokens),
                 efficiency=format(self.efficiency.normalize(), "f"),
                 redundancy=self.redundancy,
                 gpu_plans=1 if self.gpu_plans else None,
@@ -571,13 +646,24 @@ class WorkloadQuery:
         )
 
 
+def _address_number(value: Decimal) -> str:
+    """A decimal for an address that every reading takes as the same number: 20000, never 2E+4, and
+    three decimals as 1234e-3 (1.234 would be 1,234 on the German page, which reads 1.234 as 1234)."""
+    text = format(value.normalize(), "f")
+    whole, _mark, decimals = text.partition(".")
+    if len(decimals) == 3:
+        return f"{int(whole + decimals)}e-3"
+    return text
+
+
 def _or_default(value, default):
     return default if value is None else value
 
 
-def parse_query(data) -> WorkloadQuery:
-    """The query from a query string's values (QueryDict or dict), validated; QueryError otherwise."""
-    form = WorkloadQueryForm(data)
+def parse_query(data, number_language: str | None = None) -> WorkloadQuery:
+    """The query from a query string's values (QueryDict or dict), validated; QueryError otherwise.
+    Numbers are plain dot decimals, or as the page's `number_language` writes them (`typed_number`)."""
+    form = WorkloadQueryForm(data, number_language=number_language)
     if not form.is_valid():
         raise QueryError(form_errors(form))
     return WorkloadQuery.from_form(form)

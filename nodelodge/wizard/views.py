@@ -8,6 +8,7 @@ import functools
 from django.shortcuts import render
 from django.template.response import TemplateResponse
 from django.urls import reverse
+from django.utils.translation import get_language
 from django.views.decorators.http import require_GET
 
 from nodelodge.recommendations import selectors as recommendation_selectors
@@ -82,7 +83,8 @@ def wizard(request):
     result, errors = None, {}
     if "workload" in params:
         try:
-            result = recommendation_for(parse_query(values), model_row=row)
+            # Numbers as the page's language writes them: 12,50 and 1.000 on the German page.
+            result = recommendation_for(parse_query(values, get_language()), model_row=row)
         except QueryError as error:
             errors = error.errors
     if result is not None and params.get("plan_rows") == "all":
@@ -155,8 +157,10 @@ def wizard(request):
 @require_GET
 def calculators(request):
     """The two other calculators: GPU count for a throughput target and the rule of thumb."""
-    throughput_form = ThroughputForm(request.GET if "target" in request.GET else None)
-    rule_form = RuleOfThumbForm(request.GET if "parameters" in request.GET else None)
+    language = get_language()  # numbers as the page's language writes them
+    params = request.GET
+    throughput_form = ThroughputForm(params if "target" in params else None, number_language=language)
+    rule_form = RuleOfThumbForm(params if "parameters" in params else None, number_language=language)
     plan = rule = None
     if throughput_form.is_bound and throughput_form.is_valid():
         data = throughput_form.cleaned_data
@@ -164,7 +168,6 @@ def calculators(request):
     if rule_form.is_bound and rule_form.is_valid():
         rule = rule_of_thumb(rule_form.cleaned_data["parameters"], rule_form.cleaned_data["precision"])
     # Each form carries the other's values, so submitting one keeps the other's answer.
-    params = request.GET
     keep = {
         "throughput": [(name, params[name]) for name in RuleOfThumbForm.base_fields if name in params],
         "rule": [(name, params[name]) for name in ThroughputForm.base_fields if name in params],
