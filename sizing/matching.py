@@ -392,9 +392,9 @@ def _assemble(
     precision_alternatives = _precision_alternatives(
         lower_breakdowns, lower_counts, fitting_total, min(fitting, key=_hourly_key) if fitting else None
     )
-    empty_reason = None
+    empty = None
     if not machines:
-        empty_reason = wording.empty_reason(tally, planner, precision_alternatives, preferences, excluded)
+        empty = wording.empty_answer(tally, planner, precision_alternatives, preferences, excluded)
 
     ordered_excluded = {reason: excluded[reason] for reason in EXCLUDED_REASONS}
     for reason in sorted(set(excluded) - set(EXCLUDED_REASONS)):
@@ -411,7 +411,7 @@ def _assemble(
             breakdown, preferences, ordered_excluded, stale_after_minutes
         ),
         excluded=ordered_excluded,
-        empty_reason=empty_reason,
+        empty=empty,
     )
 
 

@@ -14,7 +14,7 @@ from .fit import Fit
 from .i18n import gettext, gettext_noop, ngettext
 from .offers import MachineOffer, MeasuredSpeed
 from .units import decimal_text, gib_number, money_string, money_text, round_half_up
-from .wording import MEMORY_SOURCE_SHORT, MEMORY_SOURCE_WORDS, BudgetCover, per_hour
+from .wording import MEMORY_SOURCE_SHORT, MEMORY_SOURCE_WORDS, BudgetCover, EmptyAnswer, per_hour
 
 
 @dataclass(frozen=True)
@@ -174,8 +174,13 @@ class Recommendation:
     # one the catalog left out before) is counted once: here or in `machines`. Alternatives count under the
     # first preference they break ("other tier", "over the price limit", "budget covers under an hour").
     excluded: dict[str, int] = field(default_factory=dict)
-    empty_reason: str | None = None
+    empty: EmptyAnswer | None = None  # why no machine is listed, and what to change
     machines_total: int = 0  # every machine that fits and meets every preference
+    fleet_silent: bool = False  # no machine anywhere has reported within the staleness window
+
+    @property
+    def empty_reason(self) -> str | None:
+        return self.empty.text if self.empty is not None else None
 
     def to_dict(self) -> dict:
         return {
@@ -188,4 +193,6 @@ class Recommendation:
             "constraints": [{"label": label, "value": value} for label, value in self.constraints],
             "excluded": dict(self.excluded),
             "empty_reason": self.empty_reason,
+            "relax": [hint.to_dict() for hint in self.empty.hints] if self.empty is not None else [],
+            "fleet_silent": self.fleet_silent,
         }

@@ -172,6 +172,9 @@ class WizardResult:
         data["throughput_plan"] = self.throughput.to_dict() if self.throughput is not None else None
         for alternative in data["precision_alternatives"]:
             alternative["query"] = self.query.as_query_string(precision=alternative["precision"])
+        for hint in data["relax"]:
+            hint["query"] = self.relax_query(hint["changes"])
+        data["empty_opening"] = self.recommendation.empty.opening if self.recommendation.empty else None
         if data["throughput_plan"]:
             for plan in data["throughput_plan"]["plans"]:
                 self._plan_rows(plan)
@@ -189,9 +192,13 @@ class WizardResult:
         plan["steps_more"] = machine_lines - lines_shown
         plan["steps_after"] = plan["steps"][machine_lines:]
 
+    def relax_query(self, changes: dict[str, str]) -> str | None:
+        """The query string of this query with an empty answer's hint applied (None: a note)."""
+        return self.query.as_query_string(**changes, page=None) if changes else None
+
     @property
     def every_plan_row_query(self) -> str:
-        return self.query.as_query_string() + "&plan_rows=all"
+        return self.query.as_query_string() + "&plan_rows=all"  # keeps gpu_plans: a field of the query
 
     def page_query(self, page: int) -> str:
         return self.query.as_query_string(page=page if page != 1 else None)
@@ -201,7 +208,8 @@ class WizardResult:
         """This result with the cheapest plan on each GPU type too (None when it has them or no plan)."""
         if self.throughput is None or self.query.gpu_plans or not self.throughput.plans:
             return None
-        return self.query.as_query_string(gpu_plans=1)
+        every_row = "&plan_rows=all" if self.plan_rows_shown is None else ""  # not a field of the query
+        return self.query.as_query_string(gpu_plans=1) + every_row
 
     @property
     def pages(self) -> list[dict]:
@@ -335,12 +343,8 @@ def recommendation_for(
     else:
         # The embedded SQLite run: the counting SQL is written for PostgreSQL, and the fleet is small.
         recommendation, freshness = recommend_over_every_machine(query, breakdown, lower, now, machines_shown)
-    if relax and not recommendation.machines_total and recommendation.empty_reason:
-        hints = relax_hints(query, breakdown, model_row, now, sizes=not recommendation.alternatives_total)
-        if hints:
-            recommendation = replace(
-                recommendation, empty_reason=wording.with_relax_hints(recommendation.empty_reason, hints)
-            )
+    if relax and not recommendation.machines_total and recommendation.empty is not None:
+        recommendation = explain_empty(query, breakdown, lower, model_row, now, recommendation)
     throughput = None
     if query.target_tokens is not None:
         name = getattr(model_row, "name", query.model_slug)
@@ -401,33 +405,145 @@ def _size_noun(query: WorkloadQuery, field_name: str, model_row) -> str:
     return field_name
 
 
+def last_report() -> datetime | None:
+    """When any machine of the fleet last reported (None: none ever has)."""
+    return Machine.objects.filter(availability.in_fleet_q()).aggregate(newest=Max("last_seen_at"))["newest"]
+
+
+def explain_empty(
+    query: WorkloadQuery,
+    breakdown: Breakdown,
+    lower: dict[int, Breakdown],
+    model_row,
+    now: datetime,
+    recommendation: Recommendation,
+) -> Recommendation:
+    """An empty answer, said as it is: when no machine anywhere has reported within the staleness
+    window, that availability is unknown; otherwise what to change, each hint with the machines the
+    changed query finds (see `relax_hints`)."""
+    if not recommendation.alternatives_total:
+        reported = last_report()
+        if reported is None or reported < stale_cutoff(now):
+            opening = wording.silent_fleet_words(reported, now, settings.MACHINE_STALE_AFTER_SECONDS // 60)
+            return replace(recommendation, empty=wording.EmptyAnswer(opening), fleet_silent=True)
+    hints = relax_hints(query, breakdown, lower, model_row, now, recommendation)
+    return replace(recommendation, empty=wording.EmptyAnswer(recommendation.empty.opening, tuple(hints)))
+
+
+def _changed(query: WorkloadQuery, changes) -> WorkloadQuery:
+    """The query with a hint's changes applied, as following the hint's link gives it."""
+    values = dict(changes)
+    if "countries" in values:
+        codes = tuple(values.pop("countries"))
+        values.update(countries=frozenset(codes), countries_input=codes)
+    return replace(query, **values)
+
+
+def _opening(base: WorkloadQuery, breakdown: Breakdown, now: datetime, as_is: bool = True):
+    """What `base` finds at `breakdown` (unless `as_is` is False: it is known to find nothing); when
+    nothing, the smallest change of its price limit and budget, then of its tier as well, that
+    finds some: (limits changed, machines, [(country, cheapest hourly price)]) or None."""
+    if as_is:
+        machines, countries = _meeting_all_by_country(base, breakdown, now)
+        if machines:
+            return (), machines, countries
+    liftings = []
+    if base.max_price is not None or base.budget is not None:
+        liftings.append(replace(base, max_price=None, budget=None))
+    if base.tier != "both":
+        liftings.append(replace(base, max_price=None, budget=None, tier="both"))
+    for lifted in liftings:
+        machines, countries = _meeting_all_by_country(lifted, breakdown, now)
+        if not machines:
+            continue
+        value = wording.settable(countries[0][1])
+        limits = []
+        if lifted.tier != base.tier:
+            limits.append(("tier", "both"))
+        if base.max_price is not None and value > base.max_price:
+            limits.append(("max_price", value))
+        if base.budget is not None and value > base.budget:
+            limits.append(("budget", value))
+        machines, countries = _meeting_all_by_country(_changed(base, limits), breakdown, now)
+        return tuple(limits), machines, countries
+    return None
+
+
 def relax_hints(
-    query: WorkloadQuery, breakdown: Breakdown, model_row, now: datetime, sizes: bool = True
-) -> list[str]:
-    """For an empty answer, what relaxing the countries, the context or the requests alone would
-    open (the tier, price, budget and precision hints are the engine's own). The context and the
-    requests are searched (`sizes`) only when no machine fits at all: where some fit but break a
-    preference, the engine's hints already name that preference."""
+    query: WorkloadQuery,
+    breakdown: Breakdown,
+    lower: dict[int, Breakdown],
+    model_row,
+    now: datetime,
+    recommendation: Recommendation,
+) -> list[wording.Hint]:
+    """For an empty answer, each change to the query that opens machines, as the engine and this
+    module find them: lifting the tier, the price limit or the budget alone (the engine's); a lower
+    precision; the machines outside the chosen countries, at this precision and at each lower one;
+    and, when no machine fits at all, the largest context and requests that fit. Where one change
+    alone opens nothing, the hint adds the price limit, budget or tier to set as well. Each hint's
+    figures are those of the changed query, counted as the answer counts (the kept counts on
+    PostgreSQL, a scan of the fleet on the embedded run): following its link shows them."""
     hints = []
+    for hint in recommendation.empty.hints:
+        changes = dict(hint.changes)
+        code = next((name for name in ("max_price", "budget") if name in changes), None)
+        if code is not None and changes[code] != hint.cheapest_hourly:
+            # The value to set is rounded up to whole cents: count what it opens.
+            meeting = _meeting_all(_changed(query, hint.changes), breakdown, now, 1)
+            hint = wording.limit_hint(code, hint.cheapest_hourly, meeting.machines_total, hint.single)
+        hints.append(hint)
     preferences = preferences_for(query)
+    opened = {alt.precision for alt in recommendation.precision_alternatives if alt.machines_fitting}
+    outside = None
     if query.countries is not None:
         # Outside the chosen countries: every other ISO code (unknown locations stay out, as always).
         outside = replace(query, countries=ALL_CODES - query.countries, countries_input=())
-        machines, countries = _meeting_all_by_country(outside, breakdown, now)
-        other_too = False
-        if not machines and (query.tier != "both" or query.max_price or query.budget):
-            lifted = replace(outside, tier="both", max_price=None, budget=None)
-            (machines, countries), other_too = _meeting_all_by_country(lifted, breakdown, now), True
-        if machines:
-            relaxed = wording.Relaxed(
-                machines, countries[0][1] if countries else None, tuple(country for country, _ in countries),
-                other_preferences_too=other_too,
-            )
-            hints.append(wording.relax_countries_words(preferences, relaxed))
-    smaller = _smaller_sizes(query, breakdown, model_row) if sizes else []
+    # A lower precision is named only where it costs less than what is named already.
+    cheapest_here = min((h.cheapest_hourly for h in hints if h.cheapest_hourly is not None), default=None)
+    cheapest_outside = None
+    for precision in [query.precision, *sorted(lower, reverse=True)]:
+        at = breakdown if precision == query.precision else lower[precision]
+        bits = None if precision == query.precision else precision
+        if bits is not None and bits in opened:
+            continue  # the engine names it
+        limited = query.max_price is not None or query.budget is not None or query.tier != "both"
+        if bits is not None and limited:
+            found = _opening(query, at, now, as_is=False)
+            if found:  # in the chosen countries: nothing to say of elsewhere at this precision
+                limits, machines, countries = found
+                cheapest = countries[0][1]
+                if cheapest_here is None or cheapest < cheapest_here:
+                    cheapest_here = cheapest
+                    hints.append(wording.Hint(
+                        wording.relaxed_words(machines, cheapest, bits=bits, limits=limits),
+                        (("precision", bits), *limits), machines, cheapest,
+                    ))
+                continue
+        if outside is None:
+            continue
+        found = _opening(outside, at, now)
+        if not found:
+            continue
+        limits, machines, countries = found
+        cheapest = countries[0][1]
+        if cheapest_outside is not None and cheapest >= cheapest_outside:
+            continue  # a lower precision outside is worth naming only when it costs less
+        cheapest_outside = cheapest
+        codes = tuple(country for country, _ in countries)
+        changes = (("countries", codes), *((("precision", bits),) if bits else ()), *limits)
+        hints.append(wording.Hint(
+            wording.relaxed_words(
+                machines, cheapest, outside=preferences, bits=bits, countries=codes, limits=limits
+            ),
+            changes, machines, cheapest,
+        ))
+    smaller = _smaller_sizes(query, breakdown, model_row) if not recommendation.alternatives_total else []
     for field_name, (value, machines, cheapest) in _largest_that_fit(query, smaller, now).items():
-        relaxed = wording.Relaxed(machines, cheapest, value=value)
-        hints.append(wording.relax_size_words(_size_noun(query, field_name, model_row), relaxed))
+        hints.append(wording.Hint(
+            wording.relax_size_words(_size_noun(query, field_name, model_row), value, machines, cheapest),
+            ((field_name, value),), machines, cheapest,
+        ))
     return hints
 
 

@@ -225,6 +225,14 @@ class ListingOut(Schema):
     groups: list[GroupOut]
 
 
+class RelaxHintOut(Schema):
+    text: str
+    changes: dict[str, str]
+    machines: int
+    cheapest_price_per_hour: str | None
+    query: str | None
+
+
 class RecommendationsOut(Schema):
     memory: MemoryOut
     machines: list[MachineOut]
@@ -235,6 +243,8 @@ class RecommendationsOut(Schema):
     constraints: list[ConstraintOut]
     excluded: dict[str, int]
     empty_reason: str | None
+    relax: list[RelaxHintOut]
+    fleet_silent: bool
     throughput_plan: ThroughputPlanOut | None
     listing: ListingOut
     data_as_of: str
@@ -339,6 +349,8 @@ def recommendation_payload(result) -> dict:
     payload = result.recommendation.to_dict()
     payload["throughput_plan"] = result.throughput.to_dict() if result.throughput is not None else None
     payload["listing"] = result.listing.to_dict()
+    for hint in payload["relax"]:
+        hint["query"] = result.relax_query(hint["changes"])
     freshness = result.freshness
     payload["data_as_of"] = freshness["as_of"].isoformat()
     payload["newest_report"] = freshness["newest"].isoformat() if freshness.get("newest") else None

@@ -386,7 +386,7 @@ def test_lower_precision_options_respect_preferences_and_count_in_the_empty_reas
     (four_bit,) = result.precision_alternatives
     assert four_bit.machines_fitting == 1
     assert result.empty_reason.startswith("No machine has enough memory: the largest holds 47.99 GiB per GPU")
-    assert result.empty_reason.endswith("4-bit opens 1 machine.")
+    assert result.empty_reason.endswith("4-bit opens 1 machine from $1.00/h.")
 
 
 def test_empty_answer_with_no_machines_in_the_countries():

@@ -113,10 +113,15 @@ def test_the_ch_example_says_what_to_relax(browser, live_server, shipped_catalog
            "&countries=CH&max_price=1")
     context, page = open_page(browser, DESKTOP, url)
     reason = page.get_by_test_id("empty-reason")
-    expect(reason).to_contain_text(re.compile(r"outside CH: \d+ machines? from \$[\d.]+/h in [A-Z]{2}"))
     expect(reason).to_contain_text("No machine in CH has enough memory")
+    # each hint is a link that applies every change it names
+    hint = reason.get_by_role("link", name=re.compile(r"^Outside CH at 4-bit, with the max price raised to \$[\d.]+\/h"))
+    expect(hint).to_be_visible()
     shoot(page, "desktop-relax")
     assert_accessible(page, "empty result with what to relax")
+    hint.click()
+    expect(page.get_by_test_id("empty-reason")).to_have_count(0)
+    expect(page).to_have_url(re.compile(r"precision=4.*max_price=[\d.]+.*countries=[A-Z]{2}"))
     context.close()
 
 

@@ -22,12 +22,87 @@ def empty_reason(client, query):
 
 def test_countries_name_what_lies_outside_them(client, small_fleet):
     reason = empty_reason(client, LLAMA_8B + "&countries=CH")
-    assert "outside CH: 5 machines from $0.30/h in DE, NL, US, FR." in reason
+    assert "outside CH: 5 machines from $0.30/h in DE, NL, US, FR;" in reason
+    # a lower precision is named where it costs less there
+    assert reason.endswith("outside CH at 8-bit: 6 machines from $0.20/h in DE, NL, US, FR.")
 
 
-def test_outside_the_countries_with_other_limits_says_those_limits_too(client, small_fleet):
+def test_outside_the_countries_with_other_limits_names_the_price_to_set(client, small_fleet):
     reason = empty_reason(client, LLAMA_8B + "&countries=CH&max_price=0.10")
-    assert "outside CH: 5 machines from $0.30/h in DE, NL, US, FR (over your price, budget or tier limits as well)" in reason
+    assert "outside CH, with the max price raised to $0.30/h: 1 machine from $0.30/h in DE" in reason
+    assert "over your price" not in reason
+
+
+def hints(client, query):
+    body = client.get("/api/v1/recommendations?" + query).json()
+    assert body["machines"] == []
+    return body["relax"]
+
+
+def test_the_405b_in_switzerland_at_a_dollar_names_the_countries_the_precision_and_the_price(client):
+    """The example from the field: nothing in CH holds Llama 3.1 405B, and nothing elsewhere costs $1/h.
+    Each hint names every change it needs, with the price to set in whole cents."""
+    from catalog.services import load_catalog
+
+    load_catalog()
+    query = "workload=inference&model=llama-3-1-405b&precision=16&context=4096&requests=1&countries=CH&max_price=1"
+    found = hints(client, query)
+    texts = [hint["text"] for hint in found]
+    assert [(set(hint["changes"]) - {"countries"}) for hint in found] == [
+        {"max_price"}, {"precision", "max_price"}, {"precision", "max_price"}
+    ], texts
+    assert [hint["changes"].get("precision") for hint in found] == [None, "8", "4"]
+    for hint in found:
+        price = hint["changes"]["max_price"]
+        assert len(price.split(".")[1]) <= 2  # a value the price field takes
+        assert f"with the max price raised to ${price}/h" in hint["text"]
+        assert hint["text"].startswith("outside CH")
+    assert texts[2].startswith("outside CH at 4-bit, with the max price raised to $")
+    assert float(found[2]["cheapest_price_per_hour"]) < float(found[1]["cheapest_price_per_hour"])
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        LLAMA_8B + "&countries=CH",
+        LLAMA_8B + "&countries=CH&max_price=0.10",
+        LLAMA_8B + "&countries=FR&max_price=0.10",
+        LLAMA_8B + "&max_price=0.20",
+        LLAMA_8B + "&tier=community&max_price=0.25",
+        LLAMA_8B + "&budget=0.25",
+        LLAMA_8B + "&tier=secure&countries=NL&budget=0.5",
+        "workload=inference&model=llama-3-1-8b&precision=16&context=131072&requests=2000",
+        "workload=inference&model=llama-3-1-70b&precision=16&context=4096&requests=1&countries=DE",
+    ],
+    ids=["countries", "countries-and-price", "fr-and-price", "price", "tier-and-price", "budget",
+         "tier-country-budget", "sizes", "precision"],
+)
+def test_each_hint_links_to_the_query_it_names_and_finds_what_it_says(client, small_fleet, query):
+    """Following a hint's link gives an answer with exactly the machines the hint counted, the
+    cheapest at the price it named: both are counted as the answer counts them."""
+    found = hints(client, query)
+    assert found
+    for hint in found:
+        if hint["query"] is None:
+            continue
+        answer = client.get("/api/v1/recommendations?" + hint["query"]).json()
+        assert answer["machines_total"] == hint["machines"] > 0, hint
+        assert answer["machines"][0]["price_per_hour"] == hint["cheapest_price_per_hour"], hint
+        for name, value in hint["changes"].items():
+            assert f"{name}={value.replace(',', '%2C')}" in hint["query"]
+
+
+def test_the_page_lists_each_hint_as_a_link_that_applies_it(client):
+    from catalog.services import load_catalog
+
+    load_catalog()
+    query = "workload=inference&model=llama-3-1-405b&precision=16&context=4096&requests=1&countries=CH&max_price=1"
+    html = client.get("/?" + query).content.decode()
+    body = client.get("/api/v1/recommendations?" + query).json()
+    assert 'data-testid="relax-hints"' in html
+    for hint in body["relax"]:
+        link = '<a href="?' + hint["query"].replace("&", "&amp;") + '">'
+        assert link + hint["text"][0].upper() + hint["text"][1:] + "</a>" in html
 
 
 def test_too_little_memory_in_the_chosen_countries_says_where(client, small_fleet):
@@ -72,13 +147,15 @@ def test_the_tier_price_and_budget_hints_stay(client, small_fleet):
 
 def test_the_page_shows_the_hint_beside_the_empty_list(client, small_fleet):
     html = client.get("/?" + LLAMA_8B + "&countries=CH").content.decode()
-    assert 'data-testid="empty-reason"' in html and "outside CH: 5 machines" in html
+    assert 'data-testid="empty-reason"' in html and "Outside CH: 5 machines" in html
 
 
 def test_outside_the_countries_counts_only_machines_outside_them(client, small_fleet):
     # FR holds a machine that fits but costs too much; it is not "outside FR".
-    reason = empty_reason(client, LLAMA_8B + "&countries=FR&max_price=0.10")
-    assert "outside FR: 4 machines from $0.30/h in DE, NL, US (over your price, budget or tier limits as well)" in reason
+    found = hints(client, LLAMA_8B + "&countries=FR&max_price=2")
+    outside = [hint for hint in found if hint["text"].startswith("outside FR")]
+    assert outside[0]["text"] == "outside FR: 4 machines from $0.30/h in DE, NL, US"
+    assert outside[0]["changes"] == {"countries": "DE,NL,US"}
 
 
 def test_outside_the_countries_names_every_country_cheapest_first(client):
@@ -88,10 +165,10 @@ def test_outside_the_countries_names_every_country_cheapest_first(client):
     from sizing.countries import ALL_CODES
 
     load_catalog()
-    reason = empty_reason(client, LLAMA_8B + "&countries=CH&tier=secure&max_price=0.05")
-    match = re.search(r"outside CH: ([\d,]+) machines from \$([\d.]+)/h in ([A-Z, ]+?)( and more)? \(", reason)
+    reason = empty_reason(client, LLAMA_8B + "&countries=CH&tier=secure")
+    match = re.search(r"outside CH: ([\d,]+) machines from \$([\d.]+)/h in ([A-Z, ]+?)( and more)?[;.]", reason)
     assert match, reason
-    outside = LLAMA_8B + "&tier=both&countries=" + ",".join(sorted(ALL_CODES - {"CH"})) + "&limit=100&page={}"
+    outside = LLAMA_8B + "&tier=secure&countries=" + ",".join(sorted(ALL_CODES - {"CH"})) + "&limit=100&page={}"
     cheapest: dict[str, float] = {}
     first = client.get("/api/v1/recommendations?" + outside.format(1)).json()
     listed = first["machines"]
