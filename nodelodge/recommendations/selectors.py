@@ -10,6 +10,7 @@ counting path is tested against.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from decimal import Decimal
@@ -754,9 +755,40 @@ def model_for_workload(slug: str | None, workload: str, row=None):
     return row if row is not None and suits(row, workload) else None
 
 
+_FIGURE = r"\d+(?:\.\d+)?[KMBT]"
+# The model cards' figures as the catalog writes them, in the page's language.
+_PUBLISHED = (
+    (re.compile(rf"^(?P<total>{_FIGURE}) total / (?P<active>{_FIGURE}) active$"),
+     gettext_lazy("%(total)s total · %(active)s active")),
+    (re.compile(rf"^(?P<total>{_FIGURE}) \(incl\. (?P<part>{_FIGURE}) (?P<name>\S+) vision encoder\)$"),
+     gettext_lazy("%(total)s, with the %(part)s %(name)s vision encoder")),
+    (re.compile(rf"^(?P<card>{_FIGURE}) \(card\) / (?P<config>{_FIGURE}) \(config\)$"),
+     gettext_lazy("%(card)s (model card) / %(config)s (config)")),
+    (re.compile(rf"^(?P<card>{_FIGURE}) \(card\) / (?P<config>{_FIGURE}) \(checkpoint\)$"),
+     gettext_lazy("%(card)s (model card) / %(config)s (checkpoint)")),
+    (re.compile(rf"^(?P<total>{_FIGURE})(?P<rest>( \S+)?)$"), "%(total)s%(rest)s"),
+)
+
+
+def _figure(text: str) -> str:
+    """"5.1B" in the page's language ("5,1B" in German)."""
+    if not re.fullmatch(_FIGURE, text):
+        return text
+    return f"{number_format(Decimal(text[:-1]))}{text[-1]}"
+
+
+def published_display(published: str) -> str:
+    """A model card's parameter figure, in the page's language; as written when of another form."""
+    for pattern, words in _PUBLISHED:
+        match = pattern.match(published)
+        if match:
+            return str(words) % {key: _figure(value) for key, value in match.groupdict().items()}
+    return published
+
+
 def _parameters_display(parameters: int | None, published: str) -> str:
     if published:
-        return published
+        return published_display(published)
     if parameters is None:
         return pgettext("parameters", "not published")
     for factor, suffix in ((10**9, "B"), (10**6, "M")):
@@ -796,6 +828,14 @@ def _choice(row) -> dict:
         "parameters": row.parameters,
         "active_parameters": active,
         "parameters_display": _parameters_display(row.parameters, row.parameters_published),
+        # The page shows the recount (the figure memory is sized by); the card's figure, with what it
+        # is, in the title.
+        "published_note": (
+            gettext(
+                "Counted from the configuration, embeddings included; published: %(published)s"
+            ) % {"published": published_display(row.parameters_published)}
+            if row.parameters_published else gettext("Counted from the configuration, embeddings included")
+        ),
         "counts_display": (
             gettext("%(total)s total · %(active)s active")
             % {"total": _count_display(row.parameters), "active": _count_display(active)}
@@ -854,7 +894,8 @@ def model_listing(workload: str | None) -> list[dict]:
                     "parameters_published": row.parameters_published,
                     "figures": figures,
                 }
-                for display_only in ("parameters_display", "kind_label", "group_label", "counts_display"):
+                for display_only in ("parameters_display", "kind_label", "group_label", "counts_display",
+                                     "published_note"):
                     entry.pop(display_only)
             for suited in WIZARD_MODEL_CODES:
                 if suits(row, suited) and suited not in entry["workloads"]:
