@@ -1,5 +1,8 @@
-"""Shared test setup. The suite runs against real PostgreSQL and Redis (bin/test starts them)."""
+"""Shared test setup. The suite runs on real PostgreSQL and Redis, and again on SQLite, the embedded
+default `bin/run` uses (bin/test runs both). Tests that are PostgreSQL-only by nature carry
+`@pytest.mark.postgresql(reason=...)` and are deselected, with their reasons counted, on SQLite."""
 import os
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -38,19 +41,60 @@ SLOW_TESTS = {
 }
 # Fixtures that start something (a worker, a server, a subprocess): any test using one is slow.
 SLOW_FIXTURES = {"celery_worker", "live_server", "production_response"}
+# The reasons of the PostgreSQL-only tests a SQLite run deselected, counted, for its summary.
+POSTGRESQL_ONLY = pytest.StashKey[Counter]()
+
+
+def _database() -> dict:
+    return settings.DATABASES["default"]
+
+
+def _on_sqlite() -> bool:
+    return _database()["ENGINE"] == "django.db.backends.sqlite3"
 
 
 def pytest_configure(config):
-    engine = settings.DATABASES["default"]["ENGINE"]
-    if "postgresql" not in engine and not os.environ.get("NODELODGE_ALLOW_SQLITE_TESTS"):
+    database = _database()
+    if _on_sqlite():
+        name = str(database["NAME"])
+        if name == ":memory:" or name.startswith("file:"):
+            raise pytest.UsageError(
+                "The tests run on a SQLite file, which the live server's and the tests' threads share: "
+                f"set DATABASE_URL=sqlite:////path/to/file.sqlite3 (got {name!r})."
+            )
+        # The test database is a file beside the one named (never that file itself), so threads,
+        # the live server and subprocesses that are given its path reach the same data.
+        test = database.setdefault("TEST", {})
+        if not test.get("NAME"):
+            path = Path(name)
+            test["NAME"] = str(path.with_name(f"test_{path.name}"))
+    elif database["ENGINE"] != "django.db.backends.postgresql":
         raise pytest.UsageError(
-            "The tests run on PostgreSQL: set DATABASE_URL (bin/test does), "
-            f"got engine {engine!r}."
+            "The tests run on PostgreSQL or SQLite: set DATABASE_URL (bin/test does), "
+            f"got engine {database['ENGINE']!r}."
         )
     # Production's password hasher costs about a quarter of a second of CPU per hash, paid for every
     # user a test creates or signs in; what the tests check does not depend on the hash's strength
     # (production settings are checked in their own processes, which this does not reach).
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+def pytest_report_header(config):
+    database = _database()
+    if _on_sqlite():
+        return f"database: SQLite, the embedded default (test database {database['TEST']['NAME']})"
+    return f"database: PostgreSQL at {database.get('HOST') or 'local socket'}:{database.get('PORT') or 5432}"
+
+
+def _postgresql_reason(item) -> str | None:
+    """The reason a test is PostgreSQL-only, or None. The marker must say why."""
+    marker = item.get_closest_marker("postgresql")
+    if marker is None:
+        return None
+    reason = marker.kwargs.get("reason") or (marker.args[0] if marker.args else "")
+    if not reason:
+        raise pytest.UsageError(f"{item.nodeid}: @pytest.mark.postgresql needs reason=... saying why")
+    return reason
 
 
 def pytest_collection_modifyitems(config, items):
@@ -62,6 +106,27 @@ def pytest_collection_modifyitems(config, items):
             or SLOW_FIXTURES.intersection(item.fixturenames)
         ):
             item.add_marker(pytest.mark.slow)
+    # PostgreSQL-only tests leave the SQLite run as deselected (never skipped): they do not apply.
+    kept, postgresql_only = [], []
+    for item in items:
+        reason = _postgresql_reason(item)
+        (postgresql_only if reason and _on_sqlite() else kept).append(item)
+    config.stash[POSTGRESQL_ONLY] = Counter(_postgresql_reason(item) for item in postgresql_only)
+    if postgresql_only:
+        config.hook.pytest_deselected(items=postgresql_only)
+        items[:] = kept
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    reasons = config.stash.get(POSTGRESQL_ONLY, Counter())
+    if not reasons:
+        return
+    terminalreporter.section("PostgreSQL-only tests, deselected on SQLite")
+    terminalreporter.write_line(
+        f"{sum(reasons.values())} tests need PostgreSQL by nature and ran only on the PostgreSQL run:"
+    )
+    for reason, count in sorted(reasons.items(), key=lambda pair: (-pair[1], pair[0])):
+        terminalreporter.write_line(f"  {count:4d}  {reason}")
 
 
 @pytest.fixture(scope="session")

@@ -173,6 +173,7 @@ def test_price_per_million_tokens_on_every_row_and_the_sort_by_it(client, make_m
     assert all(row["price_per_million_tokens_text"] is None for row in image["machines"])
 
 
+@pytest.mark.postgresql(reason="the sort by price per million tokens reads the kept latest speeds, kept by PostgreSQL triggers")
 def test_the_sorted_answer_on_postgresql_equals_the_engine_over_every_machine(make_machine):
     for index in range(12):
         machine = make_machine("RTX 4090", price_per_gpu_hour=Decimal("0.30") + Decimal(index) / 100)
@@ -278,6 +279,7 @@ def test_the_lowest_price_per_million_comes_first_even_beyond_the_cheapest_thous
     assert [row["price_per_million_tokens_text"] for row in body["machines"][1:]] == ["no measured speed"] * 2
 
 
+@pytest.mark.postgresql(reason="the database cut of speed candidates is made in SQL over the kept latest speeds; SQLite reads every one")
 @pytest.mark.parametrize(("target", "redundancy"), [(3_000, 0), (12_000, 1), (40_000, 2)])
 def test_the_database_cut_keeps_the_cheapest_plan(make_machine, target, redundancy):
     from django.utils import timezone

@@ -143,6 +143,7 @@ def test_an_empty_answer_counts_what_relaxing_each_preference_adds(models_and_gp
         assert "adds" in actual.empty_reason or "more than one preference" in actual.empty_reason
 
 
+@pytest.mark.postgresql(reason="the countries hint is one statement over the kept fleet counts, kept by PostgreSQL triggers")
 @pytest.mark.parametrize("seed", range(3))
 def test_each_countrys_machines_and_cheapest_price_equal_that_countrys_own_count(models_and_gpus, seed):
     """The countries hint reads every country's machines meeting every preference, and the cheapest
