@@ -9,7 +9,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-TEST_BROKER_URL = os.environ.get("REDIS_URL") or "redis://127.0.0.1:6379/3"
+# The broker: the run's Redis; on the SQLite run (no REDIS_URL, as `bin/run`) the one bin/test names.
+TEST_BROKER_URL = os.environ.get("REDIS_URL") or os.environ.get("TEST_REDIS_URL") or "redis://127.0.0.1:6379/3"
 H100_MIB = 81_559
 RTX_4090_MIB = 24_564
 # How long a held answer may wait for the test to let it go; only reached if a test fails midway.
