@@ -17,8 +17,8 @@ from django.contrib.auth.tokens import default_token_generator
 from django.core import mail
 from django.urls import URLResolver, get_resolver
 from django.urls import reverse as reverse_in_current_language
-from django.utils.encoding import force_bytes
 from django.utils import translation
+from django.utils.encoding import force_bytes
 from django.utils.http import urlsafe_base64_encode
 
 from nodelodge.launches import services

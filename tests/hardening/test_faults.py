@@ -97,6 +97,7 @@ def _kill_own_connection_before(sql_prefix: str):
     return wrapper, killed
 
 
+@pytest.mark.postgresql(reason="a connection killed midway is killed with PostgreSQL's pg_terminate_backend; SQLite has no server connection to kill")
 @pytest.mark.django_db(transaction=True)
 def test_a_booking_whose_connection_is_killed_midway_leaves_free_gpu_counts_right(client, make_user_and_machine):
     user, machine = make_user_and_machine
@@ -126,6 +127,7 @@ def test_a_booking_whose_connection_is_killed_midway_leaves_free_gpu_counts_righ
     assert Booking.objects.filter(user=user).count() == 1
 
 
+@pytest.mark.postgresql(reason="a connection killed midway is killed with PostgreSQL's pg_terminate_backend; SQLite has no server connection to kill")
 @pytest.mark.django_db(transaction=True)
 def test_a_stop_whose_connection_is_killed_midway_keeps_the_booking_running(client, make_user_and_machine):
     from nodelodge.launches import services

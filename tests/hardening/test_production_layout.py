@@ -23,7 +23,12 @@ from django.db import connection
 from .conftest import add_fleet, production_env
 from .servers import HOST, Gunicorn, Nginx, temporary_folder, tls_context
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.postgresql(
+        reason="the production layout (nginx, gunicorn) runs on a PostgreSQL server, as production does, and restarts its connections"
+    ),
+]
 
 LLAMA_8B = "workload=inference&model=llama-3-1-8b&precision=16&context=4096&requests=1"
 WORKERS = 2
