@@ -9,7 +9,7 @@ from functools import cache
 import pycountry
 
 from .errors import SizingError
-from .i18n import gettext, language
+from .i18n import TranslatedWords, gettext, gettext_noop, language
 
 # The 27 member states of the European Union. ISO 3166 writes Greece as GR (the EU's own "EL" is not ISO).
 EU_MEMBERS: frozenset[str] = frozenset(
@@ -98,3 +98,23 @@ def _country_names(language_code: str) -> _gettext_module.NullTranslations:
     return _gettext_module.translation(
         "iso3166-1", pycountry.LOCALES_DIR, languages=[base], fallback=True
     )
+
+
+# Places that providers' feeds name in English and that German (the console's other language) names
+# otherwise; a place not listed here is shown as the feed writes it (Frankfurt, Texas, Turin).
+PLACE_NAMES = TranslatedWords({
+    place: gettext_noop(place)
+    for place in (
+        "Bavaria", "Cologne", "Copenhagen", "Lisbon", "Milan", "Munich", "Naples", "Prague", "Rome",
+        "Singapore", "Tokyo", "Vienna", "Warsaw", "Zurich", "Geneva", "Brussels", "Lower Saxony",
+        "North Rhine-Westphalia", "Hesse", "Saxony", "Athens", "Bucharest", "Belgrade", "Moscow",
+    )
+}, context="place")
+
+
+def place_name(place: str | None) -> str | None:
+    """A region or city as the feed names it, in the active language where it has its own name."""
+    if not place:
+        return place
+    return PLACE_NAMES[place] if place in PLACE_NAMES else place
+

@@ -210,5 +210,6 @@ def signup_confirm(request, uidb64: str, token: str):
             gettext("Welcome, %(username)s. Your account is ready.") % {"username": user.get_username()},
         )
         return redirect(next_url or "wizard:start")
-    context = {"valid": True, "user": user, "next": next_url}
+    # `pending`, not `user`: the page's header shows who is signed in, and this account is not yet.
+    context = {"valid": True, "pending": user, "next": next_url}
     return render(request, "registration/signup_confirm.html", context)

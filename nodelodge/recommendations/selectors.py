@@ -279,7 +279,9 @@ def estimate_for(
     """The memory breakdown for a query (at another precision when given; `model_row` saves the
     lookup when the caller already has the row)."""
     spec = None
-    if query.workload != "notebook":
+    if query.workload == "notebook":
+        model_row = None  # a notebook sizes GPU memory as entered: no model, no model's config
+    else:
         model_row = model_for_workload(query.model_slug, query.workload, model_row)
         if model_row is None:
             raise QueryError({"model": gettext("No model %(slug)s in the catalog suits this workload.") % {

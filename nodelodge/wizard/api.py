@@ -5,7 +5,7 @@ from csp.decorators import csp_update
 from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest
 from django.utils.translation import gettext
-from ninja import NinjaAPI, Query, Schema
+from ninja import NinjaAPI, Query, Schema, Swagger
 from ninja.errors import Throttled
 from ninja.errors import ValidationError as NinjaValidationError
 
@@ -16,6 +16,14 @@ from nodelodge.recommendations import selectors as recommendation_selectors
 from nodelodge.recommendations.query import API_LIMIT, QueryError, WorkloadQuery, parse_query
 from nodelodge.recommendations.selectors import estimate_for, recommendation_for
 from sizing.workloads import WIZARD_CODES
+
+
+class ConsoleSwagger(Swagger):
+    """Swagger UI in the console's frame (a language, a main landmark, the way back, readable
+    colours); its operations are not deep links, which Swagger UI nests inside their buttons."""
+
+    template = "wizard/api_docs.html"
+
 
 api = NinjaAPI(
     title="Node Lodge console API",
@@ -29,6 +37,7 @@ api = NinjaAPI(
     # Swagger UI (served from ninja's own static files) draws its icons from data: URIs; only the
     # docs page gets that allowance, scripts and styles stay 'self'-only there too.
     docs_decorator=csp_update({"img-src": ["data:"]}),
+    docs=ConsoleSwagger(settings={"deepLinking": False}),
 )
 
 

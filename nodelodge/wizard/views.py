@@ -63,6 +63,11 @@ def _form_values(params) -> tuple[dict[str, str], object | None]:
     if workload in DEFAULT_MODEL_BY_WORKLOAD and row is not None and not suits(row, workload):
         values["model"] = DEFAULT_MODEL_BY_WORKLOAD[workload]
         row = model_row(values["model"])
+        # A precision chosen for the other workload's model (QLoRA's 4-bit) does not carry over to
+        # the model swapped in: it starts at its own first precision offered (16-bit where it can).
+        if row is not None:
+            offered = [p["value"] for p in recommendation_selectors.precision_options(row) if p["available"]]
+            values["precision"] = str(offered[0]) if offered else DEFAULTS["precision"]
     return values, row
 
 

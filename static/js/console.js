@@ -37,4 +37,10 @@
     url.searchParams.set("next", window.location.pathname + window.location.search);
     link.href = url.toString();
   });
+  // A flash message says what the last page load did. The next swap (which also changes the
+  // address) makes a later page, where it no longer belongs: it goes, as a page load would drop it.
+  document.addEventListener("htmx:afterSwap", function () {
+    var shown = document.querySelectorAll("main > .messages");
+    for (var i = 0; i < shown.length; i++) shown[i].remove();
+  });
 })();

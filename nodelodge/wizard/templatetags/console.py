@@ -8,6 +8,7 @@ from django.utils.translation import get_language, gettext, pgettext_lazy
 
 from nodelodge.i18n import address_in
 from sizing.countries import country_name as _country_name
+from sizing.countries import place_name as _place_name
 from sizing.i18n import format_number
 from sizing.units import gib_display, money_text, round_half_up
 
@@ -62,6 +63,12 @@ def confidence_word(code) -> str:
 @register.filter
 def country_name(code) -> str:
     return _country_name(code) if code else gettext("Unknown location")
+
+
+@register.filter
+def place_name(place) -> str:
+    """A region or city from a provider's feed, in the page's language where it has its own name."""
+    return _place_name(place) or ""
 
 
 @register.filter
