@@ -3,6 +3,7 @@ empty, and the constraints applied. Figures are rounded here, for display, by `s
 and figures are in the active language (`sizing.i18n`)."""
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -160,12 +161,36 @@ def why_it_fits(offer: MachineOffer, fit: Fit) -> tuple[str, ...]:
     )
 
 
+# How `catalog.services.memory_flag_for` words a host's memory figure far from the datasheet (stored
+# with the machine, in English, as data).
+_MEMORY_FLAG = re.compile(
+    r"^Reported ([\d,]+) MiB per GPU; the (.+) datasheet figure is ([\d,]+) MiB \(([+-]\d+(?:\.\d+)?)%\)\.$"
+)
+
+
+def memory_flag_words(flag: str) -> str:
+    """A machine's memory flag in the active language (as stored when not of the usual form)."""
+    match = _MEMORY_FLAG.match(flag)
+    if match is None:
+        return flag
+    reported, gpu, datasheet, deviation = match.groups()
+    return gettext(
+        "Reported %(reported)s MiB per GPU; the %(gpu)s datasheet figure is %(datasheet)s MiB "
+        "(%(deviation)s%%)."
+    ) % {
+        "reported": format_number(int(reported.replace(",", ""))),
+        "gpu": gpu,
+        "datasheet": format_number(int(datasheet.replace(",", ""))),
+        "deviation": deviation[0] + format_number(Decimal(deviation[1:])),
+    }
+
+
 def limits(offer: MachineOffer, fit: Fit) -> tuple[str, ...]:
     found = []
     if offer.memory_source == "host":
         found.append(gettext("GPU memory is what the host's machine reports; Node Lodge has not checked it"))
     if offer.memory_flag:
-        found.append(offer.memory_flag)
+        found.append(memory_flag_words(offer.memory_flag))
     if fit.tight:
         found.append(
             gettext(

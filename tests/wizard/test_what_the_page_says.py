@@ -81,3 +81,16 @@ def test_a_notebook_links_to_no_model_config(client, small_fleet):
     html = client.get("/?workload=notebook&memory_gib=24&model=llama-3-1-8b").content.decode()
     assert 'data-testid="total-gib"' in html
     assert "config.json" not in html and "published config" not in html
+
+
+def test_a_hosts_doubtful_memory_figure_is_worded_in_german(client, small_fleet):
+    from catalog.services import memory_flag_for
+
+    flag = memory_flag_for(20_398, 24_576, "RTX 4090")
+    assert flag == "Reported 20,398 MiB per GPU; the RTX 4090 datasheet figure is 24,576 MiB (-17.0%)."
+    Machine.objects.filter(pk=small_fleet["cheap_4090"].pk).update(memory_flag=flag)
+    german = visible_text(client.get("/de/?" + LLAMA_8B).content.decode())
+    assert "Gemeldet: 20.398 MiB pro GPU; laut Datenblatt hat die RTX 4090 24.576 MiB (-17,0 %)." in german
+    assert "Reported" not in german
+    english = visible_text(client.get("/?" + LLAMA_8B).content.decode())
+    assert flag in english

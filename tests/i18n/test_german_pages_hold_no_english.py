@@ -1,0 +1,133 @@
+"""The German pages hold no English outside product names: each main page is rendered in German
+(the wizard with a result and with an empty answer, the calculators, Secure and Community, the
+review, My launches and the stop page) and every word a reader sees is checked against English words
+that German never uses. Product and catalog names (models, GPUs, providers, licences, machine ids),
+code (`<code>`) and what is marked as English (`lang="en"`: the switch to English) are left out."""
+import re
+import uuid
+
+import pytest
+from django.contrib.auth import get_user_model
+
+from catalog.models import GpuType, LanguageModel, Machine, Provider
+from catalog.services import load_catalog
+from nodelodge.launches import services
+from sizing.countries import PLACE_NAMES
+
+pytestmark = pytest.mark.django_db
+
+# Words of English that German does not use, lower case ("in", "an", "was", "will", "per" are German
+# too and are not here), and the places whose German name differs (Vienna: Wien).
+ENGLISH = {
+    "the", "and", "of", "with", "by", "from", "for", "to", "is", "are", "be", "been", "this", "that",
+    "these", "those", "which", "what", "when", "where", "why", "who", "how", "your", "you", "our", "not",
+    "or", "at", "on", "each", "every", "all", "any", "more", "less", "than", "it", "its", "they",
+    "their", "has", "have", "were", "can", "may", "must", "should", "would", "into", "over",
+    "under", "after", "before", "about", "if", "then", "only", "both", "none", "yes", "here", "there",
+    "machine", "machines", "memory", "available", "price", "prices", "total", "active", "incl",
+    "including", "fits", "needs", "tier", "tiers", "country", "countries", "launch", "launches",
+    "booking", "bookings", "stop", "running", "ended", "cost", "costs", "hours", "minutes", "weights",
+    "vision", "requests", "cheapest", "shown", "show", "sign", "signed", "account", "search", "models",
+    "selected", "unknown", "outside", "raise", "raising", "opens", "adds", "left", "out", "fit",
+    "limits", "precision",
+    *(place.casefold() for place in PLACE_NAMES),
+}
+GERMAN = {"HTTP_ACCEPT_LANGUAGE": "de"}
+
+
+def product_names() -> list[str]:
+    """Names the pages show as they are in every language, longest first."""
+    names = {"Node Lodge", "Secure", "Community", "Hugging Face", "LoRA", "QLoRA", "Mixture-of-Experts",
+             "Mixture of Experts"}
+    names.update(LanguageModel.objects.values_list("name", flat=True))
+    names.update(LanguageModel.objects.values_list("license", flat=True))
+    names.update(GpuType.objects.values_list("name", flat=True))
+    names.update(Provider.objects.values_list("name", flat=True))
+    names.update(Machine.objects.values_list("provider_machine_id", flat=True))
+    from catalog.models import ImagePipeline, SpeechModel
+
+    for model in (ImagePipeline, SpeechModel):
+        names.update(model.objects.values_list("name", flat=True))
+        names.update(model.objects.values_list("license", flat=True))
+    names.update(ImagePipeline.components.rel.related_model.objects.values_list("name", flat=True))
+    return sorted((name for name in names if name), key=len, reverse=True)
+
+
+def english_words(html: str, names: list[str]) -> list[str]:
+    """Each visible text node that holds an English word, with the words found."""
+    body = html.split("<body", 1)[1].split(">", 1)[1]
+    for pattern in (r"<(script|style|code|template)\b.*?</\1>", r'<(\w+)[^>]*\blang="en"[^>]*>.*?</\1>'):
+        body = re.sub(pattern, " ", body, flags=re.S)
+    found = []
+    for node in re.split(r"<[^>]+>", body):
+        text = re.sub(r"&[a-z]+;|&#\d+;", " ", node).strip()
+        for name in names:
+            text = text.replace(name, " ")
+        text = re.sub(r"\S*_\S*", " ", text)  # identifiers: gpu_memory_utilization, text_encoder_2
+        words = {word for word in re.findall(r"[A-Za-zÄÖÜäöüß]+", text) if not word.isupper()}
+        english = sorted(word for word in words if word.casefold() in ENGLISH)
+        if english:
+            found.append(f"{text!r}: {', '.join(english)}")
+    return found
+
+
+@pytest.fixture
+def german_client(client):
+    load_catalog()
+    Machine.objects.filter(provider__name="Alpine Hosts").update(region="Vienna")
+    return client
+
+
+def pages(client) -> dict[str, str]:
+    user = get_user_model().objects.create_user(username="anna", password="a-long-test-passphrase")
+    client.force_login(user)
+    # A host's machine in Vienna (the fixture puts them all there), large enough for Llama 3.1 8B.
+    machine = Machine.objects.filter(
+        provider__name="Alpine Hosts", is_available=True, free_gpus__gte=2, memory_per_gpu_mib__gte=24_000
+    ).order_by("pk").first()
+    query = "workload=inference&model=llama-3-1-8b&precision=16&context=4096&requests=1"
+    running = services.launch(user, machine.pk, 1, machine.price_per_gpu_hour, query, uuid.uuid4().hex).booking
+    ended = services.launch(user, machine.pk, 1, machine.price_per_gpu_hour, query, uuid.uuid4().hex + "x")
+    services.stop(user, ended.booking.pk)
+    get = {
+        "wizard with a result": "/de/?" + query + "&countries=AT,CH,DE,IT&budget=100",
+        "a mixture of experts": "/de/?workload=inference&model=gpt-oss-120b&precision=4&context=4096&requests=1",
+        "a model with a vision encoder": "/de/?workload=inference&model=gemma-3-27b&precision=16&context=4096"
+                                          "&requests=1",
+        "an empty answer": "/de/?workload=inference&model=llama-3-1-405b&precision=16&context=4096&requests=1"
+                           "&countries=CH&max_price=1",
+        "images": "/de/?workload=image&model=stable-diffusion-xl&precision=16",
+        "a notebook": "/de/?workload=notebook&memory_gib=24",
+        "calculators": "/de/calculators/?parameters=7B&precision=FP16",
+        "Secure and Community": "/de/secure-and-community/",
+        "review": f"/de/launch/review/?machine={machine.pk}&gpus=1&price_per_hour={machine.price_per_gpu_hour}"
+                  f"&query={query.replace('&', '%26')}",
+        "My launches": "/de/launches/",
+        "stop": f"/de/launches/{running.pk}/stop/",
+        "stop, ended": f"/de/launches/{ended.booking.pk}/stop/",
+    }
+    answers = {}
+    for name, path in get.items():
+        response = client.get(path, **GERMAN)
+        assert response.status_code == 200, (name, response.status_code)
+        answers[name] = response.content.decode()
+    assert ", Wien" in answers["review"]  # the place, in German
+    return answers
+
+
+def test_the_german_pages_hold_no_english_outside_product_names(german_client):
+    names = product_names()
+    found = {name: english_words(html, names) for name, html in pages(german_client).items()}
+    english = [f"{name}: {words}" for name, nodes in found.items() for words in nodes]
+    assert not english, "English on German pages:\n" + "\n".join(english)
+
+
+def test_the_check_finds_english_where_there_is_some():
+    names = ["Llama 3.1 8B"]
+    assert english_words('<body><h1>Launch by workload</h1><p lang="en">English</p></body>', names) == [
+        "'Launch by workload': Launch, by"
+    ]
+    assert english_words("<body><p>Llama 3.1 8B · 117B total / 5.1B active</p><p>Wien, AT</p></body>", names) == [
+        "'  · 117B total / 5.1B active': active, total"
+    ]
+    assert english_words("<body><td>Vienna</td><code>the</code></body>", names) == ["'Vienna': Vienna"]
