@@ -114,6 +114,11 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     # planner's estimates, which a walk of a few hundred rows can exceed) costs 80-300 ms.
     options = DATABASES["default"].setdefault("OPTIONS", {})
     options["options"] = f"{options.get('options', '')} -c jit=off".strip()
+elif DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # The embedded run serves requests on threads. A transaction takes SQLite's write lock when it
+    # begins and waits for it (up to 20 s), so two Launches or Stops at once queue instead of one
+    # failing with "database is locked" when it turns from reading to writing.
+    DATABASES["default"].setdefault("OPTIONS", {}).update({"transaction_mode": "IMMEDIATE", "timeout": 20})
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTHENTICATION_BACKENDS = [

@@ -1,4 +1,5 @@
-"""Many requests at once, each on its own database connection, against real PostgreSQL row locks."""
+"""Many requests at once, each on its own database connection, racing for the same GPUs: on PostgreSQL
+against its row locks, on SQLite against the write lock each transaction takes when it begins."""
 from __future__ import annotations
 
 import threading

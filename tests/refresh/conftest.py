@@ -87,6 +87,9 @@ def celery_worker(django_db_setup, django_db_blocker):
         result_backend=TEST_BROKER_URL,
         task_always_eager=False,
     )
+    # The result backend is built on first use and kept: on the embedded-default run (no REDIS_URL)
+    # an eager task earlier in the session built the disabled one. Build it from the settings above.
+    app._backend = app._get_backend()
     app.control.purge()  # leftovers of an interrupted earlier run
     with django_db_blocker.unblock():
         with start_worker(app, pool="solo", perform_ping_check=True, shutdown_timeout=30) as worker:
