@@ -10,7 +10,7 @@ class BookingAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     """Read-only for staff: bookings change only through Launch and Stop, which keep free-GPU counts."""
 
     list_display = (
-        "id", "user", "machine", "gpus", "price_per_hour", "status", "started_at", "ended_at",
+        "id", "user", "machine", "gpus", "price_per_hour", "status", "started_at", "ends_at", "ended_at",
         "hours_covered",
     )
     list_filter = ("status", "machine__tier", "machine__provider", "machine__gpu_type", "started_at")
