@@ -182,3 +182,19 @@ def test_outside_the_countries_names_every_country_cheapest_first(client):
     assert float(match.group(2)) == min(cheapest.values())
     assert match.group(3).split(", ") == countries[:5]
     assert bool(match.group(4)) == (len(countries) > 5)
+
+
+@pytest.mark.postgresql(reason="the hints read the kept fleet counts; the embedded run scans its small fleet instead")
+@pytest.mark.parametrize("machines", [10, 1000])
+def test_an_empty_answer_with_every_hint_costs_as_many_statements_whatever_the_fleet(
+    client, models_and_gpus, django_assert_max_num_queries, machines
+):
+    """Each hint is one more counting statement or a few (the kept counts on PostgreSQL), never a
+    statement per machine: the 405B example names the countries at three precisions and the price to set."""
+    from catalog.services import generate_fleet
+
+    generate_fleet(machines=machines, seed=7)
+    with django_assert_max_num_queries(40):
+        found = hints(client, "workload=inference&model=llama-3-1-405b&precision=16&context=4096&requests=1"
+                              "&countries=CH&max_price=1")
+    assert any("max_price" in hint["changes"] and "countries" in hint["changes"] for hint in found)
