@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 
 from .breakdown import Breakdown
-from .countries import country_name, place_name
+from .countries import country_name
 from .fit import Fit
 from .i18n import gettext, gettext_noop, ngettext
 from .offers import MachineOffer, MeasuredSpeed
@@ -68,7 +68,7 @@ def machine_row(machine: RecommendedMachine) -> dict:
         "memory_flag": offer.memory_flag,
         "country": offer.country,
         "country_name": country_name(offer.country) if offer.country else None,
-        "region": place_name(offer.region),
+        "region": offer.region,
         "price_per_gpu_hour": money_string(offer.price_per_gpu_hour),
         "price_per_hour": money_string(machine.hourly_price),
         "budget_hours": float(cover.hours) if cover and cover.hours is not None else None,

@@ -10,7 +10,7 @@ from django.utils.translation import gettext, ngettext
 
 from sizing.units import money_text
 
-from .templatetags.console import CONFIDENCE_WORDS, country_name, gib2
+from .templatetags.console import CONFIDENCE_WORDS, country_name, gib2, place_name
 
 
 def add_row_words(rows: list[dict], group_counts: dict[str, int] | None = None) -> None:
@@ -26,6 +26,8 @@ def add_row_words(rows: list[dict], group_counts: dict[str, int] | None = None) 
         row["free_text"] = free_of % {"free": row["free_gpus"], "count": row["gpu_count"]}
         row["memory_text"] = gib2(row["memory_per_gpu_gib"])
         row["location_text"] = country_name(row["country"])
+        if row.get("region"):
+            row["region"] = place_name(row["region"])  # the page's row only: the API keeps the feed's name
         row["price_per_hour_text"] = money_text(row["price_per_hour"])
         row["price_per_gpu_hour_text"] = money_text(row["price_per_gpu_hour"])
         row["confidence_word"] = str(CONFIDENCE_WORDS.get(row["confidence"], row["confidence"]))
