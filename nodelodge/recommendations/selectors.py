@@ -838,6 +838,8 @@ def _choice(row) -> dict:
             ) % {"published": published_display(row.parameters_published)}
             if row.parameters_published else gettext("Counted from the configuration, embeddings included")
         ),
+        "total_display": _count_display(row.parameters),
+        "active_display": _count_display(active) if active else "",
         "counts_display": (
             gettext("%(total)s total · %(active)s active")
             % {"total": _count_display(row.parameters), "active": _count_display(active)}
@@ -897,7 +899,7 @@ def model_listing(workload: str | None) -> list[dict]:
                     "figures": figures,
                 }
                 for display_only in ("parameters_display", "kind_label", "group_label", "counts_display",
-                                     "published_note"):
+                                     "published_note", "total_display", "active_display"):
                     entry.pop(display_only)
             for suited in WIZARD_MODEL_CODES:
                 if suits(row, suited) and suited not in entry["workloads"]:

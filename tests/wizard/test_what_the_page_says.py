@@ -29,7 +29,7 @@ def test_the_german_selected_line_is_german(client, small_fleet):
     text = visible_text(client.get("/de/?workload=inference&model=gpt-oss-120b&precision=4&context=4096"
                                    "&requests=1").content.decode())
     selected = re.search(r"Ausgewählt: (.*?) veröffentlichte Konfiguration", text).group(1)
-    assert "116,83B gesamt · 5,71B aktiv Parameter" in selected
+    assert "116,83B Parameter, davon 5,71B aktiv pro Token" in selected
     assert "total" not in selected and "active" not in selected
     gemma = visible_text(client.get("/de/?workload=inference&model=gemma-3-27b&precision=16&context=4096"
                                     "&requests=1").content.decode())
@@ -39,7 +39,8 @@ def test_the_german_selected_line_is_german(client, small_fleet):
 def test_one_screen_gives_one_active_figure_with_its_meaning(client, small_fleet):
     html = client.get("/?workload=inference&model=gpt-oss-120b&precision=4&context=4096&requests=1").content.decode()
     text = visible_text(html)
-    assert "116.83B total · 5.71B active parameters" in text  # the Selected line, as the list says
+    assert "116.83B parameters, 5.71B active per token" in text  # the Selected line
+    assert "116.83B total · 5.71B active" in text  # the list: the same figures
     assert "5.1B" not in text
     # The model card's figure is in the title, with what the figure shown counts.
     assert ('title="Counted from the configuration, embeddings included; published: 117B total · 5.1B active"'
