@@ -468,7 +468,7 @@ def _opening(base: WorkloadQuery, breakdown: Breakdown, now: datetime, as_is: bo
         if base.budget is not None and value > base.budget:
             limits.append(("budget", value))
         machines, countries = _meeting_all_by_country(_changed(base, limits), breakdown, now)
-        return tuple(limits), machines, countries
+        return (tuple(limits), machines, countries) if machines else None
     return None
 
 
