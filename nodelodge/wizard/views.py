@@ -154,8 +154,10 @@ def wizard(request):
             response["HX-Retarget"] = retarget
             response["HX-Reswap"] = "outerHTML"
         if "workload" in params and request.htmx.target != "model-list":
-            # The address bar shows the canonical query, without the form's bookkeeping fields.
-            response["HX-Push-Url"] = reverse("wizard:start") + "?" + context["query_string"]
+            # The address bar shows the canonical query, without the form's bookkeeping fields, and
+            # the plan's every machine when listed (a setting of the page, not of the query).
+            every_row = "&plan_rows=all" if result is not None and result.plan_rows_shown is None else ""
+            response["HX-Push-Url"] = reverse("wizard:start") + "?" + context["query_string"] + every_row
     return response
 
 

@@ -7,7 +7,9 @@ import re
 from decimal import Decimal
 
 import pytest
+from playwright.sync_api import expect
 
+from catalog.services import load_catalog
 from tests.throughput.test_plan_in_wizard import LLAMA_8B, measure
 
 pytestmark = pytest.mark.django_db
@@ -49,3 +51,23 @@ def test_listing_every_machine_keeps_the_plans_on_each_gpu_type(client, long_pla
     assert "plan_rows=all" in href and "gpu_plans=1" in href
     followed = client.get("/" + href.split("#")[0]).content.decode()
     assert 'data-testid="plan-2"' in followed and 'data-testid="plan-rows-link"' not in followed
+
+
+def test_every_machine_listed_stays_so_when_the_form_asks_again(client, long_plan_fleet):
+    """The form (a sort, a filter, a changed field) asks with the page's `plan_rows=all` too."""
+    every = client.get(f"/?{QUERY}&plan_rows=all").content.decode()
+    assert '<input type="hidden" name="plan_rows" value="all" form="wizard-form">' in every
+    first = client.get(f"/?{QUERY}").content.decode()
+    assert 'name="plan_rows"' not in first
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_sorting_the_list_keeps_every_plan_machine_listed_in_the_browser(page, live_server):
+    load_catalog()
+    page.goto(f"{live_server.url}/?{LLAMA_8B}&target_tokens=60000&plan_rows=all")
+    expect(page.get_by_test_id("plan-1").get_by_test_id("plan-rows-link")).to_have_count(0)
+    page.get_by_label("Sort by").select_option("price_per_million_tokens")
+    expect(page).to_have_url(re.compile(r"(?=.*sort=price_per_million_tokens)(?=.*plan_rows=all)"))
+    expect(page.get_by_test_id("sort-note")).to_contain_text("price per million tokens")
+    expect(page.get_by_test_id("plan-1").get_by_test_id("plan-rows-link")).to_have_count(0)
