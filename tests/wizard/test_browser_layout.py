@@ -57,16 +57,12 @@ def assert_inside_viewport(page, locator, what):
     )
 
 
-@pytest.mark.parametrize("language", LANGUAGES)
-@pytest.mark.parametrize("width", WIDTHS)
-def test_the_first_machine_and_its_launch_are_on_screen_without_scrolling_sideways(
-    browser, live_server, shipped_catalog, width, language
-):
-    context, page = open_page(browser, width, language, live_server.url + "{prefix}?" + EVERY_COLUMN)
+def assert_first_machine_in_reach(page, language, shot):
+    """The first machine's name and Launch on screen, no box wider than its content allows, and
+    tabbing onto Launch scrolls nothing sideways."""
     row = page.locator("table.machines tbody.machine-row").first
-    expect(row.get_by_test_id("per-million")).to_be_visible()  # every column is there
     row.scroll_into_view_if_needed()
-    shoot(page, f"{language}-{width}")
+    shoot(page, shot)
     assert page.evaluate(OVERFLOWS) == []
     name = row.locator(".c-machine strong").first
     launch = row.locator(".c-launch button")
@@ -83,6 +79,27 @@ def test_the_first_machine_and_its_launch_are_on_screen_without_scrolling_sidewa
     assert page.evaluate("document.documentElement.scrollLeft") == 0
     assert_inside_viewport(page, name, "the machine's name after tabbing onto Launch")
     assert_inside_viewport(page, launch, "Launch after tabbing onto it")
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+@pytest.mark.parametrize("width", WIDTHS)
+def test_the_first_machine_and_its_launch_are_on_screen_without_scrolling_sideways(
+    browser, live_server, shipped_catalog, width, language
+):
+    context, page = open_page(browser, width, language, live_server.url + "{prefix}?" + EVERY_COLUMN)
+    expect(page.locator("table.machines tbody.machine-row").first.get_by_test_id("per-million")).to_be_visible()
+    assert_first_machine_in_reach(page, language, f"{language}-{width}")
+    context.close()
+
+
+def test_a_many_gpu_answer_in_german_fits_the_narrowest_desktop(browser, live_server, shipped_catalog):
+    """70B over several GPUs: the longest GPU names ("8 × H100 PCIe 80GB") and country names
+    ("Vereinigtes Königreich") at 1,024 px, with a budget and the price per million tokens."""
+    query = ("workload=inference&model=llama-3-1-70b&precision=16&context=32768&requests=8&budget=100"
+             "&countries=GB,US,BR")
+    context, page = open_page(browser, 1024, "de", live_server.url + "{prefix}?" + query)
+    expect(page.locator("table.machines")).to_contain_text("Vereinigtes Königreich")
+    assert_first_machine_in_reach(page, "de", "de-1024-many-gpus")
     context.close()
 
 
