@@ -77,13 +77,15 @@ def pytest_configure(config):
     # user a test creates or signs in; what the tests check does not depend on the hash's strength
     # (production settings are checked in their own processes, which this does not reach).
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    config.pluginmanager.register(PostgresqlOnly(), "nodelodge-postgresql-only")
 
 
 def pytest_report_header(config):
     database = _database()
     if _on_sqlite():
         return f"database: SQLite, the embedded default (test database {database['TEST']['NAME']})"
-    return f"database: PostgreSQL at {database.get('HOST') or 'local socket'}:{database.get('PORT') or 5432}"
+    where = f"{database.get('HOST') or 'local socket'}:{database.get('PORT') or 5432}"
+    return f"database: PostgreSQL {database['NAME']} at {where} (tests in its test_ copy)"
 
 
 def _postgresql_reason(item) -> str | None:
@@ -106,15 +108,22 @@ def pytest_collection_modifyitems(config, items):
             or SLOW_FIXTURES.intersection(item.fixturenames)
         ):
             item.add_marker(pytest.mark.slow)
-    # PostgreSQL-only tests leave the SQLite run as deselected (never skipped): they do not apply.
-    kept, postgresql_only = [], []
-    for item in items:
-        reason = _postgresql_reason(item)
-        (postgresql_only if reason and _on_sqlite() else kept).append(item)
-    config.stash[POSTGRESQL_ONLY] = Counter(_postgresql_reason(item) for item in postgresql_only)
-    if postgresql_only:
-        config.hook.pytest_deselected(items=postgresql_only)
-        items[:] = kept
+
+
+class PostgresqlOnly:
+    """PostgreSQL-only tests leave the SQLite run as deselected (never skipped): they do not apply
+    there. Runs after `-m` has chosen, so the summary counts only tests this run would have run."""
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, config, items):
+        kept, postgresql_only = [], []
+        for item in items:
+            reason = _postgresql_reason(item)  # asked on every run: a marker without a reason fails
+            (postgresql_only if reason and _on_sqlite() else kept).append(item)
+        config.stash[POSTGRESQL_ONLY] = Counter(_postgresql_reason(item) for item in postgresql_only)
+        if postgresql_only:
+            config.hook.pytest_deselected(items=postgresql_only)
+            items[:] = kept
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
@@ -123,7 +132,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         return
     terminalreporter.section("PostgreSQL-only tests, deselected on SQLite")
     terminalreporter.write_line(
-        f"{sum(reasons.values())} tests need PostgreSQL by nature and ran only on the PostgreSQL run:"
+        f"{sum(reasons.values())} tests of this selection need PostgreSQL by nature; they run on the PostgreSQL run:"
     )
     for reason, count in sorted(reasons.items(), key=lambda pair: (-pair[1], pair[0])):
         terminalreporter.write_line(f"  {count:4d}  {reason}")
