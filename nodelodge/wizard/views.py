@@ -136,6 +136,12 @@ def wizard(request):
     # What the form shows: its labels follow the workload and model kind, and its fields carry
     # error messages; when either changes, the whole wizard is sent rather than the result alone.
     context["shown"] = f"{workload}:{model_kind or ''}:{'invalid' if errors else 'ok'}"
+    # The page's own address in canonical form (dot decimals, the plan's every machine when listed):
+    # the address bar after a swap, and what the language switch carries, so "180.000" typed on the
+    # German page is 180,000 on the English one too.
+    if "workload" in params:
+        every_row = "&plan_rows=all" if result is not None and result.plan_rows_shown is None else ""
+        context["page_address"] = reverse("wizard:start") + "?" + context["query_string"] + every_row
     template = "wizard/wizard.html"
     retarget = None
     if request.htmx and request.htmx.target in HTMX_PARTIALS:
@@ -154,10 +160,8 @@ def wizard(request):
             response["HX-Retarget"] = retarget
             response["HX-Reswap"] = "outerHTML"
         if "workload" in params and request.htmx.target != "model-list":
-            # The address bar shows the canonical query, without the form's bookkeeping fields, and
-            # the plan's every machine when listed (a setting of the page, not of the query).
-            every_row = "&plan_rows=all" if result is not None and result.plan_rows_shown is None else ""
-            response["HX-Push-Url"] = reverse("wizard:start") + "?" + context["query_string"] + every_row
+            # The address bar shows the canonical query, without the form's bookkeeping fields.
+            response["HX-Push-Url"] = context["page_address"]
     return response
 
 

@@ -28,11 +28,14 @@
   }
   document.addEventListener("input", check);
   // The language switch keeps the page as it is now: HTMX swaps change the address after the links
-  // were written, so the link takes the current address when followed (without JavaScript every
-  // change is a page load, and the links are already current).
+  // were written, so once the address has changed the link takes it when followed (the server pushes
+  // the canonical address). Until then the link keeps the canonical address the server wrote, not
+  // the one typed (without JavaScript every change is a page load, and the links are already current).
+  var loadedAddress = window.location.pathname + window.location.search;
   document.addEventListener("click", function (event) {
     var link = event.target.closest ? event.target.closest(".language-switch a[data-language]") : null;
     if (!link) return;
+    if (window.location.pathname + window.location.search === loadedAddress) return;
     var url = new URL(link.href, window.location.href);
     url.searchParams.set("next", window.location.pathname + window.location.search);
     link.href = url.toString();

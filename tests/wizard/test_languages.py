@@ -88,11 +88,12 @@ def test_the_switch_keeps_the_page_and_remembers_the_choice(client, small_fleet)
     link = re.search(r'<a href="(/language/de/\?next=[^"]+)"[^>]*data-language="de"', html)
     assert link, "the top bar links to the German page"
     href = link.group(1).replace("&amp;", "&")
-    assert href == "/language/de/?next=" + quote("/?" + LLAMA_8B + "&budget=100", safe="/")
+    # The answer's canonical address: every preference written out, as the address bar shows it.
+    assert href == "/language/de/?next=" + quote("/?" + LLAMA_8B + "&budget=100&tier=both", safe="/")
 
     response = client.get(href)
     assert response.status_code == 302
-    assert response["Location"] == "/de/?" + LLAMA_8B + "&budget=100"
+    assert response["Location"] == "/de/?" + LLAMA_8B + "&budget=100&tier=both"
     assert response.cookies["django_language"].value == "de"
     # Remembered: the English address now leads to the German page, query and all.
     again = client.get("/?" + LLAMA_8B)
@@ -101,7 +102,7 @@ def test_the_switch_keeps_the_page_and_remembers_the_choice(client, small_fleet)
     german = client.get("/de/?" + LLAMA_8B + "&budget=100").content.decode()
     back = re.search(r'<a href="(/language/en/\?next=[^"]+)"', german).group(1).replace("&amp;", "&")
     response = client.get(back)
-    assert response["Location"] == "/?" + LLAMA_8B + "&budget=100"
+    assert response["Location"] == "/?" + LLAMA_8B + "&budget=100&tier=both"
     assert response.cookies["django_language"].value == "en"
     assert client.get("/?" + LLAMA_8B, **GERMAN).status_code == 200  # the choice beats the browser
 
@@ -187,3 +188,13 @@ def test_the_error_pages_and_the_rate_limit_speak_german():
         message = throttled_message(5)
     assert message.startswith("Zu viele Anfragen von diesem Client: höchstens")
     assert message.endswith("Versuchen Sie es in 5 Sekunden erneut.")
+
+
+def test_the_switch_carries_the_answer_not_the_typing(client, small_fleet):
+    """A budget typed the German way reaches the English page as the same amount."""
+    german = client.get("/de/?" + LLAMA_8B + "&budget=1.000").content.decode()
+    back = re.search(r'<a href="(/language/en/\?next=[^"]+)"', german).group(1).replace("&amp;", "&")
+    english = client.get(client.get(back)["Location"]).content.decode()
+
+    budget = re.search(r'<input[^>]*name="budget"[^>]*>', english).group(0)
+    assert 'value="1000"' in budget and "aria-invalid" not in budget, budget
