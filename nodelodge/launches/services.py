@@ -14,8 +14,8 @@ from decimal import Decimal
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import F
-from django.db.models.functions import Least
+from django.db.models import F, OuterRef, Subquery, Sum
+from django.db.models.functions import Greatest, Least
 from django.http import QueryDict
 from django.urls import reverse
 from django.utils import timezone, translation
@@ -399,6 +399,51 @@ def _book_locked(
         idempotency_key=idempotency_key,
     )
     return LaunchOutcome(booking, created=True)
+
+
+# --- Free GPUs against running bookings ----------------------------------------------------------
+#
+# The rule every path that sets free GPUs keeps: a machine never offers more GPUs than it has less
+# those its running console bookings hold. A provider's feed may or may not yet reflect the console's
+# bookings, so the free GPUs it reports are taken as an upper bound, never added to what Launch took:
+# free = min(reported free, gpu_count - GPUs of running bookings), and never below zero.
+
+
+def gpus_held(machines) -> dict[int, int]:
+    """GPUs held by running bookings on each of these machines (a queryset), by machine id; machines
+    without a running booking are left out. One query."""
+    return dict(
+        Booking.objects.filter(machine__in=machines, status=Booking.Status.RUNNING)
+        .order_by()
+        .values("machine_id")
+        .annotate(held=Sum("gpus"))
+        .values_list("machine_id", "held")
+    )
+
+
+def cap_free_gpus_by_bookings(machines, now: datetime | None = None) -> int:
+    """Lowers the free GPUs of these machines (a queryset) that hold running bookings to at most
+    gpu_count less the booked GPUs. One UPDATE, whatever the number of machines; run it in the
+    transaction that wrote the counts, after the write, so a Launch that committed in between is
+    counted (the write holds the rows' locks until commit, so none can commit after). Returns how many
+    machines were lowered."""
+    held = (
+        Booking.objects.filter(machine=OuterRef("pk"), status=Booking.Status.RUNNING)
+        .order_by()
+        .values("machine")
+        .annotate(held=Sum("gpus"))
+        .values("held")
+    )
+    capped = Greatest(F("gpu_count") - Subquery(held), 0)
+    over = (
+        machines.filter(bookings__status=Booking.Status.RUNNING)
+        .alias(capped=capped)
+        .filter(free_gpus__gt=F("capped"))
+        .values("pk")
+    )
+    return Machine.objects.filter(pk__in=over).update(
+        free_gpus=Least(F("free_gpus"), capped), updated_at=now or timezone.now()
+    )
 
 
 def stop(user, booking_id: int, *, now: datetime | None = None) -> StopOutcome:

@@ -25,6 +25,7 @@ from django.utils import timezone
 from catalog.models import GpuType, LanguageModel, Machine, MeasuredSpeed, Provider, Tier
 from catalog.services import MACHINE_UPSERT_FIELDS, drop_speeds_of_other_gpu_types, memory_flag_for
 from nodelodge.celery import app as celery_app
+from nodelodge.launches.services import cap_free_gpus_by_bookings, gpus_held
 
 from .feeds import adapter_for
 from .feeds.base import FeedError, GpuTypeIndex, GpuTypeRef, MachineRecord, ParsedFeed
@@ -189,15 +190,27 @@ _COMPARED = (
 )
 
 
+def bookable(record: MachineRecord, held: dict[str, int]) -> int:
+    """The free GPUs the record reports, less any its machine's running bookings hold beyond them."""
+    return min(record.free_gpus, max(0, record.gpu_count - held.get(record.provider_machine_id, 0)))
+
+
 def apply_feed(provider: Provider, parsed: ParsedFeed, run: SyncRun, now: datetime) -> None:
     """Upserts the feed's machines, marks the missing ones gone and finishes the run, all in one
-    transaction. Machines whose records were rejected are left exactly as they were."""
-    existing = {
-        row[0]: row[1:]
-        for row in Machine.objects.filter(provider=provider).values_list(
-            "provider_machine_id", *_COMPARED, "gone_at"
+    transaction. Machines whose records were rejected are left exactly as they were.
+
+    A feed's free GPUs never undo a console booking: each machine offers at most its GPUs less those
+    its running bookings hold (`nodelodge.launches.services.cap_free_gpus_by_bookings`)."""
+    existing_rows = list(
+        Machine.objects.filter(provider=provider).values_list(
+            "pk", "provider_machine_id", *_COMPARED, "gone_at"
         )
-    }
+    )
+    existing = {row[1]: row[2:] for row in existing_rows}
+    # Read here for the counts; the statement after the upsert is what guarantees the cap.
+    held_by_id = gpus_held(Machine.objects.filter(provider=provider))
+    keys = {row[0]: row[1] for row in existing_rows} if held_by_id else {}
+    held = {keys[pk]: gpus for pk, gpus in held_by_id.items() if pk in keys}
     machines: list[Machine] = []
     for record in parsed.records:
         memory, memory_source, memory_flag = memory_fields(provider.tier, record)
@@ -208,7 +221,7 @@ def apply_feed(provider: Provider, parsed: ParsedFeed, run: SyncRun, now: dateti
             provider_is_active=provider.is_active,
             gpu_type_id=record.gpu_type.id,
             gpu_count=record.gpu_count,
-            free_gpus=record.free_gpus,
+            free_gpus=bookable(record, held),
             memory_per_gpu_mib=memory,
             memory_source=memory_source,
             memory_flag=memory_flag,
@@ -242,6 +255,8 @@ def apply_feed(provider: Provider, parsed: ParsedFeed, run: SyncRun, now: dateti
                 unique_fields=["provider", "provider_machine_id"],
                 update_fields=MACHINE_UPSERT_FIELDS,
             )
+        # Bookings that committed after the read above are counted here: the upsert holds the rows.
+        cap_free_gpus_by_bookings(Machine.objects.filter(provider=provider, last_seen_at=now), now)
         if sweep:
             # Everything in this feed now carries last_seen_at == now; any other live machine is missing.
             live = Machine.objects.filter(provider=provider, gone_at__isnull=True)
@@ -252,6 +267,18 @@ def apply_feed(provider: Provider, parsed: ParsedFeed, run: SyncRun, now: dateti
         _apply_speeds(provider, parsed)
         partial = parsed.rejected or parsed.rejected_speeds
         _finish(run, SyncRun.Status.PARTIAL if partial else SyncRun.Status.OK)
+
+
+def refuse_an_unexplained_empty_feed(provider: Provider) -> None:
+    """An empty machine list from a provider with live machines is more likely a broken export than
+    every machine withdrawn at once: FeedError, so nothing is marked gone. Its machines keep their
+    last state and leave the recommendations once stale, as after any failed refresh."""
+    live = Machine.objects.filter(provider=provider, gone_at__isnull=True).count()
+    if live:
+        raise FeedError(
+            f"the feed lists no machines while {live} of the provider's machines are live; nothing was "
+            'marked gone (a provider whose machines are all withdrawn says so with "empty": true)'
+        )
 
 
 def _record_rejections(run: SyncRun, parsed: ParsedFeed) -> None:
@@ -307,6 +334,8 @@ def refresh_provider(provider_id: int) -> SyncRun:
                 body, provider_slug=provider.slug, gpu_types=gpu_type_index(), models=language_model_slugs()
             )
             _record_rejections(run, parsed)
+            if not parsed.received and not parsed.declared_empty:
+                refuse_an_unexplained_empty_feed(provider)
             apply_feed(provider, parsed, run, now=timezone.now())
         except FeedError as error:
             _reset_counts(run)

@@ -7,6 +7,7 @@ records go on.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal, InvalidOperation
@@ -30,6 +31,11 @@ MAX_SPEED_COUNT = 10_000_000  # concurrency and token lengths
 PRECISIONS = (16, 8, 4)
 # A measurement dated later than this after the feed was read comes from a wrong clock.
 FUTURE_SKEW = timedelta(hours=1)
+
+
+# Control characters (NUL included, which PostgreSQL refuses in text) and lone surrogates (halves of
+# a UTF-16 pair, which no UTF-8 database can store): no id, place or name contains them.
+_UNSTORABLE = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 
 
 class FeedError(Exception):
@@ -114,6 +120,8 @@ class ParsedFeed:
     # Measured speeds refused one by one; their machines and other speeds were applied.
     rejected_speeds: list[RejectedRecord] = field(default_factory=list)
     generated_at: datetime | None = None
+    # The feed says the provider has no machines at all: only then may an empty list mark them gone.
+    declared_empty: bool = False
 
     @property
     def received(self) -> int:
@@ -139,6 +147,16 @@ class FeedAdapter(Protocol):
 # --- Checks shared by every format ----------------------------------------------------------------
 
 
+def storable(text: str, label: str) -> str:
+    """`text`, or RecordRejected naming the first character no database can keep in it."""
+    found = _UNSTORABLE.search(text)
+    if found is not None:
+        char = found.group()
+        kind = "a lone surrogate" if "\ud800" <= char <= "\udfff" else "a control character"
+        raise RecordRejected(f"{label} contains U+{ord(char):04X}, {kind}, which is not allowed in text")
+    return text
+
+
 def machine_id(value) -> str:
     if isinstance(value, bool) or not isinstance(value, str | int):
         raise RecordRejected("id is missing")
@@ -147,7 +165,7 @@ def machine_id(value) -> str:
         raise RecordRejected("id is missing")
     if len(text) > MAX_ID_LENGTH:
         raise RecordRejected(f"id is longer than {MAX_ID_LENGTH} characters")
-    return text
+    return storable(text, "id")
 
 
 def whole_number(value, label: str) -> int:
@@ -220,7 +238,7 @@ def region(value) -> str:
     text = value.strip()
     if len(text) > MAX_REGION_LENGTH:
         raise RecordRejected(f"region is longer than {MAX_REGION_LENGTH} characters")
-    return text
+    return storable(text, "region")
 
 
 def price(value) -> Decimal:
@@ -272,7 +290,7 @@ def _text(value, label: str) -> str:
     text = value.strip()
     if len(text) > MAX_SPEED_TEXT[label]:
         raise RecordRejected(f"{label} is longer than {MAX_SPEED_TEXT[label]} characters")
-    return text
+    return storable(text, label)
 
 
 def measured_speed(item, *, gpu_count: int, models: frozenset[str], now: datetime) -> SpeedRecord:

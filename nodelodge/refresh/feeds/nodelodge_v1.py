@@ -9,6 +9,9 @@ A machine may add `measured_speeds`, speeds measured on it (see the README's tab
 is checked on its own, and a bad one is refused with its reason while the machine and its other
 speeds are applied. Leaving the section out keeps the speeds the machine has.
 
+A provider with no machines left says so: `"machines": [], "empty": true`. An empty list without
+the flag is taken for a fault at the provider's end, and the refresh marks nothing gone.
+
 Unknown fields are ignored, so providers can add their own without breaking the feed.
 """
 from __future__ import annotations
@@ -49,7 +52,14 @@ class NodeLodgeV1:
         if not isinstance(machines, list):
             raise FeedError('the feed has no "machines" list')
 
-        parsed = ParsedFeed(generated_at=_timestamp(document.get("generated_at")))
+        empty = document.get("empty", False)
+        if not isinstance(empty, bool):
+            raise FeedError(f'"empty" must be true or false, got {str(empty)[:20]!r}')
+        if empty and machines:
+            count = len(machines)
+            raise FeedError(f'"empty" is true but the feed lists {count} machine{"" if count == 1 else "s"}')
+
+        parsed = ParsedFeed(generated_at=_timestamp(document.get("generated_at")), declared_empty=empty)
         seen: set[str] = set()
         now = datetime.now(UTC)
         for item in machines:
