@@ -19,6 +19,7 @@ import csv
 import math
 import os
 import platform
+import re
 import shutil
 import socket
 import statistics
@@ -32,6 +33,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from .queries import PLAN_QUERIES, QUERIES
+from .swap import HEADING as SWAP_HEADING
 
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/nodelodge_bench"
@@ -647,14 +649,24 @@ def render(report: Report, options: Options) -> str:
     return "\n".join(lines) + "\n"
 
 
+def carried_over(previous: str) -> str:
+    """What a rewrite keeps of the file: the browser's swap figures (python -m tests.bench.swap, another
+    run's) and the hand-written notes."""
+    kept = ""
+    swap = re.search(rf"{re.escape(SWAP_HEADING)}\n.*?(?=\n## |\Z)", previous, flags=re.S)
+    if swap:
+        kept += "\n" + swap.group(0).rstrip("\n") + "\n"
+    if NOTES_HEADING in previous:
+        kept += "\n" + previous[previous.index(NOTES_HEADING):]
+    return kept
+
+
 def write_report(report: Report, options: Options) -> None:
     if options.out is None:
         return
     text = render(report, options)
     if options.out.exists():
-        previous = options.out.read_text()
-        if NOTES_HEADING in previous:  # the hand-written notes after the generated part stay
-            text += "\n" + previous[previous.index(NOTES_HEADING):]
+        text += carried_over(options.out.read_text())
     options.out.write_text(text)
 
 

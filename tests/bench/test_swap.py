@@ -3,6 +3,7 @@ result panel showing the chosen precision (no time is judged here; `python -m te
 import pytest
 
 from catalog.services import load_catalog
+from tests.bench import runner
 from tests.bench.swap import PRECISIONS, _section, swap_times, write_section
 
 pytestmark = pytest.mark.browser
@@ -29,4 +30,16 @@ def test_the_section_replaces_its_earlier_self_before_the_hand_written_notes(tmp
     assert text.count("## Result panel swap in the browser") == 1
     assert "| median | 100.0 ms | ≤ 150 ms | pass |" in text and "then" not in text
     assert text.index("## Figures") < text.index("## Result panel swap") < text.index("## Before / after")
+    assert text.endswith("notes\n")
+
+
+def test_a_full_benchmark_run_keeps_the_browser_swap_figures(tmp_path):
+    out = tmp_path / "BENCHMARKS.md"
+    out.write_text("# Benchmarks\n\n## Figures\n\nold figures\n\n## Before / after\n\nnotes\n")
+    write_section(out, _section([100.0, 90.0, 110.0], "now"))
+
+    text = "# Benchmarks\n\n## Per query\n" + runner.carried_over(out.read_text())
+    assert "old figures" not in text
+    assert "| median | 100.0 ms | ≤ 150 ms | pass |" in text
+    assert text.index("## Per query") < text.index("## Result panel swap") < text.index("## Before / after")
     assert text.endswith("notes\n")
