@@ -184,6 +184,12 @@ CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# No task holds a worker process for long, whatever it waits on (a feed fetch has its own deadline,
+# PROVIDER_FEED_TIMEOUT_SECONDS; this is the backstop for the rest): at the soft limit the task is
+# interrupted and records why, at the hard limit the worker replaces the process. Both need the
+# prefork pool (`celery worker`'s default).
+CELERY_TASK_SOFT_TIME_LIMIT = int(os.environ.get("TASK_SOFT_TIME_LIMIT_SECONDS", "120"))
+CELERY_TASK_TIME_LIMIT = int(os.environ.get("TASK_TIME_LIMIT_SECONDS", str(CELERY_TASK_SOFT_TIME_LIMIT + 30)))
 CELERY_BEAT_SCHEDULE = {
     "refresh-all-providers": {
         "task": "nodelodge.refresh.tasks.refresh_all_providers",

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+import time
 from decimal import Decimal
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -15,6 +16,8 @@ H100_MIB = 81_559
 RTX_4090_MIB = 24_564
 # How long a held answer may wait for the test to let it go; only reached if a test fails midway.
 HOLD_LIMIT_SECONDS = 15
+# A trickling feed sends one byte this often, as a slow or hostile provider would.
+TRICKLE_INTERVAL_SECONDS = 0.2
 
 
 class FeedServer:
@@ -25,6 +28,8 @@ class FeedServer:
         self.routes: dict[str, tuple] = {}
         self.request_arrived = threading.Event()
         self.release = threading.Event()
+        self.trickles_started = threading.Event()
+        self.trickles_cut: list[float] = []
         feed = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -34,6 +39,12 @@ class FeedServer:
                     self._send(404, b"no such feed")
                     return
                 kind, status, body = route
+                if kind == "trickle":
+                    self._trickle(body)
+                    return
+                if kind == "trickle-headers":
+                    self._trickle(b"HTTP/1.1 200 OK\r\n" + b"X-Slow: " + b"x" * 10_000, raw=True)
+                    return
                 if kind == "held":
                     feed.request_arrived.set()
                     feed.release.wait(HOLD_LIMIT_SECONDS)
@@ -48,6 +59,25 @@ class FeedServer:
                     self.wfile.write(body)
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (the timeout case)
+
+            def _trickle(self, body: bytes, raw: bool = False):
+                """One byte every TRICKLE_INTERVAL_SECONDS until the client hangs up or the test ends."""
+                feed.trickles_started.set()
+                try:
+                    if not raw:
+                        self.send_response(200)
+                        self.send_header("Content-Type", "application/json")
+                        self.send_header("Content-Length", str(len(body)))
+                        self.end_headers()
+                        self.wfile.flush()
+                    for index in range(len(body)):
+                        if feed.release.is_set():
+                            return
+                        self.wfile.write(body[index : index + 1])
+                        self.wfile.flush()
+                        time.sleep(TRICKLE_INTERVAL_SECONDS)
+                except (BrokenPipeError, ConnectionResetError):
+                    feed.trickles_cut.append(time.monotonic())  # the client gave up
 
             def log_message(self, format, *args):
                 pass
@@ -67,6 +97,16 @@ class FeedServer:
 
     def serve_bytes(self, name: str, body: bytes, status: int = 200) -> str:
         self.routes[f"/{name}.json"] = ("plain", status, body)
+        return self.url(name)
+
+    def serve_trickle(self, name: str, document) -> str:
+        """A 200 answer whose body comes one byte every TRICKLE_INTERVAL_SECONDS."""
+        self.routes[f"/{name}.json"] = ("trickle", 200, json.dumps(document).encode())
+        return self.url(name)
+
+    def serve_trickled_headers(self, name: str) -> str:
+        """An answer whose header lines come one byte every TRICKLE_INTERVAL_SECONDS, never ending."""
+        self.routes[f"/{name}.json"] = ("trickle-headers", 200, b"")
         return self.url(name)
 
     def serve_held(self, name: str, document) -> str:
