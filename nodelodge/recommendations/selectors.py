@@ -57,7 +57,13 @@ from .query import (
     WorkloadQuery,
     sort_key,
 )
-from .throughput import ThroughputAnswer, cheapest_per_million, speed_candidates, throughput_answer
+from .throughput import (
+    ThroughputAnswer,
+    cheapest_per_million,
+    one_snapshot,
+    planned_answer,
+    speed_candidates,
+)
 
 # A sorted, filtered or grouped list is worked out over the cheapest machines that fit, up to this many.
 BROWSE_LIMIT = MAX_LIMIT
@@ -311,7 +317,16 @@ def recommendation_for(
     relax: bool = True,
 ) -> WizardResult:
     """The whole answer to a query (`model_row`: the caller's copy of the model's row, if any;
-    `relax`: an empty answer also says what relaxing the countries, context or requests opens)."""
+    `relax`: an empty answer also says what relaxing the countries, context or requests opens).
+    On PostgreSQL all of it is read from one snapshot, so a refresh committing meanwhile never mixes
+    into it (its counts, machines and plan agree)."""
+    with one_snapshot():
+        return _recommendation_for(query, now, default_limit, model_row, relax)
+
+
+def _recommendation_for(
+    query: WorkloadQuery, now: datetime | None, default_limit: int | None, model_row, relax: bool
+) -> WizardResult:
     now = now or timezone.now()
     breakdown, model_row = estimate_for(query, model_row=model_row)
     lower = {}
@@ -351,8 +366,9 @@ def recommendation_for(
     throughput = None
     if query.target_tokens is not None:
         name = getattr(model_row, "name", query.model_slug)
-        throughput = throughput_answer(
-            query, breakdown, candidates, recommendation.machines_total, name, with_speed
+        throughput = planned_answer(
+            query, breakdown, candidates, recommendation.machines_total, name, with_speed,
+            lambda: speed_candidates(query, breakdown, stale_cutoff(now), preferences_for(query), keep=keep),
         )
     shown, listing = list_machines(query, recommendation, per_page)
     return WizardResult(

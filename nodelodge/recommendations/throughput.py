@@ -8,6 +8,8 @@ words. A machine without a measured speed is never in a plan; the answer says ho
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
@@ -15,7 +17,7 @@ from fractions import Fraction
 from functools import cached_property
 from types import SimpleNamespace
 
-from django.db import connection
+from django.db import connection, transaction
 from django.utils.translation import gettext, ngettext
 
 from catalog import selectors as catalog_selectors
@@ -40,6 +42,37 @@ from sizing.wording import budget_cover
 from .query import WorkloadQuery
 
 PLANS_SHOWN = 5  # the cheapest plan, then the cheapest on each single GPU type, by total price
+# How often a plan is worked out again when its speeds changed between its reads; the last time
+# with nothing else writing (see `planned_answer`).
+PLAN_ATTEMPTS = 3
+
+
+class SpeedsChanged(Exception):  # noqa: N818 - an event, not a programming error
+    """A measurement a plan uses was replaced (a refresh) between reading the machines and reading
+    their measurements: the plan must be worked out again from one state of the catalog."""
+
+
+@contextmanager
+def one_snapshot(*, lock_on_sqlite: bool = False) -> Iterator[None]:
+    """Every read inside sees one state of the catalog.
+
+    PostgreSQL: one REPEATABLE READ transaction, so what a refresh commits meanwhile is not seen (reads
+    take no locks and wait for no one). SQLite, only with `lock_on_sqlite`: one transaction, which on
+    the embedded run takes the write lock when it begins, so no refresh commits until it ends.
+    Inside a caller's transaction, that transaction decides."""
+    if connection.in_atomic_block:
+        yield
+        return
+    if connection.vendor == "postgresql":
+        with transaction.atomic():
+            with connection.cursor() as cursor:
+                cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            yield
+    elif lock_on_sqlite:
+        with transaction.atomic():
+            yield
+    else:
+        yield
 
 
 @dataclass(frozen=True)
@@ -303,6 +336,8 @@ def throughput_answer(
     rows = {c.row.machine_id: c.row for c in candidates}
     used = {part.candidate.machine_id for plan in plans for part in plan.parts}
     measured = catalog_selectors.measured_speeds(rows[machine_id].speed_id for machine_id in used)
+    if any(rows[machine_id].speed_id not in measured for machine_id in used):
+        raise SpeedsChanged
     return ThroughputAnswer(
         query=query,
         model_name=model_name,
@@ -313,6 +348,31 @@ def throughput_answer(
         with_speed=len(candidates) if with_speed is None else with_speed,
         without_speed=max(0, machines_total - (len(candidates) if with_speed is None else with_speed)),
     )
+
+
+def planned_answer(
+    query: WorkloadQuery,
+    breakdown: Breakdown,
+    candidates: list[SpeedCandidate],
+    machines_total: int,
+    model_name: str,
+    with_speed: int | None,
+    read_candidates: Callable[[], tuple[list[SpeedCandidate], int]],
+) -> ThroughputAnswer:
+    """`throughput_answer`, worked out again from freshly read candidates (`read_candidates`) when a
+    refresh replaced a plan's speeds between its reads. On PostgreSQL the answer's reads share one
+    snapshot (`one_snapshot`), so this never happens there; on SQLite the last attempt holds the write
+    lock, so no refresh can commit inside it."""
+    for attempt in range(1, PLAN_ATTEMPTS + 1):
+        try:
+            with one_snapshot(lock_on_sqlite=attempt == PLAN_ATTEMPTS):
+                if attempt > 1:
+                    candidates, with_speed = read_candidates()
+                return throughput_answer(query, breakdown, candidates, machines_total, model_name, with_speed)
+        except SpeedsChanged:
+            if attempt == PLAN_ATTEMPTS:
+                raise
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def copies_words(part, gpus_per_copy: int, free_gpus: int) -> str:
