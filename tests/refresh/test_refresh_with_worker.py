@@ -1,16 +1,22 @@
 """Refreshes run by a real Celery worker on Redis against feeds served over HTTP on loopback."""
+import os
+import subprocess
+import sys
+import time
 from datetime import timedelta
 from decimal import Decimal
 
 import pytest
 from celery.result import AsyncResult
+from django.conf import settings as django_settings
 from django.utils import timezone
 
 from catalog.models import Machine
+from nodelodge.celery import app
 from nodelodge.refresh import services, tasks
 from nodelodge.refresh.models import SyncRun
 
-from .conftest import H100_MIB, RTX_4090_MIB, feed, make_machine, record
+from .conftest import H100_MIB, HOLD_LIMIT_SECONDS, RTX_4090_MIB, TEST_BROKER_URL, feed, make_machine, record
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("celery_worker")]
 TASK_TIMEOUT = 60
@@ -248,3 +254,47 @@ def test_a_requested_refresh_is_queued_for_the_worker_and_lands_in_the_history(f
     result = AsyncResult(outcome.task_ids[0]).get(timeout=TASK_TIMEOUT)
     run = SyncRun.objects.get(pk=result["sync_run_id"])
     assert (run.provider_id, run.status, run.added) == (community.pk, "ok", 1)
+
+
+def test_a_refresh_past_the_task_time_limit_is_cut_off_and_records_why(feed_server, gpu_types, providers):
+    """A real prefork worker (the pool that enforces time limits) in its own process, with a soft
+    limit of 2 s and a feed deadline of 60 s: a feed that holds its answer is cut off by the limit."""
+    secure = providers["secure"]
+    make_machine(secure, gpu_types["h100"], "s-1", free_gpus=4)
+    secure.feed_url = feed_server.serve_held("secure", feed(secure.slug, [record("s-1", free_gpus=1)]))
+    secure.save()
+    database = django_settings.DATABASES["default"]
+    if database["ENGINE"].endswith("sqlite3"):
+        database_url = f"sqlite:///{database['NAME']}"
+    else:
+        password = f":{database['PASSWORD']}" if database.get("PASSWORD") else ""
+        database_url = (f"postgres://{database['USER']}{password}@{database['HOST'] or '127.0.0.1'}:"
+                        f"{database['PORT'] or 5432}/{database['NAME']}")
+    queue = f"time-limit-{os.getpid()}"
+    environment = {**os.environ, "DATABASE_URL": database_url, "REDIS_URL": TEST_BROKER_URL,
+                   "TASK_SOFT_TIME_LIMIT_SECONDS": "2", "TASK_TIME_LIMIT_SECONDS": "10",
+                   "PROVIDER_FEED_TIMEOUT_SECONDS": "60", "DJANGO_SETTINGS_MODULE": "nodelodge.settings"}
+    worker = subprocess.Popen(  # noqa: S603 - our own interpreter and module
+        [sys.executable, "-m", "celery", "-A", "nodelodge", "worker", "--pool=prefork", "--concurrency=1",
+         "-Q", queue, "--without-gossip", "--without-mingle", "--without-heartbeat", "--loglevel=WARNING"],
+        env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        started = time.monotonic()
+        # A task's limits travel in its message, from the settings of the process that sends it.
+        outcome = tasks.refresh_provider.apply_async(
+            (secure.pk,), queue=queue, soft_time_limit=2, time_limit=10
+        ).get(timeout=TASK_TIMEOUT)
+        assert feed_server.request_arrived.is_set()
+        assert outcome["status"] == "failed"
+        assert outcome["error"] == (
+            "The refresh ran past its time limit of 2 seconds (TASK_SOFT_TIME_LIMIT_SECONDS) and changed nothing."
+        )
+        run = SyncRun.objects.get(pk=outcome["sync_run_id"])
+        assert run.duration_seconds < HOLD_LIMIT_SECONDS  # cut off, not answered at last
+        assert Machine.objects.get(provider=secure).free_gpus == 4
+        assert time.monotonic() - started < TASK_TIMEOUT
+        assert (app.conf.task_soft_time_limit, app.conf.task_time_limit) == (120, 150)  # the defaults
+    finally:
+        worker.terminate()
+        worker.wait(timeout=30)
