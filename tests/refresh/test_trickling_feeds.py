@@ -1,8 +1,10 @@
 """A feed that trickles (one byte every 0.2 s, from a real server on loopback) is cut off at the
-fetch's deadline with the reason recorded, whichever part of the answer trickles, and the other
-providers' refresh goes on."""
+fetch's deadline with the reason recorded, whichever part of the answer trickles (TLS handshake,
+headers, body), and the other providers' refresh goes on."""
 from __future__ import annotations
 
+import socket
+import threading
 import time
 
 import pytest
@@ -11,7 +13,7 @@ from catalog.models import Machine
 from nodelodge.refresh import services
 from nodelodge.refresh.feeds.base import FeedError
 
-from .conftest import feed, make_machine, record
+from .conftest import TRICKLE_INTERVAL_SECONDS, feed, make_machine, record
 
 DEADLINE = 1.0
 # Past the deadline: one trickled byte, and room for a busy machine; far below what the trickle lasts.
@@ -37,6 +39,45 @@ def test_trickling_headers_are_cut_off_at_the_deadline(feed_server):
 
     with pytest.raises(FeedError, match=r"did not answer within 1 second\b"):
         services.fetch_feed(url, DEADLINE)
+
+    assert time.monotonic() - started < DEADLINE + MARGIN
+
+
+@pytest.fixture
+def trickling_tls_server():
+    """A server on loopback that answers a TLS client's hello with the start of a 16 KiB handshake
+    record, one byte every TRICKLE_INTERVAL_SECONDS: the handshake never completes in time."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    done = threading.Event()
+
+    def serve():
+        connection, _ = listener.accept()
+        with connection:
+            connection.recv(4096)  # the client's hello
+            for byte in b"\x16\x03\x03\x40\x00" + b"\x02" * 60:
+                if done.is_set():
+                    return
+                try:
+                    connection.sendall(bytes([byte]))
+                except OSError:
+                    return  # the client gave up
+                time.sleep(TRICKLE_INTERVAL_SECONDS)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield f"https://127.0.0.1:{listener.getsockname()[1]}/feed.json"
+    done.set()
+    listener.close()
+    thread.join(timeout=5)
+
+
+def test_a_trickling_tls_handshake_is_cut_off_at_the_deadline(trickling_tls_server):
+    # The handshake comes before the connection reports to the deadline; Python bounds a TLS
+    # handshake by the socket's timeout as a whole, which is the same number of seconds.
+    started = time.monotonic()
+
+    with pytest.raises(FeedError, match=r"did not answer within 1 second\b"):
+        services.fetch_feed(trickling_tls_server, DEADLINE)
 
     assert time.monotonic() - started < DEADLINE + MARGIN
 
