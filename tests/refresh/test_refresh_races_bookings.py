@@ -1,0 +1,77 @@
+"""Launches and refreshes at once, each on its own thread and database connection (on PostgreSQL
+against row locks, on SQLite against the write lock): whatever the order, a machine never holds
+more booked GPUs than it has, and after the last refresh it offers exactly those left."""
+from __future__ import annotations
+
+import threading
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from decimal import Decimal
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.db import connection
+
+from catalog.models import Machine, Provider
+from nodelodge.launches import services as launches
+from nodelodge.launches.models import Booking
+from nodelodge.launches.services import LaunchRefused
+from nodelodge.refresh.services import refresh_provider
+from tests.launches.conftest import QUERY, make_gpu_type, make_language_model
+
+from .conftest import feed, record
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
+
+GPUS = 4
+LAUNCHERS = 6
+LAUNCHES_EACH = 3
+REFRESHES = 8
+
+
+def test_launches_racing_refreshes_never_book_more_gpus_than_the_machine_has(feed_server):
+    make_language_model()
+    make_gpu_type()
+    provider = Provider.objects.create(name="Alpine Compute", slug="alpine-compute", tier="secure")
+    # The feed never sees the console's bookings: every GPU free, every time.
+    provider.feed_url = feed_server.serve_json(
+        "alpine", feed(provider.slug, [record("m-4", gpu_count=GPUS, free_gpus=GPUS, price_per_gpu_hour="2.49")])
+    )
+    provider.save()
+    assert refresh_provider(provider.pk).status == "ok"
+    machine = Machine.objects.get(provider=provider)
+    users = [get_user_model().objects.create_user(f"user{index}") for index in range(LAUNCHERS)]
+    barrier = threading.Barrier(LAUNCHERS + 1)
+    outcomes: list[str] = []
+
+    def launcher(user):
+        for _ in range(LAUNCHES_EACH):
+            try:
+                launches.launch(user, machine.pk, 1, Decimal("2.49"), QUERY, uuid.uuid4().hex)
+                outcomes.append("booked")
+            except LaunchRefused as refusal:
+                outcomes.append(refusal.code)
+
+    def refresher():
+        for _ in range(REFRESHES):
+            outcomes.append(f"refresh {refresh_provider(provider.pk).status}")
+
+    def run(call, *args):
+        try:
+            barrier.wait(timeout=30)
+            call(*args)
+        finally:
+            connection.close()
+
+    with ThreadPoolExecutor(max_workers=LAUNCHERS + 1) as pool:
+        futures = [pool.submit(run, launcher, user) for user in users] + [pool.submit(run, refresher)]
+        for future in futures:
+            future.result(timeout=300)
+
+    booked = Booking.objects.filter(machine=machine, status="running")
+    assert booked.count() == outcomes.count("booked") == GPUS
+    assert outcomes.count("taken") == LAUNCHERS * LAUNCHES_EACH - GPUS
+    assert outcomes.count("refresh ok") + outcomes.count("refresh skipped") == REFRESHES
+    assert refresh_provider(provider.pk).status == "ok"
+    machine.refresh_from_db()
+    assert machine.free_gpus == 0
