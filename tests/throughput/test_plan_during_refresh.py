@@ -5,12 +5,16 @@ read of its machines and its read of their measurements."""
 from __future__ import annotations
 
 import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from django.db import connection
+from django.http import QueryDict
 
 from catalog.models import MeasuredSpeed, Provider
 from catalog.services import load_catalog
+from nodelodge.recommendations.query import parse_query
+from nodelodge.recommendations.selectors import recommendation_for
 from nodelodge.refresh.services import refresh_provider
 from tests.refresh.conftest import feed, record
 
@@ -20,6 +24,8 @@ QUERY = (
     "workload=inference&model=llama-3-1-8b&precision=16&context=4096&requests=1"
     "&target_tokens=4000&efficiency=100&redundancy=0"
 )
+REQUESTS_EACH = 30
+REFRESHES = 15
 SPEED = {"model": "llama-3-1-8b", "precision": 16, "tokens_per_second": "2400", "gpus": 1,
          "measured_at": "2025-02-01T00:00:00Z", "engine": "vLLM", "engine_version": "0.6.3"}
 
@@ -69,3 +75,43 @@ def test_a_plan_read_while_a_refresh_replaces_its_speeds_is_answered_whole(clien
     (plan,) = response.json()["throughput_plan"]["plans"]
     assert [m["provider_machine_id"] for m in plan["machines"]] == ["h-0", "h-1"]
     assert {m["measured_speed"]["engine_version"] for m in plan["machines"]} == {"0.6.3"}
+
+
+@pytest.mark.slow
+def test_plans_asked_for_while_refreshes_run_are_all_answered(feed_server):
+    """Refreshes back to back on one thread, plan requests on two others, each on its own connection."""
+    load_catalog(fleet=False)
+    provider = Provider.objects.create(name="Hosts Direct", slug="hosts-direct", tier="secure")
+    machines = [
+        record(f"h-{index}", gpu_count=1, free_gpus=1, price_per_gpu_hour=f"2.{index}0", measured_speeds=[SPEED])
+        for index in range(6)
+    ]
+    provider.feed_url = feed_server.serve_json("hosts", feed(provider.slug, machines))
+    provider.save()
+    assert refresh_provider(provider.pk).status == "ok"
+    query = parse_query(QueryDict(QUERY))
+    barrier = threading.Barrier(3)
+    plans: list[tuple[str, ...]] = []
+    refreshes: list[str] = []
+
+    def reader():
+        for _ in range(REQUESTS_EACH):
+            (plan,) = recommendation_for(query).throughput.to_dict()["plans"]
+            plans.append(tuple(m["provider_machine_id"] for m in plan["machines"]))
+
+    def refresher():
+        for _ in range(REFRESHES):
+            refreshes.append(refresh_provider(provider.pk).status)
+
+    def run(call):
+        try:
+            barrier.wait(timeout=30)
+            call()
+        finally:
+            connection.close()
+
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        for future in [pool.submit(run, reader), pool.submit(run, reader), pool.submit(run, refresher)]:
+            future.result(timeout=300)  # a reader's KeyError or 500 would be raised here
+    assert refreshes == ["ok"] * REFRESHES
+    assert plans == [("h-0", "h-1")] * (2 * REQUESTS_EACH)
