@@ -62,13 +62,23 @@ class ApiRateThrottle(SimpleRateThrottle):
         num_requests, duration = self.parse_rate(rate)
         key = self.get_cache_key(request)
         now = self.timer()
+        # One counter per client and window, the window starting at the client's first request
+        # and lasting the rate's period; counted with the cache's atomic add and incr (Redis INCR;
+        # the local cache's lock on the embedded run), so concurrent requests never read the same
+        # count: exactly `num_requests` are admitted per window.
         try:
-            history = [t for t in (cache.get(key) or []) if t > now - duration]
-            if len(history) >= num_requests:
-                self._state.wait = history[-1] + duration - now
+            cache.add(key, now, duration)
+            start = cache.get(key) or now
+            window_key = f"{key}:{start!r}"
+            cache.add(window_key, 0, duration + 1)
+            try:
+                count = cache.incr(window_key)
+            except ValueError:  # the counter expired between add and incr: start it again
+                cache.add(window_key, 0, duration + 1)
+                count = cache.incr(window_key)
+            if count > num_requests:
+                self._state.wait = start + duration - now
                 return False
-            history.insert(0, now)
-            cache.set(key, history, duration)
         except Exception as error:  # any cache backend failure: serve rather than refuse
             logger.warning("API rate limit skipped, cache unavailable: %s", error)
         return True

@@ -195,3 +195,30 @@ def test_the_lockout_settings_are_checked_at_start(settings):
     settings.AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"], "ip_address"]
     settings.AXES_ADDRESS_FAILURE_LIMIT = settings.AXES_FAILURE_LIMIT
     assert [error.id for error in check(None)] == ["hardening.E003"]
+
+
+def test_concurrent_calls_from_one_client_are_admitted_exactly_up_to_the_limit(settings, client_address, rf):
+    """300 threads call at once against a limit of 120, counted in the configured cache (Redis on
+    the PostgreSQL run, the local cache on the embedded run): exactly 120 pass."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    from nodelodge.hardening.throttling import ApiRateThrottle
+
+    settings.API_RATE_LIMIT = "120/min"
+    throttle = ApiRateThrottle()
+    start = threading.Barrier(50)
+
+    def call(_):
+        request = rf.get("/api/v1/estimate", REMOTE_ADDR=client_address)
+        try:
+            start.wait(timeout=10)
+        except threading.BrokenBarrierError:
+            pass
+        return throttle.allow_request(request)
+
+    with ThreadPoolExecutor(max_workers=50) as pool:
+        admitted = list(pool.map(call, range(300)))
+
+    assert admitted.count(True) == 120
+    assert admitted.count(False) == 180
