@@ -452,3 +452,23 @@ def load_catalog(fleet: bool = True, now: datetime | None = None) -> dict[str, i
     if fleet:
         counts["machines"] = load_demo_fleet(now=now)
     return counts
+
+
+def analyze_catalog_tables() -> None:
+    """Refresh the planner's statistics of the catalog's tables after a bulk load.
+
+    A freshly loaded table has no statistics until autovacuum gets to it (never, on a server
+    without it), and the fleet queries then pick slow plans. PostgreSQL: ANALYZE of each catalog
+    table; SQLite: ANALYZE, then PRAGMA optimize.
+    """
+    from django.apps import apps
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            tables = sorted({model._meta.db_table for model in apps.get_app_config("catalog").get_models()})
+            for table in tables:
+                cursor.execute(f"ANALYZE {connection.ops.quote_name(table)}")  # noqa: S608 - our own table names
+        else:
+            cursor.execute("ANALYZE")
+            cursor.execute("PRAGMA optimize")

@@ -1,3 +1,4 @@
+import io
 import math
 
 import pytest
@@ -79,3 +80,36 @@ def test_the_command_writes_the_fleet(gpu_types, capsys):
     call_command("generate_fleet", "--machines", "120", "--seed", "4", "--provider-prefix", "Cmd")
     assert Machine.objects.filter(provider__name__startswith="Cmd ").count() == 120
     assert "120 machines written" in capsys.readouterr().out
+
+
+def _machine_statistics():
+    """When the machine table's statistics were last gathered by ANALYZE (PostgreSQL), or the
+    rows SQLite's ANALYZE wrote for it."""
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute("SELECT pg_stat_clear_snapshot()")
+            cursor.execute(
+                "SELECT last_analyze FROM pg_stat_user_tables WHERE relname = %s",
+                [Machine._meta.db_table],
+            )
+            return cursor.fetchone()[0]
+        cursor.execute("SELECT name FROM sqlite_master WHERE name = 'sqlite_stat1'")
+        if cursor.fetchone() is None:
+            return None
+        cursor.execute("SELECT stat FROM sqlite_stat1 WHERE tbl = %s", [Machine._meta.db_table])
+        return cursor.fetchall() or None
+
+
+@pytest.mark.parametrize("command", ["generate_fleet", "load_catalog"])
+def test_loading_a_fleet_leaves_the_planner_statistics_of_what_it_loaded(gpu_types, command):
+    before = _machine_statistics()
+    if command == "generate_fleet":
+        call_command("generate_fleet", machines=40, seed=3, provider_prefix="Stats", stdout=io.StringIO())
+    else:
+        call_command("load_catalog", stdout=io.StringIO())
+
+    after = _machine_statistics()
+
+    assert after is not None, "no statistics for the machine table after loading"
+    if connection.vendor == "postgresql":
+        assert before is None or after > before

@@ -2,7 +2,7 @@ import time
 
 from django.core.management.base import BaseCommand, CommandError
 
-from catalog.services import generate_fleet
+from catalog.services import analyze_catalog_tables, generate_fleet
 
 
 class Command(BaseCommand):
@@ -20,5 +20,6 @@ class Command(BaseCommand):
         count = generate_fleet(
             options["machines"], options["seed"], provider_prefix=options["provider_prefix"]
         )
+        analyze_catalog_tables()
         elapsed = time.perf_counter() - started
         self.stdout.write(self.style.SUCCESS(f"{count} machines written in {elapsed:.1f} s."))

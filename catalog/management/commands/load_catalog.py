@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand
 
-from catalog.services import load_catalog
+from catalog.services import analyze_catalog_tables, load_catalog
 
 
 class Command(BaseCommand):
@@ -11,5 +11,6 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         counts = load_catalog(fleet=not options["no_fleet"])
+        analyze_catalog_tables()
         summary = ", ".join(f"{count} {name.replace('_', ' ')}" for name, count in counts.items())
         self.stdout.write(self.style.SUCCESS(f"Catalog loaded: {summary}."))
