@@ -252,6 +252,8 @@ CONTENT_SECURITY_POLICY = {
 
 # JSON API rate limit per client address ("120/min"; "off" turns it off). Counted in the cache.
 API_RATE_LIMIT = os.environ.get("API_RATE_LIMIT", "120/min")
+# The wizard page and its partials, per client address (nodelodge/hardening/page_limit.py).
+PAGE_RATE_LIMIT = os.environ.get("PAGE_RATE_LIMIT", "240/min")
 # Proxies in front of the console whose X-Forwarded-For and X-Forwarded-Proto are believed
 # (nodelodge/hardening/proxies.py). 0: neither is, the connection speaks for itself.
 TRUSTED_PROXY_COUNT = int(os.environ.get("TRUSTED_PROXY_COUNT", "0"))

@@ -165,6 +165,13 @@ def _english_between_tests():
     translation.activate(settings.LANGUAGE_CODE)
 
 
+@pytest.fixture(autouse=True)
+def _page_rate_limit_off(settings):
+    """Many tests ask the wizard page far more often than a person would, all from one address; the
+    page limit has its own tests (tests/hardening/test_page_limits.py), which turn it on."""
+    settings.PAGE_RATE_LIMIT = "off"
+
+
 @pytest.fixture
 def feed_server():
     """Provider feeds served by a real HTTP server on loopback (refresh, fleet counts, kept speeds)."""

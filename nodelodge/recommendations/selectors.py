@@ -67,6 +67,10 @@ from .throughput import (
 
 # A sorted, filtered or grouped list is worked out over the cheapest machines that fit, up to this many.
 BROWSE_LIMIT = MAX_LIMIT
+# Pages reach the cheapest machines that fit, up to this many, in any order: a page past them is
+# refused before anything is computed, so every page costs about the same (at most this many
+# machines described). 1,000 is 40 pages of the page's 25 and 10 of the API's 100.
+PAGE_WINDOW = MAX_LIMIT
 CONFIDENCE_AT_LEAST = {"high": 0, "medium": 1}
 
 
@@ -119,6 +123,21 @@ def machines_to_fetch(query: WorkloadQuery, per_page: int) -> int:
     return max(BROWSE_LIMIT, per_page * query.page)
 
 
+def last_page(per_page: int) -> int:
+    """The last page the window reaches with `per_page` machines a page."""
+    return max(1, math.ceil(PAGE_WINDOW / per_page))
+
+
+def check_page_in_window(page: int, per_page: int) -> None:
+    """Refuses, before any work, a page past the cheapest PAGE_WINDOW machines."""
+    if page > last_page(per_page):
+        raise QueryError({"page": gettext(
+            "The list reaches the cheapest %(window)s machines: with %(per_page)s per page, pages 1 "
+            "to %(last)s. Narrow the search or sort it another way to see others."
+        ) % {"window": number_format(PAGE_WINDOW, force_grouping=True), "per_page": per_page,
+             "last": last_page(per_page)}})
+
+
 def list_machines(query: WorkloadQuery, recommendation: Recommendation, per_page: int):
     """The page of machines to show and the listing that describes it. The default list is the
     engine's own order; any other sort, a filter or grouping works over the machines fetched."""
@@ -137,7 +156,7 @@ def list_machines(query: WorkloadQuery, recommendation: Recommendation, per_page
         place = {name: index for index, name in enumerate(counts)}  # groups in the order of their first
         chosen = sorted(chosen, key=lambda m: place[m.offer.gpu_type])  # stable: the sort within
         groups = tuple(counts.items())
-    pages = max(1, math.ceil(matching / per_page))
+    pages = max(1, math.ceil(min(matching, PAGE_WINDOW) / per_page))
     page = min(query.page, pages)
     start = (page - 1) * per_page
     shown = tuple(chosen[start:start + per_page])
@@ -338,6 +357,7 @@ def _recommendation_for(
                 except QueryError:
                     continue
     per_page = query.limit or default_limit or MAX_LIMIT
+    check_page_in_window(query.page, per_page)
     machines_shown = machines_to_fetch(query, per_page)
     stale_minutes = settings.MACHINE_STALE_AFTER_SECONDS // 60
     candidates, with_speed = None, 0

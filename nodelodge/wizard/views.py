@@ -11,6 +11,7 @@ from django.urls import reverse
 from django.utils.translation import get_language
 from django.views.decorators.http import require_GET
 
+from nodelodge.hardening.page_limit import page_rate_limited
 from nodelodge.recommendations import selectors as recommendation_selectors
 from nodelodge.recommendations.query import (
     CONFIDENCE_FILTERS,
@@ -80,6 +81,7 @@ def _public_query(params) -> str:
 
 
 @require_GET
+@page_rate_limited
 def wizard(request):
     params = request.GET
     values, row = _form_values(params)

@@ -61,6 +61,7 @@ SERVER_ENV = {
     "ALLOWED_HOSTS": "127.0.0.1,localhost,testserver",
     "SECURE_SSL_REDIRECT": "0",
     "API_RATE_LIMIT": "1000000/min",
+    "PAGE_RATE_LIMIT": "1000000/min",
     "LOG_LEVEL": "ERROR",
 }
 

@@ -1,0 +1,87 @@
+"""Per-client rate limit for the wizard's pages (the page and its HTMX partials).
+
+`PAGE_RATE_LIMIT` ("240/min"; empty or "off" turns it off) is read on every request. A person's
+busiest minute, typing a model's name (each key a search) and turning pages, stays well under 60
+requests; 240 leaves room for several people behind one office address, while one client looping on
+pages makes 400 or more a minute. Past it the page answers 429 in its own language with
+`Retry-After`. The client is `proxies.client_address`, as for the API's limit.
+
+Counts live in the default cache, one counter per address and window, raised atomically
+(`add` then `incr`), so concurrent requests cannot slip past it. When the cache cannot be reached
+(or its circuit breaker is open, `cache_breaker.py`) the page answers without a limit and logs why.
+"""
+from __future__ import annotations
+
+import functools
+import logging
+import math
+import time
+
+from django.conf import settings
+from django.core.cache import cache
+from django.shortcuts import render
+from django.utils.translation import gettext, ngettext
+
+from .proxies import client_address
+from .throttling import OFF, PERIODS
+
+logger = logging.getLogger("nodelodge.throttling")
+
+SECONDS = {"s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "hour": 3600, "d": 86400, "day": 86400}
+
+
+def current_rate() -> tuple[int, int, str] | None:
+    """(requests, seconds, the period as written) or None when the limit is off."""
+    rate = (getattr(settings, "PAGE_RATE_LIMIT", "") or "").strip()
+    if rate.lower() in OFF:
+        return None
+    count, _, period = rate.partition("/")
+    return int(count), SECONDS[period], period
+
+
+def wait_before_next(request) -> float | None:
+    """Counts this request; the seconds to wait when it is past the limit, else None."""
+    rate = current_rate()
+    if rate is None:
+        return None
+    allowed, duration, _ = rate
+    now = time.time()
+    window = int(now // duration)
+    key = f"page-rate:{client_address(request) or 'unknown'}:{window}"
+    try:
+        cache.add(key, 0, duration + 1)
+        made = cache.incr(key)
+    except Exception as error:  # any cache failure: serve rather than refuse
+        logger.warning("page rate limit skipped, cache unavailable: %s", error)
+        return None
+    if made <= allowed:
+        return None
+    return (window + 1) * duration - now
+
+
+def too_many_requests(request, wait: float):
+    allowed, _, period = current_rate()
+    seconds = max(1, math.ceil(wait))
+    message = gettext("Too many requests from this client: at most %(count)s per %(period)s.") % {
+        "count": allowed, "period": PERIODS.get(period, period)
+    }
+    retry = ngettext(
+        "Try again in %(seconds)d second.", "Try again in %(seconds)d seconds.", seconds
+    ) % {"seconds": seconds}
+    response = render(request, "hardening/too_many_requests.html", {"message": message, "retry": retry},
+                      status=429)
+    response["Retry-After"] = str(seconds)
+    return response
+
+
+def page_rate_limited(view):
+    """Answers 429 past PAGE_RATE_LIMIT for this client, before the view computes anything."""
+
+    @functools.wraps(view)
+    def limited(request, *args, **kwargs):
+        wait = wait_before_next(request)
+        if wait is not None:
+            return too_many_requests(request, wait)
+        return view(request, *args, **kwargs)
+
+    return limited

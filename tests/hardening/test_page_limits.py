@@ -1,0 +1,60 @@
+"""The wizard's pages are rate-limited per client address: a loop meets the limit, others do not."""
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+pytestmark = pytest.mark.django_db
+
+LLAMA_8B = "workload=inference&model=llama-3-1-8b&precision=16&context=4096&requests=1"
+
+
+@pytest.fixture
+def address():
+    """A fresh address per test, so counts left in the shared cache by other runs never matter."""
+    return f"198.51.100.{uuid.uuid4().int % 250 + 1}-{uuid.uuid4().hex[:8]}"
+
+
+def page(client, address, path="/", query=""):
+    return client.get(f"{path}?{query}", REMOTE_ADDR=address)
+
+
+def test_a_page_past_the_limit_answers_429_with_a_reason_and_retry_after(client, settings, address):
+    settings.PAGE_RATE_LIMIT = "3/min"
+    assert [page(client, address, query=LLAMA_8B).status_code for _ in range(3)] == [200, 200, 200]
+
+    refused = page(client, address, query=LLAMA_8B)
+
+    assert refused.status_code == 429
+    assert 1 <= int(refused["Retry-After"]) <= 60
+    html = refused.content.decode()
+    assert "Too many requests from this client: at most 3 per min." in html and "Try again in" in html
+    assert '<html lang="en">' in html
+
+
+def test_the_429_page_speaks_the_pages_language(client, settings, address):
+    settings.PAGE_RATE_LIMIT = "1/min"
+    assert page(client, address, "/de/").status_code == 200
+    refused = page(client, address, "/de/")
+    assert refused.status_code == 429
+    html = refused.content.decode()
+    assert '<html lang="de">' in html
+    assert "Zu viele Anfragen von diesem Client: höchstens 1 pro min." in html
+
+
+def test_the_page_limit_is_per_address(client, settings, address):
+    settings.PAGE_RATE_LIMIT = "2/min"
+    for _ in range(2):
+        assert page(client, address).status_code == 200
+    assert page(client, address).status_code == 429
+    assert page(client, address + "-other").status_code == 200
+    assert page(client, address + "-other").status_code == 200
+
+
+def test_the_htmx_partial_counts_toward_the_same_limit(client, settings, address):
+    settings.PAGE_RATE_LIMIT = "2/min"
+    headers = {"HX-Request": "true", "HX-Target": "result"}
+    assert client.get("/?" + LLAMA_8B, REMOTE_ADDR=address, headers=headers).status_code == 200
+    assert page(client, address).status_code == 200
+    assert client.get("/?" + LLAMA_8B, REMOTE_ADDR=address, headers=headers).status_code == 429
