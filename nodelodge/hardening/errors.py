@@ -20,6 +20,7 @@ SERVER_ERROR_MESSAGE = gettext_lazy(
     "Something went wrong on our side. It has been logged; try again in a minute."
 )
 NOT_FOUND_MESSAGE = gettext_lazy("No such API endpoint. The operations are listed at /api/v1/docs.")
+METHOD_NOT_ALLOWED_MESSAGE = gettext_lazy("%(method)s is not allowed here; use %(allowed)s.")
 
 
 def is_api_request(request) -> bool:
@@ -58,6 +59,30 @@ class ConsoleNotFoundMiddleware:
             and response.get("Content-Type", "").startswith("text/html")
         ):
             return not_found(request)
+        return response
+
+
+class ApiMethodNotAllowedMiddleware:
+    """django-ninja and Django answer a method an operation does not take with an HTML 405; under
+    /api/ it is JSON like the API's other errors, with the Allow header kept."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        response = self.get_response(request)
+        if (
+            response.status_code == 405
+            and is_api_request(request)
+            and not response.get("Content-Type", "").startswith("application/json")
+        ):
+            allowed = response.get("Allow", "GET")
+            message = gettext(METHOD_NOT_ALLOWED_MESSAGE) % {
+                "method": request.method, "allowed": allowed
+            }
+            json_response = JsonResponse({"errors": {"method": message}}, status=405)
+            json_response["Allow"] = allowed
+            return json_response
         return response
 
 
