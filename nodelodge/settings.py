@@ -216,9 +216,20 @@ DEMO_FEED_BASE_URL = os.environ.get(
 DEMO_FEEDS_ENABLED = env_bool("DEMO_FEEDS_ENABLED", DEBUG)
 PROVIDER_FEED_TIMEOUT_SECONDS = float(os.environ.get("PROVIDER_FEED_TIMEOUT_SECONDS", "10"))
 
+# A hung Redis must not hold requests: each cache call waits at most REDIS_SOCKET_TIMEOUT_SECONDS,
+# and after a failure the cache is skipped for REDIS_BREAKER_SECONDS (nodelodge/hardening/cache_breaker.py).
+REDIS_SOCKET_TIMEOUT_SECONDS = float(os.environ.get("REDIS_SOCKET_TIMEOUT_SECONDS", "0.25"))
+REDIS_BREAKER_SECONDS = float(os.environ.get("REDIS_BREAKER_SECONDS", "5"))
 CACHES = {
     "default": (
-        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}
+        {
+            "BACKEND": "nodelodge.hardening.cache_breaker.BreakerRedisCache",
+            "LOCATION": REDIS_URL,
+            "OPTIONS": {
+                "socket_connect_timeout": REDIS_SOCKET_TIMEOUT_SECONDS,
+                "socket_timeout": REDIS_SOCKET_TIMEOUT_SECONDS,
+            },
+        }
         if REDIS_URL
         else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
     )
