@@ -19,3 +19,7 @@ accesslog = "-"
 # admits (nodelodge/hardening/proxies.py); gunicorn is not to decide it on its own.
 secure_scheme_headers = {}
 forwarded_allow_ips = "127.0.0.1,::1"
+# Above nginx's own limits (an address of 8,000 characters, header lines of 32 KiB), so what is too
+# long is refused by nginx, as JSON under /api/, before gunicorn's plain-text error could answer.
+limit_request_line = 8190
+limit_request_field_size = 32768

@@ -79,33 +79,34 @@ def self_signed_certificate(folder: Path) -> tuple[Path, Path]:
 
 
 class Nginx:
-    """Debian's nginx running the shipped site deploy/nginx.conf, its ports, upstream and
-    certificate moved to loopback ports and a temporary folder (each change checked to apply)."""
+    """Debian's nginx running the shipped deploy/nginx.conf whole, its ports, upstream, certificate,
+    pid, logs and temporary files moved to loopback ports and a temporary folder (each change
+    checked to apply); its events, limits, headers and error pages as shipped."""
 
     def __init__(self, folder: Path, upstream_port: int):
         self.http_port, self.https_port = free_port(), free_port()
         cert, key = self_signed_certificate(folder)
-        site = (REPO / "deploy" / "nginx.conf").read_text()
+        self.shipped = (REPO / "deploy" / "nginx.conf").read_text()
+        user = pwd.getpwuid(os.geteuid()).pw_name
+        group = grp.getgrgid(os.getegid()).gr_name
+        temp = "\n".join(f"    {kind}_temp_path {folder / kind};" for kind in
+                         ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
+        config = self.shipped
         for shipped, here in (
+            ("user www-data;", f"user {user} {group};"),
+            ("worker_processes auto;", "worker_processes 1;"),
+            ("pid /run/nginx.pid;", f"pid {folder / 'nginx.pid'};"),
+            ("error_log /var/log/nginx/error.log warn;", f"error_log {folder / 'error.log'} warn;"),
+            ("access_log /var/log/nginx/access.log;", f"access_log off;\n{temp}"),
             ("listen 80;", f"listen 127.0.0.1:{self.http_port};"),
             ("listen 443 ssl http2;", f"listen 127.0.0.1:{self.https_port} ssl http2;"),
             ("server 127.0.0.1:8000 ", f"server 127.0.0.1:{upstream_port} "),
             ("/etc/ssl/nodelodge/fullchain.pem", str(cert)),
             ("/etc/ssl/nodelodge/privkey.pem", str(key)),
         ):
-            assert shipped in site, f"deploy/nginx.conf no longer has {shipped!r}"
-            site = site.replace(shipped, here)
-        (folder / "site.conf").write_text(site)
-        user = pwd.getpwuid(os.geteuid()).pw_name
-        group = grp.getgrgid(os.getegid()).gr_name
-        temp = "\n".join(f"    {kind}_temp_path {folder / kind};" for kind in
-                         ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
-        (folder / "nginx.conf").write_text(
-            f"user {user} {group};\nworker_processes 1;\npid {folder / 'nginx.pid'};\n"
-            f"error_log {folder / 'error.log'} warn;\n"
-            "events { worker_connections 512; }\n"
-            f"http {{\n    access_log off;\n{temp}\n    include {folder / 'site.conf'};\n}}\n"
-        )
+            assert shipped in config, f"deploy/nginx.conf no longer has {shipped!r}"
+            config = config.replace(shipped, here)
+        (folder / "nginx.conf").write_text(config)
         self.log = folder / "error.log"
         self.log.touch()
         with open(folder / "nginx.stderr", "wb") as stderr:

@@ -6,6 +6,9 @@ gunicorn (deploy/gunicorn.conf.py) on the test database and Redis, DEBUG=0, one 
   requests are answered while the attack goes on.
 - The proxy's word: plain HTTP is sent to HTTPS, HTTPS through the proxy is believed.
 - A database restart: every server connection terminated between requests costs no request.
+- The shipped configuration whole: 1,000 simultaneous clients all answered; security headers on
+  every answer, nginx's own errors included, each sent once; nginx's own errors JSON under /api/;
+  a long review link's redirect to sign-in fits; HEAD answered like GET.
 """
 from __future__ import annotations
 
@@ -190,3 +193,147 @@ def test_a_database_restart_costs_no_request(layout, fleet):
 
     after = [https_get(proxy, path, timeout=10) for _ in range(4 * WORKERS)]
     assert [status for status, _, _ in after] == [200] * (4 * WORKERS), [body[:200] for _, _, body in after]
+
+
+SECURITY_HEADERS = ("X-Frame-Options", "X-Content-Type-Options", "Referrer-Policy", "Content-Security-Policy")
+
+
+def raw_request(port: int, method: str, path: str, *, tls: bool, body: bytes = b"",
+                timeout: float = 10) -> tuple[int, list[tuple[str, str]], bytes]:
+    """One request; the answer's headers as a list, so a header sent twice shows twice."""
+    connection_class = http.client.HTTPSConnection if tls else http.client.HTTPConnection
+    extra = {"context": tls_context()} if tls else {}
+    conn = connection_class("127.0.0.1", port, timeout=timeout, **extra)
+    try:
+        conn.request(method, path, body=body or None, headers={"Host": HOST})
+        response = conn.getresponse()
+        return response.status, response.getheaders(), response.read()
+    finally:
+        conn.close()
+
+
+def header_values(headers: list[tuple[str, str]], name: str) -> list[str]:
+    return [value for key, value in headers if key.lower() == name.lower()]
+
+
+def assert_security_headers(headers, *, https: bool = True) -> None:
+    for name in SECURITY_HEADERS + (("Strict-Transport-Security",) if https else ()):
+        assert len(header_values(headers, name)) == 1, (name, headers)
+    assert header_values(headers, "X-Frame-Options") == ["DENY"]
+    assert header_values(headers, "X-Content-Type-Options") == ["nosniff"]
+
+
+def test_a_thousand_simultaneous_clients_are_all_answered(layout):
+    app, proxy = layout
+    clients = [socket.create_connection(("127.0.0.1", proxy.http_port), timeout=30) for _ in range(1000)]
+    try:
+        for sock in clients:  # every connection open at once, then each asks
+            sock.sendall(f"GET /api/v1/models HTTP/1.1\r\nHost: {HOST}\r\nConnection: close\r\n\r\n".encode())
+        statuses = []
+        for sock in clients:
+            answer = b""
+            try:
+                while b"\r\n" not in answer:
+                    chunk = sock.recv(4096)
+                    if not chunk:
+                        break
+                    answer += chunk
+            except OSError:
+                pass
+            statuses.append(answer.split(b"\r\n", 1)[0])
+    finally:
+        for sock in clients:
+            sock.close()
+    assert statuses == [b"HTTP/1.1 301 Moved Permanently"] * 1000
+
+
+def test_the_shipped_configuration_is_sized_for_a_thousand_clients():
+    from .servers import REPO
+
+    config = (REPO / "deploy" / "nginx.conf").read_text()
+    import re
+
+    connections = int(re.search(r"worker_connections\s+(\d+);", config).group(1))
+    files = int(re.search(r"worker_rlimit_nofile\s+(\d+);", config).group(1))
+    assert connections >= 2 * 1000  # a proxied client holds two connections
+    assert files >= 2 * connections
+
+
+def test_answers_carry_each_security_header_once_the_consoles_own_kept(layout, fleet):
+    app, proxy = layout
+    status, headers, _ = raw_request(proxy.https_port, "GET", "/api/v1/models", tls=True)
+    assert status == 200
+    assert_security_headers(headers)
+
+    status, headers, _ = raw_request(proxy.https_port, "GET", "/secure-and-community/", tls=True)
+    assert status == 200
+    assert_security_headers(headers)
+    assert "script-src 'self'" in header_values(headers, "Content-Security-Policy")[0]  # the console's
+
+    status, headers, _ = raw_request(proxy.http_port, "GET", "/api/v1/models", tls=False)
+    assert status == 301
+    assert_security_headers(headers, https=False)
+
+
+def test_nginx_s_own_errors_carry_security_headers_and_are_json_under_the_api(layout, fleet):
+    app, proxy = layout
+    long_query = "x=" + "a" * 9000
+    for path, wanted in ((f"/api/v1/models?{long_query}", "json"), (f"/?{long_query}", "html")):
+        status, headers, body = raw_request(proxy.https_port, "GET", path, tls=True)
+        assert status == 414, body[:200]
+        assert_security_headers(headers)
+        if wanted == "json":
+            assert header_values(headers, "Content-Type")[0].startswith("application/json")
+            assert json.loads(body)["errors"]["request"] == "The address is too long."
+        else:
+            assert header_values(headers, "Content-Type")[0].startswith("text/html")
+
+    status, headers, body = raw_request(proxy.https_port, "POST", "/api/v1/models", tls=True,
+                                        body=b"x" * (2 * 1024 * 1024))
+    assert status == 413
+    assert_security_headers(headers)
+    assert json.loads(body)["errors"]["request"] == "The request is too large."
+
+
+def test_with_the_console_down_nginx_answers_502_json_under_the_api_with_security_headers():
+    folder = temporary_folder()
+    try:
+        from .servers import free_port
+
+        proxy = Nginx(folder, free_port())  # nothing listens upstream
+        try:
+            status, headers, body = raw_request(proxy.https_port, "GET", "/api/v1/models", tls=True)
+            assert status == 502
+            assert_security_headers(headers)
+            assert json.loads(body)["errors"]["server"].startswith("The console is not answering")
+
+            status, headers, body = raw_request(proxy.https_port, "GET", "/calculators/", tls=True)
+            assert status == 502
+            assert_security_headers(headers)
+            assert b"The console is not answering" in body
+        finally:
+            proxy.stop()
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_an_anonymous_review_link_with_a_long_query_is_sent_to_sign_in(layout, fleet):
+    from nodelodge.launches.views import review_url
+
+    app, proxy = layout
+    query = LLAMA_8B + "&" + "&".join(f"countries=D{chr(65 + i % 26)}&gpu=h100" for i in range(100))
+    query = query[:2400]  # the longest query a review link carries (ReviewForm)
+    path = review_url(1, 1, "1.0000", query)
+    assert len(path) >= 2400
+
+    status, headers, body = raw_request(proxy.https_port, "GET", path, tls=True)
+
+    assert status == 302, body[:300]
+    assert urlparse(header_values(headers, "Location")[0]).path.endswith("/login/")
+
+
+def test_head_through_the_layout_answers_like_get(layout, fleet):
+    app, proxy = layout
+    for path in ("/api/v1/models", "/calculators/"):
+        status, headers, body = raw_request(proxy.https_port, "HEAD", path, tls=True)
+        assert status == 200 and body == b""
