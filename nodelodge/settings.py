@@ -268,6 +268,11 @@ CONTENT_SECURITY_POLICY = {
 API_RATE_LIMIT = os.environ.get("API_RATE_LIMIT", "120/min")
 # The wizard page and its partials, per client address (nodelodge/hardening/page_limit.py).
 PAGE_RATE_LIMIT = os.environ.get("PAGE_RATE_LIMIT", "240/min")
+# Sign-up and password reset mail any address typed: per client address, and per e-mail address for
+# the reset (nodelodge/hardening/mail_limit.py).
+SIGNUP_RATE_LIMIT = os.environ.get("SIGNUP_RATE_LIMIT", "10/hour")
+PASSWORD_RESET_RATE_LIMIT = os.environ.get("PASSWORD_RESET_RATE_LIMIT", "10/hour")
+PASSWORD_RESET_EMAIL_RATE_LIMIT = os.environ.get("PASSWORD_RESET_EMAIL_RATE_LIMIT", "3/hour")
 # Proxies in front of the console whose X-Forwarded-For and X-Forwarded-Proto are believed
 # (nodelodge/hardening/proxies.py). 0: neither is, the connection speaks for itself.
 TRUSTED_PROXY_COUNT = int(os.environ.get("TRUSTED_PROXY_COUNT", "0"))

@@ -1,7 +1,9 @@
 from django.conf.urls.i18n import i18n_patterns
 from django.contrib import admin
+from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
+from nodelodge.hardening.mail_limit import password_reset_rate_limited
 from nodelodge.i18n import switch_language
 from nodelodge.launches.views import signup, signup_confirm
 from nodelodge.wizard.api import api
@@ -16,6 +18,9 @@ urlpatterns = [
 ]
 urlpatterns += i18n_patterns(
     path("", include("nodelodge.wizard.urls")),
+    # Password reset mails any address typed: limited per client and per address (mail_limit.py).
+    path("accounts/password_reset/", password_reset_rate_limited(auth_views.PasswordResetView.as_view()),
+         name="password_reset"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("accounts/signup/", signup, name="signup"),
     path("accounts/signup/confirm/<uidb64>/<token>/", signup_confirm, name="signup_confirm"),

@@ -172,6 +172,15 @@ def _page_rate_limit_off(settings):
     settings.PAGE_RATE_LIMIT = "off"
 
 
+@pytest.fixture(autouse=True)
+def _mail_rate_limits_off(settings):
+    """Sign-up and password-reset tests all post from one address; those limits have their own tests
+    (tests/hardening/test_mail_limits.py), which turn them on."""
+    settings.SIGNUP_RATE_LIMIT = "off"
+    settings.PASSWORD_RESET_RATE_LIMIT = "off"
+    settings.PASSWORD_RESET_EMAIL_RATE_LIMIT = "off"
+
+
 @pytest.fixture
 def feed_server():
     """Provider feeds served by a real HTTP server on loopback (refresh, fleet counts, kept speeds)."""

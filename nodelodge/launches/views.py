@@ -19,6 +19,7 @@ from django.utils.translation import gettext, ngettext
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
+from nodelodge.hardening.mail_limit import signup_rate_limited
 from nodelodge.wizard.rows import add_row_words
 from sizing.results import machine_row
 from sizing.units import money_text
@@ -179,6 +180,7 @@ def _safe_next(request) -> str:
 
 
 @require_http_methods(["GET", "POST"])
+@signup_rate_limited
 def signup(request):
     next_url = _safe_next(request)
     if request.user.is_authenticated:
