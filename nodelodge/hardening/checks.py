@@ -1,7 +1,7 @@
 from django.conf import settings
 from django.core import checks
 
-from .throttling import ApiRateThrottle
+from .throttling import ApiRateThrottle, read_rate
 
 
 @checks.register(checks.Tags.security)
@@ -19,6 +19,24 @@ def api_rate_limit_is_readable(app_configs, **kwargs):
             )
         ]
     return []
+
+
+# The per-address limits of the wizard's pages and of the pages that send mail (page_limit.py,
+# mail_limit.py): an unreadable one would otherwise fail every request it guards.
+RATE_SETTINGS = (
+    "PAGE_RATE_LIMIT", "SIGNUP_RATE_LIMIT", "PASSWORD_RESET_RATE_LIMIT", "PASSWORD_RESET_EMAIL_RATE_LIMIT"
+)
+
+
+@checks.register(checks.Tags.security)
+def rate_limits_are_readable(app_configs, **kwargs):
+    errors = []
+    for setting in RATE_SETTINGS:
+        try:
+            read_rate(setting)
+        except ValueError as error:
+            errors.append(checks.Error(str(error) + ".", id="hardening.E004"))
+    return errors
 
 
 LOCKOUT_PARAMETERS = [["username", "ip_address"], "ip_address"]

@@ -20,17 +20,15 @@ import logging
 import math
 import time
 
-from django.conf import settings
 from django.core.cache import cache
 from django.shortcuts import render
 from django.utils.translation import gettext_lazy, ngettext
 
 from .proxies import client_address
-from .throttling import OFF, PERIODS
+from .throttling import PERIODS, read_rate
 
 logger = logging.getLogger("nodelodge.throttling")
 
-SECONDS = {"s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "hour": 3600, "d": 86400, "day": 86400}
 DEFAULTS = {
     "SIGNUP_RATE_LIMIT": "10/hour",
     "PASSWORD_RESET_RATE_LIMIT": "10/hour",
@@ -47,11 +45,7 @@ RESET_EMAIL_MESSAGE = gettext_lazy(
 
 def rate(setting: str) -> tuple[int, int, str] | None:
     """(requests, seconds, the period as written), or None when the limit is off."""
-    value = str(getattr(settings, setting, DEFAULTS[setting]) or "").strip()
-    if value.lower() in OFF:
-        return None
-    count, _, period = value.partition("/")
-    return int(count), SECONDS[period], period
+    return read_rate(setting, DEFAULTS[setting])
 
 
 def wait_before_next(scope: str, who: str, setting: str) -> float | None:

@@ -17,26 +17,18 @@ import logging
 import math
 import time
 
-from django.conf import settings
 from django.core.cache import cache
 from django.shortcuts import render
 from django.utils.translation import gettext, ngettext
 
 from .proxies import client_address
-from .throttling import OFF, PERIODS
+from .throttling import PERIODS, read_rate
 
 logger = logging.getLogger("nodelodge.throttling")
 
-SECONDS = {"s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "hour": 3600, "d": 86400, "day": 86400}
-
-
 def current_rate() -> tuple[int, int, str] | None:
     """(requests, seconds, the period as written) or None when the limit is off."""
-    rate = (getattr(settings, "PAGE_RATE_LIMIT", "") or "").strip()
-    if rate.lower() in OFF:
-        return None
-    count, _, period = rate.partition("/")
-    return int(count), SECONDS[period], period
+    return read_rate("PAGE_RATE_LIMIT")
 
 
 def wait_before_next(request) -> float | None:

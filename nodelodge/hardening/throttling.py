@@ -25,6 +25,7 @@ from .proxies import client_address
 logger = logging.getLogger("nodelodge.throttling")
 
 OFF = {"", "off", "none", "0"}
+SECONDS = {"s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "hour": 3600, "d": 86400, "day": 86400}
 # The rate's period as the message names it ("120/min": at most 120 per min).
 PERIODS = {
     "s": pgettext_lazy("rate period", "s"), "sec": pgettext_lazy("rate period", "sec"),
@@ -32,6 +33,19 @@ PERIODS = {
     "h": pgettext_lazy("rate period", "h"), "hour": pgettext_lazy("rate period", "hour"),
     "d": pgettext_lazy("rate period", "d"), "day": pgettext_lazy("rate period", "day"),
 }
+
+
+def read_rate(setting: str, default: str = "") -> tuple[int, int, str] | None:
+    """A rate setting such as "120/min" as (requests, seconds, the period as written), or None when
+    it is off (empty, "off", "none", "0"). Raises ValueError for anything else: the system check
+    (`checks.rate_limits_are_readable`) names the setting at start-up."""
+    value = str(getattr(settings, setting, default) or "").strip()
+    if value.lower() in OFF:
+        return None
+    count, _, period = value.partition("/")
+    if not count.isdigit() or int(count) < 1 or period not in SECONDS:
+        raise ValueError(f"{setting}={value!r} is not a rate such as '120/min' or 'off'")
+    return int(count), SECONDS[period], period
 
 
 class ApiRateThrottle(SimpleRateThrottle):

@@ -197,6 +197,23 @@ def test_the_lockout_settings_are_checked_at_start(settings):
     assert [error.id for error in check(None)] == ["hardening.E003"]
 
 
+@pytest.mark.parametrize(
+    "setting", ["PAGE_RATE_LIMIT", "SIGNUP_RATE_LIMIT", "PASSWORD_RESET_RATE_LIMIT", "PASSWORD_RESET_EMAIL_RATE_LIMIT"]
+)
+def test_an_unreadable_page_or_mail_limit_is_named_at_start_not_met_by_every_request(settings, setting):
+    from nodelodge.hardening.checks import rate_limits_are_readable as check
+
+    setattr(settings, setting, "30/hour")
+    assert check(None) == []
+    for unreadable in ("abc", "10/fortnight", "-5/min", "1.5/min"):
+        setattr(settings, setting, unreadable)
+        errors = check(None)
+        assert [error.id for error in errors] == ["hardening.E004"]
+        assert setting in errors[0].msg and repr(unreadable) in errors[0].msg
+    setattr(settings, setting, "off")
+    assert check(None) == []
+
+
 def test_concurrent_calls_from_one_client_are_admitted_exactly_up_to_the_limit(settings, client_address, rf):
     """300 threads call at once against a limit of 120, counted in the configured cache (Redis on
     the PostgreSQL run, the local cache on the embedded run): exactly 120 pass."""
