@@ -71,6 +71,9 @@ MIDDLEWARE = [
     # page to /de/ when the remembered choice or the browser asks for German, and lets the API follow
     # Accept-Language and the admin the choice (nodelodge/i18n.py).
     "django.middleware.locale.LocaleMiddleware",
+    # A request the proxy has already given up on (X-Request-Start + PROXY_READ_TIMEOUT_SECONDS) is
+    # answered 503 before any view runs; Launch checks again before it commits (hardening/deadline.py).
+    "nodelodge.hardening.deadline.ProxyDeadlineMiddleware",
     "nodelodge.i18n.LanguageChoiceMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -277,6 +280,11 @@ PASSWORD_RESET_EMAIL_RATE_LIMIT = os.environ.get("PASSWORD_RESET_EMAIL_RATE_LIMI
 # (nodelodge/hardening/proxies.py). 0: neither is, the connection speaks for itself.
 TRUSTED_PROXY_COUNT = int(os.environ.get("TRUSTED_PROXY_COUNT", "0"))
 NINJA_NUM_PROXIES = TRUSTED_PROXY_COUNT
+# nginx's proxy_read_timeout (deploy/nginx.conf) and a margin: a request that came through a trusted
+# proxy more than their difference ago (its X-Request-Start) is dropped, not worked on
+# (nodelodge/hardening/deadline.py).
+PROXY_READ_TIMEOUT_SECONDS = float(os.environ.get("PROXY_READ_TIMEOUT_SECONDS", "60"))
+PROXY_DEADLINE_MARGIN_SECONDS = float(os.environ.get("PROXY_DEADLINE_MARGIN_SECONDS", "5"))
 # Read only as TrustedProxyMiddleware leaves it: the trusted proxy's value, or absent.
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 

@@ -23,6 +23,7 @@ from django.utils.translation import gettext, ngettext
 
 from catalog import selectors as catalog_selectors
 from catalog.models import Machine
+from nodelodge.hardening.deadline import check_deadline
 from nodelodge.recommendations.query import QueryError, WorkloadQuery
 from nodelodge.recommendations.query import parse_query as parse_workload_query
 from nodelodge.recommendations.selectors import (
@@ -244,6 +245,13 @@ def launch(
 
     query = parse_query(query_string)
     result_url = result_url_for(query)
+    # One cheap read first: a machine that nobody can book now (gone, offline, stale, outside the
+    # countries, too few free GPUs: the losers of a race) is refused at once, with no estimate and no
+    # next-cheapest recommendation computed for it. The result page it links back to has those.
+    _refuse_unbookable(
+        Machine.objects.select_related("provider", "gpu_type").filter(pk=machine_id).first(),
+        gpus, query, result_url, now or timezone.now(),
+    )
     try:
         # Pure computation plus a catalog read; done before taking the lock to keep it short.
         breakdown, _model_row = estimate_for(query)
@@ -275,28 +283,19 @@ def launch(
     return outcome
 
 
-def _book_locked(
-    user, machine_id, gpus, shown_price_per_hour, query, result_url, breakdown, idempotency_key, now
-) -> LaunchOutcome:
+def _refuse_unbookable(machine, gpus, query, result_url, now):
+    """Raises LaunchRefused when `machine` (read with its provider and GPU type, or None) cannot be
+    booked now for `gpus` GPUs whatever the workload: gone, offline, stale, outside the query's
+    countries or without the free GPUs. Otherwise returns its offer and why it is unavailable (None,
+    or a reason fit_on_machine settles)."""
     def refuse(code: str, message: str, **extra) -> LaunchRefused:
         return LaunchRefused(code, message, result_url=result_url, **extra)
-
-    machine = (
-        Machine.objects.select_for_update(of=("self",))
-        .select_related("provider", "gpu_type")
-        .filter(pk=machine_id)
-        .first()
-    )
-    # A request waiting on the lock behind the same key's first booking finds it here.
-    existing = _existing(user, idempotency_key)
-    if existing is not None:
-        return LaunchOutcome(existing, created=False)
 
     if machine is None:
         raise refuse(LaunchRefused.GONE, gettext("This machine is no longer offered by its provider."))
     name = f"{machine.provider.name} {machine.provider_machine_id}"
     offer = catalog_selectors.machine_offer(machine)
-    # The availability rule the answer applied, applied again under the lock.
+    # The availability rule the answer applied, applied again (under the lock in _book_locked).
     reason = unavailable_reason(offer, stale_cutoff=stale_cutoff(now), countries=query.countries)
     if reason == GONE:
         raise refuse(LaunchRefused.GONE, gettext("This machine is no longer offered by its provider."))
@@ -335,6 +334,29 @@ def _book_locked(
                 gpus,
             ) % {"machine": name, "gpus": gpus, "free": machine.free_gpus},
         )
+
+    return offer, reason
+
+
+def _book_locked(
+    user, machine_id, gpus, shown_price_per_hour, query, result_url, breakdown, idempotency_key, now
+) -> LaunchOutcome:
+    def refuse(code: str, message: str, **extra) -> LaunchRefused:
+        return LaunchRefused(code, message, result_url=result_url, **extra)
+
+    machine = (
+        Machine.objects.select_for_update(of=("self",))
+        .select_related("provider", "gpu_type")
+        .filter(pk=machine_id)
+        .first()
+    )
+    # A request waiting on the lock behind the same key's first booking finds it here.
+    existing = _existing(user, idempotency_key)
+    if existing is not None:
+        return LaunchOutcome(existing, created=False)
+
+    offer, reason = _refuse_unbookable(machine, gpus, query, result_url, now)
+    name = f"{machine.provider.name} {machine.provider_machine_id}"
 
     fit = fit_on_machine(breakdown, offer) if reason is None else None
     if fit is None or fit.gpus_used != gpus:
@@ -398,6 +420,9 @@ def _book_locked(
         ends_at=Booking.end_for(now, machine.booking_limit_hours),
         idempotency_key=idempotency_key,
     )
+    # Last, right before the commit: a request that waited (in the server's queue, on the lock) past
+    # its proxy's deadline books nothing; its client has been answered 504 already.
+    check_deadline()
     return LaunchOutcome(booking, created=True)
 
 

@@ -337,3 +337,25 @@ def test_head_through_the_layout_answers_like_get(layout, fleet):
     for path in ("/api/v1/models", "/calculators/"):
         status, headers, body = raw_request(proxy.https_port, "HEAD", path, tls=True)
         assert status == 200 and body == b""
+
+
+def test_nginx_stamps_each_request_with_its_own_start_and_a_clients_forged_one_counts_for_nothing(
+    layout, fleet
+):
+    app, proxy = layout
+    ancient = {"X-Request-Start": "t=1000000000.000", "X-Forwarded-Proto": "https"}
+    # Control: the header in the trusted proxy's place (only nginx reaches gunicorn) is believed, so
+    # a request received long ago is dropped before any view runs.
+    status, headers, body = plain_get(app.port, "/api/v1/models", timeout=10, **ancient)
+    assert status == 503 and headers["Retry-After"] == "10"
+    assert "too busy" in json.loads(body)["errors"]["service"]
+
+    # Through nginx the same header from the client is replaced by nginx's own receipt time.
+    conn = http.client.HTTPSConnection("127.0.0.1", proxy.https_port, timeout=10, context=tls_context())
+    try:
+        conn.request("GET", "/api/v1/models", headers={"Host": HOST, "X-Request-Start": ancient["X-Request-Start"]})
+        response = conn.getresponse()
+        status, body = response.status, response.read()
+    finally:
+        conn.close()
+    assert status == 200 and json.loads(body)

@@ -113,19 +113,33 @@ def test_a_machine_not_heard_from_recently_is_refused(small_catalog, make_user, 
     assert "not been heard from for over 15 minutes" in refusal.message
 
 
-def test_a_machine_whose_gpus_were_taken_is_refused_with_the_next_cheapest(small_catalog, make_user):
+def test_a_machine_whose_gpus_were_taken_is_refused_at_once_back_to_the_result(small_catalog, make_user):
     taken = small_catalog.machine(free_gpus=0, price_per_gpu_hour=Decimal("2.49"))
-    dearer = small_catalog.machine(free_gpus=1, price_per_gpu_hour=Decimal("3.10"))
-    dearest = small_catalog.machine(free_gpus=1, price_per_gpu_hour=Decimal("4.00"))
+    small_catalog.machine(free_gpus=1, price_per_gpu_hour=Decimal("3.10"))
 
     refusal = refusal_of(make_user(), taken)
 
     assert refusal.code == LaunchRefused.TAKEN
     assert "no longer has 1 free GPU" in refusal.message and "someone else booked first" in refusal.message
-    assert refusal.alternative is not None
-    assert refusal.alternative.offer.id == dearer.pk != dearest.pk
-    assert refusal.alternative.hourly_price == Decimal("3.10")
+    # Refused on one cheap read: no recommendation is computed for the loser of a race; the result
+    # it leads back to lists the next-cheapest machine.
+    assert refusal.alternative is None
     assert refusal.result_url.startswith("/?")
+
+
+def test_a_workload_that_no_longer_fits_is_refused_with_the_next_cheapest(small_catalog, make_user):
+    machine = small_catalog.machine(free_gpus=2, price_per_gpu_hour=Decimal("2.49"))
+    dearer = small_catalog.machine(free_gpus=1, price_per_gpu_hour=Decimal("3.10"))
+    small_catalog.machine(free_gpus=1, price_per_gpu_hour=Decimal("4.00"))
+
+    # The page offered 2 GPUs; the workload takes 1 now: the machine could be booked, so the
+    # refusal under the lock offers the next-cheapest machine that fits.
+    refusal = refusal_of(make_user(), machine, gpus=2, price="4.98")
+
+    assert refusal.code == LaunchRefused.NO_LONGER_FITS
+    assert refusal.alternative is not None
+    assert refusal.alternative.offer.id == dearer.pk
+    assert refusal.alternative.hourly_price == Decimal("3.10")
 
 
 def test_a_changed_price_is_refused_with_both_prices(small_catalog, make_user):
@@ -300,3 +314,27 @@ def test_beat_ends_bookings_that_reached_their_limit_and_only_those(small_catalo
     assert running.is_running and endless.is_running
     assert Machine.objects.get(pk=limited.pk).free_gpus == 3
     assert services.end_expired_bookings() == 0  # a second run changes nothing
+
+
+def test_a_refused_launch_costs_three_statements_and_computes_no_recommendation(
+    small_catalog, make_user, django_assert_max_num_queries, monkeypatch
+):
+    from nodelodge.launches import services as launch_services
+
+    user = make_user()
+    taken = small_catalog.machine(free_gpus=0)
+    small_catalog.machine(price_per_gpu_hour=Decimal("3.10"))
+    computed = []
+    for name in ("estimate_for", "recommendation_for"):
+        real = getattr(launch_services, name)
+        monkeypatch.setattr(
+            launch_services, name, lambda *a, real=real, name=name, **k: computed.append(name) or real(*a, **k)
+        )
+
+    # The idempotency key, the query's model, the machine: the loser of a race is refused on these
+    # three reads (12 statements and a whole recommendation before).
+    with django_assert_max_num_queries(3):
+        refusal = refusal_of(user, taken)
+
+    assert refusal.code == LaunchRefused.TAKEN
+    assert computed == []

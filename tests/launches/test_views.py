@@ -202,7 +202,7 @@ def test_a_changed_price_shows_both_prices_and_the_way_back(client, small_catalo
     assert not Booking.objects.exists()
 
 
-def test_losing_the_race_offers_the_next_cheapest_with_a_launch_button(client, small_catalog, make_user):
+def test_losing_the_race_is_refused_at_once_with_the_way_back_to_the_result(client, small_catalog, make_user):
     client.force_login(make_user())
     taken = small_catalog.machine(free_gpus=0)
     other = small_catalog.machine(price_per_gpu_hour=Decimal("3.10"))
@@ -210,6 +210,19 @@ def test_losing_the_race_offers_the_next_cheapest_with_a_launch_button(client, s
     assert response.status_code == 409
     content = response.content.decode()
     assert "someone else booked first" in content
+    assert "Back to the result" in content and 'href="/?' in content
+    assert "Next-cheapest machine that fits" not in content
+    assert f'name="machine" value="{other.pk}"' not in content
+
+
+def test_a_refusal_under_the_lock_offers_the_next_cheapest_with_a_launch_button(client, small_catalog, make_user):
+    client.force_login(make_user())
+    machine = small_catalog.machine(free_gpus=2)
+    other = small_catalog.machine(price_per_gpu_hour=Decimal("3.10"))
+    response = client.post(reverse("launches:launch"), launch_data(machine, gpus=2, price="4.98"))
+    assert response.status_code == 409
+    content = response.content.decode()
+    assert "no longer fits" in content
     assert "Next-cheapest machine that fits" in content
     assert f'name="machine" value="{other.pk}"' in content
     assert 'name="price_per_hour" value="3.10"' in content
@@ -383,9 +396,9 @@ def test_ended_bookings_are_listed_with_their_cost(client, small_catalog, make_u
 
 def test_the_refusal_pages_alternative_shows_where_its_memory_figure_comes_from(client, small_catalog, make_user):
     client.force_login(make_user())
-    taken = small_catalog.machine(free_gpus=0)
+    changed = small_catalog.machine(free_gpus=2)
     small_catalog.machine(price_per_gpu_hour=Decimal("3.10"), memory_source="datasheet")
-    content = client.post(reverse("launches:launch"), launch_data(taken)).content.decode()
+    content = client.post(reverse("launches:launch"), launch_data(changed, gpus=2, price="4.98")).content.decode()
     assert '<span class="muted">datasheet</span>' in content
 
 
