@@ -17,15 +17,13 @@ from __future__ import annotations
 import functools
 import hashlib
 import logging
-import math
 import time
 
 from django.core.cache import cache
-from django.shortcuts import render
-from django.utils.translation import gettext_lazy, ngettext
+from django.utils.translation import gettext_lazy
 
 from .proxies import client_address
-from .throttling import PERIODS, read_rate
+from .throttling import read_rate, too_many_requests_page
 
 logger = logging.getLogger("nodelodge.throttling")
 
@@ -69,16 +67,7 @@ def wait_before_next(scope: str, who: str, setting: str) -> float | None:
 
 
 def refused(request, message, setting: str, wait: float):
-    allowed, _, period = rate(setting)
-    seconds = max(1, math.ceil(wait))
-    text = str(message) % {"count": allowed, "period": PERIODS.get(period, period)}
-    retry = ngettext(
-        "Try again in %(seconds)d second.", "Try again in %(seconds)d seconds.", seconds
-    ) % {"seconds": seconds}
-    response = render(request, "hardening/too_many_requests.html", {"message": text, "retry": retry},
-                      status=429)
-    response["Retry-After"] = str(seconds)
-    return response
+    return too_many_requests_page(request, message, rate(setting), wait)
 
 
 def signup_rate_limited(view):

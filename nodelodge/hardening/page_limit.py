@@ -14,15 +14,13 @@ from __future__ import annotations
 
 import functools
 import logging
-import math
 import time
 
 from django.core.cache import cache
-from django.shortcuts import render
-from django.utils.translation import gettext, ngettext
+from django.utils.translation import gettext_lazy
 
 from .proxies import client_address
-from .throttling import PERIODS, read_rate
+from .throttling import read_rate, too_many_requests_page
 
 logger = logging.getLogger("nodelodge.throttling")
 
@@ -51,19 +49,11 @@ def wait_before_next(request) -> float | None:
     return (window + 1) * duration - now
 
 
+PAGE_MESSAGE = gettext_lazy("Too many requests from this client: at most %(count)s per %(period)s.")
+
+
 def too_many_requests(request, wait: float):
-    allowed, _, period = current_rate()
-    seconds = max(1, math.ceil(wait))
-    message = gettext("Too many requests from this client: at most %(count)s per %(period)s.") % {
-        "count": allowed, "period": PERIODS.get(period, period)
-    }
-    retry = ngettext(
-        "Try again in %(seconds)d second.", "Try again in %(seconds)d seconds.", seconds
-    ) % {"seconds": seconds}
-    response = render(request, "hardening/too_many_requests.html", {"message": message, "retry": retry},
-                      status=429)
-    response["Retry-After"] = str(seconds)
-    return response
+    return too_many_requests_page(request, PAGE_MESSAGE, current_rate(), wait)
 
 
 def page_rate_limited(view):

@@ -17,6 +17,7 @@ import threading
 
 from django.conf import settings
 from django.core.cache import cache
+from django.shortcuts import render
 from django.utils.translation import gettext, ngettext, pgettext_lazy
 from ninja.throttling import SimpleRateThrottle
 
@@ -114,3 +115,18 @@ def throttled_message(wait: float | None) -> str:
             "Try again in %(seconds)d second.", "Try again in %(seconds)d seconds.", seconds
         ) % {"seconds": seconds}
     return message
+
+
+def too_many_requests_page(request, message, limit: tuple[int, int, str], wait: float):
+    """The 429 page past a per-address limit (the wizard's pages, sign-up, password reset): `message`
+    with the limit's count and period, when to try again, and Retry-After."""
+    allowed, _, period = limit
+    seconds = max(1, math.ceil(wait))
+    text = str(message) % {"count": allowed, "period": PERIODS.get(period, period)}
+    retry = ngettext(
+        "Try again in %(seconds)d second.", "Try again in %(seconds)d seconds.", seconds
+    ) % {"seconds": seconds}
+    response = render(request, "hardening/too_many_requests.html", {"message": text, "retry": retry},
+                      status=429)
+    response["Retry-After"] = str(seconds)
+    return response
