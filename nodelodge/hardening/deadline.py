@@ -27,7 +27,7 @@ from django.conf import settings
 from django.http import HttpResponse, JsonResponse
 from django.utils.translation import gettext, gettext_lazy
 
-from .faults import _home_url, _stylesheet_url
+from .faults import unavailable_page
 from .proxies import trusted_proxy_count
 
 logger = logging.getLogger("nodelodge.deadline")
@@ -95,16 +95,9 @@ def check_deadline() -> None:
 
 
 def deadline_passed_response(request) -> HttpResponse:
-    if request.path_info.startswith("/api/"):
-        response = JsonResponse({"errors": {"service": gettext(DEADLINE_MESSAGE)}}, status=503)
-    else:
-        from django.template.loader import render_to_string
-
-        html = render_to_string(
-            "hardening/database_unavailable.html",
-            {"message": DEADLINE_MESSAGE, "stylesheet": _stylesheet_url(), "home": _home_url()},
-        )
-        response = HttpResponse(html, status=503)
+    if not request.path_info.startswith("/api/"):
+        return unavailable_page(DEADLINE_MESSAGE, RETRY_AFTER_SECONDS)
+    response = JsonResponse({"errors": {"service": gettext(DEADLINE_MESSAGE)}}, status=503)
     response["Retry-After"] = str(RETRY_AFTER_SECONDS)
     return response
 

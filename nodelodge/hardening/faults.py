@@ -53,14 +53,20 @@ def _home_url() -> str:
         return "/"
 
 
-def database_unavailable_page() -> HttpResponse:
+def unavailable_page(message, retry_after: int = RETRY_AFTER_SECONDS) -> HttpResponse:
+    """The 503 page with `message` (the database is down; the proxy has given up on the request),
+    drawn without the database, with Retry-After."""
     html = render_to_string(
         "hardening/database_unavailable.html",
-        {"message": DATABASE_DOWN_MESSAGE, "stylesheet": _stylesheet_url(), "home": _home_url()},
+        {"message": message, "stylesheet": _stylesheet_url(), "home": _home_url()},
     )
     response = HttpResponse(html, status=503)
-    response["Retry-After"] = str(RETRY_AFTER_SECONDS)
+    response["Retry-After"] = str(retry_after)
     return response
+
+
+def database_unavailable_page() -> HttpResponse:
+    return unavailable_page(DATABASE_DOWN_MESSAGE)
 
 
 def database_unavailable_response(request) -> HttpResponse:
