@@ -2,6 +2,7 @@
 default `bin/run` uses (bin/test runs both). Tests that are PostgreSQL-only by nature carry
 `@pytest.mark.postgresql(reason=...)` and are deselected, with their reasons counted, on SQLite."""
 import os
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -192,3 +193,17 @@ def feed_server():
     server.release.set()
     server.server.shutdown()
     server.server.server_close()
+
+
+@pytest.fixture
+def behind_nginx(settings):
+    """The console behind one trusted proxy whose read timeout is 60 s (deploy/nginx.conf)."""
+    settings.TRUSTED_PROXY_COUNT = 1
+    settings.PROXY_READ_TIMEOUT_SECONDS = 60
+    settings.PROXY_DEADLINE_MARGIN_SECONDS = 5
+    return settings
+
+
+def started(seconds_ago: float) -> dict[str, str]:
+    """The header nginx stamps on a request it received `seconds_ago`."""
+    return {"X-Request-Start": f"t={time.time() - seconds_ago:.3f}"}

@@ -5,24 +5,13 @@ counts only through a trusted proxy."""
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 
+from tests.conftest import started
+
 PAGE = "/calculators/"
 API = "/api/v1/models"
-
-
-@pytest.fixture
-def behind_nginx(settings):
-    settings.TRUSTED_PROXY_COUNT = 1
-    settings.PROXY_READ_TIMEOUT_SECONDS = 60
-    settings.PROXY_DEADLINE_MARGIN_SECONDS = 5
-    return settings
-
-
-def started(seconds_ago: float) -> dict[str, str]:
-    return {"X-Request-Start": f"t={time.time() - seconds_ago:.3f}"}
 
 
 def test_a_page_past_the_proxys_deadline_is_answered_503_with_retry_after(client, behind_nginx, db):

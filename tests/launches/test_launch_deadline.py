@@ -13,20 +13,9 @@ from catalog.models import Machine
 from nodelodge.hardening import deadline
 from nodelodge.launches import services
 from nodelodge.launches.models import Booking
+from tests.conftest import started
 
 from .conftest import QUERY
-
-
-@pytest.fixture
-def behind_nginx(settings):
-    settings.TRUSTED_PROXY_COUNT = 1
-    settings.PROXY_READ_TIMEOUT_SECONDS = 60
-    settings.PROXY_DEADLINE_MARGIN_SECONDS = 5
-    return settings
-
-
-def started(seconds_ago: float) -> dict[str, str]:
-    return {"X-Request-Start": f"t={time.time() - seconds_ago:.3f}"}
 
 
 def test_a_launch_whose_deadline_passes_while_it_works_books_nothing(
