@@ -57,6 +57,10 @@ class Gunicorn:
         self.port = free_port()
         self.log = folder / "gunicorn.log"
         env = {**env, "GUNICORN_BIND": f"127.0.0.1:{self.port}", "WEB_CONCURRENCY": str(workers)}
+        # As a deployment does before it starts: with DEBUG off, pages name static files by the hashed
+        # names in collectstatic's manifest (a fresh clone has none).
+        subprocess.run([sys.executable, "manage.py", "collectstatic", "--noinput", "--verbosity", "0"],
+                       cwd=REPO, env=env, check=True, capture_output=True, timeout=120)
         with open(self.log, "wb") as log:
             self.process = subprocess.Popen(
                 [sys.executable, "-m", "gunicorn", "nodelodge.wsgi", "--config", "deploy/gunicorn.conf.py"],
