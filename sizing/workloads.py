@@ -18,6 +18,16 @@ class Workload:
     words: LazyText  # in an answer's "Constraints applied"
     kinds: tuple[str, ...]  # catalog kinds that suit it
     in_wizard: bool = True
+    # What behaviour reads, instead of comparing codes:
+    takes_tokens: bool = False  # a context (or sequence length) and requests (or a batch size)
+    serves_tokens: bool = False  # answers tokens per second: throughput plans, price per million tokens
+    takes_kv_precision: bool = False  # the KV cache's precision is a choice
+    takes_memory: bool = False  # sized by the memory asked for, not by a model
+    default_model: str | None = None  # the catalog model a query without one sizes
+
+    @property
+    def sizes_model(self) -> bool:
+        return bool(self.kinds)
 
 
 WORKLOADS: tuple[Workload, ...] = (
@@ -26,21 +36,36 @@ WORKLOADS: tuple[Workload, ...] = (
         gettext_lazy("Run a model"),
         gettext_lazy("Run a language model"),
         ("language", "speech"),
+        takes_tokens=True,
+        serves_tokens=True,
+        takes_kv_precision=True,
+        default_model="llama-3-1-8b",
     ),
     Workload(
         "finetune",
         gettext_lazy("Fine-tune a model"),
         gettext_lazy("Fine-tune a language model (LoRA / QLoRA)"),
         ("language",),
+        takes_tokens=True,
+        default_model="llama-3-1-8b",
     ),
-    Workload("image", gettext_lazy("Generate images"), gettext_lazy("Generate images"), ("image",)),
-    Workload("notebook", gettext_lazy("Open a notebook"), gettext_lazy("Open a notebook"), ()),
+    Workload(
+        "image",
+        gettext_lazy("Generate images"),
+        gettext_lazy("Generate images"),
+        ("image",),
+        default_model="stable-diffusion-xl",
+    ),
+    Workload(
+        "notebook", gettext_lazy("Open a notebook"), gettext_lazy("Open a notebook"), (), takes_memory=True
+    ),
     Workload(
         "speech",
         gettext_lazy("Run a speech model"),
         gettext_lazy("Run a speech-recognition model"),
         ("speech",),
         in_wizard=False,
+        takes_kv_precision=True,
     ),
 )
 BY_CODE = {workload.code: workload for workload in WORKLOADS}
@@ -51,6 +76,12 @@ MODEL_CODES: tuple[str, ...] = tuple(w.code for w in WORKLOADS if w.kinds)
 KINDS_BY_WORKLOAD = {workload.code: workload.kinds for workload in WORKLOADS}
 WORKLOAD_WORDS = TranslatedWords({workload.code: workload.words.message for workload in WORKLOADS})
 # Workloads that take a context (or sequence length) and requests (or batch size) for every model.
-TOKEN_WORKLOADS = ("inference", "finetune")
+TOKEN_WORKLOADS: tuple[str, ...] = tuple(w.code for w in WORKLOADS if w.takes_tokens)
+DEFAULT_WORKLOAD = "inference"
+
+
+def workload(code: str | None) -> Workload | None:
+    """The workload named `code`, or None for an unknown or missing code."""
+    return BY_CODE.get(code or "")
 # Workloads the wizard sizes a catalog model for.
 WIZARD_MODEL_CODES: tuple[str, ...] = tuple(code for code in WIZARD_CODES if BY_CODE[code].kinds)
