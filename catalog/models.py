@@ -305,12 +305,13 @@ class Machine(models.Model):
 
     provider = models.ForeignKey(Provider, on_delete=models.CASCADE, related_name="machines")
     provider_machine_id = models.CharField(max_length=120)
-    # A copy of provider.tier, written on save (and by Provider.save). The wizard's main query filters
-    # on tier, country, memory and price together; keeping tier on this table lets one partial index
-    # serve that query without a join to Provider.
+    # A copy of provider.tier, kept by the database (triggers of migration 0013 on both databases,
+    # whichever way a machine or provider is written). The wizard's main query filters on tier,
+    # country, memory and price together; keeping tier on this table lets one partial index serve
+    # that query without a join to Provider.
     tier = models.CharField(max_length=10, choices=Tier.choices, editable=False)
-    # A copy of provider.is_active, kept the same way (see catalog.services.save_provider): the
-    # availability rule reads it in the counting query, which has no join to Provider.
+    # A copy of provider.is_active, kept the same way: the availability rule reads it in the counting
+    # query, which has no join to Provider.
     provider_is_active = models.BooleanField(default=True, editable=False)
     gpu_type = models.ForeignKey(GpuType, on_delete=models.PROTECT, related_name="machines")
     gpu_count = models.SmallIntegerField(
@@ -400,6 +401,7 @@ class Machine(models.Model):
     def save(self, *args, **kwargs):
         self.country = (self.country or "").strip().upper()
         if self.provider_id:
+            # What the database's triggers will write, so this instance reads the same after saving.
             self.tier = self.provider.tier
             self.provider_is_active = self.provider.is_active
         update_fields = kwargs.get("update_fields")

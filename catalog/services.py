@@ -15,7 +15,7 @@ from decimal import Decimal
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F, Q, QuerySet
+from django.db.models import F, QuerySet
 from django.utils import timezone
 from django.utils.text import slugify
 
@@ -220,16 +220,7 @@ def _upsert_providers(rows: list[dict]) -> dict[str, Provider]:
         unique_fields=["name"],
         update_fields=["slug", "tier", "notes", "is_active", "feed_url"],
     )
-    providers = {p.name: p for p in Provider.objects.filter(name__in=[row["name"] for row in rows])}
-    for provider in providers.values():
-        sync_machines_with_provider(provider)
-    return providers
-
-
-def sync_machines_with_provider(provider: Provider) -> int:
-    """Bring the provider's figures that machines keep a copy of (tier, active) onto its machines."""
-    stale = Q(provider=provider) & (~Q(tier=provider.tier) | ~Q(provider_is_active=provider.is_active))
-    return Machine.objects.filter(stale).update(tier=provider.tier, provider_is_active=provider.is_active)
+    return {p.name: p for p in Provider.objects.filter(name__in=[row["name"] for row in rows])}
 
 
 def drop_speeds_of_other_gpu_types(machines: QuerySet[Machine] | None = None) -> int:
@@ -253,10 +244,10 @@ def save_machine(machine: Machine) -> Machine:
 
 @transaction.atomic
 def save_provider(provider: Provider) -> Provider:
-    """Save a provider (the admin's write) and keep its machines' copies in step: a deactivated
-    provider's machines stop counting as available at once."""
+    """Save a provider (the admin's write). Its machines' copies of its tier and active flag follow in
+    the same statement, by the database's triggers (migration 0013), whichever way a provider is
+    written: a deactivated provider's machines stop counting as available at once."""
     provider.save()
-    sync_machines_with_provider(provider)
     return provider
 
 

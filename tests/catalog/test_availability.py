@@ -37,7 +37,7 @@ def random_fleet(rng: random.Random, now, size: int = 80) -> None:
             last_seen_at=rng.choice([None, now, now - timedelta(minutes=14), now - timedelta(hours=3)]),
             gone_at=now if rng.random() < 0.1 else None,
         )
-    # Deactivating a provider goes through the service that keeps its machines' copy in step.
+    # Deactivating a provider: the database copies the flag onto its machines.
     inactive = providers[2]
     inactive.is_active = False
     services.save_provider(inactive)
