@@ -103,6 +103,13 @@ class BudgetCover:
     booking_limit_hours: int | None
     text: str
 
+    @property
+    def hours_of_one_booking(self) -> Decimal | None:
+        """The hours one booking runs on the budget: what it covers, cut at the booking limit."""
+        if self.hours is None or self.booking_limit_hours is None:
+            return self.hours
+        return min(self.hours, Decimal(self.booking_limit_hours))
+
 
 def budget_cover(
     budget: Decimal | None, hourly_price: Decimal, booking_limit_hours: int | None

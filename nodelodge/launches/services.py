@@ -189,11 +189,7 @@ def review_launch(machine_id: int, gpus: int, shown_price_per_hour: Decimal, que
         problem = gettext("The machine's figures changed and the workload no longer fits it as shown.")
     price_per_hour = machine.price_per_gpu_hour * gpus
     cover = budget_cover(query.budget, price_per_hour, machine.booking_limit_hours)
-    hours_covered = None
-    if cover is not None and cover.hours is not None:
-        hours_covered = cover.hours
-        if machine.booking_limit_hours is not None:
-            hours_covered = min(hours_covered, Decimal(machine.booking_limit_hours))
+    hours_covered = cover.hours_of_one_booking if cover is not None else None
     preferences = preferences_for(query)
     stale_minutes = settings.MACHINE_STALE_AFTER_SECONDS // 60
     applied = constraints_applied(breakdown, preferences, {}, stale_minutes)
@@ -399,11 +395,7 @@ def _book_locked(
         )
 
     cover = budget_cover(query.budget, price_per_hour, machine.booking_limit_hours)
-    hours_covered = None
-    if cover is not None and cover.hours is not None:
-        hours_covered = cover.hours
-        if machine.booking_limit_hours is not None:
-            hours_covered = min(hours_covered, Decimal(machine.booking_limit_hours))
+    hours_covered = cover.hours_of_one_booking if cover is not None else None
 
     booking = Booking.objects.create(
         user=user,
