@@ -1,6 +1,6 @@
 """The throughput plan: the cheapest set of machines that serves a target number of tokens per second.
 
-It joins the documentation's GPU-count formula (`sizing.other_calculators.gpus_for_throughput`) to
+It joins the documentation's GPU-count formula (`sizing.calculators.gpus_for_throughput`) to
 the fleet: usable per GPU = speed measured per GPU × efficiency; GPUs are added until their usable
 speeds reach the target; redundancy comes on top. Only speeds measured on the machine itself count;
 a machine without one is never in a plan (the caller counts those).
@@ -41,7 +41,7 @@ from itertools import accumulate
 
 from .errors import SizingError
 from .i18n import format_number, gettext, ngettext
-from .other_calculators import efficiency_error
+from .calculators.checks import efficiency_error
 
 DEFAULT_EFFICIENCY_PERCENT = Decimal("75")
 DEFAULT_REDUNDANCY = 1

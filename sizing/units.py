@@ -73,6 +73,15 @@ def decimal_text(value: float | int | Decimal, places: int = 2) -> str:
     return format_number(round_half_up(value, places), places)
 
 
+def exact_text(number: Decimal) -> str:
+    """An exact Decimal for people, with thousands separators and no trailing zeros (56,250, 2.1,
+    21.01): figures the simpler calculators show as they are, never rounded."""
+    normalized = number.normalize()
+    if normalized == normalized.to_integral_value():
+        return format_number(int(normalized))
+    return format_number(normalized)
+
+
 def money_amount(amount: Decimal | int | str) -> Decimal:
     """An amount with the digits it has: at least cents, at most four places (halves up)."""
     value = Decimal(amount).quantize(_MONEY_STEP, rounding=ROUND_HALF_UP)
