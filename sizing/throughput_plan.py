@@ -39,15 +39,13 @@ from fractions import Fraction
 from functools import cached_property
 from itertools import accumulate
 
+from .calculators.checks import efficiency_error
 from .errors import SizingError
 from .i18n import format_number, gettext, ngettext
-from .calculators.checks import efficiency_error
+from .limits import MAX_REDUNDANCY, MAX_TARGET_TOKENS_PER_S, PRICE_UNITS
 
 DEFAULT_EFFICIENCY_PERCENT = Decimal("75")
 DEFAULT_REDUNDANCY = 1
-MAX_REDUNDANCY = 64
-MAX_TARGET_TOKENS_PER_S = Decimal("100000000")  # 10^8 tokens/s: more than any fleet serves
-PRICE_UNITS = 10_000  # prices are kept to 4 places
 SECONDS_PER_HOUR = 3_600
 TOKENS_PER_MILLION = 1_000_000
 

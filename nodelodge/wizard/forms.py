@@ -20,15 +20,14 @@ from nodelodge.recommendations.query import (
     filled,
     typed_number,
 )
+from sizing.limits import MAX_PARAMETERS, MAX_REDUNDANCY_GPUS
 from sizing.units import NumberNotRead
 
-MAX_PARAMETERS = 10**15
 FEWEST_PARAMETERS = 1000  # fewer is never a model: "7" means 7B
 SUFFIXES = {"K": 10**3, "M": 10**6, "B": 10**9, "G": 10**9, "T": 10**12}
 PARAMETERS_WORDS = _("Enter the parameter count as 7B, 70e9 or 7,000,000,000.")
 MAX_TARGET = Decimal("1e12")
 MAX_MEASURED = Decimal("1e9")
-MAX_REDUNDANCY = 10_000
 
 
 def _between_message() -> str:
@@ -143,13 +142,13 @@ class ThroughputForm(NumbersAsTypedForm):
                         **MESSAGES["efficiency"]},
     )
     redundancy = TypedIntegerField(
-        min_value=0, max_value=MAX_REDUNDANCY, initial=0, label=_("Redundancy GPUs"),
+        min_value=0, max_value=MAX_REDUNDANCY_GPUS, initial=0, label=_("Redundancy GPUs"),
         widget=_typed_input("numeric"),
         error_messages={
             "required": _("Enter the number of redundancy GPUs; 0 for none."),
             "invalid": _("The redundancy must be a whole number of GPUs, such as 1."),
             "min_value": _("The redundancy cannot be negative; 0 means none."),
-            "max_value": filled(_("The redundancy can be at most %(max)s GPUs."), max=MAX_REDUNDANCY),
+            "max_value": filled(_("The redundancy can be at most %(max)s GPUs."), max=MAX_REDUNDANCY_GPUS),
         },
     )
 

@@ -6,7 +6,8 @@ from ..breakdown import Breakdown
 from ..errors import SizingError
 from ..i18n import gettext
 from ..specs import ImagePipelineSpec, LanguageModelSpec, SpeechModelSpec
-from ..workloads import CODES, Workload, workload as workload_named
+from ..workloads import CODES, Workload
+from ..workloads import workload as workload_named
 from .checks import renamed, require
 from .finetune import estimate_finetune
 from .image import estimate_image

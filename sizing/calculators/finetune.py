@@ -40,7 +40,10 @@ NF4_LOAD_BYTES_PER_VALUE = 68
 def _refuse_unsized_attention(model: LanguageModelSpec) -> None:
     arch = model.architecture or PLAIN
     if arch.mla is not None or arch.linear_attention is not None:
-        kind = gettext("latent attention (MLA)") if arch.mla is not None else gettext("linear-attention layers")
+        if arch.mla is not None:
+            kind = gettext("latent attention (MLA)")
+        else:
+            kind = gettext("linear-attention layers")
         raise SizingError(
             "model",
             gettext(
@@ -53,7 +56,9 @@ def _refuse_unsized_attention(model: LanguageModelSpec) -> None:
 def _checked(model, precision, sequence_length, batch_size, lora_rank) -> tuple[int, int, int, int]:
     _refuse_unsized_attention(model)
     precision = check_precision(precision)
-    sequence_length = check_count(sequence_length, "sequence_length", gettext("The sequence length"), MAX_CONTEXT)
+    sequence_length = check_count(
+        sequence_length, "sequence_length", gettext("The sequence length"), MAX_CONTEXT
+    )
     batch_size = check_count(batch_size, "batch_size", gettext("The batch size"), MAX_REQUESTS)
     lora_rank = check_count(lora_rank, "lora_rank", gettext("The LoRA rank"), MAX_LORA_RANK)
     for name in ("parameters", "layers", "attention_heads", "kv_heads", "head_dim", "hidden_size",

@@ -31,7 +31,9 @@ class ThroughputPlan:
 
 def _checked(target_tokens_per_s, measured_tokens_per_s_per_gpu, efficiency_percent, redundancy_gpus):
     target = check_decimal(target_tokens_per_s, "target", gettext("The throughput target"))
-    measured = check_decimal(measured_tokens_per_s_per_gpu, "measured", gettext("The measured throughput per GPU"))
+    measured = check_decimal(
+        measured_tokens_per_s_per_gpu, "measured", gettext("The measured throughput per GPU")
+    )
     efficiency = check_decimal(efficiency_percent, "efficiency", gettext("The efficiency"))
     if target <= 0:
         raise SizingError("target", gettext("The throughput target must be more than 0 tokens/s."))

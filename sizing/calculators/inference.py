@@ -21,6 +21,7 @@ from ..weights import (
     stored_weights,
 )
 from .checks import check_context_limit, check_count, check_precision, model_value
+from .inference_words import inference_words
 from .items import (
     ACTIVATION_BYTES_PER_VALUE,
     WEIGHT_BYTES,
@@ -32,7 +33,6 @@ from .items import (
     tensor_parallel_item,
     weights_item,
 )
-from .inference_words import inference_words
 
 LOGIT_BYTES_PER_VALUE = 4  # fp32 logits of the last position
 # Prefill, as transformers' generate() runs it (the whole prompt of every request in one forward pass),
@@ -92,7 +92,9 @@ def prefill_activation_bytes(model: LanguageModelSpec, tokens: int, requests: in
     return tokens * per_token * ACTIVATION_BYTES_PER_VALUE + requests * vocab * LOGIT_BYTES_PER_VALUE
 
 
-def inference_margin_item(model: LanguageModelSpec, covered: list[Item], weights: int, activations: int) -> Item:
+def inference_margin_item(
+    model: LanguageModelSpec, covered: list[Item], weights: int, activations: int
+) -> Item:
     """20 % of the weights and caches; it covers prefill activations up to its size."""
     if weights == 1:
         covers = gettext("model weights + KV cache") if is_plain(model) else gettext("model weights + caches")

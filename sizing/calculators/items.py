@@ -109,7 +109,10 @@ def parameter_split(model: LanguageModelSpec):
 def sixteen_bit_item(stored, vocab: int, hidden: int, nominal_label: str) -> Item:
     """The parts a format keeps in 16-bit (embeddings, output head), beyond their nominal width."""
     split = stored.split
-    parts = gettext("embeddings, tied to the output head") if split.tied else gettext("embeddings + output head")
+    if split.tied:
+        parts = gettext("embeddings, tied to the output head")
+    else:
+        parts = gettext("embeddings + output head")
     return Item(
         name=gettext("16-bit embeddings and output head"),
         formula=gettext(

@@ -71,7 +71,8 @@ def rule_of_thumb(parameters: int, precision: str) -> RuleOfThumb:
             "operating": exact_text(OPERATING_OVERHEAD_GB), "subtotal": exact_text(subtotal_gb),
         },
         gettext("Total = %(subtotal)s GB × %(factor)s safety = %(total)s GB") % {
-            "subtotal": exact_text(subtotal_gb), "factor": exact_text(SAFETY_FACTOR), "total": exact_text(total_gb)
+            "subtotal": exact_text(subtotal_gb), "factor": exact_text(SAFETY_FACTOR),
+            "total": exact_text(total_gb),
         },
     )
     note = gettext(

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from sizing.calculators import gpus_for_throughput
 from sizing.errors import SizingError
-from sizing.other_calculators import gpus_for_throughput
 from sizing.throughput_plan import (
     PlanCandidate,
     cheapest_plan,
