@@ -16,7 +16,7 @@ from catalog import availability, fleet_counts, latest_speeds
 from catalog.models import ImagePipeline, LanguageModel, Machine, MeasuredSpeed, SpeechModel
 from sizing import fit, matching, offers, reasons, specs
 from sizing.limits import PRICE_UNITS
-from sizing.throughput_plan import speed_for
+from sizing.speeds import speed_for
 from sizing.workloads import CODES as WORKLOADS
 from sizing.workloads import KINDS_BY_WORKLOAD
 
@@ -769,7 +769,7 @@ def speed_rows(
 ) -> list[SpeedRow]:
     """Each machine available now in the chosen countries and tier, with at least `min_memory_mib`
     per GPU, that carries a tokens/s speed for this model and precision, with its latest one
-    (`sizing.throughput_plan.speed_for`), in machine order. One query, driven by the speeds' index: a
+    (`sizing.speeds.speed_for`), in machine order. One query, driven by the speeds' index: a
     fraction of the fleet has any."""
     machines = Machine.objects.filter(availability.available_q(stale_cutoff, countries))
     if tier != "both":

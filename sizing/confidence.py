@@ -14,7 +14,8 @@ from .breakdown import Breakdown
 from .fit import TIGHT_HEADROOM_FRACTION, Fit
 from .i18n import TranslatedWords, format_number, gettext, gettext_noop
 from .offers import MachineOffer
-from .wording import memory_flag_words, percent
+from .units import percent_text
+from .wording import memory_flag_words
 
 HIGH, MEDIUM, LOW = "high", "medium", "low"
 # The levels are codes in the API; these are their words.
@@ -58,7 +59,7 @@ def confidence(breakdown: Breakdown, offer: MachineOffer, fit: Fit) -> tuple[str
     if fit.tight:
         medium.append(gettext(
             "tight margin: %(percent)s of the GPU's memory stays free (tight means under %(tight)s)"
-        ) % {"percent": percent(fit.headroom_fraction), "tight": percent(TIGHT_HEADROOM_FRACTION)})
+        ) % {"percent": percent_text(fit.headroom_fraction), "tight": percent_text(TIGHT_HEADROOM_FRACTION)})
     if offer.memory_flag:
         flag = memory_flag_words(offer.memory_flag)
         low.append(gettext("the host's memory figure is in doubt: %(flag)s") % {"flag": flag})

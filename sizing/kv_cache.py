@@ -11,8 +11,8 @@ from . import nouns
 from .architectures import PLAIN, cache_groups, expanded_mla_bytes_per_token
 from .breakdown import Item
 from .errors import SizingError
-from .i18n import format_number, gettext
-from .units import fmt_gib, fmt_int
+from .i18n import gettext
+from .units import decimal_text, fmt_gib, fmt_int
 
 KV_BITS = (16, 8)
 # vLLM's default chunked-prefill budget per scheduler step; its sliding and chunked layers keep up to
@@ -107,7 +107,7 @@ def kv_cache_items(spec, context: int, requests: int, kv_bits: int) -> tuple[lis
                     "heads": fmt_int(spec.attention_heads),
                     "key_width": fmt_int(mla.qk_nope_head_dim + mla.qk_rope_head_dim),
                     "value_width": fmt_int(mla.v_head_dim), "expanded": fmt_int(expanded),
-                    "latent": fmt_int(latent), "factor": format_number(round(expanded / latent)),
+                    "latent": fmt_int(latent), "factor": decimal_text(expanded / latent, 0),
                 },
                 gettext(
                     "Under tensor parallelism every GPU keeps the whole latent cache (it is not split by "

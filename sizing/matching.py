@@ -39,7 +39,7 @@ from .reasons import (
     TOO_SMALL,
 )
 from .results import PrecisionAlternative, Recommendation, RecommendedMachine
-from .throughput_plan import price_per_million_tokens, speed_for
+from .speeds import price_per_million_tokens, speed_for
 
 ALTERNATIVES_SHOWN = 20
 SORT_PRICE = "price"

@@ -7,7 +7,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from decimal import ROUND_CEILING, ROUND_DOWN, ROUND_HALF_UP, Decimal
+from decimal import Decimal
 from typing import TYPE_CHECKING
 
 from .breakdown import Breakdown
@@ -16,7 +16,17 @@ from .fit import TIGHT_HEADROOM_FRACTION, Fit
 from .i18n import TranslatedWords, format_number, gettext, gettext_noop, ngettext, pgettext
 from .offers import MachineOffer, Preferences
 from .reasons import BREAK_BUDGET, BREAK_MAX_PRICE, BREAK_REASON, BREAK_TIER, OUTSIDE_COUNTRIES, reason_words
-from .units import MIB, fmt_gib, money_string, money_text
+from .units import (
+    MIB,
+    cents_up,
+    fmt_gib,
+    hundredths_down,
+    money_string,
+    money_text,
+    one_decimal_text,
+    percent_text,
+    whole_down,
+)
 from .workloads import WORKLOAD_WORDS
 
 if TYPE_CHECKING:
@@ -42,15 +52,7 @@ TIER_WORDS = TranslatedWords({
     "both": gettext_noop("Secure and Community"),
 })
 
-_CENT = Decimal("0.01")
 _ONE_HOUR = Decimal(1)
-
-
-def percent(fraction: float) -> str:
-    value = Decimal(str(fraction * 100)).quantize(Decimal("0.1"), rounding=ROUND_HALF_UP)
-    if value == value.to_integral_value():
-        value = int(value)
-    return f"{format_number(value, grouping=False)} %"
 
 
 def plural(count: int, noun: str) -> str:
@@ -67,12 +69,8 @@ def _count(count: int) -> str:
     return format_number(count, grouping=False)
 
 
-def one_place(value: Decimal) -> str:
-    return format_number(value.quantize(Decimal("0.1"), rounding=ROUND_HALF_UP))
-
-
 def minutes(budget: Decimal, hourly_price: Decimal) -> int:
-    return int((budget * 60 / hourly_price).to_integral_value(rounding=ROUND_DOWN))
+    return whole_down(budget * 60 / hourly_price)
 
 
 def count_words(value) -> str:
@@ -118,8 +116,8 @@ def budget_cover(
             },
         )
     exact_hours = budget / hourly_price
-    hours = exact_hours.quantize(_CENT, rounding=ROUND_DOWN)
-    days = (exact_hours / 24).quantize(_CENT, rounding=ROUND_DOWN)
+    hours = hundredths_down(exact_hours)
+    days = hundredths_down(exact_hours / 24)
     values = {"budget": money_text(budget), "price": per_hour(hourly_price)}
     if exact_hours < _ONE_HOUR:
         count = minutes(budget, hourly_price)
@@ -130,11 +128,11 @@ def budget_cover(
         ) % {**values, "minutes": _count(count)}
     elif exact_hours < 24:
         text = gettext("%(budget)s covers %(hours)s hours at %(price)s") % {
-            **values, "hours": one_place(exact_hours)
+            **values, "hours": one_decimal_text(exact_hours)
         }
     else:
         text = gettext("%(budget)s covers %(hours)s hours (%(days)s days) at %(price)s") % {
-            **values, "hours": one_place(exact_hours), "days": one_place(exact_hours / 24)
+            **values, "hours": one_decimal_text(exact_hours), "days": one_decimal_text(exact_hours / 24)
         }
     capped = booking_limit_hours is not None and exact_hours > booking_limit_hours
     if capped:
@@ -156,7 +154,7 @@ def why_it_fits(offer: MachineOffer, fit: Fit) -> tuple[str, ...]:
         gettext("needs %(need)s per GPU, leaving %(headroom)s (%(percent)s) headroom on each") % {
             "need": fmt_gib(fit.need_per_gpu_bytes),
             "headroom": fmt_gib(fit.headroom_bytes),
-            "percent": percent(fit.headroom_fraction),
+            "percent": percent_text(fit.headroom_fraction),
         },
     )
 
@@ -199,8 +197,8 @@ def limits(offer: MachineOffer, fit: Fit) -> tuple[str, ...]:
                 "the GPU up front (vLLM) or training scripts that keep extra copies may not fit"
             ) % {
                 "headroom": fmt_gib(fit.headroom_bytes),
-                "percent": percent(fit.headroom_fraction),
-                "tight": percent(TIGHT_HEADROOM_FRACTION),
+                "percent": percent_text(fit.headroom_fraction),
+                "tight": percent_text(TIGHT_HEADROOM_FRACTION),
             }
         )
     if offer.booking_limit_hours is not None:
@@ -363,7 +361,7 @@ def empty_answer(
 
 def settable(amount: Decimal) -> Decimal:
     """An amount a price limit or budget can be set to (whole cents), at least `amount`."""
-    return amount.quantize(_CENT, rounding=ROUND_CEILING)
+    return cents_up(amount)
 
 
 def limit_hint(code: str, cheapest: Decimal | None, machines: int, single: bool = False) -> Hint:

@@ -14,12 +14,12 @@ from hypothesis import strategies as st
 
 from sizing.calculators import gpus_for_throughput
 from sizing.errors import SizingError
+from sizing.speeds import price_per_million_tokens
 from sizing.throughput_plan import (
     PlanCandidate,
     cheapest_plan,
     copy_price_units,
     copy_speed,
-    price_per_million_tokens,
 )
 
 
