@@ -515,38 +515,17 @@ def constraints_applied(
     """Everything the answer took into account, as (label, value) pairs in words."""
     inputs = breakdown.inputs
     workload = breakdown.workload
+    capabilities = breakdown.capabilities
+    takes_memory = capabilities is not None and capabilities.takes_memory
     pairs: list[tuple[str, str]] = [(gettext("Workload"), WORKLOAD_WORDS.get(workload, workload))]
     model = first_of(inputs, "model_name", "model")
-    if model is not None and workload != "notebook":
+    if model is not None and not takes_memory:
         pairs.append((gettext("Model"), str(model)))
-    if breakdown.precision is not None and workload != "notebook":
+    if breakdown.precision is not None and not takes_memory:
         pairs.append((gettext("Precision"), bits_words(breakdown.precision)))
-        if workload in ("inference", "speech") and "kv_bits" in inputs:
+        if capabilities is not None and capabilities.takes_kv_precision and "kv_bits" in inputs:
             pairs.append((gettext("KV cache"), bits_words(inputs["kv_bits"])))
-    context = first_of(inputs, "context", "context_tokens", "sequence_length")
-    requests = first_of(
-        inputs, "requests", "concurrent_requests", "batch_size", "batch", "streams", "audio_streams"
-    )
-    if workload == "inference":
-        if context is not None:
-            pairs.append((gettext("Context per request"), tokens_words(context)))
-        if requests is not None:
-            pairs.append((gettext("Concurrent requests"), count_words(requests)))
-    elif workload == "finetune":
-        if context is not None:
-            pairs.append((gettext("Sequence length"), tokens_words(context)))
-        if requests is not None:
-            pairs.append((gettext("Batch size"), count_words(requests)))
-    elif workload == "speech":
-        pairs.append((gettext("Context"), gettext("the model's 30-second audio window (fixed)")))
-        if requests is not None:
-            pairs.append((gettext("Concurrent audio streams"), count_words(requests)))
-    elif workload == "notebook":
-        pairs.append(
-            (gettext("GPU memory needed"), gettext("%(memory)s, as entered") % {
-                "memory": fmt_gib(breakdown.total_bytes)
-            })
-        )
+    pairs.extend(_input_pairs(breakdown, capabilities))
     pairs.append(
         (
             gettext("Budget"),
@@ -586,6 +565,37 @@ def constraints_applied(
         )
     )
     return tuple(pairs)
+
+
+def _input_pairs(breakdown: Breakdown, capabilities) -> list[tuple[str, str]]:
+    """The workload's own inputs: tokens and requests (or sequence and batch), audio streams, or the
+    memory a notebook asked for."""
+    inputs = breakdown.inputs
+    context = first_of(inputs, "context", "context_tokens", "sequence_length")
+    requests = first_of(
+        inputs, "requests", "concurrent_requests", "batch_size", "batch", "streams", "audio_streams"
+    )
+    if capabilities is None:
+        return []
+    if capabilities.takes_memory:
+        return [(gettext("GPU memory needed"), gettext("%(memory)s, as entered") % {
+            "memory": fmt_gib(breakdown.total_bytes)
+        })]
+    pairs = []
+    if capabilities.takes_tokens:  # a language model served, or trained (sequence length × batch)
+        if capabilities.serves_tokens:
+            context_label, requests_label = gettext("Context per request"), gettext("Concurrent requests")
+        else:
+            context_label, requests_label = gettext("Sequence length"), gettext("Batch size")
+        if context is not None:
+            pairs.append((context_label, tokens_words(context)))
+        if requests is not None:
+            pairs.append((requests_label, count_words(requests)))
+    elif "speech" in capabilities.kinds:  # a speech model alone: its audio window is fixed
+        pairs.append((gettext("Context"), gettext("the model's 30-second audio window (fixed)")))
+        if requests is not None:
+            pairs.append((gettext("Concurrent audio streams"), count_words(requests)))
+    return pairs
 
 
 def countries_words(preferences: Preferences) -> str:
