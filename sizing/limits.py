@@ -14,6 +14,8 @@ MAX_NOTEBOOK_GIB = 10_000  # GPU memory a notebook asks for, and memory per GPU 
 # --- the two simpler calculators (SPEC §8) --------------------------------------------------------------
 MAX_PARAMETERS = 10**15  # the rule of thumb's parameter count
 MAX_REDUNDANCY_GPUS = 10_000  # spare GPUs of the GPU-count calculator
+MAX_GPU_COUNT_TARGET = Decimal("1e12")  # tokens/s the GPU-count calculator's form accepts
+MAX_GPU_COUNT_MEASURED = Decimal("1e9")  # tokens/s per GPU it accepts
 
 # --- the throughput plan --------------------------------------------------------------------------------
 MAX_REDUNDANCY = 64  # spare model copies
