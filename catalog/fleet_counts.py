@@ -40,11 +40,11 @@ from django.db import connection
 
 from catalog import availability
 from sizing.availability import BEFORE_CUTOFF, OUTSIDE, RULE
+from sizing.limits import PRICE_UNITS  # price_per_gpu_hour has 4 places: integers of 1/10,000
 
 SHAPES = "catalog_fleetshape"
 DELTAS = "catalog_fleetdelta"
 PENDING = "catalog_fleetpending"
-PRICE_UNITS = 10_000  # price_per_gpu_hour has 4 places: prices are kept as integers of 1/10,000
 CHUNK = 256  # prices per shape row: rows stay inline (no TOAST), about 3 KiB at most
 LOCK_STRIPES = 64
 LOCK_NAMESPACE = 0x4E4C46  # "NLF": two-key advisory locks (namespace, stripe)

@@ -45,7 +45,7 @@ SPEED_COLUMNS = (
 def latest_sql(condition: str) -> str:
     """SELECT of the kept table's rows: for each machine and each model and precision measured on it
     (tokens/s, on the machine's own GPU type), the latest measurement (ties: the lower speed per GPU,
-    fewer GPUs, the earlier entry; as `sizing.throughput_plan.speed_for`). `condition` is SQL over
+    fewer GPUs, the earlier entry; as `sizing.speeds.speed_for`). `condition` is SQL over
     `s` (catalog_measuredspeed) and `m` (catalog_machine) narrowing what is worked out."""
     machine = ", ".join(f"m.{column} AS {column}" for column in MACHINE_COLUMNS)
     speed = ", ".join(f"s.{column} AS {column}" for column in SPEED_COLUMNS)

@@ -15,7 +15,8 @@ from django.utils.translation import gettext_lazy
 from catalog import availability, fleet_counts, latest_speeds
 from catalog.models import ImagePipeline, LanguageModel, Machine, MeasuredSpeed, SpeechModel
 from sizing import fit, matching, offers, reasons, specs
-from sizing.throughput_plan import speed_for
+from sizing.limits import PRICE_UNITS
+from sizing.speeds import speed_for
 from sizing.workloads import CODES as WORKLOADS
 from sizing.workloads import KINDS_BY_WORKLOAD
 
@@ -224,7 +225,6 @@ def models_for_workload(workload: str) -> list[CatalogModel]:
 # Memory per GPU is an integer column: no machine reaches 2^31 MiB, so every larger need fits
 # nowhere alike and is counted as this one (the bands are bigint: this edge is past integer).
 MEMORY_MIB_BEYOND_ANY = 2**31
-PRICE_UNITS_PER_DOLLAR = 10_000  # prices are kept to 4 places
 
 
 @dataclass(frozen=True)
@@ -275,8 +275,8 @@ def _screened_sql(query: FleetQuery) -> tuple[str, list]:
 def _first_price_over(limit: Decimal, gpus: int) -> Decimal:
     """The lowest price per GPU-hour (prices have 4 places) whose hourly price on `gpus` GPUs is over
     `limit`: price × gpus > limit exactly when price >= this. Exact, through integers of 1/10,000."""
-    units = Fraction(limit) * PRICE_UNITS_PER_DOLLAR / gpus
-    return Decimal(math.floor(units) + 1) / PRICE_UNITS_PER_DOLLAR
+    units = Fraction(limit) * PRICE_UNITS / gpus
+    return Decimal(math.floor(units) + 1) / PRICE_UNITS
 
 
 def _breaks(query: FleetQuery, tier: str, gpus: int, price_bucket: int, edges: dict) -> tuple[str, ...]:
@@ -769,7 +769,7 @@ def speed_rows(
 ) -> list[SpeedRow]:
     """Each machine available now in the chosen countries and tier, with at least `min_memory_mib`
     per GPU, that carries a tokens/s speed for this model and precision, with its latest one
-    (`sizing.throughput_plan.speed_for`), in machine order. One query, driven by the speeds' index: a
+    (`sizing.speeds.speed_for`), in machine order. One query, driven by the speeds' index: a
     fraction of the fleet has any."""
     machines = Machine.objects.filter(availability.available_q(stale_cutoff, countries))
     if tier != "both":

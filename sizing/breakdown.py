@@ -5,6 +5,7 @@ import math
 from dataclasses import dataclass, field
 
 from .units import GIB
+from .workloads import Workload, workload
 
 
 @dataclass(frozen=True)
@@ -27,16 +28,21 @@ class Breakdown:
     work over several GPUs of one machine (language-model inference); None means one GPU only.
     """
 
-    workload: str  # inference | finetune | image | speech | notebook
+    workload: str  # a code of `sizing.workloads`; its capabilities are `self.capabilities`
     title: str
     items: tuple[Item, ...]
     assumptions: tuple[str, ...]
     precision: int | None = None
     splittable_over_heads: int | None = None
-    confidence_hint: str | None = None  # e.g. "image" or "finetune": workloads that depend on settings
+    confidence_hint: str | None = None  # a workload code whose settings the need depends on
     inputs: dict = field(default_factory=dict)
     # Needed on every GPU only when the work is split over two or more (tensor-parallel buffers).
     split_items: tuple[Item, ...] = ()
+
+    @property
+    def capabilities(self) -> Workload | None:
+        """What the workload takes and answers (`sizing.workloads.Workload`); None for an unknown code."""
+        return workload(self.workload)
 
     @property
     def total_bytes(self) -> int:

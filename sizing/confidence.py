@@ -14,7 +14,8 @@ from .breakdown import Breakdown
 from .fit import TIGHT_HEADROOM_FRACTION, Fit
 from .i18n import TranslatedWords, format_number, gettext, gettext_noop
 from .offers import MachineOffer
-from .wording import memory_flag_words, percent
+from .units import percent_text
+from .wording import memory_flag_words
 
 HIGH, MEDIUM, LOW = "high", "medium", "low"
 # The levels are codes in the API; these are their words.
@@ -22,24 +23,27 @@ CONFIDENCE_WORDS = TranslatedWords(
     {HIGH: gettext_noop("high"), MEDIUM: gettext_noop("medium"), LOW: gettext_noop("low")}
 )
 
+# Workloads whose need depends on settings the calculation can only assume: a reason for low.
+SETTINGS_BOUND = {
+    "image": gettext_noop(
+        "image generation: memory grows with resolution, batch size and pipeline settings; "
+        "the margin covers one image at the model's native resolution"
+    ),
+    "finetune": gettext_noop(
+        "fine-tuning: memory depends on the training script's settings (sequence packing, "
+        "checkpointing, optimizer), which the calculation can only assume"
+    ),
+}
+
 
 def confidence(breakdown: Breakdown, offer: MachineOffer, fit: Fit) -> tuple[str, list[str]]:
     """The confidence level and every reason behind it (rule in the module docstring)."""
     medium: list[str] = []
     low: list[str] = []
-    workload = breakdown.workload
-    settings_bound = {workload, breakdown.confidence_hint}
-    if "image" in settings_bound:
-        low.append(gettext(
-            "image generation: memory grows with resolution, batch size and pipeline settings; "
-            "the margin covers one image at the model's native resolution"
-        ))
-    if "finetune" in settings_bound:
-        low.append(gettext(
-            "fine-tuning: memory depends on the training script's settings (sequence packing, "
-            "checkpointing, optimizer), which the calculation can only assume"
-        ))
-    if workload != "notebook" and breakdown.precision in (8, 4):
+    settings_bound = {breakdown.workload, breakdown.confidence_hint}
+    low.extend(gettext(words) for code, words in SETTINGS_BOUND.items() if code in settings_bound)
+    takes_memory = breakdown.capabilities is not None and breakdown.capabilities.takes_memory
+    if not takes_memory and breakdown.precision in (8, 4):
         medium.append(gettext(
             "%(bits)s-bit weights: quantized, so the real footprint depends on the quantization format"
         ) % {"bits": breakdown.precision})
@@ -58,7 +62,7 @@ def confidence(breakdown: Breakdown, offer: MachineOffer, fit: Fit) -> tuple[str
     if fit.tight:
         medium.append(gettext(
             "tight margin: %(percent)s of the GPU's memory stays free (tight means under %(tight)s)"
-        ) % {"percent": percent(fit.headroom_fraction), "tight": percent(TIGHT_HEADROOM_FRACTION)})
+        ) % {"percent": percent_text(fit.headroom_fraction), "tight": percent_text(TIGHT_HEADROOM_FRACTION)})
     if offer.memory_flag:
         flag = memory_flag_words(offer.memory_flag)
         low.append(gettext("the host's memory figure is in doubt: %(flag)s") % {"flag": flag})
@@ -69,7 +73,7 @@ def confidence(breakdown: Breakdown, offer: MachineOffer, fit: Fit) -> tuple[str
         return LOW, low + medium
     if medium:
         return MEDIUM, medium
-    if workload == "notebook":
+    if takes_memory:
         return HIGH, [
             gettext("the need is the figure you entered; datacenter memory figure, one GPU, ample headroom")
         ]

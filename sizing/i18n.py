@@ -13,7 +13,7 @@ Strings with several values use named placeholders ("%(count)s") so a translatio
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from decimal import ROUND_HALF_UP, Decimal
+from decimal import Decimal
 from fractions import Fraction
 from types import SimpleNamespace
 
@@ -93,14 +93,16 @@ def format_number(
     value: int | Decimal | float | Fraction, places: int | None = None, grouping: bool = True
 ) -> str:
     """A figure as the active language writes it: 8,030,261,248 and 19.55 in English, 8.030.261.248 and
-    19,55 in German. A Decimal keeps its own digits unless `places` is given; no rounding happens here
-    beyond `places` (the engine rounds before it formats)."""
+    19,55 in German. A Decimal keeps its own digits unless `places` is given: then it is rounded by
+    `sizing.units.round_half_up`, the one rounding policy."""
     if isinstance(value, Fraction):
         value = Decimal(value.numerator) / Decimal(value.denominator)
     elif isinstance(value, float):
         value = Decimal(str(value))
     if places is not None:
-        value = Decimal(value).quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP)
+        from .units import round_half_up  # the one rounding policy (`sizing.units` imports this module)
+
+        value = round_half_up(value, places)
     return _hooks.format_number(value, places, grouping)
 
 

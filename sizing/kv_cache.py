@@ -7,12 +7,14 @@ and the assumptions give that figure.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from . import nouns
 from .architectures import PLAIN, cache_groups, expanded_mla_bytes_per_token
 from .breakdown import Item
 from .errors import SizingError
-from .i18n import format_number, gettext
-from .units import fmt_gib, fmt_int
+from .i18n import gettext
+from .units import decimal_text, fmt_gib, fmt_int
 
 KV_BITS = (16, 8)
 # vLLM's default chunked-prefill budget per scheduler step; its sliding and chunked layers keep up to
@@ -35,189 +37,255 @@ def is_plain(spec) -> bool:
     return arch.mla is None and set(arch.layer_pattern) == {"F"}
 
 
+@dataclass(frozen=True)
+class _Sized:
+    """What every cache line is written with: the model, its architecture and the request's size."""
+
+    spec: object
+    arch: object
+    context: int
+    requests: int
+    kv_bytes: int
+
+    @property
+    def tokens(self) -> str:
+        return nouns.tokens(self.context)
+
+    @property
+    def reqs(self) -> str:
+        return nouns.requests(self.requests)
+
+
 def kv_cache_items(spec, context: int, requests: int, kv_bits: int) -> tuple[list[Item], list[str]]:
     """The cache items and what they assume, for `requests` requests of `context` tokens."""
-    kv_bytes = kv_bits // 8
-    arch = spec.architecture or PLAIN
-    tokens = nouns.tokens(context)
-    reqs = nouns.requests(requests)
-    precision_words = (
-        gettext("The KV cache is kept in 16-bit (%(bytes)s per value) whatever the weights' precision.")
-        % {"bytes": _bytes(kv_bytes)}
-        if kv_bits == 16 else
-        gettext(
-            "The KV cache is kept in 8-bit (1 byte per value), as vLLM's fp8 KV cache (kv_cache_dtype=fp8) "
-            "stores it, whatever the weights' precision; 16-bit is the default."
-        )
-    )
-    assumptions = [precision_words]
+    sized = _Sized(spec, spec.architecture or PLAIN, context, requests, kv_bits // 8)
+    assumptions = [_precision_words(kv_bits)]
     if is_plain(spec):
-        layers, kv_heads, head_dim = spec.layers, spec.kv_heads, spec.head_dim
-        item = Item(
-            name=gettext("KV cache"),
-            formula=gettext(
-                "2 × %(layers)s × %(kv_heads)s × %(head_dim)s head dim × %(bytes)s × %(tokens)s × "
-                "%(requests)s"
-            ) % {
-                "layers": nouns.layers(layers), "kv_heads": nouns.kv_heads(kv_heads),
-                "head_dim": fmt_int(head_dim),
-                "bytes": _bytes(kv_bytes), "tokens": tokens, "requests": reqs,
-            },
-            bytes=2 * layers * kv_heads * head_dim * kv_bytes * context * requests,
-        )
-        return [item], assumptions
-
+        return [_plain_item(sized)], assumptions
     items = []
-    for group in cache_groups(spec, context, kv_bytes):
-        layers = nouns.layers(group.layers)
-        heads = gettext("%(kv_heads)s × %(head_dim)s head dim") % {
-            "kv_heads": nouns.kv_heads(spec.kv_heads), "head_dim": fmt_int(spec.head_dim)
-        } if group.kind != "latent" else ""
-        if group.kind == "latent":
-            mla = arch.mla
-            items.append(Item(
-                name=gettext("KV cache, latent attention (MLA)"),
-                formula=gettext(
-                    "%(layers)s × (%(latent)s latent + %(rotary)s rotary dims) × %(bytes)s × %(tokens)s × "
-                    "%(requests)s"
-                ) % {
-                    "layers": layers, "latent": fmt_int(mla.kv_lora_rank),
-                    "rotary": fmt_int(mla.qk_rope_head_dim),
-                    "bytes": _bytes(kv_bytes), "tokens": tokens, "requests": reqs,
-                },
-                bytes=group.bytes(requests),
-                per_gpu=True,
-            ))
-            expanded = expanded_mla_bytes_per_token(spec, kv_bytes)
-            latent = group.bytes_per_token
-            assumptions += [
-                gettext(
-                    "Latent attention caches one compressed vector of %(width)s values per "
-                    "token and layer, shared by all heads, as vLLM and SGLang store it (no factor 2: keys "
-                    "and "
-                    "values are rebuilt from it)."
-                ) % {"width": fmt_int(mla.latent_width)},
-                gettext(
-                    "transformers' 4.x releases instead cache the expanded keys and values of all "
-                    "%(heads)s heads (%(key_width)s + %(value_width)s values per head): %(expanded)s bytes "
-                    "per "
-                    "token instead of %(latent)s, %(factor)s× more (transformers 5 caches the latent too). "
-                    "Serve it with an MLA-aware engine."
-                ) % {
-                    "heads": fmt_int(spec.attention_heads),
-                    "key_width": fmt_int(mla.qk_nope_head_dim + mla.qk_rope_head_dim),
-                    "value_width": fmt_int(mla.v_head_dim), "expanded": fmt_int(expanded),
-                    "latent": fmt_int(latent), "factor": format_number(round(expanded / latent)),
-                },
-                gettext(
-                    "Under tensor parallelism every GPU keeps the whole latent cache (it is not split by "
-                    "heads), "
-                    "so it is counted on each GPU."
-                ),
-            ]
-        elif group.kind == "full":
-            items.append(Item(
-                name=gettext("KV cache, full-attention layers"),
-                formula=f"2 × {layers} × {heads} × {_bytes(kv_bytes)} × {tokens} × {reqs}",
-                bytes=group.bytes(requests),
-            ))
-        elif group.kind in ("sliding", "chunked"):
-            sliding = group.kind == "sliding"
-            window = arch.sliding_window if sliding else arch.attention_chunk
-            values = {
-                "layers": layers, "heads": heads, "bytes": _bytes(kv_bytes), "tokens": tokens,
-                "window": fmt_int(window), "held": nouns.tokens(group.tokens_held), "requests": reqs,
-            }
-            if sliding:
-                items.append(Item(
-                    name=gettext("KV cache, sliding-window layers"),
-                    formula=gettext(
-                        "2 × %(layers)s × %(heads)s × %(bytes)s × min(%(tokens)s, %(window)s window) = "
-                        "%(held)s × %(requests)s"
-                    ) % values,
-                    bytes=group.bytes(requests),
-                ))
-            else:
-                items.append(Item(
-                    name=gettext("KV cache, chunked local-attention layers"),
-                    formula=gettext(
-                        "2 × %(layers)s × %(heads)s × %(bytes)s × min(%(tokens)s, %(window)s chunk) = "
-                        "%(held)s × %(requests)s"
-                    ) % values,
-                    bytes=group.bytes(requests),
-                ))
-            vllm_tokens = min(window - 1 + VLLM_BATCHED_TOKENS, context) if sliding \
-                else min(window + VLLM_BATCHED_TOKENS, context)
-            extra = max(0, vllm_tokens - group.tokens_held) * group.bytes_per_token * requests
-            values = {
-                "layers": layers, "window": fmt_int(window), "batched": fmt_int(VLLM_BATCHED_TOKENS),
-                "extra": fmt_gib(extra),
-            }
-            if sliding and extra:
-                words = gettext(
-                    "%(layers)s attend only to the last %(window)s-token window, so they hold min(context, "
-                    "window) "
-                    "tokens: the bound of transformers' static cache. vLLM's hybrid cache manager reserves "
-                    "up to "
-                    "window + %(batched)s batched prefill tokens on them, %(extra)s more here; the margin "
-                    "must "
-                    "cover it."
-                )
-            elif sliding:
-                words = gettext(
-                    "%(layers)s attend only to the last %(window)s-token window, so they hold min(context, "
-                    "window) "
-                    "tokens: the bound of transformers' static cache. vLLM's hybrid cache manager reserves "
-                    "up to "
-                    "window + %(batched)s batched prefill tokens on them, no more here."
-                )
-            elif extra:
-                words = gettext(
-                    "%(layers)s attend only within their %(window)s-token chunk, so they hold min(context, "
-                    "chunk) "
-                    "tokens: the bound of transformers' static cache. vLLM's hybrid cache manager reserves "
-                    "up to "
-                    "chunk + %(batched)s batched prefill tokens on them, %(extra)s more here; the margin "
-                    "must "
-                    "cover it."
-                )
-            else:
-                words = gettext(
-                    "%(layers)s attend only within their %(window)s-token chunk, so they hold min(context, "
-                    "chunk) "
-                    "tokens: the bound of transformers' static cache. vLLM's hybrid cache manager reserves "
-                    "up to "
-                    "chunk + %(batched)s batched prefill tokens on them, no more here."
-                )
-            assumptions.append(words % values)
-        elif group.kind == "linear":
-            lin = arch.linear_attention
-            items.append(Item(
-                name=gettext("Recurrent state, linear-attention layers"),
-                formula=gettext(
-                    "%(layers)s × [convolution (%(kernel)s − 1) × %(channels)s channels + state %(heads)s "
-                    "heads × "
-                    "%(value_dim)s × %(key_dim)s] × 2 bytes × %(requests)s"
-                ) % {
-                    "layers": layers, "kernel": fmt_int(lin.conv_kernel), "channels": fmt_int(lin.conv_dim),
-                    "heads": fmt_int(lin.value_heads), "value_dim": fmt_int(lin.value_head_dim),
-                    "key_dim": fmt_int(lin.key_head_dim), "requests": reqs,
-                },
-                bytes=group.bytes(requests),
-            ))
-            state = lin.value_heads * lin.value_head_dim * lin.key_head_dim
-            transformers_bytes = group.layers * (lin.conv_kernel * lin.conv_dim * 2 + state * 4)
-            assumptions.append(
-                gettext(
-                    "%(layers)s (Gated DeltaNet) keep a fixed state per sequence whatever the context, in "
-                    "16-bit "
-                    "as vLLM holds it (mamba_cache_dtype follows the model, not the KV cache precision). "
-                    "transformers keeps the whole convolution window and a float32 state: %(bytes)s bytes "
-                    "per "
-                    "sequence."
-                ) % {
-                    "layers": nouns.linear_attention_layers(group.layers),
-                    "bytes": fmt_int(transformers_bytes),
-                }
-            )
+    for group in cache_groups(spec, context, sized.kv_bytes):
+        item, words = GROUP_LINES[group.kind](sized, group)
+        items.append(item)
+        assumptions += words
     return items, assumptions
+
+
+def _precision_words(kv_bits: int) -> str:
+    if kv_bits == 16:
+        return gettext(
+            "The KV cache is kept in 16-bit (%(bytes)s per value) whatever the weights' precision."
+        ) % {"bytes": _bytes(2)}
+    return gettext(
+        "The KV cache is kept in 8-bit (1 byte per value), as vLLM's fp8 KV cache (kv_cache_dtype=fp8) "
+        "stores it, whatever the weights' precision; 16-bit is the default."
+    )
+
+
+def _plain_item(sized: _Sized) -> Item:
+    """The spec's single line: every layer full attention with grouped-query K/V heads."""
+    spec, kv_bytes = sized.spec, sized.kv_bytes
+    layers, kv_heads, head_dim = spec.layers, spec.kv_heads, spec.head_dim
+    return Item(
+        name=gettext("KV cache"),
+        formula=gettext(
+            "2 × %(layers)s × %(kv_heads)s × %(head_dim)s head dim × %(bytes)s × %(tokens)s × "
+            "%(requests)s"
+        ) % {
+            "layers": nouns.layers(layers), "kv_heads": nouns.kv_heads(kv_heads),
+            "head_dim": fmt_int(head_dim),
+            "bytes": _bytes(kv_bytes), "tokens": sized.tokens, "requests": sized.reqs,
+        },
+        bytes=2 * layers * kv_heads * head_dim * kv_bytes * sized.context * sized.requests,
+    )
+
+
+def _heads(sized: _Sized) -> str:
+    return gettext("%(kv_heads)s × %(head_dim)s head dim") % {
+        "kv_heads": nouns.kv_heads(sized.spec.kv_heads), "head_dim": fmt_int(sized.spec.head_dim)
+    }
+
+
+def _latent_line(sized: _Sized, group) -> tuple[Item, list[str]]:
+    """Latent attention (MLA): one compressed vector per token and layer, on every GPU."""
+    spec, arch, kv_bytes = sized.spec, sized.arch, sized.kv_bytes
+    layers, tokens, reqs, requests = nouns.layers(group.layers), sized.tokens, sized.reqs, sized.requests
+    items = []
+    mla = arch.mla
+    items.append(Item(
+        name=gettext("KV cache, latent attention (MLA)"),
+        formula=gettext(
+            "%(layers)s × (%(latent)s latent + %(rotary)s rotary dims) × %(bytes)s × %(tokens)s × "
+            "%(requests)s"
+        ) % {
+            "layers": layers, "latent": fmt_int(mla.kv_lora_rank),
+            "rotary": fmt_int(mla.qk_rope_head_dim),
+            "bytes": _bytes(kv_bytes), "tokens": tokens, "requests": reqs,
+        },
+        bytes=group.bytes(requests),
+        per_gpu=True,
+    ))
+    expanded = expanded_mla_bytes_per_token(spec, kv_bytes)
+    latent = group.bytes_per_token
+    assumptions = [
+        gettext(
+            "Latent attention caches one compressed vector of %(width)s values per "
+            "token and layer, shared by all heads, as vLLM and SGLang store it (no factor 2: keys "
+            "and "
+            "values are rebuilt from it)."
+        ) % {"width": fmt_int(mla.latent_width)},
+        gettext(
+            "transformers' 4.x releases instead cache the expanded keys and values of all "
+            "%(heads)s heads (%(key_width)s + %(value_width)s values per head): %(expanded)s bytes "
+            "per "
+            "token instead of %(latent)s, %(factor)s× more (transformers 5 caches the latent too). "
+            "Serve it with an MLA-aware engine."
+        ) % {
+            "heads": fmt_int(spec.attention_heads),
+            "key_width": fmt_int(mla.qk_nope_head_dim + mla.qk_rope_head_dim),
+            "value_width": fmt_int(mla.v_head_dim), "expanded": fmt_int(expanded),
+            "latent": fmt_int(latent), "factor": decimal_text(expanded / latent, 0),
+        },
+        gettext(
+            "Under tensor parallelism every GPU keeps the whole latent cache (it is not split by "
+            "heads), "
+            "so it is counted on each GPU."
+        ),
+    ]
+    return items[0], assumptions
+
+
+def _full_line(sized: _Sized, group) -> tuple[Item, list[str]]:
+    item = Item(
+        name=gettext("KV cache, full-attention layers"),
+        formula=f"2 × {nouns.layers(group.layers)} × {_heads(sized)} × {_bytes(sized.kv_bytes)} × "
+                f"{sized.tokens} × {sized.reqs}",
+        bytes=group.bytes(sized.requests),
+    )
+    return item, []
+
+
+def _windowed_line(sized: _Sized, group) -> tuple[Item, list[str]]:
+    """Sliding-window or chunked layers: min(context, window) tokens, and what vLLM reserves more."""
+    arch, kv_bytes, requests = sized.arch, sized.kv_bytes, sized.requests
+    layers, heads, tokens, reqs = nouns.layers(group.layers), _heads(sized), sized.tokens, sized.reqs
+    items = []
+    sliding = group.kind == "sliding"
+    window = arch.sliding_window if sliding else arch.attention_chunk
+    values = {
+        "layers": layers, "heads": heads, "bytes": _bytes(kv_bytes), "tokens": tokens,
+        "window": fmt_int(window), "held": nouns.tokens(group.tokens_held), "requests": reqs,
+    }
+    if sliding:
+        items.append(Item(
+            name=gettext("KV cache, sliding-window layers"),
+            formula=gettext(
+                "2 × %(layers)s × %(heads)s × %(bytes)s × min(%(tokens)s, %(window)s window) = "
+                "%(held)s × %(requests)s"
+            ) % values,
+            bytes=group.bytes(requests),
+        ))
+    else:
+        items.append(Item(
+            name=gettext("KV cache, chunked local-attention layers"),
+            formula=gettext(
+                "2 × %(layers)s × %(heads)s × %(bytes)s × min(%(tokens)s, %(window)s chunk) = "
+                "%(held)s × %(requests)s"
+            ) % values,
+            bytes=group.bytes(requests),
+        ))
+    return items[0], [_windowed_words(sized, group, window, layers)]
+
+
+def _windowed_words(sized: _Sized, group, window: int, layers: str) -> str:
+    """What a sliding or chunked group holds, and what vLLM's hybrid cache manager reserves beyond it."""
+    sliding, context, requests = group.kind == "sliding", sized.context, sized.requests
+    vllm_tokens = min(window - 1 + VLLM_BATCHED_TOKENS, context) if sliding \
+        else min(window + VLLM_BATCHED_TOKENS, context)
+    extra = max(0, vllm_tokens - group.tokens_held) * group.bytes_per_token * requests
+    values = {
+        "layers": layers, "window": fmt_int(window), "batched": fmt_int(VLLM_BATCHED_TOKENS),
+        "extra": fmt_gib(extra),
+    }
+    if sliding and extra:
+        words = gettext(
+            "%(layers)s attend only to the last %(window)s-token window, so they hold min(context, "
+            "window) "
+            "tokens: the bound of transformers' static cache. vLLM's hybrid cache manager reserves "
+            "up to "
+            "window + %(batched)s batched prefill tokens on them, %(extra)s more here; the margin "
+            "must "
+            "cover it."
+        )
+    elif sliding:
+        words = gettext(
+            "%(layers)s attend only to the last %(window)s-token window, so they hold min(context, "
+            "window) "
+            "tokens: the bound of transformers' static cache. vLLM's hybrid cache manager reserves "
+            "up to "
+            "window + %(batched)s batched prefill tokens on them, no more here."
+        )
+    elif extra:
+        words = gettext(
+            "%(layers)s attend only within their %(window)s-token chunk, so they hold min(context, "
+            "chunk) "
+            "tokens: the bound of transformers' static cache. vLLM's hybrid cache manager reserves "
+            "up to "
+            "chunk + %(batched)s batched prefill tokens on them, %(extra)s more here; the margin "
+            "must "
+            "cover it."
+        )
+    else:
+        words = gettext(
+            "%(layers)s attend only within their %(window)s-token chunk, so they hold min(context, "
+            "chunk) "
+            "tokens: the bound of transformers' static cache. vLLM's hybrid cache manager reserves "
+            "up to "
+            "chunk + %(batched)s batched prefill tokens on them, no more here."
+        )
+    return words % values
+
+
+def _linear_line(sized: _Sized, group) -> tuple[Item, list[str]]:
+    """Linear-attention layers: a fixed recurrent state per sequence, whatever the context."""
+    arch, requests = sized.arch, sized.requests
+    layers, reqs = nouns.layers(group.layers), sized.reqs
+    items, assumptions = [], []
+    lin = arch.linear_attention
+    items.append(Item(
+        name=gettext("Recurrent state, linear-attention layers"),
+        formula=gettext(
+            "%(layers)s × [convolution (%(kernel)s − 1) × %(channels)s channels + state %(heads)s "
+            "heads × "
+            "%(value_dim)s × %(key_dim)s] × 2 bytes × %(requests)s"
+        ) % {
+            "layers": layers, "kernel": fmt_int(lin.conv_kernel), "channels": fmt_int(lin.conv_dim),
+            "heads": fmt_int(lin.value_heads), "value_dim": fmt_int(lin.value_head_dim),
+            "key_dim": fmt_int(lin.key_head_dim), "requests": reqs,
+        },
+        bytes=group.bytes(requests),
+    ))
+    state = lin.value_heads * lin.value_head_dim * lin.key_head_dim
+    transformers_bytes = group.layers * (lin.conv_kernel * lin.conv_dim * 2 + state * 4)
+    assumptions.append(
+        gettext(
+            "%(layers)s (Gated DeltaNet) keep a fixed state per sequence whatever the context, in "
+            "16-bit "
+            "as vLLM holds it (mamba_cache_dtype follows the model, not the KV cache precision). "
+            "transformers keeps the whole convolution window and a float32 state: %(bytes)s bytes "
+            "per "
+            "sequence."
+        ) % {
+            "layers": nouns.linear_attention_layers(group.layers),
+            "bytes": fmt_int(transformers_bytes),
+        }
+    )
+    return items[0], assumptions
+
+
+GROUP_LINES = {
+    "latent": _latent_line,
+    "full": _full_line,
+    "sliding": _windowed_line,
+    "chunked": _windowed_line,
+    "linear": _linear_line,
+}

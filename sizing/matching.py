@@ -39,7 +39,7 @@ from .reasons import (
     TOO_SMALL,
 )
 from .results import PrecisionAlternative, Recommendation, RecommendedMachine
-from .throughput_plan import price_per_million_tokens, speed_for
+from .speeds import price_per_million_tokens, speed_for
 
 ALTERNATIVES_SHOWN = 20
 SORT_PRICE = "price"
@@ -105,10 +105,16 @@ def _sort_key(offer: MachineOffer, hourly_price: Decimal) -> tuple:
     return (hourly_price, offer.price_per_gpu_hour, offer.provider, offer.provider_machine_id, offer.id)
 
 
+def serves_tokens(breakdown: Breakdown) -> bool:
+    """Whether the answer speaks of tokens per second (a language model run to serve)."""
+    capabilities = breakdown.capabilities
+    return capabilities is not None and capabilities.serves_tokens
+
+
 def machine_price_per_million(breakdown: Breakdown, offer: MachineOffer) -> Decimal | None:
     """The price per million tokens at the speed measured on this machine for the model and
     precision sized; None without one (or where tokens do not apply)."""
-    if breakdown.workload != "inference" or not offer.measured_speeds:
+    if not serves_tokens(breakdown) or not offer.measured_speeds:
         return None
     speed = speed_for(offer.measured_speeds, breakdown.inputs.get("model"), breakdown.precision)
     if speed is None:
@@ -237,7 +243,7 @@ class _Describer:
             confidence=level,
             confidence_reasons=tuple(reasons),
             measured_speed=self._speeds(offer),
-            serves_tokens=self.breakdown.workload == "inference",
+            serves_tokens=serves_tokens(self.breakdown),
             price_per_million_tokens=machine_price_per_million(self.breakdown, offer),
             breaks=candidate.breaks,
             breaks_text=tuple(

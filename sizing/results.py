@@ -34,7 +34,7 @@ class RecommendedMachine:
     breaks: tuple[str, ...] = ()
     breaks_text: tuple[str, ...] = ()
     # Language-model inference only: what a million tokens cost at the speed measured on this
-    # machine (`sizing.throughput_plan.price_per_million_tokens`); None without a measured speed.
+    # machine (`sizing.speeds.price_per_million_tokens`); None without a measured speed.
     serves_tokens: bool = False
     price_per_million_tokens: Decimal | None = None
 

@@ -1,34 +1,44 @@
-"""Units, and the one rounding policy for everything shown (sizes and money are exact until here).
+"""Units, and the one rounding policy for everything shown (sizes, speeds and money are exact until
+here). Halves are rounded up (away from zero), as people round; never Python's round-half-even.
 
-- Sizes: bytes in, GiB out with two decimals, halves rounded up (15.625 → 15.63), as people round.
+- Sizes: bytes in, GiB out with two decimals (15.625 → 15.63).
+- Figures of a formula (speeds, the plan's tokens/s): up to two decimals, no trailing zeros
+  (12.345 → 12.35, 56,250); the same figure in JSON is a float of two decimals.
+- Percentages: one decimal, a whole percent without it (93.8 %, 100 %).
 - Money: prices are kept to four places; an amount is shown with the digits it has, at least two
   and at most four ($0.098 stays $0.098, $2.50 stays $2.50), halves rounded up at the fourth.
+- Bounds, rounded towards the safe side: the time a budget covers is rounded down (never promised
+  longer than it lasts), an amount to set a limit to is rounded up to whole cents (it always reaches).
 
 Words and values are kept apart: the `*_display`, `*_text` and `fmt_*` functions write for people, in
-the active language (19,55 GiB, 0,098 $ in German; `sizing.i18n`); `gib_number` and `money_string` are
-values for JSON, URLs and forms, the same in every language.
+the active language (19,55 GiB, 0,098 $ in German; `sizing.i18n`); `gib_number`, `figure_number` and
+`money_string` are values for JSON, URLs and forms, the same in every language.
 """
 import re
-from decimal import ROUND_HALF_UP, Decimal
+from decimal import ROUND_CEILING, ROUND_DOWN, ROUND_HALF_UP, Decimal
+from fractions import Fraction
 
 from .i18n import format_number, pgettext
 
 GIB = 2**30
 MIB = 2**20
-GB = 10**9
 
 MONEY_PLACES = 4  # the catalog keeps prices to 4 places
 _CENTS = Decimal("0.01")
 _MONEY_STEP = Decimal(1).scaleb(-MONEY_PLACES)
 
 
-def gib(n_bytes: float) -> float:
-    return n_bytes / GIB
-
-
-def round_half_up(value: float | int | Decimal, places: int = 2) -> Decimal:
-    """Display rounding as people do it (15.625 → 15.63), not Python's round-half-even."""
-    return Decimal(str(value)).quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP)
+def round_half_up(value: float | int | Decimal | Fraction, places: int = 2) -> Decimal:
+    """Display rounding as people do it (15.625 → 15.63), not Python's round-half-even. A Fraction is
+    rounded exactly (1/3 → 0.33), a float as it reads (its shortest repr)."""
+    step = Decimal(1).scaleb(-places)
+    if isinstance(value, Fraction):
+        scaled = abs(value) * 10**places
+        whole = scaled.numerator // scaled.denominator
+        if scaled - whole >= Fraction(1, 2):
+            whole += 1
+        return (Decimal(-whole if value < 0 else whole) * step).quantize(step)
+    return Decimal(str(value)).quantize(step, rounding=ROUND_HALF_UP)
 
 
 def _gib_decimal(n_bytes: int | float) -> Decimal:
@@ -71,6 +81,57 @@ def general_number(value, significant: int | None = None) -> str:
 def decimal_text(value: float | int | Decimal, places: int = 2) -> str:
     """A figure for people with `places` decimals, halves rounded up: 14.96 (14,96 in German)."""
     return format_number(round_half_up(value, places), places)
+
+
+def exact_text(number: Decimal) -> str:
+    """An exact Decimal for people, with thousands separators and no trailing zeros (56,250, 2.1,
+    21.01): figures the simpler calculators show as they are, never rounded."""
+    normalized = number.normalize()
+    if normalized == normalized.to_integral_value():
+        return format_number(int(normalized))
+    return format_number(normalized)
+
+
+def figure_text(value: Fraction | Decimal | int) -> str:
+    """A figure of a formula for people: thousands separators, up to two decimals, no trailing zeros
+    (56,250; 12.35; 2.1)."""
+    figure = round_half_up(value, 2)
+    if figure == figure.to_integral_value():
+        return format_number(int(figure))
+    return format_number(figure.normalize())
+
+
+def figure_number(value: Fraction | Decimal | int | float) -> float:
+    """The same figure for JSON: a float of two decimals, rounded as `figure_text` rounds it."""
+    return float(round_half_up(value, 2))
+
+
+def one_decimal_text(value: Decimal | Fraction | float) -> str:
+    """A figure with one decimal, halves up: 52.6 (52,6 in German)."""
+    return format_number(round_half_up(value, 1))
+
+
+def percent_text(fraction: float | Decimal | Fraction) -> str:
+    """A share as a percentage with one decimal, a whole percent without it: "93.8 %", "100 %"."""
+    value = round_half_up(fraction * 100, 1)
+    if value == value.to_integral_value():
+        value = int(value)
+    return f"{format_number(value, grouping=False)} %"
+
+
+def whole_down(value: Decimal) -> int:
+    """A count that must not be overstated (the minutes a budget covers): the whole part."""
+    return int(value.to_integral_value(rounding=ROUND_DOWN))
+
+
+def hundredths_down(value: Decimal) -> Decimal:
+    """Hours or days a budget covers, two places, rounded down: never longer than it lasts."""
+    return value.quantize(_CENTS, rounding=ROUND_DOWN)
+
+
+def cents_up(amount: Decimal) -> Decimal:
+    """An amount a price limit or budget can be set to (whole cents), at least `amount`."""
+    return amount.quantize(_CENTS, rounding=ROUND_CEILING)
 
 
 def money_amount(amount: Decimal | int | str) -> Decimal:

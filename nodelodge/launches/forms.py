@@ -3,8 +3,8 @@ from django.contrib.auth.forms import BaseUserCreationForm
 from django.contrib.auth.models import User
 from django.utils.translation import gettext_lazy as _
 
-from nodelodge.recommendations.query import MAX_MONEY
 from sizing.fit import MAX_GPUS_PER_MACHINE
+from sizing.limits import MAX_MONEY
 
 
 class LaunchForm(forms.Form):

@@ -22,17 +22,20 @@ from django.utils.functional import lazy
 from django.utils.translation import gettext, pgettext_lazy
 from django.utils.translation import gettext_lazy as _
 
-from sizing.calculators import MAX_CONTEXT, MAX_REQUESTS
 from sizing.countries import country_hint, expand_countries
 from sizing.errors import SizingError
-from sizing.matching import SORT_PRICE_PER_MILLION
-from sizing.results import RecommendedMachine
-from sizing.throughput_plan import (
-    DEFAULT_EFFICIENCY_PERCENT,
-    DEFAULT_REDUNDANCY,
+from sizing.limits import (
+    MAX_CONTEXT,
+    MAX_LIMIT,
+    MAX_MONEY,
+    MAX_NOTEBOOK_GIB,
     MAX_REDUNDANCY,
+    MAX_REQUESTS,
     MAX_TARGET_TOKENS_PER_S,
 )
+from sizing.matching import SORT_PRICE_PER_MILLION
+from sizing.results import RecommendedMachine
+from sizing.throughput_plan import DEFAULT_EFFICIENCY_PERCENT, DEFAULT_REDUNDANCY
 from sizing.units import NumberNotRead, read_number
 from sizing.workloads import BY_CODE, WIZARD_CODES
 
@@ -60,8 +63,6 @@ DEFAULT_MODEL_BY_WORKLOAD = {
     "image": "stable-diffusion-xl",
 }
 MAX_COUNTRY_ITEMS = 300
-MAX_MONEY = Decimal("1000000000")
-MAX_LIMIT = 1000  # machines listed in one answer; all are counted
 PAGE_LIMIT = 25  # machines the page lists when the query names no limit
 API_LIMIT = 100  # machines the API lists when the query names no limit
 
@@ -147,11 +148,11 @@ MESSAGES = {
     },
     "memory_gib": {
         "min_value": _("GPU memory must be more than 0 GiB."),
-        "max_value": filled(_("GPU memory can be at most %(max)s GiB."), max=10_000),
+        "max_value": filled(_("GPU memory can be at most %(max)s GiB."), max=MAX_NOTEBOOK_GIB),
         "invalid": _("GPU memory must be a number of GiB, such as 24."),
         "max_decimal_places": _("GPU memory takes at most 2 decimal places."),
-        "max_digits": filled(_("GPU memory can be at most %(max)s GiB."), max=10_000),
-        "max_whole_digits": filled(_("GPU memory can be at most %(max)s GiB."), max=10_000),
+        "max_digits": filled(_("GPU memory can be at most %(max)s GiB."), max=MAX_NOTEBOOK_GIB),
+        "max_whole_digits": filled(_("GPU memory can be at most %(max)s GiB."), max=MAX_NOTEBOOK_GIB),
     },
     "budget": {
         "min_value": _("The budget must be more than $0; leave it empty for no budget."),
@@ -171,11 +172,11 @@ MESSAGES = {
     },
     "min_memory_gib": {
         "min_value": _("Memory per GPU must be more than 0 GiB; leave it empty for any."),
-        "max_value": filled(_("Memory per GPU can be at most %(max)s GiB."), max=10_000),
+        "max_value": filled(_("Memory per GPU can be at most %(max)s GiB."), max=MAX_NOTEBOOK_GIB),
         "invalid": _("Memory per GPU must be a number of GiB, such as 80."),
         "max_decimal_places": _("Memory per GPU takes at most 2 decimal places."),
-        "max_digits": filled(_("Memory per GPU can be at most %(max)s GiB."), max=10_000),
-        "max_whole_digits": filled(_("Memory per GPU can be at most %(max)s GiB."), max=10_000),
+        "max_digits": filled(_("Memory per GPU can be at most %(max)s GiB."), max=MAX_NOTEBOOK_GIB),
+        "max_whole_digits": filled(_("Memory per GPU can be at most %(max)s GiB."), max=MAX_NOTEBOOK_GIB),
     },
     "limit": {
         "min_value": _("Show at least 1 machine per page."),
@@ -416,7 +417,7 @@ class WorkloadQueryForm(forms.Form):
         min_value=1, max_value=MAX_REQUESTS, required=False, error_messages=_messages("requests")
     )
     memory_gib = TypedDecimalField(
-        min_value=Decimal("0.01"), max_value=Decimal("10000"), max_digits=9, decimal_places=2,
+        min_value=Decimal("0.01"), max_value=Decimal(MAX_NOTEBOOK_GIB), max_digits=9, decimal_places=2,
         required=False, label=_("GPU memory needed (GiB)"), error_messages=_messages("memory_gib"),
     )
     budget = TypedDecimalField(
@@ -439,7 +440,7 @@ class WorkloadQueryForm(forms.Form):
     )
     gpu = forms.CharField(max_length=100, required=False, label=_("GPU model"))
     min_memory_gib = TypedDecimalField(
-        min_value=Decimal("0.01"), max_value=Decimal("10000"), max_digits=9, decimal_places=2,
+        min_value=Decimal("0.01"), max_value=Decimal(MAX_NOTEBOOK_GIB), max_digits=9, decimal_places=2,
         required=False, label=_("Memory per GPU at least (GiB)"), error_messages=_messages("min_memory_gib"),
     )
     confidence = forms.ChoiceField(

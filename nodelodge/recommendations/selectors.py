@@ -29,7 +29,7 @@ from catalog.models import Machine
 from sizing import fit as sizing_fit
 from sizing import wording
 from sizing.breakdown import Breakdown
-from sizing.calculators import estimate
+from sizing.calculators import RuleOfThumb, estimate, rule_of_thumb
 from sizing.countries import ALL_CODES
 from sizing.errors import SizingError
 from sizing.matching import (
@@ -40,7 +40,6 @@ from sizing.matching import (
     recommend_counted,
 )
 from sizing.offers import Preferences
-from sizing.other_calculators import RuleOfThumb, rule_of_thumb
 from sizing.reasons import OFFLINE, STALE
 from sizing.specs import PRECISIONS
 from sizing.units import GIB

@@ -26,17 +26,9 @@ from sizing.breakdown import Breakdown
 from sizing.matching import preference_breaks
 from sizing.offers import MeasuredSpeed
 from sizing.results import speed_row
-from sizing.throughput_plan import (
-    SECONDS_PER_HOUR,
-    TOKENS_PER_MILLION,
-    Plan,
-    PlanCandidate,
-    cheapest_plan,
-    copy_speed,
-    number,
-    price_per_million_tokens,
-)
-from sizing.units import money_string, money_text
+from sizing.speeds import SECONDS_PER_HOUR, TOKENS_PER_MILLION, price_per_million_tokens
+from sizing.throughput_plan import Plan, PlanCandidate, cheapest_plan, copy_speed
+from sizing.units import figure_number, figure_text, money_string, money_text
 from sizing.wording import budget_cover
 
 from .query import WorkloadQuery
@@ -171,7 +163,7 @@ def speed_candidates(
 
 
 def tokens_per_second_text(value) -> str:
-    return gettext("%(tokens)s tokens/s") % {"tokens": number(value)}
+    return gettext("%(tokens)s tokens/s") % {"tokens": figure_text(value)}
 
 
 def cheapest_per_million(candidates: list[SpeedCandidate], count: int) -> list[int]:
@@ -203,7 +195,9 @@ class ThroughputAnswer:
                 "No plan: none of the %(machines)s machines that fit and meet every preference has a speed "
                 "measured for %(model)s at %(bits)s-bit, and speeds are never estimated.",
                 self.without_speed,
-            ) % {"machines": number(self.without_speed), "model": self.model_name, "bits": self.precision}
+            ) % {
+                "machines": figure_text(self.without_speed), "model": self.model_name, "bits": self.precision
+            }
         spare = ngettext(
             "%(spare)s spare copy", "%(spare)s spare copies", self.query.redundancy
         ) % {"spare": self.query.redundancy}
@@ -214,8 +208,8 @@ class ThroughputAnswer:
             "%(efficiency)s %% efficiency with %(spare)s between them (free GPUs counted).",
             self.with_speed,
         ) % {
-            "machines": number(self.with_speed), "target": target,
-            "efficiency": number(self.query.efficiency), "spare": spare,
+            "machines": figure_text(self.with_speed), "target": target,
+            "efficiency": figure_text(self.query.efficiency), "spare": spare,
         }
 
     def plan_dict(self, rank: int, plan: Plan) -> dict:
@@ -233,7 +227,7 @@ class ThroughputAnswer:
             "gpus": plan.gpus,
             "productive_gpus": plan.productive_gpus,
             "spare_gpus": plan.spare_gpus,
-            "usable_tokens_per_s": float(round(plan.usable_tokens_per_s, 2)),
+            "usable_tokens_per_s": figure_number(plan.usable_tokens_per_s),
             "budget_hours": float(cover.hours) if cover and cover.hours is not None else None,
             "budget_text": cover.text if cover else None,
             "steps": list(plan.steps),
@@ -258,10 +252,10 @@ class ThroughputAnswer:
             "productive_copies": part.productive_copies,
             "spare_copies": part.spare_copies,
             "gpus": part.gpus,
-            "tokens_per_s_per_gpu": float(round(per_gpu, 2)),
+            "tokens_per_s_per_gpu": figure_number(per_gpu),
             "tokens_per_s_per_gpu_text": tokens_per_second_text(per_gpu),
-            "usable_tokens_per_s_per_copy": float(
-                round(copy_speed(candidate, Fraction(plan.efficiency_percent)), 2)
+            "usable_tokens_per_s_per_copy": figure_number(
+                copy_speed(candidate, Fraction(plan.efficiency_percent))
             ),
             "price_per_gpu_hour": money_string(candidate.price_per_gpu_hour),
             "price_per_hour": money_string(part.price_per_hour),
@@ -286,7 +280,7 @@ class ThroughputAnswer:
                 "%(machines)s machines that fit and meet every preference have no measured speed for this "
                 "model and precision, so no plan uses them",
                 self.without_speed,
-            ) % {"machines": number(self.without_speed)},
+            ) % {"machines": figure_text(self.without_speed)},
             "plans": [self.plan_dict(rank, plan) for rank, plan in enumerate(self.plans, start=1)],
             "empty_reason": self.empty_reason,
         }

@@ -20,15 +20,12 @@ from nodelodge.recommendations.query import (
     filled,
     typed_number,
 )
+from sizing.limits import MAX_GPU_COUNT_MEASURED, MAX_GPU_COUNT_TARGET, MAX_PARAMETERS, MAX_REDUNDANCY_GPUS
 from sizing.units import NumberNotRead
 
-MAX_PARAMETERS = 10**15
 FEWEST_PARAMETERS = 1000  # fewer is never a model: "7" means 7B
 SUFFIXES = {"K": 10**3, "M": 10**6, "B": 10**9, "G": 10**9, "T": 10**12}
 PARAMETERS_WORDS = _("Enter the parameter count as 7B, 70e9 or 7,000,000,000.")
-MAX_TARGET = Decimal("1e12")
-MAX_MEASURED = Decimal("1e9")
-MAX_REDUNDANCY = 10_000
 
 
 def _between_message() -> str:
@@ -113,18 +110,20 @@ class ThroughputForm(NumbersAsTypedForm):
     """GPU count for a throughput target (SPEC §8)."""
 
     target = TypedDecimalField(
-        min_value=Decimal("0.001"), max_value=MAX_TARGET, max_digits=20, decimal_places=3,
+        min_value=Decimal("0.001"), max_value=MAX_GPU_COUNT_TARGET, max_digits=20, decimal_places=3,
         label=_("Target throughput (tokens/s)"), widget=_typed_input("decimal"),
         error_messages={
             "required": _("Enter the throughput target in tokens per second."),
             "invalid": _("The throughput target must be a number of tokens per second, such as 180000."),
             "min_value": _("The throughput target must be more than 0 tokens/s."),
             "max_decimal_places": _("The throughput target takes at most 3 decimal places."),
-            **_limits(filled(_("The throughput target can be at most %(max)s tokens/s."), max=MAX_TARGET)),
+            **_limits(filled(
+                _("The throughput target can be at most %(max)s tokens/s."), max=MAX_GPU_COUNT_TARGET
+            )),
         },
     )
     measured = TypedDecimalField(
-        min_value=Decimal("0.001"), max_value=MAX_MEASURED, max_digits=20, decimal_places=3,
+        min_value=Decimal("0.001"), max_value=MAX_GPU_COUNT_MEASURED, max_digits=20, decimal_places=3,
         label=_("Measured throughput of one GPU (tokens/s)"), widget=_typed_input("decimal"),
         error_messages={
             "required": _("Enter the throughput one GPU measured, in tokens per second."),
@@ -132,7 +131,8 @@ class ThroughputForm(NumbersAsTypedForm):
             "min_value": _("The measured throughput per GPU must be more than 0 tokens/s."),
             "max_decimal_places": _("The measured throughput takes at most 3 decimal places."),
             **_limits(filled(
-                _("The measured throughput per GPU can be at most %(max)s tokens/s."), max=MAX_MEASURED
+                _("The measured throughput per GPU can be at most %(max)s tokens/s."),
+                max=MAX_GPU_COUNT_MEASURED,
             )),
         },
     )
@@ -143,13 +143,13 @@ class ThroughputForm(NumbersAsTypedForm):
                         **MESSAGES["efficiency"]},
     )
     redundancy = TypedIntegerField(
-        min_value=0, max_value=MAX_REDUNDANCY, initial=0, label=_("Redundancy GPUs"),
+        min_value=0, max_value=MAX_REDUNDANCY_GPUS, initial=0, label=_("Redundancy GPUs"),
         widget=_typed_input("numeric"),
         error_messages={
             "required": _("Enter the number of redundancy GPUs; 0 for none."),
             "invalid": _("The redundancy must be a whole number of GPUs, such as 1."),
             "min_value": _("The redundancy cannot be negative; 0 means none."),
-            "max_value": filled(_("The redundancy can be at most %(max)s GPUs."), max=MAX_REDUNDANCY),
+            "max_value": filled(_("The redundancy can be at most %(max)s GPUs."), max=MAX_REDUNDANCY_GPUS),
         },
     )
 

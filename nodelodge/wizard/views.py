@@ -29,8 +29,8 @@ from nodelodge.recommendations.query import (
     reworded,
 )
 from nodelodge.recommendations.selectors import model_row, recommendation_for, suits
-from sizing.calculators import MAX_CONTEXT, MAX_REQUESTS
-from sizing.other_calculators import gpus_for_throughput, rule_of_thumb
+from sizing.calculators import gpus_for_throughput, rule_of_thumb
+from sizing.limits import MAX_CONTEXT, MAX_REQUESTS
 
 from .forms import RuleOfThumbForm, ThroughputForm
 from .rows import add_row_words

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from catalog import selectors as catalog_selectors
-from sizing.calculators import MAX_CONTEXT, MAX_REQUESTS
+from sizing.limits import MAX_CONTEXT, MAX_REQUESTS
 
 from .conftest import QUERY_FIELDS
 

@@ -11,12 +11,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sizing import i18n
-from sizing.calculators import estimate, estimate_inference
+from sizing.calculators import estimate, estimate_inference, gpus_for_throughput
 from sizing.confidence import CONFIDENCE_WORDS, LOW
 from sizing.errors import SizingError
 from sizing.matching import recommend
 from sizing.offers import Preferences
-from sizing.other_calculators import gpus_for_throughput
 from sizing.reasons import TOO_SMALL, reason_words
 from sizing.results import machine_row
 from sizing.units import fmt_gib, fmt_int, gib_display, gib_number, money_string, money_text

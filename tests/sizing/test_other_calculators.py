@@ -4,8 +4,8 @@ from decimal import Decimal
 
 import pytest
 
+from sizing.calculators import gpus_for_throughput, rule_of_thumb
 from sizing.errors import SizingError
-from sizing.other_calculators import gpus_for_throughput, rule_of_thumb
 
 
 def test_180000_tokens_per_s_at_75000_per_gpu_and_75_percent_needs_4_plus_1_gpus():

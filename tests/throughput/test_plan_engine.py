@@ -12,14 +12,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from sizing.calculators import gpus_for_throughput
 from sizing.errors import SizingError
-from sizing.other_calculators import gpus_for_throughput
+from sizing.speeds import price_per_million_tokens
 from sizing.throughput_plan import (
     PlanCandidate,
     cheapest_plan,
     copy_price_units,
     copy_speed,
-    price_per_million_tokens,
 )
 
 

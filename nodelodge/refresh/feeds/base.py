@@ -15,11 +15,11 @@ from typing import Protocol
 
 from sizing.countries import is_country_code
 from sizing.fit import MAX_GPUS_PER_MACHINE
+from sizing.limits import MAX_PRICE_PER_GPU_HOUR
 
 MAX_GPU_COUNT = MAX_GPUS_PER_MACHINE
 # 1 TiB per GPU: far beyond any GPU sold; a larger figure is a unit mix-up or garbage.
 MAX_MEMORY_MIB = 1_048_576
-MAX_PRICE_PER_GPU_HOUR = Decimal("10000")
 PRICE_STEP = Decimal("0.0001")  # Machine.price_per_gpu_hour keeps four decimals
 MAX_ID_LENGTH = 120
 MAX_REGION_LENGTH = 120

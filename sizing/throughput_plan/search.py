@@ -1,32 +1,5 @@
-"""The throughput plan: the cheapest set of machines that serves a target number of tokens per second.
-
-It joins the documentation's GPU-count formula (`sizing.other_calculators.gpus_for_throughput`) to
-the fleet: usable per GPU = speed measured per GPU × efficiency; GPUs are added until their usable
-speeds reach the target; redundancy comes on top. Only speeds measured on the machine itself count;
-a machine without one is never in a plan (the caller counts those).
-
-Replicas
-    A model copy runs on the GPUs the fit needs on that machine (`sizing.fit`): one GPU when one
-    holds it, otherwise several of the same machine by tensor parallelism. A machine with f free
-    GPUs and g GPUs per copy offers ⌊f ÷ g⌋ copies, each delivering g × per-GPU speed × efficiency
-    and costing g × its price per GPU-hour.
-
-Redundancy
-    R spare copies: the plan still serves the target when any R of its copies fail. With one GPU per
-    copy and one speed this is the documentation's "productive + redundancy GPUs" (180,000 tokens/s
-    at 75,000 per GPU and 75 % → 4 + 1 = 5). Every plan is therefore R spare copies, each at least as
-    fast as any productive copy, plus productive copies whose usable speeds sum to the target.
-
-Optimality
-    The answer is the exact minimum of the total price per hour; among equally cheap plans the
-    search's own order decides, so the same candidates in any order give the same plan. All
-    arithmetic that decides a plan is in integers (prices in 1/10,000 of a dollar, speeds over a
-    common denominator). The search: copies of equal speed form a class, taken cheapest first; the
-    fractional cover (copies by price per speed) gives a first plan and, by Dembo and Hammer's
-    reduction, fixes the copies no cheaper plan can leave out or take; then branch and bound over
-    what is left, with the fractional-knapsack bound. Tests compare it with brute force.
-"""
-
+"""The search for the cheapest plan: exact, in integers (prices in 1/10,000 of a dollar, speeds over a
+common denominator). See the package's "Optimality" and "Redundancy"."""
 from __future__ import annotations
 
 import heapq
@@ -34,118 +7,19 @@ import math
 from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass
-from decimal import Decimal
 from fractions import Fraction
-from functools import cached_property
 from itertools import accumulate
 
-from .errors import SizingError
-from .i18n import format_number, gettext, ngettext
-from .other_calculators import efficiency_error
-
-DEFAULT_EFFICIENCY_PERCENT = Decimal("75")
-DEFAULT_REDUNDANCY = 1
-MAX_REDUNDANCY = 64
-MAX_TARGET_TOKENS_PER_S = Decimal("100000000")  # 10^8 tokens/s: more than any fleet serves
-PRICE_UNITS = 10_000  # prices are kept to 4 places
-SECONDS_PER_HOUR = 3_600
-TOKENS_PER_MILLION = 1_000_000
-
-
-@dataclass(frozen=True)
-class PlanCandidate:
-    """One machine that fits the model and carries a speed measured on it for that model and precision."""
-
-    machine_id: int
-    order_key: tuple  # the machines' own order (price per GPU-hour, provider, machine id, id): ties
-    price_per_gpu_hour: Decimal
-    free_gpus: int
-    gpus_per_copy: int  # GPUs one model copy needs on this machine (the fit)
-    measured_tokens_per_s: Decimal  # as measured
-    measured_gpus: int  # GPUs the measurement ran on
-    label: str = ""  # how the formula names the machine (e.g. its provider's machine id)
-
-    @property
-    def name(self) -> str:
-        return self.label or gettext("machine %(id)s") % {"id": self.machine_id}
-
-    @cached_property  # read many times by the search and the ranking of GPU types; worked out once
-    def tokens_per_s_per_gpu(self) -> Fraction:
-        return Fraction(self.measured_tokens_per_s) / self.measured_gpus
-
-    @property
-    def copies_free(self) -> int:
-        return self.free_gpus // self.gpus_per_copy if self.gpus_per_copy > 0 else 0
-
-
-@dataclass(frozen=True)
-class PlanPart:
-    """The copies one machine contributes."""
-
-    candidate: PlanCandidate
-    productive_copies: int
-    spare_copies: int
-
-    @property
-    def copies(self) -> int:
-        return self.productive_copies + self.spare_copies
-
-    @property
-    def gpus(self) -> int:
-        return self.copies * self.candidate.gpus_per_copy
-
-    @property
-    def price_per_hour(self) -> Decimal:
-        return self.candidate.price_per_gpu_hour * self.gpus
-
-
-@dataclass(frozen=True)
-class Plan:
-    target_tokens_per_s: Decimal
-    efficiency_percent: Decimal
-    redundancy: int
-    parts: tuple[PlanPart, ...]  # machines in their own order
-    price_per_hour: Decimal
-    gpus: int
-    productive_gpus: int
-    spare_gpus: int
-    usable_tokens_per_s: Fraction  # productive copies only
-    steps: tuple[str, ...]
-
-
-def _validated(target, efficiency_percent, redundancy) -> tuple[Fraction, Fraction, int]:
-    if (
-        not isinstance(target, Decimal | int)
-        or isinstance(target, bool)
-        or not 0 < target <= MAX_TARGET_TOKENS_PER_S
-    ):
-        raise SizingError(
-            "target",
-            gettext("The throughput target must be above 0 and at most %(maximum)s tokens/s.")
-            % {"maximum": format_number(MAX_TARGET_TOKENS_PER_S)},
-        )
-    if not isinstance(efficiency_percent, Decimal | int) or not 0 < efficiency_percent <= 100:
-        raise SizingError("efficiency", efficiency_error())
-    if (
-        isinstance(redundancy, bool)
-        or not isinstance(redundancy, int)
-        or not 0 <= redundancy <= MAX_REDUNDANCY
-    ):
-        raise SizingError(
-            "redundancy",
-            gettext("The redundancy must be a whole number of copies from 0 to %(maximum)s.")
-            % {"maximum": MAX_REDUNDANCY},
-        )
-    return Fraction(target), Fraction(efficiency_percent), redundancy
-
-
-def copy_speed(candidate: PlanCandidate, efficiency: Fraction) -> Fraction:
-    """Usable tokens/s of one model copy on this machine: GPUs × measured per GPU × efficiency."""
-    return candidate.gpus_per_copy * candidate.tokens_per_s_per_gpu * efficiency / 100
-
-
-def copy_price_units(candidate: PlanCandidate) -> int:
-    return int(candidate.price_per_gpu_hour * PRICE_UNITS) * candidate.gpus_per_copy
+from ..limits import PRICE_UNITS
+from .plans import (
+    DEFAULT_EFFICIENCY_PERCENT,
+    DEFAULT_REDUNDANCY,
+    Plan,
+    PlanCandidate,
+    assembled_plan,
+    copy_speed,
+    validated,
+)
 
 
 @dataclass
@@ -373,7 +247,7 @@ def cheapest_plan(
 ) -> Plan | None:
     """The cheapest plan serving the target with `redundancy` spare copies, or None when the
     candidates cannot serve it. Pure: the same candidates in any order give the same plan."""
-    target, efficiency, redundancy = _validated(target_tokens_per_s, efficiency_percent, redundancy)
+    target, efficiency, redundancy = validated(target_tokens_per_s, efficiency_percent, redundancy)
     candidates = sorted(candidates, key=lambda c: c.order_key)
     classes, target_int = _classes(candidates, efficiency, target)
     best: tuple[int, int, dict[int, list[int]]] | None = (
@@ -400,7 +274,7 @@ def cheapest_plan(
         _with_spares(classes, target_int, redundancy, everything, consider, lambda: best)
     if best is None:
         return None
-    return _plan(candidates, best[2], target, efficiency, redundancy)
+    return assembled_plan(candidates, best[2], target, efficiency, redundancy)
 
 
 def _with_spares(classes: list[_Class], target: int, redundancy: int, everything: _Cover, consider, best):
@@ -475,132 +349,3 @@ def _with_spares(classes: list[_Class], target: int, redundancy: int, everything
 
 def _picked(cover: _Cover, counts: list[int]) -> list[tuple[int, int]]:
     return [copy for (_, copies), count in zip(cover.classes, counts, strict=True) for copy in copies[:count]]
-
-
-def _plan(
-    candidates, chosen: dict[int, list[int]], target: Fraction, efficiency: Fraction, redundancy: int
-) -> Plan:
-    parts = tuple(
-        PlanPart(candidates[index], productive, spare)
-        for index, (productive, spare) in sorted(chosen.items())
-    )
-    usable = sum((copy_speed(p.candidate, efficiency) * p.productive_copies for p in parts), Fraction(0))
-    productive_gpus = sum(p.productive_copies * p.candidate.gpus_per_copy for p in parts)
-    spare_gpus = sum(p.spare_copies * p.candidate.gpus_per_copy for p in parts)
-    price = sum((p.price_per_hour for p in parts), Decimal(0))
-    return Plan(
-        target_tokens_per_s=Decimal(target.numerator) / Decimal(target.denominator),
-        efficiency_percent=Decimal(efficiency.numerator) / Decimal(efficiency.denominator),
-        redundancy=redundancy,
-        parts=parts,
-        price_per_hour=price,
-        gpus=productive_gpus + spare_gpus,
-        productive_gpus=productive_gpus,
-        spare_gpus=spare_gpus,
-        usable_tokens_per_s=usable,
-        steps=plan_steps(parts, target, efficiency, usable, productive_gpus, spare_gpus),
-    )
-
-
-def number(value: Fraction | Decimal | int) -> str:
-    """A figure for the formula: thousands separators, up to two decimals, no trailing zeros."""
-    exact = Fraction(value)
-    rounded = round(exact * 100)
-    cents = rounded % 100
-    if not cents:
-        return format_number(rounded // 100)
-    figure = Decimal(rounded).scaleb(-2)
-    return format_number(figure.quantize(Decimal("0.1")) if cents % 10 == 0 else figure)
-
-
-def plan_steps(parts, target: Fraction, efficiency: Fraction, usable: Fraction, productive: int, spare: int):
-    """The documentation's formula filled in with each machine's own measured speed."""
-    written: dict[Fraction, str] = {}
-
-    def figure(value) -> str:  # machines share speeds: each figure is written (in the language) once
-        value = Fraction(value)
-        if value not in written:
-            written[value] = number(value)
-        return written[value]
-
-    steps = []
-    productive_parts = [p for p in parts if p.productive_copies]
-    speeds = {p.candidate.tokens_per_s_per_gpu for p in productive_parts}
-    one_gpu_copies = all(p.candidate.gpus_per_copy == 1 for p in productive_parts)
-    for part in parts:
-        candidate = part.candidate
-        per_gpu = candidate.tokens_per_s_per_gpu
-        if part.productive_copies:
-            gpus = part.productive_copies * candidate.gpus_per_copy
-            steps.append(
-                ngettext(
-                    "Usable per GPU on %(machine)s = %(measured)s tokens/s measured × %(efficiency)s %% = "
-                    "%(usable)s tokens/s; %(gpus)s GPU gives %(total)s tokens/s",
-                    "Usable per GPU on %(machine)s = %(measured)s tokens/s measured × %(efficiency)s %% = "
-                    "%(usable)s tokens/s; %(gpus)s GPUs give %(total)s tokens/s",
-                    gpus,
-                ) % {
-                    "machine": candidate.name, "measured": figure(per_gpu), "efficiency": figure(efficiency),
-                    "usable": figure(per_gpu * efficiency / 100), "gpus": gpus,
-                    "total": figure(gpus * per_gpu * efficiency / 100),
-                }
-            )
-    if len(speeds) == 1 and one_gpu_copies:
-        (per_gpu,) = speeds
-        usable_per_gpu = per_gpu * efficiency / 100
-        steps.append(
-            gettext("Productive GPUs = ceil(%(target)s ÷ %(usable)s) = %(productive)s")
-            % {"target": figure(target), "usable": figure(usable_per_gpu), "productive": productive}
-        )
-    else:
-        steps.append(
-            gettext("Productive GPUs = %(productive)s: together %(usable)s tokens/s ≥ %(target)s tokens/s")
-            % {"productive": productive, "usable": figure(usable), "target": figure(target)}
-        )
-    spares = [
-        gettext("%(gpus)s on %(machine)s") % {
-            "gpus": part.spare_copies * part.candidate.gpus_per_copy, "machine": part.candidate.name
-        }
-        for part in parts
-        if part.spare_copies
-    ]
-    if spares:
-        steps.append(
-            gettext(
-                "Redundancy GPUs = %(spares)s: spare copies as fast as any productive one, so the "
-                "target holds when one fails"
-            ) % {"spares": ", ".join(spares)}
-        )
-    steps.append(
-        gettext("Total GPUs = %(productive)s productive + %(redundancy)s redundancy = %(total)s")
-        % {"productive": productive, "redundancy": spare, "total": productive + spare}
-    )
-    return tuple(steps)
-
-
-TOKENS_PER_SECOND = "tokens/s"
-
-
-def speed_for(speeds, model_slug: str | None, precision: int | None):
-    """The measured speed a plan and a price per million tokens use on one machine: tokens/s for
-    this model and precision, the latest measurement (ties: the lower figure); None when none."""
-    found = [
-        speed
-        for speed in speeds
-        if speed.unit == TOKENS_PER_SECOND and speed.model_slug == model_slug and speed.precision == precision
-    ]
-    if not found:
-        return None
-    return min(found, key=lambda s: (-s.measured_at.timestamp(), Decimal(str(s.value)) / s.gpus, s.gpus))
-
-
-def price_per_million_tokens(
-    price_per_gpu_hour: Decimal, measured_tokens_per_s: Decimal, measured_gpus: int
-) -> Decimal:
-    """Price per hour of the measured GPUs ÷ (tokens per second × 3,600) × 10^6, exact to 4 places
-    (rounded half up, as money is): what a million tokens cost at the measured speed."""
-    hourly = price_per_gpu_hour * measured_gpus
-    tokens_per_hour = Decimal(str(measured_tokens_per_s)) * SECONDS_PER_HOUR
-    return (hourly * TOKENS_PER_MILLION / tokens_per_hour).quantize(
-        Decimal("0.0001"), rounding="ROUND_HALF_UP"
-    )

@@ -1,0 +1,65 @@
+"""The KV cache per layer group: what each kind of layer keeps for one request."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .shapes import (
+    CHUNKED,
+    FULL,
+    LINEAR,
+    PLAIN,
+    SLIDING,
+)
+
+# --- the KV cache per layer group -----------------------------------------------------------------
+
+@dataclass(frozen=True)
+class CacheGroup:
+    """One kind of layer and what it keeps per request."""
+
+    kind: str  # full | sliding | chunked | linear | latent
+    layers: int
+    bytes_per_token: int  # per layer group, at the chosen KV precision (0 for a fixed state)
+    tokens_held: int  # per request at the given context (0 for a fixed state)
+    fixed_bytes: int  # per request, whatever the context (the linear-attention state)
+
+    def bytes(self, requests: int) -> int:
+        return (self.bytes_per_token * self.tokens_held + self.fixed_bytes) * requests
+
+
+LINEAR_STATE_BYTES = 2  # vLLM keeps the Gated DeltaNet state in the model's 16-bit dtype (mamba_cache_dtype)
+
+
+def cache_groups(spec, context: int, kv_bytes: int) -> list[CacheGroup]:
+    """What each kind of layer caches for one request of `context` tokens. Sliding and chunked
+    layers hold min(context, window) tokens, the bound of transformers' static caches."""
+    arch = spec.architecture or PLAIN
+    layers = spec.layers
+    counts = arch.layer_counts(layers)
+    groups = []
+    if arch.mla is not None:
+        groups.append(CacheGroup("latent", counts[FULL], arch.mla.latent_width * kv_bytes * counts[FULL],
+                                 context, 0))
+        return groups
+    per_layer_token = 2 * spec.kv_heads * spec.head_dim * kv_bytes
+    if counts[FULL]:
+        groups.append(CacheGroup("full", counts[FULL], per_layer_token * counts[FULL], context, 0))
+    if counts[SLIDING]:
+        groups.append(CacheGroup("sliding", counts[SLIDING], per_layer_token * counts[SLIDING],
+                                 min(context, arch.sliding_window), 0))
+    if counts[CHUNKED]:
+        groups.append(CacheGroup("chunked", counts[CHUNKED], per_layer_token * counts[CHUNKED],
+                                 min(context, arch.attention_chunk), 0))
+    if counts[LINEAR]:
+        state = arch.linear_attention.state_values() * LINEAR_STATE_BYTES * counts[LINEAR]
+        groups.append(CacheGroup("linear", counts[LINEAR], 0, 0, state))
+    return groups
+
+
+def expanded_mla_bytes_per_token(spec, kv_bytes: int) -> int:
+    """What transformers caches for MLA: the up-projected K (nope + rope) and V of every head."""
+    mla = spec.architecture.mla
+    per_head = mla.qk_nope_head_dim + mla.qk_rope_head_dim + mla.v_head_dim
+    return spec.layers * spec.attention_heads * per_head * kv_bytes
+
+

@@ -1,0 +1,160 @@
+"""A decoder's architecture as data: layer kinds, experts, latent and linear attention, a vision
+tower, native weight formats. A model without one is the spec's plain decoder."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+
+from ..i18n import TranslatedWords, gettext_noop
+
+# One letter per layer kind; a model's `layer_pattern` repeats over its layers.
+FULL, SLIDING, CHUNKED, LINEAR = "F", "S", "C", "L"
+LAYER_KINDS = TranslatedWords({
+    FULL: gettext_noop("full attention"),
+    SLIDING: gettext_noop("sliding-window attention"),
+    CHUNKED: gettext_noop("chunked local attention"),
+    LINEAR: gettext_noop("linear attention"),
+})
+VISION_KINDS = ("siglip", "llama4", "pixtral")
+WEIGHT_FORMATS = ("fp8-block", "mxfp4")
+# Modules a native low-precision checkpoint may store quantized.
+QUANTIZABLE_ROLES = ("attention", "mlp", "experts", "shared_experts")
+
+
+@dataclass(frozen=True)
+class MoE:
+    """Mixture of experts in the MLP. Every expert is held in memory; `experts_per_token` run."""
+
+    experts: int
+    experts_per_token: int
+    expert_intermediate: int
+    shared_intermediate: int = 0  # width of the shared expert(s) MLP; 0 = none
+    first_dense_layers: int = 0  # first_k_dense_replace
+    # MoE on layers with (i + 1) % step == 0 (interleave_moe_layer_step, decoder_sparse_step)
+    layer_step: int = 1
+    dense_intermediate: int | None = None  # MLP width of dense layers; None = intermediate_size
+    expert_bias: bool = False  # biases on the expert projections (gpt-oss)
+    router_bias: bool = False
+    shared_expert_gate: bool = False  # a hidden -> 1 gate on the shared expert (Qwen3-Next)
+    # DeepSeek-V3 and GLM-4.5 also keep one routing bias per expert (e_score_correction_bias): a buffer,
+    # not a parameter, so it is not counted (as transformers counts).
+
+    def is_moe_layer(self, index: int) -> bool:
+        return index >= self.first_dense_layers and (index + 1) % self.layer_step == 0
+
+
+@dataclass(frozen=True)
+class MLA:
+    """Multi-head latent attention: one compressed latent per token and layer is cached."""
+
+    kv_lora_rank: int
+    qk_rope_head_dim: int
+    qk_nope_head_dim: int
+    v_head_dim: int
+    q_lora_rank: int | None = None  # None: queries projected directly from the hidden state
+
+    @property
+    def latent_width(self) -> int:
+        return self.kv_lora_rank + self.qk_rope_head_dim
+
+
+@dataclass(frozen=True)
+class LinearAttention:
+    """Gated DeltaNet layers (Qwen3-Next): a fixed recurrent state per sequence, no per-token cache."""
+
+    key_heads: int
+    value_heads: int
+    key_head_dim: int
+    value_head_dim: int
+    conv_kernel: int
+
+    @property
+    def conv_dim(self) -> int:
+        return 2 * self.key_heads * self.key_head_dim + self.value_heads * self.value_head_dim
+
+    def state_values(self) -> int:
+        """Values of one layer's state: the causal convolution's last (kernel − 1) inputs and the
+        value-heads × d_v × d_k recurrent matrix (vLLM gated_delta_net_state_shape)."""
+        conv = (self.conv_kernel - 1) * self.conv_dim
+        recurrent = self.value_heads * self.value_head_dim * self.key_head_dim
+        return conv + recurrent
+
+
+@dataclass(frozen=True)
+class VisionTower:
+    """The image encoder and projector a multimodal checkpoint loads with its language model."""
+
+    kind: str  # siglip (Gemma 3) | llama4 | pixtral (Mistral Small 3.x)
+    layers: int
+    hidden: int
+    intermediate: int
+    patch_size: int
+    image_size: int
+    projector_input: int = 0  # llama4: the adapter's output width (vision_output_dim)
+
+
+@dataclass(frozen=True)
+class NativeWeights:
+    """A checkpoint published in a low-precision format, sized as stored."""
+
+    format: str  # fp8-block | mxfp4
+    block: int  # fp8-block: square block edge (weight_block_size); mxfp4: elements per shared scale
+    quantized: tuple[str, ...]  # roles stored in the format; everything else stays 16-bit
+
+
+@dataclass(frozen=True)
+class Architecture:
+    layer_pattern: str = FULL
+    sliding_window: int | None = None
+    attention_chunk: int | None = None
+    mla: MLA | None = None
+    linear_attention: LinearAttention | None = None
+    moe: MoE | None = None
+    native_weights: NativeWeights | None = None
+    vision: VisionTower | None = None
+    # How the checkpoint counts: conventions of the architecture, as its modeling code has them (whether
+    # the output head is tied to the embeddings is the spec's own `tied_embeddings`).
+    qkv_bias: bool = False
+    o_bias: bool = False
+    qk_norm: bool = False  # a learned RMSNorm of head_dim on queries and keys
+    norms_per_layer: int = 2
+    attention_output_gate: bool = False  # queries projected twice as wide, half gating the output
+    sinks: bool = False  # one learned logit per head and layer (gpt-oss); no cache entries
+    mtp_layers: int = 0  # multi-token-prediction layers shipped beside the model, not loaded to serve
+    mtp_own_embeddings: bool = False  # those layers carry their own embedding and output head
+
+    def kind_of_layer(self, index: int) -> str:
+        return self.layer_pattern[index % len(self.layer_pattern)]
+
+    def layer_counts(self, layers: int) -> dict[str, int]:
+        counts = dict.fromkeys(LAYER_KINDS, 0)
+        for index in range(layers):
+            counts[self.kind_of_layer(index)] += 1
+        return counts
+
+    @property
+    def family(self) -> str:
+        return "moe" if self.moe is not None else "dense"
+
+    def as_dict(self) -> dict:
+        """The stored form: only what differs from the defaults."""
+        return _strip_defaults(self)
+
+
+PLAIN = Architecture()
+
+
+def _strip_defaults(value) -> dict:
+    out = {}
+    for item in fields(value):
+        current = getattr(value, item.name)
+        default = item.default
+        if current == default:
+            continue
+        if hasattr(current, "__dataclass_fields__"):
+            out[item.name] = asdict(current)
+            if isinstance(current, NativeWeights):
+                out[item.name]["quantized"] = list(current.quantized)
+        else:
+            out[item.name] = current
+    return out
+

@@ -1,0 +1,97 @@
+"""The input checks every calculator shares: each refusal names the field at fault."""
+from __future__ import annotations
+
+from decimal import Decimal, InvalidOperation
+
+from ..errors import MissingModelValue, SizingError, value_words
+from ..i18n import gettext
+from ..specs import PRECISIONS, LanguageModelSpec
+from ..units import fmt_int
+
+
+def check_precision(precision) -> int:
+    if isinstance(precision, bool) or precision not in PRECISIONS:
+        raise SizingError("precision", gettext("Precision must be 16-bit, 8-bit or 4-bit."))
+    return int(precision)
+
+
+def check_count(value, field: str, subject: str, maximum: int) -> int:
+    """`subject` names the input as a sentence starts with it ("The context"), translated."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise SizingError(field, gettext("%(subject)s must be a whole number.") % {"subject": subject})
+    if value < 1:
+        raise SizingError(field, gettext("%(subject)s must be at least 1.") % {"subject": subject})
+    if value > maximum:
+        raise SizingError(
+            field, gettext("%(subject)s may be at most %(maximum)s.") % {
+                "subject": subject, "maximum": fmt_int(maximum)
+            }
+        )
+    return value
+
+
+def check_decimal(value, field: str, subject: str) -> Decimal:
+    """A finite number as an exact Decimal; `subject` names the input ("The efficiency"), translated."""
+    if isinstance(value, bool) or not isinstance(value, int | float | Decimal | str):
+        raise SizingError(field, gettext("%(subject)s must be a number.") % {"subject": subject})
+    try:
+        # str() of a float is its shortest repr, so 0.75 becomes exactly 0.75.
+        number = Decimal(str(value)) if isinstance(value, float) else Decimal(value)
+    except InvalidOperation:
+        raise SizingError(field, gettext("%(subject)s must be a number.") % {"subject": subject}) from None
+    if not number.is_finite():
+        raise SizingError(field, gettext("%(subject)s must be a finite number.") % {"subject": subject})
+    return number
+
+
+def efficiency_error() -> str:
+    return gettext("The efficiency must be more than 0 %% and at most 100 %%.") % {}
+
+
+def model_value(model, name: str) -> int:
+    """A published figure the formula needs; missing is an error, never zero."""
+    value = getattr(model, name)
+    if value is None:
+        raise MissingModelValue(model.name, name)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise SizingError(
+            "model",
+            gettext("%(model)s: the %(value)s must be a positive whole number.")
+            % {"model": model.name, "value": value_words(name)},
+        )
+    return value
+
+
+def check_context_limit(model: LanguageModelSpec, tokens: int, field: str) -> None:
+    if model.max_context is not None and tokens > model.max_context:
+        values = {"model": model.name, "maximum": fmt_int(model.max_context), "tokens": fmt_int(tokens)}
+        if field == "sequence_length":
+            message = gettext(
+                "%(model)s handles at most %(maximum)s tokens; the sequence length of %(tokens)s is above "
+                "that limit."
+            )
+        else:
+            message = gettext(
+                "%(model)s handles at most %(maximum)s tokens; the context of %(tokens)s is above that limit."
+            )
+        raise SizingError(field, message % values)
+
+
+def require(value, field: str, message: str) -> None:
+    if value is None:
+        raise SizingError(field, message)
+
+
+class renamed:  # noqa: N801 (used as a statement: `with renamed(...)`)
+    """Re-raise a SizingError under the caller's field name (the message stays as written)."""
+
+    def __init__(self, mapping: dict[str, str]):
+        self.mapping = mapping
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, traceback):
+        if exc is not None and isinstance(exc, SizingError) and exc.field in self.mapping:
+            exc.field = self.mapping[exc.field]
+        return False

@@ -1,0 +1,73 @@
+"""One entry point for the wizard, the API and the command: the workload's capabilities
+(`sizing.workloads`) and the model's kind choose the calculator."""
+from __future__ import annotations
+
+from ..breakdown import Breakdown
+from ..errors import SizingError
+from ..i18n import gettext
+from ..specs import ImagePipelineSpec, LanguageModelSpec, SpeechModelSpec
+from ..workloads import CODES, Workload
+from ..workloads import workload as workload_named
+from .checks import renamed, require
+from .finetune import estimate_finetune
+from .image import estimate_image
+from .inference import estimate_inference
+from .notebook import estimate_notebook
+from .speech import estimate_speech
+
+# The catalog kind (as `Workload.kinds` names them) of each kind of model spec.
+KIND_OF_SPEC = {LanguageModelSpec: "language", SpeechModelSpec: "speech", ImagePipelineSpec: "image"}
+
+
+def estimate(
+    workload: str,
+    model,
+    precision: int | None,
+    context: int | None,
+    requests: int | None,
+    memory_gib: float | None,
+    kv_bits: int = 16,
+) -> Breakdown:
+    """Errors name this function's own inputs: a fine-tuning sequence length is reported as "context",
+    a batch size or audio stream count as "requests", so a form can put the message on its field.
+    """
+    chosen = workload_named(workload) if isinstance(workload, str) else None
+    if chosen is None:
+        raise SizingError(
+            "workload",
+            gettext("Unknown workload %(workload)s; choose one of %(choices)s.")
+            % {"workload": repr(workload), "choices": ", ".join(CODES)},
+        )
+    if chosen.takes_memory:
+        require(memory_gib, "memory_gib", gettext("Enter the GPU memory the notebook needs."))
+        return estimate_notebook(memory_gib)
+    require(model, "model", gettext("Choose a model."))
+    require(precision, "precision", gettext("Choose a precision."))
+    kind = next((kind for spec, kind in KIND_OF_SPEC.items() if isinstance(model, spec)), None)
+    if kind not in chosen.kinds:
+        raise SizingError("model", _not_sizable(chosen) % {"model": model.name})
+    if kind == "image":
+        return estimate_image(model, precision)
+    if kind == "speech":
+        require(requests, "requests", gettext("Enter the number of concurrent audio streams."))
+        with renamed({"streams": "requests"}):
+            return estimate_speech(model, precision, requests, kv_bits=kv_bits)
+    if not chosen.serves_tokens:  # a language workload that takes tokens but serves none trains
+        require(context, "context", gettext("Enter the sequence length."))
+        require(requests, "requests", gettext("Enter the batch size."))
+        with renamed({"sequence_length": "context", "batch_size": "requests"}):
+            return estimate_finetune(model, precision, context, requests)
+    require(context, "context", gettext("Enter the context per request."))
+    require(requests, "requests", gettext("Enter the number of concurrent requests."))
+    return estimate_inference(model, precision, context, requests, kv_bits)
+
+
+def _not_sizable(chosen: Workload) -> str:
+    """Why a model of another kind cannot be sized for this workload (a "%(model)s" message)."""
+    if "language" in chosen.kinds:
+        if chosen.serves_tokens:
+            return gettext("%(model)s cannot be run as a language model.")
+        return gettext("%(model)s cannot be fine-tuned.")
+    if "image" in chosen.kinds:
+        return gettext("%(model)s is not an image-generation model.")
+    return gettext("%(model)s is not a speech-recognition model.")

@@ -1,0 +1,31 @@
+"""Every limit on an input, once: beyond these a figure is a typo, not a workload.
+
+The engine refuses past them, and the forms, the API and the catalog feeds read the same names.
+"""
+from decimal import Decimal
+
+# --- the memory estimate --------------------------------------------------------------------------------
+MAX_CONTEXT = 10_000_000  # tokens per request (or a fine-tuning sequence)
+MAX_REQUESTS = 100_000  # concurrent requests, a batch size or audio streams
+MAX_LORA_RANK = 65_536
+MAX_BEAMS = 64
+MAX_NOTEBOOK_GIB = 10_000  # GPU memory a notebook asks for, and memory per GPU as a filter
+
+# --- the two simpler calculators (SPEC §8) --------------------------------------------------------------
+MAX_PARAMETERS = 10**15  # the rule of thumb's parameter count
+MAX_REDUNDANCY_GPUS = 10_000  # spare GPUs of the GPU-count calculator
+MAX_GPU_COUNT_TARGET = Decimal("1e12")  # tokens/s the GPU-count calculator's form accepts
+MAX_GPU_COUNT_MEASURED = Decimal("1e9")  # tokens/s per GPU it accepts
+
+# --- the throughput plan --------------------------------------------------------------------------------
+MAX_REDUNDANCY = 64  # spare model copies
+MAX_TARGET_TOKENS_PER_S = Decimal("100000000")  # 10^8 tokens/s: more than any fleet serves
+
+# --- money ----------------------------------------------------------------------------------------------
+# Prices are kept to four places: as integers they count 1/10,000 of a dollar.
+PRICE_UNITS = 10_000
+MAX_PRICE_PER_GPU_HOUR = Decimal("10000")  # a feed's price beyond this is garbage
+MAX_MONEY = Decimal("1000000000")  # a budget or a price limit typed into a query
+
+# --- the listing ----------------------------------------------------------------------------------------
+MAX_LIMIT = 1000  # machines listed in one answer; all are counted

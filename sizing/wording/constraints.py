@@ -1,0 +1,134 @@
+"""The constraints an answer applied, as (label, value) pairs in words."""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from ..breakdown import Breakdown
+from ..countries import EU_CODE, EU_MEMBERS, country_name
+from ..i18n import format_number, gettext, pgettext
+from ..offers import Preferences
+from ..reasons import reason_words
+from ..units import (
+    fmt_gib,
+    money_text,
+)
+from ..workloads import WORKLOAD_WORDS
+
+if TYPE_CHECKING:
+    pass
+from .common import (
+    TIER_WORDS,
+    bits_words,
+    count_text,
+    count_words,
+    first_of,
+    per_hour,
+    tokens_words,
+)
+
+
+def constraints_applied(
+    breakdown: Breakdown, preferences: Preferences, excluded: Mapping[str, int], stale_after_minutes: int
+) -> tuple[tuple[str, str], ...]:
+    """Everything the answer took into account, as (label, value) pairs in words."""
+    inputs = breakdown.inputs
+    workload = breakdown.workload
+    capabilities = breakdown.capabilities
+    takes_memory = capabilities is not None and capabilities.takes_memory
+    pairs: list[tuple[str, str]] = [(gettext("Workload"), WORKLOAD_WORDS.get(workload, workload))]
+    model = first_of(inputs, "model_name", "model")
+    if model is not None and not takes_memory:
+        pairs.append((gettext("Model"), str(model)))
+    if breakdown.precision is not None and not takes_memory:
+        pairs.append((gettext("Precision"), bits_words(breakdown.precision)))
+        if capabilities is not None and capabilities.takes_kv_precision and "kv_bits" in inputs:
+            pairs.append((gettext("KV cache"), bits_words(inputs["kv_bits"])))
+    pairs.extend(_input_pairs(breakdown, capabilities))
+    pairs.append(
+        (
+            gettext("Budget"),
+            money_text(preferences.budget)
+            if preferences.budget is not None
+            else pgettext("no budget", "none"),
+        )
+    )
+    pairs.append(
+        (
+            gettext("Maximum price per hour"),
+            per_hour(preferences.max_price_per_hour)
+            if preferences.max_price_per_hour is not None
+            else pgettext("no price limit", "none"),
+        )
+    )
+    pairs.append((gettext("Tier"), TIER_WORDS.get(preferences.tier, preferences.tier)))
+    pairs.append((gettext("Countries"), countries_words(preferences)))
+    pairs.append(
+        (
+            gettext("Availability"),
+            gettext(
+                "Community machines online, Secure machines in stock, from active providers, heard from "
+                "within %(minutes)s minutes"
+            ) % {"minutes": format_number(stale_after_minutes)},
+        )
+    )
+    left_out = [
+        f"{count_text(count)} {reason_words(reason)}"
+        for reason, count in excluded.items()
+        if count
+    ]
+    pairs.append(
+        (
+            gettext("Not recommended"),
+            ", ".join(left_out) if left_out else pgettext("nothing left out", "none"),
+        )
+    )
+    return tuple(pairs)
+
+
+def _input_pairs(breakdown: Breakdown, capabilities) -> list[tuple[str, str]]:
+    """The workload's own inputs: tokens and requests (or sequence and batch), audio streams, or the
+    memory a notebook asked for."""
+    inputs = breakdown.inputs
+    context = first_of(inputs, "context", "context_tokens", "sequence_length")
+    requests = first_of(
+        inputs, "requests", "concurrent_requests", "batch_size", "batch", "streams", "audio_streams"
+    )
+    if capabilities is None:
+        return []
+    if capabilities.takes_memory:
+        return [(gettext("GPU memory needed"), gettext("%(memory)s, as entered") % {
+            "memory": fmt_gib(breakdown.total_bytes)
+        })]
+    pairs = []
+    if capabilities.takes_tokens:  # a language model served, or trained (sequence length × batch)
+        if capabilities.serves_tokens:
+            context_label, requests_label = gettext("Context per request"), gettext("Concurrent requests")
+        else:
+            context_label, requests_label = gettext("Sequence length"), gettext("Batch size")
+        if context is not None:
+            pairs.append((context_label, tokens_words(context)))
+        if requests is not None:
+            pairs.append((requests_label, count_words(requests)))
+    elif "speech" in capabilities.kinds:  # a speech model alone: its audio window is fixed
+        pairs.append((gettext("Context"), gettext("the model's 30-second audio window (fixed)")))
+        if requests is not None:
+            pairs.append((gettext("Concurrent audio streams"), count_words(requests)))
+    return pairs
+
+
+def countries_words(preferences: Preferences) -> str:
+    if preferences.countries is None:
+        return gettext("anywhere (machines of unknown location are still left out)")
+    typed = preferences.countries_input or tuple(sorted(preferences.countries))
+    parts = []
+    for code in typed:
+        if code == EU_CODE:
+            parts.append(
+                gettext("EU = %(count)s member states: %(codes)s") % {
+                    "count": len(EU_MEMBERS), "codes": ", ".join(sorted(EU_MEMBERS))
+                }
+            )
+        else:
+            parts.append(f"{code} ({country_name(code)})")
+    return "; ".join(parts) + gettext("; machines of unknown location count as outside")
