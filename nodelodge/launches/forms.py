@@ -3,7 +3,7 @@ from django.contrib.auth.forms import BaseUserCreationForm
 from django.contrib.auth.models import User
 from django.utils.translation import gettext_lazy as _
 
-from nodelodge.recommendations.query import MAX_MONEY
+from nodelodge.recommendations.limits import MAX_MONEY
 from sizing.fit import MAX_GPUS_PER_MACHINE
 
 

@@ -12,9 +12,11 @@ from ninja.errors import ValidationError as NinjaValidationError
 from nodelodge.hardening.errors import log_unexpected, server_error_json
 from nodelodge.hardening.faults import database_unavailable_json, log_database_unavailable
 from nodelodge.hardening.throttling import ApiRateThrottle, throttled_message
-from nodelodge.recommendations import selectors as recommendation_selectors
-from nodelodge.recommendations.query import API_LIMIT, QueryError, WorkloadQuery, parse_query
-from nodelodge.recommendations.selectors import estimate_for, recommendation_for
+from nodelodge.recommendations.answer import recommendation_for
+from nodelodge.recommendations.estimate import estimate_for
+from nodelodge.recommendations.limits import API_LIMIT
+from nodelodge.recommendations.model_choices import model_listing
+from nodelodge.recommendations.query import QueryError, WorkloadQuery, parse_query
 from sizing.workloads import WIZARD_CODES
 
 
@@ -351,7 +353,7 @@ def models(request, workload: str | None = None):
         raise QueryError({"workload": gettext("Choose %(codes)s or %(last)s.") % {
             "codes": ", ".join(WIZARD_CODES[:-1]), "last": WIZARD_CODES[-1]
         }})
-    return recommendation_selectors.model_listing(workload or None)
+    return model_listing(workload or None)
 
 
 def recommendation_payload(result) -> dict:

@@ -5,7 +5,8 @@ import sys
 
 from django.http import QueryDict
 
-from nodelodge.recommendations.query import SORTS, QueryError, WorkloadQuery, parse_query
+from nodelodge.recommendations.query import QueryError, WorkloadQuery, parse_query
+from nodelodge.recommendations.sorts import SORTS
 from sizing.workloads import WIZARD_CODES
 
 QUERY_OPTIONS = ("workload", "model", "precision", "kv_cache", "context", "requests", "memory_gib")

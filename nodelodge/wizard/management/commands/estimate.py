@@ -5,8 +5,8 @@ import json
 
 from django.core.management.base import BaseCommand
 
+from nodelodge.recommendations.estimate import estimate_for
 from nodelodge.recommendations.query import QueryError
-from nodelodge.recommendations.selectors import estimate_for
 from sizing.calculators import estimate
 from sizing.errors import SizingError
 from sizing.specs import LanguageModelSpec

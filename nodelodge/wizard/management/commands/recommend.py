@@ -5,8 +5,9 @@ import json
 
 from django.core.management.base import BaseCommand
 
-from nodelodge.recommendations.query import API_LIMIT, QueryError
-from nodelodge.recommendations.selectors import recommendation_for
+from nodelodge.recommendations.answer import recommendation_for
+from nodelodge.recommendations.limits import API_LIMIT
+from nodelodge.recommendations.query import QueryError
 from nodelodge.wizard.api import recommendation_payload
 from sizing.units import fmt_gib
 
