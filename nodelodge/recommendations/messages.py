@@ -9,8 +9,8 @@ from __future__ import annotations
 from django import forms
 from django.utils.formats import number_format
 from django.utils.functional import lazy
-from django.utils.translation import gettext, pgettext_lazy
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import pgettext_lazy
 
 from sizing.calculators import MAX_CONTEXT, MAX_REQUESTS
 from sizing.throughput_plan import MAX_REDUNDANCY, MAX_TARGET_TOKENS_PER_S
@@ -149,7 +149,7 @@ RENAMED = {
 
 
 def _renamed(workload: str | None, model_kind: str | None) -> dict:
-    return RENAMED.get("speech" if model_kind == "speech" else workload or "", {})
+    return RENAMED.get(_renamed_as(workload, model_kind), {})
 
 
 def reworded(name: str, message: str, workload: str | None, model_kind: str | None = None) -> str:
@@ -177,25 +177,30 @@ def error_words(name: str, *extra: str) -> dict[str, str]:
     return found
 
 
-
 def form_errors(form: forms.Form) -> dict[str, str]:
     """A form's errors as field name -> one message ("__all__" for the form's own). A message is
     said once: a figure past the limit fails both the limit and the count of digits, in one sentence."""
     return {name: " ".join(dict.fromkeys(messages)) for name, messages in form.errors.items()}
 
 
+# The labels of the context and the requests: sequence length and batch size for fine-tuning,
+# concurrent audio streams for speech recognition (keyed as RENAMED is).
+LABELS = {
+    "finetune": {"context": _("Sequence length (tokens)"), "requests": _("Batch size")},
+    "speech": {"context": _("Context (fixed: 30-second window)"), "requests": _("Concurrent audio streams")},
+}
+USUAL_LABELS = {"context": _("Context per request (tokens)"), "requests": _("Concurrent requests")}
+
+
+def _renamed_as(workload: str | None, model_kind: str | None) -> str:
+    """Which renaming the form's labels follow: a speech model's, else the workload's own."""
+    return "speech" if model_kind == "speech" else workload or ""
+
 
 def field_labels(workload: str, model_kind: str | None) -> dict[str, str]:
-    """Labels follow the workload: sequence length and batch size for fine-tuning,
-    concurrent audio streams for speech recognition."""
-    if workload == "finetune":
-        return {"context": gettext("Sequence length (tokens)"), "requests": gettext("Batch size")}
-    if model_kind == "speech":
-        return {
-            "context": gettext("Context (fixed: 30-second window)"),
-            "requests": gettext("Concurrent audio streams"),
-        }
-    return {"context": gettext("Context per request (tokens)"), "requests": gettext("Concurrent requests")}
+    """The labels of the context and the requests as the form for this workload and model shows them."""
+    labels = LABELS.get(_renamed_as(workload, model_kind), USUAL_LABELS)
+    return {name: str(label) for name, label in labels.items()}
 
 
 FIELD_WORDS = {

@@ -5,7 +5,7 @@ from csp.decorators import csp_update
 from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest
 from django.utils.translation import gettext
-from ninja import NinjaAPI, Query, Schema, Swagger
+from ninja import Field, NinjaAPI, Query, Schema, Swagger
 from ninja.errors import Throttled
 from ninja.errors import ValidationError as NinjaValidationError
 
@@ -16,8 +16,8 @@ from nodelodge.recommendations.answer import recommendation_for
 from nodelodge.recommendations.estimate import estimate_for
 from nodelodge.recommendations.limits import API_LIMIT
 from nodelodge.recommendations.model_choices import model_listing
-from nodelodge.recommendations.query import QueryError, WorkloadQuery, parse_query
-from sizing.workloads import WIZARD_CODES
+from nodelodge.recommendations.query import DEFAULTS, QueryError, WorkloadQuery, parse_query
+from sizing.workloads import WIZARD_CODES, WORKLOADS
 
 
 class ConsoleSwagger(Swagger):
@@ -43,23 +43,28 @@ api = NinjaAPI(
 )
 
 
+def _own_models() -> str:
+    return ", ".join(f"{w.default_model} ({w.code})" for w in WORKLOADS if w.in_wizard and w.default_model)
+
+
 class WorkloadParams(Schema):
     """Every parameter is read as text and validated by the console's own rules, so a bad value
-    gets a 400 naming its field rather than a generic validation error."""
+    gets a 400 naming its field rather than a generic validation error. A parameter left out takes
+    the default the schema names, as on the page and in the commands (`query.DEFAULTS`)."""
 
-    workload: str | None = None
-    model: str | None = None
-    precision: str | None = None
-    kv_cache: str | None = None
-    context: str | None = None
-    requests: str | None = None
-    memory_gib: str | None = None
+    workload: str | None = DEFAULTS["workload"]
+    model: str | None = Field(None, description=f"Default: the workload's own model: {_own_models()}.")
+    precision: str | None = DEFAULTS["precision"]
+    kv_cache: str | None = DEFAULTS["kv_cache"]
+    context: str | None = DEFAULTS["context"]
+    requests: str | None = DEFAULTS["requests"]
+    memory_gib: str | None = DEFAULTS["memory_gib"]
 
 
 class PreferenceParams(WorkloadParams):
     budget: str | None = None
     max_price: str | None = None
-    tier: str | None = None
+    tier: str | None = DEFAULTS["tier"]
     countries: str | None = None
     limit: str | None = None
     sort: str | None = None

@@ -10,6 +10,7 @@ from django.utils.translation import gettext, gettext_lazy, pgettext
 
 from catalog import selectors as catalog_selectors
 from nodelodge.recommendations.model_choices import model_facts, suited_models
+from sizing.units import decimal_text, fmt_int
 
 # A model's kind in words; speech and image read as their group of the model list does.
 KIND_LABELS = {
@@ -57,8 +58,8 @@ def parameters_display(parameters: int | None, published: str = "") -> str:
         return pgettext("parameters", "not published")
     for factor, suffix in ((10**9, "B"), (10**6, "M")):
         if parameters >= factor:
-            return f"{number_format(Decimal(f'{parameters / factor:.2f}'), 2)}{suffix}"
-    return number_format(parameters, force_grouping=True)
+            return f"{decimal_text(Decimal(parameters) / factor, 2)}{suffix}"
+    return fmt_int(parameters)
 
 
 def model_choice(row) -> dict | None:

@@ -118,6 +118,7 @@ def wizard(request):
         "confidence_filters": CONFIDENCE_FILTERS,
         "result": result,
         "workload": workload,
+        "chosen_workload": workload_named(workload),  # what the form asks for it
         "workloads": WORKLOAD_CHOICES,
         "precisions": selected["precisions"] if selected else [
             {"value": int(value), "label": label, "available": True, "reason": ""}
