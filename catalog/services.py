@@ -19,6 +19,7 @@ from django.db.models import F, QuerySet
 from django.utils import timezone
 from django.utils.text import slugify
 
+from catalog import database
 from catalog.data import measured_speeds as speed_data
 from catalog.data.demo_fleet import (
     COMMUNITY_OFFERS,
@@ -449,17 +450,8 @@ def analyze_catalog_tables() -> None:
     """Refresh the planner's statistics of the catalog's tables after a bulk load.
 
     A freshly loaded table has no statistics until autovacuum gets to it (never, on a server
-    without it), and the fleet queries then pick slow plans. PostgreSQL: ANALYZE of each catalog
-    table; SQLite: ANALYZE, then PRAGMA optimize.
+    without it), and the fleet queries then pick slow plans.
     """
     from django.apps import apps
-    from django.db import connection
 
-    with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            tables = sorted({model._meta.db_table for model in apps.get_app_config("catalog").get_models()})
-            for table in tables:
-                cursor.execute(f"ANALYZE {connection.ops.quote_name(table)}")  # noqa: S608 - our own table names
-        else:
-            cursor.execute("ANALYZE")
-            cursor.execute("PRAGMA optimize")
+    database.analyze(sorted({model._meta.db_table for model in apps.get_app_config("catalog").get_models()}))

@@ -27,5 +27,8 @@ PRICE_UNITS = 10_000
 MAX_PRICE_PER_GPU_HOUR = Decimal("10000")  # a feed's price beyond this is garbage
 MAX_MONEY = Decimal("1000000000")  # a budget or a price limit typed into a query
 
-# --- the listing ----------------------------------------------------------------------------------------
+# --- the query and its listing ------------------------------------------------------------------------
+MAX_COUNTRY_ITEMS = 300  # countries and regions one query may name
 MAX_LIMIT = 1000  # machines listed in one answer; all are counted
+PAGE_LIMIT = 25  # machines the page lists when the query names no limit
+API_LIMIT = 100  # machines the API lists when the query names no limit

@@ -24,14 +24,11 @@ from django.utils.translation import gettext, ngettext
 from catalog import selectors as catalog_selectors
 from catalog.models import Machine
 from nodelodge.hardening.deadline import check_deadline
+from nodelodge.recommendations.answer import recommendation_for
+from nodelodge.recommendations.estimate import estimate_for
+from nodelodge.recommendations.fleet import preferences_for, stale_cutoff
 from nodelodge.recommendations.query import QueryError, WorkloadQuery
 from nodelodge.recommendations.query import parse_query as parse_workload_query
-from nodelodge.recommendations.selectors import (
-    estimate_for,
-    preferences_for,
-    recommendation_for,
-    stale_cutoff,
-)
 from sizing import reasons
 from sizing.availability import GONE, unavailable_reason
 from sizing.fit import fit_on_machine

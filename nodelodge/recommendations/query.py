@@ -3,29 +3,29 @@
 Parameter names are a contract (query string, API and `estimate`/`recommend` options):
 workload, model, precision, kv_cache, context, requests, memory_gib, budget, max_price, tier, countries,
 limit, and for the machine list: sort, gpu, min_memory_gib, confidence, group, page.
-Every message a user reads about a bad value is worded here (`MESSAGES`), in the user's words.
 and for a throughput plan (language models): target_tokens, efficiency, redundancy, gpu_plans.
+A field left out takes its default (`DEFAULTS`, and the workload's default model), the same for the
+page, the API and the commands. Every message a user reads about a bad value is worded in `messages`.
 Which inputs a workload needs for which model (a speech model takes no context) is the sizing
 engine's rule (`sizing.calculators.estimate`); the form checks types and limits.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
 from urllib.parse import urlencode
 
 from django import forms
 from django.core.exceptions import ValidationError
-from django.utils.formats import get_format, number_format
-from django.utils.functional import lazy
-from django.utils.translation import gettext, pgettext_lazy
+from django.utils.formats import get_format
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from sizing.countries import country_hint, expand_countries
 from sizing.errors import SizingError
 from sizing.limits import (
     MAX_CONTEXT,
+    MAX_COUNTRY_ITEMS,
     MAX_LIMIT,
     MAX_MONEY,
     MAX_NOTEBOOK_GIB,
@@ -33,11 +33,12 @@ from sizing.limits import (
     MAX_REQUESTS,
     MAX_TARGET_TOKENS_PER_S,
 )
-from sizing.matching import SORT_PRICE_PER_MILLION
-from sizing.results import RecommendedMachine
 from sizing.throughput_plan import DEFAULT_EFFICIENCY_PERCENT, DEFAULT_REDUNDANCY
 from sizing.units import NumberNotRead, read_number
-from sizing.workloads import BY_CODE, WIZARD_CODES
+from sizing.workloads import BY_CODE, DEFAULT_WORKLOAD, WIZARD_CODES, workload
+
+from .messages import MESSAGES, error_words, form_errors
+from .sorts import CONFIDENCE_FILTERS, DEFAULT_SORT, GROUPS, SORT_CHOICES
 
 WORKLOAD_CHOICES = [(code, BY_CODE[code].label) for code in WIZARD_CODES]
 PRECISIONS = [("16", _("16-bit")), ("8", _("8-bit")), ("4", _("4-bit"))]
@@ -47,235 +48,37 @@ TIERS = [
     ("both", _("Secure and Community")), ("secure", _("Secure only")), ("community", _("Community only"))
 ]
 
+# What a query asks for in a field it leaves out, as the query string writes it: the page, the API and
+# the commands alike. The model left out is the workload's own (`default_model`).
 DEFAULTS = {
-    "workload": "inference",
-    "model": "llama-3-1-8b",
+    "workload": DEFAULT_WORKLOAD,
     "precision": "16",
-    "kv_cache": "16",
+    "kv_cache": str(DEFAULT_KV_BITS),
     "context": "4096",
     "requests": "1",
     "memory_gib": "24",
     "tier": "both",
 }
-DEFAULT_MODEL_BY_WORKLOAD = {
-    "inference": "llama-3-1-8b",
-    "finetune": "llama-3-1-8b",
-    "image": "stable-diffusion-xl",
-}
-MAX_COUNTRY_ITEMS = 300
-PAGE_LIMIT = 25  # machines the page lists when the query names no limit
-API_LIMIT = 100  # machines the API lists when the query names no limit
 
 
-# --- the machine list: sort keys, filters, grouping, pages -----------------------------------------
-#
-# Every sort ends with the engine's own order (hourly price, price per GPU-hour, provider, machine id,
-# our id), so any sort is total and deterministic. Adding a sort is one line here.
-
-CONFIDENCE_RANK = {"high": 0, "medium": 1, "low": 2}
-
-
-def _engine_order(machine: RecommendedMachine) -> tuple:
-    offer = machine.offer
-    return (
-        machine.hourly_price, offer.price_per_gpu_hour, offer.provider, offer.provider_machine_id, offer.id
-    )
+def default_model(code: str | None) -> str | None:
+    """The model a query of this workload sizes when it names none. A workload that sizes no model
+    (a notebook, or an unknown code) keeps the default workload's, for the form to switch back to."""
+    chosen = workload(code)
+    if chosen is not None and chosen.sizes_model:
+        return chosen.default_model
+    return workload(DEFAULT_WORKLOAD).default_model
 
 
-@dataclass(frozen=True)
-class Sort:
-    label: str  # what the page says the list is sorted by (translated when read)
-    key: Callable[[RecommendedMachine], tuple]
-
-
-SORTS: dict[str, Sort] = {
-    "price": Sort(_("cheapest first (price per hour)"), lambda m: ()),
-    "price_per_gpu": Sort(_("price per GPU-hour, lowest first"), lambda m: (m.offer.price_per_gpu_hour,)),
-    "memory": Sort(_("memory per GPU, most first"), lambda m: (-m.fit.memory_per_gpu_bytes,)),
-    "gpu": Sort(_("GPU model, A to Z"), lambda m: (m.offer.gpu_type.casefold(),)),
-    "location": Sort(_("location (country), A to Z"), lambda m: (m.offer.country or "~",)),
-    "tier": Sort(_("tier, Secure first"), lambda m: (m.offer.tier != "secure",)),
-    "confidence": Sort(_("confidence, highest first"), lambda m: (CONFIDENCE_RANK.get(m.confidence, 9),)),
-    # Measured speeds only, never an estimate: machines without one come last, cheapest per hour.
-    SORT_PRICE_PER_MILLION: Sort(
-        _("price per million tokens, lowest first (no measured speed last)"),
-        lambda m: (m.price_per_million_tokens is None, m.price_per_million_tokens or 0),
-    ),
-}
-DEFAULT_SORT = "price"
-SORT_CHOICES = [(code, sort.label) for code, sort in SORTS.items()]
-GROUPS = [("", _("No grouping")), ("gpu", _("GPU model"))]
-CONFIDENCE_FILTERS = [("", _("Any confidence")), ("medium", _("Medium or high")), ("high", _("High only"))]
-
-
-def sort_key(code: str) -> Callable[[RecommendedMachine], tuple]:
-    """The full key of a sort: its own key, then the engine's order."""
-    own = SORTS[code].key
-    return lambda machine: (*own(machine), *_engine_order(machine))
-
-
-# --- what a user reads about a bad value ----------------------------------------------------------
-#
-# Every message is translated when it is read (the page's or the API caller's language), its figures
-# written as that language writes numbers (10,000,000 in English, 10.000.000 in German).
-
-
-def _fill(message, values: dict) -> str:
-    return str(message) % {
-        name: value if isinstance(value, str) else number_format(value, force_grouping=True)
-        for name, value in values.items()
-    }
-
-
-_filled_lazily = lazy(_fill, str)
-
-
-def filled(message, **values):
-    """A translatable message with named figures (and words), filled in when it is read."""
-    return _filled_lazily(message, values)
-
-
-MESSAGES = {
-    "context": {
-        "min_value": _("Context must be at least 1 token."),
-        "max_value": filled(_("Context can be at most %(max)s tokens."), max=MAX_CONTEXT),
-        "invalid": _("Context must be a whole number of tokens, such as 4096."),
-    },
-    "requests": {
-        "min_value": _("Concurrent requests must be at least 1."),
-        "max_value": filled(_("Concurrent requests can be at most %(max)s."), max=MAX_REQUESTS),
-        "invalid": _("Concurrent requests must be a whole number, such as 1 or 8."),
-    },
-    "memory_gib": {
-        "min_value": _("GPU memory must be more than 0 GiB."),
-        "max_value": filled(_("GPU memory can be at most %(max)s GiB."), max=MAX_NOTEBOOK_GIB),
-        "invalid": _("GPU memory must be a number of GiB, such as 24."),
-        "max_decimal_places": _("GPU memory takes at most 2 decimal places."),
-        "max_digits": filled(_("GPU memory can be at most %(max)s GiB."), max=MAX_NOTEBOOK_GIB),
-        "max_whole_digits": filled(_("GPU memory can be at most %(max)s GiB."), max=MAX_NOTEBOOK_GIB),
-    },
-    "budget": {
-        "min_value": _("The budget must be more than $0; leave it empty for no budget."),
-        "max_value": filled(_("The budget can be at most $%(max)s."), max=MAX_MONEY),
-        "invalid": _("The budget must be an amount in USD, such as 50 or 12.50."),
-        "max_decimal_places": _("The budget takes at most 2 decimal places (cents)."),
-        "max_digits": filled(_("The budget can be at most $%(max)s."), max=MAX_MONEY),
-        "max_whole_digits": filled(_("The budget can be at most $%(max)s."), max=MAX_MONEY),
-    },
-    "max_price": {
-        "min_value": _("The max price must be more than $0 per hour; leave it empty for no limit."),
-        "max_value": filled(_("The max price can be at most $%(max)s per hour."), max=MAX_MONEY),
-        "invalid": _("The max price must be an amount in USD per hour, such as 2.50."),
-        "max_decimal_places": _("The max price takes at most 2 decimal places (cents)."),
-        "max_digits": filled(_("The max price can be at most $%(max)s per hour."), max=MAX_MONEY),
-        "max_whole_digits": filled(_("The max price can be at most $%(max)s per hour."), max=MAX_MONEY),
-    },
-    "min_memory_gib": {
-        "min_value": _("Memory per GPU must be more than 0 GiB; leave it empty for any."),
-        "max_value": filled(_("Memory per GPU can be at most %(max)s GiB."), max=MAX_NOTEBOOK_GIB),
-        "invalid": _("Memory per GPU must be a number of GiB, such as 80."),
-        "max_decimal_places": _("Memory per GPU takes at most 2 decimal places."),
-        "max_digits": filled(_("Memory per GPU can be at most %(max)s GiB."), max=MAX_NOTEBOOK_GIB),
-        "max_whole_digits": filled(_("Memory per GPU can be at most %(max)s GiB."), max=MAX_NOTEBOOK_GIB),
-    },
-    "limit": {
-        "min_value": _("Show at least 1 machine per page."),
-        "max_value": filled(_("At most %(max)s machines per page."), max=MAX_LIMIT),
-        "invalid": _("Machines per page must be a whole number."),
-    },
-    "page": {
-        "min_value": _("Pages start at 1."),
-        "max_value": _("There are not that many pages."),
-        "invalid": _("The page must be a whole number, such as 2."),
-    },
-    "target_tokens": {
-        "min_value": _("The throughput to serve must be more than 0 tokens/s; leave it empty for no plan."),
-        "max_value": filled(
-            _("The throughput to serve can be at most %(max)s tokens/s."), max=MAX_TARGET_TOKENS_PER_S
-        ),
-        "invalid": _("The throughput to serve must be a number of tokens per second, such as 180000."),
-        "max_decimal_places": _("The throughput to serve takes at most 3 decimal places."),
-        "max_digits": filled(
-            _("The throughput to serve can be at most %(max)s tokens/s."), max=MAX_TARGET_TOKENS_PER_S
-        ),
-        "max_whole_digits": filled(
-            _("The throughput to serve can be at most %(max)s tokens/s."), max=MAX_TARGET_TOKENS_PER_S
-        ),
-    },
-    "efficiency": {
-        "min_value": _("The efficiency must be more than 0 percent."),
-        "max_value": _("The efficiency can be at most 100 percent."),
-        "invalid": _("The efficiency must be a percentage, such as 75."),
-        "max_decimal_places": _("The efficiency takes at most 2 decimal places."),
-        "max_digits": _("The efficiency can be at most 100 percent."),
-        "max_whole_digits": _("The efficiency can be at most 100 percent."),
-    },
-    "redundancy": {
-        "min_value": _("Spare copies cannot be negative; 0 means none."),
-        "max_value": filled(_("At most %(max)s spare copies."), max=MAX_REDUNDANCY),
-        "invalid": _("Spare copies must be a whole number, such as 1."),
-    },
-    "workload": {"invalid_choice": _("Choose run a model, fine-tune, generate images or notebook.")},
-    "precision": {"invalid_choice": _("Choose 16-bit, 8-bit or 4-bit.")},
-    "kv_cache": {"invalid_choice": _("Choose a 16-bit or an 8-bit KV cache.")},
-    "tier": {"invalid_choice": _("Choose Secure, Community or both.")},
-    "sort": {"invalid_choice": filled(_("Sort by one of: %(sorts)s."), sorts=", ".join(SORTS))},
-    "group": {"invalid_choice": _("Group by gpu, or leave it empty.")},
-    "confidence": {"invalid_choice": _("Confidence filter: high, medium, or empty for any.")},
-}
-
-
-# The same messages where the form's labels say otherwise (fine-tuning, speech recognition).
-RENAMED = {
-    "finetune": {
-        "context": {
-            "min_value": _("Sequence length must be at least 1 token."),
-            "max_value": filled(_("Sequence length can be at most %(max)s tokens."), max=MAX_CONTEXT),
-            "invalid": _("Sequence length must be a whole number of tokens, such as 4096."),
-        },
-        "requests": {
-            "min_value": _("Batch size must be at least 1."),
-            "max_value": filled(_("Batch size can be at most %(max)s."), max=MAX_REQUESTS),
-            "invalid": _("Batch size must be a whole number, such as 1 or 8."),
-        },
-    },
-    "speech": {
-        "requests": {
-            "min_value": _("Concurrent audio streams must be at least 1."),
-            "max_value": filled(_("Concurrent audio streams can be at most %(max)s."), max=MAX_REQUESTS),
-            "invalid": _("Concurrent audio streams must be a whole number, such as 1 or 8."),
-        },
-    },
-}
-
-
-def _renamed(workload: str | None, model_kind: str | None) -> dict:
-    return RENAMED.get("speech" if model_kind == "speech" else workload or "", {})
-
-
-def reworded(name: str, message: str, workload: str | None, model_kind: str | None = None) -> str:
-    """A field's message in the words of the form's label for this workload."""
-    renamed = _renamed(workload, model_kind).get(name, {})
-    for code, text in MESSAGES.get(name, {}).items():
-        if code in renamed and str(text) == message:
-            return str(renamed[code])
-    return message
-
-
-def messages_for(workload: str | None, model_kind: str | None = None) -> dict[str, dict[str, str]]:
-    """Every field's messages as the form for this workload words them (for checks in the browser)."""
-    renamed = _renamed(workload, model_kind)
-    return {
-        name: {code: str(renamed.get(name, {}).get(code, text)) for code, text in codes.items()}
-        for name, codes in MESSAGES.items()
-    }
-
-
-def _messages(name: str, *extra: str) -> dict[str, str]:
-    found = dict(MESSAGES.get(name, {}))
-    for code in extra:
-        found.setdefault(code, found.get("invalid", _("Enter a valid value.")))
-    return found
+def with_defaults(data: dict[str, str]) -> dict[str, str]:
+    """The query's values with each field it leaves out at its default (a field given empty stays
+    empty: that is an answer, which the form checks)."""
+    values = {**DEFAULTS, **data}
+    if "model" not in data:
+        model = default_model(values["workload"])
+        if model is not None:
+            values["model"] = model
+    return values
 
 
 class QueryError(Exception):
@@ -284,12 +87,6 @@ class QueryError(Exception):
     def __init__(self, errors: dict[str, str]):
         super().__init__("; ".join(f"{k}: {v}" for k, v in errors.items()))
         self.errors = errors
-
-
-def form_errors(form: forms.Form) -> dict[str, str]:
-    """A form's errors as field name -> one message ("__all__" for the form's own). A message is
-    said once: a figure past the limit fails both the limit and the count of digits, in one sentence."""
-    return {name: " ".join(dict.fromkeys(messages)) for name, messages in form.errors.items()}
 
 
 # --- numbers as typed: the page's language, or plain for the API and the commands ------------------
@@ -359,111 +156,78 @@ class TypedIntegerField(forms.IntegerField):
         return int(number)
 
 
-def field_labels(workload: str, model_kind: str | None) -> dict[str, str]:
-    """Labels follow the workload: sequence length and batch size for fine-tuning,
-    concurrent audio streams for speech recognition."""
-    if workload == "finetune":
-        return {"context": gettext("Sequence length (tokens)"), "requests": gettext("Batch size")}
-    if model_kind == "speech":
-        return {
-            "context": gettext("Context (fixed: 30-second window)"),
-            "requests": gettext("Concurrent audio streams"),
-        }
-    return {"context": gettext("Context per request (tokens)"), "requests": gettext("Concurrent requests")}
-
-
-FIELD_WORDS = {
-    "workload": _("What you want to do"), "model": _("Model"), "precision": _("Precision"),
-    "kv_cache": _("KV cache precision"),
-    "memory_gib": _("GPU memory needed"), "budget": _("Budget"), "max_price": _("Max price per hour"),
-    "tier": _("Tier"), "countries": _("Countries"), "limit": _("Machines per page"), "sort": _("Sort by"),
-    "gpu": _("GPU model"), "min_memory_gib": _("Memory per GPU at least"), "confidence": _("Confidence"),
-    "group": _("Group by"), "page": _("Page"), "target_tokens": _("Tokens per second to serve"),
-    "efficiency": _("Usable efficiency"), "redundancy": _("Spare copies"),
-    "gpu_plans": _("Cheapest plan on each GPU type"),
-}
-
-
-def error_list(errors: dict[str, str], labels: dict[str, str]) -> list[dict]:
-    """Errors for a summary: the field's label as the page shows it, its input's id, the message."""
-    found = []
-    for name, message in errors.items():
-        label = labels.get(name) or FIELD_WORDS.get(name) or pgettext_lazy("form field", "Input")
-        anchor = None if name in ("__all__", "workload", "page", "limit") else f"id_{name}"
-        if name == "model":
-            anchor = "id_q"
-        found.append({"name": name, "label": label, "anchor": anchor, "message": message})
-    return found
-
-
 class WorkloadQueryForm(forms.Form):
     workload = forms.ChoiceField(
         choices=WORKLOAD_CHOICES, label=_("What you want to do"),
-        error_messages=_messages("workload", "required"),
+        error_messages=error_words("workload", "required"),
     )
     model = forms.CharField(max_length=100, required=False, label=_("Model"))
     precision = forms.TypedChoiceField(
         choices=PRECISIONS, coerce=int, required=False, label=_("Precision"),
-        error_messages=_messages("precision"),
+        error_messages=error_words("precision"),
     )
     kv_cache = forms.TypedChoiceField(
         choices=KV_CACHE_PRECISIONS, coerce=int, required=False, label=_("KV cache precision"),
-        error_messages=_messages("kv_cache"),
+        error_messages=error_words("kv_cache"),
     )
     context = TypedIntegerField(
-        min_value=1, max_value=MAX_CONTEXT, required=False, error_messages=_messages("context")
+        min_value=1, max_value=MAX_CONTEXT, required=False, error_messages=error_words("context")
     )
     requests = TypedIntegerField(
-        min_value=1, max_value=MAX_REQUESTS, required=False, error_messages=_messages("requests")
+        min_value=1, max_value=MAX_REQUESTS, required=False, error_messages=error_words("requests")
     )
     memory_gib = TypedDecimalField(
         min_value=Decimal("0.01"), max_value=Decimal(MAX_NOTEBOOK_GIB), max_digits=9, decimal_places=2,
-        required=False, label=_("GPU memory needed (GiB)"), error_messages=_messages("memory_gib"),
+        required=False, label=_("GPU memory needed (GiB)"), error_messages=error_words("memory_gib"),
     )
     budget = TypedDecimalField(
         min_value=Decimal("0.01"), max_value=MAX_MONEY, max_digits=14, decimal_places=2,
-        required=False, label=_("Budget (USD)"), error_messages=_messages("budget"),
+        required=False, label=_("Budget (USD)"), error_messages=error_words("budget"),
     )
     max_price = TypedDecimalField(
         min_value=Decimal("0.01"), max_value=MAX_MONEY, max_digits=14, decimal_places=2,
-        required=False, label=_("Max price per hour (USD)"), error_messages=_messages("max_price"),
+        required=False, label=_("Max price per hour (USD)"), error_messages=error_words("max_price"),
     )
-    tier = forms.ChoiceField(choices=TIERS, required=False, label=_("Tier"), error_messages=_messages("tier"))
+    tier = forms.ChoiceField(
+        choices=TIERS, required=False, label=_("Tier"), error_messages=error_words("tier")
+    )
     countries = forms.CharField(max_length=2000, required=False, label=_("Countries"))
     limit = TypedIntegerField(
         min_value=1, max_value=MAX_LIMIT, required=False, label=_("Machines per page"),
-        error_messages=_messages("limit"),
+        error_messages=error_words("limit"),
     )
     # The machine list: sort, filters, grouping and page (defaults: cheapest first, everything, page 1).
     sort = forms.ChoiceField(
-        choices=SORT_CHOICES, required=False, label=_("Sort"), error_messages=_messages("sort")
+        choices=SORT_CHOICES, required=False, label=_("Sort"), error_messages=error_words("sort")
     )
     gpu = forms.CharField(max_length=100, required=False, label=_("GPU model"))
     min_memory_gib = TypedDecimalField(
         min_value=Decimal("0.01"), max_value=Decimal(MAX_NOTEBOOK_GIB), max_digits=9, decimal_places=2,
-        required=False, label=_("Memory per GPU at least (GiB)"), error_messages=_messages("min_memory_gib"),
+        required=False, label=_("Memory per GPU at least (GiB)"),
+        error_messages=error_words("min_memory_gib"),
     )
     confidence = forms.ChoiceField(
         choices=CONFIDENCE_FILTERS, required=False, label=_("Confidence"),
-        error_messages=_messages("confidence"),
+        error_messages=error_words("confidence"),
     )
     group = forms.ChoiceField(
-        choices=GROUPS, required=False, label=_("Group"), error_messages=_messages("group")
+        choices=GROUPS, required=False, label=_("Group"), error_messages=error_words("group")
     )
     page = TypedIntegerField(
-        min_value=1, max_value=100_000, required=False, label=_("Page"), error_messages=_messages("page")
+        min_value=1, max_value=100_000, required=False, label=_("Page"), error_messages=error_words("page")
     )
     target_tokens = TypedDecimalField(
         min_value=Decimal("0.001"), max_value=MAX_TARGET_TOKENS_PER_S, max_digits=13, decimal_places=3,
-        required=False, label=_("Throughput to serve (tokens/s)"), error_messages=_messages("target_tokens"),
+        required=False, label=_("Throughput to serve (tokens/s)"),
+        error_messages=error_words("target_tokens"),
     )
     efficiency = TypedDecimalField(
         min_value=Decimal("0.01"), max_value=Decimal("100"), max_digits=5, decimal_places=2, required=False,
-        label=_("Usable efficiency (%)"), error_messages=_messages("efficiency"),
+        label=_("Usable efficiency (%)"), error_messages=error_words("efficiency"),
     )
     redundancy = TypedIntegerField(
         min_value=0, max_value=MAX_REDUNDANCY, required=False, label=_("Redundancy (spare model copies)"),
-        error_messages=_messages("redundancy"),
+        error_messages=error_words("redundancy"),
     )
     # Also the cheapest plan on each of the GPU types that serve tokens cheapest (asked for: each is
     # one more exact search and one more list of up to hundreds of machines).
@@ -495,10 +259,10 @@ class WorkloadQueryForm(forms.Form):
 
     def clean(self):
         cleaned = super().clean()
-        workload = cleaned.get("workload")
-        if workload is None:
+        chosen = workload(cleaned.get("workload"))
+        if chosen is None:
             return cleaned
-        if workload == "notebook":
+        if chosen.takes_memory:
             if cleaned.get("memory_gib") is None and "memory_gib" not in self.errors:
                 self.add_error("memory_gib", gettext("Enter the GPU memory the notebook needs, in GiB."))
             return cleaned
@@ -506,7 +270,7 @@ class WorkloadQueryForm(forms.Form):
             self.add_error("model", gettext("Choose a model."))
         if cleaned.get("precision") is None and "precision" not in self.errors:
             self.add_error("precision", str(MESSAGES["precision"]["invalid_choice"]))
-        if workload != "inference" and cleaned.get("target_tokens") is not None:
+        if not chosen.serves_tokens and cleaned.get("target_tokens") is not None:
             self.add_error("target_tokens", gettext("A throughput plan is for running a language model."))
         return cleaned
 
@@ -618,21 +382,21 @@ class WorkloadQuery:
     def from_form(cls, form: WorkloadQueryForm) -> WorkloadQuery:
         data = form.cleaned_data
         countries_input, countries = data.get("countries") or ((), None)
-        workload = data["workload"]
+        chosen = workload(data["workload"])
         return cls(
-            workload=workload,
-            model_slug=(data.get("model") or None) if workload != "notebook" else None,
-            precision=data.get("precision") if workload != "notebook" else None,
+            workload=chosen.code,
+            model_slug=(data.get("model") or None) if chosen.sizes_model else None,
+            precision=data.get("precision") if chosen.sizes_model else None,
             context=data.get("context"),
             requests=data.get("requests"),
-            memory_gib=data.get("memory_gib") if workload == "notebook" else None,
+            memory_gib=data.get("memory_gib") if chosen.takes_memory else None,
             budget=data.get("budget"),
             max_price=data.get("max_price"),
             tier=data.get("tier") or "both",
             countries_input=tuple(countries_input),
             countries=countries,
             limit=data.get("limit"),
-            kv_bits=(data.get("kv_cache") or DEFAULT_KV_BITS) if workload in ("inference", "speech")
+            kv_bits=(data.get("kv_cache") or DEFAULT_KV_BITS) if chosen.takes_kv_precision
             else DEFAULT_KV_BITS,
             sort=data.get("sort") or DEFAULT_SORT,
             gpu=(data.get("gpu") or "").strip(),
@@ -662,9 +426,10 @@ def _or_default(value, default):
 
 
 def parse_query(data, number_language: str | None = None) -> WorkloadQuery:
-    """The query from a query string's values (QueryDict or dict), validated; QueryError otherwise.
-    Numbers are plain dot decimals, or as the page's `number_language` writes them (`typed_number`)."""
-    form = WorkloadQueryForm(data, number_language=number_language)
+    """The query from a query string's values (QueryDict or dict), each left out at its default
+    (`with_defaults`), validated; QueryError otherwise. Numbers are plain dot decimals, or as the
+    page's `number_language` writes them (`typed_number`)."""
+    form = WorkloadQueryForm(with_defaults(normalize_query(data)), number_language=number_language)
     if not form.is_valid():
         raise QueryError(form_errors(form))
     return WorkloadQuery.from_form(form)

@@ -8,8 +8,7 @@ words. A machine without a measured speed is never in a plan; the answer says ho
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
@@ -17,9 +16,9 @@ from fractions import Fraction
 from functools import cached_property
 from types import SimpleNamespace
 
-from django.db import connection, transaction
 from django.utils.translation import gettext, ngettext
 
+from catalog import database
 from catalog import selectors as catalog_selectors
 from sizing import fit as sizing_fit
 from sizing.breakdown import Breakdown
@@ -30,7 +29,9 @@ from sizing.speeds import SECONDS_PER_HOUR, TOKENS_PER_MILLION, price_per_millio
 from sizing.throughput_plan import Plan, PlanCandidate, cheapest_plan, copy_speed
 from sizing.units import figure_number, figure_text, money_string, money_text
 from sizing.wording import budget_cover
+from sizing.workloads import workload
 
+from .fleet import EVERY_MACHINE, fleet_reader
 from .query import WorkloadQuery
 
 PLANS_SHOWN = 5  # the cheapest plan, then the cheapest on each single GPU type, by total price
@@ -42,29 +43,6 @@ PLAN_ATTEMPTS = 3
 class SpeedsChanged(Exception):  # noqa: N818 - an event, not a programming error
     """A measurement a plan uses was replaced (a refresh) between reading the machines and reading
     their measurements: the plan must be worked out again from one state of the catalog."""
-
-
-@contextmanager
-def one_snapshot(*, lock_on_sqlite: bool = False) -> Iterator[None]:
-    """Every read inside sees one state of the catalog.
-
-    PostgreSQL: one REPEATABLE READ transaction, so what a refresh commits meanwhile is not seen (reads
-    take no locks and wait for no one). SQLite, only with `lock_on_sqlite`: one transaction, which on
-    the embedded run takes the write lock when it begins, so no refresh commits until it ends.
-    Inside a caller's transaction, that transaction decides."""
-    if connection.in_atomic_block:
-        yield
-        return
-    if connection.vendor == "postgresql":
-        with transaction.atomic():
-            with connection.cursor() as cursor:
-                cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-            yield
-    elif lock_on_sqlite:
-        with transaction.atomic():
-            yield
-    else:
-        yield
 
 
 @dataclass(frozen=True)
@@ -91,42 +69,13 @@ def speed_candidates(
     """The recommended machines (fit, every preference) with a measured speed for the model and
     precision sized, in the machines' default order, and how many there are.
 
-    On PostgreSQL only those a plan can use and the `keep` cheapest of each speed class come back
-    (`catalog.selectors.speed_rows_counted` says why no other can matter); elsewhere, or with
-    `every_one`, all of them."""
+    The fleet reader says which come back (on PostgreSQL only those a plan can use and the `keep`
+    cheapest of each speed class); with `every_one`, all of them."""
     thresholds = sizing_fit.fit_thresholds(breakdown)
-    if breakdown.workload != "inference" or not thresholds:
+    if not workload(breakdown.workload).serves_tokens or not thresholds:
         return [], 0
-    if connection.vendor == "postgresql" and not every_one:
-        rows, total = catalog_selectors.speed_rows_counted(
-            catalog_selectors.SpeedQuery(
-                stale_cutoff=stale_cutoff,
-                countries=query.countries,
-                tier=query.tier,
-                model_slug=query.model_slug,
-                precision=breakdown.precision,
-                fits=thresholds,
-                max_price_per_hour=query.max_price,
-                budget=query.budget,
-                target=query.target_tokens,
-                efficiency=query.efficiency,
-                redundancy=query.redundancy,
-                keep=keep,
-                per_gpu_type=query.gpu_plans,
-            )
-        )
-    else:
-        rows, total = (
-            catalog_selectors.speed_rows(
-                stale_cutoff=stale_cutoff,
-                countries=query.countries,
-                tier=query.tier,
-                model_slug=query.model_slug,
-                precision=breakdown.precision,
-                min_memory_mib=min(need for _, need in thresholds),
-            ),
-            None,
-        )
+    reader = EVERY_MACHINE if every_one else fleet_reader()
+    rows, total = reader.speed_rows(query, breakdown.precision, thresholds, stale_cutoff, keep)
     found = []
     for row in rows:
         gpus = sizing_fit.gpus_used_by_thresholds(thresholds, row.memory_per_gpu_mib, row.free_gpus)
@@ -355,11 +304,11 @@ def planned_answer(
 ) -> ThroughputAnswer:
     """`throughput_answer`, worked out again from freshly read candidates (`read_candidates`) when a
     refresh replaced a plan's speeds between its reads. On PostgreSQL the answer's reads share one
-    snapshot (`one_snapshot`), so this never happens there; on SQLite the last attempt holds the write
-    lock, so no refresh can commit inside it."""
+    snapshot (`catalog.database.one_snapshot`), so this never happens there; on SQLite the last
+    attempt holds the write lock, so no refresh can commit inside it."""
     for attempt in range(1, PLAN_ATTEMPTS + 1):
         try:
-            with one_snapshot(lock_on_sqlite=attempt == PLAN_ATTEMPTS):
+            with database.one_snapshot(lock_on_sqlite=attempt == PLAN_ATTEMPTS):
                 if attempt > 1:
                     candidates, with_speed = read_candidates()
                 return throughput_answer(query, breakdown, candidates, machines_total, model_name, with_speed)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import http.client
 import logging
-import secrets
 import socket
 import threading
 import urllib.error
@@ -20,10 +19,10 @@ from urllib.parse import urlsplit
 
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
-from django.core.cache import cache
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 
+from catalog import database
 from catalog.models import GpuType, LanguageModel, Machine, MeasuredSpeed, Provider, Tier
 from catalog.services import MACHINE_UPSERT_FIELDS, drop_speeds_of_other_gpu_types, memory_flag_for
 from nodelodge.celery import app as celery_app
@@ -50,33 +49,14 @@ FEED_HEADERS = {"Accept": "application/json", "User-Agent": "NodeLodge-refresh/1
 
 @contextmanager
 def provider_lock(provider_id: int) -> Iterator[bool]:
-    """Yields whether this process now holds the provider's refresh lock (never waits).
-
-    On PostgreSQL a session advisory lock: released on exit, or by the server if the process dies.
-    Elsewhere (the embedded SQLite run) a cache entry with an expiry, which is enough for one machine.
-    """
-    if connection.vendor == "postgresql":
-        key = (ADVISORY_LOCK_NAMESPACE << 32) | provider_id
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_try_advisory_lock(%s)", [key])
-            acquired = bool(cursor.fetchone()[0])
-        try:
-            yield acquired
-        finally:
-            if acquired:
-                with connection.cursor() as cursor:
-                    cursor.execute("SELECT pg_advisory_unlock(%s)", [key])
-        return
-
-    key = f"refresh:provider-lock:{provider_id}"
-    token = secrets.token_hex(8)
-    expiry = int(settings.PROVIDER_FEED_TIMEOUT_SECONDS * 3 + 600)
-    acquired = cache.add(key, token, timeout=expiry)
-    try:
+    """Yields whether this process now holds the provider's refresh lock (never waits): the
+    database's session lock where it has one, else a cache entry that expires (`database.try_lock`)."""
+    with database.try_lock(
+        (ADVISORY_LOCK_NAMESPACE << 32) | provider_id,
+        f"refresh:provider-lock:{provider_id}",
+        int(settings.PROVIDER_FEED_TIMEOUT_SECONDS * 3 + 600),
+    ) as acquired:
         yield acquired
-    finally:
-        if acquired and cache.get(key) == token:
-            cache.delete(key)
 
 
 # --- Fetching -------------------------------------------------------------------------------------

@@ -5,17 +5,19 @@ from csp.decorators import csp_update
 from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest
 from django.utils.translation import gettext
-from ninja import NinjaAPI, Query, Schema, Swagger
+from ninja import Field, NinjaAPI, Query, Schema, Swagger
 from ninja.errors import Throttled
 from ninja.errors import ValidationError as NinjaValidationError
 
 from nodelodge.hardening.errors import log_unexpected, server_error_json
 from nodelodge.hardening.faults import database_unavailable_json, log_database_unavailable
 from nodelodge.hardening.throttling import ApiRateThrottle, throttled_message
-from nodelodge.recommendations import selectors as recommendation_selectors
-from nodelodge.recommendations.query import API_LIMIT, QueryError, WorkloadQuery, parse_query
-from nodelodge.recommendations.selectors import estimate_for, recommendation_for
-from sizing.workloads import WIZARD_CODES
+from nodelodge.recommendations.answer import recommendation_for
+from nodelodge.recommendations.estimate import estimate_for
+from nodelodge.recommendations.model_choices import model_listing
+from nodelodge.recommendations.query import DEFAULTS, QueryError, WorkloadQuery, parse_query
+from sizing.limits import API_LIMIT
+from sizing.workloads import WIZARD_CODES, WORKLOADS
 
 
 class ConsoleSwagger(Swagger):
@@ -41,23 +43,28 @@ api = NinjaAPI(
 )
 
 
+def _own_models() -> str:
+    return ", ".join(f"{w.default_model} ({w.code})" for w in WORKLOADS if w.in_wizard and w.default_model)
+
+
 class WorkloadParams(Schema):
     """Every parameter is read as text and validated by the console's own rules, so a bad value
-    gets a 400 naming its field rather than a generic validation error."""
+    gets a 400 naming its field rather than a generic validation error. A parameter left out takes
+    the default the schema names, as on the page and in the commands (`query.DEFAULTS`)."""
 
-    workload: str | None = None
-    model: str | None = None
-    precision: str | None = None
-    kv_cache: str | None = None
-    context: str | None = None
-    requests: str | None = None
-    memory_gib: str | None = None
+    workload: str | None = DEFAULTS["workload"]
+    model: str | None = Field(None, description=f"Default: the workload's own model: {_own_models()}.")
+    precision: str | None = DEFAULTS["precision"]
+    kv_cache: str | None = DEFAULTS["kv_cache"]
+    context: str | None = DEFAULTS["context"]
+    requests: str | None = DEFAULTS["requests"]
+    memory_gib: str | None = DEFAULTS["memory_gib"]
 
 
 class PreferenceParams(WorkloadParams):
     budget: str | None = None
     max_price: str | None = None
-    tier: str | None = None
+    tier: str | None = DEFAULTS["tier"]
     countries: str | None = None
     limit: str | None = None
     sort: str | None = None
@@ -351,7 +358,7 @@ def models(request, workload: str | None = None):
         raise QueryError({"workload": gettext("Choose %(codes)s or %(last)s.") % {
             "codes": ", ".join(WIZARD_CODES[:-1]), "last": WIZARD_CODES[-1]
         }})
-    return recommendation_selectors.model_listing(workload or None)
+    return model_listing(workload or None)
 
 
 def recommendation_payload(result) -> dict:

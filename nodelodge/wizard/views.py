@@ -2,7 +2,6 @@
 partial its target names, and the full page renders the same partials."""
 from __future__ import annotations
 
-import dataclasses
 import functools
 
 from django.shortcuts import render
@@ -10,29 +9,28 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.translation import get_language
 from django.views.decorators.http import require_GET
+from django_htmx.http import push_url, reswap, retarget
 
 from nodelodge.hardening.page_limit import page_rate_limited
-from nodelodge.recommendations import selectors as recommendation_selectors
+from nodelodge.recommendations.answer import recommendation_for
+from nodelodge.recommendations.messages import error_list, field_labels, messages_for, reworded
+from nodelodge.recommendations.model_choices import model_row, precision_options, suits
 from nodelodge.recommendations.query import (
-    CONFIDENCE_FILTERS,
-    DEFAULT_MODEL_BY_WORKLOAD,
     DEFAULTS,
-    GROUPS,
-    SORT_CHOICES,
     WORKLOAD_CHOICES,
     QueryError,
     WorkloadQueryForm,
-    error_list,
-    field_labels,
-    messages_for,
     parse_query,
-    reworded,
+    with_defaults,
 )
-from nodelodge.recommendations.selectors import model_row, recommendation_for, suits
+from nodelodge.recommendations.sorts import CONFIDENCE_FILTERS, GROUPS, SORT_CHOICES
 from sizing.calculators import gpus_for_throughput, rule_of_thumb
 from sizing.limits import MAX_CONTEXT, MAX_REQUESTS
+from sizing.workloads import workload as workload_named
 
 from .forms import RuleOfThumbForm, ThroughputForm
+from .model_display import model_choice, model_choices
+from .result_page import PLAN_ROWS_SHOWN, ResultPage
 from .rows import add_row_words
 
 # hx-target id → partial of wizard/wizard.html
@@ -57,17 +55,18 @@ def _form_values(params) -> tuple[dict[str, str], object | None]:
     """What the form shows: the query as given, defaults for what is left out, and a model
     that suits the workload (switching workload swaps in that workload's default model; an
     unknown slug stays, so the form can say so); and that model's catalog row, if any."""
-    values = {**DEFAULTS, **{key: params.get(key) for key in params}}
+    values = with_defaults({key: params.get(key) for key in params})
     values["countries"] = ",".join(c for c in params.getlist("countries") if c)
     workload = values["workload"]
     row = model_row(_slug_to_look_up(values.get("model")))
-    if workload in DEFAULT_MODEL_BY_WORKLOAD and row is not None and not suits(row, workload):
-        values["model"] = DEFAULT_MODEL_BY_WORKLOAD[workload]
+    own_model = getattr(workload_named(workload), "default_model", None)
+    if own_model is not None and row is not None and not suits(row, workload):
+        values["model"] = own_model
         row = model_row(values["model"])
         # A precision chosen for the other workload's model (QLoRA's 4-bit) does not carry over to
         # the model swapped in: it starts at its own first precision offered (16-bit where it can).
         if row is not None:
-            offered = [p["value"] for p in recommendation_selectors.precision_options(row) if p["available"]]
+            offered = [p["value"] for p in precision_options(row) if p["available"]]
             values["precision"] = str(offered[0]) if offered else DEFAULTS["precision"]
     return values, row
 
@@ -91,18 +90,19 @@ def wizard(request):
     if "workload" in params:
         try:
             # Numbers as the page's language writes them: 12,50 and 1.000 on the German page.
-            result = recommendation_for(parse_query(values, get_language()), model_row=row)
+            answer = recommendation_for(parse_query(values, get_language()), model_row=row)
         except QueryError as error:
             errors = error.errors
-    if result is not None and params.get("plan_rows") == "all":
-        result = dataclasses.replace(result, plan_rows_shown=None)
+        else:
+            every_plan_row = params.get("plan_rows") == "all"
+            result = ResultPage(answer, plan_rows_shown=None if every_plan_row else PLAN_ROWS_SHOWN)
     if result is not None:
         grouped = dict(result.listing.groups) if result.query.group == "gpu" else None
         add_row_words(result.data["machines"], grouped)
         add_row_words(result.data["alternatives"])
 
     search = (params.get("q") or "").strip()[:100]
-    selected = recommendation_selectors.model_choice(row)
+    selected = model_choice(row)
     model_kind = selected["kind"] if selected else None
     eu_checked, other_countries = _split_countries(values["countries"])
     labels = field_labels(workload, model_kind)
@@ -118,6 +118,7 @@ def wizard(request):
         "confidence_filters": CONFIDENCE_FILTERS,
         "result": result,
         "workload": workload,
+        "chosen_workload": workload_named(workload),  # what the form asks for it
         "workloads": WORKLOAD_CHOICES,
         "precisions": selected["precisions"] if selected else [
             {"value": int(value), "label": label, "available": True, "reason": ""}
@@ -126,7 +127,7 @@ def wizard(request):
         "kv_cache_precisions": WorkloadQueryForm.base_fields["kv_cache"].choices,
         "tiers": WorkloadQueryForm.base_fields["tier"].choices,
         # Made when the template reaches the list: the result panel alone never shows it.
-        "models": functools.partial(recommendation_selectors.model_choices, workload, search),
+        "models": functools.partial(model_choices, workload, search),
         "model_kind": model_kind,
         "selected_model": selected,
         "labels": labels,
@@ -145,25 +146,24 @@ def wizard(request):
         every_row = "&plan_rows=all" if result is not None and result.plan_rows_shown is None else ""
         context["page_address"] = reverse("wizard:start") + "?" + context["query_string"] + every_row
     template = "wizard/wizard.html"
-    retarget = None
+    swap_target = None
     if request.htmx and request.htmx.target in HTMX_PARTIALS:
         partial = HTMX_PARTIALS[request.htmx.target]
         # The form says which labels it shows; when the new model needs others (a speech model's
         # audio streams), the whole wizard is sent instead of the result alone.
         if partial == "result" and params.get("shown") != context["shown"]:
-            partial, retarget = "wizard", "#wizard"
+            partial, swap_target = "wizard", "#wizard"
         template = f"wizard/wizard.html#{partial}"
         # The result alone also updates the "Selected" line of the form, out of band.
         context["oob"] = partial == "result"
     # Errors render beside their fields with 200, as a re-shown form does (htmx swaps only 2xx).
     response = TemplateResponse(request, template, context)
     if request.htmx:
-        if retarget:
-            response["HX-Retarget"] = retarget
-            response["HX-Reswap"] = "outerHTML"
+        if swap_target:
+            response = reswap(retarget(response, swap_target), "outerHTML")
         if "workload" in params and request.htmx.target != "model-list":
             # The address bar shows the canonical query, without the form's bookkeeping fields.
-            response["HX-Push-Url"] = context["page_address"]
+            response = push_url(response, context["page_address"])
     return response
 
 

@@ -266,8 +266,8 @@ def time_scanned_answer(query_string: str, options: Options) -> tuple[list[float
     from django.test.utils import CaptureQueriesContext
 
     from catalog import selectors as catalog_selectors
+    from nodelodge.recommendations.answer import recommendation_for
     from nodelodge.recommendations.query import WorkloadQuery, WorkloadQueryForm
-    from nodelodge.recommendations.selectors import recommendation_for
 
     form = WorkloadQueryForm(dict(part.split("=", 1) for part in query_string.split("&")))
     if not form.is_valid():

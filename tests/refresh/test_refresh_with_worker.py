@@ -211,8 +211,8 @@ def test_two_overlapping_refreshes_of_one_provider_do_not_both_run(feed_server, 
 
 
 def test_a_silent_machine_drops_out_of_the_wizard_answer(feed_server, gpu_types, providers, settings):
+    from nodelodge.recommendations.answer import recommendation_for
     from nodelodge.recommendations.query import WorkloadQuery, WorkloadQueryForm
-    from nodelodge.recommendations.selectors import recommendation_for
 
     settings.MACHINE_STALE_AFTER_SECONDS = 15 * 60
     secure, community = providers["secure"], providers["community"]

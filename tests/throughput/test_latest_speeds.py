@@ -22,9 +22,10 @@ from catalog import latest_speeds
 from catalog import selectors as catalog_selectors
 from catalog.models import GpuType, Machine, MeasuredSpeed
 from catalog.services import drop_speeds_of_other_gpu_types, save_machine
-from nodelodge.recommendations import selectors
-from nodelodge.recommendations.query import PAGE_LIMIT, parse_query
+from nodelodge.recommendations import answer, estimate, fleet
+from nodelodge.recommendations.query import parse_query
 from nodelodge.recommendations.throughput import cheapest_per_million, speed_candidates, throughput_answer
+from sizing.limits import PAGE_LIMIT
 from tests.wizard.test_counted_fleet import _random_fleet
 from tests.wizard.test_fleet_counts import cutoff_instants, write_once
 
@@ -152,9 +153,9 @@ def check_answers(rng: random.Random, now, combinations: int = 8, instants: int 
             model, precision = rng.choice(MODELS)
             text = BASE[model].format(p=precision) + rng.choice(PLANS) + rng.choice(PREFERENCES)
             query = parse_query(dict(part.split("=", 1) for part in text.split("&")))
-            result = selectors.recommendation_for(query, now=at, relax=False)
-            breakdown, _ = selectors.estimate_for(query)
-            cutoff, preferences = selectors.stale_cutoff(at), selectors.preferences_for(query)
+            result = answer.recommendation_for(query, now=at, relax=False)
+            breakdown, _ = estimate.estimate_for(query)
+            cutoff, preferences = fleet.stale_cutoff(at), fleet.preferences_for(query)
             keep = 0 if query.sort != "price_per_million_tokens" else (query.limit or PAGE_LIMIT) * query.page
             cut, total = speed_candidates(query, breakdown, cutoff, preferences, keep=keep)
             every_one, every_total = speed_candidates(query, breakdown, cutoff, preferences, every_one=True)
@@ -193,8 +194,8 @@ def test_machines_crossing_the_stale_cutoff_between_writes(models_and_gpus, both
     random_speed_fleet(rng, 120, now)
     text = BASE["llama-3-1-8b"].format(p=8) + "&target_tokens=5000"
     query = parse_query(dict(part.split("=", 1) for part in text.split("&")))
-    breakdown, _ = selectors.estimate_for(query)
-    counted, _ = speed_candidates(query, breakdown, selectors.stale_cutoff(now), selectors.preferences_for(query),
+    breakdown, _ = estimate.estimate_for(query)
+    counted, _ = speed_candidates(query, breakdown, fleet.stale_cutoff(now), fleet.preferences_for(query),
                                   every_one=True)
     assert len(counted) >= 5, "the fleet has machines to go stale"
     # Sightings a microsecond apart, so the cutoff passes the machines one by one.
@@ -203,7 +204,7 @@ def test_machines_crossing_the_stale_cutoff_between_writes(models_and_gpus, both
             last_seen_at=now - timedelta(microseconds=offset)
         )
     totals = [
-        selectors.recommendation_for(query, now=at, relax=False).throughput.with_speed
+        answer.recommendation_for(query, now=at, relax=False).throughput.with_speed
         for at in cutoff_instants(now)
     ]
     # With no write in between, the same kept rows gave a different answer at each step of the clock.
@@ -214,16 +215,16 @@ def test_a_reader_inside_a_writing_transaction_sees_its_own_speeds(make_machine)
     machine = make_machine("H100 SXM 80GB")
     text = BASE["llama-3-1-8b"].format(p=16) + "&target_tokens=10000&redundancy=0"
     query = parse_query(dict(part.split("=", 1) for part in text.split("&")))
-    assert selectors.recommendation_for(query).throughput.with_speed == 0
+    assert answer.recommendation_for(query).throughput.with_speed == 0
     with transaction.atomic():
         MeasuredSpeed.objects.create(
             machine=machine, model_kind="language", model_slug="llama-3-1-8b", precision=16, unit="tokens/s",
             value=Decimal("24500"), gpus=1, measured_at=timezone.now(), measured_by="staff", source="staff",
         )
-        inside = selectors.recommendation_for(query).throughput
+        inside = answer.recommendation_for(query).throughput
         assert inside.with_speed == 1 and inside.plans
         transaction.set_rollback(True)
-    assert selectors.recommendation_for(query).throughput.with_speed == 0
+    assert answer.recommendation_for(query).throughput.with_speed == 0
 
 
 def test_truncate_empties_the_kept_rows(models_and_gpus):

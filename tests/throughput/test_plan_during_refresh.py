@@ -13,8 +13,8 @@ from django.http import QueryDict
 
 from catalog.models import MeasuredSpeed, Provider
 from catalog.services import load_catalog
+from nodelodge.recommendations.answer import recommendation_for
 from nodelodge.recommendations.query import parse_query
-from nodelodge.recommendations.selectors import recommendation_for
 from nodelodge.refresh.services import refresh_provider
 from tests.refresh.conftest import feed, record
 

@@ -13,7 +13,7 @@ from django.db import connection
 
 from catalog.models import MeasuredSpeed
 from catalog.services import load_catalog
-from nodelodge.recommendations import selectors
+from nodelodge.recommendations import answer, estimate, fleet
 from nodelodge.recommendations.query import parse_query
 from sizing.throughput_plan import cheapest_plan
 
@@ -182,10 +182,10 @@ def test_the_sorted_answer_on_postgresql_equals_the_engine_over_every_machine(ma
     query = parse_query({**dict(p.split("=") for p in LLAMA_8B.split("&")), "sort": "price_per_million_tokens",
                          "limit": "5"})
     assert connection.vendor == "postgresql"
-    counted = selectors.recommendation_for(query)
+    counted = answer.recommendation_for(query)
     now = counted.freshness["as_of"]
-    breakdown, _ = selectors.estimate_for(query)
-    reference, _ = selectors.recommend_over_every_machine(query, breakdown, {}, now, 5)
+    breakdown, _ = estimate.estimate_for(query)
+    reference, _ = fleet.recommend_over_every_machine(query, breakdown, {}, now, 5)
     assert [m.offer.id for m in counted.recommendation.machines] == [m.offer.id for m in reference.machines]
 
 
@@ -241,13 +241,13 @@ def test_the_wizard_turns_a_target_into_the_cheapest_plan_of_the_demo_fleet(clie
         (p["price_per_hour"] for p in plan["plans"]), key=Decimal
     )
     parsed = parse_query(dict(p.split("=") for p in query.split("&")))
-    breakdown, _ = selectors.estimate_for(parsed)
+    breakdown, _ = estimate.estimate_for(parsed)
     from django.utils import timezone
 
     from nodelodge.recommendations.throughput import speed_candidates
     # Every machine with a measured speed, none left out by the database's cut: the same cheapest plan.
-    candidates, total = speed_candidates(parsed, breakdown, selectors.stale_cutoff(timezone.now()),
-                                         selectors.preferences_for(parsed), every_one=True)
+    candidates, total = speed_candidates(parsed, breakdown, fleet.stale_cutoff(timezone.now()),
+                                         fleet.preferences_for(parsed), every_one=True)
     assert plan["machines_with_speed"] == total == len(candidates)
     again = cheapest_plan([c.plan for c in candidates], Decimal(20000), Decimal(75), 1)
     assert Decimal(cheapest["price_per_hour"]) == again.price_per_hour
@@ -293,8 +293,8 @@ def test_the_database_cut_keeps_the_cheapest_plan(make_machine, target, redundan
         measure(machine, ("1700", "1300", "1600", "2600")[index % 4])
     query = parse_query({**dict(p.split("=") for p in LLAMA_8B.split("&")), "target_tokens": str(target),
                          "redundancy": str(redundancy)})
-    breakdown, _ = selectors.estimate_for(query)
-    cutoff, preferences = selectors.stale_cutoff(timezone.now()), selectors.preferences_for(query)
+    breakdown, _ = estimate.estimate_for(query)
+    cutoff, preferences = fleet.stale_cutoff(timezone.now()), fleet.preferences_for(query)
     cut, total = speed_candidates(query, breakdown, cutoff, preferences)
     every, every_total = speed_candidates(query, breakdown, cutoff, preferences, every_one=True)
     assert total == every_total == 40

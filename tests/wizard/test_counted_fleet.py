@@ -9,11 +9,13 @@ from django.conf import settings
 from django.utils import timezone
 
 from catalog.models import GpuType, Machine, Provider
-from nodelodge.recommendations import selectors as wizard_selectors
-from nodelodge.recommendations.query import PAGE_LIMIT, WorkloadQuery, WorkloadQueryForm
-from nodelodge.recommendations.selectors import estimate_for, recommendation_for
+from nodelodge.recommendations import fleet
+from nodelodge.recommendations.answer import recommendation_for
+from nodelodge.recommendations.estimate import estimate_for
+from nodelodge.recommendations.query import WorkloadQuery, WorkloadQueryForm
 from sizing import matching
 from sizing.fit import fit_thresholds
+from sizing.limits import PAGE_LIMIT
 from sizing.specs import PRECISIONS
 
 # Names that sort differently by byte and by dictionary order, so the tie-break's order is tested.
@@ -109,7 +111,7 @@ def _engine_over_every_machine(query: WorkloadQuery, now, rng: random.Random) ->
         for precision in PRECISIONS:
             if precision < query.precision:
                 lower[precision] = estimate_for(query, precision)[0]
-    recommendation, _ = wizard_selectors.recommend_over_every_machine(
+    recommendation, _ = fleet.recommend_over_every_machine(
         query, breakdown, lower, now, query.limit or PAGE_LIMIT, shuffle=rng.shuffle
     )
     return recommendation
@@ -177,7 +179,7 @@ def test_each_countrys_machines_and_cheapest_price_equal_that_countrys_own_count
         for preferences in PREFERENCES:
             query = _query(query_string + preferences)
             breakdown, _ = estimate_for(query)
-            fleet_query = wizard_selectors._fleet_query(query, [breakdown], now)
+            fleet_query = fleet.fleet_query(query, [breakdown], now)
             found = {country: (cheapest, machines)
                      for country, cheapest, machines in catalog_selectors.meeting_by_country(fleet_query)}
             for country in sorted({c for c in COUNTRIES if c}):

@@ -9,7 +9,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from catalog.models import GpuType, Machine
-from nodelodge.recommendations import selectors
+from nodelodge.recommendations import estimate, fleet
 from nodelodge.recommendations.query import parse_query
 
 from .conftest import LLAMA_8B
@@ -50,8 +50,8 @@ def generated_fleet(providers):
 def engine_order():
     """Today's engine over every machine, in the listing's order: the reference."""
     query = parse_query(dict(pair.split("=") for pair in LLAMA_8B.split("&")))
-    breakdown, _ = selectors.estimate_for(query)
-    recommendation, _ = selectors.recommend_over_every_machine(query, breakdown, {}, timezone.now(), None)
+    breakdown, _ = estimate.estimate_for(query)
+    recommendation, _ = fleet.recommend_over_every_machine(query, breakdown, {}, timezone.now(), None)
     return [m.offer.id for m in recommendation.machines]
 
 
@@ -92,15 +92,15 @@ def test_a_page_past_the_window_is_refused_in_words_on_the_api_and_the_page(clie
 def described(monkeypatch):
     """Records how many machines each answer had described, on either database's path."""
     seen = []
-    for name in ("_recommend_counted_in_sql", "recommend_over_every_machine"):
-        original = getattr(selectors, name)
+    for reader in (fleet.KEPT_COUNTS, fleet.EVERY_MACHINE):
+        original = reader.recommend
 
         def spy(query, breakdown, lower, now, machines_shown, *rest, _original=original, **kw):
             recommendation, freshness = _original(query, breakdown, lower, now, machines_shown, *rest, **kw)
             seen.append((machines_shown, len(recommendation.machines)))
             return recommendation, freshness
 
-        monkeypatch.setattr(selectors, name, spy)
+        monkeypatch.setattr(reader, "recommend", spy)
     return seen
 
 

@@ -25,7 +25,7 @@ from catalog import availability, fleet_counts
 from catalog import selectors as catalog_selectors
 from catalog.models import GpuType, Machine, Provider
 from catalog.services import generate_fleet, save_provider
-from nodelodge.recommendations.selectors import recommendation_for
+from nodelodge.recommendations.answer import recommendation_for
 from nodelodge.refresh.services import refresh_provider
 from sizing.reasons import STALE
 

@@ -20,8 +20,9 @@ from catalog.models import GpuType, Machine, Provider
 from catalog.services import load_catalog
 from nodelodge.launches import services as launches
 from nodelodge.launches.models import Booking
+from nodelodge.recommendations.estimate import estimate_for
+from nodelodge.recommendations.fleet import stale_cutoff
 from nodelodge.recommendations.query import WorkloadQuery, WorkloadQueryForm
-from nodelodge.recommendations.selectors import estimate_for, stale_cutoff
 from nodelodge.refresh.services import refresh_provider
 from sizing.fit import fit_thresholds
 from tests.refresh.conftest import FeedServer

@@ -3,7 +3,8 @@ from decimal import Decimal
 
 import pytest
 
-from nodelodge.recommendations.query import SORTS, parse_query
+from nodelodge.recommendations.query import parse_query
+from nodelodge.recommendations.sorts import SORTS
 
 from .conftest import LLAMA_8B
 

@@ -9,8 +9,7 @@ from django.utils.translation import get_language, gettext, pgettext_lazy
 from nodelodge.i18n import address_in
 from sizing.countries import country_name as _country_name
 from sizing.countries import place_name as _place_name
-from sizing.i18n import format_number
-from sizing.units import gib_display, money_text, round_half_up
+from sizing.units import decimal_text, gib_display, money_text
 
 register = template.Library()
 
@@ -32,8 +31,15 @@ def gib(n_bytes) -> str:
 @register.filter
 def gib2(value) -> str:
     """A GiB figure (already in GiB) with two decimals."""
+    return decimals(value, 2)
+
+
+@register.filter
+def decimals(value, places=2) -> str:
+    """A figure with `places` decimals, halves rounded up, grouped as the page's language writes it
+    (`sizing.units.decimal_text`): every figure a page shows is rounded by that one rule."""
     try:
-        return format_number(round_half_up(float(value)), 2)
+        return decimal_text(float(value), int(places))
     except (TypeError, ValueError, InvalidOperation):
         return ""
 

@@ -5,7 +5,8 @@ import sys
 
 from django.http import QueryDict
 
-from nodelodge.recommendations.query import SORTS, QueryError, WorkloadQuery, parse_query
+from nodelodge.recommendations.query import DEFAULTS, QueryError, WorkloadQuery, parse_query
+from nodelodge.recommendations.sorts import SORTS
 from sizing.workloads import WIZARD_CODES
 
 QUERY_OPTIONS = ("workload", "model", "precision", "kv_cache", "context", "requests", "memory_gib")
@@ -14,20 +15,32 @@ PREFERENCE_OPTIONS = ("budget", "max_price", "tier", "countries", "sort", "gpu",
                       "gpu_plans")
 
 
+def _default(name: str) -> str:
+    return f"default: {DEFAULTS[name]}"
+
+
 def add_query_arguments(parser, preferences: bool) -> None:
+    # Every option left out takes the workload query's default (`DEFAULTS`), as on the page and the API.
+    parser.add_argument("--workload", choices=WIZARD_CODES, help=_default("workload"))
+    parser.add_argument("--model", help="catalog slug, e.g. llama-3-1-8b (default: the workload's own)")
+    parser.add_argument("--precision", help=f"16, 8 or 4 (bits per weight; {_default('precision')})")
     parser.add_argument(
-        "--workload", choices=WIZARD_CODES, default="inference"
+        "--kv-cache", dest="kv_cache", help=f"16 or 8: bits per KV-cache value ({_default('kv_cache')})"
     )
-    parser.add_argument("--model", help="catalog slug, e.g. llama-3-1-8b")
-    parser.add_argument("--precision", help="16, 8 or 4 (bits per weight)")
-    parser.add_argument("--kv-cache", dest="kv_cache", help="16 (default) or 8: bits per KV-cache value")
-    parser.add_argument("--context", help="tokens per request; sequence length for fine-tuning")
-    parser.add_argument("--requests", help="concurrent requests; batch size for fine-tuning; audio streams")
-    parser.add_argument("--memory-gib", dest="memory_gib", help="notebook: GPU memory needed, GiB")
+    parser.add_argument(
+        "--context", help=f"tokens per request; sequence length for fine-tuning ({_default('context')})"
+    )
+    parser.add_argument(
+        "--requests",
+        help=f"concurrent requests; batch size for fine-tuning; audio streams ({_default('requests')})",
+    )
+    parser.add_argument(
+        "--memory-gib", dest="memory_gib", help=f"notebook: GPU memory needed, GiB ({_default('memory_gib')})"
+    )
     if preferences:
         parser.add_argument("--budget", help="USD")
         parser.add_argument("--max-price", dest="max_price", help="USD per hour")
-        parser.add_argument("--tier", choices=["secure", "community", "both"])
+        parser.add_argument("--tier", choices=["secure", "community", "both"], help=_default("tier"))
         parser.add_argument("--countries", help="comma-separated ISO codes; EU for its members")
         parser.add_argument("--sort", choices=list(SORTS), help="order of the machines (default: price)")
         parser.add_argument("--gpu", help="only this GPU model, e.g. 'H100 SXM 80GB'")

@@ -5,14 +5,14 @@ import json
 
 from django.core.management.base import BaseCommand
 
-from nodelodge.recommendations.query import QueryError
-from nodelodge.recommendations.selectors import estimate_for
+from nodelodge.recommendations.estimate import estimate_for
+from nodelodge.recommendations.query import QueryError, with_defaults
 from sizing.calculators import estimate
 from sizing.errors import SizingError
 from sizing.specs import LanguageModelSpec
 from sizing.units import fmt_gib
 
-from ._query import QUERY_OPTIONS, add_query_arguments, fail, query_from_options
+from ._query import QUERY_OPTIONS, add_query_arguments, fail, options_to_query, query_from_options
 
 FIGURES = (
     "parameters", "layers", "attention_heads", "kv_heads", "head_dim", "hidden_size", "intermediate_size",
@@ -53,6 +53,8 @@ class Command(BaseCommand):
             self.stdout.write(f"  - {line}")
 
     def _from_figures(self, options):
+        # The options left out take the workload query's defaults, as for a catalog model.
+        values = with_defaults(options_to_query(options, QUERY_OPTIONS).dict())
         spec = LanguageModelSpec(
             slug="custom",
             name="Custom model",
@@ -67,13 +69,13 @@ class Command(BaseCommand):
         )
         try:
             return estimate(
-                options["workload"],
+                values["workload"],
                 spec,
-                precision=_int_or_none(options.get("precision"), "precision"),
-                context=_int_or_none(options.get("context"), "context"),
-                requests=_int_or_none(options.get("requests"), "requests"),
+                precision=_int_or_none(values.get("precision"), "precision"),
+                context=_int_or_none(values.get("context"), "context"),
+                requests=_int_or_none(values.get("requests"), "requests"),
                 memory_gib=None,
-                kv_bits=_int_or_none(options.get("kv_cache"), "kv_cache") or 16,
+                kv_bits=_int_or_none(values.get("kv_cache"), "kv_cache"),
             )
         except SizingError as error:
             fail(self, {error.field: error.message})

@@ -5,9 +5,10 @@ import json
 
 from django.core.management.base import BaseCommand
 
-from nodelodge.recommendations.query import API_LIMIT, QueryError
-from nodelodge.recommendations.selectors import recommendation_for
+from nodelodge.recommendations.answer import recommendation_for
+from nodelodge.recommendations.query import QueryError
 from nodelodge.wizard.api import recommendation_payload
+from sizing.limits import API_LIMIT
 from sizing.units import fmt_gib
 
 from ._query import PREFERENCE_OPTIONS, QUERY_OPTIONS, add_query_arguments, fail, query_from_options

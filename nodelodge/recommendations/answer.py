@@ -1,0 +1,107 @@
+"""The answer to a workload query, for the wizard, the API, the CLI and Launch.
+
+The pure engine in `sizing` turns each breakdown into fit thresholds (fewest GPUs per memory band);
+the fleet reader (`fleet`) counts the whole fleet against them and describes only the machines the
+answer shows; the engine then orders, explains and rates those, with the counts. An empty answer says
+what to relax (`relax`), a throughput target adds its plan (`throughput`), and the listing (`listing`)
+cuts the page to show.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+
+from django.utils import timezone
+from django.utils.translation import gettext
+
+from catalog import database
+from sizing.breakdown import Breakdown
+from sizing.limits import MAX_LIMIT, PAGE_LIMIT
+from sizing.matching import SORT_PRICE_PER_MILLION, Recommendation
+from sizing.workloads import workload
+
+from .estimate import estimate_for, lower_precision_estimates
+from .fleet import fleet_reader, preferences_for, stale_after_minutes, stale_cutoff
+from .listing import Listing, check_page_in_window, list_machines, machines_to_fetch
+from .query import QueryError, WorkloadQuery
+from .relax import explain_empty
+from .throughput import ThroughputAnswer, cheapest_per_million, planned_answer, speed_candidates
+
+
+@dataclass(frozen=True)
+class Answer:
+    """Everything an answer says: the need, the machines with their counts, the plan, the list."""
+
+    query: WorkloadQuery
+    breakdown: Breakdown
+    model: object | None  # the catalog row sized, for its name, license and source link
+    recommendation: Recommendation | None = None
+    freshness: dict = field(default_factory=dict)
+    stale_after_minutes: int = 0
+    throughput: ThroughputAnswer | None = None  # when the query asks for a throughput plan
+    listing: Listing | None = None
+
+    def relax_query(self, changes: dict[str, str]) -> str | None:
+        """The query string of this query with an empty answer's hint applied (None: a note)."""
+        return self.query.as_query_string(**changes, page=None) if changes else None
+
+
+def recommendation_for(
+    query: WorkloadQuery,
+    now: datetime | None = None,
+    default_limit: int | None = PAGE_LIMIT,
+    model_row=None,
+    relax: bool = True,
+) -> Answer:
+    """The whole answer to a query (`model_row`: the caller's copy of the model's row, if any;
+    `relax`: an empty answer also says what relaxing the countries, context or requests opens).
+    On PostgreSQL all of it is read from one snapshot, so a refresh committing meanwhile never mixes
+    into it (its counts, machines and plan agree)."""
+    with database.one_snapshot():
+        return _recommendation_for(query, now, default_limit, model_row, relax)
+
+
+def _recommendation_for(
+    query: WorkloadQuery, now: datetime | None, default_limit: int | None, model_row, relax: bool
+) -> Answer:
+    now = now or timezone.now()
+    breakdown, model_row = estimate_for(query, model_row=model_row)
+    lower = lower_precision_estimates(query, model_row)
+    per_page = query.limit or default_limit or MAX_LIMIT
+    check_page_in_window(query.page, per_page)
+    machines_shown = machines_to_fetch(query, per_page)
+    candidates, with_speed = None, 0
+    if query.target_tokens is not None and not workload(breakdown.workload).serves_tokens:
+        raise QueryError({
+            "target_tokens": gettext("A throughput plan is for language models; this one serves none.")
+        })
+    if query.target_tokens is not None or query.sort == SORT_PRICE_PER_MILLION:
+        keep = per_page * query.page if query.sort == SORT_PRICE_PER_MILLION else 0
+        candidates, with_speed = speed_candidates(
+            query, breakdown, stale_cutoff(now), preferences_for(query), keep=keep
+        )
+    # Sorted by price per million tokens, the first machines are those with the lowest: they join the
+    # cheapest per hour that the reader fetches.
+    by_per_million = query.sort == SORT_PRICE_PER_MILLION and candidates
+    extra = cheapest_per_million(candidates, per_page * query.page) if by_per_million else []
+    recommendation, freshness = fleet_reader().recommend(query, breakdown, lower, now, machines_shown, extra)
+    if relax and not recommendation.machines_total and recommendation.empty is not None:
+        recommendation = explain_empty(query, breakdown, lower, model_row, now, recommendation)
+    throughput = None
+    if query.target_tokens is not None:
+        name = getattr(model_row, "name", query.model_slug)
+        throughput = planned_answer(
+            query, breakdown, candidates, recommendation.machines_total, name, with_speed,
+            lambda: speed_candidates(query, breakdown, stale_cutoff(now), preferences_for(query), keep=keep),
+        )
+    shown, listing = list_machines(query, recommendation, per_page)
+    return Answer(
+        query=query,
+        breakdown=breakdown,
+        model=model_row,
+        recommendation=replace(recommendation, machines=shown),
+        freshness={**freshness, "as_of": now},
+        stale_after_minutes=stale_after_minutes(),
+        throughput=throughput,
+        listing=listing,
+    )

@@ -1,0 +1,291 @@
+"""One door to the fleet: what an answer reads of the machines, from the database it runs on.
+
+Two readers answer the same questions. `KeptCounts` (PostgreSQL) counts the whole fleet against fit
+thresholds in the counts the database keeps, and fetches only the machines an answer shows. `EveryMachine`
+(the embedded SQLite run, and the reference the first is tested against) takes the engine over every
+available machine, counted with the ORM. `fleet_reader()` chooses once, from what the database can do;
+nothing else asks which database it is.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import datetime, timedelta
+from decimal import Decimal
+from typing import Protocol
+
+from django.conf import settings
+from django.db.models import Case, Count, IntegerField, Max, Min, Value, When
+
+from catalog import availability, database
+from catalog import selectors as catalog_selectors
+from catalog.models import Machine
+from sizing import fit as sizing_fit
+from sizing.breakdown import Breakdown
+from sizing.matching import ALTERNATIVES_SHOWN, Recommendation, recommend, recommend_counted
+from sizing.offers import Preferences
+from sizing.reasons import OFFLINE, STALE
+
+from .query import WorkloadQuery
+
+# (figure, machines, cheapest hourly price) per field a size hint names
+LargestFits = dict[str, tuple[int, int, Decimal | None]]
+
+
+def stale_cutoff(now: datetime) -> datetime:
+    return now - timedelta(seconds=settings.MACHINE_STALE_AFTER_SECONDS)
+
+
+def stale_after_minutes() -> int:
+    return settings.MACHINE_STALE_AFTER_SECONDS // 60
+
+
+def preferences_for(query: WorkloadQuery) -> Preferences:
+    return Preferences(
+        budget=query.budget,
+        max_price_per_hour=query.max_price,
+        tier=query.tier,
+        countries=query.countries,
+        countries_input=query.countries_input,
+        sort=query.sort,
+    )
+
+
+def fleet_query(
+    query: WorkloadQuery, breakdowns: list[Breakdown], now: datetime, machines_shown: int = 0,
+    alternatives_shown: int = 0, lower_shown: int = 0,
+) -> catalog_selectors.FleetQuery:
+    """The query as the catalog counts it: one set of fit thresholds per breakdown, the first the
+    one the machines shown are for (by default counts alone, no machine fetched)."""
+    return catalog_selectors.FleetQuery(
+        stale_cutoff=stale_cutoff(now),
+        countries=query.countries,
+        fits=tuple(sizing_fit.fit_thresholds(breakdown) for breakdown in breakdowns),
+        tier=query.tier,
+        max_price_per_hour=query.max_price,
+        budget=query.budget,
+        machines_shown=machines_shown,
+        alternatives_shown=alternatives_shown,
+        lower_shown=lower_shown,
+    )
+
+
+def speed_query(
+    query: WorkloadQuery, precision: int, thresholds, cutoff: datetime, keep: int
+) -> catalog_selectors.SpeedQuery:
+    return catalog_selectors.SpeedQuery(
+        stale_cutoff=cutoff,
+        countries=query.countries,
+        tier=query.tier,
+        model_slug=query.model_slug,
+        precision=precision,
+        fits=thresholds,
+        max_price_per_hour=query.max_price,
+        budget=query.budget,
+        target=query.target_tokens,
+        efficiency=query.efficiency,
+        redundancy=query.redundancy,
+        keep=keep,
+        per_gpu_type=query.gpu_plans,
+    )
+
+
+class FleetReader(Protocol):
+    """What the answer reads of the fleet; both readers give the same figures."""
+
+    def recommend(
+        self, query: WorkloadQuery, breakdown: Breakdown, lower: dict[int, Breakdown], now: datetime,
+        machines_shown: int | None, extra_ids: list[int] = (),
+    ) -> tuple[Recommendation, dict]:
+        """The engine's answer with its counts over the whole fleet, the first `machines_shown`
+        machines described (and those `extra_ids` names), and the reports' freshness."""
+
+    def meeting_by_country(
+        self, query: WorkloadQuery, breakdown: Breakdown, now: datetime
+    ) -> tuple[int, list[tuple[str, Decimal]]]:
+        """How many machines fit `breakdown` and meet every preference of `query`, and each country
+        holding them with its cheapest hourly price there, cheapest first (ties by country code)."""
+
+    def largest_that_fit(
+        self, query: WorkloadQuery, smaller: list[tuple[str, int, Breakdown]], now: datetime
+    ) -> LargestFits:
+        """Per field, the largest of `smaller`'s figures at which some machine fits and meets every
+        preference: (figure, machines, cheapest hourly price)."""
+
+    def speed_rows(
+        self, query: WorkloadQuery, precision: int, thresholds, cutoff: datetime, keep: int
+    ) -> tuple[list[catalog_selectors.SpeedRow], int | None]:
+        """The machines with a measured speed for the model and precision that a plan may use, and
+        how many fit and meet every preference (None: the rows are not screened by the preferences
+        yet, and all of them came back)."""
+
+
+class KeptCounts:
+    """PostgreSQL: the counts the database keeps, and only the machines an answer shows."""
+
+    def recommend(self, query, breakdown, lower, now, machines_shown, extra_ids=()):
+        lower_order = sorted(lower, reverse=True)
+        fleet = catalog_selectors.counted_fleet(
+            fleet_query(
+                query, [breakdown, *(lower[precision] for precision in lower_order)], now, machines_shown,
+                alternatives_shown=ALTERNATIVES_SHOWN, lower_shown=1,
+            )
+        )
+        # The catalog numbers lower precisions by their place in `fits`; the engine keys them by bits.
+        offers = fleet.counted.offers
+        missing = sorted(set(extra_ids) - {offer.id for offer in offers})
+        if missing:
+            offers += tuple(catalog_selectors.machine_offers(Machine.objects.filter(pk__in=missing)))
+        counted = replace(
+            fleet.counted,
+            offers=offers,
+            lower_precisions={
+                lower_order[index - 1]: count for index, count in fleet.counted.lower_precisions.items()
+            },
+        )
+        recommendation = recommend_counted(
+            breakdown,
+            counted,
+            preferences_for(query),
+            lower_precision_breakdowns=lower,
+            excluded_before=fleet.left_out,
+            stale_after_minutes=stale_after_minutes(),
+            machines_shown=machines_shown,
+        )
+        return recommendation, {"newest": fleet.newest, "oldest": fleet.oldest}
+
+    def meeting_by_country(self, query, breakdown, now):
+        found = catalog_selectors.meeting_by_country(fleet_query(query, [breakdown], now))
+        countries = [(country, cheapest) for country, cheapest, _ in found]
+        return sum(machines for _, _, machines in found), countries
+
+    def largest_that_fit(self, query, smaller, now):
+        """One counting query counts every figure at once (each is one more set of fit thresholds
+        over the kept counts)."""
+        found: LargestFits = {}
+        if not smaller:
+            return found
+        fleet = catalog_selectors.counted_fleet(fleet_query(query, [need for _, _, need in smaller], now))
+        counted = fleet.counted
+        for index, (field_name, value, _) in enumerate(smaller):
+            machines = counted.fitting if index == 0 else counted.lower_precisions[index].machines_fitting
+            if machines and field_name not in found:
+                found[field_name] = (value, machines, fleet.cheapest_meeting.get(index))
+        return found
+
+    def speed_rows(self, query, precision, thresholds, cutoff, keep):
+        """Only those a plan can use and the `keep` cheapest of each speed class come back
+        (`catalog.selectors.speed_rows_counted` says why no other can matter)."""
+        return catalog_selectors.speed_rows_counted(speed_query(query, precision, thresholds, cutoff, keep))
+
+
+class EveryMachine:
+    """The engine over every machine the catalog may offer: the embedded run's fleet is small."""
+
+    def recommend(self, query, breakdown, lower, now, machines_shown, extra_ids=()):
+        # Every machine the answer may show is described already: `extra_ids` adds none.
+        return recommend_over_every_machine(query, breakdown, lower, now, machines_shown)
+
+    def meeting_by_country(self, query, breakdown, now):
+        found, _ = recommend_over_every_machine(query, breakdown, {}, now, None)
+        cheapest: dict[str, Decimal] = {}
+        for machine in found.machines:
+            country, hourly = machine.offer.country, machine.hourly_price
+            if country not in cheapest or hourly < cheapest[country]:
+                cheapest[country] = hourly
+        return found.machines_total, sorted(cheapest.items(), key=lambda item: (item[1], item[0]))
+
+    def largest_that_fit(self, query, smaller, now):
+        """Searches the halvings per field (fewer tokens or requests never need more)."""
+        found: LargestFits = {}
+        for field_name in dict.fromkeys(name for name, _, _ in smaller):
+            figures = [(value, need) for name, value, need in smaller if name == field_name]
+            low, high = 0, len(figures) - 1
+            while low <= high:
+                middle = (low + high) // 2
+                meeting, _ = recommend_over_every_machine(query, figures[middle][1], {}, now, 1)
+                if meeting.machines_total:
+                    cheapest = meeting.machines[0].hourly_price if meeting.machines else None
+                    found[field_name] = (figures[middle][0], meeting.machines_total, cheapest)
+                    high = middle - 1
+                else:
+                    low = middle + 1
+        return found
+
+    def speed_rows(self, query, precision, thresholds, cutoff, keep):
+        rows = catalog_selectors.speed_rows(
+            stale_cutoff=cutoff,
+            countries=query.countries,
+            tier=query.tier,
+            model_slug=query.model_slug,
+            precision=precision,
+            min_memory_mib=min(need for _, need in thresholds),
+        )
+        return rows, None
+
+
+KEPT_COUNTS = KeptCounts()
+EVERY_MACHINE = EveryMachine()
+
+
+def fleet_reader() -> FleetReader:
+    """The reader for the database this process runs on."""
+    return KEPT_COUNTS if database.keeps_counts() else EVERY_MACHINE
+
+
+def recommend_over_every_machine(
+    query: WorkloadQuery,
+    breakdown: Breakdown,
+    lower: dict[int, Breakdown],
+    now: datetime,
+    machines_shown: int | None,
+    shuffle=None,
+) -> tuple[Recommendation, dict]:
+    """The engine over every machine the catalog may offer, counted with the ORM: the embedded
+    run's path, and the reference the SQL path is tested against (`shuffle` reorders the offers,
+    to show the answer does not depend on the order machines come in)."""
+    cutoff = stale_cutoff(now)
+    status = Case(
+        *(
+            When(availability.fails_q(check, cutoff, query.countries), then=Value(number))
+            for number, check in availability.counted_checks()
+        ),
+        default=Value(availability.SCREENED),
+        output_field=IntegerField(),
+    )
+    groups = (
+        Machine.objects.filter(availability.in_fleet_q())
+        .annotate(status=status)
+        .values("status")
+        .annotate(machines=Count("id"), newest=Max("last_seen_at"), oldest=Min("last_seen_at"))
+        .order_by("status")
+    )
+    excluded_before = dict.fromkeys(availability.COUNTED_REASONS, 0)
+    not_fresh = {availability.STATUS_OF_REASON[OFFLINE], availability.STATUS_OF_REASON[STALE]}
+    newest = oldest = None
+    for group in groups:
+        if group["status"] != availability.SCREENED:
+            excluded_before[availability.REASON_OF_STATUS[group["status"]]] += group["machines"]
+        if group["status"] not in not_fresh:
+            newest = group["newest"] if newest is None else max(newest, group["newest"])
+            oldest = group["oldest"] if oldest is None else min(oldest, group["oldest"])
+    offers = catalog_selectors.machine_offers(
+        Machine.objects.filter(availability.available_q(cutoff, query.countries))
+    )
+    if shuffle is not None:
+        shuffle(offers)
+    recommendation = recommend(
+        breakdown,
+        offers,
+        preferences_for(query),
+        lower_precision_breakdowns=lower,
+        excluded_before=excluded_before,
+        now=now,
+        stale_after_minutes=stale_after_minutes(),
+        machines_shown=machines_shown,
+    )
+    return recommendation, {"newest": newest, "oldest": oldest}
+
+
+def last_report() -> datetime | None:
+    """When any machine of the fleet last reported (None: none ever has)."""
+    return Machine.objects.filter(availability.in_fleet_q()).aggregate(newest=Max("last_seen_at"))["newest"]

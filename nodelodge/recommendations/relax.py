@@ -1,0 +1,185 @@
+"""What to relax when nothing meets every constraint: each change to the query that opens machines,
+with the machines and the cheapest price the changed query finds, counted by the fleet reader."""
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import datetime
+
+from sizing import wording
+from sizing.breakdown import Breakdown
+from sizing.countries import ALL_CODES
+from sizing.matching import Recommendation
+from sizing.workloads import workload
+
+from . import fleet
+from .estimate import estimate_for
+from .query import QueryError, WorkloadQuery
+
+# What a size hint calls the context and the requests where the form's labels say otherwise.
+SIZE_NOUNS = {"finetune": {"context": "sequence_length", "requests": "batch_size"}}
+
+
+def _size_noun(query: WorkloadQuery, field_name: str, model_row) -> str:
+    if getattr(model_row, "kind", None) == "speech":
+        return "streams"
+    return SIZE_NOUNS.get(query.workload, {}).get(field_name, field_name)
+
+
+def explain_empty(
+    query: WorkloadQuery,
+    breakdown: Breakdown,
+    lower: dict[int, Breakdown],
+    model_row,
+    now: datetime,
+    recommendation: Recommendation,
+) -> Recommendation:
+    """An empty answer, said as it is: when no machine anywhere has reported within the staleness
+    window, that availability is unknown; otherwise what to change, each hint with the machines the
+    changed query finds (see `relax_hints`)."""
+    if not recommendation.alternatives_total:
+        reported = fleet.last_report()
+        if reported is None or reported < fleet.stale_cutoff(now):
+            opening = wording.silent_fleet_words(reported, now, fleet.stale_after_minutes())
+            return replace(recommendation, empty=wording.EmptyAnswer(opening), fleet_silent=True)
+    hints = relax_hints(query, breakdown, lower, model_row, now, recommendation)
+    return replace(recommendation, empty=wording.EmptyAnswer(recommendation.empty.opening, tuple(hints)))
+
+
+def _changed(query: WorkloadQuery, changes) -> WorkloadQuery:
+    """The query with a hint's changes applied, as following the hint's link gives it."""
+    values = dict(changes)
+    if "countries" in values:
+        codes = tuple(values.pop("countries"))
+        values.update(countries=frozenset(codes), countries_input=codes)
+    return replace(query, **values)
+
+
+def _opening(base: WorkloadQuery, breakdown: Breakdown, now: datetime, as_is: bool = True):
+    """What `base` finds at `breakdown` (unless `as_is` is False: it is known to find nothing); when
+    nothing, the smallest change of its price limit and budget, then of its tier as well, that
+    finds some: (limits changed, machines, [(country, cheapest hourly price)]) or None."""
+    if as_is:
+        machines, countries = fleet.fleet_reader().meeting_by_country(base, breakdown, now)
+        if machines:
+            return (), machines, countries
+    liftings = []
+    if base.max_price is not None or base.budget is not None:
+        liftings.append(replace(base, max_price=None, budget=None))
+    if base.tier != "both":
+        liftings.append(replace(base, max_price=None, budget=None, tier="both"))
+    for lifted in liftings:
+        machines, countries = fleet.fleet_reader().meeting_by_country(lifted, breakdown, now)
+        if not machines:
+            continue
+        value = wording.settable(countries[0][1])
+        limits = []
+        if lifted.tier != base.tier:
+            limits.append(("tier", "both"))
+        if base.max_price is not None and value > base.max_price:
+            limits.append(("max_price", value))
+        if base.budget is not None and value > base.budget:
+            limits.append(("budget", value))
+        machines, countries = fleet.fleet_reader().meeting_by_country(_changed(base, limits), breakdown, now)
+        return (tuple(limits), machines, countries) if machines else None
+    return None
+
+
+def relax_hints(
+    query: WorkloadQuery,
+    breakdown: Breakdown,
+    lower: dict[int, Breakdown],
+    model_row,
+    now: datetime,
+    recommendation: Recommendation,
+) -> list[wording.Hint]:
+    """For an empty answer, each change to the query that opens machines, as the engine and this
+    module find them: lifting the tier, the price limit or the budget alone (the engine's); a lower
+    precision; the machines outside the chosen countries, at this precision and at each lower one;
+    and, when no machine fits at all, the largest context and requests that fit. Where one change
+    alone opens nothing, the hint adds the price limit, budget or tier to set as well. Each hint's
+    figures are those of the changed query, counted as the answer counts (the kept counts on
+    PostgreSQL, a scan of the fleet on the embedded run: the fleet reader's): following its link
+    shows them."""
+    hints = []
+    for hint in recommendation.empty.hints:
+        changes = dict(hint.changes)
+        code = next((name for name in ("max_price", "budget") if name in changes), None)
+        if code is not None and changes[code] != hint.cheapest_hourly:
+            # The value to set is rounded up to whole cents: count what it opens.
+            meeting, _ = fleet.fleet_reader().recommend(_changed(query, hint.changes), breakdown, {}, now, 1)
+            hint = wording.limit_hint(code, hint.cheapest_hourly, meeting.machines_total, hint.single)
+        hints.append(hint)
+    preferences = fleet.preferences_for(query)
+    opened = {alt.precision for alt in recommendation.precision_alternatives if alt.machines_fitting}
+    outside = None
+    if query.countries is not None:
+        # Outside the chosen countries: every other ISO code (unknown locations stay out, as always).
+        outside = replace(query, countries=ALL_CODES - query.countries, countries_input=())
+    # A lower precision is named only where it costs less than what is named already.
+    cheapest_here = min((h.cheapest_hourly for h in hints if h.cheapest_hourly is not None), default=None)
+    cheapest_outside = None
+    for precision in [query.precision, *sorted(lower, reverse=True)]:
+        at = breakdown if precision == query.precision else lower[precision]
+        bits = None if precision == query.precision else precision
+        if bits is not None and bits in opened:
+            continue  # the engine names it
+        limited = query.max_price is not None or query.budget is not None or query.tier != "both"
+        if bits is not None and limited:
+            found = _opening(query, at, now, as_is=False)
+            if found:  # in the chosen countries: nothing to say of elsewhere at this precision
+                limits, machines, countries = found
+                cheapest = countries[0][1]
+                if cheapest_here is None or cheapest < cheapest_here:
+                    cheapest_here = cheapest
+                    hints.append(wording.Hint(
+                        wording.relaxed_words(machines, cheapest, bits=bits, limits=limits),
+                        (("precision", bits), *limits), machines, cheapest,
+                    ))
+                continue
+        if outside is None:
+            continue
+        found = _opening(outside, at, now)
+        if not found:
+            continue
+        limits, machines, countries = found
+        cheapest = countries[0][1]
+        if cheapest_outside is not None and cheapest >= cheapest_outside:
+            continue  # a lower precision outside is worth naming only when it costs less
+        cheapest_outside = cheapest
+        codes = tuple(country for country, _ in countries)
+        changes = (("countries", codes), *((("precision", bits),) if bits else ()), *limits)
+        hints.append(wording.Hint(
+            wording.relaxed_words(
+                machines, cheapest, outside=preferences, bits=bits, countries=codes, limits=limits
+            ),
+            changes, machines, cheapest,
+        ))
+    smaller = _smaller_sizes(query, breakdown, model_row) if not recommendation.alternatives_total else []
+    largest = fleet.fleet_reader().largest_that_fit(query, smaller, now)
+    for field_name, (value, machines, cheapest) in largest.items():
+        hints.append(wording.Hint(
+            wording.relax_size_words(_size_noun(query, field_name, model_row), value, machines, cheapest),
+            ((field_name, value),), machines, cheapest,
+        ))
+    return hints
+
+
+def _smaller_sizes(query: WorkloadQuery, breakdown: Breakdown, model_row) -> list[tuple[str, int, Breakdown]]:
+    """The context and the requests halved again and again, each with its (smaller) need: the
+    figures a size hint may name, largest first per field. A halving that does not lower the need
+    (a speech model's fixed window) or that the engine refuses is left out."""
+    smaller = []
+    for field_name in ("context", "requests"):
+        current = getattr(query, field_name)
+        if current is None or current <= 1 or not workload(breakdown.workload).takes_tokens:
+            continue
+        value = current // 2
+        while value >= 1:
+            try:
+                need, _ = estimate_for(replace(query, **{field_name: value}), model_row=model_row)
+            except QueryError:
+                need = None
+            if need is not None and need.total_bytes < breakdown.total_bytes:
+                smaller.append((field_name, value, need))
+            value //= 2
+    return smaller

@@ -1,0 +1,129 @@
+"""The answer as the wizard's page shows it: the memory bar, the links to other pages and precisions,
+the rows of a throughput plan listed at first, and the rule of thumb beside the figure."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import cached_property
+
+from nodelodge.recommendations.answer import Answer
+from nodelodge.recommendations.sorts import DEFAULT_SORT
+from sizing.calculators import RuleOfThumb, rule_of_thumb
+from sizing.units import GIB
+from sizing.workloads import workload
+
+RULE_OF_THUMB_PRECISION = {16: "FP16", 8: "INT8", 4: "INT4"}
+# The page lists a plan's first machines and their lines of the formula; the rest on request
+# (`plan_rows=all`). The API and the command always give every machine.
+PLAN_ROWS_SHOWN = 10
+
+
+@dataclass
+class ResultPage:
+    """An answer with what the page shows of it; the answer's own fields read through."""
+
+    answer: Answer
+    plan_rows_shown: int | None = PLAN_ROWS_SHOWN  # None: every machine of each plan
+
+    def __getattr__(self, name: str):
+        if name == "answer":  # not set yet (a copy being made): no answer to read through
+            raise AttributeError(name)
+        return getattr(self.answer, name)
+
+    @cached_property
+    def data(self) -> dict:
+        """The API's JSON, plus the words and links the page shows beside it."""
+        data = self.recommendation.to_dict()
+        data["throughput_plan"] = self.throughput.to_dict() if self.throughput is not None else None
+        for alternative in data["precision_alternatives"]:
+            alternative["query"] = self.query.as_query_string(precision=alternative["precision"])
+        for hint in data["relax"]:
+            hint["query"] = self.relax_query(hint["changes"])
+        data["empty_opening"] = self.recommendation.empty.opening if self.recommendation.empty else None
+        if data["throughput_plan"]:
+            for plan in data["throughput_plan"]["plans"]:
+                self._plan_rows(plan)
+        return data
+
+    def _plan_rows(self, plan: dict) -> None:
+        """What the page lists of a plan: its first machines, the formula's lines for those (one per
+        machine with productive copies, in the same order) and every line after them."""
+        shown = len(plan["machines"]) if self.plan_rows_shown is None else self.plan_rows_shown
+        machine_lines = sum(1 for machine in plan["machines"] if machine["productive_copies"])
+        lines_shown = min(machine_lines, sum(1 for m in plan["machines"][:shown] if m["productive_copies"]))
+        plan["machines_shown"] = plan["machines"][:shown]
+        plan["machines_more"] = len(plan["machines"]) - len(plan["machines_shown"])
+        plan["steps_shown"] = plan["steps"][:lines_shown]
+        plan["steps_more"] = machine_lines - lines_shown
+        plan["steps_after"] = plan["steps"][machine_lines:]
+
+    @property
+    def every_plan_row_query(self) -> str:
+        return self.query.as_query_string() + "&plan_rows=all"  # keeps gpu_plans: a field of the query
+
+    def page_query(self, page: int) -> str:
+        return self.query.as_query_string(page=page if page != 1 else None)
+
+    @property
+    def gpu_plans_query(self) -> str | None:
+        """This result with the cheapest plan on each GPU type too (None when it has them or no plan)."""
+        if self.throughput is None or self.query.gpu_plans or not self.throughput.plans:
+            return None
+        every_row = "&plan_rows=all" if self.plan_rows_shown is None else ""  # not a field of the query
+        return self.query.as_query_string(gpu_plans=1) + every_row
+
+    @property
+    def pages(self) -> list[dict]:
+        """Links to the pages around this one (first, last and two either side)."""
+        listing = self.listing
+        numbers = sorted(
+            {1, listing.pages, *range(max(1, listing.page - 2), min(listing.pages, listing.page + 2) + 1)}
+        )
+        return [{"number": n, "query": self.page_query(n), "current": n == listing.page} for n in numbers]
+
+    @property
+    def sorted_by_choice(self) -> bool:
+        return self.query.sort != DEFAULT_SORT
+
+    @cached_property
+    def has_community(self) -> bool:
+        rec = self.recommendation
+        return any(m.offer.tier == "community" for m in [*rec.machines, *rec.alternatives])
+
+    @cached_property
+    def bar(self) -> dict | None:
+        """Per-GPU need, item by item, against the GPU of the cheapest machine shown."""
+        rec = self.recommendation
+        shown = rec.machines or rec.alternatives
+        if not shown:
+            return None
+        first = shown[0]
+        gpus = first.fit.gpus_used
+        memory = first.fit.memory_per_gpu_bytes
+        scale = max(memory, first.fit.need_per_gpu_bytes)
+        segments, x = [], 0.0
+        split_items = self.breakdown.split_items if gpus > 1 else ()
+        for item in (*self.breakdown.items, *split_items):
+            share = item.bytes if item.per_gpu or item in split_items else math.ceil(item.bytes / gpus)
+            width = 100.0 * share / scale
+            segments.append({"name": item.name, "gib": share / GIB, "x": f"{x:.3f}", "width": f"{width:.3f}"})
+            x += width
+        return {
+            "segments": segments,
+            "gpus_used": gpus,
+            "gpu_type": first.offer.gpu_type,
+            "need_gib": first.fit.need_per_gpu_bytes / GIB,
+            "memory_gib": memory / GIB,
+            "memory_x": f"{min(99.6, 100.0 * memory / scale):.3f}",
+        }
+
+    @cached_property
+    def rule_of_thumb(self) -> RuleOfThumb | None:
+        """The rule of thumb, shown beside the detailed figure for language-model inference."""
+        if not workload(self.breakdown.workload).serves_tokens or self.model is None:
+            return None
+        parameters = getattr(self.model, "parameters", None)
+        label = RULE_OF_THUMB_PRECISION.get(self.query.precision)
+        if not parameters or label is None or not hasattr(self.model, "kv_heads"):
+            return None
+        return rule_of_thumb(parameters, label)
