@@ -1,8 +1,8 @@
 """Fleet counts kept by the writes: the shape tables and the triggers on catalog_machine that keep
-them (`catalog.fleet_counts`). PostgreSQL only; the embedded SQLite run counts by the engine."""
+them (`catalog.counting.fleet_counts`). PostgreSQL only; the embedded SQLite run counts by the engine."""
 from django.db import migrations
 
-from catalog import fleet_counts
+from catalog.counting import fleet_counts
 
 
 def install(apps, schema_editor):

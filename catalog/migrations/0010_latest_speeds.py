@@ -1,8 +1,8 @@
 """The latest tokens/s speed of each machine per model and precision, kept by the writes
-(`catalog.latest_speeds`). PostgreSQL only; the embedded SQLite run reads the speeds themselves."""
+(`catalog.counting.latest_speeds`). PostgreSQL only; the embedded SQLite run reads the speeds themselves."""
 from django.db import migrations
 
-from catalog import latest_speeds
+from catalog.counting import latest_speeds
 
 
 def install(apps, schema_editor):

@@ -1,10 +1,10 @@
 """The kept latest speeds' functions again: their statements reach a machine's speeds by its id, never
-through the GPU type's index (`catalog.latest_speeds.latest_sql`), and TRUNCATE empties the table.
+through the GPU type's index (`catalog.counting.latest_speeds.latest_sql`), and TRUNCATE empties the table.
 The index by speed class goes: a plan's classes are now told apart by the GPUs a copy uses too, which
 no index holds, so it only cost every write. PostgreSQL only."""
 from django.db import migrations
 
-from catalog import fleet_counts, latest_speeds
+from catalog.counting import fleet_counts, latest_speeds
 
 
 def replace_functions(apps, schema_editor):

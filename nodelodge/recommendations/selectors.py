@@ -24,7 +24,9 @@ from django.utils.formats import number_format
 from django.utils.translation import gettext, gettext_lazy, pgettext
 
 from catalog import availability
-from catalog import selectors as catalog_selectors
+from catalog import rows as catalog_rows
+from catalog.counting import countries as catalog_countries
+from catalog.counting import fleet as catalog_fleet
 from catalog.models import Machine
 from sizing import fit as sizing_fit
 from sizing import wording
@@ -312,7 +314,7 @@ def estimate_for(
             raise QueryError({"model": gettext("No model %(slug)s in the catalog suits this workload.") % {
                 "slug": repr(query.model_slug)
             }})
-        spec = catalog_selectors.model_spec(model_row)
+        spec = catalog_rows.model_spec(model_row)
     try:
         breakdown = estimate(
             query.workload,
@@ -423,7 +425,7 @@ def _meeting_all_by_country(
     """How many machines fit `breakdown` and meet every preference of `query`, and each country
     holding them with its cheapest hourly price there, cheapest first (ties by country code)."""
     if connection.vendor == "postgresql":
-        found = catalog_selectors.meeting_by_country(_fleet_query(query, [breakdown], now))
+        found = catalog_countries.meeting_by_country(_fleet_query(query, [breakdown], now))
         countries = [(country, cheapest) for country, cheapest, _ in found]
         return sum(machines for _, _, machines in found), countries
     # The embedded run's fleet is small: every machine is described.
@@ -618,7 +620,7 @@ def _largest_that_fit(
     if not smaller:
         return found
     if connection.vendor == "postgresql":
-        fleet = catalog_selectors.counted_fleet(
+        fleet = catalog_fleet.counted_fleet(
             _fleet_query(query, [need for _, _, need in smaller], now)
         )
         counted = fleet.counted
@@ -645,10 +647,10 @@ def _largest_that_fit(
 def _fleet_query(
     query: WorkloadQuery, breakdowns: list[Breakdown], now: datetime, machines_shown: int = 0,
     alternatives_shown: int = 0, lower_shown: int = 0,
-) -> catalog_selectors.FleetQuery:
+) -> catalog_fleet.FleetQuery:
     """The query as the catalog counts it: one set of fit thresholds per breakdown, the first the
     one the machines shown are for (by default counts alone, no machine fetched)."""
-    return catalog_selectors.FleetQuery(
+    return catalog_fleet.FleetQuery(
         stale_cutoff=stale_cutoff(now),
         countries=query.countries,
         fits=tuple(sizing_fit.fit_thresholds(breakdown) for breakdown in breakdowns),
@@ -672,7 +674,7 @@ def _recommend_counted_in_sql(
     """PostgreSQL counts the whole fleet and fetches only the machines the answer shows (and the
     machines `extra_ids` names, for another order than the default)."""
     lower_order = sorted(lower, reverse=True)
-    fleet = catalog_selectors.counted_fleet(
+    fleet = catalog_fleet.counted_fleet(
         _fleet_query(
             query, [breakdown, *(lower[precision] for precision in lower_order)], now, machines_shown,
             alternatives_shown=ALTERNATIVES_SHOWN, lower_shown=1,
@@ -682,7 +684,7 @@ def _recommend_counted_in_sql(
     offers = fleet.counted.offers
     missing = sorted(set(extra_ids) - {offer.id for offer in offers})
     if missing:
-        offers += tuple(catalog_selectors.machine_offers(Machine.objects.filter(pk__in=missing)))
+        offers += tuple(catalog_rows.machine_offers(Machine.objects.filter(pk__in=missing)))
     counted = replace(
         fleet.counted,
         offers=offers,
@@ -738,7 +740,7 @@ def recommend_over_every_machine(
         if group["status"] not in not_fresh:
             newest = group["newest"] if newest is None else max(newest, group["newest"])
             oldest = group["oldest"] if oldest is None else min(oldest, group["oldest"])
-    offers = catalog_selectors.machine_offers(
+    offers = catalog_rows.machine_offers(
         Machine.objects.filter(availability.available_q(cutoff, query.countries))
     )
     if shuffle is not None:
@@ -778,7 +780,7 @@ KIND_LABELS = {
 
 def model_row(slug: str | None):
     """The active catalog row with this slug, of any kind; None when there is none."""
-    return catalog_selectors.get_model(slug) if slug else None
+    return catalog_rows.get_model(slug) if slug else None
 
 
 def suits(row, workload: str) -> bool:
@@ -844,7 +846,7 @@ def precision_options(row) -> list[dict]:
     if row.kind != "language":
         return [{"value": bits, "label": f"{bits}-bit", "available": True, "reason": ""}
                 for bits in (16, 8, 4)]
-    spec = catalog_selectors.model_spec(row)
+    spec = catalog_rows.model_spec(row)
     refused = precision_choices(spec)
     return [
         {"value": bits, "label": precision_label(spec, bits), "available": refused[bits] is None,
@@ -854,7 +856,7 @@ def precision_options(row) -> list[dict]:
 
 
 def _choice(row) -> dict:
-    group = catalog_selectors.model_group(row)
+    group = catalog_rows.model_group(row)
     active = getattr(row, "active_parameters", None)
     return {
         "slug": row.slug,
@@ -862,7 +864,7 @@ def _choice(row) -> dict:
         "kind": row.kind,
         "kind_label": KIND_LABELS[row.kind],
         "group": group,
-        "group_label": catalog_selectors.MODEL_GROUPS[group],
+        "group_label": catalog_rows.MODEL_GROUPS[group],
         "parameters": row.parameters,
         "active_parameters": active,
         "parameters_display": _parameters_display(row.parameters, row.parameters_published),
@@ -895,7 +897,7 @@ def model_choices(workload: str, search: str = "") -> list[dict]:
     needle = search.casefold()
     return [
         _choice(row)
-        for row in catalog_selectors.models_for_workload(workload)
+        for row in catalog_rows.models_for_workload(workload)
         if not needle or needle in row.name.casefold() or needle in row.slug
     ]
 
@@ -919,7 +921,7 @@ def model_listing(workload: str | None) -> list[dict]:
     workloads = [workload] if workload else list(WIZARD_MODEL_CODES)
     seen: dict[str, dict] = {}
     for name in workloads:
-        for row in catalog_selectors.models_for_workload(name):
+        for row in catalog_rows.models_for_workload(name):
             entry = seen.get(row.slug)
             if entry is None:
                 figures = {field: getattr(row, field) for field in FIGURE_FIELDS[row.kind]}

@@ -20,7 +20,7 @@ from types import SimpleNamespace
 from django.db import connection, transaction
 from django.utils.translation import gettext, ngettext
 
-from catalog import selectors as catalog_selectors
+from catalog.counting import speeds as catalog_speeds
 from sizing import fit as sizing_fit
 from sizing.breakdown import Breakdown
 from sizing.matching import preference_breaks
@@ -79,7 +79,7 @@ def one_snapshot(*, lock_on_sqlite: bool = False) -> Iterator[None]:
 class SpeedCandidate:
     """A recommended machine with the speed a plan would use on it."""
 
-    row: catalog_selectors.SpeedRow
+    row: catalog_speeds.SpeedRow
     plan: PlanCandidate
     hourly_price: Decimal  # the machine's row: its fit's GPUs × price per GPU-hour
 
@@ -100,14 +100,14 @@ def speed_candidates(
     precision sized, in the machines' default order, and how many there are.
 
     On PostgreSQL only those a plan can use and the `keep` cheapest of each speed class come back
-    (`catalog.selectors.speed_rows_counted` says why no other can matter); elsewhere, or with
+    (`catalog.counting.speeds.speed_rows_counted` says why no other can matter); elsewhere, or with
     `every_one`, all of them."""
     thresholds = sizing_fit.fit_thresholds(breakdown)
     if breakdown.workload != "inference" or not thresholds:
         return [], 0
     if connection.vendor == "postgresql" and not every_one:
-        rows, total = catalog_selectors.speed_rows_counted(
-            catalog_selectors.SpeedQuery(
+        rows, total = catalog_speeds.speed_rows_counted(
+            catalog_speeds.SpeedQuery(
                 stale_cutoff=stale_cutoff,
                 countries=query.countries,
                 tier=query.tier,
@@ -125,7 +125,7 @@ def speed_candidates(
         )
     else:
         rows, total = (
-            catalog_selectors.speed_rows(
+            catalog_speeds.speed_rows(
                 stale_cutoff=stale_cutoff,
                 countries=query.countries,
                 tier=query.tier,
@@ -186,7 +186,7 @@ class ThroughputAnswer:
     model_name: str
     precision: int
     plans: tuple[Plan, ...]
-    rows: dict[int, catalog_selectors.SpeedRow]
+    rows: dict[int, catalog_speeds.SpeedRow]
     speeds: dict[int, MeasuredSpeed]  # the measurement on each machine of a plan, by machine id
     with_speed: int
     without_speed: int
@@ -335,7 +335,7 @@ def throughput_answer(
     )[:PLANS_SHOWN])
     rows = {c.row.machine_id: c.row for c in candidates}
     used = {part.candidate.machine_id for plan in plans for part in plan.parts}
-    measured = catalog_selectors.measured_speeds(rows[machine_id].speed_id for machine_id in used)
+    measured = catalog_speeds.measured_speeds(rows[machine_id].speed_id for machine_id in used)
     if any(rows[machine_id].speed_id not in measured for machine_id in used):
         raise SpeedsChanged
     return ThroughputAnswer(

@@ -265,7 +265,7 @@ def time_scanned_answer(query_string: str, options: Options) -> tuple[list[float
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    from catalog import selectors as catalog_selectors
+    from catalog.counting import fleet as catalog_fleet
     from nodelodge.recommendations.query import WorkloadQuery, WorkloadQueryForm
     from nodelodge.recommendations.selectors import recommendation_for
 
@@ -273,14 +273,14 @@ def time_scanned_answer(query_string: str, options: Options) -> tuple[list[float
     if not form.is_valid():
         raise RuntimeError(f"{query_string}: {form.errors}")
     query = WorkloadQuery.from_form(form)
-    kept = catalog_selectors.counted_fleet
-    catalog_selectors.counted_fleet = lambda fleet_query: kept(fleet_query, by_scan=True)
+    kept = catalog_fleet.counted_fleet
+    catalog_fleet.counted_fleet = lambda fleet_query: kept(fleet_query, by_scan=True)
     try:
         times = timed_ms(lambda: recommendation_for(query), 1, max(3, options.runs // 3))
         with CaptureQueriesContext(connection) as capture:
             recommendation_for(query)
     finally:
-        catalog_selectors.counted_fleet = kept
+        catalog_fleet.counted_fleet = kept
     return times, floor_of(capture.captured_queries, options.floor_runs)[0]
 
 

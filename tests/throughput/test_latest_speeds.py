@@ -1,4 +1,4 @@
-"""The latest speeds the writes keep (catalog.latest_speeds) against the scan they replace.
+"""The latest speeds the writes keep (catalog.counting.latest_speeds) against the scan they replace.
 
 Every speed-row answer a plan or the price-per-million sort asks for is computed twice, from the kept
 table and by working the latest speed of each machine out of the speeds and machines
@@ -18,8 +18,8 @@ import pytest
 from django.db import connection, transaction
 from django.utils import timezone
 
-from catalog import latest_speeds
-from catalog import selectors as catalog_selectors
+from catalog.counting import latest_speeds
+from catalog.counting import speeds as catalog_speeds
 from catalog.models import GpuType, Machine, MeasuredSpeed
 from catalog.services import drop_speeds_of_other_gpu_types, save_machine
 from nodelodge.recommendations import selectors
@@ -57,7 +57,7 @@ PREFERENCES = ["", "&tier=secure", "&tier=community&max_price=3", "&max_price=1.
 @pytest.fixture
 def both_ways(monkeypatch):
     """Every speed-row answer is made from the kept table and by the scan, and compared."""
-    real = catalog_selectors.speed_rows_counted
+    real = catalog_speeds.speed_rows_counted
     compared = []
 
     def speed_rows_counted(query, by_scan=False):
@@ -67,7 +67,7 @@ def both_ways(monkeypatch):
         compared.append((query, len(kept[0]), kept[1]))
         return kept
 
-    monkeypatch.setattr(catalog_selectors, "speed_rows_counted", speed_rows_counted)
+    monkeypatch.setattr(catalog_speeds, "speed_rows_counted", speed_rows_counted)
     return compared
 
 

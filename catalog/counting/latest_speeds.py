@@ -10,7 +10,7 @@ model (about 15,000 at 100,000 machines) with its machine and a sort for the lat
 is one row per (machine, model, precision) in `catalog_latestspeed`, with everything the answer
 shows of it, so a request filters and reads one table and sorts only ties.
 
-What "latest" means is written once (`latest_sql`): the scan (`catalog.selectors.speed_rows_counted`
+What "latest" means is written once (`latest_sql`): the scan (`catalog.counting.speeds.speed_rows_counted`
 with `by_scan`) and the kept table use the same statement. The table holds every machine the rule
 could ever let through, with the rule's columns as they are on catalog_machine (`availability.COLUMNS`,
 same names), so the request applies the one availability rule, stale cutoff included, to it exactly
@@ -26,7 +26,8 @@ from __future__ import annotations
 
 from django.db import connection
 
-from catalog import availability, fleet_counts
+from catalog import availability
+from catalog.counting import fleet_counts
 
 TABLE = "catalog_latestspeed"
 # The machine's columns kept beside the speed: those the availability rule reads, then what the fit,

@@ -4,7 +4,7 @@
 """Fleet counts kept by the writes (PostgreSQL): the wizard counts shapes of machines, not machines.
 
 A machine's *shape* is what the counting query reads of it, with its price apart: the fields the
-availability rule checks (`sizing.availability.RULE`, as compiled by `catalog.availability`) and
+availability rule checks (`sizing.availability.RULE`, as compiled by `catalog.counting.availability_sql`) and
 the machine's tier. `catalog_fleetshape` holds one row per shape (split into chunks of at most
 CHUNK prices), with the shape's distinct prices in order (`prices`, in units of 1/10,000 of a dollar)
 and, for each, how many of the shape's machines cost that price or less (`cum`). Any price band's
@@ -39,6 +39,7 @@ from decimal import Decimal
 from django.db import connection
 
 from catalog import availability
+from catalog.counting import availability_sql
 from sizing.availability import BEFORE_CUTOFF, OUTSIDE, RULE
 
 SHAPES = "catalog_fleetshape"
@@ -94,7 +95,7 @@ def _projection() -> tuple[list[str], str]:
         if column not in exprs:
             exprs[column] = unless_failed(f"m.{column}", "NULL")
         if check.test not in QUERY_TESTS:
-            fails, params = availability._fails_sql(check, datetime.min, None)
+            fails, params = availability_sql.fails_sql(check, datetime.min, None)
             if params:
                 raise ValueError(f"a check decided at write time takes no values: {check}")
             earlier.append(f"({fails})")
@@ -123,7 +124,7 @@ def _delta_select(source: str) -> str:
     return (
         f"SELECT {_shape_text('p')} AS shape, {plain}, p.price, SUM(p.n)::integer AS n "  # nosec B608
         f"FROM (SELECT {projected}, {price} AS price, m.n FROM ({source}) AS m "
-        f"WHERE {availability.in_fleet_sql()}) AS p "
+        f"WHERE {availability_sql.in_fleet_sql()}) AS p "
         f"GROUP BY {plain}, p.price HAVING SUM(p.n) <> 0"
     )
 
