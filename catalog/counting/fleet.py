@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
 from fractions import Fraction
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 from django.db import connection
 
@@ -94,7 +94,7 @@ def _breaks(query: FleetQuery, tier: str, gpus: int, price_bucket: int, edges: d
     )
 
 
-def counted_fleet(query: FleetQuery, by_scan: bool = False) -> FleetCount:
+def counted_fleet(query: FleetQuery, counts: Counts | None = None) -> FleetCount:
     """Counts the whole fleet for a wizard query, then fetches only the machines the answer
     describes: three to five queries whatever the fleet's size.
 
@@ -102,9 +102,9 @@ def counted_fleet(query: FleetQuery, by_scan: bool = False) -> FleetCount:
     or budget, price band), where the bands' edges are every fit threshold and every price at which
     some GPU count crosses a limit. Each group then has one fit and one set of broken preferences
     per precision, worked out here from its edges; the database only counts. They come from the
-    counts the writes keep per shape of machine (`catalog.fleet_counts`), a few thousand rows
-    whatever the fleet's size; `by_scan` counts the machines themselves in one grouped scan instead
-    (the reference the kept counts are tested against).
+    counts the writes keep per shape of machine (`catalog.counting.fleet_counts`), a few thousand
+    rows whatever the fleet's size; the tests pass `counts` that scan every machine instead (the
+    reference the kept counts are tested against, `tests/catalog/scan_oracle.py`).
     """
     memory_edges = sorted(
         {min(need, MEMORY_MIB_BEYOND_ANY) for thresholds in query.fits for _, need in thresholds}
@@ -120,20 +120,45 @@ def counted_fleet(query: FleetQuery, by_scan: bool = False) -> FleetCount:
     price_bucket_of = {key: price_edges.index(edge) + 1 for key, edge in crossings.items()}
 
     status_sql, status_params = availability_sql.status_sql(query.stale_cutoff, query.countries)
-    if by_scan:
-        groups = _scanned_groups(query, status_sql, status_params, memory_edges, price_edges)
-    else:
+    counts = KEPT_COUNTS if counts is None else counts
+    groups = counts.groups(query, status_sql, status_params, memory_edges, price_edges)
+    return _tally(query, groups, memory_edges, price_edges, price_bucket_of, counts)
+
+
+class Counts(Protocol):
+    """Where the groups come from: the kept counts (`KeptCounts`), or a test's reference."""
+
+    # Whether a sparse band may be read at the prices the kept counts list for it.
+    lists_prices: bool
+
+    def groups(self, query: FleetQuery, status_sql: str, status_params: list, memory_edges: list[int],
+               price_edges: list[Decimal]) -> list[CountRow]: ...
+
+    def count_at_cheapest(self, query: FleetQuery, only_cheapest: dict[str, Decimal]) -> dict[str, int]: ...
+
+
+class KeptCounts:
+    """The counts the writes keep per shape of machine (`catalog.counting.fleet_counts`)."""
+
+    lists_prices = True
+
+    def groups(self, query, status_sql, status_params, memory_edges, price_edges) -> list[CountRow]:
         sql, params = fleet_counts.grouped_sql(
             status_sql, status_params, memory_edges, price_edges, availability.SCREENED
         )
         with connection.cursor() as cursor:
             fleet_counts.merge_pending(cursor)
             cursor.execute(sql, params)
-            groups = [_from_units(_count_row(row, bool(price_edges))) for row in cursor.fetchall()]
-    return _tally(query, groups, memory_edges, price_edges, price_bucket_of, by_scan)
+            return [_from_units(count_row(row, bool(price_edges))) for row in cursor.fetchall()]
+
+    def count_at_cheapest(self, query, only_cheapest) -> dict[str, int]:
+        return _count_at_cheapest_kept(query, only_cheapest)
 
 
-def _count_row(row: tuple, priced: bool) -> CountRow:
+KEPT_COUNTS = KeptCounts()
+
+
+def count_row(row: tuple, priced: bool) -> CountRow:
     """A row of either counting statement (its price band column only with price edges)."""
     keys = 5 if priced else 4
     return CountRow(*row[:4], row[4] if priced else 0, *row[keys:])
@@ -145,54 +170,13 @@ def _from_units(row: CountRow) -> CountRow:
                         dearest=fleet_counts.from_units(row.dearest))
 
 
-def _scanned_groups(
-    query: FleetQuery, status_sql: str, status_params: list, memory_edges: list[int],
-    price_edges: list[Decimal],
-) -> list[CountRow]:
-    in_fleet = availability_sql.in_fleet_sql()
-    details = ["m.tier", "width_bucket(m.memory_per_gpu_mib, %s::bigint[])", "m.free_gpus"]
-    detail_params: list = [memory_edges or [0]]
-    if price_edges:
-        details.append("width_bucket(m.price_per_gpu_hour, %s::numeric[])")
-        detail_params.append(price_edges)
-    keys = 1 + len(details)
-    aggregates = (
-        "COUNT(*), MIN(m.price_per_gpu_hour), MAX(m.memory_per_gpu_mib), MAX(m.last_seen_at), "
-        "MIN(m.last_seen_at), MAX(m.price_per_gpu_hour)"
-    )
-    group_by = ", ".join(str(n) for n in range(1, keys + 1))
-    # Built from fixed SQL only; every value travels as a parameter.
-    if query.countries is None:
-        sql = (
-            f"SELECT {status_sql}, {', '.join(details)}, {aggregates} "  # noqa: S608  # nosec B608
-            f"FROM catalog_machine m WHERE {in_fleet} GROUP BY {group_by}"
-        )
-        params = status_params + detail_params
-    else:
-        # With a choice of countries most machines are left out; they need only a count, so the
-        # status is worked out once per machine (OFFSET 0 keeps the subquery apart) and the
-        # detail keys only for the machines screened in.
-        screened = availability.SCREENED
-        guarded = ", ".join(f"CASE WHEN m.status = {screened} THEN {detail} END" for detail in details)
-        sql = (
-            f"SELECT m.status, {guarded}, {aggregates} FROM ("  # noqa: S608  # nosec B608
-            f"SELECT {status_sql} AS status, m.tier, m.memory_per_gpu_mib, m.free_gpus, "
-            f"m.price_per_gpu_hour, m.last_seen_at FROM catalog_machine m WHERE {in_fleet} "
-            f"OFFSET 0) AS m GROUP BY {group_by}"
-        )
-        params = detail_params + status_params
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return [_count_row(row, bool(price_edges)) for row in cursor.fetchall()]
-
-
 def _tally(
     query: FleetQuery,
     groups: list[CountRow],
     memory_edges: list[int],
     price_edges: list[Decimal],
     price_bucket_of: dict,
-    by_scan: bool,
+    counts: Counts,
 ) -> FleetCount:
     left_out = dict.fromkeys(availability.COUNTED_REASONS, 0)
     not_fresh = {availability.STATUS_OF_REASON[reasons.OFFLINE], availability.STATUS_OF_REASON[reasons.STALE]}
@@ -256,10 +240,12 @@ def _tally(
                     only_cheapest[code] = hourly
 
     only_at_cheapest = (
-        _count_at_cheapest(query, only_cheapest, by_scan) if not fitting and only_cheapest else {}
+        counts.count_at_cheapest(query, only_cheapest) if not fitting and only_cheapest else {}
     )
     sparse = {key for key, size in band_sizes.items() if size <= fleet_machines.SPARSE_BAND_MACHINES}
-    band_prices = {} if by_scan or not sparse else fleet_machines.band_prices(query, bands, sparse)
+    band_prices = {}
+    if counts.lists_prices and sparse:
+        band_prices = fleet_machines.band_prices(query, bands, sparse)
     ids = fleet_machines.describe_ids(query, bands, band_prices)
     counted = matching.CountedFleet(
         offers=tuple(rows.machine_offers(Machine.objects.filter(pk__in=ids))) if ids else (),
@@ -286,45 +272,11 @@ def _tally(
     )
 
 
-def _count_at_cheapest(query: FleetQuery, only_cheapest: dict[str, Decimal], by_scan: bool) -> dict[str, int]:
-    """For the empty answer's hints: machines that break only the price limit (or only the budget)
-    and cost exactly the cheapest such hourly price."""
-    if not by_scan:
-        return _count_at_cheapest_kept(query, only_cheapest)
-    screened, params = availability_sql.available_sql(query.stale_cutoff, query.countries)
-    thresholds = query.fits[0]
-    gpus_sql, gpus_params = fit_sql.gpus_used_sql(thresholds)
-    tier_ok = "TRUE" if query.tier == "both" else "m.tier = %s"
-    tier_params = [] if query.tier == "both" else [query.tier]
-    filters, filter_params = [], []
-    for code, limit, other in (
-        (reasons.BREAK_MAX_PRICE, query.max_price_per_hour, query.budget),
-        (reasons.BREAK_BUDGET, query.budget, query.max_price_per_hour),
-    ):
-        if code not in only_cheapest:
-            continue
-        other_ok = "TRUE" if other is None else f"m.price_per_gpu_hour * {gpus_sql} <= %s"
-        other_params = [] if other is None else [*gpus_params, other]
-        filters.append(
-            f"COUNT(*) FILTER (WHERE {tier_ok} AND {other_ok} "
-            f"AND m.price_per_gpu_hour * {gpus_sql} > %s AND m.price_per_gpu_hour * {gpus_sql} = %s)"
-        )
-        filter_params += [*tier_params, *other_params, *gpus_params, limit, *gpus_params, only_cheapest[code]]
-    codes = [code for code in (reasons.BREAK_MAX_PRICE, reasons.BREAK_BUDGET) if code in only_cheapest]
-    # Fixed SQL and integers; every value is a parameter.
-    sql = (
-        f"SELECT {', '.join(filters)} FROM catalog_machine m "  # noqa: S608  # nosec B608
-        f"WHERE {screened} AND {gpus_sql} IS NOT NULL"
-    )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, filter_params + params + gpus_params)
-        values = cursor.fetchone()
-    return dict(zip(codes, values, strict=True))
-
-
 def _count_at_cheapest_kept(query: FleetQuery, only_cheapest: dict[str, Decimal]) -> dict[str, int]:
-    """The same from the kept counts. Such a machine costs exactly the cheapest hourly price, so
-    whether it keeps the other limit and breaks this one is decided by that price alone."""
+    """For the empty answer's hints: machines that break only the price limit (or only the budget)
+    and cost exactly the cheapest such hourly price, from the kept counts. Such a machine costs
+    exactly that hourly price, so whether it keeps the other limit and breaks this one is decided by
+    that price alone."""
     status_sql, status_params = availability_sql.status_sql(query.stale_cutoff, query.countries)
     gpus_sql, gpus_params = fit_sql.gpus_used_sql(query.fits[0])
     counts = {}

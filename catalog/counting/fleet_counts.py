@@ -149,7 +149,8 @@ def _chunked_insert(entries: str, keys: str) -> str:
 
 
 def install_sql() -> list[str]:
-    """The tables, functions and triggers, as statements (PostgreSQL)."""
+    """The tables, functions and triggers, as statements (PostgreSQL): what
+    `catalog/counting/sql/fleet_counts.sql` holds."""
     columns = key_columns()
     typed = ", ".join(f"{c} {COLUMN_TYPES[c]}" for c in columns)
     names = ", ".join(columns)
@@ -249,34 +250,6 @@ END $fn$""",  # nosec B608
         "DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION catalog_fleet_merge_at_commit()",
         "SELECT catalog_fleet_rebuild()",
     ]
-
-
-def uninstall_sql() -> list[str]:
-    return [
-        "DROP TRIGGER IF EXISTS catalog_fleet_inserted ON catalog_machine",
-        "DROP TRIGGER IF EXISTS catalog_fleet_updated ON catalog_machine",
-        "DROP TRIGGER IF EXISTS catalog_fleet_deleted ON catalog_machine",
-        "DROP TRIGGER IF EXISTS catalog_fleet_truncated ON catalog_machine",
-        f"DROP TABLE IF EXISTS {PENDING}, {DELTAS}, {SHAPES}",
-        "DROP FUNCTION IF EXISTS catalog_fleet_track(), catalog_fleet_merge(), "
-        "catalog_fleet_merge_at_commit(), catalog_fleet_rebuild(), catalog_fleet_truncated()",
-    ]
-
-
-def execute_on_postgresql(schema_editor, statements: list[str]) -> None:
-    """A migration's statements for what the writes keep: PostgreSQL only (the embedded SQLite run
-    counts by reading the machines)."""
-    if schema_editor.connection.vendor == "postgresql":
-        for statement in statements:
-            schema_editor.execute(statement, params=None)
-
-
-def install(schema_editor) -> None:
-    execute_on_postgresql(schema_editor, install_sql())
-
-
-def uninstall(schema_editor) -> None:
-    execute_on_postgresql(schema_editor, uninstall_sql())
 
 
 def merge_pending(cursor) -> None:

@@ -127,7 +127,9 @@ class SpeedQuery:
     per_gpu_type: bool = False
 
 
-def speed_rows_counted(query: SpeedQuery, by_scan: bool = False) -> tuple[list[SpeedRow], int]:
+def speed_rows_counted(
+    query: SpeedQuery, source: str = latest_speeds.TABLE, source_params: tuple = ()
+) -> tuple[list[SpeedRow], int]:
     """PostgreSQL: the rows a plan can need and how many machines qualify, in one statement.
 
     Within a speed class every copy serves the same, so a cheaper machine is never worse: a plan
@@ -139,16 +141,14 @@ def speed_rows_counted(query: SpeedQuery, by_scan: bool = False) -> tuple[list[S
     price per million tokens come as well (the sorted list's first page). The rest are counted,
     not fetched.
 
-    The latest speed of each machine comes from the table the writes keep (`catalog.counting.latest_speeds`);
-    `by_scan` works it out from the speeds and machines instead (the reference the kept table is
-    tested against). Either way the availability rule, fit and preferences apply at request time."""
+    The latest speed of each machine comes from the table the writes keep
+    (`catalog.counting.latest_speeds`); the tests pass as `source` a statement that works it out from
+    the speeds and machines instead, with its values (the reference the kept table is tested against,
+    `tests/catalog/scan_oracle.py`). Either way the availability rule, fit and preferences apply at
+    request time."""
     screened, screened_params = availability_sql.available_sql(query.stale_cutoff, query.countries)
     gpus_sql, gpus_params = fit_sql.gpus_used_sql(query.fits)
     tier_sql, tier_params = ("TRUE", []) if query.tier == "both" else ("m.tier = %s", [query.tier])
-    if by_scan:
-        source = f"({latest_speeds.latest_sql('s.model_slug = %s AND s.precision = %s')})"
-    else:
-        source = latest_speeds.TABLE
     limits, limit_params = [], []
     for limit in (query.max_price_per_hour, query.budget):
         if limit is not None:
@@ -165,7 +165,7 @@ def speed_rows_counted(query: SpeedQuery, by_scan: bool = False) -> tuple[list[S
         f"WHERE fit_gpus IS NOT NULL {''.join(' AND ' + c for c in limits)}) AS f"
     )
     fitting_params = [
-        *gpus_params, *([query.model_slug, query.precision] if by_scan else []), query.model_slug,
+        *gpus_params, *source_params, query.model_slug,
         query.precision, *screened_params, *tier_params, min(need for _, need in query.fits), *limit_params,
     ]
     chosen, chosen_params = [], []

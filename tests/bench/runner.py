@@ -268,13 +268,14 @@ def time_scanned_answer(query_string: str, options: Options) -> tuple[list[float
     from catalog.counting import fleet as catalog_fleet
     from nodelodge.recommendations.query import WorkloadQuery, WorkloadQueryForm
     from nodelodge.recommendations.selectors import recommendation_for
+    from tests.catalog import scan_oracle
 
     form = WorkloadQueryForm(dict(part.split("=", 1) for part in query_string.split("&")))
     if not form.is_valid():
         raise RuntimeError(f"{query_string}: {form.errors}")
     query = WorkloadQuery.from_form(form)
     kept = catalog_fleet.counted_fleet
-    catalog_fleet.counted_fleet = lambda fleet_query: kept(fleet_query, by_scan=True)
+    catalog_fleet.counted_fleet = scan_oracle.counted_fleet
     try:
         times = timed_ms(lambda: recommendation_for(query), 1, max(3, options.runs // 3))
         with CaptureQueriesContext(connection) as capture:

@@ -1,7 +1,7 @@
 """The counts the writes keep (catalog.counting.fleet_counts) against the scan they replace.
 
 Every answer here is computed twice, from the kept counts and by scanning catalog_machine
-(`counted_fleet(by_scan=True)`, the old path), and must agree field for field; the whole answer is
+(`tests/catalog/scan_oracle.py`, the old path), and must agree field for field; the whole answer is
 also checked against the engine over every machine. Between checks the fleet changes through every
 write path the console has: the provider refresh (bulk upserts over HTTP), Launch and Stop's
 guarded updates, the admin's saves, provider (de)activation, deletes, fleet generation, and machines
@@ -29,6 +29,7 @@ from catalog.services import generate_fleet, save_provider
 from nodelodge.recommendations.selectors import recommendation_for
 from nodelodge.refresh.services import refresh_provider
 from sizing.reasons import STALE
+from tests.catalog import scan_oracle
 
 from .test_counted_fleet import (
     COUNTRIES,
@@ -55,9 +56,9 @@ def both_ways(monkeypatch):
     real = catalog_fleet.counted_fleet
     compared = []
 
-    def counted_fleet(fleet_query, by_scan=False):
+    def counted_fleet(fleet_query):
         kept = real(fleet_query)
-        scanned = real(fleet_query, by_scan=True)
+        scanned = scan_oracle.counted_fleet(fleet_query)
         assert kept == scanned, fleet_query
         compared.append(fleet_query)
         return kept

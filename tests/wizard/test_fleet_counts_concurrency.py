@@ -24,6 +24,7 @@ from nodelodge.recommendations.query import WorkloadQuery, WorkloadQueryForm
 from nodelodge.recommendations.selectors import estimate_for, stale_cutoff
 from nodelodge.refresh.services import refresh_provider
 from sizing.fit import fit_thresholds
+from tests.catalog import scan_oracle
 from tests.refresh.conftest import FeedServer
 
 from .test_fleet_counts import assert_kept_counts_are_the_fleets, kept_entries
@@ -122,7 +123,7 @@ def test_refresh_launch_and_stop_at_once_keep_the_counts_exact(db):
                 with connection.cursor() as cursor:
                     cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
                 kept = catalog_fleet.counted_fleet(query)
-                scanned = catalog_fleet.counted_fleet(query, by_scan=True)
+                scanned = scan_oracle.counted_fleet(query)
             assert kept == scanned
             outcomes["compared"] += 1
 
@@ -155,6 +156,6 @@ def test_refresh_launch_and_stop_at_once_keep_the_counts_exact(db):
     assert_kept_counts_are_the_fleets()
     for preferences in PREFERENCES:
         query = fleet_query(QUERY + preferences)
-        assert catalog_fleet.counted_fleet(query) == catalog_fleet.counted_fleet(query, by_scan=True)
+        assert catalog_fleet.counted_fleet(query) == scan_oracle.counted_fleet(query)
     running = Booking.objects.filter(status="running").count()
     assert running == outcomes["launched"] - outcomes["stopped"]
