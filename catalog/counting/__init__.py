@@ -9,5 +9,6 @@ counted in the database instead of over every machine.
   describes; `countries`: the counts per country.
 - `speeds`: the machines with a measured speed for one model and precision (`speed_rows_counted`).
 - `indexes`: the band walks' indexes, their condition compiled from the availability rule.
-- `shipped`: the SQL above as checked-in files (`sql/`); `drift`: the database against those files.
+- `shipped`: the SQL above as checked-in files (`sql/`), laid out on lines by `layout`; `drift`: the
+  database against those files.
 """

@@ -40,6 +40,7 @@ from django.db import connection
 
 from catalog import availability
 from catalog.counting import availability_sql
+from catalog.counting.layout import layout
 from sizing.availability import BEFORE_CUTOFF, OUTSIDE, RULE
 
 SHAPES = "catalog_fleetshape"
@@ -186,11 +187,11 @@ def install_sql() -> list[str]:
         f"""CREATE FUNCTION catalog_fleet_track() RETURNS trigger LANGUAGE plpgsql AS $fn$
 BEGIN
     IF TG_OP = 'INSERT' THEN
-        {record.format(_delta_select(new))};
+        {layout(record.format(_delta_select(new)), '        ')};
     ELSIF TG_OP = 'UPDATE' THEN
-        {record.format(_delta_select(new + ' UNION ALL ' + old))};
+        {layout(record.format(_delta_select(new + ' UNION ALL ' + old)), '        ')};
     ELSE
-        {record.format(_delta_select(old))};
+        {layout(record.format(_delta_select(old)), '        ')};
     END IF;
     IF FOUND THEN
         INSERT INTO {PENDING} (txid) VALUES (txid_current()) ON CONFLICT DO NOTHING;
@@ -216,7 +217,7 @@ BEGIN
     d AS (SELECT shape, price, SUM(n) AS n FROM gone GROUP BY shape, price),
     k AS (SELECT DISTINCT ON (shape) shape, {names} FROM gone ORDER BY shape),
     old AS (DELETE FROM {SHAPES} AS s USING k WHERE s.shape = k.shape RETURNING s.shape, s.prices, s.cum)
-    {_chunked_insert(merge_entries, 'SELECT * FROM k')};
+    {layout(_chunked_insert(merge_entries, 'SELECT * FROM k'), '    ')};
 END $fn$""",  # nosec B608
         """CREATE FUNCTION catalog_fleet_merge_at_commit() RETURNS trigger LANGUAGE plpgsql AS $fn$
 BEGIN
@@ -228,7 +229,7 @@ END $fn$""",  # nosec B608
 BEGIN
     {all_stripes}
     DELETE FROM {SHAPES};
-    {_chunked_insert(rebuild_entries, rebuild_keys)};
+    {layout(_chunked_insert(rebuild_entries, rebuild_keys), '    ')};
 END $fn$""",  # nosec B608
         f"""CREATE FUNCTION catalog_fleet_truncated() RETURNS trigger LANGUAGE plpgsql AS $fn$
 BEGIN

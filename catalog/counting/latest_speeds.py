@@ -27,6 +27,7 @@ from __future__ import annotations
 from django.db import connection
 
 from catalog import availability
+from catalog.counting.layout import layout
 
 TABLE = "catalog_latestspeed"
 # The machine's columns kept beside the speed: those the availability rule reads, then what the fit,
@@ -64,7 +65,7 @@ def install_sql() -> list[str]:
     """The table, its functions and triggers, as statements (PostgreSQL): what
     `catalog/counting/sql/latest_speeds.sql` holds."""
     return [
-        f"CREATE TABLE {TABLE} AS {latest_sql('FALSE')} WITH NO DATA",
+        f"CREATE TABLE {TABLE} AS {layout(latest_sql('FALSE'))} WITH NO DATA",
         f"ALTER TABLE {TABLE} ADD PRIMARY KEY (model_slug, precision, machine_id)",
         f"CREATE INDEX {TABLE}_machine_idx ON {TABLE} (machine_id)",
         *functions_sql(),
@@ -88,7 +89,7 @@ def functions_sql() -> list[str]:
 LANGUAGE plpgsql AS $fn$
 BEGIN
     IF TG_OP IN ('INSERT', 'UPDATE') THEN
-        {rework.format(ids='(SELECT id FROM machines_new) AS n')}
+        {layout(rework.format(ids='(SELECT id FROM machines_new) AS n'), '        ')}
     ELSE
         DELETE FROM {TABLE} AS k USING (SELECT DISTINCT id FROM machines_old) AS a WHERE k.machine_id = a.id;
     END IF;
@@ -109,7 +110,7 @@ BEGIN
     END IF;
     PERFORM 1 FROM catalog_machine AS m JOIN unnest(ids) AS a(id) ON m.id = a.id ORDER BY m.id
     FOR NO KEY UPDATE OF m;
-    {rework.format(ids='unnest(ids) AS n(id)')}
+    {layout(rework.format(ids='unnest(ids) AS n(id)'), '    ')}
     RETURN NULL;
 END $fn$""",  # nosec B608
         f"""CREATE OR REPLACE FUNCTION catalog_latest_speed_truncated() RETURNS trigger
@@ -123,7 +124,7 @@ END $fn$""",  # nosec B608
 BEGIN
     LOCK TABLE catalog_machine, catalog_measuredspeed IN SHARE ROW EXCLUSIVE MODE;
     DELETE FROM {TABLE};
-    INSERT INTO {TABLE} ({columns}) {latest_sql('TRUE')};
+    {layout(f'INSERT INTO {TABLE} ({columns}) ' + latest_sql('TRUE'), '    ')};
 END $fn$""",  # nosec B608
     ]
 

@@ -16,6 +16,7 @@ from django.db import connection
 
 from catalog.checks import counting_sql_as_shipped
 from catalog.counting import drift, indexes, shipped
+from catalog.counting.layout import layout
 
 ON_POSTGRESQL = pytest.mark.postgresql(reason="the engine's tables, functions and triggers are PostgreSQL's")
 PROJECT_PACKAGES = {"catalog", "sizing", "nodelodge", "tests"}
@@ -179,3 +180,42 @@ def test_the_partial_indexes_hold_what_the_availability_rule_compiles_to(db):
 
 def test_the_indexed_condition_is_the_rules_flag_checks():
     assert indexes.indexed_condition() == "gone_at IS NULL AND is_available AND provider_is_active"
+
+
+def test_laying_a_statement_out_changes_only_spaces_between_words():
+    sql = (
+        "SELECT a, 'x  FROM  y', CASE WHEN b THEN 1 END AS c, extract(epoch FROM d) FROM (SELECT * FROM t) AS s "
+        "JOIN u ON u.id = s.id WHERE 'it''s' <> e GROUP BY a ORDER BY a; DELETE FROM t WHERE FALSE"
+    )
+    laid_out = layout(sql, "    ")
+    assert laid_out.replace("\n", " ").split() == sql.split()
+    assert "'x  FROM  y'" in laid_out and "extract(epoch FROM d)" in laid_out and "DELETE FROM t" in laid_out
+    assert laid_out.count("\n") == 10
+
+
+def test_the_functions_say_what_the_migrations_before_0013_installed():
+    """Migration 0013 lays the functions out on lines; what each one says is unchanged."""
+    frozen = Path(settings.BASE_DIR) / "catalog" / "migrations" / "sql"
+    before = shipped.functions({
+        name: (frozen / name).read_text()
+        for name in ("0008_fleet_counts.sql", "0011_latest_speeds_reached_by_machine.sql")
+    })
+    after = shipped.functions({"0013": (frozen / "0013_counting_functions_laid_out.sql").read_text()})
+    assert {name: function.body for name, function in after.items()} == {
+        name: function.body for name, function in shipped.functions().items()
+    }
+    assert set(before) == set(after)
+    for name, function in after.items():
+        assert function.body.split() == before[name].body.split(), name
+
+
+@ON_POSTGRESQL
+def test_the_drift_check_waits_for_pending_migrations(db, monkeypatch):
+    """`migrate` runs the database checks before it migrates: a database about to receive the SQL
+    is not reported as differing from it."""
+    from django.db.migrations.executor import MigrationExecutor
+
+    with connection.cursor() as cursor:
+        cursor.execute("DROP TRIGGER catalog_fleet_deleted ON catalog_machine")
+    monkeypatch.setattr(MigrationExecutor, "migration_plan", lambda self, targets: [("pending", False)])
+    assert counting_sql_as_shipped(databases=["default"]) == []
