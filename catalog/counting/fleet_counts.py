@@ -157,9 +157,16 @@ def install_sql() -> list[str]:
     names = ", ".join(columns)
     new = "SELECT *, 1 AS n FROM fleet_new"
     old = "SELECT *, -1 AS n FROM fleet_old"
-    record = (
-        f"INSERT INTO {DELTAS} (txid, shape, {names}, price, n) SELECT txid_current(), d.* FROM ({{}}) AS d"  # nosec B608
-    )
+
+    def record(rows: str) -> str:
+        """The statement that records the net change of `rows` (catalog_machine rows plus n)."""
+        changes = _delta_select(rows)
+        return layout(
+            f"INSERT INTO {DELTAS} (txid, shape, {names}, price, n) "  # nosec B608
+            f"SELECT txid_current(), d.* FROM ({changes}) AS d",
+            "        ",
+        )
+
     merge_entries = (
         "SELECT shape, price, SUM(n) AS n FROM ("
         "SELECT o.shape, u.price, u.c - coalesce(o.cum[u.i - 1], 0) AS n FROM old AS o "
@@ -187,11 +194,11 @@ def install_sql() -> list[str]:
         f"""CREATE FUNCTION catalog_fleet_track() RETURNS trigger LANGUAGE plpgsql AS $fn$
 BEGIN
     IF TG_OP = 'INSERT' THEN
-        {layout(record.format(_delta_select(new)), '        ')};
+        {record(new)};
     ELSIF TG_OP = 'UPDATE' THEN
-        {layout(record.format(_delta_select(new + ' UNION ALL ' + old)), '        ')};
+        {record(new + ' UNION ALL ' + old)};
     ELSE
-        {layout(record.format(_delta_select(old)), '        ')};
+        {record(old)};
     END IF;
     IF FOUND THEN
         INSERT INTO {PENDING} (txid) VALUES (txid_current()) ON CONFLICT DO NOTHING;

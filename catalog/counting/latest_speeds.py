@@ -78,18 +78,23 @@ def install_sql() -> list[str]:
 def functions_sql() -> list[str]:
     """The functions the triggers call, created or replaced."""
     columns = ", ".join(["machine_id", "speed_id", *SPEED_COLUMNS, *MACHINE_COLUMNS])
-    rework = (
-        f"DELETE FROM {TABLE} AS k USING (SELECT DISTINCT id FROM {{ids}}) AS a WHERE k.machine_id = a.id; "  # nosec B608
-        f"INSERT INTO {TABLE} ({columns}) "
-        f"{latest_sql('s.machine_id IN (SELECT id FROM {ids})')};"
-    )
+
+    def rework(ids: str, indent: str) -> str:
+        """The statements that work the rows of the machines `ids` (a FROM item of ids) out again."""
+        condition = f"s.machine_id IN (SELECT id FROM {ids})"  # nosec B608
+        return layout(
+            f"DELETE FROM {TABLE} AS k USING (SELECT DISTINCT id FROM {ids}) AS a WHERE k.machine_id = a.id; "  # nosec B608
+            f"INSERT INTO {TABLE} ({columns}) {latest_sql(condition)};",
+            indent,
+        )
+
     return [
         # Machines written: their rows worked out again (new ones have no speeds yet, gone ones none left).
         f"""CREATE OR REPLACE FUNCTION catalog_latest_speed_machines() RETURNS trigger
 LANGUAGE plpgsql AS $fn$
 BEGIN
     IF TG_OP IN ('INSERT', 'UPDATE') THEN
-        {layout(rework.format(ids='(SELECT id FROM machines_new) AS n'), '        ')}
+        {rework('(SELECT id FROM machines_new) AS n', '        ')}
     ELSE
         DELETE FROM {TABLE} AS k USING (SELECT DISTINCT id FROM machines_old) AS a WHERE k.machine_id = a.id;
     END IF;
@@ -110,7 +115,7 @@ BEGIN
     END IF;
     PERFORM 1 FROM catalog_machine AS m JOIN unnest(ids) AS a(id) ON m.id = a.id ORDER BY m.id
     FOR NO KEY UPDATE OF m;
-    {layout(rework.format(ids='unnest(ids) AS n(id)'), '    ')}
+    {rework('unnest(ids) AS n(id)', '    ')}
     RETURN NULL;
 END $fn$""",  # nosec B608
         f"""CREATE OR REPLACE FUNCTION catalog_latest_speed_truncated() RETURNS trigger
