@@ -219,3 +219,13 @@ def test_the_drift_check_waits_for_pending_migrations(db, monkeypatch):
         cursor.execute("DROP TRIGGER catalog_fleet_deleted ON catalog_machine")
     monkeypatch.setattr(MigrationExecutor, "migration_plan", lambda self, targets: [("pending", False)])
     assert counting_sql_as_shipped(databases=["default"]) == []
+
+
+def test_a_fragments_placeholders_become_named_ones():
+    from catalog.counting.params import named
+
+    sql, values = named("m.a < %s AND m.b = ANY(%s) AND m.c %% 2 = 0", [1, ["x"]], "status")
+    assert sql == "m.a < %(status_0)s AND m.b = ANY(%(status_1)s) AND m.c %% 2 = 0"
+    assert values == {"status_0": 1, "status_1": ["x"]}
+    with pytest.raises(ValueError):
+        named("m.a < %s", [], "status")
