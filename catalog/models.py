@@ -305,7 +305,7 @@ class Machine(models.Model):
 
     provider = models.ForeignKey(Provider, on_delete=models.CASCADE, related_name="machines")
     provider_machine_id = models.CharField(max_length=120)
-    # A copy of provider.tier, kept by the database (triggers of migration 0013 on both databases,
+    # A copy of provider.tier, kept by the database (triggers of migration 0014 on both databases,
     # whichever way a machine or provider is written). The wizard's main query filters on tier,
     # country, memory and price together; keeping tier on this table lets one partial index serve
     # that query without a join to Provider.

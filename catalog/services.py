@@ -246,7 +246,7 @@ def save_machine(machine: Machine) -> Machine:
 @transaction.atomic
 def save_provider(provider: Provider) -> Provider:
     """Save a provider (the admin's write). Its machines' copies of its tier and active flag follow in
-    the same statement, by the database's triggers (migration 0013), whichever way a provider is
+    the same statement, by the database's triggers (migration 0014), whichever way a provider is
     written: a deactivated provider's machines stop counting as available at once."""
     provider.save()
     return provider

@@ -21,7 +21,7 @@ from django.urls import reverse
 from django.utils import timezone, translation
 from django.utils.translation import gettext, ngettext
 
-from catalog import selectors as catalog_selectors
+from catalog import rows as catalog_rows
 from catalog.models import Machine
 from nodelodge.hardening.deadline import check_deadline
 from nodelodge.recommendations.answer import recommendation_for
@@ -173,7 +173,7 @@ def review_launch(machine_id: int, gpus: int, shown_price_per_hour: Decimal, que
             LaunchRefused.GONE, gettext("This machine is no longer offered by its provider."),
             result_url=result_url,
         )
-    offer = catalog_selectors.machine_offer(machine)
+    offer = catalog_rows.machine_offer(machine)
     problem = None
     cutoff = stale_cutoff(now or timezone.now())
     reason = unavailable_reason(offer, stale_cutoff=cutoff, countries=query.countries)
@@ -287,7 +287,7 @@ def _refuse_unbookable(machine, gpus, query, result_url, now):
     if machine is None:
         raise refuse(LaunchRefused.GONE, gettext("This machine is no longer offered by its provider."))
     name = f"{machine.provider.name} {machine.provider_machine_id}"
-    offer = catalog_selectors.machine_offer(machine)
+    offer = catalog_rows.machine_offer(machine)
     # The availability rule the answer applied, applied again (under the lock in _book_locked).
     reason = unavailable_reason(offer, stale_cutoff=stale_cutoff(now), countries=query.countries)
     if reason == GONE:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from django.utils.translation import gettext
 
-from catalog import selectors as catalog_selectors
+from catalog import rows as catalog_rows
 from sizing.breakdown import Breakdown
 from sizing.calculators import estimate
 from sizing.errors import SizingError
@@ -28,7 +28,7 @@ def estimate_for(
             raise QueryError({"model": gettext("No model %(slug)s in the catalog suits this workload.") % {
                 "slug": repr(query.model_slug)
             }})
-        spec = catalog_selectors.model_spec(model_row)
+        spec = catalog_rows.model_spec(model_row)
     try:
         breakdown = estimate(
             query.workload,

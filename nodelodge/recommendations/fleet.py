@@ -17,7 +17,10 @@ from django.conf import settings
 from django.db.models import Case, Count, IntegerField, Max, Min, Value, When
 
 from catalog import availability, database
-from catalog import selectors as catalog_selectors
+from catalog import rows as catalog_rows
+from catalog.counting import countries as catalog_countries
+from catalog.counting import fleet as catalog_fleet
+from catalog.counting import speeds as catalog_speeds
 from catalog.models import Machine
 from sizing import fit as sizing_fit
 from sizing.breakdown import Breakdown
@@ -53,10 +56,10 @@ def preferences_for(query: WorkloadQuery) -> Preferences:
 def fleet_query(
     query: WorkloadQuery, breakdowns: list[Breakdown], now: datetime, machines_shown: int = 0,
     alternatives_shown: int = 0, lower_shown: int = 0,
-) -> catalog_selectors.FleetQuery:
+) -> catalog_fleet.FleetQuery:
     """The query as the catalog counts it: one set of fit thresholds per breakdown, the first the
     one the machines shown are for (by default counts alone, no machine fetched)."""
-    return catalog_selectors.FleetQuery(
+    return catalog_fleet.FleetQuery(
         stale_cutoff=stale_cutoff(now),
         countries=query.countries,
         fits=tuple(sizing_fit.fit_thresholds(breakdown) for breakdown in breakdowns),
@@ -71,8 +74,8 @@ def fleet_query(
 
 def speed_query(
     query: WorkloadQuery, precision: int, thresholds, cutoff: datetime, keep: int
-) -> catalog_selectors.SpeedQuery:
-    return catalog_selectors.SpeedQuery(
+) -> catalog_speeds.SpeedQuery:
+    return catalog_speeds.SpeedQuery(
         stale_cutoff=cutoff,
         countries=query.countries,
         tier=query.tier,
@@ -113,7 +116,7 @@ class FleetReader(Protocol):
 
     def speed_rows(
         self, query: WorkloadQuery, precision: int, thresholds, cutoff: datetime, keep: int
-    ) -> tuple[list[catalog_selectors.SpeedRow], int | None]:
+    ) -> tuple[list[catalog_speeds.SpeedRow], int | None]:
         """The machines with a measured speed for the model and precision that a plan may use, and
         how many fit and meet every preference (None: the rows are not screened by the preferences
         yet, and all of them came back)."""
@@ -124,7 +127,7 @@ class KeptCounts:
 
     def recommend(self, query, breakdown, lower, now, machines_shown, extra_ids=()):
         lower_order = sorted(lower, reverse=True)
-        fleet = catalog_selectors.counted_fleet(
+        fleet = catalog_fleet.counted_fleet(
             fleet_query(
                 query, [breakdown, *(lower[precision] for precision in lower_order)], now, machines_shown,
                 alternatives_shown=ALTERNATIVES_SHOWN, lower_shown=1,
@@ -134,7 +137,7 @@ class KeptCounts:
         offers = fleet.counted.offers
         missing = sorted(set(extra_ids) - {offer.id for offer in offers})
         if missing:
-            offers += tuple(catalog_selectors.machine_offers(Machine.objects.filter(pk__in=missing)))
+            offers += tuple(catalog_rows.machine_offers(Machine.objects.filter(pk__in=missing)))
         counted = replace(
             fleet.counted,
             offers=offers,
@@ -154,7 +157,7 @@ class KeptCounts:
         return recommendation, {"newest": fleet.newest, "oldest": fleet.oldest}
 
     def meeting_by_country(self, query, breakdown, now):
-        found = catalog_selectors.meeting_by_country(fleet_query(query, [breakdown], now))
+        found = catalog_countries.meeting_by_country(fleet_query(query, [breakdown], now))
         countries = [(country, cheapest) for country, cheapest, _ in found]
         return sum(machines for _, _, machines in found), countries
 
@@ -164,7 +167,7 @@ class KeptCounts:
         found: LargestFits = {}
         if not smaller:
             return found
-        fleet = catalog_selectors.counted_fleet(fleet_query(query, [need for _, _, need in smaller], now))
+        fleet = catalog_fleet.counted_fleet(fleet_query(query, [need for _, _, need in smaller], now))
         counted = fleet.counted
         for index, (field_name, value, _) in enumerate(smaller):
             machines = counted.fitting if index == 0 else counted.lower_precisions[index].machines_fitting
@@ -174,8 +177,8 @@ class KeptCounts:
 
     def speed_rows(self, query, precision, thresholds, cutoff, keep):
         """Only those a plan can use and the `keep` cheapest of each speed class come back
-        (`catalog.selectors.speed_rows_counted` says why no other can matter)."""
-        return catalog_selectors.speed_rows_counted(speed_query(query, precision, thresholds, cutoff, keep))
+        (`catalog.counting.speeds.speed_rows_counted` says why no other can matter)."""
+        return catalog_speeds.speed_rows_counted(speed_query(query, precision, thresholds, cutoff, keep))
 
 
 class EveryMachine:
@@ -212,7 +215,7 @@ class EveryMachine:
         return found
 
     def speed_rows(self, query, precision, thresholds, cutoff, keep):
-        rows = catalog_selectors.speed_rows(
+        rows = catalog_speeds.speed_rows(
             stale_cutoff=cutoff,
             countries=query.countries,
             tier=query.tier,
@@ -268,7 +271,7 @@ def recommend_over_every_machine(
         if group["status"] not in not_fresh:
             newest = group["newest"] if newest is None else max(newest, group["newest"])
             oldest = group["oldest"] if oldest is None else min(oldest, group["oldest"])
-    offers = catalog_selectors.machine_offers(
+    offers = catalog_rows.machine_offers(
         Machine.objects.filter(availability.available_q(cutoff, query.countries))
     )
     if shuffle is not None:

@@ -2,7 +2,7 @@
 each can be run in, and the published figures the API lists."""
 from __future__ import annotations
 
-from catalog import selectors as catalog_selectors
+from catalog import rows as catalog_rows
 from sizing.weights import precision_choices, precision_label
 from sizing.workloads import KINDS_BY_WORKLOAD, WIZARD_MODEL_CODES
 
@@ -11,7 +11,7 @@ PRECISION_BITS = (16, 8, 4)
 
 def model_row(slug: str | None):
     """The active catalog row with this slug, of any kind; None when there is none."""
-    return catalog_selectors.get_model(slug) if slug else None
+    return catalog_rows.get_model(slug) if slug else None
 
 
 def suits(row, workload: str) -> bool:
@@ -31,7 +31,7 @@ def precision_options(row) -> list[dict]:
     if row.kind != "language":
         return [{"value": bits, "label": f"{bits}-bit", "available": True, "reason": ""}
                 for bits in PRECISION_BITS]
-    spec = catalog_selectors.model_spec(row)
+    spec = catalog_rows.model_spec(row)
     refused = precision_choices(spec)
     return [
         {"value": bits, "label": precision_label(spec, bits), "available": refused[bits] is None,
@@ -46,7 +46,7 @@ def model_facts(row) -> dict:
         "slug": row.slug,
         "name": row.name,
         "kind": row.kind,
-        "group": catalog_selectors.model_group(row),
+        "group": catalog_rows.model_group(row),
         "parameters": row.parameters,
         "active_parameters": getattr(row, "active_parameters", None),
         "license": row.license,
@@ -62,7 +62,7 @@ def suited_models(workload: str, search: str = "") -> list:
         return []
     needle = search.casefold()
     return [
-        row for row in catalog_selectors.models_for_workload(workload)
+        row for row in catalog_rows.models_for_workload(workload)
         if not needle or needle in row.name.casefold() or needle in row.slug
     ]
 
@@ -82,7 +82,7 @@ def model_listing(workload: str | None) -> list[dict]:
     workloads = [workload] if workload else list(WIZARD_MODEL_CODES)
     seen: dict[str, dict] = {}
     for name in workloads:
-        for row in catalog_selectors.models_for_workload(name):
+        for row in catalog_rows.models_for_workload(name):
             entry = seen.get(row.slug)
             if entry is None:
                 figures = {field: getattr(row, field) for field in FIGURE_FIELDS[row.kind]}

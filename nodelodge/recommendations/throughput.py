@@ -19,7 +19,7 @@ from types import SimpleNamespace
 from django.utils.translation import gettext, ngettext
 
 from catalog import database
-from catalog import selectors as catalog_selectors
+from catalog.counting import speeds as catalog_speeds
 from sizing import fit as sizing_fit
 from sizing.breakdown import Breakdown
 from sizing.matching import preference_breaks
@@ -49,7 +49,7 @@ class SpeedsChanged(Exception):  # noqa: N818 - an event, not a programming erro
 class SpeedCandidate:
     """A recommended machine with the speed a plan would use on it."""
 
-    row: catalog_selectors.SpeedRow
+    row: catalog_speeds.SpeedRow
     plan: PlanCandidate
     hourly_price: Decimal  # the machine's row: its fit's GPUs × price per GPU-hour
 
@@ -127,7 +127,7 @@ class ThroughputAnswer:
     model_name: str
     precision: int
     plans: tuple[Plan, ...]
-    rows: dict[int, catalog_selectors.SpeedRow]
+    rows: dict[int, catalog_speeds.SpeedRow]
     speeds: dict[int, MeasuredSpeed]  # the measurement on each machine of a plan, by machine id
     with_speed: int
     without_speed: int
@@ -278,7 +278,7 @@ def throughput_answer(
     )[:PLANS_SHOWN])
     rows = {c.row.machine_id: c.row for c in candidates}
     used = {part.candidate.machine_id for plan in plans for part in plan.parts}
-    measured = catalog_selectors.measured_speeds(rows[machine_id].speed_id for machine_id in used)
+    measured = catalog_speeds.measured_speeds(rows[machine_id].speed_id for machine_id in used)
     if any(rows[machine_id].speed_id not in measured for machine_id in used):
         raise SpeedsChanged
     return ThroughputAnswer(

@@ -8,15 +8,15 @@ from decimal import Decimal
 from django.utils.formats import number_format
 from django.utils.translation import gettext, gettext_lazy, pgettext
 
-from catalog import selectors as catalog_selectors
+from catalog import rows as catalog_rows
 from nodelodge.recommendations.model_choices import model_facts, suited_models
 from sizing.units import decimal_text, fmt_int
 
 # A model's kind in words; speech and image read as their group of the model list does.
 KIND_LABELS = {
     "language": gettext_lazy("Language model"),
-    "speech": catalog_selectors.MODEL_GROUPS["speech"],
-    "image": catalog_selectors.MODEL_GROUPS["image"],
+    "speech": catalog_rows.MODEL_GROUPS["speech"],
+    "image": catalog_rows.MODEL_GROUPS["image"],
 }
 
 _FIGURE = r"\d+(?:\.\d+)?[KMBT]"
@@ -71,7 +71,7 @@ def model_choice(row) -> dict | None:
     return {
         **facts,
         "kind_label": KIND_LABELS[row.kind],
-        "group_label": catalog_selectors.MODEL_GROUPS[facts["group"]],
+        "group_label": catalog_rows.MODEL_GROUPS[facts["group"]],
         "parameters_display": parameters_display(row.parameters, row.parameters_published),
         # The page shows the recount (the figure memory is sized by); the card's figure, with what it
         # is, in the title.

@@ -265,22 +265,23 @@ def time_scanned_answer(query_string: str, options: Options) -> tuple[list[float
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    from catalog import selectors as catalog_selectors
+    from catalog.counting import fleet as catalog_fleet
     from nodelodge.recommendations.answer import recommendation_for
     from nodelodge.recommendations.query import WorkloadQuery, WorkloadQueryForm
+    from tests.catalog import scan_oracle
 
     form = WorkloadQueryForm(dict(part.split("=", 1) for part in query_string.split("&")))
     if not form.is_valid():
         raise RuntimeError(f"{query_string}: {form.errors}")
     query = WorkloadQuery.from_form(form)
-    kept = catalog_selectors.counted_fleet
-    catalog_selectors.counted_fleet = lambda fleet_query: kept(fleet_query, by_scan=True)
+    kept = catalog_fleet.counted_fleet
+    catalog_fleet.counted_fleet = scan_oracle.counted_fleet
     try:
         times = timed_ms(lambda: recommendation_for(query), 1, max(3, options.runs // 3))
         with CaptureQueriesContext(connection) as capture:
             recommendation_for(query)
     finally:
-        catalog_selectors.counted_fleet = kept
+        catalog_fleet.counted_fleet = kept
     return times, floor_of(capture.captured_queries, options.floor_runs)[0]
 
 

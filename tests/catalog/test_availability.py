@@ -8,7 +8,8 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from catalog import availability, selectors, services
+from catalog import availability, rows, services
+from catalog.counting import availability_sql
 from catalog.models import GpuType, Machine, Provider
 from sizing.availability import GONE, unavailable_reason
 
@@ -44,10 +45,10 @@ def random_fleet(rng: random.Random, now, size: int = 80) -> None:
 
 
 def sql_statuses(cutoff, countries) -> dict[int, str | None]:
-    status_sql, params = availability.status_sql(cutoff, countries)
+    status_sql, params = availability_sql.status_sql(cutoff, countries)
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT m.id, {status_sql} FROM catalog_machine m WHERE {availability.in_fleet_sql()}", params
+            f"SELECT m.id, {status_sql} FROM catalog_machine m WHERE {availability_sql.in_fleet_sql()}", params
         )
         return {
             machine_id: None if status == availability.SCREENED else availability.REASON_OF_STATUS[status]
@@ -58,7 +59,7 @@ def sql_statuses(cutoff, countries) -> dict[int, str | None]:
 def engine_reasons(cutoff, countries) -> dict[int, str | None]:
     return {
         offer.id: unavailable_reason(offer, stale_cutoff=cutoff, countries=countries)
-        for offer in selectors.machine_offers()
+        for offer in rows.machine_offers()
     }
 
 
@@ -102,6 +103,6 @@ def test_a_deactivated_providers_machines_stop_counting_at_once():
     assert Machine.objects.filter(availability.available_q(cutoff, None)).count() == 1
     provider.is_active = False
     services.save_provider(provider)
-    offer = selectors.machine_offer(Machine.objects.get(pk=machine.pk))
+    offer = rows.machine_offer(Machine.objects.get(pk=machine.pk))
     assert unavailable_reason(offer, stale_cutoff=cutoff, countries=None) == "offline or out of stock"
     assert Machine.objects.filter(availability.available_q(cutoff, None)).count() == 0

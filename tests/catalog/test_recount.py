@@ -6,7 +6,7 @@ import pytest
 from catalog.data.language_models import LANGUAGE_MODELS
 from catalog.data.modern_models import MODERN_MODELS, PUBLISHED_CHECKS
 from catalog.models import LanguageModel
-from catalog.selectors import language_model_spec
+from catalog.rows import language_model_spec
 from sizing.architectures import count_parameters
 
 ROWS = {row["slug"]: row for row in LANGUAGE_MODELS}

@@ -15,7 +15,7 @@ from django.urls import reverse
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from catalog import selectors as catalog_selectors
+from catalog import rows as catalog_rows
 from sizing.limits import MAX_CONTEXT, MAX_REQUESTS
 
 from .conftest import QUERY_FIELDS
@@ -39,7 +39,7 @@ def workload_models() -> list[tuple[str, str]]:
     return [
         (workload, row.slug)
         for workload in ("inference", "finetune", "image")
-        for row in catalog_selectors.models_for_workload(workload)
+        for row in catalog_rows.models_for_workload(workload)
     ]
 
 

@@ -1,8 +1,8 @@
-"""The latest speeds the writes keep (catalog.latest_speeds) against the scan they replace.
+"""The latest speeds the writes keep (catalog.counting.latest_speeds) against the scan they replace.
 
 Every speed-row answer a plan or the price-per-million sort asks for is computed twice, from the kept
 table and by working the latest speed of each machine out of the speeds and machines
-(`speed_rows_counted(by_scan=True)`), and must agree row for row; the kept table must also equal
+(`tests/catalog/scan_oracle.py`), and must agree row for row; the kept table must also equal
 working every row out again. Between checks the fleet changes through every write path the console
 has (those of the fleet-count tests, and speeds added, changed and dropped), and machines cross the
 stale cutoff with no write at all. The plans themselves are checked against every speed of every
@@ -18,14 +18,15 @@ import pytest
 from django.db import connection, transaction
 from django.utils import timezone
 
-from catalog import latest_speeds
-from catalog import selectors as catalog_selectors
+from catalog.counting import latest_speeds
+from catalog.counting import speeds as catalog_speeds
 from catalog.models import GpuType, Machine, MeasuredSpeed
 from catalog.services import drop_speeds_of_other_gpu_types, save_machine
 from nodelodge.recommendations import answer, estimate, fleet
 from nodelodge.recommendations.query import parse_query
 from nodelodge.recommendations.throughput import cheapest_per_million, speed_candidates, throughput_answer
 from sizing.limits import PAGE_LIMIT
+from tests.catalog import scan_oracle
 from tests.wizard.test_counted_fleet import _random_fleet
 from tests.wizard.test_fleet_counts import cutoff_instants, write_once
 
@@ -58,17 +59,17 @@ PREFERENCES = ["", "&tier=secure", "&tier=community&max_price=3", "&max_price=1.
 @pytest.fixture
 def both_ways(monkeypatch):
     """Every speed-row answer is made from the kept table and by the scan, and compared."""
-    real = catalog_selectors.speed_rows_counted
+    real = catalog_speeds.speed_rows_counted
     compared = []
 
-    def speed_rows_counted(query, by_scan=False):
+    def speed_rows_counted(query):
         kept = real(query)
-        scanned = real(query, by_scan=True)
+        scanned = scan_oracle.speed_rows_counted(query)
         assert kept == scanned, query
         compared.append((query, len(kept[0]), kept[1]))
         return kept
 
-    monkeypatch.setattr(catalog_selectors, "speed_rows_counted", speed_rows_counted)
+    monkeypatch.setattr(catalog_speeds, "speed_rows_counted", speed_rows_counted)
     return compared
 
 

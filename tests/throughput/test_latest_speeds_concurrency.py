@@ -13,9 +13,10 @@ import pytest
 from django.db import connection, transaction
 from django.utils import timezone
 
-from catalog import selectors as catalog_selectors
+from catalog.counting import speeds as catalog_speeds
 from catalog.models import GpuType, Machine, MeasuredSpeed, Provider
 from catalog.services import drop_speeds_of_other_gpu_types, load_catalog
+from tests.catalog import scan_oracle
 
 from .test_latest_speeds import assert_kept_rows_are_the_fleets, kept_rows
 
@@ -31,8 +32,8 @@ MACHINE_WRITES = 30
 READS = 10
 
 
-def speed_query() -> catalog_selectors.SpeedQuery:
-    return catalog_selectors.SpeedQuery(
+def speed_query() -> catalog_speeds.SpeedQuery:
+    return catalog_speeds.SpeedQuery(
         stale_cutoff=timezone.now() - timedelta(minutes=15), countries=None, tier="both",
         model_slug="llama-3-1-8b", precision=16, fits=((1, 20_000), (2, 10_000)), max_price_per_hour=None,
         budget=None, target=Decimal("30000"), efficiency=Decimal("75"), redundancy=1, keep=5,
@@ -100,8 +101,8 @@ def test_speeds_and_machines_written_at_once_keep_the_latest_speeds_exact(db):
                 with connection.cursor() as cursor:
                     cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
                 query = speed_query()
-                kept = catalog_selectors.speed_rows_counted(query)
-                scanned = catalog_selectors.speed_rows_counted(query, by_scan=True)
+                kept = catalog_speeds.speed_rows_counted(query)
+                scanned = scan_oracle.speed_rows_counted(query)
             assert kept == scanned
             outcomes["compared"] += 1
 

@@ -153,7 +153,8 @@ def test_each_countrys_machines_and_cheapest_price_equal_that_countrys_own_count
     country alone."""
     from dataclasses import replace
 
-    from catalog import selectors as catalog_selectors
+    from catalog.counting import countries as catalog_countries
+    from catalog.counting import fleet as catalog_fleet
 
     rng = random.Random(100 + seed)
     now = timezone.now()
@@ -181,12 +182,12 @@ def test_each_countrys_machines_and_cheapest_price_equal_that_countrys_own_count
             breakdown, _ = estimate_for(query)
             fleet_query = fleet.fleet_query(query, [breakdown], now)
             found = {country: (cheapest, machines)
-                     for country, cheapest, machines in catalog_selectors.meeting_by_country(fleet_query)}
+                     for country, cheapest, machines in catalog_countries.meeting_by_country(fleet_query)}
             for country in sorted({c for c in COUNTRIES if c}):
                 if query.countries is not None and country not in query.countries:
                     assert country not in found
                     continue
-                alone = catalog_selectors.counted_fleet(replace(fleet_query, countries=frozenset({country})))
+                alone = catalog_fleet.counted_fleet(replace(fleet_query, countries=frozenset({country})))
                 expected = (alone.cheapest_meeting[0], alone.counted.fitting) if alone.counted.fitting else None
                 assert found.get(country) == expected, (query_string + preferences, country)
                 compared += bool(expected)

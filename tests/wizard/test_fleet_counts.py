@@ -1,7 +1,7 @@
-"""The counts the writes keep (catalog.fleet_counts) against the scan they replace.
+"""The counts the writes keep (catalog.counting.fleet_counts) against the scan they replace.
 
 Every answer here is computed twice, from the kept counts and by scanning catalog_machine
-(`counted_fleet(by_scan=True)`, the old path), and must agree field for field; the whole answer is
+(`tests/catalog/scan_oracle.py`, the old path), and must agree field for field; the whole answer is
 also checked against the engine over every machine. Between checks the fleet changes through every
 write path the console has: the provider refresh (bulk upserts over HTTP), Launch and Stop's
 guarded updates, the admin's saves, provider (de)activation, deletes, fleet generation, and machines
@@ -21,13 +21,15 @@ from django.db.models import F
 from django.db.models.functions import Least
 from django.utils import timezone
 
-from catalog import availability, fleet_counts
-from catalog import selectors as catalog_selectors
+from catalog import availability
+from catalog.counting import fleet as catalog_fleet
+from catalog.counting import fleet_counts
 from catalog.models import GpuType, Machine, Provider
 from catalog.services import generate_fleet, save_provider
 from nodelodge.recommendations.answer import recommendation_for
 from nodelodge.refresh.services import refresh_provider
 from sizing.reasons import STALE
+from tests.catalog import scan_oracle
 
 from .test_counted_fleet import (
     COUNTRIES,
@@ -51,17 +53,17 @@ pytestmark = pytest.mark.postgresql(
 @pytest.fixture
 def both_ways(monkeypatch):
     """Every count the wizard asks for is made from the kept counts and by the scan, and compared."""
-    real = catalog_selectors.counted_fleet
+    real = catalog_fleet.counted_fleet
     compared = []
 
-    def counted_fleet(fleet_query, by_scan=False):
+    def counted_fleet(fleet_query):
         kept = real(fleet_query)
-        scanned = real(fleet_query, by_scan=True)
+        scanned = scan_oracle.counted_fleet(fleet_query)
         assert kept == scanned, fleet_query
         compared.append(fleet_query)
         return kept
 
-    monkeypatch.setattr(catalog_selectors, "counted_fleet", counted_fleet)
+    monkeypatch.setattr(catalog_fleet, "counted_fleet", counted_fleet)
     return compared
 
 
@@ -270,7 +272,7 @@ def test_machines_crossing_the_stale_cutoff_between_writes(models_and_gpus, both
         expected = _engine_over_every_machine(query, at, rng).to_dict()
         assert recommendation_for(query, now=at, relax=False).recommendation.to_dict() == expected
     # With no write in between, the same kept counts gave a different answer at each step of the clock.
-    stale_counts = [catalog_selectors.counted_fleet(fq).left_out[STALE] for fq in list(both_ways)]
+    stale_counts = [catalog_fleet.counted_fleet(fq).left_out[STALE] for fq in list(both_ways)]
     assert len(set(stale_counts)) > 5
 
 

@@ -14,8 +14,8 @@ from django.contrib.auth import get_user_model
 from django.db import connection, transaction
 from django.utils import timezone
 
-from catalog import fleet_counts
-from catalog import selectors as catalog_selectors
+from catalog.counting import fleet as catalog_fleet
+from catalog.counting import fleet_counts
 from catalog.models import GpuType, Machine, Provider
 from catalog.services import load_catalog
 from nodelodge.launches import services as launches
@@ -25,6 +25,7 @@ from nodelodge.recommendations.fleet import stale_cutoff
 from nodelodge.recommendations.query import WorkloadQuery, WorkloadQueryForm
 from nodelodge.refresh.services import refresh_provider
 from sizing.fit import fit_thresholds
+from tests.catalog import scan_oracle
 from tests.refresh.conftest import FeedServer
 
 from .test_fleet_counts import assert_kept_counts_are_the_fleets, kept_entries
@@ -42,13 +43,13 @@ LAUNCHES_EACH = 8
 READS = 12
 
 
-def fleet_query(query_string: str) -> catalog_selectors.FleetQuery:
+def fleet_query(query_string: str) -> catalog_fleet.FleetQuery:
     """The catalog's part of a wizard query, as the recommendations core builds it."""
     form = WorkloadQueryForm(dict(part.split("=", 1) for part in query_string.split("&")))
     assert form.is_valid(), form.errors
     query = WorkloadQuery.from_form(form)
     breakdowns = [estimate_for(query)[0]] + [estimate_for(query, bits)[0] for bits in (8, 4)]
-    return catalog_selectors.FleetQuery(
+    return catalog_fleet.FleetQuery(
         stale_cutoff=stale_cutoff(timezone.now()), countries=query.countries,
         fits=tuple(fit_thresholds(breakdown) for breakdown in breakdowns), tier=query.tier,
         max_price_per_hour=query.max_price, budget=query.budget, machines_shown=10, alternatives_shown=5,
@@ -122,8 +123,8 @@ def test_refresh_launch_and_stop_at_once_keep_the_counts_exact(db):
             with transaction.atomic():
                 with connection.cursor() as cursor:
                     cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-                kept = catalog_selectors.counted_fleet(query)
-                scanned = catalog_selectors.counted_fleet(query, by_scan=True)
+                kept = catalog_fleet.counted_fleet(query)
+                scanned = scan_oracle.counted_fleet(query)
             assert kept == scanned
             outcomes["compared"] += 1
 
@@ -156,6 +157,6 @@ def test_refresh_launch_and_stop_at_once_keep_the_counts_exact(db):
     assert_kept_counts_are_the_fleets()
     for preferences in PREFERENCES:
         query = fleet_query(QUERY + preferences)
-        assert catalog_selectors.counted_fleet(query) == catalog_selectors.counted_fleet(query, by_scan=True)
+        assert catalog_fleet.counted_fleet(query) == scan_oracle.counted_fleet(query)
     running = Booking.objects.filter(status="running").count()
     assert running == outcomes["launched"] - outcomes["stopped"]

@@ -4,7 +4,7 @@
 """Fleet counts kept by the writes (PostgreSQL): the wizard counts shapes of machines, not machines.
 
 A machine's *shape* is what the counting query reads of it, with its price apart: the fields the
-availability rule checks (`sizing.availability.RULE`, as compiled by `catalog.availability`) and
+availability rule checks (`sizing.availability.RULE`, as compiled by `catalog.counting.availability_sql`) and
 the machine's tier. `catalog_fleetshape` holds one row per shape (split into chunks of at most
 CHUNK prices), with the shape's distinct prices in order (`prices`, in units of 1/10,000 of a dollar)
 and, for each, how many of the shape's machines cost that price or less (`cum`). Any price band's
@@ -39,6 +39,9 @@ from decimal import Decimal
 from django.db import connection
 
 from catalog import availability
+from catalog.counting import availability_sql
+from catalog.counting.layout import layout
+from catalog.counting.params import named
 from sizing.availability import BEFORE_CUTOFF, OUTSIDE, RULE
 from sizing.limits import PRICE_UNITS  # price_per_gpu_hour has 4 places: integers of 1/10,000
 
@@ -94,7 +97,7 @@ def _projection() -> tuple[list[str], str]:
         if column not in exprs:
             exprs[column] = unless_failed(f"m.{column}", "NULL")
         if check.test not in QUERY_TESTS:
-            fails, params = availability._fails_sql(check, datetime.min, None)
+            fails, params = availability_sql.fails_sql(check, datetime.min, None)
             if params:
                 raise ValueError(f"a check decided at write time takes no values: {check}")
             earlier.append(f"({fails})")
@@ -123,7 +126,7 @@ def _delta_select(source: str) -> str:
     return (
         f"SELECT {_shape_text('p')} AS shape, {plain}, p.price, SUM(p.n)::integer AS n "  # nosec B608
         f"FROM (SELECT {projected}, {price} AS price, m.n FROM ({source}) AS m "
-        f"WHERE {availability.in_fleet_sql()}) AS p "
+        f"WHERE {availability_sql.in_fleet_sql()}) AS p "
         f"GROUP BY {plain}, p.price HAVING SUM(p.n) <> 0"
     )
 
@@ -148,15 +151,23 @@ def _chunked_insert(entries: str, keys: str) -> str:
 
 
 def install_sql() -> list[str]:
-    """The tables, functions and triggers, as statements (PostgreSQL)."""
+    """The tables, functions and triggers, as statements (PostgreSQL): what
+    `catalog/counting/sql/fleet_counts.sql` holds."""
     columns = key_columns()
     typed = ", ".join(f"{c} {COLUMN_TYPES[c]}" for c in columns)
     names = ", ".join(columns)
     new = "SELECT *, 1 AS n FROM fleet_new"
     old = "SELECT *, -1 AS n FROM fleet_old"
-    record = (
-        f"INSERT INTO {DELTAS} (txid, shape, {names}, price, n) SELECT txid_current(), d.* FROM ({{}}) AS d"  # nosec B608
-    )
+
+    def record(rows: str) -> str:
+        """The statement that records the net change of `rows` (catalog_machine rows plus n)."""
+        changes = _delta_select(rows)
+        return layout(
+            f"INSERT INTO {DELTAS} (txid, shape, {names}, price, n) "  # nosec B608
+            f"SELECT txid_current(), d.* FROM ({changes}) AS d",
+            "        ",
+        )
+
     merge_entries = (
         "SELECT shape, price, SUM(n) AS n FROM ("
         "SELECT o.shape, u.price, u.c - coalesce(o.cum[u.i - 1], 0) AS n FROM old AS o "
@@ -184,11 +195,11 @@ def install_sql() -> list[str]:
         f"""CREATE FUNCTION catalog_fleet_track() RETURNS trigger LANGUAGE plpgsql AS $fn$
 BEGIN
     IF TG_OP = 'INSERT' THEN
-        {record.format(_delta_select(new))};
+        {record(new)};
     ELSIF TG_OP = 'UPDATE' THEN
-        {record.format(_delta_select(new + ' UNION ALL ' + old))};
+        {record(new + ' UNION ALL ' + old)};
     ELSE
-        {record.format(_delta_select(old))};
+        {record(old)};
     END IF;
     IF FOUND THEN
         INSERT INTO {PENDING} (txid) VALUES (txid_current()) ON CONFLICT DO NOTHING;
@@ -214,7 +225,7 @@ BEGIN
     d AS (SELECT shape, price, SUM(n) AS n FROM gone GROUP BY shape, price),
     k AS (SELECT DISTINCT ON (shape) shape, {names} FROM gone ORDER BY shape),
     old AS (DELETE FROM {SHAPES} AS s USING k WHERE s.shape = k.shape RETURNING s.shape, s.prices, s.cum)
-    {_chunked_insert(merge_entries, 'SELECT * FROM k')};
+    {layout(_chunked_insert(merge_entries, 'SELECT * FROM k'), '    ')};
 END $fn$""",  # nosec B608
         """CREATE FUNCTION catalog_fleet_merge_at_commit() RETURNS trigger LANGUAGE plpgsql AS $fn$
 BEGIN
@@ -226,7 +237,7 @@ END $fn$""",  # nosec B608
 BEGIN
     {all_stripes}
     DELETE FROM {SHAPES};
-    {_chunked_insert(rebuild_entries, rebuild_keys)};
+    {layout(_chunked_insert(rebuild_entries, rebuild_keys), '    ')};
 END $fn$""",  # nosec B608
         f"""CREATE FUNCTION catalog_fleet_truncated() RETURNS trigger LANGUAGE plpgsql AS $fn$
 BEGIN
@@ -248,34 +259,6 @@ END $fn$""",  # nosec B608
         "DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION catalog_fleet_merge_at_commit()",
         "SELECT catalog_fleet_rebuild()",
     ]
-
-
-def uninstall_sql() -> list[str]:
-    return [
-        "DROP TRIGGER IF EXISTS catalog_fleet_inserted ON catalog_machine",
-        "DROP TRIGGER IF EXISTS catalog_fleet_updated ON catalog_machine",
-        "DROP TRIGGER IF EXISTS catalog_fleet_deleted ON catalog_machine",
-        "DROP TRIGGER IF EXISTS catalog_fleet_truncated ON catalog_machine",
-        f"DROP TABLE IF EXISTS {PENDING}, {DELTAS}, {SHAPES}",
-        "DROP FUNCTION IF EXISTS catalog_fleet_track(), catalog_fleet_merge(), "
-        "catalog_fleet_merge_at_commit(), catalog_fleet_rebuild(), catalog_fleet_truncated()",
-    ]
-
-
-def execute_on_postgresql(schema_editor, statements: list[str]) -> None:
-    """A migration's statements for what the writes keep: PostgreSQL only (the embedded SQLite run
-    counts by reading the machines)."""
-    if schema_editor.connection.vendor == "postgresql":
-        for statement in statements:
-            schema_editor.execute(statement, params=None)
-
-
-def install(schema_editor) -> None:
-    execute_on_postgresql(schema_editor, install_sql())
-
-
-def uninstall(schema_editor) -> None:
-    execute_on_postgresql(schema_editor, uninstall_sql())
 
 
 def merge_pending(cursor) -> None:
@@ -305,16 +288,17 @@ def from_units(units: int) -> Decimal:
 def grouped_sql(
     status_sql: str, status_params: list, memory_edges: Sequence[int], price_edges: Sequence[Decimal],
     screened: int,
-) -> tuple[str, list]:
+) -> tuple[str, dict]:
     """The counting query over the shapes, with the columns of the scan it replaces: status, tier,
     memory bucket, free GPUs, [price bucket], machines, cheapest price, most memory, newest and
     oldest sighting, dearest price. The price bucket of a price is the number of `price_edges` at or
     below it, as `width_bucket` gives it over the machines."""
+    status, params = named(status_sql, status_params, "status")
+    params["memory_edges"] = list(memory_edges) or [0]
     head = (
-        f"{status_sql} AS status, m.tier, "
-        "width_bucket(m.memory_per_gpu_mib::bigint, %s::bigint[]) AS memory_bucket, m.free_gpus"
+        f"{status} AS status, m.tier, "
+        "width_bucket(m.memory_per_gpu_mib::bigint, %(memory_edges)s::bigint[]) AS memory_bucket, m.free_gpus"
     )
-    params = [*status_params, list(memory_edges) or [0]]
     if not price_edges:
         # One band: the whole row; its cheapest and dearest are its first and last price.
         sql = (
@@ -333,18 +317,22 @@ def grouped_sql(
     # band rows on the inner side of the join. The bands are a constant series so the planner's
     # estimate stays small (an estimate of hundreds of bands per row had it compile the query with
     # JIT, 0.3 s, for a 10 ms run).
+    edge_units = [to_units(edge) for edge in price_edges]
+    params["price_edges"] = edge_units
+    params.update({f"below_edge_{number}": units - 1 for number, units in enumerate(edge_units)})
     screened_sql = f"s.status = {int(screened)}"
     banded = (
         "(SELECT s.*, "  # nosec B608
-        f"CASE WHEN {screened_sql} THEN width_bucket(s.prices[1], %s::bigint[]) ELSE 0 END AS first_band, "
-        f"CASE WHEN {screened_sql} THEN width_bucket(s.prices[cardinality(s.prices)], %s::bigint[]) "
-        "ELSE 0 END AS last_band "
+        f"CASE WHEN {screened_sql} THEN width_bucket(s.prices[1], %(price_edges)s::bigint[]) ELSE 0 END "
+        "AS first_band, "
+        f"CASE WHEN {screened_sql} THEN "
+        "width_bucket(s.prices[cardinality(s.prices)], %(price_edges)s::bigint[]) ELSE 0 END AS last_band "
         f"FROM (SELECT {head}, m.memory_per_gpu_mib, m.last_seen_at, m.prices, m.cum "
         f"FROM {SHAPES} m OFFSET 0) AS s OFFSET 0) AS s"
     )
-    edge_units = [to_units(edge) for edge in price_edges]
-    banded_params = [edge_units, edge_units, *params]
-    searches = ", ".join("width_bucket(%s::bigint, s.prices)" for _ in price_edges)
+    searches = ", ".join(
+        f"width_bucket(%(below_edge_{number})s::bigint, s.prices)" for number in range(len(edge_units))
+    )
     sql = (
         "SELECT status, tier, memory_bucket, free_gpus, band, SUM(n), MIN(lo), MAX(memory_per_gpu_mib), "  # nosec B608
         "MAX(last_seen_at), MIN(last_seen_at), MAX(hi) FROM ("
@@ -363,7 +351,6 @@ def grouped_sql(
         "WHERE s.first_band < s.last_band AND b.n > 0"
         ") AS banded GROUP BY 1, 2, 3, 4, 5"
     )
-    params = [*banded_params, *banded_params, *(units - 1 for units in edge_units)]
     return sql, params
 
 

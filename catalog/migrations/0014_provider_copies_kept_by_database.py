@@ -111,6 +111,6 @@ def uninstall(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-    dependencies = [("catalog", "0012_machine_country_price_index")]
+    dependencies = [("catalog", "0013_counting_functions_laid_out")]
 
     operations = [migrations.RunPython(install, uninstall)]

@@ -10,8 +10,8 @@ model (about 15,000 at 100,000 machines) with its machine and a sort for the lat
 is one row per (machine, model, precision) in `catalog_latestspeed`, with everything the answer
 shows of it, so a request filters and reads one table and sorts only ties.
 
-What "latest" means is written once (`latest_sql`): the scan (`catalog.selectors.speed_rows_counted`
-with `by_scan`) and the kept table use the same statement. The table holds every machine the rule
+What "latest" means is written once (`latest_sql`): the tests' scan (`tests/catalog/scan_oracle.py`)
+and the kept table use the same statement. The table holds every machine the rule
 could ever let through, with the rule's columns as they are on catalog_machine (`availability.COLUMNS`,
 same names), so the request applies the one availability rule, stale cutoff included, to it exactly
 as to the machines: nothing here decides what "available" means and nothing needs sweeping when a
@@ -26,7 +26,8 @@ from __future__ import annotations
 
 from django.db import connection
 
-from catalog import availability, fleet_counts
+from catalog import availability
+from catalog.counting.layout import layout
 
 TABLE = "catalog_latestspeed"
 # The machine's columns kept beside the speed: those the availability rule reads, then what the fit,
@@ -61,9 +62,10 @@ def latest_sql(condition: str) -> str:
 
 
 def install_sql() -> list[str]:
-    """The table, its functions and triggers, as statements (PostgreSQL)."""
+    """The table, its functions and triggers, as statements (PostgreSQL): what
+    `catalog/counting/sql/latest_speeds.sql` holds."""
     return [
-        f"CREATE TABLE {TABLE} AS {latest_sql('FALSE')} WITH NO DATA",
+        f"CREATE TABLE {TABLE} AS {layout(latest_sql('FALSE'))} WITH NO DATA",
         f"ALTER TABLE {TABLE} ADD PRIMARY KEY (model_slug, precision, machine_id)",
         f"CREATE INDEX {TABLE}_machine_idx ON {TABLE} (machine_id)",
         *functions_sql(),
@@ -74,21 +76,25 @@ def install_sql() -> list[str]:
 
 
 def functions_sql() -> list[str]:
-    """The functions the triggers call, created or replaced (a migration replaces them when what
-    they run changes)."""
+    """The functions the triggers call, created or replaced."""
     columns = ", ".join(["machine_id", "speed_id", *SPEED_COLUMNS, *MACHINE_COLUMNS])
-    rework = (
-        f"DELETE FROM {TABLE} AS k USING (SELECT DISTINCT id FROM {{ids}}) AS a WHERE k.machine_id = a.id; "  # nosec B608
-        f"INSERT INTO {TABLE} ({columns}) "
-        f"{latest_sql('s.machine_id IN (SELECT id FROM {ids})')};"
-    )
+
+    def rework(ids: str, indent: str) -> str:
+        """The statements that work the rows of the machines `ids` (a FROM item of ids) out again."""
+        condition = f"s.machine_id IN (SELECT id FROM {ids})"  # nosec B608
+        return layout(
+            f"DELETE FROM {TABLE} AS k USING (SELECT DISTINCT id FROM {ids}) AS a WHERE k.machine_id = a.id; "  # nosec B608
+            f"INSERT INTO {TABLE} ({columns}) {latest_sql(condition)};",
+            indent,
+        )
+
     return [
         # Machines written: their rows worked out again (new ones have no speeds yet, gone ones none left).
         f"""CREATE OR REPLACE FUNCTION catalog_latest_speed_machines() RETURNS trigger
 LANGUAGE plpgsql AS $fn$
 BEGIN
     IF TG_OP IN ('INSERT', 'UPDATE') THEN
-        {rework.format(ids='(SELECT id FROM machines_new) AS n')}
+        {rework('(SELECT id FROM machines_new) AS n', '        ')}
     ELSE
         DELETE FROM {TABLE} AS k USING (SELECT DISTINCT id FROM machines_old) AS a WHERE k.machine_id = a.id;
     END IF;
@@ -109,7 +115,7 @@ BEGIN
     END IF;
     PERFORM 1 FROM catalog_machine AS m JOIN unnest(ids) AS a(id) ON m.id = a.id ORDER BY m.id
     FOR NO KEY UPDATE OF m;
-    {rework.format(ids='unnest(ids) AS n(id)')}
+    {rework('unnest(ids) AS n(id)', '    ')}
     RETURN NULL;
 END $fn$""",  # nosec B608
         f"""CREATE OR REPLACE FUNCTION catalog_latest_speed_truncated() RETURNS trigger
@@ -123,7 +129,7 @@ END $fn$""",  # nosec B608
 BEGIN
     LOCK TABLE catalog_machine, catalog_measuredspeed IN SHARE ROW EXCLUSIVE MODE;
     DELETE FROM {TABLE};
-    INSERT INTO {TABLE} ({columns}) {latest_sql('TRUE')};
+    {layout(f'INSERT INTO {TABLE} ({columns}) ' + latest_sql('TRUE'), '    ')};
 END $fn$""",  # nosec B608
     ]
 
@@ -141,26 +147,6 @@ def _triggers(table: str, name: str, function: str) -> list[str]:
         f"{prefix}_truncated AFTER TRUNCATE ON {table} FOR EACH STATEMENT "
         "EXECUTE FUNCTION catalog_latest_speed_truncated()",
     ]
-
-
-def uninstall_sql() -> list[str]:
-    return [
-        *(f"DROP TRIGGER IF EXISTS catalog_latest_speed_machines_{event} ON catalog_machine"
-          for event in ("inserted", "updated", "deleted", "truncated")),
-        *(f"DROP TRIGGER IF EXISTS catalog_latest_speed_speeds_{event} ON catalog_measuredspeed"
-          for event in ("inserted", "updated", "deleted", "truncated")),
-        f"DROP TABLE IF EXISTS {TABLE}",
-        "DROP FUNCTION IF EXISTS catalog_latest_speed_machines(), catalog_latest_speed_speeds(), "
-        "catalog_latest_speed_truncated(), catalog_latest_speed_rebuild()",
-    ]
-
-
-def install(schema_editor) -> None:
-    fleet_counts.execute_on_postgresql(schema_editor, install_sql())
-
-
-def uninstall(schema_editor) -> None:
-    fleet_counts.execute_on_postgresql(schema_editor, uninstall_sql())
 
 
 def rebuild() -> None:

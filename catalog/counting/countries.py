@@ -1,0 +1,62 @@
+"""The wizard's counts per country: where the machines that fit and meet every preference are, and
+the cheapest hourly price in each."""
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import TYPE_CHECKING, NamedTuple
+
+from django.db import connection
+
+from catalog import availability
+from catalog.counting import availability_sql, fit_sql, fleet_counts
+
+if TYPE_CHECKING:
+    from catalog.counting.fleet import FleetQuery
+
+
+class CountryCount(NamedTuple):
+    """The machines in one country that fit and meet every preference."""
+
+    country: str
+    cheapest_hourly: Decimal
+    machines: int
+
+
+def meeting_by_country(query: FleetQuery) -> list[CountryCount]:
+    """Each country holding machines that fit (at `query.fits[0]`) and meet every preference, with
+    the cheapest hourly price there and how many there are, cheapest first (ties by country code).
+    From the kept counts, in one statement: a shape's cheapest machine meets the price limits
+    exactly when any of its machines does, and those that do are the shape's count up to the
+    highest price per GPU-hour within the limits."""
+    status_sql, status_params = availability_sql.status_sql(query.stale_cutoff, query.countries)
+    gpus_sql, gpus_params = fit_sql.gpus_used_sql(query.fits[0])
+    meets, meets_params = ["TRUE"], []
+    if query.tier != "both":
+        meets.append("m.tier = %s")
+        meets_params.append(query.tier)
+    highest, highest_params = [], []
+    for limit in (query.max_price_per_hour, query.budget):
+        if limit is not None:
+            meets.append(f"m.prices[1] * g.gpus <= %s::numeric * {fleet_counts.PRICE_UNITS}")
+            meets_params.append(limit)
+            # price × GPUs within the limit: in whole units of price, at most limit ÷ GPUs, rounded down
+            highest.append(f"FLOOR(%s::numeric * {fleet_counts.PRICE_UNITS} / g.gpus)::bigint")
+            highest_params.append(limit)
+    if highest:
+        counted = f"COALESCE(m.cum[width_bucket(LEAST({', '.join(highest)}), m.prices)], 0)"
+    else:
+        counted = "m.cum[cardinality(m.cum)]"
+    # Fixed SQL and integers; every value is a parameter.
+    sql = (
+        f"SELECT m.country, MIN(m.prices[1] * g.gpus), SUM({counted}) FROM {fleet_counts.SHAPES} m "  # noqa: S608  # nosec B608
+        f"CROSS JOIN LATERAL (SELECT {gpus_sql} AS gpus) AS g "
+        f"WHERE {status_sql} = {availability.SCREENED} AND g.gpus IS NOT NULL AND {' AND '.join(meets)} "
+        "GROUP BY m.country ORDER BY 2, 1"
+    )
+    with connection.cursor() as cursor:
+        fleet_counts.merge_pending(cursor)
+        cursor.execute(sql, [*highest_params, *gpus_params, *status_params, *meets_params])
+        return [
+            CountryCount(country, fleet_counts.from_units(units), int(machines))
+            for country, units, machines in cursor.fetchall()
+        ]

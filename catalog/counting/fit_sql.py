@@ -1,0 +1,25 @@
+"""The fit thresholds of `sizing.fit.fit_thresholds` ((GPUs, MiB per GPU) pairs, fewest GPUs first) as
+SQL over `catalog_machine m` or a table with its columns: the engine decides fit from a machine's
+memory per GPU and free GPUs alone, and these say the same in the database."""
+from __future__ import annotations
+
+
+def gpus_used_sql(thresholds: tuple[tuple[int, int], ...]) -> tuple[str, list]:
+    """CASE expression: GPUs used on a machine, NULL when the workload does not fit on it."""
+    if not thresholds:
+        return "NULL::integer", []
+    parts, params = [], []
+    for gpus, need_mib in thresholds:
+        parts.append("WHEN m.memory_per_gpu_mib >= %s THEN (CASE WHEN m.free_gpus >= %s THEN %s END)")
+        params += [need_mib, gpus, gpus]
+    return "(CASE " + " ".join(parts) + " END)", params
+
+
+def band_sql(thresholds: tuple[tuple[int, int], ...], index: int) -> tuple[str, list]:
+    """Machines that use exactly the index-th threshold's GPU count."""
+    gpus, need_mib = thresholds[index]
+    sql, params = "m.memory_per_gpu_mib >= %s AND m.free_gpus >= %s", [need_mib, gpus]
+    if index:
+        sql += " AND m.memory_per_gpu_mib < %s"
+        params.append(thresholds[index - 1][1])
+    return sql, params

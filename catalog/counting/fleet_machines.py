@@ -1,0 +1,156 @@
+"""The few machines a wizard answer describes, fetched by id once the fleet is counted
+(`catalog.counting.fleet.counted_fleet`): each band of GPUs used walked in price order through the
+price indexes, only between the prices the counts found there."""
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import TYPE_CHECKING
+
+from django.db import connection
+
+from catalog import availability
+from catalog.counting import availability_sql, fit_sql, fleet_counts
+
+if TYPE_CHECKING:
+    from catalog.counting.fleet import FleetQuery
+
+# A band holding at most this many machines is read at the prices the kept counts list for it
+# (an index probe per price) rather than by walking every machine between its cheapest and dearest.
+SPARSE_BAND_MACHINES = 256
+# Up to this many chosen countries, a band is read country by country (`describe_ids`).
+COUNTRY_WALKS = 3
+
+
+def band_prices(
+    query: FleetQuery, bands: dict[tuple[int, int, bool], tuple[Decimal, Decimal]], sparse: set
+) -> dict[tuple[int, int, bool], list[Decimal]]:
+    """For each sparse band, every price per GPU-hour at which the kept counts hold one of its
+    machines (those the rule lets through, of the band's GPUs used, meeting every preference or not
+    as the band says): one statement for all of them."""
+    status_sql, status_params = availability_sql.status_sql(query.stale_cutoff, query.countries)
+    parts, params, keys = [], [], sorted(sparse)
+    for number, (fit_index, band, meets) in enumerate(keys):
+        thresholds = query.fits[fit_index]
+        gpus = thresholds[band][0]
+        band_sql, band_params = fit_sql.band_sql(thresholds, band)
+        meets_parts, meets_params = ["TRUE"], []
+        if query.tier != "both":
+            meets_parts.append("m.tier = %s")
+            meets_params.append(query.tier)
+        for limit in (query.max_price_per_hour, query.budget):
+            if limit is not None:
+                meets_parts.append(f"u.p * {int(gpus)} <= %s")
+                meets_params.append(fleet_counts.to_units(limit))
+        meets_sql = " AND ".join(meets_parts)
+        if not meets:
+            meets_sql = f"NOT ({meets_sql})"
+        low, high = bands[fit_index, band, meets]
+        parts.append(
+            f"SELECT {int(number)} AS band, u.p FROM {fleet_counts.SHAPES} m "  # noqa: S608  # nosec B608
+            "CROSS JOIN LATERAL unnest(m.prices) AS u(p) "
+            f"WHERE {status_sql} = {availability.SCREENED} AND {band_sql} "
+            f"AND u.p >= %s AND u.p <= %s AND {meets_sql}"
+        )
+        params += [*status_params, *band_params, fleet_counts.to_units(low), fleet_counts.to_units(high),
+                   *meets_params]
+    prices: dict[tuple[int, int, bool], set] = {key: set() for key in keys}
+    with connection.cursor() as cursor:
+        cursor.execute(" UNION ".join(parts), params)
+        for number, units in cursor.fetchall():
+            prices[keys[number]].add(fleet_counts.from_units(units))
+    return {key: sorted(found) for key, found in prices.items()}
+
+
+def describe_ids(
+    query: FleetQuery,
+    bands: dict[tuple[int, int, bool], tuple[Decimal, Decimal]],
+    band_prices: dict[tuple[int, int, bool], list[Decimal]],
+) -> list[int]:
+    """Ids of the machines the answer describes: the first `machines_shown` meeting every
+    preference, the first alternatives, and the cheapest meeting every preference at each lower
+    precision, all in the engine's order (hourly price, price per GPU-hour, provider name, machine id,
+    our id). Within a band of GPUs used, hourly price is a fixed multiple of the price per GPU-hour,
+    so each band is read in price order from the price index, between the band's cheapest and
+    dearest price (big GPUs cost more; the index would otherwise walk past every cheaper machine
+    first, and past every dearer one when the band holds fewer machines than it may show), and the
+    bands are merged by a window over the few rows they return."""
+    screened, screened_params = availability_sql.available_sql(query.stale_cutoff, query.countries)
+    parts, params = [], []
+    limits = {}
+    # A choice of a few countries: each band is walked country by country (the index by country and
+    # price), so the walk never passes the other countries' machines. With more, one walk over all.
+    countries = sorted(query.countries) if query.countries is not None else []
+    by_country = " AND m.country = c.code" if 0 < len(countries) <= COUNTRY_WALKS else ""
+    for (fit_index, band, meets), (cheapest_price, dearest_price) in sorted(bands.items()):
+        if fit_index == 0:
+            kind = 0 if meets else 1
+            limit = query.machines_shown if meets else query.alternatives_shown
+        elif meets:
+            kind, limit = fit_index + 1, query.lower_shown  # the cheapest at a lower precision
+        else:
+            continue
+        if limit <= 0:
+            continue
+        limits[kind] = limit
+        thresholds = query.fits[fit_index]
+        gpus = thresholds[band][0]
+        band_sql, band_params = fit_sql.band_sql(thresholds, band)
+        meets_sql, meets_params = _meets_sql(query, gpus)
+        if not meets:
+            meets_sql = f"NOT ({meets_sql})"
+        at_prices, price_params = "", []
+        if (fit_index, band, meets) in band_prices:
+            # A sparse band: only the prices its machines have, each an index probe.
+            at_prices, price_params = " AND m.price_per_gpu_hour = ANY(%s::numeric[])", [
+                band_prices[fit_index, band, meets]
+            ]
+        # Fixed SQL and integers; every value is a parameter.
+        walk = (
+            f"SELECT m.id, {int(kind)} AS kind, m.price_per_gpu_hour * {int(gpus)} AS hourly, "  # noqa: S608  # nosec B608
+            'm.price_per_gpu_hour AS price, p.name COLLATE "C" AS provider, '
+            'm.provider_machine_id COLLATE "C" AS machine FROM catalog_machine m '
+            f"JOIN catalog_provider p ON p.id = m.provider_id "
+            f"WHERE {screened} AND {band_sql} AND {meets_sql}{by_country} "
+            f"AND m.price_per_gpu_hour >= %s AND m.price_per_gpu_hour <= %s{at_prices} "
+            f'ORDER BY m.price_per_gpu_hour, p.name COLLATE "C", m.provider_machine_id COLLATE "C", m.id '
+            f"LIMIT {int(limit)}"
+        )
+        walk_params = [
+            *screened_params, *band_params, *meets_params, cheapest_price, dearest_price, *price_params
+        ]
+        if by_country:
+            # The band's cheapest in each chosen country, each walk in that country's price order.
+            parts.append(
+                f"(SELECT w.* FROM unnest(%s::varchar[]) AS c(code) CROSS JOIN LATERAL ({walk}) AS w)"  # noqa: S608  # nosec B608
+            )
+            params += [countries, *walk_params]
+        else:
+            parts.append(f"({walk})")
+            params += walk_params
+    if not parts:
+        return []
+    keep = " OR ".join(
+        f"(kind = {int(kind)} AND place <= {int(limit)})" for kind, limit in sorted(limits.items())
+    )
+    sql = (
+        "SELECT DISTINCT id FROM (SELECT id, kind, ROW_NUMBER() OVER (PARTITION BY kind "  # noqa: S608  # nosec B608
+        "ORDER BY hourly, price, provider, machine, id) AS place FROM ("
+        + " UNION ALL ".join(parts)
+        + f") AS banded) AS placed WHERE {keep}"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return sorted(row[0] for row in cursor.fetchall())
+
+
+def _meets_sql(query: FleetQuery, gpus: int) -> tuple[str, list]:
+    """Meets every preference on a machine using `gpus` GPUs."""
+    parts, params = ["TRUE"], []
+    if query.tier != "both":
+        parts.append("m.tier = %s")
+        params.append(query.tier)
+    for limit in (query.max_price_per_hour, query.budget):
+        if limit is not None:
+            parts.append("m.price_per_gpu_hour * %s <= %s")
+            params += [gpus, limit]
+    return " AND ".join(parts), params

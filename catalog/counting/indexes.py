@@ -1,0 +1,36 @@
+"""The partial indexes the wizard's band walks read (`catalog.counting.fleet_machines`), with their
+condition compiled from the availability rule: they hold the machines its flag checks let through
+(not gone, the machine and its provider offered). Those checks take no value from the query; the
+figures the rule checks next (memory, free GPUs) are what a walk filters on the index entries."""
+from __future__ import annotations
+
+from catalog import availability
+from sizing.availability import IS_FALSE, IS_SET, RULE
+
+# Tests whose checks the indexes' condition holds, and the condition each passes on.
+INDEXED_TESTS = {IS_SET: "{column} IS NULL", IS_FALSE: "{column}"}
+# What a band walk reads of a machine besides its price: in the index, it filters on the entries alone.
+WALK_COLUMNS = ("memory_per_gpu_mib", "free_gpus", "tier", "country", "last_seen_at", "provider_id",
+                "provider_machine_id", "id")
+
+
+def indexed_condition() -> str:
+    """The rule's flag checks as the condition they let a machine through on, in the rule's order."""
+    parts = [
+        INDEXED_TESTS[check.test].format(column=availability.COLUMNS[check.field])
+        for check in RULE
+        if check.test in INDEXED_TESTS
+    ]
+    return " AND ".join(parts)
+
+
+def install_sql() -> list[str]:
+    """The band walks' indexes: by price (any choice of countries), and by country then price (a few)."""
+    condition = indexed_condition()
+    by_country = ", ".join(column for column in WALK_COLUMNS if column != "country")
+    return [
+        "CREATE INDEX catalog_machine_offer_cover_idx ON catalog_machine (price_per_gpu_hour) "
+        f"INCLUDE ({', '.join(WALK_COLUMNS)}) WHERE {condition}",
+        "CREATE INDEX catalog_machine_country_price_idx ON catalog_machine (country, price_per_gpu_hour) "
+        f"INCLUDE ({by_country}) WHERE {condition}",
+    ]

@@ -1,0 +1,207 @@
+"""Catalog rows as the plain values `sizing` works on: model specs, machine offers, measured speeds,
+and the models offered for a workload. This is the one place that translation is written; the
+fleet and speed queries (`catalog.counting`) build their offers and speeds through it."""
+from __future__ import annotations
+
+from django.db.models import QuerySet
+from django.utils.translation import gettext_lazy
+
+from catalog.models import ImagePipeline, LanguageModel, Machine, MeasuredSpeed, SpeechModel
+from sizing import offers, specs
+from sizing.workloads import CODES as WORKLOADS
+from sizing.workloads import KINDS_BY_WORKLOAD
+
+KIND_ORDER = {"language": 0, "speech": 1, "image": 2}
+# The model list's groups, in the order it shows them: language models split by whether every
+# parameter runs for every token (dense) or only the experts routed to it (mixture of experts).
+MODEL_GROUPS = {
+    "dense": gettext_lazy("Dense language models"),
+    "moe": gettext_lazy("Mixture-of-experts language models"),
+    "speech": gettext_lazy("Speech recognition"),
+    "image": gettext_lazy("Image generation"),
+}
+GROUP_ORDER = {group: index for index, group in enumerate(MODEL_GROUPS)}
+
+
+def model_group(row) -> str:
+    return row.family if row.kind == "language" else row.kind
+
+CatalogModel = LanguageModel | ImagePipeline | SpeechModel
+ModelSpec = specs.LanguageModelSpec | specs.ImagePipelineSpec | specs.SpeechModelSpec
+
+
+def language_model_spec(row: LanguageModel) -> specs.LanguageModelSpec:
+    return specs.LanguageModelSpec(
+        slug=row.slug,
+        name=row.name,
+        parameters=row.parameters,
+        layers=row.layers,
+        attention_heads=row.attention_heads,
+        kv_heads=row.kv_heads,
+        head_dim=row.head_dim,
+        hidden_size=row.hidden_size,
+        intermediate_size=row.intermediate_size,
+        vocab_size=row.vocab_size,
+        max_context=row.max_context,
+        tied_embeddings=row.tied_embeddings,
+        architecture=row.parsed_architecture() if row.architecture else None,
+        active_parameters=row.active_parameters,
+    )
+
+
+def image_pipeline_spec(row: ImagePipeline) -> specs.ImagePipelineSpec:
+    # .all() uses prefetched components when present; the model orders them by `order`.
+    components = sorted(row.components.all(), key=lambda component: (component.order, component.pk))
+    return specs.ImagePipelineSpec(
+        slug=row.slug,
+        name=row.name,
+        components=tuple(
+            specs.ImageComponent(name=c.name, role=c.role, parameters=c.parameters) for c in components
+        ),
+        native_resolution=row.native_resolution or None,
+    )
+
+
+def speech_model_spec(row: SpeechModel) -> specs.SpeechModelSpec:
+    return specs.SpeechModelSpec(
+        slug=row.slug,
+        name=row.name,
+        parameters=row.parameters,
+        decoder_layers=row.decoder_layers,
+        d_model=row.d_model,
+        attention_heads=row.attention_heads,
+        max_source_positions=row.max_source_positions,
+        max_target_positions=row.max_target_positions,
+        extra={"encoder_layers": row.encoder_layers, "vocab_size": row.vocab_size},
+    )
+
+
+def model_spec(row: CatalogModel) -> ModelSpec:
+    """The sizing spec for a row of any of the three kinds."""
+    if isinstance(row, LanguageModel):
+        return language_model_spec(row)
+    if isinstance(row, ImagePipeline):
+        return image_pipeline_spec(row)
+    return speech_model_spec(row)
+
+
+# What the engine's record of a measured speed holds: its fields, the model's columns alike.
+SPEED_FIELDS = (
+    "model_slug", "precision", "value", "unit", "measured_at", "gpus", "engine", "engine_version",
+    "concurrency", "input_tokens", "output_tokens", "measured_by", "source",
+)
+
+
+def measured_speed(row: MeasuredSpeed) -> offers.MeasuredSpeed:
+    return offers.MeasuredSpeed(**{field: getattr(row, field) for field in SPEED_FIELDS})
+
+
+# What an offer reads of a machine: offer field -> the machine's column, through its relations.
+# Both ways of reading machines below go through this one table.
+OFFER_COLUMNS = {
+    "id": "id",
+    "provider": "provider__name",
+    "tier": "tier",
+    "provider_machine_id": "provider_machine_id",
+    "gpu_type": "gpu_type__name",
+    "gpu_count": "gpu_count",
+    "free_gpus": "free_gpus",
+    "memory_per_gpu_mib": "memory_per_gpu_mib",
+    "memory_source": "memory_source",
+    "country": "country",
+    "region": "region",
+    "price_per_gpu_hour": "price_per_gpu_hour",
+    "interruptible": "interruptible",
+    "booking_limit_hours": "booking_limit_hours",
+    "last_seen": "last_seen_at",
+    "datasheet_memory_mib": "gpu_type__memory_mib",
+    "memory_flag": "memory_flag",
+    "is_available": "is_available",
+    "provider_active": "provider_is_active",
+    "gone": "gone_at",
+}
+
+
+def _offer(values: dict, speeds: tuple) -> offers.MachineOffer:
+    """An offer from its columns (`OFFER_COLUMNS`' values as keys) and its measured speeds."""
+    fields = {field: values[column] for field, column in OFFER_COLUMNS.items()}
+    fields.update(
+        country=fields["country"] or None, memory_flag=fields["memory_flag"] or None,
+        gone=fields["gone"] is not None, measured_speeds=speeds,
+    )
+    return offers.MachineOffer(**fields)
+
+
+def machine_offer(row: Machine) -> offers.MachineOffer:
+    """One machine's offer (Launch's re-check under the row lock)."""
+    values = {}
+    for column in OFFER_COLUMNS.values():
+        value = row
+        for part in column.split("__"):
+            value = getattr(value, part)
+        values[column] = value
+    speeds = row.measured_speeds.order_by("model_slug", "precision", "pk")
+    return _offer(values, tuple(measured_speed(speed) for speed in speeds))
+
+
+def machine_offers(queryset: QuerySet[Machine] | None = None) -> list[offers.MachineOffer]:
+    """The offers of the machines in `queryset`, in its order: their columns read as values (model
+    instances cost four times as much to build for the answer's hundred machines), their speeds in
+    one more query."""
+    queryset = Machine.objects.all() if queryset is None else queryset
+    rows = list(queryset.values(*OFFER_COLUMNS.values()))
+    if not rows:
+        return []
+    speeds: dict[int, list] = {}
+    measured = MeasuredSpeed.objects.filter(machine__in=queryset.values("id"))
+    # Ordered by machine first, so the planner reads the few machines' speeds through the machine
+    # index whatever its statistics say (ordered by model first it may walk every speed in the table).
+    # Read as values too, each straight into the engine's record.
+    for machine_id, *fields in measured.order_by("machine_id", "model_slug", "precision", "pk").values_list(
+        "machine_id", *SPEED_FIELDS
+    ):
+        speed = offers.MeasuredSpeed(**dict(zip(SPEED_FIELDS, fields, strict=True)))
+        speeds.setdefault(machine_id, []).append(speed)
+    return [_offer(values, tuple(speeds.get(values["id"], ()))) for values in rows]
+
+
+def _first_active(model, slug: str):
+    queryset = model.objects.filter(slug=slug, is_active=True)
+    if model is ImagePipeline:
+        queryset = queryset.prefetch_related("components")
+    return queryset.first()
+
+
+def get_model(slug: str) -> CatalogModel | None:
+    """The active catalog row with this slug, whichever kind it is; None when there is none."""
+    for model in (LanguageModel, SpeechModel, ImagePipeline):
+        row = _first_active(model, slug)
+        if row is not None:
+            return row
+    return None
+
+
+def get_model_spec(slug: str) -> ModelSpec | None:
+    row = get_model(slug)
+    return None if row is None else model_spec(row)
+
+
+def _sort_key(row: CatalogModel) -> tuple:
+    parameters = row.parameters
+    # Unpublished totals sort last within their kind.
+    return (GROUP_ORDER[model_group(row)], parameters is None, parameters or 0, row.name, row.slug)
+
+
+def models_for_workload(workload: str) -> list[CatalogModel]:
+    """Active catalog rows suited to a workload, ordered by group (MODEL_GROUPS), parameters, then name."""
+    if workload not in KINDS_BY_WORKLOAD:
+        raise ValueError(f"Unknown workload {workload!r}; expected one of {', '.join(WORKLOADS)}.")
+    rows: list[CatalogModel] = []
+    kinds = KINDS_BY_WORKLOAD[workload]
+    if "language" in kinds:
+        rows += LanguageModel.objects.filter(is_active=True)
+    if "speech" in kinds:
+        rows += SpeechModel.objects.filter(is_active=True)
+    if "image" in kinds:
+        rows += ImagePipeline.objects.filter(is_active=True).prefetch_related("components")
+    return sorted(rows, key=_sort_key)
