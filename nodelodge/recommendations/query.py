@@ -16,8 +16,6 @@ from decimal import Decimal
 from urllib.parse import urlencode
 
 from django import forms
-from django.core.exceptions import ValidationError
-from django.utils.formats import get_format
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
@@ -34,11 +32,11 @@ from sizing.limits import (
     MAX_TARGET_TOKENS_PER_S,
 )
 from sizing.throughput_plan import DEFAULT_EFFICIENCY_PERCENT, DEFAULT_REDUNDANCY
-from sizing.units import NumberNotRead, read_number
 from sizing.workloads import BY_CODE, DEFAULT_WORKLOAD, WIZARD_CODES, workload
 
 from .messages import MESSAGES, error_words, form_errors
 from .sorts import CONFIDENCE_FILTERS, DEFAULT_SORT, GROUPS, SORT_CHOICES
+from .typed_numbers import TypedDecimalField, TypedIntegerField
 
 WORKLOAD_CHOICES = [(code, BY_CODE[code].label) for code in WIZARD_CODES]
 PRECISIONS = [("16", _("16-bit")), ("8", _("8-bit")), ("4", _("4-bit"))]
@@ -87,73 +85,6 @@ class QueryError(Exception):
     def __init__(self, errors: dict[str, str]):
         super().__init__("; ".join(f"{k}: {v}" for k, v in errors.items()))
         self.errors = errors
-
-
-# --- numbers as typed: the page's language, or plain for the API and the commands ------------------
-
-def number_marks(language: str) -> tuple[str, str]:
-    """The decimal mark and the thousands separator of a language ("." and "," in English)."""
-    return get_format("DECIMAL_SEPARATOR", language), get_format("THOUSAND_SEPARATOR", language)
-
-
-def typed_number(text: str, language: str | None) -> Decimal:
-    """A number as typed on a page in `language` (`sizing.units.read_number`: 12,50 and 1.000 in
-    German, 12.50 and 1,000 in English), or, with no language (the API, the commands, the addresses
-    this module writes), a plain decimal with a dot: 12.50, 1000. NumberNotRead otherwise."""
-    if language is None:
-        try:
-            number = Decimal(str(text).strip())
-        except ArithmeticError:
-            raise NumberNotRead(text) from None
-        if not number.is_finite():
-            raise NumberNotRead(text)
-        return number
-    return read_number(str(text), *number_marks(language))
-
-
-class TypedDecimalField(forms.DecimalField):
-    """A decimal field that reads numbers as the page's language writes them (`language`, set by the
-    form); without one it reads them as Django does (the API and the commands stay dot-decimal)."""
-
-    language: str | None = None
-
-    def to_python(self, value):
-        if self.language is None or value in self.empty_values:
-            return super().to_python(value)
-        try:
-            return typed_number(value, self.language)
-        except NumberNotRead:
-            raise ValidationError(self.error_messages["invalid"], code="invalid") from None
-
-    def run_validators(self, value):
-        """Each message once: a figure past the limit fails the limit and the count of its digits,
-        which say the same sentence."""
-        try:
-            super().run_validators(value)
-        except ValidationError as error:
-            raise ValidationError(list(dict.fromkeys(error.messages))) from None
-
-
-class TypedIntegerField(forms.IntegerField):
-    """A whole-number field that reads 4.096 on a German page and 4,096 on an English one as 4096."""
-
-    language: str | None = None
-    WHOLE_DIGITS = 18  # more is past every limit: refused before it is made a Python int
-
-    def to_python(self, value):
-        if self.language is None or value in self.empty_values:
-            return super().to_python(value)
-        try:
-            number = typed_number(value, self.language)
-        except NumberNotRead:
-            raise ValidationError(self.error_messages["invalid"], code="invalid") from None
-        if number.adjusted() > self.WHOLE_DIGITS:
-            raise ValidationError(
-                self.error_messages["max_value"], code="max_value", params={"limit_value": self.max_value}
-            )
-        if number != number.to_integral_value():
-            raise ValidationError(self.error_messages["invalid"], code="invalid")
-        return int(number)
 
 
 class WorkloadQueryForm(forms.Form):
@@ -428,7 +359,7 @@ def _or_default(value, default):
 def parse_query(data, number_language: str | None = None) -> WorkloadQuery:
     """The query from a query string's values (QueryDict or dict), each left out at its default
     (`with_defaults`), validated; QueryError otherwise. Numbers are plain dot decimals, or as the
-    page's `number_language` writes them (`typed_number`)."""
+    page's `number_language` writes them (`typed_numbers.typed_number`)."""
     form = WorkloadQueryForm(with_defaults(normalize_query(data)), number_language=number_language)
     if not form.is_valid():
         raise QueryError(form_errors(form))

@@ -14,7 +14,7 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from nodelodge.recommendations.messages import MESSAGES, filled
-from nodelodge.recommendations.query import TypedDecimalField, TypedIntegerField, typed_number
+from nodelodge.recommendations.typed_numbers import TypedDecimalField, TypedIntegerField, typed_number
 from sizing.limits import MAX_GPU_COUNT_MEASURED, MAX_GPU_COUNT_TARGET, MAX_PARAMETERS, MAX_REDUNDANCY_GPUS
 from sizing.units import NumberNotRead
 
