@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from django.conf import settings
+from django.test import override_settings
 
 TESTS = Path(__file__).resolve().parent
 
@@ -74,10 +75,6 @@ def pytest_configure(config):
             "The tests run on PostgreSQL or SQLite: set DATABASE_URL (bin/test does), "
             f"got engine {database['ENGINE']!r}."
         )
-    # Production's password hasher costs about a quarter of a second of CPU per hash, paid for every
-    # user a test creates or signs in; what the tests check does not depend on the hash's strength
-    # (production settings are checked in their own processes, which this does not reach).
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     config.pluginmanager.register(PostgresqlOnly(), "nodelodge-postgresql-only")
 
 
@@ -167,19 +164,14 @@ def _english_between_tests():
 
 
 @pytest.fixture(autouse=True)
-def _page_rate_limit_off(settings):
-    """Many tests ask the wizard page far more often than a person would, all from one address; the
-    page limit has its own tests (tests/hardening/test_page_limits.py), which turn it on."""
-    settings.PAGE_RATE_LIMIT = "off"
-
-
-@pytest.fixture(autouse=True)
-def _mail_rate_limits_off(settings):
-    """Sign-up and password-reset tests all post from one address; those limits have their own tests
-    (tests/hardening/test_mail_limits.py), which turn them on."""
-    settings.SIGNUP_RATE_LIMIT = "off"
-    settings.PASSWORD_RESET_RATE_LIMIT = "off"
-    settings.PASSWORD_RESET_EMAIL_RATE_LIMIT = "off"
+def _rate_limits_as_marked(request):
+    """The per-address limits are off in tests/settings.py; `@pytest.mark.rate_limits` turns them on
+    at their production values for the tests of a limit (a test may still set the value it tests)."""
+    if request.node.get_closest_marker("rate_limits") is None:
+        yield
+        return
+    with override_settings(**settings.PRODUCTION_RATE_LIMITS):
+        yield
 
 
 @pytest.fixture

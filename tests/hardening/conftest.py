@@ -27,12 +27,6 @@ QUERY_FIELDS = (
 )
 
 
-@pytest.fixture(autouse=True)
-def _api_rate_limit_off(settings):
-    """Fuzzing sends thousands of requests from one address; the rate-limit tests turn it back on."""
-    settings.API_RATE_LIMIT = "off"
-
-
 def add_fleet() -> dict[str, Machine]:
     secure = Provider.objects.create(name="Harbor Compute", slug="harbor", tier="secure")
     community = Provider.objects.create(name="Attic Hosts", slug="attic", tier="community")

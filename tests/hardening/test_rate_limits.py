@@ -10,7 +10,8 @@ from django.urls import reverse
 
 from catalog.models import Machine
 
-pytestmark = pytest.mark.django_db
+# The per-address limits on at their production values; each test sets the one it tests.
+pytestmark = [pytest.mark.django_db, pytest.mark.rate_limits]
 
 LLAMA_8B = "workload=inference&model=llama-3-1-8b&precision=16&context=4096&requests=1"
 CLOSED_REDIS = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache",
@@ -129,12 +130,6 @@ def test_a_good_sign_in_resets_the_failure_count(client, django_user_model):
 
 
 OFFICE = "198.51.100.7"
-
-
-@pytest.fixture(autouse=True)
-def _quick_password_hashing(settings):
-    """Sixty sign-ins each hash a password; the lockout rules do not depend on how slowly."""
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
 def sign_in(client, username, password, address=OFFICE):

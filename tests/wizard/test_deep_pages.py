@@ -19,12 +19,6 @@ pytestmark = pytest.mark.django_db
 FLEET = 1_150  # past the window, so its edge is crossed
 
 
-@pytest.fixture(autouse=True)
-def _api_rate_limit_off(settings):
-    settings.API_RATE_LIMIT = "off"
-    settings.PAGE_RATE_LIMIT = "off"
-
-
 @pytest.fixture
 def generated_fleet(providers):
     """1,150 machines that fit the 8B query, with many ties of hourly price and price per GPU, so

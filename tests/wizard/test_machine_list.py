@@ -10,12 +10,6 @@ from .conftest import LLAMA_8B
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture(autouse=True)
-def _api_rate_limit_off(settings):
-    """These tests ask the API many times a minute from one address; the limit has its own tests."""
-    settings.API_RATE_LIMIT = "off"
-
-
 def api(client, query):
     response = client.get("/api/v1/recommendations?" + query)
     return response.status_code, response.json()
