@@ -1,24 +1,7 @@
-import csv
-from pathlib import Path
-
 import pytest
-from django.conf import settings
 
 from catalog.services import load_catalog
-
-
-def reference_dir() -> Path:
-    """The published figures the catalog is checked against: a copy kept in the repository (with
-    their sources), so the check runs on any machine."""
-    folder = Path(settings.BASE_DIR) / "catalog" / "data" / "reference"
-    if not folder.is_dir():
-        pytest.fail(f"The published reference figures are missing: expected the folder {folder}.")
-    return folder
-
-
-def read_reference(name: str) -> list[dict]:
-    with open(reference_dir() / name, newline="", encoding="utf-8") as handle:
-        return list(csv.DictReader(handle))
+from tests.factories import load_shipped_models_and_gpus
 
 
 @pytest.fixture
@@ -29,4 +12,4 @@ def catalog(db):
 
 @pytest.fixture
 def models_only(db):
-    return load_catalog(fleet=False)
+    return load_shipped_models_and_gpus()

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-LLAMA_8B = "workload=inference&model=llama-3-1-8b&precision=16&context=4096&requests=1"
+from tests.helpers import LLAMA_8B
 
 
 @pytest.mark.parametrize(

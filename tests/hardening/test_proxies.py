@@ -7,7 +7,7 @@ import json
 import pytest
 from django.urls import reverse
 
-from .conftest import production_env, run_python
+from .helpers import production_env, run_python
 
 # A production process (DEBUG=0) answering plain-HTTP requests with the given headers.
 ANSWERS = """

@@ -9,11 +9,11 @@ from django.test import override_settings
 from django.urls import reverse
 
 from catalog.models import Machine
+from tests.helpers import LLAMA_8B
 
 # The per-address limits on at their production values; each test sets the one it tests.
 pytestmark = [pytest.mark.django_db, pytest.mark.rate_limits]
 
-LLAMA_8B = "workload=inference&model=llama-3-1-8b&precision=16&context=4096&requests=1"
 CLOSED_REDIS = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache",
                             "LOCATION": "redis://127.0.0.1:1/0"}}
 

@@ -16,8 +16,7 @@ from django.utils import timezone
 from catalog import selectors as catalog_selectors
 from catalog.models import GpuType, Machine, MeasuredSpeed, Provider
 from catalog.services import drop_speeds_of_other_gpu_types, load_catalog
-
-from .test_latest_speeds import assert_kept_rows_are_the_fleets, kept_rows
+from tests.kept_counts import assert_kept_rows_are_the_fleets, kept_rows
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),

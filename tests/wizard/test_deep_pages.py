@@ -11,8 +11,7 @@ from django.utils import timezone
 from catalog.models import GpuType, Machine
 from nodelodge.recommendations import selectors
 from nodelodge.recommendations.query import parse_query
-
-from .conftest import LLAMA_8B
+from tests.helpers import LLAMA_8B
 
 pytestmark = pytest.mark.django_db
 

@@ -4,8 +4,7 @@ from decimal import Decimal
 import pytest
 
 from nodelodge.recommendations.query import SORTS, parse_query
-
-from .conftest import LLAMA_8B
+from tests.helpers import LLAMA_8B
 
 pytestmark = pytest.mark.django_db
 

@@ -5,7 +5,7 @@ import re
 import pytest
 from django.test import override_settings
 
-from .conftest import LLAMA_8B
+from tests.helpers import LLAMA_8B
 
 pytestmark = pytest.mark.django_db
 
