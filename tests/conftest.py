@@ -53,6 +53,9 @@ SLOW_TESTS = {
     "throughput/test_latest_speeds.py::test_kept_latest_speeds_equal_the_scan_through_every_write_path",
     "throughput/test_latest_speeds.py::test_plans_equal_those_over_every_speed_through_every_write_path",
     "i18n/test_catalogs.py::test_the_console_catalog_holds_exactly_what_the_code_marks",  # makemessages
+    "matching/test_fit_thresholds.py::test_thresholds_give_the_planners_gpu_count_on_every_machine_shape",
+    "wizard/test_relax.py::test_an_empty_answer_with_every_hint_costs_as_many_statements_whatever_the_fleet",
+    "wizard/test_wizard_view.py::test_query_count_does_not_grow_with_the_fleet",
 }
 # Fixtures that start something (a worker, a server, a subprocess): any test using one is slow.
 SLOW_FIXTURES = {"celery_worker", "live_server", "production_response"}

@@ -52,35 +52,51 @@ _numbers = count(1)
 
 # Catalog rows ------------------------------------------------------------------------------------
 
-# What load_catalog(fleet=False) writes, parents first.
+# What load_catalog writes, parents first: the shipped models and GPU types, then the demo fleet.
 SHIPPED_MODELS = (LanguageModel, ImagePipeline, ImageComponent, SpeechModel, GpuType)
-_shipped: tuple[dict[str, int], list[tuple[type, list[dict]]]] | None = None
+DEMO_FLEET = (Provider, Machine, MeasuredSpeed)
+_loaded: dict[bool, tuple] = {}
 
 
-def load_shipped_models_and_gpus() -> dict[str, int]:
-    """The shipped models and GPU types, as `load_catalog(fleet=False)` loads them (and its counts).
+def _rows(models) -> list[tuple[type, list[dict]]]:
+    return [
+        (model, [{field.attname: getattr(row, field.attname) for field in model._meta.concrete_fields}
+                 for row in model.objects.order_by("pk")])
+        for model in models
+    ]
+
+
+def load_shipped_catalog(fleet: bool = True) -> dict[str, int]:
+    """The shipped catalog, as `load_catalog(fleet)` loads it now (and its counts).
 
     The first call of a run is load_catalog itself; later calls copy the rows it wrote, ids included,
-    in one statement per table (load_catalog asks and writes each of some 120 rows one by one, over a
-    second per test that needs the catalog, and is tested as such in tests/catalog)."""
-    global _shipped
-    if _shipped is None:
-        counts = load_catalog(fleet=False)
-        rows = [
-            (model, [{field.attname: getattr(row, field.attname) for field in model._meta.concrete_fields}
-                     for row in model.objects.order_by("pk")])
-            for model in SHIPPED_MODELS
-        ]
-        _shipped = (counts, rows)
+    in one statement per table, with the demo machines seen now as a load now would see them
+    (load_catalog asks and writes each of some 120 models and 200 machines one by one, seconds per
+    test that needs the catalog; it is tested as such in tests/catalog)."""
+    models = SHIPPED_MODELS + (DEMO_FLEET if fleet else ())
+    if fleet not in _loaded:
+        loaded_at = timezone.now()
+        counts = load_catalog(fleet=fleet, now=loaded_at)
+        _loaded[fleet] = (counts, _rows(models), loaded_at)
         return counts
-    counts, rows = _shipped
+    counts, rows, loaded_at = _loaded[fleet]
+    later = timezone.now() - loaded_at
     for model, values in rows:
+        if model is Machine:
+            # Seen when loaded (load_catalog's now), moved to this load's now; created and updated now.
+            values = [row | {"last_seen_at": row["last_seen_at"] and row["last_seen_at"] + later,
+                             "gone_at": row["gone_at"] and row["gone_at"] + later} for row in values]
         model.objects.bulk_create([model(**row) for row in values])
     # Later rows get ids after the copied ones, as after a load (PostgreSQL keeps them in sequences).
     with connection.cursor() as cursor:
-        for statement in connection.ops.sequence_reset_sql(no_style(), SHIPPED_MODELS):
+        for statement in connection.ops.sequence_reset_sql(no_style(), models):
             cursor.execute(statement)
     return dict(counts)
+
+
+def load_shipped_models_and_gpus() -> dict[str, int]:
+    """The shipped models and GPU types, as `load_catalog(fleet=False)` loads them."""
+    return load_shipped_catalog(fleet=False)
 
 
 def make_provider(name: str = "Alpine Compute", tier: str = "secure", slug: str | None = None, **fields) -> Provider:

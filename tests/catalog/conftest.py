@@ -1,13 +1,12 @@
 import pytest
 
-from catalog.services import load_catalog
-from tests.factories import load_shipped_models_and_gpus
+from tests.factories import load_shipped_catalog, load_shipped_models_and_gpus
 
 
 @pytest.fixture
 def catalog(db):
     """The shipped catalog with the demo fleet."""
-    return load_catalog()
+    return load_shipped_catalog()
 
 
 @pytest.fixture
