@@ -8,7 +8,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from nodelodge.refresh.feeds.base import GpuTypeIndex, GpuTypeRef
-from tests.factories import H100_MIB, RTX_4090_MIB  # noqa: F401 - the memories the records carry
+from tests.factories import H100_MIB
 
 # How long a held answer may wait for the test to let it go; only reached if a test fails midway.
 HOLD_LIMIT_SECONDS = 15

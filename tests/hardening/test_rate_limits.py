@@ -234,3 +234,13 @@ def test_concurrent_calls_from_one_client_are_admitted_exactly_up_to_the_limit(s
 
     assert admitted.count(True) == 120
     assert admitted.count(False) == 180
+
+
+def test_the_limit_tests_run_with_the_production_limits(settings):
+    """tests/settings.py turns the per-address limits off; this module's rate_limits marker puts back
+    the values the console runs with."""
+    from nodelodge import settings as console
+
+    assert settings.API_RATE_LIMIT == console.API_RATE_LIMIT != "off"
+    assert settings.PAGE_RATE_LIMIT == console.PAGE_RATE_LIMIT != "off"
+    assert settings.PASSWORD_RESET_EMAIL_RATE_LIMIT == console.PASSWORD_RESET_EMAIL_RATE_LIMIT != "off"
