@@ -2,14 +2,16 @@
 default `bin/run` uses (bin/test runs both). Tests that are PostgreSQL-only by nature carry
 `@pytest.mark.postgresql(reason=...)` and are deselected, with their reasons counted, on SQLite."""
 import os
-import time
 from collections import Counter
 from pathlib import Path
 
 import pytest
 from django.conf import settings
+from django.test import override_settings
 
 TESTS = Path(__file__).resolve().parent
+# The hand-made fleet's fixtures (models_and_gpus, providers, make_machine, small_fleet).
+pytest_plugins = ["tests.fleet_fixtures"]
 
 # The developer's fast lane, `-m "not browser and not slow"`, leaves these to the full run (CI runs
 # everything). Whole modules that start processes, workers or servers, race threads, or run many
@@ -26,19 +28,34 @@ SLOW_MODULES = {
     "hardening/test_proxies.py",  # a production process behind a proxy
     "hardening/test_schemathesis.py",  # every API operation against its schema
     "launches/test_concurrency.py",  # threads racing for the last GPU
+    "matching/test_properties.py",  # hypothesis: generated fleets and needs
+    "sizing/test_properties.py",  # hypothesis: hundreds of generated workloads per property
+    "sizing/test_architecture_properties.py",  # hypothesis: generated architectures
+    "hardening/test_hung_redis.py",  # a Redis that never answers, waited on until the breaker opens
+    "throughput/test_latest_speeds_concurrency.py",  # threads writing speeds and reading at once
     "refresh/test_feed_fuzzing.py",  # hypothesis: malformed feeds
     "refresh/test_refresh_with_worker.py",  # a real Celery worker
     "wizard/test_embedded_sqlite.py",  # manage.py in subprocesses on SQLite
     "wizard/test_fleet_counts_concurrency.py",  # threads refreshing, launching and reading at once
 }
-# Single tests elsewhere that run over a whole or generated fleet, or several of them:
+# Single tests elsewhere that run over a whole or generated fleet, or several of them (the differential
+# sweeps: the engine, the ORM and the SQL compared machine by machine over random fleets):
 SLOW_TESTS = {
     "catalog/test_generate_fleet.py::test_generated_machines_pass_model_validation",
     "catalog/test_shipped_catalog.py::test_demo_fleet_machines_satisfy_model_validation",
     "refresh/test_refresh_in_bulk.py::test_query_count_does_not_grow_per_machine",
     "wizard/test_counted_fleet.py::test_the_counted_answer_equals_the_engine_over_every_machine",
     "wizard/test_fleet_counts.py::test_kept_counts_equal_the_scan_through_every_write_path",
+    "wizard/test_fleet_counts.py::test_shapes_holding_many_prices_are_split_at_every_price_limit_as_the_scan_splits_them",
+    "wizard/test_counted_fleet.py::test_each_countrys_machines_and_cheapest_price_equal_that_countrys_own_count",
+    "wizard/test_counted_fleet.py::test_the_countries_hint_equals_the_engine_country_by_country",
+    "wizard/test_deep_pages.py::test_every_reachable_page_lists_the_machines_it_listed_before_in_the_same_order",
+    "throughput/test_latest_speeds.py::test_kept_latest_speeds_equal_the_scan_through_every_write_path",
+    "throughput/test_latest_speeds.py::test_plans_equal_those_over_every_speed_through_every_write_path",
     "i18n/test_catalogs.py::test_the_console_catalog_holds_exactly_what_the_code_marks",  # makemessages
+    "matching/test_fit_thresholds.py::test_thresholds_give_the_planners_gpu_count_on_every_machine_shape",
+    "wizard/test_relax.py::test_an_empty_answer_with_every_hint_costs_as_many_statements_whatever_the_fleet",
+    "wizard/test_wizard_view.py::test_query_count_does_not_grow_with_the_fleet",
 }
 # Fixtures that start something (a worker, a server, a subprocess): any test using one is slow.
 SLOW_FIXTURES = {"celery_worker", "live_server", "production_response"}
@@ -74,10 +91,6 @@ def pytest_configure(config):
             "The tests run on PostgreSQL or SQLite: set DATABASE_URL (bin/test does), "
             f"got engine {database['ENGINE']!r}."
         )
-    # Production's password hasher costs about a quarter of a second of CPU per hash, paid for every
-    # user a test creates or signs in; what the tests check does not depend on the hash's strength
-    # (production settings are checked in their own processes, which this does not reach).
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     config.pluginmanager.register(PostgresqlOnly(), "nodelodge-postgresql-only")
 
 
@@ -167,25 +180,20 @@ def _english_between_tests():
 
 
 @pytest.fixture(autouse=True)
-def _page_rate_limit_off(settings):
-    """Many tests ask the wizard page far more often than a person would, all from one address; the
-    page limit has its own tests (tests/hardening/test_page_limits.py), which turn it on."""
-    settings.PAGE_RATE_LIMIT = "off"
-
-
-@pytest.fixture(autouse=True)
-def _mail_rate_limits_off(settings):
-    """Sign-up and password-reset tests all post from one address; those limits have their own tests
-    (tests/hardening/test_mail_limits.py), which turn them on."""
-    settings.SIGNUP_RATE_LIMIT = "off"
-    settings.PASSWORD_RESET_RATE_LIMIT = "off"
-    settings.PASSWORD_RESET_EMAIL_RATE_LIMIT = "off"
+def _rate_limits_as_marked(request):
+    """The per-address limits are off in tests/settings.py; `@pytest.mark.rate_limits` turns them on
+    at their production values for the tests of a limit (a test may still set the value it tests)."""
+    if request.node.get_closest_marker("rate_limits") is None:
+        yield
+        return
+    with override_settings(**settings.PRODUCTION_RATE_LIMITS):
+        yield
 
 
 @pytest.fixture
 def feed_server():
     """Provider feeds served by a real HTTP server on loopback (refresh, fleet counts, kept speeds)."""
-    from tests.refresh.conftest import FeedServer
+    from tests.feeds import FeedServer
 
     server = FeedServer()
     server.thread.start()
@@ -202,8 +210,3 @@ def behind_nginx(settings):
     settings.PROXY_READ_TIMEOUT_SECONDS = 60
     settings.PROXY_DEADLINE_MARGIN_SECONDS = 5
     return settings
-
-
-def started(seconds_ago: float) -> dict[str, str]:
-    """The header nginx stamps on a request it received `seconds_ago`."""
-    return {"X-Request-Start": f"t={time.time() - seconds_ago:.3f}"}

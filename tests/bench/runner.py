@@ -63,6 +63,7 @@ SERVER_ENV = {
     "API_RATE_LIMIT": "1000000/min",
     "PAGE_RATE_LIMIT": "1000000/min",
     "LOG_LEVEL": "ERROR",
+    "DJANGO_SETTINGS_MODULE": "nodelodge.settings",  # the console's own, also when pytest starts it
 }
 
 

@@ -119,3 +119,30 @@ BY_SLUG = {
     "qwen3-next-80b-a3b": QWEN3_NEXT, "glm-4-5-air": GLM_4_5_AIR, "mistral-small-3-2-24b": MISTRAL_SMALL_3_2,
     "phi-4": PHI_4,
 }
+
+# A Llama-shaped config.json, as the admin's import reads it.
+LLAMA_LIKE_CONFIG = {
+    "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096,
+    "intermediate_size": 14336, "num_hidden_layers": 32, "num_attention_heads": 32,
+    "num_key_value_heads": 8, "vocab_size": 128256, "max_position_embeddings": 131072,
+    "tie_word_embeddings": False,
+}
+
+# The language models the catalog must ship.
+REQUIRED_SLUGS = [
+    "llama-3-1-8b", "llama-3-1-70b", "llama-3-1-405b", "llama-3-2-1b", "llama-3-2-3b", "llama-2-7b",
+    "llama-2-70b", "mistral-7b-v0-3", "mixtral-8x7b", "qwen2-5-7b", "qwen2-5-14b", "qwen2-5-32b",
+    "qwen2-5-72b", "gemma-2-9b", "gemma-2-27b", "phi-3-mini-4k", "deepseek-r1-distill-qwen-32b",
+    "deepseek-v3",
+]
+# reference/llms.csv names -> catalog slugs
+LLM_SLUGS = dict(zip(
+    [
+        "Llama-3.1-8B", "Llama-3.1-70B", "Llama-3.1-405B", "Llama-3.2-1B", "Llama-3.2-3B", "Llama-2-7b",
+        "Llama-2-70b", "Mistral-7B-v0.3", "Mixtral-8x7B-v0.1", "Qwen2.5-7B", "Qwen2.5-14B", "Qwen2.5-32B",
+        "Qwen2.5-72B", "gemma-2-9b", "gemma-2-27b", "Phi-3-mini-4k-instruct",
+        "DeepSeek-R1-Distill-Qwen-32B", "DeepSeek-V3",
+    ],
+    REQUIRED_SLUGS,
+    strict=True,
+))

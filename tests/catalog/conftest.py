@@ -1,32 +1,14 @@
-import csv
-from pathlib import Path
-
 import pytest
-from django.conf import settings
 
-from catalog.services import load_catalog
-
-
-def reference_dir() -> Path:
-    """The published figures the catalog is checked against: a copy kept in the repository (with
-    their sources), so the check runs on any machine."""
-    folder = Path(settings.BASE_DIR) / "catalog" / "data" / "reference"
-    if not folder.is_dir():
-        pytest.fail(f"The published reference figures are missing: expected the folder {folder}.")
-    return folder
-
-
-def read_reference(name: str) -> list[dict]:
-    with open(reference_dir() / name, newline="", encoding="utf-8") as handle:
-        return list(csv.DictReader(handle))
+from tests.factories import load_shipped_catalog, load_shipped_models_and_gpus
 
 
 @pytest.fixture
 def catalog(db):
     """The shipped catalog with the demo fleet."""
-    return load_catalog()
+    return load_shipped_catalog()
 
 
 @pytest.fixture
 def models_only(db):
-    return load_catalog(fleet=False)
+    return load_shipped_models_and_gpus()

@@ -13,6 +13,8 @@ from catalog.models import (
     SpeechModel,
 )
 
+from .configs import LLAMA_LIKE_CONFIG
+
 pytestmark = pytest.mark.django_db
 
 ALL_MODELS = [LanguageModel, ImagePipeline, SpeechModel, GpuType, Provider, Machine, MeasuredSpeed]
@@ -91,12 +93,6 @@ def test_machine_add_form_rejects_bad_input_with_its_message(admin_client, catal
     assert Machine.objects.count() == before
 
 
-LLAMA_LIKE_CONFIG = {
-    "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096,
-    "intermediate_size": 14336, "num_hidden_layers": 32, "num_attention_heads": 32,
-    "num_key_value_heads": 8, "vocab_size": 128256, "max_position_embeddings": 131072,
-    "tie_word_embeddings": False,
-}
 
 
 def import_url():

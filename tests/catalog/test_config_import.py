@@ -8,7 +8,7 @@ from catalog.hf_config import ConfigError
 from catalog.models import LanguageModel
 from catalog.services import import_language_model
 
-from .test_admin import LLAMA_LIKE_CONFIG
+from .configs import LLAMA_LIKE_CONFIG
 
 pytestmark = pytest.mark.django_db
 

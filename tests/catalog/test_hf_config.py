@@ -4,8 +4,8 @@ from catalog.data.modern_models import MODERN_MODELS
 from catalog.hf_config import ConfigError, estimate_parameters_from_config, parse_config
 from catalog.models import LanguageModel
 
-from .conftest import read_reference
-from .test_shipped_catalog import LLM_SLUGS
+from .configs import LLM_SLUGS
+from .reference import read_reference
 
 MODEL_TYPES = {"Llama": "llama", "Mistral": "mistral", "Qwen2.5": "qwen2", "DeepSeek-R1": "qwen2",
                "gemma": "gemma2", "Phi-3": "phi3"}

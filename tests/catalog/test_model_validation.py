@@ -5,29 +5,27 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
 from catalog import services
-from catalog.models import GpuType, LanguageModel, Machine, Provider
+from catalog.models import GpuType, LanguageModel, Machine
+from tests.factories import build_machine, make_gpu_type, make_provider
 
 pytestmark = pytest.mark.django_db
+
+# The valid machine these tests start from: four free 24 GB GPUs at $0.50 per GPU-hour in DE, never seen.
+VALID = {
+    "provider_machine_id": "m-1", "gpu_count": 4, "free_gpus": 4, "memory_per_gpu_mib": 24564,
+    "memory_source": "datacenter", "country": "DE", "region": "", "price_per_gpu_hour": Decimal("0.5000"),
+    "last_seen_at": None,
+}
 
 
 @pytest.fixture
 def provider():
-    return Provider.objects.create(name="Test Secure", slug="test-secure", tier="secure")
+    return make_provider("Test Secure", tier="secure")
 
 
 @pytest.fixture
 def gpu_type():
-    return GpuType.objects.create(name="Test GPU", slug="test-gpu", vendor="NVIDIA", memory_mib=24564)
-
-
-def make_machine(provider, gpu_type, **overrides):
-    values = {
-        "provider": provider, "provider_machine_id": "m-1", "gpu_type": gpu_type, "gpu_count": 4,
-        "free_gpus": 4, "memory_per_gpu_mib": 24564, "memory_source": "datacenter", "country": "DE",
-        "price_per_gpu_hour": Decimal("0.5000"),
-    }
-    values.update(overrides)
-    return Machine(**values)
+    return make_gpu_type("Test GPU", memory_mib=24564)
 
 
 def errors_of(instance) -> dict[str, list[str]]:
@@ -37,7 +35,7 @@ def errors_of(instance) -> dict[str, list[str]]:
 
 
 def test_a_valid_machine_passes_full_clean_and_takes_its_providers_tier(provider, gpu_type):
-    machine = make_machine(provider, gpu_type, country="de")
+    machine = build_machine(provider, gpu_type, **VALID | {"country": "de"})
     machine.full_clean()
     machine.save()
     machine.refresh_from_db()
@@ -67,19 +65,19 @@ def test_a_valid_machine_passes_full_clean_and_takes_its_providers_tier(provider
 def test_each_bad_machine_value_is_rejected_with_a_message_naming_it(
     provider, gpu_type, overrides, field, fragment
 ):
-    errors = errors_of(make_machine(provider, gpu_type, **overrides))
+    errors = errors_of(build_machine(provider, gpu_type, **VALID | overrides))
     assert field in errors
     assert any(fragment in message for message in errors[field]), errors[field]
 
 
 def test_unreported_memory_and_unknown_country_are_allowed(provider, gpu_type):
-    machine = make_machine(provider, gpu_type, memory_per_gpu_mib=None, memory_source="unknown", country="")
+    machine = build_machine(provider, gpu_type, **VALID | {"memory_per_gpu_mib": None, "memory_source": "unknown", "country": ""})
     machine.full_clean()
 
 
 def test_the_database_rejects_more_free_gpus_than_gpus(provider, gpu_type):
     with pytest.raises(IntegrityError), transaction.atomic():
-        make_machine(provider, gpu_type, free_gpus=5).save()
+        build_machine(provider, gpu_type, **VALID | {"free_gpus": 5}).save()
 
 
 @pytest.mark.parametrize(
@@ -88,11 +86,11 @@ def test_the_database_rejects_more_free_gpus_than_gpus(provider, gpu_type):
 )
 def test_the_database_rejects_impossible_machine_values(provider, gpu_type, overrides):
     with pytest.raises(IntegrityError), transaction.atomic():
-        make_machine(provider, gpu_type, **overrides).save()
+        build_machine(provider, gpu_type, **VALID | overrides).save()
 
 
 def test_provider_tier_and_active_flag_are_copied_to_its_machines(provider, gpu_type):
-    make_machine(provider, gpu_type).save()
+    build_machine(provider, gpu_type, **VALID).save()
     provider.tier = "community"
     provider.is_active = False
     services.save_provider(provider)

@@ -14,27 +14,11 @@ from catalog.models import (
 )
 from catalog.services import load_catalog
 
-from .conftest import read_reference
+from .configs import LLM_SLUGS, REQUIRED_SLUGS
+from .reference import read_reference
 
 pytestmark = pytest.mark.django_db
 
-REQUIRED_SLUGS = [
-    "llama-3-1-8b", "llama-3-1-70b", "llama-3-1-405b", "llama-3-2-1b", "llama-3-2-3b", "llama-2-7b",
-    "llama-2-70b", "mistral-7b-v0-3", "mixtral-8x7b", "qwen2-5-7b", "qwen2-5-14b", "qwen2-5-32b",
-    "qwen2-5-72b", "gemma-2-9b", "gemma-2-27b", "phi-3-mini-4k", "deepseek-r1-distill-qwen-32b",
-    "deepseek-v3",
-]
-# reference/llms.csv names -> catalog slugs
-LLM_SLUGS = dict(zip(
-    [
-        "Llama-3.1-8B", "Llama-3.1-70B", "Llama-3.1-405B", "Llama-3.2-1B", "Llama-3.2-3B", "Llama-2-7b",
-        "Llama-2-70b", "Mistral-7B-v0.3", "Mixtral-8x7B-v0.1", "Qwen2.5-7B", "Qwen2.5-14B", "Qwen2.5-32B",
-        "Qwen2.5-72B", "gemma-2-9b", "gemma-2-27b", "Phi-3-mini-4k-instruct",
-        "DeepSeek-R1-Distill-Qwen-32B", "DeepSeek-V3",
-    ],
-    REQUIRED_SLUGS,
-    strict=True,
-))
 PIPELINE_SLUGS = {
     "stable-diffusion-v1-5": "stable-diffusion-v1-5",
     "stable-diffusion-xl-base-1.0": "stable-diffusion-xl",

@@ -15,7 +15,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from .conftest import REPO
+from .helpers import REPO
 
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
 HOST = "console.example.com"

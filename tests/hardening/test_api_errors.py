@@ -8,10 +8,10 @@ from django.test import Client, RequestFactory
 
 from catalog.models import LanguageModel
 from nodelodge.hardening import errors
+from tests.helpers import LLAMA_8B
 
 pytestmark = pytest.mark.django_db
 
-LLAMA_8B = "workload=inference&model=llama-3-1-8b&precision=16&context=4096&requests=1"
 
 
 def test_an_unexpected_error_inside_the_api_is_json_and_logged(catalog_fleet, caplog):

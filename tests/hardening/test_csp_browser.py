@@ -8,12 +8,12 @@ import pytest
 from playwright.sync_api import expect
 
 from catalog.services import load_catalog
+from tests.helpers import LLAMA_8B
 
-from .conftest import add_fleet
+from .helpers import add_fleet
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-LLAMA_8B = "workload=inference&model=llama-3-1-8b&precision=16&context=4096&requests=1"
 
 # Runs before any page script (injected by the browser itself, so the policy does not apply to it).
 RECORD_VIOLATIONS = """

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from tests.conftest import started
+from tests.helpers import started
 
 PAGE = "/calculators/"
 API = "/api/v1/models"

@@ -24,10 +24,10 @@ from django.utils.http import urlsafe_base64_encode
 from nodelodge.launches import services
 from nodelodge.launches.models import Booking
 from nodelodge.wizard.api import api
+from tests.helpers import LLAMA_8B
 
 pytestmark = pytest.mark.django_db
 
-LLAMA_8B = "workload=inference&model=llama-3-1-8b&precision=16&context=4096&requests=1"
 PASSWORD = "a-long-test-passphrase"
 
 # Pages that have an English and a German address, with the query that makes them show a result.

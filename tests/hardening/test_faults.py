@@ -13,10 +13,9 @@ from django.urls import reverse
 
 from catalog.models import Machine
 from nodelodge.launches.models import Booking
+from tests.helpers import LLAMA_8B
 
-from .conftest import production_env, run_python
-
-LLAMA_8B = "workload=inference&model=llama-3-1-8b&precision=16&context=4096&requests=1"
+from .helpers import production_env, run_python
 
 # A production process whose DATABASE_URL points at a port where nothing listens.
 REQUESTS_WITHOUT_A_DATABASE = """
@@ -153,7 +152,7 @@ def test_a_stop_whose_connection_is_killed_midway_keeps_the_booking_running(clie
 def make_user_and_machine(transactional_db, django_user_model):
     from catalog.services import load_catalog
 
-    from .conftest import add_fleet
+    from .helpers import add_fleet
 
     load_catalog(fleet=False)
     fleet = add_fleet()

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from .conftest import QUERY_FIELDS
+from .helpers import QUERY_FIELDS
 
 pytestmark = pytest.mark.django_db
 

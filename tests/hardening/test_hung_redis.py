@@ -14,9 +14,10 @@ import pytest
 from django.core.cache import cache
 from django.test import override_settings
 
-from .test_rate_limits import LLAMA_8B
+from tests.helpers import LLAMA_8B
 
-pytestmark = pytest.mark.django_db
+# The per-address limits on at their production values; each test sets the one it tests.
+pytestmark = [pytest.mark.django_db, pytest.mark.rate_limits]
 
 PERIOD = 60  # the breaker stays open this long in the test, so no probe happens while Redis hangs
 

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from catalog import rows as catalog_rows
 from sizing.limits import MAX_CONTEXT, MAX_REQUESTS
 
-from .conftest import QUERY_FIELDS
+from .helpers import QUERY_FIELDS
 
 pytestmark = pytest.mark.django_db
 

@@ -8,14 +8,10 @@ import pytest
 from django.core import mail
 from django.urls import reverse
 
-pytestmark = pytest.mark.django_db
+# The per-address limits on at their production values; each test sets the one it tests.
+pytestmark = [pytest.mark.django_db, pytest.mark.rate_limits]
 
 PASSWORD = "correct-horse-battery"
-
-
-@pytest.fixture(autouse=True)
-def _quick_password_hashing(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
 @pytest.fixture

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-LLAMA_8B = "workload=inference&model=llama-3-1-8b&precision=16&context=4096&requests=1"
+from tests.helpers import LLAMA_8B
 
 
 @pytest.mark.parametrize(
@@ -11,8 +11,7 @@ LLAMA_8B = "workload=inference&model=llama-3-1-8b&precision=16&context=4096&requ
     ["/", f"/?{LLAMA_8B}", "/de/", "/calculators/", "/secure-and-community/",
      "/api/v1/models", f"/api/v1/estimate?{LLAMA_8B}", f"/api/v1/recommendations?{LLAMA_8B}"],
 )
-def test_head_answers_like_get_without_a_body(client, catalog_fleet, settings, path):
-    settings.API_RATE_LIMIT = "off"
+def test_head_answers_like_get_without_a_body(client, catalog_fleet, path):
     got = client.get(path)
     head = client.head(path)
 
@@ -23,8 +22,7 @@ def test_head_answers_like_get_without_a_body(client, catalog_fleet, settings, p
     assert int(head["Content-Length"]) > 0
 
 
-def test_head_on_an_api_error_keeps_the_status_of_get(client, catalog_fleet, settings):
-    settings.API_RATE_LIMIT = "off"
+def test_head_on_an_api_error_keeps_the_status_of_get(client, catalog_fleet):
     assert client.head("/api/v1/estimate?workload=nonsense").status_code == 400
     assert client.head("/no-such-page/").status_code == 404
 

@@ -5,9 +5,11 @@ import uuid
 
 import pytest
 
-pytestmark = pytest.mark.django_db
+from tests.helpers import LLAMA_8B
 
-LLAMA_8B = "workload=inference&model=llama-3-1-8b&precision=16&context=4096&requests=1"
+# The per-address limits on at their production values; each test sets the one it tests.
+pytestmark = [pytest.mark.django_db, pytest.mark.rate_limits]
+
 
 
 @pytest.fixture

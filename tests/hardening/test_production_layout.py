@@ -23,7 +23,9 @@ import psycopg
 import pytest
 from django.db import connection
 
-from .conftest import add_fleet, production_env
+from tests.helpers import LLAMA_8B
+
+from .helpers import add_fleet, production_env
 from .servers import HOST, Gunicorn, Nginx, temporary_folder, tls_context
 
 pytestmark = [
@@ -33,7 +35,6 @@ pytestmark = [
     ),
 ]
 
-LLAMA_8B = "workload=inference&model=llama-3-1-8b&precision=16&context=4096&requests=1"
 WORKERS = 2
 
 

@@ -7,7 +7,7 @@ import json
 import pytest
 from django.urls import reverse
 
-from .conftest import production_env, run_python
+from .helpers import production_env, run_python
 
 # A production process (DEBUG=0) answering plain-HTTP requests with the given headers.
 ANSWERS = """
@@ -53,11 +53,6 @@ def test_behind_one_trusted_proxy_its_https_is_honored_and_a_clients_own_claim_i
     assert answers["client_https_proxy_http"] == REDIRECT
 
 
-@pytest.fixture
-def _quick_password_hashing(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
 def fail_sign_ins(client, username, times, **meta):
     return [
         client.post(reverse("login"), {"username": username, "password": f"wrong-{n}"}, **meta).status_code
@@ -66,7 +61,6 @@ def fail_sign_ins(client, username, times, **meta):
 
 
 @pytest.mark.django_db
-@pytest.mark.usefixtures("_quick_password_hashing")
 def test_a_forged_forwarded_for_does_not_dodge_the_sign_in_lockout(client, django_user_model, settings):
     settings.TRUSTED_PROXY_COUNT = 0
     django_user_model.objects.create_user("ada", password="a-long-test-passphrase")
@@ -79,7 +73,6 @@ def test_a_forged_forwarded_for_does_not_dodge_the_sign_in_lockout(client, djang
 
 
 @pytest.mark.django_db
-@pytest.mark.usefixtures("_quick_password_hashing")
 def test_behind_the_trusted_proxy_each_client_is_its_forwarded_address(client, django_user_model, settings):
     settings.TRUSTED_PROXY_COUNT = 1
     django_user_model.objects.create_user("ada", password="a-long-test-passphrase")

@@ -9,10 +9,11 @@ from django.test import override_settings
 from django.urls import reverse
 
 from catalog.models import Machine
+from tests.helpers import LLAMA_8B
 
-pytestmark = pytest.mark.django_db
+# The per-address limits on at their production values; each test sets the one it tests.
+pytestmark = [pytest.mark.django_db, pytest.mark.rate_limits]
 
-LLAMA_8B = "workload=inference&model=llama-3-1-8b&precision=16&context=4096&requests=1"
 CLOSED_REDIS = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache",
                             "LOCATION": "redis://127.0.0.1:1/0"}}
 
@@ -131,12 +132,6 @@ def test_a_good_sign_in_resets_the_failure_count(client, django_user_model):
 OFFICE = "198.51.100.7"
 
 
-@pytest.fixture(autouse=True)
-def _quick_password_hashing(settings):
-    """Sixty sign-ins each hash a password; the lockout rules do not depend on how slowly."""
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
 def sign_in(client, username, password, address=OFFICE):
     return client.post(reverse("login"), {"username": username, "password": password}, REMOTE_ADDR=address)
 
@@ -239,3 +234,13 @@ def test_concurrent_calls_from_one_client_are_admitted_exactly_up_to_the_limit(s
 
     assert admitted.count(True) == 120
     assert admitted.count(False) == 180
+
+
+def test_the_limit_tests_run_with_the_production_limits(settings):
+    """tests/settings.py turns the per-address limits off; this module's rate_limits marker puts back
+    the values the console runs with."""
+    from nodelodge import settings as console
+
+    assert settings.API_RATE_LIMIT == console.API_RATE_LIMIT != "off"
+    assert settings.PAGE_RATE_LIMIT == console.PAGE_RATE_LIMIT != "off"
+    assert settings.PASSWORD_RESET_EMAIL_RATE_LIMIT == console.PASSWORD_RESET_EMAIL_RATE_LIMIT != "off"

@@ -14,10 +14,9 @@ from django.urls import reverse
 
 from catalog.models import Machine
 from nodelodge.launches.models import Booking
+from tests.helpers import LLAMA_8B
 
-from .conftest import REPO, production_env, run_python
-
-LLAMA_8B = "workload=inference&model=llama-3-1-8b&precision=16&context=4096&requests=1"
+from .helpers import REPO, production_env, run_python
 
 
 @pytest.mark.slow  # a subprocess

@@ -18,11 +18,6 @@ PASSWORD = "correct-horse-battery"
 CSRF = re.compile(rb'(csrfmiddlewaretoken" value="|X-CSRFToken": ")[^"]+')
 
 
-@pytest.fixture(autouse=True)
-def _quick_password_hashing(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
 def sign_up(client, username, email="someone@example.com", password=PASSWORD):
     return client.post(reverse("signup"), {"username": username, "email": email,
                                            "password1": password, "password2": password})

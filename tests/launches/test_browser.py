@@ -13,8 +13,7 @@ from playwright.sync_api import expect
 from catalog.models import Machine
 from nodelodge.launches.models import Booking
 from tests.a11y import assert_accessible
-
-from .conftest import QUERY
+from tests.helpers import LLAMA_8B as QUERY
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -8,8 +8,7 @@ from playwright.sync_api import expect
 
 from catalog.services import load_catalog
 from nodelodge.launches import signup
-
-from .conftest import QUERY
+from tests.helpers import LLAMA_8B as QUERY
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

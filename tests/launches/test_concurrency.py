@@ -14,8 +14,7 @@ from catalog.models import Machine
 from nodelodge.launches import services
 from nodelodge.launches.models import Booking
 from nodelodge.launches.services import LaunchRefused
-
-from .conftest import QUERY
+from tests.helpers import LLAMA_8B as QUERY
 
 THREADS = 12
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -9,8 +9,7 @@ import pytest
 from django.core import mail
 
 from nodelodge.launches.models import Booking
-
-from .conftest import QUERY
+from tests.helpers import LLAMA_8B as QUERY
 
 pytestmark = pytest.mark.django_db
 

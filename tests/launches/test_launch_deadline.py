@@ -13,9 +13,8 @@ from catalog.models import Machine
 from nodelodge.hardening import deadline
 from nodelodge.launches import services
 from nodelodge.launches.models import Booking
-from tests.conftest import started
-
-from .conftest import QUERY
+from tests.helpers import LLAMA_8B as QUERY
+from tests.helpers import started
 
 
 def test_a_launch_whose_deadline_passes_while_it_works_books_nothing(

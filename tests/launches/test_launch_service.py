@@ -15,8 +15,7 @@ from catalog.models import Machine
 from nodelodge.launches import services
 from nodelodge.launches.models import Booking
 from nodelodge.launches.services import LaunchRefused
-
-from .conftest import QUERY
+from tests.helpers import LLAMA_8B as QUERY
 
 
 def key() -> str:

@@ -8,8 +8,7 @@ from django.contrib.auth import get_user_model
 from django.urls import reverse
 
 from nodelodge.launches import services, signup
-
-from .conftest import QUERY
+from tests.helpers import LLAMA_8B as QUERY
 
 pytestmark = pytest.mark.django_db
 

@@ -14,8 +14,7 @@ from django.urls import reverse
 from catalog.models import Machine
 from nodelodge.launches import services
 from nodelodge.launches.models import Booking
-
-from .conftest import QUERY
+from tests.helpers import LLAMA_8B as QUERY
 
 pytestmark = pytest.mark.django_db
 

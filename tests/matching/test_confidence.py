@@ -5,8 +5,7 @@ import pytest
 from sizing.confidence import HIGH, LOW, MEDIUM, confidence
 from sizing.fit import Fit
 from sizing.units import GIB
-
-from .factories import fixed_need, offer
+from tests.factories import fixed_need, offer
 
 AMPLE = 0.40
 TIGHT = 0.05

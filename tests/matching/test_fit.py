@@ -4,8 +4,16 @@ import pytest
 
 from sizing.fit import TIGHT_HEADROOM_FRACTION, fit_on_machine
 from sizing.units import GIB, MIB
-
-from .factories import CARD_48GB_MIB, H200_MIB, RTX_4090_MIB, T4_MIB, fixed_need, llama_8b, llama_70b, offer
+from tests.factories import (
+    CARD_48GB_MIB,
+    H200_MIB,
+    RTX_4090_MIB,
+    T4_MIB,
+    fixed_need,
+    llama_8b,
+    llama_70b,
+    offer,
+)
 
 
 def test_llama_8b_at_16_bit_fits_one_24_gib_gpu_but_not_a_16_gib_one():

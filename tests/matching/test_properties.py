@@ -11,8 +11,7 @@ from sizing.matching import recommend
 from sizing.offers import Preferences
 from sizing.reasons import EXCLUDED_REASONS
 from sizing.units import GIB, MIB
-
-from .factories import CARD_48GB_MIB, H200_MIB, RTX_4090_MIB, T4_MIB, offer
+from tests.factories import CARD_48GB_MIB, H200_MIB, RTX_4090_MIB, T4_MIB, offer
 
 MEMORIES = [None, T4_MIB, RTX_4090_MIB, 40_960, CARD_48GB_MIB, 81_559, H200_MIB]
 

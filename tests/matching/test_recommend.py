@@ -20,8 +20,7 @@ from sizing.reasons import (
     TOO_SMALL,
 )
 from sizing.wording import budget_cover
-
-from .factories import (
+from tests.factories import (
     CARD_48GB_MIB,
     H200_MIB,
     NOW,

@@ -3,6 +3,7 @@ empty machine list never marks a provider's whole fleet gone unless the feed say
 from __future__ import annotations
 
 import json
+from decimal import Decimal
 
 import pytest
 
@@ -10,9 +11,8 @@ from catalog.models import Machine
 from nodelodge.refresh.feeds import adapter_for
 from nodelodge.refresh.feeds.base import FeedError
 from nodelodge.refresh.services import refresh_provider
-
-from .conftest import feed, make_machine, record
-from .test_feed_records import GPU_TYPES
+from tests.factories import make_machine
+from tests.feeds import GPU_TYPES, feed, record
 
 VALID = 28
 
@@ -58,7 +58,7 @@ def test_a_measured_speed_with_text_that_cannot_be_stored_is_refused_on_its_own(
 @pytest.mark.parametrize("character", ["\x00", "\ud800"], ids=["nul", "lone-surrogate"])
 def test_one_bad_character_in_one_record_leaves_the_rest_applied(feed_server, gpu_types, providers, where, character):
     provider = providers["secure"]
-    make_machine(provider, gpu_types["h100"], "old-1", free_gpus=8)
+    make_machine(provider, gpu_types["h100"], provider_machine_id="old-1", gpu_count=8, price_per_gpu_hour=Decimal("3.00"), free_gpus=8)
     bad = record("bad-1", region=f"Frankfurt{character}") if where == "region" else record(f"bad{character}1")
     machines = [record(f"m-{index:02d}", free_gpus=index % 9) for index in range(VALID)]
     provider.feed_url = feed_server.serve_json("c", feed(provider.slug, [*machines[:14], bad, *machines[14:]]))
@@ -84,7 +84,7 @@ def test_one_bad_character_in_one_record_leaves_the_rest_applied(feed_server, gp
 def test_an_empty_machine_list_marks_nothing_gone_and_says_why(feed_server, gpu_types, providers):
     provider = providers["secure"]
     for name in ("a", "b", "c"):
-        make_machine(provider, gpu_types["h100"], name)
+        make_machine(provider, gpu_types["h100"], provider_machine_id=name, gpu_count=8, free_gpus=8, price_per_gpu_hour=Decimal("3.00"))
     before = list(Machine.objects.order_by("pk").values_list("provider_machine_id", "free_gpus", "last_seen_at"))
     provider.feed_url = feed_server.serve_json("empty", feed(provider.slug, []))
     provider.save()
@@ -103,7 +103,7 @@ def test_an_empty_machine_list_marks_nothing_gone_and_says_why(feed_server, gpu_
 def test_a_feed_that_says_it_is_empty_marks_every_machine_gone(feed_server, gpu_types, providers):
     provider = providers["secure"]
     for name in ("a", "b"):
-        make_machine(provider, gpu_types["h100"], name)
+        make_machine(provider, gpu_types["h100"], provider_machine_id=name, gpu_count=8, free_gpus=8, price_per_gpu_hour=Decimal("3.00"))
     provider.feed_url = feed_server.serve_json("empty", {**feed(provider.slug, []), "empty": True})
     provider.save()
 

@@ -1,5 +1,6 @@
 """The embedded run's demo feed, the refresh_providers command and the staff admin."""
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 from io import StringIO
 
 import pytest
@@ -12,20 +13,16 @@ from nodelodge.celery import app as celery_app
 from nodelodge.refresh import services
 from nodelodge.refresh.models import SyncRun
 from nodelodge.refresh.selectors import demo_feed_document
-
-from .conftest import feed, make_machine, record
+from tests.factories import make_machine
+from tests.feeds import feed, record
 
 
 @pytest.fixture
 def demo_fleet(gpu_types, providers):
     long_ago = timezone.now() - timedelta(hours=3)
     for index in range(12):
-        make_machine(providers["community"], gpu_types["rtx4090"], f"c-{index:02d}", gpu_count=4, free_gpus=4,
-                     memory_per_gpu_mib=24_000 if index % 2 else None,
-                     memory_source="host" if index % 2 else "unknown", last_seen_at=long_ago)
-    make_machine(
-        providers["secure"], gpu_types["h100"], "s-00", memory_source="datasheet", last_seen_at=long_ago
-    )
+        make_machine(providers["community"], gpu_types["rtx4090"], provider_machine_id=f"c-{index:02d}", price_per_gpu_hour=Decimal("3.00"), gpu_count=4, free_gpus=4, memory_per_gpu_mib=24_000 if index % 2 else None, memory_source="host" if index % 2 else "unknown", last_seen_at=long_ago)
+    make_machine(providers["secure"], gpu_types["h100"], provider_machine_id="s-00", gpu_count=8, free_gpus=8, price_per_gpu_hour=Decimal("3.00"), memory_source="datasheet", last_seen_at=long_ago)
     return providers
 
 

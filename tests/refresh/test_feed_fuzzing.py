@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 from catalog.models import Machine
 from nodelodge.refresh.models import SyncRun
 from nodelodge.refresh.services import refresh_provider
-
-from .conftest import H100_MIB, feed, make_machine, record
+from tests.factories import H100_MIB, make_machine
+from tests.feeds import feed, record
 
 pytestmark = pytest.mark.django_db
 
@@ -66,8 +66,7 @@ def test_malformed_feeds_never_crash_and_never_change_what_they_should_not(
     provider = providers["secure"]
     Machine.objects.filter(provider=provider).delete()  # examples share the test's database
     for machine_id in ("m-1", "m-2"):
-        make_machine(provider, gpu_types["h100"], machine_id, memory_per_gpu_mib=H100_MIB,
-                     price_per_gpu_hour=Decimal("2.00"))
+        make_machine(provider, gpu_types["h100"], provider_machine_id=machine_id, gpu_count=8, free_gpus=8, memory_per_gpu_mib=H100_MIB, price_per_gpu_hour=Decimal("2.00"))
     before = snapshot(["m-1", "m-2"])
     body = json.dumps(document, allow_nan=True).encode()
     if raw:

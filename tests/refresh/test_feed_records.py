@@ -6,14 +6,9 @@ from decimal import Decimal
 import pytest
 
 from nodelodge.refresh.feeds import adapter_for
-from nodelodge.refresh.feeds.base import FeedError, GpuTypeIndex, GpuTypeRef
+from nodelodge.refresh.feeds.base import FeedError
 from nodelodge.refresh.services import fetch_feed
-
-from .conftest import H100_MIB, feed, record
-
-GPU_TYPES = GpuTypeIndex(
-    [GpuTypeRef(id=1, name="H100 SXM 80GB", datasheet_memory_mib=H100_MIB)], {"h100-sxm-80gb": 1}
-)
+from tests.feeds import GPU_TYPES, feed, record
 
 
 def parse(document) -> object:

@@ -13,8 +13,8 @@ from catalog.models import LanguageModel, Machine, MeasuredSpeed, Provider
 from nodelodge.refresh.feeds import adapter_for
 from nodelodge.refresh.feeds.base import GpuTypeIndex, GpuTypeRef
 from nodelodge.refresh.services import refresh_provider
-
-from .conftest import H100_MIB, feed, record
+from tests.factories import H100_MIB
+from tests.feeds import feed, record
 
 GPU_TYPES = GpuTypeIndex(
     [GpuTypeRef(id=1, name="H100 SXM 80GB", datasheet_memory_mib=H100_MIB)], {"h100-sxm-80gb": 1}

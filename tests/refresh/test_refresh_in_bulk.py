@@ -1,5 +1,6 @@
 """A large feed is applied in bulk: the number of queries does not grow per machine."""
 import math
+from decimal import Decimal
 
 import pytest
 from django.db import connection
@@ -7,8 +8,8 @@ from django.test.utils import CaptureQueriesContext
 
 from catalog.models import Machine, Provider
 from nodelodge.refresh import services
-
-from .conftest import feed, make_machine, record
+from tests.factories import make_machine
+from tests.feeds import feed, record
 
 SMALL, LARGE = 1_000, 10_000
 
@@ -78,9 +79,9 @@ REFUSE_BOOM = {
 @pytest.mark.django_db
 def test_a_refresh_that_crashes_midway_changes_nothing(feed_server, gpu_types, providers, monkeypatch):
     community = providers["community"]
-    make_machine(community, gpu_types["h100"], "a", free_gpus=8)
-    make_machine(community, gpu_types["h100"], "b", free_gpus=8)
-    make_machine(community, gpu_types["h100"], "missing")
+    make_machine(community, gpu_types["h100"], provider_machine_id="a", gpu_count=8, price_per_gpu_hour=Decimal("3.00"), free_gpus=8)
+    make_machine(community, gpu_types["h100"], provider_machine_id="b", gpu_count=8, price_per_gpu_hour=Decimal("3.00"), free_gpus=8)
+    make_machine(community, gpu_types["h100"], provider_machine_id="missing", gpu_count=8, free_gpus=8, price_per_gpu_hour=Decimal("3.00"))
     # A database that refuses one row, after the first batch of the upsert has gone through.
     with connection.cursor() as cursor:
         for statement in REFUSE_BOOM[connection.vendor]:

@@ -12,9 +12,9 @@ from catalog.models import Machine, Provider
 from nodelodge.launches import services as launches
 from nodelodge.launches.services import LaunchRefused
 from nodelodge.refresh.services import refresh_provider
-from tests.launches.conftest import QUERY, make_gpu_type, make_language_model
-
-from .conftest import feed, record
+from tests.factories import make_gpu_type, make_language_model
+from tests.feeds import feed, record
+from tests.helpers import LLAMA_8B as QUERY
 
 pytestmark = pytest.mark.django_db
 

@@ -17,9 +17,9 @@ from nodelodge.launches import services as launches
 from nodelodge.launches.models import Booking
 from nodelodge.launches.services import LaunchRefused
 from nodelodge.refresh.services import refresh_provider
-from tests.launches.conftest import QUERY, make_gpu_type, make_language_model
-
-from .conftest import feed, record
+from tests.factories import make_gpu_type, make_language_model
+from tests.feeds import feed, record
+from tests.helpers import LLAMA_8B as QUERY
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 

@@ -15,8 +15,9 @@ from catalog.models import Machine
 from nodelodge.celery import app
 from nodelodge.refresh import services, tasks
 from nodelodge.refresh.models import SyncRun
-
-from .conftest import H100_MIB, HOLD_LIMIT_SECONDS, RTX_4090_MIB, TEST_BROKER_URL, feed, make_machine, record
+from tests.factories import H100_MIB, RTX_4090_MIB, make_machine
+from tests.feeds import HOLD_LIMIT_SECONDS, feed, record
+from tests.helpers import TEST_BROKER_URL
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("celery_worker")]
 TASK_TIMEOUT = 60
@@ -38,10 +39,9 @@ def snapshot(provider) -> dict[str, tuple]:
 def test_a_good_feed_updates_the_catalog(feed_server, gpu_types, providers):
     secure = providers["secure"]
     before = timezone.now()
-    make_machine(secure, gpu_types["h100"], "kept", free_gpus=8, price_per_gpu_hour=Decimal("3.00"))
-    make_machine(secure, gpu_types["h100"], "same", free_gpus=2, price_per_gpu_hour=Decimal("2.49"),
-                 memory_per_gpu_mib=H100_MIB, booking_limit_hours=72)
-    make_machine(secure, gpu_types["h100"], "retired")
+    make_machine(secure, gpu_types["h100"], provider_machine_id="kept", gpu_count=8, free_gpus=8, price_per_gpu_hour=Decimal("3.00"))
+    make_machine(secure, gpu_types["h100"], provider_machine_id="same", gpu_count=8, free_gpus=2, price_per_gpu_hour=Decimal("2.49"), memory_per_gpu_mib=H100_MIB, booking_limit_hours=72)
+    make_machine(secure, gpu_types["h100"], provider_machine_id="retired", gpu_count=8, free_gpus=8, price_per_gpu_hour=Decimal("3.00"))
     secure.feed_url = feed_server.serve_json("secure", feed(secure.slug, [
         record("kept", free_gpus=1, price_per_gpu_hour="2.19", available=False),
         record("same", free_gpus=2),
@@ -70,7 +70,7 @@ def test_a_good_feed_updates_the_catalog(feed_server, gpu_types, providers):
 
 def test_a_machine_that_comes_back_is_live_again(feed_server, gpu_types, providers):
     community = providers["community"]
-    make_machine(community, gpu_types["h100"], "back", gone_at=timezone.now(), is_available=False)
+    make_machine(community, gpu_types["h100"], provider_machine_id="back", gpu_count=8, free_gpus=8, price_per_gpu_hour=Decimal("3.00"), gone_at=timezone.now(), is_available=False)
     community.feed_url = feed_server.serve_json("c", feed(community.slug, [record("back")]))
     community.save()
 
@@ -97,8 +97,8 @@ def test_a_failed_feed_changes_nothing_and_the_other_providers_go_on(
 ):
     settings.PROVIDER_FEED_TIMEOUT_SECONDS = 0.5
     secure, community = providers["secure"], providers["community"]
-    make_machine(secure, gpu_types["h100"], "s-1")
-    make_machine(secure, gpu_types["h100"], "s-2", free_gpus=4)
+    make_machine(secure, gpu_types["h100"], provider_machine_id="s-1", gpu_count=8, free_gpus=8, price_per_gpu_hour=Decimal("3.00"))
+    make_machine(secure, gpu_types["h100"], provider_machine_id="s-2", gpu_count=8, price_per_gpu_hour=Decimal("3.00"), free_gpus=4)
     kind, status, body = answer
     if kind == "timeout":
         secure.feed_url = feed_server.serve_held("secure", feed(secure.slug, []))
@@ -123,8 +123,8 @@ def test_a_failed_feed_changes_nothing_and_the_other_providers_go_on(
 
 def test_bad_records_are_rejected_with_reasons_and_lose_nothing(feed_server, gpu_types, providers):
     community = providers["community"]
-    make_machine(community, gpu_types["h100"], "was-fine", free_gpus=5)
-    make_machine(community, gpu_types["h100"], "still-fine", free_gpus=5)
+    make_machine(community, gpu_types["h100"], provider_machine_id="was-fine", gpu_count=8, price_per_gpu_hour=Decimal("3.00"), free_gpus=5)
+    make_machine(community, gpu_types["h100"], provider_machine_id="still-fine", gpu_count=8, price_per_gpu_hour=Decimal("3.00"), free_gpus=5)
     community.feed_url = feed_server.serve_json("c", feed(community.slug, [
         record("was-fine", memory_mib=-5, free_gpus=0),
         record("absurd", memory_mib=9_999_999),
@@ -157,7 +157,7 @@ def test_bad_records_are_rejected_with_reasons_and_lose_nothing(feed_server, gpu
 
 def test_a_record_without_an_id_keeps_every_missing_machine(feed_server, gpu_types, providers):
     community = providers["community"]
-    make_machine(community, gpu_types["h100"], "unlisted")
+    make_machine(community, gpu_types["h100"], provider_machine_id="unlisted", gpu_count=8, free_gpus=8, price_per_gpu_hour=Decimal("3.00"))
     community.feed_url = feed_server.serve_json("c", feed(community.slug, [record(None), record("listed")]))
     community.save()
 
@@ -217,8 +217,8 @@ def test_a_silent_machine_drops_out_of_the_wizard_answer(feed_server, gpu_types,
     settings.MACHINE_STALE_AFTER_SECONDS = 15 * 60
     secure, community = providers["secure"], providers["community"]
     long_ago = timezone.now() - timedelta(hours=2)
-    make_machine(secure, gpu_types["h100"], "talking", last_seen_at=long_ago)
-    make_machine(community, gpu_types["h100"], "silent", last_seen_at=long_ago)
+    make_machine(secure, gpu_types["h100"], provider_machine_id="talking", gpu_count=8, free_gpus=8, price_per_gpu_hour=Decimal("3.00"), last_seen_at=long_ago)
+    make_machine(community, gpu_types["h100"], provider_machine_id="silent", gpu_count=8, free_gpus=8, price_per_gpu_hour=Decimal("3.00"), last_seen_at=long_ago)
     secure.feed_url = feed_server.serve_json("secure", feed(secure.slug, [record("talking")]))
     secure.save()
     community.feed_url = feed_server.serve_bytes("community", b"down for maintenance", status=503)
@@ -260,7 +260,7 @@ def test_a_refresh_past_the_task_time_limit_is_cut_off_and_records_why(feed_serv
     """A real prefork worker (the pool that enforces time limits) in its own process, with a soft
     limit of 2 s and a feed deadline of 60 s: a feed that holds its answer is cut off by the limit."""
     secure = providers["secure"]
-    make_machine(secure, gpu_types["h100"], "s-1", free_gpus=4)
+    make_machine(secure, gpu_types["h100"], provider_machine_id="s-1", gpu_count=8, price_per_gpu_hour=Decimal("3.00"), free_gpus=4)
     secure.feed_url = feed_server.serve_held("secure", feed(secure.slug, [record("s-1", free_gpus=1)]))
     secure.save()
     database = django_settings.DATABASES["default"]

@@ -6,14 +6,15 @@ from __future__ import annotations
 import socket
 import threading
 import time
+from decimal import Decimal
 
 import pytest
 
 from catalog.models import Machine
 from nodelodge.refresh import services
 from nodelodge.refresh.feeds.base import FeedError
-
-from .conftest import TRICKLE_INTERVAL_SECONDS, feed, make_machine, record
+from tests.factories import make_machine
+from tests.feeds import TRICKLE_INTERVAL_SECONDS, feed, record
 
 DEADLINE = 1.0
 # Past the deadline: one trickled byte, and room for a busy machine; far below what the trickle lasts.
@@ -88,7 +89,7 @@ def test_a_trickling_provider_fails_with_its_reason_and_the_next_one_is_refreshe
 ):
     settings.PROVIDER_FEED_TIMEOUT_SECONDS = DEADLINE
     slow, good = providers["secure"], providers["community"]
-    make_machine(slow, gpu_types["h100"], "slow-1", free_gpus=8)
+    make_machine(slow, gpu_types["h100"], provider_machine_id="slow-1", gpu_count=8, price_per_gpu_hour=Decimal("3.00"), free_gpus=8)
     slow.feed_url = feed_server.serve_trickle("slow", feed(slow.slug, [record("slow-1", free_gpus=1)]))
     slow.save()
     good.feed_url = feed_server.serve_json("good", feed(good.slug, [record("good-1", free_gpus=2)]))

@@ -21,7 +21,7 @@ from sizing.results import machine_row
 from sizing.units import fmt_gib, fmt_int, gib_display, gib_number, money_string, money_text
 from sizing.wording import TIER_WORDS, budget_cover
 from sizing.workloads import BY_CODE, WORKLOAD_WORDS
-from tests.matching.factories import H200_MIB, NOW, T4_MIB, fixed_need, llama_70b, offer
+from tests.factories import H200_MIB, NOW, T4_MIB, fixed_need, llama_70b, offer
 
 from .models import LLAMA_3_1_8B
 

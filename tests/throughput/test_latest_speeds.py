@@ -27,15 +27,15 @@ from nodelodge.recommendations.query import parse_query
 from nodelodge.recommendations.throughput import cheapest_per_million, speed_candidates, throughput_answer
 from sizing.limits import PAGE_LIMIT
 from tests.catalog import scan_oracle
-from tests.wizard.test_counted_fleet import _random_fleet
-from tests.wizard.test_fleet_counts import cutoff_instants, write_once
+from tests.differential import random_fleet
+from tests.kept_counts import assert_kept_rows_are_the_fleets, cutoff_instants, kept_rows, write_once
 
-pytestmark = [
-    pytest.mark.django_db,
-    pytest.mark.postgresql(
-        reason="the kept latest speeds are written by PostgreSQL triggers (PL/pgSQL); on SQLite the plan reads every speed instead"
-    ),
-]
+pytestmark = pytest.mark.django_db
+
+# The tests of the kept table itself; the plans over every speed are compared on both databases.
+KEPT = pytest.mark.postgresql(
+    reason="the kept latest speeds are written by PostgreSQL triggers (PL/pgSQL); on SQLite the plan reads every speed instead"
+)
 
 MODELS = [("llama-3-1-8b", 16), ("llama-3-1-8b", 8), ("llama-3-1-70b", 16)]
 SPEEDS = [Decimal(v) for v in ("900", "1200", "1200", "1700", "2400", "3400", "5100.5", "24500")]
@@ -73,24 +73,6 @@ def both_ways(monkeypatch):
     return compared
 
 
-def kept_rows() -> list[tuple]:
-    columns = ", ".join(["machine_id", "speed_id", *latest_speeds.SPEED_COLUMNS, *latest_speeds.MACHINE_COLUMNS])
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT {columns} FROM {latest_speeds.TABLE} ORDER BY 1, 3, 4")  # noqa: S608
-        return cursor.fetchall()
-
-
-def assert_kept_rows_are_the_fleets():
-    """The kept table equals working every row out again from scratch."""
-    kept = kept_rows()
-    with transaction.atomic():
-        latest_speeds.rebuild()
-        rebuilt = kept_rows()
-        transaction.set_rollback(True)
-    assert kept == rebuilt
-    assert len({(row[0], row[2], row[3]) for row in kept}) == len(kept), "one row per machine, model, precision"
-
-
 def add_speeds(rng: random.Random, machine_ids: list[int]) -> int:
     """Speeds on some of these machines: several models and precisions, ties on time and speed per
     GPU, some on another GPU type (never used) and some in another unit."""
@@ -112,7 +94,7 @@ def add_speeds(rng: random.Random, machine_ids: list[int]) -> int:
 
 
 def random_speed_fleet(rng: random.Random, machines: int, now) -> None:
-    _random_fleet(rng, machines, now)
+    random_fleet(rng, machines, now)
     gpu_types = list(GpuType.objects.order_by("pk").values_list("pk", flat=True)[:6])
     for machine_id in Machine.objects.values_list("pk", flat=True):
         if rng.random() < 0.5:
@@ -170,6 +152,7 @@ def check_answers(rng: random.Random, now, combinations: int = 8, instants: int 
                 ).to_dict(), text
 
 
+@KEPT
 @pytest.mark.parametrize("seed", range(3))
 def test_kept_latest_speeds_equal_the_scan_through_every_write_path(models_and_gpus, both_ways, feed_server, seed):
     rng = random.Random(seed)
@@ -188,8 +171,34 @@ def test_kept_latest_speeds_equal_the_scan_through_every_write_path(models_and_g
     assert len(set(done)) > 3, done
 
 
+@pytest.mark.parametrize("seed", range(2))
+def test_plans_equal_those_over_every_speed_through_every_write_path(models_and_gpus, feed_server, seed):
+    """The plans and the first page sorted by price per million, as the wizard reads its speed
+    candidates (the kept table on PostgreSQL, every speed on the embedded run), equal those over every
+    speed of every machine, through every write path."""
+    rng = random.Random(20 + seed)
+    now = timezone.now()
+    random_speed_fleet(rng, rng.choice([30, 60]), now)
+    check_answers(rng, now)
+    done = []
+    for _ in range(10):
+        done.append(write_speeds_once(rng, feed_server, now))
+        check_answers(rng, timezone.now(), combinations=4, instants=2)
+    assert len(set(done)) > 3, done
+
+
+@KEPT
 def test_machines_crossing_the_stale_cutoff_between_writes(models_and_gpus, both_ways):
     """No write happens as machines go stale; the kept rows' answer follows the clock exactly."""
+    machines_crossing_the_stale_cutoff()
+
+
+def test_the_plan_follows_the_clock_as_machines_go_stale(models_and_gpus):
+    """The same, as the wizard reads speeds on either database."""
+    machines_crossing_the_stale_cutoff()
+
+
+def machines_crossing_the_stale_cutoff() -> None:
     rng = random.Random(11)
     now = timezone.now()
     random_speed_fleet(rng, 120, now)
@@ -228,6 +237,7 @@ def test_a_reader_inside_a_writing_transaction_sees_its_own_speeds(make_machine)
     assert answer.recommendation_for(query).throughput.with_speed == 0
 
 
+@KEPT
 def test_truncate_empties_the_kept_rows(models_and_gpus):
     random_speed_fleet(random.Random(5), 30, timezone.now())
     assert kept_rows()
@@ -237,6 +247,7 @@ def test_truncate_empties_the_kept_rows(models_and_gpus):
     assert kept_rows() == []
 
 
+@KEPT
 def test_the_installed_functions_are_what_latest_speeds_installs_now(db):
     """A change to what is kept (or to the availability rule's columns) needs a migration that
     installs it again: the functions in the database must be what `latest_speeds` would install."""

@@ -17,8 +17,7 @@ from catalog.counting import speeds as catalog_speeds
 from catalog.models import GpuType, Machine, MeasuredSpeed, Provider
 from catalog.services import drop_speeds_of_other_gpu_types, load_catalog
 from tests.catalog import scan_oracle
-
-from .test_latest_speeds import assert_kept_rows_are_the_fleets, kept_rows
+from tests.kept_counts import assert_kept_rows_are_the_fleets, kept_rows
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),

@@ -16,7 +16,7 @@ from catalog.services import load_catalog
 from nodelodge.recommendations.answer import recommendation_for
 from nodelodge.recommendations.query import parse_query
 from nodelodge.refresh.services import refresh_provider
-from tests.refresh.conftest import feed, record
+from tests.feeds import feed, record
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -4,32 +4,20 @@ machine without a speed measured for the model and precision."""
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
 from decimal import Decimal
 
 import pytest
 from django.core.management import call_command
-from django.db import connection
 
 from catalog.models import MeasuredSpeed
 from catalog.services import load_catalog
 from nodelodge.recommendations import answer, estimate, fleet
 from nodelodge.recommendations.query import parse_query
 from sizing.throughput_plan import cheapest_plan
+from tests.factories import make_measured_speed
+from tests.helpers import LLAMA_8B
 
 pytestmark = pytest.mark.django_db
-
-MEASURED_AT = datetime(2025, 5, 1, tzinfo=UTC)
-LLAMA_8B = "workload=inference&model=llama-3-1-8b&precision=16&context=4096&requests=1"
-
-
-def measure(machine, value, *, model="llama-3-1-8b", precision=16, gpus=1, **fields):
-    return MeasuredSpeed.objects.create(
-        machine=machine, model_kind="language", model_slug=model, precision=precision, unit="tokens/s",
-        value=Decimal(value), gpus=gpus, measured_at=fields.pop("measured_at", MEASURED_AT), engine="vLLM",
-        engine_version="0.6.3", concurrency=64, input_tokens=1024, output_tokens=128, measured_by="bench", **fields,
-    )
-
 
 def plan_of(client, query: str) -> dict:
     response = client.get(f"/api/v1/recommendations?{query}")
@@ -39,7 +27,7 @@ def plan_of(client, query: str) -> dict:
 
 def test_the_documentation_example_through_the_api_and_the_page(client, make_machine):
     h100 = make_machine("H100 SXM 80GB", gpu_count=8, free_gpus=8, price_per_gpu_hour=Decimal("2.50"))
-    measure(h100, "75000")
+    make_measured_speed(h100, "75000")
     query = f"{LLAMA_8B}&target_tokens=180000&efficiency=75&redundancy=1"
     plan = plan_of(client, query)
     (cheapest,) = plan["plans"]
@@ -63,7 +51,7 @@ def test_a_long_plan_lists_its_first_machines_and_every_one_on_request(client, m
     for index in range(14):
         machine = make_machine("RTX 4090", gpu_count=1, free_gpus=1,
                                price_per_gpu_hour=Decimal("0.30") + Decimal(index) / 100)
-        measure(machine, "2000")
+        make_measured_speed(machine, "2000")
     query = f"{LLAMA_8B}&target_tokens=21500&efficiency=100&redundancy=1"
     (cheapest,) = plan_of(client, query)["plans"]
     assert len(cheapest["machines"]) == 12 and cheapest["productive_gpus"] == 11
@@ -90,9 +78,9 @@ def test_the_plans_on_each_gpu_type_come_when_asked_for(client, make_machine, ca
     """By default the answer plans once (the cheapest); `gpu_plans=1` (the page's link and checkbox,
     the API's parameter, the command's --gpu-plans) adds the cheapest on each GPU type."""
     h100 = make_machine("H100 SXM 80GB", gpu_count=8, free_gpus=8, price_per_gpu_hour=Decimal("2.50"))
-    measure(h100, "75000")
+    make_measured_speed(h100, "75000")
     l40s = make_machine("L40S", gpu_count=8, free_gpus=8, price_per_gpu_hour=Decimal("0.90"))
-    measure(l40s, "9000")
+    make_measured_speed(l40s, "9000")
     query = f"{LLAMA_8B}&target_tokens=20000&redundancy=0"
     (only,) = plan_of(client, query)["plans"]
     asked = plan_of(client, query + "&gpu_plans=1")["plans"]
@@ -112,19 +100,19 @@ def test_the_plans_on_each_gpu_type_come_when_asked_for(client, make_machine, ca
 
 def test_a_plan_keeps_to_countries_tier_free_gpus_and_measured_speeds(client, make_machine):
     keep = make_machine("RTX 4090", gpu_count=4, free_gpus=2, price_per_gpu_hour=Decimal("0.40"))
-    measure(keep, "1700")
+    make_measured_speed(keep, "1700")
     outside = make_machine("RTX 4090", gpu_count=8, free_gpus=8, country="US", price_per_gpu_hour=Decimal("0.10"))
-    measure(outside, "1700")
+    make_measured_speed(outside, "1700")
     community = make_machine("RTX 4090", tier="community", gpu_count=8, free_gpus=8,
                              price_per_gpu_hour=Decimal("0.10"))
-    measure(community, "1700")
+    make_measured_speed(community, "1700")
     other_precision = make_machine("RTX 4090", gpu_count=8, free_gpus=8, price_per_gpu_hour=Decimal("0.05"))
-    measure(other_precision, "2200", precision=8)
+    make_measured_speed(other_precision, "2200", precision=8)
     other_model = make_machine("RTX 4090", gpu_count=8, free_gpus=8, price_per_gpu_hour=Decimal("0.05"))
-    measure(other_model, "1800", model="qwen2-5-7b")
+    make_measured_speed(other_model, "1800", model="qwen2-5-7b")
     unmeasured = make_machine("RTX 4090", gpu_count=8, free_gpus=8, price_per_gpu_hour=Decimal("0.05"))
     dearer = make_machine("L40S", gpu_count=4, free_gpus=4, price_per_gpu_hour=Decimal("0.90"))
-    measure(dearer, "1600")
+    make_measured_speed(dearer, "1600")
 
     plan = plan_of(client, f"{LLAMA_8B}&target_tokens=3000&countries=DE&tier=secure&redundancy=0&gpu_plans=1")
     (cheapest, *others) = plan["plans"]
@@ -143,7 +131,7 @@ def test_a_speed_measured_on_another_gpu_type_is_dropped_and_never_used(client, 
     from catalog.services import save_machine
 
     machine = make_machine("RTX 4090", gpu_count=2, free_gpus=2, price_per_gpu_hour=Decimal("0.40"))
-    measure(machine, "1700")
+    make_measured_speed(machine, "1700")
     machine.gpu_type = GpuType.objects.get(name="RTX 3090")
     save_machine(machine)
     assert not MeasuredSpeed.objects.filter(machine=machine).exists()
@@ -154,9 +142,9 @@ def test_a_speed_measured_on_another_gpu_type_is_dropped_and_never_used(client, 
 
 def test_price_per_million_tokens_on_every_row_and_the_sort_by_it(client, make_machine):
     cheap_slow = make_machine("RTX 4090", price_per_gpu_hour=Decimal("0.40"))
-    measure(cheap_slow, "1000")  # 0.40 ÷ 3.6 = $0.1111 per million
+    make_measured_speed(cheap_slow, "1000")  # 0.40 ÷ 3.6 = $0.1111 per million
     dear_fast = make_machine("H100 SXM 80GB", price_per_gpu_hour=Decimal("2.49"))
-    measure(dear_fast, "24500")  # 2.49 ÷ 88.2 = $0.0282 per million
+    make_measured_speed(dear_fast, "24500")  # 2.49 ÷ 88.2 = $0.0282 per million
     none = make_machine("RTX 3090", price_per_gpu_hour=Decimal("0.30"))
     body = client.get(f"/api/v1/recommendations?{LLAMA_8B}").json()
     rows = {row["id"]: row for row in body["machines"]}
@@ -173,15 +161,15 @@ def test_price_per_million_tokens_on_every_row_and_the_sort_by_it(client, make_m
     assert all(row["price_per_million_tokens_text"] is None for row in image["machines"])
 
 
-@pytest.mark.postgresql(reason="the sort by price per million tokens reads the kept latest speeds, kept by PostgreSQL triggers")
-def test_the_sorted_answer_on_postgresql_equals_the_engine_over_every_machine(make_machine):
+def test_the_sorted_answer_equals_the_engine_over_every_machine(make_machine):
+    """On PostgreSQL the sort reads the kept latest speeds and the counting SQL; the embedded run
+    reads every speed and machine. Either way the first page is the engine's over every machine."""
     for index in range(12):
         machine = make_machine("RTX 4090", price_per_gpu_hour=Decimal("0.30") + Decimal(index) / 100)
         if index % 3:
-            measure(machine, str(900 + 97 * index))
+            make_measured_speed(machine, str(900 + 97 * index))
     query = parse_query({**dict(p.split("=") for p in LLAMA_8B.split("&")), "sort": "price_per_million_tokens",
                          "limit": "5"})
-    assert connection.vendor == "postgresql"
     counted = answer.recommendation_for(query)
     now = counted.freshness["as_of"]
     breakdown, _ = estimate.estimate_for(query)
@@ -215,7 +203,7 @@ def test_the_openapi_schema_describes_the_plan_and_the_price_per_million(client,
 
 def test_the_command_prints_the_plan(make_machine, capsys):
     h100 = make_machine("H100 SXM 80GB", gpu_count=8, free_gpus=8, price_per_gpu_hour=Decimal("2.50"))
-    measure(h100, "75000")
+    make_measured_speed(h100, "75000")
     call_command("recommend", "--model", "llama-3-1-8b", "--precision", "16", "--context", "4096",
                  "--requests", "1", "--target-tokens", "180000")
     out = capsys.readouterr().out
@@ -272,16 +260,15 @@ def test_the_lowest_price_per_million_comes_first_even_beyond_the_cheapest_thous
         for index in range(1_100)
     ])
     fast = make_machine("H100 SXM 80GB", price_per_gpu_hour=Decimal("2.49"))
-    measure(fast, "24500")
+    make_measured_speed(fast, "24500")
     body = client.get(f"/api/v1/recommendations?{LLAMA_8B}&sort=price_per_million_tokens&limit=3").json()
     assert body["machines"][0]["id"] == fast.pk
     assert body["machines"][0]["price_per_million_tokens"] == "0.0282"
     assert [row["price_per_million_tokens_text"] for row in body["machines"][1:]] == ["no measured speed"] * 2
 
 
-@pytest.mark.postgresql(reason="the database cut of speed candidates is made in SQL over the kept latest speeds; SQLite reads every one")
-@pytest.mark.parametrize(("target", "redundancy"), [(3_000, 0), (12_000, 1), (40_000, 2)])
-def test_the_database_cut_keeps_the_cheapest_plan(make_machine, target, redundancy):
+def _speed_candidates_both_ways(make_machine, target: int, redundancy: int):
+    """Forty machines with speeds; the plan's candidates as the wizard reads them, and every one."""
     from django.utils import timezone
 
     from nodelodge.recommendations.throughput import speed_candidates
@@ -290,7 +277,7 @@ def test_the_database_cut_keeps_the_cheapest_plan(make_machine, target, redundan
         gpu = ("RTX 4090", "RTX 3090", "L40S", "A100 80GB")[index % 4]
         machine = make_machine(gpu, gpu_count=4, free_gpus=1 + index % 4,
                                price_per_gpu_hour=Decimal("0.30") + Decimal(index * 7 % 23) / 10)
-        measure(machine, ("1700", "1300", "1600", "2600")[index % 4])
+        make_measured_speed(machine, ("1700", "1300", "1600", "2600")[index % 4])
     query = parse_query({**dict(p.split("=") for p in LLAMA_8B.split("&")), "target_tokens": str(target),
                          "redundancy": str(redundancy)})
     breakdown, _ = estimate.estimate_for(query)
@@ -298,9 +285,26 @@ def test_the_database_cut_keeps_the_cheapest_plan(make_machine, target, redundan
     cut, total = speed_candidates(query, breakdown, cutoff, preferences)
     every, every_total = speed_candidates(query, breakdown, cutoff, preferences, every_one=True)
     assert total == every_total == 40
-    assert len(cut) < len(every) if target < 20_000 else len(cut) <= len(every)
+    return cut, every
+
+
+PLAN_TARGETS = [(3_000, 0), (12_000, 1), (40_000, 2)]
+
+
+@pytest.mark.parametrize(("target", "redundancy"), PLAN_TARGETS)
+def test_the_candidates_the_wizard_reads_keep_the_cheapest_plan(make_machine, target, redundancy):
+    """The plan made from the candidates the wizard reads (a cut made in SQL on PostgreSQL, every
+    speed on the embedded run) costs what the plan over every speed of every machine costs."""
+    cut, every = _speed_candidates_both_ways(make_machine, target, redundancy)
     plans = [cheapest_plan([c.plan for c in found], Decimal(target), Decimal(75), redundancy) for found in (cut, every)]
     assert plans[0] is not None and plans[0].price_per_hour == plans[1].price_per_hour
+
+
+@pytest.mark.postgresql(reason="the database cut of speed candidates is made in SQL over the kept latest speeds; SQLite reads every one")
+@pytest.mark.parametrize(("target", "redundancy"), PLAN_TARGETS)
+def test_the_database_cut_reads_fewer_candidates(make_machine, target, redundancy):
+    cut, every = _speed_candidates_both_ways(make_machine, target, redundancy)
+    assert len(cut) < len(every) if target < 20_000 else len(cut) <= len(every)
 
 
 def test_the_link_to_a_plan_spells_the_target_as_typed(models_and_gpus):

@@ -10,7 +10,8 @@ import pytest
 from playwright.sync_api import expect
 
 from catalog.services import load_catalog
-from tests.throughput.test_plan_in_wizard import LLAMA_8B, measure
+from tests.factories import make_measured_speed
+from tests.helpers import LLAMA_8B
 
 pytestmark = pytest.mark.django_db
 
@@ -24,8 +25,8 @@ def long_plan_fleet(make_machine):
     for index in range(14):
         machine = make_machine("RTX 4090", gpu_count=1, free_gpus=1,
                                price_per_gpu_hour=Decimal("0.30") + Decimal(index) / 100)
-        measure(machine, "2000")
-    measure(make_machine("L40S", gpu_count=8, free_gpus=8, price_per_gpu_hour=Decimal("1.90")), "9000")
+        make_measured_speed(machine, "2000")
+    make_measured_speed(make_machine("L40S", gpu_count=8, free_gpus=8, price_per_gpu_hour=Decimal("1.90")), "9000")
 
 
 def link(page: str, testid: str) -> str:

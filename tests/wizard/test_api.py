@@ -4,7 +4,7 @@ from decimal import Decimal
 import pytest
 from django.core.management import call_command
 
-from .conftest import LLAMA_8B
+from tests.helpers import LLAMA_8B
 
 pytestmark = pytest.mark.django_db
 

@@ -11,11 +11,11 @@ from playwright.sync_api import expect
 
 from catalog.services import load_catalog
 from tests.a11y import assert_accessible
+from tests.helpers import LLAMA_8B
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 ARTIFACTS = Path(settings.BASE_DIR) / "test-artifacts"
-LLAMA_8B = "workload=inference&model=llama-3-1-8b&precision=16&context=4096&requests=1"
 # Every column the machine list can have: a budget ("Budget reicht für"), a throughput target (the
 # price per million tokens) and confidence, on the German page the longest labels it writes.
 EVERY_COLUMN = f"{LLAMA_8B}&budget=100&target_tokens=20000"

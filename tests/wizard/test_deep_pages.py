@@ -11,18 +11,11 @@ from django.utils import timezone
 from catalog.models import GpuType, Machine
 from nodelodge.recommendations import estimate, fleet
 from nodelodge.recommendations.query import parse_query
-
-from .conftest import LLAMA_8B
+from tests.helpers import LLAMA_8B
 
 pytestmark = pytest.mark.django_db
 
 FLEET = 1_150  # past the window, so its edge is crossed
-
-
-@pytest.fixture(autouse=True)
-def _api_rate_limit_off(settings):
-    settings.API_RATE_LIMIT = "off"
-    settings.PAGE_RATE_LIMIT = "off"
 
 
 @pytest.fixture

@@ -6,8 +6,7 @@ import pytest
 from django.core.management import call_command
 
 from nodelodge.recommendations.query import DEFAULTS, with_defaults
-
-from .conftest import LLAMA_8B
+from tests.helpers import LLAMA_8B
 
 pytestmark = pytest.mark.django_db
 

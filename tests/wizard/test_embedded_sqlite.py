@@ -25,7 +25,8 @@ for url in ("/", "/?workload=inference&model=whisper-large-v3&precision=16&reque
 def manage(tmp_path, *args: str) -> subprocess.CompletedProcess:
     env = {
         key: value for key, value in os.environ.items() if key not in ("DATABASE_URL", "REDIS_URL")
-    } | {"DATABASE_URL": f"sqlite:///{tmp_path / 'embedded.sqlite3'}", "API_RATE_LIMIT": "off"}
+    } | {"DATABASE_URL": f"sqlite:///{tmp_path / 'embedded.sqlite3'}", "API_RATE_LIMIT": "off",
+         "DJANGO_SETTINGS_MODULE": "nodelodge.settings"}  # the console's own, as bin/run starts it
     return subprocess.run(
         [sys.executable, "manage.py", *args], cwd=settings.BASE_DIR, env=env, capture_output=True, text=True,
         timeout=240, check=False,

@@ -15,35 +15,23 @@ from datetime import timedelta
 from decimal import Decimal
 
 import pytest
-from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import F
-from django.db.models.functions import Least
 from django.utils import timezone
 
 from catalog import availability
 from catalog.counting import fleet as catalog_fleet
 from catalog.counting import fleet_counts
 from catalog.models import GpuType, Machine, Provider
-from catalog.services import generate_fleet, save_provider
 from nodelodge.recommendations.answer import recommendation_for
-from nodelodge.refresh.services import refresh_provider
 from sizing.reasons import STALE
 from tests.catalog import scan_oracle
-
-from .test_counted_fleet import (
-    COUNTRIES,
-    PREFERENCES,
-    PRICES,
-    QUERIES,
-    _engine_over_every_machine,
-    _memory_pool,
-    _query,
-    _random_fleet,
+from tests.differential import PREFERENCES, QUERIES, engine_over_every_machine, parse, random_fleet
+from tests.kept_counts import (
+    assert_kept_counts_are_the_fleets,
+    cutoff_instants,
+    kept_entries,
+    write_once,
 )
-
-WINDOW = timedelta(seconds=settings.MACHINE_STALE_AFTER_SECONDS)
-MICROSECOND = timedelta(microseconds=1)
 
 pytestmark = pytest.mark.postgresql(
     reason="the kept fleet counts are written by PostgreSQL triggers (PL/pgSQL); on SQLite the wizard scans the fleet instead"
@@ -67,43 +55,6 @@ def both_ways(monkeypatch):
     return compared
 
 
-def kept_entries() -> Counter:
-    """(shape, price) -> machines, as the kept counts hold them; also checks the rows' form."""
-    entries: Counter = Counter()
-    with connection.cursor() as cursor:
-        fleet_counts.merge_pending(cursor)
-        cursor.execute(f"SELECT shape, chunk, prices, cum FROM {fleet_counts.SHAPES}")  # noqa: S608
-        for shape, _chunk, prices, cum in cursor.fetchall():
-            assert 0 < len(prices) == len(cum) <= fleet_counts.CHUNK
-            assert prices == sorted(set(prices)), "prices in order, each once"
-            previous = 0
-            for price, total in zip(prices, cum, strict=True):
-                assert total > previous, "every price holds at least one machine"
-                assert (shape, price) not in entries
-                entries[shape, price] = total - previous
-                previous = total
-    return entries
-
-
-def assert_kept_counts_are_the_fleets():
-    """The kept counts equal counting every machine again from scratch."""
-    kept = kept_entries()
-    with transaction.atomic():
-        fleet_counts.rebuild()
-        rebuilt = kept_entries()
-        transaction.set_rollback(True)
-    assert kept == rebuilt
-    assert sum(kept.values()) == Machine.objects.filter(gone_at__isnull=True).count()
-
-
-def cutoff_instants(now) -> list:
-    """`now`, and every instant at which some machine reaches the stale cutoff, and just after."""
-    instants = {now}
-    for seen in Machine.objects.exclude(last_seen_at=None).values_list("last_seen_at", flat=True).distinct():
-        instants |= {seen + WINDOW, seen + WINDOW + MICROSECOND}
-    return sorted(instants)
-
-
 def check_answers(rng: random.Random, now, combinations: int = 10, instants: int = 4) -> None:
     """A sample of queries at a sample of instants: kept counts == scan (by `both_ways`), and the
     answer == the engine over every machine."""
@@ -111,110 +62,17 @@ def check_answers(rng: random.Random, now, combinations: int = 10, instants: int
     chosen = rng.sample(every, min(instants, len(every)))
     for at in chosen:
         for _ in range(combinations):
-            query = _query(rng.choice(QUERIES) + rng.choice(PREFERENCES))
-            expected = _engine_over_every_machine(query, at, rng).to_dict()
+            query = parse(rng.choice(QUERIES) + rng.choice(PREFERENCES))
+            expected = engine_over_every_machine(query, at, rng).to_dict()
             # The engine's own answer; what relaxing countries or sizes opens is tested in test_relax.py.
             assert recommendation_for(query, now=at, relax=False).recommendation.to_dict() == expected
-
-
-def feed_of(provider: Provider, rng: random.Random, gpu_names: list[str], memories: list[int]) -> dict:
-    """A feed for the provider: most of its machines, some changed, some new (the rest go missing)."""
-    records = []
-    for machine in Machine.objects.filter(provider=provider, gone_at=None):
-        if rng.random() < 0.2:
-            continue  # missing from this feed: marked gone
-        count = machine.gpu_count
-        records.append({
-            "id": machine.provider_machine_id,
-            "gpu_type": machine.gpu_type.name,
-            "gpu_count": count,
-            "free_gpus": rng.randint(0, count) if rng.random() < 0.4 else machine.free_gpus,
-            "memory_mib": rng.choice(memories) if rng.random() < 0.2 else machine.memory_per_gpu_mib,
-            "available": rng.random() < 0.9,
-            "country": rng.choice([c for c in COUNTRIES if c]) if rng.random() < 0.2 else machine.country,
-            "region": "somewhere",
-            "price_per_gpu_hour": str(rng.choice(PRICES) if rng.random() < 0.3 else machine.price_per_gpu_hour),
-            "interruptible": False,
-            "booking_limit_hours": None,
-        })
-    for number in range(rng.randint(0, 5)):
-        count = rng.choice([1, 2, 8])
-        records.append({
-            "id": f"new-{rng.random():.8f}-{number}", "gpu_type": rng.choice(gpu_names), "gpu_count": count,
-            "free_gpus": rng.randint(0, count), "memory_mib": rng.choice(memories + [None]),
-            "available": True, "country": rng.choice(COUNTRIES), "region": "",
-            "price_per_gpu_hour": str(rng.choice(PRICES)), "interruptible": False, "booking_limit_hours": None,
-        })
-    return {"provider": provider.slug, "generated_at": "2026-11-30T12:00:00Z", "machines": records}
-
-
-def some_machine(rng: random.Random, **filters) -> Machine | None:
-    ids = list(Machine.objects.filter(gone_at=None, **filters).values_list("pk", flat=True))
-    return Machine.objects.get(pk=rng.choice(ids)) if ids else None
-
-
-def write_once(rng: random.Random, feed_server, now) -> str:
-    """One write through one of the console's write paths, chosen at random; returns its name."""
-    providers = list(Provider.objects.order_by("pk"))
-    gpu_names = list(GpuType.objects.values_list("name", flat=True))
-    memories = _memory_pool()
-    kind = rng.choice([
-        "refresh", "launch", "stop", "admin edit", "provider switch", "delete", "stale update",
-        "tier change", "generate",
-    ])
-    if kind == "refresh":
-        provider = rng.choice(providers)
-        provider.feed_url = feed_server.serve_json(provider.slug, feed_of(provider, rng, gpu_names, memories))
-        provider.save()
-        run = refresh_provider(provider.pk)
-        assert run.status in ("ok", "partial"), (run.status, run.error)
-    elif kind == "launch" and (machine := some_machine(rng, free_gpus__gte=1)):
-        taken = rng.randint(1, machine.free_gpus)
-        assert Machine.objects.filter(pk=machine.pk, free_gpus__gte=taken).update(
-            free_gpus=F("free_gpus") - taken
-        ) == 1
-    elif kind == "stop" and (machine := some_machine(rng)):
-        Machine.objects.filter(pk=machine.pk).update(free_gpus=Least(F("free_gpus") + 1, F("gpu_count")))
-    elif kind == "admin edit" and (machine := some_machine(rng)):
-        field = rng.choice(["country", "price", "memory", "available", "seen", "free"])
-        if field == "country":
-            machine.country = rng.choice(COUNTRIES)
-        elif field == "price":
-            machine.price_per_gpu_hour = rng.choice(PRICES) + Decimal("0.0001") * rng.randint(0, 3)
-        elif field == "memory":
-            machine.memory_per_gpu_mib = rng.choice(memories + [None])
-        elif field == "available":
-            machine.is_available = not machine.is_available
-        elif field == "seen":
-            machine.last_seen_at = rng.choice([None, now - WINDOW, now - WINDOW - MICROSECOND, now])
-        else:
-            machine.free_gpus = rng.randint(0, machine.gpu_count)
-        machine.save()
-    elif kind == "provider switch":
-        provider = rng.choice(providers)
-        provider.is_active = not provider.is_active
-        save_provider(provider)
-    elif kind == "delete" and (machine := some_machine(rng)):
-        machine.delete()
-    elif kind == "stale update":
-        # Machines pushed to either side of the cutoff by a bulk update, as a sweep or import would.
-        ids = list(Machine.objects.values_list("pk", flat=True))
-        chosen = rng.sample(ids, min(len(ids), 5))
-        Machine.objects.filter(pk__in=chosen).update(last_seen_at=now - WINDOW + rng.choice([-1, 0, 1]) * MICROSECOND)
-    elif kind == "tier change":
-        provider = rng.choice(providers)
-        provider.tier = "community" if provider.tier == "secure" else "secure"
-        save_provider(provider)
-    elif kind == "generate":
-        generate_fleet(rng.randint(1, 12), seed=rng.randint(1, 3), provider_prefix="Generated")
-    return kind
 
 
 @pytest.mark.parametrize("seed", range(3))
 def test_kept_counts_equal_the_scan_through_every_write_path(models_and_gpus, both_ways, feed_server, seed):
     rng = random.Random(seed)
     now = timezone.now()
-    _random_fleet(rng, rng.choice([20, 60]), now)
+    random_fleet(rng, rng.choice([20, 60]), now)
     assert_kept_counts_are_the_fleets()
     check_answers(rng, now)
     done = []
@@ -252,8 +110,8 @@ def test_shapes_holding_many_prices_are_split_at_every_price_limit_as_the_scan_s
     for preferences in ("&max_price=1.5", "&budget=0.9", "&max_price=1.5&budget=3", "&tier=community&max_price=2",
                         "&max_price=0.3&countries=DE,FR,US", "&budget=40"):
         for query_string in QUERIES[:3]:
-            query = _query(query_string + preferences)
-            expected = _engine_over_every_machine(query, now, rng).to_dict()
+            query = parse(query_string + preferences)
+            expected = engine_over_every_machine(query, now, rng).to_dict()
             assert recommendation_for(query, now=now, relax=False).recommendation.to_dict() == expected
     assert len(both_ways) >= 18
 
@@ -262,14 +120,14 @@ def test_machines_crossing_the_stale_cutoff_between_writes(models_and_gpus, both
     """No write happens as machines go stale; the answer follows the clock exactly."""
     rng = random.Random(7)
     now = timezone.now()
-    _random_fleet(rng, 80, now)
+    random_fleet(rng, 80, now)
     ids = list(Machine.objects.values_list("pk", flat=True))
     # Sightings spread around one instant, microseconds apart, so the cutoff passes them one by one.
     for offset, machine_id in enumerate(rng.sample(ids, 30)):
         Machine.objects.filter(pk=machine_id).update(last_seen_at=now - timedelta(microseconds=offset % 7))
-    query = _query(QUERIES[0])
+    query = parse(QUERIES[0])
     for at in cutoff_instants(now):
-        expected = _engine_over_every_machine(query, at, rng).to_dict()
+        expected = engine_over_every_machine(query, at, rng).to_dict()
         assert recommendation_for(query, now=at, relax=False).recommendation.to_dict() == expected
     # With no write in between, the same kept counts gave a different answer at each step of the clock.
     stale_counts = [catalog_fleet.counted_fleet(fq).left_out[STALE] for fq in list(both_ways)]
@@ -278,7 +136,7 @@ def test_machines_crossing_the_stale_cutoff_between_writes(models_and_gpus, both
 
 def test_a_reader_inside_a_writing_transaction_counts_its_own_writes(models_and_gpus, providers_and_gpu):
     provider, gpu_type = providers_and_gpu
-    query = _query(QUERIES[0])
+    query = parse(QUERIES[0])
     now = timezone.now()
     before = recommendation_for(query, now=now).recommendation.to_dict()
     with transaction.atomic():
@@ -293,7 +151,7 @@ def test_a_reader_inside_a_writing_transaction_counts_its_own_writes(models_and_
 
 
 def test_truncate_empties_the_kept_counts(models_and_gpus):
-    _random_fleet(random.Random(3), 30, timezone.now())
+    random_fleet(random.Random(3), 30, timezone.now())
     assert kept_entries()
     with connection.cursor() as cursor:
         # Django's foreign keys are checked at commit; TRUNCATE wants none pending.

@@ -26,9 +26,8 @@ from nodelodge.recommendations.query import WorkloadQuery, WorkloadQueryForm
 from nodelodge.refresh.services import refresh_provider
 from sizing.fit import fit_thresholds
 from tests.catalog import scan_oracle
-from tests.refresh.conftest import FeedServer
-
-from .test_fleet_counts import assert_kept_counts_are_the_fleets, kept_entries
+from tests.feeds import FeedServer
+from tests.kept_counts import assert_kept_counts_are_the_fleets, kept_entries
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),

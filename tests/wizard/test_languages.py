@@ -6,7 +6,7 @@ from urllib.parse import quote
 
 import pytest
 
-from .conftest import LLAMA_8B
+from tests.helpers import LLAMA_8B
 
 GERMAN = {"HTTP_ACCEPT_LANGUAGE": "de-DE,de;q=0.9,en;q=0.5"}
 

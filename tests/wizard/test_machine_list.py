@@ -5,16 +5,9 @@ import pytest
 
 from nodelodge.recommendations.query import parse_query
 from nodelodge.recommendations.sorts import SORTS
-
-from .conftest import LLAMA_8B
+from tests.helpers import LLAMA_8B
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def _api_rate_limit_off(settings):
-    """These tests ask the API many times a minute from one address; the limit has its own tests."""
-    settings.API_RATE_LIMIT = "off"
 
 
 def api(client, query):

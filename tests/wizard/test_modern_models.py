@@ -9,8 +9,7 @@ import pytest
 from django.core.management import call_command
 
 from catalog.data.modern_models import MODERN_MODELS
-
-from .conftest import LLAMA_8B
+from tests.helpers import LLAMA_8B
 
 pytestmark = pytest.mark.django_db
 

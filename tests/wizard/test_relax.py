@@ -3,15 +3,9 @@ import re
 
 import pytest
 
-from .conftest import LLAMA_8B
+from tests.helpers import LLAMA_8B
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def _api_rate_limit_off(settings):
-    """These tests ask the API many times a minute from one address; the limit has its own tests."""
-    settings.API_RATE_LIMIT = "off"
 
 
 def empty_reason(client, query):

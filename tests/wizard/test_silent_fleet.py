@@ -8,8 +8,7 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from catalog.models import Machine
-
-from .conftest import LLAMA_8B
+from tests.helpers import LLAMA_8B
 
 pytestmark = pytest.mark.django_db
 

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from .conftest import LLAMA_8B
+from tests.helpers import LLAMA_8B
 
 pytestmark = pytest.mark.django_db
 

@@ -6,8 +6,7 @@ from django.urls import reverse
 
 from catalog import services
 from catalog.services import generate_fleet
-
-from .conftest import LLAMA_8B
+from tests.helpers import LLAMA_8B
 
 pytestmark = pytest.mark.django_db
 

@@ -1,49 +1,33 @@
-"""A small, hand-made fleet on top of the shipped models and GPU types, so every expected
-figure in these tests can be worked out by hand."""
+"""Fixtures for a small, hand-made fleet on top of the shipped models and GPU types, so every expected
+figure can be worked out by hand (the wizard's, throughput and hardening tests). Registered for the
+whole suite by tests/conftest.py; a package may define its own `providers` (tests/refresh does)."""
 from decimal import Decimal
-from itertools import count
 
 import pytest
 from django.utils import timezone
 
-from catalog.models import GpuType, Machine, Provider
-from catalog.services import load_catalog
-
-_ids = count(1)
+from tests import factories
 
 
 @pytest.fixture
 def models_and_gpus(db):
-    return load_catalog(fleet=False)
+    return factories.load_shipped_models_and_gpus()
 
 
 @pytest.fixture
 def providers(models_and_gpus):
-    secure = Provider.objects.create(name="Harbor Compute", slug="harbor", tier="secure")
-    community = Provider.objects.create(name="Attic Hosts", slug="attic", tier="community")
-    return {"secure": secure, "community": community}
+    return {
+        "secure": factories.make_provider("Harbor Compute", slug="harbor", tier="secure"),
+        "community": factories.make_provider("Attic Hosts", slug="attic", tier="community"),
+    }
 
 
 @pytest.fixture
 def make_machine(providers):
+    """A machine of a shipped GPU type (by name) at the secure or the community provider."""
+
     def make(gpu="RTX 4090", tier="secure", **fields):
-        gpu_type = GpuType.objects.get(name=gpu)
-        values = {
-            "provider": providers[tier],
-            "provider_machine_id": f"m-{next(_ids):04d}",
-            "gpu_type": gpu_type,
-            "gpu_count": 1,
-            "free_gpus": 1,
-            "memory_per_gpu_mib": gpu_type.memory_mib,
-            "memory_source": "datacenter" if tier == "secure" else "host",
-            "country": "DE",
-            "region": "Frankfurt",
-            "price_per_gpu_hour": Decimal("1.00"),
-            "is_available": True,
-            "last_seen_at": timezone.now(),
-        }
-        values.update(fields)
-        return Machine.objects.create(**values)
+        return factories.make_machine(providers[tier], gpu, **fields)
 
     return make
 
@@ -67,6 +51,3 @@ def small_fleet(make_machine):
         "stale": make_machine("RTX 4090", last_seen_at=timezone.now() - timezone.timedelta(hours=2),
                               price_per_gpu_hour=Decimal("0.13")),
     }
-
-
-LLAMA_8B = "workload=inference&model=llama-3-1-8b&precision=16&context=4096&requests=1"

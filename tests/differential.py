@@ -1,0 +1,76 @@
+"""The queries the differential tests ask and the reference they compare with: the pure engine over
+every machine the catalog may offer (the ORM reads them), whatever path the wizard took to answer."""
+import random
+
+from catalog.models import GpuType
+from nodelodge.recommendations import fleet
+from nodelodge.recommendations.estimate import estimate_for
+from nodelodge.recommendations.query import WorkloadQuery, WorkloadQueryForm
+from sizing import matching
+from sizing.fit import fit_thresholds
+from sizing.limits import PAGE_LIMIT
+from sizing.specs import PRECISIONS
+from tests import factories
+
+QUERIES = [
+    "workload=inference&model=llama-3-1-8b&precision=16&context=4096&requests=1",
+    "workload=inference&model=llama-3-1-70b&precision=16&context=8192&requests=4",
+    "workload=inference&model=llama-3-1-405b&precision=16&context=8192&requests=1",
+    "workload=inference&model=qwen2-5-32b&precision=8&context=32768&requests=2",
+    "workload=inference&model=whisper-large-v3&precision=16&context=4096&requests=4",
+    "workload=finetune&model=llama-3-1-8b&precision=16&context=2048&requests=4",
+    "workload=image&model=stable-diffusion-xl&precision=16&requests=1",
+    "workload=notebook&memory_gib=30",
+]
+PREFERENCES = [
+    "",
+    "&tier=secure",
+    "&tier=community&max_price=2",
+    "&max_price=1.5&budget=3",
+    "&budget=0.9",
+    "&countries=EU",
+    "&countries=CH&tier=secure",
+    "&max_price=0.3&tier=community&countries=DE,FR,US",
+    "&limit=3",
+    "&max_price=10&budget=6.67",
+]
+
+
+def parse(query_string: str) -> WorkloadQuery:
+    values = dict(part.split("=", 1) for part in query_string.split("&"))
+    form = WorkloadQueryForm(values)
+    assert form.is_valid(), form.errors
+    return WorkloadQuery.from_form(form)
+
+
+def memory_pool() -> list[int]:
+    """Datasheet figures plus every fit threshold of the queries, exactly and one MiB either side."""
+    pool = set(GpuType.objects.values_list("memory_mib", flat=True))
+    for query_string in QUERIES:
+        query = parse(query_string)
+        breakdowns = [estimate_for(query)[0]]
+        if query.precision:
+            breakdowns += [estimate_for(query, p)[0] for p in PRECISIONS if p < query.precision]
+        for breakdown in breakdowns:
+            for _, need in fit_thresholds(breakdown):
+                pool |= {need - 1, need, need + 1}
+    return sorted(m for m in pool if m and m > 0)
+
+
+def engine_over_every_machine(query: WorkloadQuery, now, rng: random.Random) -> matching.Recommendation:
+    """The reference: the pure engine over every machine the catalog may offer, counted by the ORM."""
+    breakdown, _ = estimate_for(query)
+    lower = {}
+    if query.precision:
+        for precision in PRECISIONS:
+            if precision < query.precision:
+                lower[precision] = estimate_for(query, precision)[0]
+    recommendation, _ = fleet.recommend_over_every_machine(
+        query, breakdown, lower, now, query.limit or PAGE_LIMIT, shuffle=rng.shuffle
+    )
+    return recommendation
+
+
+def random_fleet(rng: random.Random, machines: int, now) -> None:
+    """factories.random_fleet with memories at every fit threshold of QUERIES."""
+    factories.random_fleet(rng, machines, now, memory_pool())

@@ -1,0 +1,16 @@
+"""Small things test packages share: the query most tests ask, the header nginx stamps, the broker."""
+import os
+import time
+
+# Llama 3.1 8B at 16-bit, 4,096 tokens, one request: 19.55 GiB, one 24 GB card or one 80 GB GPU holds it.
+LLAMA_8B = "workload=inference&model=llama-3-1-8b&precision=16&context=4096&requests=1"
+
+
+def started(seconds_ago: float) -> dict[str, str]:
+    """The header nginx stamps on a request it received `seconds_ago`."""
+    return {"X-Request-Start": f"t={time.time() - seconds_ago:.3f}"}
+
+
+# The Celery broker of the worker tests: the run's Redis; on the SQLite run (no REDIS_URL, as `bin/run`)
+# the one bin/test names.
+TEST_BROKER_URL = os.environ.get("REDIS_URL") or os.environ.get("TEST_REDIS_URL") or "redis://127.0.0.1:6379/3"

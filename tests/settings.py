@@ -1,0 +1,37 @@
+"""The settings the tests run under: the console's own (nodelodge/settings.py, the database still
+from DATABASE_URL) with two changes that make tests cheap without changing what they check.
+
+- A fast password hasher: production's costs about a quarter of a second of CPU per hash, paid for
+  every user a test creates or signs in; what the tests check does not depend on the hash's strength
+  (production settings are checked in their own processes, which start from nodelodge.settings).
+- The per-address rate limits off: many tests ask the same page or endpoint far more often than a
+  person would, all from one address. The tests of a limit turn it on: with the `rate_limits`
+  marker (the production values, tests/conftest.py) or by setting the value they test through
+  pytest-django's `settings` fixture.
+
+Processes the tests start as production would (servers, workers, manage.py) are given
+DJANGO_SETTINGS_MODULE=nodelodge.settings explicitly."""
+from nodelodge.settings import *  # noqa: F403
+from nodelodge.settings import (
+    API_RATE_LIMIT,
+    PAGE_RATE_LIMIT,
+    PASSWORD_RESET_EMAIL_RATE_LIMIT,
+    PASSWORD_RESET_RATE_LIMIT,
+    SIGNUP_RATE_LIMIT,
+)
+
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+# The per-address limits as the console runs them, which the `rate_limits` marker restores.
+PRODUCTION_RATE_LIMITS = {
+    "API_RATE_LIMIT": API_RATE_LIMIT,
+    "PAGE_RATE_LIMIT": PAGE_RATE_LIMIT,
+    "SIGNUP_RATE_LIMIT": SIGNUP_RATE_LIMIT,
+    "PASSWORD_RESET_RATE_LIMIT": PASSWORD_RESET_RATE_LIMIT,
+    "PASSWORD_RESET_EMAIL_RATE_LIMIT": PASSWORD_RESET_EMAIL_RATE_LIMIT,
+}
+API_RATE_LIMIT = "off"
+PAGE_RATE_LIMIT = "off"
+SIGNUP_RATE_LIMIT = "off"
+PASSWORD_RESET_RATE_LIMIT = "off"
+PASSWORD_RESET_EMAIL_RATE_LIMIT = "off"
