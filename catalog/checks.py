@@ -6,6 +6,7 @@ from django.core import checks
 from django.db import connections
 from django.db.migrations.executor import MigrationExecutor
 
+from catalog import database
 from catalog.counting import drift
 
 
@@ -14,7 +15,7 @@ def counting_sql_as_shipped(app_configs=None, databases=None, **kwargs):
     errors = []
     for alias in databases or ():
         connection = connections[alias]
-        if connection.vendor != "postgresql":  # the embedded database keeps no counts
+        if not database.keeps_counts(connection):
             continue
         executor = MigrationExecutor(connection)
         if executor.migration_plan(executor.loader.graph.leaf_nodes()):

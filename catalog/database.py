@@ -14,10 +14,11 @@ from django.core.cache import cache
 from django.db import connection, transaction
 
 
-def keeps_counts() -> bool:
-    """Whether the database keeps the fleet's counts (the triggers and counting functions of
-    PostgreSQL); without them the engine counts every machine itself."""
-    return connection.vendor == "postgresql"
+def keeps_counts(on=None) -> bool:
+    """Whether the database (`on`: a connection; the default one without) keeps the fleet's counts
+    (the triggers and counting functions of PostgreSQL); without them the engine counts every
+    machine itself."""
+    return (on or connection).vendor == "postgresql"
 
 
 @contextmanager

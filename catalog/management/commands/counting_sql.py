@@ -1,6 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 from django.db import DEFAULT_DB_ALIAS, connections
 
+from catalog import database
 from catalog.counting import drift, shipped
 
 
@@ -25,7 +26,7 @@ class Command(BaseCommand):
                 f"Files differ from the generators: {', '.join(stale)} (run counting_sql --write)."
             )
         connection = connections[options["database"]]
-        if connection.vendor != "postgresql":
+        if not database.keeps_counts(connection):
             self.stdout.write("The files match the generators; this database keeps no counts.")
             return
         differing = drift.differences(connection)
