@@ -110,6 +110,9 @@ def test_answers_are_read_on_the_replica(console):
         assert console.get(path).status_code == 200
     assert console.reads_on(postgres.replica) >= on_replica + 4
     assert console.reads_on(postgres.primary) == on_primary
+    # From one snapshot there too, and without merging pending counts: a replica read never writes.
+    assert postgres.statements_reading(postgres.replica, "REPEATABLE READ") >= 4
+    assert postgres.statements_reading(postgres.replica, "catalog_fleet_merge") == 0
 
 
 def signed_in(console: Console) -> dict[str, str]:
