@@ -34,10 +34,6 @@ def reads():
     return connections[_reads_from.get()]
 
 
-def reading_replica() -> bool:
-    return _reads_from.get() != DEFAULT_DB_ALIAS
-
-
 def replica_first(read: Callable[[], T]) -> T:
     """`read()` with its reads on the replica when one is configured and fit to read (not down, not
     behind by more than `DATABASE_REPLICA_MAX_LAG`); on the primary otherwise. `read` must only
