@@ -1,24 +1,97 @@
-"""What differs between the two databases the console runs on, said once.
+"""What differs between the databases the console runs on, said once.
 
 PostgreSQL (production) keeps the fleet's counts by triggers, reads an answer from one snapshot and
 holds locks for the session; the embedded SQLite run (the README's first command) does without. Every
 other module asks this one what the database can do, never which database it is.
+
+Reads may go to a PostgreSQL streaming replica (`DATABASE_REPLICA_URL`): only inside
+`replica_first`, which the wizard's and the API's answers use; everything else, writes and Launch's
+re-check included, uses the primary. `reads()` is the connection the current reads go to, and
+`ReadRouter` sends the ORM's reads to the same one. Whether the replica is fit to read is
+`catalog.replica`'s business.
 """
 from __future__ import annotations
 
 import secrets
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
+from functools import wraps
+from typing import TypeVar
 
 from django.core.cache import cache
-from django.db import connection, transaction
+from django.db import DEFAULT_DB_ALIAS, InterfaceError, OperationalError, connections, transaction
+
+from catalog import replica
+
+T = TypeVar("T")
+_reads_from: ContextVar[str] = ContextVar("catalog_reads_from", default=DEFAULT_DB_ALIAS)
+
+
+def reads():
+    """The connection this request's reads go to: the replica inside `replica_first` when it is
+    fit to read, else the primary."""
+    return connections[_reads_from.get()]
+
+
+def replica_first(read: Callable[[], T]) -> T:
+    """`read()` with its reads on the replica when one is configured and fit to read (not down, not
+    behind by more than `DATABASE_REPLICA_MAX_LAG`); on the primary otherwise. `read` must only
+    read: when the replica fails under it (stopped, restarted, a query cancelled by its recovery),
+    the replica is set aside and `read()` runs again on the primary, so the caller sees no error.
+    Inside a transaction of the primary, that transaction decides: no replica."""
+    alias = replica.fit_to_read()
+    if alias is None or connections[DEFAULT_DB_ALIAS].in_atomic_block:
+        return read()
+    token = _reads_from.set(alias)
+    try:
+        return read()
+    except (OperationalError, InterfaceError) as error:
+        replica.set_aside(alias, error)
+    finally:
+        _reads_from.reset(token)
+    return read()
+
+
+def reads_replica_first(view):
+    """A read-only view's reads through `replica_first`, its template rendered inside so the reads
+    the template makes (a model list made when the page reaches it) go there too."""
+
+    @wraps(view)
+    def replica_first_view(request, *args, **kwargs):
+        def answered():
+            response = view(request, *args, **kwargs)
+            if callable(getattr(response, "render", None)) and not response.is_rendered:
+                response.render()
+            return response
+
+        return replica_first(answered)
+
+    return replica_first_view
+
+
+class ReadRouter:
+    """The ORM's side of `replica_first`: reads go where `reads()` does, writes and migrations to
+    the primary, whatever the caller."""
+
+    def db_for_read(self, model, **hints):
+        return _reads_from.get()
+
+    def db_for_write(self, model, **hints):
+        return DEFAULT_DB_ALIAS
+
+    def allow_relation(self, first, second, **hints):
+        return True  # one database: the replica holds the primary's rows
+
+    def allow_migrate(self, db, app_label, **hints):
+        return db == DEFAULT_DB_ALIAS
 
 
 def keeps_counts(on=None) -> bool:
-    """Whether the database (`on`: a connection; the default one without) keeps the fleet's counts
-    (the triggers and counting functions of PostgreSQL); without them the engine counts every
-    machine itself."""
-    return (on or connection).vendor == "postgresql"
+    """Whether the database (`on`: a connection; without, the one the current read uses) keeps the
+    fleet's counts (the triggers and counting functions of PostgreSQL); without them the engine
+    counts every machine itself."""
+    return (on or reads()).vendor == "postgresql"
 
 
 @contextmanager
@@ -28,17 +101,19 @@ def one_snapshot(*, lock_on_sqlite: bool = False) -> Iterator[None]:
     PostgreSQL: one REPEATABLE READ transaction, so what a refresh commits meanwhile is not seen (reads
     take no locks and wait for no one). SQLite, only with `lock_on_sqlite`: one transaction, which on
     the embedded run takes the write lock when it begins, so no refresh commits until it ends.
-    Inside a caller's transaction, that transaction decides."""
+    Inside a caller's transaction, that transaction decides. On a replica (`replica_first`) the same
+    REPEATABLE READ transaction, read-only as every transaction there is."""
+    connection = reads()
     if connection.in_atomic_block:
         yield
         return
     if connection.vendor == "postgresql":
-        with transaction.atomic():
+        with transaction.atomic(using=connection.alias):
             with connection.cursor() as cursor:
                 cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
             yield
     elif lock_on_sqlite:
-        with transaction.atomic():
+        with transaction.atomic(using=connection.alias):
             yield
     else:
         yield
@@ -51,6 +126,7 @@ def try_lock(key: int, cache_key: str, expiry_seconds: int) -> Iterator[bool]:
     On PostgreSQL a session advisory lock: released on exit, or by the server if the process dies.
     Elsewhere (the embedded SQLite run) a cache entry under `cache_key` that expires after
     `expiry_seconds`, which is enough for one machine."""
+    connection = connections[DEFAULT_DB_ALIAS]
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_try_advisory_lock(%s)", [key])
@@ -74,6 +150,7 @@ def try_lock(key: int, cache_key: str, expiry_seconds: int) -> Iterator[bool]:
 def analyze(tables: list[str]) -> None:
     """Refresh the planner's statistics of `tables` after a bulk load. PostgreSQL: ANALYZE of each
     table; SQLite: ANALYZE (of every table), then PRAGMA optimize."""
+    connection = connections[DEFAULT_DB_ALIAS]
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
             for table in tables:

@@ -125,6 +125,22 @@ elif DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # begins and waits for it (up to 20 s), so two Launches or Stops at once queue instead of one
     # failing with "database is locked" when it turns from reading to writing.
     DATABASES["default"].setdefault("OPTIONS", {}).update({"transaction_mode": "IMMEDIATE", "timeout": 20})
+# A PostgreSQL streaming replica of DATABASE_URL for the wizard's and the API's reads
+# (catalog.database.replica_first); writes, Launch and everything else stay on the primary. A replica
+# behind by more than DATABASE_REPLICA_MAX_LAG seconds, or down, is skipped (catalog.replica).
+if os.environ.get("DATABASE_REPLICA_URL"):
+    DATABASES["replica"] = dj_database_url.parse(
+        os.environ["DATABASE_REPLICA_URL"],
+        conn_max_age=DATABASES["default"]["CONN_MAX_AGE"],
+        conn_health_checks=True,
+    )
+    replica_options = DATABASES["replica"].setdefault("OPTIONS", {})
+    replica_options["options"] = f"{replica_options.get('options', '')} -c jit=off".strip()
+    replica_options.setdefault("connect_timeout", 2)  # a replica gone silent costs a request 2 s, once
+    # Tests run against the primary's test database; the replica is never created or migrated.
+    DATABASES["replica"]["TEST"] = {"MIRROR": "default"}
+DATABASE_ROUTERS = ["catalog.database.ReadRouter"]
+DATABASE_REPLICA_MAX_LAG = float(os.environ.get("DATABASE_REPLICA_MAX_LAG", "5"))
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTHENTICATION_BACKENDS = [

@@ -26,6 +26,7 @@ SLOW_MODULES = {
     "hardening/test_limits.py",  # every model at and past the limits, and hypothesis over the rest
     "hardening/test_production_layout.py",  # nginx and gunicorn processes
     "hardening/test_proxies.py",  # a production process behind a proxy
+    "hardening/test_read_replica.py",  # a primary, its streaming replica and gunicorn
     "hardening/test_schemathesis.py",  # every API operation against its schema
     "launches/test_concurrency.py",  # threads racing for the last GPU
     "matching/test_properties.py",  # hypothesis: generated fleets and needs

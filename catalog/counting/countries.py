@@ -5,9 +5,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import TYPE_CHECKING, NamedTuple
 
-from django.db import connection
-
-from catalog import availability
+from catalog import availability, database
 from catalog.counting import availability_sql, fit_sql, fleet_counts
 
 if TYPE_CHECKING:
@@ -53,7 +51,7 @@ def meeting_by_country(query: FleetQuery) -> list[CountryCount]:
         f"WHERE {status_sql} = {availability.SCREENED} AND g.gpus IS NOT NULL AND {' AND '.join(meets)} "
         "GROUP BY m.country ORDER BY 2, 1"
     )
-    with connection.cursor() as cursor:
+    with database.reads().cursor() as cursor:
         fleet_counts.merge_pending(cursor)
         cursor.execute(sql, [*highest_params, *gpus_params, *status_params, *meets_params])
         return [

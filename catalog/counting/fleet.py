@@ -8,9 +8,7 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import NamedTuple, Protocol
 
-from django.db import connection
-
-from catalog import availability, rows
+from catalog import availability, database, rows
 from catalog.counting import availability_sql, fit_sql, fleet_counts, fleet_machines
 from catalog.models import Machine
 from sizing import fit, matching, reasons
@@ -147,7 +145,7 @@ class KeptCounts:
         sql, params = fleet_counts.grouped_sql(
             status_sql, status_params, memory_edges, price_edges, availability.SCREENED
         )
-        with connection.cursor() as cursor:
+        with database.reads().cursor() as cursor:
             fleet_counts.merge_pending(cursor)
             cursor.execute(sql, params)
             return [_from_units(count_row(row, bool(price_edges))) for row in cursor.fetchall()]
@@ -294,7 +292,7 @@ def _count_at_cheapest_kept(query: FleetQuery, only_cheapest: dict[str, Decimal]
         sql, params = fleet_counts.count_at_price_sql(
             status_sql, status_params, availability.SCREENED, gpus_sql, gpus_params, query.tier, hourly
         )
-        with connection.cursor() as cursor:
+        with database.reads().cursor() as cursor:
             cursor.execute(sql, params)
             counts[code] = cursor.fetchone()[0]
     return counts

@@ -36,7 +36,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from decimal import Decimal
 
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connection
 
 from catalog import availability
 from catalog.counting import availability_sql
@@ -263,8 +263,13 @@ END $fn$""",  # nosec B608
 
 def merge_pending(cursor) -> None:
     """Inside a transaction that wrote machines, fold its changes into the counts it is about to
-    read (they are otherwise folded at commit)."""
-    if connection.in_atomic_block:
+    read (they are otherwise folded at commit).
+
+    Only on the primary: merging writes, and a replica's transactions are read-only, so they have no
+    changes of their own to fold (the merge would find none). Every other transaction's changes
+    were folded by the deferred trigger before it committed, so the counts a replica replays are
+    exactly those of the machines it replays. (The changes' table is unlogged: a replica holds none.)"""
+    if cursor.db.alias == DEFAULT_DB_ALIAS and cursor.db.in_atomic_block:
         cursor.execute("SELECT catalog_fleet_merge()")
 
 

@@ -6,9 +6,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import TYPE_CHECKING
 
-from django.db import connection
-
-from catalog import availability
+from catalog import availability, database
 from catalog.counting import availability_sql, fit_sql, fleet_counts
 
 if TYPE_CHECKING:
@@ -54,7 +52,7 @@ def band_prices(
         params += [*status_params, *band_params, fleet_counts.to_units(low), fleet_counts.to_units(high),
                    *meets_params]
     prices: dict[tuple[int, int, bool], set] = {key: set() for key in keys}
-    with connection.cursor() as cursor:
+    with database.reads().cursor() as cursor:
         cursor.execute(" UNION ".join(parts), params)
         for number, units in cursor.fetchall():
             prices[keys[number]].add(fleet_counts.from_units(units))
@@ -138,7 +136,7 @@ def describe_ids(
         + " UNION ALL ".join(parts)
         + f") AS banded) AS placed WHERE {keep}"
     )
-    with connection.cursor() as cursor:
+    with database.reads().cursor() as cursor:
         cursor.execute(sql, params)
         return sorted(row[0] for row in cursor.fetchall())
 

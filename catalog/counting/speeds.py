@@ -7,10 +7,9 @@ from datetime import datetime
 from decimal import Decimal
 from typing import NamedTuple
 
-from django.db import connection
 from django.db.models import F
 
-from catalog import availability
+from catalog import availability, database
 from catalog.counting import availability_sql, fit_sql, latest_speeds
 from catalog.models import Machine, MeasuredSpeed
 from catalog.rows import measured_speed
@@ -212,7 +211,7 @@ def speed_rows_counted(
         f"FROM ({' UNION '.join(chosen)}) AS r "
         "JOIN catalog_gputype g ON g.id = r.gpu_type_id ORDER BY r.machine_id"
     )
-    with connection.cursor() as cursor:
+    with database.reads().cursor() as cursor:
         cursor.execute(sql, chosen_params)
         fetched = cursor.fetchall()
     total = fetched[0][-1] if fetched else 0

@@ -9,6 +9,7 @@ from ninja import Field, NinjaAPI, Query, Schema, Swagger
 from ninja.errors import Throttled
 from ninja.errors import ValidationError as NinjaValidationError
 
+from catalog import database
 from nodelodge.hardening.errors import log_unexpected, server_error_json
 from nodelodge.hardening.faults import database_unavailable_json, log_database_unavailable
 from nodelodge.hardening.throttling import ApiRateThrottle, throttled_message
@@ -329,7 +330,7 @@ def ninja_validation_error(request, exc: NinjaValidationError):
 @api.get("/estimate", response={200: MemoryOut, 400: ErrorOut, 429: ErrorOut}, url_name="estimate")
 def estimate(request, params: Query[WorkloadParams]):
     """The GPU memory a workload needs, item by item (the `estimate --json` object)."""
-    breakdown, _ = estimate_for(_query(request))
+    breakdown, _ = database.replica_first(lambda: estimate_for(_query(request)))
     return breakdown.as_dict()
 
 
@@ -345,7 +346,8 @@ def recommendations(request, params: Query[PreferenceParams]):
     million tokens at the speed measured on each machine; with `target_tokens` (and `efficiency`,
     default 75, and `redundancy`, default 1) the answer carries the throughput plan: the cheapest, and
     with `gpu_plans=1` also the cheapest on each of the GPU types that serve tokens cheapest."""
-    payload = recommendation_payload(recommendation_for(_query(request), default_limit=API_LIMIT))
+    answer = database.replica_first(lambda: recommendation_for(_query(request), default_limit=API_LIMIT))
+    payload = recommendation_payload(answer)
     # The payload is built to the schema (the schema tests check every answer against it); checking it
     # again field by field on every request cost a fifth of the answer with a hundred machines.
     return api.create_response(request, payload, status=200)
@@ -358,7 +360,7 @@ def models(request, workload: str | None = None):
         raise QueryError({"workload": gettext("Choose %(codes)s or %(last)s.") % {
             "codes": ", ".join(WIZARD_CODES[:-1]), "last": WIZARD_CODES[-1]
         }})
-    return model_listing(workload or None)
+    return database.replica_first(lambda: model_listing(workload or None))
 
 
 def recommendation_payload(result) -> dict:

@@ -11,6 +11,7 @@ from django.utils.translation import get_language
 from django.views.decorators.http import require_GET
 from django_htmx.http import push_url, reswap, retarget
 
+from catalog import database
 from nodelodge.hardening.page_limit import page_rate_limited
 from nodelodge.recommendations.answer import recommendation_for
 from nodelodge.recommendations.messages import error_list, field_labels, messages_for, reworded
@@ -81,6 +82,7 @@ def _public_query(params) -> str:
 
 @require_GET
 @page_rate_limited
+@database.reads_replica_first
 def wizard(request):
     params = request.GET
     values, row = _form_values(params)
