@@ -6,14 +6,8 @@ Inputs are plain values: a `Breakdown` (the memory a workload needs), `MachineOf
 describes. Both apply the availability rule (`sizing.availability`), fit (`sizing.fit`), confidence
 (`sizing.confidence`) and words (`sizing.wording`); the answer's values are in `sizing.results`.
 
-Preferences
-    A machine that fits but is the wrong tier, costs more per hour than the price limit, or whose
-    hourly price the budget does not cover for one hour is an *alternative*, never a recommendation.
-
-Order
-    Cheapest hourly price (GPUs used × price per GPU-hour) first; ties broken by price per GPU-hour,
-    then provider name, provider's machine id and our id. The key is total, so the order never
-    depends on the order the machines came in.
+A machine that fits but breaks a preference is an *alternative*, never a recommendation; machines
+are listed in the listing order. Both rules are written once, in `sizing.preferences`.
 """
 from __future__ import annotations
 
@@ -30,14 +24,8 @@ from .breakdown import Breakdown
 from .confidence import confidence
 from .fit import FitPlanner
 from .offers import MachineOffer, MeasuredSpeed, Preferences
-from .reasons import (
-    BREAK_BUDGET,
-    BREAK_MAX_PRICE,
-    BREAK_REASON,
-    BREAK_TIER,
-    EXCLUDED_REASONS,
-    TOO_SMALL,
-)
+from .preferences import breaks_checker, order_key
+from .reasons import BREAK_REASON, EXCLUDED_REASONS, TOO_SMALL
 from .results import PrecisionAlternative, Recommendation, RecommendedMachine
 from .speeds import price_per_million_tokens, speed_for
 
@@ -101,10 +89,6 @@ class _Candidate(NamedTuple):
 _by_sort_key = itemgetter(0)
 
 
-def _sort_key(offer: MachineOffer, hourly_price: Decimal) -> tuple:
-    return (hourly_price, offer.price_per_gpu_hour, offer.provider, offer.provider_machine_id, offer.id)
-
-
 def serves_tokens(breakdown: Breakdown) -> bool:
     """Whether the answer speaks of tokens per second (a language model run to serve)."""
     capabilities = breakdown.capabilities
@@ -126,40 +110,23 @@ def sort_key_for(breakdown: Breakdown, preferences: Preferences, offer: MachineO
     """The order machines are listed in: cheapest per hour (the default), or, when the user sorts by
     price per million tokens, machines with a measured speed by that price first, then the others
     cheapest per hour; ties as the default order."""
-    key = _sort_key(offer, hourly_price)
+    key = order_key(hourly_price, offer)
     if preferences.sort != SORT_PRICE_PER_MILLION:
         return key
     per_million = machine_price_per_million(breakdown, offer)
     return (per_million is None, per_million or Decimal(0), *key)
 
 
-def preference_breaks(
-    offer: MachineOffer, hourly_price: Decimal, preferences: Preferences
-) -> tuple[str, ...]:
-    """The preferences a fitting machine breaks, in the order they are reported."""
-    tier_breaks = preferences.tier != "both" and offer.tier != preferences.tier
-    price_breaks = (
-        preferences.max_price_per_hour is not None and hourly_price > preferences.max_price_per_hour
-    )
-    budget_breaks = preferences.budget is not None and hourly_price > 0 and preferences.budget < hourly_price
-    return tuple(
-        code
-        for code, broken in (
-            (BREAK_TIER, tier_breaks), (BREAK_MAX_PRICE, price_breaks), (BREAK_BUDGET, budget_breaks)
-        )
-        if broken
-    )
-
-
 def _candidates(planner: FitPlanner, offers: Iterable[MachineOffer], preferences: Preferences):
     """Every offer that fits, as a candidate; None for one that does not."""
+    preference_breaks = breaks_checker(preferences)
     for offer in offers:
         fit = planner.fit(offer.memory_per_gpu_mib, offer.free_gpus)
         if fit is None:
             yield None
             continue
         hourly_price = offer.price_per_gpu_hour * fit.gpus_used
-        breaks = preference_breaks(offer, hourly_price, preferences)
+        breaks = preference_breaks(offer.tier, hourly_price)
         key = sort_key_for(planner.breakdown, preferences, offer, hourly_price)
         yield _Candidate(key, offer, fit, hourly_price, breaks)
 
@@ -200,7 +167,7 @@ def _count_meeting_all(
 
 
 def _hourly_key(candidate: _Candidate) -> tuple:
-    return _sort_key(candidate.offer, candidate.hourly_price)
+    return order_key(candidate.hourly_price, candidate.offer)
 
 
 class _Describer:

@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, NamedTuple
 from django.db import connection
 
 from catalog import availability
-from catalog.counting import availability_sql, fit_sql, fleet_counts
+from catalog.counting import availability_sql, fit_sql, fleet_counts, preferences_sql
+from sizing.preferences import price_limits
 
 if TYPE_CHECKING:
     from catalog.counting.fleet import FleetQuery
@@ -30,18 +31,16 @@ def meeting_by_country(query: FleetQuery) -> list[CountryCount]:
     highest price per GPU-hour within the limits."""
     status_sql, status_params = availability_sql.status_sql(query.stale_cutoff, query.countries)
     gpus_sql, gpus_params = fit_sql.gpus_used_sql(query.fits[0])
-    meets, meets_params = ["TRUE"], []
-    if query.tier != "both":
-        meets.append("m.tier = %s")
-        meets_params.append(query.tier)
+    # The kept counts hold prices in units; a shape's cheapest machine on the GPUs it would use.
+    meets, meets_params = preferences_sql.meets_sql(
+        query, "m.prices[1] * g.gpus",
+        limit=lambda value: (f"%s::numeric * {fleet_counts.PRICE_UNITS}", [value]),
+    )
     highest, highest_params = [], []
-    for limit in (query.max_price_per_hour, query.budget):
-        if limit is not None:
-            meets.append(f"m.prices[1] * g.gpus <= %s::numeric * {fleet_counts.PRICE_UNITS}")
-            meets_params.append(limit)
-            # price × GPUs within the limit: in whole units of price, at most limit ÷ GPUs, rounded down
-            highest.append(f"FLOOR(%s::numeric * {fleet_counts.PRICE_UNITS} / g.gpus)::bigint")
-            highest_params.append(limit)
+    for _, limit in price_limits(query):
+        # price × GPUs within the limit: in whole units of price, at most limit ÷ GPUs, rounded down
+        highest.append(f"FLOOR(%s::numeric * {fleet_counts.PRICE_UNITS} / g.gpus)::bigint")
+        highest_params.append(limit)
     if highest:
         counted = f"COALESCE(m.cum[width_bucket(LEAST({', '.join(highest)}), m.prices)], 0)"
     else:
@@ -50,7 +49,7 @@ def meeting_by_country(query: FleetQuery) -> list[CountryCount]:
     sql = (
         f"SELECT m.country, MIN(m.prices[1] * g.gpus), SUM({counted}) FROM {fleet_counts.SHAPES} m "  # noqa: S608  # nosec B608
         f"CROSS JOIN LATERAL (SELECT {gpus_sql} AS gpus) AS g "
-        f"WHERE {status_sql} = {availability.SCREENED} AND g.gpus IS NOT NULL AND {' AND '.join(meets)} "
+        f"WHERE {status_sql} = {availability.SCREENED} AND g.gpus IS NOT NULL AND {meets} "
         "GROUP BY m.country ORDER BY 2, 1"
     )
     with connection.cursor() as cursor:

@@ -39,7 +39,7 @@ from decimal import Decimal
 from django.db import connection
 
 from catalog import availability
-from catalog.counting import availability_sql
+from catalog.counting import availability_sql, preferences_sql
 from catalog.counting.layout import layout
 from catalog.counting.params import named
 from sizing.availability import BEFORE_CUTOFF, OUTSIDE, RULE
@@ -356,11 +356,12 @@ def grouped_sql(
 
 def count_at_price_sql(
     status_sql: str, status_params: list, screened: int, gpus_sql: str, gpus_params: list,
-    tier: str, hourly: Decimal,
+    settings, hourly: Decimal,
 ) -> tuple[str, list]:
-    """Machines the rule lets through, of the tier (or any with "both"), whose hourly price on the
-    GPUs they would use (`gpus_sql`, NULL when the workload does not fit) is exactly `hourly`."""
-    tier_sql, tier_params = ("TRUE", []) if tier == "both" else ("m.tier = %s", [tier])
+    """Machines the rule lets through, of the tier `settings` chooses (any without one), whose hourly
+    price on the GPUs they would use (`gpus_sql`, NULL when the workload does not fit) is exactly
+    `hourly`."""
+    tier_sql, tier_params = preferences_sql.tier_sql(settings)
     sql = (
         "SELECT coalesce(SUM(coalesce(m.cum[width_bucket(t.p, m.prices)], 0) "  # nosec B608
         "- coalesce(m.cum[width_bucket(t.p - 1, m.prices)], 0)), 0) "
