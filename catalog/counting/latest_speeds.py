@@ -28,6 +28,7 @@ from django.db import connection
 
 from catalog import availability
 from catalog.counting.layout import layout
+from sizing.offers import MEASUREMENT_FIELDS
 
 TABLE = "catalog_latestspeed"
 # The machine's columns kept beside the speed: those the availability rule reads, then what the fit,
@@ -37,9 +38,10 @@ MACHINE_COLUMNS = tuple(dict.fromkeys([
     "gpu_type_id", "region",
 ]))
 # The speed, with what the answer shows of the measurement.
+# (The columns' order is the installed table's: the date comes before the rest of the measurement.)
 SPEED_COLUMNS = (
-    "model_slug", "precision", "value", "gpus", "measured_at", "engine", "engine_version", "concurrency",
-    "input_tokens", "output_tokens", "measured_by", "source",
+    "model_slug", "precision", "value", "gpus", "measured_at",
+    *(field for field in MEASUREMENT_FIELDS if field != "measured_at"), "source",
 )
 
 
