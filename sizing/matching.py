@@ -3,8 +3,9 @@
 Inputs are plain values: a `Breakdown` (the memory a workload needs), `MachineOffer`s and the user's
 `Preferences`. Two entry points give the same answer: `recommend` over every machine, and
 `recommend_counted` over counts the catalog made in the database plus the few machines the answer
-describes. Both apply the availability rule (`sizing.availability`), fit (`sizing.fit`), confidence
-(`sizing.confidence`) and words (`sizing.wording`); the answer's values are in `sizing.results`.
+describes. Both apply the availability rule (`sizing.availability`), fit (`sizing.fit`) and the
+preferences; the machines shown are described by `sizing.describing` (confidence, words, speeds); the
+answer's values are in `sizing.results`.
 
 A machine that fits but breaks a preference is an *alternative*, never a recommendation; machines
 are listed in the listing order. Both rules are written once, in `sizing.preferences`.
@@ -21,13 +22,12 @@ from typing import NamedTuple
 from . import wording
 from .availability import GONE, unavailable_reason
 from .breakdown import Breakdown
-from .confidence import confidence
+from .describing import Describer, machine_price_per_million
 from .fit import FitPlanner
-from .offers import MachineOffer, MeasuredSpeed, Preferences
+from .offers import MachineOffer, Preferences
 from .preferences import breaks_checker, order_key
 from .reasons import BREAK_REASON, EXCLUDED_REASONS, TOO_SMALL
-from .results import PrecisionAlternative, Recommendation, RecommendedMachine
-from .speeds import price_per_million_tokens, speed_for
+from .results import PrecisionAlternative, Recommendation
 
 ALTERNATIVES_SHOWN = 20
 SORT_PRICE = "price"
@@ -87,23 +87,6 @@ class _Candidate(NamedTuple):
 
 
 _by_sort_key = itemgetter(0)
-
-
-def serves_tokens(breakdown: Breakdown) -> bool:
-    """Whether the answer speaks of tokens per second (a language model run to serve)."""
-    capabilities = breakdown.capabilities
-    return capabilities is not None and capabilities.serves_tokens
-
-
-def machine_price_per_million(breakdown: Breakdown, offer: MachineOffer) -> Decimal | None:
-    """The price per million tokens at the speed measured on this machine for the model and
-    precision sized; None without one (or where tokens do not apply)."""
-    if not serves_tokens(breakdown) or not offer.measured_speeds:
-        return None
-    speed = speed_for(offer.measured_speeds, breakdown.inputs.get("model"), breakdown.precision)
-    if speed is None:
-        return None
-    return price_per_million_tokens(offer.price_per_gpu_hour, speed.value, speed.gpus)
 
 
 def sort_key_for(breakdown: Breakdown, preferences: Preferences, offer: MachineOffer, hourly_price: Decimal):
@@ -168,66 +151,6 @@ def _count_meeting_all(
 
 def _hourly_key(candidate: _Candidate) -> tuple:
     return order_key(candidate.hourly_price, candidate.offer)
-
-
-class _Describer:
-    """Words for one recommendation call. Many machines share the same shape, so the words are cached
-    by the few fields they depend on."""
-
-    def __init__(self, breakdown: Breakdown, preferences: Preferences):
-        self.breakdown = breakdown
-        self.preferences = preferences
-        self.model_slug = breakdown.inputs.get("model")
-        self._cache: dict[tuple, object] = {}
-
-    def _cached(self, key: tuple, build):
-        if key not in self._cache:
-            self._cache[key] = build()
-        return self._cache[key]
-
-    def machine(self, candidate: _Candidate) -> RecommendedMachine:
-        offer, fit = candidate.offer, candidate.fit
-        level, reasons = self._cached(
-            ("confidence", offer.memory_source, offer.memory_flag, fit),
-            lambda: confidence(self.breakdown, offer, fit),
-        )
-        limit_key = (offer.memory_source, offer.memory_flag, offer.tier, offer.interruptible,
-                     offer.booking_limit_hours, fit)
-        return RecommendedMachine(
-            offer=offer,
-            fit=fit,
-            hourly_price=candidate.hourly_price,
-            budget_covers=self._cached(
-                ("budget", candidate.hourly_price, offer.booking_limit_hours),
-                lambda: wording.budget_cover(
-                    self.preferences.budget, candidate.hourly_price, offer.booking_limit_hours
-                ),
-            ),
-            why_it_fits=self._cached(
-                ("why", offer.memory_source, offer.free_gpus, fit), lambda: wording.why_it_fits(offer, fit)
-            ),
-            limits=self._cached(("limits", *limit_key), lambda: wording.limits(offer, fit)),
-            confidence=level,
-            confidence_reasons=tuple(reasons),
-            measured_speed=self._speeds(offer),
-            serves_tokens=serves_tokens(self.breakdown),
-            price_per_million_tokens=machine_price_per_million(self.breakdown, offer),
-            breaks=candidate.breaks,
-            breaks_text=tuple(
-                wording.break_words(code, offer, candidate.hourly_price, self.preferences)
-                for code in candidate.breaks
-            ),
-        )
-
-    def _speeds(self, offer: MachineOffer) -> tuple[MeasuredSpeed, ...]:
-        if not offer.measured_speeds or self.model_slug is None:
-            return ()
-        found = [
-            speed
-            for speed in offer.measured_speeds
-            if speed.model_slug == self.model_slug and speed.precision == self.breakdown.precision
-        ]
-        return tuple(sorted(found, key=lambda speed: (speed.unit, speed.measured_at, speed.value)))
 
 
 def _excluded_start(excluded_before: Mapping[str, int] | None) -> dict[str, int]:
@@ -356,7 +279,7 @@ def _assemble(
     stale_after_minutes: int,
     machines_shown: int | None,
 ) -> Recommendation:
-    describer = _Describer(breakdown, preferences)
+    describer = Describer(breakdown, preferences)
     # Only the machines shown are described (their words are the costly part); all are counted.
     shown = fitting if machines_shown is None else fitting[:machines_shown]
     machines = tuple(describer.machine(candidate) for candidate in shown)
