@@ -18,7 +18,8 @@ from sizing.preferences import (
 )
 
 # The field of catalog_machine behind each value the rule and the order read.
-TIER_FIELD = "tier"
+COLUMNS = {"tier": "tier"}  # `Preference.machine_field` -> column
+TIER_FIELD = COLUMNS["tier"]
 PRICE_FIELD = "price_per_gpu_hour"
 ORDER_FIELDS = {
     "price_per_gpu_hour": PRICE_FIELD,

@@ -43,15 +43,22 @@ class Preference:
     code: str  # the break code (`sizing.reasons.BREAK_*`)
     setting: str  # the attribute holding the user's choice, on `Preferences` and the queries
     test: str
+    # The machine's value it compares (a `MachineOffer` attribute), besides the hourly price: the
+    # kept counts group machines by it (their shape key).
+    machine_field: str | None = None
 
 
 RULE: tuple[Preference, ...] = (
-    Preference(BREAK_TIER, "tier", OTHER_TIER),
+    Preference(BREAK_TIER, "tier", OTHER_TIER, machine_field="tier"),
     Preference(BREAK_MAX_PRICE, "max_price_per_hour", HOURLY_OVER),
     # Budgets and limits are positive (`sizing.limits`), so a free machine never breaks either.
     Preference(BREAK_BUDGET, "budget", HOURLY_OVER),
 )
 CODES: tuple[str, ...] = tuple(preference.code for preference in RULE)
+# The machine's values the preferences compare, besides the hourly price, in the rule's order.
+MACHINE_FIELDS: tuple[str, ...] = tuple(
+    dict.fromkeys(preference.machine_field for preference in RULE if preference.machine_field)
+)
 
 
 def is_chosen(preference: Preference, value) -> bool:

@@ -38,12 +38,13 @@ from decimal import Decimal
 
 from django.db import connection
 
-from catalog import availability
+from catalog import availability, preferences
 from catalog.counting import availability_sql, preferences_sql
 from catalog.counting.layout import layout
 from catalog.counting.params import named
 from sizing.availability import BEFORE_CUTOFF, OUTSIDE, RULE
 from sizing.limits import PRICE_UNITS  # price_per_gpu_hour has 4 places: integers of 1/10,000
+from sizing.preferences import MACHINE_FIELDS
 
 SHAPES = "catalog_fleetshape"
 DELTAS = "catalog_fleetdelta"
@@ -65,7 +66,9 @@ COLUMN_TYPES = {
     "free_gpus": "smallint",
     "tier": "varchar(10)",
 }
-EXTRA_COLUMNS = ("tier",)  # not checked by the rule; the counting query groups by it
+# Not checked by the availability rule: the columns the preferences compare (`sizing.preferences`),
+# which the counting query groups by.
+EXTRA_COLUMNS = tuple(preferences.COLUMNS[field] for field in MACHINE_FIELDS)
 
 
 def _counted_checks():
