@@ -109,7 +109,7 @@ def _candidates(planner: FitPlanner, offers: Iterable[MachineOffer], preferences
             yield None
             continue
         hourly_price = offer.price_per_gpu_hour * fit.gpus_used
-        breaks = preference_breaks(offer.tier, hourly_price)
+        breaks = preference_breaks(offer, hourly_price)
         key = sort_key_for(planner.breakdown, preferences, offer, hourly_price)
         yield _Candidate(key, offer, fit, hourly_price, breaks)
 

@@ -95,16 +95,17 @@ def tier_chosen(settings) -> str | None:
 
 
 def breaks(
-    settings, tier: str | None, hourly_over: Callable[[Preference, Decimal], bool]
+    settings, machine, hourly_over: Callable[[Preference, Decimal], bool]
 ) -> tuple[str, ...]:
-    """The codes of the preferences a fitting machine of `tier` breaks, in the order they are
-    reported. `hourly_over(preference, limit)` says whether its hourly price is over a limit (the
-    engine compares prices; the counts compare price bands). A `tier` of None is taken to meet the
-    tier (for callers that chose the tier already)."""
+    """The codes of the preferences a fitting machine breaks, in the order they are reported.
+    `machine` holds the values the preferences compare (`MACHINE_FIELDS`, as attributes: an offer, a
+    count row, a speed row), or is None for a machine taken to meet them (callers that chose by them
+    already). `hourly_over(preference, limit)` says whether its hourly price is over a limit (the
+    engine compares prices; the counts compare price bands)."""
     found = []
     for preference, value in chosen(settings):
         if preference.test == OTHER_TIER:
-            broken = tier is not None and tier != value
+            broken = machine is not None and getattr(machine, preference.machine_field) != value
         elif preference.test == HOURLY_OVER:
             broken = hourly_over(preference, value)
         else:
@@ -114,29 +115,30 @@ def breaks(
     return tuple(found)
 
 
-def breaks_checker(settings) -> Callable[[str | None, Decimal], tuple[str, ...]]:
-    """`preference_breaks` for one set of settings, worked out once: check(tier, hourly_price) (the
-    engine calls it for every fitting machine)."""
+def breaks_checker(settings) -> Callable[[object, Decimal], tuple[str, ...]]:
+    """`preference_breaks` for one set of settings, worked out once: check(machine, hourly_price)
+    (the engine calls it for every fitting machine)."""
     tests = [
-        (preference.code, preference.test == HOURLY_OVER, value) for preference, value in chosen(settings)
+        (preference.code, preference.test == HOURLY_OVER, preference.machine_field, value)
+        for preference, value in chosen(settings)
     ]
     if not tests:
-        return lambda tier, hourly_price: ()
+        return lambda machine, hourly_price: ()
 
-    def check(tier: str | None, hourly_price: Decimal) -> tuple[str, ...]:
+    def check(machine, hourly_price: Decimal) -> tuple[str, ...]:
         return tuple(
             code
-            for code, priced, value in tests
-            if (hourly_price > value if priced else tier is not None and tier != value)
+            for code, priced, field, value in tests
+            if (hourly_price > value if priced else machine is not None and getattr(machine, field) != value)
         )
 
     return check
 
 
-def preference_breaks(tier: str | None, hourly_price: Decimal, settings) -> tuple[str, ...]:
-    """The preferences a fitting machine of `tier` costing `hourly_price` per hour breaks, in the
-    order they are reported (a `tier` of None meets the tier)."""
-    return breaks(settings, tier, lambda preference, limit: hourly_price > limit)
+def preference_breaks(machine, hourly_price: Decimal, settings) -> tuple[str, ...]:
+    """The preferences a fitting machine costing `hourly_price` per hour breaks, in the order they
+    are reported (see `breaks` for `machine`)."""
+    return breaks(settings, machine, lambda preference, limit: hourly_price > limit)
 
 
 def first_price_over(limit: Decimal, gpus: int) -> Decimal:

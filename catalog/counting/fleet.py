@@ -70,12 +70,12 @@ class FleetCount:
     cheapest_meeting: dict[int, Decimal] = field(default_factory=dict)
 
 
-def _breaks(query: FleetQuery, tier: str, gpus: int, price_bucket: int, edges: dict) -> tuple[str, ...]:
-    """The preference codes a machine of `tier` using `gpus` GPUs, in price band `price_bucket`,
-    breaks, in the engine's order: its hourly price is over a limit exactly when its band is at or
-    past the limit's crossing on `gpus` GPUs."""
+def _breaks(query: FleetQuery, row: CountRow, gpus: int, edges: dict) -> tuple[str, ...]:
+    """The preference codes the machines of a count row using `gpus` GPUs break, in the engine's
+    order: their hourly price is over a limit exactly when their price band is at or past the
+    limit's crossing on `gpus` GPUs."""
     return preferences.breaks(
-        query, tier, lambda preference, limit: price_bucket >= edges[(preference.code, gpus)]
+        query, row, lambda preference, limit: row.price_bucket >= edges[(preference.code, gpus)]
     )
 
 
@@ -180,9 +180,7 @@ def _tally(
     band_index = [{gpus: index for index, (gpus, _) in enumerate(thresholds)} for thresholds in query.fits]
     fits_of: dict[tuple[int, int], list[int | None]] = {}
     for row in groups:
-        status, tier, memory_bucket, free_gpus, price_bucket = (
-            row.status, row.tier, row.memory_bucket, row.free_gpus, row.price_bucket
-        )
+        status, memory_bucket, free_gpus = row.status, row.memory_bucket, row.free_gpus
         count, cheapest_price, most_memory = row.machines, row.cheapest, row.most_memory_mib
         seen_max, seen_min, dearest_price = row.newest_seen, row.oldest_seen, row.dearest
         if status not in not_fresh:
@@ -205,7 +203,7 @@ def _tally(
                 if fit_index == 0:
                     too_small += count
                 continue
-            breaks = _breaks(query, tier, gpus, price_bucket, price_bucket_of)
+            breaks = _breaks(query, row, gpus, price_bucket_of)
             key = (fit_index, band_index[fit_index][gpus], not breaks)
             low, high = bands.get(key, (cheapest_price, dearest_price))
             bands[key] = (min(low, cheapest_price), max(high, dearest_price))

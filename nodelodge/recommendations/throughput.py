@@ -86,7 +86,7 @@ def speed_candidates(
             continue
         hourly = row.price_per_gpu_hour * gpus
         # The counted rows met the preferences in SQL already (the same rule, `speed_rows_counted`).
-        if total is None and preference_breaks(row.tier, hourly, preferences):
+        if total is None and preference_breaks(row, hourly, preferences):
             continue
         found.append(
             SpeedCandidate(

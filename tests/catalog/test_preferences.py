@@ -87,8 +87,8 @@ def engine_listing(breakdown: Breakdown, preferences: Preferences, cutoff) -> li
         if fit is None:
             continue
         hourly = offer.price_per_gpu_hour * fit.gpus_used
-        breaks = check(offer.tier, hourly)
-        assert breaks == preference_breaks(offer.tier, hourly, preferences)
+        breaks = check(offer, hourly)
+        assert breaks == preference_breaks(offer, hourly, preferences)
         found.append((order_key(hourly, offer), offer.id, breaks))
     return [(machine_id, breaks) for _, machine_id, breaks in sorted(found)]
 
