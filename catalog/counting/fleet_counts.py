@@ -360,17 +360,20 @@ def grouped_sql(
 def count_at_price_sql(
     status_sql: str, status_params: list, screened: int, gpus_sql: str, gpus_params: list,
     settings, hourly: Decimal,
-) -> tuple[str, list]:
+) -> tuple[str, dict]:
     """Machines the rule lets through, of the tier `settings` chooses (any without one), whose hourly
     price on the GPUs they would use (`gpus_sql`, NULL when the workload does not fit) is exactly
     `hourly`."""
-    tier_sql, tier_params = preferences_sql.tier_sql(settings)
+    status, params = named(status_sql, status_params, "status")
+    gpus, gpus_values = named(gpus_sql, gpus_params, "fit")
+    tier, tier_values = named(*preferences_sql.tier_sql(settings), "tier")
+    params |= gpus_values | tier_values
+    params["hourly"] = to_units(hourly)
     sql = (
         "SELECT coalesce(SUM(coalesce(m.cum[width_bucket(t.p, m.prices)], 0) "  # nosec B608
         "- coalesce(m.cum[width_bucket(t.p - 1, m.prices)], 0)), 0) "
-        f"FROM {SHAPES} m CROSS JOIN LATERAL (SELECT %s::bigint / g.gpus AS p "
-        f"FROM (SELECT {gpus_sql} AS gpus) AS g WHERE %s::bigint %% g.gpus = 0) AS t "
-        f"WHERE {status_sql} = {int(screened)} AND {tier_sql}"
+        f"FROM {SHAPES} m CROSS JOIN LATERAL (SELECT %(hourly)s::bigint / g.gpus AS p "
+        f"FROM (SELECT {gpus} AS gpus) AS g WHERE %(hourly)s::bigint %% g.gpus = 0) AS t "
+        f"WHERE {status} = {int(screened)} AND {tier}"
     )
-    units = to_units(hourly)
-    return sql, [units, *gpus_params, units, *status_params, *tier_params]
+    return sql, params
