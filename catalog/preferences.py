@@ -53,8 +53,9 @@ def tier_q(settings) -> Q:
     return meets_q(settings, 1, tests=(OTHER_TIER,))
 
 
-def order_by(gpus: int) -> list:
-    """The listing order for machines using `gpus` GPUs, as `order_by` arguments (the hourly price
-    is their price per GPU-hour times `gpus`, so it follows that price). Names compare as the
-    database's collation has them; the engine and the counting SQL compare code points."""
-    return [F(ORDER_FIELDS[name]).asc() for name in ORDER if name != HOURLY_PRICE] if gpus else []
+def band_order_by() -> list:
+    """The listing order for machines using one number of GPUs, as `order_by` arguments (their
+    hourly price is their price per GPU-hour times that number, so it follows that price). Names
+    compare as the database's collation has them; the engine and the counting SQL compare code
+    points."""
+    return [F(ORDER_FIELDS[name]).asc() for name in ORDER if name != HOURLY_PRICE]
