@@ -20,6 +20,7 @@ from catalog.models import (
     Provider,
     SpeechModel,
 )
+from sizing.offers import SPEED_RECORD_FIELDS
 
 
 class CatalogAdmin(admin.ModelAdmin):
@@ -158,10 +159,7 @@ class ProviderAdmin(CatalogAdmin):
         services.save_provider(obj)
 
 
-SPEED_FIELDS = (
-    "model_kind", "model_slug", "precision", "value", "unit", "gpus", "engine", "engine_version",
-    "concurrency", "input_tokens", "output_tokens", "measured_at", "measured_by", "source",
-)
+SPEED_FIELDS = ("model_kind", *SPEED_RECORD_FIELDS)
 
 
 class MeasuredSpeedInline(admin.StackedInline):

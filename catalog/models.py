@@ -14,6 +14,7 @@ from sizing.architectures import Architecture, architecture_from_dict
 from sizing.countries import is_country_code
 from sizing.errors import SizingError
 from sizing.fit import MAX_GPUS_PER_MACHINE
+from sizing.offers import MEASUREMENT_TEXT_LENGTHS
 
 
 def positive(label: str) -> MinValueValidator:
@@ -479,8 +480,10 @@ class MeasuredSpeed(models.Model):
         ],
         help_text="GPUs of the machine the measurement ran on together (tensor parallelism).",
     )
-    engine = models.CharField(max_length=60, blank=True, help_text='Inference engine, e.g. "vLLM".')
-    engine_version = models.CharField(max_length=40, blank=True)
+    engine = models.CharField(
+        max_length=MEASUREMENT_TEXT_LENGTHS["engine"], blank=True, help_text='Inference engine, e.g. "vLLM".'
+    )
+    engine_version = models.CharField(max_length=MEASUREMENT_TEXT_LENGTHS["engine_version"], blank=True)
     concurrency = models.IntegerField(
         null=True, blank=True, validators=[positive("Concurrency")], help_text="Concurrent requests."
     )
@@ -491,7 +494,9 @@ class MeasuredSpeed(models.Model):
         null=True, blank=True, validators=[positive("Output length")], help_text="Output tokens per request."
     )
     measured_at = models.DateTimeField()
-    measured_by = models.CharField(max_length=120, blank=True, help_text="Who ran the measurement.")
+    measured_by = models.CharField(
+        max_length=MEASUREMENT_TEXT_LENGTHS["measured_by"], blank=True, help_text="Who ran the measurement."
+    )
     source = models.CharField(max_length=8, choices=Source.choices, default=Source.STAFF)
 
     class Meta:

@@ -86,10 +86,7 @@ def model_spec(row: CatalogModel) -> ModelSpec:
 
 
 # What the engine's record of a measured speed holds: its fields, the model's columns alike.
-SPEED_FIELDS = (
-    "model_slug", "precision", "value", "unit", "measured_at", "gpus", "engine", "engine_version",
-    "concurrency", "input_tokens", "output_tokens", "measured_by", "source",
-)
+SPEED_FIELDS = offers.SPEED_RECORD_FIELDS
 
 
 def measured_speed(row: MeasuredSpeed) -> offers.MeasuredSpeed:

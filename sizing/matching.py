@@ -3,17 +3,12 @@
 Inputs are plain values: a `Breakdown` (the memory a workload needs), `MachineOffer`s and the user's
 `Preferences`. Two entry points give the same answer: `recommend` over every machine, and
 `recommend_counted` over counts the catalog made in the database plus the few machines the answer
-describes. Both apply the availability rule (`sizing.availability`), fit (`sizing.fit`), confidence
-(`sizing.confidence`) and words (`sizing.wording`); the answer's values are in `sizing.results`.
+describes. Both apply the availability rule (`sizing.availability`), fit (`sizing.fit`) and the
+preferences; the machines shown are described by `sizing.describing` (confidence, words, speeds); the
+answer's values are in `sizing.results`.
 
-Preferences
-    A machine that fits but is the wrong tier, costs more per hour than the price limit, or whose
-    hourly price the budget does not cover for one hour is an *alternative*, never a recommendation.
-
-Order
-    Cheapest hourly price (GPUs used × price per GPU-hour) first; ties broken by price per GPU-hour,
-    then provider name, provider's machine id and our id. The key is total, so the order never
-    depends on the order the machines came in.
+A machine that fits but breaks a preference is an *alternative*, never a recommendation; machines
+are listed in the listing order. Both rules are written once, in `sizing.preferences`.
 """
 from __future__ import annotations
 
@@ -27,19 +22,12 @@ from typing import NamedTuple
 from . import wording
 from .availability import GONE, unavailable_reason
 from .breakdown import Breakdown
-from .confidence import confidence
+from .describing import Describer, machine_price_per_million
 from .fit import FitPlanner
-from .offers import MachineOffer, MeasuredSpeed, Preferences
-from .reasons import (
-    BREAK_BUDGET,
-    BREAK_MAX_PRICE,
-    BREAK_REASON,
-    BREAK_TIER,
-    EXCLUDED_REASONS,
-    TOO_SMALL,
-)
-from .results import PrecisionAlternative, Recommendation, RecommendedMachine
-from .speeds import price_per_million_tokens, speed_for
+from .offers import MachineOffer, Preferences
+from .preferences import breaks_checker, order_key
+from .reasons import BREAK_REASON, EXCLUDED_REASONS, TOO_SMALL
+from .results import PrecisionAlternative, Recommendation
 
 ALTERNATIVES_SHOWN = 20
 SORT_PRICE = "price"
@@ -101,65 +89,27 @@ class _Candidate(NamedTuple):
 _by_sort_key = itemgetter(0)
 
 
-def _sort_key(offer: MachineOffer, hourly_price: Decimal) -> tuple:
-    return (hourly_price, offer.price_per_gpu_hour, offer.provider, offer.provider_machine_id, offer.id)
-
-
-def serves_tokens(breakdown: Breakdown) -> bool:
-    """Whether the answer speaks of tokens per second (a language model run to serve)."""
-    capabilities = breakdown.capabilities
-    return capabilities is not None and capabilities.serves_tokens
-
-
-def machine_price_per_million(breakdown: Breakdown, offer: MachineOffer) -> Decimal | None:
-    """The price per million tokens at the speed measured on this machine for the model and
-    precision sized; None without one (or where tokens do not apply)."""
-    if not serves_tokens(breakdown) or not offer.measured_speeds:
-        return None
-    speed = speed_for(offer.measured_speeds, breakdown.inputs.get("model"), breakdown.precision)
-    if speed is None:
-        return None
-    return price_per_million_tokens(offer.price_per_gpu_hour, speed.value, speed.gpus)
-
-
 def sort_key_for(breakdown: Breakdown, preferences: Preferences, offer: MachineOffer, hourly_price: Decimal):
     """The order machines are listed in: cheapest per hour (the default), or, when the user sorts by
     price per million tokens, machines with a measured speed by that price first, then the others
     cheapest per hour; ties as the default order."""
-    key = _sort_key(offer, hourly_price)
+    key = order_key(hourly_price, offer)
     if preferences.sort != SORT_PRICE_PER_MILLION:
         return key
     per_million = machine_price_per_million(breakdown, offer)
     return (per_million is None, per_million or Decimal(0), *key)
 
 
-def preference_breaks(
-    offer: MachineOffer, hourly_price: Decimal, preferences: Preferences
-) -> tuple[str, ...]:
-    """The preferences a fitting machine breaks, in the order they are reported."""
-    tier_breaks = preferences.tier != "both" and offer.tier != preferences.tier
-    price_breaks = (
-        preferences.max_price_per_hour is not None and hourly_price > preferences.max_price_per_hour
-    )
-    budget_breaks = preferences.budget is not None and hourly_price > 0 and preferences.budget < hourly_price
-    return tuple(
-        code
-        for code, broken in (
-            (BREAK_TIER, tier_breaks), (BREAK_MAX_PRICE, price_breaks), (BREAK_BUDGET, budget_breaks)
-        )
-        if broken
-    )
-
-
 def _candidates(planner: FitPlanner, offers: Iterable[MachineOffer], preferences: Preferences):
     """Every offer that fits, as a candidate; None for one that does not."""
+    preference_breaks = breaks_checker(preferences)
     for offer in offers:
         fit = planner.fit(offer.memory_per_gpu_mib, offer.free_gpus)
         if fit is None:
             yield None
             continue
         hourly_price = offer.price_per_gpu_hour * fit.gpus_used
-        breaks = preference_breaks(offer, hourly_price, preferences)
+        breaks = preference_breaks(offer, hourly_price)
         key = sort_key_for(planner.breakdown, preferences, offer, hourly_price)
         yield _Candidate(key, offer, fit, hourly_price, breaks)
 
@@ -200,67 +150,7 @@ def _count_meeting_all(
 
 
 def _hourly_key(candidate: _Candidate) -> tuple:
-    return _sort_key(candidate.offer, candidate.hourly_price)
-
-
-class _Describer:
-    """Words for one recommendation call. Many machines share the same shape, so the words are cached
-    by the few fields they depend on."""
-
-    def __init__(self, breakdown: Breakdown, preferences: Preferences):
-        self.breakdown = breakdown
-        self.preferences = preferences
-        self.model_slug = breakdown.inputs.get("model")
-        self._cache: dict[tuple, object] = {}
-
-    def _cached(self, key: tuple, build):
-        if key not in self._cache:
-            self._cache[key] = build()
-        return self._cache[key]
-
-    def machine(self, candidate: _Candidate) -> RecommendedMachine:
-        offer, fit = candidate.offer, candidate.fit
-        level, reasons = self._cached(
-            ("confidence", offer.memory_source, offer.memory_flag, fit),
-            lambda: confidence(self.breakdown, offer, fit),
-        )
-        limit_key = (offer.memory_source, offer.memory_flag, offer.tier, offer.interruptible,
-                     offer.booking_limit_hours, fit)
-        return RecommendedMachine(
-            offer=offer,
-            fit=fit,
-            hourly_price=candidate.hourly_price,
-            budget_covers=self._cached(
-                ("budget", candidate.hourly_price, offer.booking_limit_hours),
-                lambda: wording.budget_cover(
-                    self.preferences.budget, candidate.hourly_price, offer.booking_limit_hours
-                ),
-            ),
-            why_it_fits=self._cached(
-                ("why", offer.memory_source, offer.free_gpus, fit), lambda: wording.why_it_fits(offer, fit)
-            ),
-            limits=self._cached(("limits", *limit_key), lambda: wording.limits(offer, fit)),
-            confidence=level,
-            confidence_reasons=tuple(reasons),
-            measured_speed=self._speeds(offer),
-            serves_tokens=serves_tokens(self.breakdown),
-            price_per_million_tokens=machine_price_per_million(self.breakdown, offer),
-            breaks=candidate.breaks,
-            breaks_text=tuple(
-                wording.break_words(code, offer, candidate.hourly_price, self.preferences)
-                for code in candidate.breaks
-            ),
-        )
-
-    def _speeds(self, offer: MachineOffer) -> tuple[MeasuredSpeed, ...]:
-        if not offer.measured_speeds or self.model_slug is None:
-            return ()
-        found = [
-            speed
-            for speed in offer.measured_speeds
-            if speed.model_slug == self.model_slug and speed.precision == self.breakdown.precision
-        ]
-        return tuple(sorted(found, key=lambda speed: (speed.unit, speed.measured_at, speed.value)))
+    return order_key(candidate.hourly_price, candidate.offer)
 
 
 def _excluded_start(excluded_before: Mapping[str, int] | None) -> dict[str, int]:
@@ -389,7 +279,7 @@ def _assemble(
     stale_after_minutes: int,
     machines_shown: int | None,
 ) -> Recommendation:
-    describer = _Describer(breakdown, preferences)
+    describer = Describer(breakdown, preferences)
     # Only the machines shown are described (their words are the costly part); all are counted.
     shown = fitting if machines_shown is None else fitting[:machines_shown]
     machines = tuple(describer.machine(candidate) for candidate in shown)

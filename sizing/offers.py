@@ -29,6 +29,17 @@ class MeasuredSpeed:
     source: str = ""  # "feed" or "staff"
 
 
+# The record of a measured speed, written once: how it was measured (beside the figure), in the order
+# it is shown, and the longest text each text field holds. The catalog's model, the feeds' checks, the
+# kept latest speeds, the admin, the answer and the API read these.
+MEASUREMENT_FIELDS = (
+    "engine", "engine_version", "concurrency", "input_tokens", "output_tokens", "measured_at", "measured_by",
+)
+MEASUREMENT_TEXT_LENGTHS = {"engine": 60, "engine_version": 40, "measured_by": 120}
+# Every field of the record (`MeasuredSpeed`'s, the catalog model's columns alike), in the order shown.
+SPEED_RECORD_FIELDS = ("model_slug", "precision", "value", "unit", "gpus", *MEASUREMENT_FIELDS, "source")
+
+
 @dataclass(frozen=True)
 class MachineOffer:
     id: int

@@ -12,7 +12,7 @@ from .breakdown import Breakdown
 from .countries import country_name
 from .fit import Fit
 from .i18n import gettext, gettext_noop, ngettext
-from .offers import MachineOffer, MeasuredSpeed
+from .offers import MEASUREMENT_FIELDS, MachineOffer, MeasuredSpeed
 from .units import decimal_text, gib_number, money_string, money_text, round_half_up
 from .wording import MEMORY_SOURCE_SHORT, MEMORY_SOURCE_WORDS, BudgetCover, EmptyAnswer, per_hour
 
@@ -107,21 +107,12 @@ def price_per_million_text(machine: RecommendedMachine) -> str | None:
 
 def speed_row(speed: MeasuredSpeed) -> dict:
     """One measured speed, with how it was measured."""
-    return {
-        "model": speed.model_slug,
-        "precision": speed.precision,
-        "value": float(speed.value),
-        "unit": speed.unit,
-        "gpus": speed.gpus,
-        "engine": speed.engine,
-        "engine_version": speed.engine_version,
-        "concurrency": speed.concurrency,
-        "input_tokens": speed.input_tokens,
-        "output_tokens": speed.output_tokens,
-        "measured_at": speed.measured_at.isoformat(),
-        "measured_by": speed.measured_by,
-        "source": speed.source,
-    }
+    row = {"model": speed.model_slug, "precision": speed.precision, "value": float(speed.value),
+           "unit": speed.unit, "gpus": speed.gpus}
+    row.update((field, getattr(speed, field)) for field in MEASUREMENT_FIELDS)
+    row["measured_at"] = speed.measured_at.isoformat()
+    row["source"] = speed.source
+    return row
 
 
 @dataclass(frozen=True)

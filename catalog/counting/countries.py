@@ -6,7 +6,9 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, NamedTuple
 
 from catalog import availability, database
-from catalog.counting import availability_sql, fit_sql, fleet_counts
+from catalog.counting import availability_sql, fit_sql, fleet_counts, preferences_sql
+from catalog.counting.params import named
+from sizing.preferences import price_limits
 
 if TYPE_CHECKING:
     from catalog.counting.fleet import FleetQuery
@@ -26,20 +28,19 @@ def meeting_by_country(query: FleetQuery) -> list[CountryCount]:
     From the kept counts, in one statement: a shape's cheapest machine meets the price limits
     exactly when any of its machines does, and those that do are the shape's count up to the
     highest price per GPU-hour within the limits."""
-    status_sql, status_params = availability_sql.status_sql(query.stale_cutoff, query.countries)
-    gpus_sql, gpus_params = fit_sql.gpus_used_sql(query.fits[0])
-    meets, meets_params = ["TRUE"], []
-    if query.tier != "both":
-        meets.append("m.tier = %s")
-        meets_params.append(query.tier)
-    highest, highest_params = [], []
-    for limit in (query.max_price_per_hour, query.budget):
-        if limit is not None:
-            meets.append(f"m.prices[1] * g.gpus <= %s::numeric * {fleet_counts.PRICE_UNITS}")
-            meets_params.append(limit)
-            # price × GPUs within the limit: in whole units of price, at most limit ÷ GPUs, rounded down
-            highest.append(f"FLOOR(%s::numeric * {fleet_counts.PRICE_UNITS} / g.gpus)::bigint")
-            highest_params.append(limit)
+    status, params = named(*availability_sql.status_sql(query.stale_cutoff, query.countries), "status")
+    gpus, gpus_values = named(*fit_sql.gpus_used_sql(query.fits[0]), "fit")
+    # The kept counts hold prices in units; a shape's cheapest machine on the GPUs it would use.
+    meets, meets_values = named(*preferences_sql.meets_sql(
+        query, "m.prices[1] * g.gpus",
+        limit=lambda value: (f"%s::numeric * {fleet_counts.PRICE_UNITS}", [value]),
+    ), "meets")
+    params |= gpus_values | meets_values
+    highest = []
+    for number, (_, limit) in enumerate(price_limits(query)):
+        # price × GPUs within the limit: in whole units of price, at most limit ÷ GPUs, rounded down
+        highest.append(f"FLOOR(%(limit_{number})s::numeric * {fleet_counts.PRICE_UNITS} / g.gpus)::bigint")
+        params[f"limit_{number}"] = limit
     if highest:
         counted = f"COALESCE(m.cum[width_bucket(LEAST({', '.join(highest)}), m.prices)], 0)"
     else:
@@ -47,13 +48,13 @@ def meeting_by_country(query: FleetQuery) -> list[CountryCount]:
     # Fixed SQL and integers; every value is a parameter.
     sql = (
         f"SELECT m.country, MIN(m.prices[1] * g.gpus), SUM({counted}) FROM {fleet_counts.SHAPES} m "  # noqa: S608  # nosec B608
-        f"CROSS JOIN LATERAL (SELECT {gpus_sql} AS gpus) AS g "
-        f"WHERE {status_sql} = {availability.SCREENED} AND g.gpus IS NOT NULL AND {' AND '.join(meets)} "
+        f"CROSS JOIN LATERAL (SELECT {gpus} AS gpus) AS g "
+        f"WHERE {status} = {availability.SCREENED} AND g.gpus IS NOT NULL AND {meets} "
         "GROUP BY m.country ORDER BY 2, 1"
     )
     with database.reads().cursor() as cursor:
         fleet_counts.merge_pending(cursor)
-        cursor.execute(sql, [*highest_params, *gpus_params, *status_params, *meets_params])
+        cursor.execute(sql, params)
         return [
             CountryCount(country, fleet_counts.from_units(units), int(machines))
             for country, units, machines in cursor.fetchall()

@@ -1,18 +1,15 @@
 """The wizard's fleet, counted in the database (PostgreSQL)."""
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
-from fractions import Fraction
 from typing import NamedTuple, Protocol
 
 from catalog import availability, database, rows
 from catalog.counting import availability_sql, fit_sql, fleet_counts, fleet_machines
 from catalog.models import Machine
-from sizing import fit, matching, reasons
-from sizing.limits import PRICE_UNITS
+from sizing import fit, matching, preferences, reasons
 
 # The matching engine decides fit from a machine's memory per GPU and free GPUs alone, through the
 # thresholds of `sizing.fit.fit_thresholds`. Here those thresholds become SQL, so PostgreSQL
@@ -71,25 +68,12 @@ class FleetCount:
     cheapest_meeting: dict[int, Decimal] = field(default_factory=dict)
 
 
-def _first_price_over(limit: Decimal, gpus: int) -> Decimal:
-    """The lowest price per GPU-hour (prices have 4 places) whose hourly price on `gpus` GPUs is over
-    `limit`: price × gpus > limit exactly when price >= this. Exact, through integers of 1/10,000."""
-    units = Fraction(limit) * PRICE_UNITS / gpus
-    return Decimal(math.floor(units) + 1) / PRICE_UNITS
-
-
-def _breaks(query: FleetQuery, tier: str, gpus: int, price_bucket: int, edges: dict) -> tuple[str, ...]:
-    """The preference codes a machine using `gpus` GPUs breaks, in the engine's order."""
-    over_price = query.max_price_per_hour is not None and price_bucket >= edges[("max_price", gpus)]
-    over_budget = query.budget is not None and price_bucket >= edges[("budget", gpus)]
-    return tuple(
-        code
-        for code, broken in (
-            (reasons.BREAK_TIER, query.tier != "both" and tier != query.tier),
-            (reasons.BREAK_MAX_PRICE, over_price),
-            (reasons.BREAK_BUDGET, over_budget),
-        )
-        if broken
+def _breaks(query: FleetQuery, row: CountRow, gpus: int, edges: dict) -> tuple[str, ...]:
+    """The preference codes the machines of a count row using `gpus` GPUs break, in the engine's
+    order: their hourly price is over a limit exactly when their price band is at or past the
+    limit's crossing on `gpus` GPUs."""
+    return preferences.breaks(
+        query, row, lambda preference, limit: row.price_bucket >= edges[(preference.code, gpus)]
     )
 
 
@@ -109,10 +93,11 @@ def counted_fleet(query: FleetQuery, counts: Counts | None = None) -> FleetCount
         {min(need, MEMORY_MIB_BEYOND_ANY) for thresholds in query.fits for _, need in thresholds}
     )
     gpu_counts = sorted({gpus for thresholds in query.fits for gpus, _ in thresholds})
-    price_limits = [(name, limit) for name, limit in (("max_price", query.max_price_per_hour),
-                                                      ("budget", query.budget)) if limit is not None]
+    # Each limit's crossing on each GPU count, worked out once: the bands' price edges.
     crossings = {
-        (name, gpus): _first_price_over(limit, gpus) for name, limit in price_limits for gpus in gpu_counts
+        (preference.code, gpus): preferences.first_price_over(limit, gpus)
+        for preference, limit in preferences.price_limits(query)
+        for gpus in gpu_counts
     }
     price_edges = sorted(set(crossings.values()))
     # width_bucket counts the edges at or below a value: price >= edge number j <=> bucket >= j.
@@ -193,9 +178,7 @@ def _tally(
     band_index = [{gpus: index for index, (gpus, _) in enumerate(thresholds)} for thresholds in query.fits]
     fits_of: dict[tuple[int, int], list[int | None]] = {}
     for row in groups:
-        status, tier, memory_bucket, free_gpus, price_bucket = (
-            row.status, row.tier, row.memory_bucket, row.free_gpus, row.price_bucket
-        )
+        status, memory_bucket, free_gpus = row.status, row.memory_bucket, row.free_gpus
         count, cheapest_price, most_memory = row.machines, row.cheapest, row.most_memory_mib
         seen_max, seen_min, dearest_price = row.newest_seen, row.oldest_seen, row.dearest
         if status not in not_fresh:
@@ -218,7 +201,7 @@ def _tally(
                 if fit_index == 0:
                     too_small += count
                 continue
-            breaks = _breaks(query, tier, gpus, price_bucket, price_bucket_of)
+            breaks = _breaks(query, row, gpus, price_bucket_of)
             key = (fit_index, band_index[fit_index][gpus], not breaks)
             low, high = bands.get(key, (cheapest_price, dearest_price))
             bands[key] = (min(low, cheapest_price), max(high, dearest_price))
@@ -279,18 +262,17 @@ def _count_at_cheapest_kept(query: FleetQuery, only_cheapest: dict[str, Decimal]
     status_sql, status_params = availability_sql.status_sql(query.stale_cutoff, query.countries)
     gpus_sql, gpus_params = fit_sql.gpus_used_sql(query.fits[0])
     counts = {}
-    for code, limit, other in (
-        (reasons.BREAK_MAX_PRICE, query.max_price_per_hour, query.budget),
-        (reasons.BREAK_BUDGET, query.budget, query.max_price_per_hour),
-    ):
+    for preference, _ in preferences.price_limits(query):
+        code = preference.code
         if code not in only_cheapest:
             continue
         hourly = only_cheapest[code]
-        if hourly <= limit or (other is not None and hourly > other):
+        # Those machines break this price preference alone at that price (their tier is met).
+        if preferences.preference_breaks(None, hourly, query) != (code,):
             counts[code] = 0
             continue
         sql, params = fleet_counts.count_at_price_sql(
-            status_sql, status_params, availability.SCREENED, gpus_sql, gpus_params, query.tier, hourly
+            status_sql, status_params, availability.SCREENED, gpus_sql, gpus_params, query, hourly
         )
         with database.reads().cursor() as cursor:
             cursor.execute(sql, params)

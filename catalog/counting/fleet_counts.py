@@ -38,12 +38,13 @@ from decimal import Decimal
 
 from django.db import DEFAULT_DB_ALIAS, connection
 
-from catalog import availability
-from catalog.counting import availability_sql
+from catalog import availability, preferences
+from catalog.counting import availability_sql, preferences_sql
 from catalog.counting.layout import layout
 from catalog.counting.params import named
 from sizing.availability import BEFORE_CUTOFF, OUTSIDE, RULE
 from sizing.limits import PRICE_UNITS  # price_per_gpu_hour has 4 places: integers of 1/10,000
+from sizing.preferences import MACHINE_FIELDS
 
 SHAPES = "catalog_fleetshape"
 DELTAS = "catalog_fleetdelta"
@@ -65,7 +66,9 @@ COLUMN_TYPES = {
     "free_gpus": "smallint",
     "tier": "varchar(10)",
 }
-EXTRA_COLUMNS = ("tier",)  # not checked by the rule; the counting query groups by it
+# Not checked by the availability rule: the columns the preferences compare (`sizing.preferences`),
+# which the counting query groups by.
+EXTRA_COLUMNS = tuple(preferences.COLUMNS[field] for field in MACHINE_FIELDS)
 
 
 def _counted_checks():
@@ -361,17 +364,21 @@ def grouped_sql(
 
 def count_at_price_sql(
     status_sql: str, status_params: list, screened: int, gpus_sql: str, gpus_params: list,
-    tier: str, hourly: Decimal,
-) -> tuple[str, list]:
-    """Machines the rule lets through, of the tier (or any with "both"), whose hourly price on the
-    GPUs they would use (`gpus_sql`, NULL when the workload does not fit) is exactly `hourly`."""
-    tier_sql, tier_params = ("TRUE", []) if tier == "both" else ("m.tier = %s", [tier])
+    settings, hourly: Decimal,
+) -> tuple[str, dict]:
+    """Machines the rule lets through, of the tier `settings` chooses (any without one), whose hourly
+    price on the GPUs they would use (`gpus_sql`, NULL when the workload does not fit) is exactly
+    `hourly`."""
+    status, params = named(status_sql, status_params, "status")
+    gpus, gpus_values = named(gpus_sql, gpus_params, "fit")
+    tier, tier_values = named(*preferences_sql.tier_sql(settings), "tier")
+    params |= gpus_values | tier_values
+    params["hourly"] = to_units(hourly)
     sql = (
         "SELECT coalesce(SUM(coalesce(m.cum[width_bucket(t.p, m.prices)], 0) "  # nosec B608
         "- coalesce(m.cum[width_bucket(t.p - 1, m.prices)], 0)), 0) "
-        f"FROM {SHAPES} m CROSS JOIN LATERAL (SELECT %s::bigint / g.gpus AS p "
-        f"FROM (SELECT {gpus_sql} AS gpus) AS g WHERE %s::bigint %% g.gpus = 0) AS t "
-        f"WHERE {status_sql} = {int(screened)} AND {tier_sql}"
+        f"FROM {SHAPES} m CROSS JOIN LATERAL (SELECT %(hourly)s::bigint / g.gpus AS p "
+        f"FROM (SELECT {gpus} AS gpus) AS g WHERE %(hourly)s::bigint %% g.gpus = 0) AS t "
+        f"WHERE {status} = {int(screened)} AND {tier}"
     )
-    units = to_units(hourly)
-    return sql, [units, *gpus_params, units, *status_params, *tier_params]
+    return sql, params

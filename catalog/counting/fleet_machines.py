@@ -7,7 +7,8 @@ from decimal import Decimal
 from typing import TYPE_CHECKING
 
 from catalog import availability, database
-from catalog.counting import availability_sql, fit_sql, fleet_counts
+from catalog.counting import availability_sql, fit_sql, fleet_counts, preferences_sql
+from sizing.preferences import HOURLY_PRICE
 
 if TYPE_CHECKING:
     from catalog.counting.fleet import FleetQuery
@@ -17,6 +18,18 @@ if TYPE_CHECKING:
 SPARSE_BAND_MACHINES = 256
 # Up to this many chosen countries, a band is read country by country (`describe_ids`).
 COUNTRY_WALKS = 3
+# The listing order's columns in a band's walk (its hourly price follows its price per GPU-hour)
+# and in the merge of the walks.
+WALK_ORDER = {
+    "price_per_gpu_hour": "m.price_per_gpu_hour",
+    "provider": 'p.name COLLATE "C"',
+    "provider_machine_id": 'm.provider_machine_id COLLATE "C"',
+    "id": "m.id",
+}
+MERGED_ORDER = {
+    "hourly_price": "hourly", "price_per_gpu_hour": "price", "provider": "provider",
+    "provider_machine_id": "machine", "id": "id",
+}
 
 
 def band_prices(
@@ -31,15 +44,10 @@ def band_prices(
         thresholds = query.fits[fit_index]
         gpus = thresholds[band][0]
         band_sql, band_params = fit_sql.band_sql(thresholds, band)
-        meets_parts, meets_params = ["TRUE"], []
-        if query.tier != "both":
-            meets_parts.append("m.tier = %s")
-            meets_params.append(query.tier)
-        for limit in (query.max_price_per_hour, query.budget):
-            if limit is not None:
-                meets_parts.append(f"u.p * {int(gpus)} <= %s")
-                meets_params.append(fleet_counts.to_units(limit))
-        meets_sql = " AND ".join(meets_parts)
+        # The kept counts hold prices in units: the limits are compared in units too.
+        meets_sql, meets_params = preferences_sql.meets_sql(
+            query, f"u.p * {int(gpus)}", limit=lambda value: ("%s", [fleet_counts.to_units(value)])
+        )
         if not meets:
             meets_sql = f"NOT ({meets_sql})"
         low, high = bands[fit_index, band, meets]
@@ -93,7 +101,7 @@ def describe_ids(
         thresholds = query.fits[fit_index]
         gpus = thresholds[band][0]
         band_sql, band_params = fit_sql.band_sql(thresholds, band)
-        meets_sql, meets_params = _meets_sql(query, gpus)
+        meets_sql, meets_params = preferences_sql.meets_sql(query, "m.price_per_gpu_hour * %s", [gpus])
         if not meets:
             meets_sql = f"NOT ({meets_sql})"
         at_prices, price_params = "", []
@@ -110,7 +118,7 @@ def describe_ids(
             f"JOIN catalog_provider p ON p.id = m.provider_id "
             f"WHERE {screened} AND {band_sql} AND {meets_sql}{by_country} "
             f"AND m.price_per_gpu_hour >= %s AND m.price_per_gpu_hour <= %s{at_prices} "
-            f'ORDER BY m.price_per_gpu_hour, p.name COLLATE "C", m.provider_machine_id COLLATE "C", m.id '
+            f"ORDER BY {preferences_sql.order_by_sql(WALK_ORDER, implied=(HOURLY_PRICE,))} "
             f"LIMIT {int(limit)}"
         )
         walk_params = [
@@ -132,23 +140,10 @@ def describe_ids(
     )
     sql = (
         "SELECT DISTINCT id FROM (SELECT id, kind, ROW_NUMBER() OVER (PARTITION BY kind "  # noqa: S608  # nosec B608
-        "ORDER BY hourly, price, provider, machine, id) AS place FROM ("
+        f"ORDER BY {preferences_sql.order_by_sql(MERGED_ORDER)}) AS place FROM ("
         + " UNION ALL ".join(parts)
         + f") AS banded) AS placed WHERE {keep}"
     )
     with database.reads().cursor() as cursor:
         cursor.execute(sql, params)
         return sorted(row[0] for row in cursor.fetchall())
-
-
-def _meets_sql(query: FleetQuery, gpus: int) -> tuple[str, list]:
-    """Meets every preference on a machine using `gpus` GPUs."""
-    parts, params = ["TRUE"], []
-    if query.tier != "both":
-        parts.append("m.tier = %s")
-        params.append(query.tier)
-    for limit in (query.max_price_per_hour, query.budget):
-        if limit is not None:
-            parts.append("m.price_per_gpu_hour * %s <= %s")
-            params += [gpus, limit]
-    return " AND ".join(parts), params

@@ -26,20 +26,24 @@ from __future__ import annotations
 
 from django.db import connection
 
-from catalog import availability
+from catalog import availability, preferences
 from catalog.counting.layout import layout
+from sizing.offers import MEASUREMENT_FIELDS
+from sizing.preferences import MACHINE_FIELDS
 
 TABLE = "catalog_latestspeed"
 # The machine's columns kept beside the speed: those the availability rule reads, then what the fit,
 # the preferences and the order of machines read.
 MACHINE_COLUMNS = tuple(dict.fromkeys([
-    *availability.COLUMNS.values(), "tier", "price_per_gpu_hour", "provider_id", "provider_machine_id",
+    *availability.COLUMNS.values(), *(preferences.COLUMNS[field] for field in MACHINE_FIELDS),
+    "price_per_gpu_hour", "provider_id", "provider_machine_id",
     "gpu_type_id", "region",
 ]))
 # The speed, with what the answer shows of the measurement.
+# (The columns' order is the installed table's: the date comes before the rest of the measurement.)
 SPEED_COLUMNS = (
-    "model_slug", "precision", "value", "gpus", "measured_at", "engine", "engine_version", "concurrency",
-    "input_tokens", "output_tokens", "measured_by", "source",
+    "model_slug", "precision", "value", "gpus", "measured_at",
+    *(field for field in MEASUREMENT_FIELDS if field != "measured_at"), "source",
 )
 
 

@@ -10,10 +10,12 @@ from typing import NamedTuple
 from django.db.models import F
 
 from catalog import availability, database
-from catalog.counting import availability_sql, fit_sql, latest_speeds
+from catalog import preferences as catalog_preferences
+from catalog.counting import availability_sql, fit_sql, latest_speeds, preferences_sql
 from catalog.models import Machine, MeasuredSpeed
 from catalog.rows import measured_speed
 from sizing import offers
+from sizing.preferences import HOURLY_OVER, HOURLY_PRICE
 from sizing.speeds import speed_for
 
 
@@ -52,8 +54,7 @@ def speed_rows(
     (`sizing.throughput_plan.speed_for`), in machine order. One query, driven by the speeds' index: a
     fraction of the fleet has any."""
     machines = Machine.objects.filter(availability.available_q(stale_cutoff, countries))
-    if tier != "both":
-        machines = machines.filter(tier=tier)
+    machines = machines.filter(catalog_preferences.tier_q(offers.Preferences(tier=tier)))
     machines = machines.filter(memory_per_gpu_mib__gte=min_memory_mib)
     rows = (
         MeasuredSpeed.objects.filter(
@@ -102,6 +103,13 @@ ROW_COLUMNS = (
 )
 
 
+# The listing order's columns over the fitting speed rows.
+SPEED_ORDER = {
+    "hourly_price": "price * fit_gpus", "price_per_gpu_hour": "price", "provider": "provider",
+    "provider_machine_id": "machine_key", "id": "machine_id",
+}
+
+
 @dataclass(frozen=True)
 class SpeedQuery:
     """The machines with a speed for one model and precision that a plan or the price-per-million sort
@@ -147,12 +155,8 @@ def speed_rows_counted(
     request time."""
     screened, screened_params = availability_sql.available_sql(query.stale_cutoff, query.countries)
     gpus_sql, gpus_params = fit_sql.gpus_used_sql(query.fits)
-    tier_sql, tier_params = ("TRUE", []) if query.tier == "both" else ("m.tier = %s", [query.tier])
-    limits, limit_params = [], []
-    for limit in (query.max_price_per_hour, query.budget):
-        if limit is not None:
-            limits.append("price * fit_gpus <= %s")
-            limit_params.append(limit)
+    tier_sql, tier_params = preferences_sql.tier_sql(query)
+    limits, limit_params = preferences_sql.meets_sql(query, "price * fit_gpus", tests=(HOURLY_OVER,))
     fitting = (
         f"(SELECT * FROM (SELECT m.speed_id, m.value, m.gpus, m.price_per_gpu_hour AS price, "  # noqa: S608  # nosec B608
         f"{gpus_sql} AS fit_gpus, "
@@ -161,7 +165,7 @@ def speed_rows_counted(
         f"FROM {source} m JOIN catalog_provider p ON p.id = m.provider_id "
         "WHERE m.model_slug = %s AND m.precision = %s "
         f"AND {screened} AND {tier_sql} AND m.memory_per_gpu_mib >= %s) AS a "
-        f"WHERE fit_gpus IS NOT NULL {''.join(' AND ' + c for c in limits)}) AS f"
+        f"WHERE fit_gpus IS NOT NULL AND {limits}) AS f"
     )
     fitting_params = [
         *gpus_params, *source_params, query.model_slug,
@@ -177,8 +181,9 @@ def speed_rows_counted(
             "COALESCE(SUM(free / fit_gpus) OVER w, 0) AS copies_before, "
             "COALESCE(SUM(free / fit_gpus * price * fit_gpus) OVER w, 0) AS price_before, "
             "CEIL(%s::numeric * gpus * 100 / (value * fit_gpus * %s::numeric)) + %s AS wanted "
-            f"FROM {fitting} WINDOW w AS (PARTITION BY value, gpus, gpu_type_id, fit_gpus ORDER BY price, "
-            "provider, machine_key, machine_id ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)"
+            f"FROM {fitting} WINDOW w AS (PARTITION BY value, gpus, gpu_type_id, fit_gpus ORDER BY "
+            f"{preferences_sql.order_by_sql(SPEED_ORDER, implied=(HOURLY_PRICE,))} "
+            "ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)"
         )
         # A class's wanted copies alone are a plan (spares as fast as the rest): the cheapest such
         # price bounds every plan, and a plan takes a class's copies cheapest first, so a copy whose
@@ -198,8 +203,8 @@ def speed_rows_counted(
         # The first machines by price per million tokens (rounded as shown, then the machines' own order).
         chosen.append(
             f"(SELECT {ROW_COLUMNS} FROM (SELECT *, COUNT(*) OVER () AS total FROM {fitting}) AS c "  # noqa: S608  # nosec B608
-            "ORDER BY ROUND(price * gpus * 1000000 / (value * 3600), 4), price * fit_gpus, price, provider, "
-            "machine_key, machine_id LIMIT %s)"
+            "ORDER BY ROUND(price * gpus * 1000000 / (value * 3600), 4), "
+            f"{preferences_sql.order_by_sql(SPEED_ORDER)} LIMIT %s)"
         )
         chosen_params += [*fitting_params, query.keep]
     if not chosen:

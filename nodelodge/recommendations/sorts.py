@@ -11,16 +11,14 @@ from dataclasses import dataclass
 from django.utils.translation import gettext_lazy as _
 
 from sizing.matching import SORT_PRICE_PER_MILLION
+from sizing.preferences import order_key
 from sizing.results import RecommendedMachine
 
 CONFIDENCE_RANK = {"high": 0, "medium": 1, "low": 2}
 
 
 def _engine_order(machine: RecommendedMachine) -> tuple:
-    offer = machine.offer
-    return (
-        machine.hourly_price, offer.price_per_gpu_hour, offer.provider, offer.provider_machine_id, offer.id
-    )
+    return order_key(machine.hourly_price, machine.offer)
 
 
 @dataclass(frozen=True)

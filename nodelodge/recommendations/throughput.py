@@ -14,7 +14,6 @@ from datetime import datetime
 from decimal import Decimal
 from fractions import Fraction
 from functools import cached_property
-from types import SimpleNamespace
 
 from django.utils.translation import gettext, ngettext
 
@@ -22,8 +21,8 @@ from catalog import database
 from catalog.counting import speeds as catalog_speeds
 from sizing import fit as sizing_fit
 from sizing.breakdown import Breakdown
-from sizing.matching import preference_breaks
 from sizing.offers import MeasuredSpeed
+from sizing.preferences import order_key_of, preference_breaks
 from sizing.results import speed_row
 from sizing.speeds import SECONDS_PER_HOUR, TOKENS_PER_MILLION, price_per_million_tokens
 from sizing.throughput_plan import Plan, PlanCandidate, cheapest_plan, copy_speed
@@ -58,6 +57,10 @@ class SpeedCandidate:
         return price_per_million_tokens(self.plan.price_per_gpu_hour, self.row.value, self.row.gpus)
 
 
+# The listing order (`sizing.preferences.ORDER`) over a speed row, whose id is its machine's.
+_row_order_key = order_key_of(id="machine_id")
+
+
 def speed_candidates(
     query: WorkloadQuery,
     breakdown: Breakdown,
@@ -83,20 +86,14 @@ def speed_candidates(
             continue
         hourly = row.price_per_gpu_hour * gpus
         # The counted rows met the preferences in SQL already (the same rule, `speed_rows_counted`).
-        if total is None and preference_breaks(SimpleNamespace(tier=row.tier), hourly, preferences):
+        if total is None and preference_breaks(row, hourly, preferences):
             continue
         found.append(
             SpeedCandidate(
                 row=row,
                 plan=PlanCandidate(
                     machine_id=row.machine_id,
-                    order_key=(
-                        hourly,
-                        row.price_per_gpu_hour,
-                        row.provider,
-                        row.provider_machine_id,
-                        row.machine_id,
-                    ),
+                    order_key=_row_order_key(hourly, row),
                     price_per_gpu_hour=row.price_per_gpu_hour,
                     free_gpus=row.free_gpus,
                     gpus_per_copy=gpus,

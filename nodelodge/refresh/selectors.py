@@ -8,6 +8,7 @@ from datetime import datetime
 from django.db.models import Prefetch
 
 from catalog.models import Machine, MeasuredSpeed, Provider
+from sizing.offers import MEASUREMENT_FIELDS
 
 # One machine in this many is offline (or out of stock) in any given minute.
 DEMO_OFFLINE_ONE_IN = 9
@@ -61,16 +62,8 @@ def demo_feed_document(provider: Provider, now: datetime) -> dict:
 
 def speed_entry(speed: MeasuredSpeed) -> dict:
     """One measured speed as the nodelodge-v1 feed's `measured_speeds` section writes it."""
-    return {
-        "model": speed.model_slug,
-        "precision": speed.precision,
-        "tokens_per_second": str(speed.value.normalize()),
-        "gpus": speed.gpus,
-        "engine": speed.engine,
-        "engine_version": speed.engine_version,
-        "concurrency": speed.concurrency,
-        "input_tokens": speed.input_tokens,
-        "output_tokens": speed.output_tokens,
-        "measured_at": speed.measured_at.isoformat(),
-        "measured_by": speed.measured_by,
-    }
+    entry = {"model": speed.model_slug, "precision": speed.precision,
+             "tokens_per_second": str(speed.value.normalize()), "gpus": speed.gpus}
+    entry.update((field, getattr(speed, field)) for field in MEASUREMENT_FIELDS)
+    entry["measured_at"] = speed.measured_at.isoformat()
+    return entry

@@ -27,6 +27,7 @@ from catalog.models import GpuType, LanguageModel, Machine, MeasuredSpeed, Provi
 from catalog.services import MACHINE_UPSERT_FIELDS, drop_speeds_of_other_gpu_types, memory_flag_for
 from nodelodge.celery import app as celery_app
 from nodelodge.launches.services import cap_free_gpus_by_bookings, gpus_held
+from sizing.offers import MEASUREMENT_FIELDS
 
 from .feeds import adapter_for
 from .feeds.base import FeedError, GpuTypeIndex, GpuTypeRef, MachineRecord, ParsedFeed
@@ -230,10 +231,9 @@ def _apply_speeds(provider: Provider, parsed: ParsedFeed) -> None:
         MeasuredSpeed(
             machine_id=ids[key], gpu_type_id=record.gpu_type.id, model_kind=MeasuredSpeed.ModelKind.LANGUAGE,
             model_slug=speed.model_slug, precision=speed.precision, unit=MeasuredSpeed.Unit.TOKENS_PER_SECOND,
-            value=speed.tokens_per_second, gpus=speed.gpus, engine=speed.engine,
-            engine_version=speed.engine_version, concurrency=speed.concurrency,
-            input_tokens=speed.input_tokens, output_tokens=speed.output_tokens, measured_at=speed.measured_at,
-            measured_by=speed.measured_by or provider.name, source=MeasuredSpeed.Source.FEED,
+            value=speed.tokens_per_second, gpus=speed.gpus, source=MeasuredSpeed.Source.FEED,
+            **{field: getattr(speed, field) for field in MEASUREMENT_FIELDS}
+            | {"measured_by": speed.measured_by or provider.name},
         )
         for key, record in reported.items()
         for speed in record.measured_speeds

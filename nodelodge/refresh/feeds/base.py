@@ -16,6 +16,7 @@ from typing import Protocol
 from sizing.countries import is_country_code
 from sizing.fit import MAX_GPUS_PER_MACHINE
 from sizing.limits import MAX_PRICE_PER_GPU_HOUR
+from sizing.offers import MEASUREMENT_TEXT_LENGTHS
 
 MAX_GPU_COUNT = MAX_GPUS_PER_MACHINE
 # 1 TiB per GPU: far beyond any GPU sold; a larger figure is a unit mix-up or garbage.
@@ -26,7 +27,7 @@ MAX_REGION_LENGTH = 120
 # No GPU serves a million output tokens per second; a larger figure is a unit mix-up or garbage.
 MAX_TOKENS_PER_SECOND_PER_GPU = Decimal("1000000")
 SPEED_STEP = Decimal("0.001")  # MeasuredSpeed.value keeps three decimals
-MAX_SPEED_TEXT = {"engine": 60, "engine_version": 40, "measured_by": 120}
+MAX_SPEED_TEXT = MEASUREMENT_TEXT_LENGTHS
 MAX_SPEED_COUNT = 10_000_000  # concurrency and token lengths
 PRECISIONS = (16, 8, 4)
 # A measurement dated later than this after the feed was read comes from a wrong clock.

@@ -1,0 +1,91 @@
+"""What the answer says of each machine it shows: its fit in words, confidence, budget cover, limits,
+measured speeds and price per million tokens. The matching engine (`sizing.matching`) decides which
+machines are shown; this describes them."""
+from __future__ import annotations
+
+from decimal import Decimal
+
+from . import wording
+from .breakdown import Breakdown
+from .confidence import confidence
+from .offers import MachineOffer, MeasuredSpeed, Preferences
+from .results import RecommendedMachine
+from .speeds import price_per_million_tokens, speed_for
+
+
+def serves_tokens(breakdown: Breakdown) -> bool:
+    """Whether the answer speaks of tokens per second (a language model run to serve)."""
+    capabilities = breakdown.capabilities
+    return capabilities is not None and capabilities.serves_tokens
+
+
+def machine_price_per_million(breakdown: Breakdown, offer: MachineOffer) -> Decimal | None:
+    """The price per million tokens at the speed measured on this machine for the model and
+    precision sized; None without one (or where tokens do not apply)."""
+    if not serves_tokens(breakdown) or not offer.measured_speeds:
+        return None
+    speed = speed_for(offer.measured_speeds, breakdown.inputs.get("model"), breakdown.precision)
+    if speed is None:
+        return None
+    return price_per_million_tokens(offer.price_per_gpu_hour, speed.value, speed.gpus)
+
+
+
+class Describer:
+    """Words for one recommendation call. Many machines share the same shape, so the words are cached
+    by the few fields they depend on."""
+
+    def __init__(self, breakdown: Breakdown, preferences: Preferences):
+        self.breakdown = breakdown
+        self.preferences = preferences
+        self.model_slug = breakdown.inputs.get("model")
+        self._cache: dict[tuple, object] = {}
+
+    def _cached(self, key: tuple, build):
+        if key not in self._cache:
+            self._cache[key] = build()
+        return self._cache[key]
+
+    def machine(self, candidate) -> RecommendedMachine:
+        offer, fit = candidate.offer, candidate.fit
+        level, reasons = self._cached(
+            ("confidence", offer.memory_source, offer.memory_flag, fit),
+            lambda: confidence(self.breakdown, offer, fit),
+        )
+        limit_key = (offer.memory_source, offer.memory_flag, offer.tier, offer.interruptible,
+                     offer.booking_limit_hours, fit)
+        return RecommendedMachine(
+            offer=offer,
+            fit=fit,
+            hourly_price=candidate.hourly_price,
+            budget_covers=self._cached(
+                ("budget", candidate.hourly_price, offer.booking_limit_hours),
+                lambda: wording.budget_cover(
+                    self.preferences.budget, candidate.hourly_price, offer.booking_limit_hours
+                ),
+            ),
+            why_it_fits=self._cached(
+                ("why", offer.memory_source, offer.free_gpus, fit), lambda: wording.why_it_fits(offer, fit)
+            ),
+            limits=self._cached(("limits", *limit_key), lambda: wording.limits(offer, fit)),
+            confidence=level,
+            confidence_reasons=tuple(reasons),
+            measured_speed=self._speeds(offer),
+            serves_tokens=serves_tokens(self.breakdown),
+            price_per_million_tokens=machine_price_per_million(self.breakdown, offer),
+            breaks=candidate.breaks,
+            breaks_text=tuple(
+                wording.break_words(code, offer, candidate.hourly_price, self.preferences)
+                for code in candidate.breaks
+            ),
+        )
+
+    def _speeds(self, offer: MachineOffer) -> tuple[MeasuredSpeed, ...]:
+        if not offer.measured_speeds or self.model_slug is None:
+            return ()
+        found = [
+            speed
+            for speed in offer.measured_speeds
+            if speed.model_slug == self.model_slug and speed.precision == self.breakdown.precision
+        ]
+        return tuple(sorted(found, key=lambda speed: (speed.unit, speed.measured_at, speed.value)))

@@ -1,0 +1,193 @@
+"""One rule for the preferences and one listing order, three forms: on random fleets with random
+preferences (a tier, price limits and budgets at and around the prices where machines cross them),
+the engine, the ORM filter and the SQL of the counting queries agree machine by machine on which
+machines meet every preference, which preferences each of the others breaks, and the order they are
+listed in."""
+import random
+from datetime import timedelta
+from decimal import Decimal
+
+import pytest
+from django.db import connection
+from django.utils import timezone
+
+from catalog import availability, rows
+from catalog import preferences as catalog_preferences
+from catalog.counting import availability_sql, fit_sql, preferences_sql
+from catalog.counting.fleet import FleetQuery, counted_fleet
+from catalog.models import GpuType, Machine, Provider
+from sizing.availability import unavailable_reason
+from sizing.breakdown import Breakdown, Item
+from sizing.fit import FitPlanner, fit_thresholds, gpus_used_by_thresholds
+from sizing.matching import recommend, recommend_counted
+from sizing.offers import Preferences
+from sizing.preferences import RULE, breaks_checker, chosen, order_key, preference_breaks
+from sizing.units import GIB
+
+pytestmark = pytest.mark.django_db
+
+PRICES = [Decimal(p) for p in ("0.1234", "0.35", "0.5", "0.7", "1.0", "1.25", "2.0", "3.3333")]
+
+
+def need(gib: int) -> Breakdown:
+    """A need split over up to 8 GPUs, so machines use 1, 2, 4 or 8 GPUs."""
+    return Breakdown(
+        workload="notebook", title="need",
+        items=(Item("Need", "as given", gib * GIB), Item("CUDA runtime", "1 GiB per GPU", GIB, per_gpu=True)),
+        assumptions=(), precision=None, splittable_over_heads=8, inputs={"memory_gib": gib},
+    )
+
+
+NEEDS = [need(30), need(100)]
+
+
+def random_fleet(rng: random.Random, now, size: int = 70) -> None:
+    gpu = GpuType.objects.create(name="Card", slug="card", vendor="NVIDIA", memory_mib=24_564, marketed_memory="24GB")
+    providers = [Provider.objects.create(name=name, slug=name.lower(), tier=tier)
+                 for name, tier in [("Beta", "secure"), ("Alpha", "community"), ("Gamma", "secure")]]
+    for number in range(size):
+        count = rng.choice([1, 2, 4, 8])
+        provider = rng.choice(providers)
+        Machine.objects.create(
+            provider=provider,
+            tier=provider.tier,
+            # Ties on price and provider are common, so the machine ids decide (as text: m10 < m9).
+            provider_machine_id=f"m{rng.randint(1, 12)}-{number}",
+            gpu_type=gpu,
+            gpu_count=count,
+            free_gpus=rng.randint(0, count),
+            memory_per_gpu_mib=rng.choice([24_564, 81_559]),
+            memory_source="datacenter",
+            country=rng.choice(["DE", "FR"]),
+            price_per_gpu_hour=rng.choice(PRICES),
+            is_available=rng.random() < 0.9,
+            last_seen_at=now,
+        )
+
+
+def random_preferences(rng: random.Random, hourly_prices: list[Decimal]) -> Preferences:
+    """A tier, and limits at, just under or just over a price some machine costs per hour."""
+    def limit():
+        if rng.random() < 0.3 or not hourly_prices:
+            return None
+        return max(Decimal("0.01"), rng.choice(hourly_prices) + rng.choice([Decimal("-0.01"), 0, Decimal("0.01")]))
+
+    return Preferences(tier=rng.choice(["both", "secure", "community"]), max_price_per_hour=limit(), budget=limit())
+
+
+def engine_listing(breakdown: Breakdown, preferences: Preferences, cutoff) -> list[tuple[int, tuple[str, ...]]]:
+    """(machine id, preferences broken) for every available machine that fits, in the listing order."""
+    planner = FitPlanner(breakdown)
+    check = breaks_checker(preferences)
+    found = []
+    for offer in rows.machine_offers():
+        if unavailable_reason(offer, stale_cutoff=cutoff, countries=None) is not None:
+            continue
+        fit = planner.fit(offer.memory_per_gpu_mib, offer.free_gpus)
+        if fit is None:
+            continue
+        hourly = offer.price_per_gpu_hour * fit.gpus_used
+        breaks = check(offer, hourly)
+        assert breaks == preference_breaks(offer, hourly, preferences)
+        found.append((order_key(hourly, offer), offer.id, breaks))
+    return [(machine_id, breaks) for _, machine_id, breaks in sorted(found)]
+
+
+def cases(seed: int):
+    """A fleet and, for each need, several preferences around its hourly prices."""
+    rng = random.Random(seed)
+    now = timezone.now()
+    random_fleet(rng, now)
+    cutoff = now - timedelta(minutes=15)
+    for breakdown in NEEDS:
+        thresholds = fit_thresholds(breakdown)
+        hourly_prices = sorted({
+            machine.price_per_gpu_hour * gpus
+            for machine in Machine.objects.all()
+            if (gpus := gpus_used_by_thresholds(thresholds, machine.memory_per_gpu_mib, machine.free_gpus))
+        })
+        for _ in range(8):
+            yield now, cutoff, breakdown, thresholds, random_preferences(rng, hourly_prices)
+
+
+def gpus_by_machine(thresholds, cutoff) -> dict[int, int]:
+    available = Machine.objects.filter(availability.available_q(cutoff, None))
+    found = {}
+    for pk, memory, free in available.values_list("pk", "memory_per_gpu_mib", "free_gpus"):
+        gpus = gpus_used_by_thresholds(thresholds, memory, free)
+        if gpus is not None:
+            found[pk] = gpus
+    return found
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_engine_and_orm_apply_the_same_preferences_and_order(seed):
+    codes_seen = set()
+    for _, cutoff, breakdown, thresholds, preferences in cases(seed):
+        engine = engine_listing(breakdown, preferences, cutoff)
+        gpus_of = gpus_by_machine(thresholds, cutoff)
+        assert sorted(gpus_of) == sorted(machine_id for machine_id, _ in engine)
+        orm_breaks: dict[int, list[str]] = {pk: [] for pk in gpus_of}
+        for gpus in sorted(set(gpus_of.values())):
+            band = [pk for pk, used in gpus_of.items() if used == gpus]
+            machines = Machine.objects.filter(pk__in=band)
+            for preference, value in chosen(preferences):
+                broken = machines.exclude(catalog_preferences.meets_one_q(preference, value, gpus))
+                for pk in broken.values_list("pk", flat=True):
+                    orm_breaks[pk].append(preference.code)
+            meeting = set(machines.filter(catalog_preferences.meets_q(preferences, gpus)).values_list("pk", flat=True))
+            assert meeting == {pk for pk in band if not orm_breaks[pk]}
+            # Within a band of GPUs used, the ORM's order is the engine's.
+            ordered = list(machines.order_by(*catalog_preferences.band_order_by()).values_list("pk", flat=True))
+            assert ordered == [machine_id for machine_id, _ in engine if machine_id in set(band)]
+        assert {pk: tuple(codes) for pk, codes in orm_breaks.items()} == dict(engine)
+        codes_seen.update(code for _, breaks in engine for code in breaks)
+    # Every preference is broken somewhere in the cases drawn, so a form that skipped one would fail.
+    assert codes_seen == {preference.code for preference in RULE}
+
+
+def sql_listing(preferences, thresholds, cutoff) -> list[tuple[int, tuple[str, ...]]]:
+    """The same as `engine_listing`, by the compiled SQL fragments over catalog_machine."""
+    screened, screened_params = availability_sql.available_sql(cutoff, None)
+    gpus_sql, gpus_params = fit_sql.gpus_used_sql(thresholds)
+    broken = preferences_sql.breaks_sql(preferences, "m.price_per_gpu_hour * g.gpus")
+    columns = "".join(f", {sql}" for _, sql, _ in broken)
+    order = preferences_sql.order_by_sql({
+        "hourly_price": "m.price_per_gpu_hour * g.gpus", "price_per_gpu_hour": "m.price_per_gpu_hour",
+        "provider": 'p.name COLLATE "C"', "provider_machine_id": 'm.provider_machine_id COLLATE "C"',
+        "id": "m.id",
+    })
+    sql = (
+        f"SELECT m.id{columns} FROM catalog_machine m JOIN catalog_provider p ON p.id = m.provider_id "  # noqa: S608
+        f"CROSS JOIN LATERAL (SELECT {gpus_sql} AS gpus) AS g "
+        f"WHERE {screened} AND g.gpus IS NOT NULL ORDER BY {order}"
+    )
+    params = [*(p for _, _, found in broken for p in found), *gpus_params, *screened_params]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return [
+            (row[0], tuple(code for (code, _, _), is_broken in zip(broken, row[1:], strict=True) if is_broken))
+            for row in cursor.fetchall()
+        ]
+
+
+@pytest.mark.postgresql(reason="the counting statements (COLLATE \"C\", kept counts) are PostgreSQL's")
+@pytest.mark.parametrize("seed", range(4))
+def test_engine_and_counting_sql_apply_the_same_preferences_and_order(seed):
+    for now, cutoff, breakdown, thresholds, preferences in cases(seed):
+        engine = engine_listing(breakdown, preferences, cutoff)
+        assert sql_listing(preferences, thresholds, cutoff) == engine
+        # The kept counts and the machines fetched for the answer: the same answer as the engine's
+        # over every machine, every machine listed and every alternative fetched.
+        query = FleetQuery(
+            stale_cutoff=cutoff, countries=None, fits=(thresholds,), tier=preferences.tier,
+            max_price_per_hour=preferences.max_price_per_hour, budget=preferences.budget,
+            machines_shown=len(engine) + 1, alternatives_shown=len(engine) + 1,
+        )
+        fleet = counted_fleet(query)
+        assert sorted(offer.id for offer in fleet.counted.offers) == sorted(machine_id for machine_id, _ in engine)
+        counted = recommend_counted(breakdown, fleet.counted, preferences, excluded_before=fleet.left_out)
+        everything = recommend(breakdown, rows.machine_offers(), preferences, now=now)
+        assert counted.to_dict() == everything.to_dict()
+        listed = [machine.offer.id for machine in everything.machines]
+        assert listed == [machine_id for machine_id, breaks in engine if not breaks]
