@@ -17,7 +17,7 @@ import uuid
 import pytest
 import requests
 
-from .conftest import production_env, run_python
+from .helpers import production_env, run_python
 from .replicas import ReplicatedPostgres, postgresql_bin
 from .servers import Gunicorn
 
@@ -42,7 +42,7 @@ from django.contrib.auth.models import User
 from django.core.management import call_command
 call_command("migrate", verbosity=0)
 call_command("load_catalog", "--no-fleet", verbosity=0)
-from tests.hardening.conftest import add_fleet
+from tests.hardening.helpers import add_fleet
 add_fleet()
 User.objects.create_user("ada", "ada@example.com", {password!r})
 """
