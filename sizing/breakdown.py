@@ -1,7 +1,6 @@
 """The result of every calculator: items with filled-in formulas, their bytes, and assumptions."""
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 from .units import GIB
@@ -68,7 +67,8 @@ class Breakdown:
         if gpus > 1 and not self.can_split_over(gpus):
             raise ValueError(f"cannot split this workload over {gpus} GPUs")
         split_bytes = sum(item.bytes for item in self.split_items) if gpus > 1 else 0
-        return math.ceil(self.shared_bytes / gpus) + self.per_gpu_fixed_bytes + split_bytes
+        # Integer ceiling: a float quotient loses bytes past 2**53 (petabyte needs are valid input).
+        return -(-self.shared_bytes // gpus) + self.per_gpu_fixed_bytes + split_bytes
 
     def can_split_over(self, gpus: int) -> bool:
         if gpus == 1:

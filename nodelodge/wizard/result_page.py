@@ -2,7 +2,6 @@
 the rows of a throughput plan listed at first, and the rule of thumb beside the figure."""
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -104,7 +103,7 @@ class ResultPage:
         segments, x = [], 0.0
         split_items = self.breakdown.split_items if gpus > 1 else ()
         for item in (*self.breakdown.items, *split_items):
-            share = item.bytes if item.per_gpu or item in split_items else math.ceil(item.bytes / gpus)
+            share = item.bytes if item.per_gpu or item in split_items else -(-item.bytes // gpus)
             width = 100.0 * share / scale
             segments.append({"name": item.name, "gib": share / GIB, "x": f"{x:.3f}", "width": f"{width:.3f}"})
             x += width
