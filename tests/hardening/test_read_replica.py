@@ -69,7 +69,7 @@ class Console:
 def console():
     programs = postgresql_bin()
     if programs is None:
-        pytest.skip("no PostgreSQL server programs in /usr/lib/postgresql")
+        pytest.fail("the replica tests need PostgreSQL's server programs (initdb, pg_ctl, pg_basebackup) in /usr/lib/postgresql: apt-get install postgresql")
     postgres = ReplicatedPostgres(programs)
     try:
         postgres.start()
