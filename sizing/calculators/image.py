@@ -103,7 +103,7 @@ ROLE_LABELS = TranslatedWords({
 
 
 def is_quantized(component, precision: int) -> bool:
-    """Whether the common recipe quantizes this network at this precision (see QUANTIZED_TEXT_ENCODER_FROM)."""
+    """Whether the common recipe quantizes this network at this precision (QUANTIZED_TEXT_ENCODER_FROM)."""
     if precision == 16:
         return False
     if component.role == "denoiser":
@@ -126,13 +126,15 @@ def quantized_network_item(label: str, component, precision: int) -> Item:
     quantized = component.parameters - kept
     bits = QUANTIZED_BITS[precision]
     values = {
-        "quantized": fmt_int(quantized), "bits": general_number(bits, 4), "format": gettext(QUANTIZED_FORMAT[precision]),
+        "quantized": fmt_int(quantized), "bits": general_number(bits, 4),
+        "format": gettext(QUANTIZED_FORMAT[precision]),
     }
     if kept:
         formula = gettext(
             "(%(parameters)s − %(kept)s kept in 16-bit: %(kept_words)s) × %(bits)s bits ÷ 8 (%(format)s) + "
             "%(kept)s × 2 bytes"
-        ) % {**values, "parameters": fmt_int(component.parameters), "kept": fmt_int(kept), "kept_words": kept_words}
+        ) % {**values, "parameters": fmt_int(component.parameters), "kept": fmt_int(kept),
+             "kept_words": kept_words}
     else:
         formula = gettext("%(quantized)s parameters × %(bits)s bits ÷ 8 (%(format)s)") % values
     return Item(name=label, formula=formula, bytes=math.ceil(quantized * bits / 8) + kept * 2)
@@ -151,7 +153,8 @@ def network_items(pipeline: ImagePipelineSpec, precision: int) -> list[Item]:
                 f"parameter count of {component.name}",
                 gettext("parameter count of %(network)s") % {"network": component.name},
             )
-        label = f"{ROLE_LABELS.get(component.role, component.role.replace('_', ' ').capitalize())}: {component.name}"
+        role = ROLE_LABELS.get(component.role, component.role.replace("_", " ").capitalize())
+        label = f"{role}: {component.name}"
         if is_quantized(component, precision):
             items.append(quantized_network_item(label, component, precision))
         else:
@@ -193,7 +196,8 @@ def denoiser_item(pipeline: ImagePipelineSpec, margin: Item) -> Item | None:
                 "rows": fmt_int(math.ceil(pixels[1] / (shape.latent_factor * shape.patch))),
             },
             "text": fmt_int(shape.text_tokens), "width_tensors": DENOISER_WIDTH_TENSORS,
-            "width": fmt_int(shape.width), "mlp_tensors": DENOISER_MLP_TENSORS, "mlp": fmt_int(shape.mlp_width),
+            "width": fmt_int(shape.width), "mlp_tensors": DENOISER_MLP_TENSORS,
+            "mlp": fmt_int(shape.mlp_width),
             "bytes": ACTIVATION_BYTES_PER_VALUE,
         },
     )
@@ -258,7 +262,9 @@ def denoiser_words(pipeline: ImagePipelineSpec) -> list[str]:
     if shape is None or denoiser_tokens(pipeline, shape) is None:
         return []
     if shape.batch > 1:
-        guidance = gettext("classifier-free guidance runs the unconditional pass in the same batch (2 images)")
+        guidance = gettext(
+            "classifier-free guidance runs the unconditional pass in the same batch (2 images)"
+        )
     else:
         guidance = gettext("one pass per step (guidance-distilled, or guidance run as a separate pass)")
     return [gettext(

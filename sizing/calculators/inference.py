@@ -128,8 +128,9 @@ def local_prefill(model: LanguageModelSpec, context: int, requests: int) -> Loca
         (SLIDING, arch.sliding_window), (CHUNKED, arch.attention_chunk)) if counts[kind] and window]
     if not any(context >= window for _, window in kinds):
         return None  # a prompt inside every window: no mask built (is_causal), the cache holds it all
-    per_token = 2 * model_value(model, "kv_heads") * model_value(model, "head_dim") * ACTIVATION_BYTES_PER_VALUE
-    retained = sum(layers * requests * (context - min(context, window)) * per_token for layers, window in kinds)
+    per_token = _prompt_kv_bytes_per_token(model)
+    retained = sum(layers * requests * (context - min(context, window)) * per_token
+                   for layers, window in kinds)
     return LocalPrefill(
         layers=sum(layers for layers, _ in kinds),
         windows=tuple(window for _, window in kinds),
@@ -138,6 +139,11 @@ def local_prefill(model: LanguageModelSpec, context: int, requests: int) -> Loca
         masks=0 if arch.sinks else sum(1 for _, window in kinds if context >= window),
         mask_elements=requests * context * context,
     )
+
+
+def _prompt_kv_bytes_per_token(model: LanguageModelSpec) -> int:
+    """One layer's keys and values of one prompt token, in the activations' 16-bit."""
+    return 2 * model_value(model, "kv_heads") * model_value(model, "head_dim") * ACTIVATION_BYTES_PER_VALUE
 
 
 def prefill_activation_bytes(model: LanguageModelSpec, tokens: int, requests: int) -> int:
@@ -202,15 +208,15 @@ def prefill_item(model: LanguageModelSpec, tokens: int, requests: int, margin: I
         ) % values
     else:
         formula = _local_prefill_formula(model, tokens, requests, local, values)
-    return excess_item(gettext("Prefill activations"), prefill_activation_bytes(model, tokens, requests), margin,
-                       formula)
+    need = prefill_activation_bytes(model, tokens, requests)
+    return excess_item(gettext("Prefill activations"), need, margin, formula)
 
 
 def _local_prefill_formula(model: LanguageModelSpec, tokens: int, requests: int, local: LocalPrefill,
                            values: dict) -> str:
     """The prefill's formula for a model with sliding-window or chunked-local layers."""
     context = tokens // requests
-    per_token = 2 * model_value(model, "kv_heads") * model_value(model, "head_dim") * ACTIVATION_BYTES_PER_VALUE
+    per_token = _prompt_kv_bytes_per_token(model)
     mlp = gettext(
         "MLP: %(tokens)s prompt tokens × (%(hidden_tensors)s × %(hidden)s hidden + (%(alive)s alive + "
         "%(held)s held by the allocator) × %(width)s MLP width) × %(activation_bytes)s bytes"
@@ -237,9 +243,13 @@ def _local_prefill_formula(model: LanguageModelSpec, tokens: int, requests: int,
         "layers": fmt_int(local.layers), "requests": nouns.requests(requests), "context": fmt_int(context),
         "window": " / ".join(fmt_int(window) for window in local.windows), "per_token": fmt_int(per_token),
     }
-    logits = gettext("%(requests)s × %(vocab)s vocabulary × %(logit_bytes)s bytes (last-token logits)") % values
+    logits = gettext(
+        "%(requests)s × %(vocab)s vocabulary × %(logit_bytes)s bytes (last-token logits)"
+    ) % values
     if not local.masks:
-        return gettext("%(mlp)s + %(retained)s + %(logits)s") % {"mlp": mlp, "retained": retained, "logits": logits}
+        return gettext("%(mlp)s + %(retained)s + %(logits)s") % {
+            "mlp": mlp, "retained": retained, "logits": logits,
+        }
     return gettext("larger of (%(mlp)s; %(attention)s) + %(masks)s + %(retained)s + %(logits)s") % {
         "mlp": mlp, "attention": attention, "masks": masks, "retained": retained, "logits": logits,
     }

@@ -66,7 +66,8 @@ def local_prefill_words(local) -> list[str]:
             "transformers keeps the keys and values of the whole prompt in each of them until the first "
             "decoding step (its DynamicSlidingWindowLayer caches a view of the prompt's tensors); the "
             "prefill peak counts them. Attention sinks run in a FlashAttention kernel that builds no mask "
-            "(SDPA does not take sinks; eager attention would materialise masks and scores: not assumed here)."
+            "(SDPA does not take sinks; eager attention would materialise masks and scores: not assumed "
+            "here)."
         ) % {"layers": fmt_int(local.layers)}]
     return [gettext(
         "Sliding-window and chunked-local layers (%(layers)s here) cache only their window, but in the "

@@ -167,6 +167,8 @@ def test_image_breakdown_names_native_resolution_and_that_larger_images_need_mor
 
 def test_4_bit_image_weights_round_odd_parameter_counts_up_once_per_item():
     """At 4-bit the transformer is NF4 (4.5 bits per parameter); the autoencoder stays 16-bit."""
+    from dataclasses import replace
+
     odd = replace(SDXL, components=(
         ImageComponent("transformer", "denoiser", 83_653_863),
         ImageComponent("vae", "autoencoder", 83_653_863),
