@@ -5,6 +5,7 @@ downloaded), run once over a prompt longer than their window.
 transformers' DynamicSlidingWindowLayer caches a slice of the whole prompt's keys and values: a view, so
 every local layer keeps the prompt's storage until the next step; with SDPA the local layers get a full
 boolean [batch, 1, prompt, prompt] mask and the global ones none (is_causal)."""
+import inspect
 import json
 import os
 
@@ -64,8 +65,9 @@ def prefill(config: dict):
     for index, layer in enumerate(layers):
         layer.self_attn.register_forward_pre_hook(keep_mask(index), with_kwargs=True)
     cache = DynamicCache(config=hf_config)
+    keyword = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
     with torch.inference_mode():
-        model(input_ids=torch.randint(3, 128, (REQUESTS, TOKENS)), use_cache=True, past_key_values=cache)
+        model(input_ids=torch.randint(3, 128, (REQUESTS, TOKENS)), use_cache=True, **{keyword: cache})
     local = [i for i, kind in enumerate(hf_config.layer_types) if kind != "full_attention"]
     return cache, masks, local
 

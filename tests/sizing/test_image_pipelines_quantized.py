@@ -104,3 +104,20 @@ def test_the_denoiser_item_shows_beyond_a_small_margin_and_the_decoding_counts_o
     assert "the margin and the denoiser's activations cover" in by_name["Image decoding at native resolution"].formula
     assert "1 × (128 × 128 image tokens + 512 prompt tokens)" in by_name[
         "Denoiser activations at native resolution"].formula
+
+
+def test_the_quantized_pipeline_and_its_activations_read_in_german():
+    from django.utils import translation
+
+    large = replace(FLUX_1_DEV, native_resolution="2048x2048", components=(
+        ImageComponent("transformer", "denoiser", 1_000_001),
+        ImageComponent("vae (16 channels)", "autoencoder", 83_819_683),
+    ))
+    with translation.override("de"):
+        breakdown = estimate_image(large, 4)
+        by_name = items(breakdown)
+        text = " ".join(breakdown.assumptions)
+    assert by_name["Denoiser-Aktivierungen in nativer Auflösung"].formula.startswith(
+        "1 × (128 × 128 Bild-Token + 512 Prompt-Token)")
+    assert "4,5 Bit ÷ 8 (bitsandbytes NF4: 4-Bit-Werte" in by_name["Denoiser: transformer"].formula
+    assert "das übliche Rezept" in text and "Guidance-destilliert" in text

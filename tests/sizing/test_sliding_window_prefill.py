@@ -86,3 +86,15 @@ def test_a_plain_decoder_keeps_its_prefill_and_formula():
     assert local_prefill(LLAMA_3_1_8B, 131_072, 1) is None
     assert items(breakdown)["Prefill activations"].formula.startswith("131,072 prompt tokens × (4 × 4,096 hidden")
     assert not any("DynamicSlidingWindowLayer" in line for line in breakdown.assumptions)
+
+
+def test_the_local_layers_prefill_reads_in_german():
+    from django.utils import translation
+
+    with translation.override("de"):
+        breakdown = estimate_inference(GEMMA3_27B, 16, 32_768, 1)
+        formula = items(breakdown)["Prefill-Aktivierungen"].formula
+        text = " ".join(breakdown.assumptions)
+    assert "52 lokale Schichten × 1 Anfrage × (32.768 − 1.024 Fenster) Token × 8.192 Bytes" in formula
+    assert formula.startswith("größerer Wert von (MLP: 32.768 Prompt-Token")
+    assert "Sliding-Window- und Chunked-Local-Schichten (hier 52)" in text
