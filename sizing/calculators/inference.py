@@ -161,6 +161,8 @@ def prefill_activation_bytes(model: LanguageModelSpec, tokens: int, requests: in
     local = local_prefill(model, tokens // requests, requests)
     if local is None:
         return mlp + logits
+    if not local.masks:  # no mask to convert: the MLP stays the layer's peak, as in a plain decoder
+        return mlp + local.retained_bytes + logits
     attention = tokens * _attention_width(model) * ACTIVATION_BYTES_PER_VALUE + local.conversion_bytes
     return max(mlp, attention) + local.mask_bytes + local.retained_bytes + logits
 

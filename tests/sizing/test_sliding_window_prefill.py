@@ -1,6 +1,8 @@
 """A one-pass prefill of a model with sliding-window or chunked-local layers, as transformers runs it: the
 whole prompt's keys and values stay in every local layer until the first decoding step, and with SDPA a
 full boolean mask is built for the local layers and turned into a 16-bit additive mask in each of them."""
+from dataclasses import replace
+
 from sizing.calculators import estimate_inference, prefill_activation_bytes
 from sizing.calculators.inference import local_prefill
 
@@ -68,6 +70,9 @@ def test_attention_sinks_build_no_mask_but_keep_the_prompt():
     local = local_prefill(GPT_OSS_120B, 131_072, 1)
     assert local.masks == 0 and local.mask_bytes == 0 and local.conversion_bytes == 0
     assert local.retained_bytes == 18 * (131_072 - 128) * 2048
+    all_full = replace(GPT_OSS_120B, architecture=replace(GPT_OSS_120B.architecture, layer_pattern="F"))
+    assert prefill_activation_bytes(GPT_OSS_120B, 131_072, 1) == (
+        prefill_activation_bytes(all_full, 131_072, 1) + local.retained_bytes)
     breakdown = estimate_inference(GPT_OSS_120B, 4, 131_072, 1)
     assert any("Attention sinks" in line for line in breakdown.assumptions)
     assert "boolean mask" not in items(breakdown).get("Prefill activations").formula
