@@ -56,6 +56,32 @@ def prefill_words(prefill_tokens: int) -> str:
     ) % {"tokens": fmt_int(prefill_tokens)}
 
 
+def local_prefill_words(local) -> list[str]:
+    """What a one-pass prefill holds for sliding-window and chunked-local layers (inference.local_prefill)."""
+    if local is None:
+        return []
+    if not local.masks:
+        return [gettext(
+            "Sliding-window layers (%(layers)s here) cache only their window, but in the one-pass prefill "
+            "transformers keeps the keys and values of the whole prompt in each of them until the first "
+            "decoding step (its DynamicSlidingWindowLayer caches a view of the prompt's tensors); the "
+            "prefill peak counts them. Attention sinks run in a FlashAttention kernel that builds no mask "
+            "(SDPA does not take sinks; eager attention would materialise masks and scores: not assumed "
+            "here)."
+        ) % {"layers": fmt_int(local.layers)}]
+    return [gettext(
+        "Sliding-window and chunked-local layers (%(layers)s here) cache only their window, but in the "
+        "one-pass prefill transformers keeps the keys and values of the whole prompt in each of them "
+        "until the first decoding step (its DynamicSlidingWindowLayer caches a view of the prompt's "
+        "tensors). With SDPA, transformers' default attention, it builds no mask for the global layers "
+        "but a full boolean prompt × prompt mask per request for the local ones, alive for the whole "
+        "pass, and PyTorch turns it into a 16-bit additive mask in every local layer. Eager attention "
+        "builds 16-bit masks for both kinds of layer (and the attention scores: not assumed here); "
+        "FlashAttention builds none and needs less. The prefill peak counts both, beyond the margin where it "
+        "exceeds it."
+    ) % {"layers": fmt_int(local.layers)}]
+
+
 def moe_words(model: LanguageModelSpec, moe) -> str:
     counted = count_parameters(model)
     return gettext(

@@ -43,6 +43,7 @@ from catalog.data.image_pipelines import IMAGE_PIPELINES  # noqa: E402
 from catalog.data.language_models import LANGUAGE_MODELS  # noqa: E402
 from catalog.data.speech_models import SPEECH_MODELS  # noqa: E402
 from catalog.hf_config import estimate_parameters_from_config  # noqa: E402
+from sizing.architectures import architecture_from_dict  # noqa: E402
 from sizing.breakdown import Breakdown  # noqa: E402
 from sizing.calculators import (  # noqa: E402
     DEFAULT_LORA_RANK,
@@ -78,6 +79,23 @@ LANGUAGE_ARCHITECTURES: dict[str, tuple[str, dict]] = {
     }),
     "phi-3-mini-4k": ("phi3", {"tie_word_embeddings": False, "sliding_window": 2047,
                                "original_max_position_embeddings": 4096}),
+    # Gemma 3: five sliding-window layers to one global (sliding_window_pattern 6, transformers' default).
+    "gemma-3-1b": ("gemma3_text", {"tie_word_embeddings": True, "sliding_window": 512,
+                                   "query_pre_attn_scalar": 256}),
+    "gemma-3-12b": ("gemma3_text", {"tie_word_embeddings": True, "sliding_window": 1024,
+                                    "query_pre_attn_scalar": 256}),
+    "gemma-3-27b": ("gemma3_text", {"tie_word_embeddings": True, "sliding_window": 1024,
+                                    "query_pre_attn_scalar": 168}),
+}
+# Checkpoints that load a vision tower with the language model (Gemma 3 4B/12B/27B): the real model nests
+# the text configuration and adds SigLIP (27 layers, 1,152 wide, 896 px, no head) and its projector, so the
+# parameter count is the catalog's. The tiny stand-ins stay text-only.
+VISION_CONFIGS: dict[str, tuple[str, dict]] = {
+    slug: ("gemma3", {"vision_config": {"hidden_size": 1152, "intermediate_size": 4304, "num_hidden_layers": 27,
+                                        "num_attention_heads": 16, "patch_size": 14, "image_size": 896,
+                                        "vision_use_head": False},
+                      "mm_tokens_per_image": 256, "tie_word_embeddings": True})
+    for slug in ("gemma-3-12b", "gemma-3-27b")
 }
 # Token ids inside every vocabulary, the tiny ones too; they change nothing about memory.
 TOKEN_IDS = {"pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2}
@@ -114,6 +132,10 @@ def language_config(slug: str, tiny: bool = False) -> tuple[str, dict]:
             config["sliding_window"] = TINY_SLIDING_WINDOW
         if "original_max_position_embeddings" in config:
             config["original_max_position_embeddings"] = config["max_position_embeddings"]
+    elif slug in VISION_CONFIGS:
+        model_type, outer = VISION_CONFIGS[slug]
+        text = {key: value for key, value in config.items() if key not in TOKEN_IDS}
+        return model_type, {**outer, "text_config": text, **TOKEN_IDS}
     return model_type, config
 
 
@@ -127,6 +149,7 @@ def language_spec(slug: str, tiny: bool = False) -> LanguageModelSpec:
             hidden_size=row["hidden_size"], intermediate_size=row["intermediate_size"],
             vocab_size=row["vocab_size"], max_context=row["max_context"],
             tied_embeddings=row.get("tied_embeddings", False),
+            architecture=architecture_from_dict(row.get("architecture")),
         )
     model_type, config = language_config(slug, tiny=True)
     return LanguageModelSpec(
@@ -218,6 +241,9 @@ GPU_CASES = [
     *_inference("mistral-7b-v0-3", (4096, 1), (32768, 1)),
     *_inference("gemma-2-9b", (4096, 1), (8192, 4)),
     *_inference("phi-3-mini-4k", (2048, 1), (4096, 8)),
+    *_inference("gemma-3-27b", (8192, 1), (32768, 1)),
+    *_inference("gemma-3-12b", (32768, 1)),
+    *_inference("gemma-3-1b", (32768, 1), (8192, 8)),
     Case("finetune", "llama-3-1-8b", 512, 1),
     Case("finetune", "llama-3-1-8b", 512, 8),
     Case("finetune", "llama-3-1-8b", 2048, 1),

@@ -31,13 +31,23 @@ if str(ROOT) not in sys.path:
 from catalog.data.image_pipelines import IMAGE_PIPELINES  # noqa: E402
 from catalog.data.language_models import LANGUAGE_MODELS  # noqa: E402
 from catalog.data.speech_models import SPEECH_MODELS  # noqa: E402
+from sizing.architectures import architecture_from_dict  # noqa: E402
 from sizing.breakdown import Breakdown  # noqa: E402
 from sizing.calculators import (  # noqa: E402
     estimate_finetune,
     estimate_image,
     estimate_inference,
     estimate_speech,
+    prefill_activation_bytes,
 )
+from sizing.calculators.image import (  # noqa: E402
+    DENOISER_MLP_TENSORS,
+    DENOISER_SHAPES,
+    DENOISER_WIDTH_TENSORS,
+    VAE_DECODE_BYTES_PER_PIXEL,
+    denoiser_tokens,
+)
+from sizing.calculators.inference import local_prefill  # noqa: E402
 from sizing.specs import ImageComponent, ImagePipelineSpec, LanguageModelSpec, SpeechModelSpec  # noqa: E402
 from sizing.units import GIB  # noqa: E402
 
@@ -69,6 +79,13 @@ def language_spec(slug: str) -> LanguageModelSpec:
         vocab_size=row["vocab_size"], max_context=row["max_context"],
         tied_embeddings=row.get("tied_embeddings", False),
     )
+
+
+def architecture_spec(slug: str) -> LanguageModelSpec:
+    """The catalog's model with its architecture (layer kinds, windows): as the wizard sizes it."""
+    row = LANGUAGE[slug]
+    base = language_spec(slug)
+    return LanguageModelSpec(**{**base.__dict__, "architecture": architecture_from_dict(row.get("architecture"))})
 
 
 def speech_spec(slug: str) -> SpeechModelSpec:
@@ -281,6 +298,76 @@ def other_summary(results: list[Verdict]) -> str:
             "measured more than the estimate.")
 
 
+# Figures reported without a raw run in this repository: Gemma 3 27B, one 32,768-token prompt, transformers
+# (SDPA), NVIDIA H200, peak allocated. The estimate it was held against then: 63.86 GiB without the runtime.
+GEMMA3_REPORTED_ALLOCATED_GIB = Decimal("72.24")
+GEMMA3_SLUG = "gemma-3-27b"
+GEMMA3_CONTEXTS = (8_192, 32_768)
+# Hugging Face's "Exploring Quantization Backends in Diffusers" (May 2025): FLUX.1 [dev] at 1,024², 50 steps,
+# max_sequence_length 512, the transformer and T5 quantized with bitsandbytes, torch.cuda.max_memory_reserved
+# on one H100 80GB, after loading and at the peak of generation (GiB).
+FLUX_SLUG = "flux-1-dev"
+FLUX_BLOG = "https://github.com/huggingface/blog/blob/0b53cb19406564a21da2bff693a71a08e73538ee/diffusers-quantization.md"
+FLUX_BLOG_RESERVED = {16: (Decimal("31.447"), Decimal("36.166")), 8: (Decimal("19.273"), Decimal("24.432")),
+                      4: (Decimal("12.584"), Decimal("17.281"))}
+IMAGE_NETWORK_PREFIXES = ("Denoiser:", "Text encoder:", "Autoencoder:")
+
+
+def _item(breakdown: Breakdown, name: str) -> int:
+    return sum(item.bytes for item in breakdown.items if item.name == name)
+
+
+def image_table() -> str:
+    """FLUX.1 [dev] at native resolution in each precision: weights per the recipe, the two activation peaks."""
+    spec = image_spec(FLUX_SLUG)
+    shape = DENOISER_SHAPES[FLUX_SLUG]
+    tokens = denoiser_tokens(spec, shape)
+    denoiser_need = shape.batch * tokens * (DENOISER_WIDTH_TENSORS * shape.width
+                                            + DENOISER_MLP_TENSORS * shape.mlp_width) * 2
+    width, height = (int(part) for part in spec.native_resolution.split("x"))
+    decode_need = width * height * VAE_DECODE_BYTES_PER_PIXEL
+    lines = [
+        "| Precision | Networks' weights GiB | Margin GiB | Denoiser activations GiB | Decoding GiB | "
+        "Beyond the margin GiB | Estimate GiB | Blog: after loading / peak reserved GiB |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for precision in (16, 8, 4):
+        breakdown = estimate_image(spec, precision)
+        weights = sum(item.bytes for item in breakdown.items if item.name.startswith(IMAGE_NETWORK_PREFIXES))
+        beyond = (_item(breakdown, "Denoiser activations at native resolution")
+                  + _item(breakdown, "Image decoding at native resolution"))
+        loaded, peak = FLUX_BLOG_RESERVED[precision]
+        lines.append(
+            f"| {precision}-bit | {_gib(weights)} | {_gib(_item(breakdown, 'Safety margin'))} | "
+            f"{_gib(denoiser_need)} | {_gib(decode_need)} | {_gib(beyond)} | {_gib(breakdown.total_bytes)} | "
+            f"{loaded} / {peak} |"
+        )
+    return "\n".join(lines)
+
+
+def sliding_table() -> str:
+    """Gemma 3 27B, one prompt, 16-bit: the prefill of its sliding-window layers."""
+    spec = architecture_spec(GEMMA3_SLUG)
+    lines = [
+        "| Prompt | Weights GiB | KV cache GiB | Margin GiB | Prefill peak GiB | of it: local layers' keys and "
+        "values / masks GiB | Prefill item GiB | Estimate GiB | Without the runtime GiB |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for context in GEMMA3_CONTEXTS:
+        breakdown = estimate_inference(spec, 16, context, 1)
+        local = local_prefill(spec, context, 1)
+        kv = sum(item.bytes for item in breakdown.items if item.name.startswith("KV cache"))
+        runtime = _item(breakdown, "CUDA runtime")
+        lines.append(
+            f"| {context:,} tokens | {_gib(_item(breakdown, 'Model weights'))} | {_gib(kv)} | "
+            f"{_gib(_item(breakdown, 'Safety margin'))} | {_gib(prefill_activation_bytes(spec, context, 1))} | "
+            f"{_gib(local.retained_bytes)} / {_gib(local.mask_bytes)} | "
+            f"{_gib(_item(breakdown, 'Prefill activations'))} | {_gib(breakdown.total_bytes)} | "
+            f"{_gib(breakdown.total_bytes - runtime)} |"
+        )
+    return "\n".join(lines)
+
+
 def render() -> str:
     results = verdicts()
     others = verdicts(load(OTHER_CSV_PATH))
@@ -293,6 +380,10 @@ def render() -> str:
                 .replace("{{OTHER_SUMMARY}}", other_summary(others))
                 .replace("{{OTHER_TABLE}}", table(others))
                 .replace("{{OUTSIDE}}", outside_notes(others))
+                .replace("{{IMAGE_TABLE}}", image_table())
+                .replace("{{SLIDING_TABLE}}", sliding_table())
+                .replace("{{GEMMA3_REPORTED}}", str(GEMMA3_REPORTED_ALLOCATED_GIB))
+                .replace("{{FLUX_BLOG}}", FLUX_BLOG)
                 .replace("{{COMMAND}}", COMMAND))
 
 

@@ -72,3 +72,55 @@ WHISPER_LARGE_V3 = SpeechModelSpec(
     max_source_positions=1500,
     max_target_positions=448,
 )
+
+
+def _modern(name, parameters, layers, hidden, heads, kv_heads, head_dim, intermediate, vocab, architecture,
+            tied=False):
+    from sizing.architectures import architecture_from_dict
+
+    return LanguageModelSpec(
+        slug=name.lower().replace(" ", "-"), name=name, parameters=parameters, layers=layers,
+        attention_heads=heads, kv_heads=kv_heads, head_dim=head_dim, hidden_size=hidden,
+        intermediate_size=intermediate, vocab_size=vocab, max_context=None,
+        architecture=architecture_from_dict(architecture), tied_embeddings=tied,
+    )
+
+
+# google/gemma-3-27b-it config.json (text_config): five sliding layers over 1,024 tokens to one global
+GEMMA3_27B = _modern(
+    "Gemma 3 27B", 27_432_406_640, 62, 5376, 32, 16, 128, 21504, 262208,
+    {"layer_pattern": "SSSSSF", "sliding_window": 1024, "qk_norm": True, "norms_per_layer": 4,
+     "vision": {"kind": "siglip", "layers": 27, "hidden": 1152, "intermediate": 4304, "patch_size": 14,
+                "image_size": 896}},
+    tied=True,
+)
+# openai/gpt-oss-120b config.json: sliding (128) and full layers alternate; attention sinks
+GPT_OSS_120B = _modern(
+    "gpt-oss-120b", 116_829_156_672, 36, 2880, 64, 8, 64, 2880, 201088,
+    {"layer_pattern": "SF", "sliding_window": 128, "qkv_bias": True, "o_bias": True, "sinks": True,
+     "moe": {"experts": 128, "experts_per_token": 4, "expert_intermediate": 2880, "expert_bias": True,
+             "router_bias": True},
+     "native_weights": {"format": "mxfp4", "block": 32, "quantized": ["experts"]}},
+)
+# meta-llama/Llama-4-Scout-17B-16E config.json: three chunked-local layers (8,192) to one global
+LLAMA4_SCOUT = _modern(
+    "Llama 4 Scout", 108_641_793_536, 48, 5120, 40, 8, 128, 8192, 202048,
+    {"layer_pattern": "CCCF", "attention_chunk": 8192,
+     "moe": {"experts": 16, "experts_per_token": 1, "expert_intermediate": 8192, "shared_intermediate": 8192,
+             "dense_intermediate": 16384},
+     "vision": {"kind": "llama4", "layers": 34, "hidden": 1408, "intermediate": 5632, "patch_size": 14,
+                "image_size": 336, "projector_input": 4096}},
+)
+
+# black-forest-labs/flux src/flux/util.py; diffusers configs (as catalog/data/image_pipelines.py)
+FLUX_1_DEV = ImagePipelineSpec(
+    slug="flux-1-dev",
+    name="FLUX.1 [dev]",
+    components=(
+        ImageComponent("transformer", "denoiser", 11_901_408_320),
+        ImageComponent("text_encoder (CLIP-L)", "text_encoder", 123_060_480),
+        ImageComponent("text_encoder_2 (T5 v1.1 XXL encoder)", "text_encoder", 4_762_310_656),
+        ImageComponent("vae (16 channels)", "autoencoder", 83_819_683),
+    ),
+    native_resolution="1024x1024",
+)

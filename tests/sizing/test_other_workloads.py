@@ -8,6 +8,7 @@ from sizing.calculators import (
     estimate_speech,
     lora_trainable_parameters,
 )
+from sizing.specs import ImageComponent
 from sizing.units import GIB
 
 from .models import LLAMA_3_1_8B, LLAMA_3_2_1B, SDXL, WHISPER_LARGE_V3
@@ -165,9 +166,17 @@ def test_image_breakdown_names_native_resolution_and_that_larger_images_need_mor
 
 
 def test_4_bit_image_weights_round_odd_parameter_counts_up_once_per_item():
-    items = items_by_name(estimate_image(SDXL, 4))
+    """At 4-bit the transformer is NF4 (4.5 bits per parameter); the autoencoder stays 16-bit."""
+    from dataclasses import replace
 
-    assert items["Autoencoder: vae"].bytes == math.ceil(83_653_863 / 2) == 41_826_932
+    odd = replace(SDXL, components=(
+        ImageComponent("transformer", "denoiser", 83_653_863),
+        ImageComponent("vae", "autoencoder", 83_653_863),
+    ))
+    items = items_by_name(estimate_image(odd, 4))
+
+    assert items["Denoiser: transformer"].bytes == math.ceil(83_653_863 * 9 / 16) == 47_055_298
+    assert items["Autoencoder: vae"].bytes == 83_653_863 * 2
 
 
 def test_whisper_large_v3_with_8_streams_matches_the_hand_computation():
