@@ -22,9 +22,9 @@ VAE_DECODE_BYTES_PER_PIXEL = 256 * 6 + 256 * 6 // 4
 
 # What "4-bit" and "8-bit" mean for an image pipeline: the common recipe, diffusers' pipeline-level
 # bitsandbytes quantization of the transformer and the large text encoder (PipelineQuantizationConfig,
-# components_to_quantize=["transformer", "text_encoder_2"]). diffusers' bitsandbytes guide: "The
-# CLIPTextModel and AutoencoderKL aren't quantized because they're already small in size and because
-# AutoencoderKL only has a few torch.nn.Linear layers". bitsandbytes quantizes linear layers only, so a
+# components_to_quantize=["transformer", "text_encoder_2"]); diffusers' bitsandbytes guide leaves CLIP and
+# the autoencoder in 16-bit, both small and the autoencoder nearly free of linear layers. bitsandbytes
+# quantizes linear layers only, so a
 # UNet (SD 1.5, SDXL: convolutions and their norms beside its attention) is not what the recipe
 # quantizes: it stays 16-bit here, on the safe side. Text encoders from 1 B parameters (T5 v1.1 XXL,
 # Qwen2.5-VL-7B) are quantized; CLIP-L and OpenCLIP bigG (under 1 B) stay 16-bit.
