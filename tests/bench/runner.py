@@ -47,7 +47,7 @@ TARGETS = {
     100_000: {"median": 100, "p95": 250, "growth": 3, "refresh": 30},
     1_000_000: {"median": 50, "p95": 120, "growth": 2, "refresh": 300},
 }
-# A provider's feed is capped (refresh.services.MAX_FEED_BYTES); larger refreshes take several
+# A provider's feed is capped (refresh.fetching.MAX_FEED_BYTES); larger refreshes take several
 # providers of this many machines each, one after another, as the periodic refresh does.
 MACHINES_PER_FEED = 100_000
 HTMX = {"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": "result"}

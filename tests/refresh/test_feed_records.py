@@ -7,7 +7,7 @@ import pytest
 
 from nodelodge.refresh.feeds import adapter_for
 from nodelodge.refresh.feeds.base import FeedError
-from nodelodge.refresh.services import fetch_feed
+from nodelodge.refresh.fetching import fetch_feed
 from tests.feeds import GPU_TYPES, feed, record
 
 

@@ -11,7 +11,7 @@ from decimal import Decimal
 import pytest
 
 from catalog.models import Machine
-from nodelodge.refresh import services
+from nodelodge.refresh import fetching, services
 from nodelodge.refresh.feeds.base import FeedError
 from tests.factories import make_machine
 from tests.feeds import TRICKLE_INTERVAL_SECONDS, feed, record
@@ -27,7 +27,7 @@ def test_a_trickling_body_is_cut_off_at_the_deadline(feed_server):
     started = time.monotonic()
 
     with pytest.raises(FeedError, match=r"did not arrive whole within 1 second\b"):
-        services.fetch_feed(url, DEADLINE)
+        fetching.fetch_feed(url, DEADLINE)
 
     elapsed = time.monotonic() - started
     assert DEADLINE <= elapsed < DEADLINE + MARGIN
@@ -39,7 +39,7 @@ def test_trickling_headers_are_cut_off_at_the_deadline(feed_server):
     started = time.monotonic()
 
     with pytest.raises(FeedError, match=r"did not answer within 1 second\b"):
-        services.fetch_feed(url, DEADLINE)
+        fetching.fetch_feed(url, DEADLINE)
 
     assert time.monotonic() - started < DEADLINE + MARGIN
 
@@ -78,7 +78,7 @@ def test_a_trickling_tls_handshake_is_cut_off_at_the_deadline(trickling_tls_serv
     started = time.monotonic()
 
     with pytest.raises(FeedError, match=r"did not answer within 1 second\b"):
-        services.fetch_feed(trickling_tls_server, DEADLINE)
+        fetching.fetch_feed(trickling_tls_server, DEADLINE)
 
     assert time.monotonic() - started < DEADLINE + MARGIN
 
