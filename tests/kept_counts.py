@@ -13,8 +13,9 @@ from django.db.models import F
 from django.db.models.functions import Least
 
 from catalog.counting import fleet_counts, latest_speeds
+from catalog.fleets import generate_fleet
 from catalog.models import GpuType, Machine, Provider
-from catalog.services import generate_fleet, save_provider
+from catalog.services import save_provider
 from nodelodge.refresh.services import refresh_provider
 from tests.differential import memory_pool
 from tests.factories import COUNTRIES, PRICES

@@ -1,6 +1,6 @@
 """The demo fleet's definition: fictional providers and the machines they typically offer.
 
-`catalog.services.load_demo_fleet` expands this with a fixed seed, so every load yields the same
+`catalog.fleets.load_demo_fleet` expands this with a fixed seed, so every load yields the same
 machine ids and figures. Prices are USD per GPU-hour, in line with public GPU cloud list prices.
 """
 

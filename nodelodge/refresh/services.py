@@ -18,8 +18,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from catalog import database
+from catalog.fleets import MACHINE_UPSERT_FIELDS, memory_flag_for
 from catalog.models import GpuType, LanguageModel, Machine, MeasuredSpeed, Provider, Tier
-from catalog.services import MACHINE_UPSERT_FIELDS, drop_speeds_of_other_gpu_types, memory_flag_for
+from catalog.services import drop_speeds_of_other_gpu_types
 from nodelodge.celery import app as celery_app
 from nodelodge.launches.services import cap_free_gpus_by_bookings, gpus_held
 from sizing.offers import MEASUREMENT_FIELDS

@@ -104,7 +104,7 @@ def why_it_fits(offer: MachineOffer, fit: Fit) -> tuple[str, ...]:
     )
 
 
-# How `catalog.services.memory_flag_for` words a host's memory figure far from the datasheet (stored
+# How `catalog.fleets.memory_flag_for` words a host's memory figure far from the datasheet (stored
 # with the machine, in English, as data).
 _MEMORY_FLAG = re.compile(
     r"^Reported ([\d,]+) MiB per GPU; the (.+) datasheet figure is ([\d,]+) MiB \(([+-]\d+(?:\.\d+)?)%\)\.$"

@@ -156,7 +156,7 @@ def prepare_fleet(machines: int, options: Options) -> float:
     """Replaces every machine with a generated fleet; returns the generation's seconds."""
     from django.db import connection
 
-    from catalog.services import generate_fleet
+    from catalog.fleets import generate_fleet
 
     with connection.cursor() as cursor:
         cursor.execute("TRUNCATE catalog_machine CASCADE")

@@ -6,8 +6,9 @@ from django.core.management import call_command
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from catalog.fleets import generate_fleet
 from catalog.models import Machine, MeasuredSpeed, Provider
-from catalog.services import generate_fleet, load_gpu_types
+from catalog.services import load_gpu_types
 
 pytestmark = pytest.mark.django_db
 

@@ -185,7 +185,7 @@ def test_an_empty_answer_with_every_hint_costs_as_many_statements_whatever_the_f
 ):
     """Each hint is one more counting statement or a few (the kept counts on PostgreSQL), never a
     statement per machine: the 405B example names the countries at three precisions and the price to set."""
-    from catalog.services import generate_fleet
+    from catalog.fleets import generate_fleet
 
     generate_fleet(machines=machines, seed=7)
     with django_assert_max_num_queries(40):

@@ -85,7 +85,7 @@ def test_a_notebook_links_to_no_model_config(client, small_fleet):
 
 
 def test_a_hosts_doubtful_memory_figure_is_worded_in_german(client, small_fleet):
-    from catalog.services import memory_flag_for
+    from catalog.fleets import memory_flag_for
 
     flag = memory_flag_for(20_398, 24_576, "RTX 4090")
     assert flag == "Reported 20,398 MiB per GPU; the RTX 4090 datasheet figure is 24,576 MiB (-17.0%)."

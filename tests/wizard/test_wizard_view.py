@@ -5,7 +5,7 @@ import pytest
 from django.urls import reverse
 
 from catalog import services
-from catalog.services import generate_fleet
+from catalog.fleets import generate_fleet
 from tests.helpers import LLAMA_8B
 
 pytestmark = pytest.mark.django_db

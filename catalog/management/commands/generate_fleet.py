@@ -2,7 +2,8 @@ import time
 
 from django.core.management.base import BaseCommand, CommandError
 
-from catalog.services import analyze_catalog_tables, generate_fleet
+from catalog.fleets import generate_fleet
+from catalog.services import analyze_catalog_tables
 
 
 class Command(BaseCommand):
