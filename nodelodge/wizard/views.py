@@ -26,7 +26,8 @@ from nodelodge.recommendations.query import (
 )
 from nodelodge.recommendations.sorts import CONFIDENCE_FILTERS, GROUPS, SORT_CHOICES
 from sizing.calculators import gpus_for_throughput, rule_of_thumb
-from sizing.limits import MAX_CONTEXT, MAX_REQUESTS
+from sizing.limits import MAX_CONTEXT, MAX_LORA_RANK, MAX_REQUESTS
+from sizing.training import CHOICES as TRAINING_CHOICES
 from sizing.workloads import workload as workload_named
 
 from .forms import RuleOfThumbForm, ThroughputForm
@@ -72,6 +73,11 @@ def _form_values(params) -> tuple[dict[str, str], object | None]:
     return values, row
 
 
+def training_choices() -> dict[str, list[tuple[str, str]]]:
+    """Each fine-tuning choice's codes with their words in the page's language."""
+    return {field: [(code, words[code]) for code in words] for field, words in TRAINING_CHOICES.items()}
+
+
 def _public_query(params) -> str:
     """The query as typed, without the form's bookkeeping fields (search box, labels shown)."""
     public = params.copy()
@@ -114,7 +120,7 @@ def wizard(request):
         "errors": errors,
         "error_list": error_list(errors, labels),
         "field_messages": messages_for(workload, model_kind),
-        "limits": {"context": MAX_CONTEXT, "requests": MAX_REQUESTS},
+        "limits": {"context": MAX_CONTEXT, "requests": MAX_REQUESTS, "lora_rank": MAX_LORA_RANK},
         "sorts": SORT_CHOICES,
         "groups": GROUPS,
         "confidence_filters": CONFIDENCE_FILTERS,
@@ -127,6 +133,7 @@ def wizard(request):
             for value, label in WorkloadQueryForm.base_fields["precision"].choices
         ],
         "kv_cache_precisions": WorkloadQueryForm.base_fields["kv_cache"].choices,
+        "training_choices": training_choices(),
         "tiers": WorkloadQueryForm.base_fields["tier"].choices,
         # Made when the template reaches the list: the result panel alone never shows it.
         "models": functools.partial(model_choices, workload, search),

@@ -11,7 +11,8 @@ A new breakdown item is a function in its workload's module (or in `items` when 
 that workload's `estimate_*`.
 """
 from .dispatch import estimate
-from .finetune import DEFAULT_LORA_RANK, estimate_finetune, lora_trainable_parameters
+from ..training import DEFAULT_LORA_RANK
+from .finetune import estimate_finetune, lora_trainable_parameters
 from .gpu_count import ThroughputPlan, gpus_for_throughput
 from .image import estimate_image
 from .inference import estimate_inference, prefill_activation_bytes

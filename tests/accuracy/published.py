@@ -3,7 +3,8 @@
     python -m tests.accuracy.published            # rewrites ACCURACY.md
     python -m tests.accuracy.published --check    # exits 1 if ACCURACY.md is not what it would write
 
-The rows come from `catalog/data/reference/measured_memory.csv` (each with its source, quote, conditions
+The rows come from `catalog/data/reference/measured_memory.csv` (and the fine-tunes run other ways from
+`measured_training.csv`, each with the training inputs `TRAINING_CONDITIONS` names) (each with its source, quote, conditions
 and what was measured). Every row is sized as a new user would ask for it: the catalog's model, the row's
 precision, context (or sequence length) and requests (or batch size). The rule each row must meet:
 
@@ -39,6 +40,7 @@ from sizing.calculators import (  # noqa: E402
     estimate_speech,
 )
 from sizing.specs import ImageComponent, ImagePipelineSpec, LanguageModelSpec, SpeechModelSpec  # noqa: E402
+from sizing.training import Training  # noqa: E402
 from sizing.units import GIB  # noqa: E402
 
 CSV_PATH = ROOT / "catalog" / "data" / "reference" / "measured_memory.csv"
@@ -46,6 +48,21 @@ CSV_PATH = ROOT / "catalog" / "data" / "reference" / "measured_memory.csv"
 OTHER_CSV_PATH = ROOT / "catalog" / "data" / "reference" / "other_measured_memory.csv"
 # Our own measurements (tests/accuracy/measure.py on a GPU; raw runs in tests/accuracy/gpu_runs/).
 HERE_CSV_PATH = ROOT / "catalog" / "data" / "reference" / "measured_here.csv"
+# Published fine-tunes run in other ways than the documentation's trainer (checkpointing, loss, targets).
+TRAINING_CSV_PATH = ROOT / "catalog" / "data" / "reference" / "measured_training.csv"
+# The training inputs each row of measured_training.csv is sized with, read from its conditions; a row
+# not named here ran the documentation's trainer (HF Trainer, gradient checkpointing on, the full fp32
+# logits, rank-16 LoRA on q, k, v and o, AdamW with fp32 states).
+TRAINING_CONDITIONS = {
+    # PEFT's method comparison: no gradient checkpointing (use_gc=false), r=32 on q_proj and v_proj.
+    "peft-llama32-3b-lora-r32-qv": Training(gradient_checkpointing="off", lora_rank=32, lora_targets="qv"),
+    # fms-acceleration's FOAK kernels: a Triton cross-entropy over the whole batch's logits.
+    "fms-llama3-8b-lora-foak-bs4": Training(loss="fused"),
+    "fms-llama3-8b-qlora-foak-bs4": Training(loss="fused"),
+    # ... and with Liger's fused linear cross-entropy: the logits never exist whole.
+    "fms-llama3-8b-lora-foak-liger-bs4": Training(loss="chunked"),
+    "fms-llama3-8b-qlora-foak-liger-bs4": Training(loss="chunked"),
+}
 PAGE_PATH = ROOT / "ACCURACY.md"
 COMMAND = "python -m tests.accuracy.published"
 CUDA_CONTEXT_BYTES = GIB // 2  # what a tensors-only figure leaves out of the process's footprint
@@ -105,6 +122,7 @@ class Measurement:
     within_assumptions: bool = True  # False: the software did what the estimate states it does not
     outside_note: str = ""
     speech_beams: int | None = None  # Whisper: set when `count` is streams; else `count` is the beam size
+    training: Training | None = None  # fine-tuning: how it was run (None: the documentation's trainer)
 
     @property
     def tensors_only(self) -> bool:
@@ -130,7 +148,8 @@ class Measurement:
             # The published row's "batch" is Whisper's beam size on one audio stream.
             return estimate_speech(speech_spec(self.model_slug), self.precision, 1, beams=self.count)
         if self.workload == "finetune":
-            return estimate_finetune(language_spec(self.model_slug), self.precision, self.tokens, self.count)
+            return estimate_finetune(language_spec(self.model_slug), self.precision, self.tokens, self.count,
+                                     training=self.training)
         return estimate_inference(language_spec(self.model_slug), self.precision, self.tokens, self.count)
 
 
@@ -153,6 +172,7 @@ def load(path: Path = CSV_PATH) -> list[Measurement]:
                 within_assumptions=row.get("within_assumptions", "yes") == "yes",
                 outside_note=row.get("outside_note", ""),
                 speech_beams=int(row["speech_beams"]) if row.get("speech_beams") else None,
+                training=TRAINING_CONDITIONS.get(row["case_id"]) if row["workload"] == "finetune" else None,
             ))
     return rows
 
@@ -230,6 +250,30 @@ def _case_label(row: Measurement) -> str:
     return f"`{row.case_id}` ({row.model_slug}, {row.precision}-bit, {tokens} × {count})"
 
 
+def _training_inputs(row: Measurement) -> str:
+    changed = (row.training or Training()).non_default()
+    if not changed:
+        return "defaults"
+    return ", ".join(f"`{name}={value}`" for name, value in changed.items())
+
+
+def training_table(results: list[Verdict]) -> str:
+    """The training rows with the inputs each is sized with."""
+    lines = [
+        "| Case | Inputs | Metric | Measured GiB | Estimate GiB | Estimate ÷ measured | Upper bound GiB | Holds |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for verdict in results:
+        row = verdict.measurement
+        bound = row.upper_bound_bytes
+        lines.append(
+            f"| {_case_label(row)} | {_training_inputs(row)} | {row.metric} | {_gib(row.measured_bytes)} | "
+            f"{_gib(verdict.estimate_bytes)} | {_ratio(verdict.ratio)} | "
+            f"{_gib(bound) if bound else '— (under 4 GiB)'} | {_holds_text(verdict)} |"
+        )
+    return "\n".join(lines)
+
+
 def outside_notes(results: list[Verdict]) -> str:
     lines = [f"- `{v.measurement.case_id}`: {v.measurement.outside_note}"
              for v in results if not v.measurement.within_assumptions]
@@ -285,10 +329,13 @@ def render() -> str:
     results = verdicts()
     others = verdicts(load(OTHER_CSV_PATH))
     here = verdicts(load(HERE_CSV_PATH))
+    training = verdicts(load(TRAINING_CSV_PATH))
     body = PAGE_TEMPLATE.read_text(encoding="utf-8")
     return (body.replace("{{SUMMARY}}", summary(results))
                 .replace("{{HERE_SUMMARY}}", summary(here, "measurements of ours"))
                 .replace("{{HERE_TABLE}}", table(here))
+                .replace("{{TRAINING_SUMMARY}}", summary(training, "published fine-tunes"))
+                .replace("{{TRAINING_TABLE}}", training_table(training))
                 .replace("{{TABLE}}", table(results))
                 .replace("{{OTHER_SUMMARY}}", other_summary(others))
                 .replace("{{OTHER_TABLE}}", table(others))
@@ -315,6 +362,8 @@ def main(argv=None) -> int:
     out.write_text(page, encoding="utf-8")
     results = verdicts()
     print(f"{out}: {sum(v.holds for v in results)} of {len(results)} rows hold", file=sys.stderr)
+    training = verdicts(load(TRAINING_CSV_PATH))
+    print(f"{out}: {sum(v.holds for v in training)} of {len(training)} fine-tunes hold", file=sys.stderr)
     return 0
 
 
