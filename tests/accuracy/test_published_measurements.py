@@ -99,7 +99,11 @@ def test_published_fine_tunes_hold_the_rule_with_the_inputs_their_conditions_nam
     verdict = published.Verdict(row, row.estimate())
     estimate = verdict.estimate_bytes
     assert verdict.covers, f"{row.case_id}: {estimate / GIB:.2f} < {row.measured_bytes / GIB:.2f} GiB"
-    assert verdict.within_upper, f"{row.case_id}: {estimate / GIB:.2f} GiB is over 1.3 × footprint"
+    if row.case_id in published.TRAINING_OVER_THE_BOUND:
+        # stated on the page with its reason; when the estimate comes within the bound, drop the entry
+        assert not verdict.within_upper and estimate <= row.measured_bytes * 14 // 10
+    else:
+        assert verdict.within_upper, f"{row.case_id}: {estimate / GIB:.2f} GiB is over 1.3 × footprint"
 
 
 def test_a_chunked_loss_sizes_llama_3_8b_qlora_within_1_3_times_its_13_4_gib():
@@ -119,6 +123,7 @@ def test_without_checkpointing_llama_3_2_3b_lora_is_sized_at_or_above_its_20_8_g
 
 def test_the_accuracy_page_lists_the_fine_tunes_with_their_inputs():
     page = published.PAGE_PATH.read_text(encoding="utf-8")
-    assert "**10 of 10 published fine-tunes hold the rule.**" in page
+    assert "**9 of 10 published fine-tunes hold the rule.**" in page
+    assert "- `fms-mistral7b-gptq-lora-bs4`: a GPTQ base" in page
     assert "`gradient_checkpointing=off`, `lora_rank=32`, `lora_targets=qv`" in page
     assert "| `fms-llama3-8b-qlora-foak-liger-bs4` (llama-3-1-8b, 4-bit, 4,096 tokens × batch 4) | `loss=chunked`" in page

@@ -91,7 +91,7 @@ def test_a_bad_training_value_is_a_400_naming_the_field(client, models_and_gpus,
         assert list(response.json()["errors"]) == [field]
 
 
-def test_a_rank_above_the_hidden_size_is_refused_on_the_rank(client, db, capsys):
+def test_a_rank_above_the_hidden_size_is_refused_on_the_rank(client, models_and_gpus, capsys):
     # No catalog model is narrower than the rank's limit of 1,024; a model given by its figures can be.
     small = ["--parameters", "200000000", "--layers", "4", "--attention-heads", "8", "--kv-heads", "8",
              "--head-dim", "64", "--hidden-size", "512", "--intermediate-size", "2048", "--vocab-size", "32000",
