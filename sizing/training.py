@@ -16,14 +16,14 @@ from .limits import MAX_LORA_RANK
 from .units import fmt_int
 
 GRADIENT_CHECKPOINTING = TranslatedWords({
-    "on": gettext_noop("on (each layer's input kept, one layer recomputed at a time)"),
+    "on": gettext_noop("on (layers recomputed one at a time)"),
     "off": gettext_noop("off (every layer's activations kept)"),
-    "offload": gettext_noop("on, layer inputs offloaded to CPU memory"),
+    "offload": gettext_noop("offload (layer inputs in CPU memory)"),
 })
 LOSSES = TranslatedWords({
-    "full": gettext_noop("full fp32 logits (transformers' cross-entropy)"),
-    "fused": gettext_noop("fused cross-entropy over the batch's logits (Unsloth, FOAK)"),
-    "chunked": gettext_noop("chunked: logits never whole (Liger fused linear cross-entropy)"),
+    "full": gettext_noop("full: fp32 logits (transformers)"),
+    "fused": gettext_noop("fused: 16-bit logits (Unsloth, FOAK)"),
+    "chunked": gettext_noop("chunked: logits never whole (Liger)"),
 })
 LORA_TARGETS = TranslatedWords({
     "attention": gettext_noop("attention: q, k, v and o"),

@@ -39,6 +39,8 @@ def test_a_chunked_loss_without_checkpointing_changes_the_logits_and_activations
     expect(result).to_contain_text("off (every layer's activations kept)")  # constraints applied
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "training-chunked-no-checkpointing.png"), full_page=True)
+    page.get_by_test_id("training-inputs").screenshot(path=str(ARTIFACTS / "training-fields.png"))
+    page.locator("table.breakdown").screenshot(path=str(ARTIFACTS / "training-breakdown.png"))
     assert_accessible(page, "fine-tune, chunked loss, no checkpointing")
 
     # A rank of 0 is worded beside its field; the loss and checkpointing chosen stay.
