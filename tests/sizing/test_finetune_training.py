@@ -216,9 +216,11 @@ def test_each_choice_moves_its_own_item_the_way_its_physics_says(training, preci
     # Keeping every layer never needs less than checkpointing; offloading never more.
     assert with_(gradient_checkpointing="off")["Activations"].bytes >= with_(gradient_checkpointing="on")[
         "Activations"].bytes >= with_(gradient_checkpointing="offload")["Activations"].bytes
-    # The full loss holds the most, a chunked one the least.
-    assert with_(loss="full")["Logits"].bytes >= with_(loss="fused")["Logits"].bytes >= with_(loss="chunked")[
-        "Logits"].bytes
+    # The full loss holds the most; a chunked one the least once the batch is more than a chunk (below,
+    # the one chunk is the whole batch and the hidden states' gradient comes on top).
+    assert with_(loss="full")["Logits"].bytes > with_(loss="fused")["Logits"].bytes
+    if length * batch >= 64:
+        assert with_(loss="fused")["Logits"].bytes > with_(loss="chunked")["Logits"].bytes
     adapters = "DoRA adapters" if training.adapter == "dora" else "LoRA adapters"
     assert with_(optimizer="adamw")[adapters].bytes > with_(optimizer="adamw8bit")[adapters].bytes
     assert with_(lora_targets="all")[adapters].bytes > with_(lora_targets="attention")[adapters].bytes > with_(
