@@ -104,9 +104,11 @@ def checked_training(training: Training, hidden_size: int | None = None) -> Trai
             raise choice_error(field, value)
     rank = training.lora_rank
     if isinstance(rank, bool) or not isinstance(rank, int):
-        raise SizingError("lora_rank", gettext("%(subject)s must be a whole number.") % {"subject": rank_subject()})
+        raise SizingError("lora_rank", gettext("%(subject)s must be a whole number.") % {
+            "subject": rank_subject()})
     if rank < 1:
-        raise SizingError("lora_rank", gettext("%(subject)s must be at least 1.") % {"subject": rank_subject()})
+        raise SizingError("lora_rank", gettext("%(subject)s must be at least 1.") % {
+            "subject": rank_subject()})
     if rank > MAX_LORA_RANK:
         raise SizingError("lora_rank", gettext("%(subject)s may be at most %(maximum)s.") % {
             "subject": rank_subject(), "maximum": fmt_int(MAX_LORA_RANK)})

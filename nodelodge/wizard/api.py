@@ -79,7 +79,8 @@ class WorkloadParams(Schema):
     )
     adapter: str | None = Field(DEFAULTS["adapter"], description="Fine-tuning: lora (default) or dora.")
     optimizer: str | None = Field(
-        DEFAULTS["optimizer"], description="Fine-tuning: adamw (default, fp32 states) or adamw8bit (bitsandbytes)."
+        DEFAULTS["optimizer"],
+        description="Fine-tuning: adamw (default, fp32 states) or adamw8bit (bitsandbytes).",
     )
 
 

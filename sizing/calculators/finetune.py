@@ -156,7 +156,8 @@ def _mlp_projections(model: LanguageModelSpec) -> list[Projection]:
     found = []
     if dense_layers:
         width = moe.dense_intermediate or model.intermediate_size
-        found += [Projection("gate", hidden, width, dense_layers, 1), Projection("up", hidden, width, dense_layers, 1),
+        found += [Projection("gate", hidden, width, dense_layers, 1),
+                  Projection("up", hidden, width, dense_layers, 1),
                   Projection("down", width, hidden, dense_layers, 1)]
     if moe_layers:
         e, experts = moe.expert_intermediate, moe.experts
@@ -196,7 +197,8 @@ def _trainable_of(projection: Projection, rank: int, adapter: str) -> int:
 
 def _trainable_tensors(projection: Projection, rank: int, adapter: str) -> list[int]:
     """The sizes of one adapter's trainable tensors: A (r × d_in), B (d_out × r), DoRA's magnitude."""
-    return [rank * projection.d_in, rank * projection.d_out] + ([projection.d_out] if adapter == "dora" else [])
+    magnitude = [projection.d_out] if adapter == "dora" else []
+    return [rank * projection.d_in, rank * projection.d_out, *magnitude]
 
 
 def _moment_bytes(projections: list[Projection], training: Training) -> tuple[Fraction, int, int]:
@@ -248,7 +250,8 @@ def adapters_item(model: LanguageModelSpec, training: Training | int = DEFAULT_T
             moment_words += gettext(" + %(fp32)s in smaller tensors × 8 bytes (fp32 moments)") % {
                 "fp32": fmt_int(fp32)}
     else:
-        moment_words = gettext("%(trainable)s × 8 bytes (4 + 4 AdamW moments)") % {"trainable": fmt_int(trainable)}
+        moment_words = gettext("%(trainable)s × 8 bytes (4 + 4 AdamW moments)") % {
+            "trainable": fmt_int(trainable)}
     dora = gettext(" + d_out (DoRA's magnitude)") if training.adapter == "dora" else ""
     return Item(
         name=name,
@@ -263,7 +266,8 @@ def adapters_item(model: LanguageModelSpec, training: Training | int = DEFAULT_T
 
 def _projection_term(projection: Projection, adapter: str) -> str:
     dora = f" + {fmt_int(projection.d_out)}" if adapter == "dora" else ""
-    return f"{projection.name} ({fmt_int(projection.d_in)} + {fmt_int(projection.d_out)}{dora}) × {fmt_int(projection.count)}"
+    widths = f"{fmt_int(projection.d_in)} + {fmt_int(projection.d_out)}{dora}"
+    return f"{projection.name} ({widths}) × {fmt_int(projection.count)}"
 
 
 # --- activations ---------------------------------------------------------------------------------------
@@ -356,8 +360,8 @@ def dora_item(model: LanguageModelSpec, precision: int, sequence_length: int, ba
     return Item(
         name=gettext("DoRA outputs and weight norm"),
         formula=gettext(
-            "%(s)s tokens × batch %(b)s × %(outputs)s adapted outputs per layer × %(out_bytes)s bytes (16-bit "
-            "base output + fp32 adapter output) × %(kept)s + the largest adapted matrix %(d_in)s × "
+            "%(s)s tokens × batch %(b)s × %(outputs)s adapted outputs per layer × %(out_bytes)s bytes "
+            "(16-bit base output + fp32 adapter output) × %(kept)s + the largest adapted matrix %(d_in)s × "
             "%(d_out)s × %(per_weight)s bytes (B·A, its scaled copy and W + s·B·A in fp32%(dequant)s) for "
             "its column norm"
         ) % {

@@ -44,15 +44,14 @@ def base_words_of(precision: int) -> str:
         return gettext(
             "QLoRA (Dettmers et al. 2023): the frozen base is stored as 4-bit NormalFloat with double "
             "quantization, 4.127 bits per parameter, for the linear layers of the decoder blocks; the "
-            "embeddings "
-            "and the output head stay 16-bit."
+            "embeddings and the output head stay 16-bit."
         )
     if precision == 16:
         return gettext("LoRA: the frozen base is stored in 16-bit.")
     return gettext(
-        "LoRA on an 8-bit base (bitsandbytes LLM.int8(), Dettmers et al. 2022): the linear layers of "
-        "the decoder blocks in 8-bit with one 32-bit scale per row, the embeddings and the output head "
-        "in 16-bit."
+        "LoRA on an 8-bit base (bitsandbytes LLM.int8(), Dettmers et al. 2022): the linear layers of the "
+        "decoder blocks in 8-bit with one 32-bit scale per row, the embeddings and the output head in "
+        "16-bit."
     )
 
 
@@ -95,16 +94,17 @@ def optimizer_words(training: Training) -> str:
     if training.optimizer == "adamw8bit":
         return gettext(
             "Each trainable parameter costs 8 bytes under mixed precision before the optimizer: 2 (16-bit "
-            "weight) + 2 (gradient) + 4 (fp32 master weight), as counted in ZeRO (Rajbhandari et al. 2020); "
-            "bitsandbytes' 8-bit AdamW (Dettmers et al. 2022, \"8-bit Optimizers via Block-wise "
+            "weight) + 2 (gradient) + 4 (fp32 master weight), as counted in ZeRO (Rajbhandari et al. "
+            "2020); bitsandbytes' 8-bit AdamW (Dettmers et al. 2022, \"8-bit Optimizers via Block-wise "
             "Quantization\"; optim=\"adamw_bnb_8bit\" in the HF Trainer, \"adamw_8bit\" in Unsloth) keeps "
             "each of the two moments in 1 byte with an fp32 scale per block of 256 values, and tensors of "
             "fewer than 4,096 values in fp32 (min_8bit_size)."
         )
-    return gettext("Each trainable parameter costs 16 bytes under mixed precision with AdamW: 2 (16-bit "
-                   "weight) + "
-                   "2 (gradient) + 4 + 4 (the two AdamW moments) + 4 (fp32 master weight), as counted in ZeRO "
-                   "(Rajbhandari et al. 2020).")
+    return gettext(
+        "Each trainable parameter costs 16 bytes under mixed precision with AdamW: 2 (16-bit weight) + 2 "
+        "(gradient) + 4 + 4 (the two AdamW moments) + 4 (fp32 master weight), as counted in ZeRO "
+        "(Rajbhandari et al. 2020)."
+    )
 
 
 def activation_words(training: Training) -> str:
@@ -130,27 +130,24 @@ def activation_words(training: Training) -> str:
             "(Korthikanti et al. 2022). The offloaded inputs need pinned CPU memory: 2 bytes × tokens × "
             "hidden size × layers."
         ) + " " + fused
-    return gettext("Activations assume gradient checkpointing of every layer (Korthikanti et al. 2022, "
-                   "\"Reducing "
-                   "Activation Recomputation in Large Transformer Models\"): each layer's 16-bit input is kept, "
-                   "and "
-                   "one layer is recomputed at a time. Attention runs in a fused kernel (FlashAttention, Dao "
-                   "et al. "
-                   "2022, or PyTorch SDPA), so its memory grows linearly with the sequence: Korthikanti's s × s "
-                   "score "
-                   "term is replaced by a 4-byte log-sum-exp per head and token, and the MLP is counted at the "
-                   "model's "
-                   "own gated width.")
+    return gettext(
+        "Activations assume gradient checkpointing of every layer (Korthikanti et al. 2022, \"Reducing "
+        "Activation Recomputation in Large Transformer Models\"): each layer's 16-bit input is kept, and "
+        "one layer is recomputed at a time. Attention runs in a fused kernel (FlashAttention, Dao et al. "
+        "2022, or PyTorch SDPA), so its memory grows linearly with the sequence: Korthikanti's s × s score "
+        "term is replaced by a 4-byte log-sum-exp per head and token, and the MLP is counted at the "
+        "model's own gated width."
+    )
 
 
 def loss_words(training: Training) -> str:
     if training.loss == "fused":
         return gettext(
-            "The loss is a fused cross-entropy over the batch's logits, as Unsloth's fast cross-entropy and "
-            "fms-acceleration's FOAK kernels compute it: the 16-bit logits of every token exist once and "
-            "are upcast to fp32 (2 + 4 bytes per logit), and the kernel writes the gradient into them in "
-            "place, with no log-softmax copy. torchtune's chunked cross-entropy run eagerly keeps the same "
-            "6 bytes per logit (every chunk's 16-bit logits and fp32 log-softmax)."
+            "The loss is a fused cross-entropy over the batch's logits, as Unsloth's fast cross-entropy "
+            "and fms-acceleration's FOAK kernels compute it: the 16-bit logits of every token exist once "
+            "and are upcast to fp32 (2 + 4 bytes per logit), and the kernel writes the gradient into them "
+            "in place, with no log-softmax copy. torchtune's chunked cross-entropy run eagerly keeps the "
+            "same 6 bytes per logit (every chunk's 16-bit logits and fp32 log-softmax)."
         )
     if training.loss == "chunked":
         return gettext(
@@ -159,17 +156,14 @@ def loss_words(training: Training) -> str:
             "and Unsloth where they call it) computes the output head and the loss a chunk of tokens at a "
             "time, next_power_of_2(⌈tokens ÷ ⌈vocabulary ÷ hidden⌉⌉) tokens, so that a chunk's logits are "
             "about as many values as the batch's hidden states, and keeps the gradient of the hidden "
-            "states (16-bit) for the backward pass. A chunk is counted as the full loss counts a logit: "
-            "12 bytes."
+            "states (16-bit) for the backward pass. A chunk is counted as the full loss counts a logit: 12 "
+            "bytes."
         )
-    return gettext("The trainer is assumed to compute the loss as Hugging Face transformers' causal-LM models "
-                   "(Trainer, "
-                   "TRL's SFTTrainer) and torchtune's recipes without chunked cross-entropy do: the logits over "
-                   "the "
-                   "whole vocabulary for every token are upcast to fp32, and the fp32 logits, their log-softmax "
-                   "and its "
-                   "gradient are alive together (12 bytes per logit). At long sequences they are a common cause "
-                   "of "
-                   "running out of memory; chunked or fused losses (Liger kernels, torchtune's chunked "
-                   "cross-entropy) "
-                   "need much less.")
+    return gettext(
+        "The trainer is assumed to compute the loss as Hugging Face transformers' causal-LM models "
+        "(Trainer, TRL's SFTTrainer) and torchtune's recipes without chunked cross-entropy do: the logits "
+        "over the whole vocabulary for every token are upcast to fp32, and the fp32 logits, their "
+        "log-softmax and its gradient are alive together (12 bytes per logit). At long sequences they are "
+        "a common cause of running out of memory; chunked or fused losses (Liger kernels, torchtune's "
+        "chunked cross-entropy) need much less."
+    )

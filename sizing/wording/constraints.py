@@ -9,11 +9,11 @@ from ..countries import EU_CODE, EU_MEMBERS, country_name
 from ..i18n import format_number, gettext, pgettext
 from ..offers import Preferences
 from ..reasons import reason_words
+from ..training import ADAPTERS, GRADIENT_CHECKPOINTING, LORA_TARGETS, LOSSES, OPTIMIZERS
 from ..units import (
     fmt_gib,
     money_text,
 )
-from ..training import ADAPTERS, GRADIENT_CHECKPOINTING, LORA_TARGETS, LOSSES, OPTIMIZERS
 from ..workloads import WORKLOAD_WORDS
 
 if TYPE_CHECKING:

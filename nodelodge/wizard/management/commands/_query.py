@@ -41,12 +41,14 @@ def add_query_arguments(parser, preferences: bool) -> None:
     )
     training = parser.add_argument_group("fine-tuning: how it is run (--workload finetune only)")
     training.add_argument(
-        "--gradient-checkpointing", dest="gradient_checkpointing", choices=list(TRAINING_CHOICES["gradient_checkpointing"]),
+        "--gradient-checkpointing", dest="gradient_checkpointing",
+        choices=list(TRAINING_CHOICES["gradient_checkpointing"]),
         help=f"offload: layer inputs in CPU memory ({_default('gradient_checkpointing')})",
     )
     training.add_argument(
         "--loss", choices=list(TRAINING_CHOICES["loss"]),
-        help=f"fused: Unsloth/FOAK cross-entropy; chunked: Liger's fused linear cross-entropy ({_default('loss')})",
+        help=f"fused: Unsloth/FOAK cross-entropy; chunked: Liger's fused linear cross-entropy "
+        f"({_default('loss')})",
     )
     training.add_argument("--lora-rank", dest="lora_rank", help=f"1 to 1024 ({_default('lora_rank')})")
     training.add_argument(
@@ -54,7 +56,9 @@ def add_query_arguments(parser, preferences: bool) -> None:
         help=f"all: every linear layer ({_default('lora_targets')})",
     )
     training.add_argument("--adapter", choices=list(TRAINING_CHOICES["adapter"]), help=_default("adapter"))
-    training.add_argument("--optimizer", choices=list(TRAINING_CHOICES["optimizer"]), help=_default("optimizer"))
+    training.add_argument(
+        "--optimizer", choices=list(TRAINING_CHOICES["optimizer"]), help=_default("optimizer")
+    )
     if preferences:
         parser.add_argument("--budget", help="USD")
         parser.add_argument("--max-price", dest="max_price", help="USD per hour")
