@@ -83,6 +83,7 @@ PRESETS = {
     "unsloth": Training(gradient_checkpointing="offload", loss="fused", lora_targets="all",
                        optimizer="adamw8bit"),
 }
+PRESET_NAMES = {"hf-trainer": "HF Trainer", "unsloth": "Unsloth"}  # product names, in every language
 
 
 def rank_subject() -> str:

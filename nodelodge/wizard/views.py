@@ -3,6 +3,7 @@ partial its target names, and the full page renders the same partials."""
 from __future__ import annotations
 
 import functools
+from urllib.parse import urlencode
 
 from django.shortcuts import render
 from django.template.response import TemplateResponse
@@ -28,6 +29,7 @@ from nodelodge.recommendations.sorts import CONFIDENCE_FILTERS, GROUPS, SORT_CHO
 from sizing.calculators import gpus_for_throughput, rule_of_thumb
 from sizing.limits import MAX_CONTEXT, MAX_LORA_RANK, MAX_REQUESTS
 from sizing.training import CHOICES as TRAINING_CHOICES
+from sizing.training import PRESET_NAMES, PRESETS
 from sizing.workloads import workload as workload_named
 
 from .forms import RuleOfThumbForm, ThroughputForm
@@ -76,6 +78,19 @@ def _form_values(params) -> tuple[dict[str, str], object | None]:
 def training_choices() -> dict[str, list[tuple[str, str]]]:
     """Each fine-tuning choice's codes with their words in the page's language."""
     return {field: [(code, words[code]) for code in words] for field, words in TRAINING_CHOICES.items()}
+
+
+def training_presets(values: dict) -> list[dict]:
+    """Links that fill the fine-tuning fields as a trainer runs by default, the rest of the form kept."""
+    kept = {key: value for key, value in values.items()
+            if value not in (None, "") and key not in ("shown", "q")}
+    presets = []
+    for code, preset in PRESETS.items():
+        filled = {**kept, **{name: str(value) for name, value in preset.as_dict().items()}}
+        current = all(str(values.get(name)) == str(value) for name, value in preset.as_dict().items())
+        presets.append({"name": PRESET_NAMES[code], "href": reverse("wizard:start") + "?" + urlencode(filled),
+                        "current": current})
+    return presets
 
 
 def _public_query(params) -> str:
@@ -134,6 +149,7 @@ def wizard(request):
         ],
         "kv_cache_precisions": WorkloadQueryForm.base_fields["kv_cache"].choices,
         "training_choices": training_choices(),
+        "training_presets": training_presets(values),
         "tiers": WorkloadQueryForm.base_fields["tier"].choices,
         # Made when the template reaches the list: the result panel alone never shows it.
         "models": functools.partial(model_choices, workload, search),

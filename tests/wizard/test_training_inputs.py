@@ -169,3 +169,29 @@ def test_the_german_page_words_the_training_fields(client, models_and_gpus):
                       HTTP_ACCEPT_LANGUAGE="de").json()
     constraints = {c["label"]: c["value"] for c in body["constraints"]}
     assert constraints["Optimierer"] == "AdamW 8-Bit (bitsandbytes)"
+
+
+def test_a_preset_link_fills_only_the_training_fields_and_keeps_the_rest(client, models_and_gpus):
+    import html as html_lib
+    import re
+    from urllib.parse import parse_qs, urlsplit
+
+    page = client.get("/?" + FINETUNE + "&budget=77").content.decode()
+    links = dict((name, html_lib.unescape(href)) for href, name in re.findall(
+        r'<a href="([^"]+)"(?: aria-current="true")?>(HF Trainer|Unsloth)</a>', page))
+    assert set(links) == {"HF Trainer", "Unsloth"}
+    assert 'aria-current="true">HF Trainer</a>' in page  # the defaults are the HF Trainer's
+    unsloth = {key: values[-1] for key, values in parse_qs(urlsplit(links["Unsloth"]).query).items()}
+    assert unsloth["gradient_checkpointing"] == "offload" and unsloth["loss"] == "fused"
+    assert unsloth["lora_targets"] == "all" and unsloth["optimizer"] == "adamw8bit" and unsloth["lora_rank"] == "16"
+    assert unsloth["budget"] == "77" and unsloth["model"] == "llama-3-1-8b" and unsloth["requests"] == "4"
+    followed = client.get(links["Unsloth"]).content.decode()
+    assert 'aria-current="true">Unsloth</a>' in followed and "CPU memory" in followed
+
+
+def test_the_german_fine_tune_page_words_every_new_choice_in_german(client, models_and_gpus):
+    html = client.get("/de/?" + FINETUNE + CHANGED.replace("chunked", "fused")).content.decode()
+    for english in ("How you train", "every layer", "never whole", "The loss is a fused", "DoRA outputs",
+                    "trainable parameters × 8 bytes", "AdamW 8-bit", "Fill in as"):
+        assert english not in html, english
+    assert "Wie Sie trainieren" in html and "DoRA-Ausgaben und Gewichtsnorm" in html
