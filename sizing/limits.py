@@ -7,7 +7,7 @@ from decimal import Decimal
 # --- the memory estimate --------------------------------------------------------------------------------
 MAX_CONTEXT = 10_000_000  # tokens per request (or a fine-tuning sequence)
 MAX_REQUESTS = 100_000  # concurrent requests, a batch size or audio streams
-MAX_LORA_RANK = 65_536
+MAX_LORA_RANK = 1024  # and at most the model's hidden size
 MAX_BEAMS = 64
 MAX_NOTEBOOK_GIB = 10_000  # GPU memory a notebook asks for, and memory per GPU as a filter
 

@@ -22,6 +22,7 @@ class Workload:
     takes_tokens: bool = False  # a context (or sequence length) and requests (or a batch size)
     serves_tokens: bool = False  # answers tokens per second: throughput plans, price per million tokens
     takes_kv_precision: bool = False  # the KV cache's precision is a choice
+    takes_training: bool = False  # how a fine-tune is run is a choice (`sizing.training`)
     takes_memory: bool = False  # sized by the memory asked for, not by a model
     default_model: str | None = None  # the catalog model a query without one sizes
 
@@ -47,6 +48,7 @@ WORKLOADS: tuple[Workload, ...] = (
         gettext_lazy("Fine-tune a language model (LoRA / QLoRA)"),
         ("language",),
         takes_tokens=True,
+        takes_training=True,
         default_model="llama-3-1-8b",
     ),
     Workload(

@@ -15,6 +15,7 @@ from django.utils.translation import pgettext_lazy
 from sizing.limits import (
     MAX_CONTEXT,
     MAX_LIMIT,
+    MAX_LORA_RANK,
     MAX_MONEY,
     MAX_NOTEBOOK_GIB,
     MAX_REDUNDANCY,
@@ -124,6 +125,17 @@ MESSAGES = {
     "precision": {"invalid_choice": _("Choose 16-bit, 8-bit or 4-bit.")},
     "kv_cache": {"invalid_choice": _("Choose a 16-bit or an 8-bit KV cache.")},
     "tier": {"invalid_choice": _("Choose Secure, Community or both.")},
+    # How a fine-tune is run (sizing.training); read for the fine-tuning workload only.
+    "gradient_checkpointing": {"invalid_choice": _("Choose gradient checkpointing on, off or offload.")},
+    "loss": {"invalid_choice": _("Choose the loss: full, fused or chunked.")},
+    "lora_rank": {
+        "min_value": _("The LoRA rank must be at least 1."),
+        "max_value": filled(_("The LoRA rank can be at most %(max)s."), max=MAX_LORA_RANK),
+        "invalid": _("The LoRA rank must be a whole number, such as 16."),
+    },
+    "lora_targets": {"invalid_choice": _("Choose the LoRA targets: attention, qv, mlp or all.")},
+    "adapter": {"invalid_choice": _("Choose the adapter: lora or dora.")},
+    "optimizer": {"invalid_choice": _("Choose the optimizer: adamw or adamw8bit.")},
     "sort": {"invalid_choice": filled(_("Sort by one of: %(sorts)s."), sorts=", ".join(SORTS))},
     "group": {"invalid_choice": _("Group by gpu, or leave it empty.")},
     "confidence": {"invalid_choice": _("Confidence filter: high, medium, or empty for any.")},
@@ -218,6 +230,8 @@ FIELD_WORDS = {
     "group": _("Group by"), "page": _("Page"), "target_tokens": _("Tokens per second to serve"),
     "efficiency": _("Usable efficiency"), "redundancy": _("Spare copies"),
     "gpu_plans": _("Cheapest plan on each GPU type"),
+    "gradient_checkpointing": _("Gradient checkpointing"), "loss": _("Loss"), "lora_rank": _("LoRA rank"),
+    "lora_targets": _("LoRA targets"), "adapter": _("Adapter"), "optimizer": _("Optimizer"),
 }
 
 

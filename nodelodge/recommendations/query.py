@@ -2,8 +2,10 @@
 
 Parameter names are a contract (query string, API and `estimate`/`recommend` options):
 workload, model, precision, kv_cache, context, requests, memory_gib, budget, max_price, tier, countries,
-limit, and for the machine list: sort, gpu, min_memory_gib, confidence, group, page.
-and for a throughput plan (language models): target_tokens, efficiency, redundancy, gpu_plans.
+limit, and for the machine list: sort, gpu, min_memory_gib, confidence, group, page;
+for a throughput plan (language models): target_tokens, efficiency, redundancy, gpu_plans;
+and for a fine-tune (`sizing.training`): gradient_checkpointing, loss, lora_rank, lora_targets, adapter,
+optimizer (read for the fine-tuning workload only: another ignores them).
 A field left out takes its default (`DEFAULTS`, and the workload's default model), the same for the
 page, the API and the commands. Every message a user reads about a bad value is worded in `messages`.
 Which inputs a workload needs for which model (a speech model takes no context) is the sizing
@@ -25,6 +27,7 @@ from sizing.limits import (
     MAX_CONTEXT,
     MAX_COUNTRY_ITEMS,
     MAX_LIMIT,
+    MAX_LORA_RANK,
     MAX_MONEY,
     MAX_NOTEBOOK_GIB,
     MAX_REDUNDANCY,
@@ -32,6 +35,10 @@ from sizing.limits import (
     MAX_TARGET_TOKENS_PER_S,
 )
 from sizing.throughput_plan import DEFAULT_EFFICIENCY_PERCENT, DEFAULT_REDUNDANCY
+from sizing.training import CHOICES as TRAINING_CHOICES
+from sizing.training import DEFAULT_TRAINING, Training
+from sizing.training import DEFAULTS as TRAINING_DEFAULTS
+from sizing.training import FIELDS as TRAINING_FIELDS
 from sizing.workloads import BY_CODE, DEFAULT_WORKLOAD, WIZARD_CODES, workload
 
 from .messages import MESSAGES, error_words, form_errors
@@ -56,6 +63,7 @@ DEFAULTS = {
     "requests": "1",
     "memory_gib": "24",
     "tier": "both",
+    **TRAINING_DEFAULTS,
 }
 
 
@@ -163,6 +171,31 @@ class WorkloadQueryForm(forms.Form):
     # Also the cheapest plan on each of the GPU types that serve tokens cheapest (asked for: each is
     # one more exact search and one more list of up to hundreds of machines).
     gpu_plans = forms.BooleanField(required=False, label=_("Cheapest plan on each GPU type"))
+    # How a fine-tune is run (`sizing.training`): the fine-tuning workload reads them, others ignore them.
+    gradient_checkpointing = forms.ChoiceField(
+        choices=[(code, code) for code in TRAINING_CHOICES["gradient_checkpointing"]], required=False,
+        label=_("Gradient checkpointing"), error_messages=error_words("gradient_checkpointing"),
+    )
+    loss = forms.ChoiceField(
+        choices=[(code, code) for code in TRAINING_CHOICES["loss"]], required=False, label=_("Loss"),
+        error_messages=error_words("loss"),
+    )
+    lora_rank = TypedIntegerField(
+        min_value=1, max_value=MAX_LORA_RANK, required=False, label=_("LoRA rank"),
+        error_messages=error_words("lora_rank"),
+    )
+    lora_targets = forms.ChoiceField(
+        choices=[(code, code) for code in TRAINING_CHOICES["lora_targets"]], required=False,
+        label=_("LoRA targets"), error_messages=error_words("lora_targets"),
+    )
+    adapter = forms.ChoiceField(
+        choices=[(code, code) for code in TRAINING_CHOICES["adapter"]], required=False, label=_("Adapter"),
+        error_messages=error_words("adapter"),
+    )
+    optimizer = forms.ChoiceField(
+        choices=[(code, code) for code in TRAINING_CHOICES["optimizer"]], required=False,
+        label=_("Optimizer"), error_messages=error_words("optimizer"),
+    )
 
     def __init__(self, data=None, *args, number_language: str | None = None, **kwargs):
         """`number_language`: the page's language, whose way of writing numbers its fields read
@@ -193,6 +226,10 @@ class WorkloadQueryForm(forms.Form):
         chosen = workload(cleaned.get("workload"))
         if chosen is None:
             return cleaned
+        if not chosen.takes_training:  # a training field sent with another workload is ignored there
+            for name in TRAINING_FIELDS:
+                self._errors.pop(name, None)
+                cleaned.pop(name, None)
         if chosen.takes_memory:
             if cleaned.get("memory_gib") is None and "memory_gib" not in self.errors:
                 self.add_error("memory_gib", gettext("Enter the GPU memory the notebook needs, in GiB."))
@@ -261,6 +298,7 @@ class WorkloadQuery:
     efficiency: Decimal = DEFAULT_EFFICIENCY_PERCENT
     redundancy: int = DEFAULT_REDUNDANCY
     gpu_plans: bool = False  # the throughput answer also plans on each GPU type alone
+    training: Training = DEFAULT_TRAINING  # how a fine-tune is run (the fine-tuning workload only)
 
     @property
     def lists_by_default(self) -> bool:
@@ -296,6 +334,8 @@ class WorkloadQuery:
             "group": self.group,
             "page": self.page if self.page != 1 else None,
         }
+        # A fine-tune's choices that differ from the defaults (as the KV cache's precision is written).
+        params.update(self.training.non_default())
         if self.target_tokens is not None:
             params.update(
                 target_tokens=_address_number(self.target_tokens),
@@ -339,7 +379,14 @@ class WorkloadQuery:
             efficiency=_or_default(data.get("efficiency"), DEFAULT_EFFICIENCY_PERCENT),
             redundancy=_or_default(data.get("redundancy"), DEFAULT_REDUNDANCY),
             gpu_plans=bool(data.get("gpu_plans")),
+            training=_training(data) if chosen.takes_training else DEFAULT_TRAINING,
         )
+
+
+def _training(data: dict) -> Training:
+    """The fine-tune's choices as the form cleaned them, each left out at its default."""
+    values = {name: data.get(name) for name in TRAINING_FIELDS if data.get(name) not in (None, "")}
+    return Training(**values)
 
 
 def _address_number(value: Decimal) -> str:

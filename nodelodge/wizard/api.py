@@ -60,6 +60,28 @@ class WorkloadParams(Schema):
     context: str | None = DEFAULTS["context"]
     requests: str | None = DEFAULTS["requests"]
     memory_gib: str | None = DEFAULTS["memory_gib"]
+    # How a fine-tune is run: read for workload=finetune only, ignored (and not listed) for another.
+    gradient_checkpointing: str | None = Field(
+        DEFAULTS["gradient_checkpointing"],
+        description="Fine-tuning: on (default), off or offload (layer inputs in CPU memory).",
+    )
+    loss: str | None = Field(
+        DEFAULTS["loss"],
+        description="Fine-tuning: full (default: fp32 logits of the whole batch), fused (Unsloth's, FOAK's "
+        "cross-entropy over 16-bit logits) or chunked (Liger's fused linear cross-entropy).",
+    )
+    lora_rank: str | None = Field(
+        DEFAULTS["lora_rank"], description="Fine-tuning: adapter rank, 1 to 1024 and at most the hidden size."
+    )
+    lora_targets: str | None = Field(
+        DEFAULTS["lora_targets"],
+        description="Fine-tuning: attention (default: q, k, v, o), qv, mlp or all (every linear layer).",
+    )
+    adapter: str | None = Field(DEFAULTS["adapter"], description="Fine-tuning: lora (default) or dora.")
+    optimizer: str | None = Field(
+        DEFAULTS["optimizer"],
+        description="Fine-tuning: adamw (default, fp32 states) or adamw8bit (bitsandbytes).",
+    )
 
 
 class PreferenceParams(WorkloadParams):

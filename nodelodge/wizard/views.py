@@ -3,6 +3,7 @@ partial its target names, and the full page renders the same partials."""
 from __future__ import annotations
 
 import functools
+from urllib.parse import urlencode
 
 from django.shortcuts import render
 from django.template.response import TemplateResponse
@@ -26,7 +27,9 @@ from nodelodge.recommendations.query import (
 )
 from nodelodge.recommendations.sorts import CONFIDENCE_FILTERS, GROUPS, SORT_CHOICES
 from sizing.calculators import gpus_for_throughput, rule_of_thumb
-from sizing.limits import MAX_CONTEXT, MAX_REQUESTS
+from sizing.limits import MAX_CONTEXT, MAX_LORA_RANK, MAX_REQUESTS
+from sizing.training import CHOICES as TRAINING_CHOICES
+from sizing.training import PRESET_NAMES, PRESETS
 from sizing.workloads import workload as workload_named
 
 from .forms import RuleOfThumbForm, ThroughputForm
@@ -72,6 +75,24 @@ def _form_values(params) -> tuple[dict[str, str], object | None]:
     return values, row
 
 
+def training_choices() -> dict[str, list[tuple[str, str]]]:
+    """Each fine-tuning choice's codes with their words in the page's language."""
+    return {field: [(code, words[code]) for code in words] for field, words in TRAINING_CHOICES.items()}
+
+
+def training_presets(values: dict) -> list[dict]:
+    """Links that fill the fine-tuning fields as a trainer runs by default, the rest of the form kept."""
+    kept = {key: value for key, value in values.items()
+            if value not in (None, "") and key not in ("shown", "q")}
+    presets = []
+    for code, preset in PRESETS.items():
+        filled = {**kept, **{name: str(value) for name, value in preset.as_dict().items()}}
+        current = all(str(values.get(name)) == str(value) for name, value in preset.as_dict().items())
+        presets.append({"name": PRESET_NAMES[code], "href": reverse("wizard:start") + "?" + urlencode(filled),
+                        "current": current})
+    return presets
+
+
 def _public_query(params) -> str:
     """The query as typed, without the form's bookkeeping fields (search box, labels shown)."""
     public = params.copy()
@@ -114,7 +135,7 @@ def wizard(request):
         "errors": errors,
         "error_list": error_list(errors, labels),
         "field_messages": messages_for(workload, model_kind),
-        "limits": {"context": MAX_CONTEXT, "requests": MAX_REQUESTS},
+        "limits": {"context": MAX_CONTEXT, "requests": MAX_REQUESTS, "lora_rank": MAX_LORA_RANK},
         "sorts": SORT_CHOICES,
         "groups": GROUPS,
         "confidence_filters": CONFIDENCE_FILTERS,
@@ -127,6 +148,8 @@ def wizard(request):
             for value, label in WorkloadQueryForm.base_fields["precision"].choices
         ],
         "kv_cache_precisions": WorkloadQueryForm.base_fields["kv_cache"].choices,
+        "training_choices": training_choices(),
+        "training_presets": training_presets(values),
         "tiers": WorkloadQueryForm.base_fields["tier"].choices,
         # Made when the template reaches the list: the result panel alone never shows it.
         "models": functools.partial(model_choices, workload, search),

@@ -10,8 +10,9 @@
 A new breakdown item is a function in its workload's module (or in `items` when shared), added to
 that workload's `estimate_*`.
 """
+from ..training import DEFAULT_LORA_RANK
 from .dispatch import estimate
-from .finetune import DEFAULT_LORA_RANK, estimate_finetune, lora_trainable_parameters
+from .finetune import estimate_finetune, lora_trainable_parameters
 from .gpu_count import ThroughputPlan, gpus_for_throughput
 from .image import estimate_image
 from .inference import estimate_inference, prefill_activation_bytes

@@ -6,6 +6,7 @@ from ..breakdown import Breakdown
 from ..errors import SizingError
 from ..i18n import gettext
 from ..specs import ImagePipelineSpec, LanguageModelSpec, SpeechModelSpec
+from ..training import Training
 from ..workloads import CODES, Workload
 from ..workloads import workload as workload_named
 from .checks import renamed, require
@@ -27,9 +28,11 @@ def estimate(
     requests: int | None,
     memory_gib: float | None,
     kv_bits: int = 16,
+    training: Training | None = None,
 ) -> Breakdown:
     """Errors name this function's own inputs: a fine-tuning sequence length is reported as "context",
     a batch size or audio stream count as "requests", so a form can put the message on its field.
+    `training` (how a fine-tune is run) is read by the fine-tuning workload only; others ignore it.
     """
     chosen = workload_named(workload) if isinstance(workload, str) else None
     if chosen is None:
@@ -56,7 +59,7 @@ def estimate(
         require(context, "context", gettext("Enter the sequence length."))
         require(requests, "requests", gettext("Enter the batch size."))
         with renamed({"sequence_length": "context", "batch_size": "requests"}):
-            return estimate_finetune(model, precision, context, requests)
+            return estimate_finetune(model, precision, context, requests, training=training)
     require(context, "context", gettext("Enter the context per request."))
     require(requests, "requests", gettext("Enter the number of concurrent requests."))
     return estimate_inference(model, precision, context, requests, kv_bits)

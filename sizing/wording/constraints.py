@@ -9,6 +9,7 @@ from ..countries import EU_CODE, EU_MEMBERS, country_name
 from ..i18n import format_number, gettext, pgettext
 from ..offers import Preferences
 from ..reasons import reason_words
+from ..training import ADAPTERS, GRADIENT_CHECKPOINTING, LORA_TARGETS, LOSSES, OPTIMIZERS
 from ..units import (
     fmt_gib,
     money_text,
@@ -45,6 +46,7 @@ def constraints_applied(
         if capabilities is not None and capabilities.takes_kv_precision and "kv_bits" in inputs:
             pairs.append((gettext("KV cache"), bits_words(inputs["kv_bits"])))
     pairs.extend(_input_pairs(breakdown, capabilities))
+    pairs.extend(_training_pairs(breakdown, capabilities))
     pairs.append(
         (
             gettext("Budget"),
@@ -115,6 +117,24 @@ def _input_pairs(breakdown: Breakdown, capabilities) -> list[tuple[str, str]]:
         if requests is not None:
             pairs.append((gettext("Concurrent audio streams"), count_words(requests)))
     return pairs
+
+
+def _training_pairs(breakdown: Breakdown, capabilities) -> list[tuple[str, str]]:
+    """How a fine-tune is run, each choice as the KV cache's precision is listed: always, for the
+    workload that reads it (another workload ignores the fields and lists none)."""
+    inputs = breakdown.inputs
+    if capabilities is None or not capabilities.takes_training or "gradient_checkpointing" not in inputs:
+        return []
+    adapter = gettext("%(adapter)s, rank %(rank)s on %(targets)s") % {
+        "adapter": ADAPTERS[inputs["adapter"]], "rank": format_number(inputs["lora_rank"]),
+        "targets": LORA_TARGETS[inputs["lora_targets"]],
+    }
+    return [
+        (gettext("Gradient checkpointing"), GRADIENT_CHECKPOINTING[inputs["gradient_checkpointing"]]),
+        (gettext("Loss"), LOSSES[inputs["loss"]]),
+        (gettext("Adapters"), adapter),
+        (gettext("Optimizer"), OPTIMIZERS[inputs["optimizer"]]),
+    ]
 
 
 def countries_words(preferences: Preferences) -> str:

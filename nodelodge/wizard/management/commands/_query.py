@@ -7,9 +7,11 @@ from django.http import QueryDict
 
 from nodelodge.recommendations.query import DEFAULTS, QueryError, WorkloadQuery, parse_query
 from nodelodge.recommendations.sorts import SORTS
+from sizing.training import CHOICES as TRAINING_CHOICES
 from sizing.workloads import WIZARD_CODES
 
-QUERY_OPTIONS = ("workload", "model", "precision", "kv_cache", "context", "requests", "memory_gib")
+QUERY_OPTIONS = ("workload", "model", "precision", "kv_cache", "context", "requests", "memory_gib",
+                 "gradient_checkpointing", "loss", "lora_rank", "lora_targets", "adapter", "optimizer")
 PREFERENCE_OPTIONS = ("budget", "max_price", "tier", "countries", "sort", "gpu", "min_memory_gib",
                       "confidence", "group", "page", "target_tokens", "efficiency", "redundancy",
                       "gpu_plans")
@@ -36,6 +38,26 @@ def add_query_arguments(parser, preferences: bool) -> None:
     )
     parser.add_argument(
         "--memory-gib", dest="memory_gib", help=f"notebook: GPU memory needed, GiB ({_default('memory_gib')})"
+    )
+    training = parser.add_argument_group("fine-tuning: how it is run (--workload finetune only)")
+    training.add_argument(
+        "--gradient-checkpointing", dest="gradient_checkpointing",
+        choices=list(TRAINING_CHOICES["gradient_checkpointing"]),
+        help=f"offload: layer inputs in CPU memory ({_default('gradient_checkpointing')})",
+    )
+    training.add_argument(
+        "--loss", choices=list(TRAINING_CHOICES["loss"]),
+        help=f"fused: Unsloth/FOAK cross-entropy; chunked: Liger's fused linear cross-entropy "
+        f"({_default('loss')})",
+    )
+    training.add_argument("--lora-rank", dest="lora_rank", help=f"1 to 1024 ({_default('lora_rank')})")
+    training.add_argument(
+        "--lora-targets", dest="lora_targets", choices=list(TRAINING_CHOICES["lora_targets"]),
+        help=f"all: every linear layer ({_default('lora_targets')})",
+    )
+    training.add_argument("--adapter", choices=list(TRAINING_CHOICES["adapter"]), help=_default("adapter"))
+    training.add_argument(
+        "--optimizer", choices=list(TRAINING_CHOICES["optimizer"]), help=_default("optimizer")
     )
     if preferences:
         parser.add_argument("--budget", help="USD")

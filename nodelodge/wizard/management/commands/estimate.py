@@ -10,6 +10,8 @@ from nodelodge.recommendations.query import QueryError, with_defaults
 from sizing.calculators import estimate
 from sizing.errors import SizingError
 from sizing.specs import LanguageModelSpec
+from sizing.training import FIELDS as TRAINING_FIELDS
+from sizing.training import Training
 from sizing.units import fmt_gib
 
 from ._query import QUERY_OPTIONS, add_query_arguments, fail, options_to_query, query_from_options
@@ -76,6 +78,10 @@ class Command(BaseCommand):
                 requests=_int_or_none(values.get("requests"), "requests"),
                 memory_gib=None,
                 kv_bits=_int_or_none(values.get("kv_cache"), "kv_cache"),
+                training=Training(
+                    **{name: values[name] for name in TRAINING_FIELDS if name != "lora_rank"},
+                    lora_rank=_int_or_none(values.get("lora_rank"), "lora_rank"),
+                ),
             )
         except SizingError as error:
             fail(self, {error.field: error.message})
