@@ -46,6 +46,7 @@ def language_model_spec(row: LanguageModel) -> specs.LanguageModelSpec:
         tied_embeddings=row.tied_embeddings,
         architecture=row.parsed_architecture() if row.architecture else None,
         active_parameters=row.active_parameters,
+        hf_id=row.hf_id or None,
     )
 
 
@@ -112,6 +113,7 @@ OFFER_COLUMNS = {
     "booking_limit_hours": "booking_limit_hours",
     "last_seen": "last_seen_at",
     "datasheet_memory_mib": "gpu_type__memory_mib",
+    "usable_memory_mib": "gpu_type__usable_memory_mib",
     "memory_flag": "memory_flag",
     "is_available": "is_available",
     "provider_active": "provider_is_active",

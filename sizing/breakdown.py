@@ -37,6 +37,8 @@ class Breakdown:
     inputs: dict = field(default_factory=dict)
     # Needed on every GPU only when the work is split over two or more (tensor-parallel buffers).
     split_items: tuple[Item, ...] = ()
+    # Inference: what a machine holds at this need (`sizing.capacity.Capacity`); None elsewhere.
+    capacity: object | None = None
 
     @property
     def capabilities(self) -> Workload | None:

@@ -38,6 +38,7 @@ def estimate_for(
             requests=query.requests,
             memory_gib=float(query.memory_gib) if query.memory_gib is not None else None,
             kv_bits=query.kv_bits,
+            engine=query.engine,
         )
     except SizingError as error:
         raise QueryError({error.field: error.message}) from error

@@ -22,6 +22,7 @@ from ..weights import (
 )
 from .checks import check_context_limit, check_count, check_precision, model_value
 from .inference_words import inference_words
+
 from .items import (
     ACTIVATION_BYTES_PER_VALUE,
     WEIGHT_BYTES,
@@ -130,6 +131,12 @@ def prefill_item(model: LanguageModelSpec, tokens: int, requests: int, margin: I
     )
 
 
+def _capacity(model, precision, kv_bits, context, requests):
+    from ..capacity import Capacity  # sizing.capacity imports this module
+
+    return Capacity(model, precision, kv_bits, context, requests)
+
+
 def estimate_inference(
     model: LanguageModelSpec, precision: int, context: int, requests: int, kv_bits: int = 16
 ) -> Breakdown:
@@ -170,4 +177,5 @@ def estimate_inference(
             "kv_bits": kv_bits,
         },
         split_items=(tensor_parallel_item(),) if heads is not None else (),
+        capacity=_capacity(model, precision, kv_bits, context, requests),
     )

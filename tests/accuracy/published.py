@@ -285,6 +285,9 @@ def render() -> str:
     results = verdicts()
     others = verdicts(load(OTHER_CSV_PATH))
     here = verdicts(load(HERE_CSV_PATH))
+    from tests.accuracy import vllm_startup
+
+    served = vllm_startup.verdicts()
     body = PAGE_TEMPLATE.read_text(encoding="utf-8")
     return (body.replace("{{SUMMARY}}", summary(results))
                 .replace("{{HERE_SUMMARY}}", summary(here, "measurements of ours"))
@@ -293,6 +296,8 @@ def render() -> str:
                 .replace("{{OTHER_SUMMARY}}", other_summary(others))
                 .replace("{{OTHER_TABLE}}", table(others))
                 .replace("{{OUTSIDE}}", outside_notes(others))
+                .replace("{{VLLM_SUMMARY}}", vllm_startup.summary(served))
+                .replace("{{VLLM_TABLE}}", vllm_startup.table(served))
                 .replace("{{COMMAND}}", COMMAND))
 
 

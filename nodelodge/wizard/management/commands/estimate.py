@@ -76,6 +76,7 @@ class Command(BaseCommand):
                 requests=_int_or_none(values.get("requests"), "requests"),
                 memory_gib=None,
                 kv_bits=_int_or_none(values.get("kv_cache"), "kv_cache"),
+                engine=values.get("engine") or "transformers",
             )
         except SizingError as error:
             fail(self, {error.field: error.message})

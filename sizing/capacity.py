@@ -1,0 +1,108 @@
+"""How much one machine holds of a model served for inference: the most concurrent requests at the asked
+context, the longest context at the asked requests (capped by the model's longest), and, under vLLM, the
+command that starts the engine. Asked of the machines an answer shows, against the same need that decided
+their fit: the transformers estimate's items, or vLLM's budget at the machine's split."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+
+from .architectures import cache_groups
+from .calculators.inference import prefill_activation_bytes, weight_items
+from .calculators.items import MARGIN, RUNTIME_BYTES, TENSOR_PARALLEL_BUFFER_BYTES
+from .calculators.vllm import DEFAULT_UTILIZATION, VllmSettings, serve_command, vllm_budget
+from .kv_cache import is_plain
+from .limits import MAX_CONTEXT, MAX_REQUESTS
+from .specs import LanguageModelSpec
+
+
+@dataclass(frozen=True)
+class MachineCapacity:
+    max_requests_at_context: int
+    max_context_at_requests: int
+    command: str | None = None
+
+
+@dataclass(frozen=True)
+class Capacity:
+    """The questions a machine row answers, for one sized query."""
+
+    spec: LanguageModelSpec
+    precision: int
+    kv_bits: int
+    context: int
+    requests: int
+    engine: str = "transformers"
+    utilization: Fraction = DEFAULT_UTILIZATION
+
+    @property
+    def longest(self) -> int:
+        return self.spec.max_context or MAX_CONTEXT
+
+    def on_machine(self, gpus: int, memory_bytes: int) -> MachineCapacity:
+        if self.engine == "vllm":
+            return self._vllm(gpus, memory_bytes)
+        need = _TransformersNeed(self.spec, self.precision, self.kv_bits, gpus)
+        return MachineCapacity(
+            max_requests_at_context=_largest(lambda r: need(self.context, r) <= memory_bytes, MAX_REQUESTS),
+            max_context_at_requests=_largest(lambda c: need(c, self.requests) <= memory_bytes, self.longest),
+        )
+
+    def _vllm(self, gpus: int, memory_bytes: int) -> MachineCapacity:
+        budget = vllm_budget(self.spec, self.precision, self.kv_bits, VllmSettings(
+            gpu_memory_bytes=memory_bytes, tensor_parallel=gpus, gpu_memory_utilization=self.utilization,
+            max_model_len=self.longest, max_num_seqs=self.requests,
+        ))
+        command = None
+        if self.spec.hf_id:
+            asked = vllm_budget(self.spec, self.precision, self.kv_bits, VllmSettings(
+                gpu_memory_bytes=memory_bytes, tensor_parallel=gpus, gpu_memory_utilization=self.utilization,
+                max_model_len=self.context, max_num_seqs=self.requests,
+            ))
+            command = serve_command(self.spec.hf_id, asked, max_num_seqs=self.requests)
+        return MachineCapacity(
+            max_requests_at_context=min(budget.max_requests_at_context(self.context), MAX_REQUESTS),
+            max_context_at_requests=budget.max_context_at_requests(self.requests),
+            command=command,
+        )
+
+
+def _largest(holds, upper: int) -> int:
+    """The largest n in 1..upper for which holds(n) (holds falls from true to false as n grows); 0 if none."""
+    if not holds(1):
+        return 0
+    if holds(upper):
+        return upper
+    low, high = 1, upper
+    while high - low > 1:
+        middle = (low + high) // 2
+        if holds(middle):
+            low = middle
+        else:
+            high = middle
+    return low
+
+
+class _TransformersNeed:
+    """The transformers estimate's need per GPU (`Breakdown.bytes_per_gpu`) for any context and request
+    count, in bytes only: weights, KV cache, the 20 % margin, prefill beyond it, runtime and buffers."""
+
+    def __init__(self, spec: LanguageModelSpec, precision: int, kv_bits: int, gpus: int):
+        self.spec, self.kv_bytes, self.gpus = spec, kv_bits // 8, gpus
+        items, _words, _stored = weight_items(spec, precision)
+        self.weights = sum(item.bytes for item in items)
+        self.plain = is_plain(spec)
+        self.fixed = RUNTIME_BYTES + (TENSOR_PARALLEL_BUFFER_BYTES if gpus > 1 else 0)
+
+    def kv(self, context: int, requests: int) -> int:
+        spec = self.spec
+        if self.plain:
+            return 2 * spec.layers * spec.kv_heads * spec.head_dim * self.kv_bytes * context * requests
+        return sum(group.bytes(requests) for group in cache_groups(spec, context, self.kv_bytes))
+
+    def __call__(self, context: int, requests: int) -> int:
+        covered = self.weights + self.kv(context, requests)
+        margin = math.ceil(covered * MARGIN)
+        excess = max(0, prefill_activation_bytes(self.spec, context * requests, requests) - margin)
+        return -(-(covered + margin + excess) // self.gpus) + self.fixed
