@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 from fractions import Fraction
 
 from .architectures import cache_groups
@@ -36,6 +37,12 @@ class Capacity:
     engine: str = "transformers"
     utilization: Fraction = DEFAULT_UTILIZATION
 
+    @cached_property
+    def weights_bytes(self) -> int:
+        """The transformers estimate's weight items, summed once for every machine asked."""
+        items, _words, _stored = weight_items(self.spec, self.precision)
+        return sum(item.bytes for item in items)
+
     @property
     def longest(self) -> int:
         return self.spec.max_context or MAX_CONTEXT
@@ -43,7 +50,7 @@ class Capacity:
     def on_machine(self, gpus: int, memory_bytes: int) -> MachineCapacity:
         if self.engine == "vllm":
             return self._vllm(gpus, memory_bytes)
-        need = _TransformersNeed(self.spec, self.precision, self.kv_bits, gpus)
+        need = _TransformersNeed(self.spec, self.weights_bytes, self.kv_bits, gpus)
         return MachineCapacity(
             max_requests_at_context=_largest(lambda r: need(self.context, r) <= memory_bytes, MAX_REQUESTS),
             max_context_at_requests=_largest(lambda c: need(c, self.requests) <= memory_bytes, self.longest),
@@ -88,21 +95,28 @@ class _TransformersNeed:
     """The transformers estimate's need per GPU (`Breakdown.bytes_per_gpu`) for any context and request
     count, in bytes only: weights, KV cache, the 20 % margin, prefill beyond it, runtime and buffers."""
 
-    def __init__(self, spec: LanguageModelSpec, precision: int, kv_bits: int, gpus: int):
+    def __init__(self, spec: LanguageModelSpec, weights_bytes: int, kv_bits: int, gpus: int):
         self.spec, self.kv_bytes, self.gpus = spec, kv_bits // 8, gpus
-        items, _words, _stored = weight_items(spec, precision)
-        self.weights = sum(item.bytes for item in items)
+        self.weights = weights_bytes
         self.plain = is_plain(spec)
         self.fixed = RUNTIME_BYTES + (TENSOR_PARALLEL_BUFFER_BYTES if gpus > 1 else 0)
 
-    def kv(self, context: int, requests: int) -> int:
+    def kv(self, context: int, requests: int) -> tuple[int, int]:
+        """(the cache that divides over the GPUs, the latent cache every GPU keeps whole)."""
         spec = self.spec
         if self.plain:
-            return 2 * spec.layers * spec.kv_heads * spec.head_dim * self.kv_bytes * context * requests
-        return sum(group.bytes(requests) for group in cache_groups(spec, context, self.kv_bytes))
+            return 2 * spec.layers * spec.kv_heads * spec.head_dim * self.kv_bytes * context * requests, 0
+        shared = whole = 0
+        for group in cache_groups(spec, context, self.kv_bytes):
+            if group.kind == "latent":
+                whole += group.bytes(requests)
+            else:
+                shared += group.bytes(requests)
+        return shared, whole
 
     def __call__(self, context: int, requests: int) -> int:
-        covered = self.weights + self.kv(context, requests)
+        shared, whole = self.kv(context, requests)
+        covered = self.weights + shared + whole
         margin = math.ceil(covered * MARGIN)
         excess = max(0, prefill_activation_bytes(self.spec, context * requests, requests) - margin)
-        return -(-(covered + margin + excess) // self.gpus) + self.fixed
+        return -(-(self.weights + shared + margin + excess) // self.gpus) + whole + self.fixed

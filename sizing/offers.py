@@ -1,7 +1,7 @@
 """Plain values the matching engine works on: machines on offer and the user's preferences."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
 from typing import Literal
@@ -61,7 +61,7 @@ class MachineOffer:
     last_seen: datetime | None
     datasheet_memory_mib: int | None = None
     # The GPU type's total as CUDA reports it to PyTorch (what vLLM budgets from); None = not recorded.
-    usable_memory_mib: int | None = None
+    usable_memory_mib: int | None = field(default=None, compare=False)
     memory_flag: str | None = None  # host-reported memory far from the datasheet, in words
     measured_speeds: tuple[MeasuredSpeed, ...] = ()
     # What the availability rule reads besides the fields above (`sizing.availability`).

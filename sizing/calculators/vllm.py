@@ -28,7 +28,7 @@ from fractions import Fraction
 
 from .. import nouns
 from ..architectures import CHUNKED, FULL, LINEAR, PLAIN, SLIDING
-from ..breakdown import Item
+from ..breakdown import Breakdown, Item
 from ..errors import SizingError
 from ..i18n import gettext
 from ..kv_cache import check_kv_bits
@@ -358,15 +358,14 @@ def _loaded_bytes(model: LanguageModelSpec, precision: int) -> tuple[int, str, s
 
 def _stage_share(model: LanguageModelSpec, total: int, pp: int) -> Fraction:
     """The share of the weights the busiest pipeline stage holds: ⌈layers ÷ pp⌉ layers' worth of the
-    decoder plus the embeddings (first stage) or the output head (last stage), whichever is larger."""
+    decoder plus a vocabulary × hidden matrix (the embeddings on the first stage, the output head on the
+    last, which loads its own copy where the two are tied)."""
     if pp == 1:
         return Fraction(1)
     layers = model.layers
     embeddings = model.vocab_size * model.hidden_size * SIXTEEN_BIT_BYTES
-    head = 0 if model.tied_embeddings else embeddings
-    ends = embeddings + head
-    decoder = max(total - ends, 0)
-    stage = Fraction(decoder * math.ceil(layers / pp), layers) + max(embeddings, head)
+    decoder = max(total - embeddings * (1 if model.tied_embeddings else 2), 0)
+    stage = Fraction(decoder * math.ceil(layers / pp), layers) + embeddings
     return min(Fraction(1), stage / total)
 
 

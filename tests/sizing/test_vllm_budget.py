@@ -15,6 +15,7 @@ from sizing.calculators.vllm import (
 )
 from sizing.errors import SizingError
 from sizing.units import GIB
+from tests.sizing import models
 from tests.sizing.models import LLAMA_3_1_8B
 
 H100 = int(Fraction(7919, 100) * GIB)
@@ -34,10 +35,17 @@ def test_weights_divide_over_the_tensor_parallel_group():
     assert "÷ 4 tensor-parallel GPUs" in four.weights.formula
 
 
-def test_the_busiest_pipeline_stage_holds_its_layers_and_the_larger_end():
-    two = vllm_budget(LLAMA_3_1_8B, 16, 16, settings(pipeline_parallel=2)).weights.bytes
+def test_the_busiest_pipeline_stage_holds_its_share_of_layers_and_one_end():
     whole = 8_030_261_248 * 2
-    assert whole / 2 < two < whole
+    ends = 128_256 * 4096 * 2
+    # 32 layers over 2 stages: half the decoder and one vocabulary-sized end each, exactly half
+    assert vllm_budget(LLAMA_3_1_8B, 16, 16, settings(pipeline_parallel=2)).weights.bytes == whole // 2
+    # over 3 stages the busiest holds ⌈32 ÷ 3⌉ = 11 layers
+    three = vllm_budget(LLAMA_3_1_8B, 16, 16, settings(pipeline_parallel=3)).weights.bytes
+    assert three == -(-((whole - 2 * ends) * 11) // 32) + ends
+    # a tied head is loaded again on the last stage
+    tied = vllm_budget(models.LLAMA_3_2_1B, 16, 16, settings(pipeline_parallel=2)).weights.bytes
+    assert tied > 1_235_814_400 * 2 // 2
 
 
 def test_online_fp8_keeps_embeddings_and_head_in_16_bit():
