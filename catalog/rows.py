@@ -6,7 +6,7 @@ from __future__ import annotations
 from django.db.models import QuerySet
 from django.utils.translation import gettext_lazy
 
-from catalog.models import ImagePipeline, LanguageModel, Machine, MeasuredSpeed, SpeechModel
+from catalog.models import GpuType, ImagePipeline, LanguageModel, Machine, MeasuredSpeed, SpeechModel
 from sizing import offers, specs
 from sizing.workloads import CODES as WORKLOADS
 from sizing.workloads import KINDS_BY_WORKLOAD
@@ -113,7 +113,6 @@ OFFER_COLUMNS = {
     "booking_limit_hours": "booking_limit_hours",
     "last_seen": "last_seen_at",
     "datasheet_memory_mib": "gpu_type__memory_mib",
-    "usable_memory_mib": "gpu_type__usable_memory_mib",
     "memory_flag": "memory_flag",
     "is_available": "is_available",
     "provider_active": "provider_is_active",
@@ -204,3 +203,8 @@ def models_for_workload(workload: str) -> list[CatalogModel]:
     if "image" in kinds:
         rows += ImagePipeline.objects.filter(is_active=True).prefetch_related("components")
     return sorted(rows, key=_sort_key)
+
+
+def gpu_memory_sizes() -> list[int]:
+    """The catalog's GPU types' memory per GPU (MiB, as the driver reports it), each once, largest first."""
+    return sorted(set(GpuType.objects.values_list("memory_mib", flat=True)), reverse=True)

@@ -12,7 +12,13 @@ from fractions import Fraction
 from .architectures import cache_groups
 from .calculators.inference import prefill_activation_bytes, weight_items
 from .calculators.items import MARGIN, RUNTIME_BYTES, TENSOR_PARALLEL_BUFFER_BYTES
-from .calculators.vllm import DEFAULT_UTILIZATION, VllmSettings, serve_command, vllm_budget
+from .calculators.vllm import (
+    DEFAULT_UTILIZATION,
+    DRIVER_RESERVED_BYTES,
+    VllmSettings,
+    serve_command,
+    vllm_budget,
+)
 from .kv_cache import is_plain
 from .limits import MAX_CONTEXT, MAX_REQUESTS
 from .specs import LanguageModelSpec
@@ -57,6 +63,10 @@ class Capacity:
         )
 
     def _vllm(self, gpus: int, memory_bytes: int) -> MachineCapacity:
+        """`memory_bytes` is the machine's figure (nvidia-smi's); vLLM budgets from what CUDA reports."""
+        memory_bytes -= DRIVER_RESERVED_BYTES
+        if memory_bytes < 1:
+            return MachineCapacity(0, 0, None)
         budget = vllm_budget(self.spec, self.precision, self.kv_bits, VllmSettings(
             gpu_memory_bytes=memory_bytes, tensor_parallel=gpus, gpu_memory_utilization=self.utilization,
             max_model_len=self.longest, max_num_seqs=self.requests,

@@ -73,8 +73,7 @@ class Describer:
             measured_speed=self._speeds(offer),
             serves_tokens=serves_tokens(self.breakdown),
             price_per_million_tokens=machine_price_per_million(self.breakdown, offer),
-            **self._cached(("capacity", fit.gpus_used, fit.memory_per_gpu_bytes, offer.usable_memory_mib,
-                            offer.datasheet_memory_mib), lambda: self._capacity(offer, fit)),
+            **self._cached(("capacity", fit.gpus_used, fit.memory_per_gpu_bytes), lambda: self._capacity(fit)),
             breaks=candidate.breaks,
             breaks_text=tuple(
                 wording.break_words(code, offer, candidate.hourly_price, self.preferences)
@@ -82,16 +81,13 @@ class Describer:
             ),
         )
 
-    def _capacity(self, offer: MachineOffer, fit) -> dict:
-        """What the machine holds at the GPUs it uses (`sizing.capacity`); nothing where not asked. vLLM
-        budgets from the total CUDA reports, where the GPU type records it (`usable_bytes_per_gpu`)."""
+    def _capacity(self, fit) -> dict:
+        """What the machine holds at the GPUs it uses (`sizing.capacity`), against the same memory its
+        fit read; nothing where not asked."""
         capacity = getattr(self.breakdown, "capacity", None)
         if capacity is None:
             return {}
-        memory = fit.memory_per_gpu_bytes
-        if capacity.engine == "vllm":
-            memory = min(memory, offer.usable_bytes_per_gpu or memory)
-        held = capacity.on_machine(fit.gpus_used, memory)
+        held = capacity.on_machine(fit.gpus_used, fit.memory_per_gpu_bytes)
         return {"max_requests_at_context": held.max_requests_at_context,
                 "max_context_at_requests": held.max_context_at_requests, "command": held.command}
 

@@ -1,12 +1,10 @@
 """Plain values the matching engine works on: machines on offer and the user's preferences."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
 from typing import Literal
-
-from .units import MIB
 
 Tier = Literal["secure", "community"]
 MemorySource = Literal["datacenter", "datasheet", "host", "unknown"]
@@ -60,25 +58,12 @@ class MachineOffer:
     booking_limit_hours: int | None
     last_seen: datetime | None
     datasheet_memory_mib: int | None = None
-    # The GPU type's total as CUDA reports it to PyTorch (what vLLM budgets from); None = not recorded.
-    usable_memory_mib: int | None = field(default=None, compare=False)
     memory_flag: str | None = None  # host-reported memory far from the datasheet, in words
     measured_speeds: tuple[MeasuredSpeed, ...] = ()
     # What the availability rule reads besides the fields above (`sizing.availability`).
     is_available: bool = True
     provider_active: bool = True
     gone: bool = False
-
-    @property
-    def usable_bytes_per_gpu(self) -> int | None:
-        """One GPU's memory as CUDA reports it: the machine's figure scaled by its type's usable ÷
-        nvidia-smi total where the type records one, else the machine's figure itself."""
-        if self.memory_per_gpu_mib is None:
-            return None
-        mib = self.memory_per_gpu_mib
-        if self.usable_memory_mib and self.datasheet_memory_mib:
-            return mib * self.usable_memory_mib * MIB // self.datasheet_memory_mib
-        return mib * MIB
 
 
 @dataclass(frozen=True)

@@ -40,7 +40,7 @@ from ..limits import (
     MAX_PARALLEL,
 )
 from ..specs import LanguageModelSpec
-from ..units import GIB, fmt_gib, fmt_int, general_number
+from ..units import GIB, MIB, fmt_gib, fmt_int, general_number
 from ..weights import SIXTEEN_BIT_BYTES, WeightFormat, native_format_of, split_parameters, stored_weights
 from .checks import check_count, check_decimal, check_precision, model_value
 
@@ -70,6 +70,11 @@ NCCL_BYTES = 2 * GIB
 CUDA_CONTEXT_BYTES = GIB // 2
 CUDA_CONTEXT_SPLIT_BYTES = 3 * GIB // 2
 CUDA_GRAPH_BYTES = GIB
+# What the driver keeps from CUDA: nvidia-smi's total less the total CUDA reports to PyTorch, which is
+# what gpu_memory_utilization multiplies. An H100 80GB shows 81,559 MiB in nvidia-smi and 79.19 GiB
+# (81,090 MiB) to PyTorch in vLLM's logs: 469 MiB. Machines report nvidia-smi's figure, so a machine's
+# memory less this is what vLLM budgets from (the catalog keeps the measured figure per GPU type).
+DRIVER_RESERVED_BYTES = (81_559 - 81_090) * MIB
 
 # vLLM's online FP8 (--quantization fp8): one byte per linear weight and one float32 scale per tensor;
 # the embeddings and the output head stay 16-bit.
@@ -590,7 +595,7 @@ class VllmBreakdown(Breakdown):
             raise ValueError("gpus must be at least 1")
         if gpus > 1 and not self.can_split_over(gpus):
             raise ValueError(f"cannot split this workload over {gpus} GPUs")
-        return math.ceil(self.need_in_budget(gpus) / self.utilization)
+        return math.ceil(self.need_in_budget(gpus) / self.utilization) + DRIVER_RESERVED_BYTES
 
 
 def estimate_vllm(model: LanguageModelSpec, precision: int, context: int, requests: int, kv_bits: int = 16,
@@ -621,6 +626,15 @@ def estimate_vllm(model: LanguageModelSpec, precision: int, context: int, reques
         ) % {"need": fmt_gib(need), "utilization": general_number(float(utilization), 4)},
         bytes=total - need,
     )
+    driver = Item(
+        name=gettext("Kept by the driver from CUDA"),
+        formula=gettext(
+            "%(reserved)s per GPU: a machine reports nvidia-smi's total, CUDA gives PyTorch that less this "
+            "(an H100 80GB: 81,559 MiB in nvidia-smi, 79.19 GiB to PyTorch)"
+        ) % {"reserved": fmt_gib(DRIVER_RESERVED_BYTES)},
+        bytes=DRIVER_RESERVED_BYTES,
+        per_gpu=True,
+    )
     assumptions = vllm_words(model, budget, utilization)
     return VllmBreakdown(
         workload="inference",
@@ -629,7 +643,7 @@ def estimate_vllm(model: LanguageModelSpec, precision: int, context: int, reques
             "kv": gettext(", 8-bit KV cache") if kv_bits == 8 else "",
             "tokens": nouns.tokens(context), "requests": nouns.requests(requests),
         },
-        items=(*inside, headroom),
+        items=(*inside, headroom, driver),
         assumptions=tuple(assumptions),
         precision=precision,
         splittable_over_heads=model.attention_heads,

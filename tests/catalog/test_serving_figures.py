@@ -10,6 +10,7 @@ from catalog import rows as catalog_rows
 from catalog.data.gpu_types import GPU_TYPES, USABLE_MEMORY
 from catalog.data.language_models import LANGUAGE_MODELS, hf_id_of
 from catalog.models import GpuType, LanguageModel
+from sizing.calculators.vllm import DRIVER_RESERVED_BYTES
 
 pytestmark = pytest.mark.django_db
 REFERENCE = Path(settings.BASE_DIR) / "catalog" / "data" / "reference"
@@ -45,9 +46,6 @@ def test_the_h100s_usable_figure_is_what_vllm_logs_as_its_total(models_and_gpus)
     assert GpuType.objects.get(name="H100 SXM 80GB").usable_memory_mib == int(79.19 * 1024)
 
 
-def test_a_machine_offer_scales_its_memory_by_its_types_usable_share(make_machine):
-    h100 = catalog_rows.machine_offer(make_machine("H100 SXM 80GB"))
-    assert h100.usable_memory_mib == 81090 and h100.datasheet_memory_mib == 81559
-    assert h100.usable_bytes_per_gpu == h100.memory_per_gpu_mib * 81090 * 2**20 // 81559
-    l4 = catalog_rows.machine_offer(make_machine("L4"))
-    assert l4.usable_bytes_per_gpu == l4.memory_per_gpu_mib * 2**20
+def test_the_driver_reservation_vllm_sizes_with_is_the_catalogs_measured_one(models_and_gpus):
+    h100 = GpuType.objects.get(name="H100 SXM 80GB")
+    assert (h100.memory_mib - h100.usable_memory_mib) * 2**20 == DRIVER_RESERVED_BYTES

@@ -74,4 +74,4 @@ def test_the_vllm_need_divides_over_tensor_parallel_gpus_and_is_the_budget_over_
     assert breakdown.total_bytes == breakdown.bytes_per_gpu(1)
     assert [item.name for item in breakdown.items] == [
         "Model weights as loaded", "Activation peak (profiling step)", "Memory outside PyTorch",
-        "KV cache (vLLM blocks)", "Outside gpu_memory_utilization"]
+        "KV cache (vLLM blocks)", "Outside gpu_memory_utilization", "Kept by the driver from CUDA"]
