@@ -73,11 +73,7 @@ class Capacity:
         ))
         command = None
         if self.spec.hf_id:
-            asked = vllm_budget(self.spec, self.precision, self.kv_bits, VllmSettings(
-                gpu_memory_bytes=memory_bytes, tensor_parallel=gpus, gpu_memory_utilization=self.utilization,
-                max_model_len=self.context, max_num_seqs=self.requests,
-            ))
-            command = serve_command(self.spec.hf_id, asked, max_num_seqs=self.requests)
+            command = serve_command(self.spec.hf_id, budget, max_num_seqs=self.requests, max_model_len=self.context)
         return MachineCapacity(
             max_requests_at_context=min(budget.max_requests_at_context(self.context), MAX_REQUESTS),
             max_context_at_requests=budget.max_context_at_requests(self.requests),

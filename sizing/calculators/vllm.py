@@ -532,8 +532,10 @@ def plain_number(value: Fraction) -> str:
     return f"{float(value):.4g}"
 
 
-def serve_command(hf_id: str, budget: VllmBudget, max_num_seqs: int | None = None) -> str:
-    """`vllm serve` with the flags this budget was sized for."""
+def serve_command(hf_id: str, budget: VllmBudget, max_num_seqs: int | None = None,
+                  max_model_len: int | None = None) -> str:
+    """`vllm serve` with the flags this budget was sized for (the asked context as --max-model-len where
+    given: the budget itself does not depend on it)."""
     settings = budget.settings
     parts = [
         "vllm serve", hf_id,
@@ -541,7 +543,7 @@ def serve_command(hf_id: str, budget: VllmBudget, max_num_seqs: int | None = Non
     ]
     if settings.pipeline_parallel > 1:
         parts.append(f"--pipeline-parallel-size {settings.pipeline_parallel}")
-    parts.append(f"--max-model-len {budget.max_model_len}")
+    parts.append(f"--max-model-len {max_model_len or budget.max_model_len}")
     seqs = max_num_seqs if max_num_seqs is not None else settings.seqs
     parts.append(f"--max-num-seqs {seqs}")
     parts.append(f"--gpu-memory-utilization {plain_number(settings.gpu_memory_utilization)}")
