@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import cached_property
 from fractions import Fraction
+from functools import cached_property
 
 from .architectures import cache_groups
 from .calculators.inference import prefill_activation_bytes, weight_items
@@ -73,7 +73,8 @@ class Capacity:
         ))
         command = None
         if self.spec.hf_id:
-            command = serve_command(self.spec.hf_id, budget, max_num_seqs=self.requests, max_model_len=self.context)
+            command = serve_command(self.spec.hf_id, budget, max_num_seqs=self.requests,
+                                    max_model_len=self.context)
         return MachineCapacity(
             max_requests_at_context=min(budget.max_requests_at_context(self.context), MAX_REQUESTS),
             max_context_at_requests=budget.max_context_at_requests(self.requests),

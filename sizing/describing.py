@@ -73,7 +73,8 @@ class Describer:
             measured_speed=self._speeds(offer),
             serves_tokens=serves_tokens(self.breakdown),
             price_per_million_tokens=machine_price_per_million(self.breakdown, offer),
-            **self._cached(("capacity", fit.gpus_used, fit.memory_per_gpu_bytes), lambda: self._capacity(fit)),
+            **self._cached(("capacity", fit.gpus_used, fit.memory_per_gpu_bytes),
+                           lambda: self._capacity(fit)),
             breaks=candidate.breaks,
             breaks_text=tuple(
                 wording.break_words(code, offer, candidate.hourly_price, self.preferences)

@@ -8,10 +8,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from decimal import Decimal
 
+from . import nouns
 from .breakdown import Breakdown
 from .countries import country_name
 from .fit import Fit
-from . import nouns
 from .i18n import gettext, gettext_noop, ngettext
 from .offers import MEASUREMENT_FIELDS, MachineOffer, MeasuredSpeed
 from .units import decimal_text, gib_number, money_string, money_text, round_half_up

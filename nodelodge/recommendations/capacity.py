@@ -65,7 +65,8 @@ class CapacityForm(forms.Form):
     )
     tensor_parallel = TypedIntegerField(min_value=1, max_value=MAX_PARALLEL, label=_("Tensor-parallel size"),
                                         error_messages=error_words("tensor_parallel", "required"))
-    pipeline_parallel = TypedIntegerField(min_value=1, max_value=MAX_PARALLEL, label=_("Pipeline-parallel size"),
+    pipeline_parallel = TypedIntegerField(min_value=1, max_value=MAX_PARALLEL,
+                                          label=_("Pipeline-parallel size"),
                                           error_messages=error_words("pipeline_parallel", "required"))
     gpu_memory_utilization = TypedDecimalField(
         min_value=Decimal("0.01"), max_value=Decimal("1"), max_digits=4, decimal_places=3,
@@ -75,7 +76,8 @@ class CapacityForm(forms.Form):
                                       label=_("Longest context (max_model_len)"),
                                       error_messages=error_words("max_model_len"))
     max_num_batched_tokens = TypedIntegerField(
-        min_value=1, max_value=MAX_BATCHED_TOKENS, label=_("Tokens per prefill step (max_num_batched_tokens)"),
+        min_value=1, max_value=MAX_BATCHED_TOKENS,
+        label=_("Tokens per prefill step (max_num_batched_tokens)"),
         error_messages=error_words("max_num_batched_tokens", "required"),
     )
     max_num_seqs = TypedIntegerField(min_value=1, max_value=MAX_NUM_SEQS, required=False,
@@ -116,7 +118,8 @@ class CapacityQuery:
 
     def as_query_string(self) -> str:
         params = {
-            "model": self.model_slug, "precision": self.precision, "kv_cache": self.kv_bits, "engine": self.engine,
+            "model": self.model_slug, "precision": self.precision, "kv_cache": self.kv_bits,
+            "engine": self.engine,
             "gpu_memory_gib": format(self.gpu_memory_gib.normalize(), "f"),
             "tensor_parallel": self.tensor_parallel, "pipeline_parallel": self.pipeline_parallel,
             "gpu_memory_utilization": format(self.gpu_memory_utilization.normalize(), "f"),

@@ -1,8 +1,8 @@
 """The workload query: parsed, validated and normalised once, for every surface.
 
 Parameter names are a contract (query string, API and `estimate`/`recommend` options):
-workload, model, precision, kv_cache, engine, context, requests, memory_gib, budget, max_price, tier, countries,
-limit, and for the machine list: sort, gpu, min_memory_gib, confidence, group, page.
+workload, model, precision, kv_cache, engine, context, requests, memory_gib, budget, max_price, tier,
+countries, limit, and for the machine list: sort, gpu, min_memory_gib, confidence, group, page.
 and for a throughput plan (language models): target_tokens, efficiency, redundancy, gpu_plans.
 A field left out takes its default (`DEFAULTS`, and the workload's default model), the same for the
 page, the API and the commands. Every message a user reads about a bad value is worded in `messages`.

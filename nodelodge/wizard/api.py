@@ -98,7 +98,8 @@ class CapacityParams(Schema):
     gpu_memory_utilization: str | None = CAPACITY_DEFAULTS["gpu_memory_utilization"]
     max_model_len: str | None = Field(None, description="Default: the model's longest context.")
     max_num_batched_tokens: str | None = CAPACITY_DEFAULTS["max_num_batched_tokens"]
-    max_num_seqs: str | None = Field(None, description="Default: vLLM's, 1024 on GPUs of 70 GiB or more, else 256.")
+    max_num_seqs: str | None = Field(
+        None, description="Default: vLLM's, 1024 on GPUs of 70 GiB or more, else 256.")
 
 
 class ItemOut(Schema):

@@ -171,7 +171,7 @@ class CapacityPageForm(NumbersAsTypedForm, CapacityForm):
 
     def __init__(self, data=None, *args, models: list[tuple[str, str]] = (), **kwargs):
         super().__init__(data, *args, **kwargs)
-        for name, field in self.fields.items():
+        for field in self.fields.values():
             if isinstance(field, TypedDecimalField):
                 field.widget = _typed_input("decimal")
             elif isinstance(field, TypedIntegerField):

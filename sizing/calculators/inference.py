@@ -22,7 +22,6 @@ from ..weights import (
 )
 from .checks import check_context_limit, check_count, check_precision, model_value
 from .inference_words import inference_words
-
 from .items import (
     ACTIVATION_BYTES_PER_VALUE,
     WEIGHT_BYTES,

@@ -410,7 +410,7 @@ def _forward_values_per_token(model: LanguageModelSpec, tp: int) -> tuple[int, s
         "%(k)s experts × (3 × %(width)s expert width ÷ %(tp)s + %(hidden)s)%(shared)s"
     ) % {"k": moe.experts_per_token, "width": fmt_int(moe.expert_intermediate), "tp": tp,
          "hidden": fmt_int(hidden),
-         "shared": (" + 3 × %s ÷ %s" % (fmt_int(moe.shared_intermediate), tp)) if shared else ""}
+         "shared": f" + 3 × {fmt_int(moe.shared_intermediate)} ÷ {tp}" if shared else ""}
 
 
 def activation_item(model: LanguageModelSpec, settings: VllmSettings) -> Item:
@@ -640,7 +640,9 @@ def estimate_vllm(model: LanguageModelSpec, precision: int, context: int, reques
     assumptions = vllm_words(model, budget, utilization)
     return VllmBreakdown(
         workload="inference",
-        title=gettext("%(model)s, inference under vLLM, %(precision)s-bit%(kv)s, %(tokens)s × %(requests)s") % {
+        title=gettext(
+            "%(model)s, inference under vLLM, %(precision)s-bit%(kv)s, %(tokens)s × %(requests)s"
+        ) % {
             "model": model.name, "precision": precision,
             "kv": gettext(", 8-bit KV cache") if kv_bits == 8 else "",
             "tokens": nouns.tokens(context), "requests": nouns.requests(requests),
@@ -684,7 +686,8 @@ def vllm_words(model: LanguageModelSpec, budget: VllmBudget, utilization: Fracti
         ) % {"context": fmt_gib(CUDA_CONTEXT_BYTES), "graphs": fmt_gib(CUDA_GRAPH_BYTES)},
         gettext(
             "Split over n GPUs (tensor parallelism), the weights and the KV heads divide by n (a KV head is "
-            "copied when there are fewer than GPUs) and each GPU adds %(nccl)s of NCCL and all-reduce buffers."
+            "copied when there are fewer than GPUs) and each GPU adds %(nccl)s of NCCL and all-reduce "
+            "buffers."
         ) % {"nccl": fmt_gib(NCCL_BYTES)},
     ]
     if budget.quantization:

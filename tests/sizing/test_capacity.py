@@ -10,7 +10,6 @@ from sizing.units import GIB
 from tests.sizing import models
 
 
-
 def shipped(slug):
     """A shipped model with its architecture (latent attention, sliding windows, experts)."""
     row = next(row for row in LANGUAGE_MODELS if row["slug"] == slug)
