@@ -690,6 +690,12 @@ def vllm_words(model: LanguageModelSpec, budget: VllmBudget, utilization: Fracti
             "buffers."
         ) % {"nccl": fmt_gib(NCCL_BYTES)},
     ]
+    words.append(gettext(
+        "Between versions: the V0 engine (before 0.8) profiled a whole prefill of max_num_seqs × "
+        "max_model_len unless chunked prefill was on, so its activation peak grew with the context; V1 "
+        "always prefills in chunks. Whether the CUDA-graph pool counts inside the budget has moved between "
+        "releases (%(version)s leaves it outside)."
+    ) % {"version": VLLM_VERSION})
     if budget.quantization:
         words.append(gettext(
             "%(bits)s-bit weights mean vLLM quantizing the published 16-bit checkpoint as it loads it "
