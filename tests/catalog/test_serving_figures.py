@@ -49,3 +49,16 @@ def test_the_h100s_usable_figure_is_what_vllm_logs_as_its_total(models_and_gpus)
 def test_the_driver_reservation_vllm_sizes_with_is_the_catalogs_measured_one(models_and_gpus):
     h100 = GpuType.objects.get(name="H100 SXM 80GB")
     assert (h100.memory_mib - h100.usable_memory_mib) * 2**20 == DRIVER_RESERVED_BYTES
+
+
+def test_staff_see_and_edit_both_figures_in_the_admin(admin_client, models_and_gpus):
+    h100 = GpuType.objects.get(name="H100 SXM 80GB")
+    listed = admin_client.get("/admin/catalog/gputype/").content.decode()
+    assert "81090" in listed.replace(",", "").replace(".", "")
+    form = admin_client.get(f"/admin/catalog/gputype/{h100.pk}/change/").content.decode()
+    assert 'name="usable_memory_mib"' in form and 'name="usable_memory_source"' in form
+    model = LanguageModel.objects.get(slug="llama-3-1-8b")
+    page = admin_client.get(f"/admin/catalog/languagemodel/{model.pk}/change/").content.decode()
+    assert 'name="hf_id"' in page and 'value="meta-llama/Llama-3.1-8B"' in page
+    found = admin_client.get("/admin/catalog/languagemodel/", {"q": "meta-llama/Llama-3.1-8B"}).content.decode()
+    assert "Llama 3.1 8B" in found
