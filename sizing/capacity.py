@@ -51,7 +51,9 @@ class Capacity:
 
     @property
     def longest(self) -> int:
-        return self.spec.max_context or MAX_CONTEXT
+        """The model's longest context, within the longest any query may ask (Llama 4 Scout's 10,485,760
+        tokens are past it)."""
+        return min(self.spec.max_context or MAX_CONTEXT, MAX_CONTEXT)
 
     def on_machine(self, gpus: int, memory_bytes: int) -> MachineCapacity:
         if self.engine == "vllm":

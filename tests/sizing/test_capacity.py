@@ -74,3 +74,21 @@ def test_the_vllm_need_divides_over_tensor_parallel_gpus_and_is_the_budget_over_
     assert [item.name for item in breakdown.items] == [
         "Model weights as loaded", "Activation peak (profiling step)", "Memory outside PyTorch",
         "KV cache (vLLM blocks)", "Outside gpu_memory_utilization", "Kept by the driver from CUDA"]
+
+
+@pytest.mark.parametrize("row", LANGUAGE_MODELS, ids=[row["slug"] for row in LANGUAGE_MODELS])
+def test_every_shipped_model_is_sized_under_vllm_or_refused_in_words(row):
+    from sizing.errors import SizingError
+
+    spec = shipped(row["slug"])
+    for precision in (16, 8, 4):
+        try:
+            breakdown = estimate_vllm(spec, precision, 4096, 2, 8)
+        except SizingError as refused:
+            assert refused.field in {"precision", "model"} and refused.message
+            continue
+        for gpus in (1, 2, 4, 8):
+            if breakdown.can_split_over(gpus):
+                held = breakdown.capacity.on_machine(gpus, 80 * GIB)
+                if breakdown.bytes_per_gpu(gpus) <= 80 * GIB:  # a machine it fits holds the asked requests
+                    assert held.max_requests_at_context >= 2 and held.max_context_at_requests >= 4096
