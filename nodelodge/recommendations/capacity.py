@@ -10,7 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
-from urllib.parse import urlencode
 
 from django import forms
 from django.utils.translation import gettext
@@ -115,18 +114,6 @@ class CapacityQuery:
             max_num_batched_tokens=self.max_num_batched_tokens,
             max_num_seqs=self.max_num_seqs,
         )
-
-    def as_query_string(self) -> str:
-        params = {
-            "model": self.model_slug, "precision": self.precision, "kv_cache": self.kv_bits,
-            "engine": self.engine,
-            "gpu_memory_gib": format(self.gpu_memory_gib.normalize(), "f"),
-            "tensor_parallel": self.tensor_parallel, "pipeline_parallel": self.pipeline_parallel,
-            "gpu_memory_utilization": format(self.gpu_memory_utilization.normalize(), "f"),
-            "max_model_len": self.max_model_len, "max_num_batched_tokens": self.max_num_batched_tokens,
-            "max_num_seqs": self.max_num_seqs,
-        }
-        return urlencode({key: value for key, value in params.items() if value is not None})
 
 
 def with_capacity_defaults(data) -> dict[str, str]:

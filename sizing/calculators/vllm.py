@@ -42,7 +42,7 @@ from ..limits import (
 from ..specs import LanguageModelSpec
 from ..units import GIB, MIB, fmt_gib, fmt_int, general_number
 from ..weights import SIXTEEN_BIT_BYTES, WeightFormat, native_format_of, split_parameters, stored_weights
-from .checks import check_count, check_decimal, check_precision, model_value
+from .checks import check_count, check_precision, model_value
 
 VLLM_VERSION = "0.19"  # the release whose start-up accounting these formulas follow
 BLOCK_SIZE = 16  # tokens per KV-cache block (CacheConfig.block_size on CUDA)
@@ -320,15 +320,6 @@ def check_settings(model: LanguageModelSpec, settings: VllmSettings) -> None:
                 "%(model)s handles at most %(maximum)s tokens; max_model_len %(tokens)s is above that limit."
             ) % {"model": model.name, "maximum": fmt_int(model.max_context),
                  "tokens": fmt_int(settings.max_model_len)})
-
-
-def utilization_from(value) -> Fraction:
-    """A typed utilization ("0.95") as an exact fraction, refused past (0, 1]."""
-    number = check_decimal(value, "gpu_memory_utilization", gettext("The GPU memory utilization"))
-    if not 0 < number <= 1:
-        raise SizingError("gpu_memory_utilization", gettext(
-            "The GPU memory utilization must be more than 0 and at most 1."))
-    return Fraction(number)
 
 
 # --- the items -----------------------------------------------------------------------------------------
