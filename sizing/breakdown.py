@@ -72,6 +72,15 @@ class Breakdown:
         # Integer ceiling: a float quotient loses bytes past 2**53 (petabyte needs are valid input).
         return -(-self.shared_bytes // gpus) + self.per_gpu_fixed_bytes + split_bytes
 
+    def per_gpu_shares(self, gpus: int) -> tuple[tuple[str, int], ...]:
+        """Each item's bytes on one of `gpus` GPUs (the per-GPU bar): shared items divide, per-GPU items
+        and the split's buffers do not."""
+        split_items = self.split_items if gpus > 1 else ()
+        return tuple(
+            (item.name, item.bytes if item.per_gpu or item in split_items else -(-item.bytes // gpus))
+            for item in (*self.items, *split_items)
+        )
+
     def can_split_over(self, gpus: int) -> bool:
         if gpus == 1:
             return True

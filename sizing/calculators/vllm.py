@@ -583,6 +583,16 @@ class VllmBreakdown(Breakdown):
         budget = self.budget(gpus)
         return budget.inside_bytes + self.requests * budget.layout.request_bytes(self.context)
 
+    def per_gpu_shares(self, gpus: int) -> tuple[tuple[str, int], ...]:
+        """The budget at a tensor-parallel size of `gpus`, item by item, as one GPU holds it."""
+        budget = self.budget(gpus)
+        kv = self.requests * budget.layout.request_bytes(self.context)
+        need = budget.inside_bytes + kv
+        names = [item.name for item in self.items]
+        shares = (budget.weights.bytes, budget.activation.bytes, budget.non_torch.bytes, kv,
+                  math.ceil(need / self.utilization) - need, DRIVER_RESERVED_BYTES)
+        return tuple(zip(names, shares, strict=True))
+
     def bytes_per_gpu(self, gpus: int) -> int:
         if gpus < 1:
             raise ValueError("gpus must be at least 1")

@@ -92,3 +92,11 @@ def test_every_shipped_model_is_sized_under_vllm_or_refused_in_words(row):
                 held = breakdown.capacity.on_machine(gpus, 80 * GIB)
                 if breakdown.bytes_per_gpu(gpus) <= 80 * GIB:  # a machine it fits holds the asked requests
                     assert held.max_requests_at_context >= 2 and held.max_context_at_requests >= 4096
+
+
+@pytest.mark.parametrize("gpus", [1, 2, 4])
+def test_the_per_gpu_bar_adds_up_to_the_need_per_gpu_under_vllm(gpus):
+    breakdown = estimate_vllm(models.LLAMA_3_1_8B, 16, 8192, 4, 16)
+    shares = breakdown.per_gpu_shares(gpus)
+    assert sum(share for _, share in shares) == breakdown.bytes_per_gpu(gpus)
+    assert [name for name, _ in shares] == [item.name for item in breakdown.items]
