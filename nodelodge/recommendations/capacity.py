@@ -8,10 +8,11 @@ model's longest), max_num_batched_tokens, max_num_seqs (default: vLLM's for the 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from decimal import Decimal
+from decimal import ROUND_DOWN, Decimal
 from fractions import Fraction
 
 from django import forms
+from django.utils.formats import number_format
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
@@ -53,6 +54,7 @@ class CapacityForm(forms.Form):
                                        error_messages=error_words("precision", "required"))
     kv_cache = forms.TypedChoiceField(choices=KV_CACHE_PRECISIONS, coerce=int, label=_("KV cache precision"),
                                       error_messages=error_words("kv_cache", "required"))
+    gpu = forms.CharField(max_length=100, required=False, label=_("GPU type"))
     engine = forms.ChoiceField(choices=ENGINES, label=_("Engine"), error_messages={
         "required": _("The GPU what-if sizes vLLM's budget: engine=vllm."),
         "invalid_choice": _("The GPU what-if sizes vLLM's budget: engine=vllm."),
@@ -92,6 +94,7 @@ class CapacityForm(forms.Form):
 
 @dataclass(frozen=True)
 class CapacityQuery:
+    gpu: str | None  # the GPU type whose usable memory gpu_memory_gib is, when one was named
     model_slug: str
     precision: int
     kv_bits: int
@@ -122,16 +125,30 @@ def with_capacity_defaults(data) -> dict[str, str]:
 
 def parse_capacity(data, number_language: str | None = None) -> CapacityQuery:
     """The what-if from a query string's values, each left out at its default; QueryError otherwise."""
-    values = with_capacity_defaults(data)
+    values = with_usable_memory(with_capacity_defaults(data))
     form = CapacityForm(values, number_language=number_language)
     if not form.is_valid():
         raise QueryError(form_errors(form))
     return query_from(form.cleaned_data)
 
 
+def with_usable_memory(values: dict[str, str]) -> dict[str, str]:
+    """A named GPU type (`gpu`, by name, case ignored) sets gpu_memory_gib to the memory CUDA reports for
+    it, whatever gpu_memory_gib says; an unknown one is refused."""
+    wanted = (values.get("gpu") or "").strip()
+    if not wanted:
+        return values
+    for usable in catalog_rows.gpu_types_usable():
+        if usable.gpu_type.casefold() == wanted.casefold():
+            gib = (Decimal(usable.mib) / 1024).quantize(Decimal("0.01"), rounding=ROUND_DOWN)
+            return {**values, "gpu": usable.gpu_type, "gpu_memory_gib": str(gib)}
+    raise QueryError({"gpu": gettext("No GPU type %(gpu)s in the catalog.") % {"gpu": repr(wanted[:100])}})
+
+
 def query_from(cleaned: dict) -> CapacityQuery:
     """The what-if from a valid form's values."""
     return CapacityQuery(
+        gpu=cleaned.get("gpu") or None,
         model_slug=cleaned["model"].strip(), precision=cleaned["precision"], kv_bits=cleaned["kv_cache"],
         engine=cleaned["engine"], gpu_memory_gib=cleaned["gpu_memory_gib"],
         tensor_parallel=cleaned["tensor_parallel"], pipeline_parallel=cleaned["pipeline_parallel"],
@@ -165,6 +182,8 @@ def capacity_for(query: CapacityQuery) -> dict:
         "engine_version": VLLM_VERSION,
         "fits": fits,
         "reason": reason,
+        "gpu": query.gpu,
+        "gpu_memory_source": _memory_source(query.gpu),
         "gpu_memory_gib": float(query.gpu_memory_gib),
         "budget_gib": gib_number(budget.budget_bytes),
         "budget": budget_item(budget),
@@ -179,6 +198,20 @@ def capacity_for(query: CapacityQuery) -> dict:
         "outside_budget": [_item(item) for item in budget.outside],
         "command": serve_command(spec.hf_id, budget) if spec.hf_id else None,
     }
+
+
+def _memory_source(gpu: str | None) -> str | None:
+    if gpu is None:
+        return None
+    return next((usable.source for usable in catalog_rows.gpu_types_usable() if usable.gpu_type == gpu), None)
+
+
+def gpu_choices() -> list[tuple[str, str]]:
+    """The GPU types a what-if may name, each with the memory CUDA reports for it."""
+    return [("", gettext("Enter the memory below"))] + [
+        (usable.gpu_type, f"{usable.gpu_type} ({number_format(Decimal(usable.mib) / 1024, 2)} GiB)")
+        for usable in catalog_rows.gpu_types_usable()
+    ]
 
 
 def language_model_choices() -> list[tuple[str, str]]:

@@ -91,6 +91,9 @@ class CapacityParams(Schema):
     precision: str | None = CAPACITY_DEFAULTS["precision"]
     kv_cache: str | None = CAPACITY_DEFAULTS["kv_cache"]
     engine: str | None = CAPACITY_DEFAULTS["engine"]
+    gpu: str | None = Field(None, description="A catalog GPU type by name: gpu_memory_gib becomes the memory "
+                            "CUDA reports for it (measured where the catalog records it, else nvidia-smi's "
+                            "figure less the 469 MiB the driver keeps).")
     gpu_memory_gib: str | None = Field(CAPACITY_DEFAULTS["gpu_memory_gib"],
                                        description="One GPU's total memory as CUDA reports it, GiB.")
     tensor_parallel: str | None = CAPACITY_DEFAULTS["tensor_parallel"]
@@ -301,6 +304,8 @@ class CapacityOut(Schema):
     engine_version: str
     fits: bool
     reason: str | None
+    gpu: str | None
+    gpu_memory_source: str | None
     gpu_memory_gib: float
     budget_gib: float
     budget: str

@@ -169,7 +169,8 @@ class CapacityPageForm(NumbersAsTypedForm, CapacityForm):
     """The GPU what-if on the calculators page: the API's fields, numbers as the page writes them, the
     model chosen from the catalog's language models."""
 
-    def __init__(self, data=None, *args, models: list[tuple[str, str]] = (), **kwargs):
+    def __init__(self, data=None, *args, models: list[tuple[str, str]] = (), gpus: list[tuple[str, str]] = (),
+                 **kwargs):
         super().__init__(data, *args, **kwargs)
         for field in self.fields.values():
             if isinstance(field, TypedDecimalField):
@@ -177,3 +178,5 @@ class CapacityPageForm(NumbersAsTypedForm, CapacityForm):
             elif isinstance(field, TypedIntegerField):
                 field.widget = _typed_input("numeric")
         self.fields["model"].widget = forms.Select(choices=list(models))
+        self.fields["gpu"].widget = forms.Select(choices=list(gpus))
+        self.fields["gpu"].help_text = _("A GPU type sets the memory below to what CUDA reports for it.")

@@ -17,8 +17,10 @@ from nodelodge.recommendations.answer import recommendation_for
 from nodelodge.recommendations.capacity import (
     CAPACITY_DEFAULTS,
     capacity_for,
+    gpu_choices,
     language_model_choices,
     with_capacity_defaults,
+    with_usable_memory,
 )
 from nodelodge.recommendations.capacity import query_from as capacity_query_from
 from nodelodge.recommendations.messages import error_list, field_labels, messages_for, reworded
@@ -185,16 +187,23 @@ def calculators(request):
     throughput_form = ThroughputForm(params if "target" in params else None, number_language=language)
     rule_form = RuleOfThumbForm(params if "parameters" in params else None, number_language=language)
     plan = rule = what_if = None
+    asked, refused = None, {}
+    if "gpu_memory_gib" in params or "gpu" in params:
+        try:
+            asked = with_usable_memory(with_capacity_defaults(params))
+        except QueryError as error:
+            asked, refused = with_capacity_defaults(params), error.errors
     what_if_form = CapacityPageForm(
-        with_capacity_defaults(params) if "gpu_memory_gib" in params else None, initial=CAPACITY_DEFAULTS,
-        number_language=language, models=language_model_choices(),
+        asked, initial=CAPACITY_DEFAULTS, number_language=language, models=language_model_choices(),
+        gpus=gpu_choices(),
     )
-    if what_if_form.is_bound and what_if_form.is_valid():
+    if what_if_form.is_bound and what_if_form.is_valid() and not refused:
         try:
             what_if = capacity_for(capacity_query_from(what_if_form.cleaned_data))
         except QueryError as error:
-            for name, message in error.errors.items():
-                what_if_form.add_error(name if name in what_if_form.fields else None, message)
+            refused = error.errors
+    for name, message in refused.items():
+        what_if_form.add_error(name if name in what_if_form.fields else None, message)
     if throughput_form.is_bound and throughput_form.is_valid():
         data = throughput_form.cleaned_data
         plan = gpus_for_throughput(data["target"], data["measured"], data["efficiency"], data["redundancy"])

@@ -93,10 +93,22 @@ def test_the_openapi_schema_lists_the_what_if_with_its_defaults(client, small_fl
     schema = client.get("/api/v1/openapi.json").json()
     operation = schema["paths"]["/api/v1/capacity"]["get"]
     names = {parameter["name"] for parameter in operation["parameters"]}
-    assert names == {"model", "precision", "kv_cache", "engine", "gpu_memory_gib", "tensor_parallel",
+    assert names == {"model", "precision", "kv_cache", "engine", "gpu", "gpu_memory_gib", "tensor_parallel",
                      "pipeline_parallel", "gpu_memory_utilization", "max_model_len", "max_num_batched_tokens",
                      "max_num_seqs"}
 
 
 def test_the_answer_is_the_same_every_time(client, small_fleet):
     assert capacity(client, H100) == capacity(client, H100)
+
+
+def test_a_named_gpu_type_sizes_with_the_memory_cuda_reports_for_it(client, small_fleet):
+    status, body = capacity(client, "model=llama-3-1-8b&gpu=h100 sxm 80gb&gpu_memory_gib=10")
+    assert status == 200
+    assert body["gpu"] == "H100 SXM 80GB" and body["gpu_memory_gib"] == 79.18  # 81,090 MiB, rounded down
+    assert "vLLM" in body["gpu_memory_source"]
+    _, l4 = capacity(client, "model=llama-3-1-8b&gpu=L4")
+    assert l4["gpu_memory_gib"] == float(int((23034 - 469) / 1024 * 100) / 100)
+    assert l4["gpu_memory_source"].startswith("nvidia-smi 23,034 MiB")
+    status, body = capacity(client, "model=llama-3-1-8b&gpu=H900")
+    assert status == 400 and set(body["errors"]) == {"gpu"}

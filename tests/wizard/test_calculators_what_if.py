@@ -54,3 +54,11 @@ def test_a_bad_value_is_worded_beside_its_field_and_nothing_else_is_lost(client,
     assert f'id="err-{field}"' in html
     assert 'data-testid="what-if-result"' not in html
     assert 'name="target" value="100"' in html  # the throughput calculator's value is kept
+
+
+def test_a_gpu_type_chosen_on_the_page_sets_the_memory_it_sizes_with(client, models_and_gpus):
+    html = page(client, "model=llama-3-1-8b&gpu=H100+SXM+80GB&gpu_memory_gib=79.19&max_model_len=8192")
+    assert '<option value="H100 SXM 80GB" selected>' in html
+    assert 'value="79.18"' in html and "Starts" in html
+    unknown = page(client, "model=llama-3-1-8b&gpu=H900&gpu_memory_gib=79.19")
+    assert 'id="err-gpu"' in unknown and 'data-testid="what-if-result"' not in unknown
