@@ -70,7 +70,7 @@ class LanguageModelAdmin(CatalogAdmin):
         "attention_heads", "kv_heads", "head_dim", "max_context", "license", "is_active",
     )
     list_filter = ("is_active", "license")
-    search_fields = ("name", "slug", "license")
+    search_fields = ("name", "slug", "license", "hf_id")
     prepopulated_fields = {"slug": ("name",)}
     change_list_template = "admin/catalog/languagemodel/change_list.html"
     readonly_fields = ("missing_figures",)
@@ -142,7 +142,7 @@ class SpeechModelAdmin(CatalogAdmin):
 
 @admin.register(GpuType)
 class GpuTypeAdmin(CatalogAdmin):
-    list_display = ("name", "vendor", "marketed_memory", "memory_mib")
+    list_display = ("name", "vendor", "marketed_memory", "memory_mib", "usable_memory_mib")
     list_filter = ("vendor",)
     search_fields = ("name",)
     prepopulated_fields = {"slug": ("name",)}

@@ -77,6 +77,11 @@ class LanguageModel(models.Model):
     )
     license = models.CharField(max_length=120, blank=True)
     config_url = models.URLField(max_length=300, blank=True, help_text="The published configuration.")
+    hf_id = models.CharField(
+        "Hugging Face id", max_length=200, blank=True,
+        help_text="The model's id on the Hugging Face Hub (e.g. meta-llama/Llama-3.1-8B), as `vllm serve` "
+                  "loads it. Empty = no start command is shown.",
+    )
     notes = models.TextField(blank=True)
     is_active = models.BooleanField(default=True, help_text="Offered in the wizard.")
 
@@ -257,6 +262,15 @@ class GpuType(models.Model):
         help_text="Exact memory as the driver reports it (nvidia-smi / rocm-smi), in MiB.",
     )
     marketed_memory = models.CharField(max_length=20, blank=True, help_text='As sold, e.g. "80GB".')
+    usable_memory_mib = models.IntegerField(
+        "Usable memory (MiB)", null=True, blank=True, validators=[positive("Usable memory (MiB)")],
+        help_text="The total CUDA reports to PyTorch (torch.cuda.mem_get_info), which vLLM's "
+                  "gpu_memory_utilization multiplies; below the nvidia-smi figure on some boards. "
+                  "Empty = not recorded: the nvidia-smi figure stands in.",
+    )
+    usable_memory_source = models.CharField(
+        max_length=300, blank=True, help_text="Where the usable figure comes from.",
+    )
     datasheet_url = models.URLField(max_length=300, blank=True)
     notes = models.TextField(blank=True)
 

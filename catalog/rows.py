@@ -3,11 +3,15 @@ and the models offered for a workload. This is the one place that translation is
 fleet and speed queries (`catalog.counting`) build their offers and speeds through it."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from django.db.models import QuerySet
 from django.utils.translation import gettext_lazy
 
-from catalog.models import ImagePipeline, LanguageModel, Machine, MeasuredSpeed, SpeechModel
+from catalog.models import GpuType, ImagePipeline, LanguageModel, Machine, MeasuredSpeed, SpeechModel
 from sizing import offers, specs
+from sizing.calculators.vllm import DRIVER_RESERVED_BYTES
+from sizing.units import MIB
 from sizing.workloads import CODES as WORKLOADS
 from sizing.workloads import KINDS_BY_WORKLOAD
 
@@ -46,6 +50,7 @@ def language_model_spec(row: LanguageModel) -> specs.LanguageModelSpec:
         tied_embeddings=row.tied_embeddings,
         architecture=row.parsed_architecture() if row.architecture else None,
         active_parameters=row.active_parameters,
+        hf_id=row.hf_id or None,
     )
 
 
@@ -202,3 +207,33 @@ def models_for_workload(workload: str) -> list[CatalogModel]:
     if "image" in kinds:
         rows += ImagePipeline.objects.filter(is_active=True).prefetch_related("components")
     return sorted(rows, key=_sort_key)
+
+
+def gpu_memory_sizes() -> list[int]:
+    """The catalog's GPU types' memory per GPU (MiB, as the driver reports it), each once, largest first."""
+    return sorted(set(GpuType.objects.values_list("memory_mib", flat=True)), reverse=True)
+
+
+@dataclass(frozen=True)
+class UsableMemory:
+    """One GPU type's memory as CUDA reports it, and where the figure comes from."""
+
+    gpu_type: str
+    mib: int
+    source: str
+
+
+def gpu_types_usable() -> list[UsableMemory]:
+    """Every GPU type with the memory vLLM budgets from: the measured usable figure where the catalog
+    records one, else nvidia-smi's figure less what the driver keeps from CUDA (`sizing`'s 469 MiB)."""
+    reserved_mib = DRIVER_RESERVED_BYTES // MIB
+    found = []
+    for name, memory_mib, usable_mib, source in GpuType.objects.order_by("vendor", "name").values_list(
+        "name", "memory_mib", "usable_memory_mib", "usable_memory_source"
+    ):
+        if usable_mib:
+            found.append(UsableMemory(name, usable_mib, source))
+        else:
+            source = f"nvidia-smi {memory_mib:,} MiB less the {reserved_mib} MiB the driver keeps from CUDA"
+            found.append(UsableMemory(name, memory_mib - reserved_mib, source))
+    return found

@@ -14,9 +14,9 @@ from django.db.models import F, QuerySet
 from django.utils.text import slugify
 
 from catalog import database
-from catalog.data.gpu_types import GPU_TYPES
+from catalog.data.gpu_types import GPU_TYPES, usable_memory
 from catalog.data.image_pipelines import IMAGE_PIPELINES
-from catalog.data.language_models import LANGUAGE_MODELS
+from catalog.data.language_models import LANGUAGE_MODELS, hf_id_of
 from catalog.data.speech_models import SPEECH_MODELS
 from catalog.fleets import load_demo_fleet
 from catalog.hf_config import parse_config
@@ -66,11 +66,13 @@ def load_speech_models() -> int:
 
 def load_gpu_types() -> int:
     for name, vendor, marketed, memory_mib, datasheet_url, notes in GPU_TYPES:
+        usable_mib, usable_source = usable_memory(name, memory_mib)
         GpuType.objects.update_or_create(
             name=name,
             defaults={
                 "slug": slugify(name), "vendor": vendor, "marketed_memory": marketed,
                 "memory_mib": memory_mib, "datasheet_url": datasheet_url, "notes": notes,
+                "usable_memory_mib": usable_mib, "usable_memory_source": usable_source,
             },
         )
     return len(GPU_TYPES)
@@ -139,6 +141,8 @@ def import_language_model(
     ):
         if value:
             setattr(row, field, value)
+    if not row.hf_id:
+        row.hf_id = hf_id_of(row.config_url)
     row.full_clean()
     row.save()
     return row, created

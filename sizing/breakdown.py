@@ -37,6 +37,8 @@ class Breakdown:
     inputs: dict = field(default_factory=dict)
     # Needed on every GPU only when the work is split over two or more (tensor-parallel buffers).
     split_items: tuple[Item, ...] = ()
+    # Inference: what a machine holds at this need (`sizing.capacity.Capacity`); None elsewhere.
+    capacity: object | None = None
 
     @property
     def capabilities(self) -> Workload | None:
@@ -69,6 +71,15 @@ class Breakdown:
         split_bytes = sum(item.bytes for item in self.split_items) if gpus > 1 else 0
         # Integer ceiling: a float quotient loses bytes past 2**53 (petabyte needs are valid input).
         return -(-self.shared_bytes // gpus) + self.per_gpu_fixed_bytes + split_bytes
+
+    def per_gpu_shares(self, gpus: int) -> tuple[tuple[str, int], ...]:
+        """Each item's bytes on one of `gpus` GPUs (the per-GPU bar): shared items divide, per-GPU items
+        and the split's buffers do not."""
+        split_items = self.split_items if gpus > 1 else ()
+        return tuple(
+            (item.name, item.bytes if item.per_gpu or item in split_items else -(-item.bytes // gpus))
+            for item in (*self.items, *split_items)
+        )
 
     def can_split_over(self, gpus: int) -> bool:
         if gpus == 1:

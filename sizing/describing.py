@@ -73,12 +73,24 @@ class Describer:
             measured_speed=self._speeds(offer),
             serves_tokens=serves_tokens(self.breakdown),
             price_per_million_tokens=machine_price_per_million(self.breakdown, offer),
+            **self._cached(("capacity", fit.gpus_used, fit.memory_per_gpu_bytes),
+                           lambda: self._capacity(fit)),
             breaks=candidate.breaks,
             breaks_text=tuple(
                 wording.break_words(code, offer, candidate.hourly_price, self.preferences)
                 for code in candidate.breaks
             ),
         )
+
+    def _capacity(self, fit) -> dict:
+        """What the machine holds at the GPUs it uses (`sizing.capacity`), against the same memory its
+        fit read; nothing where not asked."""
+        capacity = getattr(self.breakdown, "capacity", None)
+        if capacity is None:
+            return {}
+        held = capacity.on_machine(fit.gpus_used, fit.memory_per_gpu_bytes)
+        return {"max_requests_at_context": held.max_requests_at_context,
+                "max_context_at_requests": held.max_context_at_requests, "command": held.command}
 
     def _speeds(self, offer: MachineOffer) -> tuple[MeasuredSpeed, ...]:
         if not offer.measured_speeds or self.model_slug is None:

@@ -10,6 +10,11 @@ MAX_REQUESTS = 100_000  # concurrent requests, a batch size or audio streams
 MAX_LORA_RANK = 1024  # and at most the model's hidden size
 MAX_BEAMS = 64
 MAX_NOTEBOOK_GIB = 10_000  # GPU memory a notebook asks for, and memory per GPU as a filter
+# --- the vLLM budget and the GPU what-if -----------------------------------------------------------------
+MAX_GPU_MEMORY_GIB = 10_000  # one GPU's memory a what-if may name
+MAX_PARALLEL = 1024  # tensor- or pipeline-parallel size
+MAX_BATCHED_TOKENS = 10_000_000  # max_num_batched_tokens
+MAX_NUM_SEQS = 100_000  # max_num_seqs
 
 # --- the two simpler calculators (SPEC §8) --------------------------------------------------------------
 MAX_PARAMETERS = 10**15  # the rule of thumb's parameter count

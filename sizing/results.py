@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from decimal import Decimal
 
+from . import nouns
 from .breakdown import Breakdown
 from .countries import country_name
 from .fit import Fit
@@ -37,6 +38,18 @@ class RecommendedMachine:
     # machine (`sizing.speeds.price_per_million_tokens`); None without a measured speed.
     serves_tokens: bool = False
     price_per_million_tokens: Decimal | None = None
+    # Inference only (`sizing.capacity`): the most requests at the asked context, the longest context at
+    # the asked requests, and under vLLM the command that starts it; None elsewhere.
+    max_requests_at_context: int | None = None
+    max_context_at_requests: int | None = None
+    command: str | None = None
+
+    @property
+    def requests_per_dollar(self) -> Decimal | None:
+        """Requests at the asked context per dollar per hour (the "most requests per dollar" sort)."""
+        if self.max_requests_at_context is None or not self.hourly_price:
+            return None
+        return Decimal(self.max_requests_at_context) / self.hourly_price
 
     def to_dict(self) -> dict:
         return machine_row(self)
@@ -85,11 +98,25 @@ def machine_row(machine: RecommendedMachine) -> dict:
         "price_per_million_tokens": None if per_million is None else money_string(per_million),
         "price_per_million_tokens_text": price_per_million_text(machine),
         "last_seen": offer.last_seen.isoformat() if offer.last_seen else None,
+        "max_requests_at_context": machine.max_requests_at_context,
+        "max_context_at_requests": machine.max_context_at_requests,
+        "capacity_text": capacity_text(machine),
+        "command": machine.command,
     }
     if machine.breaks:
         data["breaks"] = list(machine.breaks)
         data["breaks_text"] = list(machine.breaks_text)
     return data
+
+
+def capacity_text(machine: RecommendedMachine) -> str | None:
+    """"Holds 58 requests at 8,192 tokens · 131,072 tokens at 1 request", or None where not asked."""
+    if machine.max_requests_at_context is None:
+        return None
+    return gettext("Holds %(requests)s at the asked context · %(tokens)s at the asked requests") % {
+        "requests": nouns.requests(machine.max_requests_at_context),
+        "tokens": nouns.tokens(machine.max_context_at_requests),
+    }
 
 
 NO_MEASURED_SPEED = gettext_noop("no measured speed")

@@ -30,6 +30,8 @@ class LanguageModelSpec:
     # Layer kinds, MoE, MLA, native weight format... None = the plain decoder of SPEC §3.
     architecture: Architecture | None = None
     active_parameters: int | None = None  # per token, for mixtures of experts
+    # The Hugging Face Hub id `vllm serve` loads; None = not recorded. Not a figure: specs compare without it.
+    hf_id: str | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)

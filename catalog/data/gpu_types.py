@@ -33,3 +33,23 @@ GPU_TYPES = [
     ("RTX A5000", "NVIDIA", "24GB", 24564, NV + "design-visualization/rtx-a5000/", "ECC off."),
     ("RTX A4000", "NVIDIA", "16GB", 16376, NV + "design-visualization/rtx-a4000/", "ECC off."),
 ]
+
+# The total CUDA reports to PyTorch (torch.cuda.mem_get_info()[1]): what vLLM's gpu_memory_utilization
+# multiplies. On Hopper it is below the nvidia-smi total above (the driver keeps part for itself).
+# name -> (MiB, where it comes from). A type not listed here has none recorded: its nvidia-smi figure
+# stands in, and the GPU type says so.
+USABLE_MEMORY = {
+    "H100 SXM 80GB": (
+        81090,
+        "79.19 GiB total as vLLM 0.19 logs it on an H100 80GB HBM3 (torch.cuda.mem_get_info; llm-d planner "
+        "start-up logs, catalog/data/reference/vllm_startup_logs.csv), rounded down to the MiB",
+    ),
+}
+NVIDIA_SMI_SOURCE = "not recorded: the nvidia-smi total stands in (reference/gpus.csv)"
+
+
+def usable_memory(name: str, memory_mib: int) -> tuple[int | None, str]:
+    """The usable figure of a shipped GPU type and its source (None when not recorded)."""
+    if name in USABLE_MEMORY:
+        return USABLE_MEMORY[name]
+    return None, NVIDIA_SMI_SOURCE

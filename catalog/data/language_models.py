@@ -199,3 +199,16 @@ LANGUAGE_MODELS = [
     },
     *MODERN_MODELS,
 ]
+
+
+def hf_id_of(config_url: str) -> str:
+    """The Hub id a configuration's address names: https://huggingface.co/<org>/<name>/blob/… ."""
+    prefix = "https://huggingface.co/"
+    if not config_url.startswith(prefix):
+        return ""
+    parts = config_url[len(prefix):].split("/")
+    return "/".join(parts[:2]) if len(parts) >= 2 and parts[0] and parts[1] else ""
+
+
+for _row in LANGUAGE_MODELS:
+    _row.setdefault("hf_id", hf_id_of(_row.get("config_url", "")))

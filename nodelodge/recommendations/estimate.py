@@ -39,6 +39,7 @@ def estimate_for(
             memory_gib=float(query.memory_gib) if query.memory_gib is not None else None,
             kv_bits=query.kv_bits,
             training=query.training,
+            engine=query.engine,
         )
     except SizingError as error:
         raise QueryError({error.field: error.message}) from error

@@ -1,8 +1,8 @@
 """The workload query: parsed, validated and normalised once, for every surface.
 
 Parameter names are a contract (query string, API and `estimate`/`recommend` options):
-workload, model, precision, kv_cache, context, requests, memory_gib, budget, max_price, tier, countries,
-limit, and for the machine list: sort, gpu, min_memory_gib, confidence, group, page;
+workload, model, precision, kv_cache, engine, context, requests, memory_gib, budget, max_price, tier,
+countries, limit, and for the machine list: sort, gpu, min_memory_gib, confidence, group, page;
 for a throughput plan (language models): target_tokens, efficiency, redundancy, gpu_plans;
 and for a fine-tune (`sizing.training`): gradient_checkpointing, loss, lora_rank, lora_targets, adapter,
 optimizer (read for the fine-tuning workload only: another ignores them).
@@ -21,6 +21,7 @@ from django import forms
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
+from sizing.calculators.vllm import DEFAULT_ENGINE
 from sizing.countries import country_hint, expand_countries
 from sizing.errors import SizingError
 from sizing.limits import (
@@ -48,6 +49,7 @@ from .typed_numbers import TypedDecimalField, TypedIntegerField
 WORKLOAD_CHOICES = [(code, BY_CODE[code].label) for code in WIZARD_CODES]
 PRECISIONS = [("16", _("16-bit")), ("8", _("8-bit")), ("4", _("4-bit"))]
 KV_CACHE_PRECISIONS = [("16", _("16-bit (default)")), ("8", _("8-bit (vLLM fp8 KV cache)"))]
+ENGINE_CHOICES = [("transformers", _("transformers (default)")), ("vllm", _("vLLM"))]
 DEFAULT_KV_BITS = 16
 TIERS = [
     ("both", _("Secure and Community")), ("secure", _("Secure only")), ("community", _("Community only"))
@@ -59,6 +61,7 @@ DEFAULTS = {
     "workload": DEFAULT_WORKLOAD,
     "precision": "16",
     "kv_cache": str(DEFAULT_KV_BITS),
+    "engine": DEFAULT_ENGINE,
     "context": "4096",
     "requests": "1",
     "memory_gib": "24",
@@ -108,6 +111,9 @@ class WorkloadQueryForm(forms.Form):
     kv_cache = forms.TypedChoiceField(
         choices=KV_CACHE_PRECISIONS, coerce=int, required=False, label=_("KV cache precision"),
         error_messages=error_words("kv_cache"),
+    )
+    engine = forms.ChoiceField(
+        choices=ENGINE_CHOICES, required=False, label=_("Engine"), error_messages=error_words("engine"),
     )
     context = TypedIntegerField(
         min_value=1, max_value=MAX_CONTEXT, required=False, error_messages=error_words("context")
@@ -299,6 +305,7 @@ class WorkloadQuery:
     redundancy: int = DEFAULT_REDUNDANCY
     gpu_plans: bool = False  # the throughput answer also plans on each GPU type alone
     training: Training = DEFAULT_TRAINING  # how a fine-tune is run (the fine-tuning workload only)
+    engine: str = DEFAULT_ENGINE  # inference: transformers (the spec's estimate) or vllm (its budget)
 
     @property
     def lists_by_default(self) -> bool:
@@ -319,6 +326,7 @@ class WorkloadQuery:
             "model": self.model_slug,
             "precision": self.precision,
             "kv_cache": self.kv_bits if self.kv_bits != DEFAULT_KV_BITS else None,
+            "engine": self.engine if self.engine != DEFAULT_ENGINE else None,
             "context": self.context,
             "requests": self.requests,
             "memory_gib": self.memory_gib,
@@ -380,6 +388,7 @@ class WorkloadQuery:
             redundancy=_or_default(data.get("redundancy"), DEFAULT_REDUNDANCY),
             gpu_plans=bool(data.get("gpu_plans")),
             training=_training(data) if chosen.takes_training else DEFAULT_TRAINING,
+            engine=(data.get("engine") or DEFAULT_ENGINE) if chosen.serves_tokens else DEFAULT_ENGINE,
         )
 
 

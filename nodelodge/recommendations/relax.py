@@ -5,10 +5,12 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import datetime
 
+from catalog import rows as catalog_rows
 from sizing import wording
 from sizing.breakdown import Breakdown
 from sizing.countries import ALL_CODES
 from sizing.matching import Recommendation
+from sizing.units import MIB
 from sizing.workloads import workload
 
 from . import fleet
@@ -156,6 +158,8 @@ def relax_hints(
         ))
     smaller = _smaller_sizes(query, breakdown, model_row) if not recommendation.alternatives_total else []
     largest = fleet.fleet_reader().largest_that_fit(query, smaller, now)
+    if largest and query.engine == "vllm":
+        largest = _refined(query, breakdown, model_row, largest, now)
     for field_name, (value, machines, cheapest) in largest.items():
         hints.append(wording.Hint(
             wording.relax_size_words(_size_noun(query, field_name, model_row), value, machines, cheapest),
@@ -175,11 +179,56 @@ def _smaller_sizes(query: WorkloadQuery, breakdown: Breakdown, model_row) -> lis
             continue
         value = current // 2
         while value >= 1:
-            try:
-                need, _ = estimate_for(replace(query, **{field_name: value}), model_row=model_row)
-            except QueryError:
-                need = None
-            if need is not None and need.total_bytes < breakdown.total_bytes:
+            need = _need_at(query, field_name, value, breakdown, model_row)
+            if need is not None:
                 smaller.append((field_name, value, need))
             value //= 2
     return smaller
+
+
+def _need_at(query: WorkloadQuery, field_name: str, value: int, breakdown: Breakdown, model_row):
+    """The need at a smaller figure, or None where the engine refuses it or it needs no less."""
+    try:
+        need, _ = estimate_for(replace(query, **{field_name: value}), model_row=model_row)
+    except QueryError:
+        return None
+    return need if need.total_bytes < breakdown.total_bytes else None
+
+
+def _refined(query: WorkloadQuery, breakdown: Breakdown, model_row, largest, now: datetime):
+    """Under vLLM, each size hint's halving raised to the largest figure a GPU type holds between it and
+    the next halving up, where the fleet has a machine for it (one more counting query)."""
+    held = _held_by_shapes(query, breakdown)
+    between = []
+    for field_name, (value, _machines, _cheapest) in largest.items():
+        ceiling = min(2 * value, getattr(query, field_name))
+        for figure in sorted((f for f in held.get(field_name, ()) if value < f < ceiling), reverse=True):
+            need = _need_at(query, field_name, figure, breakdown, model_row)
+            if need is not None:
+                between.append((field_name, figure, need))
+    if not between:
+        return largest
+    return {**largest, **fleet.fleet_reader().largest_that_fit(query, between, now)}
+
+
+# The GPU counts a what-if shape splits over (tensor parallelism within one machine).
+SHAPE_GPUS = (1, 2, 4, 8)
+
+
+def _held_by_shapes(query: WorkloadQuery, breakdown: Breakdown) -> dict[str, list[int]]:
+    """Under vLLM, what each of the catalog's GPU types holds at 1, 2, 4 or 8 GPUs: the longest context
+    at the asked requests and the most requests at the asked context, as the machine rows say them
+    (`sizing.capacity`). They refine the halvings, so an empty answer names the largest figure a machine
+    holds, not only the largest halving (the transformers estimate keeps its halvings)."""
+    capacity = getattr(breakdown, "capacity", None)
+    if query.engine != "vllm" or capacity is None:
+        return {}
+    contexts, requests = set(), set()
+    for memory_mib in catalog_rows.gpu_memory_sizes():
+        for gpus in SHAPE_GPUS:
+            if not breakdown.can_split_over(gpus):
+                continue
+            held = capacity.on_machine(gpus, memory_mib * MIB)
+            contexts.add(held.max_context_at_requests)
+            requests.add(held.max_requests_at_context)
+    return {"context": sorted(contexts, reverse=True), "requests": sorted(requests, reverse=True)}

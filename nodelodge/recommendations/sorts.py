@@ -36,6 +36,11 @@ SORTS: dict[str, Sort] = {
     "tier": Sort(_("tier, Secure first"), lambda m: (m.offer.tier != "secure",)),
     "confidence": Sort(_("confidence, highest first"), lambda m: (CONFIDENCE_RANK.get(m.confidence, 9),)),
     # Measured speeds only, never an estimate: machines without one come last, cheapest per hour.
+    # Requests the machine holds at the asked context per dollar per hour; machines without the figure last.
+    "requests_per_dollar": Sort(
+        _("most requests per dollar (at the asked context)"),
+        lambda m: (m.requests_per_dollar is None, -(m.requests_per_dollar or 0)),
+    ),
     SORT_PRICE_PER_MILLION: Sort(
         _("price per million tokens, lowest first (no measured speed last)"),
         lambda m: (m.price_per_million_tokens is None, m.price_per_million_tokens or 0),

@@ -14,6 +14,7 @@ from nodelodge.hardening.errors import log_unexpected, server_error_json
 from nodelodge.hardening.faults import database_unavailable_json, log_database_unavailable
 from nodelodge.hardening.throttling import ApiRateThrottle, throttled_message
 from nodelodge.recommendations.answer import recommendation_for
+from nodelodge.recommendations.capacity import CAPACITY_DEFAULTS, capacity_for, parse_capacity
 from nodelodge.recommendations.estimate import estimate_for
 from nodelodge.recommendations.model_choices import model_listing
 from nodelodge.recommendations.query import DEFAULTS, QueryError, WorkloadQuery, parse_query
@@ -57,6 +58,8 @@ class WorkloadParams(Schema):
     model: str | None = Field(None, description=f"Default: the workload's own model: {_own_models()}.")
     precision: str | None = DEFAULTS["precision"]
     kv_cache: str | None = DEFAULTS["kv_cache"]
+    engine: str | None = Field(DEFAULTS["engine"], description="Inference: transformers (the default "
+                               "estimate) or vllm (vLLM's budget; fits within gpu_memory_utilization 0.9).")
     context: str | None = DEFAULTS["context"]
     requests: str | None = DEFAULTS["requests"]
     memory_gib: str | None = DEFAULTS["memory_gib"]
@@ -100,6 +103,28 @@ class PreferenceParams(WorkloadParams):
     efficiency: str | None = None
     redundancy: str | None = None
     gpu_plans: str | None = None
+
+
+class CapacityParams(Schema):
+    """The GPU what-if: one GPU type's memory and vLLM's settings. Left out, a parameter takes the
+    default the schema names (an H100 80GB's 79.19 GiB, vLLM's own defaults otherwise)."""
+
+    model: str | None = CAPACITY_DEFAULTS["model"]
+    precision: str | None = CAPACITY_DEFAULTS["precision"]
+    kv_cache: str | None = CAPACITY_DEFAULTS["kv_cache"]
+    engine: str | None = CAPACITY_DEFAULTS["engine"]
+    gpu: str | None = Field(None, description="A catalog GPU type by name: gpu_memory_gib becomes the memory "
+                            "CUDA reports for it (measured where the catalog records it, else nvidia-smi's "
+                            "figure less the 469 MiB the driver keeps).")
+    gpu_memory_gib: str | None = Field(CAPACITY_DEFAULTS["gpu_memory_gib"],
+                                       description="One GPU's total memory as CUDA reports it, GiB.")
+    tensor_parallel: str | None = CAPACITY_DEFAULTS["tensor_parallel"]
+    pipeline_parallel: str | None = CAPACITY_DEFAULTS["pipeline_parallel"]
+    gpu_memory_utilization: str | None = CAPACITY_DEFAULTS["gpu_memory_utilization"]
+    max_model_len: str | None = Field(None, description="Default: the model's longest context.")
+    max_num_batched_tokens: str | None = CAPACITY_DEFAULTS["max_num_batched_tokens"]
+    max_num_seqs: str | None = Field(
+        None, description="Default: vLLM's, 1024 on GPUs of 70 GiB or more, else 256.")
 
 
 class ItemOut(Schema):
@@ -174,6 +199,10 @@ class MachineOut(Schema):
     price_per_million_tokens: str | None
     price_per_million_tokens_text: str | None
     last_seen: str | None
+    max_requests_at_context: int | None
+    max_context_at_requests: int | None
+    capacity_text: str | None
+    command: str | None
 
 
 class AlternativeOut(MachineOut):
@@ -291,6 +320,29 @@ class RecommendationsOut(Schema):
     oldest_report: str | None
 
 
+class CapacityOut(Schema):
+    model: str
+    engine: str
+    engine_version: str
+    fits: bool
+    reason: str | None
+    gpu: str | None
+    gpu_memory_source: str | None
+    gpu_memory_gib: float
+    budget_gib: float
+    budget: str
+    weights_gib: float
+    activation_gib: float
+    non_torch_gib: float
+    kv_cache_gib: float
+    kv_cache_tokens: int
+    max_model_len: int
+    max_concurrency: float
+    items: list[ItemOut]
+    outside_budget: list[ItemOut]
+    command: str | None
+
+
 class ErrorOut(Schema):
     errors: dict[str, str]
 
@@ -373,6 +425,15 @@ def recommendations(request, params: Query[PreferenceParams]):
     # The payload is built to the schema (the schema tests check every answer against it); checking it
     # again field by field on every request cost a fifth of the answer with a hundred machines.
     return api.create_response(request, payload, status=200)
+
+
+@api.get("/capacity", response={200: CapacityOut, 400: ErrorOut, 429: ErrorOut}, url_name="capacity")
+def capacity(request, params: Query[CapacityParams]):
+    """The GPU what-if: whether vLLM starts with this model on GPUs of this memory, its budget item by
+    item (weights, activation peak, memory outside PyTorch; the CUDA context and graphs outside it), the
+    KV cache it leaves in GiB and in tokens, the requests of `max_model_len` it holds at once, and the
+    `vllm serve` command."""
+    return database.replica_first(lambda: capacity_for(parse_capacity(request.GET)))
 
 
 @api.get("/models", response={200: list[ModelOut], 400: ErrorOut, 429: ErrorOut}, url_name="models")

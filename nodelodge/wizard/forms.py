@@ -13,6 +13,7 @@ from django.utils.formats import number_format
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
+from nodelodge.recommendations.capacity import CapacityForm
 from nodelodge.recommendations.messages import MESSAGES, filled
 from nodelodge.recommendations.typed_numbers import TypedDecimalField, TypedIntegerField, typed_number
 from sizing.limits import MAX_GPU_COUNT_MEASURED, MAX_GPU_COUNT_TARGET, MAX_PARAMETERS, MAX_REDUNDANCY_GPUS
@@ -162,3 +163,20 @@ class RuleOfThumbForm(NumbersAsTypedForm):
                  ("INT4", _("4-bit (INT4)"))],
         initial="FP16", label=_("Precision"),
     )
+
+
+class CapacityPageForm(NumbersAsTypedForm, CapacityForm):
+    """The GPU what-if on the calculators page: the API's fields, numbers as the page writes them, the
+    model chosen from the catalog's language models."""
+
+    def __init__(self, data=None, *args, models: list[tuple[str, str]] = (), gpus: list[tuple[str, str]] = (),
+                 **kwargs):
+        super().__init__(data, *args, **kwargs)
+        for field in self.fields.values():
+            if isinstance(field, TypedDecimalField):
+                field.widget = _typed_input("decimal")
+            elif isinstance(field, TypedIntegerField):
+                field.widget = _typed_input("numeric")
+        self.fields["model"].widget = forms.Select(choices=list(models))
+        self.fields["gpu"].widget = forms.Select(choices=list(gpus))
+        self.fields["gpu"].help_text = _("A GPU type sets the memory below to what CUDA reports for it.")

@@ -101,11 +101,9 @@ class ResultPage:
         memory = first.fit.memory_per_gpu_bytes
         scale = max(memory, first.fit.need_per_gpu_bytes)
         segments, x = [], 0.0
-        split_items = self.breakdown.split_items if gpus > 1 else ()
-        for item in (*self.breakdown.items, *split_items):
-            share = item.bytes if item.per_gpu or item in split_items else -(-item.bytes // gpus)
+        for name, share in self.breakdown.per_gpu_shares(gpus):
             width = 100.0 * share / scale
-            segments.append({"name": item.name, "gib": share / GIB, "x": f"{x:.3f}", "width": f"{width:.3f}"})
+            segments.append({"name": name, "gib": share / GIB, "x": f"{x:.3f}", "width": f"{width:.3f}"})
             x += width
         return {
             "segments": segments,

@@ -15,6 +15,15 @@ from django_htmx.http import push_url, reswap, retarget
 from catalog import database
 from nodelodge.hardening.page_limit import page_rate_limited
 from nodelodge.recommendations.answer import recommendation_for
+from nodelodge.recommendations.capacity import (
+    CAPACITY_DEFAULTS,
+    capacity_for,
+    gpu_choices,
+    language_model_choices,
+    with_capacity_defaults,
+    with_usable_memory,
+)
+from nodelodge.recommendations.capacity import query_from as capacity_query_from
 from nodelodge.recommendations.messages import error_list, field_labels, messages_for, reworded
 from nodelodge.recommendations.model_choices import model_row, precision_options, suits
 from nodelodge.recommendations.query import (
@@ -32,7 +41,7 @@ from sizing.training import CHOICES as TRAINING_CHOICES
 from sizing.training import PRESET_NAMES, PRESETS
 from sizing.workloads import workload as workload_named
 
-from .forms import RuleOfThumbForm, ThroughputForm
+from .forms import CapacityPageForm, RuleOfThumbForm, ThroughputForm
 from .model_display import model_choice, model_choices
 from .result_page import PLAN_ROWS_SHOWN, ResultPage
 from .rows import add_row_words
@@ -150,6 +159,7 @@ def wizard(request):
         "kv_cache_precisions": WorkloadQueryForm.base_fields["kv_cache"].choices,
         "training_choices": training_choices(),
         "training_presets": training_presets(values),
+        "engines": WorkloadQueryForm.base_fields["engine"].choices,
         "tiers": WorkloadQueryForm.base_fields["tier"].choices,
         # Made when the template reaches the list: the result panel alone never shows it.
         "models": functools.partial(model_choices, workload, search),
@@ -199,22 +209,42 @@ def calculators(request):
     params = request.GET
     throughput_form = ThroughputForm(params if "target" in params else None, number_language=language)
     rule_form = RuleOfThumbForm(params if "parameters" in params else None, number_language=language)
-    plan = rule = None
+    plan = rule = what_if = None
+    asked, refused = None, {}
+    if "gpu_memory_gib" in params or "gpu" in params:
+        try:
+            asked = with_usable_memory(with_capacity_defaults(params))
+        except QueryError as error:
+            asked, refused = with_capacity_defaults(params), error.errors
+    what_if_form = CapacityPageForm(
+        asked, initial=CAPACITY_DEFAULTS, number_language=language, models=language_model_choices(),
+        gpus=gpu_choices(),
+    )
+    if what_if_form.is_bound and what_if_form.is_valid() and not refused:
+        try:
+            what_if = capacity_for(capacity_query_from(what_if_form.cleaned_data))
+        except QueryError as error:
+            refused = error.errors
+    for name, message in refused.items():
+        what_if_form.add_error(name if name in what_if_form.fields else None, message)
     if throughput_form.is_bound and throughput_form.is_valid():
         data = throughput_form.cleaned_data
         plan = gpus_for_throughput(data["target"], data["measured"], data["efficiency"], data["redundancy"])
     if rule_form.is_bound and rule_form.is_valid():
         rule = rule_of_thumb(rule_form.cleaned_data["parameters"], rule_form.cleaned_data["precision"])
     # Each form carries the other's values, so submitting one keeps the other's answer.
+    what_if_names = set(CapacityPageForm.base_fields)
+    rule_names, throughput_names = set(RuleOfThumbForm.base_fields), set(ThroughputForm.base_fields)
     keep = {
-        "throughput": [(name, params[name]) for name in RuleOfThumbForm.base_fields if name in params],
-        "rule": [(name, params[name]) for name in ThroughputForm.base_fields if name in params],
+        "throughput": [(name, params[name]) for name in params if name in rule_names | what_if_names],
+        "rule": [(name, params[name]) for name in params if name in throughput_names | what_if_names],
+        "what_if": [(name, params[name]) for name in params if name in rule_names | throughput_names],
     }
     return render(
         request,
         "wizard/calculators.html",
         {"throughput_form": throughput_form, "rule_form": rule_form, "plan": plan, "rule": rule,
-         "keep": keep},
+         "keep": keep, "what_if_form": what_if_form, "what_if": what_if},
     )
 
 

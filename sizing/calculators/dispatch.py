@@ -15,6 +15,7 @@ from .image import estimate_image
 from .inference import estimate_inference
 from .notebook import estimate_notebook
 from .speech import estimate_speech
+from .vllm import check_engine, estimate_vllm
 
 # The catalog kind (as `Workload.kinds` names them) of each kind of model spec.
 KIND_OF_SPEC = {LanguageModelSpec: "language", SpeechModelSpec: "speech", ImagePipelineSpec: "image"}
@@ -29,6 +30,7 @@ def estimate(
     memory_gib: float | None,
     kv_bits: int = 16,
     training: Training | None = None,
+    engine: str = "transformers",
 ) -> Breakdown:
     """Errors name this function's own inputs: a fine-tuning sequence length is reported as "context",
     a batch size or audio stream count as "requests", so a form can put the message on its field.
@@ -51,6 +53,8 @@ def estimate(
         raise SizingError("model", _not_sizable(chosen) % {"model": model.name})
     if kind == "image":
         return estimate_image(model, precision)
+    if kind != "language" and check_engine(engine) != "transformers":
+        raise SizingError("engine", gettext("vLLM's budget is sized for language models only."))
     if kind == "speech":
         require(requests, "requests", gettext("Enter the number of concurrent audio streams."))
         with renamed({"streams": "requests"}):
@@ -62,6 +66,8 @@ def estimate(
             return estimate_finetune(model, precision, context, requests, training=training)
     require(context, "context", gettext("Enter the context per request."))
     require(requests, "requests", gettext("Enter the number of concurrent requests."))
+    if check_engine(engine) == "vllm":
+        return estimate_vllm(model, precision, context, requests, kv_bits)
     return estimate_inference(model, precision, context, requests, kv_bits)
 
 

@@ -257,6 +257,12 @@ def _local_prefill_formula(model: LanguageModelSpec, tokens: int, requests: int,
     }
 
 
+def _capacity(model, precision, kv_bits, context, requests):
+    from ..capacity import Capacity  # sizing.capacity imports this module
+
+    return Capacity(model, precision, kv_bits, context, requests)
+
+
 def estimate_inference(
     model: LanguageModelSpec, precision: int, context: int, requests: int, kv_bits: int = 16
 ) -> Breakdown:
@@ -298,4 +304,5 @@ def estimate_inference(
             "kv_bits": kv_bits,
         },
         split_items=(tensor_parallel_item(),) if heads is not None else (),
+        capacity=_capacity(model, precision, kv_bits, context, requests),
     )

@@ -45,6 +45,11 @@ def constraints_applied(
         pairs.append((gettext("Precision"), bits_words(breakdown.precision)))
         if capabilities is not None and capabilities.takes_kv_precision and "kv_bits" in inputs:
             pairs.append((gettext("KV cache"), bits_words(inputs["kv_bits"])))
+        if inputs.get("engine") == "vllm":
+            pairs.append((gettext("Engine"), gettext(
+                "vLLM (its %(version)s budget: gpu_memory_utilization %(utilization)s, blocks of 16 tokens)"
+            ) % {"version": inputs.get("engine_version", ""),
+                 "utilization": format_number(inputs.get("gpu_memory_utilization", 0.9))}))
     pairs.extend(_input_pairs(breakdown, capabilities))
     pairs.extend(_training_pairs(breakdown, capabilities))
     pairs.append(

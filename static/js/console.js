@@ -40,6 +40,16 @@
     url.searchParams.set("next", window.location.pathname + window.location.search);
     link.href = url.toString();
   });
+  // A machine's start command: the copy button puts the command's text on the clipboard and says so.
+  document.addEventListener("click", function (event) {
+    var button = event.target.closest ? event.target.closest("button.copy-command") : null;
+    if (!button) return;
+    var source = document.getElementById(button.dataset.copyFrom);
+    if (!source || !navigator.clipboard) return;
+    navigator.clipboard.writeText(source.textContent).then(function () {
+      button.textContent = button.dataset.copied;
+    });
+  });
   // A flash message says what the last page load did. The next swap (which also changes the
   // address) makes a later page, where it no longer belongs: it goes, as a page load would drop it.
   document.addEventListener("htmx:afterSwap", function () {

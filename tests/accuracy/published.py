@@ -433,6 +433,9 @@ def render() -> str:
     others = verdicts(load(OTHER_CSV_PATH))
     here = verdicts(load(HERE_CSV_PATH))
     training = verdicts(load(TRAINING_CSV_PATH))
+    from tests.accuracy import vllm_startup
+
+    served = vllm_startup.verdicts()
     body = PAGE_TEMPLATE.read_text(encoding="utf-8")
     return (body.replace("{{SUMMARY}}", summary(results))
                 .replace("{{HERE_SUMMARY}}", summary(here, "measurements of ours"))
@@ -449,6 +452,8 @@ def render() -> str:
                 .replace("{{SLIDING_TABLE}}", sliding_table())
                 .replace("{{GEMMA3_REPORTED}}", str(GEMMA3_REPORTED_ALLOCATED_GIB))
                 .replace("{{FLUX_BLOG}}", FLUX_BLOG)
+                .replace("{{VLLM_SUMMARY}}", vllm_startup.summary(served))
+                .replace("{{VLLM_TABLE}}", vllm_startup.table(served))
                 .replace("{{COMMAND}}", COMMAND))
 
 

@@ -48,11 +48,12 @@ STEPS = {
     "refresh:demo_feed",
 }
 API_ROUTES = {"api:openapi-json", "api:openapi-view", "api:estimate", "api:recommendations", "api:models",
-              "api:api-root"}
+              "api:capacity", "api:api-root"}
 API_OPERATIONS = {
     ("get", "/api/v1/estimate"): f"/api/v1/estimate?{LLAMA_8B}",
     ("get", "/api/v1/recommendations"): f"/api/v1/recommendations?{LLAMA_8B}",
     ("get", "/api/v1/models"): "/api/v1/models?workload=inference",
+    ("get", "/api/v1/capacity"): "/api/v1/capacity?model=llama-3-1-8b&gpu_memory_gib=79.19&max_model_len=8192",
 }
 
 

@@ -10,7 +10,7 @@ from nodelodge.recommendations.sorts import SORTS
 from sizing.training import CHOICES as TRAINING_CHOICES
 from sizing.workloads import WIZARD_CODES
 
-QUERY_OPTIONS = ("workload", "model", "precision", "kv_cache", "context", "requests", "memory_gib",
+QUERY_OPTIONS = ("workload", "model", "precision", "kv_cache", "engine", "context", "requests", "memory_gib",
                  "gradient_checkpointing", "loss", "lora_rank", "lora_targets", "adapter", "optimizer")
 PREFERENCE_OPTIONS = ("budget", "max_price", "tier", "countries", "sort", "gpu", "min_memory_gib",
                       "confidence", "group", "page", "target_tokens", "efficiency", "redundancy",
@@ -28,6 +28,10 @@ def add_query_arguments(parser, preferences: bool) -> None:
     parser.add_argument("--precision", help=f"16, 8 or 4 (bits per weight; {_default('precision')})")
     parser.add_argument(
         "--kv-cache", dest="kv_cache", help=f"16 or 8: bits per KV-cache value ({_default('kv_cache')})"
+    )
+    parser.add_argument(
+        "--engine", choices=["transformers", "vllm"],
+        help=f"inference: transformers or vllm (vLLM's budget; {_default('engine')})",
     )
     parser.add_argument(
         "--context", help=f"tokens per request; sequence length for fine-tuning ({_default('context')})"

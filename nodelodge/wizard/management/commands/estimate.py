@@ -82,6 +82,7 @@ class Command(BaseCommand):
                     **{name: values[name] for name in TRAINING_FIELDS if name != "lora_rank"},
                     lora_rank=_int_or_none(values.get("lora_rank"), "lora_rank"),
                 ),
+                engine=values.get("engine") or "transformers",
             )
         except SizingError as error:
             fail(self, {error.field: error.message})

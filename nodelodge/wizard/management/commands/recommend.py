@@ -49,8 +49,10 @@ class Command(BaseCommand):
                 f"{rank:>3}  {m['provider'][:22]:<22} {m['tier']:<9} {m['gpu_type'][:16]:<16} "
                 f"{m['gpus_used']:>4} {m['memory_per_gpu_gib']:>8.2f} {where:<6} {m['price_per_hour']:>9} "
                 f"{per_million(m):>10} "
-                f"{hours:>10}  {m['confidence']}"
+                f"{hours:>10}  {m['confidence']}{capacity(m)}"
             )
+            if m.get("command"):
+                self.stdout.write(f"       {m['command']}")
         if not machines and payload["empty_reason"]:
             self.stdout.write(payload["empty_reason"])
         plan = payload.get("throughput_plan")
@@ -84,6 +86,14 @@ class Command(BaseCommand):
                 )
             for step in entry["steps"]:
                 self.stdout.write(f"    {step}")
+
+
+def capacity(machine: dict) -> str:
+    """What the machine holds: requests at the asked context, context at the asked requests."""
+    if machine.get("max_requests_at_context") is None:
+        return ""
+    return (f"  holds {machine['max_requests_at_context']:,} requests at the context, "
+            f"{machine['max_context_at_requests']:,} tokens at the requests")
 
 
 def per_million(machine: dict) -> str:

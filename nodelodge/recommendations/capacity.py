@@ -1,0 +1,220 @@
+"""The GPU what-if (`/api/v1/capacity`, the calculators page): how much one GPU type holds of a model
+under vLLM, without a machine. Parsed and validated once here, answered by `sizing.calculators.vllm`.
+
+Parameter names: model, precision, kv_cache, engine (vllm), gpu_memory_gib (one GPU's memory as CUDA
+reports it), tensor_parallel, pipeline_parallel, gpu_memory_utilization, max_model_len (default: the
+model's longest), max_num_batched_tokens, max_num_seqs (default: vLLM's for the GPU's size).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import ROUND_DOWN, Decimal
+from fractions import Fraction
+
+from django import forms
+from django.utils.formats import number_format
+from django.utils.translation import gettext
+from django.utils.translation import gettext_lazy as _
+
+from catalog import rows as catalog_rows
+from sizing.calculators.vllm import (
+    DEFAULT_BATCHED_TOKENS,
+    DEFAULT_UTILIZATION,
+    VLLM_VERSION,
+    VllmSettings,
+    budget_item,
+    serve_command,
+    vllm_budget,
+)
+from sizing.errors import SizingError
+from sizing.limits import MAX_BATCHED_TOKENS, MAX_CONTEXT, MAX_GPU_MEMORY_GIB, MAX_NUM_SEQS, MAX_PARALLEL
+from sizing.units import GIB, gib_number
+
+from .messages import error_words, form_errors
+from .query import KV_CACHE_PRECISIONS, PRECISIONS, QueryError, normalize_query
+from .typed_numbers import TypedDecimalField, TypedIntegerField
+
+ENGINES = [("vllm", "vLLM")]
+CAPACITY_DEFAULTS = {
+    "model": "llama-3-1-8b",
+    "precision": "16",
+    "kv_cache": "16",
+    "engine": "vllm",
+    "gpu_memory_gib": "79.19",
+    "tensor_parallel": "1",
+    "pipeline_parallel": "1",
+    "gpu_memory_utilization": str(float(DEFAULT_UTILIZATION)),
+    "max_num_batched_tokens": str(DEFAULT_BATCHED_TOKENS),
+}
+
+
+class CapacityForm(forms.Form):
+    model = forms.CharField(max_length=100, label=_("Model"), error_messages=error_words("model", "required"))
+    precision = forms.TypedChoiceField(choices=PRECISIONS, coerce=int, label=_("Precision"),
+                                       error_messages=error_words("precision", "required"))
+    kv_cache = forms.TypedChoiceField(choices=KV_CACHE_PRECISIONS, coerce=int, label=_("KV cache precision"),
+                                      error_messages=error_words("kv_cache", "required"))
+    gpu = forms.CharField(max_length=100, required=False, label=_("GPU type"))
+    engine = forms.ChoiceField(choices=ENGINES, label=_("Engine"), error_messages={
+        "required": _("The GPU what-if sizes vLLM's budget: engine=vllm."),
+        "invalid_choice": _("The GPU what-if sizes vLLM's budget: engine=vllm."),
+    })
+    gpu_memory_gib = TypedDecimalField(
+        min_value=Decimal("0.01"), max_value=Decimal(MAX_GPU_MEMORY_GIB), max_digits=9, decimal_places=2,
+        label=_("Memory of one GPU as CUDA reports it (GiB)"),
+        error_messages=error_words("gpu_memory_gib", "required"),
+    )
+    tensor_parallel = TypedIntegerField(min_value=1, max_value=MAX_PARALLEL, label=_("Tensor-parallel size"),
+                                        error_messages=error_words("tensor_parallel", "required"))
+    pipeline_parallel = TypedIntegerField(min_value=1, max_value=MAX_PARALLEL,
+                                          label=_("Pipeline-parallel size"),
+                                          error_messages=error_words("pipeline_parallel", "required"))
+    gpu_memory_utilization = TypedDecimalField(
+        min_value=Decimal("0.01"), max_value=Decimal("1"), max_digits=4, decimal_places=3,
+        label=_("GPU memory utilization"), error_messages=error_words("gpu_memory_utilization", "required"),
+    )
+    max_model_len = TypedIntegerField(min_value=1, max_value=MAX_CONTEXT, required=False,
+                                      label=_("Longest context (max_model_len)"),
+                                      error_messages=error_words("max_model_len"))
+    max_num_batched_tokens = TypedIntegerField(
+        min_value=1, max_value=MAX_BATCHED_TOKENS,
+        label=_("Tokens per prefill step (max_num_batched_tokens)"),
+        error_messages=error_words("max_num_batched_tokens", "required"),
+    )
+    max_num_seqs = TypedIntegerField(min_value=1, max_value=MAX_NUM_SEQS, required=False,
+                                     label=_("Sequences per step (max_num_seqs)"),
+                                     error_messages=error_words("max_num_seqs"))
+
+    def __init__(self, data=None, *args, number_language: str | None = None, **kwargs):
+        super().__init__(data, *args, **kwargs)
+        for field in self.fields.values():
+            if isinstance(field, TypedDecimalField | TypedIntegerField):
+                field.language = number_language
+
+
+@dataclass(frozen=True)
+class CapacityQuery:
+    gpu: str | None  # the GPU type whose usable memory gpu_memory_gib is, when one was named
+    model_slug: str
+    precision: int
+    kv_bits: int
+    engine: str
+    gpu_memory_gib: Decimal
+    tensor_parallel: int
+    pipeline_parallel: int
+    gpu_memory_utilization: Decimal
+    max_model_len: int | None
+    max_num_batched_tokens: int
+    max_num_seqs: int | None
+
+    def settings(self) -> VllmSettings:
+        return VllmSettings(
+            gpu_memory_bytes=int(self.gpu_memory_gib * GIB),
+            tensor_parallel=self.tensor_parallel,
+            pipeline_parallel=self.pipeline_parallel,
+            gpu_memory_utilization=Fraction(self.gpu_memory_utilization),
+            max_model_len=self.max_model_len,
+            max_num_batched_tokens=self.max_num_batched_tokens,
+            max_num_seqs=self.max_num_seqs,
+        )
+
+
+def with_capacity_defaults(data) -> dict[str, str]:
+    return {**CAPACITY_DEFAULTS, **normalize_query(data)}
+
+
+def parse_capacity(data, number_language: str | None = None) -> CapacityQuery:
+    """The what-if from a query string's values, each left out at its default; QueryError otherwise."""
+    values = with_usable_memory(with_capacity_defaults(data))
+    form = CapacityForm(values, number_language=number_language)
+    if not form.is_valid():
+        raise QueryError(form_errors(form))
+    return query_from(form.cleaned_data)
+
+
+def with_usable_memory(values: dict[str, str]) -> dict[str, str]:
+    """A named GPU type (`gpu`, by name, case ignored) sets gpu_memory_gib to the memory CUDA reports for
+    it, whatever gpu_memory_gib says; an unknown one is refused."""
+    wanted = (values.get("gpu") or "").strip()
+    if not wanted:
+        return values
+    for usable in catalog_rows.gpu_types_usable():
+        if usable.gpu_type.casefold() == wanted.casefold():
+            gib = (Decimal(usable.mib) / 1024).quantize(Decimal("0.01"), rounding=ROUND_DOWN)
+            return {**values, "gpu": usable.gpu_type, "gpu_memory_gib": str(gib)}
+    raise QueryError({"gpu": gettext("No GPU type %(gpu)s in the catalog.") % {"gpu": repr(wanted[:100])}})
+
+
+def query_from(cleaned: dict) -> CapacityQuery:
+    """The what-if from a valid form's values."""
+    return CapacityQuery(
+        gpu=cleaned.get("gpu") or None,
+        model_slug=cleaned["model"].strip(), precision=cleaned["precision"], kv_bits=cleaned["kv_cache"],
+        engine=cleaned["engine"], gpu_memory_gib=cleaned["gpu_memory_gib"],
+        tensor_parallel=cleaned["tensor_parallel"], pipeline_parallel=cleaned["pipeline_parallel"],
+        gpu_memory_utilization=cleaned["gpu_memory_utilization"], max_model_len=cleaned.get("max_model_len"),
+        max_num_batched_tokens=cleaned["max_num_batched_tokens"], max_num_seqs=cleaned.get("max_num_seqs"),
+    )
+
+
+def _item(item) -> dict:
+    return {"name": item.name, "gib": gib_number(item.bytes), "bytes": item.bytes, "formula": item.formula,
+            "per_gpu": item.per_gpu}
+
+
+def capacity_for(query: CapacityQuery) -> dict:
+    """The answer: whether the engine starts, its budget item by item, the pool and the command."""
+    row = catalog_rows.get_model(query.model_slug)
+    if row is None or getattr(row, "kind", None) != "language":
+        raise QueryError({"model": gettext("No language model %(slug)s in the catalog.") % {
+            "slug": repr(query.model_slug)}})
+    spec = catalog_rows.model_spec(row)
+    try:
+        budget = vllm_budget(spec, query.precision, query.kv_bits, query.settings())
+    except SizingError as error:
+        raise QueryError({error.field: error.message}) from error
+    fits, reason = budget.fit(budget.max_model_len, 1)
+    kv = max(budget.kv_cache_bytes, 0)
+    concurrency = budget.max_concurrency()
+    return {
+        "model": spec.slug,
+        "engine": query.engine,
+        "engine_version": VLLM_VERSION,
+        "fits": fits,
+        "reason": reason,
+        "gpu": query.gpu,
+        "gpu_memory_source": _memory_source(query.gpu),
+        "gpu_memory_gib": float(query.gpu_memory_gib),
+        "budget_gib": gib_number(budget.budget_bytes),
+        "budget": budget_item(budget),
+        "weights_gib": gib_number(budget.weights.bytes),
+        "activation_gib": gib_number(budget.activation.bytes),
+        "non_torch_gib": gib_number(budget.non_torch.bytes),
+        "kv_cache_gib": gib_number(kv),
+        "kv_cache_tokens": budget.kv_cache_tokens,
+        "max_model_len": budget.max_model_len,
+        "max_concurrency": round(concurrency.numerator / concurrency.denominator, 2),
+        "items": [_item(budget.weights), _item(budget.activation), _item(budget.non_torch)],
+        "outside_budget": [_item(item) for item in budget.outside],
+        "command": serve_command(spec.hf_id, budget) if spec.hf_id else None,
+    }
+
+
+def _memory_source(gpu: str | None) -> str | None:
+    if gpu is None:
+        return None
+    return next((usable.source for usable in catalog_rows.gpu_types_usable() if usable.gpu_type == gpu), None)
+
+
+def gpu_choices() -> list[tuple[str, str]]:
+    """The GPU types a what-if may name, each with the memory CUDA reports for it."""
+    return [("", gettext("Enter the memory below"))] + [
+        (usable.gpu_type, f"{usable.gpu_type} ({number_format(Decimal(usable.mib) / 1024, 2)} GiB)")
+        for usable in catalog_rows.gpu_types_usable()
+    ]
+
+
+def language_model_choices() -> list[tuple[str, str]]:
+    """The catalog's language models a what-if may size, as (slug, name), in the wizard's order."""
+    return [(row.slug, row.name) for row in catalog_rows.models_for_workload("inference")
+            if getattr(row, "kind", None) == "language"]

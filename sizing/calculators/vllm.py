@@ -1,0 +1,705 @@
+"""Serving a language model under vLLM: the engine's own memory budget, item by item (SPEC §10).
+
+vLLM (the V1 engine, as of 0.19) starts by loading the weights, then profiles one forward pass of
+`max_num_batched_tokens` tokens (chunked prefill) and one sampler step of `max_num_seqs` requests,
+and hands the rest of `gpu_memory_utilization` × the GPU's total memory (what CUDA reports,
+`torch.cuda.mem_get_info`) to the KV cache:
+
+    KV cache = utilization × total − weights − activation peak − memory outside PyTorch
+
+(`Worker.determine_available_memory` in vllm/v1/worker/gpu_worker.py). The KV cache is cut into
+blocks of 16 tokens per layer (`kv_cache_utils.get_kv_cache_config`): with one kind of layer one
+group holds them all; with several (full + sliding window, full + chunked local) the layers form
+groups of equal size that share every block, and the pool it logs in tokens counts every group as
+if it held every token (`num_blocks // groups × block_size`). A request of `n` tokens takes
+⌈n / 16⌉ blocks on a full-attention group and ⌈min(window − 1 + batched, n) / 16⌉ + 1 on a
+sliding-window one (`SlidingWindowSpec.max_memory_usage_bytes`): the engine's "maximum concurrency".
+The CUDA context and the CUDA-graph pool stay outside the budget (they live in what utilization
+leaves free).
+
+Every figure here is computed per GPU: weights and attention heads divide over the tensor-parallel
+group, layers over the pipeline stages.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+from .. import nouns
+from ..architectures import CHUNKED, FULL, LINEAR, PLAIN, SLIDING
+from ..breakdown import Breakdown, Item
+from ..errors import SizingError
+from ..i18n import gettext
+from ..kv_cache import check_kv_bits
+from ..limits import (
+    MAX_BATCHED_TOKENS,
+    MAX_CONTEXT,
+    MAX_GPU_MEMORY_GIB,
+    MAX_NUM_SEQS,
+    MAX_PARALLEL,
+)
+from ..specs import LanguageModelSpec
+from ..units import GIB, MIB, fmt_gib, fmt_int, general_number
+from ..weights import SIXTEEN_BIT_BYTES, WeightFormat, native_format_of, split_parameters, stored_weights
+from .checks import check_count, check_precision, model_value
+
+VLLM_VERSION = "0.19"  # the release whose start-up accounting these formulas follow
+BLOCK_SIZE = 16  # tokens per KV-cache block (CacheConfig.block_size on CUDA)
+DEFAULT_BATCHED_TOKENS = 8192  # max_num_batched_tokens of `vllm serve` with chunked prefill
+DEFAULT_UTILIZATION = Fraction(9, 10)  # gpu_memory_utilization
+# max_num_seqs: `vllm serve` defaults to 1,024 on GPUs of 70 GiB or more (EngineArgs._set_default_args),
+# 256 on smaller ones.
+LARGE_GPU_BYTES = 70 * GIB
+DEFAULT_SEQS_LARGE_GPU = 1024
+DEFAULT_SEQS = 256
+ACTIVATION_BYTES = 2  # bf16 activations
+# The sampler's profiling step: the 16-bit logits of every request (2 bytes) and three float32 tensors
+# of the same shape alive at once (the upcast logits, the probabilities and the exponential noise of
+# the Gumbel draw): 14 bytes per logit. Logits are gathered over the whole vocabulary on every GPU.
+SAMPLER_BYTES_PER_LOGIT = 14
+# Memory outside PyTorch that a forward pass adds (cuBLAS/cuBLASLt workspaces, the attention kernels'
+# scratch): 0.24–0.25 GiB per GPU in vLLM's logs of five models on one H100, whatever the model.
+NON_TORCH_BYTES = GIB // 4
+# Under tensor parallelism NCCL's channel buffers and vLLM's custom all-reduce buffers on every GPU: vLLM
+# logs 2.07–2.13 GiB of non-PyTorch memory per GPU at 2- and 4-way against 0.25 on one GPU; counted as
+# 2 GiB more (the figure the transformers estimate already uses for its split).
+NCCL_BYTES = 2 * GIB
+# Outside the budget: the CUDA context (0.51 GiB per GPU logged on one H100; NCCL's communicators raise
+# it to 1.5–2.0 GiB under tensor parallelism) and the CUDA-graph pool (0.67–1.79 GiB logged).
+CUDA_CONTEXT_BYTES = GIB // 2
+CUDA_CONTEXT_SPLIT_BYTES = 3 * GIB // 2
+CUDA_GRAPH_BYTES = GIB
+# What the driver keeps from CUDA: nvidia-smi's total less the total CUDA reports to PyTorch, which is
+# what gpu_memory_utilization multiplies. An H100 80GB shows 81,559 MiB in nvidia-smi and 79.19 GiB
+# (81,090 MiB) to PyTorch in vLLM's logs: 469 MiB. Machines report nvidia-smi's figure, so a machine's
+# memory less this is what vLLM budgets from (the catalog keeps the measured figure per GPU type).
+DRIVER_RESERVED_BYTES = (81_559 - 81_090) * MIB
+
+# vLLM's online FP8 (--quantization fp8): one byte per linear weight and one float32 scale per tensor;
+# the embeddings and the output head stay 16-bit.
+ONLINE_FP8 = WeightFormat(
+    key="fp8-online", label="FP8 (e4m3), dynamic, per tensor", precision=8, payload_bits=Fraction(8),
+    group_size=None, source="vLLM --quantization fp8",
+)
+# vLLM's in-flight 4-bit (--quantization bitsandbytes): NF4 in blocks of 64 with double quantization.
+BNB_NF4 = WeightFormat(
+    key="bnb-nf4-vllm", label="bitsandbytes NF4", precision=4, payload_bits=Fraction(4), group_size=64,
+    scale_bits=Fraction(127, 1000) * 64, source="vLLM --quantization bitsandbytes",
+)
+QUANTIZATION_FLAG = {8: "fp8", 4: "bitsandbytes"}
+
+
+@dataclass(frozen=True)
+class VllmSettings:
+    """The engine's settings that change its memory: those `vllm serve` takes as flags."""
+
+    gpu_memory_bytes: int  # one GPU's total as CUDA reports it
+    tensor_parallel: int = 1
+    pipeline_parallel: int = 1
+    gpu_memory_utilization: Fraction = DEFAULT_UTILIZATION
+    max_model_len: int | None = None  # None: the model's own maximum
+    max_num_batched_tokens: int = DEFAULT_BATCHED_TOKENS
+    max_num_seqs: int | None = None  # None: vLLM's default for the GPU's size
+
+    @property
+    def seqs(self) -> int:
+        if self.max_num_seqs is not None:
+            return self.max_num_seqs
+        return DEFAULT_SEQS_LARGE_GPU if self.gpu_memory_bytes >= LARGE_GPU_BYTES else DEFAULT_SEQS
+
+
+@dataclass(frozen=True)
+class KvLayout:
+    """The KV cache on one GPU as vLLM lays it out: groups of layers sharing blocks of 16 tokens."""
+
+    page_bytes: int  # one block of one layer
+    group_size: int  # layers per group
+    groups: tuple[tuple[str, int], ...]  # (kind, number of groups of that kind)
+    window: dict = field(default_factory=dict)  # kind -> window or chunk
+    state_bytes_per_request: int = 0  # linear-attention state, outside the blocks
+    batched_tokens: int = DEFAULT_BATCHED_TOKENS
+
+    @property
+    def group_count(self) -> int:
+        return sum(count for _, count in self.groups)
+
+    @property
+    def block_set_bytes(self) -> int:
+        """One block id across every group: the unit the pool is counted in."""
+        return self.page_bytes * self.group_size
+
+    def blocks_per_request(self, tokens: int) -> int:
+        """Blocks (of one layer slot) one request of `tokens` tokens takes, summed over the groups."""
+        total = 0
+        for kind, count in self.groups:
+            if kind == SLIDING:
+                held = min(self.window[kind] - 1 + self.batched_tokens, tokens)
+                total += count * (math.ceil(held / BLOCK_SIZE) + 1)
+            elif kind == CHUNKED:
+                held = min(self.window[kind] + self.batched_tokens, tokens)
+                total += count * math.ceil(held / BLOCK_SIZE)
+            else:
+                total += count * math.ceil(tokens / BLOCK_SIZE)
+        return total
+
+    def request_bytes(self, tokens: int) -> int:
+        return self.blocks_per_request(tokens) * self.block_set_bytes + self.state_bytes_per_request
+
+
+@dataclass(frozen=True)
+class VllmBudget:
+    """One GPU's budget under vLLM, and what its KV cache holds."""
+
+    settings: VllmSettings
+    weights: Item
+    activation: Item
+    non_torch: Item
+    outside: tuple[Item, ...]  # CUDA context and graphs: outside the budget
+    layout: KvLayout
+    budget_bytes: int  # utilization × total
+    max_model_len: int
+    model_max_context: int | None
+    quantization: str | None
+    kv_bits: int
+
+    @property
+    def inside_bytes(self) -> int:
+        return self.weights.bytes + self.activation.bytes + self.non_torch.bytes
+
+    @property
+    def kv_cache_bytes(self) -> int:
+        """What the budget leaves for the KV cache (negative when it leaves nothing)."""
+        return self.budget_bytes - self.inside_bytes
+
+    @property
+    def num_blocks(self) -> int:
+        free = self.kv_cache_bytes
+        if free <= 0:
+            return 0
+        if self.layout.block_set_bytes == 0:
+            return 0
+        return free // self.layout.block_set_bytes
+
+    @property
+    def kv_cache_tokens(self) -> int:
+        """The pool as vLLM logs it ("GPU KV cache size: … tokens")."""
+        groups = self.layout.group_count
+        if groups == 0:
+            return 0
+        return self.num_blocks // groups * BLOCK_SIZE
+
+    def max_concurrency(self, tokens: int | None = None) -> Fraction:
+        """Requests of `tokens` (default max_model_len) the pool holds at once, as vLLM logs it."""
+        per_request = self.layout.blocks_per_request(tokens or self.max_model_len)
+        if per_request == 0:
+            return Fraction(0)
+        return Fraction(self.num_blocks, per_request)
+
+    def max_requests_at_context(self, tokens: int) -> int:
+        per_request = self.layout.request_bytes(tokens)
+        if self.kv_cache_bytes <= 0 or per_request <= 0:
+            return 0
+        if self.layout.state_bytes_per_request:
+            return self.kv_cache_bytes // per_request
+        return self.num_blocks // self.layout.blocks_per_request(tokens)
+
+    def max_context_at_requests(self, requests: int) -> int:
+        """The longest context `requests` requests reach at once, capped by max_model_len; 0 if none."""
+        if self.max_requests_at_context(1) < requests:
+            return 0
+        low, high = 1, self.max_model_len
+        if self.max_requests_at_context(high) >= requests:
+            return high
+        while low < high:  # the largest context whose requests still fit
+            middle = (low + high + 1) // 2
+            if self.max_requests_at_context(middle) >= requests:
+                low = middle
+            else:
+                high = middle - 1
+        return low
+
+    def kv_cache_item(self, context: int, requests: int) -> Item:
+        """The KV cache of `requests` requests of `context` tokens in the engine's layout."""
+        layout = self.layout
+        blocks = layout.blocks_per_request(context)
+        state = layout.state_bytes_per_request
+        formula = gettext(
+            "%(requests)s × %(blocks)s blocks of %(block)s tokens (%(groups)s) × %(group_size)s × "
+            "%(page)s bytes per block and layer"
+        ) % {
+            "requests": nouns.requests(requests), "blocks": fmt_int(blocks), "block": BLOCK_SIZE,
+            "groups": _groups_words(layout, context), "group_size": nouns.layers(layout.group_size),
+            "page": fmt_int(layout.page_bytes),
+        }
+        if state:
+            formula += gettext(" + %(requests)s × %(state)s bytes of linear-attention state") % {
+                "requests": nouns.requests(requests), "state": fmt_int(state)
+            }
+        return Item(name=gettext("KV cache (vLLM blocks)"), formula=formula,
+                    bytes=requests * layout.request_bytes(context))
+
+    def fit(self, context: int, requests: int) -> tuple[bool, str | None]:
+        """Whether `requests` requests of `context` tokens fit the budget, with the reason when not."""
+        need = self.inside_bytes + requests * self.layout.request_bytes(context)
+        outside = sum(item.bytes for item in self.outside)
+        if self.kv_cache_bytes <= 0:
+            return False, gettext(
+                "The weights, the activation peak and the memory outside PyTorch (%(inside)s) leave "
+                "nothing of %(budget)s (gpu_memory_utilization × the GPU's memory) for the KV cache."
+            ) % {"inside": fmt_gib(self.inside_bytes), "budget": fmt_gib(self.budget_bytes)}
+        one = self.layout.request_bytes(self.max_model_len)
+        if one > self.kv_cache_bytes:
+            return False, gettext(
+                "The KV cache left (%(left)s) cannot hold one request of max_model_len %(tokens)s "
+                "(%(one)s): vLLM refuses to start."
+            ) % {"left": fmt_gib(self.kv_cache_bytes), "tokens": fmt_int(self.max_model_len),
+                 "one": fmt_gib(one)}
+        if need > self.budget_bytes:
+            return False, gettext(
+                "%(requests)s of %(tokens)s need %(need)s, more than the %(budget)s of the budget."
+            ) % {"requests": nouns.requests(requests), "tokens": nouns.tokens(context),
+                 "need": fmt_gib(need), "budget": fmt_gib(self.budget_bytes)}
+        headroom = self.settings.gpu_memory_bytes - self.budget_bytes
+        if outside > headroom:
+            return False, gettext(
+                "gpu_memory_utilization leaves %(headroom)s outside the budget, less than the "
+                "%(outside)s the CUDA context and CUDA graphs take there."
+            ) % {"headroom": fmt_gib(headroom), "outside": fmt_gib(outside)}
+        return True, None
+
+
+def _groups_words(layout: KvLayout, context: int) -> str:
+    parts = []
+    for kind, count in layout.groups:
+        if kind == SLIDING:
+            held = min(layout.window[kind] - 1 + layout.batched_tokens, context)
+            parts.append(gettext("%(count)s sliding-window group(s): ⌈%(held)s ÷ 16⌉ + 1") % {
+                "count": count, "held": fmt_int(held)})
+        elif kind == CHUNKED:
+            held = min(layout.window[kind] + layout.batched_tokens, context)
+            parts.append(gettext("%(count)s chunked-attention group(s): ⌈%(held)s ÷ 16⌉") % {
+                "count": count, "held": fmt_int(held)})
+        else:
+            parts.append(gettext("%(count)s full-attention group(s): ⌈%(tokens)s ÷ 16⌉") % {
+                "count": count, "tokens": fmt_int(context)})
+    return "; ".join(parts)
+
+
+# --- checks ------------------------------------------------------------------------------------------
+
+def check_settings(model: LanguageModelSpec, settings: VllmSettings) -> None:
+    """Refuse what vLLM refuses at start-up, each naming its field."""
+    tp = check_count(settings.tensor_parallel, "tensor_parallel", gettext("The tensor-parallel size"),
+                     MAX_PARALLEL)
+    pp = check_count(settings.pipeline_parallel, "pipeline_parallel", gettext("The pipeline-parallel size"),
+                     MAX_PARALLEL)
+    heads = model_value(model, "attention_heads")
+    if heads % tp:
+        raise SizingError("tensor_parallel", gettext(
+            "%(model)s has %(heads)s attention heads: the tensor-parallel size must divide them."
+        ) % {"model": model.name, "heads": fmt_int(heads)})
+    if pp > model_value(model, "layers"):
+        raise SizingError("pipeline_parallel", gettext(
+            "%(model)s has %(layers)s: the pipeline-parallel size may be at most that."
+        ) % {"model": model.name, "layers": nouns.layers(model.layers)})
+    utilization = settings.gpu_memory_utilization
+    if not isinstance(utilization, Fraction) or not 0 < utilization <= 1:
+        raise SizingError("gpu_memory_utilization", gettext(
+            "The GPU memory utilization must be more than 0 and at most 1."))
+    check_count(settings.gpu_memory_bytes, "gpu_memory_gib", gettext("The GPU memory"),
+                MAX_GPU_MEMORY_GIB * GIB)
+    check_count(settings.max_num_batched_tokens, "max_num_batched_tokens",
+                gettext("max_num_batched_tokens"), MAX_BATCHED_TOKENS)
+    if settings.max_num_seqs is not None:
+        check_count(settings.max_num_seqs, "max_num_seqs", gettext("max_num_seqs"), MAX_NUM_SEQS)
+    if settings.max_model_len is not None:
+        check_count(settings.max_model_len, "max_model_len", gettext("max_model_len"), MAX_CONTEXT)
+        if model.max_context is not None and settings.max_model_len > model.max_context:
+            raise SizingError("max_model_len", gettext(
+                "%(model)s handles at most %(maximum)s tokens; max_model_len %(tokens)s is above that limit."
+            ) % {"model": model.name, "maximum": fmt_int(model.max_context),
+                 "tokens": fmt_int(settings.max_model_len)})
+
+
+# --- the items -----------------------------------------------------------------------------------------
+
+def _loaded_bytes(model: LanguageModelSpec, precision: int) -> tuple[int, str, str | None]:
+    """The whole model's weights as vLLM loads them: (bytes, formula, --quantization flag)."""
+    native = native_format_of(model)
+    if native is not None and native.bits == precision:
+        from .inference import weight_items  # the checkpoint as published, sized as stored
+
+        items, _words, _stored = weight_items(model, precision)
+        total = sum(item.bytes for item in items)
+        return total, gettext("%(format)s checkpoint as stored: %(bytes)s") % {
+            "format": gettext(native.short), "bytes": fmt_gib(total)}, None
+    parameters = model_value(model, "parameters")
+    if precision == 16:
+        return parameters * SIXTEEN_BIT_BYTES, gettext("%(parameters)s parameters × 2 bytes (bf16)") % {
+            "parameters": fmt_int(parameters)}, None
+    hidden = model_value(model, "hidden_size")
+    split = split_parameters(model.name, parameters, model_value(model, "vocab_size"), hidden,
+                             model.tied_embeddings)
+    fmt = ONLINE_FP8 if precision == 8 else BNB_NF4
+    stored = stored_weights(fmt, split, hidden)
+    per = general_number(fmt.bits_per_parameter(hidden), 4)
+    formula = gettext(
+        "%(quantized)s linear-layer parameters × %(bits)s bits (%(format)s) + %(kept)s embedding and "
+        "output-head parameters × 2 bytes"
+    ) % {"quantized": fmt_int(stored.quantized), "bits": per, "format": fmt.source,
+         "kept": fmt_int(stored.kept_16_bit)}
+    return stored.total_bytes, formula, QUANTIZATION_FLAG[precision]
+
+
+def _stage_share(model: LanguageModelSpec, total: int, pp: int) -> Fraction:
+    """The share of the weights the busiest pipeline stage holds: ⌈layers ÷ pp⌉ layers' worth of the
+    decoder plus a vocabulary × hidden matrix (the embeddings on the first stage, the output head on the
+    last, which loads its own copy where the two are tied)."""
+    if pp == 1:
+        return Fraction(1)
+    layers = model.layers
+    embeddings = model.vocab_size * model.hidden_size * SIXTEEN_BIT_BYTES
+    decoder = max(total - embeddings * (1 if model.tied_embeddings else 2), 0)
+    stage = Fraction(decoder * math.ceil(layers / pp), layers) + embeddings
+    return min(Fraction(1), stage / total)
+
+
+def weights_item(model: LanguageModelSpec, precision: int, settings: VllmSettings) -> tuple[Item, str | None]:
+    total, formula, flag = _loaded_bytes(model, precision)
+    tp, pp = settings.tensor_parallel, settings.pipeline_parallel
+    share = _stage_share(model, total, pp)
+    per_gpu = math.ceil(total * share / tp)
+    split = ""
+    if pp > 1:
+        split += gettext(" × %(share)s on the busiest of %(pp)s pipeline stages") % {
+            "share": general_number(float(share), 4), "pp": pp}
+    if tp > 1:
+        split += gettext(" ÷ %(tp)s tensor-parallel GPUs") % {"tp": tp}
+    return Item(
+        name=gettext("Model weights as loaded"),
+        formula=formula + split,
+        bytes=per_gpu,
+        per_gpu=True,
+    ), flag
+
+
+def _forward_values_per_token(model: LanguageModelSpec, tp: int) -> tuple[int, str]:
+    """Values alive per token at a decoder layer's MLP peak on one GPU (besides the residual and
+    the layer's input): the gate-up output and the activated product, or, under a mixture of experts,
+    the fused-MoE kernel's three work buffers for each routed expert of the token."""
+    hidden = model.hidden_size
+    arch = model.architecture or PLAIN
+    if arch.moe is None:
+        intermediate = model_value(model, "intermediate_size")
+        return 3 * intermediate // tp, gettext("3 × %(width)s MLP width ÷ %(tp)s") % {
+            "width": fmt_int(intermediate), "tp": tp}
+    moe = arch.moe
+    routed = moe.experts_per_token * (3 * moe.expert_intermediate // tp + hidden)
+    shared = 3 * moe.shared_intermediate // tp
+    return routed + shared, gettext(
+        "%(k)s experts × (3 × %(width)s expert width ÷ %(tp)s + %(hidden)s)%(shared)s"
+    ) % {"k": moe.experts_per_token, "width": fmt_int(moe.expert_intermediate), "tp": tp,
+         "hidden": fmt_int(hidden),
+         "shared": f" + 3 × {fmt_int(moe.shared_intermediate)} ÷ {tp}" if shared else ""}
+
+
+def activation_item(model: LanguageModelSpec, settings: VllmSettings) -> Item:
+    """The peak PyTorch reaches in the profiling step: the larger of one layer's MLP over
+    max_num_batched_tokens tokens and the sampler over max_num_seqs requests (the hidden states of
+    the batch are still held then)."""
+    tokens = settings.max_num_batched_tokens
+    seqs = min(settings.seqs, tokens)
+    hidden = model_value(model, "hidden_size")
+    vocab = model_value(model, "vocab_size")
+    mlp_values, mlp_words = _forward_values_per_token(model, settings.tensor_parallel)
+    forward = tokens * (2 * hidden + mlp_values) * ACTIVATION_BYTES
+    sampler = seqs * vocab * SAMPLER_BYTES_PER_LOGIT + tokens * hidden * ACTIVATION_BYTES
+    values = {
+        "tokens": fmt_int(tokens), "hidden": fmt_int(hidden), "mlp": mlp_words,
+        "seqs": fmt_int(seqs), "vocab": fmt_int(vocab), "per_logit": SAMPLER_BYTES_PER_LOGIT,
+        "forward": fmt_gib(forward), "sampler": fmt_gib(sampler),
+    }
+    formula = gettext(
+        "max(forward: %(tokens)s batched tokens × (2 × %(hidden)s hidden + %(mlp)s) × 2 bytes = "
+        "%(forward)s; sampler: %(seqs)s sequences × %(vocab)s vocabulary × %(per_logit)s bytes + "
+        "%(tokens)s × %(hidden)s × 2 bytes = %(sampler)s)"
+    ) % values
+    return Item(name=gettext("Activation peak (profiling step)"), formula=formula,
+                bytes=max(forward, sampler), per_gpu=True)
+
+
+def non_torch_item(settings: VllmSettings) -> Item:
+    split = settings.tensor_parallel > 1
+    formula = gettext("%(base)s (cuBLAS workspaces, kernel scratch)") % {"base": fmt_gib(NON_TORCH_BYTES)}
+    if split:
+        formula += gettext(" + %(nccl)s NCCL and custom all-reduce buffers under tensor parallelism") % {
+            "nccl": fmt_gib(NCCL_BYTES)}
+    return Item(name=gettext("Memory outside PyTorch"), formula=formula,
+                bytes=NON_TORCH_BYTES + (NCCL_BYTES if split else 0), per_gpu=True)
+
+
+def outside_items(settings: VllmSettings) -> tuple[Item, ...]:
+    split = settings.tensor_parallel > 1 or settings.pipeline_parallel > 1
+    context = CUDA_CONTEXT_SPLIT_BYTES if split else CUDA_CONTEXT_BYTES
+    return (
+        Item(name=gettext("CUDA context (outside the budget)"),
+             formula=gettext("%(bytes)s per GPU%(split)s") % {
+                 "bytes": fmt_gib(context),
+                 "split": gettext(", with NCCL's communicators") if split else ""},
+             bytes=context, per_gpu=True),
+        Item(name=gettext("CUDA graphs (outside the budget)"),
+             formula=gettext("about %(bytes)s per GPU for the captured decode batch sizes") % {
+                 "bytes": fmt_gib(CUDA_GRAPH_BYTES)},
+             bytes=CUDA_GRAPH_BYTES, per_gpu=True),
+    )
+
+
+def kv_layout(model: LanguageModelSpec, kv_bits: int, settings: VllmSettings) -> KvLayout:
+    """The engine's KV-cache groups on one GPU."""
+    arch = model.architecture or PLAIN
+    tp, pp = settings.tensor_parallel, settings.pipeline_parallel
+    kv_bytes = kv_bits // 8
+    layers = model_value(model, "layers")
+    counts = {kind: math.ceil(count / pp) for kind, count in arch.layer_counts(layers).items() if count}
+    if arch.mla is not None:  # one latent per token and layer, on every GPU of the group
+        page = BLOCK_SIZE * arch.mla.latent_width * kv_bytes
+        attention = {FULL: sum(c for k, c in counts.items() if k != LINEAR)}
+    else:
+        kv_heads = model_value(model, "kv_heads")
+        heads_per_gpu = math.ceil(kv_heads / tp)  # replicated when there are fewer KV heads than GPUs
+        page = BLOCK_SIZE * 2 * heads_per_gpu * model_value(model, "head_dim") * kv_bytes
+        attention = {kind: count for kind, count in counts.items() if kind != LINEAR}
+    state = 0
+    if LINEAR in counts:
+        from ..architectures import LINEAR_STATE_BYTES
+
+        state = arch.linear_attention.state_values() * LINEAR_STATE_BYTES * counts[LINEAR] // tp
+    sizes = sorted(attention.values())
+    if len(sizes) == 1:
+        group_size = sizes[0]
+    else:  # kv_cache_utils: near-equal kinds share the larger size, otherwise the smallest kind's
+        group_size = sizes[-1] if sizes[-1] < sizes[0] * 5 // 4 else sizes[0]
+    groups = tuple((kind, math.ceil(count / group_size)) for kind, count in attention.items())
+    window = {}
+    if SLIDING in attention:
+        window[SLIDING] = arch.sliding_window
+    if CHUNKED in attention:
+        window[CHUNKED] = arch.attention_chunk
+    return KvLayout(page_bytes=page, group_size=group_size, groups=groups, window=window,
+                    state_bytes_per_request=state, batched_tokens=settings.max_num_batched_tokens)
+
+
+def vllm_budget(model: LanguageModelSpec, precision: int, kv_bits: int, settings: VllmSettings) -> VllmBudget:
+    precision = check_precision(precision)
+    kv_bits = check_kv_bits(kv_bits)
+    check_settings(model, settings)
+    weights, flag = weights_item(model, precision, settings)
+    max_model_len = settings.max_model_len or model_value(model, "max_context")
+    return VllmBudget(
+        settings=settings,
+        weights=weights,
+        activation=activation_item(model, settings),
+        non_torch=non_torch_item(settings),
+        outside=outside_items(settings),
+        layout=kv_layout(model, kv_bits, settings),
+        budget_bytes=math.floor(settings.gpu_memory_utilization * settings.gpu_memory_bytes),
+        max_model_len=max_model_len,
+        model_max_context=model.max_context,
+        quantization=flag,
+        kv_bits=kv_bits,
+    )
+
+
+def budget_item(budget: VllmBudget) -> str:
+    """The budget in words: utilization × the GPU's memory."""
+    return gettext("%(utilization)s × %(total)s = %(budget)s") % {
+        "utilization": general_number(float(budget.settings.gpu_memory_utilization), 4),
+        "total": fmt_gib(budget.settings.gpu_memory_bytes), "budget": fmt_gib(budget.budget_bytes)}
+
+
+def plain_number(value: Fraction) -> str:
+    """A fraction as a command line takes it: dot decimals, whatever the page's language (0.95)."""
+    return f"{float(value):.4g}"
+
+
+def serve_command(hf_id: str, budget: VllmBudget, max_num_seqs: int | None = None,
+                  max_model_len: int | None = None) -> str:
+    """`vllm serve` with the flags this budget was sized for (the asked context as --max-model-len where
+    given: the budget itself does not depend on it)."""
+    settings = budget.settings
+    parts = [
+        "vllm serve", hf_id,
+        f"--tensor-parallel-size {settings.tensor_parallel}",
+    ]
+    if settings.pipeline_parallel > 1:
+        parts.append(f"--pipeline-parallel-size {settings.pipeline_parallel}")
+    parts.append(f"--max-model-len {max_model_len or budget.max_model_len}")
+    seqs = max_num_seqs if max_num_seqs is not None else settings.seqs
+    parts.append(f"--max-num-seqs {seqs}")
+    parts.append(f"--gpu-memory-utilization {plain_number(settings.gpu_memory_utilization)}")
+    if settings.max_num_batched_tokens != DEFAULT_BATCHED_TOKENS:
+        parts.append(f"--max-num-batched-tokens {settings.max_num_batched_tokens}")
+    if budget.kv_bits == 8:
+        parts.append("--kv-cache-dtype fp8")
+    if budget.quantization:
+        parts.append(f"--quantization {budget.quantization}")
+    return " ".join(parts)
+
+
+# --- the wizard's breakdown under engine=vllm ----------------------------------------------------------
+
+ENGINES = ("transformers", "vllm")
+DEFAULT_ENGINE = "transformers"
+# The machine the wizard sizes for is not known yet: the settings' GPU memory only bounds the check.
+_ANY_GPU = 1024 * GIB
+
+
+def check_engine(engine) -> str:
+    if engine not in ENGINES:
+        raise SizingError("engine", gettext("Choose the engine: transformers or vllm."))
+    return engine
+
+
+@dataclass(frozen=True)
+class VllmBreakdown(Breakdown):
+    """Inference under vLLM: the need per GPU is the budget at a tensor-parallel size of n (weights and
+    KV heads divided, NCCL buffers added) over gpu_memory_utilization, so a machine fits when
+    need ≤ utilization × its GPU memory, as the engine's rule has it."""
+
+    spec: LanguageModelSpec | None = None
+    utilization: Fraction = DEFAULT_UTILIZATION
+    kv_bits: int = 16
+    context: int = 0
+    requests: int = 0
+
+    def budget(self, gpus: int) -> VllmBudget:
+        return vllm_budget(self.spec, self.precision, self.kv_bits, VllmSettings(
+            gpu_memory_bytes=_ANY_GPU, tensor_parallel=gpus, gpu_memory_utilization=self.utilization,
+            max_model_len=self.context, max_num_seqs=self.requests,
+        ))
+
+    def need_in_budget(self, gpus: int) -> int:
+        budget = self.budget(gpus)
+        return budget.inside_bytes + self.requests * budget.layout.request_bytes(self.context)
+
+    def per_gpu_shares(self, gpus: int) -> tuple[tuple[str, int], ...]:
+        """The budget at a tensor-parallel size of `gpus`, item by item, as one GPU holds it."""
+        budget = self.budget(gpus)
+        kv = self.requests * budget.layout.request_bytes(self.context)
+        need = budget.inside_bytes + kv
+        names = [item.name for item in self.items]
+        shares = (budget.weights.bytes, budget.activation.bytes, budget.non_torch.bytes, kv,
+                  math.ceil(need / self.utilization) - need, DRIVER_RESERVED_BYTES)
+        return tuple(zip(names, shares, strict=True))
+
+    def bytes_per_gpu(self, gpus: int) -> int:
+        if gpus < 1:
+            raise ValueError("gpus must be at least 1")
+        if gpus > 1 and not self.can_split_over(gpus):
+            raise ValueError(f"cannot split this workload over {gpus} GPUs")
+        return math.ceil(self.need_in_budget(gpus) / self.utilization) + DRIVER_RESERVED_BYTES
+
+
+def estimate_vllm(model: LanguageModelSpec, precision: int, context: int, requests: int, kv_bits: int = 16,
+                  utilization: Fraction = DEFAULT_UTILIZATION) -> VllmBreakdown:
+    """vLLM's budget on one GPU for `requests` requests of `context` tokens, item by item; the last item
+    is what gpu_memory_utilization leaves outside the budget on a GPU that just holds it."""
+    from .inference import _checked  # the same input checks as the transformers estimate
+
+    precision, context, requests, kv_bits = _checked(model, precision, context, requests, kv_bits)
+    shell = VllmBreakdown(workload="inference", title="", items=(), assumptions=(), precision=precision,
+                          splittable_over_heads=model.attention_heads, spec=model, utilization=utilization,
+                          kv_bits=kv_bits, context=context, requests=requests)
+    budget = shell.budget(1)
+    kv = budget.kv_cache_item(context, requests)
+    inside = [
+        Item(budget.weights.name, budget.weights.formula, budget.weights.bytes),
+        budget.activation,
+        budget.non_torch,
+        kv,
+    ]
+    need = sum(item.bytes for item in inside)
+    total = math.ceil(need / utilization)
+    headroom = Item(
+        name=gettext("Outside gpu_memory_utilization"),
+        formula=gettext(
+            "%(need)s ÷ %(utilization)s − %(need)s: what the engine leaves to the CUDA context, CUDA graphs "
+            "and other processes"
+        ) % {"need": fmt_gib(need), "utilization": general_number(float(utilization), 4)},
+        bytes=total - need,
+    )
+    driver = Item(
+        name=gettext("Kept by the driver from CUDA"),
+        formula=gettext(
+            "%(reserved)s per GPU: a machine reports nvidia-smi's total, CUDA gives PyTorch that less this "
+            "(an H100 80GB: 81,559 MiB in nvidia-smi, 79.19 GiB to PyTorch)"
+        ) % {"reserved": fmt_gib(DRIVER_RESERVED_BYTES)},
+        bytes=DRIVER_RESERVED_BYTES,
+        per_gpu=True,
+    )
+    assumptions = vllm_words(model, budget, utilization)
+    return VllmBreakdown(
+        workload="inference",
+        title=gettext(
+            "%(model)s, inference under vLLM, %(precision)s-bit%(kv)s, %(tokens)s × %(requests)s"
+        ) % {
+            "model": model.name, "precision": precision,
+            "kv": gettext(", 8-bit KV cache") if kv_bits == 8 else "",
+            "tokens": nouns.tokens(context), "requests": nouns.requests(requests),
+        },
+        items=(*inside, headroom, driver),
+        assumptions=tuple(assumptions),
+        precision=precision,
+        splittable_over_heads=model.attention_heads,
+        inputs={"model": model.slug, "model_name": model.name, "precision": precision, "context": context,
+                "requests": requests, "kv_bits": kv_bits, "engine": "vllm", "engine_version": VLLM_VERSION,
+                "gpu_memory_utilization": float(utilization)},
+        spec=model, utilization=utilization, kv_bits=kv_bits, context=context, requests=requests,
+        capacity=_capacity(model, precision, kv_bits, context, requests, utilization),
+    )
+
+
+def _capacity(model, precision, kv_bits, context, requests, utilization):
+    from ..capacity import Capacity  # sizing.capacity imports this module
+
+    return Capacity(model, precision, kv_bits, context, requests, engine="vllm", utilization=utilization)
+
+
+def vllm_words(model: LanguageModelSpec, budget: VllmBudget, utilization: Fraction) -> list[str]:
+    """What the vLLM breakdown takes for granted."""
+    words = [
+        gettext(
+            "Sized as vLLM %(version)s starts (V1 engine): it loads the weights, profiles one forward pass "
+            "of max_num_batched_tokens (%(batched)s, chunked prefill) and one sampler step, and gives the "
+            "KV cache what is left of gpu_memory_utilization (%(utilization)s) × the GPU's memory. A machine "
+            "fits when this need is within that share of its memory."
+        ) % {"version": VLLM_VERSION, "batched": fmt_int(budget.settings.max_num_batched_tokens),
+             "utilization": general_number(float(utilization), 4)},
+        gettext(
+            "The KV cache is held in blocks of %(block)s tokens per layer; a request takes whole blocks. "
+            "Sliding-window layers keep their window plus one prefill step and one spare block."
+        ) % {"block": BLOCK_SIZE},
+        gettext(
+            "The CUDA context and the CUDA graphs live outside the budget, in what gpu_memory_utilization "
+            "leaves free (about %(context)s and %(graphs)s per GPU): raise the utilization only while they "
+            "still fit there."
+        ) % {"context": fmt_gib(CUDA_CONTEXT_BYTES), "graphs": fmt_gib(CUDA_GRAPH_BYTES)},
+        gettext(
+            "Split over n GPUs (tensor parallelism), the weights and the KV heads divide by n (a KV head is "
+            "copied when there are fewer than GPUs) and each GPU adds %(nccl)s of NCCL and all-reduce "
+            "buffers."
+        ) % {"nccl": fmt_gib(NCCL_BYTES)},
+    ]
+    words.append(gettext(
+        "Between versions: the V0 engine (before 0.8) profiled a whole prefill of max_num_seqs × "
+        "max_model_len unless chunked prefill was on, so its activation peak grew with the context; V1 "
+        "always prefills in chunks. Whether the CUDA-graph pool counts inside the budget has moved between "
+        "releases (%(version)s leaves it outside)."
+    ) % {"version": VLLM_VERSION})
+    if budget.quantization:
+        words.append(gettext(
+            "%(bits)s-bit weights mean vLLM quantizing the published 16-bit checkpoint as it loads it "
+            "(--quantization %(flag)s); the embeddings and the output head stay 16-bit."
+        ) % {"bits": 8 if budget.quantization == "fp8" else 4, "flag": budget.quantization})
+    return words

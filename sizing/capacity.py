@@ -1,0 +1,131 @@
+"""How much one machine holds of a model served for inference: the most concurrent requests at the asked
+context, the longest context at the asked requests (capped by the model's longest), and, under vLLM, the
+command that starts the engine. Asked of the machines an answer shows, against the same need that decided
+their fit: the transformers estimate's items, or vLLM's budget at the machine's split."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from functools import cached_property
+
+from .architectures import cache_groups
+from .calculators.inference import prefill_activation_bytes, weight_items
+from .calculators.items import MARGIN, RUNTIME_BYTES, TENSOR_PARALLEL_BUFFER_BYTES
+from .calculators.vllm import (
+    DEFAULT_UTILIZATION,
+    DRIVER_RESERVED_BYTES,
+    VllmSettings,
+    serve_command,
+    vllm_budget,
+)
+from .kv_cache import is_plain
+from .limits import MAX_CONTEXT, MAX_REQUESTS
+from .specs import LanguageModelSpec
+
+
+@dataclass(frozen=True)
+class MachineCapacity:
+    max_requests_at_context: int
+    max_context_at_requests: int
+    command: str | None = None
+
+
+@dataclass(frozen=True)
+class Capacity:
+    """The questions a machine row answers, for one sized query."""
+
+    spec: LanguageModelSpec
+    precision: int
+    kv_bits: int
+    context: int
+    requests: int
+    engine: str = "transformers"
+    utilization: Fraction = DEFAULT_UTILIZATION
+
+    @cached_property
+    def weights_bytes(self) -> int:
+        """The transformers estimate's weight items, summed once for every machine asked."""
+        items, _words, _stored = weight_items(self.spec, self.precision)
+        return sum(item.bytes for item in items)
+
+    @property
+    def longest(self) -> int:
+        """The model's longest context, within the longest any query may ask (Llama 4 Scout's 10,485,760
+        tokens are past it)."""
+        return min(self.spec.max_context or MAX_CONTEXT, MAX_CONTEXT)
+
+    def on_machine(self, gpus: int, memory_bytes: int) -> MachineCapacity:
+        if self.engine == "vllm":
+            return self._vllm(gpus, memory_bytes)
+        need = _TransformersNeed(self.spec, self.weights_bytes, self.kv_bits, gpus)
+        return MachineCapacity(
+            max_requests_at_context=_largest(lambda r: need(self.context, r) <= memory_bytes, MAX_REQUESTS),
+            max_context_at_requests=_largest(lambda c: need(c, self.requests) <= memory_bytes, self.longest),
+        )
+
+    def _vllm(self, gpus: int, memory_bytes: int) -> MachineCapacity:
+        """`memory_bytes` is the machine's figure (nvidia-smi's); vLLM budgets from what CUDA reports."""
+        memory_bytes -= DRIVER_RESERVED_BYTES
+        if memory_bytes < 1:
+            return MachineCapacity(0, 0, None)
+        budget = vllm_budget(self.spec, self.precision, self.kv_bits, VllmSettings(
+            gpu_memory_bytes=memory_bytes, tensor_parallel=gpus, gpu_memory_utilization=self.utilization,
+            max_model_len=self.longest, max_num_seqs=self.requests,
+        ))
+        command = None
+        if self.spec.hf_id:
+            command = serve_command(self.spec.hf_id, budget, max_num_seqs=self.requests,
+                                    max_model_len=self.context)
+        return MachineCapacity(
+            max_requests_at_context=min(budget.max_requests_at_context(self.context), MAX_REQUESTS),
+            max_context_at_requests=budget.max_context_at_requests(self.requests),
+            command=command,
+        )
+
+
+def _largest(holds, upper: int) -> int:
+    """The largest n in 1..upper for which holds(n) (holds falls from true to false as n grows); 0 if none."""
+    if not holds(1):
+        return 0
+    if holds(upper):
+        return upper
+    low, high = 1, upper
+    while high - low > 1:
+        middle = (low + high) // 2
+        if holds(middle):
+            low = middle
+        else:
+            high = middle
+    return low
+
+
+class _TransformersNeed:
+    """The transformers estimate's need per GPU (`Breakdown.bytes_per_gpu`) for any context and request
+    count, in bytes only: weights, KV cache, the 20 % margin, prefill beyond it, runtime and buffers."""
+
+    def __init__(self, spec: LanguageModelSpec, weights_bytes: int, kv_bits: int, gpus: int):
+        self.spec, self.kv_bytes, self.gpus = spec, kv_bits // 8, gpus
+        self.weights = weights_bytes
+        self.plain = is_plain(spec)
+        self.fixed = RUNTIME_BYTES + (TENSOR_PARALLEL_BUFFER_BYTES if gpus > 1 else 0)
+
+    def kv(self, context: int, requests: int) -> tuple[int, int]:
+        """(the cache that divides over the GPUs, the latent cache every GPU keeps whole)."""
+        spec = self.spec
+        if self.plain:
+            return 2 * spec.layers * spec.kv_heads * spec.head_dim * self.kv_bytes * context * requests, 0
+        shared = whole = 0
+        for group in cache_groups(spec, context, self.kv_bytes):
+            if group.kind == "latent":
+                whole += group.bytes(requests)
+            else:
+                shared += group.bytes(requests)
+        return shared, whole
+
+    def __call__(self, context: int, requests: int) -> int:
+        shared, whole = self.kv(context, requests)
+        covered = self.weights + shared + whole
+        margin = math.ceil(covered * MARGIN)
+        excess = max(0, prefill_activation_bytes(self.spec, context * requests, requests) - margin)
+        return -(-(self.weights + shared + margin + excess) // self.gpus) + whole + self.fixed

@@ -1,0 +1,114 @@
+"""GET /api/v1/capacity: the GPU what-if under vLLM, its answer and its refusals."""
+import pytest
+
+pytestmark = pytest.mark.django_db
+
+H100 = "model=llama-3-1-8b&precision=16&kv_cache=16&engine=vllm&gpu_memory_gib=79.19&tensor_parallel=1" \
+       "&pipeline_parallel=1&gpu_memory_utilization=0.95&max_model_len=8192&max_num_batched_tokens=8192"
+
+
+def capacity(client, query, **headers):
+    response = client.get(f"/api/v1/capacity?{query}", **headers)
+    return response.status_code, response.json()
+
+
+def test_the_issue_example_answers_the_pool_vllm_logs_within_its_bounds(client, small_fleet):
+    status, body = capacity(client, H100)
+    assert status == 200
+    assert body["fits"] is True and body["reason"] is None
+    # vLLM 0.19 logged 476,016 tokens and 58.11x for this start-up
+    assert 476_016 * 0.85 <= body["kv_cache_tokens"] <= 476_016 * 1.05
+    assert 58.11 * 0.85 <= body["max_concurrency"] <= 58.11 * 1.05
+    assert abs(body["weights_gib"] - 14.99) <= 14.99 * 0.05
+    assert [item["name"] for item in body["items"]] == [
+        "Model weights as loaded", "Activation peak (profiling step)", "Memory outside PyTorch"]
+    assert round(body["weights_gib"] + body["activation_gib"] + body["non_torch_gib"] + body["kv_cache_gib"], 1) \
+        == round(body["budget_gib"], 1)
+    assert body["command"] == ("vllm serve meta-llama/Llama-3.1-8B --tensor-parallel-size 1 --max-model-len 8192 "
+                               "--max-num-seqs 1024 --gpu-memory-utilization 0.95")
+
+
+def test_fp8_weights_and_kv_cache_write_their_flags_and_double_the_pool(client, small_fleet):
+    _, plain = capacity(client, H100)
+    _, fp8 = capacity(client, H100.replace("kv_cache=16", "kv_cache=8"))
+    assert fp8["kv_cache_tokens"] == pytest.approx(2 * plain["kv_cache_tokens"], rel=0.001)
+    assert fp8["command"].endswith("--kv-cache-dtype fp8")
+    _, weights = capacity(client, H100.replace("precision=16", "precision=8"))
+    assert weights["command"].endswith("--quantization fp8")
+    assert weights["weights_gib"] < plain["weights_gib"]
+
+
+def test_a_model_too_large_for_the_gpu_answers_does_not_fit_with_the_reason(client, small_fleet):
+    status, body = capacity(client, "model=llama-3-1-70b&gpu_memory_gib=79.19&max_model_len=16000")
+    assert status == 200
+    assert body["fits"] is False
+    assert body["reason"]
+    assert body["kv_cache_tokens"] == 0 and body["max_concurrency"] == 0
+
+
+def test_tensor_parallel_splits_the_weights_and_adds_nccl_buffers(client, small_fleet):
+    _, one = capacity(client, H100)
+    _, four = capacity(client, H100.replace("tensor_parallel=1", "tensor_parallel=4"))
+    assert four["weights_gib"] == pytest.approx(one["weights_gib"] / 4, abs=0.01)
+    assert four["non_torch_gib"] > one["non_torch_gib"]
+    assert "--tensor-parallel-size 4" in four["command"]
+
+
+@pytest.mark.parametrize(("change", "field"), [
+    ("gpu_memory_gib=0", "gpu_memory_gib"),
+    ("gpu_memory_gib=lots", "gpu_memory_gib"),
+    ("gpu_memory_utilization=1.5", "gpu_memory_utilization"),
+    ("gpu_memory_utilization=0", "gpu_memory_utilization"),
+    ("tensor_parallel=3", "tensor_parallel"),
+    ("tensor_parallel=0", "tensor_parallel"),
+    ("pipeline_parallel=999", "pipeline_parallel"),
+    ("max_model_len=10000000", "max_model_len"),
+    ("max_model_len=x", "max_model_len"),
+    ("max_num_batched_tokens=0", "max_num_batched_tokens"),
+    ("max_num_seqs=-1", "max_num_seqs"),
+    ("engine=tgi", "engine"),
+    ("precision=3", "precision"),
+    ("kv_cache=4", "kv_cache"),
+    ("model=no-such-model", "model"),
+    ("model=whisper-large-v3", "model"),
+])
+def test_every_bad_field_is_refused_with_400_naming_it(client, small_fleet, change, field):
+    name = change.split("=")[0]
+    query = "&".join(part for part in H100.split("&") if not part.startswith(name + "=")) + "&" + change
+    status, body = capacity(client, query)
+    assert status == 400, body
+    assert set(body["errors"]) == {field}
+    assert body["errors"][field]
+
+
+def test_refusals_are_worded_in_german_when_asked(client, small_fleet):
+    bad = H100.replace("tensor_parallel=1", "tensor_parallel=0")
+    _, english = capacity(client, bad)
+    _, german = capacity(client, bad, HTTP_ACCEPT_LANGUAGE="de")
+    assert english["errors"]["tensor_parallel"] == "The tensor-parallel size must be at least 1."
+    assert german["errors"]["tensor_parallel"] == "Die Tensor-Parallel-Größe muss mindestens 1 sein."
+
+
+def test_the_openapi_schema_lists_the_what_if_with_its_defaults(client, small_fleet):
+    schema = client.get("/api/v1/openapi.json").json()
+    operation = schema["paths"]["/api/v1/capacity"]["get"]
+    names = {parameter["name"] for parameter in operation["parameters"]}
+    assert names == {"model", "precision", "kv_cache", "engine", "gpu", "gpu_memory_gib", "tensor_parallel",
+                     "pipeline_parallel", "gpu_memory_utilization", "max_model_len", "max_num_batched_tokens",
+                     "max_num_seqs"}
+
+
+def test_the_answer_is_the_same_every_time(client, small_fleet):
+    assert capacity(client, H100) == capacity(client, H100)
+
+
+def test_a_named_gpu_type_sizes_with_the_memory_cuda_reports_for_it(client, small_fleet):
+    status, body = capacity(client, "model=llama-3-1-8b&gpu=h100 sxm 80gb&gpu_memory_gib=10")
+    assert status == 200
+    assert body["gpu"] == "H100 SXM 80GB" and body["gpu_memory_gib"] == 79.18  # 81,090 MiB, rounded down
+    assert "vLLM" in body["gpu_memory_source"]
+    _, l4 = capacity(client, "model=llama-3-1-8b&gpu=L4")
+    assert l4["gpu_memory_gib"] == float(int((23034 - 469) / 1024 * 100) / 100)
+    assert l4["gpu_memory_source"].startswith("nvidia-smi 23,034 MiB")
+    status, body = capacity(client, "model=llama-3-1-8b&gpu=H900")
+    assert status == 400 and set(body["errors"]) == {"gpu"}

@@ -1,0 +1,64 @@
+"""The GPU what-if on the calculators page: the API's answer in a form, numbers as the page writes them,
+each bad value worded beside its field, the other calculators' values kept."""
+import re
+
+import pytest
+
+pytestmark = pytest.mark.django_db
+
+ASKED = "model=llama-3-1-8b&gpu_memory_gib=79.19&gpu_memory_utilization=0.95&max_model_len=8192"
+
+
+def page(client, query, prefix=""):
+    response = client.get(f"{prefix}/calculators/?{query}")
+    assert response.status_code == 200
+    return response.content.decode()
+
+
+def test_the_form_is_there_unasked_with_vllms_defaults(client, models_and_gpus):
+    html = page(client, "")
+    assert 'id="what-if-title"' in html
+    assert 'name="gpu_memory_gib"' in html and 'value="79.19"' in html
+    assert '<option value="llama-3-1-8b" selected>' in html
+    assert 'data-testid="what-if-result"' not in html
+
+
+def test_asked_it_answers_the_pool_and_the_command(client, models_and_gpus):
+    html = page(client, ASKED)
+    assert 'data-testid="what-if-result"' in html and "Starts" in html
+    tokens = int(re.search(r"GiB, ([\d,]+) tokens;", html).group(1).replace(",", ""))
+    assert 476_016 * 0.85 <= tokens <= 476_016 * 1.05
+    assert "vllm serve meta-llama/Llama-3.1-8B --tensor-parallel-size 1 --max-model-len 8192" in html
+
+
+def test_a_model_too_large_says_it_does_not_start_and_why(client, models_and_gpus):
+    html = page(client, "model=llama-3-1-70b&gpu_memory_gib=79.19&max_model_len=16000")
+    assert "Does not start" in html and "max_model_len" in html
+
+
+def test_the_german_page_reads_decimal_commas(client, models_and_gpus):
+    html = page(client, "model=llama-3-1-8b&gpu_memory_gib=79,19&gpu_memory_utilization=0,95&max_model_len=8192",
+                prefix="/de")
+    assert "Startet" in html and "KV-Cache:" in html
+
+
+@pytest.mark.parametrize(("change", "field"), [
+    ("gpu_memory_gib=-1", "gpu_memory_gib"),
+    ("tensor_parallel=3", "tensor_parallel"),
+    ("gpu_memory_utilization=2", "gpu_memory_utilization"),
+])
+def test_a_bad_value_is_worded_beside_its_field_and_nothing_else_is_lost(client, models_and_gpus, change, field):
+    name = change.split("=")[0]
+    query = "&".join(p for p in ASKED.split("&") if not p.startswith(name + "=")) + f"&{change}&target=100"
+    html = page(client, query)
+    assert f'id="err-{field}"' in html
+    assert 'data-testid="what-if-result"' not in html
+    assert 'name="target" value="100"' in html  # the throughput calculator's value is kept
+
+
+def test_a_gpu_type_chosen_on_the_page_sets_the_memory_it_sizes_with(client, models_and_gpus):
+    html = page(client, "model=llama-3-1-8b&gpu=H100+SXM+80GB&gpu_memory_gib=79.19&max_model_len=8192")
+    assert '<option value="H100 SXM 80GB" selected>' in html
+    assert 'value="79.18"' in html and "Starts" in html
+    unknown = page(client, "model=llama-3-1-8b&gpu=H900&gpu_memory_gib=79.19")
+    assert 'id="err-gpu"' in unknown and 'data-testid="what-if-result"' not in unknown
