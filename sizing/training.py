@@ -58,7 +58,8 @@ CHOICES = {
     "optimizer": OPTIMIZERS,
     "base_format": BASE_FORMATS,
 }
-FIELDS = ("gradient_checkpointing", "loss", "lora_rank", "lora_targets", "adapter", "optimizer", "base_format")
+FIELDS = ("gradient_checkpointing", "loss", "lora_rank", "lora_targets", "adapter", "optimizer",
+          "base_format")
 # The trainer's own choices (what a preset fills); the base's format is the checkpoint's, not the trainer's.
 TRAINER_FIELDS = FIELDS[:-1]
 

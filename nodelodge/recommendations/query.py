@@ -36,9 +36,8 @@ from sizing.limits import (
     MAX_TARGET_TOKENS_PER_S,
 )
 from sizing.throughput_plan import DEFAULT_EFFICIENCY_PERCENT, DEFAULT_REDUNDANCY
-from sizing.training import BASE_FORMAT_PRECISION
+from sizing.training import BASE_FORMAT_PRECISION, DEFAULT_TRAINING, Training
 from sizing.training import CHOICES as TRAINING_CHOICES
-from sizing.training import DEFAULT_TRAINING, Training
 from sizing.training import DEFAULTS as TRAINING_DEFAULTS
 from sizing.training import FIELDS as TRAINING_FIELDS
 from sizing.workloads import BY_CODE, DEFAULT_WORKLOAD, WIZARD_CODES, workload

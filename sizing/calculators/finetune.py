@@ -571,7 +571,8 @@ def loss_after_forward_item(model: LanguageModelSpec, sequence_length: int, batc
             "only what it needs beyond that layer counts: max(0, %(apart)s − %(layer)s)%(kept)s"
         ) % {
             "formula": logits.formula, "apart": fmt_gib(apart), "layer": fmt_gib(layer),
-            "kept": gettext(" + the hidden states' gradient %(kept)s") % {"kept": fmt_gib(kept)} if kept else "",
+            "kept": gettext(" + the hidden states' gradient %(kept)s") % {"kept": fmt_gib(kept)}
+            if kept else "",
         },
         bytes=kept + beyond,
     )

@@ -41,6 +41,7 @@ from sizing.calculators import (  # noqa: E402
     estimate_speech,
     prefill_activation_bytes,
 )
+from sizing.calculators.finetune import recomputed_layer_bytes  # noqa: E402
 from sizing.calculators.image import (  # noqa: E402
     DENOISER_MLP_TENSORS,
     DENOISER_SHAPES,
@@ -49,7 +50,6 @@ from sizing.calculators.image import (  # noqa: E402
     denoiser_tokens,
 )
 from sizing.calculators.inference import local_prefill  # noqa: E402
-from sizing.calculators.finetune import recomputed_layer_bytes  # noqa: E402
 from sizing.specs import ImageComponent, ImagePipelineSpec, LanguageModelSpec, SpeechModelSpec  # noqa: E402
 from sizing.training import Training  # noqa: E402
 from sizing.units import GIB  # noqa: E402

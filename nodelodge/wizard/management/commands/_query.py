@@ -62,7 +62,8 @@ def add_query_arguments(parser, preferences: bool) -> None:
     )
     training.add_argument(
         "--base-format", dest="base_format", choices=list(TRAINING_CHOICES["base_format"]),
-        help=f"--precision 4 only: nf4 (bitsandbytes) or gptq (a GPTQ checkpoint) ({_default('base_format')})",
+        help=f"--precision 4 only: nf4 (bitsandbytes) or gptq (a GPTQ checkpoint) "
+        f"({_default('base_format')})",
     )
     if preferences:
         parser.add_argument("--budget", help="USD")
