@@ -8,7 +8,7 @@ read the codes and defaults from here.
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 from .errors import SizingError
 from .i18n import TranslatedWords, gettext, gettext_noop
@@ -39,7 +39,16 @@ OPTIMIZERS = TranslatedWords({
     "adamw": gettext_noop("AdamW, fp32 states"),
     "adamw8bit": gettext_noop("AdamW 8-bit (bitsandbytes)"),
 })
+# What a 4-bit base is stored in (the 4-bit precision only): bitsandbytes NF4, quantized at load (QLoRA,
+# the documentation's), or a published GPTQ checkpoint (AutoGPTQ/GPTQModel through optimum and PEFT).
+BASE_FORMATS = TranslatedWords({
+    "nf4": gettext_noop("NF4, bitsandbytes (QLoRA)"),
+    "gptq": gettext_noop("GPTQ checkpoint, group 128"),
+})
+# The only precision whose base the format describes; any other ignores the field.
+BASE_FORMAT_PRECISION = 4
 DEFAULT_LORA_RANK = 16
+DEFAULT_BASE_FORMAT = "nf4"
 # The choices a fine-tuning query takes, by field name (the query string's, the API's and the CLI's).
 CHOICES = {
     "gradient_checkpointing": GRADIENT_CHECKPOINTING,
@@ -47,8 +56,12 @@ CHOICES = {
     "lora_targets": LORA_TARGETS,
     "adapter": ADAPTERS,
     "optimizer": OPTIMIZERS,
+    "base_format": BASE_FORMATS,
 }
-FIELDS = ("gradient_checkpointing", "loss", "lora_rank", "lora_targets", "adapter", "optimizer")
+FIELDS = ("gradient_checkpointing", "loss", "lora_rank", "lora_targets", "adapter", "optimizer",
+          "base_format")
+# The trainer's own choices (what a preset fills); the base's format is the checkpoint's, not the trainer's.
+TRAINER_FIELDS = FIELDS[:-1]
 
 
 @dataclass(frozen=True)
@@ -61,9 +74,21 @@ class Training:
     lora_targets: str = "attention"
     adapter: str = "lora"
     optimizer: str = "adamw"
+    base_format: str = DEFAULT_BASE_FORMAT  # read at the 4-bit precision only (`for_precision`)
 
     def as_dict(self) -> dict:
         return asdict(self)
+
+    def for_precision(self, precision) -> Training:
+        """The choices as a base of this precision reads them: the 4-bit base's format is the default's
+        at any other precision (ignored, so neither listed nor carried in an address)."""
+        if precision == BASE_FORMAT_PRECISION or self.base_format == DEFAULT_BASE_FORMAT:
+            return self
+        return replace(self, base_format=DEFAULT_BASE_FORMAT)
+
+    def trainer_values(self) -> dict:
+        """The trainer's choices alone (what a preset fills)."""
+        return {name: value for name, value in self.as_dict().items() if name in TRAINER_FIELDS}
 
     def non_default(self) -> dict:
         """The fields that differ from the defaults (what an address must carry)."""

@@ -110,6 +110,8 @@ FORMATS: dict[str, WeightFormat] = {
 INFERENCE_FORMAT = {16: "bf16", 8: "gptq-int8", 4: "gptq-int4"}
 # The frozen base of LoRA (16-bit, or bitsandbytes int8) and QLoRA (NF4).
 FINETUNE_BASE_FORMAT = {16: "bf16", 8: "bnb-int8", 4: "bnb-nf4"}
+# A fine-tune's 4-bit base given as a published GPTQ checkpoint (`base_format="gptq"`).
+GPTQ_BASE_FORMAT = "gptq-int4"
 
 
 @dataclass(frozen=True)

@@ -193,6 +193,7 @@ MESSAGES = {
     "lora_targets": {"invalid_choice": _("Choose the LoRA targets: attention, qv, mlp or all.")},
     "adapter": {"invalid_choice": _("Choose the adapter: lora or dora.")},
     "optimizer": {"invalid_choice": _("Choose the optimizer: adamw or adamw8bit.")},
+    "base_format": {"invalid_choice": _("Choose the 4-bit base: nf4 or gptq.")},
     "sort": {"invalid_choice": filled(_("Sort by one of: %(sorts)s."), sorts=", ".join(SORTS))},
     "group": {"invalid_choice": _("Group by gpu, or leave it empty.")},
     "confidence": {"invalid_choice": _("Confidence filter: high, medium, or empty for any.")},
@@ -289,6 +290,7 @@ FIELD_WORDS = {
     "gpu_plans": _("Cheapest plan on each GPU type"),
     "gradient_checkpointing": _("Gradient checkpointing"), "loss": _("Loss"), "lora_rank": _("LoRA rank"),
     "lora_targets": _("LoRA targets"), "adapter": _("Adapter"), "optimizer": _("Optimizer"),
+    "base_format": _("4-bit base"),
 }
 
 

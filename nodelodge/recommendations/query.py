@@ -5,7 +5,8 @@ workload, model, precision, kv_cache, engine, context, requests, memory_gib, bud
 countries, limit, and for the machine list: sort, gpu, min_memory_gib, confidence, group, page;
 for a throughput plan (language models): target_tokens, efficiency, redundancy, gpu_plans;
 and for a fine-tune (`sizing.training`): gradient_checkpointing, loss, lora_rank, lora_targets, adapter,
-optimizer (read for the fine-tuning workload only: another ignores them).
+optimizer, base_format (read for the fine-tuning workload only: another ignores them; base_format at
+precision 4 only: another precision ignores it).
 A field left out takes its default (`DEFAULTS`, and the workload's default model), the same for the
 page, the API and the commands. Every message a user reads about a bad value is worded in `messages`.
 Which inputs a workload needs for which model (a speech model takes no context) is the sizing
@@ -36,8 +37,8 @@ from sizing.limits import (
     MAX_TARGET_TOKENS_PER_S,
 )
 from sizing.throughput_plan import DEFAULT_EFFICIENCY_PERCENT, DEFAULT_REDUNDANCY
+from sizing.training import BASE_FORMAT_PRECISION, DEFAULT_TRAINING, Training
 from sizing.training import CHOICES as TRAINING_CHOICES
-from sizing.training import DEFAULT_TRAINING, Training
 from sizing.training import DEFAULTS as TRAINING_DEFAULTS
 from sizing.training import FIELDS as TRAINING_FIELDS
 from sizing.workloads import BY_CODE, DEFAULT_WORKLOAD, WIZARD_CODES, workload
@@ -202,6 +203,11 @@ class WorkloadQueryForm(forms.Form):
         choices=[(code, code) for code in TRAINING_CHOICES["optimizer"]], required=False,
         label=_("Optimizer"), error_messages=error_words("optimizer"),
     )
+    # What the 4-bit base is stored in: read at precision 4 only, ignored (and not listed) at another.
+    base_format = forms.ChoiceField(
+        choices=[(code, code) for code in TRAINING_CHOICES["base_format"]], required=False,
+        label=_("4-bit base"), error_messages=error_words("base_format"),
+    )
 
     def __init__(self, data=None, *args, number_language: str | None = None, **kwargs):
         """`number_language`: the page's language, whose way of writing numbers its fields read
@@ -236,6 +242,9 @@ class WorkloadQueryForm(forms.Form):
             for name in TRAINING_FIELDS:
                 self._errors.pop(name, None)
                 cleaned.pop(name, None)
+        elif cleaned.get("precision") != BASE_FORMAT_PRECISION:  # the 4-bit base's format, at 4-bit only
+            self._errors.pop("base_format", None)
+            cleaned.pop("base_format", None)
         if chosen.takes_memory:
             if cleaned.get("memory_gib") is None and "memory_gib" not in self.errors:
                 self.add_error("memory_gib", gettext("Enter the GPU memory the notebook needs, in GiB."))
@@ -395,7 +404,7 @@ class WorkloadQuery:
 def _training(data: dict) -> Training:
     """The fine-tune's choices as the form cleaned them, each left out at its default."""
     values = {name: data.get(name) for name in TRAINING_FIELDS if data.get(name) not in (None, "")}
-    return Training(**values)
+    return Training(**values).for_precision(data.get("precision"))
 
 
 def _address_number(value: Decimal) -> str:

@@ -85,6 +85,12 @@ class WorkloadParams(Schema):
         DEFAULTS["optimizer"],
         description="Fine-tuning: adamw (default, fp32 states) or adamw8bit (bitsandbytes).",
     )
+    base_format: str | None = Field(
+        DEFAULTS["base_format"],
+        description="Fine-tuning at precision 4 only (ignored at another precision): the 4-bit base, nf4 "
+        "(default: bitsandbytes QLoRA) or gptq (a GPTQ checkpoint, group 128, trained with AutoGPTQ/optimum "
+        "and PEFT; not with adapter=dora).",
+    )
 
 
 class PreferenceParams(WorkloadParams):

@@ -95,8 +95,9 @@ def training_presets(values: dict) -> list[dict]:
             if value not in (None, "") and key not in ("shown", "q")}
     presets = []
     for code, preset in PRESETS.items():
-        filled = {**kept, **{name: str(value) for name, value in preset.as_dict().items()}}
-        current = all(str(values.get(name)) == str(value) for name, value in preset.as_dict().items())
+        # a preset fills the trainer's choices; the base's format is the checkpoint's and stays as chosen
+        filled = {**kept, **{name: str(value) for name, value in preset.trainer_values().items()}}
+        current = all(str(values.get(name)) == str(value) for name, value in preset.trainer_values().items())
         presets.append({"name": PRESET_NAMES[code], "href": reverse("wizard:start") + "?" + urlencode(filled),
                         "current": current})
     return presets
@@ -174,6 +175,10 @@ def wizard(request):
     # What the form shows: its labels follow the workload and model kind, and its fields carry
     # error messages; when either changes, the whole wizard is sent rather than the result alone.
     context["shown"] = f"{workload}:{model_kind or ''}:{'invalid' if errors else 'ok'}"
+    # A fine-tune at 4-bit also shows the base's format: switching the precision to or from 4 sends it.
+    if context["chosen_workload"] is not None and context["chosen_workload"].takes_training \
+            and str(values.get("precision")) == "4":
+        context["shown"] += ":4-bit"
     # The page's own address in canonical form (dot decimals, the plan's every machine when listed):
     # the address bar after a swap, and what the language switch carries, so "180.000" typed on the
     # German page is 180,000 on the English one too.

@@ -20,7 +20,7 @@ from ..limits import MAX_CONTEXT, MAX_REQUESTS
 from ..specs import LanguageModelSpec
 from ..training import DEFAULT_LORA_RANK, DEFAULT_TRAINING, Training, checked_training
 from ..units import fmt_gib, fmt_int, general_number
-from ..weights import FINETUNE_BASE_FORMAT, FORMATS, stored_weights
+from ..weights import FINETUNE_BASE_FORMAT, FORMATS, GPTQ_BASE_FORMAT, stored_weights
 from .checks import check_context_limit, check_count, check_precision, model_value
 from .finetune_words import finetune_words
 from .items import (
@@ -99,16 +99,24 @@ def _checked(model, precision, sequence_length, batch_size, training) -> tuple[i
     for name in ("parameters", "layers", "attention_heads", "kv_heads", "head_dim", "hidden_size",
                  "intermediate_size", "vocab_size"):
         model_value(model, name)
-    training = checked_training(training, model.hidden_size)
+    training = checked_training(training, model.hidden_size).for_precision(precision)
+    if training.base_format == "gptq" and training.adapter == "dora":
+        raise SizingError("adapter", gettext(
+            "DoRA is not run on a GPTQ base: PEFT's LoRA layer for GPTQ refuses use_dora. Choose LoRA, or "
+            "the NF4 base."
+        ))
     check_context_limit(model, sequence_length, "sequence_length")
     return precision, sequence_length, batch_size, training
 
 
-def base_weight_items(model: LanguageModelSpec, precision: int) -> list[Item]:
+def base_weight_items(model: LanguageModelSpec, precision: int, base_format: str = "nf4") -> list[Item]:
     """The frozen base: 4.127 bits per parameter under QLoRA, else every parameter at the precision;
-    then what its stored format keeps beyond that."""
+    then what its stored format keeps beyond that. A GPTQ base (`base_format="gptq"`, 4-bit only) is
+    stored as its checkpoint is: 4 bits per parameter, then its 16-bit parts and its scales and zeros."""
     parameters = model_value(model, "parameters")
     hidden = model_value(model, "hidden_size")
+    if precision == 4 and base_format == "gptq":
+        return _gptq_base_items(model, parameters, hidden)
     fmt = FORMATS[FINETUNE_BASE_FORMAT[precision]]
     stored = stored_weights(fmt, parameter_split(model), hidden, nominal_includes_scales=precision == 4)
     if precision == 4:
@@ -126,6 +134,35 @@ def base_weight_items(model: LanguageModelSpec, precision: int) -> list[Item]:
         base = Item(base.name, gettext("%(formula)s, frozen (LoRA)") % {"formula": base.formula}, base.bytes)
         nominal_label = general_number(WEIGHT_BYTES[precision])
     return [base, *format_items(stored, model_value(model, "vocab_size"), hidden, nominal_label)]
+
+
+def _gptq_base_items(model: LanguageModelSpec, parameters: int, hidden: int) -> list[Item]:
+    """A GPTQ checkpoint as AutoGPTQ and GPTQModel store it (qweight: 4 bits per value; per group of 128
+    input values a 16-bit scale and a packed 4-bit zero; embeddings, output head and norms in 16-bit),
+    and the one matrix the training kernel dequantizes at a time."""
+    fmt = FORMATS[GPTQ_BASE_FORMAT]
+    stored = stored_weights(fmt, parameter_split(model), hidden)
+    base = weights_item(gettext("Base weights"), parameters, 4)
+    base = Item(base.name, gettext("%(formula)s, GPTQ checkpoint, frozen (LoRA)") % {"formula": base.formula},
+                base.bytes)
+    return [base, *format_items(stored, model_value(model, "vocab_size"), hidden,
+                                general_number(WEIGHT_BYTES[4])),
+            gptq_dequantized_item(model)]
+
+
+def gptq_dequantized_item(model: LanguageModelSpec) -> Item:
+    """The triton_v2 kernel (the only AutoGPTQ/GPTQModel kernel with a backward pass) dequantizes a whole
+    matrix to 16-bit before each matmul, forward and backward, and frees it after: one at a time."""
+    hidden = model.hidden_size
+    width = max(model.intermediate_size, model.attention_heads * model.head_dim)
+    return Item(
+        name=gettext("Dequantized matrix"),
+        formula=gettext(
+            "largest matrix %(h)s × %(width)s × 2 bytes (the GPTQ training kernel dequantizes one matrix "
+            "at a time to 16-bit before its matmul)"
+        ) % {"h": fmt_int(hidden), "width": fmt_int(width)},
+        bytes=hidden * width * ACTIVATION_BYTES_PER_VALUE,
+    )
 
 
 # --- which projections carry adapters --------------------------------------------------------------------
@@ -280,6 +317,55 @@ def layer_activation_bytes_per_token(model: LanguageModelSpec) -> int:
     return 17 * model.hidden_size + 8 * model.intermediate_size + 4 * model.attention_heads
 
 
+@dataclass(frozen=True)
+class LayerKind:
+    """Layers that keep the same tensors per token: how many, the bytes per token, and those bytes in
+    words."""
+
+    count: int
+    bytes_per_token: int
+    terms: str
+
+
+def routed_layer_kinds(model: LanguageModelSpec) -> list[LayerKind]:
+    """Each layer's saved tensors per token as routing makes them: a dense layer keeps
+    17h + 8I + 4a (`layer_activation_bytes_per_token`); a mixture-of-experts layer sends each token
+    through its k experts, each with its own gathered 16-bit input (2h), its four expert-width tensors
+    (8I_e) and its output kept for the routing weight's gradient (2h), beside the router's fp32
+    probabilities (4 per expert) and a shared expert's four tensors (8I_s)."""
+    hidden, heads = model.hidden_size, model.attention_heads
+    moe = (model.architecture or PLAIN).moe
+    if moe is None:
+        return [LayerKind(model.layers, layer_activation_bytes_per_token(model), gettext(
+            "(17 × %(h)s hidden + 8 × %(width)s MLP width + 4 × %(heads)s heads)") % {
+            "h": fmt_int(hidden), "width": fmt_int(model.intermediate_size), "heads": fmt_int(heads)})]
+    moe_layers = sum(1 for index in range(model.layers) if moe.is_moe_layer(index))
+    kinds = []
+    dense_layers = model.layers - moe_layers
+    if dense_layers:
+        width = moe.dense_intermediate or model.intermediate_size
+        kinds.append(LayerKind(dense_layers, 17 * hidden + 8 * width + 4 * heads, gettext(
+            "(17 × %(h)s hidden + 8 × %(width)s MLP width + 4 × %(heads)s heads)") % {
+            "h": fmt_int(hidden), "width": fmt_int(width), "heads": fmt_int(heads)}))
+    if moe_layers:
+        k, e = moe.experts_per_token, moe.expert_intermediate
+        shared = moe.shared_intermediate
+        per_token = (17 * hidden + 4 * heads + 4 * moe.experts + k * (4 * hidden + 8 * e) + 8 * shared)
+        terms = gettext(
+            "(17 × %(h)s hidden + 4 × %(heads)s heads + 4 × %(experts)s router probabilities + %(k)s experts "
+            "per token × (4 × %(h)s hidden + 8 × %(width)s expert width)%(shared)s)"
+        ) % {"h": fmt_int(hidden), "heads": fmt_int(heads), "experts": fmt_int(moe.experts),
+             "k": fmt_int(k), "width": fmt_int(e),
+             "shared": gettext(" + 8 × %(shared)s shared expert width") % {"shared": fmt_int(shared)}
+             if shared else ""}
+        kinds.append(LayerKind(moe_layers, per_token, terms))
+    return kinds
+
+
+def _kinds_words(kinds: list[LayerKind]) -> str:
+    return " + ".join(f"{kind.terms} × {nouns.layers(kind.count)}" for kind in kinds)
+
+
 def activations_item(model: LanguageModelSpec, sequence_length: int, batch_size: int,
                      checkpointing: str = "on") -> Item:
     """Gradient checkpointing (Korthikanti et al. 2022): each layer's 16-bit input is kept, and one layer
@@ -291,7 +377,9 @@ def activations_item(model: LanguageModelSpec, sequence_length: int, batch_size:
 
     Without checkpointing (`off`, PEFT's and plain training loops' default) every layer keeps that
     much; offloading (`offload`, Unsloth's and torchtune's) keeps the layer inputs in CPU memory and
-    only two of them on the GPU, in transit."""
+    only two of them on the GPU, in transit. Both count a mixture-of-experts layer as routing makes it
+    (`routed_layer_kinds`: each token through its k experts); the default (`on`) counts the one recomputed
+    layer at one MLP width, as the documentation does."""
     hidden, layers, heads = model.hidden_size, model.layers, model.attention_heads
     tokens = sequence_length * batch_size
     per_layer = layer_activation_bytes_per_token(model)
@@ -300,6 +388,18 @@ def activations_item(model: LanguageModelSpec, sequence_length: int, batch_size:
         "h": fmt_int(hidden), "layers": nouns.layers(layers),
         "width": fmt_int(model.intermediate_size), "heads": fmt_int(heads),
     }
+    routed = (model.architecture or PLAIN).moe is not None
+    if checkpointing == "off" and routed:
+        kinds = routed_layer_kinds(model)
+        return Item(
+            name=gettext("Activations"),
+            formula=gettext(
+                "every layer's saved tensors %(s)s tokens × batch %(b)s × [%(kinds)s] bytes (no gradient "
+                "checkpointing, Korthikanti et al. 2022, with fused attention; each token through its "
+                "experts)"
+            ) % {**values, "kinds": _kinds_words(kinds)},
+            bytes=tokens * sum(kind.bytes_per_token * kind.count for kind in kinds),
+        )
     if checkpointing == "off":
         return Item(
             name=gettext("Activations"),
@@ -312,6 +412,19 @@ def activations_item(model: LanguageModelSpec, sequence_length: int, batch_size:
         )
     if checkpointing == "offload":
         in_transit = ACTIVATION_BYTES_PER_VALUE * tokens * hidden * OFFLOAD_LAYER_INPUTS_ON_GPU
+        recomputed = recomputed_layer_bytes(model, sequence_length, batch_size, checkpointing)
+        if routed:
+            largest = max(routed_layer_kinds(model), key=lambda kind: kind.bytes_per_token)
+            return Item(
+                name=gettext("Activations"),
+                formula=gettext(
+                    "layer inputs in CPU memory, %(on_gpu)s in transit on the GPU: %(bytes)s bytes × %(s)s "
+                    "tokens × batch %(b)s × %(h)s hidden × %(on_gpu)s + one layer recomputed %(s)s × %(b)s "
+                    "× %(terms)s bytes (offloaded gradient checkpointing, Korthikanti et al. 2022, with "
+                    "fused attention; each token through its experts)"
+                ) % {**values, "on_gpu": OFFLOAD_LAYER_INPUTS_ON_GPU, "terms": largest.terms},
+                bytes=in_transit + recomputed,
+            )
         return Item(
             name=gettext("Activations"),
             formula=gettext(
@@ -320,7 +433,7 @@ def activations_item(model: LanguageModelSpec, sequence_length: int, batch_size:
                 "(17 × %(h)s hidden + 8 × %(width)s MLP width + 4 × %(heads)s heads) bytes (offloaded "
                 "gradient checkpointing, Korthikanti et al. 2022, with fused attention)"
             ) % {**values, "on_gpu": OFFLOAD_LAYER_INPUTS_ON_GPU},
-            bytes=in_transit + tokens * per_layer,
+            bytes=in_transit + recomputed,
         )
     stored_inputs = ACTIVATION_BYTES_PER_VALUE * tokens * hidden * layers
     recomputed_layer = tokens * per_layer
@@ -334,6 +447,18 @@ def activations_item(model: LanguageModelSpec, sequence_length: int, batch_size:
         ) % values,
         bytes=stored_inputs + recomputed_layer,
     )
+
+
+def recomputed_layer_bytes(model: LanguageModelSpec, sequence_length: int, batch_size: int,
+                           checkpointing: str) -> int:
+    """What the one layer rebuilt during the backward pass holds (0 without checkpointing: nothing is
+    rebuilt), as `activations_item` counts it."""
+    tokens = sequence_length * batch_size
+    if checkpointing == "off":
+        return 0
+    if checkpointing == "offload":
+        return tokens * max(kind.bytes_per_token for kind in routed_layer_kinds(model))
+    return tokens * layer_activation_bytes_per_token(model)
 
 
 def layers_kept(model: LanguageModelSpec, checkpointing: str) -> int:
@@ -424,6 +549,35 @@ def logits_item(model: LanguageModelSpec, sequence_length: int, batch_size: int,
     )
 
 
+def loss_after_forward_item(model: LanguageModelSpec, sequence_length: int, batch_size: int,
+                            training: Training) -> Item:
+    """The loss on a base whose residual stream stays 16-bit (a GPTQ base): the loss is done, and its
+    logits freed, before the backward pass rebuilds the first layer, so with checkpointing the peak is
+    the larger of the two, not their sum. What a chunked loss keeps for the backward pass (the hidden
+    states' gradient) is alive with the layer and stays counted. Without checkpointing every layer's
+    tensors are alive at the loss: the whole loss counts."""
+    logits = logits_item(model, sequence_length, batch_size, training.loss)
+    layer = recomputed_layer_bytes(model, sequence_length, batch_size, training.gradient_checkpointing)
+    if not layer:
+        return logits
+    kept = (ACTIVATION_BYTES_PER_VALUE * sequence_length * batch_size * model.hidden_size
+            if training.loss == "chunked" else 0)
+    apart = logits.bytes - kept
+    beyond = max(0, apart - layer)
+    return Item(
+        name=logits.name,
+        formula=gettext(
+            "%(formula)s; %(apart)s of it is freed before the first layer is recomputed (%(layer)s), so "
+            "only what it needs beyond that layer counts: max(0, %(apart)s − %(layer)s)%(kept)s"
+        ) % {
+            "formula": logits.formula, "apart": fmt_gib(apart), "layer": fmt_gib(layer),
+            "kept": gettext(" + the hidden states' gradient %(kept)s") % {"kept": fmt_gib(kept)}
+            if kept else "",
+        },
+        bytes=kept + beyond,
+    )
+
+
 def quantizing_load_item(model: LanguageModelSpec, training_bytes: int) -> Item | None:
     """QLoRA's load-time quantization of the largest matrix, beyond the training items that reuse its
     memory (the two are not alive together: the peak is the larger); None when training needs more."""
@@ -467,18 +621,24 @@ def estimate_finetune(
         model, precision, sequence_length, batch_size, training
     )
     dora = dora_item(model, precision, sequence_length, batch_size, training)
+    gptq = precision == 4 and training.base_format == "gptq"
     training_items = [
         adapters_item(model, training),
         activations_item(model, sequence_length, batch_size, training.gradient_checkpointing),
         *([dora] if dora else []),
-        logits_item(model, sequence_length, batch_size, training.loss),
+        loss_after_forward_item(model, sequence_length, batch_size, training) if gptq
+        else logits_item(model, sequence_length, batch_size, training.loss),
     ]
+    # a GPTQ checkpoint is loaded quantized: nothing is quantized at load
     load = (quantizing_load_item(model, sum(item.bytes for item in training_items))
-            if precision == 4 else None)
-    covered = [*base_weight_items(model, precision), *training_items, *([load] if load else [])]
+            if precision == 4 and not gptq else None)
+    covered = [*base_weight_items(model, precision, training.base_format), *training_items,
+               *([load] if load else [])]
     margin = margin_item(covered, gettext("all items above"))
     method = ("QDoRA" if training.adapter == "dora" else "QLoRA") if precision == 4 else (
         "DoRA" if training.adapter == "dora" else "LoRA")
+    if gptq:
+        method = "GPTQ-LoRA"
     return Breakdown(
         workload="finetune",
         title=gettext(
@@ -498,6 +658,8 @@ def estimate_finetune(
             "precision": precision,
             "sequence_length": sequence_length,
             "batch_size": batch_size,
-            **training.as_dict(),
+            # the base's format only where it is read (the 4-bit precision), so other answers are as before
+            **{name: value for name, value in training.as_dict().items()
+               if name != "base_format" or precision == 4},
         },
     )

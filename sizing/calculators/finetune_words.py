@@ -11,7 +11,8 @@ def finetune_words(precision: int, training: Training | int) -> list[str]:
     if isinstance(training, int):  # a rank alone: the documentation's trainer at that rank
         training = Training(lora_rank=training)
     rank = fmt_int(training.lora_rank)
-    base_words = base_words_of(precision)
+    gptq = precision == 4 and training.base_format == "gptq"
+    base_words = gptq_base_words() if gptq else base_words_of(precision)
     assumptions = [
         base_words,
         adapter_words(training, rank),
@@ -25,7 +26,9 @@ def finetune_words(precision: int, training: Training | int) -> list[str]:
             "in fp32, evaluation batches); if you change such settings, keep an eye on the margin."
         ),
     ]
-    if precision == 4:
+    if gptq:
+        assumptions.insert(1, gptq_peak_words())
+    elif precision == 4:
         assumptions.insert(1, gettext(
             "The 4-bit base is quantized on the GPU while the 16-bit checkpoint loads, as torchtune's QLoRA "
             "recipe does with torchao's NF4 (versions that quantize a matrix in one piece): for the largest "
@@ -37,6 +40,31 @@ def finetune_words(precision: int, training: Training | int) -> list[str]:
             "bitsandbytes quantizes in a CUDA kernel and needs about 2 bytes per value of that matrix."
         ))
     return assumptions
+
+
+def gptq_base_words() -> str:
+    return gettext(
+        "GPTQ-LoRA: the frozen base is a published GPTQ checkpoint (Frantar et al. 2022) as AutoGPTQ and "
+        "GPTQModel store it and transformers (optimum) loads it: 4 bits per weight of the decoder blocks' "
+        "linear layers, with a 16-bit scale and a packed 4-bit zero per group of 128 input values (the "
+        "default group size), 4.156 bits in all; the embeddings, the output head and the norms stay "
+        "16-bit. Its one int32 group index per input row (act-order checkpoints) is left to the margin. "
+        "Training runs through PEFT's LoRA layer for GPTQ with the triton_v2 kernel, the one with a "
+        "backward pass (fms-acceleration's accelerated-peft-autogptq, AutoGPTQ's peft_utils), which "
+        "dequantizes one whole matrix to 16-bit before each matmul. PEFT refuses DoRA on a GPTQ layer."
+    )
+
+
+def gptq_peak_words() -> str:
+    return gettext(
+        "On a GPTQ base the activations stay 16-bit: PEFT's prepare_model_for_kbit_training casts the "
+        "non-quantized parameters (embeddings, norms) of a bitsandbytes model to fp32, which makes its "
+        "residual stream and every checkpointed layer input fp32, and skips GPTQ models (the training "
+        "runs in fp16, as the GPTQ kernels need). With gradient checkpointing the loss is done, and its "
+        "logits freed, before the backward pass rebuilds the first layer, so the peak is the larger of the "
+        "loss and the recomputed layer, not their sum; a chunked loss's gradient of the hidden states "
+        "stays alive with the layer. The NF4 estimate keeps the sum, which stands in for its fp32 stream."
+    )
 
 
 def base_words_of(precision: int) -> str:

@@ -9,7 +9,7 @@ from ..countries import EU_CODE, EU_MEMBERS, country_name
 from ..i18n import format_number, gettext, pgettext
 from ..offers import Preferences
 from ..reasons import reason_words
-from ..training import ADAPTERS, GRADIENT_CHECKPOINTING, LORA_TARGETS, LOSSES, OPTIMIZERS
+from ..training import ADAPTERS, BASE_FORMATS, GRADIENT_CHECKPOINTING, LORA_TARGETS, LOSSES, OPTIMIZERS
 from ..units import (
     fmt_gib,
     money_text,
@@ -134,12 +134,15 @@ def _training_pairs(breakdown: Breakdown, capabilities) -> list[tuple[str, str]]
         "adapter": ADAPTERS[inputs["adapter"]], "rank": format_number(inputs["lora_rank"]),
         "targets": LORA_TARGETS[inputs["lora_targets"]],
     }
-    return [
+    pairs = [
         (gettext("Gradient checkpointing"), GRADIENT_CHECKPOINTING[inputs["gradient_checkpointing"]]),
         (gettext("Loss"), LOSSES[inputs["loss"]]),
         (gettext("Adapters"), adapter),
         (gettext("Optimizer"), OPTIMIZERS[inputs["optimizer"]]),
     ]
+    if "base_format" in inputs:  # a 4-bit base only: another precision has no such choice
+        pairs.append((gettext("4-bit base"), BASE_FORMATS[inputs["base_format"]]))
+    return pairs
 
 
 def countries_words(preferences: Preferences) -> str:

@@ -11,7 +11,8 @@ from sizing.training import CHOICES as TRAINING_CHOICES
 from sizing.workloads import WIZARD_CODES
 
 QUERY_OPTIONS = ("workload", "model", "precision", "kv_cache", "engine", "context", "requests", "memory_gib",
-                 "gradient_checkpointing", "loss", "lora_rank", "lora_targets", "adapter", "optimizer")
+                 "gradient_checkpointing", "loss", "lora_rank", "lora_targets", "adapter", "optimizer",
+                 "base_format")
 PREFERENCE_OPTIONS = ("budget", "max_price", "tier", "countries", "sort", "gpu", "min_memory_gib",
                       "confidence", "group", "page", "target_tokens", "efficiency", "redundancy",
                       "gpu_plans")
@@ -62,6 +63,11 @@ def add_query_arguments(parser, preferences: bool) -> None:
     training.add_argument("--adapter", choices=list(TRAINING_CHOICES["adapter"]), help=_default("adapter"))
     training.add_argument(
         "--optimizer", choices=list(TRAINING_CHOICES["optimizer"]), help=_default("optimizer")
+    )
+    training.add_argument(
+        "--base-format", dest="base_format", choices=list(TRAINING_CHOICES["base_format"]),
+        help=f"--precision 4 only: nf4 (bitsandbytes) or gptq (a GPTQ checkpoint) "
+        f"({_default('base_format')})",
     )
     if preferences:
         parser.add_argument("--budget", help="USD")
