@@ -19,7 +19,7 @@ from django import forms
 from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
-from sizing.countries import country_hint, expand_countries
+from sizing.countries import ALL_CODES, EU_CODE, country_hint, expand_countries
 from sizing.errors import SizingError
 from sizing.limits import (
     MAX_CONTEXT,
@@ -204,6 +204,32 @@ class WorkloadQueryForm(forms.Form):
         if not chosen.serves_tokens and cleaned.get("target_tokens") is not None:
             self.add_error("target_tokens", gettext("A throughput plan is for running a language model."))
         return cleaned
+
+
+def parameter_schema(name: str) -> dict:
+    """What the query's field `name` accepts on its own, as JSON Schema (the API's OpenAPI schema
+    states it): the form's choices, whole-number and decimal ranges, lengths and country codes. What
+    depends on other fields or the catalog (a model that suits the workload, a precision its checkpoint
+    is offered in, a throughput plan for a language model only) the operations say in words."""
+    field = WorkloadQueryForm.base_fields[name]
+    if name == "countries":  # ISO codes or EU, either case, separated by commas or semicolons
+        codes = "|".join(f"[{code[0]}{code[0].lower()}][{code[1]}{code[1].lower()}]"
+                         for code in sorted(ALL_CODES | {EU_CODE}))
+        item = rf"\s*(?:{codes})?\s*"
+        return {"type": "string", "pattern": rf"^{item}(?:[,;]{item}){{0,{MAX_COUNTRY_ITEMS - 1}}}$"}
+    if isinstance(field, forms.TypedChoiceField) and field.coerce is int:
+        return {"type": "integer", "enum": [int(value) for value, _ in field.choices]}
+    if isinstance(field, forms.ChoiceField):
+        values = [str(value) for value, _ in field.choices]
+        return {"type": "string", "enum": values + ([""] if not field.required else [])}
+    if isinstance(field, TypedIntegerField):
+        return {"type": "integer", "minimum": field.min_value, "maximum": field.max_value}
+    if isinstance(field, TypedDecimalField):
+        return {"type": "number", "minimum": float(field.min_value), "maximum": float(field.max_value),
+                "multipleOf": float(Decimal(1).scaleb(-field.decimal_places))}
+    if isinstance(field, forms.CharField):
+        return {"type": "string", "maxLength": field.max_length}
+    return {"type": "string"}
 
 
 def country_message(codes: list[str]) -> str:
