@@ -12,7 +12,7 @@ from sizing.limits import MAX_LIMIT
 from sizing.matching import SORT_PRICE_PER_MILLION, Recommendation
 from sizing.units import GIB
 
-from .query import QueryError, WorkloadQuery
+from .query import NotFound, WorkloadQuery
 from .sorts import CONFIDENCE_RANK, SORTS, sort_key
 
 # A sorted, filtered or grouped list is worked out over the cheapest machines that fit, up to this many.
@@ -78,7 +78,7 @@ def last_page(per_page: int) -> int:
     return max(1, math.ceil(PAGE_WINDOW / per_page))
 
 
-class PageOutsideWindow(QueryError):
+class PageOutsideWindow(NotFound):
     """A page past the window: no such page of the list (the API answers 404, the page shows why)."""
 
 

@@ -16,10 +16,11 @@ from nodelodge.hardening.faults import database_unavailable_json, log_database_u
 from nodelodge.hardening.throttling import ApiRateThrottle, throttled_message
 from nodelodge.recommendations.answer import recommendation_for
 from nodelodge.recommendations.estimate import estimate_for
-from nodelodge.recommendations.listing import PageOutsideWindow
 from nodelodge.recommendations.model_choices import model_listing
 from nodelodge.recommendations.query import (
     DEFAULTS,
+    Conflict,
+    NotFound,
     QueryError,
     WorkloadQuery,
     WorkloadQueryForm,
@@ -54,8 +55,8 @@ class ConsoleAPI(NinjaAPI):
                     stated = parameter_schema(parameter["name"])
                     default = DEFAULTS.get(parameter["name"])
                     if default is not None:
-                        typed = {"integer": int, "number": float}.get(stated["type"], str)
-                        stated["default"] = typed(default)
+                        kind = stated.get("type") or stated["anyOf"][0]["type"]
+                        stated["default"] = {"integer": int, "number": float}.get(kind, str)(default)
                     parameter["schema"] = stated
         return schema
 
@@ -330,12 +331,20 @@ def query_error(request, exc: QueryError):
     return api.create_response(request, {"errors": exc.errors}, status=400)
 
 
-@api.exception_handler(PageOutsideWindow)
-def page_outside_window(request, exc: PageOutsideWindow):
-    # A page the list does not reach is not there: 404, in words (`listing.PAGE_WINDOW`). The window
-    # (page × limit within the cheapest 1,000) cannot be written in OpenAPI; a 404 is what a client
-    # expects of a page that is not there, and the schema documents it.
+@api.exception_handler(NotFound)
+def not_found(request, exc: NotFound):
+    # What the schema cannot state, since it depends on the catalog or on other fields, names nothing
+    # when it fails: a model the catalog does not hold for the workload, a page past the list's window
+    # (page × limit within the cheapest 1,000, `listing.PAGE_WINDOW`). 404, in words, documented.
     return api.create_response(request, {"errors": exc.errors}, status=404)
+
+
+@api.exception_handler(Conflict)
+def conflict(request, exc: Conflict):
+    # Values the schema allows each on its own that do not go together (a throughput plan for a model
+    # that serves no tokens; a precision, context or size the chosen model cannot take; a model or
+    # memory left empty that the workload needs): 422, in words.
+    return api.create_response(request, {"errors": exc.errors}, status=422)
 
 
 @api.exception_handler(Throttled)
@@ -396,7 +405,9 @@ def _validated(schema, value):
 
 
 @api.get(
-    "/estimate", response={200: MemoryOut, 304: None, 400: ErrorOut, 429: ErrorOut}, url_name="estimate"
+    "/estimate",
+    response={200: MemoryOut, 304: None, 400: ErrorOut, 404: ErrorOut, 422: ErrorOut, 429: ErrorOut},
+    url_name="estimate",
 )
 def estimate(request, params: Query[WorkloadParams]):
     """The GPU memory a workload needs, item by item (the `estimate --json` object)."""
@@ -407,7 +418,7 @@ def estimate(request, params: Query[WorkloadParams]):
 
 @api.get(
     "/recommendations",
-    response={200: RecommendationsOut, 304: None, 400: ErrorOut, 404: ErrorOut, 429: ErrorOut},
+    response={200: RecommendationsOut, 304: None, 400: ErrorOut, 404: ErrorOut, 422: ErrorOut, 429: ErrorOut},
     url_name="recommendations",
 )
 def recommendations(request, params: Query[PreferenceParams]):
