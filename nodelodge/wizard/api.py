@@ -56,9 +56,14 @@ class ConsoleAPI(NinjaAPI):
                     default = DEFAULTS.get(parameter["name"])
                     if default is not None:
                         kind = stated.get("type") or stated["anyOf"][0]["type"]
-                        stated["default"] = {"integer": int, "number": float}.get(kind, str)(default)
+                        stated["default"] = {"integer": int, "number": _number}.get(kind, str)(default)
                     parameter["schema"] = stated
         return schema
+
+
+def _number(text: str) -> int | float:
+    """A default as JSON writes the number: 24, not 24.0."""
+    return int(text) if text.isdigit() else float(text)
 
 
 api = ConsoleAPI(
