@@ -458,6 +458,19 @@ def _locust(base: str, user_classes: list[str], users: int, seconds: int, env: d
                        float(total["Requests/s"]), float(total["95%"]), rows)
 
 
+def _warm_up(base: str, queries: list[str], rounds: int) -> None:
+    """Each worker loads its code and connections before anything is timed: a few of every path."""
+    import ssl
+
+    context = ssl.create_default_context()
+    context.check_hostname, context.verify_mode = False, ssl.CERT_NONE  # our own certificate, on loopback
+    for number in range(rounds):
+        query = queries[number % len(queries)]
+        for path in (f"/?{query}", f"/de/?{query}", f"/api/v1/recommendations?{query}", "/calculators/"):
+            with urllib.request.urlopen(base + path, timeout=60, context=context) as response:  # noqa: S310
+                response.read()
+
+
 def _p95_of(figures: LoadFigures, name: str) -> float:
     row = figures.by_name.get(name)
     return float(row["95%"]) if row and int(row["Request Count"]) else float("nan")
@@ -499,6 +512,7 @@ def run_load(options: Options, report: Report, size: int) -> None:
     base = f"https://127.0.0.1:{proxy.https_port}"
     try:
         print(f"load through nginx and gunicorn ({options.load_workers} workers), {size:,} machines", flush=True)
+        _warm_up(base, queries, rounds=3 * options.load_workers)
         quiet = _locust(base, ["ProbeUser"], 1, options.quiet_seconds, locust_env)
         mix = _locust(base, ["MixUser"], options.load_users, options.load_seconds, locust_env)
         crowd = _locust(base, ["MixUser"], options.crowd_users, options.crowd_seconds, locust_env)
