@@ -270,7 +270,7 @@ def state(cursor) -> str:
     transaction id, so their number and the sum of their ids change (a booking's free GPUs, a refresh's
     reports, a provider deactivated, a price). One statement over a few thousand rows, read in the
     reader's snapshot, on the primary or the replica alike; no other database's activity moves it."""
-    cursor.execute(f"SELECT count(*), coalesce(sum(xmin::text::bigint), 0) FROM {SHAPES}")  # noqa: S608
+    cursor.execute(f"SELECT count(*), coalesce(sum(xmin::text::bigint), 0) FROM {SHAPES}")  # noqa: S608 # nosec B608
     rows, ids = cursor.fetchone()
     return f"{rows}:{ids}"
 
