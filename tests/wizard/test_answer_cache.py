@@ -220,3 +220,19 @@ def test_with_answers_not_served_again_there_is_no_etag(fleet, settings):
     response = Client().get(API)
     assert response.status_code == 200
     assert "ETag" not in response
+
+
+def test_a_cache_that_cannot_be_reached_only_means_computing(fleet, monkeypatch):
+    from nodelodge.hardening.cache_breaker import CacheUnavailable
+
+    def unreachable(*args, **kwargs):
+        raise CacheUnavailable("Redis failed lately")
+
+    for operation in ("get", "add", "set"):
+        monkeypatch.setattr(cache, operation, unreachable)
+    client = Client()
+    for url, headers in ((API, {}), (PAGE, {}), (PAGE + "&shown=inference:language:ok", HTMX)):
+        responses = [client.get(url, **headers) for _ in range(3)]
+        assert [response.status_code for response in responses] == [200, 200, 200]
+        assert responses[-1]["ETag"]  # still revalidated with a 304, which needs no cache
+        assert client.get(url, HTTP_IF_NONE_MATCH=responses[-1]["ETag"], **headers).status_code == 304
