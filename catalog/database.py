@@ -12,7 +12,10 @@ re-check included, uses the primary. `reads()` is the connection the current rea
 """
 from __future__ import annotations
 
+import os
 import secrets
+import sqlite3
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -145,6 +148,70 @@ def try_lock(key: int, cache_key: str, expiry_seconds: int) -> Iterator[bool]:
     finally:
         if acquired and cache.get(cache_key) == token:
             cache.delete(cache_key)
+
+
+def write_state() -> str | None:
+    """What the database the current reads go to holds of the fleet, as a value that changes with
+    every committed write that changes an answer's machines, whoever made it and however (ORM,
+    trigger, raw SQL, another process); reads never change it. None: this database cannot say (an
+    in-memory SQLite), so nothing is served again.
+
+    PostgreSQL: the kept fleet counts' state (`catalog.counting.fleet_counts.state`: every change of a
+    machine's availability, free GPUs, last report, location, memory, tier or price moves it), on the
+    replica inside `replica_first`, the primary otherwise. An edit that changes no count (a model's
+    figures or a machine's region in the admin) reaches answers when the time step ends
+    (`nodelodge.recommendations.fleet_state`). SQLite: `PRAGMA data_version` of a connection of this
+    process's own that never writes, which moves whenever another connection commits anything. Inside
+    a transaction that writes, its own writes do not move either: read it outside one."""
+    connection = reads()
+    if connection.vendor == "postgresql":
+        from catalog.counting import fleet_counts
+
+        with connection.cursor() as cursor:
+            return "pg:" + fleet_counts.state(cursor)
+    if connection.vendor == "sqlite":
+        return _sqlite_data_version(str(connection.settings_dict["NAME"]))
+    return None
+
+
+class _DataVersion:
+    """A read-only connection to one SQLite file, kept by the process to read its data version."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self.inode = os.stat(path).st_ino
+        self.lock = threading.Lock()
+        self.nonce = secrets.token_hex(4)  # a data version means something only on its connection
+        self.connection = sqlite3.connect(f"file:{path}?mode=ro", uri=True, check_same_thread=False)
+
+    def read(self) -> str:
+        with self.lock:
+            version = self.connection.execute("PRAGMA data_version").fetchone()[0]
+        return f"sqlite:{self.nonce}:{version}"
+
+
+_data_versions: dict[str, _DataVersion] = {}
+_data_versions_lock = threading.Lock()
+
+
+def _sqlite_data_version(path: str) -> str | None:
+    if not path or path == ":memory:" or "mode=memory" in path:
+        return None
+    try:
+        inode = os.stat(path).st_ino
+    except OSError:
+        return None
+    with _data_versions_lock:
+        watcher = _data_versions.get(path)
+        if watcher is None or watcher.inode != inode:  # a new file under the same name
+            try:
+                watcher = _data_versions[path] = _DataVersion(path)
+            except (OSError, sqlite3.Error):
+                return None
+    try:
+        return watcher.read()
+    except sqlite3.Error:
+        return None
 
 
 def analyze(tables: list[str]) -> None:

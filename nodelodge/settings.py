@@ -227,6 +227,10 @@ CELERY_BEAT_SCHEDULE = {
 
 # A machine not heard from within this window no longer counts as available.
 MACHINE_STALE_AFTER_SECONDS = int(os.environ.get("MACHINE_STALE_AFTER_SECONDS", str(15 * 60)))
+# An answer (page, HTMX partial, API) is served again, from the cache or as a 304, for at most this many
+# seconds of the same fleet state, and at most a tenth of the stale window (nodelodge/recommendations/
+# fleet_state.py); 0 turns ETags and the cache of answers off.
+ANSWER_CACHE_SECONDS = int(os.environ.get("ANSWER_CACHE_SECONDS", "60"))
 # The demo providers' feeds are served by the console itself (see nodelodge/refresh/views.py).
 DEMO_FEED_BASE_URL = os.environ.get(
     "DEMO_FEED_BASE_URL", f"http://127.0.0.1:{os.environ.get('PORT', '8000')}"

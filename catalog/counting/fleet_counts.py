@@ -264,6 +264,17 @@ END $fn$""",  # nosec B608
     ]
 
 
+def state(cursor) -> str:
+    """What the kept counts hold, as a value every committed change of a count moves: the merge at
+    commit deletes the shape rows a transaction touched and inserts them anew under its own
+    transaction id, so their number and the sum of their ids change (a booking's free GPUs, a refresh's
+    reports, a provider deactivated, a price). One statement over a few thousand rows, read in the
+    reader's snapshot, on the primary or the replica alike; no other database's activity moves it."""
+    cursor.execute(f"SELECT count(*), coalesce(sum(xmin::text::bigint), 0) FROM {SHAPES}")  # noqa: S608 # nosec B608
+    rows, ids = cursor.fetchone()
+    return f"{rows}:{ids}"
+
+
 def merge_pending(cursor) -> None:
     """Inside a transaction that wrote machines, fold its changes into the counts it is about to
     read (they are otherwise folded at commit).

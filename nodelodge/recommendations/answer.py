@@ -23,7 +23,7 @@ from sizing.workloads import workload
 from .estimate import estimate_for, lower_precision_estimates
 from .fleet import fleet_reader, preferences_for, stale_after_minutes, stale_cutoff
 from .listing import Listing, check_page_in_window, list_machines, machines_to_fetch
-from .query import QueryError, WorkloadQuery
+from .query import Conflict, WorkloadQuery
 from .relax import explain_empty
 from .throughput import ThroughputAnswer, cheapest_per_million, planned_answer, speed_candidates
 
@@ -72,7 +72,7 @@ def _recommendation_for(
     machines_shown = machines_to_fetch(query, per_page)
     candidates, with_speed = None, 0
     if query.target_tokens is not None and not workload(breakdown.workload).serves_tokens:
-        raise QueryError({
+        raise Conflict({
             "target_tokens": gettext("A throughput plan is for language models; this one serves none.")
         })
     if query.target_tokens is not None or query.sort == SORT_PRICE_PER_MILLION:

@@ -11,7 +11,7 @@ from sizing.specs import PRECISIONS
 from sizing.workloads import workload
 
 from .model_choices import model_for_workload
-from .query import QueryError, WorkloadQuery
+from .query import Conflict, NotFound, QueryError, WorkloadQuery
 
 
 def estimate_for(
@@ -25,7 +25,7 @@ def estimate_for(
     else:
         model_row = model_for_workload(query.model_slug, query.workload, model_row)
         if model_row is None:
-            raise QueryError({"model": gettext("No model %(slug)s in the catalog suits this workload.") % {
+            raise NotFound({"model": gettext("No model %(slug)s in the catalog suits this workload.") % {
                 "slug": repr(query.model_slug)
             }})
         spec = catalog_rows.model_spec(model_row)
@@ -41,8 +41,8 @@ def estimate_for(
             training=query.training,
             engine=query.engine,
         )
-    except SizingError as error:
-        raise QueryError({error.field: error.message}) from error
+    except SizingError as error:  # the form checked each value alone: this one does not suit the rest
+        raise Conflict({error.field: error.message}) from error
     return breakdown, model_row
 
 

@@ -12,7 +12,7 @@ from sizing.limits import MAX_LIMIT
 from sizing.matching import SORT_PRICE_PER_MILLION, Recommendation
 from sizing.units import GIB
 
-from .query import QueryError, WorkloadQuery
+from .query import NotFound, WorkloadQuery
 from .sorts import CONFIDENCE_RANK, SORTS, sort_key
 
 # A sorted, filtered or grouped list is worked out over the cheapest machines that fit, up to this many.
@@ -78,10 +78,14 @@ def last_page(per_page: int) -> int:
     return max(1, math.ceil(PAGE_WINDOW / per_page))
 
 
+class PageOutsideWindow(NotFound):
+    """A page past the window: no such page of the list (the API answers 404, the page shows why)."""
+
+
 def check_page_in_window(page: int, per_page: int) -> None:
     """Refuses, before any work, a page past the cheapest PAGE_WINDOW machines."""
     if page > last_page(per_page):
-        raise QueryError({"page": gettext(
+        raise PageOutsideWindow({"page": gettext(
             "The list reaches the cheapest %(window)s machines: with %(per_page)s per page, pages 1 "
             "to %(last)s. Narrow the search or sort it another way to see others."
         ) % {"window": number_format(PAGE_WINDOW, force_grouping=True), "per_page": per_page,

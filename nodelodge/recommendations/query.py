@@ -23,7 +23,7 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from sizing.calculators.vllm import DEFAULT_ENGINE
-from sizing.countries import country_hint, expand_countries
+from sizing.countries import ALL_CODES, EU_CODE, country_hint, expand_countries
 from sizing.errors import SizingError
 from sizing.limits import (
     MAX_CONTEXT,
@@ -97,6 +97,21 @@ class QueryError(Exception):
     def __init__(self, errors: dict[str, str]):
         super().__init__("; ".join(f"{k}: {v}" for k, v in errors.items()))
         self.errors = errors
+
+
+class NotFound(QueryError):
+    """The query names what is not there: a model the catalog does not hold for the workload, a page
+    past the list's window. The page says so beside the field, as for any error; the API answers 404
+    (a value the schema allows that names nothing)."""
+
+
+class Conflict(QueryError):
+    """Values each valid on its own that do not go together: a throughput plan for a workload or model
+    that serves no tokens, a context, precision or size the chosen model cannot take (the sizing
+    engine's checks). The page says so beside the field, as for any error; the API answers 422."""
+
+
+CONFLICT = "conflict"  # the code of a form error that depends on another field
 
 
 class WorkloadQueryForm(forms.Form):
@@ -247,15 +262,55 @@ class WorkloadQueryForm(forms.Form):
             cleaned.pop("base_format", None)
         if chosen.takes_memory:
             if cleaned.get("memory_gib") is None and "memory_gib" not in self.errors:
-                self.add_error("memory_gib", gettext("Enter the GPU memory the notebook needs, in GiB."))
+                self.add_error("memory_gib", forms.ValidationError(
+                    gettext("Enter the GPU memory the notebook needs, in GiB."), code=CONFLICT
+                ))
             return cleaned
         if not cleaned.get("model") and "model" not in self.errors:
-            self.add_error("model", gettext("Choose a model."))
+            self.add_error("model", forms.ValidationError(gettext("Choose a model."), code=CONFLICT))
         if cleaned.get("precision") is None and "precision" not in self.errors:
-            self.add_error("precision", str(MESSAGES["precision"]["invalid_choice"]))
+            self.add_error("precision", forms.ValidationError(
+                str(MESSAGES["precision"]["invalid_choice"]), code=CONFLICT
+            ))
         if not chosen.serves_tokens and cleaned.get("target_tokens") is not None:
-            self.add_error("target_tokens", gettext("A throughput plan is for running a language model."))
+            self.add_error("target_tokens", forms.ValidationError(
+                gettext("A throughput plan is for running a language model."), code=CONFLICT
+            ))
         return cleaned
+
+
+def parameter_schema(name: str) -> dict:
+    """What the query's field `name` accepts on its own, as JSON Schema (the API's OpenAPI schema
+    states it): the form's choices, whole-number and decimal ranges, lengths and country codes. What
+    depends on other fields or the catalog (a model that suits the workload, a precision its checkpoint
+    is offered in, a throughput plan for a language model only) the operations say in words."""
+    field = WorkloadQueryForm.base_fields[name]
+    stated = _value_schema(name, field)
+    if not field.required and stated["type"] != "string":
+        # Given empty, a field is left out (its default); what a workload needs is then a conflict (422).
+        return {"anyOf": [stated, {"type": "string", "maxLength": 0}]}
+    return stated
+
+
+def _value_schema(name: str, field) -> dict:
+    if name == "countries":  # ISO codes or EU, either case, separated by commas or semicolons
+        codes = "|".join(f"[{code[0]}{code[0].lower()}][{code[1]}{code[1].lower()}]"
+                         for code in sorted(ALL_CODES | {EU_CODE}))
+        item = rf"\s*(?:{codes})?\s*"
+        return {"type": "string", "pattern": rf"^{item}(?:[,;]{item}){{0,{MAX_COUNTRY_ITEMS - 1}}}$"}
+    if isinstance(field, forms.TypedChoiceField) and field.coerce is int:
+        return {"type": "integer", "enum": [int(value) for value, _ in field.choices]}
+    if isinstance(field, forms.ChoiceField):
+        values = [str(value) for value, _ in field.choices]
+        return {"type": "string", "enum": values + ([""] if not field.required else [])}
+    if isinstance(field, TypedIntegerField):
+        return {"type": "integer", "minimum": field.min_value, "maximum": field.max_value}
+    if isinstance(field, TypedDecimalField):
+        return {"type": "number", "minimum": float(field.min_value), "maximum": float(field.max_value),
+                "multipleOf": float(Decimal(1).scaleb(-field.decimal_places))}
+    if isinstance(field, forms.CharField):  # Django refuses NUL in text
+        return {"type": "string", "maxLength": field.max_length, "pattern": r"^[^\x00]*$"}
+    return {"type": "string"}
 
 
 def country_message(codes: list[str]) -> str:
@@ -427,5 +482,6 @@ def parse_query(data, number_language: str | None = None) -> WorkloadQuery:
     page's `number_language` writes them (`typed_numbers.typed_number`)."""
     form = WorkloadQueryForm(with_defaults(normalize_query(data)), number_language=number_language)
     if not form.is_valid():
-        raise QueryError(form_errors(form))
+        codes = {error.code for errors in form.errors.as_data().values() for error in errors}
+        raise (Conflict if codes == {CONFLICT} else QueryError)(form_errors(form))
     return WorkloadQuery.from_form(form)

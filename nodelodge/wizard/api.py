@@ -3,11 +3,12 @@ from __future__ import annotations
 
 from csp.decorators import csp_update
 from django.db import InterfaceError, OperationalError
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
 from django.utils.translation import gettext
 from ninja import Field, NinjaAPI, Query, Schema, Swagger
 from ninja.errors import Throttled
 from ninja.errors import ValidationError as NinjaValidationError
+from pydantic import TypeAdapter
 
 from catalog import database
 from nodelodge.hardening.errors import log_unexpected, server_error_json
@@ -17,9 +18,20 @@ from nodelodge.recommendations.answer import recommendation_for
 from nodelodge.recommendations.capacity import CAPACITY_DEFAULTS, capacity_for, parse_capacity
 from nodelodge.recommendations.estimate import estimate_for
 from nodelodge.recommendations.model_choices import model_listing
-from nodelodge.recommendations.query import DEFAULTS, QueryError, WorkloadQuery, parse_query
+from nodelodge.recommendations.query import (
+    DEFAULTS,
+    Conflict,
+    NotFound,
+    QueryError,
+    WorkloadQuery,
+    WorkloadQueryForm,
+    parameter_schema,
+    parse_query,
+)
 from sizing.limits import API_LIMIT
 from sizing.workloads import WIZARD_CODES, WORKLOADS
+
+from . import conditional as answer_http
 
 
 class ConsoleSwagger(Swagger):
@@ -29,7 +41,33 @@ class ConsoleSwagger(Swagger):
     template = "wizard/api_docs.html"
 
 
-api = NinjaAPI(
+class ConsoleAPI(NinjaAPI):
+    """The API, whose schema states what each parameter accepts as the console reads it
+    (`query.parameter_schema`): the parameters are read as text and checked by the console's own
+    rules, so each bad value gets a 400 naming its field in the console's words."""
+
+    def get_openapi_schema(self, *args, **kwargs):
+        schema = super().get_openapi_schema(*args, **kwargs)
+        for path, operation in schema.get("paths", {}).items():
+            for parameter in operation.get("get", {}).get("parameters", []):
+                if path.endswith("/models") and parameter["name"] == "workload":
+                    parameter["schema"] = {"type": "string", "enum": [*WIZARD_CODES, ""]}
+                elif parameter["name"] in WorkloadQueryForm.base_fields:
+                    stated = parameter_schema(parameter["name"])
+                    default = DEFAULTS.get(parameter["name"])
+                    if default is not None:
+                        kind = stated.get("type") or stated["anyOf"][0]["type"]
+                        stated["default"] = {"integer": int, "number": _number}.get(kind, str)(default)
+                    parameter["schema"] = stated
+        return schema
+
+
+def _number(text: str) -> int | float:
+    """A default as JSON writes the number: 24, not 24.0."""
+    return int(text) if text.isdigit() else float(text)
+
+
+api = ConsoleAPI(
     title="Node Lodge console API",
     version="1",
     description=(
@@ -378,6 +416,22 @@ def query_error(request, exc: QueryError):
     return api.create_response(request, {"errors": exc.errors}, status=400)
 
 
+@api.exception_handler(NotFound)
+def not_found(request, exc: NotFound):
+    # What the schema cannot state, since it depends on the catalog or on other fields, names nothing
+    # when it fails: a model the catalog does not hold for the workload, a page past the list's window
+    # (page × limit within the cheapest 1,000, `listing.PAGE_WINDOW`). 404, in words, documented.
+    return api.create_response(request, {"errors": exc.errors}, status=404)
+
+
+@api.exception_handler(Conflict)
+def conflict(request, exc: Conflict):
+    # Values the schema allows each on its own that do not go together (a throughput plan for a model
+    # that serves no tokens; a precision, context or size the chosen model cannot take; a model or
+    # memory left empty that the workload needs): 422, in words.
+    return api.create_response(request, {"errors": exc.errors}, status=422)
+
+
 @api.exception_handler(Throttled)
 def throttled(request, exc: Throttled):
     # ninja adds Retry-After from the throttle's wait.
@@ -407,16 +461,49 @@ def ninja_validation_error(request, exc: NinjaValidationError):
     return api.create_response(request, {"errors": errors}, status=400)
 
 
-@api.get("/estimate", response={200: MemoryOut, 400: ErrorOut, 429: ErrorOut}, url_name="estimate")
+def _answered(request, operation: str, payload) -> HttpResponse:
+    """The operation's answer (`payload()`: its JSON value), served again while the fleet state lasts
+    (`conditional`): 304 for the client's own copy, the cache's copy of a hot answer, else computed.
+    The state is read on the connection the answer reads (the replica's inside `replica_first`)."""
+
+    def answer():
+        conditional = answer_http.for_api(request, operation)
+        if conditional is None:
+            return api.create_response(request, payload(), status=200)
+        if conditional.matches(request):
+            return conditional.not_modified()
+        stored = conditional.stored()
+        if stored is None:
+            response = api.create_response(request, payload(), status=200)
+            conditional.store((response.content, response["Content-Type"]))
+        else:
+            response = HttpResponse(stored[0], content_type=stored[1])
+        return conditional.stamp(response)
+
+    return database.replica_first(answer)
+
+
+def _validated(schema, value):
+    """`value` as the schema writes it (fields it does not name dropped), as ninja's own check does."""
+    adapter = TypeAdapter(schema)
+    return adapter.dump_python(adapter.validate_python(value), mode="json")
+
+
+@api.get(
+    "/estimate",
+    response={200: MemoryOut, 304: None, 400: ErrorOut, 404: ErrorOut, 422: ErrorOut, 429: ErrorOut},
+    url_name="estimate",
+)
 def estimate(request, params: Query[WorkloadParams]):
     """The GPU memory a workload needs, item by item (the `estimate --json` object)."""
-    breakdown, _ = database.replica_first(lambda: estimate_for(_query(request)))
-    return breakdown.as_dict()
+    return _answered(
+        request, "estimate", lambda: _validated(MemoryOut, estimate_for(_query(request))[0].as_dict())
+    )
 
 
 @api.get(
     "/recommendations",
-    response={200: RecommendationsOut, 400: ErrorOut, 429: ErrorOut},
+    response={200: RecommendationsOut, 304: None, 400: ErrorOut, 404: ErrorOut, 422: ErrorOut, 429: ErrorOut},
     url_name="recommendations",
 )
 def recommendations(request, params: Query[PreferenceParams]):
@@ -426,11 +513,11 @@ def recommendations(request, params: Query[PreferenceParams]):
     million tokens at the speed measured on each machine; with `target_tokens` (and `efficiency`,
     default 75, and `redundancy`, default 1) the answer carries the throughput plan: the cheapest, and
     with `gpu_plans=1` also the cheapest on each of the GPU types that serve tokens cheapest."""
-    answer = database.replica_first(lambda: recommendation_for(_query(request), default_limit=API_LIMIT))
-    payload = recommendation_payload(answer)
     # The payload is built to the schema (the schema tests check every answer against it); checking it
     # again field by field on every request cost a fifth of the answer with a hundred machines.
-    return api.create_response(request, payload, status=200)
+    return _answered(request, "recommendations", lambda: recommendation_payload(
+        recommendation_for(_query(request), default_limit=API_LIMIT)
+    ))
 
 
 @api.get("/capacity", response={200: CapacityOut, 400: ErrorOut, 429: ErrorOut}, url_name="capacity")
@@ -442,14 +529,16 @@ def capacity(request, params: Query[CapacityParams]):
     return database.replica_first(lambda: capacity_for(parse_capacity(request.GET)))
 
 
-@api.get("/models", response={200: list[ModelOut], 400: ErrorOut, 429: ErrorOut}, url_name="models")
+@api.get(
+    "/models", response={200: list[ModelOut], 304: None, 400: ErrorOut, 429: ErrorOut}, url_name="models"
+)
 def models(request, workload: str | None = None):
     """The catalog's models, optionally only those that suit a workload."""
     if workload not in (None, "", *WIZARD_CODES):
         raise QueryError({"workload": gettext("Choose %(codes)s or %(last)s.") % {
             "codes": ", ".join(WIZARD_CODES[:-1]), "last": WIZARD_CODES[-1]
         }})
-    return database.replica_first(lambda: model_listing(workload or None))
+    return _answered(request, "models", lambda: _validated(list[ModelOut], model_listing(workload or None)))
 
 
 def recommendation_payload(result) -> dict:

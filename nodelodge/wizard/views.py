@@ -5,8 +5,9 @@ from __future__ import annotations
 import functools
 from urllib.parse import urlencode
 
+from django.http import HttpResponse
 from django.shortcuts import render
-from django.template.response import TemplateResponse
+from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.translation import get_language
 from django.views.decorators.http import require_GET
@@ -41,6 +42,7 @@ from sizing.training import CHOICES as TRAINING_CHOICES
 from sizing.training import PRESET_NAMES, PRESETS
 from sizing.workloads import workload as workload_named
 
+from . import conditional as answer_http
 from .forms import CapacityPageForm, RuleOfThumbForm, ThroughputForm
 from .model_display import model_choice, model_choices
 from .result_page import PLAN_ROWS_SHOWN, ResultPage
@@ -48,6 +50,8 @@ from .rows import add_row_words
 
 # hx-target id → partial of wizard/wizard.html
 HTMX_PARTIALS = {"result": "result", "model-list": "model-list", "wizard": "wizard"}
+# What an HTMX partial's response says besides its body (kept with it to serve again).
+HTMX_HEADERS = ("HX-Push-Url", "HX-Retarget", "HX-Reswap")
 
 
 def _split_countries(countries: str) -> tuple[bool, str]:
@@ -115,6 +119,39 @@ def _public_query(params) -> str:
 @page_rate_limited
 @database.reads_replica_first
 def wizard(request):
+    """The page, or the HTMX partial its target names; served again while the fleet state lasts
+    (`conditional`: a 304 for the client's own copy, else the cache's copy of a hot answer)."""
+    partial = HTMX_PARTIALS.get(request.htmx.target) if request.htmx else None
+    conditional = answer_http.for_page(request, partial)
+    if conditional is None:
+        return _wizard_answer(request, partial)[0]
+    if conditional.matches(request):
+        return conditional.not_modified()
+    stored = conditional.stored()
+    if stored is None:
+        response, stored = _wizard_answer(request, partial)
+        conditional.store(stored)
+    else:
+        response = _wizard_response(request, partial, stored)
+    return conditional.stamp(response)
+
+
+def _wizard_response(request, partial: str | None, stored: dict) -> HttpResponse:
+    """The response from what an answer keeps: a partial whole, with its HTMX headers; for the whole
+    page, its `#wizard` part, rendered into the page with this client's top bar."""
+    if partial is not None:
+        response = HttpResponse(stored["html"])
+        for name, value in stored["headers"].items():
+            response[name] = value
+        return response
+    return render(request, "wizard/wizard.html", {
+        "wizard_html": stored["wizard_html"],  # the #wizard partial, rendered (escaped) by this template
+        "page_address": stored["page_address"],
+    })
+
+
+def _wizard_answer(request, partial: str | None) -> tuple[HttpResponse, dict]:
+    """Computes the answer: the response, and what it keeps to serve again (`_wizard_response`)."""
     params = request.GET
     values, row = _form_values(params)
     # An unknown workload is reported by the form; the page still shows the default steps.
@@ -185,26 +222,32 @@ def wizard(request):
     if "workload" in params:
         every_row = "&plan_rows=all" if result is not None and result.plan_rows_shown is None else ""
         context["page_address"] = reverse("wizard:start") + "?" + context["query_string"] + every_row
-    template = "wizard/wizard.html"
     swap_target = None
-    if request.htmx and request.htmx.target in HTMX_PARTIALS:
-        partial = HTMX_PARTIALS[request.htmx.target]
+    if partial is not None:
         # The form says which labels it shows; when the new model needs others (a speech model's
         # audio streams), the whole wizard is sent instead of the result alone.
         if partial == "result" and params.get("shown") != context["shown"]:
             partial, swap_target = "wizard", "#wizard"
-        template = f"wizard/wizard.html#{partial}"
         # The result alone also updates the "Selected" line of the form, out of band.
         context["oob"] = partial == "result"
-    # Errors render beside their fields with 200, as a re-shown form does (htmx swaps only 2xx).
-    response = TemplateResponse(request, template, context)
-    if request.htmx:
+        # Errors render beside their fields with 200, as a re-shown form does (htmx swaps only 2xx).
+        response = HttpResponse(render_to_string(f"wizard/wizard.html#{partial}", context, request))
         if swap_target:
             response = reswap(retarget(response, swap_target), "outerHTML")
         if "workload" in params and request.htmx.target != "model-list":
             # The address bar shows the canonical query, without the form's bookkeeping fields.
             response = push_url(response, context["page_address"])
-    return response
+        headers = {name: response[name] for name in HTMX_HEADERS if name in response}
+        return response, {"html": response.content.decode(), "headers": headers}
+    # The whole page is its #wizard part inside the page's frame, which shows the client's own top bar.
+    stored = {
+        "wizard_html": render_to_string("wizard/wizard.html#wizard", context, request),
+        "page_address": context.get("page_address"),
+    }
+    response = _wizard_response(request, None, stored)
+    if request.htmx and "workload" in params:
+        response = push_url(response, context["page_address"])
+    return response, stored
 
 
 @require_GET

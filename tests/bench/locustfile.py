@@ -1,26 +1,111 @@
-"""Sustained load for the benchmark: users who run a wizard query, read the answer and ask again.
+"""Sustained load for the benchmark (runner.py `run_load` starts locust with one or more of these user
+classes against nginx in front of gunicorn; the query strings come from queries.py through the
+environment, one per line).
 
-Each user mixes the HTMX result panel (three in four requests) and the JSON API. The query strings
-come from queries.py, with the `shown` parameter the benchmark computed (env BENCH_SHOWN_QUERIES,
-one query string per line)."""
+- `MixUser`: the issue's mix of what people ask for, by weight: 25 % result pages, 20 % HTMX results,
+  5 % HTMX model lists (a search typed), 10 % German pages, 20 % API recommendations, 10 % API
+  estimates, 5 % API models, 5 % calculators; a person reads between requests (BENCH_WAIT seconds,
+  "low,high", default 0.5 to 1.5).
+- `DeepPageUser` (4 of them): loops without pause on deep pages: the last page the window reaches
+  (page 40 of the page's 25, page 10 of the API's 100), each with another price limit so no answer is
+  served again, and the page past the window (the reproduction, page 99,999).
+- `ProbeUser` (one): a normal API call, computed each time (another budget every call), whose p95 is
+  compared with and without the deep pages.
+"""
 import os
 import random
 
-from locust import HttpUser, between, task
+from locust import HttpUser, between, constant, task
 
 SHOWN_QUERIES = [line for line in os.environ.get("BENCH_SHOWN_QUERIES", "").splitlines() if line]
-API_QUERIES = [line for line in os.environ.get("BENCH_API_QUERIES", "").splitlines() if line]
-HTMX_HEADERS = {"HX-Request": "true", "HX-Target": "result"}
+PAGE_QUERIES = [line for line in os.environ.get("BENCH_API_QUERIES", "").splitlines() if line]
+API_QUERIES = PAGE_QUERIES
+PROBE_QUERY = os.environ.get("BENCH_PROBE_QUERY", "")
+WAIT = tuple(float(part) for part in os.environ.get("BENCH_WAIT", "0.5,1.5").split(","))
+HTMX_RESULT = {"HX-Request": "true", "HX-Target": "result"}
+HTMX_MODELS = {"HX-Request": "true", "HX-Target": "model-list"}
+SEARCHES = ("llama", "qwen", "whisper", "flux", "mix", "70")
+WORKLOADS = ("", "inference", "finetune", "image", "notebook")
+CALCULATIONS = (
+    "target=180000&measured=2500&efficiency=75&redundancy=1",
+    "parameters=8B&precision=16",
+    "parameters=70000000000&precision=4",
+    "target=20000&measured=1200&efficiency=60&redundancy=2&parameters=405B&precision=8",
+)
 
 
-class WizardUser(HttpUser):
-    # A person reads the answer before changing a field: one to three seconds between requests.
-    wait_time = between(1, 3)
+class ConsoleUser(HttpUser):
+    abstract = True
 
-    @task(3)
-    def result_panel(self):
-        self.client.get("/?" + random.choice(SHOWN_QUERIES), headers=HTMX_HEADERS, name="result panel")
+    def on_start(self):
+        self.client.verify = False  # the benchmark's own self-signed certificate, on loopback
+
+
+class MixUser(ConsoleUser):
+    wait_time = between(*WAIT)
+
+    @task(25)
+    def result_page(self):
+        self.client.get("/?" + random.choice(PAGE_QUERIES), name="result page")
+
+    @task(20)
+    def htmx_result(self):
+        self.client.get("/?" + random.choice(SHOWN_QUERIES), headers=HTMX_RESULT, name="HTMX result")
+
+    @task(5)
+    def htmx_model_list(self):
+        query = random.choice(SHOWN_QUERIES) + "&q=" + random.choice(SEARCHES)
+        self.client.get("/?" + query, headers=HTMX_MODELS, name="HTMX model list")
+
+    @task(10)
+    def german_page(self):
+        self.client.get("/de/?" + random.choice(PAGE_QUERIES), name="German page")
+
+    @task(20)
+    def api_recommendations(self):
+        self.client.get("/api/v1/recommendations?" + random.choice(API_QUERIES), name="API recommendations")
+
+    @task(10)
+    def api_estimate(self):
+        self.client.get("/api/v1/estimate?" + random.choice(API_QUERIES), name="API estimate")
+
+    @task(5)
+    def api_models(self):
+        self.client.get("/api/v1/models?workload=" + random.choice(WORKLOADS), name="API models")
+
+    @task(5)
+    def calculators(self):
+        self.client.get("/calculators/?" + random.choice(CALCULATIONS), name="calculators")
+
+
+class DeepPageUser(ConsoleUser):
+    fixed_count = 4
+    wait_time = constant(0)
+
+    @task(2)
+    def last_page_in_the_window(self):
+        price = f"{random.randint(200, 100_000) / 100:.2f}"  # another answer each time: nothing served again
+        self.client.get(f"/?{PROBE_QUERY}&max_price={price}&page=40", name="deep page (page 40 of 25)")
+
+    @task(2)
+    def last_api_page_in_the_window(self):
+        price = f"{random.randint(200, 100_000) / 100:.2f}"
+        self.client.get(f"/api/v1/recommendations?{PROBE_QUERY}&max_price={price}&page=10",
+                        name="deep API page (page 10 of 100)")
 
     @task(1)
-    def api(self):
-        self.client.get("/api/v1/recommendations?" + random.choice(API_QUERIES), name="API")
+    def past_the_window(self):
+        with self.client.get(f"/api/v1/recommendations?{PROBE_QUERY}&page=99999", name="page past the window",
+                             catch_response=True) as response:
+            if response.status_code == 404:  # refused in words, as documented
+                response.success()
+
+
+class ProbeUser(ConsoleUser):
+    fixed_count = 1
+    wait_time = constant(0.25)
+
+    @task
+    def normal_api_call(self):
+        budget = random.randint(100, 1_000_000)  # computed each time, as a new question is
+        self.client.get(f"/api/v1/recommendations?{PROBE_QUERY}&budget={budget}", name="probe: API call")

@@ -104,10 +104,14 @@ ERROR_ITEM = re.compile(r'<li data-field="([^"]*)">(?:<a href="#[^"]*">)?[^<]*(?
 
 
 def assert_api_answer(response):
-    assert response.status_code in (200, 400), (response.status_code, response.content[:500])
+    # 404: names nothing (a model not in the catalog, a page past the window); 422: values that do not
+    # go together (README, "JSON API").
+    assert response.status_code in (200, 400, 404, 422), (response.status_code, response.content[:500])
     event(f"status {response.status_code}")
     body = response.json()
-    if response.status_code == 400:
+    if response.status_code == 404:  # a page past the list's window, a model not in the catalog
+        assert set(body) == {"errors"} and len(body["errors"]) == 1 and set(body["errors"]) <= {"page", "model"}, body
+    if response.status_code in (400, 404, 422):
         assert set(body) == {"errors"}, body
         assert body["errors"], body
         for field, message in body["errors"].items():

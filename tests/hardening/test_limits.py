@@ -59,7 +59,7 @@ def answers(client, machine, params: dict[str, str]) -> dict[str, object]:
 
 def assert_no_server_error(responses: dict[str, object], params: dict[str, str]) -> str:
     """Checks every surface's answer; returns what the API said ("refused", "empty", "machines")."""
-    allowed = {"page": {200}, "partial": {200}, "api": {200, 400}, "launch": {303, 400, 409}}
+    allowed = {"page": {200}, "partial": {200}, "api": {200, 400, 404, 422}, "launch": {303, 400, 409}}
     for surface, response in responses.items():
         assert response.status_code in allowed[surface], (surface, response.status_code, params,
                                                           response.content[:300])
@@ -67,7 +67,10 @@ def assert_no_server_error(responses: dict[str, object], params: dict[str, str])
     api = responses["api"]
     assert api["Content-Type"].startswith("application/json")
     body = api.json()
-    if api.status_code == 400:
+    if api.status_code == 404:  # a page past the list's window, a model not in the catalog
+        assert len(body["errors"]) == 1 and set(body["errors"]) <= {"page", "model"}, body
+        return "refused"
+    if api.status_code in (400, 422):
         assert body["errors"] and set(body["errors"]) <= set(QUERY_FIELDS), body
         return "refused"
     if not body["machines"]:

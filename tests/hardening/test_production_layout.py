@@ -360,3 +360,30 @@ def test_nginx_stamps_each_request_with_its_own_start_and_a_clients_forged_one_c
     finally:
         conn.close()
     assert status == 200 and json.loads(body)
+
+
+def test_an_answer_is_revalidated_through_the_layout_with_a_304(layout, fleet):
+    """The production layout passes the ETag and If-None-Match through: the client's copy is
+    confirmed with a 304 and no body (the API's answer here; pages and partials alike)."""
+    _, proxy = layout
+    path = "/api/v1/recommendations?" + LLAMA_8B
+
+    def get(**headers):
+        conn = http.client.HTTPSConnection("127.0.0.1", proxy.https_port, timeout=30, context=tls_context())
+        try:
+            conn.request("GET", path, headers={"Host": HOST, **headers})
+            response = conn.getresponse()
+            return response.status, dict(response.getheaders()), response.read()
+        finally:
+            conn.close()
+
+    status, headers, body = get()
+    assert status == 200 and headers["Cache-Control"].startswith("public, max-age=")
+    for _ in range(2):  # a second try only when the minute's step ended between the two requests
+        again, again_headers, again_body = get(**{"If-None-Match": headers["ETag"]})
+        if again == 304:
+            break
+        headers = again_headers
+    assert again == 304, again
+    assert again_body == b""
+    assert again_headers["ETag"] == headers["ETag"]
