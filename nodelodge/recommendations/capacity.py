@@ -31,7 +31,7 @@ from sizing.limits import MAX_BATCHED_TOKENS, MAX_CONTEXT, MAX_GPU_MEMORY_GIB, M
 from sizing.units import GIB, gib_number
 
 from .messages import error_words, form_errors
-from .query import KV_CACHE_PRECISIONS, PRECISIONS, QueryError, normalize_query
+from .query import KV_CACHE_PRECISIONS, PRECISIONS, Conflict, NotFound, QueryError, normalize_query
 from .typed_numbers import TypedDecimalField, TypedIntegerField
 
 ENGINES = [("vllm", "vLLM")]
@@ -120,7 +120,9 @@ class CapacityQuery:
 
 
 def with_capacity_defaults(data) -> dict[str, str]:
-    return {**CAPACITY_DEFAULTS, **normalize_query(data)}
+    """The values asked for; one left out or given empty takes its default, as in the wizard's query."""
+    asked = {key: value for key, value in normalize_query(data).items() if value != ""}
+    return {**CAPACITY_DEFAULTS, **asked}
 
 
 def parse_capacity(data, number_language: str | None = None) -> CapacityQuery:
@@ -142,7 +144,7 @@ def with_usable_memory(values: dict[str, str]) -> dict[str, str]:
         if usable.gpu_type.casefold() == wanted.casefold():
             gib = (Decimal(usable.mib) / 1024).quantize(Decimal("0.01"), rounding=ROUND_DOWN)
             return {**values, "gpu": usable.gpu_type, "gpu_memory_gib": str(gib)}
-    raise QueryError({"gpu": gettext("No GPU type %(gpu)s in the catalog.") % {"gpu": repr(wanted[:100])}})
+    raise NotFound({"gpu": gettext("No GPU type %(gpu)s in the catalog.") % {"gpu": repr(wanted[:100])}})
 
 
 def query_from(cleaned: dict) -> CapacityQuery:
@@ -166,13 +168,13 @@ def capacity_for(query: CapacityQuery) -> dict:
     """The answer: whether the engine starts, its budget item by item, the pool and the command."""
     row = catalog_rows.get_model(query.model_slug)
     if row is None or getattr(row, "kind", None) != "language":
-        raise QueryError({"model": gettext("No language model %(slug)s in the catalog.") % {
+        raise NotFound({"model": gettext("No language model %(slug)s in the catalog.") % {
             "slug": repr(query.model_slug)}})
     spec = catalog_rows.model_spec(row)
     try:
         budget = vllm_budget(spec, query.precision, query.kv_bits, query.settings())
-    except SizingError as error:
-        raise QueryError({error.field: error.message}) from error
+    except SizingError as error:  # settings each valid that the model cannot take together
+        raise Conflict({error.field: error.message}) from error
     fits, reason = budget.fit(budget.max_model_len, 1)
     kv = max(budget.kv_cache_bytes, 0)
     concurrency = budget.max_concurrency()

@@ -253,12 +253,12 @@ class WorkloadQueryForm(forms.Form):
         chosen = workload(cleaned.get("workload"))
         if chosen is None:
             return cleaned
-        if not chosen.takes_training:  # a training field sent with another workload is ignored there
+        # A training field sent with another workload (the base format at another precision) is ignored
+        # there; a value no workload takes is still refused, so a query means one thing everywhere.
+        if not chosen.takes_training:
             for name in TRAINING_FIELDS:
-                self._errors.pop(name, None)
                 cleaned.pop(name, None)
-        elif cleaned.get("precision") != BASE_FORMAT_PRECISION:  # the 4-bit base's format, at 4-bit only
-            self._errors.pop("base_format", None)
+        elif cleaned.get("precision") != BASE_FORMAT_PRECISION:
             cleaned.pop("base_format", None)
         if chosen.takes_memory:
             if cleaned.get("memory_gib") is None and "memory_gib" not in self.errors:
@@ -279,20 +279,23 @@ class WorkloadQueryForm(forms.Form):
         return cleaned
 
 
-def parameter_schema(name: str) -> dict:
+def parameter_schema(
+    name: str, form_class: type[forms.Form] | None = None, empty_is_default: bool = False
+) -> dict:
     """What the query's field `name` accepts on its own, as JSON Schema (the API's OpenAPI schema
     states it): the form's choices, whole-number and decimal ranges, lengths and country codes. What
     depends on other fields or the catalog (a model that suits the workload, a precision its checkpoint
     is offered in, a throughput plan for a language model only) the operations say in words."""
-    field = WorkloadQueryForm.base_fields[name]
-    stated = _value_schema(name, field)
-    if not field.required and stated["type"] != "string":
+    field = (form_class or WorkloadQueryForm).base_fields[name]
+    optional = empty_is_default or not field.required
+    stated = _value_schema(name, field, optional)
+    if optional and stated["type"] != "string":
         # Given empty, a field is left out (its default); what a workload needs is then a conflict (422).
         return {"anyOf": [stated, {"type": "string", "maxLength": 0}]}
     return stated
 
 
-def _value_schema(name: str, field) -> dict:
+def _value_schema(name: str, field, optional: bool) -> dict:
     if name == "countries":  # ISO codes or EU, either case, separated by commas or semicolons
         codes = "|".join(f"[{code[0]}{code[0].lower()}][{code[1]}{code[1].lower()}]"
                          for code in sorted(ALL_CODES | {EU_CODE}))
@@ -302,14 +305,15 @@ def _value_schema(name: str, field) -> dict:
         return {"type": "integer", "enum": [int(value) for value, _ in field.choices]}
     if isinstance(field, forms.ChoiceField):
         values = [str(value) for value, _ in field.choices]
-        return {"type": "string", "enum": values + ([""] if not field.required else [])}
+        return {"type": "string", "enum": values + ([""] if optional else [])}
     if isinstance(field, TypedIntegerField):
         return {"type": "integer", "minimum": field.min_value, "maximum": field.max_value}
     if isinstance(field, TypedDecimalField):
         return {"type": "number", "minimum": float(field.min_value), "maximum": float(field.max_value),
                 "multipleOf": float(Decimal(1).scaleb(-field.decimal_places))}
     if isinstance(field, forms.CharField):  # Django refuses NUL in text
-        return {"type": "string", "maxLength": field.max_length, "pattern": r"^[^\x00]*$"}
+        text = {"type": "string", "maxLength": field.max_length, "pattern": r"^[^\x00]*$"}
+        return text if optional else {**text, "minLength": 1}
     return {"type": "string"}
 
 

@@ -15,7 +15,7 @@ from nodelodge.hardening.errors import log_unexpected, server_error_json
 from nodelodge.hardening.faults import database_unavailable_json, log_database_unavailable
 from nodelodge.hardening.throttling import ApiRateThrottle, throttled_message
 from nodelodge.recommendations.answer import recommendation_for
-from nodelodge.recommendations.capacity import CAPACITY_DEFAULTS, capacity_for, parse_capacity
+from nodelodge.recommendations.capacity import CAPACITY_DEFAULTS, CapacityForm, capacity_for, parse_capacity
 from nodelodge.recommendations.estimate import estimate_for
 from nodelodge.recommendations.model_choices import model_listing
 from nodelodge.recommendations.query import (
@@ -50,16 +50,24 @@ class ConsoleAPI(NinjaAPI):
         schema = super().get_openapi_schema(*args, **kwargs)
         for path, operation in schema.get("paths", {}).items():
             for parameter in operation.get("get", {}).get("parameters", []):
-                if path.endswith("/models") and parameter["name"] == "workload":
+                name = parameter["name"]
+                if path.endswith("/models") and name == "workload":
                     parameter["schema"] = {"type": "string", "enum": [*WIZARD_CODES, ""]}
-                elif parameter["name"] in WorkloadQueryForm.base_fields:
-                    stated = parameter_schema(parameter["name"])
-                    default = DEFAULTS.get(parameter["name"])
-                    if default is not None:
-                        kind = stated.get("type") or stated["anyOf"][0]["type"]
-                        stated["default"] = {"integer": int, "number": _number}.get(kind, str)(default)
-                    parameter["schema"] = stated
+                elif path.endswith("/capacity") and name in CapacityForm.base_fields:
+                    # Every what-if setting has a default, which a value left out or empty takes.
+                    stated = parameter_schema(name, CapacityForm, empty_is_default=True)
+                    parameter["schema"] = _with_default(stated, CAPACITY_DEFAULTS.get(name))
+                elif name in WorkloadQueryForm.base_fields:
+                    parameter["schema"] = _with_default(parameter_schema(name), DEFAULTS.get(name))
         return schema
+
+
+def _with_default(stated: dict, default: str | None) -> dict:
+    """The parameter's schema with its default as JSON writes it (24, not "24")."""
+    if default is None:
+        return stated
+    kind = stated.get("type") or stated["anyOf"][0]["type"]
+    return {**stated, "default": {"integer": int, "number": _number}.get(kind, str)(default)}
 
 
 def _number(text: str) -> int | float:
@@ -520,7 +528,10 @@ def recommendations(request, params: Query[PreferenceParams]):
     ))
 
 
-@api.get("/capacity", response={200: CapacityOut, 400: ErrorOut, 429: ErrorOut}, url_name="capacity")
+@api.get(
+    "/capacity", response={200: CapacityOut, 400: ErrorOut, 404: ErrorOut, 422: ErrorOut, 429: ErrorOut},
+    url_name="capacity",
+)
 def capacity(request, params: Query[CapacityParams]):
     """The GPU what-if: whether vLLM starts with this model on GPUs of this memory, its budget item by
     item (weights, activation peak, memory outside PyTorch; the CUDA context and graphs outside it), the

@@ -59,26 +59,47 @@ def test_tensor_parallel_splits_the_weights_and_adds_nccl_buffers(client, small_
     ("gpu_memory_gib=lots", "gpu_memory_gib"),
     ("gpu_memory_utilization=1.5", "gpu_memory_utilization"),
     ("gpu_memory_utilization=0", "gpu_memory_utilization"),
-    ("tensor_parallel=3", "tensor_parallel"),
     ("tensor_parallel=0", "tensor_parallel"),
-    ("pipeline_parallel=999", "pipeline_parallel"),
-    ("max_model_len=10000000", "max_model_len"),
     ("max_model_len=x", "max_model_len"),
     ("max_num_batched_tokens=0", "max_num_batched_tokens"),
     ("max_num_seqs=-1", "max_num_seqs"),
     ("engine=tgi", "engine"),
+    ("engine=transformers", "engine"),
     ("precision=3", "precision"),
     ("kv_cache=4", "kv_cache"),
-    ("model=no-such-model", "model"),
-    ("model=whisper-large-v3", "model"),
 ])
 def test_every_bad_field_is_refused_with_400_naming_it(client, small_fleet, change, field):
-    name = change.split("=")[0]
-    query = "&".join(part for part in H100.split("&") if not part.startswith(name + "=")) + "&" + change
-    status, body = capacity(client, query)
+    status, body = capacity(client, _with(change))
     assert status == 400, body
     assert set(body["errors"]) == {field}
     assert body["errors"][field]
+
+
+@pytest.mark.parametrize(("change", "field"), [
+    ("tensor_parallel=3", "tensor_parallel"),  # Llama 3.1 8B's 32 heads
+    ("pipeline_parallel=999", "pipeline_parallel"),  # its 32 layers
+    ("max_model_len=10000000", "max_model_len"),  # its 131,072 tokens
+])
+def test_settings_the_model_cannot_take_are_a_422_naming_the_field(client, small_fleet, change, field):
+    status, body = capacity(client, _with(change))
+    assert status == 422, body
+    assert set(body["errors"]) == {field} and body["errors"][field]
+
+
+@pytest.mark.parametrize("change", ["model=no-such-model", "model=whisper-large-v3"])
+def test_a_model_the_catalog_holds_no_language_model_for_is_a_404(client, small_fleet, change):
+    status, body = capacity(client, _with(change))
+    assert status == 404, body
+    assert set(body["errors"]) == {"model"}
+
+
+def test_a_setting_left_empty_takes_its_default(client, small_fleet):
+    assert capacity(client, "model=&engine=&gpu_memory_gib=&tensor_parallel=") == capacity(client, "")
+
+
+def _with(change: str) -> str:
+    name = change.split("=")[0]
+    return "&".join(part for part in H100.split("&") if not part.startswith(name + "=")) + "&" + change
 
 
 def test_refusals_are_worded_in_german_when_asked(client, small_fleet):
@@ -111,4 +132,4 @@ def test_a_named_gpu_type_sizes_with_the_memory_cuda_reports_for_it(client, smal
     assert l4["gpu_memory_gib"] == float(int((23034 - 469) / 1024 * 100) / 100)
     assert l4["gpu_memory_source"].startswith("nvidia-smi 23,034 MiB")
     status, body = capacity(client, "model=llama-3-1-8b&gpu=H900")
-    assert status == 400 and set(body["errors"]) == {"gpu"}
+    assert status == 404 and set(body["errors"]) == {"gpu"}

@@ -1,6 +1,7 @@
 """The 4-bit base's format (`base_format`: nf4, the default, or gptq) travels through the query, the page,
 the API (and its schema), the commands, the shareable URL and "Constraints applied", for a fine-tune at
-4-bit only: another precision, or another workload, ignores it and lists nothing."""
+4-bit only: another precision, or another workload, ignores it and lists nothing (a value no
+precision takes is refused)."""
 import json
 
 import pytest
@@ -30,12 +31,18 @@ def test_the_query_reads_the_format_at_4_bit_and_the_address_carries_it_only_whe
     assert "base_format" not in parse_query({"workload": "finetune", "precision": "4"}).as_params()
 
 
-def test_another_precision_or_workload_ignores_the_format_even_a_bad_one():
+def test_another_precision_or_workload_ignores_the_format():
     for data in ({"workload": "finetune", "precision": "16", "base_format": "gptq"},
-                 {"workload": "finetune", "precision": "8", "base_format": "awq"},
-                 {"workload": "inference", "precision": "4", "base_format": "awq"}):
+                 {"workload": "finetune", "precision": "8", "base_format": "gptq"},
+                 {"workload": "inference", "precision": "4", "base_format": "gptq"}):
         query = parse_query(data)
         assert query.training == DEFAULT_TRAINING and "base_format" not in query.as_params()
+
+
+def test_a_format_no_precision_takes_is_refused_at_any_precision():
+    with pytest.raises(QueryError) as error:
+        parse_query({"workload": "inference", "precision": "16", "base_format": "awq"})
+    assert list(error.value.errors) == ["base_format"]
 
 
 def test_a_bad_format_at_4_bit_is_named_by_its_field():
@@ -60,12 +67,13 @@ def test_the_api_sizes_a_gptq_base_and_lists_it_under_constraints(client, models
     assert sixteen["memory"] == client.get("/api/v1/recommendations?" + SIXTEEN).json()["memory"]
 
 
-@pytest.mark.parametrize(("extra", "field"), [("&base_format=awq", "base_format"),
-                                              ("&base_format=gptq&adapter=dora", "adapter")])
-def test_a_bad_format_or_dora_on_gptq_is_a_400_naming_the_field(client, models_and_gpus, extra, field):
+# A value the schema refuses is a 400; DoRA on a GPTQ base, each valid alone, a 422 (they don't go together).
+@pytest.mark.parametrize(("extra", "field", "status"), [("&base_format=awq", "base_format", 400),
+                                                        ("&base_format=gptq&adapter=dora", "adapter", 422)])
+def test_a_bad_format_or_dora_on_gptq_is_refused_naming_the_field(client, models_and_gpus, extra, field, status):
     for path in ("/api/v1/estimate?", "/api/v1/recommendations?"):
         response = client.get(path + FINETUNE + extra)
-        assert response.status_code == 400
+        assert response.status_code == status
         assert list(response.json()["errors"]) == [field]
 
 

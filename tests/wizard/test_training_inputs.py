@@ -1,7 +1,7 @@
 """How a fine-tune is run (checkpointing, loss, LoRA rank and targets, DoRA, 8-bit AdamW) travels
 through the query, the page, the API (and its schema), the commands, the shareable URL and
 "Constraints applied"; a bad value is answered beside its field and keeps the rest of the query;
-another workload ignores the fields."""
+another workload ignores the fields (a value no workload takes is refused with any)."""
 import json
 
 import pytest
@@ -31,10 +31,17 @@ def test_the_query_reads_each_training_field_and_defaults_to_the_documentations_
     assert all(DEFAULTS[name] == str(value) for name, value in DEFAULT_TRAINING.as_dict().items())
 
 
-def test_another_workload_ignores_the_training_fields_even_bad_ones():
-    query = parse_query({"workload": "inference", "loss": "chunked", "lora_rank": "0", "adapter": "nope"})
+def test_another_workload_ignores_the_training_fields():
+    query = parse_query({"workload": "inference", "loss": "chunked", "lora_rank": "64", "adapter": "dora"})
     assert query.training == DEFAULT_TRAINING
-    assert "loss" not in query.as_params()
+    assert "loss" not in query.as_params() and "adapter" not in query.as_params()
+
+
+def test_a_value_no_workload_takes_is_refused_with_any_workload():
+    # One query means one thing on every surface: the API's schema refuses it, so the page does too.
+    with pytest.raises(QueryError) as error:
+        parse_query({"workload": "inference", "lora_rank": "0", "adapter": "nope"})
+    assert set(error.value.errors) == {"lora_rank", "adapter"}
 
 
 @pytest.mark.parametrize(("field", "value", "words"), [
@@ -75,7 +82,7 @@ def test_the_defaults_are_listed_for_a_fine_tune_and_nothing_for_another_workloa
     labels = [c["label"] for c in finetune["constraints"]]
     assert {"Gradient checkpointing", "Loss", "Adapters", "Optimizer"} <= set(labels)
     inference = client.get(
-        "/api/v1/recommendations?workload=inference&model=llama-3-1-8b&loss=chunked&lora_rank=0").json()
+        "/api/v1/recommendations?workload=inference&model=llama-3-1-8b&loss=chunked&lora_rank=64").json()
     assert not {"Gradient checkpointing", "Loss", "Adapters", "Optimizer"} & {c["label"] for c in inference["constraints"]}
 
 
