@@ -1,0 +1,90 @@
+"""The watches' pages: the unsubscribe link (no sign-in), the Atom feed, and the owner's actions.
+
+The unsubscribe link only shows a page with a button: a link scanner that opens it changes nothing;
+the button's POST unsubscribes. Its token is the whole authority, so it needs no sign-in and no CSRF
+cookie of a session (the form is exempt, the token is the secret).
+"""
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpResponse
+from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
+from django.utils.translation import gettext
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from . import delivery, selectors, services
+from .models import Watch
+
+
+@csrf_exempt
+@require_http_methods(["GET", "POST"])
+def unsubscribe(request, token: str):
+    watch = selectors.watch_by_unsubscribe_token(token)
+    if watch is None:
+        raise Http404
+    done = False
+    if request.method == "POST":
+        watch = services.unsubscribe(token)
+        done = True
+    return render(request, "watches/unsubscribe.html", {"watch": watch, "done": done,
+                                                         "result_url": delivery.result_url(watch)})
+
+
+@require_GET
+def feed(request, token: str):
+    watch = selectors.watch_by_feed_token(token)
+    if watch is None:
+        raise Http404
+    firings = selectors.recent_firings(watch)
+    body = render_to_string("watches/feed.xml", {
+        "watch": watch, "firings": [(f, delivery.summary(watch, f)) for f in firings],
+        "feed_url": request.build_absolute_uri(), "result_url": delivery.result_url(watch),
+        "updated": firings[0].fired_at if firings else watch.created_at,
+    })
+    return HttpResponse(body, content_type="application/atom+xml; charset=utf-8")
+
+
+@login_required
+@require_POST
+def create(request):
+    try:
+        services.create_watch(request.user, services.WatchRequest(
+            query=dict(request.GET.items()) if not request.POST.get("query") else _query(request.POST["query"]),
+            condition=request.POST.get("condition") or Watch.Condition.APPEARS,
+            price_per_hour=request.POST.get("price_per_hour"),
+            machines=request.POST.get("machines"),
+            language=request.LANGUAGE_CODE,
+        ))
+    except services.WatchError as error:
+        for message in error.errors.values():
+            messages.error(request, message)
+    else:
+        messages.success(request, gettext("Watching this result. You will get an e-mail when it matches."))
+    return redirect("launches:list")
+
+
+def _query(query_string: str) -> dict:
+    from django.http import QueryDict
+
+    data = QueryDict(query_string)
+    return {key: data.get(key) for key in data}
+
+
+@login_required
+@require_POST
+def act(request, pk: int, action: str):
+    try:
+        if action == "pause":
+            services.pause(request.user, pk)
+        elif action == "resume":
+            services.resume(request.user, pk)
+        elif action == "delete":
+            services.delete(request.user, pk)
+        else:
+            raise Http404
+    except Watch.DoesNotExist:
+        raise Http404 from None
+    return redirect("launches:list")
