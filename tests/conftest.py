@@ -10,8 +10,9 @@ from django.conf import settings
 from django.test import override_settings
 
 TESTS = Path(__file__).resolve().parent
-# The hand-made fleet's fixtures (models_and_gpus, providers, make_machine, small_fleet).
-pytest_plugins = ["tests.fleet_fixtures"]
+# The hand-made fleet's fixtures (models_and_gpus, providers, make_machine, small_fleet), and the
+# real Celery worker on Redis (celery_worker).
+pytest_plugins = ["tests.fleet_fixtures", "tests.celery_worker"]
 
 # The developer's fast lane, `-m "not browser and not slow"`, leaves these to the full run (CI runs
 # everything). Whole modules that start processes, workers or servers, race threads, or run many
