@@ -228,7 +228,7 @@ CELERY_BEAT_SCHEDULE = {
     # without any refresh).
     "evaluate-due-watches": {
         "task": "nodelodge.watches.tasks.evaluate_due_watches",
-        "schedule": 60.0,
+        "schedule": float(os.environ.get("WATCH_BEAT_SECONDS", "60")),
     },
 }
 

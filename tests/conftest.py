@@ -39,6 +39,8 @@ SLOW_MODULES = {
     "refresh/test_refresh_with_worker.py",  # a real Celery worker
     "wizard/test_embedded_sqlite.py",  # manage.py in subprocesses on SQLite
     "wizard/test_fleet_counts_concurrency.py",  # threads refreshing, launching and reading at once
+    "watches/test_watches_with_worker.py",  # a real Celery worker and beat
+    "watches/test_auto_launch_race.py",  # auto-Launch and a manual Launch racing for the last GPU
 }
 # Single tests elsewhere that run over a whole or generated fleet, or several of them (the differential
 # sweeps: the engine, the ORM and the SQL compared machine by machine over random fleets):
