@@ -13,6 +13,7 @@ from datetime import datetime, timedelta
 from decimal import Decimal, InvalidOperation
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext
@@ -140,7 +141,7 @@ def create_watch(owner, request: WatchRequest, *, now: datetime | None = None) -
     params = explicit_query(query)
     with transaction.atomic():
         # The owner's row serialises their creations, so two at once cannot pass the limit together.
-        type(owner).objects.select_for_update().filter(pk=owner.pk).first()
+        get_user_model().objects.select_for_update().filter(pk=owner.pk).first()
         if Watch.objects.filter(owner=owner).count() >= MAX_WATCHES_PER_USER:
             raise WatchError({"__all__": gettext("You have %(limit)s watches, the most one account may keep.")
                               % {"limit": MAX_WATCHES_PER_USER}})
