@@ -47,9 +47,15 @@ def feed(request, token: str):
     return HttpResponse(body, content_type="application/atom+xml; charset=utf-8")
 
 
-@login_required
 @require_POST
 def create(request):
+    """"Watch this result": signing in on the way comes back to the result, to press it again."""
+    if not request.user.is_authenticated:
+        from django.contrib.auth.views import redirect_to_login
+        from django.urls import reverse
+
+        messages.info(request, gettext("Sign in to watch this result."))
+        return redirect_to_login(f"{reverse('wizard:start')}?{request.POST.get('query', '')}")
     try:
         services.create_watch(request.user, services.WatchRequest(
             query=dict(request.GET.items()) if not request.POST.get("query") else _query(request.POST["query"]),
