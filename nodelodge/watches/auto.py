@@ -10,6 +10,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.core.mail import send_mail
 from django.db import transaction
 from django.template.loader import render_to_string
@@ -49,21 +50,29 @@ def launch_for(firing_id: int) -> dict:
     within = [m for m in firing.matches if Decimal(m["price_per_hour"]) <= cap]
     if not within:
         return _refuse(watch, f"No match at or below the cap of ${cap}/h.")
-    cheapest = min(within, key=lambda m: (Decimal(m["price_per_hour"]), m["id"]))
+    within.sort(key=lambda m: (Decimal(m["price_per_hour"]), m["id"]))
     with transaction.atomic():
-        # The watch's row: two firings' auto-launches never both book.
+        # The owner's row, then the watch's: two auto-launches of one user count their running ones
+        # one after the other, and two firings of one watch never both book.
+        get_user_model().objects.select_for_update().filter(pk=watch.owner_id).first()
         locked = Watch.objects.select_for_update().get(pk=watch.pk)
         if locked.auto_launch_booking_id is not None:
             return {"watch": watch.pk, "booked": locked.auto_launch_booking_id, "refused": "already booked"}
         if live_auto_launches(locked.owner) >= MAX_LIVE_AUTO_LAUNCHES:
             return _refuse(locked, f"{MAX_LIVE_AUTO_LAUNCHES} auto-launched bookings are running already.")
-        try:
-            with translation.override(locked.language):
-                outcome = launch(
-                    locked.owner, cheapest["id"], cheapest["gpus"], Decimal(cheapest["price_per_hour"]),
-                    locked.query_key_for_launch(), idempotency_key(locked),
-                )
-        except LaunchRefused as refusal:
+        outcome, refusal = None, None
+        # The cheapest match first; one taken meanwhile (or changed) gives way to the next within the cap.
+        for match in within:
+            try:
+                with translation.override(locked.language):
+                    outcome = launch(
+                        locked.owner, match["id"], match["gpus"], Decimal(match["price_per_hour"]),
+                        locked.query_key_for_launch(), idempotency_key(locked),
+                    )
+                break
+            except LaunchRefused as refused:
+                refusal = refused
+        if outcome is None:
             return _refuse(locked, refusal.message)
         booking = outcome.booking
         if booking.price_per_hour > cap:  # the service books the price shown; this is the last word
