@@ -60,6 +60,7 @@ SLOW_TESTS = {
     "matching/test_fit_thresholds.py::test_thresholds_give_the_planners_gpu_count_on_every_machine_shape",
     "wizard/test_relax.py::test_an_empty_answer_with_every_hint_costs_as_many_statements_whatever_the_fleet",
     "wizard/test_wizard_view.py::test_query_count_does_not_grow_with_the_fleet",
+    "watches/test_webhook_addresses.py::test_a_receiver_that_never_answers_is_given_up_at_five_seconds",
 }
 # Fixtures that start something (a worker, a server, a subprocess): any test using one is slow.
 SLOW_FIXTURES = {"celery_worker", "live_server", "production_response"}

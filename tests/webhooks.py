@@ -68,3 +68,20 @@ class Receiver:
     def close(self):
         self.server.shutdown()
         self.server.server_close()
+
+
+class SilentReceiver:
+    """Accepts the connection and never answers: a receiver past the 5 s timeout."""
+
+    def __init__(self):
+        import socket
+
+        self.socket = socket.socket()
+        self.socket.bind(("127.0.0.1", 0))
+        self.socket.listen(4)
+
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.socket.getsockname()[1]}/hook"
+
+    def close(self):
+        self.socket.close()

@@ -101,3 +101,15 @@ def test_loopback_is_reached_only_with_the_test_setting(settings):
         assert webhooks.url_problem("http://10.0.0.1/x") == "10.0.0.1 is a private address."
     finally:
         receiver.close()
+
+
+def test_a_receiver_that_never_answers_is_given_up_at_five_seconds(settings):
+    from tests.webhooks import SilentReceiver
+
+    settings.WATCH_WEBHOOK_ALLOW_LOOPBACK = True
+    receiver = SilentReceiver()
+    try:
+        with pytest.raises(OSError):
+            webhooks.post(receiver.url(), b"{}", "s")
+    finally:
+        receiver.close()
