@@ -178,3 +178,21 @@ def test_bad_watches_name_the_field(catalog, fields, field):
 
     assert field in refused.value.errors
     assert not Watch.objects.exists()
+
+
+def test_the_embedded_runs_refresh_command_checks_the_watches_after_its_round(catalog, feed_server):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    from tests.feeds import feed, record
+
+    watch()
+    catalog.provider.feed_url = feed_server.serve_json("p", feed(catalog.provider.slug, [record("fra-9")]))
+    catalog.provider.save()
+    out = StringIO()
+
+    call_command("refresh_providers", stdout=out)
+
+    assert out.getvalue().splitlines()[-1] == "watches: 1 checked, 1 fired"
+    assert Firing.objects.get().matches[0]["provider_machine_id"] == "fra-9"
