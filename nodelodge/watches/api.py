@@ -69,7 +69,9 @@ def watch_out(watch: Watch) -> dict:
         "webhook_url": watch.webhook_url, "webhook_format": watch.webhook_format,
         "webhook_disabled_reason": watch.webhook_disabled_reason, "cooldown_seconds": watch.cooldown_seconds,
         "auto_launch": watch.auto_launch,
-        "auto_launch_max_price": None if watch.auto_launch_max_price is None else str(watch.auto_launch_max_price),
+        "auto_launch_max_price": (
+            None if watch.auto_launch_max_price is None else str(watch.auto_launch_max_price)
+        ),
         "last_fired_at": watch.last_fired_at.isoformat() if watch.last_fired_at else None,
         "next_check_at": watch.next_check_at.isoformat() if watch.next_check_at else None,
         "feed_url": links(watch)["feed"], "secret": watch.secret,

@@ -77,7 +77,7 @@ def launch_for(firing_id: int) -> dict:
         booking = outcome.booking
         if booking.price_per_hour > cap:  # the service books the price shown; this is the last word
             raise RuntimeError("an auto-launch above its cap")
-        Watch.objects.filter(pk=locked.pk).update(auto_launch_booking=booking, auto_launch_refusal="")
+        Watch.objects.filter(pk=locked.pk).update(auto_launch_booking_id=booking.pk, auto_launch_refusal="")
     if outcome.created:
         transaction.on_commit(lambda: send_booking_email(locked, booking))
     return {"watch": watch.pk, "booked": booking.pk, "refused": None}

@@ -51,7 +51,9 @@ def payload(watch: Watch, firing: Firing) -> dict:
         "cheapest_price_per_hour": (
             None if firing.cheapest_price_per_hour is None else str(firing.cheapest_price_per_hour)
         ),
-        "plan_price_per_hour": None if firing.plan_price_per_hour is None else str(firing.plan_price_per_hour),
+        "plan_price_per_hour": (
+            None if firing.plan_price_per_hour is None else str(firing.plan_price_per_hour)
+        ),
         "matches": list(firing.matches),
         "result_url": result_url(watch),
     }

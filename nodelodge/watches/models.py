@@ -35,11 +35,13 @@ class Watch(models.Model):
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="watches")
     query = models.JSONField(help_text="The workload query, every field written out.")
     query_key = models.CharField(
-        max_length=2500, help_text="The query as one canonical string: watches asking the same share one read."
+        max_length=2500,
+        help_text="The query as one canonical string: watches asking the same share one read.",
     )
     condition = models.CharField(max_length=20, choices=Condition.choices, default=Condition.APPEARS)
     price_per_hour = models.DecimalField(
-        max_digits=12, decimal_places=4, null=True, blank=True, help_text="USD per hour: the price conditions."
+        max_digits=12, decimal_places=4, null=True, blank=True,
+        help_text="USD per hour: the price conditions.",
     )
     machines = models.PositiveIntegerField(null=True, blank=True, help_text="N of 'at least N machines'.")
     state = models.CharField(max_length=10, choices=State.choices, default=State.ACTIVE)
@@ -56,15 +58,17 @@ class Watch(models.Model):
     feed_token = models.CharField(max_length=64, default=new_secret, unique=True)
     unsubscribe_token = models.CharField(max_length=64, default=new_secret, unique=True)
     webhook_url = models.URLField(max_length=2000, blank=True)
-    webhook_format = models.CharField(max_length=10, choices=WebhookFormat.choices, default=WebhookFormat.JSON)
+    webhook_format = models.CharField(
+        max_length=10, choices=WebhookFormat.choices, default=WebhookFormat.JSON
+    )
     webhook_failures = models.PositiveIntegerField(default=0, help_text="Deliveries failed in a row.")
     webhook_disabled_reason = models.CharField(max_length=500, blank=True)
     # Auto-Launch: book the cheapest match at most once, never above the cap.
     auto_launch = models.BooleanField(default=False)
     auto_launch_max_price = models.DecimalField(max_digits=12, decimal_places=4, null=True, blank=True)
-    auto_launch_booking = models.ForeignKey(
-        "launches.Booking", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
+    # The booking's id (not a foreign key: a booking is a billing record of its own app, and the watch
+    # only remembers that it booked once).
+    auto_launch_booking_id = models.BigIntegerField(null=True, blank=True)
     auto_launch_refusal = models.CharField(max_length=500, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -73,7 +77,9 @@ class Watch(models.Model):
         indexes = [models.Index(fields=["state", "query_key"], name="watches_active_query_idx")]
         constraints = [
             models.CheckConstraint(
-                condition=~Q(condition__in=["cheapest_below", "plan_below"]) | Q(price_per_hour__isnull=False),
+                condition=(
+                    ~Q(condition__in=["cheapest_below", "plan_below"]) | Q(price_per_hour__isnull=False)
+                ),
                 name="watches_watch_price_for_price_conditions",
             ),
             models.CheckConstraint(

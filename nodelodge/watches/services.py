@@ -99,7 +99,9 @@ def create_watch(owner, request: WatchRequest, *, now: datetime | None = None) -
     condition = request.condition or Watch.Condition.APPEARS
     price = machines = None
     if condition not in Watch.Condition.values:
-        errors["condition"] = gettext("Choose one of: %(choices)s.") % {"choices": ", ".join(Watch.Condition.values)}
+        errors["condition"] = gettext("Choose one of: %(choices)s.") % {
+            "choices": ", ".join(Watch.Condition.values)
+        }
     elif condition in (Watch.Condition.CHEAPEST_BELOW, Watch.Condition.PLAN_BELOW):
         try:
             price = _price(request.price_per_hour, "price_per_hour")

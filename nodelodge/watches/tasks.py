@@ -82,7 +82,9 @@ def deliver_webhook(firing_id: int, attempt: int) -> dict:
     if firing is None or not firing.watch.webhook_url or firing.watch.webhook_disabled_reason:
         return {"firing": firing_id, "status": "not sent"}
     watch = firing.watch
-    body = webhooks.body_for(delivery.payload(watch, firing), watch.webhook_format, delivery.summary(watch, firing))
+    body = webhooks.body_for(
+        delivery.payload(watch, firing), watch.webhook_format, delivery.summary(watch, firing)
+    )
     try:
         status = webhooks.post(watch.webhook_url, body, watch.secret)
         error = None if 200 <= status < 300 else f"The receiver answered {status}."

@@ -58,7 +58,7 @@ def create(request):
         return redirect_to_login(f"{reverse('wizard:start')}?{request.POST.get('query', '')}")
     try:
         services.create_watch(request.user, services.WatchRequest(
-            query=dict(request.GET.items()) if not request.POST.get("query") else _query(request.POST["query"]),
+            query=_query(request.POST.get("query", "")),
             condition=request.POST.get("condition") or Watch.Condition.APPEARS,
             price_per_hour=request.POST.get("price_per_hour"),
             machines=request.POST.get("machines"),

@@ -196,3 +196,20 @@ def test_the_embedded_runs_refresh_command_checks_the_watches_after_its_round(ca
 
     assert out.getvalue().splitlines()[-1] == "watches: 1 checked, 1 fired"
     assert Firing.objects.get().matches[0]["provider_machine_id"] == "fra-9"
+
+
+def test_a_throughput_plan_fires_when_its_cost_drops_below_the_price(catalog):
+    """100 tokens/s on one GPU measured at 2,000, with one spare copy: two machines of one GPU."""
+    from tests.factories import make_measured_speed
+
+    watch(query={**QUERY, "target_tokens": "100"}, condition="plan_below", price_per_hour="4.00")
+    machines = [catalog.machine(price_per_gpu_hour=Decimal("2.49")) for _ in range(2)]
+    for machine in machines:
+        make_measured_speed(machine, "2000")
+    now = timezone.now()
+    assert evaluate_watches(now=now).fired == []  # $4.98/h
+
+    Machine.objects.filter(pk__in=[m.pk for m in machines]).update(price_per_gpu_hour=Decimal("1.50"))
+
+    assert len(evaluate_watches(now=now).fired) == 1
+    assert Firing.objects.get().plan_price_per_hour == Decimal("3.0000")

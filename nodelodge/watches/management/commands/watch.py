@@ -26,7 +26,9 @@ class Command(BaseCommand):
         add_query_arguments(parser, preferences=True)
         parser.add_argument("--user", required=True, help="the watch's owner (username)")
         parser.add_argument("--condition", default="appears", choices=Watch.Condition.values)
-        parser.add_argument("--price-per-hour", dest="price_per_hour", help="USD per hour, for the price conditions")
+        parser.add_argument(
+            "--price-per-hour", dest="price_per_hour", help="USD per hour, for the price conditions"
+        )
         parser.add_argument("--machines", help="N of --condition at_least")
         parser.add_argument("--webhook-url", dest="webhook_url", default="")
         parser.add_argument("--webhook-format", dest="webhook_format", default="json",
