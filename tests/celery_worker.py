@@ -19,10 +19,9 @@ def celery_worker(django_db_setup, django_db_blocker):
         result_backend=TEST_BROKER_URL,
         task_always_eager=False,
     )
-    # The broker connections are kept: an eager task acquires a producer too (on the embedded-default
-    # run, for the in-memory broker). Drop them, as a forked process does, for Redis's.
-    if app._pool is not None:
-        app._pool.force_close_all()
+    # The app keeps its broker connection pool: an eager task acquires a producer too (on the
+    # embedded-default run, for the in-memory broker). Let go of it, as a forked process does, so the
+    # next use takes the pool of the broker above.
     app._after_fork()
     # The result backend is built on first use and kept: on the embedded-default run (no REDIS_URL)
     # an eager task earlier in the session built the disabled one. Build it from the settings above.
