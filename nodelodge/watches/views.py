@@ -62,6 +62,10 @@ def create(request):
             condition=request.POST.get("condition") or Watch.Condition.APPEARS,
             price_per_hour=request.POST.get("price_per_hour"),
             machines=request.POST.get("machines"),
+            webhook_url=(request.POST.get("webhook_url") or "").strip(),
+            webhook_format=request.POST.get("webhook_format") or Watch.WebhookFormat.JSON,
+            auto_launch=bool(request.POST.get("auto_launch")),
+            auto_launch_max_price=request.POST.get("auto_launch_max_price"),
             language=request.LANGUAGE_CODE,
         ))
     except services.WatchError as error:

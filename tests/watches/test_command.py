@@ -1,5 +1,6 @@
 """`manage.py watch`: create, list and delete a user's watches; bad input on stderr, exit 2."""
 import json
+from decimal import Decimal
 from io import StringIO
 
 import pytest
@@ -16,11 +17,12 @@ def test_the_command_creates_lists_and_deletes(catalog):
     out = StringIO()
 
     call_command("watch", "--user", "ada", "--model", "llama-3-1-8b", "--condition", "cheapest_below",
-                 "--price-per-hour", "3", stdout=out)
+                 "--price-per-hour", "3", "--auto-launch-max-price", "2.5", stdout=out)
 
     watch = Watch.objects.get()
     assert out.getvalue().startswith(f"Watch {watch.pk}: context=4096&kv_cache=16&model=llama-3-1-8b")
     assert (watch.condition, watch.price_per_hour) == ("cheapest_below", 3)
+    assert (watch.auto_launch, watch.auto_launch_max_price) == (True, Decimal("2.5"))
     listed = StringIO()
     call_command("watch", "--user", "ada", "--list", stdout=listed)
     assert [w["id"] for w in json.loads(listed.getvalue())] == [watch.pk]

@@ -40,3 +40,20 @@ def test_a_german_page_offers_it_in_german(client, catalog):
     page = client.get(f"/de/?{LLAMA_8B}").content.decode()
 
     assert "Dieses Ergebnis beobachten" in page
+
+
+def test_the_form_takes_a_webhook_and_auto_launch_and_says_what_is_wrong(client, catalog):
+    owner = make_user()
+    client.force_login(owner)
+
+    refused = client.post("/watches/", {"query": LLAMA_8B, "webhook_url": "https://10.0.0.5/hook"}, follow=True)
+    assert "10.0.0.5 is a private address." in refused.content.decode()
+    assert not Watch.objects.exists()
+
+    client.post("/watches/", {"query": LLAMA_8B, "webhook_url": "https://93.184.215.14/hook",
+                              "webhook_format": "slack", "auto_launch": "1", "auto_launch_max_price": "3.5"})
+
+    watch = Watch.objects.get(owner=owner)
+    assert (watch.webhook_url, watch.webhook_format, watch.auto_launch, str(watch.auto_launch_max_price)) == (
+        "https://93.184.215.14/hook", "slack", True, "3.5000"
+    )

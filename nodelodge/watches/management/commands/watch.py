@@ -35,6 +35,8 @@ class Command(BaseCommand):
                             choices=Watch.WebhookFormat.values)
         parser.add_argument("--cooldown", dest="cooldown_seconds", help="seconds (default 3600)")
         parser.add_argument("--no-email", dest="email", action="store_false")
+        parser.add_argument("--auto-launch-max-price", dest="auto_launch_max_price",
+                            help="Auto-Launch: book the cheapest match once, at most this USD per hour")
         parser.add_argument("--language", default="en", choices=["en", "de"])
         parser.add_argument("--list", action="store_true", help="list the user's watches")
         parser.add_argument("--delete", type=int, metavar="ID", help="delete one of the user's watches")
@@ -60,6 +62,8 @@ class Command(BaseCommand):
                 machines=options["machines"], email=options["email"], webhook_url=options["webhook_url"],
                 webhook_format=options["webhook_format"], cooldown_seconds=options["cooldown_seconds"],
                 language=options["language"],
+                auto_launch=options["auto_launch_max_price"] is not None,
+                auto_launch_max_price=options["auto_launch_max_price"],
             ))
         except services.WatchError as error:
             fail(self, error.errors)
