@@ -59,6 +59,16 @@ class ErrorsOut(Schema):
     errors: dict[str, str]
 
 
+class DetailOut(Schema):
+    """Not signed in (401), or a session's request without its CSRF token (403)."""
+
+    detail: str
+
+
+# What every operation may answer besides: no session or token, no CSRF token, the rate limit.
+REFUSALS = {401: DetailOut, 403: DetailOut, 429: ErrorsOut}
+
+
 def watch_out(watch: Watch) -> dict:
     from .delivery import links
 
@@ -78,12 +88,12 @@ def watch_out(watch: Watch) -> dict:
     }
 
 
-@router.get("", response={200: list[WatchOut]}, url_name="watches")
+@router.get("", response={200: list[WatchOut], **REFUSALS}, url_name="watches")
 def list_watches(request):
     return [watch_out(watch) for watch in selectors.watches_of(request.user)]
 
 
-@router.post("", response={201: WatchOut, 400: ErrorsOut}, url_name="watches_create")
+@router.post("", response={201: WatchOut, 400: ErrorsOut, **REFUSALS}, url_name="watches_create")
 def create_watch(request, payload: WatchIn):
     data = payload.dict()
     language = data.pop("language") or (get_language() or "en")[:2]
@@ -94,7 +104,7 @@ def create_watch(request, payload: WatchIn):
     return Status(201, watch_out(watch))
 
 
-@router.delete("/{watch_id}", response={204: None, 404: ErrorsOut}, url_name="watch")
+@router.delete("/{watch_id}", response={204: None, 404: ErrorsOut, **REFUSALS}, url_name="watch")
 def delete_watch(request, watch_id: int):
     try:
         services.delete(request.user, watch_id)
