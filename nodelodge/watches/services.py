@@ -276,12 +276,32 @@ def evaluate_watches(*, now: datetime | None = None, due_only: bool = False) -> 
         except QueryError as error:  # a model or GPU type since removed from the catalog
             logger.warning("Watch query %s cannot be answered any more: %s", key, error)
             continue
+        unchanged = []
         for watch in group:
             evaluation.watches += 1
-            firing = _decide(watch, found, now)
-            if firing is not None:
-                evaluation.fired.append(firing.pk)
+            if _changes(watch, condition_holds(watch, found), now):
+                firing = _decide(watch, found, now)
+                if firing is not None:
+                    evaluation.fired.append(firing.pk)
+            else:
+                unchanged.append(watch.pk)
+        # Watches whose state stays as it is only note the check: one statement for all of them.
+        Watch.objects.filter(pk__in=unchanged, state=Watch.State.ACTIVE).update(
+            last_checked_at=now, next_check_at=now + check_interval()
+        )
     return evaluation
+
+
+def _fires(watch: Watch, holds: bool, now: datetime) -> bool:
+    return holds and not watch.matching and (
+        watch.last_fired_at is None or now >= watch.last_fired_at + watch.cooldown
+    )
+
+
+def _changes(watch: Watch, holds: bool, now: datetime) -> bool:
+    """Whether this check fires the watch or changes what it remembers (as read before the lock;
+    `_decide` decides again under it)."""
+    return _fires(watch, holds, now) or watch.matching != (holds and watch.matching)
 
 
 def _decide(watch: Watch, found: Found, now: datetime) -> Firing | None:
@@ -292,10 +312,7 @@ def _decide(watch: Watch, found: Found, now: datetime) -> Firing | None:
         locked = Watch.objects.select_for_update().filter(pk=watch.pk, state=Watch.State.ACTIVE).first()
         if locked is None:
             return None
-        fires = (
-            holds and not locked.matching
-            and (locked.last_fired_at is None or now >= locked.last_fired_at + locked.cooldown)
-        )
+        fires = _fires(locked, holds, now)
         # Within the cool-down a match that came back is not yet "seen": it fires once the cool-down is
         # over if it still holds then.
         matching = holds and (locked.matching or fires)
