@@ -89,6 +89,8 @@ def test_my_launches_lists_watches_with_pause_resume_and_delete(client, catalog)
 
     page = client.get("/launches/").content.decode()
     assert f'data-watch-id="{watch.pk}"' in page and "a machine appears" in page and "never" in page
+    assert "<title>My launches · Node Lodge</title>" in page
+    assert page.index('id="ended-heading"') < page.index('id="watches-heading"')
     client.post(f"/watches/{watch.pk}/pause/")
     assert Watch.objects.get().state == "paused"
     client.post(f"/watches/{watch.pk}/resume/")
