@@ -50,6 +50,7 @@ INSTALLED_APPS = [
     "nodelodge.refresh",
     "nodelodge.wizard",
     "nodelodge.launches",
+    "nodelodge.watches",
     "nodelodge.hardening",
 ]
 
@@ -223,7 +224,24 @@ CELERY_BEAT_SCHEDULE = {
         "task": "nodelodge.launches.tasks.end_expired_bookings",
         "schedule": 60.0,
     },
+    # Watches are checked after every refresh, and on this schedule besides (machines go stale
+    # without any refresh).
+    "evaluate-due-watches": {
+        "task": "nodelodge.watches.tasks.evaluate_due_watches",
+        "schedule": float(os.environ.get("WATCH_BEAT_SECONDS", "60")),
+    },
 }
+
+# Watches (README, "Watches"): how often each is checked at the latest, the public address its
+# e-mails and feeds link to, the webhook's retries (seconds before each) and when it is disabled.
+WATCH_CHECK_INTERVAL_SECONDS = int(os.environ.get("WATCH_CHECK_INTERVAL_SECONDS", "300"))
+CONSOLE_BASE_URL = os.environ.get("CONSOLE_BASE_URL", "http://127.0.0.1:8000")
+WATCH_WEBHOOK_RETRY_DELAYS = [
+    int(s) for s in os.environ.get("WATCH_WEBHOOK_RETRY_DELAYS", "30,120,600").split(",") if s.strip()
+]
+WATCH_WEBHOOK_MAX_FAILURES = int(os.environ.get("WATCH_WEBHOOK_MAX_FAILURES", "5"))
+# Tests only: lets a webhook reach a receiver on 127.0.0.1 / ::1 over http. Never set in production.
+WATCH_WEBHOOK_ALLOW_LOOPBACK = env_bool("WATCH_WEBHOOK_ALLOW_LOOPBACK", False)
 
 # A machine not heard from within this window no longer counts as available.
 MACHINE_STALE_AFTER_SECONDS = int(os.environ.get("MACHINE_STALE_AFTER_SECONDS", str(15 * 60)))

@@ -25,6 +25,7 @@ urlpatterns += i18n_patterns(
     path("accounts/signup/", signup, name="signup"),
     path("accounts/signup/confirm/<uidb64>/<token>/", signup_confirm, name="signup_confirm"),
     path("", include("nodelodge.launches.urls")),
+    path("", include("nodelodge.watches.urls")),
     prefix_default_language=False,
 )
 

@@ -10,8 +10,9 @@ from django.conf import settings
 from django.test import override_settings
 
 TESTS = Path(__file__).resolve().parent
-# The hand-made fleet's fixtures (models_and_gpus, providers, make_machine, small_fleet).
-pytest_plugins = ["tests.fleet_fixtures"]
+# The hand-made fleet's fixtures (models_and_gpus, providers, make_machine, small_fleet), and the
+# real Celery worker on Redis (celery_worker).
+pytest_plugins = ["tests.fleet_fixtures", "tests.celery_worker"]
 
 # The developer's fast lane, `-m "not browser and not slow"`, leaves these to the full run (CI runs
 # everything). Whole modules that start processes, workers or servers, race threads, or run many
@@ -38,6 +39,8 @@ SLOW_MODULES = {
     "refresh/test_refresh_with_worker.py",  # a real Celery worker
     "wizard/test_embedded_sqlite.py",  # manage.py in subprocesses on SQLite
     "wizard/test_fleet_counts_concurrency.py",  # threads refreshing, launching and reading at once
+    "watches/test_watches_with_worker.py",  # a real Celery worker and beat
+    "watches/test_auto_launch_race.py",  # auto-Launch and a manual Launch racing for the last GPU
 }
 # Single tests elsewhere that run over a whole or generated fleet, or several of them (the differential
 # sweeps: the engine, the ORM and the SQL compared machine by machine over random fleets):
@@ -57,6 +60,7 @@ SLOW_TESTS = {
     "matching/test_fit_thresholds.py::test_thresholds_give_the_planners_gpu_count_on_every_machine_shape",
     "wizard/test_relax.py::test_an_empty_answer_with_every_hint_costs_as_many_statements_whatever_the_fleet",
     "wizard/test_wizard_view.py::test_query_count_does_not_grow_with_the_fleet",
+    "watches/test_webhook_addresses.py::test_a_receiver_that_never_answers_is_given_up_at_five_seconds",
 }
 # Fixtures that start something (a worker, a server, a subprocess): any test using one is slow.
 SLOW_FIXTURES = {"celery_worker", "live_server", "production_response"}

@@ -130,12 +130,15 @@ def booking_list(request):
     # Bookings past their booking limit end before the list is read (beat ends them too).
     services.end_expired_bookings(user=request.user)
     rows = selectors.bookings_for(request.user)
+    from nodelodge.watches.views import list_context as watches_context
+
     return render(
         request,
         "launches/list.html",
         {
             "running": [row for row in rows if row.booking.is_running],
             "ended": [row for row in rows if not row.booking.is_running],
+            **watches_context(request),
         },
     )
 

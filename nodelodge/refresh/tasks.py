@@ -19,6 +19,11 @@ def refresh_provider(provider_id: int) -> dict:
         run = services.refresh_provider(provider_id)
     except Provider.DoesNotExist:  # deleted after the refresh was queued
         return {"provider_id": provider_id, "sync_run_id": None, "status": "no such provider"}
+    if run.status in (run.Status.OK, run.Status.PARTIAL):
+        # The fleet changed: the watches are checked against it (delivery runs in its own tasks).
+        from nodelodge.watches.tasks import evaluate_watches
+
+        evaluate_watches.delay()
     return {
         "provider_id": provider_id,
         "sync_run_id": run.pk,

@@ -91,6 +91,10 @@ api = ConsoleAPI(
 )
 
 
+# The signed-in user's watches (nodelodge/watches/api.py).
+api.add_router("/watches", "nodelodge.watches.api.router")
+
+
 def _own_models() -> str:
     return ", ".join(f"{w.default_model} ({w.code})" for w in WORKLOADS if w.in_wizard and w.default_model)
 

@@ -95,6 +95,8 @@ class Options:
     targets: bool = True
     out: Path | None = REPO / "BENCHMARKS.md"
     analyze_with_vacuum: bool = True
+    watches: int = 10_000  # watches evaluated over the largest fleet (tests/bench/watches.py; 0: none)
+    watch_queries: int = 500  # distinct queries they ask
 
 
 @dataclass
@@ -691,6 +693,13 @@ def run(options: Options) -> Report:
         )
         report.add("SQL queries per request never more at a larger fleet", "", float(constant), "(1 = yes)",
                    "yes" if options.targets else "", constant if options.targets else None)
+    if options.watches:
+        from .watches import time_watch_evaluation
+
+        last = options.sizes[-1]  # the fleet generated last is the one in the database now
+        print(f"{options.watches:,} watches over {last:,} machines", flush=True)
+        target = 10 if options.targets and last == 1_000_000 and options.watches == 10_000 else None
+        time_watch_evaluation(options.watches, options.watch_queries, f"{last:,}", report, target)
     for size in options.refresh_sizes:
         print(f"refresh of {size:,} machines", flush=True)
         time_refresh(size, report, options)
@@ -816,6 +825,7 @@ def parse(argv: list[str]) -> Options:
     parser.add_argument("--crowd-seconds", type=int, help=f"seconds of the crowd (default {LOAD_PHASE_SECONDS})")
     parser.add_argument("--quiet-seconds", type=int,
                         help="seconds of the normal API call alone, and beside the deep pages (default 30)")
+    parser.add_argument("--watches", type=int, help="watches evaluated over the largest fleet (default 10000; 0: none)")
     parser.add_argument("--out", default=str(REPO / "BENCHMARKS.md"), help="where the table goes ('-': nowhere)")
     args = parser.parse_args(argv)
     options = Options()
@@ -824,12 +834,15 @@ def parse(argv: list[str]) -> Options:
         options.load_seconds = options.crowd_seconds = options.quiet_seconds = 20
     if args.smoke:
         options = Options(sizes=(1_000,), queries=3, plans=1, warmup=1, runs=3, floor_runs=2, gunicorn=False,
-                          refresh_sizes=(), load_seconds=0, targets=False, analyze_with_vacuum=False)
+                          refresh_sizes=(), load_seconds=0, targets=False, analyze_with_vacuum=False,
+                          watches=0)
     if args.sizes:
         options.sizes = tuple(int(size) for size in args.sizes.split(","))
     for name in ("queries", "plans", "runs", "warmup"):
         if getattr(args, name) is not None:
             setattr(options, name, getattr(args, name))
+    if args.watches is not None:
+        options.watches = args.watches
     if args.only_plans:
         options.queries = 0
     if args.no_gunicorn:

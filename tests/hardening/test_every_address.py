@@ -46,9 +46,11 @@ STEPS = {
     "logout", "password_change", "password_change_done", "password_reset_confirm", "signup_confirm",
     "launches:launch", "launches:review", "launches:list", "launches:stop", "switch_language",
     "refresh:demo_feed",
+    "watches:create", "watches:act", "watches:unsubscribe", "watches:feed", "watches:token_create",
+    "watches:token_revoke",
 }
 API_ROUTES = {"api:openapi-json", "api:openapi-view", "api:estimate", "api:recommendations", "api:models",
-              "api:capacity", "api:api-root"}
+              "api:capacity", "api:api-root", "api:watches", "api:watches_create", "api:watch"}
 API_OPERATIONS = {
     ("get", "/api/v1/estimate"): f"/api/v1/estimate?{LLAMA_8B}",
     ("get", "/api/v1/recommendations"): f"/api/v1/recommendations?{LLAMA_8B}",
@@ -79,7 +81,11 @@ def test_every_route_and_api_operation_is_listed():
     operations = {
         (method, path) for path, methods in api.get_openapi_schema()["paths"].items() for method in methods
     }
-    assert operations == set(API_OPERATIONS)
+    assert operations == set(API_OPERATIONS) | WATCH_OPERATIONS
+
+
+# The signed-in user's watches: asked with a session below.
+WATCH_OPERATIONS = {("get", "/api/v1/watches"), ("post", "/api/v1/watches"), ("delete", "/api/v1/watches/{watch_id}")}
 
 
 @pytest.fixture
@@ -175,3 +181,24 @@ def test_every_admin_list_and_form_answers(client, catalog_fleet, ada):
         if first is not None:
             change = client.get(reverse(f"admin:{meta.app_label}_{meta.model_name}_change", args=[first.pk]))
             assert change.status_code == 200, meta.label
+
+
+def test_watches_their_pages_feed_tokens_and_api_answer(client, catalog_fleet, ada):
+    client.force_login(ada)
+    assert client.post(reverse("watches:create"), {"query": LLAMA_8B}).status_code == 302
+    watch = ada.watches.get()
+    for action in ("pause", "resume"):
+        assert client.post(reverse("watches:act", args=[watch.pk, action])).status_code == 302
+    assert client.get(reverse("watches:feed", args=[watch.feed_token])).status_code == 200
+    for prefix in ("", "/de"):
+        assert client.get(prefix + reverse("watches:unsubscribe", args=[watch.unsubscribe_token])).status_code == 200
+    assert client.post(reverse("watches:token_create")).status_code == 302
+    token = ada.api_tokens.get()
+    assert client.post(reverse("watches:token_revoke", args=[token.pk])).status_code == 302
+    listed = client.get("/api/v1/watches")
+    assert listed.status_code == 200 and listed.json()[0]["id"] == watch.pk
+    made = client.post("/api/v1/watches", {"query": {"model": "llama-3-1-8b"}}, content_type="application/json")
+    assert made.status_code == 201
+    assert client.delete(f"/api/v1/watches/{made.json()['id']}").status_code == 204
+    assert client.post(reverse("watches:act", args=[watch.pk, "delete"])).status_code == 302
+    assert not ada.watches.exists()

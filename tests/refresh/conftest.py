@@ -1,33 +1,10 @@
-"""Real services for the refresh tests: a Celery worker on Redis, and the catalog rows the feeds name.
-The feeds and their server are in tests/feeds.py."""
+"""The catalog rows the refresh tests' feeds name. The Celery worker on Redis is tests/celery_worker.py's;
+the feeds and their server are in tests/feeds.py."""
 from __future__ import annotations
 
 import pytest
 
 from tests.factories import H100_MIB, RTX_4090_MIB, make_gpu_type, make_provider
-from tests.helpers import TEST_BROKER_URL
-
-
-@pytest.fixture(scope="session")
-def celery_worker(django_db_setup, django_db_blocker):
-    """A real worker (solo pool, in a thread of this process) consuming from the Redis broker."""
-    from celery.contrib.testing import tasks as _ping_task  # noqa: F401 - registers celery.ping
-    from celery.contrib.testing.worker import start_worker
-
-    from nodelodge.celery import app
-
-    app.conf.update(
-        broker_url=TEST_BROKER_URL,
-        result_backend=TEST_BROKER_URL,
-        task_always_eager=False,
-    )
-    # The result backend is built on first use and kept: on the embedded-default run (no REDIS_URL)
-    # an eager task earlier in the session built the disabled one. Build it from the settings above.
-    app._backend = app._get_backend()
-    app.control.purge()  # leftovers of an interrupted earlier run
-    with django_db_blocker.unblock():
-        with start_worker(app, pool="solo", perform_ping_check=True, shutdown_timeout=30) as worker:
-            yield worker
 
 
 @pytest.fixture

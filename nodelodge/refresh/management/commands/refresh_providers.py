@@ -55,3 +55,9 @@ class Command(BaseCommand):
                 line += f". {run.error}"
             style = self.style.SUCCESS if run.status == "ok" else self.style.WARNING
             self.stdout.write(style(line))
+        # The watches are checked after the round, as the worker checks them after each refresh.
+        from nodelodge.watches.services import evaluate_watches
+
+        evaluation = evaluate_watches()
+        if evaluation.watches:
+            self.stdout.write(f"watches: {evaluation.watches} checked, {len(evaluation.fired)} fired")

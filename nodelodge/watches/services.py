@@ -1,0 +1,337 @@
+"""Writes of watches: create, pause, resume, delete, unsubscribe, and the evaluation that fires them.
+
+Evaluation reads each distinct query once through the one fleet reader (`recommendation_for`: the kept
+counts on PostgreSQL, the engine over every machine on the embedded run), whatever the number of
+watches asking it, and decides per watch. Staleness is the reader's: a machine not heard from within
+MACHINE_STALE_AFTER_SECONDS stops matching without any write.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+from decimal import Decimal, InvalidOperation
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.db import transaction
+from django.utils import timezone
+from django.utils.translation import gettext
+
+from nodelodge.recommendations.answer import recommendation_for
+from nodelodge.recommendations.query import QueryError, WorkloadQuery, parse_query
+from nodelodge.recommendations.sorts import DEFAULT_SORT
+
+from . import webhooks
+from .models import Firing, Watch
+
+logger = logging.getLogger(__name__)
+
+MAX_WATCHES_PER_USER = 50
+MATCHES_KEPT = 10  # machines a firing records (the cheapest first) and a delivery lists
+MAX_COOLDOWN_SECONDS = 7 * 24 * 3600
+# Fields of a query that only arrange the list shown: a watch leaves them out.
+LIST_ONLY = ("page", "limit", "group")
+
+
+class WatchError(Exception):
+    """The watch cannot be made as asked: field name -> message in words."""
+
+    def __init__(self, errors: dict[str, str]):
+        super().__init__("; ".join(f"{k}: {v}" for k, v in errors.items()))
+        self.errors = errors
+
+
+def explicit_query(query: WorkloadQuery) -> dict[str, str]:
+    """The query's parameters with every default written out (a later change of a default keeps a
+    watch's meaning); the list's arrangement (page, limit, grouping) left out."""
+    params = query.as_params(page=None, limit=None, group=None, kv_cache=query.kv_bits, sort=query.sort)
+    if query.target_tokens is not None:
+        params["gpu_plans"] = "1" if query.gpu_plans else "0"
+    return {key: value for key, value in params.items() if key not in LIST_ONLY}
+
+
+def query_key(params: dict[str, str]) -> str:
+    return "&".join(f"{key}={params[key]}" for key in sorted(params))
+
+
+def watch_query(watch: Watch) -> WorkloadQuery:
+    data = dict(watch.query)
+    if data.get("gpu_plans") == "0":
+        data.pop("gpu_plans")
+    return parse_query(data)
+
+
+def _price(value, field: str) -> Decimal:
+    try:
+        price = Decimal(str(value))
+    except (InvalidOperation, ValueError):
+        raise WatchError({field: gettext("Enter a price per hour in USD, e.g. 5.00.")}) from None
+    if not price.is_finite() or price <= 0 or price > Decimal("1000000"):
+        raise WatchError({field: gettext("The price per hour must be above 0 and at most 1,000,000.")})
+    return price.quantize(Decimal("0.0001"))
+
+
+@dataclass(frozen=True)
+class WatchRequest:
+    """What a user asks to watch, as the page, the API and the command pass it."""
+
+    query: dict
+    condition: str = Watch.Condition.APPEARS
+    price_per_hour: object = None
+    machines: object = None
+    email: bool = True
+    webhook_url: str = ""
+    webhook_format: str = Watch.WebhookFormat.JSON
+    cooldown_seconds: object = None
+    auto_launch: bool = False
+    auto_launch_max_price: object = None
+    language: str = "en"
+
+
+def create_watch(owner, request: WatchRequest, *, now: datetime | None = None) -> Watch:
+    """A new active watch for `owner`; WatchError naming each field that is wrong."""
+    try:
+        query = parse_query(request.query)
+    except QueryError as error:
+        raise WatchError(dict(error.errors)) from error
+    errors: dict[str, str] = {}
+    condition = request.condition or Watch.Condition.APPEARS
+    price = machines = None
+    if condition not in Watch.Condition.values:
+        errors["condition"] = gettext("Choose one of: %(choices)s.") % {
+            "choices": ", ".join(Watch.Condition.values)
+        }
+    elif condition in (Watch.Condition.CHEAPEST_BELOW, Watch.Condition.PLAN_BELOW):
+        try:
+            price = _price(request.price_per_hour, "price_per_hour")
+        except WatchError as error:
+            errors.update(error.errors)
+        if condition == Watch.Condition.PLAN_BELOW and query.target_tokens is None:
+            errors["condition"] = gettext("A plan's cost needs a throughput to serve (target_tokens).")
+    elif condition == Watch.Condition.AT_LEAST:
+        try:
+            machines = int(str(request.machines))
+            if not 1 <= machines <= 100_000:
+                raise ValueError
+        except (TypeError, ValueError):
+            errors["machines"] = gettext("Enter a whole number of machines from 1 to 100,000.")
+    cooldown = 3600
+    if request.cooldown_seconds not in (None, ""):
+        try:
+            cooldown = int(str(request.cooldown_seconds))
+            if not 0 <= cooldown <= MAX_COOLDOWN_SECONDS:
+                raise ValueError
+        except (TypeError, ValueError):
+            errors["cooldown_seconds"] = gettext("The cool-down is a whole number of seconds up to a week.")
+    if request.webhook_format not in Watch.WebhookFormat.values:
+        errors["webhook_format"] = gettext("Choose one of: %(choices)s.") % {
+            "choices": ", ".join(Watch.WebhookFormat.values)
+        }
+    if request.webhook_url:
+        problem = webhooks.url_problem(request.webhook_url)
+        if problem:
+            errors["webhook_url"] = problem
+    cap = None
+    if request.auto_launch:
+        try:
+            cap = _price(request.auto_launch_max_price, "auto_launch_max_price")
+        except WatchError as error:
+            errors.update(error.errors)
+    if errors:
+        raise WatchError(errors)
+    params = explicit_query(query)
+    with transaction.atomic():
+        # The owner's row serialises their creations, so two at once cannot pass the limit together.
+        get_user_model().objects.select_for_update().filter(pk=owner.pk).first()
+        if Watch.objects.filter(owner=owner).count() >= MAX_WATCHES_PER_USER:
+            raise WatchError({"__all__": gettext("You have %(limit)s watches, the most one account may keep.")
+                              % {"limit": MAX_WATCHES_PER_USER}})
+        return Watch.objects.create(
+            owner=owner, query=params, query_key=query_key(params), condition=condition,
+            price_per_hour=price, machines=machines, email=request.email,
+            webhook_url=request.webhook_url, webhook_format=request.webhook_format,
+            cooldown_seconds=cooldown, auto_launch=bool(request.auto_launch), auto_launch_max_price=cap,
+            language=request.language if request.language in ("en", "de") else "en",
+            next_check_at=now or timezone.now(),
+        )
+
+
+def _owned(owner, watch_id: int) -> Watch:
+    return Watch.objects.get(owner=owner, pk=watch_id)
+
+
+def pause(owner, watch_id: int) -> Watch:
+    watch = _owned(owner, watch_id)
+    Watch.objects.filter(pk=watch.pk).update(state=Watch.State.PAUSED, next_check_at=None)
+    watch.refresh_from_db()
+    return watch
+
+
+def resume(owner, watch_id: int, *, now: datetime | None = None) -> Watch:
+    """Active again; it fires on its next check if its condition holds (and the cool-down passed)."""
+    watch = _owned(owner, watch_id)
+    Watch.objects.filter(pk=watch.pk).update(
+        state=Watch.State.ACTIVE, matching=False, next_check_at=now or timezone.now(),
+    )
+    watch.refresh_from_db()
+    return watch
+
+
+def delete(owner, watch_id: int) -> None:
+    _owned(owner, watch_id).delete()
+
+
+def unsubscribe(token: str) -> Watch | None:
+    """The unsubscribe link's POST: the watch stops mailing (and is paused). None: no such link."""
+    watch = Watch.objects.filter(unsubscribe_token=token).first()
+    if watch is not None:
+        Watch.objects.filter(pk=watch.pk).update(email=False, state=Watch.State.PAUSED, next_check_at=None)
+        watch.refresh_from_db()
+    return watch
+
+
+# --- Evaluation ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Found:
+    """What one query finds now: the machines that fit and meet every preference (after its filters),
+    the cheapest first, and the throughput plan's price when it asks for one."""
+
+    machines_total: int
+    matches: tuple[dict, ...]
+    plan_price_per_hour: Decimal | None
+
+    @property
+    def cheapest(self) -> Decimal | None:
+        return Decimal(self.matches[0]["price_per_hour"]) if self.matches else None
+
+
+def find(query: WorkloadQuery, now: datetime) -> Found:
+    """One read through the fleet reader: counts over the whole fleet, the cheapest few described."""
+    cheapest_first = replace(query, sort=DEFAULT_SORT, page=1, group="", limit=MATCHES_KEPT)
+    answer = recommendation_for(cheapest_first, now=now, default_limit=MATCHES_KEPT, relax=False)
+    recommendation = answer.recommendation
+    total = answer.listing.matching if query.filtered and answer.listing else recommendation.machines_total
+    matches = tuple(
+        {
+            "id": machine.offer.id,
+            "provider": machine.offer.provider,
+            "provider_machine_id": machine.offer.provider_machine_id,
+            "gpu_type": machine.offer.gpu_type,
+            "gpus": machine.fit.gpus_used,
+            "country": machine.offer.country or "",
+            "price_per_hour": str(machine.hourly_price),
+        }
+        for machine in recommendation.machines[:MATCHES_KEPT]
+    )
+    plans = answer.throughput.plans if answer.throughput is not None else ()
+    return Found(total, matches, plans[0].price_per_hour if plans else None)
+
+
+def condition_holds(watch: Watch, found: Found) -> bool:
+    if watch.condition == Watch.Condition.APPEARS:
+        return found.machines_total >= 1
+    if watch.condition == Watch.Condition.CHEAPEST_BELOW:
+        return found.cheapest is not None and found.cheapest < watch.price_per_hour
+    if watch.condition == Watch.Condition.AT_LEAST:
+        return found.machines_total >= (watch.machines or 1)
+    if watch.condition == Watch.Condition.PLAN_BELOW:
+        return found.plan_price_per_hour is not None and found.plan_price_per_hour < watch.price_per_hour
+    return False
+
+
+@dataclass
+class Evaluation:
+    queries: int = 0
+    watches: int = 0
+    fired: list[int] = None  # firing ids
+
+    def __post_init__(self):
+        self.fired = self.fired or []
+
+
+def check_interval() -> timedelta:
+    return timedelta(seconds=settings.WATCH_CHECK_INTERVAL_SECONDS)
+
+
+def evaluate_watches(*, now: datetime | None = None, due_only: bool = False) -> Evaluation:
+    """Checks every active watch (`due_only`: those whose next check has come) against the fleet now,
+    one read per distinct query, and records a firing for each whose condition starts to hold.
+    Delivery is queued after the commit (tasks.deliver_firing)."""
+    now = now or timezone.now()
+    evaluation = Evaluation()
+    active = Watch.objects.filter(state=Watch.State.ACTIVE)
+    if due_only:
+        active = active.filter(next_check_at__lte=now)
+    keys = list(active.order_by("query_key").values_list("query_key", flat=True).distinct())
+    for key in keys:
+        group = list(active.filter(query_key=key))
+        if not group:
+            continue
+        evaluation.queries += 1
+        try:
+            found = find(watch_query(group[0]), now)
+        except QueryError as error:  # a model or GPU type since removed from the catalog
+            logger.warning("Watch query %s cannot be answered any more: %s", key, error)
+            continue
+        unchanged = []
+        for watch in group:
+            evaluation.watches += 1
+            if _changes(watch, condition_holds(watch, found), now):
+                firing = _decide(watch, found, now)
+                if firing is not None:
+                    evaluation.fired.append(firing.pk)
+            else:
+                unchanged.append(watch.pk)
+        # Watches whose state stays as it is only note the check: one statement for all of them.
+        Watch.objects.filter(pk__in=unchanged, state=Watch.State.ACTIVE).update(
+            last_checked_at=now, next_check_at=now + check_interval()
+        )
+    return evaluation
+
+
+def _fires(watch: Watch, holds: bool, now: datetime) -> bool:
+    return holds and not watch.matching and (
+        watch.last_fired_at is None or now >= watch.last_fired_at + watch.cooldown
+    )
+
+
+def _changes(watch: Watch, holds: bool, now: datetime) -> bool:
+    """Whether this check fires the watch or changes what it remembers (as read before the lock;
+    `_decide` decides again under it)."""
+    return _fires(watch, holds, now) or watch.matching != (holds and watch.matching)
+
+
+def _decide(watch: Watch, found: Found, now: datetime) -> Firing | None:
+    holds = condition_holds(watch, found)
+    next_check = now + check_interval()
+    with transaction.atomic():
+        # Locked, so two evaluations at once (a refresh's and beat's) fire a watch once.
+        locked = Watch.objects.select_for_update().filter(pk=watch.pk, state=Watch.State.ACTIVE).first()
+        if locked is None:
+            return None
+        fires = _fires(locked, holds, now)
+        # Within the cool-down a match that came back is not yet "seen": it fires once the cool-down is
+        # over if it still holds then.
+        matching = holds and (locked.matching or fires)
+        update = {"matching": matching, "last_checked_at": now, "next_check_at": next_check}
+        firing = None
+        if fires:
+            update["last_fired_at"] = now
+            firing = Firing.objects.create(
+                watch=locked, fired_at=now, machines_total=found.machines_total,
+                cheapest_price_per_hour=found.cheapest, plan_price_per_hour=found.plan_price_per_hour,
+                matches=list(found.matches),
+            )
+            firing_id = firing.pk
+            transaction.on_commit(lambda: _queue_delivery(firing_id))
+        Watch.objects.filter(pk=locked.pk).update(**update)
+    return firing
+
+
+def _queue_delivery(firing_id: int) -> None:
+    from . import tasks
+
+    tasks.deliver_firing.delay(firing_id)

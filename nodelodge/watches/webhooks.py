@@ -1,0 +1,183 @@
+"""A watch's webhook: which addresses it may call, the signed body, and one delivery.
+
+Rules (SECURITY.md, "Watches"): https only, to a public address — no loopback, private ranges,
+link-local, shared or reserved space — checked when the watch is made and again on the address the
+name resolves to at delivery, which is the address then connected to (no second lookup a DNS answer
+could change); redirects are never followed (a 3xx is a failure); 5 s for the whole call; the
+answer's body is never read. `WATCH_WEBHOOK_ALLOW_LOOPBACK` (tests only) lets http and https reach
+127.0.0.1 and ::1, nothing else.
+"""
+from __future__ import annotations
+
+import hashlib
+import hmac
+import http.client
+import ipaddress
+import json
+import socket
+import ssl
+import threading
+import time
+from urllib.parse import urlsplit
+
+from django.conf import settings
+from django.utils.translation import gettext
+
+TIMEOUT_SECONDS = 5
+SIGNATURE_HEADER = "X-Signature"
+TIMESTAMP_HEADER = "X-Timestamp"
+
+
+class WebhookRefused(Exception):
+    """The address may not be called; the message says why."""
+
+
+def _loopback_allowed() -> bool:
+    return bool(getattr(settings, "WATCH_WEBHOOK_ALLOW_LOOPBACK", False))
+
+
+def address_problem(address: str) -> str | None:
+    """Why this IP address may not be called (None: it may)."""
+    ip = ipaddress.ip_address(address.split("%", 1)[0])
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    if ip.is_loopback and _loopback_allowed():
+        return None
+    if ip.is_loopback:
+        return gettext("%(address)s is a loopback address.") % {"address": ip}
+    if ip.is_link_local:
+        return gettext("%(address)s is a link-local address.") % {"address": ip}
+    if ip.is_private:
+        return gettext("%(address)s is a private address.") % {"address": ip}
+    if not ip.is_global or ip.is_multicast or ip.is_reserved or ip.is_unspecified:
+        return gettext("%(address)s is not a public address.") % {"address": ip}
+    return None
+
+
+def _parts(url: str):
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    if scheme != "https" and not (scheme == "http" and _loopback_allowed()):
+        raise WebhookRefused(gettext("A webhook address must start with https://."))
+    if not parts.hostname or parts.username or parts.password:
+        raise WebhookRefused(gettext("A webhook address needs a host name and no user name or password."))
+    try:
+        port = parts.port or (443 if scheme == "https" else 80)
+    except ValueError:
+        raise WebhookRefused(gettext("The webhook address has a bad port.")) from None
+    path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    return scheme, parts.hostname, port, path
+
+
+def resolve(host: str, port: int) -> list[str]:
+    """Every address the name resolves to; WebhookRefused when it resolves to none or to any that may
+    not be called (a name with one private address among public ones is refused whole)."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (socket.gaierror, UnicodeError) as error:
+        raise WebhookRefused(gettext("%(host)s does not resolve.") % {"host": host}) from error
+    addresses = sorted({info[4][0] for info in infos})
+    if not addresses:
+        raise WebhookRefused(gettext("%(host)s does not resolve.") % {"host": host})
+    for address in addresses:
+        problem = address_problem(address)
+        if problem:
+            raise WebhookRefused(problem)
+    return addresses
+
+
+def url_problem(url: str) -> str | None:
+    """Why a watch may not be made with this webhook address (None: it may)."""
+    if len(url) > 2000:
+        return gettext("A webhook address is at most 2,000 characters.")
+    try:
+        _scheme, host, port, _path = _parts(url)
+        resolve(host, port)
+    except WebhookRefused as refusal:
+        return str(refusal)
+    return None
+
+
+def signature(secret: str, timestamp: str, body: bytes) -> str:
+    """Hex HMAC-SHA256 with the watch's secret over the timestamp, a dot and the exact body."""
+    return hmac.new(secret.encode(), timestamp.encode() + b"." + body, hashlib.sha256).hexdigest()
+
+
+def body_for(payload: dict, webhook_format: str, text: str) -> bytes:
+    """The exact bytes sent: the JSON payload, or a Slack (`text`) or Discord (`content`) message
+    that carries the payload's words and still its figures."""
+    if webhook_format == "slack":
+        document = {"text": text, "nodelodge": payload}
+    elif webhook_format == "discord":
+        document = {"content": text[:2000]}
+    else:
+        document = payload
+    return json.dumps(document, sort_keys=True, separators=(",", ":")).encode()
+
+
+class _Pinned:
+    """Connects to the address already checked, never looking the name up again."""
+
+    def __init__(self, address: str):
+        self.address = address
+
+    def connect(self, connection):
+        connection.sock = socket.create_connection((self.address, connection.port), connection.timeout)
+
+
+class PinnedHTTPConnection(http.client.HTTPConnection):
+    def __init__(self, host, port, address, timeout):
+        super().__init__(host, port, timeout=timeout)
+        self._pin = _Pinned(address)
+
+    def connect(self):
+        self._pin.connect(self)
+
+
+class PinnedHTTPSConnection(http.client.HTTPSConnection):
+    def __init__(self, host, port, address, timeout, context):
+        super().__init__(host, port, timeout=timeout, context=context)
+        self._pin = _Pinned(address)
+
+    def connect(self):
+        self._pin.connect(self)
+        self.sock = self._context.wrap_socket(self.sock, server_hostname=self.host)
+
+
+def post(url: str, body: bytes, secret: str, *, now: float | None = None) -> int:
+    """POSTs the body, signed, to the resolved and checked address. Returns the status (2xx: done);
+    WebhookRefused for an address that may not be called, OSError for a failed connection."""
+    scheme, host, port, path = _parts(url)
+    address = resolve(host, port)[0]
+    timestamp = str(int(now if now is not None else time.time()))
+    headers = {
+        "Content-Type": "application/json",
+        "User-Agent": "NodeLodge-Watches/1",
+        TIMESTAMP_HEADER: timestamp,
+        SIGNATURE_HEADER: signature(secret, timestamp, body),
+    }
+    if scheme == "https":
+        connection = PinnedHTTPSConnection(host, port, address, TIMEOUT_SECONDS, ssl.create_default_context())
+    else:
+        connection = PinnedHTTPConnection(host, port, address, TIMEOUT_SECONDS)
+    # The whole call within TIMEOUT_SECONDS: at the deadline the socket is shut down, which ends a
+    # read waiting on a receiver that trickles its answer.
+    timer = threading.Timer(TIMEOUT_SECONDS, _shut, args=(connection,))
+    timer.daemon = True
+    timer.start()
+    try:
+        connection.request("POST", path, body=body, headers=headers)
+        response = connection.getresponse()  # the status line and headers; the body is never read
+        return response.status
+    finally:
+        timer.cancel()
+        connection.close()
+
+
+def _shut(connection) -> None:
+    sock = connection.sock
+    if sock is not None:
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass

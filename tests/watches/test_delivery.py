@@ -1,0 +1,150 @@
+"""Delivery of a firing: the e-mail in the owner's language with its links, the signed webhook to a real
+receiver on loopback (retries, disabling, Slack's form), the unsubscribe page and the Atom feed."""
+from decimal import Decimal
+from xml.etree import ElementTree
+
+import pytest
+from django.core import mail
+from django.utils import timezone
+
+from nodelodge.celery import app
+from nodelodge.watches import tasks
+from nodelodge.watches.models import Firing, Watch
+from nodelodge.watches.services import WatchRequest, create_watch, evaluate_watches
+from tests.factories import make_user
+from tests.helpers import LLAMA_8B
+from tests.webhooks import Receiver
+
+pytestmark = pytest.mark.django_db(transaction=True)
+QUERY = dict(pair.split("=") for pair in LLAMA_8B.split("&"))
+
+
+@pytest.fixture(autouse=True)
+def in_process(settings):
+    """Tasks run in this process, as on the embedded run; the receiver is on loopback."""
+    eager = app.conf.task_always_eager
+    app.conf.task_always_eager = True
+    settings.WATCH_WEBHOOK_ALLOW_LOOPBACK = True
+    settings.WATCH_WEBHOOK_RETRY_DELAYS = [1, 2]
+    settings.WATCH_WEBHOOK_MAX_FAILURES = 3
+    settings.CONSOLE_BASE_URL = "https://console.example"
+    yield
+    app.conf.task_always_eager = eager
+
+
+@pytest.fixture
+def receiver():
+    server = Receiver()
+    yield server
+    server.close()
+
+
+def fired(catalog, **fields) -> tuple[Watch, Firing]:
+    watch = create_watch(make_user(), WatchRequest(query=QUERY, **fields))
+    catalog.machine(provider_machine_id="fra-1", price_per_gpu_hour=Decimal("2.49"))
+    evaluate_watches()
+    return Watch.objects.get(pk=watch.pk), Firing.objects.get(watch=watch)
+
+
+def test_the_email_says_what_matched_in_english_with_its_links(catalog):
+    watch, firing = fired(catalog)
+
+    [message] = mail.outbox
+    assert message.to == [watch.owner.email]
+    assert message.subject == "Node Lodge: your watch found machines"
+    assert "1 machine fits, from $2.49/h." in message.body
+    assert "Alpine Compute fra-1: 1 × H100 SXM 80GB, DE, $2.4900/h" in message.body
+    assert f"https://console.example/?{'workload=inference&model=llama-3-1-8b'}" in message.body
+    assert f"https://console.example/watches/unsubscribe/{watch.unsubscribe_token}/" in message.body
+    assert f"https://console.example/watches/feed/{watch.feed_token}.atom" in message.body
+    assert Firing.objects.get(pk=firing.pk).emailed_at is not None
+
+
+def test_the_email_is_german_for_a_german_watch(catalog):
+    watch, _firing = fired(catalog, language="de")
+
+    [message] = mail.outbox
+    assert message.subject == "Node Lodge: Ihre Beobachtung hat Maschinen gefunden"
+    assert "1 Maschine passt, ab $2,49/h." in message.body
+    assert "https://console.example/de/?workload=inference" in message.body
+    assert f"https://console.example/de/watches/unsubscribe/{watch.unsubscribe_token}/" in message.body
+
+
+def test_the_webhook_is_signed_over_the_timestamp_and_the_exact_body(catalog, receiver):
+    watch, firing = fired(catalog, email=False, webhook_url=receiver.url())
+
+    [call] = receiver.wait_for(1)
+    assert call.signed_by(watch.secret)
+    assert not call.signed_by("another secret")
+    document = call.document
+    assert document["query"] == watch.query
+    assert document["condition"] == {"kind": "appears", "price_per_hour": None, "machines": None}
+    assert [(m["provider_machine_id"], m["price_per_hour"]) for m in document["matches"]] == [("fra-1", "2.4900")]
+    assert document["machines_total"] == 1
+    assert Firing.objects.get(pk=firing.pk).webhook_delivered_at is not None
+    assert mail.outbox == []
+
+
+def test_a_slack_payload_carries_text(catalog, receiver):
+    watch, _firing = fired(catalog, email=False, webhook_url=receiver.url(), webhook_format="slack")
+
+    [call] = receiver.wait_for(1)
+    assert call.document["text"] == "1 machine fits, from $2.49/h."
+    assert call.signed_by(watch.secret)
+
+
+def test_a_failing_webhook_is_retried_then_disabled_with_the_reason(catalog, receiver):
+    receiver.status = 500
+    watch, firing = fired(catalog, email=False, webhook_url=receiver.url())
+
+    assert len(receiver.wait_for(3)) == 3  # the first try and two retries, then disabled
+    watch.refresh_from_db()
+    assert watch.webhook_failures == 3
+    assert watch.webhook_disabled_reason == (
+        "Disabled after 3 failed deliveries in a row. Last: The receiver answered 500."
+    )
+    assert Firing.objects.get(pk=firing.pk).webhook_error == "The receiver answered 500."
+    tasks.deliver_webhook(firing.pk, 0)
+    assert len(receiver.received) == 3  # disabled: not called again
+
+
+def test_a_redirect_is_not_followed(catalog, receiver):
+    receiver.status = 302
+    watch, firing = fired(catalog, email=False, webhook_url=receiver.url())
+
+    calls = receiver.wait_for(3)
+    assert {call.path for call in calls} == {"/hook"}  # never /elsewhere
+    assert "redirects are not followed" in Firing.objects.get(pk=firing.pk).webhook_error
+
+
+def test_the_unsubscribe_link_changes_nothing_until_its_button_is_pressed(catalog, client):
+    watch, _firing = fired(catalog)
+    address = f"/watches/unsubscribe/{watch.unsubscribe_token}/"
+
+    page = client.get(address)
+    assert page.status_code == 200
+    assert b"Stop these e-mails" in page.content
+    watch.refresh_from_db()
+    assert (watch.email, watch.state) == (True, "active")
+
+    done = client.post(address)
+
+    assert done.status_code == 200 and b"sends no more e-mails" in done.content
+    watch.refresh_from_db()
+    assert (watch.email, watch.state) == (False, "paused")
+    assert client.get("/watches/unsubscribe/not-a-token/").status_code == 404
+
+
+def test_the_atom_feed_lists_each_firing(catalog, client):
+    watch, firing = fired(catalog)
+
+    answer = client.get(f"/watches/feed/{watch.feed_token}.atom")
+
+    assert answer.status_code == 200 and answer["Content-Type"].startswith("application/atom+xml")
+    atom = "{http://www.w3.org/2005/Atom}"
+    root = ElementTree.fromstring(answer.content)
+    [entry] = root.findall(f"{atom}entry")
+    assert entry.find(f"{atom}title").text == "1 machine fits, from $2.49/h."
+    assert entry.find(f"{atom}id").text.endswith(f":firing:{firing.pk}")
+    assert client.get("/watches/feed/guess.atom").status_code == 404
+    assert timezone.now() >= firing.fired_at
