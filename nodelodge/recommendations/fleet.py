@@ -102,6 +102,12 @@ class FleetReader(Protocol):
         """The engine's answer with its counts over the whole fleet, the first `machines_shown`
         machines described (and those `extra_ids` names), and the reports' freshness."""
 
+    def meeting(
+        self, query: WorkloadQuery, breakdown: Breakdown, now: datetime
+    ) -> tuple[int, Decimal | None]:
+        """How many machines fit `breakdown` and meet every preference of `query`, and the cheapest
+        hourly price among them (None: none does): the counts alone, no machine described."""
+
     def meeting_by_country(
         self, query: WorkloadQuery, breakdown: Breakdown, now: datetime
     ) -> tuple[int, list[tuple[str, Decimal]]]:
@@ -156,6 +162,10 @@ class KeptCounts:
         )
         return recommendation, {"newest": fleet.newest, "oldest": fleet.oldest}
 
+    def meeting(self, query, breakdown, now):
+        fleet = catalog_fleet.counted_fleet(fleet_query(query, [breakdown], now))
+        return fleet.counted.fitting, fleet.cheapest_meeting.get(0)
+
     def meeting_by_country(self, query, breakdown, now):
         found = catalog_countries.meeting_by_country(fleet_query(query, [breakdown], now))
         countries = [(country, cheapest) for country, cheapest, _ in found]
@@ -187,6 +197,10 @@ class EveryMachine:
     def recommend(self, query, breakdown, lower, now, machines_shown, extra_ids=()):
         # Every machine the answer may show is described already: `extra_ids` adds none.
         return recommend_over_every_machine(query, breakdown, lower, now, machines_shown)
+
+    def meeting(self, query, breakdown, now):
+        found, _ = recommend_over_every_machine(query, breakdown, {}, now, 1)
+        return found.machines_total, (found.machines[0].hourly_price if found.machines else None)
 
     def meeting_by_country(self, query, breakdown, now):
         found, _ = recommend_over_every_machine(query, breakdown, {}, now, None)

@@ -1,9 +1,10 @@
 """Writes of watches: create, pause, resume, delete, unsubscribe, and the evaluation that fires them.
 
-Evaluation reads each distinct query once through the one fleet reader (`recommendation_for`: the kept
-counts on PostgreSQL, the engine over every machine on the embedded run), whatever the number of
-watches asking it, and decides per watch. Staleness is the reader's: a machine not heard from within
-MACHINE_STALE_AFTER_SECONDS stops matching without any write.
+Evaluation reads each distinct query once through the one fleet reader (the kept counts on PostgreSQL,
+the engine over every machine on the embedded run), whatever the number of watches asking it, and
+decides per watch: first the counts alone (`glance`), and the cheapest machines described
+(`recommendation_for`) only where a watch fires and its firing records them. Staleness is the
+reader's: a machine not heard from within MACHINE_STALE_AFTER_SECONDS stops matching without any write.
 """
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ from django.utils import timezone
 from django.utils.translation import gettext
 
 from nodelodge.recommendations.answer import recommendation_for
+from nodelodge.recommendations.estimate import estimate_for
+from nodelodge.recommendations.fleet import fleet_reader
 from nodelodge.recommendations.query import QueryError, WorkloadQuery, parse_query
 from nodelodge.recommendations.sorts import DEFAULT_SORT
 
@@ -196,16 +199,26 @@ def unsubscribe(token: str) -> Watch | None:
 
 @dataclass(frozen=True)
 class Found:
-    """What one query finds now: the machines that fit and meet every preference (after its filters),
-    the cheapest first, and the throughput plan's price when it asks for one."""
+    """What one query finds now: how many machines fit and meet every preference (after its filters),
+    the cheapest hourly price among them, the cheapest few described (`described`: a glance at the
+    counts describes none), and the throughput plan's price when it asks for one."""
 
     machines_total: int
+    cheapest: Decimal | None
     matches: tuple[dict, ...]
     plan_price_per_hour: Decimal | None
+    described: bool = True
 
-    @property
-    def cheapest(self) -> Decimal | None:
-        return Decimal(self.matches[0]["price_per_hour"]) if self.matches else None
+
+def glance(query: WorkloadQuery, now: datetime) -> Found | None:
+    """The counts alone, where they answer every condition: a query without list filters (those work
+    over the described machines) or a throughput plan. One counting statement on PostgreSQL, where a
+    whole answer describes machines as well; most checks fire nothing and need no more."""
+    if query.filtered or query.target_tokens is not None:
+        return None
+    breakdown, _ = estimate_for(query)
+    total, cheapest = fleet_reader().meeting(query, breakdown, now)
+    return Found(total, cheapest, (), None, described=False)
 
 
 def find(query: WorkloadQuery, now: datetime) -> Found:
@@ -227,7 +240,8 @@ def find(query: WorkloadQuery, now: datetime) -> Found:
         for machine in recommendation.machines[:MATCHES_KEPT]
     )
     plans = answer.throughput.plans if answer.throughput is not None else ()
-    return Found(total, matches, plans[0].price_per_hour if plans else None)
+    cheapest = Decimal(matches[0]["price_per_hour"]) if matches else None
+    return Found(total, cheapest, matches, plans[0].price_per_hour if plans else None)
 
 
 def condition_holds(watch: Watch, found: Found) -> bool:
@@ -272,7 +286,10 @@ def evaluate_watches(*, now: datetime | None = None, due_only: bool = False) -> 
             continue
         evaluation.queries += 1
         try:
-            found = find(watch_query(group[0]), now)
+            query = watch_query(group[0])
+            found = glance(query, now) or find(query, now)
+            if not found.described and any(_fires(w, condition_holds(w, found), now) for w in group):
+                found = find(query, now)  # a firing records the machines it saw
         except QueryError as error:  # a model or GPU type since removed from the catalog
             logger.warning("Watch query %s cannot be answered any more: %s", key, error)
             continue

@@ -213,3 +213,41 @@ def test_a_throughput_plan_fires_when_its_cost_drops_below_the_price(catalog):
 
     assert len(evaluate_watches(now=now).fired) == 1
     assert Firing.objects.get().plan_price_per_hour == Decimal("3.0000")
+
+
+@pytest.mark.parametrize("extra", [{}, {"max_price": "3"}, {"tier": "secure"}, {"countries": "DE"},
+                                   {"budget": "10"}, {"precision": "8"}])
+def test_the_counts_alone_give_the_whole_answers_total_and_cheapest_price(catalog, extra):
+    # The glance a check starts with (one counting statement) agrees with the whole answer it saves.
+    catalog.machine(price_per_gpu_hour=Decimal("2.4900"), country="DE")
+    catalog.machine(price_per_gpu_hour=Decimal("1.9000"), country="FR", gpu_count=2, free_gpus=2)
+    catalog.machine(price_per_gpu_hour=Decimal("4.1000"), country="DE", tier="secure")
+    query = services.watch_query(watch(query={**QUERY, **extra}))
+    now = timezone.now()
+
+    glanced, whole = services.glance(query, now), services.find(query, now)
+
+    assert not glanced.described and whole.described
+    assert (glanced.machines_total, glanced.cheapest) == (whole.machines_total, whole.cheapest)
+
+
+def test_a_check_that_fires_nothing_describes_no_machine(catalog, monkeypatch):
+    catalog.machine()
+    watch()
+    evaluate_watches(now=timezone.now())  # fires, and records the machine it saw
+    described = []
+    monkeypatch.setattr(services, "find", lambda query, now: described.append(query))
+
+    later = evaluate_watches(now=timezone.now() + timedelta(minutes=1))
+
+    assert later.fired == [] and later.watches == 1
+    assert described == []
+
+
+def test_a_filtered_query_is_answered_whole(catalog):
+    # List filters work over the machines described, so the counts alone cannot answer them.
+    catalog.machine()
+    query = services.watch_query(watch(query={**QUERY, "min_memory_gib": "40"}))
+
+    assert services.glance(query, timezone.now()) is None
+    assert services.find(query, timezone.now()).machines_total == 1
