@@ -126,9 +126,12 @@ class Architecture:
         return self.layer_pattern[index % len(self.layer_pattern)]
 
     def layer_counts(self, layers: int) -> dict[str, int]:
+        """Layers of each kind among the first `layers`: the pattern's whole repeats and the start of
+        one more (worked out per place in the pattern, not per layer: capacity searches ask it often)."""
         counts = dict.fromkeys(LAYER_KINDS, 0)
-        for index in range(layers):
-            counts[self.kind_of_layer(index)] += 1
+        repeats, rest = divmod(layers, len(self.layer_pattern))
+        for place, kind in enumerate(self.layer_pattern):
+            counts[kind] += repeats + (place < rest)
         return counts
 
     @property
