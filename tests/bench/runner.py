@@ -57,6 +57,10 @@ TARGETS = {
 # providers of this many machines each, one after another, as the periodic refresh does.
 MACHINES_PER_FEED = 100_000
 HTMX = {"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": "result"}
+# The deep-page clients' own address: any of 127/8 reaches the loopback, and the console's limits
+# count per address.
+DEEP_PAGE_SOURCE = "127.0.0.2"
+LIMIT_WINDOW_SECONDS = 60  # the production API_RATE_LIMIT and PAGE_RATE_LIMIT are per minute
 NOTES_HEADING = "## Before / after"
 # A request's statements over the fleet, of which the slowest run alone is its floor.
 FLOOR_TABLES = ("catalog_machine", "catalog_fleetshape", "catalog_latestspeed")
@@ -460,6 +464,11 @@ def _locust(base: str, user_classes: list[str], users: int, seconds: int, env: d
                        float(total["Requests/s"]), float(total["95%"]), rows)
 
 
+def quiet_count(figures: LoadFigures) -> int:
+    """The normal API call's requests among a run's."""
+    return int(figures.by_name.get("probe: API call", {}).get("Request Count") or 0)
+
+
 def _warm_up(base: str, queries: list[str], rounds: int) -> None:
     """Each worker loads its code and connections before anything is timed: a few of every path."""
     import ssl
@@ -515,10 +524,31 @@ def run_load(options: Options, report: Report, size: int) -> None:
     try:
         print(f"load through nginx and gunicorn ({options.load_workers} workers), {size:,} machines", flush=True)
         _warm_up(base, queries, rounds=3 * options.load_workers)
-        quiet = _locust(base, ["ProbeUser"], 1, options.quiet_seconds, locust_env)
         mix = _locust(base, ["MixUser"], options.load_users, options.load_seconds, locust_env)
         crowd = _locust(base, ["MixUser"], options.crowd_users, options.crowd_seconds, locust_env)
-        deep = _locust(base, ["DeepPageUser", "ProbeUser"], 5, options.quiet_seconds, locust_env)
+    finally:
+        proxy.stop()
+        app.stop()
+        shutil.rmtree(folder, ignore_errors=True)
+    # The deep pages as the console runs: the per-address limits at their production values (the mix
+    # above comes from one address, so it runs without them), the four deep-page clients on another
+    # address than the normal call's.
+    limited = {key: value for key, value in env.items() if key not in ("API_RATE_LIMIT", "PAGE_RATE_LIMIT")}
+    # The mix's requests were counted in this address's windows (a minute each) too: they end first.
+    time.sleep(LIMIT_WINDOW_SECONDS + 1)
+    folder = temporary_folder()
+    app = LayoutGunicorn(folder, limited, workers=options.load_workers)
+    try:
+        proxy = Nginx(folder, app.port)
+    except BaseException:
+        app.stop()
+        raise
+    base = f"https://127.0.0.1:{proxy.https_port}"
+    try:
+        _warm_up(base, queries, rounds=3 * options.load_workers)
+        quiet = _locust(base, ["ProbeUser"], 1, options.quiet_seconds, locust_env)
+        deep = _locust(base, ["DeepPageUser", "ProbeUser"], 5, options.quiet_seconds,
+                       {**locust_env, "BENCH_DEEP_SOURCE": DEEP_PAGE_SOURCE})
     finally:
         proxy.stop()
         app.stop()
@@ -549,6 +579,9 @@ def run_load(options: Options, report: Report, size: int) -> None:
     report.add("load: deep-page clients: errors", fleet, deep.failures, "", "0", deep.failures == 0)
     for name in ("deep page (page 40 of 25)", "deep API page (page 10 of 100)", "page past the window"):
         report.add(f"load: {name} p95", fleet, _p95_of(deep, name), "ms")
+    refused = deep.by_name.get("deep-page clients: refused by the per-address limit", {})
+    report.add("load: deep-page requests refused by the per-address limit (429)", fleet,
+               int(refused.get("Request Count") or 0), f"of {deep.requests - quiet_count(deep)}")
 
 
 # --- the run --------------------------------------------------------------------------------------
