@@ -311,3 +311,21 @@ def offer(**changes) -> MachineOffer:
     if "free_gpus" in changes and "gpu_count" not in changes:
         changes["gpu_count"] = max(changes["free_gpus"], 1)
     return replace(_BASE_OFFER, **changes)
+
+
+class SmallCatalog:
+    """Llama 3.1 8B, the H100 and one provider; its machines have `gpus` free H100s at $2.49 per
+    GPU-hour, their memory measured in the data center (what a test changes it passes)."""
+
+    def __init__(self, gpus: int = 2):
+        self.gpus = gpus
+        self.model = make_language_model()
+        self.gpu_type = make_gpu_type()
+        self.provider = make_provider()
+
+    def machine(self, **overrides) -> Machine:
+        values = {
+            "gpu_count": self.gpus, "free_gpus": self.gpus, "memory_per_gpu_mib": H100_MIB,
+            "memory_source": "datacenter", "region": "", "price_per_gpu_hour": Decimal("2.4900"),
+        }
+        return make_machine(self.provider, self.gpu_type, **values | overrides)

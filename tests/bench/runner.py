@@ -20,6 +20,7 @@ targets; it expects Django to be set up already when called through `run()`.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import math
 import os
@@ -487,14 +488,34 @@ def _p95_of(figures: LoadFigures, name: str) -> float:
     return float(row["95%"]) if row and int(row["Request Count"]) else float("nan")
 
 
+@contextlib.contextmanager
+def _production_layout(env: dict[str, str], workers: int):
+    """gunicorn (deploy/gunicorn.conf.py) behind nginx (deploy/nginx.conf) over HTTPS: yields its address."""
+    from tests.hardening.servers import Gunicorn as LayoutGunicorn
+    from tests.hardening.servers import Nginx, temporary_folder
+
+    folder = temporary_folder()
+    app = LayoutGunicorn(folder, env, workers=workers)
+    try:
+        proxy = Nginx(folder, app.port)
+    except BaseException:
+        app.stop()
+        raise
+    try:
+        yield f"https://127.0.0.1:{proxy.https_port}"
+    finally:
+        proxy.stop()
+        app.stop()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def run_load(options: Options, report: Report, size: int) -> None:
     """The production layout (nginx with deploy/nginx.conf over HTTPS, gunicorn with
     deploy/gunicorn.conf.py and its 3 workers, the answer cache on, Redis when REDIS_URL or
     BENCH_REDIS_URL names one) over the fleet as generated, then four locust runs: one normal API call
     alone (its quiet p95), the mix at `load_users` clients, the crowd at `crowd_users`, and the normal
     call again beside four clients looping on deep pages."""
-    from tests.hardening.servers import HOST, Nginx, temporary_folder
-    from tests.hardening.servers import Gunicorn as LayoutGunicorn
+    from tests.hardening.servers import HOST
 
     queries = [query for _, query in QUERIES]
     env = {
@@ -513,46 +534,22 @@ def run_load(options: Options, report: Report, size: int) -> None:
         "BENCH_API_QUERIES": "\n".join(queries),
         "BENCH_PROBE_QUERY": queries[0],
     }
-    folder = temporary_folder()
-    app = LayoutGunicorn(folder, env, workers=options.load_workers)
-    try:
-        proxy = Nginx(folder, app.port)
-    except BaseException:
-        app.stop()
-        raise
-    base = f"https://127.0.0.1:{proxy.https_port}"
-    try:
-        print(f"load through nginx and gunicorn ({options.load_workers} workers), {size:,} machines", flush=True)
+    print(f"load through nginx and gunicorn ({options.load_workers} workers), {size:,} machines", flush=True)
+    with _production_layout(env, options.load_workers) as base:
         _warm_up(base, queries, rounds=3 * options.load_workers)
         mix = _locust(base, ["MixUser"], options.load_users, options.load_seconds, locust_env)
         crowd = _locust(base, ["MixUser"], options.crowd_users, options.crowd_seconds, locust_env)
-    finally:
-        proxy.stop()
-        app.stop()
-        shutil.rmtree(folder, ignore_errors=True)
     # The deep pages as the console runs: the per-address limits at their production values (the mix
     # above comes from one address, so it runs without them), the four deep-page clients on another
     # address than the normal call's.
     limited = {key: value for key, value in env.items() if key not in ("API_RATE_LIMIT", "PAGE_RATE_LIMIT")}
     # The mix's requests were counted in this address's windows (a minute each) too: they end first.
     time.sleep(LIMIT_WINDOW_SECONDS + 1)
-    folder = temporary_folder()
-    app = LayoutGunicorn(folder, limited, workers=options.load_workers)
-    try:
-        proxy = Nginx(folder, app.port)
-    except BaseException:
-        app.stop()
-        raise
-    base = f"https://127.0.0.1:{proxy.https_port}"
-    try:
+    with _production_layout(limited, options.load_workers) as base:
         _warm_up(base, queries, rounds=3 * options.load_workers)
         quiet = _locust(base, ["ProbeUser"], 1, options.quiet_seconds, locust_env)
         deep = _locust(base, ["DeepPageUser", "ProbeUser"], 5, options.quiet_seconds,
                        {**locust_env, "BENCH_DEEP_SOURCE": DEEP_PAGE_SOURCE})
-    finally:
-        proxy.stop()
-        app.stop()
-        shutil.rmtree(folder, ignore_errors=True)
     fleet = f"{size:,}"
     users, crowd_users = options.load_users, options.crowd_users
     report.add(f"load: {users} clients, {options.load_seconds} s, requests", fleet, mix.requests, "")
