@@ -54,9 +54,11 @@ class Watch(models.Model):
     next_check_at = models.DateTimeField(null=True, blank=True)
     last_fired_at = models.DateTimeField(null=True, blank=True)
     # Secrets: the webhook's signing key, the feed's address and the unsubscribe link.
-    secret = models.CharField(max_length=64, default=new_secret)
-    feed_token = models.CharField(max_length=64, default=new_secret, unique=True)
-    unsubscribe_token = models.CharField(max_length=64, default=new_secret, unique=True)
+    # Filled when a watch is first saved (`save`); not a field default, so the migrations import no
+    # project code. Code that bulk-creates watches passes them itself.
+    secret = models.CharField(max_length=64)
+    feed_token = models.CharField(max_length=64, unique=True)
+    unsubscribe_token = models.CharField(max_length=64, unique=True)
     webhook_url = models.URLField(max_length=2000, blank=True)
     webhook_format = models.CharField(
         max_length=10, choices=WebhookFormat.choices, default=WebhookFormat.JSON
@@ -90,6 +92,12 @@ class Watch(models.Model):
 
     def __str__(self) -> str:
         return f"{self.owner} watches {self.query_key} ({self.condition})"
+
+    def save(self, *args, **kwargs):
+        for name in ("secret", "feed_token", "unsubscribe_token"):
+            if not getattr(self, name):
+                setattr(self, name, new_secret())
+        super().save(*args, **kwargs)
 
     @property
     def cooldown(self) -> timedelta:

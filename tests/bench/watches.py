@@ -44,7 +44,7 @@ def store_watches(watches: int, queries: int) -> int:
     from django.contrib.auth import get_user_model
     from django.utils import timezone
 
-    from nodelodge.watches.models import Firing, Watch
+    from nodelodge.watches.models import Firing, Watch, new_secret
     from nodelodge.watches.services import query_key
 
     Firing.objects.all().delete()
@@ -62,6 +62,7 @@ def store_watches(watches: int, queries: int) -> int:
         query = params[number % len(params)]
         condition, price, machines = CONDITIONS[number % len(CONDITIONS)]
         rows.append(Watch(
+            secret=new_secret(), feed_token=new_secret(), unsubscribe_token=new_secret(),
             owner=owners[number // WATCHES_PER_USER], query=query, query_key=query_key(query),
             condition=condition, price_per_hour=price, machines=machines, email=False, next_check_at=now,
         ))

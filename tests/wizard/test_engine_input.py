@@ -48,8 +48,9 @@ def test_an_unknown_engine_is_refused_naming_the_field(client, small_fleet, engi
 
 
 def test_a_speech_model_is_not_sized_under_vllm(client, small_fleet):
+    # Each value is valid alone; together they are not: a 422 naming the engine.
     status, body = get_json(client, "estimate", "workload=inference&model=whisper-large-v3&requests=1&engine=vllm")
-    assert status == 400 and set(body["errors"]) == {"engine"}
+    assert status == 422 and set(body["errors"]) == {"engine"}
 
 
 def test_every_machine_row_says_what_it_holds_under_both_engines(client, small_fleet):
