@@ -10,6 +10,7 @@ from sizing.calculators import estimate, estimate_inference, estimate_speech
 from sizing.errors import SizingError
 from sizing.specs import LanguageModelSpec, SpeechModelSpec
 from sizing.units import GIB
+from tests.sizing.models import GEMMA3_27B, GPT_OSS_120B, LLAMA4_SCOUT
 
 
 def spec(name, parameters, layers, hidden, heads, kv_heads, head_dim, intermediate, vocab, architecture,
@@ -24,28 +25,6 @@ def spec(name, parameters, layers, hidden, heads, kv_heads, head_dim, intermedia
 
 QWEN3_8B = spec("Qwen3-8B", 8_190_735_360, 36, 4096, 32, 8, 128, 12288, 151936, {"qk_norm": True})
 QWEN3_0_6B = spec("Qwen3-0.6B", 596_049_920, 28, 1024, 16, 8, 128, 3072, 151936, {"qk_norm": True}, tied=True)
-GEMMA3_27B = spec(
-    "Gemma 3 27B", 27_432_406_640, 62, 5376, 32, 16, 128, 21504, 262208,
-    {"layer_pattern": "SSSSSF", "sliding_window": 1024, "qk_norm": True, "norms_per_layer": 4,
-     "vision": {"kind": "siglip", "layers": 27, "hidden": 1152, "intermediate": 4304, "patch_size": 14,
-                "image_size": 896}},
-    tied=True,
-)
-GPT_OSS_120B = spec(
-    "gpt-oss-120b", 116_829_156_672, 36, 2880, 64, 8, 64, 2880, 201088,
-    {"layer_pattern": "SF", "sliding_window": 128, "qkv_bias": True, "o_bias": True, "sinks": True,
-     "moe": {"experts": 128, "experts_per_token": 4, "expert_intermediate": 2880, "expert_bias": True,
-             "router_bias": True},
-     "native_weights": {"format": "mxfp4", "block": 32, "quantized": ["experts"]}},
-)
-LLAMA4_SCOUT = spec(
-    "Llama 4 Scout", 108_641_793_536, 48, 5120, 40, 8, 128, 8192, 202048,
-    {"layer_pattern": "CCCF", "attention_chunk": 8192,
-     "moe": {"experts": 16, "experts_per_token": 1, "expert_intermediate": 8192, "shared_intermediate": 8192,
-             "dense_intermediate": 16384},
-     "vision": {"kind": "llama4", "layers": 34, "hidden": 1408, "intermediate": 5632, "patch_size": 14,
-                "image_size": 336, "projector_input": 4096}},
-)
 DEEPSEEK_V3 = spec(
     "DeepSeek-V3", 671_026_404_352, 61, 7168, 128, None, None, 18432, 129280,
     {"mla": {"q_lora_rank": 1536, "kv_lora_rank": 512, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64,
