@@ -318,6 +318,12 @@ class Machine(models.Model):
         HOST = "host", "Reported by the host (unchecked)"
         UNKNOWN = "unknown", "Unknown"
 
+    class Interconnect(models.TextChoices):
+        NONE = "none", "None"
+        ETHERNET = "ethernet", "Ethernet"
+        INFINIBAND = "infiniband", "InfiniBand"
+        ROCE = "roce", "RoCE (RDMA over Ethernet)"
+
     provider = models.ForeignKey(Provider, on_delete=models.CASCADE, related_name="machines")
     provider_machine_id = models.CharField(max_length=120)
     # A copy of provider.tier, kept by the database (triggers of migration 0014 on both databases,
@@ -356,6 +362,21 @@ class Machine(models.Model):
         max_length=2, blank=True, help_text="ISO 3166 alpha-2 code; empty = location unknown."
     )
     region = models.CharField(max_length=120, blank=True)
+    # What a cluster of machines needs (several machines serving one model): the datacenter they stand
+    # in and the network between them.
+    site = models.CharField(
+        max_length=120, blank=True, help_text="The datacenter the machine is in, as the provider names it."
+    )
+    interconnect = models.CharField(
+        max_length=12, choices=Interconnect.choices, default=Interconnect.NONE,
+        help_text="The network between this machine and the others at its site.",
+    )
+    interconnect_gbps = models.IntegerField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1, message="Interconnect speed must be a positive number of Gb/s.")],
+        help_text="Per machine, in Gb/s. Empty when there is no interconnect.",
+    )
     price_per_gpu_hour = models.DecimalField(
         max_digits=10,
         decimal_places=4,
@@ -396,6 +417,11 @@ class Machine(models.Model):
             ),
             _positive_or_null("memory_per_gpu_mib", "catalog_machine_memory_positive"),
             _positive_or_null("booking_limit_hours", "catalog_machine_booking_limit_positive"),
+            models.CheckConstraint(
+                condition=Q(interconnect="none", interconnect_gbps__isnull=True)
+                | (~Q(interconnect="none") & Q(interconnect_gbps__gte=1)),
+                name="catalog_machine_interconnect_speed",
+            ),
         ]
         indexes = [
             # The wizard: available machines of a tier in some countries with enough memory, by price.
