@@ -102,6 +102,7 @@ class Options:
     analyze_with_vacuum: bool = True
     watches: int = 10_000  # watches evaluated over the largest fleet (tests/bench/watches.py; 0: none)
     watch_queries: int = 500  # distinct queries they ask
+    watch_delivery_rounds: int = 20  # refreshes timed to the webhook they cause (0: none; needs REDIS_URL)
 
 
 @dataclass
@@ -730,6 +731,12 @@ def run(options: Options) -> Report:
         print(f"{options.watches:,} watches over {last:,} machines", flush=True)
         target = 10 if options.targets and last == 1_000_000 and options.watches == 10_000 else None
         time_watch_evaluation(options.watches, options.watch_queries, f"{last:,}", report, target)
+        if options.watch_delivery_rounds:
+            from .watches import time_watch_delivery
+
+            print(f"watch delivery, {options.watch_delivery_rounds} refreshes on a worker", flush=True)
+            time_watch_delivery(f"{last:,}", report, server_env(), options.watch_delivery_rounds,
+                                60 if target else None)
     for size in options.refresh_sizes:
         print(f"refresh of {size:,} machines", flush=True)
         time_refresh(size, report, options)
@@ -856,6 +863,8 @@ def parse(argv: list[str]) -> Options:
     parser.add_argument("--quiet-seconds", type=int,
                         help="seconds of the normal API call alone, and beside the deep pages (default 30)")
     parser.add_argument("--watches", type=int, help="watches evaluated over the largest fleet (default 10000; 0: none)")
+    parser.add_argument("--watch-delivery-rounds", type=int,
+                        help="refreshes timed to the webhook they deliver (default 20; 0: none; needs REDIS_URL)")
     parser.add_argument("--out", default=str(REPO / "BENCHMARKS.md"), help="where the table goes ('-': nowhere)")
     args = parser.parse_args(argv)
     options = Options()
@@ -865,7 +874,7 @@ def parse(argv: list[str]) -> Options:
     if args.smoke:
         options = Options(sizes=(1_000,), queries=3, plans=1, warmup=1, runs=3, floor_runs=2, gunicorn=False,
                           refresh_sizes=(), load_seconds=0, targets=False, analyze_with_vacuum=False,
-                          watches=0)
+                          watches=0, watch_delivery_rounds=0)
     if args.sizes:
         options.sizes = tuple(int(size) for size in args.sizes.split(","))
     for name in ("queries", "plans", "runs", "warmup"):
@@ -873,6 +882,8 @@ def parse(argv: list[str]) -> Options:
             setattr(options, name, getattr(args, name))
     if args.watches is not None:
         options.watches = args.watches
+    if args.watch_delivery_rounds is not None:
+        options.watch_delivery_rounds = args.watch_delivery_rounds
     if args.only_plans:
         options.queries = 0
     if args.no_gunicorn:
