@@ -490,15 +490,16 @@ def _p95_of(figures: LoadFigures, name: str) -> float:
 
 
 @contextlib.contextmanager
-def _production_layout(env: dict[str, str], workers: int):
-    """gunicorn (deploy/gunicorn.conf.py) behind nginx (deploy/nginx.conf) over HTTPS: yields its address."""
+def _production_layout(env: dict[str, str], workers: int, per_address: int | None = None):
+    """gunicorn (deploy/gunicorn.conf.py) behind nginx (deploy/nginx.conf) over HTTPS: yields its address.
+    `per_address`: nginx's cap on one address's requests in flight (None: as shipped)."""
     from tests.hardening.servers import Gunicorn as LayoutGunicorn
     from tests.hardening.servers import Nginx, temporary_folder
 
     folder = temporary_folder()
     app = LayoutGunicorn(folder, env, workers=workers)
     try:
-        proxy = Nginx(folder, app.port)
+        proxy = Nginx(folder, app.port, per_address=per_address)
     except BaseException:
         app.stop()
         raise
@@ -536,13 +537,15 @@ def run_load(options: Options, report: Report, size: int) -> None:
         "BENCH_PROBE_QUERY": queries[0],
     }
     print(f"load through nginx and gunicorn ({options.load_workers} workers), {size:,} machines", flush=True)
-    with _production_layout(env, options.load_workers) as base:
+    # The mix's and the crowd's clients all come from one address: nginx's per-address cap, like the
+    # rate limits, is lifted for them.
+    with _production_layout(env, options.load_workers, per_address=options.crowd_users) as base:
         _warm_up(base, queries, rounds=3 * options.load_workers)
         mix = _locust(base, ["MixUser"], options.load_users, options.load_seconds, locust_env)
         crowd = _locust(base, ["MixUser"], options.crowd_users, options.crowd_seconds, locust_env)
-    # The deep pages as the console runs: the per-address limits at their production values (the mix
-    # above comes from one address, so it runs without them), the four deep-page clients on another
-    # address than the normal call's.
+    # The deep pages as the console runs: the per-address limits (rates and nginx's cap on requests in
+    # flight) at their production values (the mix above comes from one address, so it runs without
+    # them), the four deep-page clients on another address than the normal call's.
     limited = {key: value for key, value in env.items() if key not in ("API_RATE_LIMIT", "PAGE_RATE_LIMIT")}
     # The mix's requests were counted in this address's windows (a minute each) too: they end first.
     time.sleep(LIMIT_WINDOW_SECONDS + 1)

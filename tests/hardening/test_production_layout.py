@@ -200,10 +200,13 @@ SECURITY_HEADERS = ("X-Frame-Options", "X-Content-Type-Options", "Referrer-Polic
 
 
 def raw_request(port: int, method: str, path: str, *, tls: bool, body: bytes = b"",
-                timeout: float = 10) -> tuple[int, list[tuple[str, str]], bytes]:
-    """One request; the answer's headers as a list, so a header sent twice shows twice."""
+                timeout: float = 10, source: str | None = None) -> tuple[int, list[tuple[str, str]], bytes]:
+    """One request (from `source`, any address of 127/8); the answer's headers as a list, so a header
+    sent twice shows twice."""
     connection_class = http.client.HTTPSConnection if tls else http.client.HTTPConnection
     extra = {"context": tls_context()} if tls else {}
+    if source:
+        extra["source_address"] = (source, 0)
     conn = connection_class("127.0.0.1", port, timeout=timeout, **extra)
     try:
         conn.request(method, path, body=body or None, headers={"Host": HOST})
@@ -315,6 +318,81 @@ def test_with_the_console_down_nginx_answers_502_json_under_the_api_with_securit
         finally:
             proxy.stop()
     finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+class SilentConsole:
+    """An upstream that takes connections and never answers: every request through nginx stays in
+    flight until the test ends. Counts the connections nginx has opened to it."""
+
+    def __init__(self):
+        self.socket = socket.socket()
+        self.socket.bind(("127.0.0.1", 0))
+        self.socket.listen(64)
+        self.port = self.socket.getsockname()[1]
+        self.accepted = []
+        self.arrived = threading.Condition()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                accepted, _ = self.socket.accept()
+            except OSError:
+                return
+            with self.arrived:
+                self.accepted.append(accepted)
+                self.arrived.notify_all()
+
+    def wait_for(self, count: int) -> bool:
+        with self.arrived:
+            return self.arrived.wait_for(lambda: len(self.accepted) >= count, timeout=10)
+
+    def close(self):
+        self.socket.close()
+        for accepted in self.accepted:
+            accepted.close()
+
+
+def test_one_address_gets_two_requests_in_flight_a_third_is_refused_at_once_and_others_are_not():
+    folder, console = temporary_folder(), SilentConsole()
+    proxy = Nginx(folder, console.port)
+    held = []
+    try:
+        def hold(source: str):
+            try:
+                raw_request(proxy.https_port, "GET", "/api/v1/models", tls=True, timeout=6, source=source)
+            except OSError:  # the silent console: the request is still waiting when the test moves on
+                held.append(source)
+
+        holders = [threading.Thread(target=hold, args=("127.0.0.2",)) for _ in range(2)]
+        for thread in holders:
+            thread.start()
+        assert console.wait_for(2)  # both requests are in the console
+
+        status, headers, body = raw_request(proxy.https_port, "GET", "/api/v1/recommendations", tls=True,
+                                            source="127.0.0.2", timeout=2)
+        assert status == 429
+        assert json.loads(body)["errors"]["request"].startswith("Too many requests from this address at once")
+        assert header_values(headers, "Retry-After") == ["1"]
+        assert_security_headers(headers)
+        status, headers, body = raw_request(proxy.https_port, "GET", "/", tls=True, source="127.0.0.2",
+                                            timeout=2)
+        assert status == 429 and b"Too many requests from this address at once" in body
+
+        # Static files are not counted, and another address is not refused: both reach the console
+        # (which never answers them).
+        for path, source in (("/static/css/console.css", "127.0.0.2"), ("/api/v1/models", "127.0.0.3")):
+            reached = len(console.accepted)
+            with pytest.raises(TimeoutError):
+                raw_request(proxy.https_port, "GET", path, tls=True, source=source, timeout=1.5)
+            assert len(console.accepted) == reached + 1
+        for thread in holders:
+            thread.join()
+        assert held == ["127.0.0.2", "127.0.0.2"]
+    finally:
+        proxy.stop()
+        console.close()
         shutil.rmtree(folder, ignore_errors=True)
 
 
