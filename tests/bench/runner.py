@@ -490,16 +490,16 @@ def _p95_of(figures: LoadFigures, name: str) -> float:
 
 
 @contextlib.contextmanager
-def _production_layout(env: dict[str, str], workers: int, per_address: int | None = None):
+def _production_layout(env: dict[str, str], workers: int, one_address_crowd: bool = False):
     """gunicorn (deploy/gunicorn.conf.py) behind nginx (deploy/nginx.conf) over HTTPS: yields its address.
-    `per_address`: nginx's cap on one address's requests in flight (None: as shipped)."""
+    `one_address_crowd`: nginx's per-address limits lifted (else as shipped)."""
     from tests.hardening.servers import Gunicorn as LayoutGunicorn
     from tests.hardening.servers import Nginx, temporary_folder
 
     folder = temporary_folder()
     app = LayoutGunicorn(folder, env, workers=workers)
     try:
-        proxy = Nginx(folder, app.port, per_address=per_address)
+        proxy = Nginx(folder, app.port, one_address_crowd=one_address_crowd)
     except BaseException:
         app.stop()
         raise
@@ -537,9 +537,9 @@ def run_load(options: Options, report: Report, size: int) -> None:
         "BENCH_PROBE_QUERY": queries[0],
     }
     print(f"load through nginx and gunicorn ({options.load_workers} workers), {size:,} machines", flush=True)
-    # The mix's and the crowd's clients all come from one address: nginx's per-address cap, like the
-    # rate limits, is lifted for them.
-    with _production_layout(env, options.load_workers, per_address=options.crowd_users) as base:
+    # The mix's and the crowd's clients all come from one address: nginx's per-address limits, like the
+    # console's rate limits, are lifted for them.
+    with _production_layout(env, options.load_workers, one_address_crowd=True) as base:
         _warm_up(base, queries, rounds=3 * options.load_workers)
         mix = _locust(base, ["MixUser"], options.load_users, options.load_seconds, locust_env)
         crowd = _locust(base, ["MixUser"], options.crowd_users, options.crowd_seconds, locust_env)
