@@ -36,7 +36,7 @@ MACHINE_UPSERT_FIELDS = [
     "tier", "provider_is_active", "gpu_type", "gpu_count", "free_gpus", "memory_per_gpu_mib", "memory_source",
     "memory_flag",
     "country", "region", "price_per_gpu_hour", "interruptible", "booking_limit_hours", "is_available",
-    "last_seen_at", "gone_at", "updated_at",
+    "last_seen_at", "gone_at", "updated_at", "site", "interconnect", "interconnect_gbps",
 ]
 
 
