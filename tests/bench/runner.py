@@ -899,6 +899,7 @@ def parse(argv: list[str]) -> Options:
         options.load_seconds = 0
     if args.load_only:
         options.queries, options.plans, options.refresh_sizes, options.gunicorn = 0, 0, (), False
+        options.watches = 0
         options.sizes = (args.load_size or options.load_size,)
     for name in ("load_size", "load_users", "load_seconds", "crowd_users", "crowd_seconds", "quiet_seconds"):
         if getattr(args, name) is not None:

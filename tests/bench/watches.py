@@ -116,13 +116,14 @@ def _celery(role: str, environment: dict, schedule_dir: str):
     import subprocess
     import sys
 
-    arguments = [sys.executable, "-m", "celery", "-A", "nodelodge", role, "--loglevel=WARNING"]
+    arguments = [sys.executable, "-m", "celery", "-A", "nodelodge", role, "--loglevel=INFO"]
     if role == "worker":
         arguments += ["--concurrency", "2", "--without-gossip", "--without-mingle"]
     else:
         arguments += ["-s", f"{schedule_dir}/beat-schedule"]
+    log = open(f"{schedule_dir}/{role}.log", "wb")  # noqa: SIM115 - the process holds it until it ends
     return subprocess.Popen(arguments, env=environment,  # noqa: S603 - our own interpreter and module
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                            stdout=log, stderr=subprocess.STDOUT)
 
 
 def time_watch_delivery(fleet: str, report, environment: dict, rounds: int = len(PROBE_COUNTRIES),
@@ -132,6 +133,7 @@ def time_watch_delivery(fleet: str, report, environment: dict, rounds: int = len
     the refresh that caused the firing to the signed webhook arriving at a receiver on loopback (the
     evaluation of every stored watch, the firing and the delivery in between). Adds the p95."""
     import tempfile
+    from pathlib import Path
 
     from catalog.models import Provider
     from nodelodge.refresh import tasks as refresh_tasks
@@ -185,7 +187,9 @@ def time_watch_delivery(fleet: str, report, environment: dict, rounds: int = len
                         break
                     receiver.wait_for(len(receiver.received) + 1, timeout=1)
                 else:
-                    raise RuntimeError(f"probe watch {probe.pk} was not delivered within 300 s")
+                    worker_log = Path(schedule_dir, "worker.log").read_text(errors="replace")[-4000:]
+                    raise RuntimeError(f"probe watch {probe.pk} was not delivered within 300 s; the worker "
+                                       f"said:\n{worker_log}")
                 latencies.append(time.monotonic() - refreshed)
                 print(f"    round {number + 1}: delivered {latencies[-1]:.2f} s after the refresh", flush=True)
         finally:

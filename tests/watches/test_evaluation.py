@@ -251,3 +251,41 @@ def test_a_filtered_query_is_answered_whole(catalog):
 
     assert services.glance(query, timezone.now()) is None
     assert services.find(query, timezone.now()).machines_total == 1
+
+
+def test_a_check_asked_for_during_the_last_round_is_queued_not_lost(catalog, monkeypatch):
+    from django.core.cache import cache
+
+    from nodelodge.watches import tasks
+
+    rounds, queued = [], []
+    real = services.evaluate_watches
+
+    def asked_again_meanwhile(**kwargs):
+        rounds.append(1)
+        outcome = real(**kwargs)
+        cache.set(tasks.AGAIN_KEY, 1)  # a refresh ends while this round runs and asks for a check
+        return outcome
+
+    monkeypatch.setattr(services, "evaluate_watches", asked_again_meanwhile)
+    monkeypatch.setattr(tasks.evaluate_watches, "delay", lambda: queued.append(1))
+    try:
+        outcome = tasks.evaluate_watches()
+    finally:
+        cache.delete(tasks.AGAIN_KEY)
+
+    assert outcome["rounds"] == len(rounds) == 5 and queued == [1]
+    assert cache.get(tasks.LOCK_KEY) is None
+
+
+def test_a_check_with_nothing_asked_meanwhile_queues_nothing(catalog, monkeypatch):
+    from django.core.cache import cache
+
+    from nodelodge.watches import tasks
+
+    queued = []
+    monkeypatch.setattr(tasks.evaluate_watches, "delay", lambda: queued.append(1))
+
+    outcome = tasks.evaluate_watches()
+
+    assert outcome["rounds"] == 1 and queued == [] and cache.get(tasks.AGAIN_KEY) is None
