@@ -4,8 +4,9 @@ translates the rule's checks, in the rule's order, so the forms cannot drift apa
 is `catalog.counting.availability_sql`)."""
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 
+from django.conf import settings
 from django.db.models import Q
 
 from sizing.availability import (
@@ -34,6 +35,11 @@ COLUMNS = {
 STATUS_OF_REASON = {reason: number for number, reason in enumerate(COUNTED_REASONS)}
 REASON_OF_STATUS = dict(enumerate(COUNTED_REASONS))
 SCREENED = len(COUNTED_REASONS)
+
+
+def stale_cutoff(now: datetime) -> datetime:
+    """Machines last seen before this are stale at `now` (the rule's BEFORE_CUTOFF check)."""
+    return now - timedelta(seconds=settings.MACHINE_STALE_AFTER_SECONDS)
 
 
 def fails_q(check: Check, stale_cutoff: datetime, countries: frozenset[str] | None) -> Q:

@@ -10,6 +10,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
 
+from catalog.cluster_rule import cluster_index_condition
 from sizing.architectures import Architecture, architecture_from_dict
 from sizing.countries import is_country_code
 from sizing.errors import SizingError
@@ -433,6 +434,14 @@ class Machine(models.Model):
             # Freshness checks and the stale sweep.
             models.Index(fields=["is_available", "last_seen_at"], name="catalog_machine_fresh_idx"),
             models.Index(fields=["last_seen_at"], name="catalog_machine_seen_idx"),
+            # The cluster sites (`catalog.clusters`): the few offered machines that may join a cluster,
+            # by site key then price, so the site walk reads them in its window's order.
+            models.Index(
+                fields=["provider", "site", "gpu_type", "gpu_count", "memory_per_gpu_mib", "interconnect",
+                        "country", "region", "price_per_gpu_hour", "id"],
+                condition=cluster_index_condition(),
+                name="catalog_machine_cluster_idx",
+            ),
         ]
 
     def __str__(self) -> str:

@@ -9,7 +9,7 @@ nothing else asks which database it is.
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import datetime, timedelta
+from datetime import datetime
 from decimal import Decimal
 from typing import Protocol
 
@@ -35,7 +35,7 @@ LargestFits = dict[str, tuple[int, int, Decimal | None]]
 
 
 def stale_cutoff(now: datetime) -> datetime:
-    return now - timedelta(seconds=settings.MACHINE_STALE_AFTER_SECONDS)
+    return availability.stale_cutoff(now)
 
 
 def stale_after_minutes() -> int:

@@ -1,0 +1,239 @@
+"""The cluster sites: which machines may serve one model together, grouped by site, in one statement.
+
+The rule (`sizing.cluster.can_join_cluster`) and its ORM form (`catalog.cluster_rule`) must let the same
+machines through over every combination of the facts it reads; the selector must never put machines of
+different providers, sites, tiers, GPU types, GPU counts or memory in one site, never take a machine
+without a fast RDMA interconnect, a Community one, one outside the chosen countries, or one that is not
+whole and available now; and its answer is the same whatever order the rows were written in."""
+from datetime import timedelta
+from decimal import Decimal
+from itertools import product
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from catalog import cluster_rule, services
+from catalog.clusters import MACHINES_PER_SITE, cluster_sites
+from catalog.models import Machine
+from sizing.cluster import ClusterMachine, can_join_cluster
+from sizing.offers import Preferences
+from tests.factories import H100_MIB, H200_MIB, make_gpu_type, make_machine, make_provider
+
+pytestmark = pytest.mark.django_db
+
+ANYWHERE = Preferences()
+
+
+@pytest.fixture
+def fleet():
+    """Two Secure providers, one Community, an H100 and an H200 type."""
+    return {
+        "secure": make_provider("Harbor", tier="secure"),
+        "other": make_provider("Fjord", tier="secure"),
+        "community": make_provider("Attic", tier="community"),
+        "h100": make_gpu_type("H100 SXM 80GB", memory_mib=H100_MIB),
+        "h200": make_gpu_type("H200", memory_mib=H200_MIB),
+    }
+
+
+def node(fleet, provider="secure", gpu="h100", **overrides):
+    """A whole free 8-GPU machine at site fra-1 on 400 Gb/s InfiniBand, $2.50 per GPU-hour."""
+    values = dict(gpu_count=8, free_gpus=8, site="fra-1", interconnect="infiniband", interconnect_gbps=400,
+                  price_per_gpu_hour=Decimal("2.50"))
+    return make_machine(fleet[provider], fleet[gpu], **values | overrides)
+
+
+def site_ids(preferences=ANYWHERE, **kwargs) -> list[list[int]]:
+    return [[machine.id for machine in site.machines] for site in cluster_sites(preferences, **kwargs)]
+
+
+# The rule, two forms ------------------------------------------------------------------------------
+
+def test_the_orm_form_lets_through_what_the_rule_does_over_every_combination(fleet):
+    facts = list(product(("secure", "community"), ("", "fra-1", " "), [c for c, _ in Machine.Interconnect.choices],
+                         (None, 1, 99, 100, 101, 400)))
+    made = {}
+    for number, (tier, site, interconnect, gbps) in enumerate(facts):
+        if (interconnect == "none") != (gbps is None):
+            continue  # the table's check constraint refuses these; the rule is tested on them below
+        provider = fleet["secure" if tier == "secure" else "community"]
+        machine = make_machine(provider, fleet["h100"], provider_machine_id=f"c{number}", site=site,
+                               interconnect=interconnect, interconnect_gbps=gbps)
+        made[machine.pk] = can_join_cluster(tier=tier, site=site, interconnect=interconnect, interconnect_gbps=gbps)
+    through = set(Machine.objects.filter(cluster_rule.can_join_cluster_q()).values_list("pk", flat=True))
+    assert through == {pk for pk, joins in made.items() if joins}
+    assert 0 < len(through) < len(made)
+    # What the constraint keeps out of the table the rule refuses as well.
+    assert not can_join_cluster(tier="secure", site="fra-1", interconnect="infiniband", interconnect_gbps=None)
+    assert not can_join_cluster(tier="secure", site="fra-1", interconnect="none", interconnect_gbps=400)
+
+
+def test_the_index_condition_holds_the_rule_and_the_offered_flags(fleet):
+    joins = node(fleet)
+    node(fleet, gone_at=timezone.now())
+    node(fleet, is_available=False, free_gpus=0)
+    node(fleet, interconnect="ethernet", interconnect_gbps=400)
+    indexed = Machine.objects.filter(cluster_rule.cluster_index_condition())
+    assert list(indexed.values_list("pk", flat=True)) == [joins.pk]
+    index = next(index for index in Machine._meta.indexes if index.name == "catalog_machine_cluster_idx")
+    assert index.condition == cluster_rule.cluster_index_condition()
+
+
+# What forms a site --------------------------------------------------------------------------------
+
+def test_identical_machines_at_one_site_form_it_cheapest_first(fleet):
+    dear = node(fleet, provider_machine_id="a", price_per_gpu_hour=Decimal("2.80"))
+    cheap = node(fleet, provider_machine_id="b", price_per_gpu_hour=Decimal("2.40"))
+    tie = node(fleet, provider_machine_id="c", price_per_gpu_hour=Decimal("2.80"))
+    [site] = cluster_sites(ANYWHERE)
+    assert (site.provider, site.site, site.gpu_type, site.gpu_count, site.memory_per_gpu_mib) == (
+        "Harbor", "fra-1", "H100 SXM 80GB", 8, H100_MIB)
+    assert (site.country, site.region, site.interconnect, site.interconnect_gbps) == (
+        "DE", "Frankfurt", "infiniband", 400)
+    assert site.machines == (
+        ClusterMachine(cheap.pk, "b", Decimal("19.2000"), None),
+        ClusterMachine(dear.pk, "a", Decimal("22.4000"), None),
+        ClusterMachine(tie.pk, "c", Decimal("22.4000"), None),
+    )
+
+
+def test_one_machine_alone_is_no_site(fleet):
+    node(fleet)
+    node(fleet, site="fra-2")
+    assert cluster_sites(ANYWHERE) == ()
+
+
+@pytest.mark.parametrize("difference", [
+    {"provider": "other"}, {"site": "fra-2"}, {"gpu": "h200", "memory_per_gpu_mib": H200_MIB},
+    {"gpu_count": 4, "free_gpus": 4}, {"memory_per_gpu_mib": H100_MIB - 512},
+    {"interconnect": "roce"}, {"country": "FR", "region": "Paris"},
+])
+def test_never_across_what_makes_machines_differ(fleet, difference):
+    first = node(fleet)
+    second = node(fleet, **difference)
+    assert cluster_sites(ANYWHERE) == ()
+    third = node(fleet, **difference)
+    assert site_ids() == [[second.pk, third.pk]]
+    assert first.pk not in {m.id for site in cluster_sites(ANYWHERE) for m in site.machines}
+
+
+def test_never_across_tiers_and_never_community(fleet):
+    node(fleet)
+    node(fleet, provider="community")
+    node(fleet, provider="community")
+    assert cluster_sites(ANYWHERE) == ()
+    assert cluster_sites(Preferences(tier="community")) == ()
+
+
+@pytest.mark.parametrize("link", [
+    {"interconnect": "none", "interconnect_gbps": None}, {"interconnect": "ethernet", "interconnect_gbps": 400},
+    {"interconnect": "infiniband", "interconnect_gbps": 99}, {"interconnect": "roce", "interconnect_gbps": 50},
+    {"site": ""},
+])
+def test_never_without_a_fast_rdma_interconnect_at_a_named_site(fleet, link):
+    node(fleet, **link)
+    node(fleet, **link)
+    assert cluster_sites(ANYWHERE) == ()
+
+
+def test_the_slowest_link_is_the_sites_speed(fleet):
+    node(fleet, interconnect_gbps=400)
+    node(fleet, interconnect_gbps=100)
+    [site] = cluster_sites(ANYWHERE)
+    assert site.interconnect_gbps == 100
+
+
+def test_never_outside_the_chosen_countries(fleet):
+    node(fleet)
+    node(fleet)
+    node(fleet, country="US", region="Virginia", site="iad-1")
+    node(fleet, country="US", region="Virginia", site="iad-1")
+    assert [site.site for site in cluster_sites(Preferences(countries=frozenset({"DE"})))] == ["fra-1"]
+    assert [site.site for site in cluster_sites(Preferences(countries=frozenset({"US", "FR"})))] == ["iad-1"]
+    assert cluster_sites(Preferences(countries=frozenset({"JP"}))) == ()
+    assert len(cluster_sites(Preferences(tier="secure"))) == 2
+
+
+@pytest.mark.parametrize("state", [
+    {"free_gpus": 7}, {"free_gpus": 0}, {"is_available": False}, {"memory_per_gpu_mib": None},
+    {"gone_at": "now"}, {"last_seen_at": "stale"}, {"last_seen_at": None}, {"country": ""},
+])
+def test_never_a_machine_not_whole_and_available_now(fleet, state):
+    now = timezone.now()
+    values = {"now": now, "stale": now - timedelta(hours=1)}
+    state = {field: values.get(value, value) if isinstance(value, str) and value in values else value
+             for field, value in state.items()}
+    if state.get("memory_per_gpu_mib", 1) is None:
+        state["memory_source"] = "unknown"
+    node(fleet)
+    node(fleet)
+    taken = node(fleet, **state)
+    [site] = cluster_sites(ANYWHERE, now=now)
+    assert taken.pk not in {machine.id for machine in site.machines}
+    assert len(site.machines) == 2
+
+
+def test_never_a_machine_of_an_inactive_provider(fleet):
+    node(fleet)
+    node(fleet)
+    fleet["secure"].is_active = False
+    services.save_provider(fleet["secure"])
+    assert cluster_sites(ANYWHERE) == ()
+
+
+def test_prices_do_not_filter(fleet):
+    node(fleet, price_per_gpu_hour=Decimal("9.00"))
+    node(fleet, price_per_gpu_hour=Decimal("9.00"))
+    limited = Preferences(max_price_per_hour=Decimal("1.00"), budget=Decimal("1.00"))
+    assert len(cluster_sites(limited)) == 1
+
+
+def test_a_large_site_lists_its_cheapest_machines_only(fleet):
+    made = [node(fleet, price_per_gpu_hour=Decimal("2.00") + Decimal(n) / 100) for n in range(MACHINES_PER_SITE + 3)]
+    [site] = cluster_sites(ANYWHERE)
+    assert [machine.id for machine in site.machines] == [m.pk for m in made[:MACHINES_PER_SITE]]
+
+
+def test_sites_in_a_fixed_order_whatever_order_rows_were_written_in(fleet):
+    def build(order):
+        Machine.objects.all().delete()
+        specs = [
+            ("secure", "h100", "fra-1", "2.50"), ("secure", "h100", "fra-1", "2.60"),
+            ("other", "h100", "osl-1", "2.40"), ("other", "h100", "osl-1", "2.70"),
+            ("secure", "h200", "fra-1", "2.40"), ("secure", "h200", "fra-1", "2.40"),  # same hourly price
+            ("secure", "h100", "ams-1", "2.55"), ("secure", "h100", "ams-1", "2.50"),
+        ]
+        for number in order:
+            provider, gpu, site, price = specs[number]
+            memory = H200_MIB if gpu == "h200" else H100_MIB
+            node(fleet, provider=provider, gpu=gpu, site=site, memory_per_gpu_mib=memory,
+                 provider_machine_id=f"{site}-{number}", price_per_gpu_hour=Decimal(price))
+        return [(s.provider, s.site, s.gpu_type, [m.provider_machine_id for m in s.machines])
+                for s in cluster_sites(ANYWHERE)]
+
+    forwards = build(range(8))
+    assert forwards == [
+        ("Fjord", "osl-1", "H100 SXM 80GB", ["osl-1-2", "osl-1-3"]),
+        ("Harbor", "fra-1", "H200", ["fra-1-4", "fra-1-5"]),
+        ("Harbor", "ams-1", "H100 SXM 80GB", ["ams-1-7", "ams-1-6"]),
+        ("Harbor", "fra-1", "H100 SXM 80GB", ["fra-1-0", "fra-1-1"]),
+    ]
+    backwards = build(reversed(range(8)))
+    assert [site[:3] for site in backwards] == [site[:3] for site in forwards]
+    # Equal prices are broken by our id: written the other way round, the tie reads the other way.
+    assert backwards[1][3] == ["fra-1-5", "fra-1-4"]
+    assert [site[3] for site in backwards if site[1] != "fra-1" or site[2] != "H200"] == [
+        site[3] for site in forwards if site[1] != "fra-1" or site[2] != "H200"
+    ]
+    assert build(range(8)) == forwards
+
+
+def test_one_statement_whatever_the_number_of_sites(fleet):
+    for number in range(6):
+        node(fleet, site=f"site-{number % 3}", provider_machine_id=f"m{number}")
+    with CaptureQueriesContext(connection) as queries:
+        sites = cluster_sites(Preferences(countries=frozenset({"DE"})))
+    assert len(sites) == 3
+    assert len(queries) == 1
