@@ -159,6 +159,13 @@ class PreferenceParams(WorkloadParams):
     efficiency: str | None = None
     redundancy: str | None = None
     gpu_plans: str | None = None
+    clusters: str | None = Field(
+        DEFAULTS["clusters"],
+        description="Language-model inference: clusters of identical machines at one site that serve the "
+        "model together under vLLM (tensor parallel within a machine, pipeline parallel across machines): "
+        "auto (the default: planned when no single machine fits) or show (always). At most 10, cheapest "
+        "first.",
+    )
 
 
 class CapacityParams(Schema):
@@ -357,6 +364,41 @@ class RelaxHintOut(Schema):
     query: str | None
 
 
+class ClusterOut(Schema):
+    machine_ids: list[int]
+    provider_machine_ids: list[str]
+    provider: str
+    site: str
+    country: str | None
+    region: str
+    gpu_type: str
+    gpus_per_machine: int
+    machines: int
+    interconnect: str
+    interconnect_gbps: int
+    tensor_parallel: int
+    pipeline_parallel: int
+    layers_per_stage: list[int]
+    items: list[ItemOut]
+    outside_budget: list[ItemOut]
+    need_per_gpu_bytes: int
+    need_per_gpu_gib: float
+    budget_per_gpu_bytes: int
+    budget_per_gpu_gib: float
+    usable_memory_per_gpu_gib: float
+    price_per_hour: str
+    machine_prices_per_hour: list[str]
+    hours_covered: float | None
+    budget_text: str | None
+    booking_limit_hours: int | None
+    confidence: str
+    confidence_reasons: list[str]
+    assumptions: list[str]
+    vllm_commands: list[str]
+    sglang_commands: list[str]
+    sglang_note: str | None
+
+
 class RecommendationsOut(Schema):
     memory: MemoryOut
     machines: list[MachineOut]
@@ -370,6 +412,10 @@ class RecommendationsOut(Schema):
     relax: list[RelaxHintOut]
     fleet_silent: bool
     throughput_plan: ThroughputPlanOut | None
+    clusters: list[ClusterOut]
+    clusters_total: int
+    clusters_over_price: int
+    clusters_note: str | None
     listing: ListingOut
     data_as_of: str
     newest_report: str | None
@@ -556,9 +602,17 @@ def models(request, workload: str | None = None):
     return _answered(request, "models", lambda: _validated(list[ModelOut], model_listing(workload or None)))
 
 
+def cluster_payload(result) -> dict:
+    """The answer's clusters (none where it planned none)."""
+    if result.clusters is None:
+        return {"clusters": [], "clusters_total": 0, "clusters_over_price": 0, "clusters_note": None}
+    return result.clusters.to_dict()
+
+
 def recommendation_payload(result) -> dict:
     payload = result.recommendation.to_dict()
     payload["throughput_plan"] = result.throughput.to_dict() if result.throughput is not None else None
+    payload.update(cluster_payload(result))
     payload["listing"] = result.listing.to_dict()
     for hint in payload["relax"]:
         hint["query"] = result.relax_query(hint["changes"])
