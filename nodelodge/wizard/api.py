@@ -93,6 +93,8 @@ api = ConsoleAPI(
 
 # The signed-in user's watches (nodelodge/watches/api.py).
 api.add_router("/watches", "nodelodge.watches.api.router")
+# Booking a cluster or a throughput plan, all or nothing (nodelodge/launches/api.py).
+api.add_router("/launches", "nodelodge.launches.api.router")
 
 
 def _own_models() -> str:
