@@ -132,6 +132,14 @@ class ClusterAnswer:
         }
 
 
+NO_CLUSTERS = {"clusters": [], "clusters_total": 0, "clusters_over_price": 0, "clusters_note": None}
+
+
+def clusters_payload(answer) -> dict:
+    """An answer's clusters as the API writes them (none where it planned none)."""
+    return answer.clusters.to_dict() if answer.clusters is not None else dict(NO_CLUSTERS)
+
+
 def plans_clusters(query: WorkloadQuery, model_row) -> bool:
     """Whether the query may plan clusters at all: a language model served for inference."""
     return query.workload == "inference" and getattr(model_row, "kind", None) == "language"

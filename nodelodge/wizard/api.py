@@ -16,6 +16,7 @@ from nodelodge.hardening.faults import database_unavailable_json, log_database_u
 from nodelodge.hardening.throttling import ApiRateThrottle, throttled_message
 from nodelodge.recommendations.answer import recommendation_for
 from nodelodge.recommendations.capacity import CAPACITY_DEFAULTS, CapacityForm, capacity_for, parse_capacity
+from nodelodge.recommendations.clusters import clusters_payload
 from nodelodge.recommendations.estimate import estimate_for
 from nodelodge.recommendations.model_choices import model_listing
 from nodelodge.recommendations.query import (
@@ -604,17 +605,10 @@ def models(request, workload: str | None = None):
     return _answered(request, "models", lambda: _validated(list[ModelOut], model_listing(workload or None)))
 
 
-def cluster_payload(result) -> dict:
-    """The answer's clusters (none where it planned none)."""
-    if result.clusters is None:
-        return {"clusters": [], "clusters_total": 0, "clusters_over_price": 0, "clusters_note": None}
-    return result.clusters.to_dict()
-
-
 def recommendation_payload(result) -> dict:
     payload = result.recommendation.to_dict()
     payload["throughput_plan"] = result.throughput.to_dict() if result.throughput is not None else None
-    payload.update(cluster_payload(result))
+    payload.update(clusters_payload(result))
     payload["listing"] = result.listing.to_dict()
     for hint in payload["relax"]:
         hint["query"] = result.relax_query(hint["changes"])

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from nodelodge.recommendations.answer import Answer
+from nodelodge.recommendations.clusters import clusters_payload
 from nodelodge.recommendations.sorts import DEFAULT_SORT
 from sizing.calculators import RuleOfThumb, rule_of_thumb
 from sizing.units import GIB
@@ -42,6 +43,11 @@ class ResultPage:
         if data["throughput_plan"]:
             for plan in data["throughput_plan"]["plans"]:
                 self._plan_rows(plan)
+        data.update(clusters_payload(self.answer))
+        for cluster in data["clusters"]:
+            # What the Launch cluster form books: every machine whole.
+            cluster["group_machines"] = [{"id": machine_id, "gpus": cluster["gpus_per_machine"]}
+                                         for machine_id in cluster["machine_ids"]]
         return data
 
     def _plan_rows(self, plan: dict) -> None:

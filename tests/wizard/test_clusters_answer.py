@@ -3,7 +3,6 @@
 API, its schema, the address, the command and "Constraints applied"; and an answer that needs no cluster
 reads no cluster site."""
 import json
-from decimal import Decimal
 
 import pytest
 from django.core.management import call_command
@@ -15,31 +14,13 @@ from nodelodge.recommendations.query import parse_query
 from sizing.cluster import cluster_need
 from sizing.units import MIB
 from tests.helpers import LLAMA_8B
-from tests.sizing.test_cluster_plan import LLAMA_405B, deepseek_per_gpu, figures, llama_405b_16_bit_per_gpu
+from tests.sizing.test_cluster_plan import LLAMA_405B, deepseek_per_gpu, llama_405b_16_bit_per_gpu
 
 pytestmark = pytest.mark.django_db
 
 LLAMA_405B_8K = "workload=inference&model=llama-3-1-405b&precision=16&context=8192&requests=1"
 DEEPSEEK_16 = "workload=inference&model=deepseek-v3&precision=16&context=8192&requests=1"
 H100_USABLE_MIB = 81_090
-
-
-def cluster_node(make_machine, gpu, site, price, **fields):
-    return make_machine(gpu, gpu_count=8, free_gpus=8, site=site, interconnect="infiniband",
-                        interconnect_gbps=400, country="US", region="Virginia",
-                        price_per_gpu_hour=Decimal(price), **fields)
-
-
-@pytest.fixture
-def h100_site(small_fleet, make_machine):
-    """Three whole 8 × H100 machines at one site on 400 Gb/s InfiniBand, $20, $20 and $24 per hour."""
-    return [cluster_node(make_machine, "H100 SXM 80GB", "iad-1", price) for price in ("2.50", "2.50", "3.00")]
-
-
-@pytest.fixture
-def h200_site(make_machine):
-    """Two whole 8 × H200 machines at another site, $28 per hour each."""
-    return [cluster_node(make_machine, "H200", "iad-2", "3.50") for _ in range(2)]
 
 
 def get_json(client, query, **headers):
@@ -184,3 +165,22 @@ def test_the_command_prints_the_clusters(h100_site, capsys):
     call_command("recommend", "--model", "llama-3-1-8b", "--clusters", "show", "--json")
     body = json.loads(capsys.readouterr().out)
     assert body["clusters"][0]["machines"] == 2
+
+
+def test_the_page_shows_the_clusters_with_their_commands_and_launch_button(client, h100_site):
+    page = client.get(f"/?{LLAMA_405B_8K}").content.decode()
+    assert 'data-testid="clusters"' in page and 'data-testid="cluster-row"' in page
+    assert "2 × (8 × H100 SXM 80GB)" in page and "TP 8 × PP 2" in page
+    assert "51.05 of 71.27 GiB" in page
+    assert "ray start --head --port=6379\nray start --address=&lt;head&gt;:6379\nvllm serve" in page
+    assert "--tp 16 --nnodes 2 --node-rank 0" in page
+    assert 'data-testid="launch-group-form"' in page and 'name="kind" value="cluster"' in page
+    ids = f"{h100_site[0].id}:8,{h100_site[1].id}:8"
+    assert f'name="machines" value="{ids}"' in page and 'name="price_per_hour" value="40.00"' in page
+    assert "cluster holds it: 2 × (8 × H100 SXM 80GB)" in page
+    assert '<option value="show" >' in page or '<option value="show">' in page
+
+
+def test_the_page_in_german_names_the_clusters(client, h100_site):
+    page = client.get(f"/de/?{LLAMA_405B_8K}").content.decode()
+    assert "51,05 von 71,27 GiB" in page and "TP 8 × PP 2" in page and "Cluster aus Maschinen" in page
