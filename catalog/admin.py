@@ -173,12 +173,14 @@ class MeasuredSpeedInline(admin.StackedInline):
 class MachineAdmin(CatalogAdmin):
     list_display = (
         "provider_machine_id", "provider", "tier", "gpu_type", "gpu_count", "free_gpus", "memory_per_gpu_mib",
-        "memory_source", "country", "price_per_gpu_hour", "interruptible", "is_available", "last_seen_at",
+        "memory_source", "country", "site", "interconnect", "interconnect_gbps", "price_per_gpu_hour",
+        "interruptible", "is_available", "last_seen_at",
     )
     list_filter = (
-        "tier", "is_available", "memory_source", "interruptible", "gpu_type", "country", "provider",
+        "tier", "is_available", "memory_source", "interruptible", "interconnect", "gpu_type", "country",
+        "provider",
     )
-    search_fields = ("provider_machine_id", "provider__name", "gpu_type__name", "region", "country")
+    search_fields = ("provider_machine_id", "provider__name", "gpu_type__name", "region", "country", "site")
     list_select_related = ("provider", "gpu_type")
     autocomplete_fields = ("provider", "gpu_type")
     readonly_fields = ("tier", "created_at", "updated_at")
@@ -190,7 +192,8 @@ class MachineAdmin(CatalogAdmin):
     fieldsets = (
         (None, {"fields": ("provider", "tier", "provider_machine_id", "gpu_type", "gpu_count", "free_gpus")}),
         ("GPU memory", {"fields": ("memory_per_gpu_mib", "memory_source", "memory_flag")}),
-        ("Location", {"fields": ("country", "region")}),
+        ("Location", {"fields": ("country", "region", "site")}),
+        ("Interconnect", {"fields": ("interconnect", "interconnect_gbps")}),
         ("Terms", {"fields": ("price_per_gpu_hour", "interruptible", "booking_limit_hours")}),
         ("Status", {"fields": ("is_available", "last_seen_at", "gone_at", "created_at", "updated_at")}),
     )

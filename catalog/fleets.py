@@ -18,6 +18,8 @@ from django.utils.text import slugify
 
 from catalog.data import measured_speeds as speed_data
 from catalog.data.demo_fleet import (
+    CLUSTER_GPUS_PER_MACHINE,
+    CLUSTER_SITES,
     COMMUNITY_OFFERS,
     DEMO_PROVIDERS,
     DEMO_SEED,
@@ -36,7 +38,7 @@ MACHINE_UPSERT_FIELDS = [
     "tier", "provider_is_active", "gpu_type", "gpu_count", "free_gpus", "memory_per_gpu_mib", "memory_source",
     "memory_flag",
     "country", "region", "price_per_gpu_hour", "interruptible", "booking_limit_hours", "is_available",
-    "last_seen_at", "gone_at", "updated_at",
+    "last_seen_at", "gone_at", "updated_at", "site", "interconnect", "interconnect_gbps",
 ]
 
 
@@ -51,6 +53,30 @@ def memory_flag_for(reported_mib: int | None, datasheet_mib: int | None, gpu_nam
         f"Reported {reported_mib:,} MiB per GPU; the {gpu_name} datasheet figure is "
         f"{datasheet_mib:,} MiB ({deviation:+.1%})."
     )
+
+
+# Synthetic fleets: about one Secure 8-GPU machine in CLUSTER_ONE_IN stands at one of a few sites per
+# location of its provider, every machine of a site (by its name) on the same RDMA network, so a fleet of 1,000,000
+# has a few hundred sites where a cluster may be formed (three Secure providers × five locations × the
+# sites each × the 8-GPU types). Drawn from the machine's id, not the fleet's random sequence, so every
+# other figure of the fleet is what it was.
+CLUSTER_ONE_IN = 100
+CLUSTER_SITES_PER_LOCATION = 3
+CLUSTER_FABRICS = (("infiniband", 400), ("infiniband", 400), ("roce", 400), ("infiniband", 200))
+
+
+def _at_cluster_site(machine: Machine) -> Machine:
+    """`machine`, standing at a site on an RDMA network when its id draws one (see CLUSTER_ONE_IN)."""
+    key = machine.provider_machine_id
+    if machine.tier != "secure" or machine.gpu_count != CLUSTER_GPUS_PER_MACHINE:
+        return machine
+    if zlib.crc32(f"cluster:{key}".encode()) % CLUSTER_ONE_IN:
+        return machine
+    number = zlib.crc32(f"site:{key}".encode()) % CLUSTER_SITES_PER_LOCATION + 1
+    machine.site = f"{slugify(machine.region)}-{number}"
+    fabric = zlib.crc32(f"fabric:{machine.site}".encode()) % len(CLUSTER_FABRICS)
+    machine.interconnect, machine.interconnect_gbps = CLUSTER_FABRICS[fabric]
+    return machine
 
 
 @dataclass(frozen=True)
@@ -219,6 +245,24 @@ def _replace_fleet_speeds(machines: QuerySet[Machine], skip: frozenset[int] = fr
     return len(speeds)
 
 
+def _cluster_site_machines(
+    providers: dict[str, Provider], gpu_types: dict[str, GpuType], now: datetime
+) -> Iterator[Machine]:
+    """The demo's cluster sites (`CLUSTER_SITES`): whole, free 8-GPU machines at one site each."""
+    for spec in CLUSTER_SITES:
+        provider, gpu_type = providers[spec["provider"]], gpu_types[spec["gpu_type"]]
+        for index, price in enumerate(spec["prices"]):
+            yield Machine(
+                provider=provider, provider_machine_id=f"{spec['prefix']}-{index:02d}", tier=provider.tier,
+                provider_is_active=provider.is_active, gpu_type=gpu_type, gpu_count=CLUSTER_GPUS_PER_MACHINE,
+                free_gpus=CLUSTER_GPUS_PER_MACHINE, memory_per_gpu_mib=gpu_type.memory_mib,
+                memory_source=Machine.MemorySource.DATACENTER, memory_flag="", country=spec["country"],
+                region=spec["region"], site=spec["site"], interconnect=spec["interconnect"],
+                interconnect_gbps=spec["gbps"], price_per_gpu_hour=Decimal(price), interruptible=False,
+                booking_limit_hours=None, is_available=True, last_seen_at=now, gone_at=None,
+            )
+
+
 def load_demo_fleet(now: datetime | None = None) -> int:
     """The shipped demo fleet: the same providers, machine ids and figures on every load."""
     now = now or timezone.now()
@@ -239,6 +283,8 @@ def load_demo_fleet(now: datetime | None = None) -> int:
             plan = _ProviderPlan(providers[spec["name"]], tuple(spec["locations"]))
             for index in range(spec["machines"]):
                 yield _random_machine(rng, plan, f"{spec['prefix']}-{index:04d}", gpu_types, now)
+        # After the random machines and drawing nothing, so those stay as they were.
+        yield from _cluster_site_machines(providers, gpu_types, now)
 
     count = _upsert_machines(machines())
     prefixes = {spec["prefix"]: providers[spec["name"]] for spec in DEMO_PROVIDERS}
@@ -287,7 +333,7 @@ def generate_fleet(
     def generated() -> Iterator[Machine]:
         for index in range(machines):
             plan = plans[index % len(plans)]
-            yield _random_machine(rng, plan, f"s{seed}-{index:07d}", gpu_types, now)
+            yield _at_cluster_site(_random_machine(rng, plan, f"s{seed}-{index:07d}", gpu_types, now))
 
     with transaction.atomic():
         count = _upsert_machines(generated())

@@ -312,6 +312,21 @@ class Provider(models.Model):
 
 
 
+def interconnect_speed_error(interconnect: str, gbps: int | None) -> str:
+    """Why a machine's interconnect and its speed disagree ("" when they agree), as the table's check
+    (catalog_machine_interconnect_speed) has it: a speed exactly when there is an interconnect. The admin
+    and the provider feeds say it in these words."""
+    if interconnect == Machine.Interconnect.NONE and gbps is not None:
+        return (
+            "Interconnect speed must be empty while the interconnect is “none”; "
+            "name the interconnect or clear the speed."
+        )
+    if interconnect != Machine.Interconnect.NONE and gbps is None:
+        label = dict(Machine.Interconnect.choices).get(interconnect, interconnect)
+        return f"Interconnect speed is needed for {label}: give it in Gb/s per machine."
+    return ""
+
+
 class Machine(models.Model):
     class MemorySource(models.TextChoices):
         DATACENTER = "datacenter", "Datacenter"
@@ -450,6 +465,7 @@ class Machine(models.Model):
 
     def save(self, *args, **kwargs):
         self.country = (self.country or "").strip().upper()
+        self.site = (self.site or "").strip()
         if self.provider_id:
             # What the database's triggers will write, so this instance reads the same after saving.
             self.tier = self.provider.tier
@@ -476,6 +492,10 @@ class Machine(models.Model):
             )
         if self.memory_per_gpu_mib is None and self.memory_source != self.MemorySource.UNKNOWN:
             errors["memory_source"] = "Memory source must be “unknown” while no memory per GPU is given."
+        self.site = (self.site or "").strip()
+        error = interconnect_speed_error(self.interconnect, self.interconnect_gbps)
+        if error and "interconnect_gbps" not in errors:
+            errors["interconnect_gbps"] = error
         if errors:
             raise ValidationError(errors)
 

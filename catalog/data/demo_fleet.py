@@ -79,6 +79,35 @@ DEMO_PROVIDERS = [
     },
 ]
 
+# Sites where a Secure provider runs identical 8-GPU machines on an RDMA network, so a model larger than
+# one machine can be served by several (a cluster). Each: provider, machine id prefix, site, location,
+# GPU type, interconnect and its speed in Gb/s, and each machine's price per GPU-hour (one machine per
+# price; near the list prices above: machines on InfiniBand or RoCE cost a little more than alone).
+# Every machine is whole and free when loaded, its memory the datacenter's (the GPU type's datasheet).
+CLUSTER_SITES = [
+    {
+        "provider": "Harbor Compute", "prefix": "hbr-fra-ib1", "site": "FRA-IB1", "country": "DE",
+        "region": "Frankfurt", "gpu_type": "H100 SXM 80GB", "interconnect": "infiniband", "gbps": 400,
+        "prices": ("2.69", "2.69", "2.75", "2.75"),
+    },
+    {
+        "provider": "Meridian Cloud", "prefix": "mrd-iad-h200", "site": "IAD-H200", "country": "US",
+        "region": "Virginia", "gpu_type": "H200", "interconnect": "infiniband", "gbps": 400,
+        "prices": ("3.49", "3.49", "3.59"),
+    },
+    {
+        "provider": "Fjord Datacenters", "prefix": "fjd-osl-a100", "site": "OSL-A100", "country": "NO",
+        "region": "Oslo", "gpu_type": "A100 80GB", "interconnect": "roce", "gbps": 400,
+        "prices": ("1.59", "1.65"),
+    },
+    {
+        "provider": "Kumo Racks", "prefix": "kmo-tyo-mi300", "site": "TYO-MI300", "country": "JP",
+        "region": "Tokyo", "gpu_type": "MI300X", "interconnect": "roce", "gbps": 400,
+        "prices": ("2.89", "2.89"),
+    },
+]
+CLUSTER_GPUS_PER_MACHINE = 8
+
 # Measured speeds on a few demo machines: (provider prefix, machine index, kind, model slug, precision,
 # value, unit). Speeds are only ever shown where measured; these are the demo's measurements.
 DEMO_SPEEDS = [

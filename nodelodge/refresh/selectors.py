@@ -49,6 +49,9 @@ def demo_feed_document(provider: Provider, now: datetime) -> dict:
             "interruptible": machine.interruptible,
             "booking_limit_hours": machine.booking_limit_hours,
         }
+        if machine.interconnect != Machine.Interconnect.NONE or machine.site:
+            entry.update(site=machine.site, interconnect=machine.interconnect,
+                         interconnect_gbps=machine.interconnect_gbps)
         if machine.feed_speeds:
             # The speeds the provider reported for this machine, so a refresh keeps them.
             entry["measured_speeds"] = [speed_entry(speed) for speed in machine.feed_speeds]

@@ -115,6 +115,7 @@ def memory_fields(tier: str, record: MachineRecord) -> tuple[int | None, str, st
 _COMPARED = (
     "gpu_type_id", "gpu_count", "free_gpus", "memory_per_gpu_mib", "memory_source", "memory_flag",
     "country", "region", "price_per_gpu_hour", "interruptible", "booking_limit_hours", "is_available",
+    "site", "interconnect", "interconnect_gbps",
 )
 
 
@@ -159,6 +160,9 @@ def apply_feed(provider: Provider, parsed: ParsedFeed, run: SyncRun, now: dateti
             interruptible=record.interruptible,
             booking_limit_hours=record.booking_limit_hours,
             is_available=record.available,
+            site=record.site,
+            interconnect=record.interconnect,
+            interconnect_gbps=record.interconnect_gbps,
             last_seen_at=now,
             gone_at=None,
         )

@@ -60,13 +60,39 @@ def machine_form(**overrides):
     data = {
         "provider": provider.pk, "provider_machine_id": "admin-1", "gpu_type": gpu_type.pk, "gpu_count": "4",
         "free_gpus": "4", "memory_per_gpu_mib": "46068", "memory_source": "datacenter", "memory_flag": "",
-        "country": "de", "region": "Frankfurt", "price_per_gpu_hour": "0.8900", "booking_limit_hours": "",
+        "country": "de", "region": "Frankfurt", "site": "", "interconnect": "none", "interconnect_gbps": "",
+        "price_per_gpu_hour": "0.8900", "booking_limit_hours": "",
         "is_available": "on", "last_seen_at_0": "", "last_seen_at_1": "", "gone_at_0": "", "gone_at_1": "",
         "measured_speeds-TOTAL_FORMS": "0", "measured_speeds-INITIAL_FORMS": "0",
         "measured_speeds-MIN_NUM_FORMS": "0", "measured_speeds-MAX_NUM_FORMS": "1000",
     }
     data.update(overrides)
     return data
+
+
+def test_machine_add_form_saves_its_site_and_interconnect_trimmed(admin_client, catalog):
+    response = admin_client.post(
+        admin_url(Machine, "add"),
+        machine_form(site="  fra-2  ", interconnect="infiniband", interconnect_gbps="400"),
+    )
+    assert response.status_code == 302, response.context["adminform"].form.errors
+    machine = Machine.objects.get(provider_machine_id="admin-1")
+    assert (machine.site, machine.interconnect, machine.interconnect_gbps) == ("fra-2", "infiniband", 400)
+    page = admin_client.get(admin_url(Machine, "change", machine.pk)).content.decode()
+    assert 'name="site" value="fra-2"' in page and 'name="interconnect_gbps" value="400"' in page
+
+
+def test_machine_changelist_filters_on_interconnect_and_searches_sites(admin_client, catalog):
+    harbor = Provider.objects.get(name="Harbor Compute")
+    Machine.objects.filter(provider=harbor, provider_machine_id__in=["hbr-0000", "hbr-0001"]).update(
+        site="zz-site-9", interconnect="roce", interconnect_gbps=200
+    )
+    changelist = admin_url(Machine, "changelist")
+    found = admin_client.get(changelist, {"q": "zz-site-9"}).context["cl"].result_count
+    assert found == 2
+    on_roce = admin_client.get(changelist, {"interconnect__exact": "roce"}).context["cl"].result_count
+    assert on_roce == Machine.objects.filter(interconnect="roce").count() >= 2
+    assert "zz-site-9" in admin_client.get(changelist, {"q": "zz-site-9"}).content.decode()
 
 
 def test_machine_add_form_saves_good_input(admin_client, catalog):
@@ -83,6 +109,14 @@ def test_machine_add_form_saves_good_input(admin_client, catalog):
         ({"free_gpus": "6"}, "Free GPUs (6) cannot exceed the machine&#x27;s GPU count (4)."),
         ({"country": "QQ"}, "Country must be an ISO 3166 alpha-2 code such as DE or US"),
         ({"price_per_gpu_hour": "0"}, "Price per GPU-hour must be above zero."),
+        ({"interconnect": "none", "interconnect_gbps": "400"},
+         "Interconnect speed must be empty while the interconnect is “none”"),
+        ({"interconnect": "infiniband", "interconnect_gbps": ""},
+         "Interconnect speed is needed for InfiniBand: give it in Gb/s per machine."),
+        ({"interconnect": "roce", "interconnect_gbps": "0"}, "Interconnect speed must be a positive number of Gb/s."),
+        ({"interconnect": "roce", "interconnect_gbps": "fast"}, "Enter a whole number."),
+        ({"interconnect": "token-ring", "interconnect_gbps": "4"}, "Select a valid choice."),
+        ({"site": "x" * 121}, "Ensure this value has at most 120 characters"),
     ],
 )
 def test_machine_add_form_rejects_bad_input_with_its_message(admin_client, catalog, overrides, message):

@@ -61,7 +61,9 @@ def test_the_orm_form_lets_through_what_the_rule_does_over_every_combination(fle
         provider = fleet["secure" if tier == "secure" else "community"]
         machine = make_machine(provider, fleet["h100"], provider_machine_id=f"c{number}", site=site,
                                interconnect=interconnect, interconnect_gbps=gbps)
-        made[machine.pk] = can_join_cluster(tier=tier, site=site, interconnect=interconnect, interconnect_gbps=gbps)
+        # As stored: saving trims the site (" " is none).
+        made[machine.pk] = can_join_cluster(tier=machine.tier, site=machine.site, interconnect=interconnect,
+                                            interconnect_gbps=gbps)
     through = set(Machine.objects.filter(cluster_rule.can_join_cluster_q()).values_list("pk", flat=True))
     assert through == {pk for pk, joins in made.items() if joins}
     assert 0 < len(through) < len(made)
@@ -237,3 +239,19 @@ def test_one_statement_whatever_the_number_of_sites(fleet):
         sites = cluster_sites(Preferences(countries=frozenset({"DE"})))
     assert len(sites) == 3
     assert len(queries) == 1
+
+
+# The demo fleet's sites ---------------------------------------------------------------------------
+
+def test_the_demo_fleet_has_its_four_cluster_sites(catalog):
+    sites = cluster_sites(ANYWHERE)
+    assert [(s.provider, s.site, s.gpu_type, s.country, s.interconnect, s.interconnect_gbps,
+             [str(m.price_per_hour) for m in s.machines]) for s in sites] == [
+        ("Fjord Datacenters", "OSL-A100", "A100 80GB", "NO", "roce", 400, ["12.7200", "13.2000"]),
+        ("Harbor Compute", "FRA-IB1", "H100 SXM 80GB", "DE", "infiniband", 400,
+         ["21.5200", "21.5200", "22.0000", "22.0000"]),
+        ("Kumo Racks", "TYO-MI300", "MI300X", "JP", "roce", 400, ["23.1200", "23.1200"]),
+        ("Meridian Cloud", "IAD-H200", "H200", "US", "infiniband", 400, ["27.9200", "27.9200", "28.7200"]),
+    ]
+    assert all(site.gpu_count == 8 for site in sites)
+    assert [s.site for s in cluster_sites(Preferences(countries=frozenset({"DE", "FR"})))] == ["FRA-IB1"]

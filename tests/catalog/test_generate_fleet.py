@@ -5,17 +5,19 @@ import pytest
 from django.core.management import call_command
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from django.utils.text import slugify
 
 from catalog.fleets import generate_fleet
 from catalog.models import Machine, MeasuredSpeed, Provider
 from catalog.services import load_gpu_types
+from sizing.cluster import can_join_cluster
 
 pytestmark = pytest.mark.django_db
 
 COMPARED_FIELDS = (
     "provider__name", "provider_machine_id", "tier", "gpu_type__name", "gpu_count", "free_gpus",
     "memory_per_gpu_mib", "memory_source", "memory_flag", "country", "region", "price_per_gpu_hour",
-    "interruptible", "booking_limit_hours", "is_available",
+    "interruptible", "booking_limit_hours", "is_available", "site", "interconnect", "interconnect_gbps",
 )
 
 
@@ -69,6 +71,21 @@ def test_generation_is_bulk_so_queries_do_not_grow_per_machine(gpu_types):
     assert speeds > 0
     # A fixed handful of statements, plus the bulk INSERTs of the machines and of their speeds.
     assert len(queries) <= 13 + inserts_for(Machine, 2_000) + inserts_for(MeasuredSpeed, speeds)
+
+
+def test_a_few_secure_8_gpu_machines_stand_at_sites_on_one_rdma_network_each(gpu_types):
+    generate_fleet(4_000, seed=7)
+    at_sites = Machine.objects.exclude(site="")
+    assert 0 < at_sites.count() < Machine.objects.filter(tier="secure", gpu_count=8).count() / 20
+    assert not Machine.objects.filter(site="").exclude(interconnect="none").exists()
+    fabrics = {}
+    for machine in at_sites:
+        assert can_join_cluster(tier=machine.tier, site=machine.site, interconnect=machine.interconnect,
+                                interconnect_gbps=machine.interconnect_gbps)
+        assert machine.gpu_count == 8 and machine.site.startswith(slugify(machine.region))
+        fabric = fabrics.setdefault((machine.provider_id, machine.site),
+                                    (machine.interconnect, machine.interconnect_gbps))
+        assert fabric == (machine.interconnect, machine.interconnect_gbps)
 
 
 def test_generated_machines_pass_model_validation(gpu_types):

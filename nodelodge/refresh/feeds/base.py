@@ -24,6 +24,12 @@ MAX_MEMORY_MIB = 1_048_576
 PRICE_STEP = Decimal("0.0001")  # Machine.price_per_gpu_hour keeps four decimals
 MAX_ID_LENGTH = 120
 MAX_REGION_LENGTH = 120
+MAX_SITE_LENGTH = 120
+# The interconnects a machine may name (Machine.Interconnect) and "none", the default.
+INTERCONNECTS = ("none", "ethernet", "infiniband", "roce")
+NO_INTERCONNECT = "none"
+# 100 Tb/s per machine: far beyond any network card sold; a larger figure is a unit mix-up (b/s, Mb/s).
+MAX_INTERCONNECT_GBPS = 100_000
 # No GPU serves a million output tokens per second; a larger figure is a unit mix-up or garbage.
 MAX_TOKENS_PER_SECOND_PER_GPU = Decimal("1000000")
 SPEED_STEP = Decimal("0.001")  # MeasuredSpeed.value keeps three decimals
@@ -103,6 +109,11 @@ class MachineRecord:
     booking_limit_hours: int | None
     # None: the feed left the section out, so the machine keeps the speeds it has.
     measured_speeds: tuple[SpeedRecord, ...] | None = None
+    # What a cluster of machines needs: the datacenter ("" = not said) and the network between machines
+    # there ("none" with no speed, or a kind with its speed in Gb/s).
+    site: str = ""
+    interconnect: str = NO_INTERCONNECT
+    interconnect_gbps: int | None = None
 
 
 @dataclass(frozen=True)
@@ -240,6 +251,41 @@ def region(value) -> str:
     if len(text) > MAX_REGION_LENGTH:
         raise RecordRejected(f"region is longer than {MAX_REGION_LENGTH} characters")
     return storable(text, "region")
+
+
+def site(value) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise RecordRejected(f"site must be text, got {value!r}")
+    text = value.strip()
+    if len(text) > MAX_SITE_LENGTH:
+        raise RecordRejected(f"site is longer than {MAX_SITE_LENGTH} characters")
+    return storable(text, "site")
+
+
+def interconnect(kind, gbps) -> tuple[str, int | None]:
+    """The network between this machine and the others at its site, and its speed in Gb/s: a speed
+    exactly when there is an interconnect (left out: none)."""
+    if kind is None:
+        kind = NO_INTERCONNECT
+    if not isinstance(kind, str) or kind.strip().casefold() not in INTERCONNECTS:
+        kinds = ", ".join(INTERCONNECTS)
+        raise RecordRejected(f"interconnect must be one of {kinds}, got {str(kind)[:30]!r}")
+    kind = kind.strip().casefold()
+    if gbps is not None:
+        gbps = whole_number(gbps, "interconnect_gbps")
+        if not 1 <= gbps <= MAX_INTERCONNECT_GBPS:
+            raise RecordRejected(
+                f"interconnect_gbps must be between 1 and {MAX_INTERCONNECT_GBPS:,}, got {gbps}"
+            )
+    if kind == NO_INTERCONNECT and gbps is not None:
+        raise RecordRejected(
+            "interconnect_gbps is given but interconnect is none (or left out); name the interconnect"
+        )
+    if kind != NO_INTERCONNECT and gbps is None:
+        raise RecordRejected(f"interconnect {kind} needs interconnect_gbps, its speed in Gb/s")
+    return kind, gbps
 
 
 def price(value) -> Decimal:

@@ -3,7 +3,8 @@
     {"provider": "<slug>", "generated_at": "<ISO 8601>", "machines": [
         {"id": "...", "gpu_type": "H100 SXM 80GB", "gpu_count": 8, "free_gpus": 3,
          "memory_mib": 81559, "available": true, "country": "DE", "region": "Frankfurt",
-         "price_per_gpu_hour": "2.49", "interruptible": false, "booking_limit_hours": 72}]}
+         "price_per_gpu_hour": "2.49", "interruptible": false, "booking_limit_hours": 72,
+         "site": "fra-2", "interconnect": "infiniband", "interconnect_gbps": 400}]}
 
 A machine may add `measured_speeds`, speeds measured on it (see the README's table); each entry
 is checked on its own, and a bad one is refused with its reason while the machine and its other
@@ -103,6 +104,7 @@ class NodeLodgeV1:
             if name not in item:
                 raise RecordRejected(f"{name} is missing")
         count = base.gpu_count(item["gpu_count"])
+        link = base.interconnect(item.get("interconnect"), item.get("interconnect_gbps"))
         return MachineRecord(
             provider_machine_id=identifier,
             gpu_type=base.gpu_type(item["gpu_type"], gpu_types),
@@ -115,6 +117,9 @@ class NodeLodgeV1:
             price_per_gpu_hour=base.price(item["price_per_gpu_hour"]),
             interruptible=base.flag(item.get("interruptible", False), "interruptible"),
             booking_limit_hours=base.booking_limit_hours(item.get("booking_limit_hours")),
+            site=base.site(item.get("site")),
+            interconnect=link[0],
+            interconnect_gbps=link[1],
         )
 
 
