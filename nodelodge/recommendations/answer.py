@@ -64,7 +64,8 @@ def recommendation_for(
     relax: bool = True,
 ) -> Answer:
     """The whole answer to a query (`model_row`: the caller's copy of the model's row, if any;
-    `relax`: an empty answer also says what relaxing the countries, context or requests opens).
+    `relax`: an empty answer also says what relaxing the countries, context or requests opens, and the
+    answer plans its clusters; without it, as Launch and the watches read the machines alone, neither).
     On PostgreSQL all of it is read from one snapshot, so a refresh committing meanwhile never mixes
     into it (its counts, machines and plan agree)."""
     with database.one_snapshot():
@@ -105,7 +106,7 @@ def _recommendation_for(
             lambda: speed_candidates(query, breakdown, stale_cutoff(now), preferences_for(query), keep=keep),
         )
     clusters = None
-    if plans_clusters(query, model_row):
+    if relax and plans_clusters(query, model_row):
         recommendation = replace(
             recommendation, constraints=(*recommendation.constraints, cluster_constraint(query))
         )

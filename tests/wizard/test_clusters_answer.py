@@ -184,3 +184,13 @@ def test_the_page_shows_the_clusters_with_their_commands_and_launch_button(clien
 def test_the_page_in_german_names_the_clusters(client, h100_site):
     page = client.get(f"/de/?{LLAMA_405B_8K}").content.decode()
     assert "51,05 von 71,27 GiB" in page and "TP 8 × PP 2" in page and "Cluster aus Maschinen" in page
+
+
+def test_reading_the_machines_alone_plans_no_cluster(h100_site):
+    """Launch and the watches read an answer's machines alone (relax=False): no cluster site is read."""
+    query = parse_query(dict(pair.split("=") for pair in LLAMA_405B_8K.split("&")))
+    with CaptureQueriesContext(connection) as alone:
+        answer = recommendation_for(query, relax=False)
+    assert answer.recommendation.machines_total == 0 and answer.clusters is None
+    assert not any("site_gbps" in q["sql"] for q in alone.captured_queries)
+    assert recommendation_for(query).clusters.offers
