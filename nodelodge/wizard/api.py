@@ -573,7 +573,11 @@ def recommendations(request, params: Query[PreferenceParams]):
     alternatives and constraints applied. `sort=price_per_million_tokens` orders by the price per
     million tokens at the speed measured on each machine; with `target_tokens` (and `efficiency`,
     default 75, and `redundancy`, default 1) the answer carries the throughput plan: the cheapest, and
-    with `gpu_plans=1` also the cheapest on each of the GPU types that serve tokens cheapest."""
+    with `gpu_plans=1` also the cheapest on each of the GPU types that serve tokens cheapest. For a language
+    model served for inference, `clusters` lists the cheapest clusters of identical machines at one site
+    (one per site, at most 10) that hold it under vLLM, tensor parallel within a machine and pipeline
+    parallel across machines, with each GPU's items in bytes and GiB, the commands and the budget's
+    cover: when no single machine fits (`clusters=auto`, the default) or always (`clusters=show`)."""
     # The payload is built to the schema (the schema tests check every answer against it); checking it
     # again field by field on every request cost a fifth of the answer with a hundred machines.
     return _answered(request, "recommendations", lambda: recommendation_payload(
