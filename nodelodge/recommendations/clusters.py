@@ -121,6 +121,9 @@ class ClusterAnswer:
             ) % {"count": self.over_price}
         if not self.offers and self.skipped:
             return " ".join(self.skipped)
+        if not self.offers:
+            return gettext("No site has identical machines free that may form a cluster within your "
+                           "preferences right now.")
         return None
 
     def to_dict(self) -> dict:

@@ -194,3 +194,10 @@ def test_reading_the_machines_alone_plans_no_cluster(h100_site):
     assert answer.recommendation.machines_total == 0 and answer.clusters is None
     assert not any("site_gbps" in q["sql"] for q in alone.captured_queries)
     assert recommendation_for(query).clusters.offers
+
+
+def test_an_empty_answer_without_any_cluster_site_says_so(client, small_fleet):
+    _, body = get_json(client, LLAMA_405B_8K)
+    assert body["machines_total"] == 0 and body["clusters"] == []
+    assert body["clusters_note"].startswith("No site has identical machines free")
+    assert "cluster holds it" not in body["empty_reason"]
