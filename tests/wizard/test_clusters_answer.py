@@ -201,3 +201,10 @@ def test_an_empty_answer_without_any_cluster_site_says_so(client, small_fleet):
     assert body["machines_total"] == 0 and body["clusters"] == []
     assert body["clusters_note"].startswith("No site has identical machines free")
     assert "cluster holds it" not in body["empty_reason"]
+
+
+def test_the_page_shows_the_section_where_a_cluster_was_found_or_asked_for(client, small_fleet):
+    empty = client.get(f"/?{LLAMA_405B_8K}").content.decode()
+    assert 'data-testid="clusters"' not in empty  # none found, none asked for: the empty answer says enough
+    asked = client.get(f"/?{LLAMA_405B_8K}&clusters=show").content.decode()
+    assert 'data-testid="clusters"' in asked and 'data-testid="clusters-note"' in asked
