@@ -57,7 +57,7 @@ def test_the_first_cluster_and_its_launch_button_are_on_screen(browser, live_ser
     copy.scroll_into_view_if_needed()
     assert_inside_viewport(page, copy, "the copy button")
     assert page.evaluate(OVERFLOWS) == []
-    page.screenshot(path=str(ARTIFACTS / f"clusters-{language}-{width}-open.png"), full_page=width == 390)
+    row.screenshot(path=str(ARTIFACTS / f"clusters-{language}-{width}-open.png"))
     if width in (390, 1440):
         assert_accessible(page, f"clusters at {width} px ({language})")
     context.close()
