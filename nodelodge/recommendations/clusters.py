@@ -15,8 +15,7 @@ from django.utils.translation import gettext, ngettext
 
 from catalog import rows as catalog_rows
 from sizing.cluster import ClusterPlan, search_clusters
-from sizing.confidence import CONFIDENCE_WORDS
-from sizing.units import fmt_gib, gib_number, money_string
+from sizing.units import gib_number, money_string
 from sizing.wording.common import per_hour
 from sizing.wording.empty import Hint
 from sizing.wording.machine import BudgetCover, budget_cover
@@ -46,18 +45,8 @@ class ClusterOffer:
             "machines": len(self.plan.machines), "gpus": site.gpu_count, "gpu": site.gpu_type}
 
     @property
-    def need_text(self) -> str:
-        need = self.plan.need
-        return gettext("%(need)s of %(budget)s per GPU") % {
-            "need": fmt_gib(need.need_bytes), "budget": fmt_gib(need.budget_bytes)}
-
-    @property
     def price_text(self) -> str:
         return per_hour(self.plan.price_per_hour)
-
-    @property
-    def confidence_words(self) -> str:
-        return CONFIDENCE_WORDS[self.plan.confidence]
 
     def to_dict(self) -> dict:
         plan, need, site = self.plan, self.plan.need, self.plan.site

@@ -3,6 +3,7 @@
 API, its schema, the address, the command and "Constraints applied"; and an answer that needs no cluster
 reads no cluster site."""
 import json
+from decimal import Decimal
 
 import pytest
 from django.core.management import call_command
@@ -126,6 +127,9 @@ def test_other_workloads_plan_no_cluster_and_do_not_name_the_input(client, h100_
     _, finetune = get_json(client, "workload=finetune&model=llama-3-1-8b&clusters=show")
     assert finetune["clusters"] == []
     assert "Clusters of machines" not in [c["label"] for c in finetune["constraints"]]
+    _, speech = get_json(client, "workload=inference&model=whisper-large-v3&requests=1&clusters=show")
+    assert speech["clusters"] == [] and speech["clusters_note"] is None
+    assert "Clusters of machines" not in [c["label"] for c in speech["constraints"]]
     _, inference = get_json(client, LLAMA_8B)
     constraint = next(c for c in inference["constraints"] if c["label"] == "Clusters of machines")
     assert constraint["value"] == "planned when no single machine fits"
@@ -208,3 +212,16 @@ def test_the_page_shows_the_section_where_a_cluster_was_found_or_asked_for(clien
     assert 'data-testid="clusters"' not in empty  # none found, none asked for: the empty answer says enough
     asked = client.get(f"/?{LLAMA_405B_8K}&clusters=show").content.decode()
     assert 'data-testid="clusters"' in asked and 'data-testid="clusters-note"' in asked
+
+
+def test_at_most_ten_clusters_the_cheapest_one_per_site(client, small_fleet, make_machine):
+    for number in range(11):
+        for _ in range(2):
+            make_machine("H100 SXM 80GB", gpu_count=8, free_gpus=8, site=f"site-{number:02d}",
+                         interconnect="roce", interconnect_gbps=200, country="US",
+                         price_per_gpu_hour=Decimal("2.00") + Decimal(number) / 100)
+    _, body = get_json(client, LLAMA_405B_8K)
+    assert body["clusters_total"] == 11 and len(body["clusters"]) == 10
+    assert [c["site"] for c in body["clusters"]] == [f"site-{number:02d}" for number in range(10)]
+    prices = [Decimal(c["price_per_hour"]) for c in body["clusters"]]
+    assert prices == sorted(prices) and prices[0] == Decimal("32.00")
