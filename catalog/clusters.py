@@ -66,6 +66,7 @@ def cluster_sites(preferences: Preferences, *, now: datetime | None = None) -> t
             site_gbps=Window(Min("interconnect_gbps"), partition_by=site),
         )
         .filter(place__lte=MACHINES_PER_SITE, site_machines__gte=MIN_MACHINES_PER_SITE)
+        .order_by()  # sorted below, site by site
         .values_list(*_COLUMNS, named=True)
     )
     sites: dict[tuple, list] = {}

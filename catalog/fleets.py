@@ -56,10 +56,11 @@ def memory_flag_for(reported_mib: int | None, datasheet_mib: int | None, gpu_nam
 
 
 # Synthetic fleets: about one Secure 8-GPU machine in CLUSTER_ONE_IN stands at one of a few sites per
-# location of its provider, every machine of a site (by its name) on the same RDMA network, so a fleet of 1,000,000
-# has a few hundred sites where a cluster may be formed (three Secure providers × five locations × the
-# sites each × the 8-GPU types). Drawn from the machine's id, not the fleet's random sequence, so every
-# other figure of the fleet is what it was.
+# location of its provider, every machine of a site (by its name) on the same RDMA network, so a fleet
+# of 1,000,000 has a few hundred sites where a cluster may be formed (three Secure providers × five
+# locations × the sites each × the 8-GPU types: 252 with two or more whole free machines at seed 1).
+# Drawn from the machine's id, not the fleet's random sequence, so every other figure of the fleet is
+# what it was.
 CLUSTER_ONE_IN = 100
 CLUSTER_SITES_PER_LOCATION = 3
 CLUSTER_FABRICS = (("infiniband", 400), ("infiniband", 400), ("roce", 400), ("infiniband", 200))

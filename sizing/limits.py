@@ -37,3 +37,4 @@ MAX_COUNTRY_ITEMS = 300  # countries and regions one query may name
 MAX_LIMIT = 1000  # machines listed in one answer; all are counted
 PAGE_LIMIT = 25  # machines the page lists when the query names no limit
 API_LIMIT = 100  # machines the API lists when the query names no limit
+MAX_PAGE = 100_000  # a page number past this is a typo (pages past the list's window are refused in words)

@@ -3,7 +3,8 @@
 `PAGE_RATE_LIMIT` ("240/min"; empty or "off" turns it off) is read on every request. A person's
 busiest minute, typing a model's name (each key a search) and turning pages, stays well under 60
 requests; 240 leaves room for several people behind one office address, while one client looping on
-pages makes 400 or more a minute. Past it the page answers 429 in its own language with
+pages makes 400 or more a minute. A later page of the machine list counts as the first pages it costs
+(`throttling.request_cost`): page 40 counts 40. Past it the page answers 429 in its own language with
 `Retry-After`. The client is `proxies.client_address`, as for the API's limit.
 
 Counts live in the default cache, one counter per address and window, raised atomically
@@ -19,8 +20,10 @@ import time
 from django.core.cache import cache
 from django.utils.translation import gettext_lazy
 
+from sizing.limits import PAGE_LIMIT
+
 from .proxies import client_address
-from .throttling import read_rate, too_many_requests_page
+from .throttling import read_rate, request_cost, too_many_requests_page
 
 logger = logging.getLogger("nodelodge.throttling")
 
@@ -40,7 +43,8 @@ def wait_before_next(request) -> float | None:
     key = f"page-rate:{client_address(request) or 'unknown'}:{window}"
     try:
         cache.add(key, 0, duration + 1)
-        made = cache.incr(key)
+        # A page that costs more than the whole rate is still let through in a fresh window.
+        made = cache.incr(key, min(request_cost(request, PAGE_LIMIT), allowed))
     except Exception as error:  # any cache failure: serve rather than refuse
         logger.warning("page rate limit skipped, cache unavailable: %s", error)
         return None

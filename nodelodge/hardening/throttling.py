@@ -21,6 +21,8 @@ from django.shortcuts import render
 from django.utils.translation import gettext, ngettext, pgettext_lazy
 from ninja.throttling import SimpleRateThrottle
 
+from sizing.limits import API_LIMIT, MAX_LIMIT, MAX_PAGE
+
 from .proxies import client_address
 
 logger = logging.getLogger("nodelodge.throttling")
@@ -34,6 +36,22 @@ PERIODS = {
     "h": pgettext_lazy("rate period", "h"), "hour": pgettext_lazy("rate period", "hour"),
     "d": pgettext_lazy("rate period", "d"), "day": pgettext_lazy("rate period", "day"),
 }
+
+
+def request_cost(request, first_page: int) -> int:
+    """This request's count toward a per-address rate: one, or for a later page of the machine list
+    (or a longer one) the first pages of `first_page` machines it costs (`listing.cost_in_first_pages`).
+    Values the form refuses cost one: they are answered before any work."""
+    from nodelodge.recommendations.listing import cost_in_first_pages
+
+    try:
+        page = int(request.GET.get("page") or 1)
+        per_page = int(request.GET.get("limit") or first_page)
+    except (TypeError, ValueError):
+        return 1
+    if not (1 <= page <= MAX_PAGE and 1 <= per_page <= MAX_LIMIT):
+        return 1
+    return cost_in_first_pages(page, per_page, first_page)
 
 
 def read_rate(setting: str, default: str = "") -> tuple[int, int, str] | None:
@@ -80,17 +98,19 @@ class ApiRateThrottle(SimpleRateThrottle):
         # One counter per client and window, the window starting at the client's first request
         # and lasting the rate's period; counted with the cache's atomic add and incr (Redis INCR;
         # the local cache's lock on the embedded run), so concurrent requests never read the same
-        # count: exactly `num_requests` are admitted per window.
+        # count: exactly `num_requests` are admitted per window. A later page counts as the first
+        # pages it costs (`request_cost`).
         try:
             cache.add(key, now, duration)
             start = cache.get(key) or now
             window_key = f"{key}:{start!r}"
             cache.add(window_key, 0, duration + 1)
+            cost = min(request_cost(request, API_LIMIT), num_requests)  # admissible in a fresh window
             try:
-                count = cache.incr(window_key)
+                count = cache.incr(window_key, cost)
             except ValueError:  # the counter expired between add and incr: start it again
                 cache.add(window_key, 0, duration + 1)
-                count = cache.incr(window_key)
+                count = cache.incr(window_key, cost)
             if count > num_requests:
                 self._state.wait = start + duration - now
                 return False

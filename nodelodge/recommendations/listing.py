@@ -78,6 +78,16 @@ def last_page(per_page: int) -> int:
     return max(1, math.ceil(PAGE_WINDOW / per_page))
 
 
+def cost_in_first_pages(page: int, per_page: int, first_page: int) -> int:
+    """What one page of the list costs the console, counted in first pages of `first_page` machines:
+    the answer describes the cheapest page × per_page machines to reach it (`machines_to_fetch`). A
+    page past the window is refused before any work: it costs one. The per-address rate limits count
+    requests at this weight, so a client looping on page 40 is held to what 40 first pages cost."""
+    if page > last_page(per_page):
+        return 1
+    return max(1, math.ceil(page * per_page / first_page))
+
+
 class PageOutsideWindow(NotFound):
     """A page past the window: no such page of the list (the API answers 404, the page shows why)."""
 

@@ -32,6 +32,7 @@ from sizing.limits import (
     MAX_LORA_RANK,
     MAX_MONEY,
     MAX_NOTEBOOK_GIB,
+    MAX_PAGE,
     MAX_REDUNDANCY,
     MAX_REQUESTS,
     MAX_TARGET_TOKENS_PER_S,
@@ -186,7 +187,7 @@ class WorkloadQueryForm(forms.Form):
         choices=GROUPS, required=False, label=_("Group"), error_messages=error_words("group")
     )
     page = TypedIntegerField(
-        min_value=1, max_value=100_000, required=False, label=_("Page"), error_messages=error_words("page")
+        min_value=1, max_value=MAX_PAGE, required=False, label=_("Page"), error_messages=error_words("page")
     )
     target_tokens = TypedDecimalField(
         min_value=Decimal("0.001"), max_value=MAX_TARGET_TOKENS_PER_S, max_digits=13, decimal_places=3,

@@ -102,6 +102,7 @@ class Options:
     analyze_with_vacuum: bool = True
     watches: int = 10_000  # watches evaluated over the largest fleet (tests/bench/watches.py; 0: none)
     watch_queries: int = 500  # distinct queries they ask
+    watch_delivery_rounds: int = 20  # refreshes timed to the webhook they cause (0: none; needs REDIS_URL)
 
 
 @dataclass
@@ -489,15 +490,16 @@ def _p95_of(figures: LoadFigures, name: str) -> float:
 
 
 @contextlib.contextmanager
-def _production_layout(env: dict[str, str], workers: int):
-    """gunicorn (deploy/gunicorn.conf.py) behind nginx (deploy/nginx.conf) over HTTPS: yields its address."""
+def _production_layout(env: dict[str, str], workers: int, one_address_crowd: bool = False):
+    """gunicorn (deploy/gunicorn.conf.py) behind nginx (deploy/nginx.conf) over HTTPS: yields its address.
+    `one_address_crowd`: nginx's per-address limits lifted (else as shipped)."""
     from tests.hardening.servers import Gunicorn as LayoutGunicorn
     from tests.hardening.servers import Nginx, temporary_folder
 
     folder = temporary_folder()
     app = LayoutGunicorn(folder, env, workers=workers)
     try:
-        proxy = Nginx(folder, app.port)
+        proxy = Nginx(folder, app.port, one_address_crowd=one_address_crowd)
     except BaseException:
         app.stop()
         raise
@@ -535,13 +537,15 @@ def run_load(options: Options, report: Report, size: int) -> None:
         "BENCH_PROBE_QUERY": queries[0],
     }
     print(f"load through nginx and gunicorn ({options.load_workers} workers), {size:,} machines", flush=True)
-    with _production_layout(env, options.load_workers) as base:
+    # The mix's and the crowd's clients all come from one address: nginx's per-address limits, like the
+    # console's rate limits, are lifted for them.
+    with _production_layout(env, options.load_workers, one_address_crowd=True) as base:
         _warm_up(base, queries, rounds=3 * options.load_workers)
         mix = _locust(base, ["MixUser"], options.load_users, options.load_seconds, locust_env)
         crowd = _locust(base, ["MixUser"], options.crowd_users, options.crowd_seconds, locust_env)
-    # The deep pages as the console runs: the per-address limits at their production values (the mix
-    # above comes from one address, so it runs without them), the four deep-page clients on another
-    # address than the normal call's.
+    # The deep pages as the console runs: the per-address limits (rates and nginx's cap on requests in
+    # flight) at their production values (the mix above comes from one address, so it runs without
+    # them), the four deep-page clients on another address than the normal call's.
     limited = {key: value for key, value in env.items() if key not in ("API_RATE_LIMIT", "PAGE_RATE_LIMIT")}
     # The mix's requests were counted in this address's windows (a minute each) too: they end first.
     time.sleep(LIMIT_WINDOW_SECONDS + 1)
@@ -730,6 +734,12 @@ def run(options: Options) -> Report:
         print(f"{options.watches:,} watches over {last:,} machines", flush=True)
         target = 10 if options.targets and last == 1_000_000 and options.watches == 10_000 else None
         time_watch_evaluation(options.watches, options.watch_queries, f"{last:,}", report, target)
+        if options.watch_delivery_rounds:
+            from .watches import time_watch_delivery
+
+            print(f"watch delivery, {options.watch_delivery_rounds} refreshes on a worker", flush=True)
+            time_watch_delivery(f"{last:,}", report, server_env(), options.watch_delivery_rounds,
+                                60 if target else None)
     for size in options.refresh_sizes:
         print(f"refresh of {size:,} machines", flush=True)
         time_refresh(size, report, options)
@@ -856,6 +866,8 @@ def parse(argv: list[str]) -> Options:
     parser.add_argument("--quiet-seconds", type=int,
                         help="seconds of the normal API call alone, and beside the deep pages (default 30)")
     parser.add_argument("--watches", type=int, help="watches evaluated over the largest fleet (default 10000; 0: none)")
+    parser.add_argument("--watch-delivery-rounds", type=int,
+                        help="refreshes timed to the webhook they deliver (default 20; 0: none; needs REDIS_URL)")
     parser.add_argument("--out", default=str(REPO / "BENCHMARKS.md"), help="where the table goes ('-': nowhere)")
     args = parser.parse_args(argv)
     options = Options()
@@ -865,7 +877,7 @@ def parse(argv: list[str]) -> Options:
     if args.smoke:
         options = Options(sizes=(1_000,), queries=3, plans=1, warmup=1, runs=3, floor_runs=2, gunicorn=False,
                           refresh_sizes=(), load_seconds=0, targets=False, analyze_with_vacuum=False,
-                          watches=0)
+                          watches=0, watch_delivery_rounds=0)
     if args.sizes:
         options.sizes = tuple(int(size) for size in args.sizes.split(","))
     for name in ("queries", "plans", "runs", "warmup"):
@@ -873,6 +885,8 @@ def parse(argv: list[str]) -> Options:
             setattr(options, name, getattr(args, name))
     if args.watches is not None:
         options.watches = args.watches
+    if args.watch_delivery_rounds is not None:
+        options.watch_delivery_rounds = args.watch_delivery_rounds
     if args.only_plans:
         options.queries = 0
     if args.no_gunicorn:

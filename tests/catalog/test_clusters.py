@@ -255,3 +255,19 @@ def test_the_demo_fleet_has_its_four_cluster_sites(catalog):
     ]
     assert all(site.gpu_count == 8 for site in sites)
     assert [s.site for s in cluster_sites(Preferences(countries=frozenset({"DE", "FR"})))] == ["FRA-IB1"]
+
+
+@pytest.mark.postgresql(reason="reads PostgreSQL's plan of the statement (EXPLAIN) to see the partial index serve it")
+def test_the_partial_index_serves_the_statement(fleet):
+    node(fleet)
+    node(fleet)
+    with CaptureQueriesContext(connection) as queries:
+        cluster_sites(Preferences(countries=frozenset({"DE"})))
+    [statement] = [query["sql"] for query in queries]
+    with connection.cursor() as cursor:
+        # A table this small is read whole whatever the indexes; forbidding that shows which index can
+        # serve the statement, i.e. that its filter implies the index's condition.
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        cursor.execute(f"EXPLAIN {statement}")
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+    assert "catalog_machine_cluster_idx" in plan, plan

@@ -88,7 +88,9 @@ class Nginx:
     pid, logs and temporary files moved to loopback ports and a temporary folder (each change
     checked to apply); its events, limits, headers and error pages as shipped."""
 
-    def __init__(self, folder: Path, upstream_port: int):
+    def __init__(self, folder: Path, upstream_port: int, one_address_crowd: bool = False):
+        """`one_address_crowd`: the per-address limits lifted, where a benchmark's many clients share
+        one address."""
         self.http_port, self.https_port = free_port(), free_port()
         cert, key = self_signed_certificate(folder)
         self.shipped = (REPO / "deploy" / "nginx.conf").read_text()
@@ -108,6 +110,8 @@ class Nginx:
             ("server 127.0.0.1:8000 ", f"server 127.0.0.1:{upstream_port} "),
             ("/etc/ssl/nodelodge/fullchain.pem", str(cert)),
             ("/etc/ssl/nodelodge/privkey.pem", str(key)),
+            *([("limit_conn nodelodge_per_address 2;", "limit_conn nodelodge_per_address 10000;"),
+               ("rate=10r/s;", "rate=100000r/s;")] if one_address_crowd else []),
         ):
             assert shipped in config, f"deploy/nginx.conf no longer has {shipped!r}"
             config = config.replace(shipped, here)

@@ -60,3 +60,25 @@ def test_the_htmx_partial_counts_toward_the_same_limit(client, settings, address
     assert client.get("/?" + LLAMA_8B, REMOTE_ADDR=address, headers=headers).status_code == 200
     assert page(client, address).status_code == 200
     assert client.get("/?" + LLAMA_8B, REMOTE_ADDR=address, headers=headers).status_code == 429
+
+
+def test_a_later_page_counts_the_first_pages_it_costs(client, settings, address):
+    settings.PAGE_RATE_LIMIT = "60/min"
+    # Page 40 of 25 describes the cheapest 1,000 machines: 40 first pages' worth.
+    assert page(client, address, query=LLAMA_8B + "&page=40").status_code == 200
+    assert page(client, address, query=LLAMA_8B + "&page=40").status_code == 429
+    assert page(client, address + "-b", query=LLAMA_8B).status_code == 200
+
+
+def test_pages_refused_before_any_work_count_one(client, settings, address):
+    settings.PAGE_RATE_LIMIT = "3/min"
+    # Past the window, or not a page number: answered in words at once, counted as one request each.
+    for query in ("&page=41", "&page=abc", "&page=0"):
+        assert page(client, address, query=LLAMA_8B + query).status_code == 200
+    assert page(client, address, query=LLAMA_8B).status_code == 429
+
+
+def test_a_page_dearer_than_the_whole_rate_is_let_through_in_a_fresh_window(client, settings, address):
+    settings.PAGE_RATE_LIMIT = "10/min"
+    assert page(client, address, query=LLAMA_8B + "&page=40").status_code == 200
+    assert page(client, address, query=LLAMA_8B).status_code == 429

@@ -9,6 +9,8 @@ gunicorn (deploy/gunicorn.conf.py) on the test database and Redis, DEBUG=0, one 
 - The shipped configuration whole: 1,000 simultaneous clients all answered; security headers on
   every answer, nginx's own errors included, each sent once; nginx's own errors JSON under /api/;
   a long review link's redirect to sign-in fits; HEAD answered like GET.
+- Per address, by nginx before the console: two requests in flight at once, ten a second with a burst
+  of forty; past either a 429 in the API's shape with Retry-After, other addresses unaffected.
 """
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ import json
 import shutil
 import socket
 import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlparse
 
 import psycopg
@@ -200,10 +203,13 @@ SECURITY_HEADERS = ("X-Frame-Options", "X-Content-Type-Options", "Referrer-Polic
 
 
 def raw_request(port: int, method: str, path: str, *, tls: bool, body: bytes = b"",
-                timeout: float = 10) -> tuple[int, list[tuple[str, str]], bytes]:
-    """One request; the answer's headers as a list, so a header sent twice shows twice."""
+                timeout: float = 10, source: str | None = None) -> tuple[int, list[tuple[str, str]], bytes]:
+    """One request (from `source`, any address of 127/8); the answer's headers as a list, so a header
+    sent twice shows twice."""
     connection_class = http.client.HTTPSConnection if tls else http.client.HTTPConnection
     extra = {"context": tls_context()} if tls else {}
+    if source:
+        extra["source_address"] = (source, 0)
     conn = connection_class("127.0.0.1", port, timeout=timeout, **extra)
     try:
         conn.request(method, path, body=body or None, headers={"Host": HOST})
@@ -315,6 +321,138 @@ def test_with_the_console_down_nginx_answers_502_json_under_the_api_with_securit
         finally:
             proxy.stop()
     finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+class SilentConsole:
+    """An upstream that takes connections and never answers: every request through nginx stays in
+    flight until the test ends. Counts the connections nginx has opened to it."""
+
+    def __init__(self):
+        self.socket = socket.socket()
+        self.socket.bind(("127.0.0.1", 0))
+        self.socket.listen(64)
+        self.port = self.socket.getsockname()[1]
+        self.accepted = []
+        self.arrived = threading.Condition()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                accepted, _ = self.socket.accept()
+            except OSError:
+                return
+            with self.arrived:
+                self.accepted.append(accepted)
+                self.arrived.notify_all()
+
+    def wait_for(self, count: int) -> bool:
+        with self.arrived:
+            return self.arrived.wait_for(lambda: len(self.accepted) >= count, timeout=10)
+
+    def close(self):
+        self.socket.close()
+        for accepted in self.accepted:
+            accepted.close()
+
+
+def test_one_address_gets_two_requests_in_flight_a_third_is_refused_at_once_and_others_are_not():
+    folder, console = temporary_folder(), SilentConsole()
+    proxy = Nginx(folder, console.port)
+    held = []
+    try:
+        def hold(source: str):
+            try:
+                raw_request(proxy.https_port, "GET", "/api/v1/models", tls=True, timeout=6, source=source)
+            except OSError:  # the silent console: the request is still waiting when the test moves on
+                held.append(source)
+
+        holders = [threading.Thread(target=hold, args=("127.0.0.2",)) for _ in range(2)]
+        for thread in holders:
+            thread.start()
+        assert console.wait_for(2)  # both requests are in the console
+
+        status, headers, body = raw_request(proxy.https_port, "GET", "/api/v1/recommendations", tls=True,
+                                            source="127.0.0.2", timeout=2)
+        assert status == 429
+        assert json.loads(body)["errors"]["request"].startswith("Too many requests from this address right now")
+        assert header_values(headers, "Retry-After") == ["1"]
+        assert_security_headers(headers)
+        status, headers, body = raw_request(proxy.https_port, "GET", "/", tls=True, source="127.0.0.2",
+                                            timeout=2)
+        assert status == 429 and b"Too many requests from this address right now" in body
+
+        # Static files are not counted, and another address is not refused: both reach the console
+        # (which never answers them).
+        for path, source in (("/static/css/console.css", "127.0.0.2"), ("/api/v1/models", "127.0.0.3")):
+            reached = len(console.accepted)
+            with pytest.raises(TimeoutError):
+                raw_request(proxy.https_port, "GET", path, tls=True, source=source, timeout=1.5)
+            assert len(console.accepted) == reached + 1
+        for thread in holders:
+            thread.join()
+        assert held == ["127.0.0.2", "127.0.0.2"]
+    finally:
+        proxy.stop()
+        console.close()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+class InstantConsole:
+    """An upstream that answers every request at once: what nginx's own rate limit lets through is
+    then all a loop's speed depends on."""
+
+    def __init__(self):
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_GET(self):  # noqa: N802 - the http.server API
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", "2")
+                self.end_headers()
+                self.wfile.write(b"{}")
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_a_client_looping_from_one_address_is_refused_by_nginx_past_its_burst():
+    folder, console = temporary_folder(), InstantConsole()
+    proxy = Nginx(folder, console.port)
+    try:
+        conn = http.client.HTTPSConnection("127.0.0.1", proxy.https_port, timeout=10, context=tls_context(),
+                                           source_address=("127.0.0.5", 0))
+        answers = []
+        for _ in range(200):  # one keep-alive connection, as fast as it goes
+            conn.request("GET", "/api/v1/models", headers={"Host": HOST})
+            response = conn.getresponse()
+            answers.append((response.status, response.getheaders(), response.read()))
+        conn.close()
+
+        statuses = [status for status, _, _ in answers]
+        assert statuses[:40] == [200] * 40  # the burst
+        refused = [(headers, body) for status, headers, body in answers if status == 429]
+        assert len(refused) >= 100 and len(refused) + statuses.count(200) == 200
+        headers, body = refused[0]
+        assert json.loads(body)["errors"]["request"].startswith("Too many requests from this address right now")
+        assert header_values(headers, "Retry-After") == ["1"]
+        assert_security_headers(headers)
+        # Another address is not refused meanwhile.
+        assert raw_request(proxy.https_port, "GET", "/api/v1/models", tls=True, source="127.0.0.6")[0] == 200
+    finally:
+        proxy.stop()
+        console.close()
         shutil.rmtree(folder, ignore_errors=True)
 
 

@@ -58,6 +58,16 @@ def test_the_limit_is_per_client(client, catalog_fleet, settings, client_address
         cache.delete(f"api-rate_{other}")
 
 
+def test_a_later_or_longer_api_page_counts_the_first_pages_it_costs(client, catalog_fleet, settings, client_address):
+    settings.API_RATE_LIMIT = "20/min"
+    # Page 10 of 100 and one page of 1,000 each describe the cheapest 1,000 machines: 10 first pages.
+    assert api_get(client, client_address, path="recommendations", query=LLAMA_8B + "&page=10").status_code in (200, 404)
+    assert api_get(client, client_address, path="recommendations", query=LLAMA_8B + "&limit=1000").status_code == 200
+    refused = api_get(client, client_address)
+    assert refused.status_code == 429
+    assert refused.json()["errors"]["request"].startswith("Too many requests from this client: at most 20 per min.")
+
+
 def test_a_forged_forwarded_for_header_does_not_lift_the_limit(client, catalog_fleet, settings, client_address):
     settings.API_RATE_LIMIT = "2/min"
     for _ in range(2):

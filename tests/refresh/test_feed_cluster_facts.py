@@ -36,6 +36,7 @@ BAD_FACTS = [
     ({"site": 7}, "site must be text"),
     ({"site": "x" * 121}, "site is longer than 120 characters"),
     ({"site": "fra\x002"}, "site contains U+0000"),
+    ({"site": "fra\ud8002"}, "site contains U+D800, a lone surrogate"),
 ]
 
 
