@@ -8,6 +8,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from decimal import Decimal
+from fractions import Fraction
+
+from .breakdown import Item
+from .calculators.vllm import (
+    ACTIVATION_BYTES,
+    DEFAULT_UTILIZATION,
+    DRIVER_RESERVED_BYTES,
+    NON_TORCH_BYTES,
+    VLLM_VERSION,
+    VllmSettings,
+    serve_command,
+    vllm_budget,
+)
+from .errors import SizingError
+from .i18n import gettext
+from .units import MIB, fmt_gib, fmt_int
 
 # The rule for which machines may form a cluster, once: a Secure machine at a named site whose network to
 # the others there is RDMA (InfiniBand or RoCE) at this speed or more. Pipeline parallelism sends each
@@ -52,3 +68,291 @@ class ClusterSite:
     interconnect: str
     interconnect_gbps: int
     machines: tuple[ClusterMachine, ...]
+
+
+# --- the planner -----------------------------------------------------------------------------------------
+
+# Where the SGLang command's first node listens for the others (`--dist-init-addr`), and Ray's head port.
+SGLANG_INIT_PORT = 20000
+RAY_PORT = 6379
+# Under pipeline parallelism every stage but the first receives the previous stage's hidden states and
+# residual for a whole prefill step: vLLM keeps two bf16 tensors of max_num_batched_tokens × hidden
+# (`make_empty_intermediate_tensors` at max_num_tokens) on each GPU for them.
+PIPELINE_TENSORS = 2
+
+
+@dataclass(frozen=True)
+class ClusterNeed:
+    """One GPU of a tensor-parallel × pipeline-parallel split under vLLM: its items and its budget."""
+
+    tensor_parallel: int
+    pipeline_parallel: int
+    items: tuple  # Items inside the budget
+    outside: tuple  # Items outside the budget (CUDA context, CUDA graphs)
+    budget_bytes: int  # gpu_memory_utilization × the GPU's usable memory
+    usable_bytes: int  # the GPU's memory as CUDA reports it
+    budget: object  # the engine's VllmBudget behind the items
+
+    @property
+    def need_bytes(self) -> int:
+        return sum(item.bytes for item in self.items)
+
+    @property
+    def outside_bytes(self) -> int:
+        return sum(item.bytes for item in self.outside)
+
+    @property
+    def fits(self) -> bool:
+        return (self.need_bytes <= self.budget_bytes
+                and self.outside_bytes <= self.usable_bytes - self.budget_bytes)
+
+
+def layers_per_stage(layers: int, stages: int) -> tuple[int, ...]:
+    """The layers each pipeline stage holds, as vLLM splits them (`get_pp_indices`): evenly, the remainder
+    one each to the stages before the last (the last also holds the output head)."""
+    split = [layers // stages] * stages
+    for index in range(2, layers % stages + 2):
+        split[-index] += 1
+    return tuple(split)
+
+
+def cluster_need(model, precision: int, kv_bits: int, context: int, requests: int, *, gpus_per_machine: int,
+                 machines: int, usable_bytes: int,
+                 utilization: Fraction = DEFAULT_UTILIZATION) -> ClusterNeed:
+    """One GPU's need when `machines` machines of `gpus_per_machine` GPUs serve the model at tensor
+    parallel = GPUs per machine × pipeline parallel = machines (one machine: the ordinary split).
+    Raises SizingError where vLLM refuses the split (heads not divisible, more stages than layers)."""
+    settings = VllmSettings(
+        gpu_memory_bytes=usable_bytes, tensor_parallel=gpus_per_machine, pipeline_parallel=machines,
+        gpu_memory_utilization=utilization, max_model_len=context, max_num_seqs=requests,
+    )
+    budget = vllm_budget(model, precision, kv_bits, settings)
+    nccl = budget.non_torch.bytes - NON_TORCH_BYTES
+    pipeline = (PIPELINE_TENSORS * settings.max_num_batched_tokens * model.hidden_size * ACTIVATION_BYTES
+                if machines > 1 else 0)
+    parts = []
+    if nccl:
+        parts.append(gettext("%(nccl)s NCCL and custom all-reduce buffers under tensor parallelism") % {
+            "nccl": fmt_gib(nccl)})
+    if pipeline:
+        parts.append(gettext(
+            "%(tensors)s × %(tokens)s batched tokens × %(hidden)s hidden × 2 bytes: the hidden states and "
+            "residual a pipeline stage receives (%(bytes)s)"
+        ) % {"tensors": PIPELINE_TENSORS, "tokens": fmt_int(settings.max_num_batched_tokens),
+             "hidden": fmt_int(model.hidden_size), "bytes": fmt_gib(pipeline)})
+    items = [
+        budget.weights,
+        budget.kv_cache_item(context, requests),
+        budget.activation,
+        Item(name=gettext("Memory outside PyTorch"),
+             formula=gettext("%(base)s (cuBLAS workspaces, kernel scratch)") % {
+                 "base": fmt_gib(NON_TORCH_BYTES)},
+             bytes=NON_TORCH_BYTES, per_gpu=True),
+    ]
+    if parts:
+        items.append(Item(name=gettext("Communication buffers"), formula=" + ".join(parts),
+                          bytes=nccl + pipeline, per_gpu=True))
+    return ClusterNeed(
+        tensor_parallel=gpus_per_machine, pipeline_parallel=machines, items=tuple(items),
+        outside=budget.outside, budget_bytes=budget.budget_bytes, usable_bytes=usable_bytes, budget=budget,
+    )
+
+
+@dataclass(frozen=True)
+class ClusterPlan:
+    """The smallest cluster of one site that holds the workload, with what each GPU holds."""
+
+    site: ClusterSite
+    machines: tuple[ClusterMachine, ...]
+    need: ClusterNeed
+    layers_per_stage: tuple[int, ...]
+    assumptions: tuple[str, ...]
+    confidence: str
+    confidence_reasons: tuple[str, ...]
+    vllm_commands: tuple[str, ...]  # the Ray head, each worker, then `vllm serve` on the head
+    sglang_commands: tuple[str, ...]  # one per node; empty where SGLang cannot take the split
+    sglang_note: str | None  # why there is no SGLang command
+
+    @property
+    def tensor_parallel(self) -> int:
+        return self.need.tensor_parallel
+
+    @property
+    def pipeline_parallel(self) -> int:
+        return self.need.pipeline_parallel
+
+    @property
+    def gpus(self) -> int:
+        return self.tensor_parallel * self.pipeline_parallel
+
+    @property
+    def price_per_hour(self) -> Decimal:
+        return sum((machine.price_per_hour for machine in self.machines), Decimal(0))
+
+    @property
+    def booking_limit_hours(self) -> int | None:
+        """The shortest booking limit of its machines (None: none has one)."""
+        limits = [machine.booking_limit_hours for machine in self.machines if machine.booking_limit_hours]
+        return min(limits) if limits else None
+
+    @property
+    def sort_key(self) -> tuple:
+        return (self.price_per_hour, self.site.provider, self.site.site, tuple(m.id for m in self.machines))
+
+
+@dataclass(frozen=True)
+class ClusterSearch:
+    """The plans, cheapest first, and the sites that could not form one, each with its reason."""
+
+    plans: tuple[ClusterPlan, ...]
+    skipped: tuple[tuple[ClusterSite, str], ...]
+
+
+def search_clusters(model, precision: int, kv_bits: int, context: int, requests: int, sites, *,
+                    utilization: Fraction = DEFAULT_UTILIZATION, usable_mib=None) -> ClusterSearch:
+    """For each site the fewest of its machines (two or more, cheapest first) whose GPUs hold the model at
+    tensor parallel = GPUs per machine × pipeline parallel = machines under vLLM's budget. `usable_mib`:
+    GPU type -> memory as CUDA reports it (the catalog's usable figure); a type not in it counts its
+    reported memory less what the driver keeps."""
+    usable_mib = usable_mib or {}
+    needs: dict[tuple[int, int, int], ClusterNeed | str] = {}  # sites of one shape share their sizing
+    plans, skipped = [], []
+    for site in sites:
+        usable = usable_mib.get(site.gpu_type) or site.memory_per_gpu_mib - DRIVER_RESERVED_BYTES // MIB
+        found, reason = None, None
+        top = min(len(site.machines), model.layers)
+        for count in range(2, top + 1):
+            key = (site.gpu_count, usable, count)
+            if key not in needs:
+                try:
+                    needs[key] = cluster_need(model, precision, kv_bits, context, requests,
+                                              gpus_per_machine=site.gpu_count, machines=count,
+                                              usable_bytes=usable * MIB, utilization=utilization)
+                except SizingError as error:
+                    needs[key] = error.message
+            need = needs[key]
+            if isinstance(need, str):
+                reason = need
+                break
+            if need.fits:
+                found = need
+                break
+        if found is None:
+            skipped.append((site, reason or _too_few_words(site, top)))
+            continue
+        plans.append(_plan(model, precision, kv_bits, context, requests, site, found))
+    plans.sort(key=lambda plan: plan.sort_key)
+    return ClusterSearch(plans=tuple(plans), skipped=tuple(skipped))
+
+
+def plan_clusters(model, precision: int, kv_bits: int, context: int, requests: int, sites, *,
+                  utilization: Fraction = DEFAULT_UTILIZATION, usable_mib=None) -> tuple[ClusterPlan, ...]:
+    """One plan per site that can hold the workload, cheapest first (`search_clusters`)."""
+    return search_clusters(model, precision, kv_bits, context, requests, sites, utilization=utilization,
+                           usable_mib=usable_mib).plans
+
+
+def _too_few_words(site: ClusterSite, top: int) -> str:
+    return gettext("%(count)s machines of %(gpus)s × %(gpu)s do not hold it together.") % {
+        "count": top, "gpus": site.gpu_count, "gpu": site.gpu_type}
+
+
+def _plan(model, precision, kv_bits, context, requests, site: ClusterSite, need: ClusterNeed) -> ClusterPlan:
+    tp, pp = need.tensor_parallel, need.pipeline_parallel
+    machines = site.machines[:pp]
+    stages = layers_per_stage(model.layers, pp)
+    level, reasons = cluster_confidence(precision, tp, pp)
+    vllm, sglang, note = cluster_commands(model, need, context, requests)
+    return ClusterPlan(
+        site=site, machines=machines, need=need, layers_per_stage=stages,
+        assumptions=cluster_words(site, need, stages), confidence=level, confidence_reasons=reasons,
+        vllm_commands=vllm, sglang_commands=sglang, sglang_note=note,
+    )
+
+
+def cluster_confidence(precision: int, tp: int, pp: int) -> tuple[str, tuple[str, ...]]:
+    """A cluster is rated low: besides what rates one machine's split medium, the pipeline across machines
+    adds buffers and a network path no machine of it has been measured with."""
+    reasons = [
+        gettext(
+            "split over %(gpus)s GPUs on %(machines)s machines: the communication buffers of tensor and "
+            "pipeline parallelism are estimated from the engine's code, not measured on these machines"
+        ) % {"gpus": tp * pp, "machines": pp},
+        gettext(
+            "the pipeline's stages talk over the network between machines: whether the engine starts and "
+            "how fast it serves depends on the interconnect, which Node Lodge does not test"
+        ),
+    ]
+    if precision in (8, 4):
+        reasons.append(gettext(
+            "%(bits)s-bit weights: quantized, so the real footprint depends on the quantization format"
+        ) % {"bits": precision})
+    reasons.append(gettext("%(count)s reasons for medium together make it low") % {"count": len(reasons)})
+    return "low", tuple(reasons)
+
+
+def cluster_words(site: ClusterSite, need: ClusterNeed, stages: tuple[int, ...]) -> tuple[str, ...]:
+    tp, pp = need.tensor_parallel, need.pipeline_parallel
+    return (
+        gettext(
+            "Tensor parallel %(tp)s within each machine: every layer's weights and attention heads split "
+            "over its %(tp)s GPUs, which exchange partial results twice per layer; that stays on the "
+            "machine's own GPU links (NVLink or Infinity Fabric)."
+        ) % {"tp": tp},
+        gettext(
+            "Pipeline parallel %(pp)s across machines: each machine holds a stage of consecutive layers "
+            "(%(stages)s) and sends its activations to the next every step, so the machines need the "
+            "site's %(interconnect)s at %(gbps)s Gb/s between them (at least %(least)s Gb/s RDMA: over "
+            "ordinary Ethernet each step waits on the network)."
+        ) % {"pp": pp, "stages": " + ".join(str(count) for count in stages),
+             "interconnect": INTERCONNECT_WORDS.get(site.interconnect, site.interconnect),
+             "gbps": site.interconnect_gbps, "least": MIN_CLUSTER_GBPS},
+        gettext(
+            "Sized as vLLM %(version)s starts on each GPU: the busiest stage's share of the weights and of "
+            "the KV cache, one prefill step's activation peak and the buffers, within "
+            "gpu_memory_utilization × the GPU's memory as CUDA reports it (%(budget)s of %(usable)s)."
+        ) % {"version": VLLM_VERSION, "budget": fmt_gib(need.budget_bytes),
+             "usable": fmt_gib(need.usable_bytes)},
+        gettext("All machines of a cluster must be booked together: with one missing the model does not "
+                "start."),
+    )
+
+
+INTERCONNECT_WORDS = {"infiniband": "InfiniBand", "roce": "RoCE"}
+
+
+def cluster_commands(model, need: ClusterNeed, context: int, requests: int
+                     ) -> tuple[tuple[str, ...], tuple[str, ...], str | None]:
+    """vLLM over Ray (head, workers, serve) and SGLang (one command per node), or why there is none."""
+    if not model.hf_id:
+        return (), (), gettext("The catalog names no Hugging Face checkpoint for this model.")
+    tp, pp = need.tensor_parallel, need.pipeline_parallel
+    budget = need.budget
+    serve = serve_command(model.hf_id, budget, max_num_seqs=requests, max_model_len=context)
+    vllm = (
+        f"ray start --head --port={RAY_PORT}",
+        f"ray start --address=<head>:{RAY_PORT}",
+        f"{serve} --distributed-executor-backend ray",
+    )
+    heads = model.attention_heads
+    if heads % (tp * pp):
+        return vllm, (), gettext(
+            "SGLang's --tp spans every GPU of the cluster (%(gpus)s), which must divide the model's "
+            "%(heads)s attention heads: it does not, so SGLang cannot serve this split."
+        ) % {"gpus": tp * pp, "heads": heads}
+    if budget.quantization not in (None, "fp8"):
+        return vllm, (), gettext(
+            "The weights are sized as vLLM quantizes them in flight (--quantization %(flag)s): no SGLang "
+            "command for that."
+        ) % {"flag": budget.quantization}
+    flags = [f"--context-length {context}"]
+    if budget.quantization:
+        flags.append(f"--quantization {budget.quantization}")
+    if budget.kv_bits == 8:
+        flags.append("--kv-cache-dtype fp8_e5m2")
+    sglang = tuple(
+        f"python -m sglang.launch_server --model-path {model.hf_id} --tp {tp * pp} --nnodes {pp} "
+        f"--node-rank {rank} --dist-init-addr <head>:{SGLANG_INIT_PORT} {' '.join(flags)}"
+        for rank in range(pp)
+    )
+    return vllm, sglang, None

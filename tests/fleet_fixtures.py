@@ -51,3 +51,21 @@ def small_fleet(make_machine):
         "stale": make_machine("RTX 4090", last_seen_at=timezone.now() - timezone.timedelta(hours=2),
                               price_per_gpu_hour=Decimal("0.13")),
     }
+
+
+def _cluster_node(make_machine, gpu, site, price):
+    return make_machine(gpu, gpu_count=8, free_gpus=8, site=site, interconnect="infiniband",
+                        interconnect_gbps=400, country="US", region="Virginia", price_per_gpu_hour=Decimal(price))
+
+
+@pytest.fixture
+def h100_site(small_fleet, make_machine):
+    """Beside the small fleet, three whole 8 × H100 machines at one site (iad-1) on 400 Gb/s InfiniBand,
+    $20, $20 and $24 per hour: the clusters' tests."""
+    return [_cluster_node(make_machine, "H100 SXM 80GB", "iad-1", price) for price in ("2.50", "2.50", "3.00")]
+
+
+@pytest.fixture
+def h200_site(make_machine):
+    """Two whole 8 × H200 machines at another site (iad-2), $28 per hour each."""
+    return [_cluster_node(make_machine, "H200", "iad-2", "3.50") for _ in range(2)]

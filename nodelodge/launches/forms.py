@@ -26,6 +26,40 @@ class ReviewForm(forms.Form):
     query = forms.CharField(max_length=2400, required=False)
 
 
+def parse_group_machines(text: str) -> list[tuple[int, int]]:
+    """"12:8,13:8" (machine id, colon, GPUs; comma between machines) as pairs."""
+    pairs = []
+    for part in text.split(","):
+        machine_id, _colon, gpus = part.strip().partition(":")
+        if not (machine_id.isdigit() and gpus.isdigit()) or len(machine_id) > 18 or len(gpus) > 3:
+            raise forms.ValidationError(_("Each machine is its id and its GPUs, as 12:8."), code="invalid")
+        pairs.append((int(machine_id), int(gpus)))
+    return pairs
+
+
+class GroupMachinesField(forms.CharField):
+    """A cluster's or plan's machines with the GPUs each, as the Launch cluster form writes them."""
+
+    def to_python(self, value):
+        text = super().to_python(value)
+        return parse_group_machines(text) if text else []
+
+
+class GroupReviewForm(forms.Form):
+    """The hidden fields of a "Launch cluster" or "Launch this plan" button."""
+
+    kind = forms.ChoiceField(choices=[("cluster", "cluster"), ("plan", "plan")])
+    machines = GroupMachinesField(max_length=30000)
+    price_per_hour = forms.DecimalField(min_value=0, max_value=MAX_MONEY, max_digits=16, decimal_places=4)
+    query = forms.CharField(max_length=2400, required=False)
+
+
+class GroupLaunchForm(GroupReviewForm):
+    """The review's Confirm: the same fields and the key that makes a resubmitted form book once."""
+
+    idempotency_key = forms.RegexField(regex=r"^[A-Za-z0-9_-]{8,64}$", max_length=64)
+
+
 class SignUpForm(BaseUserCreationForm):
     """Checks what the visitor typed, never whether the username exists: that answer goes by e-mail
     to the address given (nodelodge/launches/signup.py), so the form cannot be used to list accounts."""

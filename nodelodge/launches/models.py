@@ -1,4 +1,5 @@
-"""Bookings: the GPUs of one machine held for one user, from Launch until Stop."""
+"""Bookings: the GPUs of one machine held for one user, from Launch until Stop; a group of them
+booked all or nothing (a cluster, a throughput plan) and stopped together."""
 from datetime import datetime, timedelta
 from decimal import Decimal
 
@@ -7,6 +8,51 @@ from django.db import models
 from django.db.models import Q
 
 from catalog.models import Machine
+
+
+class LaunchGroup(models.Model):
+    """Machines booked together, all or nothing: a cluster serving one model, or a throughput plan.
+    Its bookings start together and end together (Stop, or the first booking limit reached), so its
+    status is theirs."""
+
+    class Kind(models.TextChoices):
+        CLUSTER = "cluster", "Cluster"
+        PLAN = "plan", "Throughput plan"
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="launch_groups")
+    kind = models.CharField(max_length=10, choices=Kind.choices)
+    price_per_hour = models.DecimalField(
+        max_digits=14, decimal_places=4,
+        help_text="USD per hour for every machine of the group, at booking time.",
+    )
+    workload = models.JSONField(help_text="The wizard's inputs, as query parameters.")
+    result_url = models.CharField(max_length=2500, help_text="The result page the group was booked from.")
+    created_at = models.DateTimeField()
+    idempotency_key = models.CharField(
+        max_length=64, help_text="From the review form; a resubmitted form carries the same key."
+    )
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+        constraints = [
+            models.UniqueConstraint(fields=["user", "idempotency_key"], name="launches_group_unique_key"),
+            models.CheckConstraint(
+                condition=Q(price_per_hour__gte=0), name="launches_group_price_nonnegative"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user}: {self.kind} {self.pk}"
+
+    @property
+    def status(self) -> str:
+        """Its bookings': running while any runs (they start and end together)."""
+        running = any(booking.is_running for booking in self.bookings.all())
+        return Booking.Status.RUNNING if running else Booking.Status.ENDED
+
+    @property
+    def is_running(self) -> bool:
+        return self.status == Booking.Status.RUNNING
 
 
 class Booking(models.Model):
@@ -46,6 +92,11 @@ class Booking(models.Model):
     ended_at = models.DateTimeField(null=True, blank=True)
     idempotency_key = models.CharField(
         max_length=64, help_text="From the Launch form; a resubmitted form carries the same key."
+    )
+    # PROTECT: the group is the billing record of its bookings.
+    group = models.ForeignKey(
+        LaunchGroup, on_delete=models.PROTECT, null=True, blank=True, related_name="bookings",
+        help_text="The cluster or plan this booking was booked with. Empty = booked alone.",
     )
 
     class Meta:

@@ -8,6 +8,7 @@ and no other transaction can hold a lock on a row that does not exist yet), so t
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
@@ -31,12 +32,13 @@ from nodelodge.recommendations.query import QueryError, WorkloadQuery
 from nodelodge.recommendations.query import parse_query as parse_workload_query
 from sizing import reasons
 from sizing.availability import GONE, unavailable_reason
-from sizing.fit import fit_on_machine
+from sizing.cluster import can_join_cluster
+from sizing.fit import MAX_GPUS_PER_MACHINE, fit_on_machine
 from sizing.results import RecommendedMachine
 from sizing.units import money_amount, money_text
 from sizing.wording import budget_cover, constraints_applied
 
-from .models import Booking
+from .models import Booking, LaunchGroup
 
 
 class LaunchRefused(Exception):
@@ -331,6 +333,18 @@ def _refuse_unbookable(machine, gpus, query, result_url, now):
     return offer, reason
 
 
+def _refuse_price_change(shown_price_per_hour, price_per_hour, refuse) -> None:
+    """The page shows and sends the exact price; any difference is a price change."""
+    shown = money_amount(shown_price_per_hour)
+    if money_amount(price_per_hour) != shown:
+        raise refuse(
+            LaunchRefused.PRICE_CHANGED,
+            gettext("The price changed from %(shown)s/h to %(now)s/h; check and launch again.")
+            % {"shown": money_text(shown), "now": money_text(price_per_hour)},
+            new_price_per_hour=price_per_hour,
+        )
+
+
 def _book_locked(
     user, machine_id, gpus, shown_price_per_hour, query, result_url, breakdown, idempotency_key, now
 ) -> LaunchOutcome:
@@ -369,16 +383,8 @@ def _book_locked(
             % {"machine": name, "why": why},
         )
 
-    # The page shows and sends the exact price; any difference is a price change.
     price_per_hour = machine.price_per_gpu_hour * gpus
-    shown = money_amount(shown_price_per_hour)
-    if money_amount(price_per_hour) != shown:
-        raise refuse(
-            LaunchRefused.PRICE_CHANGED,
-            gettext("The price changed from %(shown)s/h to %(now)s/h; check and launch again.")
-            % {"shown": money_text(shown), "now": money_text(price_per_hour)},
-            new_price_per_hour=price_per_hour,
-        )
+    _refuse_price_change(shown_price_per_hour, price_per_hour, refuse)
 
     # The row is locked, so this guard cannot miss; it stays as the last word on "never below zero".
     taken = Machine.objects.filter(pk=machine.pk, free_gpus__gte=gpus).update(
@@ -462,7 +468,13 @@ def cap_free_gpus_by_bookings(machines, now: datetime | None = None) -> int:
 
 def stop(user, booking_id: int, *, now: datetime | None = None) -> StopOutcome:
     """End the user's booking and give its GPUs back. Another user's booking, or none: BookingNotFound.
-    Stopping a booking that already ended changes nothing (a second click on Stop)."""
+    Stopping a booking that already ended changes nothing (a second click on Stop). A booking of a
+    group stops its whole group (`stop_group`): a cluster short of one machine serves nothing."""
+    group_id = Booking.objects.filter(pk=booking_id, user=user).values_list("group_id", flat=True).first()
+    if group_id is not None:
+        outcome = stop_group(user, group_id, now=now)
+        booking = next(b for b in outcome.bookings if b.pk == booking_id)
+        return StopOutcome(booking, stopped=outcome.stopped)
     with transaction.atomic():
         booking = Booking.objects.select_for_update().filter(pk=booking_id, user=user).first()
         if booking is None:
@@ -497,6 +509,10 @@ def end_expired_bookings(*, now: datetime | None = None, user=None) -> int:
             booking = Booking.objects.select_for_update().filter(pk=booking_id).first()
             if booking is None or not booking.is_running or booking.ends_at is None:
                 continue
+            if booking.group_id is not None:
+                # A group's bookings end together, when the first of them reaches its limit.
+                ended += len(_end_group_locked(booking.group_id, booking.ends_at))
+                continue
             booking.status = Booking.Status.ENDED
             booking.ended_at = booking.ends_at
             booking.save(update_fields=["status", "ended_at"])
@@ -505,3 +521,366 @@ def end_expired_bookings(*, now: datetime | None = None, user=None) -> int:
             )
             ended += 1
     return ended
+
+
+# --- Groups: several machines booked all or nothing ----------------------------------------------
+#
+# A cluster (identical machines at one site serving one model) or a throughput plan is booked in one
+# transaction: every machine locked in the order of its id (so two groups that share machines queue
+# behind each other instead of deadlocking), each re-checked by Launch's own rules, then every GPU
+# taken and every booking written, or nothing. Its bookings end together (Stop, or the first booking
+# limit reached): a cluster short of one machine serves nothing.
+
+# What a form's or a script's idempotency key may be (as the Launch form's); a group's bookings get
+# keys with a colon, which no request can send.
+IDEMPOTENCY_KEY = re.compile(r"[A-Za-z0-9_-]{8,64}")
+# The most machines one group books: the longest list a result page reaches (its window).
+MAX_GROUP_MACHINES = 1000
+
+
+class GroupInputError(ValueError):
+    """The group asked for cannot be read (bad input, not a refusal): `errors` by field, in words."""
+
+    def __init__(self, errors: dict[str, str]):
+        super().__init__(errors)
+        self.errors = errors
+
+
+class GroupRefused(LaunchRefused):
+    """The group was not booked, none of it. `machine` names the machine that failed (its provider
+    and the provider's machine id) and `machine_id` is its id; both None when the refusal is about
+    the group as a whole (its inputs, its total price)."""
+
+    NOT_WHOLE = "not_whole"
+    NOT_IDENTICAL = "not_identical"
+    NOT_CLUSTERABLE = "not_clusterable"
+    UNAVAILABLE = "unavailable"
+
+    def __init__(self, code: str, message: str, *, machine: str | None = None,
+                 machine_id: int | None = None, provider_machine_id: str | None = None, **extra):
+        super().__init__(code, message, **extra)
+        self.machine = machine
+        self.machine_id = machine_id
+        self.provider_machine_id = provider_machine_id
+
+
+@dataclass(frozen=True)
+class GroupOutcome:
+    group: LaunchGroup
+    created: bool  # False when the same idempotency key had already booked it
+
+
+@dataclass(frozen=True)
+class GroupStopOutcome:
+    group: LaunchGroup
+    bookings: list[Booking]
+    stopped: bool  # False when the group had already ended
+
+
+def machine_name(machine: Machine) -> str:
+    return f"{machine.provider.name} {machine.provider_machine_id}"
+
+
+def check_group_request(kind: str, machines) -> list[tuple[int, int]]:
+    """The machines asked for as (machine id, GPUs) pairs sorted by id, or GroupInputError."""
+    if kind not in LaunchGroup.Kind.values:
+        raise GroupInputError({"kind": gettext("Choose cluster or plan.")})
+    try:
+        pairs = [(int(machine_id), int(gpus)) for machine_id, gpus in machines]
+    except (TypeError, ValueError):
+        raise GroupInputError({"machines": gettext("Each machine is its id and its GPUs.")}) from None
+    if not 1 <= len(pairs) <= MAX_GROUP_MACHINES:
+        raise GroupInputError({
+            "machines": gettext("A group books from 1 to %(most)s machines.") % {"most": MAX_GROUP_MACHINES}
+        })
+    if len({machine_id for machine_id, _gpus in pairs}) != len(pairs):
+        raise GroupInputError({"machines": gettext("Each machine can be in a group once.")})
+    if any(machine_id < 1 for machine_id, _gpus in pairs):
+        raise GroupInputError({"machines": gettext("Machine ids are whole numbers from 1.")})
+    if any(not 1 <= gpus <= MAX_GPUS_PER_MACHINE for _id, gpus in pairs):
+        raise GroupInputError({
+            "machines": gettext("Each machine takes from 1 to %(most)s GPUs.")
+            % {"most": MAX_GPUS_PER_MACHINE}
+        })
+    return sorted(pairs)
+
+
+def _machines_by_id(machine_ids, *, lock: bool) -> dict[int, Machine]:
+    machines = (
+        Machine.objects.select_related("provider", "gpu_type").filter(pk__in=machine_ids).order_by("pk")
+    )
+    if lock:
+        # ORDER BY id FOR UPDATE: the rows are locked in the order of their ids, in every group.
+        machines = machines.select_for_update(of=("self",))
+    return {machine.pk: machine for machine in machines}
+
+
+def _refuse_group(kind, pairs, machines: dict[int, Machine], shown_price_per_hour, query, breakdown,
+                  result_url, now) -> Decimal:
+    """Raises GroupRefused naming the first machine (by id) that cannot be booked as asked now, or
+    the group's total price when it changed; returns the total price per hour otherwise. Each
+    machine is re-checked by Launch's own rules (`_refuse_unbookable`); a cluster also needs every
+    machine whole, identical to the first and fit for a cluster (`sizing.cluster`), whatever the
+    client sent; a plan's machines must each still fit the workload in copies of the GPUs asked."""
+    total = Decimal(0)
+    first = None
+    for machine_id, gpus in pairs:
+        machine = machines.get(machine_id)
+
+        def refuse(code: str, message: str, machine=machine, machine_id=machine_id, **extra) -> GroupRefused:
+            name = machine_name(machine) if machine is not None else None
+            return GroupRefused(
+                code, message, machine=name, machine_id=machine_id, result_url=result_url,
+                provider_machine_id=machine.provider_machine_id if machine is not None else None, **extra,
+            )
+
+        try:
+            offer, reason = _refuse_unbookable(machine, gpus, query, result_url, now)
+        except LaunchRefused as refusal:
+            message = refusal.message
+            if refusal.code == LaunchRefused.GONE:
+                if machine is not None:
+                    message = gettext("%(machine)s is no longer offered by its provider.") % {
+                        "machine": machine_name(machine)
+                    }
+                else:
+                    message = gettext("Machine %(id)s is no longer offered.") % {"id": machine_id}
+            raise refuse(refusal.code, message) from None
+        name = machine_name(machine)
+        if kind == LaunchGroup.Kind.CLUSTER:
+            if reason is not None:
+                raise refuse(
+                    GroupRefused.UNAVAILABLE,
+                    gettext("%(machine)s is not available now (%(reason)s).")
+                    % {"machine": name, "reason": reason},
+                )
+            if not can_join_cluster(tier=machine.tier, site=machine.site, interconnect=machine.interconnect,
+                                    interconnect_gbps=machine.interconnect_gbps):
+                raise refuse(
+                    GroupRefused.NOT_CLUSTERABLE,
+                    gettext("%(machine)s cannot be part of a cluster: it needs a Secure machine at a named "
+                            "site with a fast RDMA interconnect.") % {"machine": name},
+                )
+            shape = (machine.provider_id, machine.site, machine.gpu_type_id, machine.gpu_count,
+                     machine.memory_per_gpu_mib)
+            if first is None:
+                first = (machine, shape)
+            elif shape != first[1]:
+                raise refuse(
+                    GroupRefused.NOT_IDENTICAL,
+                    gettext("%(machine)s is not identical to %(first)s (provider, site, GPU type, GPU count "
+                            "and memory must all match).")
+                    % {"machine": name, "first": machine_name(first[0])},
+                )
+            if gpus != machine.gpu_count or machine.free_gpus < machine.gpu_count:
+                raise refuse(
+                    GroupRefused.NOT_WHOLE,
+                    ngettext(
+                        "%(machine)s is not entirely free: a cluster takes all %(count)s GPU of each "
+                        "machine (%(free)s free now).",
+                        "%(machine)s is not entirely free: a cluster takes all %(count)s GPUs of each "
+                        "machine (%(free)s free now).",
+                        machine.gpu_count,
+                    ) % {"machine": name, "count": machine.gpu_count, "free": machine.free_gpus},
+                )
+        else:
+            fit = fit_on_machine(breakdown, offer) if reason is None else None
+            if fit is None or gpus % fit.gpus_used:
+                raise refuse(
+                    LaunchRefused.NO_LONGER_FITS,
+                    gettext("The machine's figures changed and your workload no longer fits %(machine)s "
+                            "as the plan shows.") % {"machine": name},
+                )
+        total += machine.price_per_gpu_hour * gpus
+
+    def refuse_group(code: str, message: str, **extra) -> GroupRefused:
+        return GroupRefused(code, message, result_url=result_url, **extra)
+
+    _refuse_price_change(shown_price_per_hour, total, refuse_group)
+    return total
+
+
+def _group_query(query_string: str):
+    """The query, its result's address and the workload's breakdown, or LaunchRefused (invalid)."""
+    query = parse_query(query_string)
+    result_url = result_url_for(query)
+    try:
+        breakdown, _model_row = estimate_for(query)
+    except QueryError as error:
+        raise LaunchRefused(
+            LaunchRefused.INVALID_QUERY,
+            gettext("This result cannot be computed any more: %(problems)s. Start again from the wizard.")
+            % {"problems": "; ".join(error.errors.values())},
+            result_url=result_url,
+        ) from error
+    return query, result_url, breakdown
+
+
+@dataclass(frozen=True)
+class GroupReview:
+    """What Confirm will book for a group, from the machines' figures now."""
+
+    kind: str
+    machines: list[tuple[Machine | None, int, int]]  # (machine or None when unknown, its id, GPUs)
+    price_per_hour: Decimal  # the machines found, now
+    shown_price_per_hour: Decimal
+    budget_text: str | None
+    workload_title: str
+    result_url: str
+    problem: str | None  # why Confirm would be refused now, in words; None when it can book
+
+    @property
+    def gpus(self) -> int:
+        return sum(gpus for _machine, _id, gpus in self.machines)
+
+    @property
+    def price_changed(self) -> bool:
+        return money_amount(self.price_per_hour) != money_amount(self.shown_price_per_hour)
+
+
+def review_group(kind: str, machines, shown_price_per_hour: Decimal, query_string: str,
+                 *, now: datetime | None = None) -> GroupReview:
+    """The review step before a group is booked: each machine with its GPUs, the total price per hour
+    now, what the budget covers, and why Confirm would be refused now (the same checks as booking).
+    Raises GroupInputError for unreadable input and LaunchRefused when the result cannot be read."""
+    pairs = check_group_request(kind, machines)
+    query, result_url, breakdown = _group_query(query_string)
+    found = _machines_by_id([machine_id for machine_id, _gpus in pairs], lock=False)
+    problem = None
+    try:
+        _refuse_group(kind, pairs, found, shown_price_per_hour, query, breakdown, result_url,
+                      now or timezone.now())
+    except LaunchRefused as refusal:
+        problem = refusal.message
+    price = sum((found[i].price_per_gpu_hour * gpus for i, gpus in pairs if i in found), Decimal(0))
+    limits = [found[i].booking_limit_hours for i, _g in pairs if i in found and found[i].booking_limit_hours]
+    cover = budget_cover(query.budget, price, min(limits) if limits else None) if price else None
+    return GroupReview(
+        kind=kind,
+        machines=[(found.get(machine_id), machine_id, gpus) for machine_id, gpus in pairs],
+        price_per_hour=price,
+        shown_price_per_hour=shown_price_per_hour,
+        budget_text=cover.text if cover else None,
+        workload_title=breakdown.title,
+        result_url=result_url,
+        problem=problem,
+    )
+
+
+def _existing_group(user, idempotency_key: str) -> LaunchGroup | None:
+    return LaunchGroup.objects.filter(user=user, idempotency_key=idempotency_key).first()
+
+
+def launch_group(
+    user,
+    *,
+    machines,
+    shown_price_per_hour: Decimal,
+    query_string: str,
+    idempotency_key: str,
+    kind: str,
+    now: datetime | None = None,
+) -> GroupOutcome:
+    """Book every machine of a cluster or a plan for `user`, as the result page offered them, or
+    none: `machines` are (machine id, GPUs) pairs. Raises GroupInputError for unreadable input and
+    GroupRefused (a LaunchRefused) naming the machine that cannot be booked, or the price change.
+    The same (user, idempotency_key) books once: a repeat returns the first group."""
+    pairs = check_group_request(kind, machines)
+    existing = _existing_group(user, idempotency_key)
+    if existing is not None:
+        return GroupOutcome(existing, created=False)
+    query, result_url, breakdown = _group_query(query_string)
+    now = now or timezone.now()
+    machine_ids = [machine_id for machine_id, _gpus in pairs]
+    # One cheap read first, as Launch does: a group whose machine someone else took is refused at
+    # once, without a lock. Under the locks below everything is checked again.
+    _refuse_group(kind, pairs, _machines_by_id(machine_ids, lock=False), shown_price_per_hour, query,
+                  breakdown, result_url, now)
+    try:
+        with transaction.atomic():
+            locked = _machines_by_id(machine_ids, lock=True)
+            # A request waiting on the locks behind the same key's first booking finds it here.
+            existing = _existing_group(user, idempotency_key)
+            if existing is not None:
+                return GroupOutcome(existing, created=False)
+            total = _refuse_group(
+                kind, pairs, locked, shown_price_per_hour, query, breakdown, result_url, now
+            )
+            return GroupOutcome(
+                _book_group_locked(user, kind, pairs, locked, total, query, idempotency_key, now),
+                created=True,
+            )
+    except IntegrityError:
+        # The same key committed by a concurrent request between our checks and our insert.
+        existing = _existing_group(user, idempotency_key)
+        if existing is None:
+            raise
+        return GroupOutcome(existing, created=False)
+
+
+def _book_group_locked(user, kind, pairs, machines, total, query, idempotency_key, now) -> LaunchGroup:
+    group = LaunchGroup.objects.create(
+        user=user, kind=kind, price_per_hour=total, workload=query.as_params(),
+        result_url=stored_result_url(query), created_at=now, idempotency_key=idempotency_key,
+    )
+    bookings = []
+    for machine_id, gpus in pairs:  # in the order of the ids, as locked
+        machine = machines[machine_id]
+        # The rows are locked, so this guard cannot miss; it stays as the last word on "never below zero".
+        taken = Machine.objects.filter(pk=machine_id, free_gpus__gte=gpus).update(
+            free_gpus=F("free_gpus") - gpus
+        )
+        if taken != 1:
+            raise GroupRefused(
+                LaunchRefused.TAKEN,
+                gettext("%(machine)s no longer has %(gpus)s free GPUs: someone else booked first.")
+                % {"machine": machine_name(machine), "gpus": gpus},
+                machine=machine_name(machine), machine_id=machine_id,
+                provider_machine_id=machine.provider_machine_id, result_url=result_url_for(query),
+            )
+        price_per_hour = machine.price_per_gpu_hour * gpus
+        cover = budget_cover(query.budget, price_per_hour, machine.booking_limit_hours)
+        bookings.append(Booking(
+            user=user, machine=machine, gpus=gpus, price_per_gpu_hour=machine.price_per_gpu_hour,
+            price_per_hour=price_per_hour, workload=query.as_params(), result_url=group.result_url,
+            hours_covered=cover.hours_of_one_booking if cover is not None else None,
+            booking_limit_hours=machine.booking_limit_hours, status=Booking.Status.RUNNING,
+            started_at=now, ends_at=Booking.end_for(now, machine.booking_limit_hours),
+            # Unique per user like a Launch's key; the colon keeps it apart from any form's key.
+            idempotency_key=f"group:{group.pk}:{machine_id}", group=group,
+        ))
+    Booking.objects.bulk_create(bookings)
+    # Last, right before the commit: a request past its proxy's deadline books nothing (as Launch).
+    check_deadline()
+    return group
+
+
+def _end_group_locked(group_id: int, ended_at: datetime) -> list[Booking]:
+    """Ends the group's running bookings at `ended_at` and gives their GPUs back; returns those ended.
+    Bookings are locked in the order of their ids, machines written in the order of theirs."""
+    bookings = list(Booking.objects.select_for_update().filter(group_id=group_id).order_by("pk"))
+    running = [booking for booking in bookings if booking.is_running]
+    for booking in running:
+        booking.status = Booking.Status.ENDED
+        booking.ended_at = ended_at
+    Booking.objects.bulk_update(running, ["status", "ended_at"])
+    for booking in sorted(running, key=lambda b: b.machine_id):
+        # Capped at gpu_count: a provider refresh may already have reported the GPUs free.
+        Machine.objects.filter(pk=booking.machine_id).update(
+            free_gpus=Least(F("free_gpus") + booking.gpus, F("gpu_count"))
+        )
+    return running
+
+
+def stop_group(user, group_id: int, *, now: datetime | None = None) -> GroupStopOutcome:
+    """End every booking of the user's group in one transaction and give their GPUs back. Another
+    user's group, or none: BookingNotFound. A group that already ended changes nothing."""
+    with transaction.atomic():
+        group = LaunchGroup.objects.filter(pk=group_id, user=user).first()
+        if group is None:
+            raise BookingNotFound(group_id)
+        ended = _end_group_locked(group.pk, now or timezone.now())
+        bookings = list(
+            group.bookings.select_related("machine__provider", "machine__gpu_type").order_by("machine_id")
+        )
+    return GroupStopOutcome(group, bookings, stopped=bool(ended))

@@ -16,6 +16,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import gettext, ngettext
+from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
@@ -26,7 +27,7 @@ from sizing.units import money_text
 
 from . import selectors, services
 from . import signup as signups
-from .forms import LaunchForm, ReviewForm, SignUpForm
+from .forms import GroupLaunchForm, GroupReviewForm, LaunchForm, ReviewForm, SignUpForm
 
 
 def review_url(machine: int, gpus: int, price_per_hour, query_string: str) -> str:
@@ -129,7 +130,8 @@ def launch(request):
 def booking_list(request):
     # Bookings past their booking limit end before the list is read (beat ends them too).
     services.end_expired_bookings(user=request.user)
-    rows = selectors.bookings_for(request.user)
+    rows = selectors.bookings_for(request.user, alone=True)
+    groups = selectors.groups_for(request.user)
     from nodelodge.watches.views import list_context as watches_context
 
     return render(
@@ -138,6 +140,8 @@ def booking_list(request):
         {
             "running": [row for row in rows if row.booking.is_running],
             "ended": [row for row in rows if not row.booking.is_running],
+            "running_groups": [row for row in groups if row.is_running],
+            "ended_groups": [row for row in groups if not row.is_running],
             **watches_context(request),
         },
     )
@@ -152,6 +156,8 @@ def stop(request, pk: int):
         row = selectors.booking_for(request.user, pk)
         if row is None:
             raise Http404(gettext("No such booking."))
+        if row.booking.group_id is not None:  # stops with its group: that page says what stops
+            return redirect("launches:group_stop", row.booking.group_id)
         return render(request, "launches/stop.html", {"row": row})
     try:
         outcome = services.stop(request.user, pk)
@@ -170,6 +176,113 @@ def stop(request, pk: int):
                 "machine": booking.machine.provider_machine_id,
             },
         )
+    else:
+        messages.info(request, gettext("That booking had already ended."))
+    return _see_other(request, reverse("launches:list"))
+
+
+# --- Groups: a cluster or a throughput plan, booked all or nothing --------------------------------
+
+
+def group_review_context(data: dict) -> dict:
+    return {"kind": data["kind"], "machines": ",".join(f"{i}:{g}" for i, g in data["machines"]),
+            "query_string": QueryDict(data["query"]).urlencode()}
+
+
+def _group_refused(request, refusal, kind: str):
+    context = {"refusal": refusal, "kind": kind}
+    if request.htmx:
+        return render(request, "launches/group_refused.html#refusal", context, status=409)
+    return render(request, "launches/group_refused.html", context, status=409)
+
+
+# Exempt from CSRF: it books nothing (the review's Confirm is a protected POST). It is a POST because
+# a plan lists up to a thousand machines, more than an address carries; the button sits in the
+# result, which is served to every client from one copy, so it carries no client's token.
+@csrf_exempt
+@require_POST
+def group_review(request):
+    """The step between "Launch cluster" / "Launch this plan" and booking: exactly what Confirm books."""
+    query_string = QueryDict(request.POST.get("query", "")).urlencode()
+    if not request.user.is_authenticated:
+        messages.info(request, gettext("Sign in to launch; then press the button on the result again."))
+        return redirect_to_login(f"{reverse('wizard:start')}?{query_string}")
+    form = GroupReviewForm(request.POST)
+    if not form.is_valid():
+        return HttpResponseBadRequest(
+            gettext("This Launch form is incomplete; reload the result and try again.")
+        )
+    data = form.cleaned_data
+    try:
+        summary = services.review_group(data["kind"], data["machines"], data["price_per_hour"], data["query"])
+    except services.GroupInputError:
+        return HttpResponseBadRequest(
+            gettext("This Launch form is incomplete; reload the result and try again.")
+        )
+    except services.LaunchRefused as refusal:
+        return _group_refused(request, refusal, data["kind"])
+    return render(request, "launches/group_review.html", {
+        "review": summary, **group_review_context(data), "idempotency_key": uuid.uuid4().hex,
+    })
+
+
+@require_POST
+def group_launch(request):
+    """Confirm on the group's review: books every machine or none."""
+    query_string = QueryDict(request.POST.get("query", "")).urlencode()
+    if not request.user.is_authenticated:
+        messages.info(request, gettext("Sign in to launch; then press the button on the result again."))
+        return redirect_to_login(f"{reverse('wizard:start')}?{query_string}")
+    form = GroupLaunchForm(request.POST)
+    if not form.is_valid():
+        return HttpResponseBadRequest(
+            gettext("This Launch form is incomplete; reload the result and try again.")
+        )
+    data = form.cleaned_data
+    try:
+        outcome = services.launch_group(
+            request.user, machines=data["machines"], shown_price_per_hour=data["price_per_hour"],
+            query_string=data["query"], idempotency_key=data["idempotency_key"], kind=data["kind"],
+        )
+    except services.GroupInputError:
+        return HttpResponseBadRequest(
+            gettext("This Launch form is incomplete; reload the result and try again.")
+        )
+    except services.LaunchRefused as refusal:
+        return _group_refused(request, refusal, data["kind"])
+    if outcome.created:
+        group = outcome.group
+        machines = len(data["machines"])
+        if group.kind == "cluster":
+            text = ngettext("Launched a cluster of %(machines)s machine at %(price)s/h.",
+                            "Launched a cluster of %(machines)s machines at %(price)s/h.", machines)
+        else:
+            text = ngettext("Launched the plan: %(machines)s machine at %(price)s/h.",
+                            "Launched the plan: %(machines)s machines at %(price)s/h.", machines)
+        messages.success(request, text % {"machines": machines, "price": money_text(group.price_per_hour)})
+    return _see_other(request, reverse("launches:list"))
+
+
+@require_http_methods(["GET", "POST"])
+def group_stop(request, pk: int):
+    """GET asks for confirmation (every machine that stops, what the group has cost); POST stops all."""
+    if not request.user.is_authenticated:
+        return redirect_to_login(reverse("launches:list"))
+    if request.method == "GET":
+        row = selectors.group_for(request.user, pk)
+        if row is None:
+            raise Http404(gettext("No such booking."))
+        return render(request, "launches/group_stop.html", {"row": row})
+    try:
+        outcome = services.stop_group(request.user, pk)
+    except services.BookingNotFound:
+        raise Http404(gettext("No such booking.")) from None
+    if outcome.stopped:
+        gpus = sum(booking.gpus for booking in outcome.bookings)
+        messages.success(request, ngettext(
+            "Stopped. %(gpus)s GPU on %(machines)s machines freed.",
+            "Stopped. %(gpus)s GPUs on %(machines)s machines freed.", gpus,
+        ) % {"gpus": gpus, "machines": len(outcome.bookings)})
     else:
         messages.info(request, gettext("That booking had already ended."))
     return _see_other(request, reverse("launches:list"))

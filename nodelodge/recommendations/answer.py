@@ -4,7 +4,8 @@ The pure engine in `sizing` turns each breakdown into fit thresholds (fewest GPU
 the fleet reader (`fleet`) counts the whole fleet against them and describes only the machines the
 answer shows; the engine then orders, explains and rates those, with the counts. An empty answer says
 what to relax (`relax`), a throughput target adds its plan (`throughput`), and the listing (`listing`)
-cuts the page to show.
+cuts the page to show. A language model served for inference also gets its clusters (`clusters`) when no
+single machine fits, or when asked.
 """
 from __future__ import annotations
 
@@ -20,6 +21,14 @@ from sizing.limits import MAX_LIMIT, PAGE_LIMIT
 from sizing.matching import SORT_PRICE_PER_MILLION, Recommendation
 from sizing.workloads import workload
 
+from .clusters import (
+    ClusterAnswer,
+    cluster_constraint,
+    cluster_hint,
+    clusters_for,
+    plans_clusters,
+    wants_clusters,
+)
 from .estimate import estimate_for, lower_precision_estimates
 from .fleet import fleet_reader, preferences_for, stale_after_minutes, stale_cutoff
 from .listing import Listing, check_page_in_window, list_machines, machines_to_fetch
@@ -40,6 +49,7 @@ class Answer:
     stale_after_minutes: int = 0
     throughput: ThroughputAnswer | None = None  # when the query asks for a throughput plan
     listing: Listing | None = None
+    clusters: ClusterAnswer | None = None  # when planned (`clusters.wants_clusters`)
 
     def relax_query(self, changes: dict[str, str]) -> str | None:
         """The query string of this query with an empty answer's hint applied (None: a note)."""
@@ -54,7 +64,8 @@ def recommendation_for(
     relax: bool = True,
 ) -> Answer:
     """The whole answer to a query (`model_row`: the caller's copy of the model's row, if any;
-    `relax`: an empty answer also says what relaxing the countries, context or requests opens).
+    `relax`: an empty answer also says what relaxing the countries, context or requests opens, and the
+    answer plans its clusters; without it, as Launch and the watches read the machines alone, neither).
     On PostgreSQL all of it is read from one snapshot, so a refresh committing meanwhile never mixes
     into it (its counts, machines and plan agree)."""
     with database.one_snapshot():
@@ -94,6 +105,17 @@ def _recommendation_for(
             query, breakdown, candidates, recommendation.machines_total, name, with_speed,
             lambda: speed_candidates(query, breakdown, stale_cutoff(now), preferences_for(query), keep=keep),
         )
+    clusters = None
+    if relax and plans_clusters(query, model_row):
+        recommendation = replace(
+            recommendation, constraints=(*recommendation.constraints, cluster_constraint(query))
+        )
+        if wants_clusters(query, model_row, recommendation.machines_total):
+            clusters = clusters_for(query, model_row, now)
+            if clusters.offers and recommendation.empty is not None:
+                recommendation = replace(
+                    recommendation, empty=recommendation.empty.with_hints([cluster_hint(clusters)])
+                )
     shown, listing = list_machines(query, recommendation, per_page)
     return Answer(
         query=query,
@@ -104,4 +126,5 @@ def _recommendation_for(
         stale_after_minutes=stale_after_minutes(),
         throughput=throughput,
         listing=listing,
+        clusters=clusters,
     )

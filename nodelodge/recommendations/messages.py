@@ -175,6 +175,7 @@ MESSAGES = {
         "required": _("Choose the engine: transformers or vllm."),
         "invalid_choice": _("Choose the engine: transformers or vllm."),
     },
+    "clusters": {"invalid_choice": _("Choose auto (clusters when no single machine fits) or show (always).")},
     "model": {"required": _("Choose a model.")},
     "workload": {"invalid_choice": _("Choose run a model, fine-tune, generate images or notebook.")},
     "precision": {"invalid_choice": _("Choose 16-bit, 8-bit or 4-bit."),

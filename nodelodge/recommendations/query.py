@@ -1,8 +1,8 @@
 """The workload query: parsed, validated and normalised once, for every surface.
 
 Parameter names are a contract (query string, API and `estimate`/`recommend` options):
-workload, model, precision, kv_cache, engine, context, requests, memory_gib, budget, max_price, tier,
-countries, limit, and for the machine list: sort, gpu, min_memory_gib, confidence, group, page;
+workload, model, precision, kv_cache, engine, clusters, context, requests, memory_gib, budget, max_price,
+tier, countries, limit, and for the machine list: sort, gpu, min_memory_gib, confidence, group, page;
 for a throughput plan (language models): target_tokens, efficiency, redundancy, gpu_plans;
 and for a fine-tune (`sizing.training`): gradient_checkpointing, loss, lora_rank, lora_targets, adapter,
 optimizer, base_format (read for the fine-tuning workload only: another ignores them; base_format at
@@ -53,6 +53,12 @@ PRECISIONS = [("16", _("16-bit")), ("8", _("8-bit")), ("4", _("4-bit"))]
 KV_CACHE_PRECISIONS = [("16", _("16-bit (default)")), ("8", _("8-bit (vLLM fp8 KV cache)"))]
 ENGINE_CHOICES = [("transformers", _("transformers (default)")), ("vllm", _("vLLM"))]
 DEFAULT_KV_BITS = 16
+# Clusters of machines for a model bigger than one machine (inference with a language model): planned
+# when no single machine fits (auto), or always (show).
+CLUSTERS_AUTO, CLUSTERS_SHOW = "auto", "show"
+CLUSTER_CHOICES = [
+    (CLUSTERS_AUTO, _("When no single machine fits (default)")), (CLUSTERS_SHOW, _("Always")),
+]
 TIERS = [
     ("both", _("Secure and Community")), ("secure", _("Secure only")), ("community", _("Community only"))
 ]
@@ -64,6 +70,7 @@ DEFAULTS = {
     "precision": "16",
     "kv_cache": str(DEFAULT_KV_BITS),
     "engine": DEFAULT_ENGINE,
+    "clusters": CLUSTERS_AUTO,
     "context": "4096",
     "requests": "1",
     "memory_gib": "24",
@@ -131,6 +138,10 @@ class WorkloadQueryForm(forms.Form):
     )
     engine = forms.ChoiceField(
         choices=ENGINE_CHOICES, required=False, label=_("Engine"), error_messages=error_words("engine"),
+    )
+    clusters = forms.ChoiceField(
+        choices=CLUSTER_CHOICES, required=False, label=_("Clusters of machines"),
+        error_messages=error_words("clusters"),
     )
     context = TypedIntegerField(
         min_value=1, max_value=MAX_CONTEXT, required=False, error_messages=error_words("context")
@@ -375,6 +386,7 @@ class WorkloadQuery:
     gpu_plans: bool = False  # the throughput answer also plans on each GPU type alone
     training: Training = DEFAULT_TRAINING  # how a fine-tune is run (the fine-tuning workload only)
     engine: str = DEFAULT_ENGINE  # inference: transformers (the spec's estimate) or vllm (its budget)
+    clusters: str = CLUSTERS_AUTO  # language-model inference: plan clusters when none fits (auto) or always
 
     @property
     def lists_by_default(self) -> bool:
@@ -396,6 +408,7 @@ class WorkloadQuery:
             "precision": self.precision,
             "kv_cache": self.kv_bits if self.kv_bits != DEFAULT_KV_BITS else None,
             "engine": self.engine if self.engine != DEFAULT_ENGINE else None,
+            "clusters": self.clusters if self.clusters != CLUSTERS_AUTO else None,
             "context": self.context,
             "requests": self.requests,
             "memory_gib": self.memory_gib,
@@ -458,6 +471,7 @@ class WorkloadQuery:
             gpu_plans=bool(data.get("gpu_plans")),
             training=_training(data) if chosen.takes_training else DEFAULT_TRAINING,
             engine=(data.get("engine") or DEFAULT_ENGINE) if chosen.serves_tokens else DEFAULT_ENGINE,
+            clusters=(data.get("clusters") or CLUSTERS_AUTO) if chosen.serves_tokens else CLUSTERS_AUTO,
         )
 
 

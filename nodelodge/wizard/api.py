@@ -16,6 +16,7 @@ from nodelodge.hardening.faults import database_unavailable_json, log_database_u
 from nodelodge.hardening.throttling import ApiRateThrottle, throttled_message
 from nodelodge.recommendations.answer import recommendation_for
 from nodelodge.recommendations.capacity import CAPACITY_DEFAULTS, CapacityForm, capacity_for, parse_capacity
+from nodelodge.recommendations.clusters import clusters_payload
 from nodelodge.recommendations.estimate import estimate_for
 from nodelodge.recommendations.model_choices import model_listing
 from nodelodge.recommendations.query import (
@@ -93,6 +94,8 @@ api = ConsoleAPI(
 
 # The signed-in user's watches (nodelodge/watches/api.py).
 api.add_router("/watches", "nodelodge.watches.api.router")
+# Booking a cluster or a throughput plan, all or nothing (nodelodge/launches/api.py).
+api.add_router("/launches", "nodelodge.launches.api.router")
 
 
 def _own_models() -> str:
@@ -159,6 +162,13 @@ class PreferenceParams(WorkloadParams):
     efficiency: str | None = None
     redundancy: str | None = None
     gpu_plans: str | None = None
+    clusters: str | None = Field(
+        DEFAULTS["clusters"],
+        description="Language-model inference: clusters of identical machines at one site that serve the "
+        "model together under vLLM (tensor parallel within a machine, pipeline parallel across machines): "
+        "auto (the default: planned when no single machine fits) or show (always). At most 10, cheapest "
+        "first.",
+    )
 
 
 class CapacityParams(Schema):
@@ -357,6 +367,41 @@ class RelaxHintOut(Schema):
     query: str | None
 
 
+class ClusterOut(Schema):
+    machine_ids: list[int]
+    provider_machine_ids: list[str]
+    provider: str
+    site: str
+    country: str | None
+    region: str
+    gpu_type: str
+    gpus_per_machine: int
+    machines: int
+    interconnect: str
+    interconnect_gbps: int
+    tensor_parallel: int
+    pipeline_parallel: int
+    layers_per_stage: list[int]
+    items: list[ItemOut]
+    outside_budget: list[ItemOut]
+    need_per_gpu_bytes: int
+    need_per_gpu_gib: float
+    budget_per_gpu_bytes: int
+    budget_per_gpu_gib: float
+    usable_memory_per_gpu_gib: float
+    price_per_hour: str
+    machine_prices_per_hour: list[str]
+    hours_covered: float | None
+    budget_text: str | None
+    booking_limit_hours: int | None
+    confidence: str
+    confidence_reasons: list[str]
+    assumptions: list[str]
+    vllm_commands: list[str]
+    sglang_commands: list[str]
+    sglang_note: str | None
+
+
 class RecommendationsOut(Schema):
     memory: MemoryOut
     machines: list[MachineOut]
@@ -370,6 +415,10 @@ class RecommendationsOut(Schema):
     relax: list[RelaxHintOut]
     fleet_silent: bool
     throughput_plan: ThroughputPlanOut | None
+    clusters: list[ClusterOut]
+    clusters_total: int
+    clusters_over_price: int
+    clusters_note: str | None
     listing: ListingOut
     data_as_of: str
     newest_report: str | None
@@ -524,7 +573,11 @@ def recommendations(request, params: Query[PreferenceParams]):
     alternatives and constraints applied. `sort=price_per_million_tokens` orders by the price per
     million tokens at the speed measured on each machine; with `target_tokens` (and `efficiency`,
     default 75, and `redundancy`, default 1) the answer carries the throughput plan: the cheapest, and
-    with `gpu_plans=1` also the cheapest on each of the GPU types that serve tokens cheapest."""
+    with `gpu_plans=1` also the cheapest on each of the GPU types that serve tokens cheapest. For a language
+    model served for inference, `clusters` lists the cheapest clusters of identical machines at one site
+    (one per site, at most 10) that hold it under vLLM, tensor parallel within a machine and pipeline
+    parallel across machines, with each GPU's items in bytes and GiB, the commands and the budget's
+    cover: when no single machine fits (`clusters=auto`, the default) or always (`clusters=show`)."""
     # The payload is built to the schema (the schema tests check every answer against it); checking it
     # again field by field on every request cost a fifth of the answer with a hundred machines.
     return _answered(request, "recommendations", lambda: recommendation_payload(
@@ -559,6 +612,7 @@ def models(request, workload: str | None = None):
 def recommendation_payload(result) -> dict:
     payload = result.recommendation.to_dict()
     payload["throughput_plan"] = result.throughput.to_dict() if result.throughput is not None else None
+    payload.update(clusters_payload(result))
     payload["listing"] = result.listing.to_dict()
     for hint in payload["relax"]:
         hint["query"] = result.relax_query(hint["changes"])

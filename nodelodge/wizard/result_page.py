@@ -6,6 +6,8 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from nodelodge.recommendations.answer import Answer
+from nodelodge.recommendations.clusters import clusters_payload
+from nodelodge.recommendations.query import CLUSTERS_SHOW
 from nodelodge.recommendations.sorts import DEFAULT_SORT
 from sizing.calculators import RuleOfThumb, rule_of_thumb
 from sizing.units import GIB
@@ -42,6 +44,11 @@ class ResultPage:
         if data["throughput_plan"]:
             for plan in data["throughput_plan"]["plans"]:
                 self._plan_rows(plan)
+        data.update(clusters_payload(self.answer))
+        for cluster in data["clusters"]:
+            # What the Launch cluster form books: every machine whole.
+            cluster["group_machines"] = [{"id": machine_id, "gpus": cluster["gpus_per_machine"]}
+                                         for machine_id in cluster["machine_ids"]]
         return data
 
     def _plan_rows(self, plan: dict) -> None:
@@ -55,6 +62,15 @@ class ResultPage:
         plan["steps_shown"] = plan["steps"][:lines_shown]
         plan["steps_more"] = machine_lines - lines_shown
         plan["steps_after"] = plan["steps"][machine_lines:]
+
+    @property
+    def shows_clusters(self) -> bool:
+        """The Clusters section: where clusters were planned and one was found, or only the price limit
+        kept them out, or they were asked for (`clusters=show`: then also why there is none)."""
+        clusters = self.answer.clusters
+        if clusters is None:
+            return False
+        return bool(clusters.offers or clusters.over_price or self.query.clusters == CLUSTERS_SHOW)
 
     @property
     def every_plan_row_query(self) -> str:

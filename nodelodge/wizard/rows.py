@@ -13,6 +13,29 @@ from sizing.units import money_text
 from .templatetags.console import CONFIDENCE_WORDS, country_name, gib2, place_name
 
 
+def add_cluster_words(clusters: list[dict]) -> None:
+    """Adds to each cluster row what the page shows of it."""
+    shape = gettext("%(machines)s × (%(gpus)s × %(gpu)s)")
+    split = gettext("TP %(tp)s × PP %(pp)s")
+    launch = gettext("%(shape)s at %(provider)s, %(site)s")
+    confidence_of = gettext("Confidence: %(confidence)s")
+    for row in clusters:
+        row["shape_text"] = shape % {"machines": row["machines"], "gpus": row["gpus_per_machine"],
+                                     "gpu": row["gpu_type"]}
+        row["split_text"] = split % {"tp": row["tensor_parallel"], "pp": row["pipeline_parallel"]}
+        row["location_text"] = country_name(row["country"])
+        row["need_text"] = gib2(row["need_per_gpu_gib"])
+        row["budget_gib_text"] = gib2(row["budget_per_gpu_gib"])
+        row["price_per_hour_text"] = money_text(row["price_per_hour"])
+        row["machine_prices_text"] = " + ".join(money_text(price) for price in row["machine_prices_per_hour"])
+        row["confidence_word"] = str(CONFIDENCE_WORDS.get(row["confidence"], row["confidence"]))
+        row["confidence_heading"] = confidence_of % {"confidence": row["confidence_word"]}
+        row["launch_label"] = launch % {"shape": row["shape_text"], "provider": row["provider"],
+                                        "site": row["site"]}
+        for item in row["items"] + row["outside_budget"]:
+            item["gib_text"] = gib2(item["gib"])
+
+
 def add_row_words(rows: list[dict], group_counts: dict[str, int] | None = None) -> None:
     """Adds to each machine row what the table shows of it; with `group_counts` (machines per GPU
     type, when the list is grouped), a heading on each group's first row."""

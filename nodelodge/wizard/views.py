@@ -46,7 +46,7 @@ from . import conditional as answer_http
 from .forms import CapacityPageForm, RuleOfThumbForm, ThroughputForm
 from .model_display import model_choice, model_choices
 from .result_page import PLAN_ROWS_SHOWN, ResultPage
-from .rows import add_row_words
+from .rows import add_cluster_words, add_row_words
 
 # hx-target id → partial of wizard/wizard.html
 HTMX_PARTIALS = {"result": "result", "model-list": "model-list", "wizard": "wizard"}
@@ -170,6 +170,7 @@ def _wizard_answer(request, partial: str | None) -> tuple[HttpResponse, dict]:
         grouped = dict(result.listing.groups) if result.query.group == "gpu" else None
         add_row_words(result.data["machines"], grouped)
         add_row_words(result.data["alternatives"])
+        add_cluster_words(result.data["clusters"])
 
     search = (params.get("q") or "").strip()[:100]
     selected = model_choice(row)
@@ -198,6 +199,7 @@ def _wizard_answer(request, partial: str | None) -> tuple[HttpResponse, dict]:
         "training_choices": training_choices(),
         "training_presets": training_presets(values),
         "engines": WorkloadQueryForm.base_fields["engine"].choices,
+        "cluster_choices": WorkloadQueryForm.base_fields["clusters"].choices,
         "tiers": WorkloadQueryForm.base_fields["tier"].choices,
         # Made when the template reaches the list: the result panel alone never shows it.
         "models": functools.partial(model_choices, workload, search),

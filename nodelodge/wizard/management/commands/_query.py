@@ -15,7 +15,7 @@ QUERY_OPTIONS = ("workload", "model", "precision", "kv_cache", "engine", "contex
                  "base_format")
 PREFERENCE_OPTIONS = ("budget", "max_price", "tier", "countries", "sort", "gpu", "min_memory_gib",
                       "confidence", "group", "page", "target_tokens", "efficiency", "redundancy",
-                      "gpu_plans")
+                      "gpu_plans", "clusters")
 
 
 def _default(name: str) -> str:
@@ -88,6 +88,11 @@ def add_query_arguments(parser, preferences: bool) -> None:
         parser.add_argument(
             "--gpu-plans", dest="gpu_plans", action="store_const", const="1",
             help="also the cheapest plan on each of the GPU types that serve tokens cheapest",
+        )
+        parser.add_argument(
+            "--clusters", choices=["auto", "show"],
+            help=f"clusters of machines for a model bigger than one machine: auto (when no single machine "
+            f"fits) or show (always) ({_default('clusters')})",
         )
     parser.add_argument("--json", action="store_true", help="print the API's JSON")
 

@@ -58,10 +58,37 @@ class Command(BaseCommand):
         plan = payload.get("throughput_plan")
         if plan is not None:
             self.write_plan(plan)
+        if payload["clusters"] or payload["clusters_note"]:
+            self.write_clusters(payload)
         self.stdout.write("")
         self.stdout.write("Constraints applied:")
         for constraint in payload["constraints"]:
             self.stdout.write(f"  {constraint['label']}: {constraint['value']}")
+
+    def write_clusters(self, payload: dict) -> None:
+        self.stdout.write("")
+        self.stdout.write(f"Clusters (tensor parallel within a machine × pipeline parallel across machines, "
+                          f"under vLLM): {payload['clusters_total']}")
+        for rank, cluster in enumerate(payload["clusters"], start=1):
+            hours = f"{cluster['hours_covered']:.1f} h" if cluster["hours_covered"] is not None else "-"
+            self.stdout.write(
+                f"{rank:>3}  {cluster['machines']} × ({cluster['gpus_per_machine']} × {cluster['gpu_type']}) "
+                f"{cluster['provider']} {cluster['site']} {cluster['country'] or '?'}  "
+                f"TP {cluster['tensor_parallel']} × PP {cluster['pipeline_parallel']}  "
+                f"{cluster['need_per_gpu_gib']:.2f} of {cluster['budget_per_gpu_gib']:.2f} GiB per GPU  "
+                f"${cluster['price_per_hour']}/h  budget {hours}  {cluster['confidence']}"
+            )
+            self.stdout.write(f"       machines: {', '.join(map(str, cluster['machine_ids']))}")
+            for item in cluster["items"]:
+                self.stdout.write(f"       {item['name']:<34} {item['gib']:>8.2f} GiB   {item['formula']}")
+            for command in cluster["vllm_commands"]:
+                self.stdout.write(f"       vLLM: {command}")
+            for command in cluster["sglang_commands"]:
+                self.stdout.write(f"       SGLang: {command}")
+            if cluster["sglang_note"]:
+                self.stdout.write(f"       SGLang: {cluster['sglang_note']}")
+        if payload["clusters_note"]:
+            self.stdout.write(payload["clusters_note"])
 
     def write_plan(self, plan: dict) -> None:
         self.stdout.write("")

@@ -1,0 +1,189 @@
+"""Clusters in an answer: for a language model served for inference, the cheapest clusters of identical
+machines (one per site) that hold it under vLLM, when no single machine fits (`clusters=auto`, the
+default) or always (`clusters=show`). The catalog groups the machines that may form one
+(`catalog.clusters.cluster_sites`); the sizing engine plans them (`sizing.cluster.search_clusters`); here
+the price limit and the budget are applied to each cluster's total price per hour.
+
+An answer that needs no cluster reads no cluster site: the sites are read only past `wants_clusters`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.utils.translation import gettext, ngettext
+
+from catalog import rows as catalog_rows
+from sizing.cluster import ClusterPlan, search_clusters
+from sizing.units import gib_number, money_string
+from sizing.wording.common import per_hour
+from sizing.wording.empty import Hint
+from sizing.wording.machine import BudgetCover, budget_cover
+
+from .fleet import preferences_for
+from .query import CLUSTERS_SHOW, WorkloadQuery
+
+MAX_CLUSTERS = 10  # the clusters an answer shows: the cheapest, one per site
+
+
+@dataclass(frozen=True)
+class ClusterOffer:
+    """One planned cluster with what the asked budget covers of it."""
+
+    plan: ClusterPlan
+    cover: BudgetCover | None
+
+    @property
+    def hours_covered(self):
+        """The hours one booking of the whole cluster runs on the budget, cut at its shortest limit."""
+        return self.cover.hours_of_one_booking if self.cover is not None else None
+
+    @property
+    def shape(self) -> str:
+        site = self.plan.site
+        return gettext("%(machines)s × (%(gpus)s × %(gpu)s)") % {
+            "machines": len(self.plan.machines), "gpus": site.gpu_count, "gpu": site.gpu_type}
+
+    @property
+    def price_text(self) -> str:
+        return per_hour(self.plan.price_per_hour)
+
+    def to_dict(self) -> dict:
+        plan, need, site = self.plan, self.plan.need, self.plan.site
+        return {
+            "machine_ids": [machine.id for machine in plan.machines],
+            "provider_machine_ids": [machine.provider_machine_id for machine in plan.machines],
+            "provider": site.provider,
+            "site": site.site,
+            "country": site.country,
+            "region": site.region,
+            "gpu_type": site.gpu_type,
+            "gpus_per_machine": site.gpu_count,
+            "machines": len(plan.machines),
+            "interconnect": site.interconnect,
+            "interconnect_gbps": site.interconnect_gbps,
+            "tensor_parallel": plan.tensor_parallel,
+            "pipeline_parallel": plan.pipeline_parallel,
+            "layers_per_stage": list(plan.layers_per_stage),
+            "items": [_item(item) for item in need.items],
+            "outside_budget": [_item(item) for item in need.outside],
+            "need_per_gpu_bytes": need.need_bytes,
+            "need_per_gpu_gib": gib_number(need.need_bytes),
+            "budget_per_gpu_bytes": need.budget_bytes,
+            "budget_per_gpu_gib": gib_number(need.budget_bytes),
+            "usable_memory_per_gpu_gib": gib_number(need.usable_bytes),
+            "price_per_hour": money_string(plan.price_per_hour),
+            "machine_prices_per_hour": [money_string(machine.price_per_hour) for machine in plan.machines],
+            "hours_covered": float(self.hours_covered) if self.hours_covered is not None else None,
+            "budget_text": self.cover.text if self.cover is not None else None,
+            "booking_limit_hours": plan.booking_limit_hours,
+            "confidence": plan.confidence,
+            "confidence_reasons": list(plan.confidence_reasons),
+            "assumptions": list(plan.assumptions),
+            "vllm_commands": list(plan.vllm_commands),
+            "sglang_commands": list(plan.sglang_commands),
+            "sglang_note": plan.sglang_note,
+        }
+
+
+def _item(item) -> dict:
+    return {"name": item.name, "gib": gib_number(item.bytes), "bytes": item.bytes, "formula": item.formula,
+            "per_gpu": item.per_gpu}
+
+
+@dataclass(frozen=True)
+class ClusterAnswer:
+    """The clusters shown (at most MAX_CLUSTERS, cheapest first) and what the others came to."""
+
+    offers: tuple[ClusterOffer, ...]
+    total: int  # clusters within the price limit
+    over_price: int  # clusters planned but over the price limit
+    skipped: tuple[str, ...]  # why a site formed none, once per reason
+
+    @property
+    def note(self) -> str | None:
+        """A line under the clusters shown: those over the price limit, or why none was planned."""
+        if self.over_price:
+            return ngettext(
+                "%(count)s more cluster costs more per hour than the price limit.",
+                "%(count)s more clusters cost more per hour than the price limit.", self.over_price,
+            ) % {"count": self.over_price}
+        if not self.offers and self.skipped:
+            return " ".join(self.skipped)
+        if not self.offers:
+            return gettext("No site has identical machines free that may form a cluster within your "
+                           "preferences right now.")
+        return None
+
+    def to_dict(self) -> dict:
+        return {
+            "clusters": [offer.to_dict() for offer in self.offers],
+            "clusters_total": self.total,
+            "clusters_over_price": self.over_price,
+            "clusters_note": self.note,
+        }
+
+
+NO_CLUSTERS = {"clusters": [], "clusters_total": 0, "clusters_over_price": 0, "clusters_note": None}
+
+
+def clusters_payload(answer) -> dict:
+    """An answer's clusters as the API writes them (none where it planned none)."""
+    return answer.clusters.to_dict() if answer.clusters is not None else dict(NO_CLUSTERS)
+
+
+def plans_clusters(query: WorkloadQuery, model_row) -> bool:
+    """Whether the query may plan clusters at all: a language model served for inference."""
+    return query.workload == "inference" and getattr(model_row, "kind", None) == "language"
+
+
+def wants_clusters(query: WorkloadQuery, model_row, machines_total: int) -> bool:
+    """Clusters are planned when no single machine fits (auto) or when asked for (show)."""
+    if not plans_clusters(query, model_row):
+        return False
+    return query.clusters == CLUSTERS_SHOW or machines_total == 0
+
+
+def clusters_for(query: WorkloadQuery, model_row, now: datetime | None = None) -> ClusterAnswer:
+    """The cheapest clusters, one per site, that hold the query's model within its preferences."""
+    from catalog.clusters import cluster_sites  # read only for an answer that plans clusters
+
+    preferences = preferences_for(query)
+    sites = cluster_sites(preferences, now=now)
+    if not sites:
+        return ClusterAnswer(offers=(), total=0, over_price=0, skipped=())
+    usable = {usable.gpu_type: usable.mib for usable in catalog_rows.gpu_types_usable()}
+    spec = catalog_rows.language_model_spec(model_row)
+    search = search_clusters(spec, query.precision, query.kv_bits, query.context, query.requests, sites,
+                             usable_mib=usable)
+    limit = query.max_price
+    within = [plan for plan in search.plans if limit is None or plan.price_per_hour <= limit]
+    offers = tuple(
+        ClusterOffer(plan, budget_cover(query.budget, plan.price_per_hour, plan.booking_limit_hours))
+        for plan in within[:MAX_CLUSTERS]
+    )
+    return ClusterAnswer(
+        offers=offers, total=len(within), over_price=len(search.plans) - len(within),
+        skipped=tuple(dict.fromkeys(reason for _site, reason in search.skipped)),
+    )
+
+
+def cluster_constraint(query: WorkloadQuery) -> tuple[str, str]:
+    """The clusters input in "Constraints applied"."""
+    if query.clusters == CLUSTERS_SHOW:
+        return gettext("Clusters of machines"), gettext("always planned (one per site, cheapest first)")
+    return gettext("Clusters of machines"), gettext("planned when no single machine fits")
+
+
+def cluster_hint(answer: ClusterAnswer) -> Hint:
+    """An empty answer's note that a cluster holds the model (the cheapest)."""
+    cheapest = answer.offers[0]
+    site = cheapest.plan.site
+    text = ngettext(
+        "a cluster holds it: %(shape)s at %(provider)s, %(site)s, for %(price)s (%(count)s cluster in "
+        "Clusters below)",
+        "a cluster holds it: %(shape)s at %(provider)s, %(site)s, for %(price)s (%(count)s clusters in "
+        "Clusters below)", answer.total,
+    ) % {"shape": cheapest.shape, "provider": site.provider, "site": site.site, "price": cheapest.price_text,
+         "count": answer.total}
+    return Hint(text=text, machines=len(cheapest.plan.machines), cheapest_hourly=cheapest.plan.price_per_hour)
