@@ -79,7 +79,7 @@ def test_review_then_confirm_books_the_cluster_and_my_launches_shows_it_as_one_e
     assert group.bookings.count() == 2
     listing = client.get(reverse("launches:list")).content.decode()
     assert "Launched a cluster of 2 machines at $39.84/h." in listing
-    entry = listing[listing.index('data-group-id="%d"' % group.pk):]
+    entry = listing[listing.index(f'data-group-id="{group.pk}"'):]
     entry = entry[:entry.index("</tr>")]
     assert "Cluster" in entry and "2 machines, 16 GPUs" in entry and "$39.84" in entry
     assert all(m.provider_machine_id in entry and "8 × H100 SXM 80GB" in entry for m in machines)
