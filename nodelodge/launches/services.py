@@ -506,12 +506,14 @@ def end_expired_bookings(*, now: datetime | None = None, user=None) -> int:
     ended = 0
     for booking_id in due_ids:
         with transaction.atomic():
+            group_id = Booking.objects.filter(pk=booking_id).values_list("group_id", flat=True).first()
+            if group_id is not None:
+                # A group's bookings end together, when the first of them reaches its limit; locked
+                # in the order of their ids, as Stop locks them.
+                ended += len(_end_group_locked(group_id, due_by=now))
+                continue
             booking = Booking.objects.select_for_update().filter(pk=booking_id).first()
             if booking is None or not booking.is_running or booking.ends_at is None:
-                continue
-            if booking.group_id is not None:
-                # A group's bookings end together, when the first of them reaches its limit.
-                ended += len(_end_group_locked(booking.group_id, booking.ends_at))
                 continue
             booking.status = Booking.Status.ENDED
             booking.ended_at = booking.ends_at
@@ -855,11 +857,18 @@ def _book_group_locked(user, kind, pairs, machines, total, query, idempotency_ke
     return group
 
 
-def _end_group_locked(group_id: int, ended_at: datetime) -> list[Booking]:
-    """Ends the group's running bookings at `ended_at` and gives their GPUs back; returns those ended.
-    Bookings are locked in the order of their ids, machines written in the order of theirs."""
+def _end_group_locked(group_id: int, ended_at: datetime | None = None, *,
+                      due_by: datetime | None = None) -> list[Booking]:
+    """Ends the group's running bookings at `ended_at` (with `due_by` instead: at the first booking
+    limit reached by then, if any) and gives their GPUs back; returns those ended. Bookings are
+    locked in the order of their ids, machines written in the order of theirs."""
     bookings = list(Booking.objects.select_for_update().filter(group_id=group_id).order_by("pk"))
     running = [booking for booking in bookings if booking.is_running]
+    if due_by is not None:
+        due = [b.ends_at for b in running if b.ends_at is not None and b.ends_at <= due_by]
+        if not due:
+            return []
+        ended_at = min(due)
     for booking in running:
         booking.status = Booking.Status.ENDED
         booking.ended_at = ended_at

@@ -158,3 +158,39 @@ def test_200_clients_booking_overlapping_clusters_over_http_never_leave_a_partia
             assert sorted(b["machine_id"] for b in answer["bookings"]) == sorted(m.pk for m in ask)
     assert assert_every_group_whole_and_no_machine_booked_twice(machines, booked) == len(booked)
     assert Booking.objects.count() == sum(len(ask) for ask in booked.values())
+
+
+@pytest.mark.parametrize("round_number", range(3))
+def test_stop_racing_the_booking_limit_ends_the_group_once_without_deadlock(cluster_catalog, make_user, round_number):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    user = make_user()
+    machines = [cluster_catalog.cluster_machine(booking_limit_hours=5) for _ in range(4)]
+    now = timezone.now()
+    group = services.launch_group(
+        user, machines=[(m.pk, 8) for m in machines], shown_price_per_hour=4 * MACHINE_PRICE,
+        query_string=QUERY, idempotency_key=uuid.uuid4().hex, kind="cluster", now=now - timedelta(hours=6),
+    ).group
+    calls = [lambda: services.end_expired_bookings(now=now), lambda: services.stop_group(user, group.pk)] * 4
+    barrier = threading.Barrier(len(calls))
+
+    def run(call):
+        try:
+            barrier.wait(timeout=30)
+            return call()
+        except Exception as error:  # the outcome under test
+            return error
+        finally:
+            connection.close()
+
+    with ThreadPoolExecutor(max_workers=len(calls)) as pool:
+        results = list(pool.map(run, calls))
+
+    assert not [r for r in results if isinstance(r, Exception)], results
+    ended = sum(r for r in results if isinstance(r, int)) + sum(
+        len(r.bookings) for r in results if isinstance(r, services.GroupStopOutcome) and r.stopped)
+    assert ended == 4  # each booking ended once, by whichever came first
+    assert set(group.bookings.values_list("status", flat=True)) == {"ended"}
+    assert [m.free_gpus for m in Machine.objects.filter(pk__in=[m.pk for m in machines])] == [8, 8, 8, 8]
