@@ -825,6 +825,10 @@ def _book_group_locked(user, kind, pairs, machines, total, query, idempotency_ke
         user=user, kind=kind, price_per_hour=total, workload=query.as_params(),
         result_url=stored_result_url(query), created_at=now, idempotency_key=idempotency_key,
     )
+    # The budget pays for the whole group: what it covers is the group's, on each of its bookings.
+    limits = [machines[i].booking_limit_hours for i, _g in pairs if machines[i].booking_limit_hours]
+    cover = budget_cover(query.budget, total, min(limits) if limits else None)
+    hours_covered = cover.hours_of_one_booking if cover is not None else None
     bookings = []
     for machine_id, gpus in pairs:  # in the order of the ids, as locked
         machine = machines[machine_id]
@@ -840,12 +844,10 @@ def _book_group_locked(user, kind, pairs, machines, total, query, idempotency_ke
                 machine=machine_name(machine), machine_id=machine_id,
                 provider_machine_id=machine.provider_machine_id, result_url=result_url_for(query),
             )
-        price_per_hour = machine.price_per_gpu_hour * gpus
-        cover = budget_cover(query.budget, price_per_hour, machine.booking_limit_hours)
         bookings.append(Booking(
             user=user, machine=machine, gpus=gpus, price_per_gpu_hour=machine.price_per_gpu_hour,
-            price_per_hour=price_per_hour, workload=query.as_params(), result_url=group.result_url,
-            hours_covered=cover.hours_of_one_booking if cover is not None else None,
+            price_per_hour=machine.price_per_gpu_hour * gpus, workload=query.as_params(),
+            result_url=group.result_url, hours_covered=hours_covered,
             booking_limit_hours=machine.booking_limit_hours, status=Booking.Status.RUNNING,
             started_at=now, ends_at=Booking.end_for(now, machine.booking_limit_hours),
             # Unique per user like a Launch's key; the colon keeps it apart from any form's key.

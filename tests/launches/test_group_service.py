@@ -302,3 +302,16 @@ def test_a_group_ends_whole_when_its_first_booking_limit_is_reached(cluster_cata
     single.refresh_from_db()
     assert single.is_running
     assert services.end_expired_bookings(now=now) == 0
+
+
+def test_the_budget_covers_the_whole_group_on_each_of_its_bookings(cluster_catalog, make_user):
+    from sizing.wording import budget_cover
+
+    machines = [cluster_catalog.cluster_machine(booking_limit_hours=None) for _ in range(2)]
+    group = services.launch_group(
+        make_user(), machines=[(m.pk, 8) for m in machines], shown_price_per_hour=2 * MACHINE_PRICE,
+        query_string=f"{QUERY}&budget=100", idempotency_key=uuid.uuid4().hex, kind="cluster",
+    ).group
+    whole = budget_cover(Decimal(100), 2 * MACHINE_PRICE, None).hours_of_one_booking
+    assert whole < budget_cover(Decimal(100), MACHINE_PRICE, None).hours_of_one_booking
+    assert list(group.bookings.values_list("hours_covered", flat=True)) == [whole, whole]
