@@ -796,8 +796,15 @@ def launch_group(
     machine_ids = [machine_id for machine_id, _gpus in pairs]
     # One cheap read first, as Launch does: a group whose machine someone else took is refused at
     # once, without a lock. Under the locks below everything is checked again.
-    _refuse_group(kind, pairs, _machines_by_id(machine_ids, lock=False), shown_price_per_hour, query,
-                  breakdown, result_url, now)
+    try:
+        _refuse_group(kind, pairs, _machines_by_id(machine_ids, lock=False), shown_price_per_hour, query,
+                      breakdown, result_url, now)
+    except LaunchRefused:
+        # The machines may be taken by this very key's first request, committed since the look above.
+        existing = _existing_group(user, idempotency_key)
+        if existing is not None:
+            return GroupOutcome(existing, created=False)
+        raise
     try:
         with transaction.atomic():
             locked = _machines_by_id(machine_ids, lock=True)

@@ -194,3 +194,30 @@ def test_stop_racing_the_booking_limit_ends_the_group_once_without_deadlock(clus
     assert ended == 4  # each booking ended once, by whichever came first
     assert set(group.bookings.values_list("status", flat=True)) == {"ended"}
     assert [m.free_gpus for m in Machine.objects.filter(pk__in=[m.pk for m in machines])] == [8, 8, 8, 8]
+
+
+def test_the_same_key_submitted_at_once_books_the_group_once(cluster_catalog, make_user):
+    user = make_user()
+    machines = [cluster_catalog.cluster_machine() for _ in range(3)]
+    key = uuid.uuid4().hex
+    barrier = threading.Barrier(12)
+
+    def book(_index):
+        try:
+            barrier.wait(timeout=30)
+            return services.launch_group(
+                user, machines=[(m.pk, 8) for m in machines], shown_price_per_hour=3 * MACHINE_PRICE,
+                query_string=QUERY, idempotency_key=key, kind="cluster",
+            )
+        except Exception as error:  # the outcome under test
+            return error
+        finally:
+            connection.close()
+
+    with ThreadPoolExecutor(max_workers=12) as pool:
+        results = list(pool.map(book, range(12)))
+
+    assert all(isinstance(r, services.GroupOutcome) for r in results), results
+    assert sum(r.created for r in results) == 1 and len({r.group.pk for r in results}) == 1
+    assert LaunchGroup.objects.count() == 1 and Booking.objects.count() == 3
+    assert [m.free_gpus for m in Machine.objects.filter(pk__in=[m.pk for m in machines])] == [0, 0, 0]

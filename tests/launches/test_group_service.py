@@ -315,3 +315,15 @@ def test_the_budget_covers_the_whole_group_on_each_of_its_bookings(cluster_catal
     whole = budget_cover(Decimal(100), 2 * MACHINE_PRICE, None).hours_of_one_booking
     assert whole < budget_cover(Decimal(100), MACHINE_PRICE, None).hours_of_one_booking
     assert list(group.bookings.values_list("hours_covered", flat=True)) == [whole, whole]
+
+
+def test_a_group_past_its_requests_deadline_books_nothing(cluster_catalog, make_user):
+    import time
+
+    from nodelodge.hardening import deadline
+
+    machines = [cluster_catalog.cluster_machine() for _ in range(2)]
+    with deadline.request_deadline(time.time() - 1), pytest.raises(deadline.DeadlinePassed):
+        book(make_user(), cluster(*machines))
+    assert not Booking.objects.exists() and not LaunchGroup.objects.exists()
+    assert free_gpus(*machines) == [8, 8]
