@@ -5,10 +5,11 @@ free-GPU counts only with UPDATE ... SET free_gpus = free_gpus ± n guarded in t
 whatever fails in between rolls back whole and the counts stay right.
 Lock order is always booking, then machine (Launch creates its booking after locking the machine,
 and no other transaction can hold a lock on a row that does not exist yet), so the two never deadlock.
+A group (a cluster, a throughput plan) locks its machines in the order of their ids, and its Stop
+and its booking limit lock its bookings in the order of theirs, then write machines in id order.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
@@ -35,7 +36,7 @@ from sizing.availability import GONE, unavailable_reason
 from sizing.cluster import can_join_cluster
 from sizing.fit import MAX_GPUS_PER_MACHINE, fit_on_machine
 from sizing.results import RecommendedMachine
-from sizing.units import money_amount, money_text
+from sizing.units import figure_text, money_amount, money_text
 from sizing.wording import budget_cover, constraints_applied
 
 from .models import Booking, LaunchGroup
@@ -533,11 +534,9 @@ def end_expired_bookings(*, now: datetime | None = None, user=None) -> int:
 # taken and every booking written, or nothing. Its bookings end together (Stop, or the first booking
 # limit reached): a cluster short of one machine serves nothing.
 
-# What a form's or a script's idempotency key may be (as the Launch form's); a group's bookings get
-# keys with a colon, which no request can send.
-IDEMPOTENCY_KEY = re.compile(r"[A-Za-z0-9_-]{8,64}")
-# The most machines one group books: the longest list a result page reaches (its window).
-MAX_GROUP_MACHINES = 1000
+# The most machines one group books, in one transaction: more than any cluster, and than a plan for
+# any target a single model is served at.
+MAX_GROUP_MACHINES = 10_000
 
 
 class GroupInputError(ValueError):
@@ -593,7 +592,8 @@ def check_group_request(kind: str, machines) -> list[tuple[int, int]]:
         raise GroupInputError({"machines": gettext("Each machine is its id and its GPUs.")}) from None
     if not 1 <= len(pairs) <= MAX_GROUP_MACHINES:
         raise GroupInputError({
-            "machines": gettext("A group books from 1 to %(most)s machines.") % {"most": MAX_GROUP_MACHINES}
+            "machines": gettext("A group books from 1 to %(most)s machines.")
+            % {"most": figure_text(MAX_GROUP_MACHINES)}
         })
     if len({machine_id for machine_id, _gpus in pairs}) != len(pairs):
         raise GroupInputError({"machines": gettext("Each machine can be in a group once.")})

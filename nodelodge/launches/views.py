@@ -215,10 +215,8 @@ def group_review(request):
     data = form.cleaned_data
     try:
         summary = services.review_group(data["kind"], data["machines"], data["price_per_hour"], data["query"])
-    except services.GroupInputError:
-        return HttpResponseBadRequest(
-            gettext("This Launch form is incomplete; reload the result and try again.")
-        )
+    except services.GroupInputError as error:
+        return HttpResponseBadRequest(" ".join(error.errors.values()))
     except services.LaunchRefused as refusal:
         return _group_refused(request, refusal, data["kind"])
     return render(request, "launches/group_review.html", {
@@ -244,10 +242,8 @@ def group_launch(request):
             request.user, machines=data["machines"], shown_price_per_hour=data["price_per_hour"],
             query_string=data["query"], idempotency_key=data["idempotency_key"], kind=data["kind"],
         )
-    except services.GroupInputError:
-        return HttpResponseBadRequest(
-            gettext("This Launch form is incomplete; reload the result and try again.")
-        )
+    except services.GroupInputError as error:
+        return HttpResponseBadRequest(" ".join(error.errors.values()))
     except services.LaunchRefused as refusal:
         return _group_refused(request, refusal, data["kind"])
     if outcome.created:

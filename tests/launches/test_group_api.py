@@ -93,6 +93,7 @@ def test_a_price_that_rose_answers_409_for_the_whole_group(client, cluster_catal
     ({"machines": [{"id": 1, "gpus": 0}]}, "machines"),
     ({"machines": [{"id": 1, "gpus": 8}, {"id": 1, "gpus": 8}]}, "machines"),
     ({"machines": [{"id": -3, "gpus": 8}]}, "machines"),
+    ({"machines": [{"id": i, "gpus": 1} for i in range(1, 10_002)]}, "machines"),
     ({"price_per_hour": "cheap"}, "price_per_hour"),
     ({"price_per_hour": "NaN"}, "price_per_hour"),
     ({"price_per_hour": "-1"}, "price_per_hour"),

@@ -175,11 +175,17 @@ def test_anonymous_buttons_ask_to_sign_in_and_lead_back_to_the_result(client, cl
     assert not Booking.objects.exists()
 
 
-@pytest.mark.parametrize("change", [
-    {"machines": "abc"}, {"machines": "1:8,,2:8"}, {"machines": ""}, {"kind": "rack"}, {"price_per_hour": "x"},
-    {"idempotency_key": "short"}, {"machines": "1:8,1:8"}, {"machines": "1:99"},
+INCOMPLETE = "This Launch form is incomplete; reload the result and try again."
+
+
+@pytest.mark.parametrize(("change", "says"), [
+    ({"machines": "abc"}, INCOMPLETE), ({"machines": "1:8,,2:8"}, INCOMPLETE), ({"machines": ""}, INCOMPLETE),
+    ({"kind": "rack"}, INCOMPLETE), ({"price_per_hour": "x"}, INCOMPLETE), ({"idempotency_key": "short"}, INCOMPLETE),
+    ({"machines": "1:8,1:8"}, "Each machine can be in a group once."),
+    ({"machines": "1:99"}, "Each machine takes from 1 to 16 GPUs."),
+    ({"machines": ",".join(f"{i}:1" for i in range(1, 10_002))}, "A group books from 1 to 10,000 machines."),
 ])
-def test_a_bad_form_answers_400_and_books_nothing(client, cluster_catalog, make_user, change):
+def test_a_bad_form_answers_400_saying_why_and_books_nothing(client, cluster_catalog, make_user, change, says):
     client.force_login(make_user())
     machines = [cluster_catalog.cluster_machine() for _ in range(2)]
     for name in ("launches:group_review", "launches:group_launch"):
@@ -188,7 +194,7 @@ def test_a_bad_form_answers_400_and_books_nothing(client, cluster_catalog, make_
             assert response.status_code == 200  # the review issues its own key
             continue
         assert response.status_code == 400, (name, change)
-        assert b"This Launch form is incomplete" in response.content
+        assert response.content.decode() == says
     assert not Booking.objects.exists()
 
 
