@@ -197,7 +197,7 @@ def _group_refused(request, refusal, kind: str):
 
 
 # Exempt from CSRF: it books nothing (the review's Confirm is a protected POST). It is a POST because
-# a plan lists up to a thousand machines, more than an address carries; the button sits in the
+# a plan may list thousands of machines, more than an address carries; the button sits in the
 # result, which is served to every client from one copy, so it carries no client's token.
 @csrf_exempt
 @require_POST
