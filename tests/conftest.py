@@ -30,6 +30,7 @@ SLOW_MODULES = {
     "hardening/test_read_replica.py",  # a primary, its streaming replica and gunicorn
     "hardening/test_schemathesis.py",  # every API operation against its schema
     "launches/test_concurrency.py",  # threads racing for the last GPU
+    "launches/test_group_concurrency.py",  # threads and 200 HTTP clients booking overlapping clusters
     "matching/test_properties.py",  # hypothesis: generated fleets and needs
     "sizing/test_properties.py",  # hypothesis: hundreds of generated workloads per property
     "sizing/test_architecture_properties.py",  # hypothesis: generated architectures

@@ -2,7 +2,7 @@ from django.contrib import admin
 
 from nodelodge.admin_mixins import ReadOnlyAdminMixin
 
-from .models import Booking
+from .models import Booking, LaunchGroup
 
 
 @admin.register(Booking)
@@ -11,7 +11,7 @@ class BookingAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 
     list_display = (
         "id", "user", "machine", "gpus", "price_per_hour", "status", "started_at", "ends_at", "ended_at",
-        "hours_covered",
+        "hours_covered", "group",
     )
     list_filter = ("status", "machine__tier", "machine__provider", "machine__gpu_type", "started_at")
     search_fields = (
@@ -21,3 +21,15 @@ class BookingAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     date_hierarchy = "started_at"
     ordering = ("-started_at",)
 
+
+
+@admin.register(LaunchGroup)
+class LaunchGroupAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    """Read-only for staff: clusters and plans booked together; their bookings are listed above."""
+
+    list_display = ("id", "user", "kind", "price_per_hour", "created_at")
+    list_filter = ("kind", "created_at")
+    search_fields = ("user__username", "user__email", "bookings__machine__provider_machine_id")
+    list_select_related = ("user",)
+    date_hierarchy = "created_at"
+    ordering = ("-created_at",)

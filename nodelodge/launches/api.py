@@ -2,6 +2,7 @@
 user (session with its CSRF token, or a token from My launches: `Authorization: Bearer nlt_…`)."""
 from __future__ import annotations
 
+import re
 from decimal import Decimal, InvalidOperation
 
 from django.http import QueryDict
@@ -15,7 +16,7 @@ from sizing.limits import MAX_MONEY
 from sizing.units import money_string
 
 from . import services
-from .models import Booking, LaunchGroup
+from .models import IDEMPOTENCY_KEY, Booking, LaunchGroup
 
 router = Router(auth=[TokenAuth(), django_auth], tags=["launches"])
 
@@ -122,7 +123,7 @@ def launch_group(request, payload: GroupIn):
     and its bookings; 200 with the same group when `idempotency_key` already booked it; 409 when any
     machine cannot be booked (nothing is booked; the answer names it); 400 for bad input; 422 when
     the query's values do not go together."""
-    if not services.IDEMPOTENCY_KEY.fullmatch(payload.idempotency_key):
+    if not re.fullmatch(IDEMPOTENCY_KEY, payload.idempotency_key):
         return Status(400, {"errors": {"idempotency_key": gettext(
             "Send 8 to 64 letters, digits, '_' or '-', new for each booking."
         )}})

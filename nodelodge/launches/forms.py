@@ -6,6 +6,8 @@ from django.utils.translation import gettext_lazy as _
 from sizing.fit import MAX_GPUS_PER_MACHINE
 from sizing.limits import MAX_MONEY
 
+from .models import IDEMPOTENCY_KEY
+
 
 class LaunchForm(forms.Form):
     """The hidden fields of a Launch button on the result page."""
@@ -14,7 +16,7 @@ class LaunchForm(forms.Form):
     gpus = forms.IntegerField(min_value=1, max_value=MAX_GPUS_PER_MACHINE)
     price_per_hour = forms.DecimalField(min_value=0, max_value=MAX_MONEY, max_digits=16, decimal_places=4)
     query = forms.CharField(max_length=2400, required=False)
-    idempotency_key = forms.RegexField(regex=r"^[A-Za-z0-9_-]{8,64}$", max_length=64)
+    idempotency_key = forms.RegexField(regex=rf"^{IDEMPOTENCY_KEY}$", max_length=64)
 
 
 class ReviewForm(forms.Form):
@@ -49,7 +51,7 @@ class GroupReviewForm(forms.Form):
     """The hidden fields of a "Launch cluster" or "Launch this plan" button."""
 
     kind = forms.ChoiceField(choices=[("cluster", "cluster"), ("plan", "plan")])
-    machines = GroupMachinesField(max_length=30000)
+    machines = GroupMachinesField(max_length=250_000)  # ten thousand machines, as "1234567:8"
     price_per_hour = forms.DecimalField(min_value=0, max_value=MAX_MONEY, max_digits=16, decimal_places=4)
     query = forms.CharField(max_length=2400, required=False)
 
@@ -57,7 +59,7 @@ class GroupReviewForm(forms.Form):
 class GroupLaunchForm(GroupReviewForm):
     """The review's Confirm: the same fields and the key that makes a resubmitted form book once."""
 
-    idempotency_key = forms.RegexField(regex=r"^[A-Za-z0-9_-]{8,64}$", max_length=64)
+    idempotency_key = forms.RegexField(regex=rf"^{IDEMPOTENCY_KEY}$", max_length=64)
 
 
 class SignUpForm(BaseUserCreationForm):

@@ -9,6 +9,10 @@ from django.db.models import Q
 
 from catalog.models import Machine
 
+# What an idempotency key from a form or a script may be. A group's bookings get keys with a colon
+# (`group:<id>:<machine id>`), which no request can send, so they never meet one.
+IDEMPOTENCY_KEY = r"[A-Za-z0-9_-]{8,64}"
+
 
 class LaunchGroup(models.Model):
     """Machines booked together, all or nothing: a cluster serving one model, or a throughput plan.

@@ -5,10 +5,11 @@ free-GPU counts only with UPDATE ... SET free_gpus = free_gpus ± n guarded in t
 whatever fails in between rolls back whole and the counts stay right.
 Lock order is always booking, then machine (Launch creates its booking after locking the machine,
 and no other transaction can hold a lock on a row that does not exist yet), so the two never deadlock.
+A group (a cluster, a throughput plan) locks its machines in the order of their ids, and its Stop
+and its booking limit lock its bookings in the order of theirs, then write machines in id order.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
@@ -35,7 +36,7 @@ from sizing.availability import GONE, unavailable_reason
 from sizing.cluster import can_join_cluster
 from sizing.fit import MAX_GPUS_PER_MACHINE, fit_on_machine
 from sizing.results import RecommendedMachine
-from sizing.units import money_amount, money_text
+from sizing.units import figure_text, money_amount, money_text
 from sizing.wording import budget_cover, constraints_applied
 
 from .models import Booking, LaunchGroup
@@ -506,12 +507,14 @@ def end_expired_bookings(*, now: datetime | None = None, user=None) -> int:
     ended = 0
     for booking_id in due_ids:
         with transaction.atomic():
+            group_id = Booking.objects.filter(pk=booking_id).values_list("group_id", flat=True).first()
+            if group_id is not None:
+                # A group's bookings end together, when the first of them reaches its limit; locked
+                # in the order of their ids, as Stop locks them.
+                ended += len(_end_group_locked(group_id, due_by=now))
+                continue
             booking = Booking.objects.select_for_update().filter(pk=booking_id).first()
             if booking is None or not booking.is_running or booking.ends_at is None:
-                continue
-            if booking.group_id is not None:
-                # A group's bookings end together, when the first of them reaches its limit.
-                ended += len(_end_group_locked(booking.group_id, booking.ends_at))
                 continue
             booking.status = Booking.Status.ENDED
             booking.ended_at = booking.ends_at
@@ -531,11 +534,9 @@ def end_expired_bookings(*, now: datetime | None = None, user=None) -> int:
 # taken and every booking written, or nothing. Its bookings end together (Stop, or the first booking
 # limit reached): a cluster short of one machine serves nothing.
 
-# What a form's or a script's idempotency key may be (as the Launch form's); a group's bookings get
-# keys with a colon, which no request can send.
-IDEMPOTENCY_KEY = re.compile(r"[A-Za-z0-9_-]{8,64}")
-# The most machines one group books: the longest list a result page reaches (its window).
-MAX_GROUP_MACHINES = 1000
+# The most machines one group books, in one transaction: more than any cluster, and than a plan for
+# any target a single model is served at.
+MAX_GROUP_MACHINES = 10_000
 
 
 class GroupInputError(ValueError):
@@ -591,7 +592,8 @@ def check_group_request(kind: str, machines) -> list[tuple[int, int]]:
         raise GroupInputError({"machines": gettext("Each machine is its id and its GPUs.")}) from None
     if not 1 <= len(pairs) <= MAX_GROUP_MACHINES:
         raise GroupInputError({
-            "machines": gettext("A group books from 1 to %(most)s machines.") % {"most": MAX_GROUP_MACHINES}
+            "machines": gettext("A group books from 1 to %(most)s machines.")
+            % {"most": figure_text(MAX_GROUP_MACHINES)}
         })
     if len({machine_id for machine_id, _gpus in pairs}) != len(pairs):
         raise GroupInputError({"machines": gettext("Each machine can be in a group once.")})
@@ -794,8 +796,15 @@ def launch_group(
     machine_ids = [machine_id for machine_id, _gpus in pairs]
     # One cheap read first, as Launch does: a group whose machine someone else took is refused at
     # once, without a lock. Under the locks below everything is checked again.
-    _refuse_group(kind, pairs, _machines_by_id(machine_ids, lock=False), shown_price_per_hour, query,
-                  breakdown, result_url, now)
+    try:
+        _refuse_group(kind, pairs, _machines_by_id(machine_ids, lock=False), shown_price_per_hour, query,
+                      breakdown, result_url, now)
+    except LaunchRefused:
+        # The machines may be taken by this very key's first request, committed since the look above.
+        existing = _existing_group(user, idempotency_key)
+        if existing is not None:
+            return GroupOutcome(existing, created=False)
+        raise
     try:
         with transaction.atomic():
             locked = _machines_by_id(machine_ids, lock=True)
@@ -823,6 +832,10 @@ def _book_group_locked(user, kind, pairs, machines, total, query, idempotency_ke
         user=user, kind=kind, price_per_hour=total, workload=query.as_params(),
         result_url=stored_result_url(query), created_at=now, idempotency_key=idempotency_key,
     )
+    # The budget pays for the whole group: what it covers is the group's, on each of its bookings.
+    limits = [machines[i].booking_limit_hours for i, _g in pairs if machines[i].booking_limit_hours]
+    cover = budget_cover(query.budget, total, min(limits) if limits else None)
+    hours_covered = cover.hours_of_one_booking if cover is not None else None
     bookings = []
     for machine_id, gpus in pairs:  # in the order of the ids, as locked
         machine = machines[machine_id]
@@ -838,12 +851,10 @@ def _book_group_locked(user, kind, pairs, machines, total, query, idempotency_ke
                 machine=machine_name(machine), machine_id=machine_id,
                 provider_machine_id=machine.provider_machine_id, result_url=result_url_for(query),
             )
-        price_per_hour = machine.price_per_gpu_hour * gpus
-        cover = budget_cover(query.budget, price_per_hour, machine.booking_limit_hours)
         bookings.append(Booking(
             user=user, machine=machine, gpus=gpus, price_per_gpu_hour=machine.price_per_gpu_hour,
-            price_per_hour=price_per_hour, workload=query.as_params(), result_url=group.result_url,
-            hours_covered=cover.hours_of_one_booking if cover is not None else None,
+            price_per_hour=machine.price_per_gpu_hour * gpus, workload=query.as_params(),
+            result_url=group.result_url, hours_covered=hours_covered,
             booking_limit_hours=machine.booking_limit_hours, status=Booking.Status.RUNNING,
             started_at=now, ends_at=Booking.end_for(now, machine.booking_limit_hours),
             # Unique per user like a Launch's key; the colon keeps it apart from any form's key.
@@ -855,11 +866,18 @@ def _book_group_locked(user, kind, pairs, machines, total, query, idempotency_ke
     return group
 
 
-def _end_group_locked(group_id: int, ended_at: datetime) -> list[Booking]:
-    """Ends the group's running bookings at `ended_at` and gives their GPUs back; returns those ended.
-    Bookings are locked in the order of their ids, machines written in the order of theirs."""
+def _end_group_locked(group_id: int, ended_at: datetime | None = None, *,
+                      due_by: datetime | None = None) -> list[Booking]:
+    """Ends the group's running bookings at `ended_at` (with `due_by` instead: at the first booking
+    limit reached by then, if any) and gives their GPUs back; returns those ended. Bookings are
+    locked in the order of their ids, machines written in the order of theirs."""
     bookings = list(Booking.objects.select_for_update().filter(group_id=group_id).order_by("pk"))
     running = [booking for booking in bookings if booking.is_running]
+    if due_by is not None:
+        due = [b.ends_at for b in running if b.ends_at is not None and b.ends_at <= due_by]
+        if not due:
+            return []
+        ended_at = min(due)
     for booking in running:
         booking.status = Booking.Status.ENDED
         booking.ended_at = ended_at

@@ -197,7 +197,7 @@ def _group_refused(request, refusal, kind: str):
 
 
 # Exempt from CSRF: it books nothing (the review's Confirm is a protected POST). It is a POST because
-# a plan lists up to a thousand machines, more than an address carries; the button sits in the
+# a plan may list thousands of machines, more than an address carries; the button sits in the
 # result, which is served to every client from one copy, so it carries no client's token.
 @csrf_exempt
 @require_POST
@@ -215,10 +215,8 @@ def group_review(request):
     data = form.cleaned_data
     try:
         summary = services.review_group(data["kind"], data["machines"], data["price_per_hour"], data["query"])
-    except services.GroupInputError:
-        return HttpResponseBadRequest(
-            gettext("This Launch form is incomplete; reload the result and try again.")
-        )
+    except services.GroupInputError as error:
+        return HttpResponseBadRequest(" ".join(error.errors.values()))
     except services.LaunchRefused as refusal:
         return _group_refused(request, refusal, data["kind"])
     return render(request, "launches/group_review.html", {
@@ -244,10 +242,8 @@ def group_launch(request):
             request.user, machines=data["machines"], shown_price_per_hour=data["price_per_hour"],
             query_string=data["query"], idempotency_key=data["idempotency_key"], kind=data["kind"],
         )
-    except services.GroupInputError:
-        return HttpResponseBadRequest(
-            gettext("This Launch form is incomplete; reload the result and try again.")
-        )
+    except services.GroupInputError as error:
+        return HttpResponseBadRequest(" ".join(error.errors.values()))
     except services.LaunchRefused as refusal:
         return _group_refused(request, refusal, data["kind"])
     if outcome.created:

@@ -45,12 +45,14 @@ PAGES = {
 STEPS = {
     "logout", "password_change", "password_change_done", "password_reset_confirm", "signup_confirm",
     "launches:launch", "launches:review", "launches:list", "launches:stop", "switch_language",
+    "launches:group_review", "launches:group_launch", "launches:group_stop",
     "refresh:demo_feed",
     "watches:create", "watches:act", "watches:unsubscribe", "watches:feed", "watches:token_create",
     "watches:token_revoke",
 }
 API_ROUTES = {"api:openapi-json", "api:openapi-view", "api:estimate", "api:recommendations", "api:models",
-              "api:capacity", "api:api-root", "api:watches", "api:watches_create", "api:watch"}
+              "api:capacity", "api:api-root", "api:watches", "api:watches_create", "api:watch",
+              "api:launches_group"}
 API_OPERATIONS = {
     ("get", "/api/v1/estimate"): f"/api/v1/estimate?{LLAMA_8B}",
     ("get", "/api/v1/recommendations"): f"/api/v1/recommendations?{LLAMA_8B}",
@@ -81,7 +83,7 @@ def test_every_route_and_api_operation_is_listed():
     operations = {
         (method, path) for path, methods in api.get_openapi_schema()["paths"].items() for method in methods
     }
-    assert operations == set(API_OPERATIONS) | WATCH_OPERATIONS
+    assert operations == set(API_OPERATIONS) | WATCH_OPERATIONS | {("post", "/api/v1/launches/group")}
 
 
 # The signed-in user's watches: asked with a session below.
@@ -165,6 +167,24 @@ def test_review_launch_my_launches_and_stop_answer(client, catalog_fleet, ada):
     assert stopped.status_code == 303
     booking.refresh_from_db()
     assert not booking.is_running
+
+
+def test_a_group_review_confirm_its_stop_and_its_api_answer(client, catalog_fleet, ada):
+    """A throughput plan's button (the same form a cluster's row carries): review, Confirm, Stop."""
+    client.force_login(ada)
+    machine = catalog_fleet["h100x8"]
+    terms = {"kind": "plan", "machines": f"{machine.pk}:1", "price_per_hour": "2.50", "query": LLAMA_8B}
+    assert client.post(reverse("launches:group_review"), terms).status_code == 200
+    launched = client.post(reverse("launches:group_launch"), {**terms, "idempotency_key": uuid.uuid4().hex})
+    assert launched.status_code == 303 and launched["Location"] == reverse("launches:list")
+    group = ada.launch_groups.get()
+    for prefix in ("", "/de"):
+        assert client.get(prefix + reverse("launches:group_stop", args=[group.pk])).status_code == 200
+    assert client.post(reverse("launches:group_stop", args=[group.pk])).status_code == 303
+    api_terms = {"kind": "plan", "machines": [{"id": machine.pk, "gpus": 1}], "price_per_hour": "2.50",
+                 "query": {"model": "llama-3-1-8b"}, "idempotency_key": uuid.uuid4().hex}
+    made = client.post("/api/v1/launches/group", api_terms, content_type="application/json")
+    assert made.status_code == 201 and made.json()["bookings"][0]["machine_id"] == machine.pk
 
 
 def test_every_admin_list_and_form_answers(client, catalog_fleet, ada):

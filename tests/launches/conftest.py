@@ -18,3 +18,17 @@ def small_catalog(db) -> SmallCatalog:
 @pytest.fixture(name="make_user")
 def make_user_fixture(db):
     return make_user
+
+
+# One site of identical machines that may form a cluster: 8 × H100 each, InfiniBand at 400 Gb/s.
+CLUSTER_MACHINE = {
+    "gpu_count": 8, "free_gpus": 8, "site": "fra-1", "interconnect": "infiniband", "interconnect_gbps": 400,
+}
+
+
+@pytest.fixture
+def cluster_catalog(db) -> SmallCatalog:
+    """The small catalog whose `cluster_machine()` makes a machine at the cluster site."""
+    catalog = SmallCatalog(gpus=8)
+    catalog.cluster_machine = lambda **overrides: catalog.machine(**CLUSTER_MACHINE | overrides)
+    return catalog

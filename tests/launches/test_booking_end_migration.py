@@ -13,6 +13,12 @@ BEFORE = [("launches", "0001_initial")]
 AFTER = [("launches", "0002_booking_ends_at")]
 
 
+def latest():
+    """The launches app's newest migration: where the test leaves the schema, for the tests after it."""
+    executor = MigrationExecutor(connection)
+    return executor.loader.graph.leaf_nodes("launches")
+
+
 def migrate(targets):
     executor = MigrationExecutor(connection)
     executor.loader.build_graph()
@@ -37,6 +43,9 @@ def test_bookings_made_before_the_stored_end_get_start_plus_their_limit(small_ca
         unlimited = Booking.objects.create(booking_limit_hours=None, idempotency_key="b", **common)
     finally:
         new = migrate(AFTER)
-    Booking = new.get_model("launches", "Booking")
-    assert Booking.objects.get(pk=limited.pk).ends_at == started + timedelta(hours=24)
-    assert Booking.objects.get(pk=unlimited.pk).ends_at is None
+    try:
+        Booking = new.get_model("launches", "Booking")
+        assert Booking.objects.get(pk=limited.pk).ends_at == started + timedelta(hours=24)
+        assert Booking.objects.get(pk=unlimited.pk).ends_at is None
+    finally:
+        migrate(latest())

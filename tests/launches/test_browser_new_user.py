@@ -18,10 +18,10 @@ from playwright.sync_api import expect
 from catalog.models import Machine
 from nodelodge.launches.models import Booking
 from tests.helpers import LLAMA_8B as QUERY
+from tests.screens import SCREENS, press
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-SCREENS = {"desktop": {"width": 1440, "height": 900}, "phone": {"width": 390, "height": 844}}
 # What the person reads and presses, in each language.
 WORDS = {
     "en": {
@@ -41,17 +41,6 @@ WORDS = {
         "nothing": "Nichts läuft.", "ended": "Beendete Buchungen",
     },
 }
-
-
-def press(page, button, width: int) -> None:
-    """A person can see the control and reach it without scrolling sideways on a phone."""
-    button.scroll_into_view_if_needed()
-    expect(button).to_be_visible()
-    expect(button).to_be_in_viewport()
-    if width < 700:
-        box = button.bounding_box()
-        assert box["x"] >= 0 and box["x"] + box["width"] <= width, box
-    button.click()
 
 
 @pytest.mark.parametrize("language", ["en", "de"])
