@@ -179,6 +179,13 @@ def apply_feed(provider: Provider, parsed: ParsedFeed, run: SyncRun, now: dateti
     # A record without a usable id may be any of the provider's machines: then nobody is marked gone.
     sweep = all(r.machine_id is not None for r in parsed.rejected)
 
+    # Rows are written (and so locked) in the order of their ids, new machines last: the order in which
+    # Launch locks a cluster's or plan's machines, so a refresh and a group booking never wait on
+    # each other in a cycle.
+    row_ids = {row[1]: row[0] for row in existing_rows}
+    machines.sort(key=lambda machine: (machine.provider_machine_id not in row_ids,
+                                       row_ids.get(machine.provider_machine_id, 0),
+                                       machine.provider_machine_id))
     with transaction.atomic():
         for start in range(0, len(machines), UPSERT_BATCH_SIZE):
             Machine.objects.bulk_create(

@@ -4,6 +4,7 @@ by a refresh over loopback HTTP and carried by the demo feed."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -116,3 +117,22 @@ def test_the_demo_feed_carries_the_facts_so_a_refresh_keeps_them(client, db):
         assert (entries[machine_id]["site"], entries[machine_id]["interconnect"],
                 entries[machine_id]["interconnect_gbps"]) == (site, interconnect, gbps)
     assert any("interconnect" not in entry for entry in entries.values())
+
+
+def test_a_refresh_writes_known_machines_in_the_order_of_their_ids_as_a_group_booking_locks_them(acme, feed_server):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    refresh(acme, feed_server, [record(f"m-{n}", **CLUSTERED) for n in range(1, 4)])
+    by_name = dict(Machine.objects.values_list("provider_machine_id", "pk"))
+
+    # The feed lists them backwards, with a new machine first.
+    with CaptureQueriesContext(connection) as captured:
+        run = refresh(acme, feed_server, [record("m-new"), *(record(f"m-{n}", **CLUSTERED) for n in (3, 2, 1))])
+
+    assert run.status == "ok"
+    [upsert] = [query["sql"] for query in captured.captured_queries if query["sql"].startswith("INSERT INTO")
+                and "catalog_machine" in query["sql"].split("(")[0]]
+    # SQLite lists the rows' values in turn ('m-1', …), PostgreSQL one array per column ({m-1,…}).
+    positions = [re.search(rf"[{{',]{name}[}}',]", upsert).start() for name in ("m-1", "m-2", "m-3", "m-new")]
+    assert positions == sorted(positions) and by_name["m-1"] < by_name["m-2"] < by_name["m-3"]
