@@ -133,6 +133,24 @@ def next_cheapest(query: WorkloadQuery, exclude_machine_id: int) -> RecommendedM
     return None
 
 
+def next_cluster(query_string: str, exclude_machine_id: int | None) -> dict | None:
+    """The cheapest cluster planned now that does not take `exclude_machine_id` (the machine a cluster
+    could not be booked on), as the API writes a cluster; None where no other is planned."""
+    from nodelodge.recommendations.clusters import clusters_for, plans_clusters
+
+    try:
+        query = parse_query(query_string)
+        _breakdown, model_row = estimate_for(query)
+    except QueryError:
+        return None
+    if not plans_clusters(query, model_row):
+        return None
+    for offer in clusters_for(query, model_row).offers:
+        if all(machine.id != exclude_machine_id for machine in offer.plan.machines):
+            return offer.to_dict()
+    return None
+
+
 @dataclass(frozen=True)
 class LaunchReview:
     """What Confirm will book, from the machine's figures now: the page shows it before booking."""

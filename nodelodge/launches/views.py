@@ -21,13 +21,14 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_htmx.http import HttpResponseClientRedirect
 
 from nodelodge.hardening.mail_limit import signup_rate_limited
-from nodelodge.wizard.rows import add_row_words
+from nodelodge.wizard.rows import add_cluster_words, add_row_words
 from sizing.results import machine_row
 from sizing.units import money_text
 
 from . import selectors, services
 from . import signup as signups
 from .forms import GroupLaunchForm, GroupReviewForm, LaunchForm, ReviewForm, SignUpForm
+from .models import LaunchGroup
 
 
 def review_url(machine: int, gpus: int, price_per_hour, query_string: str) -> str:
@@ -189,8 +190,15 @@ def group_review_context(data: dict) -> dict:
             "query_string": QueryDict(data["query"]).urlencode()}
 
 
-def _group_refused(request, refusal, kind: str):
-    context = {"refusal": refusal, "kind": kind}
+def _group_refused(request, refusal, kind: str, query_string: str = ""):
+    context = {"refusal": refusal, "kind": kind, "query_string": query_string}
+    if kind == LaunchGroup.Kind.CLUSTER and refusal.code not in (services.LaunchRefused.PRICE_CHANGED,
+                                                                 services.LaunchRefused.INVALID_QUERY):
+        # The next cluster, as the result lists it, without the machine that could not be booked.
+        row = services.next_cluster(query_string, getattr(refusal, "machine_id", None))
+        if row is not None:
+            add_cluster_words([row])
+            context["next_cluster"] = {"clusters": [row], "clusters_total": 1, "clusters_note": None}
     if request.htmx:
         return render(request, "launches/group_refused.html#refusal", context, status=409)
     return render(request, "launches/group_refused.html", context, status=409)
@@ -218,7 +226,7 @@ def group_review(request):
     except services.GroupInputError as error:
         return HttpResponseBadRequest(" ".join(error.errors.values()))
     except services.LaunchRefused as refusal:
-        return _group_refused(request, refusal, data["kind"])
+        return _group_refused(request, refusal, data["kind"], QueryDict(data["query"]).urlencode())
     return render(request, "launches/group_review.html", {
         "review": summary, **group_review_context(data), "idempotency_key": uuid.uuid4().hex,
     })
@@ -245,7 +253,7 @@ def group_launch(request):
     except services.GroupInputError as error:
         return HttpResponseBadRequest(" ".join(error.errors.values()))
     except services.LaunchRefused as refusal:
-        return _group_refused(request, refusal, data["kind"])
+        return _group_refused(request, refusal, data["kind"], QueryDict(data["query"]).urlencode())
     if outcome.created:
         group = outcome.group
         machines = len(data["machines"])

@@ -45,10 +45,6 @@ class ResultPage:
             for plan in data["throughput_plan"]["plans"]:
                 self._plan_rows(plan)
         data.update(clusters_payload(self.answer))
-        for cluster in data["clusters"]:
-            # What the Launch cluster form books: every machine whole.
-            cluster["group_machines"] = [{"id": machine_id, "gpus": cluster["gpus_per_machine"]}
-                                         for machine_id in cluster["machine_ids"]]
         return data
 
     def _plan_rows(self, plan: dict) -> None:

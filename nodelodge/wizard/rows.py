@@ -32,6 +32,9 @@ def add_cluster_words(clusters: list[dict]) -> None:
         row["confidence_heading"] = confidence_of % {"confidence": row["confidence_word"]}
         row["launch_label"] = launch % {"shape": row["shape_text"], "provider": row["provider"],
                                         "site": row["site"]}
+        # What the Launch cluster form books: every machine whole.
+        row["group_machines"] = [{"id": machine_id, "gpus": row["gpus_per_machine"]}
+                                 for machine_id in row["machine_ids"]]
         for item in row["items"] + row["outside_budget"]:
             item["gib_text"] = gib2(item["gib"])
 

@@ -245,3 +245,36 @@ def test_the_plan_on_the_result_page_has_launch_this_plan_which_books_every_mach
     assert group.kind == "plan" and group.price_per_hour == Decimal("10.90")
     assert sorted(group.bookings.values_list("gpus", flat=True)) == [1, 2, 2]
     assert "Throughput plan" in client.get(reverse("launches:list")).content.decode()
+
+
+LLAMA_405B_8K = "workload=inference&model=llama-3-1-405b&precision=16&context=8192&requests=1"
+
+
+def test_a_refused_cluster_offers_the_next_cluster_without_the_machine_it_could_not_book(
+    client, h100_site, make_user
+):
+    client.force_login(make_user())
+    first, second, third = sorted(h100_site, key=lambda m: (m.price_per_gpu_hour, m.pk))
+    data = group_data([first, second], query=LLAMA_405B_8K)
+    services.launch(make_user(), first.pk, 1, first.price_per_gpu_hour, QUERY, uuid.uuid4().hex)  # one GPU taken
+
+    refused = client.post(reverse("launches:group_launch"), data)
+
+    assert refused.status_code == 409
+    page = refused.content.decode()
+    assert first.provider_machine_id in page and "Next-cheapest cluster" in page
+    [row] = re.findall(r'data-testid="cluster-row" data-machine-ids="([^"]+)"', page)
+    assert row == f"{second.pk},{third.pk}"  # the other two machines of the site, $44/h
+    assert "$44.00" in page and "Launch cluster" in page
+    assert Booking.objects.count() == 1
+
+
+def test_a_cluster_refused_for_its_price_offers_no_other_cluster(client, h100_site, make_user):
+    client.force_login(make_user())
+    first, second, _third = sorted(h100_site, key=lambda m: (m.price_per_gpu_hour, m.pk))
+
+    refused = client.post(reverse("launches:group_launch"),
+                          group_data([first, second], query=LLAMA_405B_8K, price="39.00"))
+
+    assert refused.status_code == 409
+    assert "Next-cheapest cluster" not in refused.content.decode()
