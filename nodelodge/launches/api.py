@@ -62,13 +62,16 @@ class GroupOut(Schema):
 class GroupRefusedOut(Schema):
     """Nothing was booked: why (`errors.group`, in words), which machine (`machine_id` and the
     provider's `provider_machine_id`; null when the refusal is about the whole group, as a price
-    change), the refusal's `code`, and the result's address to compute again (`result_url`)."""
+    change), the refusal's `code`, the result's address to compute again (`result_url`) and, for a
+    cluster, the next cheapest cluster without that machine (`next_cluster`, as the recommendations
+    answer writes a cluster; null where none is planned)."""
 
     errors: dict[str, str]
     code: str
     machine_id: int | None
     provider_machine_id: str | None
     result_url: str
+    next_cluster: dict | None = None
 
 
 def _iso(moment) -> str | None:
@@ -147,5 +150,6 @@ def launch_group(request, payload: GroupIn):
             "machine_id": getattr(refusal, "machine_id", None),
             "provider_machine_id": getattr(refusal, "provider_machine_id", None),
             "result_url": refusal.result_url,
+            "next_cluster": services.next_cluster_after(refusal, payload.kind, params.urlencode()),
         })
     return Status(201 if outcome.created else 200, group_out(outcome.group))

@@ -133,6 +133,16 @@ def next_cheapest(query: WorkloadQuery, exclude_machine_id: int) -> RecommendedM
     return None
 
 
+def next_cluster_after(refusal: LaunchRefused, kind: str, query_string: str) -> dict | None:
+    """The cluster the page and the API offer after a cluster was refused: the next cheapest without the
+    machine it could not book. None for a plan, after a price change (the same cluster at its new price
+    is the offer) or a query that cannot be computed any more."""
+    if kind != LaunchGroup.Kind.CLUSTER or refusal.code in (LaunchRefused.PRICE_CHANGED,
+                                                             LaunchRefused.INVALID_QUERY):
+        return None
+    return next_cluster(query_string, getattr(refusal, "machine_id", None))
+
+
 def next_cluster(query_string: str, exclude_machine_id: int | None) -> dict | None:
     """The cheapest cluster planned now that does not take `exclude_machine_id` (the machine a cluster
     could not be booked on), as the API writes a cluster; None where no other is planned."""

@@ -28,7 +28,6 @@ from sizing.units import money_text
 from . import selectors, services
 from . import signup as signups
 from .forms import GroupLaunchForm, GroupReviewForm, LaunchForm, ReviewForm, SignUpForm
-from .models import LaunchGroup
 
 
 def review_url(machine: int, gpus: int, price_per_hour, query_string: str) -> str:
@@ -192,13 +191,10 @@ def group_review_context(data: dict) -> dict:
 
 def _group_refused(request, refusal, kind: str, query_string: str = ""):
     context = {"refusal": refusal, "kind": kind, "query_string": query_string}
-    if kind == LaunchGroup.Kind.CLUSTER and refusal.code not in (services.LaunchRefused.PRICE_CHANGED,
-                                                                 services.LaunchRefused.INVALID_QUERY):
-        # The next cluster, as the result lists it, without the machine that could not be booked.
-        row = services.next_cluster(query_string, getattr(refusal, "machine_id", None))
-        if row is not None:
-            add_cluster_words([row])
-            context["next_cluster"] = {"clusters": [row], "clusters_total": 1, "clusters_note": None}
+    row = services.next_cluster_after(refusal, kind, query_string)
+    if row is not None:  # listed as the result lists clusters
+        add_cluster_words([row])
+        context["next_cluster"] = {"clusters": [row], "clusters_total": 1, "clusters_note": None}
     if request.htmx:
         return render(request, "launches/group_refused.html#refusal", context, status=409)
     return render(request, "launches/group_refused.html", context, status=409)

@@ -79,10 +79,25 @@ def test_one_machine_taken_answers_409_naming_it_and_books_nothing(client, clust
     assert not Booking.objects.exists() and not LaunchGroup.objects.exists()
 
 
+def test_a_refused_cluster_answers_with_the_next_cluster_without_the_machine_taken(client, h100_site, token):
+    first, second, third = sorted(h100_site, key=lambda m: (m.price_per_gpu_hour, m.pk))
+    Machine.objects.filter(pk=first.pk).update(free_gpus=7)
+    query = {"workload": "inference", "model": "llama-3-1-405b", "precision": "16", "context": "8192",
+             "requests": "1"}
+
+    answer = post(client, body([first, second], query=query), token).json()
+
+    assert answer["machine_id"] == first.pk
+    assert answer["next_cluster"]["machine_ids"] == [second.pk, third.pk]
+    assert answer["next_cluster"]["price_per_hour"] == "44.00"
+    assert (answer["next_cluster"]["tensor_parallel"], answer["next_cluster"]["pipeline_parallel"]) == (8, 2)
+
+
 def test_a_price_that_rose_answers_409_for_the_whole_group(client, cluster_catalog, token):
     machines = [cluster_catalog.cluster_machine() for _ in range(2)]
     answer = post(client, body(machines, price="30.00"), token).json()
     assert answer["code"] == "price_changed" and answer["machine_id"] is None
+    assert answer["next_cluster"] is None
     assert "$30.00/h" in answer["errors"]["group"] and "$39.84/h" in answer["errors"]["group"]
     assert not Booking.objects.exists()
 
