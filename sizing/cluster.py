@@ -208,17 +208,22 @@ class ClusterSearch:
     skipped: tuple[tuple[ClusterSite, str], ...]
 
 
+def usable_memory_mib(gpu_type: str, reported_mib: int, usable_mib=None) -> int:
+    """One GPU's memory as CUDA reports it: the catalog's usable figure for its type (`usable_mib`: GPU
+    type -> MiB), else the machine's reported memory less what the driver keeps."""
+    return (usable_mib or {}).get(gpu_type) or reported_mib - DRIVER_RESERVED_BYTES // MIB
+
+
 def search_clusters(model, precision: int, kv_bits: int, context: int, requests: int, sites, *,
                     utilization: Fraction = DEFAULT_UTILIZATION, usable_mib=None) -> ClusterSearch:
     """For each site the fewest of its machines (two or more, cheapest first) whose GPUs hold the model at
     tensor parallel = GPUs per machine × pipeline parallel = machines under vLLM's budget. `usable_mib`:
     GPU type -> memory as CUDA reports it (the catalog's usable figure); a type not in it counts its
     reported memory less what the driver keeps."""
-    usable_mib = usable_mib or {}
     needs: dict[tuple[int, int, int], ClusterNeed | str] = {}  # sites of one shape share their sizing
     plans, skipped = [], []
     for site in sites:
-        usable = usable_mib.get(site.gpu_type) or site.memory_per_gpu_mib - DRIVER_RESERVED_BYTES // MIB
+        usable = usable_memory_mib(site.gpu_type, site.memory_per_gpu_mib, usable_mib)
         found, reason = None, None
         top = min(len(site.machines), model.layers)
         for count in range(2, top + 1):

@@ -726,8 +726,22 @@ def _refuse_group(kind, pairs, machines: dict[int, Machine], shown_price_per_hou
     def refuse_group(code: str, message: str, **extra) -> GroupRefused:
         return GroupRefused(code, message, result_url=result_url, **extra)
 
+    if kind == LaunchGroup.Kind.CLUSTER:
+        _refuse_cluster_that_does_not_hold(query, first[0], len(pairs), refuse_group)
     _refuse_price_change(shown_price_per_hour, total, refuse_group)
     return total
+
+
+def _refuse_cluster_that_does_not_hold(query, machine: Machine, count: int, refuse_group) -> None:
+    """A cluster is booked only where its machines serve the workload together, as the planner sized it."""
+    from nodelodge.recommendations.clusters import cluster_does_not_hold
+
+    _breakdown, model_row = estimate_for(query)
+    why = cluster_does_not_hold(query, model_row, gpu_type=machine.gpu_type.name,
+                                gpus_per_machine=machine.gpu_count,
+                                memory_per_gpu_mib=machine.memory_per_gpu_mib, machines=count)
+    if why is not None:
+        raise refuse_group(LaunchRefused.NO_LONGER_FITS, why)
 
 
 def _group_query(query_string: str):

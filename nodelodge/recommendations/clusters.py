@@ -14,8 +14,9 @@ from datetime import datetime
 from django.utils.translation import gettext, ngettext
 
 from catalog import rows as catalog_rows
-from sizing.cluster import ClusterPlan, search_clusters
-from sizing.units import gib_number, money_string
+from sizing.cluster import ClusterPlan, cluster_need, search_clusters, usable_memory_mib
+from sizing.errors import SizingError
+from sizing.units import MIB, fmt_gib, gib_number, money_string
 from sizing.wording.common import per_hour
 from sizing.wording.empty import Hint
 from sizing.wording.machine import BudgetCover, budget_cover
@@ -166,6 +167,30 @@ def clusters_for(query: WorkloadQuery, model_row, now: datetime | None = None) -
         offers=offers, total=len(within), over_price=len(search.plans) - len(within),
         skipped=tuple(dict.fromkeys(reason for _site, reason in search.skipped)),
     )
+
+
+def cluster_does_not_hold(query: WorkloadQuery, model_row, *, gpu_type: str, gpus_per_machine: int,
+                          memory_per_gpu_mib: int, machines: int) -> str | None:
+    """Why `machines` machines of `gpus_per_machine` × `gpu_type` do not serve the query's model as a
+    cluster now (the planner's own sizing, at exactly that many machines); None when they do. Booking a
+    cluster checks this on the server, whatever the client sent."""
+    if not plans_clusters(query, model_row):
+        return gettext("Only a language model served for inference runs on a cluster.")
+    usable = {usable.gpu_type: usable.mib for usable in catalog_rows.gpu_types_usable()}
+    spec = catalog_rows.language_model_spec(model_row)
+    try:
+        need = cluster_need(spec, query.precision, query.kv_bits, query.context, query.requests,
+                            gpus_per_machine=gpus_per_machine, machines=machines,
+                            usable_bytes=usable_memory_mib(gpu_type, memory_per_gpu_mib, usable) * MIB)
+    except SizingError as error:
+        return error.message
+    if need.fits:
+        return None
+    return gettext(
+        "%(machines)s machines of %(gpus)s × %(gpu)s need %(need)s per GPU for this workload, more than "
+        "vLLM's budget of %(budget)s."
+    ) % {"machines": machines, "gpus": gpus_per_machine, "gpu": gpu_type, "need": fmt_gib(need.need_bytes),
+         "budget": fmt_gib(need.budget_bytes)}
 
 
 def cluster_constraint(query: WorkloadQuery) -> tuple[str, str]:

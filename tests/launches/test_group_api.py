@@ -163,3 +163,22 @@ def test_the_operation_is_in_the_openapi_schema_with_its_answers():
         "200", "201", "400", "401", "403", "409", "422", "429"}
     request = operation["requestBody"]["content"]["application/json"]["schema"]
     assert operation["tags"] == ["launches"] and request
+
+
+def test_a_cluster_too_small_for_the_workload_is_refused_on_the_server_whatever_the_client_sent(
+    client, h100_site, token
+):
+    first, second, third = sorted(h100_site, key=lambda m: (m.price_per_gpu_hour, m.pk))
+    deepseek_16 = {"workload": "inference", "model": "deepseek-v3", "precision": "16", "context": "8192",
+                   "requests": "1"}
+
+    refused = post(client, body([first, second], query=deepseek_16), token)  # it needs three
+
+    assert refused.status_code == 409
+    answer = refused.json()
+    assert answer["code"] == "no_longer_fits" and answer["machine_id"] is None
+    assert answer["errors"]["group"].startswith("2 machines of 8 × H100 SXM 80GB need ")
+    assert "more than vLLM's budget of 71.27 GiB" in answer["errors"]["group"]
+    assert not Booking.objects.exists()
+    made = post(client, body([first, second, third], query=deepseek_16), token)
+    assert made.status_code == 201, made.content
