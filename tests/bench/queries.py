@@ -36,6 +36,10 @@ QUERIES: list[tuple[str, str]] = [
      "workload=inference&model=deepseek-v3&precision=16&context=8192&requests=1"),
 ]
 
+# The cluster search's cost: the same answer with its clusters shown and without.
+CLUSTER_COST = ("405B, anywhere, clusters shown", "405B, anywhere")
+CLUSTER_COST_TARGET_MS = 20
+
 # Throughput plans (language models, speeds measured on a fifth of the generated machines): timed
 # apart from the queries above, against the same targets.
 PLAN_QUERIES: list[tuple[str, str]] = [
