@@ -133,6 +133,20 @@ def next_cheapest(query: WorkloadQuery, exclude_machine_id: int) -> RecommendedM
     return None
 
 
+def estimate_or_refuse(query: WorkloadQuery, result_url: str):
+    """The workload's breakdown and model row, or LaunchRefused when the result cannot be computed any
+    more (a model or GPU type since removed, figures that no longer go together)."""
+    try:
+        return estimate_for(query)
+    except QueryError as error:
+        raise LaunchRefused(
+            LaunchRefused.INVALID_QUERY,
+            gettext("This result cannot be computed any more: %(problems)s. Start again from the wizard.")
+            % {"problems": "; ".join(error.errors.values())},
+            result_url=result_url,
+        ) from error
+
+
 def next_cluster_after(refusal: LaunchRefused, kind: str, query_string: str) -> dict | None:
     """The cluster the page and the API offer after a cluster was refused: the next cheapest without the
     machine it could not book. None for a plan, after a price change (the same cluster at its new price
@@ -189,15 +203,7 @@ def review_launch(machine_id: int, gpus: int, shown_price_per_hour: Decimal, que
     LaunchRefused when the inputs or the machine cannot be read at all."""
     query = parse_query(query_string)
     result_url = result_url_for(query)
-    try:
-        breakdown, _model_row = estimate_for(query)
-    except QueryError as error:
-        raise LaunchRefused(
-            LaunchRefused.INVALID_QUERY,
-            gettext("This result cannot be computed any more: %(problems)s.")
-            % {"problems": "; ".join(error.errors.values())},
-            result_url=result_url,
-        ) from error
+    breakdown, _model_row = estimate_or_refuse(query, result_url)
     machine = Machine.objects.select_related("provider", "gpu_type").filter(pk=machine_id).first()
     if machine is None or machine.gone_at is not None:
         raise LaunchRefused(
@@ -276,17 +282,8 @@ def launch(
         Machine.objects.select_related("provider", "gpu_type").filter(pk=machine_id).first(),
         gpus, query, result_url, now or timezone.now(),
     )
-    try:
-        # Pure computation plus a catalog read; done before taking the lock to keep it short.
-        breakdown, _model_row = estimate_for(query)
-    except QueryError as error:
-        problems = "; ".join(error.errors.values())
-        raise LaunchRefused(
-            LaunchRefused.INVALID_QUERY,
-            gettext("This result cannot be computed any more: %(problems)s. Start again from the wizard.")
-            % {"problems": problems},
-            result_url=result_url,
-        ) from error
+    # Pure computation plus a catalog read; done before taking the lock to keep it short.
+    breakdown, _model_row = estimate_or_refuse(query, result_url)
 
     try:
         with transaction.atomic():
@@ -748,15 +745,7 @@ def _group_query(query_string: str):
     """The query, its result's address and the workload's breakdown, or LaunchRefused (invalid)."""
     query = parse_query(query_string)
     result_url = result_url_for(query)
-    try:
-        breakdown, _model_row = estimate_for(query)
-    except QueryError as error:
-        raise LaunchRefused(
-            LaunchRefused.INVALID_QUERY,
-            gettext("This result cannot be computed any more: %(problems)s. Start again from the wizard.")
-            % {"problems": "; ".join(error.errors.values())},
-            result_url=result_url,
-        ) from error
+    breakdown, _model_row = estimate_or_refuse(query, result_url)
     return query, result_url, breakdown
 
 

@@ -200,6 +200,21 @@ def _group_refused(request, refusal, kind: str, query_string: str = ""):
     return render(request, "launches/group_refused.html", context, status=409)
 
 
+def _group_form(request, form_class):
+    """The group's form read, or the answer instead: sign in first (back to the result), or 400 for a
+    form that is incomplete."""
+    if not request.user.is_authenticated:
+        query_string = QueryDict(request.POST.get("query", "")).urlencode()
+        messages.info(request, gettext("Sign in to launch; then press the button on the result again."))
+        return None, redirect_to_login(f"{reverse('wizard:start')}?{query_string}")
+    form = form_class(request.POST)
+    if not form.is_valid():
+        return None, HttpResponseBadRequest(
+            gettext("This Launch form is incomplete; reload the result and try again.")
+        )
+    return form.cleaned_data, None
+
+
 # Exempt from CSRF: it books nothing (the review's Confirm is a protected POST). It is a POST because
 # a plan may list thousands of machines, more than an address carries; the button sits in the
 # result, which is served to every client from one copy, so it carries no client's token.
@@ -207,16 +222,9 @@ def _group_refused(request, refusal, kind: str, query_string: str = ""):
 @require_POST
 def group_review(request):
     """The step between "Launch cluster" / "Launch this plan" and booking: exactly what Confirm books."""
-    query_string = QueryDict(request.POST.get("query", "")).urlencode()
-    if not request.user.is_authenticated:
-        messages.info(request, gettext("Sign in to launch; then press the button on the result again."))
-        return redirect_to_login(f"{reverse('wizard:start')}?{query_string}")
-    form = GroupReviewForm(request.POST)
-    if not form.is_valid():
-        return HttpResponseBadRequest(
-            gettext("This Launch form is incomplete; reload the result and try again.")
-        )
-    data = form.cleaned_data
+    data, answer = _group_form(request, GroupReviewForm)
+    if answer is not None:
+        return answer
     try:
         summary = services.review_group(data["kind"], data["machines"], data["price_per_hour"], data["query"])
     except services.GroupInputError as error:
@@ -231,16 +239,9 @@ def group_review(request):
 @require_POST
 def group_launch(request):
     """Confirm on the group's review: books every machine or none."""
-    query_string = QueryDict(request.POST.get("query", "")).urlencode()
-    if not request.user.is_authenticated:
-        messages.info(request, gettext("Sign in to launch; then press the button on the result again."))
-        return redirect_to_login(f"{reverse('wizard:start')}?{query_string}")
-    form = GroupLaunchForm(request.POST)
-    if not form.is_valid():
-        return HttpResponseBadRequest(
-            gettext("This Launch form is incomplete; reload the result and try again.")
-        )
-    data = form.cleaned_data
+    data, answer = _group_form(request, GroupLaunchForm)
+    if answer is not None:
+        return answer
     try:
         outcome = services.launch_group(
             request.user, machines=data["machines"], shown_price_per_hour=data["price_per_hour"],
