@@ -53,7 +53,9 @@ def meeting_by_country_many(queries: list[FleetQuery]) -> list[list[CountryCount
 
 def _counted_by_country(query: FleetQuery, prefix: str) -> tuple[str, dict]:
     """The statement of one query's countries (unordered), its values named after `prefix`."""
-    status, params = named(*availability_sql.status_sql(query.stale_cutoff, query.countries), f"{prefix}_status")
+    status, params = named(
+        *availability_sql.status_sql(query.stale_cutoff, query.countries), f"{prefix}_status"
+    )
     gpus, gpus_values = named(*fit_sql.gpus_used_sql(query.fits[0]), f"{prefix}_fit")
     # The kept counts hold prices in units; a shape's cheapest machine on the GPUs it would use.
     meets, meets_values = named(*preferences_sql.meets_sql(

@@ -180,7 +180,10 @@ class KeptCounts:
             [fleet_query(query, [breakdown], now) for query, breakdown in asked]
         )
         return [
-            (sum(machines for _, _, machines in found), [(country, cheapest) for country, cheapest, _ in found])
+            (
+                sum(machines for _, _, machines in found),
+                [(country, cheapest) for country, cheapest, _ in found],
+            )
             for found in every
         ]
 

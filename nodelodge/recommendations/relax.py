@@ -89,7 +89,7 @@ def _openings(wanted: list[tuple[WorkloadQuery, Breakdown, bool]], now: datetime
     reader = fleet.fleet_reader()
     asked = [([base] if as_is else []) + _liftings(base) for base, _, as_is in wanted]
     counted = iter(reader.meeting_by_country_many(
-        [(probe, breakdown) for probes, (_, breakdown, _) in zip(asked, wanted) for probe in probes], now
+        [(probe, breakdown) for probes, (_, breakdown, _) in zip(asked, wanted, strict=True) for probe in probes], now
     ))
     found: list = [None] * len(wanted)
     changed = []  # (index in wanted, limits, the changed query, breakdown)
@@ -100,13 +100,13 @@ def _openings(wanted: list[tuple[WorkloadQuery, Breakdown, bool]], now: datetime
             if machines:
                 found[index] = ((), machines, countries)
                 continue
-        for lifted, (machines, countries) in zip(_liftings(base), results):
+        for lifted, (machines, countries) in zip(_liftings(base), results, strict=True):
             if machines:
                 limits = _limits_to_set(base, lifted, countries)
                 changed.append((index, limits, _changed(base, limits), breakdown))
                 break
     again = reader.meeting_by_country_many([(query, breakdown) for _, _, query, breakdown in changed], now)
-    for (index, limits, _, _), (machines, countries) in zip(changed, again):
+    for (index, limits, _, _), (machines, countries) in zip(changed, again, strict=True):
         found[index] = (tuple(limits), machines, countries) if machines else None
     return found
 
@@ -162,8 +162,8 @@ def relax_hints(
             wanted[bits, "inside"] = (query, at, False)
         if outside is not None:
             wanted[bits, "outside"] = (outside, at, True)
-    openings = dict(zip(wanted, _openings(list(wanted.values()), now)))
-    for bits, at in walk:
+    openings = dict(zip(wanted, _openings(list(wanted.values()), now), strict=True))
+    for bits, _ in walk:
         if bits is not None and limited:
             found = openings[bits, "inside"]
             if found:  # in the chosen countries: nothing to say of elsewhere at this precision
