@@ -88,9 +88,10 @@ def _openings(wanted: list[tuple[WorkloadQuery, Breakdown, bool]], now: datetime
     query as it is and with its limits lifted, the other every query with the limits found to set."""
     reader = fleet.fleet_reader()
     asked = [([base] if as_is else []) + _liftings(base) for base, _, as_is in wanted]
-    counted = iter(reader.meeting_by_country_many(
-        [(probe, breakdown) for probes, (_, breakdown, _) in zip(asked, wanted, strict=True) for probe in probes], now
-    ))
+    probes = [
+        (probe, breakdown) for lifted, (_, breakdown, _) in zip(asked, wanted, strict=True) for probe in lifted
+    ]
+    counted = iter(reader.meeting_by_country_many(probes, now))
     found: list = [None] * len(wanted)
     changed = []  # (index in wanted, limits, the changed query, breakdown)
     for index, (base, breakdown, as_is) in enumerate(wanted):
