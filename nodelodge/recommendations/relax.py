@@ -89,7 +89,9 @@ def _openings(wanted: list[tuple[WorkloadQuery, Breakdown, bool]], now: datetime
     reader = fleet.fleet_reader()
     asked = [([base] if as_is else []) + _liftings(base) for base, _, as_is in wanted]
     probes = [
-        (probe, breakdown) for lifted, (_, breakdown, _) in zip(asked, wanted, strict=True) for probe in lifted
+        (probe, breakdown)
+        for lifted, (_, breakdown, _) in zip(asked, wanted, strict=True)
+        for probe in lifted
     ]
     counted = iter(reader.meeting_by_country_many(probes, now))
     found: list = [None] * len(wanted)
