@@ -118,7 +118,10 @@ def one_snapshot(*, lock_on_sqlite: bool = False) -> Iterator[None]:
     take no locks and wait for no one). SQLite, only with `lock_on_sqlite`: one transaction, which on
     the embedded run takes the write lock when it begins, so no refresh commits until it ends.
     Inside a caller's transaction, that transaction decides. On a replica (`replica_first`) the same
-    REPEATABLE READ transaction, read-only as every transaction there is."""
+    REPEATABLE READ transaction, read-only as every transaction there is.
+
+    The reads inside write no machines: the kept counts are folded at most once per snapshot (none
+    in a transaction of its own, which has written nothing; `counts_folded`)."""
     connection = reads()
     current = _snapshot.get()
     if current is not None and current.alias == connection.alias and connection.in_atomic_block:
