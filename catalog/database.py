@@ -31,6 +31,19 @@ T = TypeVar("T")
 _reads_from: ContextVar[str] = ContextVar("catalog_reads_from", default=DEFAULT_DB_ALIAS)
 
 
+class _Snapshot:
+    """The `one_snapshot` being read, on the connection `alias`: whether its transaction may still hold
+    changes of its own to fold into the kept counts (only a caller's transaction that wrote machines
+    has any, and reads add none)."""
+
+    def __init__(self, alias: str, folded: bool):
+        self.alias = alias
+        self.folded = folded
+
+
+_snapshot: ContextVar[_Snapshot | None] = ContextVar("catalog_snapshot", default=None)
+
+
 def reads():
     """The connection this request's reads go to: the replica inside `replica_first` when it is
     fit to read, else the primary."""
@@ -105,21 +118,54 @@ def one_snapshot(*, lock_on_sqlite: bool = False) -> Iterator[None]:
     take no locks and wait for no one). SQLite, only with `lock_on_sqlite`: one transaction, which on
     the embedded run takes the write lock when it begins, so no refresh commits until it ends.
     Inside a caller's transaction, that transaction decides. On a replica (`replica_first`) the same
-    REPEATABLE READ transaction, read-only as every transaction there is."""
+    REPEATABLE READ transaction, read-only as every transaction there is.
+
+    The reads inside write no machines: the kept counts are folded at most once per snapshot (none
+    in a transaction of its own, which has written nothing; `counts_folded`)."""
     connection = reads()
+    current = _snapshot.get()
+    if current is not None and current.alias == connection.alias and connection.in_atomic_block:
+        yield  # inside another snapshot on this connection: that one decides
+        return
     if connection.in_atomic_block:
-        yield
+        # The caller's transaction may have written machines: their changes are folded once, before
+        # the first count read (`counts_folded`).
+        token = _snapshot.set(_Snapshot(connection.alias, folded=False))
+        try:
+            yield
+        finally:
+            _snapshot.reset(token)
         return
     if connection.vendor == "postgresql":
-        with transaction.atomic(using=connection.alias):
-            with connection.cursor() as cursor:
-                cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-            yield
+        # A transaction of its own that only reads: nothing of its own to fold into the counts.
+        token = _snapshot.set(_Snapshot(connection.alias, folded=True))
+        try:
+            with transaction.atomic(using=connection.alias):
+                with connection.cursor() as cursor:
+                    cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+                yield
+        finally:
+            _snapshot.reset(token)
     elif lock_on_sqlite:
         with transaction.atomic(using=connection.alias):
             yield
     else:
         yield
+
+
+def counts_folded(connection) -> bool:
+    """Whether the current `one_snapshot` on `connection` has no changes of its own left to fold into
+    the kept counts (False outside one: every read must see to it)."""
+    current = _snapshot.get()
+    return current is not None and current.alias == connection.alias and current.folded
+
+
+def note_counts_folded(connection) -> None:
+    """The current `one_snapshot` on `connection` (if any) has folded its changes: its reads write no
+    machines, so none of its later count reads needs to fold again."""
+    current = _snapshot.get()
+    if current is not None and current.alias == connection.alias:
+        current.folded = True
 
 
 @contextmanager

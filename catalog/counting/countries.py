@@ -28,19 +28,48 @@ def meeting_by_country(query: FleetQuery) -> list[CountryCount]:
     From the kept counts, in one statement: a shape's cheapest machine meets the price limits
     exactly when any of its machines does, and those that do are the shape's count up to the
     highest price per GPU-hour within the limits."""
-    status, params = named(*availability_sql.status_sql(query.stale_cutoff, query.countries), "status")
-    gpus, gpus_values = named(*fit_sql.gpus_used_sql(query.fits[0]), "fit")
+    return meeting_by_country_many([query])[0]
+
+
+def meeting_by_country_many(queries: list[FleetQuery]) -> list[list[CountryCount]]:
+    """`meeting_by_country` of each of `queries`, all in one statement (an empty answer's hints ask
+    several at once)."""
+    if not queries:
+        return []
+    parts, params = [], {}
+    for probe, query in enumerate(queries):
+        sql, values = _counted_by_country(query, f"p{probe}")
+        parts.append(sql.replace("SELECT ", f"SELECT {probe} AS probe, ", 1))
+        params |= values
+    sql = " UNION ALL ".join(f"({part})" for part in parts) + " ORDER BY 1, 3, 2"
+    found: list[list[CountryCount]] = [[] for _ in queries]
+    with database.reads().cursor() as cursor:
+        fleet_counts.merge_pending(cursor)
+        cursor.execute(sql, params)
+        for probe, country, units, machines in cursor.fetchall():
+            found[probe].append(CountryCount(country, fleet_counts.from_units(units), int(machines)))
+    return found
+
+
+def _counted_by_country(query: FleetQuery, prefix: str) -> tuple[str, dict]:
+    """The statement of one query's countries (unordered), its values named after `prefix`."""
+    status, params = named(
+        *availability_sql.status_sql(query.stale_cutoff, query.countries), f"{prefix}_status"
+    )
+    gpus, gpus_values = named(*fit_sql.gpus_used_sql(query.fits[0]), f"{prefix}_fit")
     # The kept counts hold prices in units; a shape's cheapest machine on the GPUs it would use.
     meets, meets_values = named(*preferences_sql.meets_sql(
         query, "m.prices[1] * g.gpus",
         limit=lambda value: (f"%s::numeric * {fleet_counts.PRICE_UNITS}", [value]),
-    ), "meets")
+    ), f"{prefix}_meets")
     params |= gpus_values | meets_values
     highest = []
     for number, (_, limit) in enumerate(price_limits(query)):
         # price × GPUs within the limit: in whole units of price, at most limit ÷ GPUs, rounded down
-        highest.append(f"FLOOR(%(limit_{number})s::numeric * {fleet_counts.PRICE_UNITS} / g.gpus)::bigint")
-        params[f"limit_{number}"] = limit
+        highest.append(
+            f"FLOOR(%({prefix}_limit_{number})s::numeric * {fleet_counts.PRICE_UNITS} / g.gpus)::bigint"
+        )
+        params[f"{prefix}_limit_{number}"] = limit
     if highest:
         counted = f"COALESCE(m.cum[width_bucket(LEAST({', '.join(highest)}), m.prices)], 0)"
     else:
@@ -50,12 +79,6 @@ def meeting_by_country(query: FleetQuery) -> list[CountryCount]:
         f"SELECT m.country, MIN(m.prices[1] * g.gpus), SUM({counted}) FROM {fleet_counts.SHAPES} m "  # noqa: S608  # nosec B608
         f"CROSS JOIN LATERAL (SELECT {gpus} AS gpus) AS g "
         f"WHERE {status} = {availability.SCREENED} AND g.gpus IS NOT NULL AND {meets} "
-        "GROUP BY m.country ORDER BY 2, 1"
+        "GROUP BY m.country"
     )
-    with database.reads().cursor() as cursor:
-        fleet_counts.merge_pending(cursor)
-        cursor.execute(sql, params)
-        return [
-            CountryCount(country, fleet_counts.from_units(units), int(machines))
-            for country, units, machines in cursor.fetchall()
-        ]
+    return sql, params

@@ -38,7 +38,7 @@ from decimal import Decimal
 
 from django.db import DEFAULT_DB_ALIAS, connection
 
-from catalog import availability, preferences
+from catalog import availability, database, preferences
 from catalog.counting import availability_sql, preferences_sql
 from catalog.counting.layout import layout
 from catalog.counting.params import named
@@ -282,9 +282,16 @@ def merge_pending(cursor) -> None:
     Only on the primary: merging writes, and a replica's transactions are read-only, so they have no
     changes of their own to fold (the merge would find none). Every other transaction's changes
     were folded by the deferred trigger before it committed, so the counts a replica replays are
-    exactly those of the machines it replays. (The changes' table is unlogged: a replica holds none.)"""
-    if cursor.db.alias == DEFAULT_DB_ALIAS and cursor.db.in_atomic_block:
-        cursor.execute("SELECT catalog_fleet_merge()")
+    exactly those of the machines it replays. (The changes' table is unlogged: a replica holds none.)
+
+    Inside `catalog.database.one_snapshot`, at most once: its reads write no machines, and a snapshot
+    in a transaction of its own has none to fold at all."""
+    if cursor.db.alias != DEFAULT_DB_ALIAS or not cursor.db.in_atomic_block:
+        return
+    if database.counts_folded(cursor.db):
+        return
+    cursor.execute("SELECT catalog_fleet_merge()")
+    database.note_counts_folded(cursor.db)
 
 
 def rebuild() -> None:

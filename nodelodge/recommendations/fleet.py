@@ -114,6 +114,11 @@ class FleetReader(Protocol):
         """How many machines fit `breakdown` and meet every preference of `query`, and each country
         holding them with its cheapest hourly price there, cheapest first (ties by country code)."""
 
+    def meeting_by_country_many(
+        self, asked: list[tuple[WorkloadQuery, Breakdown]], now: datetime
+    ) -> list[tuple[int, list[tuple[str, Decimal]]]]:
+        """`meeting_by_country` of each (query, breakdown) of `asked`, in order."""
+
     def largest_that_fit(
         self, query: WorkloadQuery, smaller: list[tuple[str, int, Breakdown]], now: datetime
     ) -> LargestFits:
@@ -167,9 +172,20 @@ class KeptCounts:
         return fleet.counted.fitting, fleet.cheapest_meeting.get(0)
 
     def meeting_by_country(self, query, breakdown, now):
-        found = catalog_countries.meeting_by_country(fleet_query(query, [breakdown], now))
-        countries = [(country, cheapest) for country, cheapest, _ in found]
-        return sum(machines for _, _, machines in found), countries
+        return self.meeting_by_country_many([(query, breakdown)], now)[0]
+
+    def meeting_by_country_many(self, asked, now):
+        """One counting statement answers them all."""
+        every = catalog_countries.meeting_by_country_many(
+            [fleet_query(query, [breakdown], now) for query, breakdown in asked]
+        )
+        return [
+            (
+                sum(machines for _, _, machines in found),
+                [(country, cheapest) for country, cheapest, _ in found],
+            )
+            for found in every
+        ]
 
     def largest_that_fit(self, query, smaller, now):
         """One counting query counts every figure at once (each is one more set of fit thresholds
@@ -210,6 +226,9 @@ class EveryMachine:
             if country not in cheapest or hourly < cheapest[country]:
                 cheapest[country] = hourly
         return found.machines_total, sorted(cheapest.items(), key=lambda item: (item[1], item[0]))
+
+    def meeting_by_country_many(self, asked, now):
+        return [self.meeting_by_country(query, breakdown, now) for query, breakdown in asked]
 
     def largest_that_fit(self, query, smaller, now):
         """Searches the halvings per field (fewer tokens or requests never need more)."""

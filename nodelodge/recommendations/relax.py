@@ -56,34 +56,62 @@ def _changed(query: WorkloadQuery, changes) -> WorkloadQuery:
     return replace(query, **values)
 
 
-def _opening(base: WorkloadQuery, breakdown: Breakdown, now: datetime, as_is: bool = True):
-    """What `base` finds at `breakdown` (unless `as_is` is False: it is known to find nothing); when
-    nothing, the smallest change of its price limit and budget, then of its tier as well, that
-    finds some: (limits changed, machines, [(country, cheapest hourly price)]) or None."""
-    if as_is:
-        machines, countries = fleet.fleet_reader().meeting_by_country(base, breakdown, now)
-        if machines:
-            return (), machines, countries
+def _liftings(base: WorkloadQuery) -> list[WorkloadQuery]:
+    """`base` with its price limit and budget lifted, then with its tier as well (where it has them)."""
     liftings = []
     if base.max_price is not None or base.budget is not None:
         liftings.append(replace(base, max_price=None, budget=None))
     if base.tier != "both":
         liftings.append(replace(base, max_price=None, budget=None, tier="both"))
-    for lifted in liftings:
-        machines, countries = fleet.fleet_reader().meeting_by_country(lifted, breakdown, now)
-        if not machines:
-            continue
-        value = wording.settable(countries[0][1])
-        limits = []
-        if lifted.tier != base.tier:
-            limits.append(("tier", "both"))
-        if base.max_price is not None and value > base.max_price:
-            limits.append(("max_price", value))
-        if base.budget is not None and value > base.budget:
-            limits.append(("budget", value))
-        machines, countries = fleet.fleet_reader().meeting_by_country(_changed(base, limits), breakdown, now)
-        return (tuple(limits), machines, countries) if machines else None
-    return None
+    return liftings
+
+
+def _limits_to_set(base: WorkloadQuery, lifted: WorkloadQuery, countries) -> list[tuple[str, object]]:
+    """The changes of `base`'s limits that open what `lifted` found: its tier, and the price limit
+    and budget raised to the cheapest machine's hourly price in whole cents."""
+    value = wording.settable(countries[0][1])
+    limits = []
+    if lifted.tier != base.tier:
+        limits.append(("tier", "both"))
+    if base.max_price is not None and value > base.max_price:
+        limits.append(("max_price", value))
+    if base.budget is not None and value > base.budget:
+        limits.append(("budget", value))
+    return limits
+
+
+def _openings(wanted: list[tuple[WorkloadQuery, Breakdown, bool]], now: datetime) -> list:
+    """For each (base, breakdown, as_is) of `wanted`: what `base` finds at `breakdown` (unless `as_is`
+    is False: it is known to find nothing); when nothing, the smallest change of its price limit and
+    budget, then of its tier as well, that finds some: (limits changed, machines, [(country, cheapest
+    hourly price)]) or None. Two counting statements at most, whatever `wanted` holds: one asks every
+    query as it is and with its limits lifted, the other every query with the limits found to set."""
+    reader = fleet.fleet_reader()
+    asked = [([base] if as_is else []) + _liftings(base) for base, _, as_is in wanted]
+    probes = [
+        (probe, breakdown)
+        for lifted, (_, breakdown, _) in zip(asked, wanted, strict=True)
+        for probe in lifted
+    ]
+    counted = iter(reader.meeting_by_country_many(probes, now))
+    found: list = [None] * len(wanted)
+    changed = []  # (index in wanted, limits, the changed query, breakdown)
+    for index, (base, breakdown, as_is) in enumerate(wanted):
+        results = [next(counted) for _ in asked[index]]
+        if as_is:
+            machines, countries = results.pop(0)
+            if machines:
+                found[index] = ((), machines, countries)
+                continue
+        for lifted, (machines, countries) in zip(_liftings(base), results, strict=True):
+            if machines:
+                limits = _limits_to_set(base, lifted, countries)
+                changed.append((index, limits, _changed(base, limits), breakdown))
+                break
+    again = reader.meeting_by_country_many([(query, breakdown) for _, _, query, breakdown in changed], now)
+    for (index, limits, _, _), (machines, countries) in zip(changed, again, strict=True):
+        found[index] = (tuple(limits), machines, countries) if machines else None
+    return found
 
 
 def relax_hints(
@@ -120,14 +148,27 @@ def relax_hints(
     # A lower precision is named only where it costs less than what is named already.
     cheapest_here = min((h.cheapest_hourly for h in hints if h.cheapest_hourly is not None), default=None)
     cheapest_outside = None
+    limited = query.max_price is not None or query.budget is not None or query.tier != "both"
+    # Every opening the walk below may weigh, counted at once (`_openings`): at each precision the
+    # engine does not name, in the chosen countries with the limits changed (a lower one, when the
+    # query is limited), and outside them.
+    walk = []
     for precision in [query.precision, *sorted(lower, reverse=True)]:
         at = breakdown if precision == query.precision else lower[precision]
         bits = None if precision == query.precision else precision
         if bits is not None and bits in opened:
             continue  # the engine names it
-        limited = query.max_price is not None or query.budget is not None or query.tier != "both"
+        walk.append((bits, at))
+    wanted = {}
+    for bits, at in walk:
         if bits is not None and limited:
-            found = _opening(query, at, now, as_is=False)
+            wanted[bits, "inside"] = (query, at, False)
+        if outside is not None:
+            wanted[bits, "outside"] = (outside, at, True)
+    openings = dict(zip(wanted, _openings(list(wanted.values()), now), strict=True))
+    for bits, _ in walk:
+        if bits is not None and limited:
+            found = openings[bits, "inside"]
             if found:  # in the chosen countries: nothing to say of elsewhere at this precision
                 limits, machines, countries = found
                 cheapest = countries[0][1]
@@ -140,7 +181,7 @@ def relax_hints(
                 continue
         if outside is None:
             continue
-        found = _opening(outside, at, now)
+        found = openings[bits, "outside"]
         if not found:
             continue
         limits, machines, countries = found

@@ -16,6 +16,7 @@ from decimal import Decimal
 
 import pytest
 from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from catalog import availability
@@ -148,6 +149,27 @@ def test_a_reader_inside_a_writing_transaction_counts_its_own_writes(models_and_
         inside = recommendation_for(query, now=now).recommendation
     assert [m.offer.provider_machine_id for m in inside.machines] == ["inside"]
     assert before["machines"] == []
+
+
+def test_an_answer_in_a_writing_transaction_folds_its_writes_once(models_and_gpus, providers_and_gpu):
+    """The answer's snapshot reads the counts in several statements (an empty answer's hints among
+    them); the writes before it are folded into the counts before the first, and only then."""
+    provider, gpu_type = providers_and_gpu
+    now = timezone.now()
+    query = parse(QUERIES[0] + "&countries=CH&max_price=0.1")
+    with transaction.atomic():
+        Machine.objects.create(
+            provider=provider, provider_machine_id="elsewhere", gpu_type=gpu_type, gpu_count=1, free_gpus=1,
+            memory_per_gpu_mib=gpu_type.memory_mib, country="DE", price_per_gpu_hour=Decimal("0.5"),
+            last_seen_at=now,
+        )
+        with CaptureQueriesContext(connection) as read:
+            answer = recommendation_for(query, now=now).recommendation
+    merges = [q["sql"] for q in read.captured_queries if "catalog_fleet_merge" in q["sql"]]
+    counting = [q["sql"] for q in read.captured_queries if fleet_counts.SHAPES in q["sql"]]
+    assert len(merges) == 1 and len(counting) >= 3
+    assert not answer.machines and answer.empty.hints
+    assert any("DE" in dict(hint.changes).get("countries", ()) and hint.machines == 1 for hint in answer.empty.hints)
 
 
 def test_truncate_empties_the_kept_counts(models_and_gpus):
