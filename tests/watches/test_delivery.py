@@ -93,6 +93,14 @@ def test_a_slack_payload_carries_text(catalog, receiver):
     assert call.signed_by(watch.secret)
 
 
+def test_a_discord_payload_carries_content(catalog, receiver):
+    watch, _firing = fired(catalog, email=False, webhook_url=receiver.url(), webhook_format="discord")
+
+    [call] = receiver.wait_for(1)
+    assert call.document == {"content": "1 machine fits, from $2.49/h."}
+    assert call.signed_by(watch.secret)
+
+
 def test_a_failing_webhook_is_retried_then_disabled_with_the_reason(catalog, receiver):
     receiver.status = 500
     watch, firing = fired(catalog, email=False, webhook_url=receiver.url())
