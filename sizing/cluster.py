@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
+from functools import cached_property
 
 from .breakdown import Item
 from .calculators.vllm import (
@@ -165,13 +166,52 @@ class ClusterPlan:
     site: ClusterSite
     machines: tuple[ClusterMachine, ...]
     need: ClusterNeed
-    layers_per_stage: tuple[int, ...]
-    assumptions: tuple[str, ...]
-    confidence: str
-    confidence_reasons: tuple[str, ...]
-    vllm_commands: tuple[str, ...]  # the Ray head, each worker, then `vllm serve` on the head
-    sglang_commands: tuple[str, ...]  # one per node; empty where SGLang cannot take the split
-    sglang_note: str | None  # why there is no SGLang command
+    # The workload it was sized for: what its words and commands are written from. They are written only
+    # when read (an answer shows ten of a few hundred plans).
+    model: object
+    precision: int
+    kv_bits: int
+    context: int
+    requests: int
+
+    @cached_property
+    def layers_per_stage(self) -> tuple[int, ...]:
+        return layers_per_stage(self.model.layers, self.pipeline_parallel)
+
+    @cached_property
+    def assumptions(self) -> tuple[str, ...]:
+        return cluster_words(self.site, self.need, self.layers_per_stage)
+
+    @cached_property
+    def _confidence(self) -> tuple[str, tuple[str, ...]]:
+        return cluster_confidence(self.precision, self.tensor_parallel, self.pipeline_parallel)
+
+    @property
+    def confidence(self) -> str:
+        return self._confidence[0]
+
+    @property
+    def confidence_reasons(self) -> tuple[str, ...]:
+        return self._confidence[1]
+
+    @cached_property
+    def _commands(self) -> tuple[tuple[str, ...], tuple[str, ...], str | None]:
+        return cluster_commands(self.model, self.need, self.context, self.requests)
+
+    @property
+    def vllm_commands(self) -> tuple[str, ...]:
+        """The Ray head, each worker, then `vllm serve` on the head."""
+        return self._commands[0]
+
+    @property
+    def sglang_commands(self) -> tuple[str, ...]:
+        """One per node; empty where SGLang cannot take the split."""
+        return self._commands[1]
+
+    @property
+    def sglang_note(self) -> str | None:
+        """Why there is no SGLang command."""
+        return self._commands[2]
 
     @property
     def tensor_parallel(self) -> int:
@@ -263,16 +303,8 @@ def _too_few_words(site: ClusterSite, top: int) -> str:
 
 
 def _plan(model, precision, kv_bits, context, requests, site: ClusterSite, need: ClusterNeed) -> ClusterPlan:
-    tp, pp = need.tensor_parallel, need.pipeline_parallel
-    machines = site.machines[:pp]
-    stages = layers_per_stage(model.layers, pp)
-    level, reasons = cluster_confidence(precision, tp, pp)
-    vllm, sglang, note = cluster_commands(model, need, context, requests)
-    return ClusterPlan(
-        site=site, machines=machines, need=need, layers_per_stage=stages,
-        assumptions=cluster_words(site, need, stages), confidence=level, confidence_reasons=reasons,
-        vllm_commands=vllm, sglang_commands=sglang, sglang_note=note,
-    )
+    return ClusterPlan(site=site, machines=site.machines[:need.pipeline_parallel], need=need, model=model,
+                       precision=precision, kv_bits=kv_bits, context=context, requests=requests)
 
 
 def cluster_confidence(precision: int, tp: int, pp: int) -> tuple[str, tuple[str, ...]]:
