@@ -242,26 +242,24 @@ def country(value) -> str:
     return code
 
 
-def region(value) -> str:
+def _short_text(value, name: str, longest: int) -> str:
+    """An optional line of text (absent: empty), trimmed, at most `longest` characters, storable."""
     if value is None:
         return ""
     if not isinstance(value, str):
-        raise RecordRejected(f"region must be text, got {value!r}")
+        raise RecordRejected(f"{name} must be text, got {value!r}")
     text = value.strip()
-    if len(text) > MAX_REGION_LENGTH:
-        raise RecordRejected(f"region is longer than {MAX_REGION_LENGTH} characters")
-    return storable(text, "region")
+    if len(text) > longest:
+        raise RecordRejected(f"{name} is longer than {longest} characters")
+    return storable(text, name)
+
+
+def region(value) -> str:
+    return _short_text(value, "region", MAX_REGION_LENGTH)
 
 
 def site(value) -> str:
-    if value is None:
-        return ""
-    if not isinstance(value, str):
-        raise RecordRejected(f"site must be text, got {value!r}")
-    text = value.strip()
-    if len(text) > MAX_SITE_LENGTH:
-        raise RecordRejected(f"site is longer than {MAX_SITE_LENGTH} characters")
-    return storable(text, "site")
+    return _short_text(value, "site", MAX_SITE_LENGTH)
 
 
 def interconnect(kind, gbps) -> tuple[str, int | None]:
