@@ -26,7 +26,7 @@ class GroupMachineIn(Schema):
     gpus: int
 
 
-class GroupIn(Schema):
+class LaunchGroupIn(Schema):
     kind: str  # "cluster" or "plan"
     machines: list[GroupMachineIn]
     price_per_hour: str  # the total per hour the result showed, USD
@@ -34,7 +34,7 @@ class GroupIn(Schema):
     idempotency_key: str  # 8 to 64 of A-Z a-z 0-9 _ -; the same key books once
 
 
-class GroupBookingOut(Schema):
+class LaunchGroupBookingOut(Schema):
     id: int
     machine_id: int
     provider: str
@@ -48,7 +48,7 @@ class GroupBookingOut(Schema):
     ended_at: str | None
 
 
-class GroupOut(Schema):
+class LaunchGroupOut(Schema):
     id: int
     kind: str
     status: str
@@ -56,10 +56,10 @@ class GroupOut(Schema):
     created_at: str
     result_url: str
     idempotency_key: str
-    bookings: list[GroupBookingOut]
+    bookings: list[LaunchGroupBookingOut]
 
 
-class GroupRefusedOut(Schema):
+class LaunchGroupRefusedOut(Schema):
     """Nothing was booked: why (`errors.group`, in words), which machine (`machine_id` and the
     provider's `provider_machine_id`; null when the refusal is about the whole group, as a price
     change), the refusal's `code`, the result's address to compute again (`result_url`) and, for a
@@ -115,11 +115,12 @@ def _price(text: str) -> Decimal:
 
 @router.post(
     "/group",
-    response={200: GroupOut, 201: GroupOut, 400: ErrorsOut, 409: GroupRefusedOut, 422: ErrorsOut, **REFUSALS},
+    response={200: LaunchGroupOut, 201: LaunchGroupOut, 400: ErrorsOut, 409: LaunchGroupRefusedOut,
+              422: ErrorsOut, **REFUSALS},
     url_name="launches_group",
     summary="Book a cluster or a throughput plan, every machine or none",
 )
-def launch_group(request, payload: GroupIn):
+def launch_group(request, payload: LaunchGroupIn):
     """Books every machine of `machines` (each with the GPUs it takes) in one transaction, after checking
     each again as Launch does: offered, available, the GPUs free and the total price per hour unchanged;
     a cluster's machines must also be entirely free, identical and fit for a cluster. 201 with the group

@@ -174,3 +174,28 @@ def test_a_model_changed_by_another_process_is_sized_anew_at_once(client, small_
     LanguageModel.objects.filter(slug="llama-3-1-8b").update(parameters=16_060_522_496)
     _, after = get_json(client, "estimate", LLAMA_8B)
     assert after["items"][0]["bytes"] == 2 * before["items"][0]["bytes"]
+
+
+def test_every_schema_the_api_names_is_one_class_so_none_replaces_another():
+    """django-ninja files each schema under its class name: two classes of one name would leave one of
+    them describing the other's answers (the recommendations' groups were once described as bookings)."""
+    from collections import defaultdict
+
+    from ninja import Schema
+
+    from nodelodge.wizard.api import api
+
+    components = api.get_openapi_schema()["components"]["schemas"]
+
+    def every_subclass(cls):
+        for sub in cls.__subclasses__():
+            yield sub
+            yield from every_subclass(sub)
+
+    modules = defaultdict(set)
+    for cls in every_subclass(Schema):
+        if cls.__module__.startswith("nodelodge.") and cls.__name__ in components:
+            modules[cls.__name__].add(f"{cls.__module__}.{cls.__qualname__}")
+    assert {name: where for name, where in modules.items() if len(where) > 1} == {}
+    groups = components["GroupOut"]["properties"]
+    assert "gpu_type" in groups and "idempotency_key" not in groups
