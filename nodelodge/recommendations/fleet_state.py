@@ -10,8 +10,10 @@ things this token names:
   model's figures in the admin) reaches answers when the step ends.
 - **Time alone.** A machine not heard from for `MACHINE_STALE_AFTER_SECONDS` stops counting as available
   without any write (`sizing.availability`, the stale cutoff `fleet.stale_cutoff(now)`), and the answer
-  says how long ago the newest report came. The token holds `floor(now / step)`: an answer is served
-  again only within the step it was computed in, so it is never more than `step` seconds old.
+  says how long ago the newest report came. The token holds the number of the step: an answer is
+  served again only within the step it was computed in, so it is never more than `step` seconds old.
+  Each answer's steps start at its own offset within the step (`offset_of`, from the answer's key), so
+  the hot answers do not all end at one moment and get computed again by every worker at once.
 
 `step` is `ANSWER_CACHE_SECONDS` (60), at most a tenth of the stale window: a machine that goes stale
 is listed at most a tenth of its window longer (and Launch refuses a stale machine on its first read).
@@ -20,6 +22,7 @@ or a database that cannot say its state, there is no token: nothing is served ag
 """
 from __future__ import annotations
 
+import hashlib
 import math
 import time
 from dataclasses import dataclass
@@ -43,17 +46,36 @@ def step_seconds() -> int:
 class FleetState:
     written: str  # catalog.database.write_state()
     step: int  # seconds
-    number: int  # floor(now / step)
     now: float
 
-    @property
-    def token(self) -> str:
-        return f"{self.written}|{self.step}:{self.number}"
+    def for_answer(self, key: str) -> AnswerStep:
+        """The step the answer under `key` is in now: steps of `step` seconds from its own offset."""
+        offset = offset_of(key, self.step)
+        number = int((self.now - offset) // self.step)
+        return AnswerStep(f"{self.written}|{self.step}:{offset}:{number}", number, offset, self)
+
+
+def offset_of(key: str, step: int) -> int:
+    """Where within a step the steps of the answer under `key` start: whole seconds spread evenly over
+    the step by the key's digest (the same in every process)."""
+    digest = hashlib.sha256(key.encode("utf-8", "surrogatepass")).digest()
+    return int.from_bytes(digest[:4], "big") % step
+
+
+@dataclass(frozen=True)
+class AnswerStep:
+    """One answer's step: its token (in the answer's ETag and cache key) and how long it lasts."""
+
+    token: str
+    number: int
+    offset: int
+    state: FleetState
 
     @property
     def seconds_left(self) -> int:
         """Until the step ends, when an answer computed in it may no longer be served (at least 1)."""
-        return max(1, math.ceil((self.number + 1) * self.step - self.now))
+        state = self.state
+        return max(1, math.ceil(self.offset + (self.number + 1) * state.step - state.now))
 
 
 def current() -> FleetState | None:
@@ -65,5 +87,4 @@ def current() -> FleetState | None:
     written = database.write_state()
     if written is None:
         return None
-    now = clock()
-    return FleetState(written, step, int(now // step), now)
+    return FleetState(written, step, clock())

@@ -3,7 +3,7 @@ partials and the API.
 
 An answer's ETag is a hash of what the answer depends on: the operation, the code (`release()`:
 templates, translations and code change with a release), the fleet-state token
-(`nodelodge.recommendations.fleet_state`: the database's write state and the step of time), the
+(`nodelodge.recommendations.fleet_state`: the database's write state and the answer's step of time), the
 language, and the query: for the API the parsed parameters (sorted by name), for a page the address
 as typed (the form shows it back). A page adds which partial HTMX asked for and, for the whole page,
 the Cookie header: the page carries the client's CSRF token and, signed in, the user's name.
@@ -75,7 +75,7 @@ def _digest(*parts: str) -> str:
 class Conditional:
     """One request's ETag and cache key, and what its answer says about caching."""
 
-    state: fleet_state.FleetState
+    step: fleet_state.AnswerStep
     etag: str  # quoted, strong
     key: str  # the shared cache's key (no client's part)
     cache_control: str
@@ -109,7 +109,7 @@ class Conditional:
 
     def store(self, value) -> None:
         """Keeps `value` for the rest of the step when it is hot: asked for before in this state."""
-        timeout = self.state.seconds_left + 1
+        timeout = self.step.seconds_left + 1
         try:
             if cache.add(self.key + ":asked", 1, timeout):
                 return  # first time in this state
@@ -124,9 +124,11 @@ def for_api(request, operation: str) -> Conditional | None:
     if state is None:
         return None
     query = "&".join(f"{name}={values!r}" for name, values in sorted(request.GET.lists()))
-    digest = _digest("api", operation, release(), state.token, get_language() or "", query)
-    max_age = min(API_MAX_AGE_SECONDS, state.seconds_left)
-    return Conditional(state, f'"{digest}"', f"answer:{digest}", f"public, max-age={max_age}", API_VARY)
+    asked = _digest("api", operation, release(), get_language() or "", query)
+    step = state.for_answer(asked)
+    digest = _digest(asked, step.token)
+    max_age = min(API_MAX_AGE_SECONDS, step.seconds_left)
+    return Conditional(step, f'"{digest}"', f"answer:{digest}", f"public, max-age={max_age}", API_VARY)
 
 
 def for_page(request, partial: str | None) -> Conditional | None:
@@ -134,9 +136,11 @@ def for_page(request, partial: str | None) -> Conditional | None:
     state = fleet_state.current()
     if state is None:
         return None
-    shared = _digest(
-        "page", release(), state.token, get_language() or "", request.path,
-        request.META.get("QUERY_STRING", ""), partial or "",
+    asked = _digest(
+        "page", release(), get_language() or "", request.path, request.META.get("QUERY_STRING", ""),
+        partial or "",
     )
+    step = state.for_answer(asked)
+    shared = _digest(asked, step.token)
     etag = shared if partial else _digest(shared, request.META.get("HTTP_COOKIE", ""))
-    return Conditional(state, f'"{etag}"', f"answer:{shared}", PAGE_CACHE_CONTROL, PAGE_VARY)
+    return Conditional(step, f'"{etag}"', f"answer:{shared}", PAGE_CACHE_CONTROL, PAGE_VARY)

@@ -169,20 +169,38 @@ def test_a_booking_a_refresh_and_a_deactivated_provider_each_give_a_new_etag_and
     assert client.get(API, HTTP_IF_NONE_MATCH=etags[0]).status_code == 200
 
 
-def test_time_alone_gives_a_new_etag_once_the_step_is_over(fleet, settings, monkeypatch):
+def test_time_alone_gives_a_new_etag_once_the_answers_step_is_over(fleet, settings, monkeypatch):
     settings.MACHINE_STALE_AFTER_SECONDS = 200  # a step of at most a tenth of the stale window: 20 s
     assert fleet_state.step_seconds() == 20
-    now = [1_800_000_000.0]
+    start = 1_800_000_000.0
+    now = [start]
     monkeypatch.setattr(fleet_state, "clock", lambda: now[0])
     client = Client()
-    etag = etag_of(client, API)
-    now[0] += 19.9
+    etags = []
+    for second in range(41):
+        now[0] = start + second
+        etags.append(client.get(API)["ETag"])
+    changes = [second for second in range(1, 41) if etags[second] != etags[second - 1]]
+    # A new ETag once a step, never later: the same answer is never served for longer than the step.
+    assert len(changes) == 2
+    assert changes[1] - changes[0] == 20
+    now[0] = start + changes[1] - 0.5
+    etag = client.get(API)["ETag"]
     assert client.get(API, HTTP_IF_NONE_MATCH=etag).status_code == 304
-    assert 'max-age=1' in client.get(API)["Cache-Control"]  # never past the step
-    now[0] += 0.1
+    assert "max-age=1" in client.get(API)["Cache-Control"]  # never past the step
+    now[0] += 0.5
     moved = client.get(API, HTTP_IF_NONE_MATCH=etag)
     assert moved.status_code == 200
     assert moved["ETag"] != etag
+
+
+def test_answers_steps_start_at_offsets_spread_over_the_step():
+    # Hot answers do not all end at one moment (and get computed again by every worker at once).
+    offsets = [fleet_state.offset_of(f"answer {number}", 60) for number in range(600)]
+    assert all(0 <= offset < 60 for offset in offsets)
+    assert len(set(offsets)) == 60
+    assert max(offsets.count(offset) for offset in set(offsets)) < 25  # about 10 each
+    assert offsets == [fleet_state.offset_of(f"answer {number}", 60) for number in range(600)]
 
 
 def test_a_machine_that_goes_stale_leaves_the_answer_within_a_step(fleet, settings, monkeypatch):
