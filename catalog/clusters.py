@@ -9,16 +9,21 @@ cluster: provider, site, GPU type, GPUs per machine and memory per GPU, and also
 region, so its `ClusterSite` says the truth of every machine). A group of at least two machines is a
 site. Prices do not filter: a cluster's price is the sum of its machines', which the planner compares
 with the price limit and the budget.
+
+On PostgreSQL the database groups the machines and returns one row per site, its machines' columns
+gathered cheapest first (`array_agg … ORDER BY`, cut at MACHINES_PER_SITE); SQLite, whose aggregates
+take rows in no promised order, reads each site's machines with window functions and they are grouped
+here. Both read the same sites (a test compares them on random fleets).
 """
 from __future__ import annotations
 
 from datetime import datetime
 
-from django.db.models import Count, F, Min, Window
+from django.db.models import Count, F, Func, Min, Window
 from django.db.models.functions import RowNumber
 from django.utils import timezone
 
-from catalog import availability, cluster_rule
+from catalog import availability, cluster_rule, database
 from catalog.models import Machine
 from catalog.preferences import tier_q
 from sizing.cluster import CLUSTER_TIER, ClusterMachine, ClusterSite
@@ -48,25 +53,70 @@ def cluster_sites(preferences: Preferences, *, now: datetime | None = None) -> t
     if preferences.tier not in (ANY_TIER, CLUSTER_TIER):
         return ()
     now = now or timezone.now()
-    site = [F(field) for field in SITE_KEY]
-    cheapest_first = [F("price_per_gpu_hour").asc(), F("id").asc()]
-    # Machines of a site have one GPU count, so their price per GPU-hour orders them as their price
-    # per hour (all GPUs) does.
+    machines = Machine.objects.filter(
+        availability.available_q(availability.stale_cutoff(now), preferences.countries),
+        cluster_rule.can_join_cluster_q(),
+        tier_q(preferences),
+        free_gpus=F("gpu_count"),
+    )
+    found = _grouped_sites(machines) if database.aggregates_in_order() else _windowed_sites(machines)
+    return tuple(sorted(found, key=_site_order))
+
+
+# Machines of a site have one GPU count, so their price per GPU-hour orders them as their price per hour
+# (all GPUs) does.
+_CHEAPEST_FIRST = (F("price_per_gpu_hour").asc(), F("id").asc())
+# What a site's machine is read with, and what the site is (its key's names for the ids).
+_MACHINE_COLUMNS = ("id", "provider_machine_id", "price_per_gpu_hour", "booking_limit_hours")
+_SITE_COLUMNS = ("provider__name", "site", "country", "region", "gpu_type__name", "gpu_count",
+                 "memory_per_gpu_mib", "interconnect")
+
+
+class _Cheapest(Func):
+    """The first MACHINES_PER_SITE entries of an array gathered cheapest first."""
+
+    template = f"(%(expressions)s)[1:{MACHINES_PER_SITE}]"
+
+
+def _grouped_sites(machines) -> list[ClusterSite]:
+    """One row per site, grouped by the database: its machines' columns each gathered into an array
+    in the same order, cheapest first, cut at MACHINES_PER_SITE."""
+    from django.contrib.postgres.aggregates import ArrayAgg  # PostgreSQL's aggregate
+
+    gathered = {f"site_{column}": _Cheapest(ArrayAgg(column, order_by=_CHEAPEST_FIRST))
+                for column in _MACHINE_COLUMNS}
     rows = (
-        Machine.objects.filter(
-            availability.available_q(availability.stale_cutoff(now), preferences.countries),
-            cluster_rule.can_join_cluster_q(),
-            tier_q(preferences),
-            free_gpus=F("gpu_count"),
-        )
-        .annotate(
-            place=Window(RowNumber(), partition_by=site, order_by=cheapest_first),
+        machines.values(*SITE_KEY, "provider__name", "gpu_type__name")  # the groups
+        .annotate(site_machines=Count("id"), site_gbps=Min("interconnect_gbps"), **gathered)
+        .filter(site_machines__gte=MIN_MACHINES_PER_SITE)
+        .order_by()  # sorted by the caller
+        .values_list(*_SITE_COLUMNS, "site_gbps", *gathered)
+    )
+    found = []
+    for *site, gbps, ids, machine_ids, prices, limits in rows:
+        gpus = site[5]
+        found.append(_site(site, gbps, tuple(
+            # The price per hour of the whole machine: its price per GPU-hour on all its GPUs.
+            ClusterMachine(id=id_, provider_machine_id=machine_id, price_per_hour=price * gpus,
+                           booking_limit_hours=limit)
+            for id_, machine_id, price, limit in zip(ids, machine_ids, prices, limits, strict=True)
+        )))
+    return found
+
+
+def _windowed_sites(machines) -> list[ClusterSite]:
+    """Every machine's row with its place in its site, its site's size and slowest link (window
+    functions), for a database that cannot gather a group's values in order; grouped here."""
+    site = [F(field) for field in SITE_KEY]
+    rows = (
+        machines.annotate(
+            place=Window(RowNumber(), partition_by=site, order_by=list(_CHEAPEST_FIRST)),
             site_machines=Window(Count("id"), partition_by=site),
             # The slowest link of the site is what every cluster there can count on.
             site_gbps=Window(Min("interconnect_gbps"), partition_by=site),
         )
         .filter(place__lte=MACHINES_PER_SITE, site_machines__gte=MIN_MACHINES_PER_SITE)
-        .order_by()  # sorted below, site by site
+        .order_by()  # sorted by the caller
         .values_list(*_COLUMNS, named=True)
     )
     sites: dict[tuple, list] = {}
@@ -74,8 +124,7 @@ def cluster_sites(preferences: Preferences, *, now: datetime | None = None) -> t
         key = (row.provider__name, row.site, row.gpu_type__name, row.gpu_count, row.memory_per_gpu_mib,
                row.interconnect, row.country, row.region)
         sites.setdefault(key, []).append(row)
-    found = [_cluster_site(machines) for machines in sites.values()]
-    return tuple(sorted(found, key=_site_order))
+    return [_cluster_site(machines) for machines in sites.values()]
 
 
 def _cluster_site(rows: list) -> ClusterSite:
@@ -93,17 +142,17 @@ def _cluster_site(rows: list) -> ClusterSite:
         ),
         key=lambda machine: (machine.price_per_hour, machine.id),
     )
+    site = tuple(getattr(first, column) for column in _SITE_COLUMNS)
+    return _site(site, first.site_gbps, tuple(machines))
+
+
+def _site(site: tuple, gbps: int, machines: tuple[ClusterMachine, ...]) -> ClusterSite:
+    """A site from its columns (`_SITE_COLUMNS`' order), its slowest link and its machines."""
+    provider, name, country, region, gpu_type, gpu_count, memory_per_gpu_mib, interconnect = site
     return ClusterSite(
-        provider=first.provider__name,
-        site=first.site,
-        country=first.country or None,
-        region=first.region,
-        gpu_type=first.gpu_type__name,
-        gpu_count=first.gpu_count,
-        memory_per_gpu_mib=first.memory_per_gpu_mib,
-        interconnect=first.interconnect,
-        interconnect_gbps=first.site_gbps,
-        machines=tuple(machines),
+        provider=provider, site=name, country=country or None, region=region, gpu_type=gpu_type,
+        gpu_count=gpu_count, memory_per_gpu_mib=memory_per_gpu_mib, interconnect=interconnect,
+        interconnect_gbps=gbps, machines=machines,
     )
 
 

@@ -110,6 +110,14 @@ def keeps_counts(on=None) -> bool:
     return (on or reads()).vendor == "postgresql"
 
 
+def aggregates_in_order(on=None) -> bool:
+    """Whether the database (`on`: a connection; without, the one the current read uses) gathers a
+    group's values into an array in an order of its choosing (PostgreSQL's `array_agg(… ORDER BY …)`),
+    so a statement may return one row per group with its members in order. SQLite's aggregates take
+    their rows in no promised order."""
+    return (on or reads()).vendor == "postgresql"
+
+
 @contextmanager
 def one_snapshot(*, lock_on_sqlite: bool = False) -> Iterator[None]:
     """Every read inside sees one state of the catalog.

@@ -8,18 +8,20 @@ whole and available now; and its answer is the same whatever order the rows were
 from datetime import timedelta
 from decimal import Decimal
 from itertools import product
+from random import Random
+from unittest import mock
 
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from catalog import cluster_rule, services
+from catalog import cluster_rule, database, services
 from catalog.clusters import MACHINES_PER_SITE, cluster_sites
 from catalog.models import Machine
 from sizing.cluster import ClusterMachine, can_join_cluster
 from sizing.offers import Preferences
-from tests.factories import H100_MIB, H200_MIB, make_gpu_type, make_machine, make_provider
+from tests.factories import H100_MIB, H200_MIB, build_machine, make_gpu_type, make_machine, make_provider
 
 pytestmark = pytest.mark.django_db
 
@@ -239,6 +241,69 @@ def test_one_statement_whatever_the_number_of_sites(fleet):
         sites = cluster_sites(Preferences(countries=frozenset({"DE"})))
     assert len(sites) == 3
     assert len(queries) == 1
+
+
+def random_cluster_fleet(fleet, rng: Random, machines: int, now) -> None:
+    """`machines` machines drawn from `rng` over a few sites: every reason a machine may not join occurs
+    (busy, gone, stale, offline, inactive provider, Community, slow or no RDMA, no site), sites over
+    MACHINES_PER_SITE, equal prices, and machines alike but for their memory, fabric or place."""
+    inactive = make_provider("Dormant", tier="secure", is_active=False)
+    providers = [fleet["secure"], fleet["other"], fleet["community"], inactive]
+    links = [("infiniband", 400), ("infiniband", 200), ("roce", 400), ("roce", 100), ("infiniband", 99),
+             ("ethernet", 400), ("none", None)]
+    rows = []
+    for number in range(machines):
+        provider = rng.choice(providers)
+        gpu = rng.choice(["h100", "h200"])
+        gpus = rng.choice([8, 8, 4])
+        interconnect, gbps = rng.choice(links)
+        memory = (H200_MIB if gpu == "h200" else H100_MIB) - rng.choice([0, 0, 0, 512])
+        rows.append(build_machine(
+            provider, fleet[gpu], provider_machine_id=f"r{number}", tier=provider.tier,
+            provider_is_active=provider.is_active, gpu_count=gpus,
+            free_gpus=rng.choice([gpus, gpus, gpus, gpus - 1, 0]), memory_per_gpu_mib=memory,
+            site=rng.choice(["fra-1", "fra-1", "osl-1", "ams-1", ""]),
+            interconnect=interconnect, interconnect_gbps=gbps,
+            country=rng.choice(["DE", "DE", "NO", ""]), region=rng.choice(["Frankfurt", "Frankfurt", "Oslo"]),
+            price_per_gpu_hour=rng.choice([Decimal("2.00"), Decimal("2.50"), Decimal("2.5001"), Decimal("3.10")]),
+            booking_limit_hours=rng.choice([None, None, 24]),
+            is_available=rng.random() < 0.9,
+            last_seen_at=now - timedelta(hours=1) if rng.random() < 0.05 else now,
+            gone_at=now if rng.random() < 0.03 else None,
+        ))
+    # One large site besides: more whole free machines than a site lists, at random prices.
+    for number in range(MACHINES_PER_SITE + 5):
+        rows.append(build_machine(
+            fleet["secure"], fleet["h100"], provider_machine_id=f"big{number}", gpu_count=8, free_gpus=8,
+            site="big-1", interconnect="infiniband", interconnect_gbps=rng.choice([400, 400, 200]),
+            price_per_gpu_hour=rng.choice([Decimal("2.00"), Decimal("2.50"), Decimal("3.10")]), last_seen_at=now,
+        ))
+    rng.shuffle(rows)  # the order written is not the order read
+    Machine.objects.bulk_create(rows)
+
+
+@pytest.mark.postgresql(reason="compares PostgreSQL's grouped statement (array_agg in order) with the windowed one SQLite runs")
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_the_grouped_statement_reads_what_the_windowed_one_does_on_a_random_fleet(fleet, seed):
+    now = timezone.now()
+    random_cluster_fleet(fleet, Random(seed), 400, now)
+    choices = [ANYWHERE, Preferences(tier="secure"), Preferences(tier="community"),
+               Preferences(countries=frozenset({"DE"})), Preferences(countries=frozenset({"NO", "DE"}), tier="secure")]
+    assert database.aggregates_in_order()
+    for preferences in choices:
+        grouped = cluster_sites(preferences, now=now)
+        with mock.patch.object(database, "aggregates_in_order", return_value=False):
+            windowed = cluster_sites(preferences, now=now)
+        assert grouped == windowed
+    sites = cluster_sites(ANYWHERE, now=now)
+    # The fleet has what the comparison needs to mean something: sites cut at MACHINES_PER_SITE and
+    # sites of a few machines, tied prices, and a site whose links differ (its slowest is its speed).
+    assert any(len(site.machines) == MACHINES_PER_SITE for site in sites)
+    assert any(len(site.machines) < MACHINES_PER_SITE for site in sites)
+    assert any(len({m.price_per_hour for m in site.machines}) < len(site.machines) for site in sites)
+    [big] = [site for site in sites if site.site == "big-1"]
+    assert big.interconnect_gbps == min(Machine.objects.filter(site="big-1").values_list("interconnect_gbps", flat=True))
+    assert len(set(Machine.objects.filter(site="big-1").values_list("interconnect_gbps", flat=True))) == 2
 
 
 # The demo fleet's sites ---------------------------------------------------------------------------
