@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 from .breakdown import Item
 from .calculators.vllm import (
@@ -23,7 +23,7 @@ from .calculators.vllm import (
     vllm_budget,
 )
 from .errors import SizingError
-from .i18n import gettext
+from .i18n import gettext, language
 from .units import MIB, fmt_gib, fmt_int
 
 # The rule for which machines may form a cluster, once: a Secure machine at a named site whose network to
@@ -261,6 +261,7 @@ def search_clusters(model, precision: int, kv_bits: int, context: int, requests:
     GPU type -> memory as CUDA reports it (the catalog's usable figure); a type not in it counts its
     reported memory less what the driver keeps."""
     needs: dict[tuple[int, int, int], ClusterNeed | str] = {}  # sites of one shape share their sizing
+    words = language()
     plans, skipped = [], []
     for site in sites:
         usable = usable_memory_mib(site.gpu_type, site.memory_per_gpu_mib, usable_mib)
@@ -268,13 +269,9 @@ def search_clusters(model, precision: int, kv_bits: int, context: int, requests:
         top = min(len(site.machines), model.layers)
         for count in range(2, top + 1):
             key = (site.gpu_count, usable, count)
-            if key not in needs:
-                try:
-                    needs[key] = cluster_need(model, precision, kv_bits, context, requests,
-                                              gpus_per_machine=site.gpu_count, machines=count,
-                                              usable_bytes=usable * MIB, utilization=utilization)
-                except SizingError as error:
-                    needs[key] = error.message
+            if key not in needs:  # and answers share them too (`_shared_need`)
+                needs[key] = _shared_need(words, model, precision, kv_bits, context, requests, site.gpu_count,
+                                          count, usable * MIB, utilization)
             need = needs[key]
             if isinstance(need, str):
                 reason = need
@@ -288,6 +285,24 @@ def search_clusters(model, precision: int, kv_bits: int, context: int, requests:
         plans.append(_plan(model, precision, kv_bits, context, requests, site, found))
     plans.sort(key=lambda plan: plan.sort_key)
     return ClusterSearch(plans=tuple(plans), skipped=tuple(skipped))
+
+
+# The sizings `search_clusters` shares: the same workload on the same shape of machine sizes the same, in
+# the same words, whatever the site. A few hundred sites come to a few dozen shapes, each worth a vLLM
+# budget with its words; the shapes a process asks about repeat from answer to answer.
+SHARED_NEEDS = 1024
+
+
+@lru_cache(maxsize=SHARED_NEEDS)
+def _shared_need(words: str, model, precision: int, kv_bits: int, context: int, requests: int,
+                 gpus_per_machine: int, machines: int, usable_bytes: int,
+                 utilization: Fraction) -> ClusterNeed | str:
+    """`cluster_need`, or why vLLM refuses the split; `words`: the language its texts are written in."""
+    try:
+        return cluster_need(model, precision, kv_bits, context, requests, gpus_per_machine=gpus_per_machine,
+                            machines=machines, usable_bytes=usable_bytes, utilization=utilization)
+    except SizingError as error:
+        return error.message
 
 
 def plan_clusters(model, precision: int, kv_bits: int, context: int, requests: int, sites, *,

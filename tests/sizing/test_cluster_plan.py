@@ -5,6 +5,7 @@ from dataclasses import replace
 from decimal import Decimal
 from fractions import Fraction
 
+from django.utils import translation
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -196,6 +197,26 @@ def test_plans_are_cheapest_first_then_provider_site_and_ids():
     plans = plan_clusters(LLAMA_405B, 16, 16, 8192, 1, [a, b, c, H100_SITE], usable_mib=USABLE)
     assert [(plan.site.provider, plan.site.site) for plan in plans] == [
         ("Alpha", "c-site"), ("Zeta", "a-site"), ("Zeta", "b-site"), ("Lambda", "h100-site")]
+
+
+def test_answers_share_the_sizing_of_one_shape_in_the_words_of_their_own_language():
+    first = plan_clusters(LLAMA_405B, 16, 16, 8192, 1, [H100_SITE], usable_mib=USABLE)[0].need
+    again = plan_clusters(LLAMA_405B, 16, 16, 8192, 1, [H100_SITE, site("h100-other", "H100 SXM 80GB",
+                                                                       H100_SMI_MIB, ["9.00", "9.00"])],
+                          usable_mib=USABLE)
+    assert all(plan.need is first for plan in again)  # sized once, whatever the answer or the site
+    english = cluster_need(LLAMA_405B, 16, 16, 8192, 1, gpus_per_machine=8, machines=2,
+                           usable_bytes=H100_USABLE_MIB * MIB)
+    assert first == english
+    with translation.override("de"):
+        german = plan_clusters(LLAMA_405B, 16, 16, 8192, 1, [H100_SITE], usable_mib=USABLE)[0].need
+        assert german == cluster_need(LLAMA_405B, 16, 16, 8192, 1, gpus_per_machine=8, machines=2,
+                                      usable_bytes=H100_USABLE_MIB * MIB)
+    assert german.need_bytes == first.need_bytes
+    assert [item.name for item in german.items] != [item.name for item in first.items]
+    # Another workload is another sizing.
+    longer = plan_clusters(LLAMA_405B, 16, 16, 16384, 1, [H100_SITE], usable_mib=USABLE)[0].need
+    assert longer is not first and longer.need_bytes > first.need_bytes
 
 
 def test_layers_split_as_vllm_splits_them():
