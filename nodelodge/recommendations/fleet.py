@@ -32,6 +32,9 @@ from .query import WorkloadQuery
 
 # (figure, machines, cheapest hourly price) per field a size hint names
 LargestFits = dict[str, tuple[int, int, Decimal | None]]
+# Queries counted by one statement of `KeptCounts.meeting_many`: each is one more pass over the kept
+# counts (a few thousand rows), so larger statements save round trips only, and plan longer.
+MEETING_CHUNK = 50
 
 
 def stale_cutoff(now: datetime) -> datetime:
@@ -108,6 +111,11 @@ class FleetReader(Protocol):
         """How many machines fit `breakdown` and meet every preference of `query`, and the cheapest
         hourly price among them (None: none does): the counts alone, no machine described."""
 
+    def meeting_many(
+        self, asked: list[tuple[WorkloadQuery, Breakdown]], now: datetime
+    ) -> list[tuple[int, Decimal | None]]:
+        """`meeting` of each (query, breakdown) of `asked`, in order."""
+
     def meeting_by_country(
         self, query: WorkloadQuery, breakdown: Breakdown, now: datetime
     ) -> tuple[int, list[tuple[str, Decimal]]]:
@@ -171,6 +179,16 @@ class KeptCounts:
         fleet = catalog_fleet.counted_fleet(fleet_query(query, [breakdown], now))
         return fleet.counted.fitting, fleet.cheapest_meeting.get(0)
 
+    def meeting_many(self, asked, now):
+        """A few counting statements whatever the number asked (MEETING_CHUNK queries each), through
+        the countries' counts: a query's machines are those of its countries together, and its
+        cheapest price the cheapest country's (the differential tests hold them to `meeting`)."""
+        found = []
+        for start in range(0, len(asked), MEETING_CHUNK):
+            for total, countries in self.meeting_by_country_many(asked[start:start + MEETING_CHUNK], now):
+                found.append((total, countries[0][1] if countries else None))
+        return found
+
     def meeting_by_country(self, query, breakdown, now):
         return self.meeting_by_country_many([(query, breakdown)], now)[0]
 
@@ -217,6 +235,9 @@ class EveryMachine:
     def meeting(self, query, breakdown, now):
         found, _ = recommend_over_every_machine(query, breakdown, {}, now, 1)
         return found.machines_total, (found.machines[0].hourly_price if found.machines else None)
+
+    def meeting_many(self, asked, now):
+        return [self.meeting(query, breakdown, now) for query, breakdown in asked]
 
     def meeting_by_country(self, query, breakdown, now):
         found, _ = recommend_over_every_machine(query, breakdown, {}, now, None)

@@ -2,8 +2,9 @@
 
 Evaluation reads each distinct query once through the one fleet reader (the kept counts on PostgreSQL,
 the engine over every machine on the embedded run), whatever the number of watches asking it, and
-decides per watch: first the counts alone (`glance`), and the cheapest machines described
-(`recommendation_for`) only where a watch fires and its firing records them. Staleness is the
+decides per watch: first the counts alone (`glance`; on PostgreSQL those of many queries are counted
+by one statement, `glances`), and the cheapest machines described (`recommendation_for`) only where a
+watch fires and its firing records them. Staleness is the
 reader's: a machine not heard from within MACHINE_STALE_AFTER_SECONDS stops matching without any write.
 """
 from __future__ import annotations
@@ -24,6 +25,7 @@ from nodelodge.recommendations.estimate import estimate_for
 from nodelodge.recommendations.fleet import fleet_reader
 from nodelodge.recommendations.query import QueryError, WorkloadQuery, parse_query
 from nodelodge.recommendations.sorts import DEFAULT_SORT
+from sizing.breakdown import Breakdown
 
 from . import webhooks
 from .models import Firing, Watch
@@ -35,6 +37,10 @@ MATCHES_KEPT = 10  # machines a firing records (the cheapest first) and a delive
 MAX_COOLDOWN_SECONDS = 7 * 24 * 3600
 # Fields of a query that only arrange the list shown: a watch leaves them out.
 LIST_ONLY = ("page", "limit", "group")
+# What a check reads of a watch; one that fires or changes is read again, whole, under its lock.
+CHECKED_FIELDS = ("query", "query_key", "state", "condition", "price_per_hour", "machines", "matching",
+                  "last_fired_at", "cooldown_seconds")
+UNCHANGED_CHUNK = 500  # watches whose check one statement notes (within SQLite's 999 values)
 
 
 class WatchError(Exception):
@@ -210,15 +216,45 @@ class Found:
     described: bool = True
 
 
+def answered_by_counts(query: WorkloadQuery) -> bool:
+    """Whether the counts alone answer every condition of a query: not where list filters (those
+    work over the described machines) or a throughput plan are asked."""
+    return not query.filtered and query.target_tokens is None
+
+
 def glance(query: WorkloadQuery, now: datetime) -> Found | None:
-    """The counts alone, where they answer every condition: a query without list filters (those work
-    over the described machines) or a throughput plan. One counting statement on PostgreSQL, where a
-    whole answer describes machines as well; most checks fire nothing and need no more."""
-    if query.filtered or query.target_tokens is not None:
+    """The counts alone, where they answer every condition (`answered_by_counts`; None where not).
+    One counting statement on PostgreSQL, where a whole answer describes machines as well; most
+    checks fire nothing and need no more."""
+    if not answered_by_counts(query):
         return None
     breakdown, _ = estimate_for(query)
-    total, cheapest = fleet_reader().meeting(query, breakdown, now)
-    return Found(total, cheapest, (), None, described=False)
+    return glances([(query, breakdown)], now)[0]
+
+
+def glances(asked: list[tuple[WorkloadQuery, Breakdown]], now: datetime) -> list[Found]:
+    """`glance` of each (query, breakdown) of `asked`, in order: on PostgreSQL a few counting
+    statements for all of them (`FleetReader.meeting_many`), however many they are."""
+    return [
+        Found(total, cheapest, (), None, described=False)
+        for total, cheapest in fleet_reader().meeting_many(asked, now)
+    ]
+
+
+def _sizing(query: WorkloadQuery) -> WorkloadQuery:
+    """The query with the preferences left out (which machines it may use, not what it needs): queries
+    alike in the rest need the same memory, whatever their countries, price limits or tier."""
+    return replace(query, budget=None, max_price=None, tier="", countries_input=(), countries=None,
+                   sort=DEFAULT_SORT)
+
+
+def _breakdown(query: WorkloadQuery, estimates: dict) -> Breakdown:
+    """`estimate_for(query)`'s breakdown, worked out (and its model read) once per sizing in
+    `estimates`, within one evaluation."""
+    key = _sizing(query)
+    if key not in estimates:
+        estimates[key], _ = estimate_for(query)
+    return estimates[key]
 
 
 def find(query: WorkloadQuery, now: datetime) -> Found:
@@ -273,27 +309,42 @@ def check_interval() -> timedelta:
 def evaluate_watches(*, now: datetime | None = None, due_only: bool = False) -> Evaluation:
     """Checks every active watch (`due_only`: those whose next check has come) against the fleet now,
     one read per distinct query, and records a firing for each whose condition starts to hold.
-    Delivery is queued after the commit (tasks.deliver_firing)."""
+    Delivery is queued after the commit (tasks.deliver_firing).
+
+    A few statements whatever the number of queries, where most fire nothing: the watches are read in
+    one, the counts of every query the counts alone answer in a few (`glances`), and the checks of the
+    watches whose state stays as it is noted in one per UNCHANGED_CHUNK watches. A query with a watch
+    that fires (or one the counts cannot answer) is answered whole; a watch whose state changes is
+    decided again under its lock (`_decide`)."""
     now = now or timezone.now()
     evaluation = Evaluation()
     active = Watch.objects.filter(state=Watch.State.ACTIVE)
     if due_only:
         active = active.filter(next_check_at__lte=now)
-    keys = list(active.order_by("query_key").values_list("query_key", flat=True).distinct())
-    for key in keys:
-        group = list(active.filter(query_key=key))
-        if not group:
-            continue
+    groups: dict[str, list[Watch]] = {}
+    for watch in active.only(*CHECKED_FIELDS).order_by("query_key", "pk"):
+        groups.setdefault(watch.query_key, []).append(watch)
+    asked: dict[str, tuple[WorkloadQuery, Breakdown | None]] = {}
+    estimates: dict = {}
+    for key, group in groups.items():
         evaluation.queries += 1
         try:
             query = watch_query(group[0])
-            found = glance(query, now) or find(query, now)
-            if not found.described and any(_fires(w, condition_holds(w, found), now) for w in group):
-                found = find(query, now)  # a firing records the machines it saw
+            asked[key] = (query, _breakdown(query, estimates) if answered_by_counts(query) else None)
         except QueryError as error:  # a model or GPU type since removed from the catalog
             logger.warning("Watch query %s cannot be answered any more: %s", key, error)
+    counted = iter(glances([(query, breakdown) for query, breakdown in asked.values()
+                           if breakdown is not None], now))
+    unchanged = []
+    for key, (query, breakdown) in asked.items():
+        group = groups[key]
+        try:
+            found = next(counted) if breakdown is not None else find(query, now)
+            if not found.described and any(_fires(w, condition_holds(w, found), now) for w in group):
+                found = find(query, now)  # a firing records the machines it saw
+        except QueryError as error:
+            logger.warning("Watch query %s cannot be answered any more: %s", key, error)
             continue
-        unchanged = []
         for watch in group:
             evaluation.watches += 1
             if _changes(watch, condition_holds(watch, found), now):
@@ -302,8 +353,10 @@ def evaluate_watches(*, now: datetime | None = None, due_only: bool = False) -> 
                     evaluation.fired.append(firing.pk)
             else:
                 unchanged.append(watch.pk)
-        # Watches whose state stays as it is only note the check: one statement for all of them.
-        Watch.objects.filter(pk__in=unchanged, state=Watch.State.ACTIVE).update(
+    # Watches whose state stays as it is only note the check.
+    for start in range(0, len(unchanged), UNCHANGED_CHUNK):
+        chunk = unchanged[start:start + UNCHANGED_CHUNK]
+        Watch.objects.filter(pk__in=chunk, state=Watch.State.ACTIVE).update(
             last_checked_at=now, next_check_at=now + check_interval()
         )
     return evaluation
