@@ -269,10 +269,20 @@ def state(cursor) -> str:
     commit deletes the shape rows a transaction touched and inserts them anew under its own
     transaction id, so their number and the sum of their ids change (a booking's free GPUs, a refresh's
     reports, a provider deactivated, a price). One statement over a few thousand rows, read in the
-    reader's snapshot, on the primary or the replica alike; no other database's activity moves it."""
-    cursor.execute(f"SELECT count(*), coalesce(sum(xmin::text::bigint), 0) FROM {SHAPES}")  # noqa: S608 # nosec B608
-    rows, ids = cursor.fetchone()
-    return f"{rows}:{ids}"
+    reader's snapshot, on the primary or the replica alike; no other database's activity moves it.
+
+    Transaction ids repeat from one cluster to the next (two clusters loaded alike reach the same
+    ids), so the value also names the database: the cluster's system identifier, which a replica
+    shares with its primary, and the database's oid. Answers kept in a cache shared by two databases
+    (staging and production on one Redis, a database rebuilt) are then never served for the other."""
+    cursor.execute(
+        f"SELECT count(*), coalesce(sum(xmin::text::bigint), 0),"  # noqa: S608 # nosec B608
+        " (SELECT system_identifier FROM pg_control_system()),"
+        " (SELECT oid FROM pg_database WHERE datname = current_database())"
+        f" FROM {SHAPES}"
+    )
+    rows, ids, cluster, database_oid = cursor.fetchone()
+    return f"{cluster}.{database_oid}:{rows}:{ids}"
 
 
 def merge_pending(cursor) -> None:

@@ -224,3 +224,34 @@ def test_the_consoles_database_sessions_never_compile_a_statement(db):
     with connection.cursor() as cursor:
         cursor.execute("SHOW jit")
         assert cursor.fetchone()[0] == "off"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_databases_holding_the_same_counts_have_different_states():
+    """A database copied from another holds the same counts under the same transaction ids: their
+    states still differ, so a cache shared by both never serves one's answers for the other's."""
+    import psycopg
+
+    settings = connection.settings_dict
+    server = {"host": settings["HOST"] or "127.0.0.1", "port": settings["PORT"] or 5432, "user": settings["USER"]}
+    original, copy = f"{settings['NAME']}_state_a", f"{settings['NAME']}_state_b"
+    with psycopg.connect(dbname="postgres", autocommit=True, **server) as admin:
+        for name in (original, copy):
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}"')
+        admin.execute(f'CREATE DATABASE "{original}"')
+        try:
+            with psycopg.connect(dbname=original, autocommit=True, **server) as database:
+                database.execute(f"CREATE TABLE {fleet_counts.SHAPES} (id int)")
+                database.execute(f"INSERT INTO {fleet_counts.SHAPES} SELECT generate_series(1, 5)")
+            admin.execute(f'CREATE DATABASE "{copy}" TEMPLATE "{original}"')
+            states = []
+            for name in (original, copy):
+                with psycopg.connect(dbname=name, **server) as database, database.cursor() as cursor:
+                    cursor.execute(f"SELECT count(*), sum(xmin::text::bigint) FROM {fleet_counts.SHAPES}")
+                    states.append((cursor.fetchone(), fleet_counts.state(cursor)))
+        finally:
+            for name in (original, copy):
+                admin.execute(f'DROP DATABASE IF EXISTS "{name}"')
+    (counts_a, state_a), (counts_b, state_b) = states
+    assert counts_a == counts_b == (5, counts_a[1])  # the same rows under the same transaction ids
+    assert state_a != state_b
