@@ -1,5 +1,6 @@
 """The rule for which machines may form a cluster (`sizing.cluster.can_join_cluster`) compiled for the
-ORM, as `catalog.availability` compiles the availability rule. Nothing here decides what may join a
+ORM and as SQL, as `catalog.availability` and `catalog.counting.availability_sql` compile the
+availability rule. Nothing here decides what may join a
 cluster; it only translates the rule, so the two forms cannot drift apart (a test holds them to agree
 over every combination of the facts the rule reads). The cluster sites' partial index
 (`catalog_machine_cluster_idx`) takes its condition from here too."""
@@ -19,6 +20,15 @@ def can_join_cluster_q() -> Q:
         & ~Q(site="")
         & Q(interconnect__in=CLUSTER_INTERCONNECTS)
         & Q(interconnect_gbps__gte=MIN_CLUSTER_GBPS)
+    )
+
+
+def can_join_cluster_sql() -> tuple[str, list]:
+    """The same as `can_join_cluster_q`, as a SQL condition over `catalog_machine m`, and its values."""
+    fabrics = ", ".join(["%s"] * len(CLUSTER_INTERCONNECTS))
+    return (
+        f"m.tier = %s AND NOT (m.site = '') AND m.interconnect IN ({fabrics}) AND m.interconnect_gbps >= %s",
+        [CLUSTER_TIER, *CLUSTER_INTERCONNECTS, MIN_CLUSTER_GBPS],
     )
 
 

@@ -10,20 +10,23 @@ region, so its `ClusterSite` says the truth of every machine). A group of at lea
 site. Prices do not filter: a cluster's price is the sum of its machines', which the planner compares
 with the price limit and the budget.
 
-On PostgreSQL the database groups the machines and returns one row per site, its machines' columns
-gathered cheapest first (`array_agg … ORDER BY`, cut at MACHINES_PER_SITE); SQLite, whose aggregates
-take rows in no promised order, reads each site's machines with window functions and they are grouped
-here. Both read the same sites (a test compares them on random fleets).
+On PostgreSQL one statement you can read (`SITES_SQL`) groups the machines and returns one row per
+site, its machines' columns gathered cheapest first (`array_agg … ORDER BY`, cut at MACHINES_PER_SITE);
+its conditions are the rules' SQL forms, and the provider's and GPU type's names are joined to the few
+site rows, not to every machine. SQLite, whose aggregates take rows in no promised order, reads each
+site's machines with window functions through the ORM and they are grouped here. Both read the same
+sites (a test compares them on random fleets).
 """
 from __future__ import annotations
 
 from datetime import datetime
 
-from django.db.models import Count, F, Func, Min, Window
+from django.db.models import Count, F, Min, Window
 from django.db.models.functions import RowNumber
 from django.utils import timezone
 
 from catalog import availability, cluster_rule, database
+from catalog.counting import availability_sql, preferences_sql
 from catalog.models import Machine
 from catalog.preferences import tier_q
 from sizing.cluster import CLUSTER_TIER, ClusterMachine, ClusterSite
@@ -53,45 +56,65 @@ def cluster_sites(preferences: Preferences, *, now: datetime | None = None) -> t
     if preferences.tier not in (ANY_TIER, CLUSTER_TIER):
         return ()
     now = now or timezone.now()
-    machines = Machine.objects.filter(
-        availability.available_q(availability.stale_cutoff(now), preferences.countries),
-        cluster_rule.can_join_cluster_q(),
-        tier_q(preferences),
-        free_gpus=F("gpu_count"),
-    )
-    found = _grouped_sites(machines) if database.aggregates_in_order() else _windowed_sites(machines)
+    read = _grouped_sites if database.aggregates_in_order() else _windowed_sites
+    found = read(preferences, now)
     return tuple(sorted(found, key=_site_order))
 
 
 # Machines of a site have one GPU count, so their price per GPU-hour orders them as their price per hour
 # (all GPUs) does.
 _CHEAPEST_FIRST = (F("price_per_gpu_hour").asc(), F("id").asc())
-# What a site's machine is read with, and what the site is (its key's names for the ids).
-_MACHINE_COLUMNS = ("id", "provider_machine_id", "price_per_gpu_hour", "booking_limit_hours")
+# What a site is (its key's names for the ids), in the order `_site` takes.
 _SITE_COLUMNS = ("provider__name", "site", "country", "region", "gpu_type__name", "gpu_count",
                  "memory_per_gpu_mib", "interconnect")
 
+# One row per site: the machines that may join a cluster now, grouped by the site's key (`SITE_KEY`),
+# each site's machines gathered cheapest first. The conditions: {available} the availability rule,
+# {joins} the cluster rule, {tier} the tier preference. The partial index catalog_machine_cluster_idx
+# holds exactly the machines the last two and the rule's flags let through, in this grouping's order.
+SITES_SQL = f"""
+SELECT provider.name, site.site, site.country, site.region, gpu_type.name, site.gpu_count,
+       site.memory_per_gpu_mib, site.interconnect, site.slowest_gbps,
+       site.ids, site.provider_machine_ids, site.prices_per_gpu_hour, site.booking_limits_hours
+FROM (
+    SELECT m.provider_id, m.site, m.gpu_type_id, m.gpu_count, m.memory_per_gpu_mib, m.interconnect,
+           m.country, m.region,
+           min(m.interconnect_gbps) AS slowest_gbps,
+           (array_agg(m.id ORDER BY m.price_per_gpu_hour, m.id))[1:{MACHINES_PER_SITE}] AS ids,
+           (array_agg(m.provider_machine_id ORDER BY m.price_per_gpu_hour, m.id))[1:{MACHINES_PER_SITE}]
+               AS provider_machine_ids,
+           (array_agg(m.price_per_gpu_hour ORDER BY m.price_per_gpu_hour, m.id))[1:{MACHINES_PER_SITE}]
+               AS prices_per_gpu_hour,
+           (array_agg(m.booking_limit_hours ORDER BY m.price_per_gpu_hour, m.id))[1:{MACHINES_PER_SITE}]
+               AS booking_limits_hours
+    FROM catalog_machine m
+    WHERE {{available}} AND {{joins}} AND {{tier}}
+      AND m.free_gpus = m.gpu_count
+    GROUP BY m.provider_id, m.site, m.gpu_type_id, m.gpu_count, m.memory_per_gpu_mib, m.interconnect,
+             m.country, m.region
+    HAVING count(*) >= {MIN_MACHINES_PER_SITE}
+) site
+JOIN catalog_provider provider ON provider.id = site.provider_id
+JOIN catalog_gputype gpu_type ON gpu_type.id = site.gpu_type_id
+"""  # noqa: S608 (constants and the rules' SQL forms; every value is a parameter)
 
-class _Cheapest(Func):
-    """The first MACHINES_PER_SITE entries of an array gathered cheapest first."""
 
-    template = f"(%(expressions)s)[1:{MACHINES_PER_SITE}]"
+def sites_statement(preferences: Preferences, now: datetime) -> tuple[str, list]:
+    """`SITES_SQL` with its conditions filled in, and its values."""
+    available, available_params = availability_sql.available_sql(availability.stale_cutoff(now),
+                                                                  preferences.countries)
+    joins, joins_params = cluster_rule.can_join_cluster_sql()
+    tier, tier_params = preferences_sql.tier_sql(preferences)
+    sql = SITES_SQL.format(available=available, joins=joins, tier=tier)
+    return sql, [*available_params, *joins_params, *tier_params]
 
 
-def _grouped_sites(machines) -> list[ClusterSite]:
-    """One row per site, grouped by the database: its machines' columns each gathered into an array
-    in the same order, cheapest first, cut at MACHINES_PER_SITE."""
-    from django.contrib.postgres.aggregates import ArrayAgg  # PostgreSQL's aggregate
-
-    gathered = {f"site_{column}": _Cheapest(ArrayAgg(column, order_by=_CHEAPEST_FIRST))
-                for column in _MACHINE_COLUMNS}
-    rows = (
-        machines.values(*SITE_KEY, "provider__name", "gpu_type__name")  # the groups
-        .annotate(site_machines=Count("id"), site_gbps=Min("interconnect_gbps"), **gathered)
-        .filter(site_machines__gte=MIN_MACHINES_PER_SITE)
-        .order_by()  # sorted by the caller
-        .values_list(*_SITE_COLUMNS, "site_gbps", *gathered)
-    )
+def _grouped_sites(preferences: Preferences, now: datetime) -> list[ClusterSite]:
+    """One row per site, grouped by the database (`SITES_SQL`)."""
+    sql, params = sites_statement(preferences, now)
+    with database.reads().cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
     found = []
     for *site, gbps, ids, machine_ids, prices, limits in rows:
         gpus = site[5]
@@ -104,9 +127,15 @@ def _grouped_sites(machines) -> list[ClusterSite]:
     return found
 
 
-def _windowed_sites(machines) -> list[ClusterSite]:
+def _windowed_sites(preferences: Preferences, now: datetime) -> list[ClusterSite]:
     """Every machine's row with its place in its site, its site's size and slowest link (window
     functions), for a database that cannot gather a group's values in order; grouped here."""
+    machines = Machine.objects.filter(
+        availability.available_q(availability.stale_cutoff(now), preferences.countries),
+        cluster_rule.can_join_cluster_q(),
+        tier_q(preferences),
+        free_gpus=F("gpu_count"),
+    )
     site = [F(field) for field in SITE_KEY]
     rows = (
         machines.annotate(

@@ -53,7 +53,7 @@ def site_ids(preferences=ANYWHERE, **kwargs) -> list[list[int]]:
 
 # The rule, two forms ------------------------------------------------------------------------------
 
-def test_the_orm_form_lets_through_what_the_rule_does_over_every_combination(fleet):
+def test_the_orm_and_sql_forms_let_through_what_the_rule_does_over_every_combination(fleet):
     facts = list(product(("secure", "community"), ("", "fra-1", " "), [c for c, _ in Machine.Interconnect.choices],
                          (None, 1, 99, 100, 101, 400)))
     made = {}
@@ -68,6 +68,10 @@ def test_the_orm_form_lets_through_what_the_rule_does_over_every_combination(fle
                                             interconnect_gbps=gbps)
     through = set(Machine.objects.filter(cluster_rule.can_join_cluster_q()).values_list("pk", flat=True))
     assert through == {pk for pk, joins in made.items() if joins}
+    condition, params = cluster_rule.can_join_cluster_sql()
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT m.id FROM catalog_machine m WHERE {condition}", params)  # noqa: S608
+        assert {pk for (pk,) in cursor.fetchall()} == through
     assert 0 < len(through) < len(made)
     # What the constraint keeps out of the table the rule refuses as well.
     assert not can_join_cluster(tier="secure", site="fra-1", interconnect="infiniband", interconnect_gbps=None)
