@@ -74,12 +74,12 @@ _SITE_COLUMNS = ("provider__name", "site", "country", "region", "gpu_type__name"
 # holds exactly the machines the last two and the rule's flags let through, in this grouping's order.
 SITES_SQL = f"""
 SELECT provider.name, site.site, site.country, site.region, gpu_type.name, site.gpu_count,
-       site.memory_per_gpu_mib, site.interconnect, site.slowest_gbps,
+       site.memory_per_gpu_mib, site.interconnect, site.site_gbps,
        site.ids, site.provider_machine_ids, site.prices_per_gpu_hour, site.booking_limits_hours
 FROM (
     SELECT m.provider_id, m.site, m.gpu_type_id, m.gpu_count, m.memory_per_gpu_mib, m.interconnect,
            m.country, m.region,
-           min(m.interconnect_gbps) AS slowest_gbps,
+           min(m.interconnect_gbps) AS site_gbps,
            (array_agg(m.id ORDER BY m.price_per_gpu_hour, m.id))[1:{MACHINES_PER_SITE}] AS ids,
            (array_agg(m.provider_machine_id ORDER BY m.price_per_gpu_hour, m.id))[1:{MACHINES_PER_SITE}]
                AS provider_machine_ids,

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from django.db.models import QuerySet
 from django.utils.translation import gettext_lazy
 
+from catalog import database
 from catalog.models import GpuType, ImagePipeline, LanguageModel, Machine, MeasuredSpeed, SpeechModel
 from sizing import offers, specs
 from sizing.calculators.vllm import DRIVER_RESERVED_BYTES
@@ -228,9 +229,13 @@ def gpu_types_usable() -> list[UsableMemory]:
     records one, else nvidia-smi's figure less what the driver keeps from CUDA (`sizing`'s 469 MiB)."""
     reserved_mib = DRIVER_RESERVED_BYTES // MIB
     found = []
-    for name, memory_mib, usable_mib, source in GpuType.objects.order_by("vendor", "name").values_list(
-        "name", "memory_mib", "usable_memory_mib", "usable_memory_source"
-    ):
+    # A plain statement: every cluster answer reads these few rows, and compiling the ORM's query would
+    # cost several times what running it does.
+    with database.reads().cursor() as cursor:
+        cursor.execute("SELECT name, memory_mib, usable_memory_mib, usable_memory_source "
+                       "FROM catalog_gputype ORDER BY vendor, name")
+        rows = cursor.fetchall()
+    for name, memory_mib, usable_mib, source in rows:
         if usable_mib:
             found.append(UsableMemory(name, usable_mib, source))
         else:
