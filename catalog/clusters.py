@@ -156,6 +156,25 @@ def _windowed_sites(preferences: Preferences, now: datetime) -> list[ClusterSite
     return [_cluster_site(machines) for machines in sites.values()]
 
 
+def site_of(machine_ids: list[int]) -> ClusterSite | None:
+    """Exactly these machines as one site, cheapest first, or None where they are not one: one is
+    missing or may not join a cluster, or they differ in what makes machines interchangeable. Their
+    availability now is not asked: this describes a cluster (its sizing, words and commands), and
+    booking it checks each machine again."""
+    ids = set(machine_ids)
+    rows = list(
+        Machine.objects.filter(cluster_rule.can_join_cluster_q(), pk__in=ids)
+        .annotate(site_gbps=F("interconnect_gbps"))
+        .values_list(*_COLUMNS, named=True)
+    )
+    if len(rows) != len(ids) or len(ids) < MIN_MACHINES_PER_SITE:
+        return None
+    if len({tuple(getattr(row, column) for column in _SITE_COLUMNS) for row in rows}) != 1:
+        return None
+    slowest = min(row.site_gbps for row in rows)
+    return _cluster_site([row._replace(site_gbps=slowest) for row in rows])
+
+
 def _cluster_site(rows: list) -> ClusterSite:
     first = rows[0]
     machines = sorted(

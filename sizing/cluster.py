@@ -307,6 +307,29 @@ def _shared_need(words: str, model, precision: int, kv_bits: int, context: int, 
         return error.message
 
 
+def plan_of(model, precision: int, kv_bits: int, context: int, requests: int, site: ClusterSite, *,
+            utilization: Fraction = DEFAULT_UTILIZATION, usable_mib=None) -> ClusterPlan | str:
+    """Every machine `site` lists as one cluster (pipeline parallel = their number), or why vLLM does
+    not serve the workload on them (a split it refuses, or more than its budget per GPU)."""
+    usable = usable_memory_mib(site.gpu_type, site.memory_per_gpu_mib, usable_mib)
+    need = _shared_need(language(), model, precision, kv_bits, context, requests, site.gpu_count,
+                        len(site.machines), usable * MIB, utilization)
+    if isinstance(need, str):
+        return need
+    if not need.fits:
+        return over_budget_words(len(site.machines), site.gpu_count, site.gpu_type, need)
+    return _plan(model, precision, kv_bits, context, requests, site, need)
+
+
+def over_budget_words(machines: int, gpus_per_machine: int, gpu_type: str, need: ClusterNeed) -> str:
+    """Why a cluster of this shape does not hold the workload: its need per GPU over vLLM's budget."""
+    return gettext(
+        "%(machines)s machines of %(gpus)s × %(gpu)s need %(need)s per GPU for this workload, more than "
+        "vLLM's budget of %(budget)s."
+    ) % {"machines": machines, "gpus": gpus_per_machine, "gpu": gpu_type, "need": fmt_gib(need.need_bytes),
+         "budget": fmt_gib(need.budget_bytes)}
+
+
 def plan_clusters(model, precision: int, kv_bits: int, context: int, requests: int, sites, *,
                   utilization: Fraction = DEFAULT_UTILIZATION, usable_mib=None) -> tuple[ClusterPlan, ...]:
     """One plan per site that can hold the workload, cheapest first (`search_clusters`)."""

@@ -14,9 +14,16 @@ from datetime import datetime
 from django.utils.translation import gettext, ngettext
 
 from catalog import rows as catalog_rows
-from sizing.cluster import ClusterPlan, cluster_need, search_clusters, usable_memory_mib
+from sizing.cluster import (
+    ClusterPlan,
+    cluster_need,
+    over_budget_words,
+    plan_of,
+    search_clusters,
+    usable_memory_mib,
+)
 from sizing.errors import SizingError
-from sizing.units import MIB, fmt_gib, gib_number, money_string
+from sizing.units import MIB, gib_number, money_string
 from sizing.wording.common import per_hour
 from sizing.wording.empty import Hint
 from sizing.wording.machine import BudgetCover, budget_cover
@@ -186,11 +193,41 @@ def cluster_does_not_hold(query: WorkloadQuery, model_row, *, gpu_type: str, gpu
         return error.message
     if need.fits:
         return None
-    return gettext(
-        "%(machines)s machines of %(gpus)s × %(gpu)s need %(need)s per GPU for this workload, more than "
-        "vLLM's budget of %(budget)s."
-    ) % {"machines": machines, "gpus": gpus_per_machine, "gpu": gpu_type, "need": fmt_gib(need.need_bytes),
-         "budget": fmt_gib(need.budget_bytes)}
+    return over_budget_words(machines, gpus_per_machine, gpu_type, need)
+
+
+def cluster_machine_ids(text: str) -> list[int] | None:
+    """The machine ids a cluster's address names ("12,34"), or None where it names no cluster: fewer
+    than two, more than a site lists, or anything but distinct ids."""
+    from catalog.clusters import MACHINES_PER_SITE, MIN_MACHINES_PER_SITE
+
+    parts = text.split(",") if text else []
+    if not MIN_MACHINES_PER_SITE <= len(parts) <= MACHINES_PER_SITE:
+        return None
+    if not all(part.isascii() and part.isdigit() and len(part) <= 18 for part in parts):
+        return None
+    ids = [int(part) for part in parts]
+    return ids if len(set(ids)) == len(ids) else None
+
+
+def cluster_offer_of(query: WorkloadQuery, model_row, machine_ids: list[int]) -> ClusterOffer | str:
+    """Exactly these machines as one cluster for the query, with what its budget covers (a cluster's
+    details page), or why they are none."""
+    from catalog.clusters import site_of
+
+    if not plans_clusters(query, model_row):
+        return gettext("Only a language model served for inference runs on a cluster.")
+    site = site_of(machine_ids)
+    if site is None:
+        return gettext("These machines do not form a cluster: each must exist, may join one, and all must be "
+                       "identical machines of one provider at one site.")
+    usable = {usable.gpu_type: usable.mib for usable in catalog_rows.gpu_types_usable()}
+    spec = catalog_rows.language_model_spec(model_row)
+    plan = plan_of(spec, query.precision, query.kv_bits, query.context, query.requests, site,
+                   usable_mib=usable)
+    if isinstance(plan, str):
+        return plan
+    return ClusterOffer(plan, budget_cover(query.budget, plan.price_per_hour, plan.booking_limit_hours))
 
 
 def cluster_constraint(query: WorkloadQuery) -> tuple[str, str]:

@@ -5,6 +5,7 @@ from . import views
 app_name = "wizard"
 urlpatterns = [
     path("", views.wizard, name="start"),
+    path("cluster/", views.cluster, name="cluster"),
     path("secure-and-community/", views.tiers, name="tiers"),
     path("calculators/", views.calculators, name="calculators"),
 ]

@@ -10,6 +10,7 @@ from django.shortcuts import render
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.translation import get_language
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET
 from django_htmx.http import push_url, reswap, retarget
 
@@ -25,6 +26,7 @@ from nodelodge.recommendations.capacity import (
     with_usable_memory,
 )
 from nodelodge.recommendations.capacity import query_from as capacity_query_from
+from nodelodge.recommendations.clusters import cluster_machine_ids, cluster_offer_of
 from nodelodge.recommendations.messages import error_list, field_labels, messages_for, reworded
 from nodelodge.recommendations.model_choices import model_row, precision_options, suits
 from nodelodge.recommendations.query import (
@@ -250,6 +252,40 @@ def _wizard_answer(request, partial: str | None) -> tuple[HttpResponse, dict]:
     if request.htmx and "workload" in params:
         response = push_url(response, context["page_address"])
     return response, stored
+
+
+@require_GET
+@page_rate_limited
+@database.reads_replica_first
+def cluster(request):
+    """One cluster of an answer (`?<the answer's query>&machines=<ids>`): what each GPU holds, the
+    assumptions, the confidence and the commands that start it, with its Launch cluster button. The
+    Clusters panel loads the details part when a cluster is opened (HTMX); without JavaScript its link
+    opens this page."""
+    params = request.GET
+    values, row = _form_values(params)
+    problem, offer = None, None
+    machine_ids = cluster_machine_ids(params.get("machines", ""))
+    try:
+        query = parse_query(values, get_language())
+    except QueryError as error:
+        problem = " ".join(str(message) for message in error.errors.values())
+    else:
+        if machine_ids is None:
+            problem = _("Name the cluster's machines by their ids: machines=12,34 (at least two).")
+        else:
+            offer = cluster_offer_of(query, row, machine_ids)
+            if isinstance(offer, str):
+                problem, offer = offer, None
+    query_string = query.as_query_string() if problem is None else _public_query(params)
+    context = {"problem": problem, "query_string": query_string, "c": None}
+    if offer is not None:
+        [context["c"]] = [offer.to_dict()]
+        add_cluster_words([context["c"]])
+    status = 400 if problem else 200
+    if request.htmx:
+        return render(request, "wizard/cluster.html#detail", context, status=status)
+    return render(request, "wizard/cluster.html", context, status=status)
 
 
 @require_GET

@@ -1,7 +1,8 @@
 """The Clusters section on every screen size the console names (1,024, 1,440 and 1,920 px desktops, a
 390 px phone), in English and German, in Debian's chromium: the first cluster's shape, its need per GPU
 and its Launch cluster button on screen without scrolling sideways, its details open onto the per-GPU
-items and both commands with their copy buttons; axe-core over it."""
+items and both commands with their copy buttons (loaded when opened); without JavaScript, the details'
+link opens the cluster's own page with its commands and Launch button; axe-core over it."""
 from pathlib import Path
 
 import pytest
@@ -60,4 +61,28 @@ def test_the_first_cluster_and_its_launch_button_are_on_screen(browser, live_ser
     row.screenshot(path=str(ARTIFACTS / f"clusters-{language}-{width}-open.png"))
     if width in (390, 1440):
         assert_accessible(page, f"clusters at {width} px ({language})")
+    context.close()
+
+
+@pytest.mark.parametrize("width", [1440, 390])
+def test_without_javascript_a_clusters_link_opens_its_page_with_commands_and_launch(browser, live_server,
+                                                                                     h100_site, width):
+    context = browser.new_context(viewport={"width": width, "height": 900}, java_script_enabled=False)
+    page = context.new_page()
+    page.goto(f"{live_server.url}/?{LLAMA_405B_8K}")
+    row = page.get_by_test_id("clusters").get_by_test_id("cluster-row").first
+    row.locator("summary").click()
+    link = row.get_by_test_id("cluster-detail-link")
+    expect(link).to_be_visible()
+    link.click()
+    expect(page.get_by_test_id("cluster-page")).to_be_visible()
+    expect(page.get_by_role("heading", level=1)).to_contain_text("2 × (8 × H100 SXM 80GB)")
+    expect(page.get_by_test_id("cluster-vllm")).to_contain_text("--pipeline-parallel-size 2")
+    expect(page.get_by_test_id("cluster-sglang")).to_contain_text("--nnodes 2 --node-rank 1")
+    launch = page.get_by_test_id("cluster-launch").get_by_role("button")
+    expect(launch).to_be_in_viewport()
+    assert_inside_viewport(page, launch, "Launch cluster")
+    assert page.evaluate(OVERFLOWS) == []
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"cluster-page-{width}.png"), full_page=True)
     context.close()

@@ -3,6 +3,7 @@
 API, its schema, the address, the command and "Constraints applied"; and an answer that needs no cluster
 reads no cluster site."""
 import json
+import re
 from decimal import Decimal
 
 import pytest
@@ -171,13 +172,17 @@ def test_the_command_prints_the_clusters(h100_site, capsys):
     assert body["clusters"][0]["machines"] == 2
 
 
-def test_the_page_shows_the_clusters_with_their_commands_and_launch_button(client, h100_site):
+def test_the_page_shows_the_clusters_with_their_launch_button_and_a_link_to_their_commands(client, h100_site):
     page = client.get(f"/?{LLAMA_405B_8K}").content.decode()
     assert 'data-testid="clusters"' in page and 'data-testid="cluster-row"' in page
     assert "2 × (8 × H100 SXM 80GB)" in page and "TP 8 × PP 2" in page
     assert "51.05 of 71.27 GiB" in page
-    assert "ray start --head --port=6379\nray start --address=&lt;head&gt;:6379\nvllm serve" in page
-    assert "--tp 16 --nnodes 2 --node-rank 0" in page
+    # The details (items, commands) are loaded when a cluster is opened, or followed by its link.
+    assert "ray start" not in page
+    detail = re.search(r'<a href="(/cluster/\?[^"]+)" data-testid="cluster-detail-link"', page).group(1)
+    cluster_page = client.get(detail.replace("&amp;", "&")).content.decode()
+    assert "ray start --head --port=6379\nray start --address=&lt;head&gt;:6379\nvllm serve" in cluster_page
+    assert "--tp 16 --nnodes 2 --node-rank 0" in cluster_page
     assert 'data-testid="launch-group-form"' in page and 'name="kind" value="cluster"' in page
     ids = f"{h100_site[0].id}:8,{h100_site[1].id}:8"
     assert f'name="machines" value="{ids}"' in page and 'name="price_per_hour" value="40.00"' in page
