@@ -12,7 +12,7 @@ from random import Random
 from unittest import mock
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
@@ -340,3 +340,23 @@ def test_the_partial_index_serves_the_statement(fleet):
         cursor.execute(f"EXPLAIN {statement}")
         plan = "\n".join(row[0] for row in cursor.fetchall())
     assert "catalog_machine_cluster_idx" in plan, plan
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.postgresql(reason="reads PostgreSQL's plan (EXPLAIN) to see the index cover the statement")
+def test_the_index_carries_every_column_the_sites_statement_reads(fleet):
+    for number in range(4):
+        node(fleet, provider_machine_id=f"v{number}", booking_limit_hours=24 if number else None)
+    with connection.cursor() as cursor:
+        cursor.execute("VACUUM ANALYZE catalog_machine")  # as autovacuum leaves a table between writes
+    with CaptureQueriesContext(connection) as queries:
+        [site] = cluster_sites(Preferences(countries=frozenset({"DE"})))
+    [statement] = [query["sql"] for query in queries]
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        cursor.execute(f"EXPLAIN {statement}")
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+    # Every column the statement reads is in the index: where the table's pages are all visible (as
+    # vacuum leaves them), no machine's row is fetched.
+    assert "Index Only Scan using catalog_machine_cluster_idx" in plan, plan
+    assert [machine.booking_limit_hours for machine in site.machines] == [None, 24, 24, 24]
