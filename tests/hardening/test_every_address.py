@@ -46,7 +46,7 @@ STEPS = {
     "logout", "password_change", "password_change_done", "password_reset_confirm", "signup_confirm",
     "launches:launch", "launches:review", "launches:list", "launches:stop", "switch_language",
     "launches:group_review", "launches:group_launch", "launches:group_stop",
-    "refresh:demo_feed",
+    "refresh:demo_feed", "wizard:cluster",
     "watches:create", "watches:act", "watches:unsubscribe", "watches:feed", "watches:token_create",
     "watches:token_revoke",
 }
@@ -114,6 +114,17 @@ def test_every_api_operation_answers_json(client, catalog_fleet):
     assert client.get(reverse("api:openapi-view")).status_code == 200
     root = client.get(reverse("api:api-root"))
     assert root.status_code == 404 and root["Content-Type"].startswith("application/json")
+
+
+@pytest.mark.parametrize("prefix", ["", "/de"])
+def test_a_clusters_page_answers_in_both_languages(client, h100_site, prefix):
+    query = "workload=inference&model=llama-3-1-405b&precision=16&context=8192&requests=1&clusters=show"
+    page = client.get(f"{prefix}{reverse('wizard:start')}?{query}").content.decode()
+    link = re.search(r'<a href="([^"]+)" data-testid="cluster-detail-link"', page).group(1).replace("&amp;", "&")
+    response = client.get(link)
+    assert response.status_code == 200
+    assert response["Content-Language"] == (prefix.strip("/") or "en")
+    assert b"<main" in response.content and b'data-testid="cluster-vllm"' in response.content
 
 
 def test_the_demo_feed_and_the_language_switch_answer(client, catalog_fleet):
