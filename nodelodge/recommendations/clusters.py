@@ -56,9 +56,11 @@ class ClusterOffer:
     def price_text(self) -> str:
         return per_hour(self.plan.price_per_hour)
 
-    def to_dict(self) -> dict:
+    def to_dict(self, *, details: bool = True) -> dict:
+        """The cluster as the API writes it; without `details`, what a table row shows (the
+        Clusters panel, whose details are loaded when opened): no items, words or commands."""
         plan, need, site = self.plan, self.plan.need, self.plan.site
-        return {
+        row = {
             "machine_ids": [machine.id for machine in plan.machines],
             "provider_machine_ids": [machine.provider_machine_id for machine in plan.machines],
             "provider": site.provider,
@@ -73,8 +75,6 @@ class ClusterOffer:
             "tensor_parallel": plan.tensor_parallel,
             "pipeline_parallel": plan.pipeline_parallel,
             "layers_per_stage": list(plan.layers_per_stage),
-            "items": [_item(item) for item in need.items],
-            "outside_budget": [_item(item) for item in need.outside],
             "need_per_gpu_bytes": need.need_bytes,
             "need_per_gpu_gib": gib_number(need.need_bytes),
             "budget_per_gpu_bytes": need.budget_bytes,
@@ -83,15 +83,21 @@ class ClusterOffer:
             "price_per_hour": money_string(plan.price_per_hour),
             "machine_prices_per_hour": [money_string(machine.price_per_hour) for machine in plan.machines],
             "hours_covered": float(self.hours_covered) if self.hours_covered is not None else None,
-            "budget_text": self.cover.text if self.cover is not None else None,
             "booking_limit_hours": plan.booking_limit_hours,
             "confidence": plan.confidence,
-            "confidence_reasons": list(plan.confidence_reasons),
-            "assumptions": list(plan.assumptions),
-            "vllm_commands": list(plan.vllm_commands),
-            "sglang_commands": list(plan.sglang_commands),
-            "sglang_note": plan.sglang_note,
         }
+        if details:
+            row.update({
+                "items": [_item(item) for item in need.items],
+                "outside_budget": [_item(item) for item in need.outside],
+                "budget_text": self.cover.text if self.cover is not None else None,
+                "confidence_reasons": list(plan.confidence_reasons),
+                "assumptions": list(plan.assumptions),
+                "vllm_commands": list(plan.vllm_commands),
+                "sglang_commands": list(plan.sglang_commands),
+                "sglang_note": plan.sglang_note,
+            })
+        return row
 
 
 def _item(item) -> dict:
@@ -123,9 +129,9 @@ class ClusterAnswer:
                            "preferences right now.")
         return None
 
-    def to_dict(self) -> dict:
+    def to_dict(self, *, details: bool = True) -> dict:
         return {
-            "clusters": [offer.to_dict() for offer in self.offers],
+            "clusters": [offer.to_dict(details=details) for offer in self.offers],
             "clusters_total": self.total,
             "clusters_over_price": self.over_price,
             "clusters_note": self.note,
@@ -135,9 +141,10 @@ class ClusterAnswer:
 NO_CLUSTERS = {"clusters": [], "clusters_total": 0, "clusters_over_price": 0, "clusters_note": None}
 
 
-def clusters_payload(answer) -> dict:
-    """An answer's clusters as the API writes them (none where it planned none)."""
-    return answer.clusters.to_dict() if answer.clusters is not None else dict(NO_CLUSTERS)
+def clusters_payload(answer, *, details: bool = True) -> dict:
+    """An answer's clusters as the API writes them (none where it planned none); without `details`,
+    as the Clusters panel lists them (`ClusterOffer.to_dict`)."""
+    return answer.clusters.to_dict(details=details) if answer.clusters is not None else dict(NO_CLUSTERS)
 
 
 def plans_clusters(query: WorkloadQuery, model_row) -> bool:

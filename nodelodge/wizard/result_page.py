@@ -44,7 +44,8 @@ class ResultPage:
         if data["throughput_plan"]:
             for plan in data["throughput_plan"]["plans"]:
                 self._plan_rows(plan)
-        data.update(clusters_payload(self.answer))
+        # The panel lists each cluster's row; its details are a page of their own (wizard:cluster).
+        data.update(clusters_payload(self.answer, details=False))
         return data
 
     def _plan_rows(self, plan: dict) -> None:

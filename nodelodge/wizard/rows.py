@@ -35,7 +35,7 @@ def add_cluster_words(clusters: list[dict]) -> None:
         # What the Launch cluster form books: every machine whole.
         row["group_machines"] = [{"id": machine_id, "gpus": row["gpus_per_machine"]}
                                  for machine_id in row["machine_ids"]]
-        for item in row["items"] + row["outside_budget"]:
+        for item in row.get("items", []) + row.get("outside_budget", []):  # a cluster's details
             item["gib_text"] = gib2(item["gib"])
 
 
