@@ -69,10 +69,11 @@ _SITE_COLUMNS = ("provider__name", "site", "country", "region", "gpu_type__name"
                  "memory_per_gpu_mib", "interconnect")
 
 # One row per site: the machines that may join a cluster now, grouped by the site's key (`SITE_KEY`),
-# each site's machines gathered cheapest first. The conditions: {available} the availability rule,
+# each site's machines gathered cheapest first (at most {machines_per_site} of a site of at least
+# {min_machines}). The conditions: {available} the availability rule,
 # {joins} the cluster rule, {tier} the tier preference. The partial index catalog_machine_cluster_idx
 # holds exactly the machines the last two and the rule's flags let through, in this grouping's order.
-SITES_SQL = f"""
+SITES_SQL = """
 SELECT provider.name, site.site, site.country, site.region, gpu_type.name, site.gpu_count,
        site.memory_per_gpu_mib, site.interconnect, site.site_gbps,
        site.ids, site.provider_machine_ids, site.prices_per_gpu_hour, site.booking_limits_hours
@@ -80,23 +81,23 @@ FROM (
     SELECT m.provider_id, m.site, m.gpu_type_id, m.gpu_count, m.memory_per_gpu_mib, m.interconnect,
            m.country, m.region,
            min(m.interconnect_gbps) AS site_gbps,
-           (array_agg(m.id ORDER BY m.price_per_gpu_hour, m.id))[1:{MACHINES_PER_SITE}] AS ids,
-           (array_agg(m.provider_machine_id ORDER BY m.price_per_gpu_hour, m.id))[1:{MACHINES_PER_SITE}]
+           (array_agg(m.id ORDER BY m.price_per_gpu_hour, m.id))[1:{machines_per_site}] AS ids,
+           (array_agg(m.provider_machine_id ORDER BY m.price_per_gpu_hour, m.id))[1:{machines_per_site}]
                AS provider_machine_ids,
-           (array_agg(m.price_per_gpu_hour ORDER BY m.price_per_gpu_hour, m.id))[1:{MACHINES_PER_SITE}]
+           (array_agg(m.price_per_gpu_hour ORDER BY m.price_per_gpu_hour, m.id))[1:{machines_per_site}]
                AS prices_per_gpu_hour,
-           (array_agg(m.booking_limit_hours ORDER BY m.price_per_gpu_hour, m.id))[1:{MACHINES_PER_SITE}]
+           (array_agg(m.booking_limit_hours ORDER BY m.price_per_gpu_hour, m.id))[1:{machines_per_site}]
                AS booking_limits_hours
     FROM catalog_machine m
-    WHERE {{available}} AND {{joins}} AND {{tier}}
+    WHERE {available} AND {joins} AND {tier}
       AND m.free_gpus = m.gpu_count
     GROUP BY m.provider_id, m.site, m.gpu_type_id, m.gpu_count, m.memory_per_gpu_mib, m.interconnect,
              m.country, m.region
-    HAVING count(*) >= {MIN_MACHINES_PER_SITE}
+    HAVING count(*) >= {min_machines}
 ) site
 JOIN catalog_provider provider ON provider.id = site.provider_id
 JOIN catalog_gputype gpu_type ON gpu_type.id = site.gpu_type_id
-"""  # noqa: S608 (constants and the rules' SQL forms; every value is a parameter)
+"""
 
 
 def sites_statement(preferences: Preferences, now: datetime) -> tuple[str, list]:
@@ -105,7 +106,9 @@ def sites_statement(preferences: Preferences, now: datetime) -> tuple[str, list]
                                                                   preferences.countries)
     joins, joins_params = cluster_rule.can_join_cluster_sql()
     tier, tier_params = preferences_sql.tier_sql(preferences)
-    sql = SITES_SQL.format(available=available, joins=joins, tier=tier)
+    # The rules' SQL forms and constants; every value is a parameter.
+    sql = SITES_SQL.format(available=available, joins=joins, tier=tier,
+                           machines_per_site=MACHINES_PER_SITE, min_machines=MIN_MACHINES_PER_SITE)
     return sql, [*available_params, *joins_params, *tier_params]
 
 
