@@ -11,11 +11,15 @@ site. Prices do not filter: a cluster's price is the sum of its machines', which
 with the price limit and the budget.
 
 On PostgreSQL one statement you can read (`SITES_SQL`) groups the machines and returns one row per
-site, its machines' columns gathered cheapest first (`array_agg … ORDER BY`, cut at MACHINES_PER_SITE);
-its conditions are the rules' SQL forms, and the provider's and GPU type's names are joined to the few
-site rows, not to every machine. SQLite, whose aggregates take rows in no promised order, reads each
-site's machines with window functions through the ORM and they are grouped here. Both read the same
-sites (a test compares them on random fleets).
+site, its machines' ids and prices gathered cheapest first (`array_agg … ORDER BY`, cut at
+MACHINES_PER_SITE); its conditions are the rules' SQL forms, and the provider's and GPU type's names are
+joined to the few site rows, not to every machine. SQLite, whose aggregates take rows in no promised
+order, reads each site's machines with window functions through the ORM and they are grouped here. Both
+read the same sites (a test compares them on random fleets).
+
+A search needs only the ids and prices; what a cluster's row and booking show of its machines besides
+(the provider's ids, the booking limits) is read for the clusters an answer shows (`with_machines`), in
+one more small statement: each ordered gathering costs the sites statement a sort per site.
 """
 from __future__ import annotations
 
@@ -29,7 +33,7 @@ from catalog import availability, cluster_rule, database
 from catalog.counting import availability_sql, preferences_sql
 from catalog.models import Machine
 from catalog.preferences import tier_q
-from sizing.cluster import CLUSTER_TIER, ClusterMachine, ClusterSite
+from sizing.cluster import CLUSTER_TIER, ClusterMachine, ClusterPlan, ClusterSite
 from sizing.offers import Preferences
 from sizing.preferences import ANY_TIER
 
@@ -44,15 +48,15 @@ MIN_MACHINES_PER_SITE = 2
 # What makes machines of one site interchangeable in a cluster (see the module's docstring).
 SITE_KEY = ("provider_id", "site", "gpu_type_id", "gpu_count", "memory_per_gpu_mib", "interconnect",
             "country", "region")
-_COLUMNS = ("id", "provider_machine_id", "price_per_gpu_hour", "booking_limit_hours", "provider__name",
-            "site", "country", "region", "gpu_type__name", "gpu_count", "memory_per_gpu_mib", "interconnect",
-            "site_gbps")
+_COLUMNS = ("id", "price_per_gpu_hour", "provider__name", "site", "country", "region", "gpu_type__name",
+            "gpu_count", "memory_per_gpu_mib", "interconnect", "site_gbps")
 
 
 def cluster_sites(preferences: Preferences, *, now: datetime | None = None) -> tuple[ClusterSite, ...]:
     """The sites where a cluster may be formed now, in a fixed order: the cheapest machine's price per
     hour, then provider, site and GPU type (then the rest of the site's key, so the order is total).
-    Each site lists at most MACHINES_PER_SITE of its machines, cheapest first (price per hour, then id)."""
+    Each site lists at most MACHINES_PER_SITE of its machines, cheapest first (price per hour, then id):
+    their ids and prices (`with_machines` reads the rest for the plans shown)."""
     if preferences.tier not in (ANY_TIER, CLUSTER_TIER):
         return ()
     now = now or timezone.now()
@@ -69,25 +73,20 @@ _SITE_COLUMNS = ("provider__name", "site", "country", "region", "gpu_type__name"
                  "memory_per_gpu_mib", "interconnect")
 
 # One row per site: the machines that may join a cluster now, grouped by the site's key (`SITE_KEY`),
-# each site's machines gathered cheapest first (at most {machines_per_site} of a site of at least
-# {min_machines}). The conditions: {available} the availability rule,
-# {joins} the cluster rule, {tier} the tier preference. The partial index catalog_machine_cluster_idx
-# holds exactly the machines the last two and the rule's flags let through, in this grouping's order.
+# each site's machines' ids and prices gathered cheapest first (at most {machines_per_site} of a site of at
+# least {min_machines}). The conditions: {available} the availability rule, {joins} the cluster rule,
+# {tier} the tier preference. The partial index catalog_machine_cluster_idx holds exactly the machines the
+# last two and the rule's flags let through, in this grouping's order.
 SITES_SQL = """
 SELECT provider.name, site.site, site.country, site.region, gpu_type.name, site.gpu_count,
-       site.memory_per_gpu_mib, site.interconnect, site.site_gbps,
-       site.ids, site.provider_machine_ids, site.prices_per_gpu_hour, site.booking_limits_hours
+       site.memory_per_gpu_mib, site.interconnect, site.site_gbps, site.ids, site.prices_per_gpu_hour
 FROM (
     SELECT m.provider_id, m.site, m.gpu_type_id, m.gpu_count, m.memory_per_gpu_mib, m.interconnect,
            m.country, m.region,
            min(m.interconnect_gbps) AS site_gbps,
            (array_agg(m.id ORDER BY m.price_per_gpu_hour, m.id))[1:{machines_per_site}] AS ids,
-           (array_agg(m.provider_machine_id ORDER BY m.price_per_gpu_hour, m.id))[1:{machines_per_site}]
-               AS provider_machine_ids,
            (array_agg(m.price_per_gpu_hour ORDER BY m.price_per_gpu_hour, m.id))[1:{machines_per_site}]
-               AS prices_per_gpu_hour,
-           (array_agg(m.booking_limit_hours ORDER BY m.price_per_gpu_hour, m.id))[1:{machines_per_site}]
-               AS booking_limits_hours
+               AS prices_per_gpu_hour
     FROM catalog_machine m
     WHERE {available} AND {joins} AND {tier}
       AND m.free_gpus = m.gpu_count
@@ -118,15 +117,7 @@ def _grouped_sites(preferences: Preferences, now: datetime) -> list[ClusterSite]
     with database.reads().cursor() as cursor:
         cursor.execute(sql, params)
         rows = cursor.fetchall()
-    found = []
-    for *site, gbps, ids, machine_ids, prices, limits in rows:
-        gpus = site[5]
-        # The price per hour of the whole machine: its price per GPU-hour on all its GPUs. (Made from
-        # the columns in ClusterMachine's field order: a large fleet's answer makes about a thousand.)
-        hourly = [price * gpus for price in prices]
-        machines = tuple(map(ClusterMachine._make, zip(ids, machine_ids, hourly, limits, strict=True)))
-        found.append(_site(site, gbps, machines))
-    return found
+    return [_site(site, gbps, tuple(ids), tuple(prices)) for *site, gbps, ids, prices in rows]
 
 
 def _windowed_sites(preferences: Preferences, now: datetime) -> list[ClusterSite]:
@@ -179,33 +170,54 @@ def site_of(machine_ids: list[int]) -> ClusterSite | None:
 
 def _cluster_site(rows: list) -> ClusterSite:
     first = rows[0]
-    machines = sorted(
-        (
-            ClusterMachine(
-                id=row.id,
-                provider_machine_id=row.provider_machine_id,
-                # The price per hour of the whole machine: its price per GPU-hour on all its GPUs.
-                price_per_hour=row.price_per_gpu_hour * row.gpu_count,
-                booking_limit_hours=row.booking_limit_hours,
-            )
-            for row in rows
-        ),
-        key=lambda machine: (machine.price_per_hour, machine.id),
-    )
+    # Machines of a site have one GPU count: cheapest first by price per GPU-hour is by price per hour.
+    ordered = sorted(rows, key=lambda row: (row.price_per_gpu_hour, row.id))
     site = tuple(getattr(first, column) for column in _SITE_COLUMNS)
-    return _site(site, first.site_gbps, tuple(machines))
+    return _site(site, first.site_gbps, tuple(row.id for row in ordered),
+                 tuple(row.price_per_gpu_hour for row in ordered))
 
 
-def _site(site: tuple, gbps: int, machines: tuple[ClusterMachine, ...]) -> ClusterSite:
-    """A site from its columns (`_SITE_COLUMNS`' order), its slowest link and its machines."""
+def _site(site: tuple, gbps: int, machine_ids: tuple[int, ...], prices: tuple) -> ClusterSite:
+    """A site from its columns (`_SITE_COLUMNS`' order), its slowest link and its machines' ids and prices
+    per GPU-hour, cheapest first."""
     provider, name, country, region, gpu_type, gpu_count, memory_per_gpu_mib, interconnect = site
     return ClusterSite(
         provider=provider, site=name, country=country or None, region=region, gpu_type=gpu_type,
         gpu_count=gpu_count, memory_per_gpu_mib=memory_per_gpu_mib, interconnect=interconnect,
-        interconnect_gbps=gbps, machines=machines,
+        interconnect_gbps=gbps, machine_ids=machine_ids, prices_per_gpu_hour=prices,
     )
 
 
 def _site_order(site: ClusterSite) -> tuple:
-    return (site.machines[0].price_per_hour, site.provider, site.site, site.gpu_type, site.gpu_count,
+    return (site.prices_per_gpu_hour[0], site.provider, site.site, site.gpu_type, site.gpu_count,
             site.memory_per_gpu_mib, site.interconnect, site.country or "", site.region)
+
+
+MACHINES_SQL = "SELECT id, provider_machine_id, booking_limit_hours FROM catalog_machine WHERE id = ANY(%s)"
+
+
+def with_machines(plans: list[ClusterPlan]) -> list[ClusterPlan]:
+    """The plans with their machines (the provider's ids and booking limits besides the ids and prices
+    the search had), read in one statement for all of them: an answer reads them for the clusters it
+    shows. A plan one of whose machines is no longer in the catalog is left out."""
+    wanted = {machine_id for plan in plans for machine_id in plan.machine_ids}
+    if not wanted:
+        return []
+    ids, connection = sorted(wanted), database.reads()
+    if connection.vendor == "postgresql":
+        # Plain SQL where an answer reads it: compiling the ORM's statement costs more than running it.
+        with connection.cursor() as cursor:
+            cursor.execute(MACHINES_SQL, [ids])
+            rows = cursor.fetchall()
+    else:
+        rows = Machine.objects.filter(pk__in=ids).values_list("id", "provider_machine_id", "booking_limit_hours")
+    details = {machine_id: (provider_machine_id, limit) for machine_id, provider_machine_id, limit in rows}
+    found = []
+    for plan in plans:
+        if not all(machine_id in details for machine_id in plan.machine_ids):
+            continue
+        found.append(plan.with_machines(tuple(
+            ClusterMachine(machine_id, details[machine_id][0], price, details[machine_id][1])
+            for machine_id, price in zip(plan.machine_ids, plan.machine_prices_per_hour, strict=True)
+        )))
+    return found

@@ -6,10 +6,11 @@ the planner (`plan_clusters`) sizes each site's smallest cluster that holds the 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal
 from fractions import Fraction
 from functools import cached_property, lru_cache
+from operator import itemgetter
 from typing import NamedTuple
 
 from .breakdown import Item
@@ -46,9 +47,8 @@ def can_join_cluster(*, tier: str, site: str, interconnect: str, interconnect_gb
 
 
 class ClusterMachine(NamedTuple):
-    """One machine a cluster may take: every one of its GPUs is free. (A named tuple: a site of a large
-    fleet lists hundreds of them per answer, and a tuple is made several times faster than a frozen
-    dataclass.)"""
+    """One machine of a cluster, with what its row and its booking show: the provider's id for it and its
+    booking limit (read for the clusters an answer shows, `ClusterPlan.machines`)."""
 
     id: int
     provider_machine_id: str
@@ -56,10 +56,10 @@ class ClusterMachine(NamedTuple):
     booking_limit_hours: int | None = None
 
 
-@dataclass(frozen=True)
-class ClusterSite:
-    """Identical machines of one provider at one site that may form a cluster, cheapest first
-    (price per hour, then id)."""
+class ClusterSite(NamedTuple):
+    """Identical machines of one provider at one site that may form a cluster, cheapest first (price per
+    hour, then id): their ids and prices only, which is all a search over a few hundred sites needs. (A
+    named tuple, as `ClusterMachine`: an answer makes a few hundred.)"""
 
     provider: str
     site: str
@@ -70,7 +70,12 @@ class ClusterSite:
     memory_per_gpu_mib: int  # as the machine reports it (nvidia-smi's total)
     interconnect: str
     interconnect_gbps: int
-    machines: tuple[ClusterMachine, ...]
+    machine_ids: tuple[int, ...]
+    prices_per_gpu_hour: tuple[Decimal, ...]  # each machine's, in the order of `machine_ids`
+
+    def price_per_hour(self, machines: int) -> Decimal:
+        """What its `machines` cheapest machines cost per hour together, all their GPUs."""
+        return sum(self.prices_per_gpu_hour[:machines], Decimal(0)) * self.gpu_count
 
 
 # --- the planner -----------------------------------------------------------------------------------------
@@ -163,10 +168,10 @@ def cluster_need(model, precision: int, kv_bits: int, context: int, requests: in
 
 @dataclass(frozen=True)
 class ClusterPlan:
-    """The smallest cluster of one site that holds the workload, with what each GPU holds."""
+    """The smallest cluster of one site that holds the workload (its `pipeline_parallel` cheapest machines),
+    with what each GPU holds."""
 
     site: ClusterSite
-    machines: tuple[ClusterMachine, ...]
     need: ClusterNeed
     # The workload it was sized for: what its words and commands are written from. They are written only
     # when read (an answer shows ten of a few hundred plans).
@@ -175,6 +180,24 @@ class ClusterPlan:
     kv_bits: int
     context: int
     requests: int
+    # Its machines with the provider's ids and booking limits, in the order of `machine_ids`: read only for
+    # the plans an answer shows (`with_machines`); empty until then.
+    machines: tuple[ClusterMachine, ...] = ()
+
+    def with_machines(self, machines: tuple[ClusterMachine, ...]) -> ClusterPlan:
+        if tuple(machine.id for machine in machines) != self.machine_ids:
+            raise ValueError("a cluster's machines must be its own, in its order")
+        return replace(self, machines=machines)
+
+    @property
+    def machine_ids(self) -> tuple[int, ...]:
+        return self.site.machine_ids[:self.pipeline_parallel]
+
+    @property
+    def machine_prices_per_hour(self) -> tuple[Decimal, ...]:
+        """Each machine's price per hour (all its GPUs), in the order of `machine_ids`."""
+        gpus = self.site.gpu_count
+        return tuple(price * gpus for price in self.site.prices_per_gpu_hour[:self.pipeline_parallel])
 
     @cached_property
     def layers_per_stage(self) -> tuple[int, ...]:
@@ -227,27 +250,39 @@ class ClusterPlan:
     def gpus(self) -> int:
         return self.tensor_parallel * self.pipeline_parallel
 
-    @cached_property
+    @property
     def price_per_hour(self) -> Decimal:
-        return sum((machine.price_per_hour for machine in self.machines), Decimal(0))
+        return self.site.price_per_hour(self.pipeline_parallel)
 
     @property
     def booking_limit_hours(self) -> int | None:
-        """The shortest booking limit of its machines (None: none has one)."""
+        """The shortest booking limit of its machines (None: none has one). Read from `machines`."""
+        if not self.machines:
+            raise ValueError("a cluster's booking limits are read with its machines (with_machines)")
         limits = [machine.booking_limit_hours for machine in self.machines if machine.booking_limit_hours]
         return min(limits) if limits else None
-
-    @cached_property
-    def sort_key(self) -> tuple:
-        return (self.price_per_hour, self.site.provider, self.site.site, tuple(m.id for m in self.machines))
 
 
 @dataclass(frozen=True)
 class ClusterSearch:
-    """The plans, cheapest first, and the sites that could not form one, each with its reason."""
+    """The plans, cheapest first, and the sites that could not form one, each with its reason. A plan is
+    made when read: an answer shows ten of a few hundred (`cheapest`)."""
 
-    plans: tuple[ClusterPlan, ...]
+    found: tuple[tuple[tuple, ClusterSite, ClusterNeed], ...]  # (`_sort_key`, site, need), cheapest first
     skipped: tuple[tuple[ClusterSite, str], ...]
+    workload: tuple  # what the plans were sized for: model, precision, kv_bits, context, requests
+
+    @cached_property
+    def plans(self) -> tuple[ClusterPlan, ...]:
+        return tuple(self._plan(site, need) for _key, site, need in self.found)
+
+    def cheapest(self, max_price: Decimal | None, count: int) -> tuple[tuple[ClusterPlan, ...], int]:
+        """The `count` cheapest plans within `max_price` per hour (None: any price), and how many are."""
+        within = [(site, need) for key, site, need in self.found if max_price is None or key[0] <= max_price]
+        return tuple(self._plan(site, need) for site, need in within[:count]), len(within)
+
+    def _plan(self, site: ClusterSite, need: ClusterNeed) -> ClusterPlan:
+        return _plan(*self.workload, site, need)
 
 
 def usable_memory_mib(gpu_type: str, reported_mib: int, usable_mib=None) -> int:
@@ -262,31 +297,42 @@ def search_clusters(model, precision: int, kv_bits: int, context: int, requests:
     tensor parallel = GPUs per machine × pipeline parallel = machines under vLLM's budget. `usable_mib`:
     GPU type -> memory as CUDA reports it (the catalog's usable figure); a type not in it counts its
     reported memory less what the driver keeps."""
-    needs: dict[tuple[int, int, int], ClusterNeed | str] = {}  # sites of one shape share their sizing
+    # Sites of one shape (GPUs per machine, usable memory) differ only in how many machines they list: per
+    # shape, the counts sized so far (walking up from two) and the first that holds the workload or that
+    # vLLM refuses, (count, need or why not); None until one is found.
+    walked: dict[tuple[int, int], list] = {}
+    too_few: dict[tuple, str] = {}
     words = language()
-    plans, skipped = [], []
+    found_needs, skipped = [], []
     for site in sites:
         usable = usable_memory_mib(site.gpu_type, site.memory_per_gpu_mib, usable_mib)
-        found, reason = None, None
-        top = min(len(site.machines), model.layers)
-        for count in range(2, top + 1):
-            key = (site.gpu_count, usable, count)
-            if key not in needs:  # and answers share them too (`_shared_need`)
-                needs[key] = _shared_need(words, model, precision, kv_bits, context, requests, site.gpu_count,
-                                          count, usable * MIB, utilization)
-            need = needs[key]
-            if isinstance(need, str):
-                reason = need
-                break
-            if need.fits:
-                found = need
-                break
-        if found is None:
-            skipped.append((site, reason or _too_few_words(site, top)))
+        top = min(len(site.machine_ids), model.layers)
+        shape = walked.setdefault((site.gpu_count, usable), [1, None])
+        while shape[1] is None and shape[0] < top:
+            shape[0] += 1
+            need = _shared_need(words, model, precision, kv_bits, context, requests, site.gpu_count, shape[0],
+                                usable * MIB, utilization)  # answers share them too
+            if isinstance(need, str) or need.fits:
+                shape[1] = (shape[0], need)
+        if shape[1] is None or shape[1][0] > top:
+            key = (top, site.gpu_count, site.gpu_type)
+            if key not in too_few:
+                too_few[key] = _too_few_words(site, top)
+            skipped.append((site, too_few[key]))
             continue
-        plans.append(_plan(model, precision, kv_bits, context, requests, site, found))
-    plans.sort(key=lambda plan: plan.sort_key)
-    return ClusterSearch(plans=tuple(plans), skipped=tuple(skipped))
+        found = shape[1][1]
+        if isinstance(found, str):
+            skipped.append((site, found))
+            continue
+        found_needs.append((_sort_key(site, found.pipeline_parallel), site, found))
+    found_needs.sort(key=itemgetter(0))  # keys are unique: a site's machine ids are its own
+    return ClusterSearch(found=tuple(found_needs), skipped=tuple(skipped),
+                         workload=(model, precision, kv_bits, context, requests))
+
+
+def _sort_key(site: ClusterSite, machines: int) -> tuple:
+    """Cheapest first, then provider, site and the machines' ids."""
+    return (site.price_per_hour(machines), site.provider, site.site, site.machine_ids[:machines])
 
 
 # The sizings `search_clusters` shares: the same workload on the same shape of machine sizes the same, in
@@ -313,11 +359,11 @@ def plan_of(model, precision: int, kv_bits: int, context: int, requests: int, si
     not serve the workload on them (a split it refuses, or more than its budget per GPU)."""
     usable = usable_memory_mib(site.gpu_type, site.memory_per_gpu_mib, usable_mib)
     need = _shared_need(language(), model, precision, kv_bits, context, requests, site.gpu_count,
-                        len(site.machines), usable * MIB, utilization)
+                        len(site.machine_ids), usable * MIB, utilization)
     if isinstance(need, str):
         return need
     if not need.fits:
-        return over_budget_words(len(site.machines), site.gpu_count, site.gpu_type, need)
+        return over_budget_words(len(site.machine_ids), site.gpu_count, site.gpu_type, need)
     return _plan(model, precision, kv_bits, context, requests, site, need)
 
 
@@ -343,8 +389,8 @@ def _too_few_words(site: ClusterSite, top: int) -> str:
 
 
 def _plan(model, precision, kv_bits, context, requests, site: ClusterSite, need: ClusterNeed) -> ClusterPlan:
-    return ClusterPlan(site=site, machines=site.machines[:need.pipeline_parallel], need=need, model=model,
-                       precision=precision, kv_bits=kv_bits, context=context, requests=requests)
+    return ClusterPlan(site=site, need=need, model=model, precision=precision, kv_bits=kv_bits, context=context,
+                       requests=requests)
 
 
 def cluster_confidence(precision: int, tp: int, pp: int) -> tuple[str, tuple[str, ...]]:

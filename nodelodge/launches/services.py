@@ -170,7 +170,7 @@ def next_cluster(query_string: str, exclude_machine_id: int | None) -> dict | No
     if not plans_clusters(query, model_row):
         return None
     for offer in clusters_for(query, model_row).offers:
-        if all(machine.id != exclude_machine_id for machine in offer.plan.machines):
+        if exclude_machine_id not in offer.plan.machine_ids:
             return offer.to_dict()
     return None
 

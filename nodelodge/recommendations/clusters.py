@@ -50,7 +50,7 @@ class ClusterOffer:
     def shape(self) -> str:
         site = self.plan.site
         return gettext("%(machines)s × (%(gpus)s × %(gpu)s)") % {
-            "machines": len(self.plan.machines), "gpus": site.gpu_count, "gpu": site.gpu_type}
+            "machines": len(self.plan.machine_ids), "gpus": site.gpu_count, "gpu": site.gpu_type}
 
     @property
     def price_text(self) -> str:
@@ -61,7 +61,7 @@ class ClusterOffer:
         Clusters panel, whose details are loaded when opened): no items, words or commands."""
         plan, need, site = self.plan, self.plan.need, self.plan.site
         row = {
-            "machine_ids": [machine.id for machine in plan.machines],
+            "machine_ids": list(plan.machine_ids),
             "provider_machine_ids": [machine.provider_machine_id for machine in plan.machines],
             "provider": site.provider,
             "site": site.site,
@@ -69,7 +69,7 @@ class ClusterOffer:
             "region": site.region,
             "gpu_type": site.gpu_type,
             "gpus_per_machine": site.gpu_count,
-            "machines": len(plan.machines),
+            "machines": len(plan.machine_ids),
             "interconnect": site.interconnect,
             "interconnect_gbps": site.interconnect_gbps,
             "tensor_parallel": plan.tensor_parallel,
@@ -81,7 +81,7 @@ class ClusterOffer:
             "budget_per_gpu_gib": gib_number(need.budget_bytes),
             "usable_memory_per_gpu_gib": gib_number(need.usable_bytes),
             "price_per_hour": money_string(plan.price_per_hour),
-            "machine_prices_per_hour": [money_string(machine.price_per_hour) for machine in plan.machines],
+            "machine_prices_per_hour": [money_string(price) for price in plan.machine_prices_per_hour],
             "hours_covered": float(self.hours_covered) if self.hours_covered is not None else None,
             "booking_limit_hours": plan.booking_limit_hours,
             "confidence": plan.confidence,
@@ -161,7 +161,7 @@ def wants_clusters(query: WorkloadQuery, model_row, machines_total: int) -> bool
 
 def clusters_for(query: WorkloadQuery, model_row, now: datetime | None = None) -> ClusterAnswer:
     """The cheapest clusters, one per site, that hold the query's model within its preferences."""
-    from catalog.clusters import cluster_sites  # read only for an answer that plans clusters
+    from catalog.clusters import cluster_sites, with_machines  # read only for an answer that plans clusters
 
     preferences = preferences_for(query)
     sites = cluster_sites(preferences, now=now)
@@ -171,14 +171,14 @@ def clusters_for(query: WorkloadQuery, model_row, now: datetime | None = None) -
     spec = catalog_rows.language_model_spec(model_row)
     search = search_clusters(spec, query.precision, query.kv_bits, query.context, query.requests, sites,
                              usable_mib=usable)
-    limit = query.max_price
-    within = [plan for plan in search.plans if limit is None or plan.price_per_hour <= limit]
+    shown, total = search.cheapest(query.max_price, MAX_CLUSTERS)
+    # The machines' ids for the provider and booking limits: read for the clusters shown only.
     offers = tuple(
         ClusterOffer(plan, budget_cover(query.budget, plan.price_per_hour, plan.booking_limit_hours))
-        for plan in within[:MAX_CLUSTERS]
+        for plan in with_machines(list(shown))
     )
     return ClusterAnswer(
-        offers=offers, total=len(within), over_price=len(search.plans) - len(within),
+        offers=offers, total=total, over_price=len(search.found) - total,
         skipped=tuple(dict.fromkeys(reason for _site, reason in search.skipped)),
     )
 
@@ -220,7 +220,7 @@ def cluster_machine_ids(text: str) -> list[int] | None:
 def cluster_offer_of(query: WorkloadQuery, model_row, machine_ids: list[int]) -> ClusterOffer | str:
     """Exactly these machines as one cluster for the query, with what its budget covers (a cluster's
     details page), or why they are none."""
-    from catalog.clusters import site_of
+    from catalog.clusters import site_of, with_machines
 
     if not plans_clusters(query, model_row):
         return gettext("Only a language model served for inference runs on a cluster.")
@@ -234,6 +234,7 @@ def cluster_offer_of(query: WorkloadQuery, model_row, machine_ids: list[int]) ->
                    usable_mib=usable)
     if isinstance(plan, str):
         return plan
+    (plan,) = with_machines([plan])  # site_of has just read every one of them
     return ClusterOffer(plan, budget_cover(query.budget, plan.price_per_hour, plan.booking_limit_hours))
 
 
@@ -255,4 +256,4 @@ def cluster_hint(answer: ClusterAnswer) -> Hint:
         "Clusters below)", answer.total,
     ) % {"shape": cheapest.shape, "provider": site.provider, "site": site.site, "price": cheapest.price_text,
          "count": answer.total}
-    return Hint(text=text, machines=len(cheapest.plan.machines), cheapest_hourly=cheapest.plan.price_per_hour)
+    return Hint(text=text, machines=len(cheapest.plan.machine_ids), cheapest_hourly=cheapest.plan.price_per_hour)

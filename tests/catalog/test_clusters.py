@@ -17,9 +17,9 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from catalog import cluster_rule, database, services
-from catalog.clusters import MACHINES_PER_SITE, cluster_sites
+from catalog.clusters import MACHINES_PER_SITE, cluster_sites, with_machines
 from catalog.models import Machine
-from sizing.cluster import ClusterMachine, can_join_cluster
+from sizing.cluster import ClusterNeed, ClusterPlan, can_join_cluster
 from sizing.offers import Preferences
 from tests.factories import H100_MIB, H200_MIB, build_machine, make_gpu_type, make_machine, make_provider
 
@@ -48,7 +48,7 @@ def node(fleet, provider="secure", gpu="h100", **overrides):
 
 
 def site_ids(preferences=ANYWHERE, **kwargs) -> list[list[int]]:
-    return [[machine.id for machine in site.machines] for site in cluster_sites(preferences, **kwargs)]
+    return [list(site.machine_ids) for site in cluster_sites(preferences, **kwargs)]
 
 
 # The rule, two forms ------------------------------------------------------------------------------
@@ -100,11 +100,9 @@ def test_identical_machines_at_one_site_form_it_cheapest_first(fleet):
         "Harbor", "fra-1", "H100 SXM 80GB", 8, H100_MIB)
     assert (site.country, site.region, site.interconnect, site.interconnect_gbps) == (
         "DE", "Frankfurt", "infiniband", 400)
-    assert site.machines == (
-        ClusterMachine(cheap.pk, "b", Decimal("19.2000"), None),
-        ClusterMachine(dear.pk, "a", Decimal("22.4000"), None),
-        ClusterMachine(tie.pk, "c", Decimal("22.4000"), None),
-    )
+    assert site.machine_ids == (cheap.pk, dear.pk, tie.pk)
+    assert site.prices_per_gpu_hour == (Decimal("2.40"), Decimal("2.80"), Decimal("2.80"))
+    assert site.price_per_hour(2) == Decimal("41.6000")  # (2.40 + 2.80) × 8 GPUs
 
 
 def test_one_machine_alone_is_no_site(fleet):
@@ -124,7 +122,7 @@ def test_never_across_what_makes_machines_differ(fleet, difference):
     assert cluster_sites(ANYWHERE) == ()
     third = node(fleet, **difference)
     assert site_ids() == [[second.pk, third.pk]]
-    assert first.pk not in {m.id for site in cluster_sites(ANYWHERE) for m in site.machines}
+    assert first.pk not in {machine_id for site in cluster_sites(ANYWHERE) for machine_id in site.machine_ids}
 
 
 def test_never_across_tiers_and_never_community(fleet):
@@ -179,8 +177,8 @@ def test_never_a_machine_not_whole_and_available_now(fleet, state):
     node(fleet)
     taken = node(fleet, **state)
     [site] = cluster_sites(ANYWHERE, now=now)
-    assert taken.pk not in {machine.id for machine in site.machines}
-    assert len(site.machines) == 2
+    assert taken.pk not in site.machine_ids
+    assert len(site.machine_ids) == 2
 
 
 def test_never_a_machine_of_an_inactive_provider(fleet):
@@ -201,7 +199,8 @@ def test_prices_do_not_filter(fleet):
 def test_a_large_site_lists_its_cheapest_machines_only(fleet):
     made = [node(fleet, price_per_gpu_hour=Decimal("2.00") + Decimal(n) / 100) for n in range(MACHINES_PER_SITE + 3)]
     [site] = cluster_sites(ANYWHERE)
-    assert [machine.id for machine in site.machines] == [m.pk for m in made[:MACHINES_PER_SITE]]
+    assert list(site.machine_ids) == [m.pk for m in made[:MACHINES_PER_SITE]]
+    assert len(site.prices_per_gpu_hour) == MACHINES_PER_SITE
 
 
 def test_sites_in_a_fixed_order_whatever_order_rows_were_written_in(fleet):
@@ -218,7 +217,8 @@ def test_sites_in_a_fixed_order_whatever_order_rows_were_written_in(fleet):
             memory = H200_MIB if gpu == "h200" else H100_MIB
             node(fleet, provider=provider, gpu=gpu, site=site, memory_per_gpu_mib=memory,
                  provider_machine_id=f"{site}-{number}", price_per_gpu_hour=Decimal(price))
-        return [(s.provider, s.site, s.gpu_type, [m.provider_machine_id for m in s.machines])
+        names = dict(Machine.objects.values_list("pk", "provider_machine_id"))
+        return [(s.provider, s.site, s.gpu_type, [names[machine_id] for machine_id in s.machine_ids])
                 for s in cluster_sites(ANYWHERE)]
 
     forwards = build(range(8))
@@ -302,9 +302,9 @@ def test_the_grouped_statement_reads_what_the_windowed_one_does_on_a_random_flee
     sites = cluster_sites(ANYWHERE, now=now)
     # The fleet has what the comparison needs to mean something: sites cut at MACHINES_PER_SITE and
     # sites of a few machines, tied prices, and a site whose links differ (its slowest is its speed).
-    assert any(len(site.machines) == MACHINES_PER_SITE for site in sites)
-    assert any(len(site.machines) < MACHINES_PER_SITE for site in sites)
-    assert any(len({m.price_per_hour for m in site.machines}) < len(site.machines) for site in sites)
+    assert any(len(site.machine_ids) == MACHINES_PER_SITE for site in sites)
+    assert any(len(site.machine_ids) < MACHINES_PER_SITE for site in sites)
+    assert any(len(set(site.prices_per_gpu_hour)) < len(site.prices_per_gpu_hour) for site in sites)
     [big] = [site for site in sites if site.site == "big-1"]
     assert big.interconnect_gbps == min(Machine.objects.filter(site="big-1").values_list("interconnect_gbps", flat=True))
     assert len(set(Machine.objects.filter(site="big-1").values_list("interconnect_gbps", flat=True))) == 2
@@ -315,7 +315,7 @@ def test_the_grouped_statement_reads_what_the_windowed_one_does_on_a_random_flee
 def test_the_demo_fleet_has_its_four_cluster_sites(catalog):
     sites = cluster_sites(ANYWHERE)
     assert [(s.provider, s.site, s.gpu_type, s.country, s.interconnect, s.interconnect_gbps,
-             [str(m.price_per_hour) for m in s.machines]) for s in sites] == [
+             [str(price * s.gpu_count) for price in s.prices_per_gpu_hour]) for s in sites] == [
         ("Fjord Datacenters", "OSL-A100", "A100 80GB", "NO", "roce", 400, ["12.7200", "13.2000"]),
         ("Harbor Compute", "FRA-IB1", "H100 SXM 80GB", "DE", "infiniband", 400,
          ["21.5200", "21.5200", "22.0000", "22.0000"]),
@@ -346,7 +346,7 @@ def test_the_partial_index_serves_the_statement(fleet):
 @pytest.mark.postgresql(reason="reads PostgreSQL's plan (EXPLAIN) to see the index cover the statement")
 def test_the_index_carries_every_column_the_sites_statement_reads(fleet):
     for number in range(4):
-        node(fleet, provider_machine_id=f"v{number}", booking_limit_hours=24 if number else None)
+        node(fleet, provider_machine_id=f"v{number}")
     with connection.cursor() as cursor:
         cursor.execute("VACUUM ANALYZE catalog_machine")  # as autovacuum leaves a table between writes
     with CaptureQueriesContext(connection) as queries:
@@ -362,4 +362,34 @@ def test_the_index_carries_every_column_the_sites_statement_reads(fleet):
     # Every column the statement reads is in the index: where the table's pages are all visible (as
     # vacuum leaves them), no machine's row is fetched.
     assert "Index Only Scan using catalog_machine_cluster_idx" in plan, plan
-    assert [machine.booking_limit_hours for machine in site.machines] == [None, 24, 24, 24]
+    assert len(site.machine_ids) == 4
+
+
+# The machines of the clusters shown ---------------------------------------------------------------
+
+def test_the_plans_shown_read_their_machines_ids_and_limits_in_one_statement(fleet):
+    for number, limit in enumerate((None, 24, 48)):
+        node(fleet, provider_machine_id=f"fra-{number}", booking_limit_hours=limit,
+             price_per_gpu_hour=Decimal("2.50") + number)
+    for number in range(2):
+        node(fleet, site="ams-1", provider_machine_id=f"ams-{number}", price_per_gpu_hour=Decimal("3.00"))
+    sites = cluster_sites(ANYWHERE)
+    # Plans of two and three machines (their sizing is the planner's business, tested apart).
+    counts = {"ams-1": 2, "fra-1": 3}
+    plans = [ClusterPlan(site=site, need=ClusterNeed(8, counts[site.site], (), (), 0, 0, None), model=None,
+                         precision=16, kv_bits=16, context=8192, requests=1)
+             for site in sites]
+    with CaptureQueriesContext(connection) as queries:
+        shown = with_machines(plans)
+    assert len(queries) == 1
+    by_site = {plan.site.site: plan for plan in shown}
+    assert [(m.provider_machine_id, m.price_per_hour, m.booking_limit_hours) for m in by_site["ams-1"].machines] == [
+        ("ams-0", Decimal("24.0000"), None), ("ams-1", Decimal("24.0000"), None)]
+    assert [(m.provider_machine_id, m.price_per_hour, m.booking_limit_hours) for m in by_site["fra-1"].machines] == [
+        ("fra-0", Decimal("20.0000"), None), ("fra-1", Decimal("28.0000"), 24), ("fra-2", Decimal("36.0000"), 48)]
+    assert by_site["fra-1"].booking_limit_hours == 24 and by_site["ams-1"].booking_limit_hours is None
+    assert by_site["fra-1"].price_per_hour == Decimal("84.0000")
+    # A machine taken out of the catalog since the search: its cluster is not shown.
+    Machine.objects.filter(provider_machine_id="ams-1").delete()
+    assert [plan.site.site for plan in with_machines(plans)] == ["fra-1"]
+    assert with_machines([]) == []

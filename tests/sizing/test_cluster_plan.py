@@ -5,6 +5,7 @@ from dataclasses import replace
 from decimal import Decimal
 from fractions import Fraction
 
+import pytest
 from django.utils import translation
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -42,11 +43,12 @@ DEEPSEEK_V3 = model("deepseek-v3")
 
 
 def site(name, gpu, smi_mib, prices, provider="Lambda", gpus=8):
+    """A site whose machines cost `prices` per hour each (all their GPUs), cheapest first."""
     return ClusterSite(
         provider=provider, site=name, country="US", region="us-east", gpu_type=gpu, gpu_count=gpus,
         memory_per_gpu_mib=smi_mib, interconnect="infiniband", interconnect_gbps=400,
-        machines=tuple(ClusterMachine(id=index + 1 + hash(name) % 1000 * 100, provider_machine_id=f"{name}-{index}",
-                                      price_per_hour=Decimal(price)) for index, price in enumerate(prices)),
+        machine_ids=tuple(index + 1 + hash(name) % 1000 * 100 for index in range(len(prices))),
+        prices_per_gpu_hour=tuple(Decimal(price) / gpus for price in prices),
     )
 
 
@@ -97,7 +99,8 @@ def test_llama_405b_16_bit_fits_no_8_x_h100_alone_and_two_at_tp_8_pp_2():
     plans = plan_clusters(LLAMA_405B, 16, 16, 8192, 1, [H100_SITE], usable_mib=USABLE)
     (plan,) = plans
     assert (plan.tensor_parallel, plan.pipeline_parallel, plan.gpus) == (8, 2, 16)
-    assert [m.price_per_hour for m in plan.machines] == [Decimal("20.00"), Decimal("21.00")]
+    assert plan.machine_prices_per_hour == (Decimal("20.00"), Decimal("21.00"))
+    assert plan.machine_ids == H100_SITE.machine_ids[:2]
     assert plan.price_per_hour == Decimal("41.00")
     assert plan.layers_per_stage == (63, 63)
     assert plan.confidence == "low"
@@ -177,7 +180,7 @@ def test_commands_name_the_split_and_the_head():
 
 
 def test_a_site_whose_gpu_count_does_not_divide_the_heads_is_skipped_with_its_reason():
-    odd = site("odd", "H100 SXM 80GB", H100_SMI_MIB, ["1.00", "1.00", "1.00"], gpus=3)
+    odd = site("odd", "H100 SXM 80GB", H100_SMI_MIB, ["3.00", "3.00", "3.00"], gpus=3)
     search = search_clusters(LLAMA_405B, 16, 16, 8192, 1, [odd, H100_SITE], usable_mib=USABLE)
     assert [plan.site.site for plan in search.plans] == ["h100-site"]
     ((skipped, reason),) = search.skipped
@@ -250,3 +253,33 @@ def test_the_plan_is_deterministic_whatever_order_the_sites_come_in(sites):
     again = plan_clusters(DEEPSEEK_V3, 16, 16, 8192, 1, list(reversed(sites)), usable_mib=USABLE)
     assert plans == again
     assert [plan.site.site for plan in plans] == ["h200-site", "x", "h100-site"]
+
+
+def test_a_plan_takes_its_own_machines_in_its_order_and_reads_its_booking_limit_from_them():
+    (plan,) = plan_clusters(LLAMA_405B, 16, 16, 8192, 1, [H100_SITE], usable_mib=USABLE)
+    with pytest.raises(ValueError, match="with_machines"):
+        plan.booking_limit_hours  # noqa: B018 - reading it is the test
+    machines = tuple(
+        ClusterMachine(machine_id, f"m-{machine_id}", price, 24 if place else None)
+        for place, (machine_id, price) in enumerate(zip(plan.machine_ids, plan.machine_prices_per_hour))
+    )
+    detailed = plan.with_machines(machines)
+    assert detailed.booking_limit_hours == 24
+    assert detailed.price_per_hour == plan.price_per_hour == Decimal("41.00")
+    with pytest.raises(ValueError, match="its own"):
+        plan.with_machines(tuple(reversed(machines)))
+    with pytest.raises(ValueError, match="its own"):
+        plan.with_machines(machines[:1])
+
+
+def test_the_cheapest_plans_within_a_price_limit_and_how_many_are_within_it():
+    cheap = site("h100-cheap", "H100 SXM 80GB", H100_SMI_MIB, ["9.00", "9.00"])
+    search = search_clusters(LLAMA_405B, 16, 16, 8192, 1, [H200_SITE, H100_SITE, cheap], usable_mib=USABLE)
+    prices = [plan.price_per_hour for plan in search.plans]
+    assert prices == [Decimal("18.00"), Decimal("41.00"), Decimal("61.00")]
+    shown, within = search.cheapest(None, 2)
+    assert ([plan.price_per_hour for plan in shown], within) == ([Decimal("18.00"), Decimal("41.00")], 3)
+    shown, within = search.cheapest(Decimal("41.00"), 5)  # the limit itself is within it
+    assert ([plan.site.site for plan in shown], within) == (["h100-cheap", "h100-site"], 2)
+    assert search.cheapest(Decimal("17.99"), 5) == ((), 0)
+    assert search.cheapest(None, 99)[0] == search.plans
