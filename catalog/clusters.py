@@ -210,7 +210,8 @@ def with_machines(plans: list[ClusterPlan]) -> list[ClusterPlan]:
             cursor.execute(MACHINES_SQL, [ids])
             rows = cursor.fetchall()
     else:
-        rows = Machine.objects.filter(pk__in=ids).values_list("id", "provider_machine_id", "booking_limit_hours")
+        rows = Machine.objects.filter(pk__in=ids).values_list("id", "provider_machine_id",
+                                                               "booking_limit_hours")
     details = {machine_id: (provider_machine_id, limit) for machine_id, provider_machine_id, limit in rows}
     found = []
     for plan in plans:

@@ -389,8 +389,8 @@ def _too_few_words(site: ClusterSite, top: int) -> str:
 
 
 def _plan(model, precision, kv_bits, context, requests, site: ClusterSite, need: ClusterNeed) -> ClusterPlan:
-    return ClusterPlan(site=site, need=need, model=model, precision=precision, kv_bits=kv_bits, context=context,
-                       requests=requests)
+    return ClusterPlan(site=site, need=need, model=model, precision=precision, kv_bits=kv_bits,
+                       context=context, requests=requests)
 
 
 def cluster_confidence(precision: int, tp: int, pp: int) -> tuple[str, tuple[str, ...]]:

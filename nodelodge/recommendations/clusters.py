@@ -256,4 +256,5 @@ def cluster_hint(answer: ClusterAnswer) -> Hint:
         "Clusters below)", answer.total,
     ) % {"shape": cheapest.shape, "provider": site.provider, "site": site.site, "price": cheapest.price_text,
          "count": answer.total}
-    return Hint(text=text, machines=len(cheapest.plan.machine_ids), cheapest_hourly=cheapest.plan.price_per_hour)
+    return Hint(text=text, machines=len(cheapest.plan.machine_ids),
+                cheapest_hourly=cheapest.plan.price_per_hour)
