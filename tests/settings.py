@@ -14,6 +14,8 @@ from DATABASE_URL) with two changes that make tests cheap without changing what 
 
 Processes the tests start as production would (servers, workers, manage.py) are given
 DJANGO_SETTINGS_MODULE=nodelodge.settings explicitly."""
+from urllib.parse import urlsplit, urlunsplit
+
 from nodelodge.settings import *  # noqa: F403
 from nodelodge.settings import (
     API_RATE_LIMIT,
@@ -46,3 +48,11 @@ ANSWER_CACHE_SECONDS = 0
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":  # noqa: F405
     _options = DATABASES["default"].setdefault("OPTIONS", {})  # noqa: F405
     _options["options"] = f"{_options.get('options', '')} -c synchronous_commit=off".strip()
+
+# The fast lane's pytest-xdist workers share one Redis: each keeps its cache in a database of its own,
+# since a test's cache.clear() empties the whole database the other worker's tests are caching in.
+_worker = os.environ.get("PYTEST_XDIST_WORKER", "")  # noqa: F405
+if _worker.startswith("gw") and CACHES["default"].get("LOCATION"):  # noqa: F405
+    _location = urlsplit(CACHES["default"]["LOCATION"])  # noqa: F405
+    _database = int(_location.path.strip("/") or 0) + 1 + int(_worker[2:])
+    CACHES["default"]["LOCATION"] = urlunsplit(_location._replace(path=f"/{_database}"))  # noqa: F405

@@ -9,6 +9,7 @@ from nodelodge.recommendations.answer import Answer
 from nodelodge.recommendations.clusters import clusters_payload
 from nodelodge.recommendations.query import CLUSTERS_SHOW
 from nodelodge.recommendations.sorts import DEFAULT_SORT
+from nodelodge.wizard.rows import group_form_words
 from sizing.calculators import RuleOfThumb, rule_of_thumb
 from sizing.units import GIB
 from sizing.workloads import workload
@@ -58,6 +59,7 @@ class ResultPage:
         plan["machines_more"] = len(plan["machines"]) - len(plan["machines_shown"])
         plan["steps_shown"] = plan["steps"][:lines_shown]
         plan["steps_more"] = machine_lines - lines_shown
+        plan.update(group_form_words("plan", plan["machines"], plan["label"]))
         plan["steps_after"] = plan["steps"][machine_lines:]
 
     @property

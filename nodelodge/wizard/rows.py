@@ -10,12 +10,29 @@ from django.utils.translation import gettext, ngettext
 
 from sizing.units import money_text
 
-from .templatetags.console import CONFIDENCE_WORDS, country_name, gib2, place_name
+from .templatetags.console import CONFIDENCE_WORDS, country_name, decimals, gib2, place_name
+
+
+def group_form_words(kind: str, machines: list[dict], label: str) -> dict:
+    """What a form booking a cluster or a throughput plan all or nothing writes
+    (launches/_launch_group_form.html): the machines it books as its field takes them ("id:gpus,…") and
+    its button's accessible name. `kind`: "cluster" or "plan"; `machines`: each with its id and the GPUs
+    it takes."""
+    if kind == "cluster":
+        named = gettext("Launch cluster: %(label)s")
+    else:
+        named = gettext("Launch this plan: %(label)s")
+    return {
+        "group_machines_value": ",".join(f"{machine['id']}:{machine['gpus']}" for machine in machines),
+        "group_aria_label": named % {"label": label},
+    }
 
 
 def add_cluster_words(clusters: list[dict]) -> None:
     """Adds to each cluster row what the page shows of it."""
     shape = gettext("%(machines)s × (%(gpus)s × %(gpu)s)")
+    need_of = gettext("%(need)s of %(budget)s GiB")
+    hours_of = gettext("%(hours)s h")
     split = gettext("TP %(tp)s × PP %(pp)s")
     launch = gettext("%(shape)s at %(provider)s, %(site)s")
     confidence_of = gettext("Confidence: %(confidence)s")
@@ -26,6 +43,9 @@ def add_cluster_words(clusters: list[dict]) -> None:
         row["location_text"] = country_name(row["country"])
         row["need_text"] = gib2(row["need_per_gpu_gib"])
         row["budget_gib_text"] = gib2(row["budget_per_gpu_gib"])
+        row["need_line"] = need_of % {"need": row["need_text"], "budget": row["budget_gib_text"]}
+        if row["hours_covered"] is not None:
+            row["hours_text"] = hours_of % {"hours": decimals(row["hours_covered"], 1)}
         row["price_per_hour_text"] = money_text(row["price_per_hour"])
         row["machine_prices_text"] = " + ".join(money_text(price) for price in row["machine_prices_per_hour"])
         row["confidence_word"] = str(CONFIDENCE_WORDS.get(row["confidence"], row["confidence"]))
@@ -33,8 +53,8 @@ def add_cluster_words(clusters: list[dict]) -> None:
         row["launch_label"] = launch % {"shape": row["shape_text"], "provider": row["provider"],
                                         "site": row["site"]}
         # What the Launch cluster form books: every machine whole.
-        row["group_machines"] = [{"id": machine_id, "gpus": row["gpus_per_machine"]}
-                                 for machine_id in row["machine_ids"]]
+        row.update(group_form_words("cluster", [{"id": machine_id, "gpus": row["gpus_per_machine"]}
+                                                for machine_id in row["machine_ids"]], row["launch_label"]))
         for item in row.get("items", []) + row.get("outside_budget", []):  # a cluster's details
             item["gib_text"] = gib2(item["gib"])
 

@@ -15,6 +15,7 @@ from django.urls import reverse
 from catalog.models import Machine
 from nodelodge.launches import services
 from nodelodge.launches.models import Booking, LaunchGroup
+from nodelodge.wizard.rows import group_form_words
 from tests.factories import make_measured_speed
 from tests.helpers import LLAMA_8B as QUERY
 
@@ -38,21 +39,25 @@ def hidden(page: str, name: str) -> str:
 
 def test_the_include_writes_the_machines_price_query_and_the_buttons_words(cluster_catalog):
     machines = [{"id": 12, "gpus": 8}, {"id": 1234567, "gpus": 8}]
-    context = {"group_machines": machines, "group_price_per_hour": "1234.5600", "query_string": "a=1&b=2"}
-    cluster = render_to_string("launches/_launch_group_form.html", {**context, "group_kind": "cluster"})
-    plan = render_to_string("launches/_launch_group_form.html", {**context, "group_kind": "plan",
-                                                                    "group_label": "Cheapest plan"})
+    context = {"group_price_per_hour": "1234.5600", "query_string": "a=1&b=2"}
+    cluster = render_to_string("launches/_launch_group_form.html", {
+        **context, **group_form_words("cluster", machines, "2 × (8 × H100) at Harbor, FRA"), "group_kind": "cluster"})
+    plan = render_to_string("launches/_launch_group_form.html", {
+        **context, **group_form_words("plan", machines, "Cheapest plan"), "group_kind": "plan"})
     assert f'action="{reverse("launches:group_review")}"' in cluster and 'method="post"' in cluster
     assert hidden(cluster, "machines") == "12:8,1234567:8"  # never "1,234,567"
     assert hidden(cluster, "price_per_hour") == "1234.5600" and hidden(cluster, "query") == "a=1&amp;b=2"
     assert ">Launch cluster</button>" in cluster and hidden(cluster, "kind") == "cluster"
     assert ">Launch this plan</button>" in plan and 'aria-label="Launch this plan: Cheapest plan"' in plan
+    assert 'aria-label="Launch cluster: 2 × (8 × H100) at Harbor, FRA"' in cluster
     assert "csrfmiddlewaretoken" not in cluster  # the result is one copy for every client
     from django.utils import translation
 
     with translation.override("de"):
-        german = render_to_string("launches/_launch_group_form.html", {**context, "group_kind": "cluster"})
-    assert ">Cluster starten</button>" in german
+        german = render_to_string("launches/_launch_group_form.html", {
+            **context, **group_form_words("cluster", machines, "2 × (8 × H100)"), "group_kind": "cluster"})
+    assert ">Cluster starten</button>" in german and hidden(german, "machines") == "12:8,1234567:8"
+    assert 'aria-label="Cluster starten: 2 × (8 × H100)"' in german
 
 
 def test_review_then_confirm_books_the_cluster_and_my_launches_shows_it_as_one_entry(
