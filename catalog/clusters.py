@@ -30,6 +30,7 @@ from django.db.models.functions import RowNumber
 from django.utils import timezone
 
 from catalog import availability, cluster_rule, database
+from catalog import rows as catalog_rows
 from catalog.counting import availability_sql, preferences_sql
 from catalog.models import Machine
 from catalog.preferences import tier_q
@@ -49,7 +50,8 @@ MIN_MACHINES_PER_SITE = 2
 SITE_KEY = ("provider_id", "site", "gpu_type_id", "gpu_count", "memory_per_gpu_mib", "interconnect",
             "country", "region")
 _COLUMNS = ("id", "price_per_gpu_hour", "provider__name", "site", "country", "region", "gpu_type__name",
-            "gpu_count", "memory_per_gpu_mib", "interconnect", "site_gbps")
+            "gpu_count", "memory_per_gpu_mib", "interconnect", "gpu_type__memory_mib",
+            "gpu_type__usable_memory_mib", "site_gbps")
 
 
 def cluster_sites(preferences: Preferences, *, now: datetime | None = None) -> tuple[ClusterSite, ...]:
@@ -70,7 +72,7 @@ def cluster_sites(preferences: Preferences, *, now: datetime | None = None) -> t
 _CHEAPEST_FIRST = (F("price_per_gpu_hour").asc(), F("id").asc())
 # What a site is (its key's names for the ids), in the order `_site` takes.
 _SITE_COLUMNS = ("provider__name", "site", "country", "region", "gpu_type__name", "gpu_count",
-                 "memory_per_gpu_mib", "interconnect")
+                 "memory_per_gpu_mib", "interconnect", "gpu_type__memory_mib", "gpu_type__usable_memory_mib")
 
 # One row per site: the machines that may join a cluster now, grouped by the site's key (`SITE_KEY`),
 # each site's machines' ids and prices gathered cheapest first (at most {machines_per_site} of a site of at
@@ -79,7 +81,8 @@ _SITE_COLUMNS = ("provider__name", "site", "country", "region", "gpu_type__name"
 # last two and the rule's flags let through, in this grouping's order.
 SITES_SQL = """
 SELECT provider.name, site.site, site.country, site.region, gpu_type.name, site.gpu_count,
-       site.memory_per_gpu_mib, site.interconnect, site.site_gbps, site.ids, site.prices_per_gpu_hour
+       site.memory_per_gpu_mib, site.interconnect, gpu_type.memory_mib, gpu_type.usable_memory_mib,
+       site.site_gbps, site.ids, site.prices_per_gpu_hour
 FROM (
     SELECT m.provider_id, m.site, m.gpu_type_id, m.gpu_count, m.memory_per_gpu_mib, m.interconnect,
            m.country, m.region,
@@ -178,12 +181,14 @@ def _cluster_site(rows: list) -> ClusterSite:
 
 
 def _site(site: tuple, gbps: int, machine_ids: tuple[int, ...], prices: tuple) -> ClusterSite:
-    """A site from its columns (`_SITE_COLUMNS`' order), its slowest link and its machines' ids and prices
-    per GPU-hour, cheapest first."""
-    provider, name, country, region, gpu_type, gpu_count, memory_per_gpu_mib, interconnect = site
+    """A site from its columns (`_SITE_COLUMNS`' order: its key's, then its GPU type's memory and
+    recorded usable memory), its slowest link and its machines' ids and prices per GPU-hour, cheapest
+    first."""
+    provider, name, country, region, gpu_type, gpu_count, memory_per_gpu_mib, interconnect, *memory = site
     return ClusterSite(
         provider=provider, site=name, country=country or None, region=region, gpu_type=gpu_type,
-        gpu_count=gpu_count, memory_per_gpu_mib=memory_per_gpu_mib, interconnect=interconnect,
+        gpu_count=gpu_count, memory_per_gpu_mib=memory_per_gpu_mib,
+        usable_memory_mib=catalog_rows.usable_memory_mib(*memory), interconnect=interconnect,
         interconnect_gbps=gbps, machine_ids=machine_ids, prices_per_gpu_hour=prices,
     )
 

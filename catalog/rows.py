@@ -224,9 +224,15 @@ class UsableMemory:
     source: str
 
 
+def usable_memory_mib(memory_mib: int, recorded_usable_mib: int | None) -> int:
+    """One GPU's memory as CUDA reports it, the memory vLLM budgets from: the measured usable figure
+    where the catalog records one for its type, else nvidia-smi's figure less what the driver keeps from
+    CUDA (`sizing`'s 469 MiB)."""
+    return recorded_usable_mib or memory_mib - DRIVER_RESERVED_BYTES // MIB
+
+
 def gpu_types_usable() -> list[UsableMemory]:
-    """Every GPU type with the memory vLLM budgets from: the measured usable figure where the catalog
-    records one, else nvidia-smi's figure less what the driver keeps from CUDA (`sizing`'s 469 MiB)."""
+    """Every GPU type with the memory vLLM budgets from (`usable_memory_mib`) and where it comes from."""
     reserved_mib = DRIVER_RESERVED_BYTES // MIB
     found = []
     # A plain statement: every cluster answer reads these few rows, and compiling the ORM's query would
@@ -236,9 +242,7 @@ def gpu_types_usable() -> list[UsableMemory]:
                        "FROM catalog_gputype ORDER BY vendor, name")
         rows = cursor.fetchall()
     for name, memory_mib, usable_mib, source in rows:
-        if usable_mib:
-            found.append(UsableMemory(name, usable_mib, source))
-        else:
+        if not usable_mib:
             source = f"nvidia-smi {memory_mib:,} MiB less the {reserved_mib} MiB the driver keeps from CUDA"
-            found.append(UsableMemory(name, memory_mib - reserved_mib, source))
+        found.append(UsableMemory(name, usable_memory_mib(memory_mib, usable_mib), source))
     return found

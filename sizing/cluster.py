@@ -17,7 +17,6 @@ from .breakdown import Item
 from .calculators.vllm import (
     ACTIVATION_BYTES,
     DEFAULT_UTILIZATION,
-    DRIVER_RESERVED_BYTES,
     NON_TORCH_BYTES,
     VLLM_VERSION,
     VllmSettings,
@@ -68,6 +67,7 @@ class ClusterSite(NamedTuple):
     gpu_type: str
     gpu_count: int  # GPUs per machine
     memory_per_gpu_mib: int  # as the machine reports it (nvidia-smi's total)
+    usable_memory_mib: int  # one GPU's memory as CUDA reports it: the catalog's figure for its GPU type
     interconnect: str
     interconnect_gbps: int
     machine_ids: tuple[int, ...]
@@ -285,18 +285,11 @@ class ClusterSearch:
         return _plan(*self.workload, site, need)
 
 
-def usable_memory_mib(gpu_type: str, reported_mib: int, usable_mib=None) -> int:
-    """One GPU's memory as CUDA reports it: the catalog's usable figure for its type (`usable_mib`: GPU
-    type -> MiB), else the machine's reported memory less what the driver keeps."""
-    return (usable_mib or {}).get(gpu_type) or reported_mib - DRIVER_RESERVED_BYTES // MIB
-
-
 def search_clusters(model, precision: int, kv_bits: int, context: int, requests: int, sites, *,
-                    utilization: Fraction = DEFAULT_UTILIZATION, usable_mib=None) -> ClusterSearch:
+                    utilization: Fraction = DEFAULT_UTILIZATION) -> ClusterSearch:
     """For each site the fewest of its machines (two or more, cheapest first) whose GPUs hold the model at
-    tensor parallel = GPUs per machine × pipeline parallel = machines under vLLM's budget. `usable_mib`:
-    GPU type -> memory as CUDA reports it (the catalog's usable figure); a type not in it counts its
-    reported memory less what the driver keeps."""
+    tensor parallel = GPUs per machine × pipeline parallel = machines under vLLM's budget, on the memory
+    CUDA reports (`ClusterSite.usable_memory_mib`)."""
     # Sites of one shape (GPUs per machine, usable memory) differ only in how many machines they list: per
     # shape, the counts sized so far (walking up from two) and the first that holds the workload or that
     # vLLM refuses, (count, need or why not); None until one is found.
@@ -305,7 +298,7 @@ def search_clusters(model, precision: int, kv_bits: int, context: int, requests:
     words = language()
     found_needs, skipped = [], []
     for site in sites:
-        usable = usable_memory_mib(site.gpu_type, site.memory_per_gpu_mib, usable_mib)
+        usable = site.usable_memory_mib
         top = min(len(site.machine_ids), model.layers)
         shape = walked.setdefault((site.gpu_count, usable), [1, None])
         while shape[1] is None and shape[0] < top:
@@ -354,12 +347,11 @@ def _shared_need(words: str, model, precision: int, kv_bits: int, context: int, 
 
 
 def plan_of(model, precision: int, kv_bits: int, context: int, requests: int, site: ClusterSite, *,
-            utilization: Fraction = DEFAULT_UTILIZATION, usable_mib=None) -> ClusterPlan | str:
+            utilization: Fraction = DEFAULT_UTILIZATION) -> ClusterPlan | str:
     """Every machine `site` lists as one cluster (pipeline parallel = their number), or why vLLM does
     not serve the workload on them (a split it refuses, or more than its budget per GPU)."""
-    usable = usable_memory_mib(site.gpu_type, site.memory_per_gpu_mib, usable_mib)
     need = _shared_need(language(), model, precision, kv_bits, context, requests, site.gpu_count,
-                        len(site.machine_ids), usable * MIB, utilization)
+                        len(site.machine_ids), site.usable_memory_mib * MIB, utilization)
     if isinstance(need, str):
         return need
     if not need.fits:
@@ -377,10 +369,9 @@ def over_budget_words(machines: int, gpus_per_machine: int, gpu_type: str, need:
 
 
 def plan_clusters(model, precision: int, kv_bits: int, context: int, requests: int, sites, *,
-                  utilization: Fraction = DEFAULT_UTILIZATION, usable_mib=None) -> tuple[ClusterPlan, ...]:
+                  utilization: Fraction = DEFAULT_UTILIZATION) -> tuple[ClusterPlan, ...]:
     """One plan per site that can hold the workload, cheapest first (`search_clusters`)."""
-    return search_clusters(model, precision, kv_bits, context, requests, sites, utilization=utilization,
-                           usable_mib=usable_mib).plans
+    return search_clusters(model, precision, kv_bits, context, requests, sites, utilization=utilization).plans
 
 
 def _too_few_words(site: ClusterSite, top: int) -> str:

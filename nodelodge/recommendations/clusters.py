@@ -20,7 +20,6 @@ from sizing.cluster import (
     over_budget_words,
     plan_of,
     search_clusters,
-    usable_memory_mib,
 )
 from sizing.errors import SizingError
 from sizing.units import MIB, gib_number, money_string
@@ -167,10 +166,8 @@ def clusters_for(query: WorkloadQuery, model_row, now: datetime | None = None) -
     sites = cluster_sites(preferences, now=now)
     if not sites:
         return ClusterAnswer(offers=(), total=0, over_price=0, skipped=())
-    usable = {usable.gpu_type: usable.mib for usable in catalog_rows.gpu_types_usable()}
     spec = catalog_rows.language_model_spec(model_row)
-    search = search_clusters(spec, query.precision, query.kv_bits, query.context, query.requests, sites,
-                             usable_mib=usable)
+    search = search_clusters(spec, query.precision, query.kv_bits, query.context, query.requests, sites)
     shown, total = search.cheapest(query.max_price, MAX_CLUSTERS)
     # The machines' ids for the provider and booking limits: read for the clusters shown only.
     offers = tuple(
@@ -190,12 +187,13 @@ def cluster_does_not_hold(query: WorkloadQuery, model_row, *, gpu_type: str, gpu
     cluster checks this on the server, whatever the client sent."""
     if not plans_clusters(query, model_row):
         return gettext("Only a language model served for inference runs on a cluster.")
-    usable = {usable.gpu_type: usable.mib for usable in catalog_rows.gpu_types_usable()}
+    recorded = {usable.gpu_type: usable.mib for usable in catalog_rows.gpu_types_usable()}
+    usable_mib = catalog_rows.usable_memory_mib(memory_per_gpu_mib, recorded.get(gpu_type))
     spec = catalog_rows.language_model_spec(model_row)
     try:
         need = cluster_need(spec, query.precision, query.kv_bits, query.context, query.requests,
                             gpus_per_machine=gpus_per_machine, machines=machines,
-                            usable_bytes=usable_memory_mib(gpu_type, memory_per_gpu_mib, usable) * MIB)
+                            usable_bytes=usable_mib * MIB)
     except SizingError as error:
         return error.message
     if need.fits:
@@ -228,10 +226,8 @@ def cluster_offer_of(query: WorkloadQuery, model_row, machine_ids: list[int]) ->
     if site is None:
         return gettext("These machines do not form a cluster: each must exist, may join one, and all must be "
                        "identical machines of one provider at one site.")
-    usable = {usable.gpu_type: usable.mib for usable in catalog_rows.gpu_types_usable()}
     spec = catalog_rows.language_model_spec(model_row)
-    plan = plan_of(spec, query.precision, query.kv_bits, query.context, query.requests, site,
-                   usable_mib=usable)
+    plan = plan_of(spec, query.precision, query.kv_bits, query.context, query.requests, site)
     if isinstance(plan, str):
         return plan
     (plan,) = with_machines([plan])  # site_of has just read every one of them

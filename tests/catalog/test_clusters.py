@@ -323,6 +323,10 @@ def test_the_demo_fleet_has_its_four_cluster_sites(catalog):
         ("Meridian Cloud", "IAD-H200", "H200", "US", "infiniband", 400, ["27.9200", "27.9200", "28.7200"]),
     ]
     assert all(site.gpu_count == 8 for site in sites)
+    # Sized on the memory CUDA reports: the catalog's measured figure for the H100, elsewhere nvidia-smi's
+    # less the driver's 469 MiB.
+    assert {s.gpu_type: s.usable_memory_mib for s in sites} == {
+        "A100 80GB": 81_920 - 469, "H100 SXM 80GB": 81_090, "MI300X": 196_288 - 469, "H200": 143_771 - 469}
     assert [s.site for s in cluster_sites(Preferences(countries=frozenset({"DE", "FR"})))] == ["FRA-IB1"]
 
 

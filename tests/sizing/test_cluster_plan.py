@@ -46,7 +46,8 @@ def site(name, gpu, smi_mib, prices, provider="Lambda", gpus=8):
     """A site whose machines cost `prices` per hour each (all their GPUs), cheapest first."""
     return ClusterSite(
         provider=provider, site=name, country="US", region="us-east", gpu_type=gpu, gpu_count=gpus,
-        memory_per_gpu_mib=smi_mib, interconnect="infiniband", interconnect_gbps=400,
+        memory_per_gpu_mib=smi_mib, usable_memory_mib=USABLE.get(gpu) or smi_mib - 469,
+        interconnect="infiniband", interconnect_gbps=400,
         machine_ids=tuple(index + 1 + hash(name) % 1000 * 100 for index in range(len(prices))),
         prices_per_gpu_hour=tuple(Decimal(price) / gpus for price in prices),
     )
@@ -96,7 +97,7 @@ def test_llama_405b_16_bit_fits_no_8_x_h100_alone_and_two_at_tp_8_pp_2():
     assert round(two.need_bytes / GIB, 2) == 51.05
     assert two.budget_bytes == budget_of(H100_USABLE_MIB) and two.fits
 
-    plans = plan_clusters(LLAMA_405B, 16, 16, 8192, 1, [H100_SITE], usable_mib=USABLE)
+    plans = plan_clusters(LLAMA_405B, 16, 16, 8192, 1, [H100_SITE])
     (plan,) = plans
     assert (plan.tensor_parallel, plan.pipeline_parallel, plan.gpus) == (8, 2, 16)
     assert plan.machine_prices_per_hour == (Decimal("20.00"), Decimal("21.00"))
@@ -143,7 +144,7 @@ def test_deepseek_v3_fp8_one_8_x_h200_or_two_8_x_h100():
     on_h100 = cluster_need(DEEPSEEK_V3, 8, 16, 8192, 1, gpus_per_machine=8, machines=1,
                            usable_bytes=H100_USABLE_MIB * MIB)
     assert not on_h100.fits
-    (plan,) = plan_clusters(DEEPSEEK_V3, 8, 16, 8192, 1, [H100_SITE], usable_mib=USABLE)
+    (plan,) = plan_clusters(DEEPSEEK_V3, 8, 16, 8192, 1, [H100_SITE])
     assert plan.pipeline_parallel == 2
     assert figures(plan.need) == deepseek_per_gpu(8, 2)
     assert round(plan.need.need_bytes / GIB, 2) == 43.76
@@ -151,7 +152,7 @@ def test_deepseek_v3_fp8_one_8_x_h200_or_two_8_x_h100():
 
 
 def test_deepseek_v3_16_bit_two_8_x_h200_and_three_8_x_h100():
-    plans = plan_clusters(DEEPSEEK_V3, 16, 16, 8192, 1, [H100_SITE, H200_SITE], usable_mib=USABLE)
+    plans = plan_clusters(DEEPSEEK_V3, 16, 16, 8192, 1, [H100_SITE, H200_SITE])
     by_gpu = {plan.site.gpu_type: plan for plan in plans}
     h200, h100 = by_gpu["H200"], by_gpu["H100 SXM 80GB"]
     assert h200.pipeline_parallel == 2 and figures(h200.need) == deepseek_per_gpu(16, 2)
@@ -168,7 +169,7 @@ def test_deepseek_v3_16_bit_two_8_x_h200_and_three_8_x_h100():
 
 
 def test_commands_name_the_split_and_the_head():
-    (plan,) = plan_clusters(LLAMA_405B, 16, 16, 8192, 1, [H100_SITE], usable_mib=USABLE)
+    (plan,) = plan_clusters(LLAMA_405B, 16, 16, 8192, 1, [H100_SITE])
     head, worker, serve = plan.vllm_commands
     assert head == "ray start --head --port=6379" and worker == "ray start --address=<head>:6379"
     assert serve.startswith("vllm serve meta-llama/Llama-3.1-405B --tensor-parallel-size 8 "
@@ -181,7 +182,7 @@ def test_commands_name_the_split_and_the_head():
 
 def test_a_site_whose_gpu_count_does_not_divide_the_heads_is_skipped_with_its_reason():
     odd = site("odd", "H100 SXM 80GB", H100_SMI_MIB, ["3.00", "3.00", "3.00"], gpus=3)
-    search = search_clusters(LLAMA_405B, 16, 16, 8192, 1, [odd, H100_SITE], usable_mib=USABLE)
+    search = search_clusters(LLAMA_405B, 16, 16, 8192, 1, [odd, H100_SITE])
     assert [plan.site.site for plan in search.plans] == ["h100-site"]
     ((skipped, reason),) = search.skipped
     assert skipped is odd and "tensor-parallel size must divide" in reason
@@ -189,7 +190,7 @@ def test_a_site_whose_gpu_count_does_not_divide_the_heads_is_skipped_with_its_re
 
 def test_a_site_with_too_few_machines_forms_no_cluster():
     small = site("small", "H100 SXM 80GB", H100_SMI_MIB, ["1.00", "1.00"])
-    search = search_clusters(DEEPSEEK_V3, 16, 16, 8192, 1, [small], usable_mib=USABLE)
+    search = search_clusters(DEEPSEEK_V3, 16, 16, 8192, 1, [small])
     assert search.plans == () and "2 machines" in search.skipped[0][1]
 
 
@@ -197,28 +198,27 @@ def test_plans_are_cheapest_first_then_provider_site_and_ids():
     a = site("b-site", "H100 SXM 80GB", H100_SMI_MIB, ["10.00", "10.00"], provider="Zeta")
     b = site("a-site", "H100 SXM 80GB", H100_SMI_MIB, ["10.00", "10.00"], provider="Zeta")
     c = site("c-site", "H100 SXM 80GB", H100_SMI_MIB, ["10.00", "10.00"], provider="Alpha")
-    plans = plan_clusters(LLAMA_405B, 16, 16, 8192, 1, [a, b, c, H100_SITE], usable_mib=USABLE)
+    plans = plan_clusters(LLAMA_405B, 16, 16, 8192, 1, [a, b, c, H100_SITE])
     assert [(plan.site.provider, plan.site.site) for plan in plans] == [
         ("Alpha", "c-site"), ("Zeta", "a-site"), ("Zeta", "b-site"), ("Lambda", "h100-site")]
 
 
 def test_answers_share_the_sizing_of_one_shape_in_the_words_of_their_own_language():
-    first = plan_clusters(LLAMA_405B, 16, 16, 8192, 1, [H100_SITE], usable_mib=USABLE)[0].need
+    first = plan_clusters(LLAMA_405B, 16, 16, 8192, 1, [H100_SITE])[0].need
     again = plan_clusters(LLAMA_405B, 16, 16, 8192, 1, [H100_SITE, site("h100-other", "H100 SXM 80GB",
-                                                                       H100_SMI_MIB, ["9.00", "9.00"])],
-                          usable_mib=USABLE)
+                                                                       H100_SMI_MIB, ["9.00", "9.00"])])
     assert all(plan.need is first for plan in again)  # sized once, whatever the answer or the site
     english = cluster_need(LLAMA_405B, 16, 16, 8192, 1, gpus_per_machine=8, machines=2,
                            usable_bytes=H100_USABLE_MIB * MIB)
     assert first == english
     with translation.override("de"):
-        german = plan_clusters(LLAMA_405B, 16, 16, 8192, 1, [H100_SITE], usable_mib=USABLE)[0].need
+        german = plan_clusters(LLAMA_405B, 16, 16, 8192, 1, [H100_SITE])[0].need
         assert german == cluster_need(LLAMA_405B, 16, 16, 8192, 1, gpus_per_machine=8, machines=2,
                                       usable_bytes=H100_USABLE_MIB * MIB)
     assert german.need_bytes == first.need_bytes
     assert [item.name for item in german.items] != [item.name for item in first.items]
     # Another workload is another sizing.
-    longer = plan_clusters(LLAMA_405B, 16, 16, 16384, 1, [H100_SITE], usable_mib=USABLE)[0].need
+    longer = plan_clusters(LLAMA_405B, 16, 16, 16384, 1, [H100_SITE])[0].need
     assert longer is not first and longer.need_bytes > first.need_bytes
 
 
@@ -249,14 +249,14 @@ def test_more_machines_never_need_more_per_gpu(spec, precision, kv_bits, context
 @settings(max_examples=20, deadline=None)
 @given(st.permutations([H100_SITE, H200_SITE, site("x", "H200", H200_SMI_MIB, ["29.00", "33.00"])]))
 def test_the_plan_is_deterministic_whatever_order_the_sites_come_in(sites):
-    plans = plan_clusters(DEEPSEEK_V3, 16, 16, 8192, 1, sites, usable_mib=USABLE)
-    again = plan_clusters(DEEPSEEK_V3, 16, 16, 8192, 1, list(reversed(sites)), usable_mib=USABLE)
+    plans = plan_clusters(DEEPSEEK_V3, 16, 16, 8192, 1, sites)
+    again = plan_clusters(DEEPSEEK_V3, 16, 16, 8192, 1, list(reversed(sites)))
     assert plans == again
     assert [plan.site.site for plan in plans] == ["h200-site", "x", "h100-site"]
 
 
 def test_a_plan_takes_its_own_machines_in_its_order_and_reads_its_booking_limit_from_them():
-    (plan,) = plan_clusters(LLAMA_405B, 16, 16, 8192, 1, [H100_SITE], usable_mib=USABLE)
+    (plan,) = plan_clusters(LLAMA_405B, 16, 16, 8192, 1, [H100_SITE])
     with pytest.raises(ValueError, match="with_machines"):
         plan.booking_limit_hours  # noqa: B018 - reading it is the test
     machines = tuple(
@@ -274,7 +274,7 @@ def test_a_plan_takes_its_own_machines_in_its_order_and_reads_its_booking_limit_
 
 def test_the_cheapest_plans_within_a_price_limit_and_how_many_are_within_it():
     cheap = site("h100-cheap", "H100 SXM 80GB", H100_SMI_MIB, ["9.00", "9.00"])
-    search = search_clusters(LLAMA_405B, 16, 16, 8192, 1, [H200_SITE, H100_SITE, cheap], usable_mib=USABLE)
+    search = search_clusters(LLAMA_405B, 16, 16, 8192, 1, [H200_SITE, H100_SITE, cheap])
     prices = [plan.price_per_hour for plan in search.plans]
     assert prices == [Decimal("18.00"), Decimal("41.00"), Decimal("61.00")]
     shown, within = search.cheapest(None, 2)

@@ -110,9 +110,9 @@ def test_an_answer_that_needs_no_cluster_reads_no_cluster_site(h100_site):
         answer = recommendation_for(shown)
     assert answer.clusters is not None and answer.clusters.offers
     assert sum("site_gbps" in q["sql"] for q in asked.captured_queries) == 1
-    # The sites, the GPU types' usable memory and the shown clusters' machines: three reads more,
+    # The sites (with their GPU types' usable memory) and the shown clusters' machines: two reads more,
     # nothing else.
-    assert len(asked.captured_queries) == len(auto.captured_queries) + 3
+    assert len(asked.captured_queries) == len(auto.captured_queries) + 2
 
 
 def test_the_cluster_sizes_on_the_catalogs_usable_memory(client, h100_site):
