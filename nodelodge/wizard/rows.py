@@ -52,6 +52,7 @@ def add_cluster_words(clusters: list[dict]) -> None:
         row["confidence_heading"] = confidence_of % {"confidence": row["confidence_word"]}
         row["launch_label"] = launch % {"shape": row["shape_text"], "provider": row["provider"],
                                         "site": row["site"]}
+        row["machine_ids_text"] = ",".join(str(machine_id) for machine_id in row["machine_ids"])
         # What the Launch cluster form books: every machine whole.
         row.update(group_form_words("cluster", [{"id": machine_id, "gpus": row["gpus_per_machine"]}
                                                 for machine_id in row["machine_ids"]], row["launch_label"]))
