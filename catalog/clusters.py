@@ -194,7 +194,7 @@ def _site(site: tuple, gbps: int, machine_ids: tuple[int, ...], prices: tuple) -
 
 
 def _site_order(site: ClusterSite) -> tuple:
-    return (site.prices_per_gpu_hour[0], site.provider, site.site, site.gpu_type, site.gpu_count,
+    return (site.price_per_hour(1), site.provider, site.site, site.gpu_type, site.gpu_count,
             site.memory_per_gpu_mib, site.interconnect, site.country or "", site.region)
 
 

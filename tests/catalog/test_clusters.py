@@ -203,6 +203,15 @@ def test_a_large_site_lists_its_cheapest_machines_only(fleet):
     assert len(site.prices_per_gpu_hour) == MACHINES_PER_SITE
 
 
+def test_sites_are_ordered_by_their_cheapest_machines_price_per_hour_not_per_gpu_hour(fleet):
+    for _ in range(2):  # 8 × $2.00 = $16.00 per hour
+        node(fleet, site="eight", price_per_gpu_hour=Decimal("2.00"))
+    for _ in range(2):  # 4 × $3.00 = $12.00 per hour: dearer per GPU-hour, cheaper per hour
+        node(fleet, site="four", gpu_count=4, free_gpus=4, price_per_gpu_hour=Decimal("3.00"))
+    assert [(site.site, site.price_per_hour(1)) for site in cluster_sites(ANYWHERE)] == [
+        ("four", Decimal("12.0000")), ("eight", Decimal("16.0000"))]
+
+
 def test_sites_in_a_fixed_order_whatever_order_rows_were_written_in(fleet):
     def build(order):
         Machine.objects.all().delete()
