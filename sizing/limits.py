@@ -25,6 +25,9 @@ MAX_GPU_COUNT_MEASURED = Decimal("1e9")  # tokens/s per GPU it accepts
 # --- the throughput plan --------------------------------------------------------------------------------
 MAX_REDUNDANCY = 64  # spare model copies
 MAX_TARGET_TOKENS_PER_S = Decimal("100000000")  # 10^8 tokens/s: more than any fleet serves
+# Steps one plan search may take past its first plan (sizing.throughput_plan.search.SearchBudget):
+# about a quarter of a second of Python; a search that needs more says its plan is the best found.
+MAX_PLAN_SEARCH_STEPS = 20_000
 
 # --- money ----------------------------------------------------------------------------------------------
 # Prices are kept to four places: as integers they count 1/10,000 of a dollar.

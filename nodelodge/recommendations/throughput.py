@@ -21,11 +21,12 @@ from catalog import database
 from catalog.counting import speeds as catalog_speeds
 from sizing import fit as sizing_fit
 from sizing.breakdown import Breakdown
+from sizing.limits import MAX_PLAN_SEARCH_STEPS
 from sizing.offers import MeasuredSpeed
 from sizing.preferences import order_key_of, preference_breaks
 from sizing.results import speed_row
 from sizing.speeds import SECONDS_PER_HOUR, TOKENS_PER_MILLION, price_per_million_tokens
-from sizing.throughput_plan import Plan, PlanCandidate, cheapest_plan, copy_speed
+from sizing.throughput_plan import Plan, PlanCandidate, SearchBudget, cheapest_plan, copy_speed
 from sizing.units import figure_number, figure_text, money_string, money_text
 from sizing.wording import budget_cover
 from sizing.workloads import workload
@@ -128,12 +129,20 @@ class ThroughputAnswer:
     speeds: dict[int, MeasuredSpeed]  # the measurement on each machine of a plan, by machine id
     with_speed: int
     without_speed: int
+    search_gave_up: bool = False  # the search's budget ran out before it found a first plan
+    search_steps: int = 0  # the steps every plan search of this answer took together
 
     @property
     def empty_reason(self) -> str | None:
         if self.plans:
             return None
         target = tokens_per_second_text(self.query.target_tokens)
+        if self.search_gave_up:
+            return gettext(
+                "No plan found within the search's budget of %(steps)s steps, though the machines with a "
+                "measured speed may serve %(target)s together: lower the redundancy, or narrow the "
+                "countries or GPU types, and ask again."
+            ) % {"steps": figure_text(MAX_PLAN_SEARCH_STEPS), "target": target}
         if not self.with_speed:
             return ngettext(
                 "No plan: none of the %(machines)s machine that fit and meet every preference has a speed "
@@ -176,6 +185,11 @@ class ThroughputAnswer:
             "usable_tokens_per_s": figure_number(plan.usable_tokens_per_s),
             "budget_hours": float(cover.hours) if cover and cover.hours is not None else None,
             "budget_text": cover.text if cover else None,
+            "proven_cheapest": plan.proven_cheapest,
+            "price_floor_per_hour": (
+                None if plan.price_floor_per_hour is None else money_string(plan.price_floor_per_hour)
+            ),
+            "search_text": search_words(plan),
             "steps": list(plan.steps),
             "machines": [self.part_dict(part, plan) for part in plan.parts],
         }
@@ -244,13 +258,17 @@ def throughput_answer(
     price per hour."""
     plan_candidates = [c.plan for c in candidates]
     found: dict[tuple, Plan] = {}
+    # One budget for the cheapest plan, a quarter of one for each GPU type's: whatever the target and
+    # the redundancy, an answer's searches take at most two budgets' steps past their first plans.
+    budget = SearchBudget(MAX_PLAN_SEARCH_STEPS)
+    type_budgets: list[SearchBudget] = []
 
     def add(plan: Plan | None) -> None:
         if plan is not None:
             key = tuple((p.candidate.machine_id, p.productive_copies, p.spare_copies) for p in plan.parts)
             found.setdefault(key, plan)
 
-    add(cheapest_plan(plan_candidates, query.target_tokens, query.efficiency, query.redundancy))
+    add(cheapest_plan(plan_candidates, query.target_tokens, query.efficiency, query.redundancy, budget))
     if found and query.gpu_plans:
         # The cheapest on a single GPU type, for the types whose best machine serves tokens cheapest
         # (price per GPU-hour over measured speed per GPU): each such plan is exact for its type.
@@ -269,7 +287,10 @@ def throughput_answer(
             if gpu_type not in best_ratio or ratio < best_ratio[gpu_type]:
                 best_ratio[gpu_type] = ratio
         for gpu_type in sorted(by_type, key=lambda name: (best_ratio[name], name))[: PLANS_SHOWN - 1]:
-            add(cheapest_plan(by_type[gpu_type], query.target_tokens, query.efficiency, query.redundancy))
+            type_budgets.append(SearchBudget(MAX_PLAN_SEARCH_STEPS // 4))
+            add(cheapest_plan(
+                by_type[gpu_type], query.target_tokens, query.efficiency, query.redundancy, type_budgets[-1]
+            ))
     plans = tuple(plan for _, plan in sorted(
         found.items(), key=lambda item: (item[1].price_per_hour, item[1].gpus, item[0])
     )[:PLANS_SHOWN])
@@ -287,6 +308,8 @@ def throughput_answer(
         speeds={machine_id: measured[rows[machine_id].speed_id] for machine_id in used},
         with_speed=len(candidates) if with_speed is None else with_speed,
         without_speed=max(0, machines_total - (len(candidates) if with_speed is None else with_speed)),
+        search_gave_up=not plans and budget.gave_up,
+        search_steps=budget.spent + sum(each.spent for each in type_budgets),
     )
 
 
@@ -313,6 +336,24 @@ def planned_answer(
             if attempt == PLAN_ATTEMPTS:
                 raise
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def search_words(plan: Plan) -> str | None:
+    """What a plan the search could not prove the cheapest is: the best found, and how far at most
+    from the cheapest (None for a proven plan)."""
+    if plan.proven_cheapest or plan.price_floor_per_hour is None:
+        return None
+    above = plan.price_per_hour - plan.price_floor_per_hour
+    return gettext(
+        "The cheapest plan found within the search's budget of %(steps)s steps, not proven the "
+        "cheapest: no plan costs less than %(floor)s/h, so this one is at most %(above)s/h "
+        "(%(percent)s %%) above the cheapest."
+    ) % {
+        "steps": figure_text(MAX_PLAN_SEARCH_STEPS),
+        "floor": money_text(plan.price_floor_per_hour),
+        "above": money_text(above),
+        "percent": figure_text((above * 100 / plan.price_per_hour).quantize(Decimal("0.01"))),
+    }
 
 
 def copies_words(part, gpus_per_copy: int, free_gpus: int) -> str:

@@ -327,6 +327,9 @@ class PlanOut(Schema):
     usable_tokens_per_s: float
     budget_hours: float | None
     budget_text: str | None
+    proven_cheapest: bool
+    price_floor_per_hour: str | None
+    search_text: str | None
     steps: list[str]
     machines: list[PlanMachineOut]
 

@@ -26,6 +26,13 @@ Optimality
     reduction, fixes the copies no cheaper plan can leave out or take; then branch and bound over
     what is left, with the fractional-knapsack bound. Tests compare it with brute force.
 
+Budget
+    The branch and bound's work grows with the copies a target needs, so each search has a budget
+    of steps (`sizing.limits.MAX_PLAN_SEARCH_STEPS`, counted by `search.SearchBudget`) past its first
+    plan. A search that spends it keeps the cheapest plan found and marks it: `proven_cheapest` False
+    and `price_floor_per_hour`, the price no plan can go below (the fractional cover's, rounded up),
+    so the user reads how far from the cheapest it can be at most.
+
 Modules: `plans` (candidates, parts, the plan, input checks), `search` (the cheapest plan), `steps`
 (the formula in words). The measured speeds a plan reads are chosen by `sizing.speeds`.
 """
@@ -38,7 +45,7 @@ from .plans import (
     copy_price_units,
     copy_speed,
 )
-from .search import cheapest_plan
+from .search import SearchBudget, cheapest_plan
 from .steps import plan_steps
 
 __all__ = [
@@ -47,6 +54,7 @@ __all__ = [
     "Plan",
     "PlanCandidate",
     "PlanPart",
+    "SearchBudget",
     "cheapest_plan",
     "copy_price_units",
     "copy_speed",

@@ -76,6 +76,10 @@ class Plan:
     spare_gpus: int
     usable_tokens_per_s: Fraction  # productive copies only
     steps: tuple[str, ...]
+    # False when the search ran out of its budget first: the plan is the cheapest it found, and no
+    # plan costs less than `price_floor_per_hour` (the fractional cover's price, a proven bound).
+    proven_cheapest: bool = True
+    price_floor_per_hour: Decimal | None = None
 
 
 def validated(target, efficiency_percent, redundancy) -> tuple[Fraction, Fraction, int]:

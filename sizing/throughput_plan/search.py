@@ -6,11 +6,12 @@ import heapq
 import math
 from bisect import bisect_left
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from decimal import Decimal
 from fractions import Fraction
 from itertools import accumulate
 
-from ..limits import PRICE_UNITS
+from ..limits import MAX_PLAN_SEARCH_STEPS, PRICE_UNITS
 from .plans import (
     DEFAULT_EFFICIENCY_PERCENT,
     DEFAULT_REDUNDANCY,
@@ -20,6 +21,40 @@ from .plans import (
     copy_speed,
     validated,
 )
+
+
+class SearchBudget:
+    """The work one plan search may do, counted in steps: a node of the branch and bound, a bound
+    worked out, a copy sorted or merged. The first plan (the fractional cover rounded up, one sort of
+    the copies) is always made; every step after it is paid from the budget, and a search that runs
+    out keeps the cheapest plan it found and says how far from the cheapest it can be at most. Its
+    cost is therefore the limit plus one sort of the candidates' copies, whatever the target and the
+    redundancy asked."""
+
+    def __init__(self, steps: int = MAX_PLAN_SEARCH_STEPS):
+        self.limit = steps
+        self.spent = 0  # every step counted
+        self.budgeted = 0  # the steps paid from the budget (a first plan's sort too)
+        self.gave_up = False  # no plan found before the budget ran out (though one may exist)
+
+    @property
+    def exhausted(self) -> bool:
+        return self.budgeted >= self.limit
+
+    def charge(self, steps: int) -> None:
+        """Pays work that must be done once started (a sort of the copies, a merge): it may take the
+        budget past its end by one such piece, after which nothing more is started."""
+        self.budgeted += steps
+        self.spent += steps
+
+    def spend(self, steps: int = 1) -> bool:
+        """Pays `steps` when the budget still holds them; False (nothing paid) when it does not."""
+        if self.budgeted + steps > self.limit:
+            self.budgeted = self.limit
+            return False
+        self.budgeted += steps
+        self.spent += steps
+        return True
 
 
 @dataclass
@@ -74,9 +109,18 @@ class _Cover:
     SAFETY = 1 - 1e-9
 
     def __init__(
-        self, classes: list[tuple[int, list[tuple[int, int]]]], target: int, ceiling: int | None = None
+        self,
+        classes: list[tuple[int, list[tuple[int, int]]]],
+        target: int,
+        budget: SearchBudget,
+        ceiling: int | None = None,
     ):
         self.target = target
+        self.budget = budget
+        # Whether the search ran to its end (the answer is then the cheapest cover below the
+        # ceiling), and else a lower bound on every cover's price (the fractional cover's, rounded up).
+        self.exact = True
+        self.floor: int | None = None
         self.ceiling = ceiling  # plans dearer than this are of no interest to the caller
         trimmed = []
         for speed, copies in classes:
@@ -98,6 +142,7 @@ class _Cover:
             merged: list[tuple[int, int]] = []
             for index in range(len(self.classes) - 1, -1, -1):
                 speed, copies = self.classes[index]
+                self.budget.charge(len(copies) + len(merged))
                 merged = list(heapq.merge([(units, speed) for units, _ in copies], merged, key=_ratio))
                 self._suffix[index] = (
                     list(accumulate(speed for _, speed in merged)),
@@ -133,6 +178,7 @@ class _Cover:
         # Price per speed as an exact integer key: two different ratios of speeds below `scale`
         # differ by at least 1 ÷ scale², so their floors times scale² differ too.
         scale = max((speed for speed, _ in self.classes), default=1) ** 2 + 1
+        self.budget.charge(sum(len(copies) for _, copies in self.classes))
         items = sorted(
             (
                 (units, speed, k, position)
@@ -152,6 +198,8 @@ class _Cover:
         if brk is None:
             return None
         b_units, b_speed = items[brk][0], items[brk][1]
+        # The fractional cover's price, rounded up: no cover of integer prices costs less.
+        self.floor = -(-(price * b_speed + b_units * (self.target - covered)) // b_speed)
         # A first plan: the fractional cover's whole copies, and for the rest the cheapest single
         # copy that covers it (the break copy at worst).
         remainder = self.target - covered
@@ -187,9 +235,10 @@ class _Cover:
             if base_price < limit or found is None and (self.ceiling is None or base_price < self.ceiling):
                 found = (base_price, base)
             return found
-        sub = _Cover(rest, need, ceiling=limit - base_price)
+        sub = _Cover(rest, need, self.budget, ceiling=limit - base_price)
         counts = [0] * len(sub.classes)
         sub._search(0, need, 0, 0, counts)
+        self.exact = sub.exact
         if sub.best is not None and base_price + sub.best[0] < limit:
             found = (base_price + sub.best[0], base + _picked(sub, sub.best_counts))
         return found
@@ -206,6 +255,9 @@ class _Cover:
             return
         if index >= len(self.classes):
             return
+        if not self.budget.spend():
+            self.exact = False
+            return
         speed, class_copies = self.classes[index]
         most = min(len(class_copies), -(-need // speed))
         prefix = self.prefix[index]
@@ -218,6 +270,9 @@ class _Cover:
             return
         previous = None
         for count in range(most, -1, -1):
+            if self.budget.exhausted:
+                self.exact = False
+                break
             rest = need - count * speed
             child_price = price + prefix[count]
             if rest <= 0:
@@ -244,12 +299,19 @@ def cheapest_plan(
     target_tokens_per_s,
     efficiency_percent=DEFAULT_EFFICIENCY_PERCENT,
     redundancy: int = DEFAULT_REDUNDANCY,
+    budget: SearchBudget | None = None,
 ) -> Plan | None:
     """The cheapest plan serving the target with `redundancy` spare copies, or None when the
-    candidates cannot serve it. Pure: the same candidates in any order give the same plan."""
+    candidates cannot serve it (or, the budget spent, no plan was found: `budget.gave_up`). Pure: the
+    same candidates in any order give the same plan. A search that ran out of budget returns the
+    cheapest plan it found, with `proven_cheapest` False and the price no plan can go below."""
     target, efficiency, redundancy = validated(target_tokens_per_s, efficiency_percent, redundancy)
+    budget = budget if budget is not None else SearchBudget()
     candidates = sorted(candidates, key=lambda c: c.order_key)
+    budget.charge(len(candidates))
     classes, target_int = _classes(candidates, efficiency, target)
+    if not _servable(classes, target_int, redundancy):
+        return None
     best: tuple[int, int, dict[int, list[int]]] | None = (
         None  # price, copies, candidate -> [productive, spare]
     )
@@ -265,20 +327,39 @@ def cheapest_plan(
             chosen.setdefault(index, [0, 0])[1] += 1
         best = (price, copies, chosen)
 
-    everything = _Cover([(cls.speed, cls.copies) for cls in classes], target_int)
+    everything = _Cover([(cls.speed, cls.copies) for cls in classes], target_int, budget)
     if redundancy == 0:
         solved = everything.solve()
         if solved is not None:
             consider(solved[0], len(solved[1]), solved[1], [])
+        floor = None if everything.exact else everything.floor
     else:
-        _with_spares(classes, target_int, redundancy, everything, consider, lambda: best)
+        floor = _with_spares(classes, target_int, redundancy, everything, consider, lambda: best)
     if best is None:
+        budget.gave_up = floor is not None
         return None
-    return assembled_plan(candidates, best[2], target, efficiency, redundancy)
+    plan = assembled_plan(candidates, best[2], target, efficiency, redundancy)
+    if floor is None or floor >= best[0]:
+        return plan
+    return replace(plan, proven_cheapest=False, price_floor_per_hour=Decimal(floor) / PRICE_UNITS)
 
 
-def _with_spares(classes: list[_Class], target: int, redundancy: int, everything: _Cover, consider, best):
-    """The cheapest plan with R spare copies (see the module's "Redundancy").
+def _servable(classes: list[_Class], target: int, redundancy: int) -> bool:
+    """Whether every copy together serves the target with the R fastest down: a plan exists exactly
+    then, so "no plan" is told apart from "none found within the budget"."""
+    skip, total = redundancy, 0
+    for cls in classes:  # fastest first
+        spare = min(skip, len(cls.copies))
+        skip -= spare
+        total += cls.speed * (len(cls.copies) - spare)
+    return total >= target
+
+
+def _with_spares(
+    classes: list[_Class], target: int, redundancy: int, everything: _Cover, consider, best
+) -> int | None:
+    """The cheapest plan with R spare copies (see the module's "Redundancy"); returns None when the
+    search ran to its end, else the price (in units) no plan can go below.
 
     Spare copies are the R fastest of the plan: for each speed V that the R-th fastest copy may have
     (a class, the pivot), spares come from classes at least that fast and productive copies from
@@ -286,10 +367,13 @@ def _with_spares(classes: list[_Class], target: int, redundancy: int, everything
     Lower bounds cut most pivots before any search: the productive copies cost at least the cheapest
     cover from every class (no spares), and at least the fractional cover from the pivot's class and
     the slower ones."""
+    budget = everything.budget
     solved = everything.solve()
     if solved is None:
-        return
+        return None if everything.exact else everything.floor
     cover_price, used = solved
+    # Productive copies cost at least the cheapest cover: the one found when proven, else its floor.
+    cover_bound = cover_price if everything.exact else everything.floor
     # A first plan: the cheapest cover, plus the R cheapest copies it leaves that are at least as
     # fast as its fastest copy.
     taken = set(used)
@@ -302,6 +386,7 @@ def _with_spares(classes: list[_Class], target: int, redundancy: int, everything
     # The fractional cover from the classes at most as fast as each pivot, all in one pass over the
     # copies in order of price per speed.
     by_ratio = sorted(((units, cls.speed) for cls in classes for units, _ in cls.copies), key=_ratio)
+    budget.charge(len(by_ratio) * (1 + len(classes)))
     pool_bounds = []
     for pivot in classes:
         covered = price = 0
@@ -326,25 +411,35 @@ def _with_spares(classes: list[_Class], target: int, redundancy: int, everything
             spare = faster[:from_faster] + pivot.copies[:from_pivot]
             spare_price = sum(units for units, _ in spare)
             splits.append(
-                (spare_price + max(cover_price, pool_bound), position, from_pivot, spare, spare_price)
+                (spare_price + max(cover_bound, pool_bound), position, from_pivot, spare, spare_price)
             )
         faster = sorted(faster + pivot.copies[:redundancy])[:redundancy]
+    budget.charge(len(splits) * (1 + redundancy))
     # Best first: the split with the lowest bound is searched first, and once a plan is as cheap as
-    # the next bound, no split left can beat it.
+    # the next bound, no split left can beat it. A split left unsearched, or searched only in part,
+    # keeps its bound as the floor of what the search did not see.
     splits.sort(key=lambda split: (split[0], split[1], split[2]))
+    floor: float | None = None
     for lower, position, from_pivot, spare, spare_price in splits:
         current = best()
         if current is not None and lower >= current[0]:
+            break
+        if budget.exhausted:
+            floor = lower if floor is None else min(floor, lower)
             break
         pivot = classes[position]
         rest = pivot.copies[from_pivot:]
         pool = ([(pivot.speed, rest)] if rest else []) + [
             (cls.speed, cls.copies) for cls in classes[position + 1 :]
         ]
-        cover = _Cover(pool, target, ceiling=current[0] - spare_price if current else None)
+        cover = _Cover(pool, target, budget, ceiling=current[0] - spare_price if current else None)
         found = cover.solve()
         if found is not None:
             consider(spare_price + found[0], redundancy + len(found[1]), found[1], spare)
+        if not cover.exact and cover.floor is not None:
+            unseen = spare_price + cover.floor
+            floor = unseen if floor is None else min(floor, unseen)
+    return None if floor is None else math.ceil(floor)
 
 
 def _picked(cover: _Cover, counts: list[int]) -> list[tuple[int, int]]:

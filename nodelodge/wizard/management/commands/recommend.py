@@ -104,6 +104,8 @@ class Command(BaseCommand):
                 f"({entry['productive_gpus']} productive + {entry['spare_gpus']} redundancy), "
                 f"${entry['price_per_million_tokens_at_target']} per million tokens at the target"
             )
+            if entry["search_text"]:
+                self.stdout.write(entry["search_text"])
             for machine in entry["machines"]:
                 self.stdout.write(
                     f"    {machine['provider'][:22]:<22} {machine['provider_machine_id']:<12} "
