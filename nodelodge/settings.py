@@ -326,6 +326,10 @@ NINJA_NUM_PROXIES = TRUSTED_PROXY_COUNT
 # (nodelodge/hardening/deadline.py).
 PROXY_READ_TIMEOUT_SECONDS = float(os.environ.get("PROXY_READ_TIMEOUT_SECONDS", "60"))
 PROXY_DEADLINE_MARGIN_SECONDS = float(os.environ.get("PROXY_DEADLINE_MARGIN_SECONDS", "5"))
+# Every request's own deadline, from when the console starts on it: past it the answer's work stops at
+# its next step and the request is answered 503 with a Retry-After, nothing changed. It must stay below
+# gunicorn's timeout (GUNICORN_TIMEOUT, 30 s in deploy/gunicorn.conf.py), which kills the worker.
+REQUEST_WORK_SECONDS = float(os.environ.get("REQUEST_WORK_SECONDS", "20"))
 # Read only as TrustedProxyMiddleware leaves it: the trusted proxy's value, or absent.
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 

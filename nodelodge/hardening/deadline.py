@@ -1,4 +1,5 @@
-"""Work whose client is gone: a request nginx has already answered 504 is not worked on any more.
+"""Work whose client is gone: a request nginx has already answered 504, or one that has run for longer
+than gunicorn lets a worker run, is not worked on any more.
 
 nginx stamps each request with the moment it received it (`X-Request-Start: t=<seconds since the
 epoch, with milliseconds>`, see deploy/nginx.conf) and gives up on gunicorn after
@@ -10,6 +11,13 @@ book GPUs for a client that was told it failed). So the deadline of a request is
   before any view runs (JSON under /api/, the page otherwise);
 - Launch checks `deadline_passed()` again inside its booking transaction, right before it commits,
   and `DeadlinePassed` rolls the booking back (the middleware turns it into the same 503).
+
+Whatever the proxy, every request also has a deadline of its own: `REQUEST_WORK_SECONDS` after the
+console started on it, below gunicorn's timeout (which kills the worker and leaves the client an HTML
+500). The answer's long steps call `check_deadline()` between them, so a request that would outlast it
+stops at its next step and is answered 503 with a Retry-After: JSON under /api/, the page elsewhere.
+Every step's work is bounded by its own counter too (the plan search's budget, the list's window);
+the deadline is the net under them, for a machine too slow or too busy for those bounds' times.
 
 The header counts only when a trusted proxy sent the request (TRUSTED_PROXY_COUNT > 0, the rule of
 nodelodge/hardening/proxies.py): with no trusted proxy a client could write any start it likes, so
@@ -43,7 +51,7 @@ _deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar("proxy_
 
 
 class DeadlinePassed(Exception):
-    """The proxy has given up on this request: whatever it was doing is dropped (rolled back)."""
+    """This request is past its deadline: whatever it was doing is dropped (rolled back)."""
 
 
 def request_start(request) -> float | None:
@@ -62,14 +70,21 @@ def request_start(request) -> float | None:
     return start
 
 
-def deadline_for(request) -> float | None:
-    """The moment after which nobody waits for this request's answer, or None when unknown."""
+def proxy_deadline_for(request) -> float | None:
+    """The moment after which the proxy no longer waits for this request's answer, or None."""
     start = request_start(request)
     if start is None:
         return None
     timeout = float(getattr(settings, "PROXY_READ_TIMEOUT_SECONDS", 60))
     margin = float(getattr(settings, "PROXY_DEADLINE_MARGIN_SECONDS", 5))
     return start + max(0.0, timeout - margin)
+
+
+def deadline_for(request, now: float) -> float:
+    """The moment after which this request's work stops: the proxy's deadline or its own, the sooner."""
+    own = now + float(getattr(settings, "REQUEST_WORK_SECONDS", 20))
+    proxy = proxy_deadline_for(request)
+    return own if proxy is None else min(own, proxy)
 
 
 @contextlib.contextmanager
@@ -83,13 +98,13 @@ def request_deadline(deadline: float | None):
 
 
 def deadline_passed() -> bool:
-    """Whether the request being served has passed its proxy deadline (False when it has none)."""
+    """Whether the request being served has passed its deadline (False outside a request)."""
     deadline = _deadline.get()
     return deadline is not None and time.time() > deadline
 
 
 def check_deadline() -> None:
-    """Raises DeadlinePassed when the request being served has passed its proxy deadline."""
+    """Raises DeadlinePassed when the request being served has passed its deadline."""
     if deadline_passed():
         raise DeadlinePassed
 
@@ -110,15 +125,16 @@ class ProxyDeadlineMiddleware:
         self.get_response = get_response
 
     def __call__(self, request):
-        deadline = deadline_for(request)
-        if deadline is not None and time.time() > deadline:
+        now = time.time()
+        proxy_deadline = proxy_deadline_for(request)
+        if proxy_deadline is not None and now > proxy_deadline:
             logger.warning("dropped %s %s: past the proxy's deadline", request.method, request.path)
             return deadline_passed_response(request)
-        with request_deadline(deadline):
+        with request_deadline(deadline_for(request, now)):
             return self.get_response(request)
 
     def process_exception(self, request, exception):
         if isinstance(exception, DeadlinePassed):
-            logger.warning("dropped %s %s: passed the proxy's deadline", request.method, request.path)
+            logger.warning("dropped %s %s: passed its deadline", request.method, request.path)
             return deadline_passed_response(request)
         return None

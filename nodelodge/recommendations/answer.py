@@ -16,6 +16,7 @@ from django.utils import timezone
 from django.utils.translation import gettext
 
 from catalog import database
+from nodelodge.hardening.deadline import check_deadline
 from sizing.breakdown import Breakdown
 from sizing.limits import MAX_LIMIT, PAGE_LIMIT
 from sizing.matching import SORT_PRICE_PER_MILLION, Recommendation
@@ -86,6 +87,7 @@ def _recommendation_for(
         raise Conflict({
             "target_tokens": gettext("A throughput plan is for language models; this one serves none.")
         })
+    check_deadline()
     if query.target_tokens is not None or query.sort == SORT_PRICE_PER_MILLION:
         keep = per_page * query.page if query.sort == SORT_PRICE_PER_MILLION else 0
         candidates, with_speed = speed_candidates(
@@ -95,10 +97,13 @@ def _recommendation_for(
     # cheapest per hour that the reader fetches.
     by_per_million = query.sort == SORT_PRICE_PER_MILLION and candidates
     extra = cheapest_per_million(candidates, per_page * query.page) if by_per_million else []
+    check_deadline()
     recommendation, freshness = fleet_reader().recommend(query, breakdown, lower, now, machines_shown, extra)
+    check_deadline()
     if relax and not recommendation.machines_total and recommendation.empty is not None:
         recommendation = explain_empty(query, breakdown, lower, model_row, now, recommendation)
     throughput = None
+    check_deadline()
     if query.target_tokens is not None:
         name = getattr(model_row, "name", query.model_slug)
         throughput = planned_answer(
@@ -106,6 +111,7 @@ def _recommendation_for(
             lambda: speed_candidates(query, breakdown, stale_cutoff(now), preferences_for(query), keep=keep),
         )
     clusters = None
+    check_deadline()
     if relax and plans_clusters(query, model_row):
         recommendation = replace(
             recommendation, constraints=(*recommendation.constraints, cluster_constraint(query))

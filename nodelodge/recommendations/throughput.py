@@ -19,6 +19,7 @@ from django.utils.translation import gettext, ngettext
 
 from catalog import database
 from catalog.counting import speeds as catalog_speeds
+from nodelodge.hardening.deadline import check_deadline
 from sizing import fit as sizing_fit
 from sizing.breakdown import Breakdown
 from sizing.limits import MAX_PLAN_SEARCH_STEPS
@@ -287,6 +288,7 @@ def throughput_answer(
             if gpu_type not in best_ratio or ratio < best_ratio[gpu_type]:
                 best_ratio[gpu_type] = ratio
         for gpu_type in sorted(by_type, key=lambda name: (best_ratio[name], name))[: PLANS_SHOWN - 1]:
+            check_deadline()
             type_budgets.append(SearchBudget(MAX_PLAN_SEARCH_STEPS // 4))
             add(cheapest_plan(
                 by_type[gpu_type], query.target_tokens, query.efficiency, query.redundancy, type_budgets[-1]

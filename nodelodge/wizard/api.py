@@ -11,6 +11,7 @@ from ninja.errors import ValidationError as NinjaValidationError
 from pydantic import TypeAdapter
 
 from catalog import database
+from nodelodge.hardening.deadline import DeadlinePassed, deadline_passed_response
 from nodelodge.hardening.errors import log_unexpected, server_error_json
 from nodelodge.hardening.faults import database_unavailable_json, log_database_unavailable
 from nodelodge.hardening.throttling import ApiRateThrottle, throttled_message
@@ -500,6 +501,12 @@ def conflict(request, exc: Conflict):
 def throttled(request, exc: Throttled):
     # ninja adds Retry-After from the throttle's wait.
     return api.create_response(request, {"errors": {"request": throttled_message(exc.wait)}}, status=429)
+
+
+@api.exception_handler(DeadlinePassed)
+def past_deadline(request, exc: DeadlinePassed):
+    # The request outlasted its deadline (nodelodge/hardening/deadline.py): 503, Retry-After, nothing changed.
+    return deadline_passed_response(request)
 
 
 @api.exception_handler(OperationalError)

@@ -62,3 +62,20 @@ def test_a_launch_posted_past_the_deadline_is_dropped_before_it_books(
     response = client.post(reverse("launches:launch"), data, headers=started(90))
     assert response.status_code == 503
     assert not Booking.objects.exists()
+
+
+def test_a_launch_past_its_own_deadline_books_nothing_without_any_proxy(
+    client, settings, small_catalog, make_user
+):
+    client.force_login(make_user())
+    machine = small_catalog.machine(free_gpus=2)
+    data = {"machine": machine.pk, "gpus": 1, "price_per_hour": "2.49", "query": QUERY,
+            "idempotency_key": uuid.uuid4().hex}
+    settings.REQUEST_WORK_SECONDS = 0
+    response = client.post(reverse("launches:launch"), data)
+    assert response.status_code == 503 and response["Retry-After"] == "10"
+    assert not Booking.objects.exists()
+    assert Machine.objects.get(pk=machine.pk).free_gpus == 2
+    settings.REQUEST_WORK_SECONDS = 20
+    assert client.post(reverse("launches:launch"), data).status_code == 303
+    assert Booking.objects.count() == 1
