@@ -156,3 +156,18 @@ def test_the_atom_feed_lists_each_firing(catalog, client):
     assert entry.find(f"{atom}id").text.endswith(f":firing:{firing.pk}")
     assert client.get("/watches/feed/guess.atom").status_code == 404
     assert timezone.now() >= firing.fired_at
+
+
+def test_a_watch_saved_with_an_address_carrying_loopback_is_refused_at_delivery(catalog):
+    """A watch saved before the rule, its webhook 6to4 of 127.0.0.1 (which Python calls global): every
+    delivery is refused with the reason, then the webhook is disabled, even with loopback allowed."""
+    watch = create_watch(make_user(), WatchRequest(query=QUERY, email=False, webhook_url="https://8.8.8.8/hook"))
+    Watch.objects.filter(pk=watch.pk).update(webhook_url="https://[2002:7f00:1::]/hook")
+    catalog.machine(provider_machine_id="fra-1", price_per_gpu_hour=Decimal("2.49"))
+
+    evaluate_watches()
+
+    why = "Refused: 2002:7f00:1:: carries the IPv4 address 127.0.0.1. 127.0.0.1 is a loopback address."
+    assert Firing.objects.get(watch=watch).webhook_error == why
+    watch.refresh_from_db()
+    assert watch.webhook_disabled_reason == f"Disabled after 3 failed deliveries in a row. Last: {why}"
