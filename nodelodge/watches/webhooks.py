@@ -1,12 +1,13 @@
 """A watch's webhook: which addresses it may call, the signed body, and one delivery.
 
-Rules (SECURITY.md, "Watches"): https only, to a public address — no loopback, private ranges,
-link-local, shared or reserved space, and an IPv6 address that carries an IPv4 one (IPv4-mapped and
--compatible, 6to4, Teredo, NAT64) is judged by the IPv4 address inside — checked when the watch is
-made and again on the address the name resolves to at delivery, which is the address then connected
-to (no second lookup a DNS answer could change); redirects are never followed (a 3xx is a failure);
-5 s for the whole call; the answer's body is never read. `WATCH_WEBHOOK_ALLOW_LOOPBACK` (tests only)
-lets http and https reach 127.0.0.1 and ::1, nothing else.
+Rules (SECURITY.md, "Watches"): https only, on a port of `WATCH_WEBHOOK_ALLOWED_PORTS` (443 and
+8443 unless set), to a public address — no loopback, private ranges, link-local, shared or reserved
+space, and an IPv6 address that carries an IPv4 one (IPv4-mapped and -compatible, 6to4, Teredo,
+NAT64) is judged by the IPv4 address inside — checked when the watch is made and again on the
+address the name resolves to at delivery, which is the address then connected to (no second lookup
+a DNS answer could change); redirects are never followed (a 3xx is a failure); 5 s for the whole
+call; the answer's body is never read. `WATCH_WEBHOOK_ALLOW_LOOPBACK` (tests only) lets http and
+https reach 127.0.0.1 and ::1, nothing else (the ports stay limited).
 """
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ from django.utils.translation import gettext
 TIMEOUT_SECONDS = 5
 SIGNATURE_HEADER = "X-Signature"
 TIMESTAMP_HEADER = "X-Timestamp"
+DEFAULT_PORTS = (443, 8443)
 
 
 class WebhookRefused(Exception):
@@ -101,6 +103,10 @@ def _mapped_loopback(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
     return isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None and ip.ipv4_mapped.is_loopback
 
 
+def allowed_ports() -> list[int]:
+    return list(getattr(settings, "WATCH_WEBHOOK_ALLOWED_PORTS", DEFAULT_PORTS))
+
+
 def _parts(url: str):
     parts = urlsplit(url)
     scheme = parts.scheme.lower()
@@ -109,9 +115,14 @@ def _parts(url: str):
     if not parts.hostname or parts.username or parts.password:
         raise WebhookRefused(gettext("A webhook address needs a host name and no user name or password."))
     try:
-        port = parts.port or (443 if scheme == "https" else 80)
+        port = parts.port if parts.port is not None else (443 if scheme == "https" else 80)
     except ValueError:
         raise WebhookRefused(gettext("The webhook address has a bad port.")) from None
+    ports = allowed_ports()
+    if port not in ports:
+        raise WebhookRefused(gettext("A webhook may call only these ports: %(ports)s (not %(port)s).") % {
+            "ports": ", ".join(str(allowed) for allowed in ports), "port": port,
+        })
     path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     return scheme, parts.hostname, port, path
 

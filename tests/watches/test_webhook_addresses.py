@@ -1,10 +1,13 @@
-"""Where a webhook may go: https to a public address only, an IPv6 address that carries an IPv4 one
-judged by the IPv4 address inside; checked when the watch is made (the page's form, the API) and again on the address the name resolves to at delivery
+"""Where a webhook may go: https to a public address only, on an allowed port (443 and 8443 unless
+set), an IPv6 address that carries an IPv4 one judged by the IPv4 address inside; checked when the
+watch is made (the page's form, the API) and again on the address the name resolves to at delivery
 (which is the one connected to)."""
 import ipaddress
+import runpy
 import socket
 
 import pytest
+from django.conf import settings as django_settings
 from django.utils import translation
 
 from nodelodge.watches import tokens, webhooks
@@ -79,13 +82,14 @@ def test_the_address_is_checked_again_at_delivery_and_nothing_is_sent(monkeypatc
     rebinding) is refused at delivery, before any connection."""
     settings.WATCH_WEBHOOK_ALLOW_LOOPBACK = False
     receiver = Receiver()
+    settings.WATCH_WEBHOOK_ALLOWED_PORTS = [443, receiver.port]
     try:
         resolving_to(monkeypatch, {"hooks.example.net": "93.184.215.14"})
         assert webhooks.url_problem("https://hooks.example.net/x") is None
         resolving_to(monkeypatch, {"hooks.example.net": "127.0.0.1"})
 
         with pytest.raises(webhooks.WebhookRefused, match="127.0.0.1 is a loopback address"):
-            webhooks.post(f"https://hooks.example.net:{receiver.server.server_address[1]}/x", b"{}", "s")
+            webhooks.post(f"https://hooks.example.net:{receiver.port}/x", b"{}", "s")
 
         assert receiver.received == []
     finally:
@@ -94,6 +98,7 @@ def test_the_address_is_checked_again_at_delivery_and_nothing_is_sent(monkeypatc
 
 def test_loopback_is_reached_only_with_the_test_setting(settings):
     receiver = Receiver()
+    settings.WATCH_WEBHOOK_ALLOWED_PORTS = [receiver.port]
     try:
         settings.WATCH_WEBHOOK_ALLOW_LOOPBACK = False
         with pytest.raises(webhooks.WebhookRefused):
@@ -103,7 +108,7 @@ def test_loopback_is_reached_only_with_the_test_setting(settings):
         assert webhooks.post(receiver.url(), b'{"a":1}', "s") == 204
         assert receiver.wait_for(1)[0].signed_by("s")
         # Still only loopback: private ranges stay refused.
-        assert webhooks.url_problem("http://10.0.0.1/x") == "10.0.0.1 is a private address."
+        assert webhooks.url_problem(f"http://10.0.0.1:{receiver.port}/x") == "10.0.0.1 is a private address."
     finally:
         receiver.close()
 
@@ -113,6 +118,7 @@ def test_a_receiver_that_never_answers_is_given_up_at_five_seconds(settings):
 
     settings.WATCH_WEBHOOK_ALLOW_LOOPBACK = True
     receiver = SilentReceiver()
+    settings.WATCH_WEBHOOK_ALLOWED_PORTS = [receiver.port]
     try:
         with pytest.raises(OSError):
             webhooks.post(receiver.url(), b"{}", "s")
@@ -192,10 +198,57 @@ def test_a_name_that_later_resolves_to_6to4_of_loopback_is_refused_at_delivery(m
     assert str(refused.value) == "2002:7f00:1:: carries the IPv4 address 127.0.0.1. 127.0.0.1 is a loopback address."
 
 
+@pytest.mark.parametrize("port", [6390, 80, 22, 0])
+def test_a_port_other_than_443_and_8443_is_refused_naming_the_allowed_ones(port):
+    assert webhooks.url_problem(f"https://8.8.8.8:{port}/hook") == (
+        f"A webhook may call only these ports: 443, 8443 (not {port})."
+    )
+
+
+@pytest.mark.parametrize("url", ["https://8.8.8.8/hook", "https://8.8.8.8:443/hook", "https://8.8.8.8:8443/hook"])
+def test_ports_443_and_8443_are_accepted(url):
+    assert webhooks.url_problem(url) is None
+
+
+def test_the_allowed_ports_are_the_setting(settings):
+    settings.WATCH_WEBHOOK_ALLOWED_PORTS = [6390]
+
+    assert webhooks.url_problem("https://8.8.8.8:6390/hook") is None
+    assert webhooks.url_problem("https://8.8.8.8/hook") == "A webhook may call only these ports: 6390 (not 443)."
+
+
+def test_the_allowed_ports_are_read_from_the_environment(monkeypatch):
+    settings_file = str(django_settings.BASE_DIR / "nodelodge" / "settings.py")
+    monkeypatch.delenv("WATCH_WEBHOOK_ALLOWED_PORTS", raising=False)
+    assert runpy.run_path(settings_file)["WATCH_WEBHOOK_ALLOWED_PORTS"] == [443, 8443]
+
+    monkeypatch.setenv("WATCH_WEBHOOK_ALLOWED_PORTS", "443, 9443")
+
+    assert runpy.run_path(settings_file)["WATCH_WEBHOOK_ALLOWED_PORTS"] == [443, 9443]
+
+
+def test_a_port_outside_the_allowed_ones_is_refused_at_delivery_and_nothing_is_sent(settings):
+    settings.WATCH_WEBHOOK_ALLOW_LOOPBACK = True
+    receiver = Receiver()
+    try:
+        with pytest.raises(webhooks.WebhookRefused) as refused:
+            webhooks.post(receiver.url(), b"{}", "s")
+
+        assert str(refused.value) == f"A webhook may call only these ports: 443, 8443 (not {receiver.port})."
+        assert receiver.received == []
+        settings.WATCH_WEBHOOK_ALLOWED_PORTS = [receiver.port]
+        assert webhooks.post(receiver.url(), b"{}", "s") == 204
+    finally:
+        receiver.close()
+
+
 def test_the_reasons_are_in_german_for_a_german_page():
     with translation.override("de"):
         assert webhooks.url_problem("https://[2002:7f00:1::]/hook") == (
             "2002:7f00:1:: enthält die IPv4-Adresse 127.0.0.1. 127.0.0.1 ist eine Loopback-Adresse."
+        )
+        assert webhooks.url_problem("https://8.8.8.8:6390/hook") == (
+            "Ein Webhook darf nur diese Ports aufrufen: 443, 8443 (nicht 6390)."
         )
 
 
@@ -204,11 +257,12 @@ REFUSED_ON_SAVE = [
      "2002:7f00:1:: carries the IPv4 address 127.0.0.1. 127.0.0.1 is a loopback address."),
     ("https://[64:ff9b::a9fe:a9fe]/latest/meta-data",
      "64:ff9b::a9fe:a9fe carries the IPv4 address 169.254.169.254. 169.254.169.254 is a link-local address."),
+    ("https://8.8.8.8:6390/", "A webhook may call only these ports: 443, 8443 (not 6390)."),
 ]
 
 
 @pytest.mark.django_db
-def test_the_page_refuses_an_address_carrying_loopback(client, catalog):
+def test_the_page_refuses_an_address_carrying_loopback_and_a_port_outside_the_allowed_ones(client, catalog):
     client.force_login(make_user())
 
     for url, why in REFUSED_ON_SAVE:
@@ -216,14 +270,17 @@ def test_the_page_refuses_an_address_carrying_loopback(client, catalog):
         assert why in page.content.decode(), url
     german = client.post("/de/watches/", {"query": LLAMA_8B, "webhook_url": "https://[2002:7f00:1::]/"}, follow=True)
 
+    german_port = client.post("/de/watches/", {"query": LLAMA_8B, "webhook_url": "https://8.8.8.8:6390/"}, follow=True)
+
     assert "2002:7f00:1:: enthält die IPv4-Adresse 127.0.0.1. 127.0.0.1 ist eine Loopback-Adresse." in (
         german.content.decode()
     )
+    assert "Ein Webhook darf nur diese Ports aufrufen: 443, 8443 (nicht 6390)." in german_port.content.decode()
     assert not Watch.objects.exists()
 
 
 @pytest.mark.django_db
-def test_the_api_refuses_an_address_carrying_loopback(client, catalog):
+def test_the_api_refuses_an_address_carrying_loopback_and_a_port_outside_the_allowed_ones(client, catalog):
     _row, token = tokens.create_token(make_user())
 
     for url, why in REFUSED_ON_SAVE:
@@ -231,8 +288,9 @@ def test_the_api_refuses_an_address_carrying_loopback(client, catalog):
                              content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}")
         assert answer.status_code == 400, url
         assert answer.json() == {"errors": {"webhook_url": why}}
-    made = client.post("/api/v1/watches", {"query": QUERY, "webhook_url": "https://[2002:808:808::1]/hook"},
-                       content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}")
+    for url in ("https://[2002:808:808::1]/hook", "https://8.8.8.8:8443/hook"):
+        made = client.post("/api/v1/watches", {"query": QUERY, "webhook_url": url},
+                           content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}")
+        assert made.status_code == 201 and made.json()["webhook_url"] == url
 
-    assert made.status_code == 201 and made.json()["webhook_url"] == "https://[2002:808:808::1]/hook"
-    assert Watch.objects.count() == 1
+    assert Watch.objects.count() == 2
