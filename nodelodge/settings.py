@@ -243,6 +243,11 @@ WATCH_WEBHOOK_RETRY_DELAYS = [
     int(s) for s in os.environ.get("WATCH_WEBHOOK_RETRY_DELAYS", "30,120,600").split(",") if s.strip()
 ]
 WATCH_WEBHOOK_MAX_FAILURES = int(os.environ.get("WATCH_WEBHOOK_MAX_FAILURES", "5"))
+# The only ports a webhook address may name (none named: 443); any other is refused when the watch
+# is made and at delivery, so a webhook cannot probe a public host's other services.
+WATCH_WEBHOOK_ALLOWED_PORTS = [
+    int(s) for s in os.environ.get("WATCH_WEBHOOK_ALLOWED_PORTS", "443,8443").split(",") if s.strip()
+]
 # Tests only: lets a webhook reach a receiver on 127.0.0.1 / ::1 over http. Never set in production.
 WATCH_WEBHOOK_ALLOW_LOOPBACK = env_bool("WATCH_WEBHOOK_ALLOW_LOOPBACK", False)
 

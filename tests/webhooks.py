@@ -57,8 +57,13 @@ class Receiver:
         self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
         self.thread.start()
 
+    @property
+    def port(self) -> int:
+        """The port it listens on, which a test allows explicitly (WATCH_WEBHOOK_ALLOWED_PORTS)."""
+        return self.server.server_address[1]
+
     def url(self, path: str = "hook") -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}/{path}"
+        return f"http://127.0.0.1:{self.port}/{path}"
 
     def wait_for(self, count: int, timeout: float = 30) -> list[Received]:
         with self.arrived:
@@ -80,8 +85,12 @@ class SilentReceiver:
         self.socket.bind(("127.0.0.1", 0))
         self.socket.listen(4)
 
+    @property
+    def port(self) -> int:
+        return self.socket.getsockname()[1]
+
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.socket.getsockname()[1]}/hook"
+        return f"http://127.0.0.1:{self.port}/hook"
 
     def close(self):
         self.socket.close()

@@ -1,11 +1,13 @@
 """A watch's webhook: which addresses it may call, the signed body, and one delivery.
 
-Rules (SECURITY.md, "Watches"): https only, to a public address — no loopback, private ranges,
-link-local, shared or reserved space — checked when the watch is made and again on the address the
-name resolves to at delivery, which is the address then connected to (no second lookup a DNS answer
-could change); redirects are never followed (a 3xx is a failure); 5 s for the whole call; the
-answer's body is never read. `WATCH_WEBHOOK_ALLOW_LOOPBACK` (tests only) lets http and https reach
-127.0.0.1 and ::1, nothing else.
+Rules (SECURITY.md, "Watches"): https only, on a port of `WATCH_WEBHOOK_ALLOWED_PORTS` (443 and
+8443 unless set), to a public address — no loopback, private ranges, link-local, shared or reserved
+space, and an IPv6 address that carries an IPv4 one (IPv4-mapped and -compatible, 6to4, Teredo,
+NAT64) is judged by the IPv4 address inside — checked when the watch is made and again on the
+address the name resolves to at delivery, which is the address then connected to (no second lookup
+a DNS answer could change); redirects are never followed (a 3xx is a failure); 5 s for the whole
+call; the answer's body is never read. `WATCH_WEBHOOK_ALLOW_LOOPBACK` (tests only) lets http and
+https reach 127.0.0.1 and ::1, nothing else (the ports stay limited).
 """
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ from django.utils.translation import gettext
 TIMEOUT_SECONDS = 5
 SIGNATURE_HEADER = "X-Signature"
 TIMESTAMP_HEADER = "X-Timestamp"
+DEFAULT_PORTS = (443, 8443)
 
 
 class WebhookRefused(Exception):
@@ -36,13 +39,33 @@ def _loopback_allowed() -> bool:
     return bool(getattr(settings, "WATCH_WEBHOOK_ALLOW_LOOPBACK", False))
 
 
-def address_problem(address: str) -> str | None:
-    """Why this IP address may not be called (None: it may)."""
-    ip = ipaddress.ip_address(address.split("%", 1)[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
-    if ip.is_loopback and _loopback_allowed():
-        return None
+# NAT64: the well-known prefix (RFC 6052) and the local-use one (RFC 8215), the IPv4 address in the
+# last 32 bits. Inside the local-use /48 a translator may be set up to read the IPv4 address from
+# other bits (a /48, /56 or /64 prefix), so only its /96 form is accepted: bits 48 to 95 all zero.
+NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
+LOCAL_NAT64 = ipaddress.IPv6Network("64:ff9b:1::/48")
+
+
+def embedded_ipv4(ip: ipaddress.IPv6Address) -> tuple[ipaddress.IPv4Address, ...]:
+    """The IPv4 addresses an IPv6 address carries, which a call to it reaches in the end (none: it
+    carries none): IPv4-mapped ::ffff:a.b.c.d, 6to4 2002::/16, Teredo 2001::/32 (its server and its
+    client, the client's bits inverted), NAT64 64:ff9b::/96 and 64:ff9b:1::/48, and IPv4-compatible
+    ::a.b.c.d (not :: or ::1, which are themselves)."""
+    last_32 = ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+    if ip.ipv4_mapped is not None:
+        return (ip.ipv4_mapped,)
+    if ip.sixtofour is not None:
+        return (ip.sixtofour,)
+    if ip.teredo is not None:
+        return ip.teredo
+    if ip in NAT64 or ip in LOCAL_NAT64:
+        return (last_32,)
+    if int(ip) >> 32 == 0 and int(ip) > 1:
+        return (last_32,)
+    return ()
+
+
+def _not_public(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str | None:
     if ip.is_loopback:
         return gettext("%(address)s is a loopback address.") % {"address": ip}
     if ip.is_link_local:
@@ -54,6 +77,36 @@ def address_problem(address: str) -> str | None:
     return None
 
 
+def address_problem(address: str) -> str | None:
+    """Why this IP address may not be called (None: it may). The one judgment of an address: the
+    typed one when a watch is made, each one the name resolves to then and at every delivery."""
+    ip = ipaddress.ip_address(address.split("%", 1)[0])
+    if _loopback_allowed() and (ip.is_loopback or _mapped_loopback(ip)):
+        return None  # tests only: 127.0.0.1, ::1 and ::ffff:127.0.0.1, never an address that leads there
+    if isinstance(ip, ipaddress.IPv4Address):
+        return _not_public(ip)
+    if ip in LOCAL_NAT64 and (int(ip) >> 32) & ((1 << 48) - 1):
+        return gettext("%(address)s is not a public address.") % {"address": ip}
+    inside = embedded_ipv4(ip)
+    if not inside:
+        return _not_public(ip)
+    for ipv4 in inside:  # judged by the IPv4 address inside, not by the IPv6 one
+        problem = _not_public(ipv4)
+        if problem:
+            return gettext("%(address)s carries the IPv4 address %(ipv4)s. %(problem)s") % {
+                "address": ip, "ipv4": ipv4, "problem": problem,
+            }
+    return None
+
+
+def _mapped_loopback(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+    return isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None and ip.ipv4_mapped.is_loopback
+
+
+def allowed_ports() -> list[int]:
+    return list(getattr(settings, "WATCH_WEBHOOK_ALLOWED_PORTS", DEFAULT_PORTS))
+
+
 def _parts(url: str):
     parts = urlsplit(url)
     scheme = parts.scheme.lower()
@@ -62,9 +115,14 @@ def _parts(url: str):
     if not parts.hostname or parts.username or parts.password:
         raise WebhookRefused(gettext("A webhook address needs a host name and no user name or password."))
     try:
-        port = parts.port or (443 if scheme == "https" else 80)
+        port = parts.port if parts.port is not None else (443 if scheme == "https" else 80)
     except ValueError:
         raise WebhookRefused(gettext("The webhook address has a bad port.")) from None
+    ports = allowed_ports()
+    if port not in ports:
+        raise WebhookRefused(gettext("A webhook may call only these ports: %(ports)s (not %(port)s).") % {
+            "ports": ", ".join(str(allowed) for allowed in ports), "port": port,
+        })
     path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     return scheme, parts.hostname, port, path
 

@@ -155,12 +155,15 @@ def time_watch_delivery(fleet: str, report, environment: dict, rounds: int = len
     owner, _ = get_user_model().objects.get_or_create(username="bench-watch-probe",
                                                       defaults={"email": "probe@example.com"})
     base = dict(QueryDict(QUERIES[0][1]).items())
-    environment = {**environment, "WATCH_WEBHOOK_ALLOW_LOOPBACK": "1",
-                   "PROVIDER_REFRESH_INTERVAL_SECONDS": "86400"}
     latencies: list[float] = []
     receiver = Receiver()
-    # The receiver is on loopback: allowed here and in the worker only by this explicit setting.
-    with override_settings(WATCH_WEBHOOK_ALLOW_LOOPBACK=True), FeedServer() as feed_server, \
+    environment = {**environment, "WATCH_WEBHOOK_ALLOW_LOOPBACK": "1",
+                   "WATCH_WEBHOOK_ALLOWED_PORTS": str(receiver.port),
+                   "PROVIDER_REFRESH_INTERVAL_SECONDS": "86400"}
+    # The receiver is on loopback, on a port of its own: allowed here and in the worker only by
+    # these explicit settings.
+    with override_settings(WATCH_WEBHOOK_ALLOW_LOOPBACK=True, WATCH_WEBHOOK_ALLOWED_PORTS=[receiver.port]), \
+            FeedServer() as feed_server, \
             tempfile.TemporaryDirectory() as schedule_dir:
         provider = Provider.objects.create(name="Bench watch probe", slug=PROBE_PROVIDER, tier="secure",
                                            feed_url=feed_server.url, feed_format="nodelodge-v1")

@@ -33,8 +33,10 @@ def in_process(settings):
 
 
 @pytest.fixture
-def receiver():
+def receiver(settings):
+    """A receiver on loopback, its port the one allowed (the default allows 443 and 8443 only)."""
     server = Receiver()
+    settings.WATCH_WEBHOOK_ALLOWED_PORTS = [server.port]
     yield server
     server.close()
 
@@ -156,3 +158,33 @@ def test_the_atom_feed_lists_each_firing(catalog, client):
     assert entry.find(f"{atom}id").text.endswith(f":firing:{firing.pk}")
     assert client.get("/watches/feed/guess.atom").status_code == 404
     assert timezone.now() >= firing.fired_at
+
+
+def test_a_watch_whose_port_is_no_longer_allowed_is_refused_at_delivery_and_nothing_is_sent(
+    catalog, receiver, settings
+):
+    watch = create_watch(make_user(), WatchRequest(query=QUERY, email=False, webhook_url=receiver.url()))
+    settings.WATCH_WEBHOOK_ALLOWED_PORTS = [443, 8443]  # the ports narrowed after the watch was made
+    catalog.machine(provider_machine_id="fra-1", price_per_gpu_hour=Decimal("2.49"))
+
+    evaluate_watches()
+
+    firing = Firing.objects.get(watch=watch)
+    assert firing.webhook_error == f"Refused: A webhook may call only these ports: 443, 8443 (not {receiver.port})."
+    assert firing.webhook_delivered_at is None
+    assert receiver.received == []
+
+
+def test_a_watch_saved_with_an_address_carrying_loopback_is_refused_at_delivery(catalog):
+    """A watch saved before the rule, its webhook 6to4 of 127.0.0.1 (which Python calls global): every
+    delivery is refused with the reason, then the webhook is disabled, even with loopback allowed."""
+    watch = create_watch(make_user(), WatchRequest(query=QUERY, email=False, webhook_url="https://8.8.8.8/hook"))
+    Watch.objects.filter(pk=watch.pk).update(webhook_url="https://[2002:7f00:1::]/hook")
+    catalog.machine(provider_machine_id="fra-1", price_per_gpu_hour=Decimal("2.49"))
+
+    evaluate_watches()
+
+    why = "Refused: 2002:7f00:1:: carries the IPv4 address 127.0.0.1. 127.0.0.1 is a loopback address."
+    assert Firing.objects.get(watch=watch).webhook_error == why
+    watch.refresh_from_db()
+    assert watch.webhook_disabled_reason == f"Disabled after 3 failed deliveries in a row. Last: {why}"

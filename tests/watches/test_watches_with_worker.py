@@ -37,6 +37,7 @@ def eventually(check, what: str):
 def test_a_refresh_on_the_worker_fires_the_watch_and_the_worker_delivers(catalog, feed_server, settings):
     settings.WATCH_WEBHOOK_ALLOW_LOOPBACK = True
     receiver = Receiver()
+    settings.WATCH_WEBHOOK_ALLOWED_PORTS = [receiver.port]
     try:
         watch = create_watch(make_user(), WatchRequest(query=QUERY, webhook_url=receiver.url()))
         catalog.provider.feed_url = feed_server.serve_json("p", feed(catalog.provider.slug, [
