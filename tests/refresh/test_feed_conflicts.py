@@ -1,14 +1,15 @@
 """A feed record that contradicts running bookings (fewer GPUs than they hold, another GPU type or
 memory, the machine missing from the feed) never rewrites the booked machine: the bookings and the
-machine's booked shape are kept, it offers no GPU, the rest of the record is applied and the sync
-history says what was held back and why. Once the bookings end, the next record applies in full.
-Feeds come from a server on loopback."""
+machine's booked shape are kept, it offers no GPU, the rest of the record is applied, the sync history
+says what was held back and why, the admin flags the machine and My launches tells the booking's
+owner. Once the bookings end, the next record applies in full. Feeds come from a server on loopback."""
 from __future__ import annotations
 
 import uuid
 from decimal import Decimal
 
 import pytest
+from django.urls import reverse
 
 from catalog.models import Machine, Provider
 from nodelodge.launches import services as launches
@@ -191,7 +192,7 @@ def test_once_the_booking_ends_the_next_record_applies_in_full(shrunk_t4):
     assert not FeedConflict.objects.exists()
 
 
-def test_the_sync_history_records_what_was_held_back_and_why(shrunk_t4):
+def test_the_sync_history_records_what_was_held_back_and_why(shrunk_t4, admin_client):
     _fjord, _machine, _booking, run = shrunk_t4
 
     reason = (
@@ -199,3 +200,51 @@ def test_the_sync_history_records_what_was_held_back_and_why(shrunk_t4):
         "held) and offered none until the bookings end; the rest of the record was applied."
     )
     assert SyncRun.objects.get(pk=run.pk).held_back_details == [{"machine_id": "osl-t4-00", "reason": reason}]
+    listing = admin_client.get(reverse("admin:refresh_syncrun_changelist")).content.decode()
+    assert "held back" in listing.lower()
+    page = admin_client.get(reverse("admin:refresh_syncrun_change", args=[run.pk])).content.decode()
+    assert "osl-t4-00" in page and "fewer than the 2 held by running bookings" in page
+
+
+def test_the_admin_flags_and_lists_machines_kept_as_booked(shrunk_t4, admin_client):
+    _fjord, machine, _booking, _run = shrunk_t4
+    changelist = reverse("admin:catalog_machine_changelist")
+
+    flagged = admin_client.get(changelist, {"feed_conflict": "yes"})
+    assert [m.pk for m in flagged.context["cl"].result_list] == [machine.pk]
+    assert "Kept as booked" in flagged.content.decode()
+    assert admin_client.get(changelist, {"feed_conflict": "no"}).context["cl"].result_count == 0
+    page = admin_client.get(reverse("admin:catalog_machine_change", args=[machine.pk])).content.decode()
+    assert "fewer than the 2 held by running bookings" in page
+    conflicts = admin_client.get(reverse("admin:refresh_feedconflict_changelist"))
+    assert conflicts.status_code == 200 and conflicts.context["cl"].result_count == 1
+    assert "osl-t4-00" in conflicts.content.decode()
+
+
+def test_my_launches_tells_the_owner_the_booking_keeps_the_shape_it_was_booked_on(shrunk_t4, client):
+    _fjord, _machine, booking, _run = shrunk_t4
+    client.force_login(booking.user)
+
+    english = client.get(reverse("launches:list")).content.decode()
+    german = client.get("/de/launches/").content.decode()
+
+    assert ("The provider now reports this machine as 1 × T4. Your booking keeps the 2 × T4 it was booked "
+            "on until it ends.") in english
+    assert ("Der Anbieter meldet diese Maschine jetzt als 1 × T4. Ihre Buchung behält die 2 × T4, auf denen "
+            "sie gebucht wurde, bis sie endet.") in german
+
+
+def test_my_launches_tells_a_clusters_owner_which_machine_keeps_its_shape(fjord, client):
+    assert fjord.refresh(record("fjd-osl-a100-00", **A100_SITE), record("fjd-osl-a100-01", **A100_SITE)).status == "ok"
+    owner = make_user("ada")
+    launch_cluster(owner, fjord.machine("fjd-osl-a100-00"), fjord.machine("fjd-osl-a100-01"))
+    fjord.refresh(record("fjd-osl-a100-00", **A100_SITE | {"gpu_count": 1, "free_gpus": 1}),
+                  record("fjd-osl-a100-01", **A100_SITE))
+    client.force_login(owner)
+
+    page = client.get(reverse("launches:list")).content.decode()
+
+    groups = page[page.index('data-testid="running-groups"'):]
+    note = "The provider now reports this machine as 1 × A100 SXM 80GB. Your booking keeps the 8 × A100 SXM 80GB"
+    assert groups.count(note) == 1
+    assert groups.index("fjd-osl-a100-00") < groups.index(note) < groups.index("fjd-osl-a100-01")
