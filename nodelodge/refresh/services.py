@@ -175,6 +175,7 @@ def apply_feed(provider: Provider, parsed: ParsedFeed, run: SyncRun, now: dateti
             last_seen_at=now,
             gone_at=None,
         )
+        _count(run, machines[record.provider_machine_id], existing)
 
     rejected_ids = sorted({r.machine_id for r in parsed.rejected if r.machine_id is not None})
     # A record without a usable id may be any of the provider's machines: then nobody is marked gone.
@@ -209,12 +210,13 @@ def apply_feed(provider: Provider, parsed: ParsedFeed, run: SyncRun, now: dateti
             untouched=rejected_ids, now=now,
         )
         for conflict in conflicts:
-            if conflict.reported is not None:  # what the refresh left: the booked shape, no GPU offered
+            if conflict.reported is not None:  # counted by what the refresh left: the booked shape, no GPU
                 machine = machines[conflict.machine_id]
+                _count(run, machine, existing, -1)
                 for name in SHAPE_FIELDS:
                     setattr(machine, name, getattr(conflict.booked, name))
                 machine.free_gpus = 0
-        _count(run, machines.values(), existing)
+                _count(run, machine, existing)
         _apply_speeds(provider, parsed, held_back={c.machine_id for c in conflicts if c.gpu_type_held_back})
         run.held_back = len(conflicts)
         run.held_back_details = [
@@ -230,16 +232,16 @@ def _shape_before(existing: dict[str, tuple], key: str) -> Shape | None:
     return None if before is None else Shape(*(before[at] for at in _SHAPE_AT))
 
 
-def _count(run: SyncRun, machines, existing: dict[str, tuple]) -> None:
-    """Added, updated and unchanged, by what the refresh left of each machine against what it found."""
-    for machine in machines:
-        before = existing.get(machine.provider_machine_id)
-        if before is None:
-            run.added += 1
-        elif before != (*(getattr(machine, name) for name in _COMPARED), None):
-            run.updated += 1
-        else:
-            run.unchanged += 1
+def _count(run: SyncRun, machine: Machine, existing: dict[str, tuple], step: int = 1) -> None:
+    """Counts `machine` as added, updated or unchanged against what the refresh found (`step` -1:
+    takes it back)."""
+    before = existing.get(machine.provider_machine_id)
+    if before is None:
+        run.added += step
+    elif before != (*(getattr(machine, name) for name in _COMPARED), None):
+        run.updated += step
+    else:
+        run.unchanged += step
 
 
 def refuse_an_unexplained_empty_feed(provider: Provider) -> None:
