@@ -5,13 +5,50 @@ from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
 
+from django.core.exceptions import ObjectDoesNotExist
 from django.db.models import Case, IntegerField, Value, When
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from catalog.models import ImagePipeline, LanguageModel, SpeechModel
+from sizing.units import MIB, fmt_gib
 from sizing.workloads import WORKLOAD_WORDS
 
 from .models import Booking, LaunchGroup
+
+# What My launches reads of each booking's machine: its provider, GPU type and feed's contradiction.
+MACHINE_RELATIONS = ("machine__provider", "machine__gpu_type", "machine__feed_conflict")
+
+
+def feed_note(booking: Booking) -> str | None:
+    """A word to the owner of a running booking whose provider now reports its machine otherwise
+    (`nodelodge.refresh.conflicts`): the booking keeps the shape it was booked on. None otherwise."""
+    if not booking.is_running:
+        return None
+    machine = booking.machine
+    try:
+        conflict = machine.feed_conflict
+    except ObjectDoesNotExist:
+        return None
+    booked = f"{booking.gpus} × {machine.gpu_type.name}"
+    if conflict.missing:
+        return gettext(
+            "The provider no longer lists this machine. Your booking keeps running on the %(booked)s it "
+            "was booked on until it ends."
+        ) % {"booked": booked}
+    reported = f"{conflict.reported_gpu_count} × {conflict.reported_gpu_type}"
+    if conflict.reported_gpu_type == machine.gpu_type.name:
+        memory = conflict.reported_memory_per_gpu_mib
+        if memory is None:
+            reported = gettext("%(shape)s of unknown memory") % {"shape": reported}
+        elif memory != machine.memory_per_gpu_mib:
+            reported = gettext("%(shape)s with %(memory)s per GPU") % {
+                "shape": reported, "memory": fmt_gib(memory * MIB)
+            }
+    return gettext(
+        "The provider now reports this machine as %(reported)s. Your booking keeps the %(booked)s it was "
+        "booked on until it ends."
+    ) % {"reported": reported, "booked": booked}
 
 
 @dataclass(frozen=True)
@@ -28,6 +65,10 @@ class BookingRow:
         words = WORKLOAD_WORDS.get(workload, workload)
         model = self.model_name or self.booking.workload.get("model")
         return f"{words}: {model}" if model else words
+
+    @property
+    def feed_note(self) -> str | None:
+        return feed_note(self.booking)
 
 
 def _model_names(slugs: set[str]) -> dict[str, str]:
@@ -53,7 +94,7 @@ def bookings_for(user, now: datetime | None = None, pk: int | None = None,
         mine = mine.filter(group__isnull=True)
     bookings = list(
         mine
-        .select_related("machine__provider", "machine__gpu_type")
+        .select_related(*MACHINE_RELATIONS)
         .annotate(
             running_first=Case(
                 When(status=Booking.Status.RUNNING, then=Value(0)),
@@ -105,6 +146,11 @@ class GroupRow:
         return None if self.is_running or not ends else max(ends)
 
     @property
+    def machines(self) -> list[tuple[Booking, str | None]]:
+        """Each booking with the word to its owner about its machine's feed, if any (`feed_note`)."""
+        return [(booking, feed_note(booking)) for booking in self.bookings]
+
+    @property
     def workload_words(self) -> str:
         workload = self.group.workload.get("workload", "")
         words = WORKLOAD_WORDS.get(workload, workload)
@@ -126,7 +172,7 @@ def groups_for(user, now: datetime | None = None, pk: int | None = None) -> list
     bookings: dict[int, list[Booking]] = {group.pk: [] for group in groups}
     for booking in (
         Booking.objects.filter(group__in=groups)
-        .select_related("machine__provider", "machine__gpu_type")
+        .select_related(*MACHINE_RELATIONS)
         .order_by("machine_id")
     ):
         bookings[booking.group_id].append(booking)

@@ -492,6 +492,22 @@ def cap_free_gpus_by_bookings(machines, now: datetime | None = None) -> int:
     )
 
 
+def give_back_gpus(machine_id: int, gpus: int) -> None:
+    """The GPUs of a booking that ended, offered again: capped at gpu_count, as a provider refresh may
+    already have reported them free. A machine whose provider's feed contradicts its bookings (it
+    keeps the shape it was booked on, `nodelodge.refresh.conflicts`) offers none: what it really has
+    is known again only when a record of its feed applies in full.
+
+    The machine's row is locked first and its flag read after, by a statement of its own: on
+    PostgreSQL a statement sees what committed before it began, so a refresh that flagged the machine
+    while this waited for its row is seen (a single UPDATE joining the flag would read it as it was
+    before the wait)."""
+    list(Machine.objects.select_for_update().filter(pk=machine_id).values_list("pk", flat=True))
+    Machine.objects.filter(pk=machine_id, feed_conflict__isnull=True).update(
+        free_gpus=Least(F("free_gpus") + gpus, F("gpu_count"))
+    )
+
+
 def stop(user, booking_id: int, *, now: datetime | None = None) -> StopOutcome:
     """End the user's booking and give its GPUs back. Another user's booking, or none: BookingNotFound.
     Stopping a booking that already ended changes nothing (a second click on Stop). A booking of a
@@ -510,10 +526,7 @@ def stop(user, booking_id: int, *, now: datetime | None = None) -> StopOutcome:
         booking.status = Booking.Status.ENDED
         booking.ended_at = now or timezone.now()
         booking.save(update_fields=["status", "ended_at"])
-        # Capped at gpu_count: a provider refresh may already have reported the GPUs free.
-        Machine.objects.filter(pk=booking.machine_id).update(
-            free_gpus=Least(F("free_gpus") + booking.gpus, F("gpu_count"))
-        )
+        give_back_gpus(booking.machine_id, booking.gpus)
     return StopOutcome(booking, stopped=True)
 
 
@@ -544,9 +557,7 @@ def end_expired_bookings(*, now: datetime | None = None, user=None) -> int:
             booking.status = Booking.Status.ENDED
             booking.ended_at = booking.ends_at
             booking.save(update_fields=["status", "ended_at"])
-            Machine.objects.filter(pk=booking.machine_id).update(
-                free_gpus=Least(F("free_gpus") + booking.gpus, F("gpu_count"))
-            )
+            give_back_gpus(booking.machine_id, booking.gpus)
             ended += 1
     return ended
 
@@ -914,10 +925,7 @@ def _end_group_locked(group_id: int, ended_at: datetime | None = None, *,
         booking.ended_at = ended_at
     Booking.objects.bulk_update(running, ["status", "ended_at"])
     for booking in sorted(running, key=lambda b: b.machine_id):
-        # Capped at gpu_count: a provider refresh may already have reported the GPUs free.
-        Machine.objects.filter(pk=booking.machine_id).update(
-            free_gpus=Least(F("free_gpus") + booking.gpus, F("gpu_count"))
-        )
+        give_back_gpus(booking.machine_id, booking.gpus)
     return running
 
 

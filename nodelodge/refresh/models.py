@@ -7,11 +7,12 @@ class SyncRun(models.Model):
     class Status(models.TextChoices):
         RUNNING = "running", "Running"
         OK = "ok", "OK"  # every record accepted
-        PARTIAL = "partial", "Partial"  # applied; some records rejected (see rejected_details)
+        # applied; some records rejected (rejected_details) or held back in part (held_back_details)
+        PARTIAL = "partial", "Partial"
         FAILED = "failed", "Failed"  # nothing changed for this provider (see error)
         SKIPPED = "skipped", "Skipped"  # another refresh of the provider was running, or none possible
 
-    # Rejected records kept in full; the count is always exact.
+    # Rejected records (and held-back parts) kept in full; the counts are always exact.
     REJECTED_DETAILS_LIMIT = 200
 
     provider = models.ForeignKey("catalog.Provider", on_delete=models.CASCADE, related_name="sync_runs")
@@ -25,7 +26,15 @@ class SyncRun(models.Model):
     unchanged = models.PositiveIntegerField(default=0)
     gone = models.PositiveIntegerField(default=0, help_text="Machines missing from the feed, marked gone.")
     rejected = models.PositiveIntegerField(default=0)
+    held_back = models.PositiveIntegerField(
+        default=0,
+        help_text="Machines whose record contradicted running bookings: their booked shape was kept.",
+    )
     error = models.TextField(blank=True)
+    held_back_details = models.JSONField(
+        default=list, blank=True,
+        help_text="What was held back of each such record: machine id and reason (the first 200).",
+    )
     rejected_details = models.JSONField(
         default=list, blank=True, help_text="Rejected records: machine id and reason (the first 200)."
     )
@@ -42,3 +51,31 @@ class SyncRun(models.Model):
         if self.finished_at is None:
             return None
         return (self.finished_at - self.started_at).total_seconds()
+
+
+class FeedConflict(models.Model):
+    """A machine whose provider's feed contradicts the console's running bookings on it: a record with
+    fewer GPUs than the bookings hold, another GPU type or memory, or no record at all (missing from
+    the feed). The bookings and the machine's booked shape are kept, and the machine offers no GPU,
+    until a record applies in full again (`nodelodge.refresh.conflicts`). One per machine at most;
+    the refresh that no longer finds the contradiction removes it."""
+
+    machine = models.OneToOneField("catalog.Machine", on_delete=models.CASCADE, related_name="feed_conflict")
+    missing = models.BooleanField(default=False, help_text="The machine is missing from the feed.")
+    reported_gpu_type = models.CharField(
+        max_length=100, blank=True, help_text="The GPU type the feed reported (the catalog's name)."
+    )
+    reported_gpu_count = models.PositiveSmallIntegerField(null=True, blank=True)
+    reported_memory_per_gpu_mib = models.PositiveIntegerField(null=True, blank=True)
+    held_gpus = models.PositiveSmallIntegerField(
+        help_text="GPUs held by running bookings when last reported."
+    )
+    reason = models.TextField(help_text="What was held back and why, as the sync history says it.")
+    since = models.DateTimeField(help_text="The first refresh that found it.")
+    last_reported_at = models.DateTimeField(help_text="The last refresh that found it.")
+
+    class Meta:
+        ordering = ["-since", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.machine_id}: {self.reason}"

@@ -7,7 +7,7 @@ refresh that fails or crashes midway leaves the provider's machines exactly as t
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -25,6 +25,7 @@ from nodelodge.celery import app as celery_app
 from nodelodge.launches.services import cap_free_gpus_by_bookings, gpus_held
 from sizing.offers import MEASUREMENT_FIELDS
 
+from .conflicts import SHAPE_FIELDS, Shape, keep_booked_shapes
 from .feeds import adapter_for
 from .feeds.base import FeedError, GpuTypeIndex, GpuTypeRef, MachineRecord, ParsedFeed
 from .fetching import fetch_feed, seconds
@@ -70,14 +71,18 @@ def language_model_slugs() -> frozenset[str]:
     return frozenset(LanguageModel.objects.filter(is_active=True).values_list("slug", flat=True))
 
 
-def _apply_speeds(provider: Provider, parsed: ParsedFeed) -> None:
+def _apply_speeds(provider: Provider, parsed: ParsedFeed, held_back: Collection[str] = frozenset()) -> None:
     """Measured speeds from the feed: a measurement holds for the GPU type it ran on, so a machine
     that changed GPU type loses its speeds; a machine whose record has the `measured_speeds` section
     gets exactly those as its feed-reported speeds (staff-entered ones stay); a record without the
-    section keeps what the machine has."""
+    section keeps what the machine has, and so does one whose GPU type was held back (`held_back`:
+    its speeds were measured on a GPU type the machine does not have in the catalog)."""
     machines = Machine.objects.filter(provider=provider)
     drop_speeds_of_other_gpu_types(machines)
-    reported = {r.provider_machine_id: r for r in parsed.records if r.measured_speeds is not None}
+    reported = {
+        r.provider_machine_id: r for r in parsed.records
+        if r.measured_speeds is not None and r.provider_machine_id not in held_back
+    }
     if not reported:
         return
     ids = dict(
@@ -117,6 +122,8 @@ _COMPARED = (
     "country", "region", "price_per_gpu_hour", "interruptible", "booking_limit_hours", "is_available",
     "site", "interconnect", "interconnect_gbps",
 )
+# Where the booked shape's columns are among them.
+_SHAPE_AT = tuple(_COMPARED.index(name) for name in SHAPE_FIELDS)
 
 
 def bookable(record: MachineRecord, held: dict[str, int]) -> int:
@@ -129,7 +136,9 @@ def apply_feed(provider: Provider, parsed: ParsedFeed, run: SyncRun, now: dateti
     transaction. Machines whose records were rejected are left exactly as they were.
 
     A feed's free GPUs never undo a console booking: each machine offers at most its GPUs less those
-    its running bookings hold (`nodelodge.launches.services.cap_free_gpus_by_bookings`)."""
+    its running bookings hold (`nodelodge.launches.services.cap_free_gpus_by_bookings`). Nor does a
+    feed change a booked machine's shape under its running bookings: a record that contradicts them
+    is applied but for that part, which is held back and flagged (`conflicts.keep_booked_shapes`)."""
     existing_rows = list(
         Machine.objects.filter(provider=provider).values_list(
             "pk", "provider_machine_id", *_COMPARED, "gone_at"
@@ -140,10 +149,10 @@ def apply_feed(provider: Provider, parsed: ParsedFeed, run: SyncRun, now: dateti
     held_by_id = gpus_held(Machine.objects.filter(provider=provider))
     keys = {row[0]: row[1] for row in existing_rows} if held_by_id else {}
     held = {keys[pk]: gpus for pk, gpus in held_by_id.items() if pk in keys}
-    machines: list[Machine] = []
+    machines: dict[str, Machine] = {}
     for record in parsed.records:
         memory, memory_source, memory_flag = memory_fields(provider.tier, record)
-        machine = Machine(
+        machines[record.provider_machine_id] = Machine(
             provider=provider,
             provider_machine_id=record.provider_machine_id,
             tier=provider.tier,
@@ -166,14 +175,7 @@ def apply_feed(provider: Provider, parsed: ParsedFeed, run: SyncRun, now: dateti
             last_seen_at=now,
             gone_at=None,
         )
-        before = existing.get(record.provider_machine_id)
-        if before is None:
-            run.added += 1
-        elif before != (*(getattr(machine, name) for name in _COMPARED), None):
-            run.updated += 1
-        else:
-            run.unchanged += 1
-        machines.append(machine)
+        _count(run, machines[record.provider_machine_id], existing)
 
     rejected_ids = sorted({r.machine_id for r in parsed.rejected if r.machine_id is not None})
     # A record without a usable id may be any of the provider's machines: then nobody is marked gone.
@@ -183,13 +185,13 @@ def apply_feed(provider: Provider, parsed: ParsedFeed, run: SyncRun, now: dateti
     # Launch locks a cluster's or plan's machines, so a refresh and a group booking never wait on
     # each other in a cycle.
     row_ids = {row[1]: row[0] for row in existing_rows}
-    machines.sort(key=lambda machine: (machine.provider_machine_id not in row_ids,
-                                       row_ids.get(machine.provider_machine_id, 0),
-                                       machine.provider_machine_id))
+    ordered = sorted(machines.values(), key=lambda machine: (machine.provider_machine_id not in row_ids,
+                                                             row_ids.get(machine.provider_machine_id, 0),
+                                                             machine.provider_machine_id))
     with transaction.atomic():
-        for start in range(0, len(machines), UPSERT_BATCH_SIZE):
+        for start in range(0, len(ordered), UPSERT_BATCH_SIZE):
             Machine.objects.bulk_create(
-                machines[start : start + UPSERT_BATCH_SIZE],
+                ordered[start : start + UPSERT_BATCH_SIZE],
                 update_conflicts=True,
                 unique_fields=["provider", "provider_machine_id"],
                 update_fields=MACHINE_UPSERT_FIELDS,
@@ -203,9 +205,43 @@ def apply_feed(provider: Provider, parsed: ParsedFeed, run: SyncRun, now: dateti
             if rejected_ids:
                 missing = missing.exclude(provider_machine_id__in=rejected_ids)
             run.gone = missing.update(gone_at=now, is_available=False, updated_at=now)
-        _apply_speeds(provider, parsed)
-        partial = parsed.rejected or parsed.rejected_speeds
+        conflicts = keep_booked_shapes(
+            provider, reported=machines, booked=lambda key: _shape_before(existing, key),
+            untouched=rejected_ids, now=now,
+        )
+        for conflict in conflicts:
+            if conflict.reported is not None:  # counted by what the refresh left: the booked shape, no GPU
+                machine = machines[conflict.machine_id]
+                _count(run, machine, existing, -1)
+                for name in SHAPE_FIELDS:
+                    setattr(machine, name, getattr(conflict.booked, name))
+                machine.free_gpus = 0
+                _count(run, machine, existing)
+        _apply_speeds(provider, parsed, held_back={c.machine_id for c in conflicts if c.gpu_type_held_back})
+        run.held_back = len(conflicts)
+        run.held_back_details = [
+            {"machine_id": conflict.machine_id, "reason": conflict.reason}
+            for conflict in conflicts[: SyncRun.REJECTED_DETAILS_LIMIT]
+        ]
+        partial = parsed.rejected or parsed.rejected_speeds or conflicts
         _finish(run, SyncRun.Status.PARTIAL if partial else SyncRun.Status.OK)
+
+
+def _shape_before(existing: dict[str, tuple], key: str) -> Shape | None:
+    before = existing.get(key)
+    return None if before is None else Shape(*(before[at] for at in _SHAPE_AT))
+
+
+def _count(run: SyncRun, machine: Machine, existing: dict[str, tuple], step: int = 1) -> None:
+    """Counts `machine` as added, updated or unchanged against what the refresh found (`step` -1:
+    takes it back)."""
+    before = existing.get(machine.provider_machine_id)
+    if before is None:
+        run.added += step
+    elif before != (*(getattr(machine, name) for name in _COMPARED), None):
+        run.updated += step
+    else:
+        run.unchanged += step
 
 
 def refuse_an_unexplained_empty_feed(provider: Provider) -> None:
@@ -299,7 +335,8 @@ def refresh_provider(provider_id: int) -> SyncRun:
 
 def _reset_counts(run: SyncRun) -> None:
     # Nothing was applied: counts of a feed that was not applied would mislead.
-    run.added = run.updated = run.unchanged = run.gone = 0
+    run.added = run.updated = run.unchanged = run.gone = run.held_back = 0
+    run.held_back_details = []
 
 
 def providers_to_refresh() -> list[int]:
