@@ -39,5 +39,7 @@ MAX_MONEY = Decimal("1000000000")  # a budget or a price limit typed into a quer
 MAX_COUNTRY_ITEMS = 300  # countries and regions one query may name
 MAX_LIMIT = 1000  # machines listed in one answer; all are counted
 PAGE_LIMIT = 25  # machines the page lists when the query names no limit
+# Machines the page lists at most (a row is about 1.5 ms of template and 3 KB); the API's is MAX_LIMIT.
+PAGE_MAX_LIMIT = 200
 API_LIMIT = 100  # machines the API lists when the query names no limit
 MAX_PAGE = 100_000  # a page number past this is a typo (pages past the list's window are refused in words)

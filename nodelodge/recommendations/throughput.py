@@ -168,7 +168,7 @@ class ThroughputAnswer:
             "efficiency": figure_text(self.query.efficiency), "spare": spare,
         }
 
-    def plan_dict(self, rank: int, plan: Plan) -> dict:
+    def plan_dict(self, rank: int, plan: Plan, machines_listed: int | None = None) -> dict:
         query = self.query
         types = sorted({self.rows[p.candidate.machine_id].gpu_type for p in plan.parts})
         cover = budget_cover(query.budget, plan.price_per_hour, None)
@@ -192,7 +192,8 @@ class ThroughputAnswer:
             ),
             "search_text": search_words(plan),
             "steps": list(plan.steps),
-            "machines": [self.part_dict(part, plan) for part in plan.parts],
+            "machine_count": len(plan.parts),
+            "machines": [self.part_dict(part, plan) for part in plan.parts[:machines_listed]],
         }
 
     def part_dict(self, part, plan: Plan) -> dict:
@@ -227,7 +228,8 @@ class ThroughputAnswer:
         }
 
 
-    def to_dict(self) -> dict:
+    def to_dict(self, machines_listed: int | None = None) -> dict:
+        """The answer's plans; `machines_listed`: each plan's first machines only (the page), else all."""
         return {
             "target_tokens_per_s": format(self.query.target_tokens.normalize(), "f"),
             "target_text": tokens_per_second_text(self.query.target_tokens),
@@ -242,7 +244,9 @@ class ThroughputAnswer:
                 "model and precision, so no plan uses them",
                 self.without_speed,
             ) % {"machines": figure_text(self.without_speed)},
-            "plans": [self.plan_dict(rank, plan) for rank, plan in enumerate(self.plans, start=1)],
+            "plans": [
+                self.plan_dict(rank, plan, machines_listed) for rank, plan in enumerate(self.plans, start=1)
+            ],
             "empty_reason": self.empty_reason,
         }
 

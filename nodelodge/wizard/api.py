@@ -332,6 +332,7 @@ class PlanOut(Schema):
     price_floor_per_hour: str | None
     search_text: str | None
     steps: list[str]
+    machine_count: int
     machines: list[PlanMachineOut]
 
 

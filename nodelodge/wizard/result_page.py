@@ -15,9 +15,11 @@ from sizing.units import GIB
 from sizing.workloads import workload
 
 RULE_OF_THUMB_PRECISION = {16: "FP16", 8: "INT8", 4: "INT4"}
-# The page lists a plan's first machines and their lines of the formula; the rest on request
-# (`plan_rows=all`). The API and the command always give every machine.
+# The page lists a plan's first machines and their lines of the formula; more on request
+# (`plan_rows=all`), at most PLAN_ROWS_MOST: a plan of thousands of machines would cost seconds to
+# write and megabytes to send, so past them the page links to the API, which lists every machine.
 PLAN_ROWS_SHOWN = 10
+PLAN_ROWS_MOST = 500
 
 
 @dataclass
@@ -25,7 +27,7 @@ class ResultPage:
     """An answer with what the page shows of it; the answer's own fields read through."""
 
     answer: Answer
-    plan_rows_shown: int | None = PLAN_ROWS_SHOWN  # None: every machine of each plan
+    plan_rows_shown: int | None = PLAN_ROWS_SHOWN  # None: as many as the page lists (PLAN_ROWS_MOST)
 
     def __getattr__(self, name: str):
         if name == "answer":  # not set yet (a copy being made): no answer to read through
@@ -36,30 +38,43 @@ class ResultPage:
     def data(self) -> dict:
         """The API's JSON, plus the words and links the page shows beside it."""
         data = self.recommendation.to_dict()
-        data["throughput_plan"] = self.throughput.to_dict() if self.throughput is not None else None
+        throughput = self.throughput
+        data["throughput_plan"] = (
+            throughput.to_dict(machines_listed=self.plan_rows_listed) if throughput is not None else None
+        )
         for alternative in data["precision_alternatives"]:
             alternative["query"] = self.query.as_query_string(precision=alternative["precision"])
         for hint in data["relax"]:
             hint["query"] = self.relax_query(hint["changes"])
         data["empty_opening"] = self.recommendation.empty.opening if self.recommendation.empty else None
         if data["throughput_plan"]:
-            for plan in data["throughput_plan"]["plans"]:
-                self._plan_rows(plan)
+            for plan, found in zip(data["throughput_plan"]["plans"], self.throughput.plans, strict=True):
+                self._plan_rows(plan, found)
         # The panel lists each cluster's row; its details are a page of their own (wizard:cluster).
         data.update(clusters_payload(self.answer, details=False))
         return data
 
-    def _plan_rows(self, plan: dict) -> None:
+    @property
+    def plan_rows_listed(self) -> int:
+        return PLAN_ROWS_MOST if self.plan_rows_shown is None else self.plan_rows_shown
+
+    @property
+    def every_plan_row_listed(self) -> bool:
+        """Whether `plan_rows=all` was asked: more rows then link to the API, not to this page again."""
+        return self.plan_rows_shown is None
+
+    def _plan_rows(self, plan: dict, found) -> None:
         """What the page lists of a plan: its first machines, the formula's lines for those (one per
-        machine with productive copies, in the same order) and every line after them."""
-        shown = len(plan["machines"]) if self.plan_rows_shown is None else self.plan_rows_shown
-        machine_lines = sum(1 for machine in plan["machines"] if machine["productive_copies"])
-        lines_shown = min(machine_lines, sum(1 for m in plan["machines"][:shown] if m["productive_copies"]))
-        plan["machines_shown"] = plan["machines"][:shown]
-        plan["machines_more"] = len(plan["machines"]) - len(plan["machines_shown"])
+        machine with productive copies, in the same order) and every line after them. Launch this plan
+        books every machine of the plan, listed or not."""
+        machine_lines = sum(1 for part in found.parts if part.productive_copies)
+        lines_shown = sum(1 for m in plan["machines"] if m["productive_copies"])
+        plan["machines_shown"] = plan["machines"]
+        plan["machines_more"] = plan["machine_count"] - len(plan["machines"])
         plan["steps_shown"] = plan["steps"][:lines_shown]
         plan["steps_more"] = machine_lines - lines_shown
-        plan.update(group_form_words("plan", plan["machines"], plan["label"]))
+        every = [{"id": part.candidate.machine_id, "gpus": part.gpus} for part in found.parts]
+        plan.update(group_form_words("plan", every, plan["label"]))
         plan["steps_after"] = plan["steps"][machine_lines:]
 
     @property

@@ -33,15 +33,17 @@ from nodelodge.recommendations.query import (
     DEFAULTS,
     WORKLOAD_CHOICES,
     QueryError,
+    WorkloadQuery,
     WorkloadQueryForm,
     parse_query,
     with_defaults,
 )
 from nodelodge.recommendations.sorts import CONFIDENCE_FILTERS, GROUPS, SORT_CHOICES
 from sizing.calculators import gpus_for_throughput, rule_of_thumb
-from sizing.limits import MAX_CONTEXT, MAX_LORA_RANK, MAX_REQUESTS
+from sizing.limits import MAX_CONTEXT, MAX_LIMIT, MAX_LORA_RANK, MAX_REQUESTS, PAGE_MAX_LIMIT
 from sizing.training import CHOICES as TRAINING_CHOICES
 from sizing.training import PRESET_NAMES, PRESETS
+from sizing.units import figure_text
 from sizing.workloads import workload as workload_named
 
 from . import conditional as answer_http
@@ -152,6 +154,16 @@ def _wizard_response(request, partial: str | None, stored: dict) -> HttpResponse
     })
 
 
+def page_query(values) -> WorkloadQuery:
+    """The query as the page reads it: the API's, with at most PAGE_MAX_LIMIT machines a page."""
+    query = parse_query(values, get_language())
+    if query.limit is not None and query.limit > PAGE_MAX_LIMIT:
+        raise QueryError({"limit": _(
+            "The page lists at most %(most)s machines per page; the API lists up to %(api)s."
+        ) % {"most": PAGE_MAX_LIMIT, "api": figure_text(MAX_LIMIT)}})
+    return query
+
+
 def _wizard_answer(request, partial: str | None) -> tuple[HttpResponse, dict]:
     """Computes the answer: the response, and what it keeps to serve again (`_wizard_response`)."""
     params = request.GET
@@ -162,7 +174,7 @@ def _wizard_answer(request, partial: str | None) -> tuple[HttpResponse, dict]:
     if "workload" in params:
         try:
             # Numbers as the page's language writes them: 12,50 and 1.000 on the German page.
-            answer = recommendation_for(parse_query(values, get_language()), model_row=row)
+            answer = recommendation_for(page_query(values), model_row=row)
         except QueryError as error:
             errors = error.errors
         else:

@@ -11,6 +11,9 @@ environment, one per line).
   served again, and the page past the window (the reproduction, page 99,999). With BENCH_DEEP_SOURCE
   they connect from that loopback address (127.0.0.2), another client than the probe's, and a 429 of
   the per-address limit is what such a client gets: counted apart, not as an error.
+- `HostileUser` (4 of them): loops without pause on the dearest requests a visitor can send
+  (BENCH_HOSTILE_PATHS, one per line: hostile.py's, parameters at the schema's limits), two clients
+  from each of the addresses in BENCH_HOSTILE_SOURCES; a 429 of the per-address limit is counted apart.
 - `ProbeUser` (one): a normal API call, computed each time (another budget every call), whose p95 is
   compared with and without the deep pages; one every 0.6 s, within the API's per-address limit.
 """
@@ -128,6 +131,34 @@ class DeepPageUser(ConsoleUser):
     def past_the_window(self):
         # Refused in words with a 404, as documented.
         self._get(f"/api/v1/recommendations?{PROBE_QUERY}&page=99999", "page past the window", answered=(404,))
+
+
+HOSTILE_PATHS = [line for line in os.environ.get("BENCH_HOSTILE_PATHS", "").splitlines() if line]
+HOSTILE_SOURCES = [s for s in os.environ.get("BENCH_HOSTILE_SOURCES", "").split(",") if s]
+
+
+class HostileUser(ConsoleUser):
+    fixed_count = 4
+    wait_time = constant(0)
+    started = 0  # which address the next client connects from: two clients each
+
+    def on_start(self):
+        super().on_start()
+        if HOSTILE_SOURCES:
+            source = HOSTILE_SOURCES[(HostileUser.started // 2) % len(HOSTILE_SOURCES)]
+            HostileUser.started += 1
+            self.client.mount("https://", SourceAddressAdapter(source))
+
+    @task
+    def dearest_request(self):
+        with self.client.get(random.choice(HOSTILE_PATHS), name="hostile request", catch_response=True) as response:
+            if response.status_code == 429:
+                response.request_meta["name"] = "hostile clients: refused by the per-address limit"
+                response.success()
+            elif response.status_code < 500:
+                response.success()
+            else:
+                response.failure(f"HTTP {response.status_code}")
 
 
 class ProbeUser(ConsoleUser):

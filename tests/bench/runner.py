@@ -28,11 +28,13 @@ import platform
 import re
 import shutil
 import socket
+import ssl
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -89,6 +91,7 @@ class Options:
     runs: int = 15
     floor_runs: int = 5
     gunicorn: bool = True
+    hostile: bool = False
     refresh_sizes: tuple[int, ...] = REFRESH_SIZES
     load_seconds: int = LOAD_PHASE_SECONDS
     load_users: int = 50
@@ -591,6 +594,66 @@ def run_load(options: Options, report: Report, size: int) -> None:
                int(refused.get("Request Count") or 0), f"of {deep.requests - quiet_count(deep)}")
 
 
+HOSTILE_SOURCES = "127.0.0.2,127.0.0.3"
+HOSTILE_TARGETS = {"slowest_ms": 2000.0, "ratio": 2.0}
+
+
+def run_hostile(options: Options, report: Report, size: int) -> None:
+    """Every request bounded (tests/bench/hostile.py): through nginx and gunicorn (3 workers, answers
+    not served again), each visitor's request with its parameters at the schema's limits timed twice
+    and the slowest of each operation kept; then, at the production per-address limits, a normal API
+    call's p95 alone and beside four clients from two addresses looping on the dearest of them."""
+    from .hostile import slowest_per_operation
+
+    env = {**server_env(), "ANSWER_CACHE_SECONDS": "0", "TRUSTED_PROXY_COUNT": "1", "DB_CONN_MAX_AGE": "600",
+           "ALLOWED_HOSTS": "127.0.0.1,localhost"}
+    queries = [query for _, query in QUERIES]
+    fleet = f"{size:,}"
+    print(f"every request bounded, through nginx and gunicorn, {size:,} machines", flush=True)
+    with _production_layout(env, options.load_workers, one_address_crowd=True) as base:
+        _warm_up(base, queries, rounds=2 * options.load_workers)
+        context = ssl.create_default_context()
+        context.check_hostname, context.verify_mode = False, ssl.CERT_NONE  # our own certificate
+
+        def get(path: str) -> int:
+            try:
+                with urllib.request.urlopen(base + path, timeout=60, context=context) as response:  # noqa: S310
+                    response.read()
+                    return response.status
+            except urllib.error.HTTPError as error:
+                error.read()
+                return error.code
+
+        slowest = slowest_per_operation(get)
+    dearest = []
+    for operation, ms, status, path in sorted(slowest, key=lambda row: -row[1]):
+        report.add(f"slowest request: {operation} (HTTP {status})", fleet, ms, "ms",
+                   f"≤ {HOSTILE_TARGETS['slowest_ms']:.0f} ms", ms <= HOSTILE_TARGETS["slowest_ms"])
+        report.notes.append(f"slowest request of {operation}: `{path}`")
+        if len(dearest) < 3:
+            dearest.append(path)
+    limited = {key: value for key, value in env.items() if key not in ("API_RATE_LIMIT", "PAGE_RATE_LIMIT")}
+    locust_env = {**os.environ, "BENCH_PROBE_QUERY": queries[0], "BENCH_HOSTILE_PATHS": "\n".join(dearest),
+                  "BENCH_HOSTILE_SOURCES": HOSTILE_SOURCES}
+    time.sleep(LIMIT_WINDOW_SECONDS + 1)  # the timings above counted in this address's windows
+    with _production_layout(limited, options.load_workers) as base:
+        _warm_up(base, queries, rounds=2 * options.load_workers)
+        quiet = _locust(base, ["ProbeUser"], 1, options.quiet_seconds, locust_env)
+        hostile = _locust(base, ["HostileUser", "ProbeUser"], 5, options.quiet_seconds, locust_env)
+    quiet_p95, loaded_p95 = _p95_of(quiet, "probe: API call"), _p95_of(hostile, "probe: API call")
+    ratio = loaded_p95 / quiet_p95 if quiet_p95 and quiet_p95 == quiet_p95 else float("nan")
+    report.add("hostile: normal API call alone: p95", fleet, quiet_p95, "ms")
+    report.add("hostile: normal API call beside 4 hostile clients from 2 addresses: p95", fleet, loaded_p95, "ms")
+    report.add("hostile: normal API call's p95, hostile ÷ alone", fleet, ratio, "×",
+               f"≤ {HOSTILE_TARGETS['ratio']:.0f} ×", ratio <= HOSTILE_TARGETS["ratio"])
+    answered = int(hostile.by_name.get("hostile request", {}).get("Request Count") or 0)
+    refused = int(hostile.by_name.get("hostile clients: refused by the per-address limit", {})
+                  .get("Request Count") or 0)
+    report.add("hostile: dearest requests answered / refused by the per-address limit (429)", fleet, answered,
+               f"/ {refused}")
+    report.add("hostile: errors (5xx, resets)", fleet, hostile.failures, "", "0", hostile.failures == 0)
+
+
 # --- the run --------------------------------------------------------------------------------------
 
 
@@ -767,6 +830,8 @@ def run(options: Options) -> Report:
             medians[size] = _query_rows(size, figures, report, options, cost)
         if size == options.load_size and options.load_seconds:
             run_load(options, report, size)
+        if size == options.load_size and options.hostile:
+            run_hostile(options, report, size)
         if plan_figures:
             plan_medians[size] = _plan_rows(size, plan_figures, report, options)
         if figures or plan_figures:
@@ -925,6 +990,8 @@ def parse(argv: list[str]) -> Options:
     parser.add_argument("--no-refresh", action="store_true", help="skip the provider refresh")
     parser.add_argument("--refresh-sizes", help="comma-separated refresh sizes (default 10000,100000,1000000)")
     parser.add_argument("--no-load", action="store_true", help="skip the sustained load")
+    parser.add_argument("--hostile", action="store_true",
+                        help="time every visitor's request at the schema's limits through nginx, and hostile clients")
     parser.add_argument("--load-only", action="store_true",
                         help="the sustained load alone (no per-query timing, plans or refresh)")
     parser.add_argument("--load-size", type=int, help=f"the fleet the load runs on (default {LOAD_SIZE})")
@@ -976,6 +1043,7 @@ def parse(argv: list[str]) -> Options:
         if getattr(args, name) is not None:
             setattr(options, name, getattr(args, name))
     options.reuse_fleet = args.reuse_fleet
+    options.hostile = args.hostile
     if options.reuse_fleet:
         # A fleet generated by an earlier run was last seen then: it is measured as if seen just now
         # (every process of the run, the servers and workers included, reads this), else it would be

@@ -13,6 +13,7 @@ from catalog.models import MeasuredSpeed
 from catalog.services import load_catalog
 from nodelodge.recommendations import answer, estimate, fleet
 from nodelodge.recommendations.query import parse_query
+from nodelodge.wizard import result_page
 from sizing.throughput_plan import cheapest_plan
 from tests.factories import make_measured_speed
 from tests.helpers import LLAMA_8B
@@ -72,6 +73,28 @@ def test_a_long_plan_lists_its_first_machines_and_every_one_on_request(client, m
     plan = every[every.index('data-testid="plan-1"'):every.index('id="machines"')]
     assert all(f'data-machine-id="{m["id"]}"' in plan for m in cheapest["machines"])
     assert all(step in plan for step in cheapest["steps"]) and 'data-testid="plan-rows-link"' not in plan
+
+
+def test_every_row_of_a_plan_is_bounded_and_past_it_the_page_links_to_the_api(client, make_machine, monkeypatch):
+    """`plan_rows=all` lists at most PLAN_ROWS_MOST machines of a plan (a plan of thousands would cost
+    seconds to write); past them the page says how many more and links to the API, which lists every
+    one, and Launch this plan still books every machine of the plan."""
+    monkeypatch.setattr(result_page, "PLAN_ROWS_MOST", 12)
+    for index in range(14):
+        machine = make_machine("RTX 4090", gpu_count=1, free_gpus=1,
+                               price_per_gpu_hour=Decimal("0.30") + Decimal(index) / 100)
+        make_measured_speed(machine, "2000")
+    query = f"{LLAMA_8B}&target_tokens=25500&efficiency=100&redundancy=1"
+    (cheapest,) = plan_of(client, query)["plans"]
+    assert cheapest["machine_count"] == len(cheapest["machines"]) == 14
+    every = client.get(f"/?{query}&plan_rows=all").content.decode()
+    plan = every[every.index('data-testid="plan-1"'):every.index('id="machines"')]
+    listed = [m["id"] for m in cheapest["machines"] if f'data-machine-id="{m["id"]}"' in plan]
+    assert listed == [m["id"] for m in cheapest["machines"][:12]]
+    assert "… and 2 more machines in this plan: the API lists every one" in plan
+    assert 'data-testid="plan-rows-api-link"' in plan and "/api/v1/recommendations?" in plan
+    booked = ",".join(f"{m['id']}:{m['gpus']}" for m in cheapest["machines"])
+    assert f'value="{booked}"' in plan
 
 
 def test_the_plans_on_each_gpu_type_come_when_asked_for(client, make_machine, capsys):

@@ -202,3 +202,17 @@ def test_a_price_is_shown_as_priced_beside_what_the_budget_covers(client, make_m
     assert "$0.098" in html and "$0.10" not in html
     assert "$100.00 covers 1,020.4 hours (42.5 days) at $0.098/h" in html
     assert 'name="price_per_hour" value="0.098"' in html
+
+
+def test_the_page_lists_at_most_its_own_limit_of_machines_and_says_the_api_lists_more(client, small_fleet):
+    """A page of 1,000 rows costs seconds of template: the page refuses more than PAGE_MAX_LIMIT in words
+    beside what was asked, and the API still lists up to MAX_LIMIT."""
+    query = "workload=inference&model=llama-3-1-8b&precision=16&context=4096&requests=1"
+    page = client.get(f"/?{query}&limit=201").content.decode()
+    assert "The page lists at most 200 machines per page; the API lists up to 1,000." in page
+    assert 'id="machines"' not in page and 'id="machines"' in client.get(f"/?{query}&limit=200").content.decode()
+    assert client.get(f"/?{query}&limit=200").status_code == 200
+    assert client.get(f"/api/v1/recommendations?{query}&limit=1000").status_code == 200
+    german = client.get(f"/de/?{query}&limit=201").content.decode()
+    assert "Die Seite listet höchstens 200 Maschinen pro Seite; die API bis zu 1.000." in german
+
