@@ -335,6 +335,9 @@ PROXY_DEADLINE_MARGIN_SECONDS = float(os.environ.get("PROXY_DEADLINE_MARGIN_SECO
 # its next step and the request is answered 503 with a Retry-After, nothing changed. It must stay below
 # gunicorn's timeout (GUNICORN_TIMEOUT, 30 s in deploy/gunicorn.conf.py), which kills the worker.
 REQUEST_WORK_SECONDS = float(os.environ.get("REQUEST_WORK_SECONDS", "20"))
+# Dear answers (throughput plans, long or deep lists) worked out at once across the console's workers
+# (nodelodge/hardening/slots.py): one more is answered 503 with a Retry-After at once. 0: no limit.
+DEAR_ANSWERS_AT_ONCE = int(os.environ.get("DEAR_ANSWERS_AT_ONCE", "1"))
 # Read only as TrustedProxyMiddleware leaves it: the trusted proxy's value, or absent.
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 

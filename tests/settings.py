@@ -8,6 +8,8 @@ from DATABASE_URL) with two changes that make tests cheap without changing what 
   person would, all from one address. The tests of a limit turn it on: with the `rate_limits`
   marker (the production values, tests/conftest.py) or by setting the value they test through
   pytest-django's `settings` fixture.
+- Dear answers not limited to a few at a time (`DEAR_ANSWERS_AT_ONCE = 0`), as the rate limits:
+  the slots' tests set the value they test.
 - Answers not served again (`ANSWER_CACHE_SECONDS = 0`: no ETag, no cache of answers): tests write to
   the fleet inside their transaction and ask again, which no committed state can tell apart. The tests
   of ETags and the cache (tests/wizard/test_answer_cache.py) turn it on and commit their writes.
@@ -41,6 +43,9 @@ SIGNUP_RATE_LIMIT = "off"
 PASSWORD_RESET_RATE_LIMIT = "off"
 PASSWORD_RESET_EMAIL_RATE_LIMIT = "off"
 ANSWER_CACHE_SECONDS = 0
+# Dear answers not limited to a few at a time across workers (nodelodge/hardening/slots.py): tests
+# racing threads ask plans and long lists at once. tests/hardening/test_dear_answer_slots.py sets it.
+DEAR_ANSWERS_AT_ONCE = 0
 
 # Test databases are thrown away after the run, so a commit need not wait for its WAL to reach the
 # disk: many tests commit (live servers, threads, the kept fleet counts' triggers) and each flush

@@ -110,11 +110,23 @@ def check_deadline() -> None:
 
 
 def deadline_passed_response(request) -> HttpResponse:
+    return busy_response(request, DEADLINE_MESSAGE, RETRY_AFTER_SECONDS)
+
+
+def busy_response(request, message, retry_after: int) -> HttpResponse:
+    """503 with a Retry-After: JSON under /api/ (`errors.service`), the console's page elsewhere."""
     if not request.path_info.startswith("/api/"):
-        return unavailable_page(DEADLINE_MESSAGE, RETRY_AFTER_SECONDS)
-    response = JsonResponse({"errors": {"service": gettext(DEADLINE_MESSAGE)}}, status=503)
-    response["Retry-After"] = str(RETRY_AFTER_SECONDS)
+        return unavailable_page(message, retry_after)
+    response = JsonResponse({"errors": {"service": gettext(message)}}, status=503)
+    response["Retry-After"] = str(retry_after)
     return response
+
+
+def slots_taken_response(request) -> HttpResponse:
+    from .slots import BUSY_MESSAGE
+    from .slots import RETRY_AFTER_SECONDS as SLOT_RETRY_AFTER_SECONDS
+
+    return busy_response(request, BUSY_MESSAGE, SLOT_RETRY_AFTER_SECONDS)
 
 
 class ProxyDeadlineMiddleware:
@@ -134,6 +146,10 @@ class ProxyDeadlineMiddleware:
             return self.get_response(request)
 
     def process_exception(self, request, exception):
+        from .slots import SlotsTaken
+
+        if isinstance(exception, SlotsTaken):
+            return slots_taken_response(request)
         if isinstance(exception, DeadlinePassed):
             logger.warning("dropped %s %s: passed its deadline", request.method, request.path)
             return deadline_passed_response(request)

@@ -28,6 +28,11 @@ from .proxies import client_address
 logger = logging.getLogger("nodelodge.throttling")
 
 OFF = {"", "off", "none", "0"}
+# What a throughput plan counts toward a per-address rate, in first pages: at 100,000 machines a plan
+# whose search spends its whole budget takes about a second against 30 ms for a first page
+# (BENCHMARKS.md, "Every request bounded"). Ten, not thirty: the slots (slots.py) already keep plans
+# from filling the workers, and a person trying targets on the page should not meet the limit.
+PLAN_REQUEST_COST = 10
 SECONDS = {"s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "hour": 3600, "d": 86400, "day": 86400}
 # The rate's period as the message names it ("120/min": at most 120 per min).
 PERIODS = {
@@ -51,7 +56,12 @@ def request_cost(request, first_page: int) -> int:
         return 1
     if not (1 <= page <= MAX_PAGE and 1 <= per_page <= MAX_LIMIT):
         return 1
-    return cost_in_first_pages(page, per_page, first_page)
+    cost = cost_in_first_pages(page, per_page, first_page)
+    if request.GET.get("target_tokens"):
+        # A plan search counts as PLAN_REQUEST_COST first pages; the plans
+        # on each GPU type are worth up to one more search.
+        cost = max(cost, PLAN_REQUEST_COST * (2 if request.GET.get("gpu_plans") else 1))
+    return cost
 
 
 def read_rate(setting: str, default: str = "") -> tuple[int, int, str] | None:

@@ -9,6 +9,7 @@ single machine fits, or when asked.
 """
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
@@ -17,8 +18,9 @@ from django.utils.translation import gettext
 
 from catalog import database
 from nodelodge.hardening.deadline import check_deadline
+from nodelodge.hardening.slots import dear_answer_slot
 from sizing.breakdown import Breakdown
-from sizing.limits import MAX_LIMIT, PAGE_LIMIT
+from sizing.limits import API_LIMIT, MAX_LIMIT, PAGE_LIMIT
 from sizing.matching import SORT_PRICE_PER_MILLION, Recommendation
 from sizing.workloads import workload
 
@@ -32,7 +34,7 @@ from .clusters import (
 )
 from .estimate import estimate_for, lower_precision_estimates
 from .fleet import fleet_reader, preferences_for, stale_after_minutes, stale_cutoff
-from .listing import Listing, check_page_in_window, list_machines, machines_to_fetch
+from .listing import Listing, check_page_in_window, cost_in_first_pages, list_machines, machines_to_fetch
 from .query import Conflict, WorkloadQuery
 from .relax import explain_empty
 from .throughput import ThroughputAnswer, cheapest_per_million, planned_answer, speed_candidates
@@ -69,8 +71,25 @@ def recommendation_for(
     answer plans its clusters; without it, as Launch and the watches read the machines alone, neither).
     On PostgreSQL all of it is read from one snapshot, so a refresh committing meanwhile never mixes
     into it (its counts, machines and plan agree)."""
-    with database.one_snapshot():
+    # Dear answers a few at a time across the console (hardening/slots.py).
+    slot = dear_answer_slot() if is_dear(query, default_limit) else contextlib.nullcontext()
+    with slot, database.one_snapshot():
         return _recommendation_for(query, now, default_limit, model_row, relax)
+
+
+# Past this many first pages' worth of machines an answer is dear (a list of 1,000 at 100,000 machines
+# costs about a third of a second, ten of the API's first pages).
+DEAR_FIRST_PAGES = 3
+
+
+def is_dear(query: WorkloadQuery, default_limit: int | None) -> bool:
+    """Whether this answer costs many plain ones: a throughput plan, or a list longer or deeper than
+    DEAR_FIRST_PAGES first pages (`listing.cost_in_first_pages`, the rate limits' weight too)."""
+    if query.target_tokens is not None:
+        return True
+    first_page = default_limit or API_LIMIT
+    per_page = query.limit or first_page
+    return cost_in_first_pages(query.page, per_page, first_page) > DEAR_FIRST_PAGES
 
 
 def _recommendation_for(

@@ -11,9 +11,10 @@ from ninja.errors import ValidationError as NinjaValidationError
 from pydantic import TypeAdapter
 
 from catalog import database
-from nodelodge.hardening.deadline import DeadlinePassed, deadline_passed_response
+from nodelodge.hardening.deadline import DeadlinePassed, deadline_passed_response, slots_taken_response
 from nodelodge.hardening.errors import log_unexpected, server_error_json
 from nodelodge.hardening.faults import database_unavailable_json, log_database_unavailable
+from nodelodge.hardening.slots import SlotsTaken
 from nodelodge.hardening.throttling import ApiRateThrottle, throttled_message
 from nodelodge.recommendations.answer import recommendation_for
 from nodelodge.recommendations.capacity import CAPACITY_DEFAULTS, CapacityForm, capacity_for, parse_capacity
@@ -508,6 +509,12 @@ def throttled(request, exc: Throttled):
 def past_deadline(request, exc: DeadlinePassed):
     # The request outlasted its deadline (nodelodge/hardening/deadline.py): 503, Retry-After, nothing changed.
     return deadline_passed_response(request)
+
+
+@api.exception_handler(SlotsTaken)
+def slots_taken(request, exc: SlotsTaken):
+    # Every plan-search slot is taken (nodelodge/hardening/slots.py): 503 at once, Retry-After.
+    return slots_taken_response(request)
 
 
 @api.exception_handler(OperationalError)

@@ -10,7 +10,14 @@ import sys
 import time
 from urllib.parse import urlencode
 
-from sizing.limits import MAX_CONTEXT, MAX_LIMIT, MAX_REDUNDANCY, MAX_REQUESTS, MAX_TARGET_TOKENS_PER_S
+from sizing.limits import (
+    MAX_CONTEXT,
+    MAX_LIMIT,
+    MAX_REDUNDANCY,
+    MAX_REQUESTS,
+    MAX_TARGET_TOKENS_PER_S,
+    PAGE_MAX_LIMIT,
+)
 
 BIG = "workload=inference&model=deepseek-r1&precision=16&kv_cache=16"
 BIG_CONTEXT = 163_840  # DeepSeek-R1's longest context: past it the answer is a 422 in words
@@ -46,8 +53,9 @@ HOSTILE: list[tuple[str, str]] = [
      f"&gpu_plans=1&plan_rows=all"),
     ("result page: throughput plan", f"/?{SMALL}&target_tokens={TARGET}&redundancy={MAX_REDUNDANCY}"
      f"&gpu_plans=1&plan_rows=all"),
-    ("result page: clusters", f"/?{BIG}&context=131072&requests=64&clusters=show&limit={MAX_LIMIT}"),
-    ("result page: longest list", f"/?{SMALL}&limit={MAX_LIMIT}&sort=price_per_million_tokens"),
+    ("result page: clusters", f"/?{BIG}&context=131072&requests=64&clusters=show&limit={PAGE_MAX_LIMIT}"),
+    ("result page: longest list", f"/?{SMALL}&limit={PAGE_MAX_LIMIT}&sort=price_per_million_tokens"),
+    ("result page: longest list", f"/?{SMALL}&limit={PAGE_MAX_LIMIT}&group=gpu&page=5"),
     ("estimate", f"/api/v1/estimate?{BIG}&context={BIG_CONTEXT}&requests={MAX_REQUESTS}"),
     ("estimate", f"/api/v1/estimate?{BIG}&context={MAX_CONTEXT}&requests={MAX_REQUESTS}"),
     ("estimate", "/api/v1/estimate?workload=finetune&model=llama-3-1-405b&precision=16&context=131072"

@@ -13,12 +13,15 @@ environment, one per line).
   the per-address limit is what such a client gets: counted apart, not as an error.
 - `HostileUser` (4 of them): loops without pause on the dearest requests a visitor can send
   (BENCH_HOSTILE_PATHS, one per line: hostile.py's, parameters at the schema's limits), two clients
-  from each of the addresses in BENCH_HOSTILE_SOURCES; a 429 of the per-address limit is counted apart.
+  from each of the addresses in BENCH_HOSTILE_SOURCES; a 429 of the per-address limit and a 503 of
+  the plan-search slots are counted apart (and asked again after 50 ms, not at once: the load
+  generator shares the console's two cores).
 - `ProbeUser` (one): a normal API call, computed each time (another budget every call), whose p95 is
   compared with and without the deep pages; one every 0.6 s, within the API's per-address limit.
 """
 import os
 import random
+import time
 
 from locust import HttpUser, between, constant, task
 from requests.adapters import HTTPAdapter
@@ -151,14 +154,25 @@ class HostileUser(ConsoleUser):
 
     @task
     def dearest_request(self):
+        refused = False
         with self.client.get(random.choice(HOSTILE_PATHS), name="hostile request", catch_response=True) as response:
             if response.status_code == 429:
                 response.request_meta["name"] = "hostile clients: refused by the per-address limit"
                 response.success()
+                refused = True
+            elif response.status_code == 503 and response.headers.get("Retry-After"):
+                # Shed at once: every plan-search slot taken (nodelodge/hardening/slots.py).
+                response.request_meta["name"] = "hostile clients: shed, 503 with Retry-After"
+                response.success()
+                refused = True
             elif response.status_code < 500:
                 response.success()
             else:
                 response.failure(f"HTTP {response.status_code}")
+        if refused:
+            # Asks again at once, as a hostile client would, but for 50 ms: the load generator runs on
+            # the console's own two cores, where a real attacker's loop would not.
+            time.sleep(0.05)
 
 
 class ProbeUser(ConsoleUser):
