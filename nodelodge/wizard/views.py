@@ -334,5 +334,6 @@ def calculators(request):
     )
 
 
+@require_GET
 def tiers(request):
     return render(request, "wizard/tiers.html")
