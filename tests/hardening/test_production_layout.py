@@ -700,3 +700,25 @@ def test_a_gunicorn_worker_killed_past_its_timeout_answers_the_api_json_through_
         proxy.stop()
         app.stop()
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_schemathesis_run_with_every_check_passes_through_nginx(layout, fleet, tmp_path):
+    """`schemathesis run --checks all` against the production layout's front: nginx (deploy/nginx.conf,
+    its per-address limits raised for a run that asks from one address) before gunicorn. Every answer
+    nginx gives itself under /api/ (405 for TRACE, 413, 414, 429, 5xx) must be in the API's shape and
+    the schema's statuses too. With an API token, so the operations behind sign-in are run."""
+    from .helpers import api_token, schemathesis_run
+
+    app, _ = layout
+    folder = temporary_folder()
+    front = Nginx(folder, app.port, one_address_crowd=True)
+    try:
+        status, _, schema = raw_request(front.https_port, "GET", "/api/v1/openapi.json", tls=True)
+        assert status == 200
+        (tmp_path / "openapi.json").write_bytes(schema)
+        run = schemathesis_run(str(tmp_path / "openapi.json"), tmp_path, url=f"https://127.0.0.1:{front.https_port}",
+                               tls_verify=False, headers={"Host": HOST, "Authorization": f"Bearer {api_token()}"})
+        assert run.returncode == 0, run.stdout[-8000:] + run.stderr[-2000:]
+    finally:
+        front.stop()
+        shutil.rmtree(folder, ignore_errors=True)
