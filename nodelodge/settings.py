@@ -72,6 +72,9 @@ MIDDLEWARE = [
     # page to /de/ when the remembered choice or the browser asks for German, and lets the API follow
     # Accept-Language and the admin the choice (nodelodge/i18n.py).
     "django.middleware.locale.LocaleMiddleware",
+    # OPTIONS answered with Allow and a method a path does not take with 405, before any view runs
+    # (after the language, so /de/ pages resolve; hardening/methods.py).
+    "nodelodge.hardening.methods.MethodsMiddleware",
     # A request the proxy has already given up on (X-Request-Start + PROXY_READ_TIMEOUT_SECONDS) is
     # answered 503 before any view runs; Launch checks again before it commits (hardening/deadline.py).
     "nodelodge.hardening.deadline.ProxyDeadlineMiddleware",

@@ -1,9 +1,11 @@
 """The API answers in JSON whatever goes wrong: an unknown path, an unexpected error.
 
-Inside the API, django-ninja hands an exception no other handler takes to `unexpected_api_error`;
-outside it (a middleware failing before the API is reached, an unknown /api/ path), Django's own
-error views are replaced by ones that answer JSON under /api/ and Django's usual pages elsewhere.
-The traceback goes to the log, never to the client.
+Every error the API answers has one shape, `{"errors": {field or topic: message}}`: a field of the
+request (`context`, `machines.0.gpus`) or a topic (`auth`, `csrf`, `body`, `method`, `path`,
+`request`, `server`, `service`). Inside the API, django-ninja hands an exception no other handler
+takes to `unexpected_api_error`; outside it (a middleware failing before the API is reached, an
+unknown /api/ path), Django's own error views are replaced by ones that answer JSON under /api/ and
+Django's usual pages elsewhere. The traceback goes to the log, never to the client.
 """
 from __future__ import annotations
 
@@ -21,10 +23,24 @@ SERVER_ERROR_MESSAGE = gettext_lazy(
 )
 NOT_FOUND_MESSAGE = gettext_lazy("No such API endpoint. The operations are listed at /api/v1/docs.")
 METHOD_NOT_ALLOWED_MESSAGE = gettext_lazy("%(method)s is not allowed here; use %(allowed)s.")
+NOT_SIGNED_IN_MESSAGE = gettext_lazy(
+    "Sign in, or send an API token from My launches: Authorization: Bearer nlt_…"
+)
+CSRF_MESSAGE = gettext_lazy(
+    "A signed-in session's request needs its CSRF token (the X-CSRFToken header); a script sends "
+    "an API token instead: Authorization: Bearer nlt_…"
+)
+BODY_NOT_JSON_MESSAGE = gettext_lazy("The body is not JSON. Send a JSON object as the schema states.")
 
 
 def is_api_request(request) -> bool:
     return request.path_info.startswith("/api/")
+
+
+def api_error(status: int, topic: str, message) -> JsonResponse:
+    """An error in the API's shape: `{"errors": {topic: message}}`, the message in the request's
+    language."""
+    return JsonResponse({"errors": {topic: gettext(message)}}, status=status)
 
 
 def server_error_json() -> JsonResponse:

@@ -1,37 +1,58 @@
 """`POST /api/v1/launches/group`: book a cluster or a throughput plan all or nothing, for the signed-in
-user (session with its CSRF token, or a token from My launches: `Authorization: Bearer nlt_…`)."""
+user (session with its CSRF token, or a token from My launches: `Authorization: Bearer nlt_…`).
+
+The body's schema states each field as the console reads it (`hardening/api_input.py`): a body it does
+not allow is 400 naming the field; one it allows that the console cannot book as asked is 422 (a query
+it cannot answer, naming the query's field; a machine listed twice), or 409 (a machine taken, gone, a
+price changed)."""
 from __future__ import annotations
 
-import re
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
+from typing import Annotated, Literal
 
 from django.http import QueryDict
-from django.utils.translation import gettext
-from ninja import Router, Schema, Status
-from ninja.security import django_auth
+from django.utils.translation import gettext, gettext_lazy
+from ninja import Field, Router, Schema, Status
 
-from nodelodge.recommendations.query import parse_query
-from nodelodge.watches.api import REFUSALS, ErrorsOut, TokenAuth
-from sizing.limits import MAX_MONEY
+from nodelodge.hardening.api_auth import session_auth
+from nodelodge.hardening.api_input import BodyIn, whole_number, worded
+from nodelodge.recommendations.query import QueryError, parse_query
+from nodelodge.watches.api import REFUSALS, ErrorsOut, TokenAuth, WizardQuery
+from sizing.fit import MAX_GPUS_PER_MACHINE
 from sizing.units import money_string
 
 from . import services
 from .models import IDEMPOTENCY_KEY, Booking, LaunchGroup
 
-router = Router(auth=[TokenAuth(), django_auth], tags=["launches"])
+router = Router(auth=[TokenAuth(), session_auth], tags=["launches"])
+
+MAX_ID = 2**63 - 1  # the largest id a machine can have (a 64-bit key)
+# USD per hour as a decimal string, from 0 to MAX_MONEY (1,000,000,000), e.g. "39.84".
+GROUP_PRICE_PATTERN = r"^(?:[0-9]{1,9}(?:\.[0-9]{1,12})?|1000000000(?:\.0{1,12})?)$"
 
 
-class GroupMachineIn(Schema):
-    id: int
-    gpus: int
+class GroupMachineIn(BodyIn):
+    id: Annotated[whole_number(ge=1, le=MAX_ID), worded(
+        gettext_lazy("Machine ids are whole numbers from 1."))]
+    gpus: Annotated[whole_number(ge=1, le=MAX_GPUS_PER_MACHINE), worded(
+        lambda: gettext("Each machine takes from 1 to %(most)s GPUs.") % {"most": MAX_GPUS_PER_MACHINE}
+    )]
 
 
-class LaunchGroupIn(Schema):
-    kind: str  # "cluster" or "plan"
-    machines: list[GroupMachineIn]
-    price_per_hour: str  # the total per hour the result showed, USD
-    query: dict[str, str]  # the result's query, as the wizard's parameters
-    idempotency_key: str  # 8 to 64 of A-Z a-z 0-9 _ -; the same key books once
+class LaunchGroupIn(BodyIn):
+    kind: Literal[tuple(LaunchGroup.Kind.values)]
+    machines: Annotated[list[GroupMachineIn], Field(
+        min_length=1, max_length=services.MAX_GROUP_MACHINES,
+        description="Each machine once, with the GPUs it takes; from 1 to 10,000 machines.",
+    )]
+    price_per_hour: Annotated[str, Field(
+        pattern=GROUP_PRICE_PATTERN, description="The total per hour the result showed, USD, e.g. \"39.84\".",
+    ), worded(gettext_lazy("Enter the price per hour as a number of USD, e.g. 39.84."))]
+    query: WizardQuery
+    idempotency_key: Annotated[str, Field(
+        pattern=f"^{IDEMPOTENCY_KEY}$", description="8 to 64 of A-Z a-z 0-9 _ -, new for each booking; the "
+        "same key books once.",
+    ), worded(gettext_lazy("Send 8 to 64 letters, digits, '_' or '-', new for each booking."))]
 
 
 class LaunchGroupBookingOut(Schema):
@@ -101,18 +122,6 @@ def group_out(group: LaunchGroup) -> dict:
     }
 
 
-def _price(text: str) -> Decimal:
-    try:
-        price = Decimal(text.strip())
-    except InvalidOperation:
-        price = None
-    if price is None or not price.is_finite() or not 0 <= price <= MAX_MONEY:
-        raise services.GroupInputError(
-            {"price_per_hour": gettext("Enter the price per hour as a number of USD.")}
-        )
-    return price
-
-
 @router.post(
     "/group",
     response={200: LaunchGroupOut, 201: LaunchGroupOut, 400: ErrorsOut, 409: LaunchGroupRefusedOut,
@@ -125,24 +134,21 @@ def launch_group(request, payload: LaunchGroupIn):
     each again as Launch does: offered, available, the GPUs free and the total price per hour unchanged;
     a cluster's machines must also be entirely free, identical and fit for a cluster. 201 with the group
     and its bookings; 200 with the same group when `idempotency_key` already booked it; 409 when any
-    machine cannot be booked (nothing is booked; the answer names it); 400 for bad input; 422 when
-    the query's values do not go together."""
-    if not re.fullmatch(IDEMPOTENCY_KEY, payload.idempotency_key):
-        return Status(400, {"errors": {"idempotency_key": gettext(
-            "Send 8 to 64 letters, digits, '_' or '-', new for each booking."
-        )}})
+    machine cannot be booked (nothing is booked; the answer names it); 400 for a body the schema does
+    not allow; 422 when the console cannot book it as asked: a query it cannot answer or whose values
+    do not go together (naming the query's field), a machine listed twice."""
+    params = QueryDict(mutable=True)
+    params.update(payload.query)
     try:
-        price = _price(payload.price_per_hour)
         services.check_group_request(payload.kind, [(m.id, m.gpus) for m in payload.machines])
-        params = QueryDict(mutable=True)
-        params.update(payload.query)
-        parse_query(params)  # a bad query is answered 400/422 naming its fields (the API's handlers)
+        parse_query(params)
         outcome = services.launch_group(
-            request.user, machines=[(m.id, m.gpus) for m in payload.machines], shown_price_per_hour=price,
-            query_string=params.urlencode(), idempotency_key=payload.idempotency_key, kind=payload.kind,
+            request.user, machines=[(m.id, m.gpus) for m in payload.machines],
+            shown_price_per_hour=Decimal(payload.price_per_hour), query_string=params.urlencode(),
+            idempotency_key=payload.idempotency_key, kind=payload.kind,
         )
-    except services.GroupInputError as error:
-        return Status(400, {"errors": error.errors})
+    except (services.GroupInputError, QueryError) as error:
+        return Status(422, {"errors": error.errors})
     except services.LaunchRefused as refusal:
         if refusal.code == services.LaunchRefused.INVALID_QUERY:
             return Status(422, {"errors": {"query": refusal.message}})

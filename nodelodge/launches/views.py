@@ -127,6 +127,7 @@ def launch(request):
 
 
 @login_required
+@require_GET
 def booking_list(request):
     # Bookings past their booking limit end before the list is read (beat ends them too).
     services.end_expired_bookings(user=request.user)

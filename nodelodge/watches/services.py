@@ -51,6 +51,14 @@ class WatchError(Exception):
         self.errors = errors
 
 
+class WatchLimitReached(WatchError):
+    """The owner keeps MAX_WATCHES_PER_USER watches already: nothing is wrong with this one."""
+
+    def __init__(self, message: str):
+        super().__init__({"__all__": message})
+        self.message = message
+
+
 def explicit_query(query: WorkloadQuery) -> dict[str, str]:
     """The query's parameters with every default written out (a later change of a default keeps a
     watch's meaning); the list's arrangement (page, limit, grouping) left out."""
@@ -154,8 +162,8 @@ def create_watch(owner, request: WatchRequest, *, now: datetime | None = None) -
         # The owner's row serialises their creations, so two at once cannot pass the limit together.
         get_user_model().objects.select_for_update().filter(pk=owner.pk).first()
         if Watch.objects.filter(owner=owner).count() >= MAX_WATCHES_PER_USER:
-            raise WatchError({"__all__": gettext("You have %(limit)s watches, the most one account may keep.")
-                              % {"limit": MAX_WATCHES_PER_USER}})
+            raise WatchLimitReached(gettext("You have %(limit)s watches, the most one account may keep.")
+                                    % {"limit": MAX_WATCHES_PER_USER})
         return Watch.objects.create(
             owner=owner, query=params, query_key=query_key(params), condition=condition,
             price_per_hour=price, machines=machines, email=request.email,

@@ -6,13 +6,22 @@ from django.db import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse
 from django.utils.translation import gettext
 from ninja import Field, NinjaAPI, Query, Schema, Swagger
-from ninja.errors import Throttled
+from ninja.errors import AuthenticationError, HttpError, Throttled
 from ninja.errors import ValidationError as NinjaValidationError
 from pydantic import TypeAdapter
 
 from catalog import database
+from nodelodge.hardening.api_auth import CsrfRefused
+from nodelodge.hardening.api_input import field_errors
 from nodelodge.hardening.deadline import DeadlinePassed, deadline_passed_response, slots_taken_response
-from nodelodge.hardening.errors import log_unexpected, server_error_json
+from nodelodge.hardening.errors import (
+    BODY_NOT_JSON_MESSAGE,
+    CSRF_MESSAGE,
+    NOT_SIGNED_IN_MESSAGE,
+    api_error,
+    log_unexpected,
+    server_error_json,
+)
 from nodelodge.hardening.faults import database_unavailable_json, log_database_unavailable
 from nodelodge.hardening.slots import SlotsTaken
 from nodelodge.hardening.throttling import ApiRateThrottle, throttled_message
@@ -533,11 +542,28 @@ def unexpected_error(request, exc: Exception):
 
 @api.exception_handler(NinjaValidationError)
 def ninja_validation_error(request, exc: NinjaValidationError):
-    errors = {}
-    for error in exc.errors:
-        location = [str(part) for part in error.get("loc", ()) if part not in ("query", "params")]
-        errors[".".join(location) or "request"] = error.get("msg") or gettext("Invalid value.")
-    return api.create_response(request, {"errors": errors}, status=400)
+    # What the schema does not allow (a body's field of the wrong type, a choice it does not list, a
+    # field it does not name): 400 naming each field, in words (`hardening/api_input.py`).
+    return api.create_response(request, {"errors": field_errors(exc.errors)}, status=400)
+
+
+@api.exception_handler(AuthenticationError)
+def not_signed_in(request, exc: AuthenticationError):
+    return api_error(401, "auth", NOT_SIGNED_IN_MESSAGE)
+
+
+@api.exception_handler(CsrfRefused)
+def csrf_refused(request, exc: CsrfRefused):
+    return api_error(403, "csrf", CSRF_MESSAGE)
+
+
+@api.exception_handler(HttpError)
+def http_error(request, exc: HttpError):
+    # ninja's own refusals. The one it raises itself is a body it cannot parse (400, its cause the
+    # parser's error); any other keeps its status, worded under `request`.
+    if exc.status_code == 400 and exc.__cause__ is not None:
+        return api_error(400, "body", BODY_NOT_JSON_MESSAGE)
+    return api.create_response(request, {"errors": {"request": str(exc)}}, status=exc.status_code)
 
 
 def _answered(request, operation: str, payload) -> HttpResponse:

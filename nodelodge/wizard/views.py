@@ -346,5 +346,6 @@ def calculators(request):
     )
 
 
+@require_GET
 def tiers(request):
     return render(request, "wizard/tiers.html")

@@ -56,3 +56,32 @@ def run_python(code: str, env: dict[str, str], timeout: float = 60) -> subproces
     return subprocess.run(
         [sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout
     )
+
+
+SCHEMATHESIS_CONFIG = REPO / "schemathesis.toml"  # which statuses schema-valid data may get
+
+
+def schemathesis_run(schema: str, folder: Path, *, headers: dict[str, str], url: str | None = None,
+                     tls_verify: bool = True) -> subprocess.CompletedProcess:
+    """`schemathesis run <schema> --checks all`, bounded (40 examples an operation, a fixed seed), with
+    these headers on every request (a token, so the operations behind sign-in are tested too);
+    `url`: where the calls go, when the schema is a file."""
+    cli = Path(sys.executable).with_name("schemathesis")
+    command = [str(cli), "--config-file", str(SCHEMATHESIS_CONFIG), "run", schema, "--checks", "all",
+               "--max-examples", "40", "--seed", "20250301", "--no-color"]
+    if url:
+        command += ["--url", url]
+    if not tls_verify:
+        command += ["--tls-verify", "false"]
+    for name, value in headers.items():
+        command += ["-H", f"{name}: {value}"]
+    # Its cache stays in `folder`.
+    return subprocess.run(command, capture_output=True, text=True, timeout=900, check=False, cwd=folder)
+
+
+def api_token() -> str:
+    """A new user's API token, as a script sends it."""
+    from nodelodge.watches.tokens import create_token
+    from tests.factories import make_user
+
+    return create_token(make_user())[1]

@@ -88,9 +88,11 @@ class Nginx:
     pid, logs and temporary files moved to loopback ports and a temporary folder (each change
     checked to apply); its events, limits, headers and error pages as shipped."""
 
-    def __init__(self, folder: Path, upstream_port: int, one_address_crowd: bool = False):
+    def __init__(self, folder: Path, upstream_port: int, one_address_crowd: bool = False,
+                 read_timeout: str | None = None):
         """`one_address_crowd`: the per-address limits lifted, where a benchmark's many clients share
-        one address."""
+        one address (or a schemathesis run asks from one). `read_timeout`: proxy_read_timeout instead
+        of the shipped 60s, where a test waits for nginx's 504."""
         self.http_port, self.https_port = free_port(), free_port()
         cert, key = self_signed_certificate(folder)
         self.shipped = (REPO / "deploy" / "nginx.conf").read_text()
@@ -112,6 +114,7 @@ class Nginx:
             ("/etc/ssl/nodelodge/privkey.pem", str(key)),
             *([("limit_conn nodelodge_per_address 2;", "limit_conn nodelodge_per_address 10000;"),
                ("rate=10r/s;", "rate=100000r/s;")] if one_address_crowd else []),
+            *([("proxy_read_timeout 60s;", f"proxy_read_timeout {read_timeout};")] if read_timeout else []),
         ):
             assert shipped in config, f"deploy/nginx.conf no longer has {shipped!r}"
             config = config.replace(shipped, here)

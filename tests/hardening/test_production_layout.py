@@ -11,6 +11,11 @@ gunicorn (deploy/gunicorn.conf.py) on the test database and Redis, DEBUG=0, one 
   a long review link's redirect to sign-in fits; HEAD answered like GET.
 - Per address, by nginx before the console: two requests in flight at once, ten a second with a burst
   of forty; past either a 429 in the API's shape with Retry-After, other addresses unaffected.
+- Methods: TRACE, which nginx refuses itself, answered by the console's own 405 with Allow (JSON
+  under /api/); OPTIONS answered with Allow, not the page.
+- Under /api/ every error JSON: gunicorn's HTML 500 (a worker killed past its timeout, for real and
+  scripted) and nginx's 504 replaced, the console's own 400, 429 and 503 passed on with their words
+  and Retry-After; a page's errors left as they were.
 """
 from __future__ import annotations
 
@@ -25,7 +30,9 @@ from urllib.parse import urlparse
 import psycopg
 import pytest
 from django.db import connection
+from django.utils import translation
 
+from nodelodge.hardening import errors
 from tests.helpers import LLAMA_8B
 
 from .helpers import add_fleet, production_env
@@ -525,3 +532,193 @@ def test_an_answer_is_revalidated_through_the_layout_with_a_304(layout, fleet):
     assert again == 304, again
     assert again_body == b""
     assert again_headers["ETag"] == headers["ETag"]
+
+
+def test_trace_through_nginx_is_the_consoles_own_405_with_allow_json_under_the_api(layout, fleet):
+    """nginx refuses TRACE itself, before any location; its 405 had no Allow and was HTML on /api/.
+    The console's answer to the same address stands in: its Allow, JSON under /api/."""
+    _, proxy = layout
+    for path, allow in (("/api/v1/watches", "GET, POST, HEAD, OPTIONS"), ("/api/v1/watches/5", "DELETE, OPTIONS"),
+                        (f"/api/v1/recommendations?{LLAMA_8B}", "GET, HEAD, OPTIONS")):
+        status, headers, body = raw_request(proxy.https_port, "TRACE", path, tls=True)
+        assert status == 405, body[:200]
+        assert header_values(headers, "Allow") == [allow]
+        assert header_values(headers, "Content-Type")[0].startswith("application/json")
+        assert json.loads(body) == {"errors": {"method": f"TRACE is not allowed here; use {allow}."}}
+        assert_security_headers(headers)
+
+    status, headers, body = raw_request(proxy.https_port, "TRACE", "/calculators/", tls=True)
+    assert status == 405 and header_values(headers, "Allow") == ["GET, HEAD, OPTIONS"]
+    assert not header_values(headers, "Content-Type")[0].startswith("application/json")
+
+    status, headers, body = raw_request(proxy.https_port, "TRACE", "/api/v1/no-such-thing", tls=True,
+                                        body=b"a body nginx discards")
+    assert status == 404 and json.loads(body)["errors"]["path"]
+
+
+def test_options_through_nginx_answers_allow_without_the_page(layout, fleet):
+    _, proxy = layout
+    for path, allow in (("/api/v1/watches", "GET, POST, HEAD, OPTIONS"), ("/calculators/", "GET, HEAD, OPTIONS")):
+        status, headers, body = raw_request(proxy.https_port, "OPTIONS", path, tls=True)
+        assert (status, header_values(headers, "Allow"), body) == (204, [allow], b"")
+
+
+class ScriptedConsole:
+    """An upstream that answers each path as scripted: (status, headers, body), after `delay` seconds;
+    the console's own JSON errors and gunicorn's plain HTML 500 as they come from them."""
+
+    def __init__(self, answers: dict[str, tuple[int, dict, bytes]], delay: float = 0):
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_GET(self):  # noqa: N802 - the http.server API
+                status, headers, body = answers[self.path]
+                if delay:
+                    threading.Event().wait(delay)  # a console slower than nginx waits
+                self.send_response(status)
+                for name, value in {"Content-Length": str(len(body)), **headers}.items():
+                    self.send_header(name, value)
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+GUNICORN_500 = (500, {"Content-Type": "text/html", "Connection": "close"},
+                b"<html><head><title>Internal Server Error</title></head><body><h1><p>Internal Server Error</p>"
+                b"</h1></body></html>")
+JSON = "application/json"
+
+
+def scripted_request(proxy: Nginx, path: str, **headers) -> tuple[int, list, bytes]:
+    conn = http.client.HTTPSConnection("127.0.0.1", proxy.https_port, timeout=30, context=tls_context())
+    try:
+        conn.request("GET", path, headers={"Host": HOST, **headers})
+        response = conn.getresponse()
+        return response.status, response.getheaders(), response.read()
+    finally:
+        conn.close()
+
+
+def test_gunicorns_html_500_under_the_api_is_json_and_the_consoles_own_errors_pass_through():
+    busy = json.dumps({"errors": {"service": "The console was too busy to answer this request in time."}})
+    limited = json.dumps({"errors": {"request": "Zu viele Anfragen: höchstens 120 pro min."}})
+    own_500 = json.dumps({"errors": {"server": "Bei uns ist etwas schiefgegangen."}})
+    console = ScriptedConsole({
+        "/api/v1/gunicorn": GUNICORN_500,
+        "/api/v1/busy": (503, {"Content-Type": JSON, "Retry-After": "10"}, busy.encode()),
+        "/api/v1/limited": (429, {"Content-Type": JSON, "Retry-After": "7"}, limited.encode()),
+        "/api/v1/own": (500, {"Content-Type": JSON, "Content-Language": "de"}, own_500.encode()),
+        "/api/v1/refused": (400, {"Content-Type": JSON}, b'{"errors": {"context": "A whole number."}}'),
+        "/calculators/": GUNICORN_500,
+    })
+    folder = temporary_folder()
+    proxy = Nginx(folder, console.port)
+    try:
+        status, headers, body = scripted_request(proxy, "/api/v1/gunicorn")
+        assert status == 500 and header_values(headers, "Content-Type") == [JSON]
+        with translation.override("en"):
+            assert json.loads(body) == {"errors": {"server": str(errors.SERVER_ERROR_MESSAGE)}}
+        assert_security_headers(headers)
+        status, headers, body = scripted_request(proxy, "/api/v1/gunicorn", **{"Accept-Language": "de-DE,de;q=0.9"})
+        assert status == 500
+        with translation.override("de"):
+            assert json.loads(body) == {"errors": {"server": str(errors.SERVER_ERROR_MESSAGE)}}
+        # The console's own JSON 500 in German stays German.
+        status, headers, body = scripted_request(proxy, "/api/v1/own")
+        assert status == 500 and json.loads(body)["errors"]["server"].startswith("Bei uns ist etwas schiefgegangen.")
+
+        # The console's own errors pass untouched: its words, its Retry-After.
+        for path, wanted_status, text, retry_after in (("/api/v1/busy", 503, busy, ["10"]),
+                                                       ("/api/v1/limited", 429, limited, ["7"]),
+                                                       ("/api/v1/refused", 400, None, [])):
+            status, headers, body = scripted_request(proxy, path)
+            assert status == wanted_status
+            assert header_values(headers, "Retry-After") == retry_after
+            assert text is None or json.loads(body) == json.loads(text)
+
+        # A page's error is left as it was.
+        status, headers, body = scripted_request(proxy, "/calculators/")
+        assert status == 500 and b"Internal Server Error" in body
+    finally:
+        proxy.stop()
+        console.close()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_a_console_slower_than_nginx_waits_is_a_json_504_under_the_api():
+    console = ScriptedConsole({"/api/v1/models": (200, {"Content-Type": JSON}, b"[]"),
+                               "/calculators/": (200, {"Content-Type": "text/html"}, b"<p>late</p>")}, delay=3)
+    folder = temporary_folder()
+    proxy = Nginx(folder, console.port, read_timeout="1s")
+    try:
+        status, headers, body = scripted_request(proxy, "/api/v1/models")
+        assert status == 504 and header_values(headers, "Content-Type") == [JSON]
+        assert json.loads(body)["errors"]["server"] == "The console took too long to answer. Try again in a minute."
+        status, headers, body = scripted_request(proxy, "/calculators/")
+        assert status == 504 and b"The console took too long to answer" in body
+    finally:
+        proxy.stop()
+        console.close()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_a_gunicorn_worker_killed_past_its_timeout_answers_the_api_json_through_nginx(
+    django_db_setup, django_db_blocker, fleet
+):
+    """gunicorn kills a worker that works past its timeout and answers its own HTML 500; under /api/
+    nginx answers the API's JSON 500 instead. A lock that no request can pass holds the worker."""
+    folder = temporary_folder()
+    with django_db_blocker.unblock():
+        env = production_env(DATABASE_URL=database_url(), ALLOWED_HOSTS=HOST, TRUSTED_PROXY_COUNT="1",
+                             API_RATE_LIMIT="off", LOG_LEVEL="CRITICAL", GUNICORN_TIMEOUT="2")
+    app = Gunicorn(folder, env, workers=1, collect_static=False)
+    proxy = Nginx(folder, app.port)
+    settings = connection.settings_dict
+    try:
+        with psycopg.connect(host=settings["HOST"] or "127.0.0.1", port=settings["PORT"] or 5432,
+                             user=settings["USER"], dbname=settings["NAME"]) as locker:
+            locker.execute("LOCK TABLE catalog_machine, catalog_languagemodel IN ACCESS EXCLUSIVE MODE")
+            status, headers, body = scripted_request(proxy, f"/api/v1/recommendations?{LLAMA_8B}")
+            locker.rollback()
+        assert status == 500, body[:300]
+        assert header_values(headers, "Content-Type") == [JSON]
+        with translation.override("en"):
+            assert json.loads(body) == {"errors": {"server": str(errors.SERVER_ERROR_MESSAGE)}}
+        assert "WORKER TIMEOUT" in app.log.read_text()
+    finally:
+        proxy.stop()
+        app.stop()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_schemathesis_run_with_every_check_passes_through_nginx(layout, fleet, tmp_path):
+    """`schemathesis run --checks all` against the production layout's front: nginx (deploy/nginx.conf,
+    its per-address limits raised for a run that asks from one address) before gunicorn. Every answer
+    nginx gives itself under /api/ (405 for TRACE, 413, 414, 429, 5xx) must be in the API's shape and
+    the schema's statuses too. With an API token, so the operations behind sign-in are run."""
+    from .helpers import api_token, schemathesis_run
+
+    app, _ = layout
+    folder = temporary_folder()
+    front = Nginx(folder, app.port, one_address_crowd=True)
+    try:
+        status, _, schema = raw_request(front.https_port, "GET", "/api/v1/openapi.json", tls=True)
+        assert status == 200
+        (tmp_path / "openapi.json").write_bytes(schema)
+        run = schemathesis_run(str(tmp_path / "openapi.json"), tmp_path, url=f"https://127.0.0.1:{front.https_port}",
+                               tls_verify=False, headers={"Host": HOST, "Authorization": f"Bearer {api_token()}"})
+        assert run.returncode == 0, run.stdout[-8000:] + run.stderr[-2000:]
+    finally:
+        front.stop()
+        shutil.rmtree(folder, ignore_errors=True)

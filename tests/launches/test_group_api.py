@@ -1,6 +1,7 @@
 """`POST /api/v1/launches/group`: a cluster or a plan booked all or nothing by a script (API token)
 or a signed-in session (with its CSRF token): 201 with the group and its bookings, 200 for the same
-key again, 409 naming the machine when nothing was booked, 400 and 422 for bad input, 401 and 403."""
+key again, 409 naming the machine when nothing was booked, 400 for a body the schema does not allow,
+422 for one it allows that cannot be booked as asked, 401 and 403."""
 from __future__ import annotations
 
 import uuid
@@ -104,22 +105,43 @@ def test_a_price_that_rose_answers_409_for_the_whole_group(client, cluster_catal
 
 @pytest.mark.parametrize(("change", "field"), [
     ({"kind": "rack"}, "kind"),
+    ({"kind": ""}, "kind"),
     ({"machines": []}, "machines"),
-    ({"machines": [{"id": 1, "gpus": 0}]}, "machines"),
-    ({"machines": [{"id": 1, "gpus": 8}, {"id": 1, "gpus": 8}]}, "machines"),
-    ({"machines": [{"id": -3, "gpus": 8}]}, "machines"),
+    ({"machines": [{"id": 1, "gpus": 0}]}, "machines.0.gpus"),
+    ({"machines": [{"id": -3, "gpus": 8}]}, "machines.0.id"),
+    ({"machines": [{"id": 1, "gpus": "8"}]}, "machines.0.gpus"),
+    ({"machines": [{"id": 1, "gpus": 8, "note": "rack 4"}]}, "machines.0.note"),
     ({"machines": [{"id": i, "gpus": 1} for i in range(1, 10_002)]}, "machines"),
     ({"price_per_hour": "cheap"}, "price_per_hour"),
     ({"price_per_hour": "NaN"}, "price_per_hour"),
     ({"price_per_hour": "-1"}, "price_per_hour"),
+    ({"price_per_hour": ""}, "price_per_hour"),
     ({"idempotency_key": "x"}, "idempotency_key"),
     ({"idempotency_key": "group:1:2-with-a-colon"}, "idempotency_key"),
-    ({"query": {**QUERY, "context": "abc"}}, "context"),
+    ({"colour": "blue"}, "colour"),
 ])
-def test_bad_input_answers_400_naming_the_field_and_books_nothing(client, cluster_catalog, token, change, field):
+def test_a_body_the_schema_does_not_allow_answers_400_naming_the_field_and_books_nothing(
+    client, cluster_catalog, token, change, field
+):
     machines = [cluster_catalog.cluster_machine() for _ in range(2)]
     answer = post(client, body(machines) | change, token)
     assert answer.status_code == 400, answer.content
+    assert field in answer.json()["errors"]
+    assert not Booking.objects.exists()
+
+
+@pytest.mark.parametrize(("change", "field"), [
+    ({"machines": [{"id": 1, "gpus": 8}, {"id": 1, "gpus": 8}]}, "machines"),
+    ({"machines": [{"id": 1, "gpus": 8}, {"id": 1, "gpus": 4}]}, "machines"),
+    ({"query": {**QUERY, "context": "abc"}}, "context"),
+    ({"query": {**QUERY, "model": "no-such-model"}}, "query"),
+])
+def test_a_body_the_schema_allows_that_cannot_be_booked_as_asked_answers_422_naming_the_field(
+    client, cluster_catalog, token, change, field
+):
+    machines = [cluster_catalog.cluster_machine() for _ in range(2)]
+    answer = post(client, body(machines) | change, token)
+    assert answer.status_code == 422, answer.content
     assert field in answer.json()["errors"]
     assert not Booking.objects.exists()
 
@@ -130,8 +152,7 @@ def test_bad_input_answers_400_naming_the_field_and_books_nothing(client, cluste
 def test_a_body_that_is_not_the_schema_answers_400(client, cluster_catalog, token, payload):
     answer = client.post(PATH, payload, content_type="application/json", **bearer(token))
     assert answer.status_code == 400
-    # The API's answer to a body that is no JSON at all, as for every POST operation.
-    assert answer.json() == {"detail": "Cannot parse request body"} if payload == "not json" else answer.json()["errors"]
+    assert answer.json()["errors"]
 
 
 def test_values_that_do_not_go_together_answer_422(client, cluster_catalog, token):
@@ -182,3 +203,14 @@ def test_a_cluster_too_small_for_the_workload_is_refused_on_the_server_whatever_
     assert not Booking.objects.exists()
     made = post(client, body([first, second, third], query=deepseek_16), token)
     assert made.status_code == 201, made.content
+
+
+def test_the_schema_states_what_a_group_body_takes():
+    schemas = api.get_openapi_schema()["components"]["schemas"]
+    group, machine = schemas["LaunchGroupIn"], schemas["GroupMachineIn"]
+    assert group["additionalProperties"] is False and machine["additionalProperties"] is False
+    assert group["properties"]["kind"]["enum"] == ["cluster", "plan"]
+    assert group["properties"]["idempotency_key"]["pattern"] == "^[A-Za-z0-9_-]{8,64}$"
+    assert (group["properties"]["machines"]["minItems"], group["properties"]["machines"]["maxItems"]) == (1, 10_000)
+    assert (machine["properties"]["gpus"]["minimum"], machine["properties"]["gpus"]["maximum"]) == (1, 16)
+    assert group["properties"]["price_per_hour"]["pattern"]
