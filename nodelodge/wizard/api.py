@@ -596,7 +596,8 @@ def _validated(schema, value):
 
 @api.get(
     "/estimate",
-    response={200: MemoryOut, 304: None, 400: ErrorOut, 404: ErrorOut, 422: ErrorOut, 429: ErrorOut},
+    response={200: MemoryOut, 304: None, 400: ErrorOut, 404: ErrorOut, 422: ErrorOut, 429: ErrorOut,
+              503: ErrorOut},
     url_name="estimate",
 )
 def estimate(request, params: Query[WorkloadParams]):
@@ -608,7 +609,9 @@ def estimate(request, params: Query[WorkloadParams]):
 
 @api.get(
     "/recommendations",
-    response={200: RecommendationsOut, 304: None, 400: ErrorOut, 404: ErrorOut, 422: ErrorOut, 429: ErrorOut},
+    # 503 with a Retry-After: past the request's deadline, or every slot for dear answers taken.
+    response={200: RecommendationsOut, 304: None, 400: ErrorOut, 404: ErrorOut, 422: ErrorOut, 429: ErrorOut,
+              503: ErrorOut},
     url_name="recommendations",
 )
 def recommendations(request, params: Query[PreferenceParams]):
@@ -630,7 +633,8 @@ def recommendations(request, params: Query[PreferenceParams]):
 
 
 @api.get(
-    "/capacity", response={200: CapacityOut, 400: ErrorOut, 404: ErrorOut, 422: ErrorOut, 429: ErrorOut},
+    "/capacity",
+    response={200: CapacityOut, 400: ErrorOut, 404: ErrorOut, 422: ErrorOut, 429: ErrorOut, 503: ErrorOut},
     url_name="capacity",
 )
 def capacity(request, params: Query[CapacityParams]):
@@ -642,7 +646,8 @@ def capacity(request, params: Query[CapacityParams]):
 
 
 @api.get(
-    "/models", response={200: list[ModelOut], 304: None, 400: ErrorOut, 429: ErrorOut}, url_name="models"
+    "/models", response={200: list[ModelOut], 304: None, 400: ErrorOut, 429: ErrorOut, 503: ErrorOut},
+    url_name="models"
 )
 def models(request, workload: str | None = None):
     """The catalog's models, optionally only those that suit a workload."""

@@ -40,10 +40,12 @@ for line in sys.stdin:
 """
 
 
-def default_paths() -> list[str]:
-    paths = [f"/api/v1/recommendations?{query}" for _, query in PLAN_QUERIES]
-    paths += [f"/?{query}" for _, query in PLAN_QUERIES[:3]]
-    paths += [f"/api/v1/recommendations?{QUERIES[0][1]}", f"/?{QUERIES[0][1]}"]
+def default_paths() -> list[tuple[str, str]]:
+    """(name, path): the plan queries through the API and the page, and the first plain query."""
+    paths = [(f"API, {name}", f"/api/v1/recommendations?{query}") for name, query in PLAN_QUERIES]
+    paths += [(f"page, {name}", f"/?{query}") for name, query in PLAN_QUERIES[:3]]
+    name, query = QUERIES[0]
+    paths += [(f"API, {name}", f"/api/v1/recommendations?{query}"), (f"page, {name}", f"/?{query}")]
     return paths
 
 
@@ -67,10 +69,10 @@ def main(argv: list[str] | None = None) -> int:
         side.stdin.flush()
         return tuple(json.loads(side.stdout.readline()))
 
-    print("| Path | before: median / p90 ms | after: median / p90 ms | after ÷ before | statements |")
+    print("| Request | before: median / p90 ms | after: median / p90 ms | after ÷ before | statements |")
     print("|---|---|---|---|---|")
     try:
-        for path in args.path or default_paths():
+        for label, path in [(path, path) for path in args.path or []] or default_paths():
             for name in sides:  # warm-up
                 ask(name, path)
                 ask(name, path)
@@ -88,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
                 return f"{statistics.median(values):.1f} / {values[int(0.9 * (len(values) - 1))]:.1f}"
 
             ratio = statistics.median(times["after"]) / statistics.median(times["before"])
-            print(f"| `{path[:90]}` | {figure('before')} | {figure('after')} | {ratio:.2f} | "
+            print(f"| {label} | {figure('before')} | {figure('after')} | {ratio:.2f} | "
                   f"{statements['before'][1]} → {statements['after'][1]} (HTTP {statements['after'][0]}) |",
                   flush=True)
     finally:
