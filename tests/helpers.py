@@ -1,6 +1,9 @@
 """Small things test packages share: the query most tests ask, the header nginx stamps, the broker."""
 import os
+import threading
 import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
 # Llama 3.1 8B at 16-bit, 4,096 tokens, one request: 19.55 GiB, one 24 GB card or one 80 GB GPU holds it.
 LLAMA_8B = "workload=inference&model=llama-3-1-8b&precision=16&context=4096&requests=1"
@@ -14,3 +17,22 @@ def started(seconds_ago: float) -> dict[str, str]:
 # The Celery broker of the worker tests: the run's Redis; on the SQLite run (no REDIS_URL, as `bin/run`)
 # the one bin/test names.
 TEST_BROKER_URL = os.environ.get("REDIS_URL") or os.environ.get("TEST_REDIS_URL") or "redis://127.0.0.1:6379/3"
+
+
+def race_together(calls: list[Callable[[], None]], timeout: float = 300) -> None:
+    """Runs each call in a thread of its own, all let go at once (a barrier), each thread closing its
+    database connection when done; raises what any of them raised."""
+    from django.db import connection
+
+    barrier = threading.Barrier(len(calls))
+
+    def run(call):
+        try:
+            barrier.wait(timeout=30)
+            call()
+        finally:
+            connection.close()
+
+    with ThreadPoolExecutor(max_workers=len(calls)) as pool:
+        for future in [pool.submit(run, call) for call in calls]:
+            future.result(timeout=timeout)

@@ -4,26 +4,16 @@ Retry-After, nothing changed; plain answers never wait for a slot; and a plan co
 PLAN_REQUEST_COST first pages toward the per-address rate."""
 from __future__ import annotations
 
-from decimal import Decimal
-
 import pytest
 from django.core.cache import cache
 
 from nodelodge.hardening.slots import SLOT_KEY
 from nodelodge.hardening.throttling import PLAN_REQUEST_COST
-from tests.factories import make_measured_speed
 from tests.helpers import LLAMA_8B
 
 pytestmark = pytest.mark.django_db
 
 PLAN = f"{LLAMA_8B}&target_tokens=20000&redundancy=1"
-
-
-@pytest.fixture
-def measured_machine(make_machine):
-    machine = make_machine("H100 SXM 80GB", gpu_count=8, free_gpus=8, price_per_gpu_hour=Decimal("2.50"))
-    make_measured_speed(machine, "5000")
-    return machine
 
 
 @pytest.fixture

@@ -3,23 +3,13 @@ without a proxy: an answer still working at it stops at its next step and is ans
 Retry-After, JSON under /api/ and the console's page elsewhere, nothing changed."""
 from __future__ import annotations
 
-from decimal import Decimal
-
 import pytest
 
-from tests.factories import make_measured_speed
 from tests.helpers import LLAMA_8B
 
 pytestmark = pytest.mark.django_db
 
 PLAN = f"{LLAMA_8B}&target_tokens=20000&redundancy=1"
-
-
-@pytest.fixture
-def measured_machine(make_machine):
-    machine = make_machine("H100 SXM 80GB", gpu_count=8, free_gpus=8, price_per_gpu_hour=Decimal("2.50"))
-    make_measured_speed(machine, "5000")
-    return machine
 
 
 def test_an_api_answer_past_its_own_deadline_is_answered_503_in_json(client, settings, measured_machine):

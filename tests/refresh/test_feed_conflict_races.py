@@ -4,9 +4,9 @@ the machine never has fewer GPUs than its running bookings hold, never offers on
 record that contradicts the bookings is held back and flagged, or applies in full when none holds."""
 from __future__ import annotations
 
+import functools
 import threading
 import uuid
-from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal
 
 import pytest
@@ -22,6 +22,7 @@ from nodelodge.refresh.models import FeedConflict
 from tests.factories import make_gpu_type, make_language_model
 from tests.feeds import feed, record
 from tests.helpers import LLAMA_8B as QUERY
+from tests.helpers import race_together
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
@@ -99,7 +100,6 @@ def test_launches_committed_between_the_refreshs_read_and_its_write_keep_the_mac
 def test_launches_racing_shrinking_refreshes_end_consistent(shrinking):
     provider, machine = shrinking
     users = [get_user_model().objects.create_user(f"user{index}") for index in range(LAUNCHERS)]
-    barrier = threading.Barrier(LAUNCHERS + 1)
     outcomes: list[str] = []
 
     def launcher(user):
@@ -110,17 +110,7 @@ def test_launches_racing_shrinking_refreshes_end_consistent(shrinking):
         for _ in range(REFRESHES):
             outcomes.append(f"refresh {refresh.refresh_provider(provider.pk).status}")
 
-    def run(call, *args):
-        try:
-            barrier.wait(timeout=30)
-            call(*args)
-        finally:
-            connection.close()
-
-    with ThreadPoolExecutor(max_workers=LAUNCHERS + 1) as pool:
-        futures = [pool.submit(run, launcher, user) for user in users] + [pool.submit(run, refresher)]
-        for future in futures:
-            future.result(timeout=300)
+    race_together([functools.partial(launcher, user) for user in users] + [refresher])
 
     # No refresh failed (a deadlock, a constraint), every Launch booked or was refused as taken.
     refreshes = [outcome for outcome in outcomes if outcome.startswith("refresh")]

@@ -3,14 +3,12 @@ against row locks, on SQLite against the write lock): whatever the order, a mach
 more booked GPUs than it has, and after the last refresh it offers exactly those left."""
 from __future__ import annotations
 
-import threading
+import functools
 import uuid
-from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.db import connection
 
 from catalog.models import Machine, Provider
 from nodelodge.launches import services as launches
@@ -20,6 +18,7 @@ from nodelodge.refresh.services import refresh_provider
 from tests.factories import make_gpu_type, make_language_model
 from tests.feeds import feed, record
 from tests.helpers import LLAMA_8B as QUERY
+from tests.helpers import race_together
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
@@ -41,7 +40,6 @@ def test_launches_racing_refreshes_never_book_more_gpus_than_the_machine_has(fee
     assert refresh_provider(provider.pk).status == "ok"
     machine = Machine.objects.get(provider=provider)
     users = [get_user_model().objects.create_user(f"user{index}") for index in range(LAUNCHERS)]
-    barrier = threading.Barrier(LAUNCHERS + 1)
     outcomes: list[str] = []
 
     def launcher(user):
@@ -56,17 +54,7 @@ def test_launches_racing_refreshes_never_book_more_gpus_than_the_machine_has(fee
         for _ in range(REFRESHES):
             outcomes.append(f"refresh {refresh_provider(provider.pk).status}")
 
-    def run(call, *args):
-        try:
-            barrier.wait(timeout=30)
-            call(*args)
-        finally:
-            connection.close()
-
-    with ThreadPoolExecutor(max_workers=LAUNCHERS + 1) as pool:
-        futures = [pool.submit(run, launcher, user) for user in users] + [pool.submit(run, refresher)]
-        for future in futures:
-            future.result(timeout=300)
+    race_together([functools.partial(launcher, user) for user in users] + [refresher])
 
     booked = Booking.objects.filter(machine=machine, status="running")
     assert booked.count() == outcomes.count("booked") == GPUS
