@@ -65,14 +65,18 @@ def recommendation_for(
     default_limit: int | None = PAGE_LIMIT,
     model_row=None,
     relax: bool = True,
+    shed_when_busy: bool = False,
 ) -> Answer:
     """The whole answer to a query (`model_row`: the caller's copy of the model's row, if any;
     `relax`: an empty answer also says what relaxing the countries, context or requests opens, and the
-    answer plans its clusters; without it, as Launch and the watches read the machines alone, neither).
+    answer plans its clusters; without it, as Launch and the watches read the machines alone, neither;
+    `shed_when_busy`: a visitor's page or API call, whose dear answer needs a slot, `SlotsTaken` if none).
     On PostgreSQL all of it is read from one snapshot, so a refresh committing meanwhile never mixes
     into it (its counts, machines and plan agree)."""
-    # Dear answers a few at a time across the console (hardening/slots.py).
-    slot = dear_answer_slot() if is_dear(query, default_limit) else contextlib.nullcontext()
+    # A visitor's dear answers a few at a time across the console (hardening/slots.py); Launch, the
+    # watches' worker and the command never wait for a slot nor are refused one.
+    dear = shed_when_busy and is_dear(query, default_limit)
+    slot = dear_answer_slot() if dear else contextlib.nullcontext()
     with slot, database.one_snapshot():
         return _recommendation_for(query, now, default_limit, model_row, relax)
 

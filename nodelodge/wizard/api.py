@@ -628,7 +628,7 @@ def recommendations(request, params: Query[PreferenceParams]):
     # The payload is built to the schema (the schema tests check every answer against it); checking it
     # again field by field on every request cost a fifth of the answer with a hundred machines.
     return _answered(request, "recommendations", lambda: recommendation_payload(
-        recommendation_for(_query(request), default_limit=API_LIMIT)
+        recommendation_for(_query(request), default_limit=API_LIMIT, shed_when_busy=True)
     ))
 
 

@@ -174,7 +174,7 @@ def _wizard_answer(request, partial: str | None) -> tuple[HttpResponse, dict]:
     if "workload" in params:
         try:
             # Numbers as the page's language writes them: 12,50 and 1.000 on the German page.
-            answer = recommendation_for(page_query(values), model_row=row)
+            answer = recommendation_for(page_query(values), model_row=row, shed_when_busy=True)
         except QueryError as error:
             errors = error.errors
         else:

@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import pytest
 from django.core.cache import cache
+from django.http import QueryDict
 
-from nodelodge.hardening.slots import SLOT_KEY
+from nodelodge.hardening.slots import SLOT_KEY, SlotsTaken
 from nodelodge.hardening.throttling import PLAN_REQUEST_COST
+from nodelodge.recommendations.answer import recommendation_for
+from nodelodge.recommendations.query import parse_query
 from tests.helpers import LLAMA_8B
 
 pytestmark = pytest.mark.django_db
@@ -75,3 +78,12 @@ def test_a_plan_counts_as_several_first_pages_toward_the_per_address_rate(client
     for _ in range(2 * PLAN_REQUEST_COST):  # a plain answer counts one
         assert client.get(f"/api/v1/recommendations?{LLAMA_8B}").status_code == 200
     cache.clear()
+
+
+def test_only_a_visitors_answer_needs_a_slot_never_launch_the_watches_or_the_command(measured_machine,
+                                                                                    every_slot_taken):
+    query = parse_query(QueryDict(PLAN))
+    with pytest.raises(SlotsTaken):
+        recommendation_for(query, shed_when_busy=True)
+    assert recommendation_for(query).throughput.plans  # Launch's and the command's reads
+    assert recommendation_for(query, relax=False).throughput.plans  # the watches' and Launch's
