@@ -26,6 +26,7 @@ from catalog.data.demo_fleet import (
     DEMO_SPEEDS,
     DEMO_SPEEDS_MEASURED_AT,
     SECURE_OFFERS,
+    cluster_machine_id,
 )
 from catalog.models import GpuType, Machine, MeasuredSpeed, Provider
 
@@ -254,7 +255,7 @@ def _cluster_site_machines(
         provider, gpu_type = providers[spec["provider"]], gpu_types[spec["gpu_type"]]
         for index, price in enumerate(spec["prices"]):
             yield Machine(
-                provider=provider, provider_machine_id=f"{spec['prefix']}-{index:02d}", tier=provider.tier,
+                provider=provider, provider_machine_id=cluster_machine_id(spec, index), tier=provider.tier,
                 provider_is_active=provider.is_active, gpu_type=gpu_type, gpu_count=CLUSTER_GPUS_PER_MACHINE,
                 free_gpus=CLUSTER_GPUS_PER_MACHINE, memory_per_gpu_mib=gpu_type.memory_mib,
                 memory_source=Machine.MemorySource.DATACENTER, memory_flag="", country=spec["country"],

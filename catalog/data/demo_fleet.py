@@ -82,31 +82,47 @@ DEMO_PROVIDERS = [
 # Sites where a Secure provider runs identical 8-GPU machines on an RDMA network, so a model larger than
 # one machine can be served by several (a cluster). Each: provider, machine id prefix, site, location,
 # GPU type, interconnect and its speed in Gb/s, and each machine's price per GPU-hour (one machine per
-# price; near the list prices above: machines on InfiniBand or RoCE cost a little more than alone).
-# Every machine is whole and free when loaded, its memory the datacenter's (the GPU type's datasheet).
+# price; near the list prices above: machines on InfiniBand or RoCE cost a little more than alone), and how
+# many of its machines (the first, by id) the demo refresh keeps whole: a site's machines are otherwise as
+# busy as any demo machine (whole and online in about one minute of ten), so without machines held back for
+# clusters two whole ones at one site would be rare. Every machine is whole and free when loaded, its
+# memory the datacenter's (the GPU type's datasheet).
 CLUSTER_SITES = [
     {
         "provider": "Harbor Compute", "prefix": "hbr-fra-ib1", "site": "FRA-IB1", "country": "DE",
         "region": "Frankfurt", "gpu_type": "H100 SXM 80GB", "interconnect": "infiniband", "gbps": 400,
-        "prices": ("2.69", "2.69", "2.75", "2.75"),
+        "prices": ("2.69", "2.69", "2.75", "2.75"), "kept_whole": 3,
     },
     {
         "provider": "Meridian Cloud", "prefix": "mrd-iad-h200", "site": "IAD-H200", "country": "US",
         "region": "Virginia", "gpu_type": "H200", "interconnect": "infiniband", "gbps": 400,
-        "prices": ("3.49", "3.49", "3.59"),
+        "prices": ("3.49", "3.49", "3.59"), "kept_whole": 2,
     },
     {
         "provider": "Fjord Datacenters", "prefix": "fjd-osl-a100", "site": "OSL-A100", "country": "NO",
         "region": "Oslo", "gpu_type": "A100 80GB", "interconnect": "roce", "gbps": 400,
-        "prices": ("1.59", "1.65"),
+        "prices": ("1.59", "1.65"), "kept_whole": 0,
     },
     {
         "provider": "Kumo Racks", "prefix": "kmo-tyo-mi300", "site": "TYO-MI300", "country": "JP",
         "region": "Tokyo", "gpu_type": "MI300X", "interconnect": "roce", "gbps": 400,
-        "prices": ("2.89", "2.89"),
+        "prices": ("2.89", "2.89"), "kept_whole": 2,
     },
 ]
 CLUSTER_GPUS_PER_MACHINE = 8
+
+
+def cluster_machine_id(spec: dict, index: int) -> str:
+    """The provider machine id of a cluster site's `index`-th machine."""
+    return f"{spec['prefix']}-{index:02d}"
+
+
+# The machines the demo refresh always reports whole and online (reserved for clusters): three sites keep
+# two or more, so the demo shows clusters at any minute, Llama 3.1 405B in 16-bit at 131,072 tokens × 8
+# requests on 2 × (8 × H200), 2 × (8 × MI300X) and 3 × (8 × H100) among them.
+KEPT_WHOLE_MACHINE_IDS = frozenset(
+    cluster_machine_id(spec, index) for spec in CLUSTER_SITES for index in range(spec["kept_whole"])
+)
 
 # Measured speeds on a few demo machines: (provider prefix, machine index, kind, model slug, precision,
 # value, unit). Speeds are only ever shown where measured; these are the demo's measurements.

@@ -7,6 +7,7 @@ from datetime import datetime
 
 from django.db.models import Prefetch
 
+from catalog.data.demo_fleet import KEPT_WHOLE_MACHINE_IDS
 from catalog.models import Machine, MeasuredSpeed, Provider
 from sizing.offers import MEASUREMENT_FIELDS
 
@@ -20,7 +21,8 @@ def _spin(machine_id: str, minute: int) -> int:
 
 def demo_feed_document(provider: Provider, now: datetime) -> dict:
     """The provider's live machines as a nodelodge-v1 feed, free GPUs and availability shifting with the
-    minute (the same minute always gives the same document), so a refresh visibly changes something."""
+    minute (the same minute always gives the same document), so a refresh visibly changes something. The
+    machines the demo keeps for clusters (`KEPT_WHOLE_MACHINE_IDS`) are always whole and online."""
     minute = int(now.timestamp() // 60)
     machines = []
     feed_speeds = MeasuredSpeed.objects.filter(source=MeasuredSpeed.Source.FEED)
@@ -33,6 +35,7 @@ def demo_feed_document(provider: Provider, now: datetime) -> dict:
     )
     for machine in rows.iterator(chunk_size=2000):
         spin = _spin(machine.provider_machine_id, minute)
+        kept_whole = machine.provider_machine_id in KEPT_WHOLE_MACHINE_IDS
         # The feed reports only what a provider would: the host's figure (Community) or the
         # datacenter's (Secure); a figure the catalog took from the datasheet is left for it to fill in.
         reported = machine.memory_source in (Machine.MemorySource.HOST, Machine.MemorySource.DATACENTER)
@@ -40,9 +43,9 @@ def demo_feed_document(provider: Provider, now: datetime) -> dict:
             "id": machine.provider_machine_id,
             "gpu_type": machine.gpu_type.name,
             "gpu_count": machine.gpu_count,
-            "free_gpus": spin % (machine.gpu_count + 1),
+            "free_gpus": machine.gpu_count if kept_whole else spin % (machine.gpu_count + 1),
             "memory_mib": machine.memory_per_gpu_mib if reported else None,
-            "available": spin % DEMO_OFFLINE_ONE_IN != 0,
+            "available": kept_whole or spin % DEMO_OFFLINE_ONE_IN != 0,
             "country": machine.country or None,
             "region": machine.region,
             "price_per_gpu_hour": str(machine.price_per_gpu_hour.normalize()),
