@@ -98,7 +98,9 @@ def test_refresh_launch_and_stop_at_once_keep_the_counts_exact(db):
         for _ in range(REFRESHES):
             server.serve_json("feed-secure", feed("feed-secure", local, 60))
             run = refresh_provider(fed.pk)
-            assert run.status == "ok", run.error
+            # Partial only where a record reported fewer GPUs than the racing Launches held: that part
+            # is held back (nodelodge/refresh/conflicts.py), every other record applied.
+            assert run.status == "ok" or (run.status == "partial" and run.held_back and not run.rejected), run.error
             outcomes["refreshed"] += 1
 
     def launcher(user):
