@@ -14,6 +14,7 @@ from django.contrib.auth import get_user_model
 from django.core.mail import send_mail
 from django.db import transaction
 from django.template.loader import render_to_string
+from django.urls import reverse
 from django.utils import translation
 from django.utils.translation import gettext, ngettext
 
@@ -93,7 +94,7 @@ def launch_for(firing_id: int) -> dict:
 
 def send_booking_email(watch: Watch, booking: Booking) -> None:
     with translation.override(watch.language):
-        context = {"watch": watch, "booking": booking, "launches_url": absolute("/launches/")}
+        context = {"watch": watch, "booking": booking, "launches_url": absolute(reverse("launches:list"))}
         subject = render_to_string("watches/booked_subject.txt", context).strip()
         body = render_to_string("watches/booked_email.txt", context)
     send_mail(subject, body, settings.DEFAULT_FROM_EMAIL, [watch.owner.email])
