@@ -88,7 +88,8 @@ def create(request):
         from django_htmx.http import HttpResponseClientRedirect
 
         return HttpResponseClientRedirect(reverse_lazy("launches:list"))
-    return redirect("launches:list")
+    # Its own fragment, else the browser keeps the form's (#watch) on My launches.
+    return redirect(f"{reverse_lazy('launches:list')}#watches-heading")
 
 
 def _refused(request, values: dict, errors: dict):
