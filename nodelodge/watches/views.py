@@ -101,8 +101,8 @@ def _refused(request, values: dict, errors: dict):
         # The form alone, swapped in place (htmx swaps only 2xx, as the wizard's own fields do).
         return render(request, "watches/_watch_form.html", {
             **context, "query_string": query_string,
-            "data": {"machines_total": bool(request.POST.get("matches"))},
-            "result": {"throughput": bool(request.POST.get("plan"))},
+            "data": {"machines_total": bool(request.POST.get("shown_matches"))},
+            "result": {"throughput": bool(request.POST.get("shown_plan"))},
         })
     from django.http import QueryDict
 

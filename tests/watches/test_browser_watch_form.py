@@ -10,6 +10,7 @@ from playwright.sync_api import expect
 
 from nodelodge.watches import services
 from nodelodge.watches.models import Watch
+from tests.a11y import assert_accessible
 from tests.factories import make_user
 from tests.helpers import LLAMA_8B as QUERY
 
@@ -75,6 +76,8 @@ def test_a_refused_watch_shows_each_message_beside_its_field_and_keeps_what_was_
     expect(form.locator("input[name=auto_launch]")).to_be_checked()
     expect(page.locator("#result")).to_be_visible()  # still the result, not My launches
     fits_the_screen(page, cap_error, width)
+    if javascript:
+        assert_accessible(page, f"refused watch, {width}, {language}")
     assert not Watch.objects.exists()
 
     form.locator("input[name=price_per_hour]").fill("12,50" if language == "de" else "12.50")
@@ -105,6 +108,7 @@ def test_delete_on_the_watches_list_asks_on_screen_before_it_deletes(browser, li
     yes = confirm.get_by_role("button", name=words["yes"])
     expect(yes).to_be_visible()
     fits_the_screen(page, yes, width)
+    assert_accessible(page, f"delete a watch, {width}, {language}")
     assert Watch.objects.exists()
     yes.click()
     expect(page.locator("table.watches tr.watch")).to_have_count(0)
