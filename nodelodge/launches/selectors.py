@@ -60,6 +60,16 @@ class BookingRow:
     model_name: str | None = None  # the catalog name of the model the booking was sized for
 
     @property
+    def auto_launch_watch_id(self) -> int | None:
+        """The watch whose Auto-Launch made this booking (its key is `watch-<id>`), or None."""
+        from nodelodge.watches.auto import KEY_PREFIX
+
+        key = self.booking.idempotency_key or ""
+        if key.startswith(KEY_PREFIX) and key[len(KEY_PREFIX):].isdigit():
+            return int(key[len(KEY_PREFIX):])
+        return None
+
+    @property
     def workload_words(self) -> str:
         workload = self.booking.workload.get("workload", "")
         words = WORKLOAD_WORDS.get(workload, workload)

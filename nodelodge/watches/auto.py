@@ -14,10 +14,13 @@ from django.contrib.auth import get_user_model
 from django.core.mail import send_mail
 from django.db import transaction
 from django.template.loader import render_to_string
+from django.urls import reverse
 from django.utils import translation
+from django.utils.translation import gettext, ngettext
 
 from nodelodge.launches.models import Booking
 from nodelodge.launches.services import LaunchRefused, launch
+from sizing.units import money_text
 
 from .delivery import absolute
 from .models import Firing, Watch
@@ -49,7 +52,9 @@ def launch_for(firing_id: int) -> dict:
         return {"watch": watch.pk, "booked": None, "refused": "not asked"}
     within = [m for m in firing.matches if Decimal(m["price_per_hour"]) <= cap]
     if not within:
-        return _refuse(watch, f"No match at or below the cap of ${cap}/h.")
+        with translation.override(watch.language):  # shown on My launches in the watch's language
+            reason = gettext("No match at or below the cap of %(cap)s/h.") % {"cap": money_text(cap)}
+        return _refuse(watch, reason)
     within.sort(key=lambda m: (Decimal(m["price_per_hour"]), m["id"]))
     with transaction.atomic():
         # The owner's row, then the watch's: two auto-launches of one user count their running ones
@@ -59,7 +64,11 @@ def launch_for(firing_id: int) -> dict:
         if locked.auto_launch_booking_id is not None:
             return {"watch": watch.pk, "booked": locked.auto_launch_booking_id, "refused": "already booked"}
         if live_auto_launches(locked.owner) >= MAX_LIVE_AUTO_LAUNCHES:
-            return _refuse(locked, f"{MAX_LIVE_AUTO_LAUNCHES} auto-launched bookings are running already.")
+            with translation.override(locked.language):
+                return _refuse(locked, ngettext(
+                    "%(most)s auto-launched booking is running already.",
+                    "%(most)s auto-launched bookings are running already.", MAX_LIVE_AUTO_LAUNCHES,
+                ) % {"most": MAX_LIVE_AUTO_LAUNCHES})
         outcome, refusal = None, None
         # The cheapest match first; one taken meanwhile (or changed) gives way to the next within the cap.
         for match in within:
@@ -85,7 +94,7 @@ def launch_for(firing_id: int) -> dict:
 
 def send_booking_email(watch: Watch, booking: Booking) -> None:
     with translation.override(watch.language):
-        context = {"watch": watch, "booking": booking, "launches_url": absolute("/launches/")}
+        context = {"watch": watch, "booking": booking, "launches_url": absolute(reverse("launches:list"))}
         subject = render_to_string("watches/booked_subject.txt", context).strip()
         body = render_to_string("watches/booked_email.txt", context)
     send_mail(subject, body, settings.DEFAULT_FROM_EMAIL, [watch.owner.email])

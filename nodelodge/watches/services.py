@@ -25,7 +25,10 @@ from nodelodge.recommendations.estimate import estimate_for
 from nodelodge.recommendations.fleet import fleet_reader
 from nodelodge.recommendations.query import QueryError, WorkloadQuery, parse_query
 from nodelodge.recommendations.sorts import DEFAULT_SORT
+from nodelodge.recommendations.typed_numbers import typed_number
 from sizing.breakdown import Breakdown
+from sizing.i18n import format_number
+from sizing.units import NumberNotRead
 
 from . import webhooks
 from .models import Firing, Watch
@@ -79,14 +82,45 @@ def watch_query(watch: Watch) -> WorkloadQuery:
     return parse_query(data)
 
 
-def _price(value, field: str) -> Decimal:
+MAX_PRICE = Decimal("1000000")
+
+
+def _price_messages(field: str) -> tuple[str, str]:
+    """What a price field that cannot be read, and one out of range, say: each names its field, with
+    figures written as the page's language writes them (5.00 and 1,000,000; 5,00 and 1.000.000)."""
+    example, most = format_number(Decimal("5.00")), format_number(int(MAX_PRICE))
+    if field == "auto_launch_max_price":
+        return (gettext("Enter the Auto-Launch price cap per hour in USD, e.g. %(example)s.")
+                % {"example": example},
+                gettext("The Auto-Launch price cap per hour must be above 0 and at most %(most)s USD.")
+                % {"most": most})
+    return (gettext("Enter the price per hour in USD the watch compares with, e.g. %(example)s.")
+            % {"example": example},
+            gettext("The price per hour must be above 0 and at most %(most)s USD.") % {"most": most})
+
+
+def _price(value, field: str, number_language: str | None = None) -> Decimal:
+    """A price as typed: in the page's language (`typed_numbers.typed_number`: 12,50 on the German page)
+    or, with none (the API, the command), a plain dot decimal."""
+    unread, out_of_range = _price_messages(field)
+    if value is None or not str(value).strip():
+        raise WatchError({field: unread})
     try:
-        price = Decimal(str(value))
-    except (InvalidOperation, ValueError):
-        raise WatchError({field: gettext("Enter a price per hour in USD, e.g. 5.00.")}) from None
-    if not price.is_finite() or price <= 0 or price > Decimal("1000000"):
-        raise WatchError({field: gettext("The price per hour must be above 0 and at most 1,000,000.")})
+        price = typed_number(str(value), number_language)
+    except (NumberNotRead, InvalidOperation, ValueError):
+        raise WatchError({field: unread}) from None
+    if not price.is_finite() or price <= 0 or price > MAX_PRICE:
+        raise WatchError({field: out_of_range})
     return price.quantize(Decimal("0.0001"))
+
+
+def _machines(value, number_language: str | None = None) -> int:
+    if number_language is not None and value is not None and str(value).strip():
+        number = typed_number(str(value), number_language)  # 1.000 on the German page is 1000
+        if number != number.to_integral_value() or number.adjusted() > 9:
+            raise ValueError(value)
+        return int(number)
+    return int(str(value))
 
 
 @dataclass(frozen=True)
@@ -104,6 +138,9 @@ class WatchRequest:
     auto_launch: bool = False
     auto_launch_max_price: object = None
     language: str = "en"
+    # The page's language whose way of writing numbers the typed fields follow ("12,50" in German);
+    # None for the API and the command, which take plain dot decimals.
+    number_language: str | None = None
 
 
 def create_watch(owner, request: WatchRequest, *, now: datetime | None = None) -> Watch:
@@ -121,18 +158,19 @@ def create_watch(owner, request: WatchRequest, *, now: datetime | None = None) -
         }
     elif condition in (Watch.Condition.CHEAPEST_BELOW, Watch.Condition.PLAN_BELOW):
         try:
-            price = _price(request.price_per_hour, "price_per_hour")
+            price = _price(request.price_per_hour, "price_per_hour", request.number_language)
         except WatchError as error:
             errors.update(error.errors)
         if condition == Watch.Condition.PLAN_BELOW and query.target_tokens is None:
             errors["condition"] = gettext("A plan's cost needs a throughput to serve (target_tokens).")
     elif condition == Watch.Condition.AT_LEAST:
         try:
-            machines = int(str(request.machines))
+            machines = _machines(request.machines, request.number_language)
             if not 1 <= machines <= 100_000:
                 raise ValueError
-        except (TypeError, ValueError):
-            errors["machines"] = gettext("Enter a whole number of machines from 1 to 100,000.")
+        except (TypeError, ValueError, ArithmeticError):
+            errors["machines"] = gettext("Enter a whole number of machines from 1 to %(most)s.") % {
+                "most": format_number(100_000)}
     cooldown = 3600
     if request.cooldown_seconds not in (None, ""):
         try:
@@ -152,7 +190,7 @@ def create_watch(owner, request: WatchRequest, *, now: datetime | None = None) -
     cap = None
     if request.auto_launch:
         try:
-            cap = _price(request.auto_launch_max_price, "auto_launch_max_price")
+            cap = _price(request.auto_launch_max_price, "auto_launch_max_price", request.number_language)
         except WatchError as error:
             errors.update(error.errors)
     if errors:

@@ -11,6 +11,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
+from django.urls import reverse_lazy
 from django.utils.translation import gettext
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -47,33 +48,68 @@ def feed(request, token: str):
     return HttpResponse(body, content_type="application/atom+xml; charset=utf-8")
 
 
+FORM_FIELDS = ("condition", "price_per_hour", "machines", "webhook_url", "webhook_format", "auto_launch",
+               "auto_launch_max_price")
+# Fields the form shows beside their input; any other refusal (the query's, the account's limit) is
+# said at the form's top.
+FIELD_ERRORS = ("condition", "price_per_hour", "machines", "webhook_url", "webhook_format",
+                "auto_launch_max_price")
+
+
 @require_POST
 def create(request):
-    """"Watch this result": signing in on the way comes back to the result, to press it again."""
+    """"Watch this result": signing in on the way comes back to the result, to press it again. A refusal
+    shows the result again with each message beside its field and everything typed kept (the form
+    alone for htmx, the whole result page without JavaScript); money is read in the page's language."""
     if not request.user.is_authenticated:
         from django.contrib.auth.views import redirect_to_login
         from django.urls import reverse
 
         messages.info(request, gettext("Sign in to watch this result."))
         return redirect_to_login(f"{reverse('wizard:start')}?{request.POST.get('query', '')}")
+    values = {name: (request.POST.get(name) or "").strip() for name in FORM_FIELDS}
     try:
         services.create_watch(request.user, services.WatchRequest(
             query=_query(request.POST.get("query", "")),
-            condition=request.POST.get("condition") or Watch.Condition.APPEARS,
-            price_per_hour=request.POST.get("price_per_hour"),
-            machines=request.POST.get("machines"),
-            webhook_url=(request.POST.get("webhook_url") or "").strip(),
-            webhook_format=request.POST.get("webhook_format") or Watch.WebhookFormat.JSON,
-            auto_launch=bool(request.POST.get("auto_launch")),
-            auto_launch_max_price=request.POST.get("auto_launch_max_price"),
+            condition=values["condition"] or Watch.Condition.APPEARS,
+            price_per_hour=values["price_per_hour"],
+            machines=values["machines"],
+            webhook_url=values["webhook_url"],
+            webhook_format=values["webhook_format"] or Watch.WebhookFormat.JSON,
+            auto_launch=bool(values["auto_launch"]),
+            auto_launch_max_price=values["auto_launch_max_price"],
             language=request.LANGUAGE_CODE,
+            number_language=request.LANGUAGE_CODE,
         ))
     except services.WatchError as error:
-        for message in error.errors.values():
-            messages.error(request, message)
-    else:
-        messages.success(request, gettext("Watching this result. You will get an e-mail when it matches."))
-    return redirect("launches:list")
+        return _refused(request, values, error.errors)
+    messages.success(request, gettext("Watching this result. You will get an e-mail when it matches."))
+    if request.htmx:
+        from django_htmx.http import HttpResponseClientRedirect
+
+        return HttpResponseClientRedirect(reverse_lazy("launches:list"))
+    # Its own fragment, else the browser keeps the form's (#watch) on My launches.
+    return redirect(f"{reverse_lazy('launches:list')}#watches-heading")
+
+
+def _refused(request, values: dict, errors: dict):
+    shown = {name: message for name, message in errors.items() if name in FIELD_ERRORS}
+    shown["general"] = [message for name, message in errors.items() if name not in FIELD_ERRORS]
+    context = {"watch_values": values, "watch_errors": shown}
+    query_string = request.POST.get("query", "")
+    if request.htmx:
+        # The form alone, swapped in place (htmx swaps only 2xx, as the wizard's own fields do).
+        return render(request, "watches/_watch_form.html", {
+            **context, "query_string": query_string,
+            "data": {"machines_total": bool(request.POST.get("shown_matches"))},
+            "result": {"throughput": bool(request.POST.get("shown_plan"))},
+        })
+    from django.http import QueryDict
+
+    from nodelodge.wizard.views import wizard_page_with
+
+    request.GET = QueryDict(query_string)
+    return wizard_page_with(request, context)
 
 
 def _query(query_string: str) -> dict:
@@ -92,7 +128,13 @@ def act(request, pk: int, action: str):
         elif action == "resume":
             services.resume(request.user, pk)
         elif action == "delete":
+            # The list's Delete asks first: a page naming the watch with a second button that posts
+            # `confirmed` (no JavaScript needed); only that second POST deletes.
+            if not request.POST.get("confirmed"):
+                watch = Watch.objects.get(owner=request.user, pk=pk)
+                return render(request, "watches/delete.html", {"watch": watch})
             services.delete(request.user, pk)
+            messages.success(request, gettext("The watch was deleted."))
         else:
             raise Http404
     except Watch.DoesNotExist:

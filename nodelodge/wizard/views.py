@@ -164,7 +164,13 @@ def page_query(values) -> WorkloadQuery:
     return query
 
 
-def _wizard_answer(request, partial: str | None) -> tuple[HttpResponse, dict]:
+def wizard_page_with(request, extra: dict) -> HttpResponse:
+    """The whole page for request.GET's query, never stored, with `extra` in its context: a form
+    posted elsewhere (a watch) shown again beside the result with its errors and values."""
+    return _wizard_answer(request, None, extra)[0]
+
+
+def _wizard_answer(request, partial: str | None, extra: dict | None = None) -> tuple[HttpResponse, dict]:
     """Computes the answer: the response, and what it keeps to serve again (`_wizard_response`)."""
     params = request.GET
     values, row = _form_values(params)
@@ -224,6 +230,7 @@ def _wizard_answer(request, partial: str | None) -> tuple[HttpResponse, dict]:
         "eu_checked": eu_checked,
         "other_countries": other_countries,
         "query_string": result.query.as_query_string() if result else _public_query(params),
+        **(extra or {}),
     }
     # What the form shows: its labels follow the workload and model kind, and its fields carry
     # error messages; when either changes, the whole wizard is sent rather than the result alone.

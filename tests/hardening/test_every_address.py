@@ -231,5 +231,7 @@ def test_watches_their_pages_feed_tokens_and_api_answer(client, catalog_fleet, a
     made = client.post("/api/v1/watches", {"query": {"model": "llama-3-1-8b"}}, content_type="application/json")
     assert made.status_code == 201
     assert client.delete(f"/api/v1/watches/{made.json()['id']}").status_code == 204
-    assert client.post(reverse("watches:act", args=[watch.pk, "delete"])).status_code == 302
+    assert client.post(reverse("watches:act", args=[watch.pk, "delete"])).status_code == 200  # asks first
+    assert ada.watches.exists()
+    assert client.post(reverse("watches:act", args=[watch.pk, "delete"]), {"confirmed": "1"}).status_code == 302
     assert not ada.watches.exists()

@@ -131,3 +131,85 @@ def test_the_check_finds_english_where_there_is_some():
         "'  · 117B total / 5.1B active': active, total"
     ]
     assert english_words("<body><td>Vienna</td><code>the</code></body>", names) == ["'Vienna': Vienna"]
+
+
+# A figure as English writes it: a dollar sign before the amount, or a decimal point followed by other
+# than three digits (German groups thousands with a point, always three digits: 1.000.000).
+ENGLISH_NUMBER = re.compile(r"\$\s?\d|\d\.(?:\d{1,2}|\d{4,})(?!\d)")
+
+
+def english_numbers(html: str, names: list[str]) -> list[str]:
+    """Each visible text node (product names, code and addresses left out) with a figure as English
+    writes it."""
+    body = html.split("<body", 1)[1].split(">", 1)[1]
+    body = re.sub(r"<(script|style|code|template)\b.*?</\1>|https?://\S+", " ", body, flags=re.S)
+    found = []
+    for node in re.split(r"<[^>]+>", body):
+        text = node.strip()
+        for name in names:
+            text = text.replace(name, " ")
+        # German dates (06.12.2026) and versions (vLLM 0.6.3) are not figures.
+        text = re.sub(r"\b\d{2}\.\d{2}\.\d{4}\b|\b\d+\.\d+\.\d+\b", " ", text)
+        if ENGLISH_NUMBER.search(text):
+            found.append(repr(text))
+    return found
+
+
+def watch_pages(client) -> dict[str, str]:
+    """The watch views and e-mails in German: the result with a refused watch (every field's message),
+    My launches listing watches with every channel and Auto-Launch, the delete confirmation, the
+    e-mail of a firing and of an Auto-Launch booking."""
+    from decimal import Decimal
+
+    from django.core import mail
+
+    from nodelodge.watches import auto
+    from nodelodge.watches import services as watches
+    from nodelodge.watches.models import Firing, Watch
+
+    user = get_user_model().objects.create_user(username="berta", password="a-long-test-passphrase",
+                                                email="berta@example.com")
+    client.force_login(user)
+    query = "workload=inference&model=llama-3-1-8b&precision=16&context=4096&requests=1"
+    params = dict(pair.split("=") for pair in query.split("&"))
+    answers = {"result, refused watch": client.post("/de/watches/", {
+        "query": query, "condition": "cheapest_below", "price_per_hour": "zwölf", "machines": "",
+        "webhook_url": "http://example.com/hook", "auto_launch": "1", "auto_launch_max_price": "1e12",
+    }, **GERMAN).content.decode()}
+    answers["result, refused count"] = client.post("/de/watches/", {
+        "query": query, "condition": "at_least", "machines": "viele"}, **GERMAN).content.decode()
+    cheapest = watches.create_watch(user, watches.WatchRequest(
+        query=params, condition="cheapest_below", price_per_hour="1.5", language="de", email=True,
+        auto_launch=True, auto_launch_max_price="0.10"))
+    watches.create_watch(user, watches.WatchRequest(query=params, condition="at_least", machines=1,
+                                                    language="de"))
+    Watch.objects.filter(pk=cheapest.pk).update(webhook_url="https://hooks.example.com/nl",
+                                                webhook_format="slack")
+    mail.outbox.clear()
+    Machine.objects.update(price_per_gpu_hour=Decimal("0.098"))
+    watches.evaluate_watches()
+    for firing in Firing.objects.filter(watch=cheapest):
+        auto.launch_for(firing.pk)
+    answers["My launches with watches"] = client.get("/de/launches/", **GERMAN).content.decode()
+    answers["delete confirmation"] = client.post(f"/de/watches/{cheapest.pk}/delete/", **GERMAN).content.decode()
+    for link in re.findall(r"https?://\S+", "\n".join(message.body for message in mail.outbox)):
+        assert "/de/" in link, f"a German e-mail links to {link}"
+    for number, message in enumerate(mail.outbox):
+        answers[f"e-mail {number}: {message.subject}"] = f"<body>{message.subject}\n{message.body}</body>"
+    assert mail.outbox, "no watch e-mail was sent"
+    return answers
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_german_watch_pages_and_emails_hold_no_english_word_or_number(german_client, monkeypatch):
+    from nodelodge.watches import services as watches
+    from nodelodge.watches import tasks
+
+    monkeypatch.setattr(watches, "_queue_delivery", lambda firing_id: tasks.deliver_firing(firing_id))
+    names = product_names()
+    pages = watch_pages(german_client)
+    english = [f"{name}: {words}" for name, html in pages.items()
+               for words in english_words(re.sub(r"https?://\S+", " ", html), names)]
+    numbers = [f"{name}: {found}" for name, html in pages.items() for found in english_numbers(html, names)]
+    assert not english, "English on German watch pages:\n" + "\n".join(english)
+    assert not numbers, "English-formatted numbers on German watch pages:\n" + "\n".join(numbers)

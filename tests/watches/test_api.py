@@ -99,7 +99,7 @@ def test_my_launches_lists_watches_with_pause_resume_and_delete(client, catalog)
     assert Watch.objects.get().state == "active"
     with translation.override("de"):
         assert client.get("/de/launches/").status_code == 200
-    client.post(f"/watches/{watch.pk}/delete/")
+    client.post(f"/watches/{watch.pk}/delete/", {"confirmed": "1"})
     assert not Watch.objects.exists()
 
 

@@ -60,7 +60,7 @@ def test_matches_all_above_the_cap_book_nothing(catalog):
 
     outcome = auto.launch_for(fire(watch).pk)
 
-    assert outcome["booked"] is None and "cap of $2.0000/h" in outcome["refused"]
+    assert outcome["booked"] is None and "cap of $2.00/h" in outcome["refused"]
     assert not Booking.objects.exists()
 
 

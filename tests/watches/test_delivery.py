@@ -55,7 +55,7 @@ def test_the_email_says_what_matched_in_english_with_its_links(catalog):
     assert message.to == [watch.owner.email]
     assert message.subject == "Node Lodge: your watch found machines"
     assert "1 machine fits, from $2.49/h." in message.body
-    assert "Alpine Compute fra-1: 1 × H100 SXM 80GB, DE, $2.4900/h" in message.body
+    assert "Alpine Compute fra-1: 1 × H100 SXM 80GB, DE, $2.49/h" in message.body
     assert f"https://console.example/?{'workload=inference&model=llama-3-1-8b'}" in message.body
     assert f"https://console.example/watches/unsubscribe/{watch.unsubscribe_token}/" in message.body
     assert f"https://console.example/watches/feed/{watch.feed_token}.atom" in message.body
@@ -67,7 +67,7 @@ def test_the_email_is_german_for_a_german_watch(catalog):
 
     [message] = mail.outbox
     assert message.subject == "Node Lodge: Ihre Beobachtung hat Maschinen gefunden"
-    assert "1 Maschine passt, ab $2,49/h." in message.body
+    assert "1 Maschine passt, ab 2,49 $/h." in message.body
     assert "https://console.example/de/?workload=inference" in message.body
     assert f"https://console.example/de/watches/unsubscribe/{watch.unsubscribe_token}/" in message.body
 

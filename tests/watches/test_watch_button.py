@@ -17,7 +17,7 @@ def test_an_empty_answer_offers_to_watch_it_and_the_button_makes_the_watch(clien
 
     made = client.post("/watches/", {"query": LLAMA_8B, "condition": "appears"})
 
-    assert made.status_code == 302 and made["Location"] == "/launches/"
+    assert made.status_code == 302 and made["Location"] == "/launches/#watches-heading"
     assert Watch.objects.get(owner=owner).query["model"] == "llama-3-1-8b"
 
 
