@@ -198,7 +198,8 @@ def capacity_for(query: CapacityQuery) -> dict:
         "max_concurrency": round(concurrency.numerator / concurrency.denominator, 2),
         "items": [_item(budget.weights), _item(budget.activation), _item(budget.non_torch)],
         "outside_budget": [_item(item) for item in budget.outside],
-        "command": serve_command(spec.hf_id, budget) if spec.hf_id else None,
+        # A setting that does not start has no command to copy: vLLM would stop at start-up.
+        "command": serve_command(spec.hf_id, budget) if spec.hf_id and fits else None,
     }
 
 

@@ -50,7 +50,7 @@ from . import conditional as answer_http
 from .forms import CapacityPageForm, RuleOfThumbForm, ThroughputForm
 from .model_display import model_choice, model_choices
 from .result_page import PLAN_ROWS_SHOWN, ResultPage
-from .rows import add_cluster_words, add_row_words
+from .rows import add_cluster_words, add_row_words, what_if_query
 
 # hx-target id → partial of wizard/wizard.html
 HTMX_PARTIALS = {"result": "result", "model-list": "model-list", "wizard": "wizard"}
@@ -182,8 +182,9 @@ def _wizard_answer(request, partial: str | None) -> tuple[HttpResponse, dict]:
             result = ResultPage(answer, plan_rows_shown=None if every_plan_row else PLAN_ROWS_SHOWN)
     if result is not None:
         grouped = dict(result.listing.groups) if result.query.group == "gpu" else None
-        add_row_words(result.data["machines"], grouped)
-        add_row_words(result.data["alternatives"])
+        what_if = what_if_query(result.query)
+        add_row_words(result.data["machines"], grouped, what_if)
+        add_row_words(result.data["alternatives"], what_if=what_if)
         add_cluster_words(result.data["clusters"])
 
     search = (params.get("q") or "").strip()[:100]
