@@ -8,7 +8,7 @@ model's longest), max_num_batched_tokens, max_num_seqs (default: vLLM's for the 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from decimal import ROUND_DOWN, Decimal
+from decimal import ROUND_HALF_UP, Decimal
 from fractions import Fraction
 
 from django import forms
@@ -134,6 +134,12 @@ def parse_capacity(data, number_language: str | None = None) -> CapacityQuery:
     return query_from(form.cleaned_data)
 
 
+def usable_gib(mib: int) -> Decimal:
+    """A GPU type's usable memory in GiB as the what-if takes, lists and answers it: one rule, two
+    decimals rounded half up, as vLLM logs it and the catalog's source states it (81,090 MiB: 79.19)."""
+    return (Decimal(mib) / 1024).quantize(Decimal("0.01"), rounding=ROUND_HALF_UP)
+
+
 def with_usable_memory(values: dict[str, str]) -> dict[str, str]:
     """A named GPU type (`gpu`, by name, case ignored) sets gpu_memory_gib to the memory CUDA reports for
     it, whatever gpu_memory_gib says; an unknown one is refused."""
@@ -142,8 +148,7 @@ def with_usable_memory(values: dict[str, str]) -> dict[str, str]:
         return values
     for usable in catalog_rows.gpu_types_usable():
         if usable.gpu_type.casefold() == wanted.casefold():
-            gib = (Decimal(usable.mib) / 1024).quantize(Decimal("0.01"), rounding=ROUND_DOWN)
-            return {**values, "gpu": usable.gpu_type, "gpu_memory_gib": str(gib)}
+            return {**values, "gpu": usable.gpu_type, "gpu_memory_gib": str(usable_gib(usable.mib))}
     raise NotFound({"gpu": gettext("No GPU type %(gpu)s in the catalog.") % {"gpu": repr(wanted[:100])}})
 
 
@@ -212,7 +217,7 @@ def _memory_source(gpu: str | None) -> str | None:
 def gpu_choices() -> list[tuple[str, str]]:
     """The GPU types a what-if may name, each with the memory CUDA reports for it."""
     return [("", gettext("Enter the memory below"))] + [
-        (usable.gpu_type, f"{usable.gpu_type} ({number_format(Decimal(usable.mib) / 1024, 2)} GiB)")
+        (usable.gpu_type, f"{usable.gpu_type} ({number_format(usable_gib(usable.mib), 2)} GiB)")
         for usable in catalog_rows.gpu_types_usable()
     ]
 

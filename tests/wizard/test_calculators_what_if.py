@@ -59,6 +59,15 @@ def test_a_bad_value_is_worded_beside_its_field_and_nothing_else_is_lost(client,
 def test_a_gpu_type_chosen_on_the_page_sets_the_memory_it_sizes_with(client, models_and_gpus):
     html = page(client, "model=llama-3-1-8b&gpu=H100+SXM+80GB&gpu_memory_gib=79.19&max_model_len=8192")
     assert '<option value="H100 SXM 80GB" selected>' in html
-    assert 'value="79.18"' in html and "Starts" in html
+    assert 'value="79.19"' in html and "Starts" in html
     unknown = page(client, "model=llama-3-1-8b&gpu=H900&gpu_memory_gib=79.19")
     assert 'id="err-gpu"' in unknown and 'data-testid="what-if-result"' not in unknown
+
+
+def test_a_gpu_types_memory_reads_the_same_in_the_list_the_box_the_api_and_its_source(client, models_and_gpus):
+    listed = page(client, "")
+    assert ">H100 SXM 80GB (79.19 GiB)</option>" in listed and 'value="79.19"' in listed
+    asked = page(client, "model=llama-3-1-8b&gpu=H100+SXM+80GB&max_model_len=8192")
+    assert re.search(r'<input [^>]*name="gpu_memory_gib" value="79.19"', asked)
+    answer = client.get("/api/v1/capacity?model=llama-3-1-8b&gpu=H100+SXM+80GB").json()
+    assert answer["gpu_memory_gib"] == 79.19 and "79.19 GiB" in answer["gpu_memory_source"]
