@@ -71,3 +71,14 @@ def test_a_gpu_types_memory_reads_the_same_in_the_list_the_box_the_api_and_its_s
     assert re.search(r'<input [^>]*name="gpu_memory_gib" value="79.19"', asked)
     answer = client.get("/api/v1/capacity?model=llama-3-1-8b&gpu=H100+SXM+80GB").json()
     assert answer["gpu_memory_gib"] == 79.19 and "79.19 GiB" in answer["gpu_memory_source"]
+
+
+def test_the_pool_is_said_in_whole_requests(client, models_and_gpus):
+    html = page(client, ASKED)
+    said = re.search(r'data-testid="what-if-pool">([^<]*)</p>', html).group(1)
+    whole = re.search(r"tokens; ([\d,]+) whole requests of 8,192 tokens at once \(vLLM.s maximum concurrency: "
+                      r"([\d.]+)×\)", said)
+    assert whole, said
+    assert int(whole.group(1).replace(",", "")) == int(float(whole.group(2)))
+    answer = client.get(f"/api/v1/capacity?{ASKED}").json()
+    assert answer["requests_at_once"] == int(answer["max_concurrency"]) == int(whole.group(1).replace(",", ""))
