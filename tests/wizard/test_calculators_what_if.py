@@ -82,3 +82,15 @@ def test_the_pool_is_said_in_whole_requests(client, models_and_gpus):
     assert int(whole.group(1).replace(",", "")) == int(float(whole.group(2)))
     answer = client.get(f"/api/v1/capacity?{ASKED}").json()
     assert answer["requests_at_once"] == int(answer["max_concurrency"]) == int(whole.group(1).replace(",", ""))
+
+
+@pytest.mark.parametrize(("prefix", "one", "outside"), [
+    ("", "sampler: 1 sequence ×", "Memory outside PyTorch: 0.25 GiB"),
+    ("/de", "Sampler: 1 Sequenz ×", "Speicher außerhalb von PyTorch: 0,25 GiB"),
+])
+def test_one_sequence_is_said_in_the_singular_and_an_items_figure_once(client, models_and_gpus, prefix, one, outside):
+    html = page(client, ASKED + "&max_num_seqs=1", prefix)
+    assert one in html
+    item = re.search(rf"<li>{re.escape(outside)} <span class=\"muted mono\">([^<]*)</span>", html)
+    assert item, "no item outside PyTorch"
+    assert "GiB" not in item.group(1)
