@@ -23,6 +23,7 @@ from sizing.calculators.vllm import (
     VLLM_VERSION,
     VllmSettings,
     budget_item,
+    check_settings,
     serve_command,
     vllm_budget,
 )
@@ -130,7 +131,10 @@ def parse_capacity(data, number_language: str | None = None) -> CapacityQuery:
     values = with_usable_memory(with_capacity_defaults(data))
     form = CapacityForm(values, number_language=number_language)
     if not form.is_valid():
-        raise QueryError(form_errors(form))
+        raise QueryError({**settings_refusals(form.cleaned_data), **form_errors(form)})
+    refusals = settings_refusals(form.cleaned_data)
+    if refusals:
+        raise Conflict(refusals)
     return query_from(form.cleaned_data)
 
 
@@ -138,6 +142,35 @@ def usable_gib(mib: int) -> Decimal:
     """A GPU type's usable memory in GiB as the what-if takes, lists and answers it: one rule, two
     decimals rounded half up, as vLLM logs it and the catalog's source states it (81,090 MiB: 79.19)."""
     return (Decimal(mib) / 1024).quantize(Decimal("0.01"), rounding=ROUND_HALF_UP)
+
+
+# What a setting the model refuses is taken as while the others are checked: vLLM's own defaults.
+_ACCEPTED = {"tensor_parallel": 1, "pipeline_parallel": 1, "max_model_len": None}
+
+
+def settings_refusals(cleaned: dict) -> dict[str, str]:
+    """Every setting the chosen model refuses (a tensor-parallel size that does not divide its attention
+    heads, more pipeline stages than layers, a max_model_len past its longest), by field, in the sizing
+    engine's words, from the values that were read: said with the other fields' messages, all at once,
+    not one after another as each is fixed."""
+    slug = (cleaned.get("model") or "").strip()
+    row = catalog_rows.get_model(slug) if slug else None
+    if row is None or getattr(row, "kind", None) != "language":
+        return {}
+    spec = catalog_rows.model_spec(row)
+    values = {name: cleaned.get(name) or accepted for name, accepted in _ACCEPTED.items()}
+    refusals: dict[str, str] = {}
+    memory = int(Decimal(CAPACITY_DEFAULTS["gpu_memory_gib"]) * GIB)  # checked on its own field
+    while True:
+        try:
+            check_settings(spec, VllmSettings(gpu_memory_bytes=memory, **values))
+        except SizingError as error:
+            if error.field not in _ACCEPTED or error.field in refusals:
+                return refusals
+            refusals[error.field] = error.message
+            values[error.field] = _ACCEPTED[error.field]
+        else:
+            return refusals
 
 
 def with_usable_memory(values: dict[str, str]) -> dict[str, str]:

@@ -22,6 +22,7 @@ from nodelodge.recommendations.capacity import (
     capacity_for,
     gpu_choices,
     language_model_choices,
+    settings_refusals,
     with_capacity_defaults,
     with_usable_memory,
 )
@@ -319,11 +320,16 @@ def calculators(request):
         asked, initial=CAPACITY_DEFAULTS, number_language=language, models=language_model_choices(),
         gpus=gpu_choices(),
     )
-    if what_if_form.is_bound and what_if_form.is_valid() and not refused:
-        try:
-            what_if = capacity_for(capacity_query_from(what_if_form.cleaned_data))
-        except QueryError as error:
-            refused = error.errors
+    if what_if_form.is_bound and not refused:
+        # What the model refuses of the settings read is said with the fields' own messages, all at once.
+        valid = what_if_form.is_valid()
+        refused = {name: message for name, message in settings_refusals(what_if_form.cleaned_data).items()
+                   if name not in what_if_form.errors}
+        if valid and not refused:
+            try:
+                what_if = capacity_for(capacity_query_from(what_if_form.cleaned_data))
+            except QueryError as error:
+                refused = error.errors
     for name, message in refused.items():
         what_if_form.add_error(name if name in what_if_form.fields else None, message)
     if throughput_form.is_bound and throughput_form.is_valid():

@@ -94,3 +94,16 @@ def test_one_sequence_is_said_in_the_singular_and_an_items_figure_once(client, m
     item = re.search(rf"<li>{re.escape(outside)} <span class=\"muted mono\">([^<]*)</span>", html)
     assert item, "no item outside PyTorch"
     assert "GiB" not in item.group(1)
+
+
+def test_every_bad_what_if_field_is_said_at_once_the_models_refusals_too(client, models_and_gpus):
+    html = page(client, "model=llama-3-1-8b&gpu_memory_gib=abc&tensor_parallel=3&pipeline_parallel=999")
+    for field in ("gpu_memory_gib", "tensor_parallel", "pipeline_parallel"):
+        assert f'id="err-{field}"' in html, f"no message beside {field}"
+    assert "attention heads" in re.search(r'id="err-tensor_parallel">([^<]*)<', html).group(1)
+    assert 'data-testid="what-if-result"' not in html
+    both = client.get("/api/v1/capacity?model=llama-3-1-8b&gpu_memory_gib=abc&tensor_parallel=3")
+    assert both.status_code == 400 and {"gpu_memory_gib", "tensor_parallel"} <= set(both.json()["errors"])
+    refused = client.get("/api/v1/capacity?model=llama-3-1-8b&tensor_parallel=3&max_model_len=999999")
+    assert refused.status_code in (400, 422)
+    assert {"tensor_parallel", "max_model_len"} <= set(refused.json()["errors"])
