@@ -31,6 +31,7 @@ from nodelodge.recommendations.estimate import estimate_for
 from nodelodge.recommendations.fleet import preferences_for, stale_cutoff
 from nodelodge.recommendations.query import QueryError, WorkloadQuery
 from nodelodge.recommendations.query import parse_query as parse_workload_query
+from nodelodge.recommendations.throughput import tokens_per_second_text
 from sizing import reasons
 from sizing.availability import GONE, unavailable_reason
 from sizing.cluster import can_join_cluster
@@ -772,6 +773,7 @@ class GroupReview:
     workload_title: str
     result_url: str
     problem: str | None  # why Confirm would be refused now, in words; None when it can book
+    target_text: str | None = None  # a throughput plan's target, in words ("9,000 tokens/s")
 
     @property
     def gpus(self) -> int:
@@ -808,6 +810,7 @@ def review_group(kind: str, machines, shown_price_per_hour: Decimal, query_strin
         workload_title=breakdown.title,
         result_url=result_url,
         problem=problem,
+        target_text=tokens_per_second_text(query.target_tokens) if query.target_tokens else None,
     )
 
 
