@@ -70,3 +70,36 @@ def test_a_lora_rank_that_is_not_a_number_is_refused_beside_its_field_as_typed(
     expect(message).to_be_visible()
     expect(page.get_by_label(words["rank"], exact=True)).to_have_value("abc")
     context.close()
+
+
+WHAT_IF = {
+    "en": {"prefix": "/", "button": "Size it", "tp": "Tensor-parallel size",
+           "tp_message": "has 32 attention heads: the tensor-parallel size must divide them.",
+           "seqs": "Sequences per step (max_num_seqs)",
+           "seqs_message": "max_num_seqs must be a whole number, such as 256."},
+    "de": {"prefix": "/de/", "button": "Berechnen", "tp": "Tensor-Parallel-Größe",
+           "tp_message": "hat 32 Attention-Köpfe: die Tensor-Parallel-Größe muss sie teilen.",
+           "seqs": "Sequenzen pro Schritt (max_num_seqs)",
+           "seqs_message": "max_num_seqs muss eine ganze Zahl sein, etwa 256."},
+}
+
+
+@WIDTHS
+@LANGUAGE
+def test_every_bad_what_if_field_is_refused_at_once_beside_it_as_typed(
+    browser, live_server, shipped_catalog, width, language
+):
+    words = WHAT_IF[language]
+    context = browser.new_context(locale=LANGUAGES[language]["locale"], viewport={"width": width, "height": 900})
+    page = context.new_page()
+    page.goto(f"{live_server.url}{words['prefix']}calculators/")
+    page.get_by_label(words["tp"], exact=True).fill("3")  # a whole number the model refuses
+    page.get_by_label(words["seqs"], exact=True).fill("2,5")
+    page.get_by_role("button", name=words["button"]).click()
+    expect(page.locator("#err-tensor_parallel")).to_contain_text(words["tp_message"])
+    expect(page.locator("#err-max_num_seqs")).to_have_text(words["seqs_message"])
+    expect(page.locator("#err-max_num_seqs")).to_be_visible()
+    expect(page.get_by_label(words["tp"], exact=True)).to_have_value("3")
+    expect(page.get_by_label(words["seqs"], exact=True)).to_have_value("2,5")
+    expect(page.get_by_test_id("what-if-result")).to_have_count(0)
+    context.close()
