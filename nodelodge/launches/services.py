@@ -17,7 +17,7 @@ from decimal import Decimal
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import F, OuterRef, Subquery, Sum
-from django.db.models.functions import Greatest, Least
+from django.db.models.functions import Coalesce, Greatest, Least
 from django.http import QueryDict
 from django.urls import reverse
 from django.utils import timezone, translation
@@ -31,6 +31,7 @@ from nodelodge.recommendations.estimate import estimate_for
 from nodelodge.recommendations.fleet import preferences_for, stale_cutoff
 from nodelodge.recommendations.query import QueryError, WorkloadQuery
 from nodelodge.recommendations.query import parse_query as parse_workload_query
+from nodelodge.recommendations.throughput import tokens_per_second_text
 from sizing import reasons
 from sizing.availability import GONE, unavailable_reason
 from sizing.cluster import can_join_cluster
@@ -279,7 +280,7 @@ def launch(
     # countries, too few free GPUs: the losers of a race) is refused at once, with no estimate and no
     # next-cheapest recommendation computed for it. The result page it links back to has those.
     _refuse_unbookable(
-        Machine.objects.select_related("provider", "gpu_type").filter(pk=machine_id).first(),
+        with_held_gpus(Machine.objects.select_related("provider", "gpu_type").filter(pk=machine_id)).first(),
         gpus, query, result_url, now or timezone.now(),
     )
     # Pure computation plus a catalog read; done before taking the lock to keep it short.
@@ -345,6 +346,21 @@ def _refuse_unbookable(machine, gpus, query, result_url, now):
             message = gettext("%(machine)s is of unknown location.")
         raise refuse(LaunchRefused.OUTSIDE_COUNTRIES, message % {"machine": name})
     if reason in (reasons.NO_FREE_GPUS, None) and machine.free_gpus < gpus:
+        # Worded by its cause: bookings hold the GPUs, or the provider's feed reports fewer free.
+        held = getattr(machine, "held_by_bookings", None)
+        if held is None:
+            held = gpus_held(Machine.objects.filter(pk=machine.pk)).get(machine.pk, 0)
+        if machine.gpu_count - held >= gpus:
+            raise refuse(
+                LaunchRefused.TAKEN,
+                ngettext(
+                    "%(machine)s no longer has %(gpus)s free GPU (%(free)s free now): "
+                    "its provider's feed reports fewer free GPUs since the result.",
+                    "%(machine)s no longer has %(gpus)s free GPUs (%(free)s free now): "
+                    "its provider's feed reports fewer free GPUs since the result.",
+                    gpus,
+                ) % {"machine": name, "gpus": gpus, "free": machine.free_gpus},
+            )
         raise refuse(
             LaunchRefused.TAKEN,
             ngettext(
@@ -465,6 +481,17 @@ def gpus_held(machines) -> dict[int, int]:
         .annotate(held=Sum("gpus"))
         .values_list("machine_id", "held")
     )
+
+
+def with_held_gpus(machines):
+    """These machines (a queryset), each with the GPUs its running bookings hold (`held_by_bookings`),
+    in the same statement: a refusal for too few free GPUs says whether bookings or the provider's feed
+    took them without another read."""
+    held = (
+        Booking.objects.filter(machine=OuterRef("pk"), status=Booking.Status.RUNNING)
+        .order_by().values("machine").annotate(held=Sum("gpus")).values("held")
+    )
+    return machines.annotate(held_by_bookings=Coalesce(Subquery(held), 0))
 
 
 def cap_free_gpus_by_bookings(machines, now: datetime | None = None) -> int:
@@ -644,7 +671,7 @@ def check_group_request(kind: str, machines) -> list[tuple[int, int]]:
 
 
 def _machines_by_id(machine_ids, *, lock: bool) -> dict[int, Machine]:
-    machines = (
+    machines = with_held_gpus(
         Machine.objects.select_related("provider", "gpu_type").filter(pk__in=machine_ids).order_by("pk")
     )
     if lock:
@@ -772,6 +799,7 @@ class GroupReview:
     workload_title: str
     result_url: str
     problem: str | None  # why Confirm would be refused now, in words; None when it can book
+    target_text: str | None = None  # a throughput plan's target, in words ("9,000 tokens/s")
 
     @property
     def gpus(self) -> int:
@@ -808,6 +836,7 @@ def review_group(kind: str, machines, shown_price_per_hour: Decimal, query_strin
         workload_title=breakdown.title,
         result_url=result_url,
         problem=problem,
+        target_text=tokens_per_second_text(query.target_tokens) if query.target_tokens else None,
     )
 
 

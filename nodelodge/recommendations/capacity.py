@@ -8,7 +8,7 @@ model's longest), max_num_batched_tokens, max_num_seqs (default: vLLM's for the 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from decimal import ROUND_DOWN, Decimal
+from decimal import ROUND_HALF_UP, Decimal
 from fractions import Fraction
 
 from django import forms
@@ -23,6 +23,7 @@ from sizing.calculators.vllm import (
     VLLM_VERSION,
     VllmSettings,
     budget_item,
+    check_settings,
     serve_command,
     vllm_budget,
 )
@@ -130,8 +131,46 @@ def parse_capacity(data, number_language: str | None = None) -> CapacityQuery:
     values = with_usable_memory(with_capacity_defaults(data))
     form = CapacityForm(values, number_language=number_language)
     if not form.is_valid():
-        raise QueryError(form_errors(form))
+        raise QueryError({**settings_refusals(form.cleaned_data), **form_errors(form)})
+    refusals = settings_refusals(form.cleaned_data)
+    if refusals:
+        raise Conflict(refusals)
     return query_from(form.cleaned_data)
+
+
+def usable_gib(mib: int) -> Decimal:
+    """A GPU type's usable memory in GiB as the what-if takes, lists and answers it: one rule, two
+    decimals rounded half up, as vLLM logs it and the catalog's source states it (81,090 MiB: 79.19)."""
+    return (Decimal(mib) / 1024).quantize(Decimal("0.01"), rounding=ROUND_HALF_UP)
+
+
+# What a setting the model refuses is taken as while the others are checked: vLLM's own defaults.
+_ACCEPTED = {"tensor_parallel": 1, "pipeline_parallel": 1, "max_model_len": None}
+
+
+def settings_refusals(cleaned: dict) -> dict[str, str]:
+    """Every setting the chosen model refuses (a tensor-parallel size that does not divide its attention
+    heads, more pipeline stages than layers, a max_model_len past its longest), by field, in the sizing
+    engine's words, from the values that were read: said with the other fields' messages, all at once,
+    not one after another as each is fixed."""
+    slug = (cleaned.get("model") or "").strip()
+    row = catalog_rows.get_model(slug) if slug else None
+    if row is None or getattr(row, "kind", None) != "language":
+        return {}
+    spec = catalog_rows.model_spec(row)
+    values = {name: cleaned.get(name) or accepted for name, accepted in _ACCEPTED.items()}
+    refusals: dict[str, str] = {}
+    memory = int(Decimal(CAPACITY_DEFAULTS["gpu_memory_gib"]) * GIB)  # checked on its own field
+    while True:
+        try:
+            check_settings(spec, VllmSettings(gpu_memory_bytes=memory, **values))
+        except SizingError as error:
+            if error.field not in _ACCEPTED or error.field in refusals:
+                return refusals
+            refusals[error.field] = error.message
+            values[error.field] = _ACCEPTED[error.field]
+        else:
+            return refusals
 
 
 def with_usable_memory(values: dict[str, str]) -> dict[str, str]:
@@ -142,8 +181,7 @@ def with_usable_memory(values: dict[str, str]) -> dict[str, str]:
         return values
     for usable in catalog_rows.gpu_types_usable():
         if usable.gpu_type.casefold() == wanted.casefold():
-            gib = (Decimal(usable.mib) / 1024).quantize(Decimal("0.01"), rounding=ROUND_DOWN)
-            return {**values, "gpu": usable.gpu_type, "gpu_memory_gib": str(gib)}
+            return {**values, "gpu": usable.gpu_type, "gpu_memory_gib": str(usable_gib(usable.mib))}
     raise NotFound({"gpu": gettext("No GPU type %(gpu)s in the catalog.") % {"gpu": repr(wanted[:100])}})
 
 
@@ -196,9 +234,12 @@ def capacity_for(query: CapacityQuery) -> dict:
         "kv_cache_tokens": budget.kv_cache_tokens,
         "max_model_len": budget.max_model_len,
         "max_concurrency": round(concurrency.numerator / concurrency.denominator, 2),
+        # The whole requests of max_model_len tokens the pool holds at once (54 where vLLM logs 54.28x).
+        "requests_at_once": concurrency.numerator // concurrency.denominator,
         "items": [_item(budget.weights), _item(budget.activation), _item(budget.non_torch)],
         "outside_budget": [_item(item) for item in budget.outside],
-        "command": serve_command(spec.hf_id, budget) if spec.hf_id else None,
+        # A setting that does not start has no command to copy: vLLM would stop at start-up.
+        "command": serve_command(spec.hf_id, budget) if spec.hf_id and fits else None,
     }
 
 
@@ -211,7 +252,7 @@ def _memory_source(gpu: str | None) -> str | None:
 def gpu_choices() -> list[tuple[str, str]]:
     """The GPU types a what-if may name, each with the memory CUDA reports for it."""
     return [("", gettext("Enter the memory below"))] + [
-        (usable.gpu_type, f"{usable.gpu_type} ({number_format(Decimal(usable.mib) / 1024, 2)} GiB)")
+        (usable.gpu_type, f"{usable.gpu_type} ({number_format(usable_gib(usable.mib), 2)} GiB)")
         for usable in catalog_rows.gpu_types_usable()
     ]
 

@@ -458,6 +458,7 @@ class CapacityOut(Schema):
     kv_cache_tokens: int
     max_model_len: int
     max_concurrency: float
+    requests_at_once: int
     items: list[ItemOut]
     outside_budget: list[ItemOut]
     command: str | None

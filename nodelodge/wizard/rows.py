@@ -5,6 +5,9 @@ tag and a formatter call apiece when the template writes them, several times wha
 costs. The API's rows are the same dicts without these keys."""
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
+from django.urls import reverse
 from django.utils.text import capfirst
 from django.utils.translation import gettext, ngettext
 
@@ -60,9 +63,29 @@ def add_cluster_words(clusters: list[dict]) -> None:
             item["gib_text"] = gib2(item["gib"])
 
 
-def add_row_words(rows: list[dict], group_counts: dict[str, int] | None = None) -> None:
+def what_if_query(query) -> dict[str, str] | None:
+    """What a vLLM answer's machine rows carry to the GPU what-if (the calculators page): the model,
+    its precisions and the context and requests asked (max_model_len, max_num_seqs, as the row's own
+    command starts it); None where the answer is not vLLM's."""
+    if query.engine != "vllm" or query.workload != "inference" or not query.model_slug:
+        return None
+    asked = {"model": query.model_slug, "precision": query.precision, "kv_cache": query.kv_bits,
+             "engine": "vllm", "max_model_len": query.context, "max_num_seqs": query.requests}
+    return {name: str(value) for name, value in asked.items() if value is not None}
+
+
+def what_if_href(what_if: dict[str, str], gpu_type: str, gpus: int) -> str:
+    """The GPU what-if prefilled with a machine's GPU type and count (tensor parallel over its GPUs)."""
+    return (reverse("wizard:calculators") + "?"
+            + urlencode({**what_if, "gpu": gpu_type, "tensor_parallel": gpus}) + "#what-if-title")
+
+
+def add_row_words(rows: list[dict], group_counts: dict[str, int] | None = None,
+                  what_if: dict[str, str] | None = None) -> None:
     """Adds to each machine row what the table shows of it; with `group_counts` (machines per GPU
-    type, when the list is grouped), a heading on each group's first row."""
+    type, when the list is grouped), a heading on each group's first row; with `what_if` (a vLLM
+    answer's `what_if_query`), the link to the GPU what-if for the row's GPU type and count."""
+    what_if_of = gettext("GPU what-if: what %(gpus)s × %(gpu)s hold under vLLM")
     free_of = gettext("%(free)s of %(count)s free")
     launch = gettext("Launch %(provider)s %(machine)s: review first")
     confidence_of = gettext("Confidence: %(confidence)s")
@@ -80,6 +103,9 @@ def add_row_words(rows: list[dict], group_counts: dict[str, int] | None = None) 
         row["confidence_word"] = str(CONFIDENCE_WORDS.get(row["confidence"], row["confidence"]))
         row["confidence_heading"] = confidence_of % {"confidence": row["confidence_word"]}
         row["launch_label"] = launch % {"provider": row["provider"], "machine": row["provider_machine_id"]}
+        if what_if is not None:
+            row["what_if_href"] = what_if_href(what_if, row["gpu_type"], row["gpus_used"])
+            row["what_if_label"] = what_if_of % {"gpus": row["gpus_used"], "gpu": row["gpu_type"]}
         if row.get("breaks_text"):
             row["breaks_heading"] = breaks_of % {"breaks": "; ".join(row["breaks_text"])}
         if group_counts is not None and row["gpu_type"] != previous:

@@ -22,6 +22,7 @@ from nodelodge.recommendations.capacity import (
     capacity_for,
     gpu_choices,
     language_model_choices,
+    settings_refusals,
     with_capacity_defaults,
     with_usable_memory,
 )
@@ -50,7 +51,7 @@ from . import conditional as answer_http
 from .forms import CapacityPageForm, RuleOfThumbForm, ThroughputForm
 from .model_display import model_choice, model_choices
 from .result_page import PLAN_ROWS_SHOWN, ResultPage
-from .rows import add_cluster_words, add_row_words
+from .rows import add_cluster_words, add_row_words, what_if_query
 
 # hx-target id → partial of wizard/wizard.html
 HTMX_PARTIALS = {"result": "result", "model-list": "model-list", "wizard": "wizard"}
@@ -188,8 +189,9 @@ def _wizard_answer(request, partial: str | None, extra: dict | None = None) -> t
             result = ResultPage(answer, plan_rows_shown=None if every_plan_row else PLAN_ROWS_SHOWN)
     if result is not None:
         grouped = dict(result.listing.groups) if result.query.group == "gpu" else None
-        add_row_words(result.data["machines"], grouped)
-        add_row_words(result.data["alternatives"])
+        what_if = what_if_query(result.query)
+        add_row_words(result.data["machines"], grouped, what_if)
+        add_row_words(result.data["alternatives"], what_if=what_if)
         add_cluster_words(result.data["clusters"])
 
     search = (params.get("q") or "").strip()[:100]
@@ -325,11 +327,16 @@ def calculators(request):
         asked, initial=CAPACITY_DEFAULTS, number_language=language, models=language_model_choices(),
         gpus=gpu_choices(),
     )
-    if what_if_form.is_bound and what_if_form.is_valid() and not refused:
-        try:
-            what_if = capacity_for(capacity_query_from(what_if_form.cleaned_data))
-        except QueryError as error:
-            refused = error.errors
+    if what_if_form.is_bound and not refused:
+        # What the model refuses of the settings read is said with the fields' own messages, all at once.
+        valid = what_if_form.is_valid()
+        refused = {name: message for name, message in settings_refusals(what_if_form.cleaned_data).items()
+                   if name not in what_if_form.errors}
+        if valid and not refused:
+            try:
+                what_if = capacity_for(capacity_query_from(what_if_form.cleaned_data))
+            except QueryError as error:
+                refused = error.errors
     for name, message in refused.items():
         what_if_form.add_error(name if name in what_if_form.fields else None, message)
     if throughput_form.is_bound and throughput_form.is_valid():

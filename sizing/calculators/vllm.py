@@ -30,7 +30,7 @@ from .. import nouns
 from ..architectures import CHUNKED, FULL, LINEAR, PLAIN, SLIDING
 from ..breakdown import Breakdown, Item
 from ..errors import SizingError
-from ..i18n import gettext
+from ..i18n import gettext, ngettext
 from ..kv_cache import check_kv_bits
 from ..limits import (
     MAX_BATCHED_TOKENS,
@@ -420,10 +420,13 @@ def activation_item(model: LanguageModelSpec, settings: VllmSettings) -> Item:
         "seqs": fmt_int(seqs), "vocab": fmt_int(vocab), "per_logit": SAMPLER_BYTES_PER_LOGIT,
         "forward": fmt_gib(forward), "sampler": fmt_gib(sampler),
     }
-    formula = gettext(
+    formula = ngettext(
+        "max(forward: %(tokens)s batched tokens × (2 × %(hidden)s hidden + %(mlp)s) × 2 bytes = "
+        "%(forward)s; sampler: %(seqs)s sequence × %(vocab)s vocabulary × %(per_logit)s bytes + "
+        "%(tokens)s × %(hidden)s × 2 bytes = %(sampler)s)",
         "max(forward: %(tokens)s batched tokens × (2 × %(hidden)s hidden + %(mlp)s) × 2 bytes = "
         "%(forward)s; sampler: %(seqs)s sequences × %(vocab)s vocabulary × %(per_logit)s bytes + "
-        "%(tokens)s × %(hidden)s × 2 bytes = %(sampler)s)"
+        "%(tokens)s × %(hidden)s × 2 bytes = %(sampler)s)", seqs,
     ) % values
     return Item(name=gettext("Activation peak (profiling step)"), formula=formula,
                 bytes=max(forward, sampler), per_gpu=True)
@@ -431,8 +434,10 @@ def activation_item(model: LanguageModelSpec, settings: VllmSettings) -> Item:
 
 def non_torch_item(settings: VllmSettings) -> Item:
     split = settings.tensor_parallel > 1
-    formula = gettext("%(base)s (cuBLAS workspaces, kernel scratch)") % {"base": fmt_gib(NON_TORCH_BYTES)}
+    # Alone, the item's figure is its own: the formula names what it holds, not the figure again.
+    formula = gettext("cuBLAS workspaces, kernel scratch")
     if split:
+        formula = gettext("%(base)s (cuBLAS workspaces, kernel scratch)") % {"base": fmt_gib(NON_TORCH_BYTES)}
         formula += gettext(" + %(nccl)s NCCL and custom all-reduce buffers under tensor parallelism") % {
             "nccl": fmt_gib(NCCL_BYTES)}
     return Item(name=gettext("Memory outside PyTorch"), formula=formula,

@@ -3,6 +3,7 @@ booking in My launches, Stop. Screenshots land in test-artifacts/."""
 from __future__ import annotations
 
 import re
+import uuid
 from decimal import Decimal
 from pathlib import Path
 
@@ -11,6 +12,7 @@ from django.conf import settings
 from playwright.sync_api import expect
 
 from catalog.models import Machine
+from nodelodge.launches import services
 from nodelodge.launches.models import Booking
 from tests.a11y import assert_accessible
 from tests.helpers import LLAMA_8B as QUERY
@@ -108,7 +110,7 @@ def test_losing_the_race_leads_back_to_the_result_and_launches_the_next_cheapest
     first_row = page.locator("table.machines tbody.machine-row").first
     first_row.get_by_role("button", name=re.compile("^Launch")).click()
     expect(page.get_by_test_id("review")).to_contain_text(taken.provider_machine_id)
-    Machine.objects.filter(pk=taken.pk).update(free_gpus=0)
+    services.launch(make_user("bob"), taken.pk, 1, taken.price_per_gpu_hour, QUERY, uuid.uuid4().hex)
     page.get_by_role("button", name=re.compile("^Confirm and launch")).click()
 
     expect(page.get_by_role("alert")).to_contain_text("someone else booked first")

@@ -283,3 +283,35 @@ def test_a_cluster_refused_for_its_price_offers_no_other_cluster(client, h100_si
 
     assert refused.status_code == 409
     assert "Next-cheapest cluster" not in refused.content.decode()
+
+
+def test_a_plans_review_names_the_throughput_it_was_sized_for(client, cluster_catalog, make_user):
+    for price in ("2.10", "2.20", "2.30"):
+        machine = cluster_catalog.machine(gpu_count=2, free_gpus=2, price_per_gpu_hour=Decimal(price))
+        make_measured_speed(machine, "2000")
+    query = f"{QUERY}&target_tokens=9000&efficiency=100&redundancy=0"
+    page = client.get(f"/?{query}").content.decode()
+    section = page[page.index('data-testid="plan-1"'):]
+    sent = {name: hidden(section, name).replace("&amp;", "&") for name in ("kind", "machines", "price_per_hour", "query")}
+    client.force_login(make_user())
+    review = client.post(reverse("launches:group_review"), sent).content.decode()
+    assert re.search(r'<dt>Throughput to serve</dt><dd data-testid="review-target">9,000 tokens/s</dd>', review)
+    german = client.post("/de" + reverse("launches:group_review"), sent).content.decode()
+    assert 'data-testid="review-target">9.000 Token/s</dd>' in german
+
+
+def test_a_cluster_refused_because_the_feed_changed_its_free_gpus_says_the_feed_not_someone_else(
+    client, cluster_catalog, make_user
+):
+    client.force_login(make_user())
+    machines = [cluster_catalog.cluster_machine() for _ in range(3)]
+    Machine.objects.filter(pk=machines[2].pk).update(free_gpus=4)  # the provider's feed, no booking
+
+    refused = client.post(reverse("launches:group_launch"), group_data(machines))
+
+    assert refused.status_code == 409
+    page = refused.content.decode()
+    assert machines[2].provider_machine_id in page
+    assert "its provider&#x27;s feed reports fewer free GPUs since the result" in page
+    assert "someone else" not in page
+    assert not Booking.objects.exists()

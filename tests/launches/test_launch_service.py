@@ -119,7 +119,10 @@ def test_a_machine_whose_gpus_were_taken_is_refused_at_once_back_to_the_result(s
     refusal = refusal_of(make_user(), taken)
 
     assert refusal.code == LaunchRefused.TAKEN
-    assert "no longer has 1 free GPU" in refusal.message and "someone else booked first" in refusal.message
+    assert "no longer has 1 free GPU" in refusal.message
+    # No booking holds its GPU: the provider's feed took it, and the refusal says so.
+    assert "its provider's feed reports fewer free GPUs" in refusal.message
+    assert "someone else" not in refusal.message
     # Refused on one cheap read: no recommendation is computed for the loser of a race; the result
     # it leads back to lists the next-cheapest machine.
     assert refusal.alternative is None
@@ -337,3 +340,20 @@ def test_a_refused_launch_costs_three_statements_and_computes_no_recommendation(
 
     assert refusal.code == LaunchRefused.TAKEN
     assert computed == []
+
+
+def test_a_refusal_says_someone_else_booked_only_when_a_booking_holds_the_gpus(small_catalog, make_user):
+    machine = small_catalog.machine(gpu_count=1, free_gpus=1, price_per_gpu_hour=Decimal("2.49"))
+    book(make_user(), machine)  # someone else, first
+    refusal = refusal_of(make_user(), machine)
+    assert refusal.code == LaunchRefused.TAKEN
+    assert "someone else booked first" in refusal.message and "feed" not in refusal.message
+
+
+def test_a_refusal_by_the_providers_feed_says_the_feed(small_catalog, make_user):
+    machine = small_catalog.machine(gpu_count=8, free_gpus=2, price_per_gpu_hour=Decimal("2.49"))
+    book(make_user(), machine)  # one GPU booked; the feed then reports none free
+    type(machine).objects.filter(pk=machine.pk).update(free_gpus=0)
+    refusal = refusal_of(make_user(), machine, gpus=2)
+    assert "its provider's feed reports fewer free GPUs since the result" in refusal.message
+    assert "someone else" not in refusal.message

@@ -203,7 +203,8 @@ def test_a_changed_price_shows_both_prices_and_the_way_back(client, small_catalo
 
 def test_losing_the_race_is_refused_at_once_with_the_way_back_to_the_result(client, small_catalog, make_user):
     client.force_login(make_user())
-    taken = small_catalog.machine(free_gpus=0)
+    taken = small_catalog.machine(gpu_count=1, free_gpus=1)
+    services.launch(make_user(), taken.pk, 1, taken.price_per_gpu_hour, QUERY, uuid.uuid4().hex)  # the winner
     other = small_catalog.machine(price_per_gpu_hour=Decimal("3.10"))
     response = client.post(reverse("launches:launch"), launch_data(taken))
     assert response.status_code == 409

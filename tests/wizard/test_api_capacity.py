@@ -126,10 +126,10 @@ def test_the_answer_is_the_same_every_time(client, small_fleet):
 def test_a_named_gpu_type_sizes_with_the_memory_cuda_reports_for_it(client, small_fleet):
     status, body = capacity(client, "model=llama-3-1-8b&gpu=h100 sxm 80gb&gpu_memory_gib=10")
     assert status == 200
-    assert body["gpu"] == "H100 SXM 80GB" and body["gpu_memory_gib"] == 79.18  # 81,090 MiB, rounded down
+    assert body["gpu"] == "H100 SXM 80GB" and body["gpu_memory_gib"] == 79.19  # 81,090 MiB, as its source states it
     assert "vLLM" in body["gpu_memory_source"]
     _, l4 = capacity(client, "model=llama-3-1-8b&gpu=L4")
-    assert l4["gpu_memory_gib"] == float(int((23034 - 469) / 1024 * 100) / 100)
+    assert l4["gpu_memory_gib"] == 22.04  # (23,034 - 469) MiB = 22.036 GiB, two decimals rounded half up
     assert l4["gpu_memory_source"].startswith("nvidia-smi 23,034 MiB")
     status, body = capacity(client, "model=llama-3-1-8b&gpu=H900")
     assert status == 404 and set(body["errors"]) == {"gpu"}

@@ -59,6 +59,51 @@ def test_a_bad_value_is_worded_beside_its_field_and_nothing_else_is_lost(client,
 def test_a_gpu_type_chosen_on_the_page_sets_the_memory_it_sizes_with(client, models_and_gpus):
     html = page(client, "model=llama-3-1-8b&gpu=H100+SXM+80GB&gpu_memory_gib=79.19&max_model_len=8192")
     assert '<option value="H100 SXM 80GB" selected>' in html
-    assert 'value="79.18"' in html and "Starts" in html
+    assert 'value="79.19"' in html and "Starts" in html
     unknown = page(client, "model=llama-3-1-8b&gpu=H900&gpu_memory_gib=79.19")
     assert 'id="err-gpu"' in unknown and 'data-testid="what-if-result"' not in unknown
+
+
+def test_a_gpu_types_memory_reads_the_same_in_the_list_the_box_the_api_and_its_source(client, models_and_gpus):
+    listed = page(client, "")
+    assert ">H100 SXM 80GB (79.19 GiB)</option>" in listed and 'value="79.19"' in listed
+    asked = page(client, "model=llama-3-1-8b&gpu=H100+SXM+80GB&max_model_len=8192")
+    assert re.search(r'<input [^>]*name="gpu_memory_gib" value="79.19"', asked)
+    answer = client.get("/api/v1/capacity?model=llama-3-1-8b&gpu=H100+SXM+80GB").json()
+    assert answer["gpu_memory_gib"] == 79.19 and "79.19 GiB" in answer["gpu_memory_source"]
+
+
+def test_the_pool_is_said_in_whole_requests(client, models_and_gpus):
+    html = page(client, ASKED)
+    said = re.search(r'data-testid="what-if-pool">([^<]*)</p>', html).group(1)
+    whole = re.search(r"tokens; ([\d,]+) whole requests of 8,192 tokens at once \(vLLM.s maximum concurrency: "
+                      r"([\d.]+)×\)", said)
+    assert whole, said
+    assert int(whole.group(1).replace(",", "")) == int(float(whole.group(2)))
+    answer = client.get(f"/api/v1/capacity?{ASKED}").json()
+    assert answer["requests_at_once"] == int(answer["max_concurrency"]) == int(whole.group(1).replace(",", ""))
+
+
+@pytest.mark.parametrize(("prefix", "one", "outside"), [
+    ("", "sampler: 1 sequence ×", "Memory outside PyTorch: 0.25 GiB"),
+    ("/de", "Sampler: 1 Sequenz ×", "Speicher außerhalb von PyTorch: 0,25 GiB"),
+])
+def test_one_sequence_is_said_in_the_singular_and_an_items_figure_once(client, models_and_gpus, prefix, one, outside):
+    html = page(client, ASKED + "&max_num_seqs=1", prefix)
+    assert one in html
+    item = re.search(rf"<li>{re.escape(outside)} <span class=\"muted mono\">([^<]*)</span>", html)
+    assert item, "no item outside PyTorch"
+    assert "GiB" not in item.group(1)
+
+
+def test_every_bad_what_if_field_is_said_at_once_the_models_refusals_too(client, models_and_gpus):
+    html = page(client, "model=llama-3-1-8b&gpu_memory_gib=abc&tensor_parallel=3&pipeline_parallel=999")
+    for field in ("gpu_memory_gib", "tensor_parallel", "pipeline_parallel"):
+        assert f'id="err-{field}"' in html, f"no message beside {field}"
+    assert "attention heads" in re.search(r'id="err-tensor_parallel">([^<]*)<', html).group(1)
+    assert 'data-testid="what-if-result"' not in html
+    both = client.get("/api/v1/capacity?model=llama-3-1-8b&gpu_memory_gib=abc&tensor_parallel=3")
+    assert both.status_code == 400 and {"gpu_memory_gib", "tensor_parallel"} <= set(both.json()["errors"])
+    refused = client.get("/api/v1/capacity?model=llama-3-1-8b&tensor_parallel=3&max_model_len=999999")
+    assert refused.status_code in (400, 422)
+    assert {"tensor_parallel", "max_model_len"} <= set(refused.json()["errors"])

@@ -2,6 +2,7 @@
 (`clusters=show`); the price limit and the budget applied to the cluster's total price per hour; in the
 API, its schema, the address, the command and "Constraints applied"; and an answer that needs no cluster
 reads no cluster site."""
+import html as html_lib
 import json
 import re
 from decimal import Decimal
@@ -231,3 +232,14 @@ def test_at_most_ten_clusters_the_cheapest_one_per_site(client, small_fleet, mak
     assert [c["site"] for c in body["clusters"]] == [f"site-{number:02d}" for number in range(10)]
     prices = [Decimal(c["price_per_hour"]) for c in body["clusters"]]
     assert prices == sorted(prices) and prices[0] == Decimal("32.00")
+
+
+@pytest.mark.parametrize(("prefix", "language"), [("", "en"), ("/de", "de")])
+def test_an_empty_answers_page_states_the_clusters_note_in_the_apis_words(client, small_fleet, prefix, language):
+    body = client.get(f"/api/v1/recommendations?{LLAMA_405B_8K}", HTTP_ACCEPT_LANGUAGE=language).json()
+    assert body["machines_total"] == 0 and body["clusters"] == [] and body["clusters_note"]
+    page = client.get(f"{prefix}/?{LLAMA_405B_8K}").content.decode()
+    empty = re.search(r'data-testid="empty-reason">(.*?)</div>', page, re.S).group(1)
+    note = re.search(r'<p data-testid="empty-clusters-note">([^<]*)</p>', empty)
+    assert note, "the empty answer says nothing about clusters"
+    assert html_lib.unescape(note.group(1)) == body["clusters_note"]
