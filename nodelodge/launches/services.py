@@ -346,11 +346,13 @@ def _refuse_unbookable(machine, gpus, query, result_url, now):
             message = gettext("%(machine)s is of unknown location.")
         raise refuse(LaunchRefused.OUTSIDE_COUNTRIES, message % {"machine": name})
     if reason in (reasons.NO_FREE_GPUS, None) and machine.free_gpus < gpus:
-        # Worded by its cause: bookings hold the GPUs, or the provider's feed reports fewer free.
+        # Worded by its cause: where the GPUs the running bookings hold would make room for those asked,
+        # a booking took them ("someone else booked first"); where even they would not, the provider's
+        # feed reports fewer free GPUs.
         held = getattr(machine, "held_by_bookings", None)
         if held is None:
             held = gpus_held(Machine.objects.filter(pk=machine.pk)).get(machine.pk, 0)
-        if machine.gpu_count - held >= gpus:
+        if machine.free_gpus + held < gpus:
             raise refuse(
                 LaunchRefused.TAKEN,
                 ngettext(
