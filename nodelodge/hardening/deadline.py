@@ -37,6 +37,8 @@ from django.utils.translation import gettext, gettext_lazy
 
 from .faults import unavailable_page
 from .proxies import trusted_proxy_count
+from .slots import BUSY_MESSAGE, SlotsTaken
+from .slots import RETRY_AFTER_SECONDS as SLOT_RETRY_AFTER_SECONDS
 
 logger = logging.getLogger("nodelodge.deadline")
 
@@ -123,9 +125,6 @@ def busy_response(request, message, retry_after: int) -> HttpResponse:
 
 
 def slots_taken_response(request) -> HttpResponse:
-    from .slots import BUSY_MESSAGE
-    from .slots import RETRY_AFTER_SECONDS as SLOT_RETRY_AFTER_SECONDS
-
     return busy_response(request, BUSY_MESSAGE, SLOT_RETRY_AFTER_SECONDS)
 
 
@@ -146,8 +145,6 @@ class ProxyDeadlineMiddleware:
             return self.get_response(request)
 
     def process_exception(self, request, exception):
-        from .slots import SlotsTaken
-
         if isinstance(exception, SlotsTaken):
             return slots_taken_response(request)
         if isinstance(exception, DeadlinePassed):
