@@ -66,7 +66,8 @@ MIDDLEWARE = [
     "nodelodge.hardening.errors.ConsoleNotFoundMiddleware",
     "nodelodge.hardening.errors.ApiMethodNotAllowedMiddleware",
     "csp.middleware.CSPMiddleware",
-    "whitenoise.middleware.WhiteNoiseMiddleware",
+    # Static files: hashed names, compressed, a year's cache (nodelodge/static_files.py).
+    "nodelodge.static_files.StaticFilesMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     # The language: from the /de/ prefix on pages; LanguageChoiceMiddleware sends an unprefixed
     # page to /de/ when the remembered choice or the browser asks for German, and lets the API follow
@@ -183,14 +184,19 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATIC_ROOT = BASE_DIR / "staticfiles"
+# Where collectstatic writes and the console serves from: the checkout's staticfiles/ unless set.
+STATIC_ROOT = Path(os.environ.get("STATIC_ROOT") or BASE_DIR / "staticfiles")
 STATICFILES_DIRS = [BASE_DIR / "static"]
+# Pages name static files by the hashed names in collectstatic's manifest, which production and
+# bin/run (STATIC_FILES_COLLECTED=1) write before they serve, compressed copies beside each file.
+# With DEBUG on and without it (manage.py runserver in a checkout), the source files as they are.
+STATIC_FILES_COLLECTED = not DEBUG or env_bool("STATIC_FILES_COLLECTED", False)
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {
-        "BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"
-        if DEBUG
-        else "whitenoise.storage.CompressedManifestStaticFilesStorage"
+        "BACKEND": "nodelodge.static_files.HashedStaticFilesStorage"
+        if STATIC_FILES_COLLECTED
+        else "django.contrib.staticfiles.storage.StaticFilesStorage"
     },
 }
 

@@ -61,3 +61,8 @@ if _worker.startswith("gw") and CACHES["default"].get("LOCATION"):  # noqa: F405
     _location = urlsplit(CACHES["default"]["LOCATION"])  # noqa: F405
     _database = int(_location.path.strip("/") or 0) + 1 + int(_worker[2:])
     CACHES["default"]["LOCATION"] = urlunsplit(_location._replace(path=f"/{_database}"))  # noqa: F405
+
+# Static files named as the sources are, whether or not a run of collectstatic left a manifest in the
+# checkout: what the tests check in pages does not depend on the hashed names. The tests of static
+# files serve them from real processes with the console's own settings (tests/hardening).
+STORAGES = {**STORAGES, "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"}}  # noqa: F405

@@ -2,13 +2,17 @@
 models and GPU types (so fuzzing computes real results and stays fast), and production processes."""
 from __future__ import annotations
 
+import gzip
 import os
+import re
 import secrets
 import subprocess
 import sys
+from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
 
+import brotli
 from django.conf import settings
 
 from catalog.models import Machine
@@ -85,3 +89,28 @@ def api_token() -> str:
     from tests.factories import make_user
 
     return create_token(make_user())[1]
+
+
+STATIC_NAMES = re.compile(r'(?:href|src)="(/static/[^"]+)"')
+HASHED_NAME = re.compile(r"\.[0-9a-f]{12}\.(?:css|js|svg)$")
+A_YEAR = "max-age=31536000, public, immutable"
+
+
+def check_static_files_served_like_a_product(page: str, get: Callable[[str, str], tuple[dict, bytes]]) -> int:
+    """The stylesheet, scripts and icon a page names: hashed names, a year's cache, gzip and Brotli
+    where asked for, each the same bytes as the file sent plain. `get(path, accept_encoding)` ->
+    (headers, body). Returns how many files were checked."""
+    names = STATIC_NAMES.findall(page)
+    assert len(names) >= 3, names  # the stylesheet, htmx and the console's script at least
+    for name in names:
+        assert HASHED_NAME.search(name), f"{name} is not named by its content"
+        plain = None
+        for encoding, decode in (("identity", bytes), ("gzip", gzip.decompress), ("br", brotli.decompress)):
+            headers, body = get(name, encoding)
+            headers = {key.lower(): value for key, value in headers.items()}
+            assert headers.get("cache-control") == A_YEAR, (name, headers)
+            assert headers.get("content-encoding", "identity") == encoding, (name, encoding, headers)
+            assert "accept-encoding" in headers.get("vary", "").lower()
+            plain = decode(body) if plain is None else plain
+            assert decode(body) == plain and plain
+    return len(names)

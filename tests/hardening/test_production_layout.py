@@ -35,7 +35,7 @@ from django.utils import translation
 from nodelodge.hardening import errors
 from tests.helpers import LLAMA_8B
 
-from .helpers import add_fleet, production_env
+from .helpers import add_fleet, check_static_files_served_like_a_product, production_env
 from .servers import HOST, Gunicorn, Nginx, temporary_folder, tls_context
 
 pytestmark = [
@@ -722,3 +722,20 @@ def test_schemathesis_run_with_every_check_passes_through_nginx(layout, fleet, t
     finally:
         front.stop()
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_static_files_through_the_layout_are_hashed_compressed_and_kept_a_year(layout, fleet):
+    app, proxy = layout
+    status, headers, page = https_get(proxy, "/", timeout=30)
+    assert status == 200
+
+    def get(path: str, encoding: str) -> tuple[dict, bytes]:
+        conn = http.client.HTTPSConnection("127.0.0.1", proxy.https_port, timeout=30, context=tls_context())
+        try:
+            conn.request("GET", path, headers={"Host": HOST, "Accept-Encoding": encoding})
+            response = conn.getresponse()
+            return dict(response.getheaders()), response.read()
+        finally:
+            conn.close()
+
+    assert check_static_files_served_like_a_product(page.decode(), get) >= 3
