@@ -244,7 +244,7 @@ CELERY_BEAT_SCHEDULE = {
     },
 }
 
-# Watches (README, "Watches"): how often each is checked at the latest, the public address its
+# Watches (docs/guides/watches.md): how often each is checked at the latest, the public address its
 # e-mails and feeds link to, the webhook's retries (seconds before each) and when it is disabled.
 WATCH_CHECK_INTERVAL_SECONDS = int(os.environ.get("WATCH_CHECK_INTERVAL_SECONDS", "300"))
 CONSOLE_BASE_URL = os.environ.get("CONSOLE_BASE_URL", "http://127.0.0.1:8000")

@@ -8,7 +8,7 @@ from nodelodge.i18n import switch_language
 from nodelodge.launches.views import signup, signup_confirm
 from nodelodge.wizard.api import api
 
-# Pages: English at /…, German at /de/… (README, "Languages"). The API, the admin, the demo feeds
+# Pages: English at /…, German at /de/… (docs/guides/languages.md). The API, the admin, the demo feeds
 # and the language switch have one address for every language.
 urlpatterns = [
     path("admin/", admin.site.urls),

@@ -30,7 +30,7 @@ logger = logging.getLogger("nodelodge.throttling")
 OFF = {"", "off", "none", "0"}
 # What a throughput plan counts toward a per-address rate, in first pages: at 100,000 machines a plan
 # whose search spends its whole budget takes about a second against 30 ms for a first page
-# (BENCHMARKS.md, "Every request bounded"). Ten, not thirty: the slots (slots.py) already keep plans
+# (docs/benchmarks-log.md, "Every request bounded"). Ten, not thirty: the slots (slots.py) already keep plans
 # from filling the workers, and a person trying targets on the page should not meet the limit.
 PLAN_REQUEST_COST = 10
 SECONDS = {"s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "hour": 3600, "d": 86400, "day": 86400}

@@ -1,6 +1,6 @@
 """Requests a visitor can send without an account, each with its parameters at the schema's limits:
-the slowest of each operation is what one request can cost the console (BENCHMARKS.md, "Every
-request bounded"). `python -m tests.bench.hostile` times them in process over the database that
+the slowest of each operation is what one request can cost the console (docs/benchmarks-log.md,
+"Every request bounded"). `python -m tests.bench.hostile` times them in process over the database that
 DATABASE_URL names; the benchmark runner (`--hostile`) times them through nginx and gunicorn and loops
 the dearest from two addresses beside a normal API call."""
 from __future__ import annotations

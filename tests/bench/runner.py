@@ -42,6 +42,7 @@ from pathlib import Path
 
 from .queries import CLUSTER_COST, CLUSTER_COST_TARGET_MS, PLAN_QUERIES, QUERIES
 from .swap import HEADING as SWAP_HEADING
+from .swap import NOTES_HEADING
 
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/nodelodge_bench"
@@ -64,7 +65,6 @@ HTMX = {"HTTP_HX_REQUEST": "true", "HTTP_HX_TARGET": "result"}
 # count per address.
 DEEP_PAGE_SOURCE = "127.0.0.2"
 LIMIT_WINDOW_SECONDS = 60  # the production API_RATE_LIMIT and PAGE_RATE_LIMIT are per minute
-NOTES_HEADING = "## Before / after"
 # A request's statements over the fleet, of which the slowest run alone is its floor.
 FLOOR_TABLES = ("catalog_machine", "catalog_fleetshape", "catalog_latestspeed")
 # Settings for every process the benchmark starts, and for itself: production-like, no HTTPS on loopback.

@@ -25,6 +25,8 @@ EXAMPLE = "/?workload=inference&model=llama-3-1-8b&precision=16&context=4096&req
 PRECISIONS = ("8", "4", "16")
 TARGET_MS = 150.0
 HEADING = "## Result panel swap in the browser"
+# The hand-written part of BENCHMARKS.md starts here: every rewrite keeps it and what follows it.
+NOTES_HEADING = "## History"
 
 # Runs in the page: change the select, resolve with the milliseconds until the frame after the
 # result panel settled (HTMX fires htmx:afterSettle on the swapped panel, out-of-band parts too).
@@ -78,7 +80,7 @@ def write_section(path: Path, section: str) -> None:
     """Puts the section before the hand-written notes, replacing an earlier one."""
     text = path.read_text() if path.exists() else "# Benchmarks\n"
     text = re.sub(rf"{re.escape(HEADING)}\n.*?(?=\n## |\Z)", "", text, flags=re.S).rstrip("\n") + "\n"
-    marker = "\n## Before / after"
+    marker = "\n" + NOTES_HEADING
     if marker in text:
         head, tail = text.split(marker, 1)
         text = head.rstrip("\n") + "\n\n" + section + marker + tail

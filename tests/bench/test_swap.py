@@ -22,24 +22,24 @@ def test_each_timed_select_change_settles_a_panel_with_the_chosen_precision(live
 
 def test_the_section_replaces_its_earlier_self_before_the_hand_written_notes(tmp_path):
     out = tmp_path / "BENCHMARKS.md"
-    out.write_text("# Benchmarks\n\n## Figures\n\nx\n\n## Before / after\n\nnotes\n")
+    out.write_text("# Benchmarks\n\n## Figures\n\nx\n\n## History\n\nnotes\n")
     write_section(out, _section([200.0, 120.0, 130.0], "then"))
     write_section(out, _section([100.0, 110.0, 90.0], "now"))
 
     text = out.read_text()
     assert text.count("## Result panel swap in the browser") == 1
     assert "| median | 100.0 ms | ≤ 150 ms | pass |" in text and "then" not in text
-    assert text.index("## Figures") < text.index("## Result panel swap") < text.index("## Before / after")
+    assert text.index("## Figures") < text.index("## Result panel swap") < text.index("## History")
     assert text.endswith("notes\n")
 
 
 def test_a_full_benchmark_run_keeps_the_browser_swap_figures(tmp_path):
     out = tmp_path / "BENCHMARKS.md"
-    out.write_text("# Benchmarks\n\n## Figures\n\nold figures\n\n## Before / after\n\nnotes\n")
+    out.write_text("# Benchmarks\n\n## Figures\n\nold figures\n\n## History\n\nnotes\n")
     write_section(out, _section([100.0, 90.0, 110.0], "now"))
 
     text = "# Benchmarks\n\n## Per query\n" + runner.carried_over(out.read_text())
     assert "old figures" not in text
     assert "| median | 100.0 ms | ≤ 150 ms | pass |" in text
-    assert text.index("## Per query") < text.index("## Result panel swap") < text.index("## Before / after")
+    assert text.index("## Per query") < text.index("## Result panel swap") < text.index("## History")
     assert text.endswith("notes\n")

@@ -105,7 +105,7 @@ ERROR_ITEM = re.compile(r'<li data-field="([^"]*)">(?:<a href="#[^"]*">)?[^<]*(?
 
 def assert_api_answer(response):
     # 404: names nothing (a model not in the catalog, a page past the window); 422: values that do not
-    # go together (README, "JSON API").
+    # go together (docs/api.md).
     assert response.status_code in (200, 400, 404, 422), (response.status_code, response.content[:500])
     event(f"status {response.status_code}")
     body = response.json()

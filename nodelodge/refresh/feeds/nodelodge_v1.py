@@ -6,7 +6,7 @@
          "price_per_gpu_hour": "2.49", "interruptible": false, "booking_limit_hours": 72,
          "site": "fra-2", "interconnect": "infiniband", "interconnect_gbps": 400}]}
 
-A machine may add `measured_speeds`, speeds measured on it (see the README's table); each entry
+A machine may add `measured_speeds`, speeds measured on it (docs/feed-format.md has the table); each entry
 is checked on its own, and a bad one is refused with its reason while the machine and its other
 speeds are applied. Leaving the section out keeps the speeds the machine has.
 
