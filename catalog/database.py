@@ -118,6 +118,13 @@ def aggregates_in_order(on=None) -> bool:
     return (on or reads()).vendor == "postgresql"
 
 
+def takes_arrays(on=None) -> bool:
+    """Whether the database (`on`: a connection; without, the one the current read uses) takes a list as
+    one statement parameter (PostgreSQL's arrays: `id = ANY(%s)`), so a statement's text does not depend
+    on how many values it is given."""
+    return (on or reads()).vendor == "postgresql"
+
+
 @contextmanager
 def one_snapshot(*, lock_on_sqlite: bool = False) -> Iterator[None]:
     """Every read inside sees one state of the catalog.

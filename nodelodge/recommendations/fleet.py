@@ -17,6 +17,7 @@ from django.conf import settings
 from django.db.models import Case, Count, IntegerField, Max, Min, Value, When
 
 from catalog import availability, database
+from catalog import clusters as catalog_clusters
 from catalog import rows as catalog_rows
 from catalog.counting import countries as catalog_countries
 from catalog.counting import fleet as catalog_fleet
@@ -24,6 +25,7 @@ from catalog.counting import speeds as catalog_speeds
 from catalog.models import Machine
 from sizing import fit as sizing_fit
 from sizing.breakdown import Breakdown
+from sizing.cluster import ClusterSite
 from sizing.matching import ALTERNATIVES_SHOWN, Recommendation, recommend, recommend_counted
 from sizing.offers import Preferences
 from sizing.reasons import OFFLINE, STALE
@@ -140,6 +142,11 @@ class FleetReader(Protocol):
         how many fit and meet every preference (None: the rows are not screened by the preferences
         yet, and all of them came back)."""
 
+    def cluster_sites(self, query: WorkloadQuery, now: datetime) -> tuple[ClusterSite, ...]:
+        """The sites where a cluster may be formed now for `query`: its machines available by the one
+        rule, in its countries and tier (`catalog.clusters.cluster_sites`; prices are held to the
+        preferences per cluster, `sizing.cluster.ClusterSearch.cheapest`)."""
+
 
 class KeptCounts:
     """PostgreSQL: the counts the database keeps, and only the machines an answer shows."""
@@ -224,6 +231,10 @@ class KeptCounts:
         (`catalog.counting.speeds.speed_rows_counted` says why no other can matter)."""
         return catalog_speeds.speed_rows_counted(speed_query(query, precision, thresholds, cutoff, keep))
 
+    def cluster_sites(self, query, now):
+        """One statement groups the sites (`catalog.clusters.SITES_SQL`)."""
+        return catalog_clusters.cluster_sites(preferences_for(query), now=now, grouped=True)
+
 
 class EveryMachine:
     """The engine over every machine the catalog may offer: the embedded run's fleet is small."""
@@ -278,6 +289,10 @@ class EveryMachine:
             min_memory_mib=min(need for _, need in thresholds),
         )
         return rows, None
+
+    def cluster_sites(self, query, now):
+        """Every machine that may join one, grouped by the engine's side of the catalog."""
+        return catalog_clusters.cluster_sites(preferences_for(query), now=now, grouped=False)
 
 
 KEPT_COUNTS = KeptCounts()
