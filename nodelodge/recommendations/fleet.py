@@ -22,6 +22,7 @@ from catalog import rows as catalog_rows
 from catalog.counting import countries as catalog_countries
 from catalog.counting import fleet as catalog_fleet
 from catalog.counting import speeds as catalog_speeds
+from catalog.counting.fleet_query import FleetQuery
 from catalog.models import Machine
 from sizing import fit as sizing_fit
 from sizing.breakdown import Breakdown
@@ -61,10 +62,10 @@ def preferences_for(query: WorkloadQuery) -> Preferences:
 def fleet_query(
     query: WorkloadQuery, breakdowns: list[Breakdown], now: datetime, machines_shown: int = 0,
     alternatives_shown: int = 0, lower_shown: int = 0,
-) -> catalog_fleet.FleetQuery:
+) -> FleetQuery:
     """The query as the catalog counts it: one set of fit thresholds per breakdown, the first the
     one the machines shown are for (by default counts alone, no machine fetched)."""
-    return catalog_fleet.FleetQuery(
+    return FleetQuery(
         stale_cutoff=stale_cutoff(now),
         countries=query.countries,
         fits=tuple(sizing_fit.fit_thresholds(breakdown) for breakdown in breakdowns),
