@@ -17,6 +17,7 @@ from django.utils import timezone
 from django.utils.translation import gettext, ngettext
 
 from catalog import rows as catalog_rows
+from catalog.clusters import MACHINES_PER_SITE, MIN_MACHINES_PER_SITE, site_of, with_machines
 from sizing.cluster import (
     ClusterPlan,
     cluster_need,
@@ -176,8 +177,6 @@ def wants_clusters(query: WorkloadQuery, model_row, machines_total: int) -> bool
 def clusters_for(query: WorkloadQuery, model_row, now: datetime | None = None) -> ClusterAnswer:
     """The cheapest clusters, one per site, that hold the query's model within its preferences (the
     tier, the countries, the price limit and the budget, by the rule single machines meet)."""
-    from catalog.clusters import with_machines  # read only for an answer that plans clusters
-
     sites = fleet_reader().cluster_sites(query, now or timezone.now())
     if not sites:
         return ClusterAnswer(offers=(), total=0, over_price=0, skipped=())
@@ -220,8 +219,6 @@ def cluster_does_not_hold(query: WorkloadQuery, model_row, *, gpu_type: str, gpu
 def cluster_machine_ids(text: str) -> list[int] | None:
     """The machine ids a cluster's address names ("12,34"), or None where it names no cluster: fewer
     than two, more than a site lists, or anything but distinct ids."""
-    from catalog.clusters import MACHINES_PER_SITE, MIN_MACHINES_PER_SITE
-
     parts = text.split(",") if text else []
     if not MIN_MACHINES_PER_SITE <= len(parts) <= MACHINES_PER_SITE:
         return None
@@ -234,8 +231,6 @@ def cluster_machine_ids(text: str) -> list[int] | None:
 def cluster_offer_of(query: WorkloadQuery, model_row, machine_ids: list[int]) -> ClusterOffer | str:
     """Exactly these machines as one cluster for the query, with what its budget covers (a cluster's
     details page), or why they are none."""
-    from catalog.clusters import site_of, with_machines
-
     if not plans_clusters(query, model_row):
         return gettext("Only a language model served for inference runs on a cluster.")
     site = site_of(machine_ids)
