@@ -7,8 +7,11 @@ the preferred countries and tier. Machines are grouped by what makes them interc
 cluster: provider, site, GPU type, GPUs per machine and memory per GPU, and also the fabric
 (InfiniBand and RoCE do not speak RDMA to each other) and the place (a site has one country and
 region, so its `ClusterSite` says the truth of every machine). A group of at least two machines is a
-site. Prices do not filter: a cluster's price is the sum of its machines', which the planner compares
-with the price limit and the budget.
+site. Prices do not filter here: a cluster's price is the sum of its machines' (as many as the model
+needs), which the answer holds to the price limit and the budget by the preference rule
+(`sizing.cluster.ClusterSearch.cheapest`). The fleet reader (`nodelodge.recommendations.fleet`) reads the
+sites as it reads machines: grouped in one statement on the database that keeps counts, windowed here
+otherwise.
 
 On PostgreSQL one statement you can read (`SITES_SQL`) groups the machines and returns one row per
 site, its machines' ids and prices gathered cheapest first (`array_agg … ORDER BY`, cut at
@@ -36,7 +39,7 @@ from catalog.models import Machine
 from catalog.preferences import tier_q
 from sizing.cluster import CLUSTER_TIER, ClusterMachine, ClusterPlan, ClusterSite
 from sizing.offers import Preferences
-from sizing.preferences import ANY_TIER
+from sizing.preferences import tier_chosen
 
 # The machines read per site, cheapest first. A plan takes the fewest machines that hold the model:
 # the largest the examples need is 4 × (8 × 80 GB) (DeepSeek-V3 in 16-bit), and pipeline parallelism
@@ -54,16 +57,21 @@ _COLUMNS = ("id", "price_per_gpu_hour", "provider__name", "site", "country", "re
             "gpu_type__usable_memory_mib", "site_gbps")
 
 
-def cluster_sites(preferences: Preferences, *, now: datetime | None = None) -> tuple[ClusterSite, ...]:
-    """The sites where a cluster may be formed now, in a fixed order: the cheapest machine's price per
-    hour, then provider, site and GPU type (then the rest of the site's key, so the order is total).
-    Each site lists at most MACHINES_PER_SITE of its machines, cheapest first (price per hour, then id):
-    their ids and prices (`with_machines` reads the rest for the plans shown)."""
-    if preferences.tier not in (ANY_TIER, CLUSTER_TIER):
-        return ()
+def cluster_sites(
+    preferences: Preferences, *, now: datetime | None = None, grouped: bool | None = None
+) -> tuple[ClusterSite, ...]:
+    """The sites where a cluster may be formed now, in the listing order of their cheapest machine
+    (`ClusterSite.order_key`: its price per hour and per GPU-hour, then provider, site and the rest of
+    the site's key, so the order is total). Each site lists at most MACHINES_PER_SITE of its machines,
+    cheapest first (price per hour, then id): their ids and prices (`with_machines` reads the rest for
+    the plans shown). `grouped`: read them in one grouped statement (the fleet reader's choice; without,
+    where the database can)."""
+    if tier_chosen(preferences) not in (None, CLUSTER_TIER):
+        return ()  # the tier preference lets no machine of a cluster through: nothing to read
     now = now or timezone.now()
-    read = _grouped_sites if database.aggregates_in_order() else _windowed_sites
-    found = read(preferences, now)
+    if grouped is None:
+        grouped = database.aggregates_in_order()
+    found = (_grouped_sites if grouped else _windowed_sites)(preferences, now)
     return tuple(sorted(found, key=_site_order))
 
 
@@ -194,8 +202,7 @@ def _site(site: tuple, gbps: int, machine_ids: tuple[int, ...], prices: tuple) -
 
 
 def _site_order(site: ClusterSite) -> tuple:
-    return (site.price_per_hour(1), site.provider, site.site, site.gpu_type, site.gpu_count,
-            site.memory_per_gpu_mib, site.interconnect, site.country or "", site.region)
+    return site.order_key(1)
 
 
 MACHINES_SQL = "SELECT id, provider_machine_id, booking_limit_hours FROM catalog_machine WHERE id = ANY(%s)"
@@ -209,7 +216,7 @@ def with_machines(plans: list[ClusterPlan]) -> list[ClusterPlan]:
     if not wanted:
         return []
     ids, connection = sorted(wanted), database.reads()
-    if connection.vendor == "postgresql":
+    if database.takes_arrays(connection):
         # Plain SQL where an answer reads it: compiling the ORM's statement costs more than running it.
         with connection.cursor() as cursor:
             cursor.execute(MACHINES_SQL, [ids])

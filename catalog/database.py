@@ -26,22 +26,31 @@ from django.core.cache import cache
 from django.db import DEFAULT_DB_ALIAS, InterfaceError, OperationalError, connections, transaction
 
 from catalog import replica
+from catalog.counting import fleet_counts, folding
 
 T = TypeVar("T")
 _reads_from: ContextVar[str] = ContextVar("catalog_reads_from", default=DEFAULT_DB_ALIAS)
 
 
-class _Snapshot:
-    """The `one_snapshot` being read, on the connection `alias`: whether its transaction may still hold
-    changes of its own to fold into the kept counts (only a caller's transaction that wrote machines
-    has any, and reads add none)."""
-
-    def __init__(self, alias: str, folded: bool):
-        self.alias = alias
-        self.folded = folded
-
-
-_snapshot: ContextVar[_Snapshot | None] = ContextVar("catalog_snapshot", default=None)
+def connection_settings(database: dict) -> list[str]:
+    """Sets what the console needs on the connection `database` (a `DATABASES` entry, changed in place)
+    for the database it is, and returns the system checks that do not apply there (the settings'
+    `SILENCED_SYSTEM_CHECKS`). Read by the settings, before any app is loaded."""
+    if database["ENGINE"] == "django.db.backends.postgresql":
+        # The console's statements run in milliseconds; compiling one with JIT (chosen on the
+        # planner's estimates, which a walk of a few hundred rows can exceed) costs 80-300 ms.
+        options = database.setdefault("OPTIONS", {})
+        options["options"] = f"{options.get('options', '')} -c jit=off".strip()
+        return []
+    if database["ENGINE"] == "django.db.backends.sqlite3":
+        # The embedded run serves requests on threads. A transaction takes SQLite's write lock when it
+        # begins and waits for it (up to 20 s), so two Launches or Stops at once queue instead of one
+        # failing with "database is locked" when it turns from reading to writing.
+        database.setdefault("OPTIONS", {}).update({"transaction_mode": "IMMEDIATE", "timeout": 20})
+        # SQLite has no covering indexes: the columns an index carries besides its key (the cluster
+        # sites' index) are left out there, which the embedded run's small fleet does not miss.
+        return ["models.W040"]
+    return []
 
 
 def reads():
@@ -118,6 +127,13 @@ def aggregates_in_order(on=None) -> bool:
     return (on or reads()).vendor == "postgresql"
 
 
+def takes_arrays(on=None) -> bool:
+    """Whether the database (`on`: a connection; without, the one the current read uses) takes a list as
+    one statement parameter (PostgreSQL's arrays: `id = ANY(%s)`), so a statement's text does not depend
+    on how many values it is given."""
+    return (on or reads()).vendor == "postgresql"
+
+
 @contextmanager
 def one_snapshot(*, lock_on_sqlite: bool = False) -> Iterator[None]:
     """Every read inside sees one state of the catalog.
@@ -129,51 +145,29 @@ def one_snapshot(*, lock_on_sqlite: bool = False) -> Iterator[None]:
     REPEATABLE READ transaction, read-only as every transaction there is.
 
     The reads inside write no machines: the kept counts are folded at most once per snapshot (none
-    in a transaction of its own, which has written nothing; `counts_folded`)."""
+    in a transaction of its own, which has written nothing; `catalog.counting.folding`)."""
     connection = reads()
-    current = _snapshot.get()
-    if current is not None and current.alias == connection.alias and connection.in_atomic_block:
+    if folding.in_snapshot(connection) and connection.in_atomic_block:
         yield  # inside another snapshot on this connection: that one decides
         return
     if connection.in_atomic_block:
         # The caller's transaction may have written machines: their changes are folded once, before
-        # the first count read (`counts_folded`).
-        token = _snapshot.set(_Snapshot(connection.alias, folded=False))
-        try:
+        # the first count read (`folding.counts_folded`).
+        with folding.reading(connection, folded=False):
             yield
-        finally:
-            _snapshot.reset(token)
         return
     if connection.vendor == "postgresql":
         # A transaction of its own that only reads: nothing of its own to fold into the counts.
-        token = _snapshot.set(_Snapshot(connection.alias, folded=True))
-        try:
+        with folding.reading(connection, folded=True):
             with transaction.atomic(using=connection.alias):
                 with connection.cursor() as cursor:
                     cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
                 yield
-        finally:
-            _snapshot.reset(token)
     elif lock_on_sqlite:
         with transaction.atomic(using=connection.alias):
             yield
     else:
         yield
-
-
-def counts_folded(connection) -> bool:
-    """Whether the current `one_snapshot` on `connection` has no changes of its own left to fold into
-    the kept counts (False outside one: every read must see to it)."""
-    current = _snapshot.get()
-    return current is not None and current.alias == connection.alias and current.folded
-
-
-def note_counts_folded(connection) -> None:
-    """The current `one_snapshot` on `connection` (if any) has folded its changes: its reads write no
-    machines, so none of its later count reads needs to fold again."""
-    current = _snapshot.get()
-    if current is not None and current.alias == connection.alias:
-        current.folded = True
 
 
 @contextmanager
@@ -219,8 +213,6 @@ def write_state() -> str | None:
     a transaction that writes, its own writes do not move either: read it outside one."""
     connection = reads()
     if connection.vendor == "postgresql":
-        from catalog.counting import fleet_counts
-
         with connection.cursor() as cursor:
             return "pg:" + fleet_counts.state(cursor)
     if connection.vendor == "sqlite":

@@ -10,6 +10,8 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from catalog.database import connection_settings
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 
@@ -120,19 +122,9 @@ DATABASES = {
         conn_health_checks=True,
     )
 }
-if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
-    # The console's statements run in milliseconds; compiling one with JIT (chosen on the
-    # planner's estimates, which a walk of a few hundred rows can exceed) costs 80-300 ms.
-    options = DATABASES["default"].setdefault("OPTIONS", {})
-    options["options"] = f"{options.get('options', '')} -c jit=off".strip()
-elif DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    # The embedded run serves requests on threads. A transaction takes SQLite's write lock when it
-    # begins and waits for it (up to 20 s), so two Launches or Stops at once queue instead of one
-    # failing with "database is locked" when it turns from reading to writing.
-    DATABASES["default"].setdefault("OPTIONS", {}).update({"transaction_mode": "IMMEDIATE", "timeout": 20})
-    # SQLite has no covering indexes: the columns an index carries besides its key (the cluster sites'
-    # index) are left out there, which the embedded run's small fleet does not miss.
-    SILENCED_SYSTEM_CHECKS = ["models.W040"]
+# What the console sets on the connection for the database it is, said where every other difference
+# between the databases is (catalog/database.py).
+SILENCED_SYSTEM_CHECKS = connection_settings(DATABASES["default"])
 # A PostgreSQL streaming replica of DATABASE_URL for the wizard's and the API's reads
 # (catalog.database.replica_first); writes, Launch and everything else stay on the primary. A replica
 # behind by more than DATABASE_REPLICA_MAX_LAG seconds, or down, is skipped (catalog.replica).

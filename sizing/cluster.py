@@ -25,6 +25,7 @@ from .calculators.vllm import (
 )
 from .errors import SizingError
 from .i18n import gettext, language
+from .preferences import breaks_checker, order_key_of
 from .units import MIB, fmt_gib, fmt_int
 
 # The rule for which machines may form a cluster, once: a Secure machine at a named site whose network to
@@ -76,6 +77,42 @@ class ClusterSite(NamedTuple):
     def price_per_hour(self, machines: int) -> Decimal:
         """What its `machines` cheapest machines cost per hour together, all their GPUs."""
         return sum(self.prices_per_gpu_hour[:machines], Decimal(0)) * self.gpu_count
+
+    @property
+    def tier(self) -> str:
+        """Every machine of a cluster is of the one tier that may form one: what the tier preference
+        compares (`sizing.preferences.RULE`)."""
+        return CLUSTER_TIER
+
+    @property
+    def place(self) -> tuple:
+        """Where it is and what its machines are, its name first: what tells two sites of one provider
+        apart in the listing order."""
+        return (self.site, self.gpu_type, self.gpu_count, self.memory_per_gpu_mib, self.interconnect,
+                self.country or "", self.region)
+
+    def order_key(self, machines: int) -> tuple:
+        """Its `machines` cheapest machines' place in the listing order (`sizing.preferences.ORDER`), as
+        one machine's would be: `cluster_order_key`."""
+        price = self.price_per_hour(machines)
+        return cluster_order_key(price, _ClusterOrder(
+            price / (machines * self.gpu_count), self.provider, self.place, self.machine_ids[:machines]))
+
+
+class _ClusterOrder(NamedTuple):
+    """What the listing order reads of a cluster besides its hourly price, under the names it reads them
+    by (`cluster_order_key`)."""
+
+    price_per_gpu_hour: Decimal  # its hourly price over all its GPUs
+    provider: str
+    place: tuple
+    machine_ids: tuple[int, ...]
+
+
+# The listing order (`sizing.preferences.ORDER`) of clusters: the hourly price (all their machines), the
+# price per GPU-hour, the provider, then the site's place where a machine has the provider's id and the
+# machines' ids where it has ours. Total: a site's machines are its own.
+cluster_order_key = order_key_of(provider_machine_id="place", id="machine_ids")
 
 
 # --- the planner -----------------------------------------------------------------------------------------
@@ -268,7 +305,8 @@ class ClusterSearch:
     """The plans, cheapest first, and the sites that could not form one, each with its reason. A plan is
     made when read: an answer shows ten of a few hundred (`cheapest`)."""
 
-    found: tuple[tuple[tuple, ClusterSite, ClusterNeed], ...]  # (`_sort_key`, site, need), cheapest first
+    # (`ClusterSite.order_key`, site, need), in the listing order: its key's first value is the hourly price
+    found: tuple[tuple[tuple, ClusterSite, ClusterNeed], ...]
     skipped: tuple[tuple[ClusterSite, str], ...]
     workload: tuple  # what the plans were sized for: model, precision, kv_bits, context, requests
 
@@ -276,10 +314,21 @@ class ClusterSearch:
     def plans(self) -> tuple[ClusterPlan, ...]:
         return tuple(self._plan(site, need) for _key, site, need in self.found)
 
-    def cheapest(self, max_price: Decimal | None, count: int) -> tuple[tuple[ClusterPlan, ...], int]:
-        """The `count` cheapest plans within `max_price` per hour (None: any price), and how many are."""
-        within = [(site, need) for key, site, need in self.found if max_price is None or key[0] <= max_price]
-        return tuple(self._plan(site, need) for site, need in within[:count]), len(within)
+    def cheapest(
+        self, preferences, count: int
+    ) -> tuple[tuple[ClusterPlan, ...], int, tuple[tuple[str, ...], ...]]:
+        """The `count` cheapest plans that meet every preference (`sizing.preferences.RULE`, as a machine
+        costing the cluster's total per hour would: the price limit and the budget on that total), how
+        many do, and the codes each of the others breaks, in the listing order."""
+        check = breaks_checker(preferences)
+        within, broken = [], []
+        for key, site, need in self.found:
+            codes = check(site, key[0])
+            if codes:
+                broken.append(codes)
+            else:
+                within.append((site, need))
+        return tuple(self._plan(site, need) for site, need in within[:count]), len(within), tuple(broken)
 
     def _plan(self, site: ClusterSite, need: ClusterNeed) -> ClusterPlan:
         return _plan(*self.workload, site, need)
@@ -317,15 +366,10 @@ def search_clusters(model, precision: int, kv_bits: int, context: int, requests:
         if isinstance(found, str):
             skipped.append((site, found))
             continue
-        found_needs.append((_sort_key(site, found.pipeline_parallel), site, found))
+        found_needs.append((site.order_key(found.pipeline_parallel), site, found))
     found_needs.sort(key=itemgetter(0))  # keys are unique: a site's machine ids are its own
     return ClusterSearch(found=tuple(found_needs), skipped=tuple(skipped),
                          workload=(model, precision, kv_bits, context, requests))
-
-
-def _sort_key(site: ClusterSite, machines: int) -> tuple:
-    """Cheapest first, then provider, site and the machines' ids."""
-    return (site.price_per_hour(machines), site.provider, site.site, site.machine_ids[:machines])
 
 
 # The sizings `search_clusters` shares: the same workload on the same shape of machine sizes the same, in

@@ -3,15 +3,13 @@ the cheapest hourly price in each."""
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 from catalog import availability, database
 from catalog.counting import availability_sql, fit_sql, fleet_counts, preferences_sql
+from catalog.counting.fleet_query import FleetQuery
 from catalog.counting.params import named
 from sizing.preferences import price_limits
-
-if TYPE_CHECKING:
-    from catalog.counting.fleet import FleetQuery
 
 
 class CountryCount(NamedTuple):

@@ -8,6 +8,7 @@ from typing import NamedTuple, Protocol
 
 from catalog import availability, database, rows
 from catalog.counting import availability_sql, fit_sql, fleet_counts, fleet_machines
+from catalog.counting.fleet_query import FleetQuery
 from catalog.models import Machine
 from sizing import fit, matching, preferences, reasons
 
@@ -19,22 +20,6 @@ from sizing import fit, matching, preferences, reasons
 # nowhere alike and is counted as this one (the bands are bigint: this edge is past integer).
 MEMORY_MIB_BEYOND_ANY = 2**31
 
-
-
-@dataclass(frozen=True)
-class FleetQuery:
-    """One wizard query as the database sees it. `fits` holds one entry per precision considered:
-    the chosen one first, then lower ones; each is `fit_thresholds` of that precision's breakdown."""
-
-    stale_cutoff: datetime
-    countries: frozenset[str] | None
-    fits: tuple[tuple[tuple[int, int], ...], ...]
-    tier: str  # "secure", "community" or "both"
-    max_price_per_hour: Decimal | None
-    budget: Decimal | None
-    machines_shown: int
-    alternatives_shown: int
-    lower_shown: int = 1  # machines fetched per lower precision (the cheapest; 0 for counts alone)
 
 
 class CountRow(NamedTuple):

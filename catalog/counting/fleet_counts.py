@@ -38,8 +38,8 @@ from decimal import Decimal
 
 from django.db import DEFAULT_DB_ALIAS, connection
 
-from catalog import availability, database, preferences
-from catalog.counting import availability_sql, preferences_sql
+from catalog import availability, preferences
+from catalog.counting import availability_sql, folding, preferences_sql
 from catalog.counting.layout import layout
 from catalog.counting.params import named
 from sizing.availability import BEFORE_CUTOFF, OUTSIDE, RULE
@@ -298,10 +298,10 @@ def merge_pending(cursor) -> None:
     in a transaction of its own has none to fold at all."""
     if cursor.db.alias != DEFAULT_DB_ALIAS or not cursor.db.in_atomic_block:
         return
-    if database.counts_folded(cursor.db):
+    if folding.counts_folded(cursor.db):
         return
     cursor.execute("SELECT catalog_fleet_merge()")
-    database.note_counts_folded(cursor.db)
+    folding.note_counts_folded(cursor.db)
 
 
 def rebuild() -> None:

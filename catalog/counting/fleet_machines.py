@@ -4,14 +4,11 @@ price indexes, only between the prices the counts found there."""
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import TYPE_CHECKING
 
 from catalog import availability, database
 from catalog.counting import availability_sql, fit_sql, fleet_counts, preferences_sql
+from catalog.counting.fleet_query import FleetQuery
 from sizing.preferences import HOURLY_PRICE
-
-if TYPE_CHECKING:
-    from catalog.counting.fleet import FleetQuery
 
 # A band holding at most this many machines is read at the prices the kept counts list for it
 # (an index probe per price) rather than by walking every machine between its cheapest and dearest.

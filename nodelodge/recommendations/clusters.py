@@ -1,8 +1,10 @@
 """Clusters in an answer: for a language model served for inference, the cheapest clusters of identical
 machines (one per site) that hold it under vLLM, when no single machine fits (`clusters=auto`, the
 default) or always (`clusters=show`). The catalog groups the machines that may form one
-(`catalog.clusters.cluster_sites`); the sizing engine plans them (`sizing.cluster.search_clusters`); here
-the price limit and the budget are applied to each cluster's total price per hour.
+(`catalog.clusters.cluster_sites`), read through the fleet reader as machines are; the sizing engine plans
+them (`sizing.cluster.search_clusters`) and holds each cluster's total price per hour to the preferences as
+a machine's hourly price is held (`sizing.preferences.RULE`: the price limit and the budget), in the
+listing order (`sizing.preferences.ORDER`).
 
 An answer that needs no cluster reads no cluster site: the sites are read only past `wants_clusters`.
 """
@@ -11,9 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from django.utils import timezone
 from django.utils.translation import gettext, ngettext
 
 from catalog import rows as catalog_rows
+from catalog.clusters import MACHINES_PER_SITE, MIN_MACHINES_PER_SITE, site_of, with_machines
 from sizing.cluster import (
     ClusterPlan,
     cluster_need,
@@ -22,12 +26,13 @@ from sizing.cluster import (
     search_clusters,
 )
 from sizing.errors import SizingError
+from sizing.reasons import BREAK_BUDGET, BREAK_MAX_PRICE
 from sizing.units import MIB, gib_number, money_string
 from sizing.wording.common import per_hour
 from sizing.wording.empty import Hint
 from sizing.wording.machine import BudgetCover, budget_cover
 
-from .fleet import preferences_for
+from .fleet import fleet_reader, preferences_for
 from .query import CLUSTERS_SHOW, WorkloadQuery
 
 MAX_CLUSTERS = 10  # the clusters an answer shows: the cheapest, one per site
@@ -109,18 +114,29 @@ class ClusterAnswer:
     """The clusters shown (at most MAX_CLUSTERS, cheapest first) and what the others came to."""
 
     offers: tuple[ClusterOffer, ...]
-    total: int  # clusters within the price limit
-    over_price: int  # clusters planned but over the price limit
+    total: int  # clusters within the price limit and the budget
+    over_price: int  # clusters planned but over the price limit or the budget
     skipped: tuple[str, ...]  # why a site formed none, once per reason
+    over_budget: int = 0  # of those, the clusters within the price limit whose hour the budget does not cover
 
     @property
     def note(self) -> str | None:
-        """A line under the clusters shown: those over the price limit, or why none was planned."""
+        """A line under the clusters shown: those over the price limit or the budget, or why none was
+        planned."""
         if self.over_price:
-            return ngettext(
-                "%(count)s more cluster costs more per hour than the price limit.",
-                "%(count)s more clusters cost more per hour than the price limit.", self.over_price,
-            ) % {"count": self.over_price}
+            over_limit = self.over_price - self.over_budget
+            lines = []
+            if over_limit:
+                lines.append(ngettext(
+                    "%(count)s more cluster costs more per hour than the price limit.",
+                    "%(count)s more clusters cost more per hour than the price limit.", over_limit,
+                ) % {"count": over_limit})
+            if self.over_budget:
+                lines.append(ngettext(
+                    "The budget covers under an hour of %(count)s more cluster.",
+                    "The budget covers under an hour of %(count)s more clusters.", self.over_budget,
+                ) % {"count": self.over_budget})
+            return " ".join(lines)
         if not self.offers and self.skipped:
             return " ".join(self.skipped)
         if not self.offers:
@@ -159,23 +175,22 @@ def wants_clusters(query: WorkloadQuery, model_row, machines_total: int) -> bool
 
 
 def clusters_for(query: WorkloadQuery, model_row, now: datetime | None = None) -> ClusterAnswer:
-    """The cheapest clusters, one per site, that hold the query's model within its preferences."""
-    from catalog.clusters import cluster_sites, with_machines  # read only for an answer that plans clusters
-
-    preferences = preferences_for(query)
-    sites = cluster_sites(preferences, now=now)
+    """The cheapest clusters, one per site, that hold the query's model within its preferences (the
+    tier, the countries, the price limit and the budget, by the rule single machines meet)."""
+    sites = fleet_reader().cluster_sites(query, now or timezone.now())
     if not sites:
         return ClusterAnswer(offers=(), total=0, over_price=0, skipped=())
     spec = catalog_rows.language_model_spec(model_row)
     search = search_clusters(spec, query.precision, query.kv_bits, query.context, query.requests, sites)
-    shown, total = search.cheapest(query.max_price, MAX_CLUSTERS)
+    shown, total, broken = search.cheapest(preferences_for(query), MAX_CLUSTERS)
     # The machines' ids for the provider and booking limits: read for the clusters shown only.
     offers = tuple(
         ClusterOffer(plan, budget_cover(query.budget, plan.price_per_hour, plan.booking_limit_hours))
         for plan in with_machines(list(shown))
     )
     return ClusterAnswer(
-        offers=offers, total=total, over_price=len(search.found) - total,
+        offers=offers, total=total, over_price=len(broken),
+        over_budget=sum(BREAK_BUDGET in codes and BREAK_MAX_PRICE not in codes for codes in broken),
         skipped=tuple(dict.fromkeys(reason for _site, reason in search.skipped)),
     )
 
@@ -204,8 +219,6 @@ def cluster_does_not_hold(query: WorkloadQuery, model_row, *, gpu_type: str, gpu
 def cluster_machine_ids(text: str) -> list[int] | None:
     """The machine ids a cluster's address names ("12,34"), or None where it names no cluster: fewer
     than two, more than a site lists, or anything but distinct ids."""
-    from catalog.clusters import MACHINES_PER_SITE, MIN_MACHINES_PER_SITE
-
     parts = text.split(",") if text else []
     if not MIN_MACHINES_PER_SITE <= len(parts) <= MACHINES_PER_SITE:
         return None
@@ -218,8 +231,6 @@ def cluster_machine_ids(text: str) -> list[int] | None:
 def cluster_offer_of(query: WorkloadQuery, model_row, machine_ids: list[int]) -> ClusterOffer | str:
     """Exactly these machines as one cluster for the query, with what its budget covers (a cluster's
     details page), or why they are none."""
-    from catalog.clusters import site_of, with_machines
-
     if not plans_clusters(query, model_row):
         return gettext("Only a language model served for inference runs on a cluster.")
     site = site_of(machine_ids)

@@ -17,13 +17,16 @@ from django.conf import settings
 from django.db.models import Case, Count, IntegerField, Max, Min, Value, When
 
 from catalog import availability, database
+from catalog import clusters as catalog_clusters
 from catalog import rows as catalog_rows
 from catalog.counting import countries as catalog_countries
 from catalog.counting import fleet as catalog_fleet
 from catalog.counting import speeds as catalog_speeds
+from catalog.counting.fleet_query import FleetQuery
 from catalog.models import Machine
 from sizing import fit as sizing_fit
 from sizing.breakdown import Breakdown
+from sizing.cluster import ClusterSite
 from sizing.matching import ALTERNATIVES_SHOWN, Recommendation, recommend, recommend_counted
 from sizing.offers import Preferences
 from sizing.reasons import OFFLINE, STALE
@@ -59,10 +62,10 @@ def preferences_for(query: WorkloadQuery) -> Preferences:
 def fleet_query(
     query: WorkloadQuery, breakdowns: list[Breakdown], now: datetime, machines_shown: int = 0,
     alternatives_shown: int = 0, lower_shown: int = 0,
-) -> catalog_fleet.FleetQuery:
+) -> FleetQuery:
     """The query as the catalog counts it: one set of fit thresholds per breakdown, the first the
     one the machines shown are for (by default counts alone, no machine fetched)."""
-    return catalog_fleet.FleetQuery(
+    return FleetQuery(
         stale_cutoff=stale_cutoff(now),
         countries=query.countries,
         fits=tuple(sizing_fit.fit_thresholds(breakdown) for breakdown in breakdowns),
@@ -139,6 +142,11 @@ class FleetReader(Protocol):
         """The machines with a measured speed for the model and precision that a plan may use, and
         how many fit and meet every preference (None: the rows are not screened by the preferences
         yet, and all of them came back)."""
+
+    def cluster_sites(self, query: WorkloadQuery, now: datetime) -> tuple[ClusterSite, ...]:
+        """The sites where a cluster may be formed now for `query`: its machines available by the one
+        rule, in its countries and tier (`catalog.clusters.cluster_sites`; prices are held to the
+        preferences per cluster, `sizing.cluster.ClusterSearch.cheapest`)."""
 
 
 class KeptCounts:
@@ -224,6 +232,10 @@ class KeptCounts:
         (`catalog.counting.speeds.speed_rows_counted` says why no other can matter)."""
         return catalog_speeds.speed_rows_counted(speed_query(query, precision, thresholds, cutoff, keep))
 
+    def cluster_sites(self, query, now):
+        """One statement groups the sites (`catalog.clusters.SITES_SQL`)."""
+        return catalog_clusters.cluster_sites(preferences_for(query), now=now, grouped=True)
+
 
 class EveryMachine:
     """The engine over every machine the catalog may offer: the embedded run's fleet is small."""
@@ -278,6 +290,10 @@ class EveryMachine:
             min_memory_mib=min(need for _, need in thresholds),
         )
         return rows, None
+
+    def cluster_sites(self, query, now):
+        """Every machine that may join one, grouped by the engine's side of the catalog."""
+        return catalog_clusters.cluster_sites(preferences_for(query), now=now, grouped=False)
 
 
 KEPT_COUNTS = KeptCounts()

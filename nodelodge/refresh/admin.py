@@ -12,13 +12,13 @@ from catalog.admin import MachineAdmin, ProviderAdmin
 from catalog.models import Machine, Provider
 from nodelodge.admin_mixins import ReadOnlyAdminMixin
 
-from . import services
+from . import services, tasks
 from .models import FeedConflict, SyncRun
 
 
 def trigger_refresh(request, provider_ids: list[int]) -> None:
     """Asks for the refresh and tells staff, in messages, what came of it."""
-    outcome = services.request_refresh(provider_ids)
+    outcome = tasks.request_refresh(provider_ids)
     if not outcome.requested:
         messages.warning(request, _("No provider to refresh: none is active with a feed URL."))
     elif outcome.broker_error:

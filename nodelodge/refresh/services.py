@@ -9,7 +9,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Collection, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from datetime import datetime
 
 from celery.exceptions import SoftTimeLimitExceeded
@@ -21,7 +20,6 @@ from catalog import database
 from catalog.fleets import MACHINE_UPSERT_FIELDS, memory_flag_for
 from catalog.models import GpuType, LanguageModel, Machine, MeasuredSpeed, Provider, Tier
 from catalog.services import drop_speeds_of_other_gpu_types
-from nodelodge.celery import app as celery_app
 from nodelodge.launches.services import cap_free_gpus_by_bookings, gpus_held
 from sizing.offers import MEASUREMENT_FIELDS
 
@@ -346,41 +344,3 @@ def providers_to_refresh() -> list[int]:
         .order_by("pk")
         .values_list("pk", flat=True)
     )
-
-
-# --- Refreshing on request (staff) ----------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class RefreshRequest:
-    """What asking for a refresh of some providers did."""
-
-    requested: int
-    runs: list[SyncRun] = field(default_factory=list)  # refreshed in this process, in order
-    task_ids: list[str] = field(default_factory=list)  # handed to the worker, in order
-    broker_error: str = ""  # the task queue could not be reached: the exception's class name
-
-    @property
-    def queued(self) -> int:
-        return len(self.task_ids)
-
-
-def request_refresh(provider_ids: list[int]) -> RefreshRequest:
-    """Refreshes the providers now where tasks run in-process (the embedded run); otherwise queues one
-    task per provider for the worker. A task queue that cannot be reached is reported, not raised:
-    what was not queued changed nothing, and `refresh_providers` still works without a worker."""
-    if not provider_ids:
-        return RefreshRequest(requested=0)
-    if celery_app.conf.task_always_eager:
-        return RefreshRequest(requested=len(provider_ids), runs=[refresh_provider(pk) for pk in provider_ids])
-    from . import tasks  # tasks import this module
-
-    task_ids: list[str] = []
-    try:
-        for provider_id in provider_ids:
-            task_ids.append(tasks.refresh_provider.delay(provider_id).id)
-    except Exception as error:  # any broker failure (kombu, redis, socket) lands here
-        broker_error = type(error).__name__
-    else:
-        broker_error = ""
-    return RefreshRequest(requested=len(provider_ids), task_ids=task_ids, broker_error=broker_error)

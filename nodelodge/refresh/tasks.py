@@ -3,11 +3,17 @@
 The tasks are bound to the project's app rather than made "shared": Celery's current app is
 per-thread, and a shared task called from a threaded server's request thread would find the
 unconfigured fallback app instead of ours.
+
+Staff's refresh on request (`request_refresh`) is here too: it runs these tasks, in-process on the
+embedded run, queued for the worker otherwise.
 """
+from dataclasses import dataclass, field
+
 from catalog.models import Provider
 from nodelodge.celery import app
 
 from . import services
+from .models import SyncRun
 
 REFRESH_PROVIDER = "nodelodge.refresh.tasks.refresh_provider"
 REFRESH_ALL_PROVIDERS = "nodelodge.refresh.tasks.refresh_all_providers"
@@ -44,3 +50,40 @@ def refresh_all_providers() -> list[dict]:
         {"provider_id": provider_id, "task_id": refresh_provider.delay(provider_id).id}
         for provider_id in services.providers_to_refresh()
     ]
+
+
+# --- Refreshing on request (staff) ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RefreshRequest:
+    """What asking for a refresh of some providers did."""
+
+    requested: int
+    runs: list[SyncRun] = field(default_factory=list)  # refreshed in this process, in order
+    task_ids: list[str] = field(default_factory=list)  # handed to the worker, in order
+    broker_error: str = ""  # the task queue could not be reached: the exception's class name
+
+    @property
+    def queued(self) -> int:
+        return len(self.task_ids)
+
+
+def request_refresh(provider_ids: list[int]) -> RefreshRequest:
+    """Refreshes the providers now where tasks run in-process (the embedded run); otherwise queues one
+    task per provider for the worker. A task queue that cannot be reached is reported, not raised:
+    what was not queued changed nothing, and `refresh_providers` still works without a worker."""
+    if not provider_ids:
+        return RefreshRequest(requested=0)
+    if app.conf.task_always_eager:
+        return RefreshRequest(requested=len(provider_ids),
+                              runs=[services.refresh_provider(pk) for pk in provider_ids])
+    task_ids: list[str] = []
+    try:
+        for provider_id in provider_ids:
+            task_ids.append(refresh_provider.delay(provider_id).id)
+    except Exception as error:  # any broker failure (kombu, redis, socket) lands here
+        broker_error = type(error).__name__
+    else:
+        broker_error = ""
+    return RefreshRequest(requested=len(provider_ids), task_ids=task_ids, broker_error=broker_error)

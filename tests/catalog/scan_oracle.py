@@ -12,10 +12,10 @@ from django.db import connection
 
 from catalog import availability
 from catalog.counting import availability_sql, fit_sql, fleet, latest_speeds, speeds
-from catalog.counting.fleet import FleetQuery
 
 # Bound here: a test may stand a comparing wrapper in for the modules' functions.
 from catalog.counting.fleet import counted_fleet as kept_counted_fleet
+from catalog.counting.fleet_query import FleetQuery
 from catalog.counting.speeds import speed_rows_counted as kept_speed_rows_counted
 from sizing import reasons
 

@@ -16,11 +16,14 @@ from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from catalog import cluster_rule, database, services
+from catalog import availability, cluster_rule, database, services
 from catalog.clusters import MACHINES_PER_SITE, cluster_sites, with_machines
 from catalog.models import Machine
+from nodelodge.recommendations.fleet import EVERY_MACHINE, KEPT_COUNTS
+from nodelodge.recommendations.query import parse_query
 from sizing.cluster import ClusterNeed, ClusterPlan, can_join_cluster
 from sizing.offers import Preferences
+from sizing.preferences import preference_breaks
 from tests.factories import H100_MIB, H200_MIB, build_machine, make_gpu_type, make_machine, make_provider
 
 pytestmark = pytest.mark.django_db
@@ -317,6 +320,55 @@ def test_the_grouped_statement_reads_what_the_windowed_one_does_on_a_random_flee
     [big] = [site for site in sites if site.site == "big-1"]
     assert big.interconnect_gbps == min(Machine.objects.filter(site="big-1").values_list("interconnect_gbps", flat=True))
     assert len(set(Machine.objects.filter(site="big-1").values_list("interconnect_gbps", flat=True))) == 2
+
+
+@pytest.mark.parametrize("tier", ["both", "secure", "community"])
+def test_the_tier_preference_lets_sites_through_as_the_rule_lets_machines_through(fleet, tier):
+    node(fleet)
+    node(fleet)
+    node(fleet, site="osl-1", country="NO", region="Oslo")
+    node(fleet, site="osl-1", country="NO", region="Oslo")
+    every = cluster_sites(ANYWHERE)
+    assert len(every) == 2
+    preferences = Preferences(tier=tier)
+    # `preference_breaks` at no price: only the tier can be broken.
+    assert cluster_sites(preferences) == tuple(
+        site for site in every if not preference_breaks(site, Decimal(0), preferences))
+
+
+def readers() -> list[bool]:
+    """The ways the fleet reader reads sites on this database: windowed everywhere, grouped where the
+    database gathers a group's values in order."""
+    return [False, True] if database.aggregates_in_order() else [False]
+
+
+@pytest.mark.parametrize("seed", [4, 5])
+def test_the_countries_let_sites_through_as_the_availability_rule_lets_machines_through(fleet, seed):
+    now = timezone.now()
+    random_cluster_fleet(fleet, Random(seed), 300, now)
+    for countries in (None, frozenset({"DE"}), frozenset({"NO"}), frozenset({"DE", "NO"}), frozenset({"FR"})):
+        allowed = set(Machine.objects.filter(availability.available_q(availability.stale_cutoff(now), countries))
+                      .values_list("pk", flat=True))
+        for grouped in readers():
+            every = cluster_sites(ANYWHERE, now=now, grouped=grouped)
+            sites = cluster_sites(Preferences(countries=countries), now=now, grouped=grouped)
+            # A site has one country: it is read whole or not at all, as its machines pass the rule.
+            assert sites == tuple(site for site in every if set(site.machine_ids) <= allowed)
+            assert all(set(site.machine_ids) <= allowed for site in sites)
+            if countries == frozenset({"DE"}):
+                assert sites and all(site.country == "DE" for site in sites)
+
+
+@pytest.mark.postgresql(reason="compares the kept counts' reader (grouped statement) with the engine's (windowed)")
+def test_both_fleet_readers_read_the_same_sites_for_a_query(fleet):
+    now = timezone.now()
+    random_cluster_fleet(fleet, Random(6), 300, now)
+    base = "workload=inference&model=llama-3-1-405b&precision=16&context=8192&requests=1"
+    for extra in ("", "&tier=secure", "&tier=community", "&countries=DE", "&budget=30&max_price=50"):
+        query = parse_query(dict(pair.split("=") for pair in (base + extra).split("&")))
+        kept = KEPT_COUNTS.cluster_sites(query, now)
+        assert kept == EVERY_MACHINE.cluster_sites(query, now)
+        assert bool(kept) == (extra != "&tier=community")
 
 
 # The demo fleet's sites ---------------------------------------------------------------------------

@@ -14,7 +14,8 @@ from django.utils import timezone
 from catalog import availability, rows
 from catalog import preferences as catalog_preferences
 from catalog.counting import availability_sql, fit_sql, preferences_sql
-from catalog.counting.fleet import FleetQuery, counted_fleet
+from catalog.counting.fleet import counted_fleet
+from catalog.counting.fleet_query import FleetQuery
 from catalog.models import GpuType, Machine, Provider
 from sizing.availability import unavailable_reason
 from sizing.breakdown import Breakdown, Item

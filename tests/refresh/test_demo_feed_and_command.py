@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from catalog.models import Machine
 from nodelodge.celery import app as celery_app
-from nodelodge.refresh import services
+from nodelodge.refresh import tasks
 from nodelodge.refresh.models import SyncRun
 from nodelodge.refresh.selectors import demo_feed_document
 from tests.factories import make_machine
@@ -219,18 +219,18 @@ def test_a_refresh_requested_in_process_runs_at_once_in_order(feed_server, gpu_t
     community.feed_url = feed_server.serve_json("c", feed(community.slug, [record("c-1"), record("c-2")]))
     community.save()
 
-    outcome = services.request_refresh([community.pk, secure.pk])
+    outcome = tasks.request_refresh([community.pk, secure.pk])
 
     assert (outcome.requested, outcome.queued, outcome.broker_error) == (2, 0, "")
     assert [(run.provider_id, run.status, run.added) for run in outcome.runs] == [
         (community.pk, "ok", 2), (secure.pk, "failed", 0),
     ]
-    assert services.request_refresh([]).requested == 0
+    assert tasks.request_refresh([]).requested == 0
 
 
 @pytest.mark.django_db
 def test_a_refresh_requested_while_the_task_queue_is_down_is_reported_not_raised(providers, unreachable_broker):
-    outcome = services.request_refresh([providers["community"].pk, providers["secure"].pk])
+    outcome = tasks.request_refresh([providers["community"].pk, providers["secure"].pk])
 
     assert (outcome.requested, outcome.queued, outcome.runs) == (2, 0, [])
     assert outcome.broker_error  # the exception's class name, shown to staff

@@ -248,7 +248,7 @@ def test_a_requested_refresh_is_queued_for_the_worker_and_lands_in_the_history(f
     community.feed_url = feed_server.serve_json("c", feed(community.slug, [record("c-1")]))
     community.save()
 
-    outcome = services.request_refresh([community.pk])
+    outcome = tasks.request_refresh([community.pk])
 
     assert (outcome.requested, outcome.queued, outcome.runs, outcome.broker_error) == (1, 1, [], "")
     result = AsyncResult(outcome.task_ids[0]).get(timeout=TASK_TIMEOUT)

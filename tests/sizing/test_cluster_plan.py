@@ -14,6 +14,7 @@ from catalog.data.language_models import LANGUAGE_MODELS
 from sizing.calculators.inference import weight_items
 from sizing.calculators.vllm import estimate_vllm
 from sizing.cluster import (
+    CLUSTER_TIER,
     ClusterMachine,
     ClusterSite,
     cluster_need,
@@ -21,6 +22,9 @@ from sizing.cluster import (
     plan_clusters,
     search_clusters,
 )
+from sizing.offers import Preferences
+from sizing.preferences import HOURLY_PRICE, ORDER, preference_breaks
+from sizing.reasons import BREAK_BUDGET, BREAK_MAX_PRICE
 from sizing.units import GIB, MIB
 from tests.sizing.test_capacity import shipped
 
@@ -277,9 +281,50 @@ def test_the_cheapest_plans_within_a_price_limit_and_how_many_are_within_it():
     search = search_clusters(LLAMA_405B, 16, 16, 8192, 1, [H200_SITE, H100_SITE, cheap])
     prices = [plan.price_per_hour for plan in search.plans]
     assert prices == [Decimal("18.00"), Decimal("41.00"), Decimal("61.00")]
-    shown, within = search.cheapest(None, 2)
-    assert ([plan.price_per_hour for plan in shown], within) == ([Decimal("18.00"), Decimal("41.00")], 3)
-    shown, within = search.cheapest(Decimal("41.00"), 5)  # the limit itself is within it
-    assert ([plan.site.site for plan in shown], within) == (["h100-cheap", "h100-site"], 2)
-    assert search.cheapest(Decimal("17.99"), 5) == ((), 0)
-    assert search.cheapest(None, 99)[0] == search.plans
+    shown, within, broken = search.cheapest(Preferences(), 2)
+    assert ([plan.price_per_hour for plan in shown], within, broken) == (
+        [Decimal("18.00"), Decimal("41.00")], 3, ())
+    # The limit itself is within it.
+    shown, within, broken = search.cheapest(Preferences(max_price_per_hour=Decimal("41.00")), 5)
+    assert ([plan.site.site for plan in shown], within, broken) == (
+        ["h100-cheap", "h100-site"], 2, ((BREAK_MAX_PRICE,),))
+    assert search.cheapest(Preferences(max_price_per_hour=Decimal("17.99")), 5) == (
+        (), 0, ((BREAK_MAX_PRICE,),) * 3)
+    assert search.cheapest(Preferences(), 99)[0] == search.plans
+
+
+LIMITS = [None, Decimal("17.99"), Decimal("18.00"), Decimal("40.99"), Decimal("41.00"), Decimal("61.00")]
+
+
+@pytest.mark.parametrize("max_price", LIMITS)
+@pytest.mark.parametrize("budget", LIMITS)
+@pytest.mark.parametrize("tier", ["both", "secure", "community"])
+def test_a_cluster_meets_the_preferences_as_a_machine_costing_its_total_per_hour_does(max_price, budget, tier):
+    cheap = site("h100-cheap", "H100 SXM 80GB", H100_SMI_MIB, ["9.00", "9.00"])
+    search = search_clusters(LLAMA_405B, 16, 16, 8192, 1, [H200_SITE, H100_SITE, cheap])
+    preferences = Preferences(max_price_per_hour=max_price, budget=budget, tier=tier)
+    shown, within, broken = search.cheapest(preferences, 99)
+    # The rule single machines are held to (`sizing.preferences.preference_breaks`), on the cluster's
+    # total per hour and its tier (every cluster machine's).
+    by_rule = [(plan, preference_breaks(plan.site, plan.price_per_hour, preferences)) for plan in search.plans]
+    assert shown == tuple(plan for plan, codes in by_rule if not codes)
+    assert within == len(shown)
+    assert broken == tuple(codes for _plan, codes in by_rule if codes)
+    assert all(plan.site.tier == CLUSTER_TIER for plan in search.plans)
+    if budget is not None and budget < Decimal("18.00"):
+        assert shown == () and all(BREAK_BUDGET in codes for codes in broken)
+
+
+def test_clusters_follow_the_listing_order_single_machines_do():
+    # $48 per hour each: 2 × (8 × $3) and 2 × (4 × $6); at one hourly price the lower price per
+    # GPU-hour comes first, as it does for single machines, then the provider's name.
+    eight = site("eight", "H200", H200_SMI_MIB, ["24.00", "24.00"], provider="Zeta")
+    four = site("four", "H200", H200_SMI_MIB, ["24.00", "24.00"], provider="Alpha", gpus=4)
+    other = site("other", "H200", H200_SMI_MIB, ["24.00", "24.00"], provider="Beta")
+    order = [eight.order_key(2), four.order_key(2), other.order_key(2)]
+    assert sorted(order) == [other.order_key(2), eight.order_key(2), four.order_key(2)]
+    # The key is the rule's (`sizing.preferences.order_key_of`): the hourly price, the price per GPU-hour,
+    # the provider, then the site where a machine has the provider's id and the machines' ids for ours.
+    assert eight.order_key(2)[:3] == (Decimal("48.00"), Decimal("3.00"), "Zeta")
+    assert ORDER[:3] == (HOURLY_PRICE, "price_per_gpu_hour", "provider")
+    assert eight.order_key(2)[3][0] == "eight" and eight.order_key(2)[4] == eight.machine_ids

@@ -15,6 +15,9 @@ from django.test.utils import CaptureQueriesContext
 from nodelodge.recommendations.answer import recommendation_for
 from nodelodge.recommendations.query import parse_query
 from sizing.cluster import cluster_need
+from sizing.offers import Preferences
+from sizing.preferences import preference_breaks
+from sizing.reasons import BREAK_BUDGET
 from sizing.units import MIB
 from tests.helpers import LLAMA_8B
 from tests.sizing.test_cluster_plan import LLAMA_405B, deepseek_per_gpu, llama_405b_16_bit_per_gpu
@@ -70,6 +73,19 @@ def test_the_price_limit_applies_to_the_clusters_total(client, h100_site):
     assert "more per hour than the price limit" in body["clusters_note"]
     _, body = get_json(client, LLAMA_405B_8K + "&max_price=40")
     assert [c["price_per_hour"] for c in body["clusters"]] == ["40.00"]
+
+
+def test_a_cluster_whose_hour_the_budget_does_not_cover_is_not_offered(client, h100_site):
+    # $40 per hour: a budget of $39.99 does not cover one hour of it, as it would not of a machine.
+    assert preference_breaks(None, Decimal("40.00"), Preferences(budget=Decimal("39.99"))) == (BREAK_BUDGET,)
+    _, body = get_json(client, LLAMA_405B_8K + "&budget=39.99")
+    assert body["clusters"] == [] and body["clusters_total"] == 0 and body["clusters_over_price"] == 1
+    assert body["clusters_note"] == "The budget covers under an hour of 1 more cluster."
+    assert "a cluster holds it" not in body["empty_reason"]
+    # One within the budget still is: a budget of one hour's price covers it.
+    _, body = get_json(client, LLAMA_405B_8K + "&budget=40")
+    assert [c["price_per_hour"] for c in body["clusters"]] == ["40.00"]
+    assert body["clusters_total"] == 1 and body["clusters_over_price"] == 0 and body["clusters_note"] is None
 
 
 def test_the_budget_covers_the_total_cut_at_the_shortest_booking_limit(client, h100_site):

@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from catalog.counting import fleet as catalog_fleet
 from catalog.counting import fleet_counts
+from catalog.counting.fleet_query import FleetQuery
 from catalog.models import GpuType, Machine, Provider
 from catalog.services import load_catalog
 from nodelodge.launches import services as launches
@@ -42,13 +43,13 @@ LAUNCHES_EACH = 8
 READS = 12
 
 
-def fleet_query(query_string: str) -> catalog_fleet.FleetQuery:
+def fleet_query(query_string: str) -> FleetQuery:
     """The catalog's part of a wizard query, as the recommendations core builds it."""
     form = WorkloadQueryForm(dict(part.split("=", 1) for part in query_string.split("&")))
     assert form.is_valid(), form.errors
     query = WorkloadQuery.from_form(form)
     breakdowns = [estimate_for(query)[0]] + [estimate_for(query, bits)[0] for bits in (8, 4)]
-    return catalog_fleet.FleetQuery(
+    return FleetQuery(
         stale_cutoff=stale_cutoff(timezone.now()), countries=query.countries,
         fits=tuple(fit_thresholds(breakdown) for breakdown in breakdowns), tier=query.tier,
         max_price_per_hour=query.max_price, budget=query.budget, machines_shown=10, alternatives_shown=5,

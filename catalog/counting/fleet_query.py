@@ -1,0 +1,24 @@
+"""One wizard query as the counting statements see it (`FleetQuery`): what `catalog.counting.fleet`
+counts, `catalog.counting.fleet_machines` fetches and `catalog.counting.countries` counts per country.
+Its own module, so the modules that read it need not import one another."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+
+
+@dataclass(frozen=True)
+class FleetQuery:
+    """One wizard query as the database sees it. `fits` holds one entry per precision considered:
+    the chosen one first, then lower ones; each is `fit_thresholds` of that precision's breakdown."""
+
+    stale_cutoff: datetime
+    countries: frozenset[str] | None
+    fits: tuple[tuple[tuple[int, int], ...], ...]
+    tier: str  # "secure", "community" or "both"
+    max_price_per_hour: Decimal | None
+    budget: Decimal | None
+    machines_shown: int
+    alternatives_shown: int
+    lower_shown: int = 1  # machines fetched per lower precision (the cheapest; 0 for counts alone)
