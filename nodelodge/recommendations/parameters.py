@@ -69,7 +69,7 @@ class Parameter:
     kind: str  # CHOICE, INTEGER, DECIMAL, TEXT or FLAG
     section: str = QUERY
     label: object = None  # the form's label (None: the page words it, as for the context)
-    words: object = None  # the field's name in a summary of errors (None: not listed by name)
+    words: object = None  # the field's name in the page's summary of errors (None: the label the page shows)
     default: str | None = None  # as the query string writes it; None: none (or the form's own rule)
     required: bool = False
     minimum: int | Decimal | None = None
