@@ -32,7 +32,8 @@ from sizing.limits import MAX_BATCHED_TOKENS, MAX_CONTEXT, MAX_GPU_MEMORY_GIB, M
 from sizing.units import GIB, gib_number
 
 from .messages import error_words, form_errors
-from .query import KV_CACHE_PRECISIONS, PRECISIONS, Conflict, NotFound, QueryError, normalize_query
+from .parameters import BY_NAME
+from .query import Conflict, NotFound, QueryError, normalize_query
 from .typed_numbers import TypedDecimalField, TypedIntegerField
 
 ENGINES = [("vllm", "vLLM")]
@@ -50,11 +51,10 @@ CAPACITY_DEFAULTS = {
 
 
 class CapacityForm(forms.Form):
-    model = forms.CharField(max_length=100, label=_("Model"), error_messages=error_words("model", "required"))
-    precision = forms.TypedChoiceField(choices=PRECISIONS, coerce=int, label=_("Precision"),
-                                       error_messages=error_words("precision", "required"))
-    kv_cache = forms.TypedChoiceField(choices=KV_CACHE_PRECISIONS, coerce=int, label=_("KV cache precision"),
-                                      error_messages=error_words("kv_cache", "required"))
+    # The model and its precisions as the workload query declares them (`parameters`), each required here.
+    model = BY_NAME["model"].form_field(required=True)
+    precision = BY_NAME["precision"].form_field(required=True)
+    kv_cache = BY_NAME["kv_cache"].form_field(required=True)
     gpu = forms.CharField(max_length=100, required=False, label=_("GPU type"))
     engine = forms.ChoiceField(choices=ENGINES, label=_("Engine"), error_messages={
         "required": _("The GPU what-if sizes vLLM's budget: engine=vllm."),

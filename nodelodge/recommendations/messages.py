@@ -7,8 +7,6 @@ written as that language writes numbers (10,000,000 in English, 10.000.000 in Ge
 from __future__ import annotations
 
 from django import forms
-from django.utils.formats import number_format
-from django.utils.functional import lazy
 from django.utils.translation import gettext_lazy as _
 from django.utils.translation import pgettext_lazy
 
@@ -16,115 +14,18 @@ from sizing.limits import (
     MAX_BATCHED_TOKENS,
     MAX_CONTEXT,
     MAX_GPU_MEMORY_GIB,
-    MAX_LIMIT,
-    MAX_LORA_RANK,
-    MAX_MONEY,
-    MAX_NOTEBOOK_GIB,
     MAX_NUM_SEQS,
     MAX_PARALLEL,
-    MAX_REDUNDANCY,
     MAX_REQUESTS,
-    MAX_TARGET_TOKENS_PER_S,
 )
 
-from .sorts import SORTS
+from .parameters import PARAMETERS, filled
 
+__all__ = ["MESSAGES", "filled"]
 
-def _fill(message, values: dict) -> str:
-    return str(message) % {
-        name: value if isinstance(value, str) else number_format(value, force_grouping=True)
-        for name, value in values.items()
-    }
-
-
-_filled_lazily = lazy(_fill, str)
-
-
-def filled(message, **values):
-    """A translatable message with named figures (and words), filled in when it is read."""
-    return _filled_lazily(message, values)
-
-
-MESSAGES = {
-    "context": {
-        "min_value": _("Context must be at least 1 token."),
-        "max_value": filled(_("Context can be at most %(max)s tokens."), max=MAX_CONTEXT),
-        "invalid": _("Context must be a whole number of tokens, such as 4096."),
-    },
-    "requests": {
-        "min_value": _("Concurrent requests must be at least 1."),
-        "max_value": filled(_("Concurrent requests can be at most %(max)s."), max=MAX_REQUESTS),
-        "invalid": _("Concurrent requests must be a whole number, such as 1 or 8."),
-    },
-    "memory_gib": {
-        "min_value": _("GPU memory must be more than 0 GiB."),
-        "max_value": filled(_("GPU memory can be at most %(max)s GiB."), max=MAX_NOTEBOOK_GIB),
-        "invalid": _("GPU memory must be a number of GiB, such as 24."),
-        "max_decimal_places": _("GPU memory takes at most 2 decimal places."),
-        "max_digits": filled(_("GPU memory can be at most %(max)s GiB."), max=MAX_NOTEBOOK_GIB),
-        "max_whole_digits": filled(_("GPU memory can be at most %(max)s GiB."), max=MAX_NOTEBOOK_GIB),
-    },
-    "budget": {
-        "min_value": _("The budget must be more than $0; leave it empty for no budget."),
-        "max_value": filled(_("The budget can be at most $%(max)s."), max=MAX_MONEY),
-        "invalid": _("The budget must be an amount in USD, such as 50 or 12.50."),
-        "max_decimal_places": _("The budget takes at most 2 decimal places (cents)."),
-        "max_digits": filled(_("The budget can be at most $%(max)s."), max=MAX_MONEY),
-        "max_whole_digits": filled(_("The budget can be at most $%(max)s."), max=MAX_MONEY),
-    },
-    "max_price": {
-        "min_value": _("The max price must be more than $0 per hour; leave it empty for no limit."),
-        "max_value": filled(_("The max price can be at most $%(max)s per hour."), max=MAX_MONEY),
-        "invalid": _("The max price must be an amount in USD per hour, such as 2.50."),
-        "max_decimal_places": _("The max price takes at most 2 decimal places (cents)."),
-        "max_digits": filled(_("The max price can be at most $%(max)s per hour."), max=MAX_MONEY),
-        "max_whole_digits": filled(_("The max price can be at most $%(max)s per hour."), max=MAX_MONEY),
-    },
-    "min_memory_gib": {
-        "min_value": _("Memory per GPU must be more than 0 GiB; leave it empty for any."),
-        "max_value": filled(_("Memory per GPU can be at most %(max)s GiB."), max=MAX_NOTEBOOK_GIB),
-        "invalid": _("Memory per GPU must be a number of GiB, such as 80."),
-        "max_decimal_places": _("Memory per GPU takes at most 2 decimal places."),
-        "max_digits": filled(_("Memory per GPU can be at most %(max)s GiB."), max=MAX_NOTEBOOK_GIB),
-        "max_whole_digits": filled(_("Memory per GPU can be at most %(max)s GiB."), max=MAX_NOTEBOOK_GIB),
-    },
-    "limit": {
-        "min_value": _("Show at least 1 machine per page."),
-        "max_value": filled(_("At most %(max)s machines per page."), max=MAX_LIMIT),
-        "invalid": _("Machines per page must be a whole number."),
-    },
-    "page": {
-        "min_value": _("Pages start at 1."),
-        "max_value": _("There are not that many pages."),
-        "invalid": _("The page must be a whole number, such as 2."),
-    },
-    "target_tokens": {
-        "min_value": _("The throughput to serve must be more than 0 tokens/s; leave it empty for no plan."),
-        "max_value": filled(
-            _("The throughput to serve can be at most %(max)s tokens/s."), max=MAX_TARGET_TOKENS_PER_S
-        ),
-        "invalid": _("The throughput to serve must be a number of tokens per second, such as 180000."),
-        "max_decimal_places": _("The throughput to serve takes at most 3 decimal places."),
-        "max_digits": filled(
-            _("The throughput to serve can be at most %(max)s tokens/s."), max=MAX_TARGET_TOKENS_PER_S
-        ),
-        "max_whole_digits": filled(
-            _("The throughput to serve can be at most %(max)s tokens/s."), max=MAX_TARGET_TOKENS_PER_S
-        ),
-    },
-    "efficiency": {
-        "min_value": _("The efficiency must be more than 0 percent."),
-        "max_value": _("The efficiency can be at most 100 percent."),
-        "invalid": _("The efficiency must be a percentage, such as 75."),
-        "max_decimal_places": _("The efficiency takes at most 2 decimal places."),
-        "max_digits": _("The efficiency can be at most 100 percent."),
-        "max_whole_digits": _("The efficiency can be at most 100 percent."),
-    },
-    "redundancy": {
-        "min_value": _("Spare copies cannot be negative; 0 means none."),
-        "max_value": filled(_("At most %(max)s spare copies."), max=MAX_REDUNDANCY),
-        "invalid": _("Spare copies must be a whole number, such as 1."),
-    },
+# The messages of the query's inputs are declared with them (`parameters.PARAMETERS`); the GPU what-if's
+# own settings are worded here.
+WHAT_IF_MESSAGES = {
     "gpu_memory_gib": {
         "required": _("Enter one GPU's memory in GiB, as CUDA reports it (79.19 for an H100 80GB)."),
         "min_value": _("One GPU's memory must be more than 0 GiB."),
@@ -171,33 +72,10 @@ MESSAGES = {
         "max_value": filled(_("max_num_seqs can be at most %(max)s."), max=MAX_NUM_SEQS),
         "invalid": _("max_num_seqs must be a whole number, such as 256."),
     },
-    "engine": {
-        "required": _("Choose the engine: transformers or vllm."),
-        "invalid_choice": _("Choose the engine: transformers or vllm."),
-    },
-    "clusters": {"invalid_choice": _("Choose auto (clusters when no single machine fits) or show (always).")},
-    "model": {"required": _("Choose a model.")},
-    "workload": {"invalid_choice": _("Choose run a model, fine-tune, generate images or notebook.")},
-    "precision": {"invalid_choice": _("Choose 16-bit, 8-bit or 4-bit."),
-                  "required": _("Choose 16-bit, 8-bit or 4-bit.")},
-    "kv_cache": {"invalid_choice": _("Choose a 16-bit or an 8-bit KV cache."),
-                 "required": _("Choose a 16-bit or an 8-bit KV cache.")},
-    "tier": {"invalid_choice": _("Choose Secure, Community or both.")},
-    # How a fine-tune is run (sizing.training); read for the fine-tuning workload only.
-    "gradient_checkpointing": {"invalid_choice": _("Choose gradient checkpointing on, off or offload.")},
-    "loss": {"invalid_choice": _("Choose the loss: full, fused or chunked.")},
-    "lora_rank": {
-        "min_value": _("The LoRA rank must be at least 1."),
-        "max_value": filled(_("The LoRA rank can be at most %(max)s."), max=MAX_LORA_RANK),
-        "invalid": _("The LoRA rank must be a whole number, such as 16."),
-    },
-    "lora_targets": {"invalid_choice": _("Choose the LoRA targets: attention, qv, mlp or all.")},
-    "adapter": {"invalid_choice": _("Choose the adapter: lora or dora.")},
-    "optimizer": {"invalid_choice": _("Choose the optimizer: adamw or adamw8bit.")},
-    "base_format": {"invalid_choice": _("Choose the 4-bit base: nf4 or gptq.")},
-    "sort": {"invalid_choice": filled(_("Sort by one of: %(sorts)s."), sorts=", ".join(SORTS))},
-    "group": {"invalid_choice": _("Group by gpu, or leave it empty.")},
-    "confidence": {"invalid_choice": _("Confidence filter: high, medium, or empty for any.")},
+}
+MESSAGES = {
+    **{p.name: p.messages for p in PARAMETERS if p.messages},
+    **WHAT_IF_MESSAGES,
 }
 
 
@@ -280,19 +158,7 @@ def field_labels(workload: str, model_kind: str | None) -> dict[str, str]:
     return {name: str(label) for name, label in labels.items()}
 
 
-FIELD_WORDS = {
-    "workload": _("What you want to do"), "model": _("Model"), "precision": _("Precision"),
-    "kv_cache": _("KV cache precision"),
-    "memory_gib": _("GPU memory needed"), "budget": _("Budget"), "max_price": _("Max price per hour"),
-    "tier": _("Tier"), "countries": _("Countries"), "limit": _("Machines per page"), "sort": _("Sort by"),
-    "gpu": _("GPU model"), "min_memory_gib": _("Memory per GPU at least"), "confidence": _("Confidence"),
-    "group": _("Group by"), "page": _("Page"), "target_tokens": _("Tokens per second to serve"),
-    "efficiency": _("Usable efficiency"), "redundancy": _("Spare copies"),
-    "gpu_plans": _("Cheapest plan on each GPU type"),
-    "gradient_checkpointing": _("Gradient checkpointing"), "loss": _("Loss"), "lora_rank": _("LoRA rank"),
-    "lora_targets": _("LoRA targets"), "adapter": _("Adapter"), "optimizer": _("Optimizer"),
-    "base_format": _("4-bit base"),
-}
+FIELD_WORDS = {p.name: p.words for p in PARAMETERS if p.words is not None}
 
 
 def error_list(errors: dict[str, str], labels: dict[str, str]) -> list[dict]:

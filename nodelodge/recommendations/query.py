@@ -1,14 +1,11 @@
 """The workload query: parsed, validated and normalised once, for every surface.
 
-Parameter names are a contract (query string, API and `estimate`/`recommend` options):
-workload, model, precision, kv_cache, engine, clusters, context, requests, memory_gib, budget, max_price,
-tier, countries, limit, and for the machine list: sort, gpu, min_memory_gib, confidence, group, page;
-for a throughput plan (language models): target_tokens, efficiency, redundancy, gpu_plans;
-and for a fine-tune (`sizing.training`): gradient_checkpointing, loss, lora_rank, lora_targets, adapter,
-optimizer, base_format (read for the fine-tuning workload only: another ignores them; base_format at
-precision 4 only: another precision ignores it).
+Parameter names are a contract (query string, API and `estimate`/`recommend` options); each input is
+declared once in `parameters` (its kind, default, limits, choices, label and messages), and the form
+below is made from those declarations. The fine-tuning inputs (`sizing.training`) are read for the
+fine-tuning workload only (another ignores them; base_format at precision 4 only).
 A field left out takes its default (`DEFAULTS`, and the workload's default model), the same for the
-page, the API and the commands. Every message a user reads about a bad value is worded in `messages`.
+page, the API and the commands. Every message a user reads about a bad value is declared with its input.
 Which inputs a workload needs for which model (a speech model takes no context) is the sizing
 engine's rule (`sizing.calculators.estimate`); the form checks types and limits.
 """
@@ -20,63 +17,33 @@ from urllib.parse import urlencode
 
 from django import forms
 from django.utils.translation import gettext
-from django.utils.translation import gettext_lazy as _
 
 from sizing.calculators.vllm import DEFAULT_ENGINE
 from sizing.countries import ALL_CODES, EU_CODE, country_hint, expand_countries
 from sizing.errors import SizingError
-from sizing.limits import (
-    MAX_CONTEXT,
-    MAX_COUNTRY_ITEMS,
-    MAX_LIMIT,
-    MAX_LORA_RANK,
-    MAX_MONEY,
-    MAX_NOTEBOOK_GIB,
-    MAX_PAGE,
-    MAX_REDUNDANCY,
-    MAX_REQUESTS,
-    MAX_TARGET_TOKENS_PER_S,
-)
+from sizing.limits import MAX_COUNTRY_ITEMS
 from sizing.throughput_plan import DEFAULT_EFFICIENCY_PERCENT, DEFAULT_REDUNDANCY
-from sizing.training import BASE_FORMAT_PRECISION, DEFAULT_TRAINING, Training
-from sizing.training import CHOICES as TRAINING_CHOICES
-from sizing.training import DEFAULTS as TRAINING_DEFAULTS
+from sizing.training import DEFAULT_TRAINING, Training
 from sizing.training import FIELDS as TRAINING_FIELDS
-from sizing.workloads import BY_CODE, DEFAULT_WORKLOAD, WIZARD_CODES, workload
+from sizing.workloads import DEFAULT_WORKLOAD, workload
 
-from .messages import MESSAGES, error_words, form_errors
-from .sorts import CONFIDENCE_FILTERS, DEFAULT_SORT, GROUPS, SORT_CHOICES
+from .messages import MESSAGES, form_errors
+from .parameters import (  # noqa: F401 (the choices and defaults, as the query's users import them)
+    CLUSTER_CHOICES,
+    CLUSTERS_AUTO,
+    CLUSTERS_SHOW,
+    DEFAULT_KV_BITS,
+    DEFAULTS,
+    ENGINE_CHOICES,
+    KV_CACHE_PRECISIONS,
+    PARAMETERS,
+    PRECISIONS,
+    TIERS,
+    WORKLOAD_CHOICES,
+    form_fields,
+)
+from .sorts import DEFAULT_SORT
 from .typed_numbers import TypedDecimalField, TypedIntegerField
-
-WORKLOAD_CHOICES = [(code, BY_CODE[code].label) for code in WIZARD_CODES]
-PRECISIONS = [("16", _("16-bit")), ("8", _("8-bit")), ("4", _("4-bit"))]
-KV_CACHE_PRECISIONS = [("16", _("16-bit (default)")), ("8", _("8-bit (vLLM fp8 KV cache)"))]
-ENGINE_CHOICES = [("transformers", _("transformers (default)")), ("vllm", _("vLLM"))]
-DEFAULT_KV_BITS = 16
-# Clusters of machines for a model bigger than one machine (inference with a language model): planned
-# when no single machine fits (auto), or always (show).
-CLUSTERS_AUTO, CLUSTERS_SHOW = "auto", "show"
-CLUSTER_CHOICES = [
-    (CLUSTERS_AUTO, _("When no single machine fits (default)")), (CLUSTERS_SHOW, _("Always")),
-]
-TIERS = [
-    ("both", _("Secure and Community")), ("secure", _("Secure only")), ("community", _("Community only"))
-]
-
-# What a query asks for in a field it leaves out, as the query string writes it: the page, the API and
-# the commands alike. The model left out is the workload's own (`default_model`).
-DEFAULTS = {
-    "workload": DEFAULT_WORKLOAD,
-    "precision": "16",
-    "kv_cache": str(DEFAULT_KV_BITS),
-    "engine": DEFAULT_ENGINE,
-    "clusters": CLUSTERS_AUTO,
-    "context": "4096",
-    "requests": "1",
-    "memory_gib": "24",
-    "tier": "both",
-    **TRAINING_DEFAULTS,
-}
 
 
 def default_model(code: str | None) -> str | None:
@@ -122,119 +89,8 @@ class Conflict(QueryError):
 CONFLICT = "conflict"  # the code of a form error that depends on another field
 
 
-class WorkloadQueryForm(forms.Form):
-    workload = forms.ChoiceField(
-        choices=WORKLOAD_CHOICES, label=_("What you want to do"),
-        error_messages=error_words("workload", "required"),
-    )
-    model = forms.CharField(max_length=100, required=False, label=_("Model"))
-    precision = forms.TypedChoiceField(
-        choices=PRECISIONS, coerce=int, required=False, label=_("Precision"),
-        error_messages=error_words("precision"),
-    )
-    kv_cache = forms.TypedChoiceField(
-        choices=KV_CACHE_PRECISIONS, coerce=int, required=False, label=_("KV cache precision"),
-        error_messages=error_words("kv_cache"),
-    )
-    engine = forms.ChoiceField(
-        choices=ENGINE_CHOICES, required=False, label=_("Engine"), error_messages=error_words("engine"),
-    )
-    clusters = forms.ChoiceField(
-        choices=CLUSTER_CHOICES, required=False, label=_("Clusters of machines"),
-        error_messages=error_words("clusters"),
-    )
-    context = TypedIntegerField(
-        min_value=1, max_value=MAX_CONTEXT, required=False, error_messages=error_words("context")
-    )
-    requests = TypedIntegerField(
-        min_value=1, max_value=MAX_REQUESTS, required=False, error_messages=error_words("requests")
-    )
-    memory_gib = TypedDecimalField(
-        min_value=Decimal("0.01"), max_value=Decimal(MAX_NOTEBOOK_GIB), max_digits=9, decimal_places=2,
-        required=False, label=_("GPU memory needed (GiB)"), error_messages=error_words("memory_gib"),
-    )
-    budget = TypedDecimalField(
-        min_value=Decimal("0.01"), max_value=MAX_MONEY, max_digits=14, decimal_places=2,
-        required=False, label=_("Budget (USD)"), error_messages=error_words("budget"),
-    )
-    max_price = TypedDecimalField(
-        min_value=Decimal("0.01"), max_value=MAX_MONEY, max_digits=14, decimal_places=2,
-        required=False, label=_("Max price per hour (USD)"), error_messages=error_words("max_price"),
-    )
-    tier = forms.ChoiceField(
-        choices=TIERS, required=False, label=_("Tier"), error_messages=error_words("tier")
-    )
-    countries = forms.CharField(max_length=2000, required=False, label=_("Countries"))
-    limit = TypedIntegerField(
-        min_value=1, max_value=MAX_LIMIT, required=False, label=_("Machines per page"),
-        error_messages=error_words("limit"),
-    )
-    # The machine list: sort, filters, grouping and page (defaults: cheapest first, everything, page 1).
-    sort = forms.ChoiceField(
-        choices=SORT_CHOICES, required=False, label=_("Sort"), error_messages=error_words("sort")
-    )
-    gpu = forms.CharField(max_length=100, required=False, label=_("GPU model"))
-    min_memory_gib = TypedDecimalField(
-        min_value=Decimal("0.01"), max_value=Decimal(MAX_NOTEBOOK_GIB), max_digits=9, decimal_places=2,
-        required=False, label=_("Memory per GPU at least (GiB)"),
-        error_messages=error_words("min_memory_gib"),
-    )
-    confidence = forms.ChoiceField(
-        choices=CONFIDENCE_FILTERS, required=False, label=_("Confidence"),
-        error_messages=error_words("confidence"),
-    )
-    group = forms.ChoiceField(
-        choices=GROUPS, required=False, label=_("Group"), error_messages=error_words("group")
-    )
-    page = TypedIntegerField(
-        min_value=1, max_value=MAX_PAGE, required=False, label=_("Page"), error_messages=error_words("page")
-    )
-    target_tokens = TypedDecimalField(
-        min_value=Decimal("0.001"), max_value=MAX_TARGET_TOKENS_PER_S, max_digits=13, decimal_places=3,
-        required=False, label=_("Throughput to serve (tokens/s)"),
-        error_messages=error_words("target_tokens"),
-    )
-    efficiency = TypedDecimalField(
-        min_value=Decimal("0.01"), max_value=Decimal("100"), max_digits=5, decimal_places=2, required=False,
-        label=_("Usable efficiency (%)"), error_messages=error_words("efficiency"),
-    )
-    redundancy = TypedIntegerField(
-        min_value=0, max_value=MAX_REDUNDANCY, required=False, label=_("Redundancy (spare model copies)"),
-        error_messages=error_words("redundancy"),
-    )
-    # Also the cheapest plan on each of the GPU types that serve tokens cheapest (asked for: each is
-    # one more exact search and one more list of up to hundreds of machines).
-    gpu_plans = forms.BooleanField(required=False, label=_("Cheapest plan on each GPU type"))
-    # How a fine-tune is run (`sizing.training`): the fine-tuning workload reads them, others ignore them.
-    gradient_checkpointing = forms.ChoiceField(
-        choices=[(code, code) for code in TRAINING_CHOICES["gradient_checkpointing"]], required=False,
-        label=_("Gradient checkpointing"), error_messages=error_words("gradient_checkpointing"),
-    )
-    loss = forms.ChoiceField(
-        choices=[(code, code) for code in TRAINING_CHOICES["loss"]], required=False, label=_("Loss"),
-        error_messages=error_words("loss"),
-    )
-    lora_rank = TypedIntegerField(
-        min_value=1, max_value=MAX_LORA_RANK, required=False, label=_("LoRA rank"),
-        error_messages=error_words("lora_rank"),
-    )
-    lora_targets = forms.ChoiceField(
-        choices=[(code, code) for code in TRAINING_CHOICES["lora_targets"]], required=False,
-        label=_("LoRA targets"), error_messages=error_words("lora_targets"),
-    )
-    adapter = forms.ChoiceField(
-        choices=[(code, code) for code in TRAINING_CHOICES["adapter"]], required=False, label=_("Adapter"),
-        error_messages=error_words("adapter"),
-    )
-    optimizer = forms.ChoiceField(
-        choices=[(code, code) for code in TRAINING_CHOICES["optimizer"]], required=False,
-        label=_("Optimizer"), error_messages=error_words("optimizer"),
-    )
-    # What the 4-bit base is stored in: read at precision 4 only, ignored (and not listed) at another.
-    base_format = forms.ChoiceField(
-        choices=[(code, code) for code in TRAINING_CHOICES["base_format"]], required=False,
-        label=_("4-bit base"), error_messages=error_words("base_format"),
-    )
+class _QueryForm(forms.Form):
+    """The workload query's checks; its fields are the declared inputs (`WorkloadQueryForm`)."""
 
     def __init__(self, data=None, *args, number_language: str | None = None, **kwargs):
         """`number_language`: the page's language, whose way of writing numbers its fields read
@@ -267,11 +123,11 @@ class WorkloadQueryForm(forms.Form):
             return cleaned
         # A training field sent with another workload (the base format at another precision) is ignored
         # there; a value no workload takes is still refused, so a query means one thing everywhere.
-        if not chosen.takes_training:
-            for name in TRAINING_FIELDS:
-                cleaned.pop(name, None)
-        elif cleaned.get("precision") != BASE_FORMAT_PRECISION:
-            cleaned.pop("base_format", None)
+        for parameter in PARAMETERS:
+            if parameter.read_by and not getattr(chosen, parameter.read_by):
+                cleaned.pop(parameter.name, None)
+            elif parameter.at_precision is not None and cleaned.get("precision") != parameter.at_precision:
+                cleaned.pop(parameter.name, None)
         if chosen.takes_memory:
             if cleaned.get("memory_gib") is None and "memory_gib" not in self.errors:
                 self.add_error("memory_gib", forms.ValidationError(
@@ -289,6 +145,12 @@ class WorkloadQueryForm(forms.Form):
                 gettext("A throughput plan is for running a language model."), code=CONFLICT
             ))
         return cleaned
+
+
+# One field for each declared input, in the declaration's order.
+WorkloadQueryForm = type("WorkloadQueryForm", (_QueryForm,), {
+    "__module__": __name__, "__doc__": "The workload query as a form.", **form_fields(PARAMETERS)
+})
 
 
 def parameter_schema(

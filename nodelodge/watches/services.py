@@ -23,6 +23,7 @@ from django.utils.translation import gettext
 from nodelodge.recommendations.answer import recommendation_for
 from nodelodge.recommendations.estimate import estimate_for
 from nodelodge.recommendations.fleet import fleet_reader
+from nodelodge.recommendations.parameters import LIST_ARRANGEMENT
 from nodelodge.recommendations.query import QueryError, WorkloadQuery, parse_query
 from nodelodge.recommendations.sorts import DEFAULT_SORT
 from nodelodge.recommendations.typed_numbers import typed_number
@@ -39,7 +40,7 @@ MAX_WATCHES_PER_USER = 50
 MATCHES_KEPT = 10  # machines a firing records (the cheapest first) and a delivery lists
 MAX_COOLDOWN_SECONDS = 7 * 24 * 3600
 # Fields of a query that only arrange the list shown: a watch leaves them out.
-LIST_ONLY = ("page", "limit", "group")
+LIST_ONLY = LIST_ARRANGEMENT
 # What a check reads of a watch; one that fires or changes is read again, whole, under its lock.
 CHECKED_FIELDS = ("query", "query_key", "state", "condition", "price_per_hour", "machines", "matching",
                   "last_fired_at", "cooldown_seconds")

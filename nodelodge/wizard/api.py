@@ -3,12 +3,13 @@ from __future__ import annotations
 
 from csp.decorators import csp_update
 from django.db import InterfaceError, OperationalError
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.utils.translation import gettext
 from ninja import Field, NinjaAPI, Query, Schema, Swagger
 from ninja.errors import AuthenticationError, HttpError, Throttled
 from ninja.errors import ValidationError as NinjaValidationError
-from pydantic import TypeAdapter
+from ninja.parser import Parser
+from pydantic import TypeAdapter, create_model
 
 from catalog import database
 from nodelodge.hardening.api_auth import CsrfRefused
@@ -30,20 +31,31 @@ from nodelodge.recommendations.capacity import CAPACITY_DEFAULTS, CapacityForm, 
 from nodelodge.recommendations.clusters import clusters_payload
 from nodelodge.recommendations.estimate import estimate_for
 from nodelodge.recommendations.model_choices import model_listing
+from nodelodge.recommendations.parameters import BY_NAME, ESTIMATE_PARAMETERS, PARAMETERS
 from nodelodge.recommendations.query import (
-    DEFAULTS,
     Conflict,
     NotFound,
     QueryError,
     WorkloadQuery,
-    WorkloadQueryForm,
+    normalize_query,
     parameter_schema,
     parse_query,
 )
 from sizing.limits import API_LIMIT
-from sizing.workloads import WIZARD_CODES, WORKLOADS
+from sizing.workloads import WIZARD_CODES
 
 from . import conditional as answer_http
+
+
+class ConsoleParser(Parser):
+    """Query strings as the page reads them: a repeated `countries` is one list, comma-joined
+    (`query.normalize_query`); any other repeated parameter, the last value, as Django's."""
+
+    def parse_querydict(self, data, list_fields, request):
+        result = super().parse_querydict(data, list_fields, request)
+        if "countries" in data and "countries" not in list_fields:
+            result["countries"] = normalize_query(data)["countries"]
+        return result
 
 
 class ConsoleSwagger(Swagger):
@@ -69,8 +81,8 @@ class ConsoleAPI(NinjaAPI):
                     # Every what-if setting has a default, which a value left out or empty takes.
                     stated = parameter_schema(name, CapacityForm, empty_is_default=True)
                     parameter["schema"] = _with_default(stated, CAPACITY_DEFAULTS.get(name))
-                elif name in WorkloadQueryForm.base_fields:
-                    parameter["schema"] = _with_default(parameter_schema(name), DEFAULTS.get(name))
+                elif name in BY_NAME:
+                    parameter["schema"] = _with_default(parameter_schema(name), BY_NAME[name].default)
         return schema
 
 
@@ -95,6 +107,7 @@ api = ConsoleAPI(
         "wizard's query string. Sizes are bytes and GiB (2^30 bytes); money is USD as decimal strings."
     ),
     urls_namespace="api",
+    parser=ConsoleParser(),
     throttle=[ApiRateThrottle()],
     # Swagger UI (served from ninja's own static files) draws its icons from data: URIs; only the
     # docs page gets that allowance, scripts and styles stay 'self'-only there too.
@@ -109,77 +122,31 @@ api.add_router("/watches", "nodelodge.watches.api.router")
 api.add_router("/launches", "nodelodge.launches.api.router")
 
 
-def _own_models() -> str:
-    return ", ".join(f"{w.default_model} ({w.code})" for w in WORKLOADS if w.in_wizard and w.default_model)
+def params_schema(name: str, parameters, doc: str | None) -> type[Schema]:
+    """The operation's query parameters, made from the inputs' declarations (`parameters.PARAMETERS`):
+    each read as text (a query string's value always is, so this schema refuses nothing) with the default
+    and the description declared. The console's own rules check the values (`query.parse_query`): one
+    check, whose 400 names the field in the console's words; the schema's OpenAPI entry states those
+    rules (`ConsoleAPI`)."""
+    fields = {
+        parameter.name: (str | None, Field(parameter.default, description=parameter.description or None))
+        for parameter in parameters
+    }
+    return create_model(name, __base__=Schema, __doc__=doc, **fields)
 
 
-class WorkloadParams(Schema):
-    """Every parameter is read as text and validated by the console's own rules, so a bad value
-    gets a 400 naming its field rather than a generic validation error. A parameter left out takes
-    the default the schema names, as on the page and in the commands (`query.DEFAULTS`)."""
-
-    workload: str | None = DEFAULTS["workload"]
-    model: str | None = Field(None, description=f"Default: the workload's own model: {_own_models()}.")
-    precision: str | None = DEFAULTS["precision"]
-    kv_cache: str | None = DEFAULTS["kv_cache"]
-    engine: str | None = Field(DEFAULTS["engine"], description="Inference: transformers (the default "
-                               "estimate) or vllm (vLLM's budget; fits within gpu_memory_utilization 0.9).")
-    context: str | None = DEFAULTS["context"]
-    requests: str | None = DEFAULTS["requests"]
-    memory_gib: str | None = DEFAULTS["memory_gib"]
-    # How a fine-tune is run: read for workload=finetune only, ignored (and not listed) for another.
-    gradient_checkpointing: str | None = Field(
-        DEFAULTS["gradient_checkpointing"],
-        description="Fine-tuning: on (default), off or offload (layer inputs in CPU memory).",
-    )
-    loss: str | None = Field(
-        DEFAULTS["loss"],
-        description="Fine-tuning: full (default: fp32 logits of the whole batch), fused (Unsloth's, FOAK's "
-        "cross-entropy over 16-bit logits) or chunked (Liger's fused linear cross-entropy).",
-    )
-    lora_rank: str | None = Field(
-        DEFAULTS["lora_rank"], description="Fine-tuning: adapter rank, 1 to 1024 and at most the hidden size."
-    )
-    lora_targets: str | None = Field(
-        DEFAULTS["lora_targets"],
-        description="Fine-tuning: attention (default: q, k, v, o), qv, mlp or all (every linear layer).",
-    )
-    adapter: str | None = Field(DEFAULTS["adapter"], description="Fine-tuning: lora (default) or dora.")
-    optimizer: str | None = Field(
-        DEFAULTS["optimizer"],
-        description="Fine-tuning: adamw (default, fp32 states) or adamw8bit (bitsandbytes).",
-    )
-    base_format: str | None = Field(
-        DEFAULTS["base_format"],
-        description="Fine-tuning at precision 4 only (ignored at another precision): the 4-bit base, nf4 "
-        "(default: bitsandbytes QLoRA) or gptq (a GPTQ checkpoint, group 128, trained with AutoGPTQ/optimum "
-        "and PEFT; not with adapter=dora).",
-    )
+WorkloadParams = params_schema("WorkloadParams", ESTIMATE_PARAMETERS, (
+    "Every parameter is read as text and validated by the console's own rules, so a bad value\n"
+    "gets a 400 naming its field rather than a generic validation error. A parameter left out takes\n"
+    "the default the schema names, as on the page and in the commands (`query.DEFAULTS`)."
+))
+PreferenceParams = params_schema("PreferenceParams", PARAMETERS, None)
 
 
-class PreferenceParams(WorkloadParams):
-    budget: str | None = None
-    max_price: str | None = None
-    tier: str | None = DEFAULTS["tier"]
-    countries: str | None = None
-    limit: str | None = None
-    sort: str | None = None
-    gpu: str | None = None
-    min_memory_gib: str | None = None
-    confidence: str | None = None
-    group: str | None = None
-    page: str | None = None
-    target_tokens: str | None = None
-    efficiency: str | None = None
-    redundancy: str | None = None
-    gpu_plans: str | None = None
-    clusters: str | None = Field(
-        DEFAULTS["clusters"],
-        description="Language-model inference: clusters of identical machines at one site that serve the "
-        "model together under vLLM (tensor parallel within a machine, pipeline parallel across machines): "
-        "auto (the default: planned when no single machine fits) or show (always). At most 10, cheapest "
-        "first.",
-    )
+def _query(params: Schema) -> WorkloadQuery:
+    """The query from the parameters ninja read (those the request gave; repeated countries joined by
+    `ConsoleParser`), checked once, by the console's rules, as the page's and the commands' are."""
+    return parse_query(params.model_dump(exclude_unset=True))
 
 
 class CapacityParams(Schema):
@@ -484,10 +451,6 @@ class ModelOut(Schema):
     missing: list[str]
 
 
-def _query(request: HttpRequest) -> WorkloadQuery:
-    return parse_query(request.GET)
-
-
 @api.exception_handler(QueryError)
 def query_error(request, exc: QueryError):
     return api.create_response(request, {"errors": exc.errors}, status=400)
@@ -604,7 +567,7 @@ def _validated(schema, value):
 def estimate(request, params: Query[WorkloadParams]):
     """The GPU memory a workload needs, item by item (the `estimate --json` object)."""
     return _answered(
-        request, "estimate", lambda: _validated(MemoryOut, estimate_for(_query(request))[0].as_dict())
+        request, "estimate", lambda: _validated(MemoryOut, estimate_for(_query(params))[0].as_dict())
     )
 
 
@@ -629,7 +592,7 @@ def recommendations(request, params: Query[PreferenceParams]):
     # The payload is built to the schema (the schema tests check every answer against it); checking it
     # again field by field on every request cost a fifth of the answer with a hundred machines.
     return _answered(request, "recommendations", lambda: recommendation_payload(
-        recommendation_for(_query(request), default_limit=API_LIMIT, shed_when_busy=True)
+        recommendation_for(_query(params), default_limit=API_LIMIT, shed_when_busy=True)
     ))
 
 
@@ -643,7 +606,7 @@ def capacity(request, params: Query[CapacityParams]):
     item (weights, activation peak, memory outside PyTorch; the CUDA context and graphs outside it), the
     KV cache it leaves in GiB and in tokens, the requests of `max_model_len` it holds at once, and the
     `vllm serve` command."""
-    return database.replica_first(lambda: capacity_for(parse_capacity(request.GET)))
+    return database.replica_first(lambda: capacity_for(parse_capacity(params.model_dump(exclude_unset=True))))
 
 
 @api.get(

@@ -30,6 +30,7 @@ from nodelodge.recommendations.capacity import query_from as capacity_query_from
 from nodelodge.recommendations.clusters import cluster_machine_ids, cluster_offer_of
 from nodelodge.recommendations.messages import error_list, field_labels, messages_for, reworded
 from nodelodge.recommendations.model_choices import model_row, precision_options, suits
+from nodelodge.recommendations.parameters import TRAINING_PARAMETERS
 from nodelodge.recommendations.query import (
     DEFAULTS,
     WORKLOAD_CHOICES,
@@ -41,7 +42,7 @@ from nodelodge.recommendations.query import (
 )
 from nodelodge.recommendations.sorts import CONFIDENCE_FILTERS, GROUPS, SORT_CHOICES
 from sizing.calculators import gpus_for_throughput, rule_of_thumb
-from sizing.limits import MAX_CONTEXT, MAX_LIMIT, MAX_LORA_RANK, MAX_REQUESTS, PAGE_MAX_LIMIT
+from sizing.limits import MAX_LIMIT, PAGE_MAX_LIMIT
 from sizing.training import CHOICES as TRAINING_CHOICES
 from sizing.training import PRESET_NAMES, PRESETS
 from sizing.units import figure_text
@@ -96,6 +97,25 @@ def _form_values(params) -> tuple[dict[str, str], object | None]:
 def training_choices() -> dict[str, list[tuple[str, str]]]:
     """Each fine-tuning choice's codes with their words in the page's language."""
     return {field: [(code, words[code]) for code in words] for field, words in TRAINING_CHOICES.items()}
+
+
+def training_rows(values: dict, errors: dict, field_messages: dict) -> list[dict]:
+    """The fine-tuning inputs as the page lays them out (each declaration's `place`, a row side by side
+    where one says `inline`); an input read at one precision only (the 4-bit base) at that one only."""
+    choices = training_choices()
+    rows: dict[int, dict] = {}
+    for parameter in sorted(TRAINING_PARAMETERS, key=lambda p: p.place or (0, 0)):
+        if parameter.at_precision is not None and str(values.get("precision")) != str(parameter.at_precision):
+            continue
+        row = rows.setdefault((parameter.place or (0, 0))[0], {"inline": False, "inputs": []})
+        row["inline"] = row["inline"] or parameter.inline
+        row["inputs"].append({
+            "name": parameter.name, "label": parameter.label, "kind": parameter.kind,
+            "choices": choices.get(parameter.name, parameter.choices), "value": values.get(parameter.name),
+            "error": errors.get(parameter.name, ""), "messages": field_messages.get(parameter.name, {}),
+            "help": parameter.page_help,
+        })
+    return [rows[number] for number in sorted(rows)]
 
 
 def training_presets(values: dict) -> list[dict]:
@@ -205,7 +225,6 @@ def _wizard_answer(request, partial: str | None, extra: dict | None = None) -> t
         "errors": errors,
         "error_list": error_list(errors, labels),
         "field_messages": messages_for(workload, model_kind),
-        "limits": {"context": MAX_CONTEXT, "requests": MAX_REQUESTS, "lora_rank": MAX_LORA_RANK},
         "sorts": SORT_CHOICES,
         "groups": GROUPS,
         "confidence_filters": CONFIDENCE_FILTERS,
@@ -218,7 +237,6 @@ def _wizard_answer(request, partial: str | None, extra: dict | None = None) -> t
             for value, label in WorkloadQueryForm.base_fields["precision"].choices
         ],
         "kv_cache_precisions": WorkloadQueryForm.base_fields["kv_cache"].choices,
-        "training_choices": training_choices(),
         "training_presets": training_presets(values),
         "engines": WorkloadQueryForm.base_fields["engine"].choices,
         "cluster_choices": WorkloadQueryForm.base_fields["clusters"].choices,
@@ -236,6 +254,7 @@ def _wizard_answer(request, partial: str | None, extra: dict | None = None) -> t
     }
     # What the form shows: its labels follow the workload and model kind, and its fields carry
     # error messages; when either changes, the whole wizard is sent rather than the result alone.
+    context["training_rows"] = training_rows(values, errors, context["field_messages"])
     context["shown"] = f"{workload}:{model_kind or ''}:{'invalid' if errors else 'ok'}"
     # A fine-tune at 4-bit also shows the base's format: switching the precision to or from 4 sends it.
     if context["chosen_workload"] is not None and context["chosen_workload"].takes_training \

@@ -6,11 +6,11 @@ import json
 from django.core.management.base import BaseCommand
 
 from nodelodge.recommendations.estimate import estimate_for
+from nodelodge.recommendations.parameters import INTEGER, TRAINING_PARAMETERS
 from nodelodge.recommendations.query import QueryError, with_defaults
 from sizing.calculators import estimate
 from sizing.errors import SizingError
 from sizing.specs import LanguageModelSpec
-from sizing.training import FIELDS as TRAINING_FIELDS
 from sizing.training import Training
 from sizing.units import fmt_gib
 
@@ -78,10 +78,10 @@ class Command(BaseCommand):
                 requests=_int_or_none(values.get("requests"), "requests"),
                 memory_gib=None,
                 kv_bits=_int_or_none(values.get("kv_cache"), "kv_cache"),
-                training=Training(
-                    **{name: values[name] for name in TRAINING_FIELDS if name != "lora_rank"},
-                    lora_rank=_int_or_none(values.get("lora_rank"), "lora_rank"),
-                ),
+                training=Training(**{
+                    p.name: _int_or_none(values.get(p.name), p.name) if p.kind == INTEGER else values[p.name]
+                    for p in TRAINING_PARAMETERS
+                }),
                 engine=values.get("engine") or "transformers",
             )
         except SizingError as error:

@@ -1,0 +1,464 @@
+"""Each input of the workload query, declared once: its name (the query string's, the API's and the
+commands' `--name`), kind, default, limits, choices, label, help, messages and which workloads read it.
+
+From these declarations are made the query form's fields (`query.WorkloadQueryForm`), the API's query
+parameters and their OpenAPI schema (`wizard.api`), the `estimate` and `recommend` options
+(`wizard/management/commands/_query.py`), the page's fine-tuning inputs (`wizard/_query_input.html`)
+and the messages a user reads about a bad value (`messages.MESSAGES`). docs/adding-an-input.md says how
+an input is added.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from decimal import Decimal
+
+from django import forms
+from django.utils.formats import number_format
+from django.utils.functional import lazy
+from django.utils.translation import gettext_lazy as _
+
+from sizing.calculators.vllm import DEFAULT_ENGINE
+from sizing.limits import (
+    MAX_CONTEXT,
+    MAX_LIMIT,
+    MAX_LORA_RANK,
+    MAX_MONEY,
+    MAX_NOTEBOOK_GIB,
+    MAX_PAGE,
+    MAX_REDUNDANCY,
+    MAX_REQUESTS,
+    MAX_TARGET_TOKENS_PER_S,
+)
+from sizing.training import BASE_FORMAT_PRECISION
+from sizing.training import CHOICES as TRAINING_CHOICES
+from sizing.training import DEFAULTS as TRAINING_DEFAULTS
+from sizing.workloads import BY_CODE, DEFAULT_WORKLOAD, WIZARD_CODES, WORKLOADS
+
+from .sorts import CONFIDENCE_FILTERS, GROUPS, SORT_CHOICES, SORTS
+from .typed_numbers import TypedDecimalField, TypedIntegerField
+
+
+def _fill(message, values: dict) -> str:
+    return str(message) % {
+        name: value if isinstance(value, str) else number_format(value, force_grouping=True)
+        for name, value in values.items()
+    }
+
+
+_filled_lazily = lazy(_fill, str)
+
+
+def filled(message, **values):
+    """A translatable message with named figures (and words), filled in when it is read."""
+    return _filled_lazily(message, values)
+
+
+# The kinds of input.
+CHOICE, INTEGER, DECIMAL, TEXT, FLAG = "choice", "integer", "decimal", "text", "flag"
+# Where an input belongs: every query (the page, /estimate, /recommendations, `estimate`, `recommend`),
+# how a fine-tune is run (the same places, read for the fine-tuning workload only), or the machines'
+# preferences and list (the page, /recommendations and `recommend` only).
+QUERY, TRAINING, PREFERENCE = "query", "training", "preference"
+
+
+@dataclass(frozen=True)
+class Parameter:
+    """One input of the workload query."""
+
+    name: str
+    kind: str  # CHOICE, INTEGER, DECIMAL, TEXT or FLAG
+    section: str = QUERY
+    label: object = None  # the form's label (None: the page words it, as for the context)
+    words: object = None  # the field's name in the page's summary of errors (None: the label the page shows)
+    default: str | None = None  # as the query string writes it; None: none (or the form's own rule)
+    required: bool = False
+    minimum: int | Decimal | None = None
+    maximum: int | Decimal | None = None
+    max_digits: int | None = None  # a decimal's digits in all
+    decimal_places: int | None = None
+    max_length: int | None = None  # text
+    choices: tuple = ()  # (value, label) pairs
+    whole_choices: bool = False  # the choices are whole numbers (a precision in bits)
+    messages: dict = field(default_factory=dict)  # Django's error code -> the message a user reads
+    description: str = ""  # the API's words beside the schema
+    cli_help: str = ""  # the commands' help; "{default}" becomes "default: <the default>"
+    cli_choices: bool = True  # the commands refuse a value outside the choices before parsing
+    cli: bool = True  # an option of `estimate`/`recommend` (the query's own limit is not: the table's is)
+    read_by: str | None = None  # the workload's flag that reads it (another ignores it), e.g. takes_training
+    at_precision: int | None = None  # read at this precision only (another ignores it)
+    place: tuple[int, int] | None = None  # (row, column) among the page's fine-tuning inputs
+    inline: bool = False  # that row's inputs side by side
+    arranges_list: bool = False  # only arranges the machine list shown (a watch leaves it out)
+    page_help: object = None  # a line of help under the page's input
+
+    @property
+    def option(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+    @property
+    def choice_values(self) -> list[str]:
+        """The choices as typed (the empty choice, "any", left out)."""
+        return [str(value) for value, _label in self.choices if str(value) != ""]
+
+    def error_messages(self) -> dict:
+        """The form field's messages: the declared ones, and for a field that must be given the
+        message for a bad value where it is left empty (as Django says "Enter a valid value")."""
+        found = dict(self.messages)
+        if self.required:
+            found.setdefault("required", found.get("invalid", _("Enter a valid value.")))
+        return found
+
+    def form_field(self, **overrides) -> forms.Field:
+        """The Django form field that reads this input (`overrides`: e.g. required=True elsewhere)."""
+        required = overrides.get("required", self.required)
+        field = self if required == self.required else replace(self, required=required)
+        options = {"required": required, "error_messages": field.error_messages()}
+        if self.label is not None:
+            options["label"] = self.label
+        options.update(overrides)
+        if self.kind == CHOICE:
+            choices = list(self.choices)
+            if self.whole_choices:
+                return forms.TypedChoiceField(choices=choices, coerce=int, **options)
+            return forms.ChoiceField(choices=choices, **options)
+        if self.kind == INTEGER:
+            return TypedIntegerField(min_value=self.minimum, max_value=self.maximum, **options)
+        if self.kind == DECIMAL:
+            return TypedDecimalField(
+                min_value=Decimal(self.minimum), max_value=Decimal(self.maximum), max_digits=self.max_digits,
+                decimal_places=self.decimal_places, **options,
+            )
+        if self.kind == TEXT:
+            return forms.CharField(max_length=self.max_length, **options)
+        if self.kind == FLAG:
+            return forms.BooleanField(**options)
+        raise ValueError(f"{self.name}: unknown kind {self.kind!r}")
+
+    def add_option(self, parser) -> None:
+        """The `estimate`/`recommend` option (argparse): the value is read as text and checked by the
+        query's own rules, as the page's and the API's are; the choices are listed where declared."""
+        options = {"dest": self.name}
+        help_text = self.cli_help or ("{default}" if self.default is not None else "")
+        if help_text:
+            options["help"] = help_text.replace("{default}", f"default: {self.default}")
+        if self.kind == FLAG:
+            options.update(action="store_const", const="1")
+        elif self.kind == CHOICE and self.cli_choices:
+            options["choices"] = self.choice_values
+        parser.add_argument(self.option, **options)
+
+
+def form_fields(parameters) -> dict[str, forms.Field]:
+    return {parameter.name: parameter.form_field() for parameter in parameters}
+
+
+def _own_models() -> str:
+    return ", ".join(f"{w.default_model} ({w.code})" for w in WORKLOADS if w.in_wizard and w.default_model)
+
+
+def _codes(name: str) -> tuple:
+    return tuple((code, code) for code in TRAINING_CHOICES[name])
+
+
+WORKLOAD_CHOICES = [(code, BY_CODE[code].label) for code in WIZARD_CODES]
+PRECISIONS = [("16", _("16-bit")), ("8", _("8-bit")), ("4", _("4-bit"))]
+KV_CACHE_PRECISIONS = [("16", _("16-bit (default)")), ("8", _("8-bit (vLLM fp8 KV cache)"))]
+ENGINE_CHOICES = [("transformers", _("transformers (default)")), ("vllm", _("vLLM"))]
+DEFAULT_KV_BITS = 16
+# Clusters of machines for a model bigger than one machine (inference with a language model): planned
+# when no single machine fits (auto), or always (show).
+CLUSTERS_AUTO, CLUSTERS_SHOW = "auto", "show"
+CLUSTER_CHOICES = [
+    (CLUSTERS_AUTO, _("When no single machine fits (default)")), (CLUSTERS_SHOW, _("Always")),
+]
+TIERS = [
+    ("both", _("Secure and Community")), ("secure", _("Secure only")), ("community", _("Community only"))
+]
+
+
+def _decimal_messages(low, high, invalid, places, most=None) -> dict:
+    """A decimal's messages: past the limit, its digits say the same as its maximum."""
+    most = high if most is None else most
+    return {"min_value": low, "max_value": high, "invalid": invalid, "max_decimal_places": places,
+            "max_digits": most, "max_whole_digits": most}
+
+
+# In the order the API lists them and the commands' help shows them: the query, how a fine-tune is run,
+# then the machines' preferences and list.
+PARAMETERS: tuple[Parameter, ...] = (
+    Parameter(
+        "workload", CHOICE, label=_("What you want to do"), words=_("What you want to do"),
+        default=DEFAULT_WORKLOAD, required=True, choices=tuple(WORKLOAD_CHOICES),
+        messages={"invalid_choice": _("Choose run a model, fine-tune, generate images or notebook.")},
+    ),
+    Parameter(
+        "model", TEXT, label=_("Model"), words=_("Model"), max_length=100,
+        messages={"required": _("Choose a model.")},
+        description=f"Default: the workload's own model: {_own_models()}.",
+        cli_help="catalog slug, e.g. llama-3-1-8b (default: the workload's own)",
+    ),
+    Parameter(
+        "precision", CHOICE, label=_("Precision"), words=_("Precision"), default="16",
+        choices=tuple(PRECISIONS), whole_choices=True, cli_choices=False,
+        messages={"invalid_choice": _("Choose 16-bit, 8-bit or 4-bit."),
+                  "required": _("Choose 16-bit, 8-bit or 4-bit.")},
+        cli_help="16, 8 or 4 (bits per weight; {default})",
+    ),
+    Parameter(
+        "kv_cache", CHOICE, label=_("KV cache precision"), words=_("KV cache precision"),
+        default=str(DEFAULT_KV_BITS), choices=tuple(KV_CACHE_PRECISIONS), whole_choices=True,
+        cli_choices=False,
+        messages={"invalid_choice": _("Choose a 16-bit or an 8-bit KV cache."),
+                  "required": _("Choose a 16-bit or an 8-bit KV cache.")},
+        cli_help="16 or 8: bits per KV-cache value ({default})",
+    ),
+    Parameter(
+        "engine", CHOICE, label=_("Engine"), default=DEFAULT_ENGINE, choices=tuple(ENGINE_CHOICES),
+        messages={"required": _("Choose the engine: transformers or vllm."),
+                  "invalid_choice": _("Choose the engine: transformers or vllm.")},
+        description="Inference: transformers (the default estimate) or vllm (vLLM's budget; fits within "
+        "gpu_memory_utilization 0.9).",
+        cli_help="inference: transformers or vllm (vLLM's budget; {default})",
+    ),
+    Parameter(
+        "context", INTEGER, default="4096", minimum=1, maximum=MAX_CONTEXT,
+        messages={
+            "min_value": _("Context must be at least 1 token."),
+            "max_value": filled(_("Context can be at most %(max)s tokens."), max=MAX_CONTEXT),
+            "invalid": _("Context must be a whole number of tokens, such as 4096."),
+        },
+        cli_help="tokens per request; sequence length for fine-tuning ({default})",
+    ),
+    Parameter(
+        "requests", INTEGER, default="1", minimum=1, maximum=MAX_REQUESTS,
+        messages={
+            "min_value": _("Concurrent requests must be at least 1."),
+            "max_value": filled(_("Concurrent requests can be at most %(max)s."), max=MAX_REQUESTS),
+            "invalid": _("Concurrent requests must be a whole number, such as 1 or 8."),
+        },
+        cli_help="concurrent requests; batch size for fine-tuning; audio streams ({default})",
+    ),
+    Parameter(
+        "memory_gib", DECIMAL, label=_("GPU memory needed (GiB)"), words=_("GPU memory needed"), default="24",
+        minimum=Decimal("0.01"), maximum=Decimal(MAX_NOTEBOOK_GIB), max_digits=9, decimal_places=2,
+        messages=_decimal_messages(
+            _("GPU memory must be more than 0 GiB."),
+            filled(_("GPU memory can be at most %(max)s GiB."), max=MAX_NOTEBOOK_GIB),
+            _("GPU memory must be a number of GiB, such as 24."),
+            _("GPU memory takes at most 2 decimal places."),
+        ),
+        cli_help="notebook: GPU memory needed, GiB ({default})",
+    ),
+    # How a fine-tune is run (`sizing.training`): read for the fine-tuning workload only, ignored (and not
+    # listed) for another.
+    Parameter(
+        "gradient_checkpointing", CHOICE, TRAINING, label=_("Gradient checkpointing"),
+        words=_("Gradient checkpointing"), default=TRAINING_DEFAULTS["gradient_checkpointing"],
+        choices=_codes("gradient_checkpointing"), read_by="takes_training", place=(1, 1),
+        messages={"invalid_choice": _("Choose gradient checkpointing on, off or offload.")},
+        description="Fine-tuning: on (default), off or offload (layer inputs in CPU memory).",
+        cli_help="offload: layer inputs in CPU memory ({default})",
+    ),
+    Parameter(
+        "loss", CHOICE, TRAINING, label=_("Loss"), words=_("Loss"), default=TRAINING_DEFAULTS["loss"],
+        choices=_codes("loss"), read_by="takes_training", place=(1, 2),
+        messages={"invalid_choice": _("Choose the loss: full, fused or chunked.")},
+        description="Fine-tuning: full (default: fp32 logits of the whole batch), fused (Unsloth's, FOAK's "
+        "cross-entropy over 16-bit logits) or chunked (Liger's fused linear cross-entropy).",
+        cli_help="fused: Unsloth/FOAK cross-entropy; chunked: Liger's fused linear cross-entropy ({default})",
+    ),
+    Parameter(
+        "lora_rank", INTEGER, TRAINING, label=_("LoRA rank"), words=_("LoRA rank"),
+        default=TRAINING_DEFAULTS["lora_rank"], minimum=1, maximum=MAX_LORA_RANK, read_by="takes_training",
+        place=(2, 2), inline=True,
+        messages={
+            "min_value": _("The LoRA rank must be at least 1."),
+            "max_value": filled(_("The LoRA rank can be at most %(max)s."), max=MAX_LORA_RANK),
+            "invalid": _("The LoRA rank must be a whole number, such as 16."),
+        },
+        description="Fine-tuning: adapter rank, 1 to 1024 and at most the hidden size.",
+        cli_help="1 to 1024 ({default})",
+    ),
+    Parameter(
+        "lora_targets", CHOICE, TRAINING, label=_("LoRA targets"), words=_("LoRA targets"),
+        default=TRAINING_DEFAULTS["lora_targets"], choices=_codes("lora_targets"), read_by="takes_training",
+        place=(3, 1),
+        messages={"invalid_choice": _("Choose the LoRA targets: attention, qv, mlp or all.")},
+        description="Fine-tuning: attention (default: q, k, v, o), qv, mlp or all (every linear layer).",
+        cli_help="all: every linear layer ({default})",
+    ),
+    Parameter(
+        "adapter", CHOICE, TRAINING, label=_("Adapter"), words=_("Adapter"),
+        default=TRAINING_DEFAULTS["adapter"], choices=_codes("adapter"), read_by="takes_training",
+        place=(2, 1),
+        messages={"invalid_choice": _("Choose the adapter: lora or dora.")},
+        description="Fine-tuning: lora (default) or dora.",
+    ),
+    Parameter(
+        "optimizer", CHOICE, TRAINING, label=_("Optimizer"), words=_("Optimizer"),
+        default=TRAINING_DEFAULTS["optimizer"], choices=_codes("optimizer"), read_by="takes_training",
+        place=(3, 2),
+        messages={"invalid_choice": _("Choose the optimizer: adamw or adamw8bit.")},
+        description="Fine-tuning: adamw (default, fp32 states) or adamw8bit (bitsandbytes).",
+    ),
+    # What the 4-bit base is stored in: read at precision 4 only, ignored (and not listed) at another.
+    Parameter(
+        "base_format", CHOICE, TRAINING, label=_("4-bit base"), words=_("4-bit base"),
+        default=TRAINING_DEFAULTS["base_format"], choices=_codes("base_format"), read_by="takes_training",
+        at_precision=BASE_FORMAT_PRECISION, place=(4, 1),
+        page_help=_(
+            "A GPTQ checkpoint trains with 16-bit activations (AutoGPTQ, PEFT); the 4-bit precision only."
+        ),
+        messages={"invalid_choice": _("Choose the 4-bit base: nf4 or gptq.")},
+        description="Fine-tuning at precision 4 only (ignored at another precision): the 4-bit base, nf4 "
+        "(default: bitsandbytes QLoRA) or gptq (a GPTQ checkpoint, group 128, trained with AutoGPTQ/optimum "
+        "and PEFT; not with adapter=dora).",
+        cli_help="--precision 4 only: nf4 (bitsandbytes) or gptq (a GPTQ checkpoint) ({default})",
+    ),
+    Parameter(
+        "budget", DECIMAL, PREFERENCE, label=_("Budget (USD)"), words=_("Budget"),
+        minimum=Decimal("0.01"), maximum=MAX_MONEY, max_digits=14, decimal_places=2,
+        messages=_decimal_messages(
+            _("The budget must be more than $0; leave it empty for no budget."),
+            filled(_("The budget can be at most $%(max)s."), max=MAX_MONEY),
+            _("The budget must be an amount in USD, such as 50 or 12.50."),
+            _("The budget takes at most 2 decimal places (cents)."),
+        ),
+        cli_help="USD",
+    ),
+    Parameter(
+        "max_price", DECIMAL, PREFERENCE, label=_("Max price per hour (USD)"), words=_("Max price per hour"),
+        minimum=Decimal("0.01"), maximum=MAX_MONEY, max_digits=14, decimal_places=2,
+        messages=_decimal_messages(
+            _("The max price must be more than $0 per hour; leave it empty for no limit."),
+            filled(_("The max price can be at most $%(max)s per hour."), max=MAX_MONEY),
+            _("The max price must be an amount in USD per hour, such as 2.50."),
+            _("The max price takes at most 2 decimal places (cents)."),
+        ),
+        cli_help="USD per hour",
+    ),
+    Parameter(
+        "tier", CHOICE, PREFERENCE, label=_("Tier"), words=_("Tier"), default="both", choices=tuple(TIERS),
+        messages={"invalid_choice": _("Choose Secure, Community or both.")},
+    ),
+    Parameter(
+        "countries", TEXT, PREFERENCE, label=_("Countries"), words=_("Countries"), max_length=2000,
+        cli_help="comma-separated ISO codes; EU for its members",
+    ),
+    Parameter(
+        "limit", INTEGER, PREFERENCE, label=_("Machines per page"), words=_("Machines per page"),
+        minimum=1, maximum=MAX_LIMIT, cli=False, arranges_list=True,
+        messages={
+            "min_value": _("Show at least 1 machine per page."),
+            "max_value": filled(_("At most %(max)s machines per page."), max=MAX_LIMIT),
+            "invalid": _("Machines per page must be a whole number."),
+        },
+    ),
+    # The machine list: sort, filters, grouping and page (defaults: cheapest first, everything, page 1).
+    Parameter(
+        "sort", CHOICE, PREFERENCE, label=_("Sort"), words=_("Sort by"), choices=tuple(SORT_CHOICES),
+        messages={"invalid_choice": filled(_("Sort by one of: %(sorts)s."), sorts=", ".join(SORTS))},
+        cli_help="order of the machines (default: price)",
+    ),
+    Parameter(
+        "gpu", TEXT, PREFERENCE, label=_("GPU model"), words=_("GPU model"), max_length=100,
+        cli_help="only this GPU model, e.g. 'H100 SXM 80GB'",
+    ),
+    Parameter(
+        "min_memory_gib", DECIMAL, PREFERENCE, label=_("Memory per GPU at least (GiB)"),
+        words=_("Memory per GPU at least"), minimum=Decimal("0.01"), maximum=Decimal(MAX_NOTEBOOK_GIB),
+        max_digits=9, decimal_places=2,
+        messages=_decimal_messages(
+            _("Memory per GPU must be more than 0 GiB; leave it empty for any."),
+            filled(_("Memory per GPU can be at most %(max)s GiB."), max=MAX_NOTEBOOK_GIB),
+            _("Memory per GPU must be a number of GiB, such as 80."),
+            _("Memory per GPU takes at most 2 decimal places."),
+        ),
+        cli_help="memory per GPU at least, GiB",
+    ),
+    Parameter(
+        "confidence", CHOICE, PREFERENCE, label=_("Confidence"), words=_("Confidence"),
+        choices=tuple(CONFIDENCE_FILTERS),
+        messages={"invalid_choice": _("Confidence filter: high, medium, or empty for any.")},
+        cli_help="confidence at least",
+    ),
+    Parameter(
+        "group", CHOICE, PREFERENCE, label=_("Group"), words=_("Group by"), choices=tuple(GROUPS),
+        messages={"invalid_choice": _("Group by gpu, or leave it empty.")}, arranges_list=True,
+        cli_help="group the machines by GPU model",
+    ),
+    Parameter(
+        "page", INTEGER, PREFERENCE, label=_("Page"), words=_("Page"), minimum=1, maximum=MAX_PAGE,
+        arranges_list=True,
+        messages={
+            "min_value": _("Pages start at 1."),
+            "max_value": _("There are not that many pages."),
+            "invalid": _("The page must be a whole number, such as 2."),
+        },
+        cli_help="page of the machine list (pages of 100)",
+    ),
+    # A throughput plan (language models): the target asks for it.
+    Parameter(
+        "target_tokens", DECIMAL, PREFERENCE, label=_("Throughput to serve (tokens/s)"),
+        words=_("Tokens per second to serve"), minimum=Decimal("0.001"), maximum=MAX_TARGET_TOKENS_PER_S,
+        max_digits=13, decimal_places=3,
+        messages=_decimal_messages(
+            _("The throughput to serve must be more than 0 tokens/s; leave it empty for no plan."),
+            filled(
+                _("The throughput to serve can be at most %(max)s tokens/s."), max=MAX_TARGET_TOKENS_PER_S
+            ),
+            _("The throughput to serve must be a number of tokens per second, such as 180000."),
+            _("The throughput to serve takes at most 3 decimal places."),
+        ),
+        cli_help="tokens/s to serve: adds the throughput plan",
+    ),
+    Parameter(
+        "efficiency", DECIMAL, PREFERENCE, label=_("Usable efficiency (%)"), words=_("Usable efficiency"),
+        minimum=Decimal("0.01"), maximum=Decimal("100"), max_digits=5, decimal_places=2,
+        messages=_decimal_messages(
+            _("The efficiency must be more than 0 percent."),
+            _("The efficiency can be at most 100 percent."),
+            _("The efficiency must be a percentage, such as 75."),
+            _("The efficiency takes at most 2 decimal places."),
+        ),
+        cli_help="usable efficiency of the measured speed, %% (default 75)",
+    ),
+    Parameter(
+        "redundancy", INTEGER, PREFERENCE, label=_("Redundancy (spare model copies)"),
+        words=_("Spare copies"), minimum=0, maximum=MAX_REDUNDANCY,
+        messages={
+            "min_value": _("Spare copies cannot be negative; 0 means none."),
+            "max_value": filled(_("At most %(max)s spare copies."), max=MAX_REDUNDANCY),
+            "invalid": _("Spare copies must be a whole number, such as 1."),
+        },
+        cli_help="spare model copies of the plan (default 1)",
+    ),
+    # Also the cheapest plan on each of the GPU types that serve tokens cheapest (asked for: each is one
+    # more exact search and one more list of up to hundreds of machines).
+    Parameter(
+        "gpu_plans", FLAG, PREFERENCE, label=_("Cheapest plan on each GPU type"),
+        words=_("Cheapest plan on each GPU type"),
+        cli_help="also the cheapest plan on each of the GPU types that serve tokens cheapest",
+    ),
+    Parameter(
+        "clusters", CHOICE, PREFERENCE, label=_("Clusters of machines"), default=CLUSTERS_AUTO,
+        choices=tuple(CLUSTER_CHOICES),
+        messages={
+            "invalid_choice": _("Choose auto (clusters when no single machine fits) or show (always).")
+        },
+        description="Language-model inference: clusters of identical machines at one site that serve the "
+        "model together under vLLM (tensor parallel within a machine, pipeline parallel across machines): "
+        "auto (the default: planned when no single machine fits) or show (always). At most 10, cheapest "
+        "first.",
+        cli_help="clusters of machines for a model bigger than one machine: auto (when no single machine "
+        "fits) or show (always) ({default})",
+    ),
+)
+BY_NAME = {parameter.name: parameter for parameter in PARAMETERS}
+# The inputs of an estimate (the page's, /estimate and `estimate`), and of the whole answer.
+ESTIMATE_PARAMETERS = tuple(p for p in PARAMETERS if p.section in (QUERY, TRAINING))
+TRAINING_PARAMETERS = tuple(p for p in PARAMETERS if p.section == TRAINING)
+LIST_ARRANGEMENT = tuple(p.name for p in PARAMETERS if p.arranges_list)
+# What a query asks for in a field it leaves out, as the query string writes it: the page, the API and
+# the commands alike. The model left out is the workload's own (`query.default_model`).
+DEFAULTS = {p.name: p.default for p in PARAMETERS if p.default is not None}
