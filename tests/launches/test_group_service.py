@@ -1,5 +1,5 @@
-"""Booking a cluster or a throughput plan all or nothing (`launch_group`), stopping it together
-(`stop_group`), and its bookings ending together at the first booking limit."""
+"""Booking a cluster or a throughput plan all or nothing (`booking.launch`), stopping it together
+(`holding.stop`), and its bookings ending together at the first booking limit."""
 from __future__ import annotations
 
 import uuid
