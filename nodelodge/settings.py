@@ -51,6 +51,7 @@ INSTALLED_APPS = [
     "catalog",
     "nodelodge.refresh",
     "nodelodge.wizard",
+    "nodelodge.accounts",
     "nodelodge.launches",
     "nodelodge.watches",
     "nodelodge.hardening",

@@ -3,9 +3,9 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
+from nodelodge.accounts.views import signup, signup_confirm
 from nodelodge.hardening.mail_limit import password_reset_rate_limited
 from nodelodge.i18n import switch_language
-from nodelodge.launches.views import signup, signup_confirm
 from nodelodge.wizard.api import api
 
 # Pages: English at /…, German at /de/… (docs/guides/languages.md). The API, the admin, the demo feeds

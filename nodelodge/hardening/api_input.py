@@ -130,3 +130,11 @@ def field_errors(errors: Iterable[dict]) -> dict[str, str]:
             message = _message(error)
         worded_errors.setdefault(name, message)
     return worded_errors
+
+
+# The wizard's parameters as text, as GET /api/v1/recommendations takes them.
+WizardQuery = Annotated[dict[str, str], Field(
+    description="The wizard's parameters as text (`{\"workload\": \"inference\", \"model\": "
+    "\"llama-3-1-8b\", …}`), read by the rules of GET /api/v1/recommendations: a query the console "
+    "cannot answer is 422 naming its field."
+)]

@@ -14,15 +14,17 @@ from django.http import QueryDict
 from django.utils.translation import gettext, gettext_lazy
 from ninja import Field, Router, Schema, Status
 
+from nodelodge.accounts.api import REFUSALS, ErrorsOut, TokenAuth
 from nodelodge.hardening.api_auth import session_auth
-from nodelodge.hardening.api_input import BodyIn, whole_number, worded
+from nodelodge.hardening.api_input import BodyIn, WizardQuery, whole_number, worded
 from nodelodge.recommendations.query import QueryError, parse_query
-from nodelodge.watches.api import REFUSALS, ErrorsOut, TokenAuth, WizardQuery
 from sizing.fit import MAX_GPUS_PER_MACHINE
 from sizing.units import money_string
 
-from . import services
+from .alternatives import next_cluster_after
+from .booking import MAX_GROUP_MACHINES, check_request, launch
 from .models import IDEMPOTENCY_KEY, Booking, LaunchGroup
+from .refusals import GroupInputError, LaunchRefused
 
 router = Router(auth=[TokenAuth(), session_auth], tags=["launches"])
 
@@ -42,7 +44,7 @@ class GroupMachineIn(BodyIn):
 class LaunchGroupIn(BodyIn):
     kind: Literal[tuple(LaunchGroup.Kind.values)]
     machines: Annotated[list[GroupMachineIn], Field(
-        min_length=1, max_length=services.MAX_GROUP_MACHINES,
+        min_length=1, max_length=MAX_GROUP_MACHINES,
         description="Each machine once, with the GPUs it takes; from 1 to 10,000 machines.",
     )]
     price_per_hour: Annotated[str, Field(
@@ -140,23 +142,23 @@ def launch_group(request, payload: LaunchGroupIn):
     params = QueryDict(mutable=True)
     params.update(payload.query)
     try:
-        services.check_group_request(payload.kind, [(m.id, m.gpus) for m in payload.machines])
+        check_request(payload.kind, [(m.id, m.gpus) for m in payload.machines])
         parse_query(params)
-        outcome = services.launch_group(
+        outcome = launch(
             request.user, machines=[(m.id, m.gpus) for m in payload.machines],
             shown_price_per_hour=Decimal(payload.price_per_hour), query_string=params.urlencode(),
             idempotency_key=payload.idempotency_key, kind=payload.kind,
         )
-    except (services.GroupInputError, QueryError) as error:
+    except (GroupInputError, QueryError) as error:
         return Status(422, {"errors": error.errors})
-    except services.LaunchRefused as refusal:
-        if refusal.code == services.LaunchRefused.INVALID_QUERY:
+    except LaunchRefused as refusal:
+        if refusal.code == LaunchRefused.INVALID_QUERY:
             return Status(422, {"errors": {"query": refusal.message}})
         return Status(409, {
             "errors": {"group": refusal.message}, "code": refusal.code,
             "machine_id": getattr(refusal, "machine_id", None),
             "provider_machine_id": getattr(refusal, "provider_machine_id", None),
             "result_url": refusal.result_url,
-            "next_cluster": services.next_cluster_after(refusal, payload.kind, params.urlencode()),
+            "next_cluster": next_cluster_after(refusal, payload.kind, params.urlencode()),
         })
     return Status(201 if outcome.created else 200, group_out(outcome.group))

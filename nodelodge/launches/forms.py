@@ -1,6 +1,4 @@
 from django import forms
-from django.contrib.auth.forms import BaseUserCreationForm
-from django.contrib.auth.models import User
 from django.utils.translation import gettext_lazy as _
 
 from sizing.fit import MAX_GPUS_PER_MACHINE
@@ -60,20 +58,3 @@ class GroupLaunchForm(GroupReviewForm):
     """The review's Confirm: the same fields and the key that makes a resubmitted form book once."""
 
     idempotency_key = forms.RegexField(regex=rf"^{IDEMPOTENCY_KEY}$", max_length=64)
-
-
-class SignUpForm(BaseUserCreationForm):
-    """Checks what the visitor typed, never whether the username exists: that answer goes by e-mail
-    to the address given (nodelodge/launches/signup.py), so the form cannot be used to list accounts."""
-
-    email = forms.EmailField(
-        required=True, label=_("Email"), help_text=_("We send a link there to finish signing up.")
-    )
-
-    class Meta(BaseUserCreationForm.Meta):
-        model = User
-        fields = ("username", "email")
-
-    def validate_unique(self):
-        pass  # a taken username is answered by e-mail, like a free one
-

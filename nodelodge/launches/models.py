@@ -12,6 +12,11 @@ from catalog.models import Machine
 # What an idempotency key from a form or a script may be. A group's bookings get keys with a colon
 # (`group:<id>:<machine id>`), which no request can send, so they never meet one.
 IDEMPOTENCY_KEY = r"[A-Za-z0-9_-]{8,64}"
+# An Auto-Launch books with the key `watch-<watch id>`: My launches tells its bookings by it.
+AUTO_LAUNCH_KEY_PREFIX = "watch-"
+# The kind of a Launch of one machine booked alone: a group of one that keeps no LaunchGroup row
+# (a cluster's and a plan's kinds are LaunchGroup.Kind's).
+ALONE = "alone"
 
 
 class LaunchGroup(models.Model):

@@ -14,7 +14,7 @@ from catalog.models import ImagePipeline, LanguageModel, SpeechModel
 from sizing.units import MIB, fmt_gib
 from sizing.workloads import WORKLOAD_WORDS
 
-from .models import Booking, LaunchGroup
+from .models import AUTO_LAUNCH_KEY_PREFIX, Booking, LaunchGroup
 
 # What My launches reads of each booking's machine: its provider, GPU type and feed's contradiction.
 MACHINE_RELATIONS = ("machine__provider", "machine__gpu_type", "machine__feed_conflict")
@@ -62,11 +62,9 @@ class BookingRow:
     @property
     def auto_launch_watch_id(self) -> int | None:
         """The watch whose Auto-Launch made this booking (its key is `watch-<id>`), or None."""
-        from nodelodge.watches.auto import KEY_PREFIX
-
         key = self.booking.idempotency_key or ""
-        if key.startswith(KEY_PREFIX) and key[len(KEY_PREFIX):].isdigit():
-            return int(key[len(KEY_PREFIX):])
+        if key.startswith(AUTO_LAUNCH_KEY_PREFIX) and key[len(AUTO_LAUNCH_KEY_PREFIX):].isdigit():
+            return int(key[len(AUTO_LAUNCH_KEY_PREFIX):])
         return None
 
     @property

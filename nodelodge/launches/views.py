@@ -8,26 +8,28 @@ from __future__ import annotations
 import uuid
 
 from django.contrib import messages
-from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import redirect_to_login
 from django.http import Http404, HttpResponseBadRequest, HttpResponseRedirect, QueryDict
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.translation import gettext, ngettext
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
-from nodelodge.hardening.mail_limit import signup_rate_limited
+from nodelodge.accounts.views import tokens_context
 from nodelodge.wizard.rows import add_cluster_words, add_row_words
 from sizing.results import machine_row
 from sizing.units import money_text
 
-from . import selectors, services
-from . import signup as signups
-from .forms import GroupLaunchForm, GroupReviewForm, LaunchForm, ReviewForm, SignUpForm
+from . import booking, holding, selectors
+from . import review as reviews
+from .alternatives import next_cluster_after
+from .forms import GroupLaunchForm, GroupReviewForm, LaunchForm, ReviewForm
+from .models import ALONE
+from .my_launches import more_context
+from .refusals import GroupInputError, LaunchRefused
 
 
 def review_url(machine: int, gpus: int, price_per_hour, query_string: str) -> str:
@@ -49,8 +51,10 @@ def review(request):
         messages.info(request, gettext("Sign in to launch; you will come back to this review."))
         return redirect_to_login(request.get_full_path())
     try:
-        summary = services.review_launch(data["machine"], data["gpus"], data["price_per_hour"], data["query"])
-    except services.LaunchRefused as refusal:
+        summary = reviews.review(
+            ALONE, [(data["machine"], data["gpus"])], data["price_per_hour"], data["query"]
+        )
+    except LaunchRefused as refusal:
         context = {"refusal": refusal, "alternatives": [], "query_string": data["query"]}
         return render(request, "launches/refused.html", context, status=409)
     return render(
@@ -93,15 +97,14 @@ def launch(request):
         )
     data = form.cleaned_data
     try:
-        outcome = services.launch(
+        outcome = booking.launch(
             request.user,
-            machine_id=data["machine"],
-            gpus=data["gpus"],
+            machines=[(data["machine"], data["gpus"])],
             shown_price_per_hour=data["price_per_hour"],
             query_string=data["query"],
             idempotency_key=data["idempotency_key"],
         )
-    except services.LaunchRefused as refusal:
+    except LaunchRefused as refusal:
         alternatives = []
         if refusal.alternative is not None:
             # Shown as a row of the result's own table, with a fresh Launch form.
@@ -113,14 +116,14 @@ def launch(request):
         if request.htmx:
             return render(request, "launches/refused.html#refusal", context)
         return render(request, "launches/refused.html", context, status=409)
-    booking = outcome.booking
+    booked = outcome.booking
     if outcome.created:
         messages.success(
             request,
             gettext("Launched: %(gpus)s × %(gpu_type)s on %(provider)s %(machine)s at %(price)s/h.") % {
-                "gpus": booking.gpus, "gpu_type": booking.machine.gpu_type.name,
-                "provider": booking.machine.provider.name, "machine": booking.machine.provider_machine_id,
-                "price": money_text(booking.price_per_hour),
+                "gpus": booked.gpus, "gpu_type": booked.machine.gpu_type.name,
+                "provider": booked.machine.provider.name, "machine": booked.machine.provider_machine_id,
+                "price": money_text(booked.price_per_hour),
             },
         )
     return _see_other(request, reverse("launches:list"))
@@ -130,11 +133,9 @@ def launch(request):
 @require_GET
 def booking_list(request):
     # Bookings past their booking limit end before the list is read (beat ends them too).
-    services.end_expired_bookings(user=request.user)
+    holding.end_expired_bookings(user=request.user)
     rows = selectors.bookings_for(request.user, alone=True)
     groups = selectors.groups_for(request.user)
-    from nodelodge.watches.views import list_context as watches_context
-
     return render(
         request,
         "launches/list.html",
@@ -143,7 +144,8 @@ def booking_list(request):
             "ended": [row for row in rows if not row.booking.is_running],
             "running_groups": [row for row in groups if row.is_running],
             "ended_groups": [row for row in groups if not row.is_running],
-            **watches_context(request),
+            **more_context(request),
+            **tokens_context(request),
         },
     )
 
@@ -161,20 +163,20 @@ def stop(request, pk: int):
             return redirect("launches:group_stop", row.booking.group_id)
         return render(request, "launches/stop.html", {"row": row})
     try:
-        outcome = services.stop(request.user, pk)
-    except services.BookingNotFound:
+        outcome = holding.stop(request.user, pk)
+    except holding.BookingNotFound:
         raise Http404(gettext("No such booking.")) from None
-    booking = outcome.booking
+    stopped = outcome.booking
     if outcome.stopped:
         messages.success(
             request,
             ngettext(
                 "Stopped. %(gpus)s GPU on %(provider)s %(machine)s freed.",
                 "Stopped. %(gpus)s GPUs on %(provider)s %(machine)s freed.",
-                booking.gpus,
+                stopped.gpus,
             ) % {
-                "gpus": booking.gpus, "provider": booking.machine.provider.name,
-                "machine": booking.machine.provider_machine_id,
+                "gpus": stopped.gpus, "provider": stopped.machine.provider.name,
+                "machine": stopped.machine.provider_machine_id,
             },
         )
     else:
@@ -192,7 +194,7 @@ def group_review_context(data: dict) -> dict:
 
 def _group_refused(request, refusal, kind: str, query_string: str = ""):
     context = {"refusal": refusal, "kind": kind, "query_string": query_string}
-    row = services.next_cluster_after(refusal, kind, query_string)
+    row = next_cluster_after(refusal, kind, query_string)
     if row is not None:  # listed as the result lists clusters
         add_cluster_words([row])
         context["next_cluster"] = {"clusters": [row], "clusters_total": 1, "clusters_note": None}
@@ -227,10 +229,10 @@ def group_review(request):
     if answer is not None:
         return answer
     try:
-        summary = services.review_group(data["kind"], data["machines"], data["price_per_hour"], data["query"])
-    except services.GroupInputError as error:
+        summary = reviews.review(data["kind"], data["machines"], data["price_per_hour"], data["query"])
+    except GroupInputError as error:
         return HttpResponseBadRequest(" ".join(error.errors.values()))
-    except services.LaunchRefused as refusal:
+    except LaunchRefused as refusal:
         return _group_refused(request, refusal, data["kind"], QueryDict(data["query"]).urlencode())
     return render(request, "launches/group_review.html", {
         "review": summary, **group_review_context(data), "idempotency_key": uuid.uuid4().hex,
@@ -244,13 +246,13 @@ def group_launch(request):
     if answer is not None:
         return answer
     try:
-        outcome = services.launch_group(
+        outcome = booking.launch(
             request.user, machines=data["machines"], shown_price_per_hour=data["price_per_hour"],
             query_string=data["query"], idempotency_key=data["idempotency_key"], kind=data["kind"],
         )
-    except services.GroupInputError as error:
+    except GroupInputError as error:
         return HttpResponseBadRequest(" ".join(error.errors.values()))
-    except services.LaunchRefused as refusal:
+    except LaunchRefused as refusal:
         return _group_refused(request, refusal, data["kind"], QueryDict(data["query"]).urlencode())
     if outcome.created:
         group = outcome.group
@@ -276,8 +278,8 @@ def group_stop(request, pk: int):
             raise Http404(gettext("No such booking."))
         return render(request, "launches/group_stop.html", {"row": row})
     try:
-        outcome = services.stop_group(request.user, pk)
-    except services.BookingNotFound:
+        outcome = holding.stop(request.user, group_id=pk)
+    except holding.BookingNotFound:
         raise Http404(gettext("No such booking.")) from None
     if outcome.stopped:
         gpus = sum(booking.gpus for booking in outcome.bookings)
@@ -288,48 +290,3 @@ def group_stop(request, pk: int):
     else:
         messages.info(request, gettext("That booking had already ended."))
     return _see_other(request, reverse("launches:list"))
-
-
-def _safe_next(request) -> str:
-    next_url = request.POST.get("next") or request.GET.get("next") or ""
-    if not url_has_allowed_host_and_scheme(next_url, {request.get_host()}, request.is_secure()):
-        return ""
-    return next_url
-
-
-@require_http_methods(["GET", "POST"])
-@signup_rate_limited
-def signup(request):
-    next_url = _safe_next(request)
-    if request.user.is_authenticated:
-        return redirect(next_url or "wizard:start")
-    form = SignUpForm(request.POST or None)
-    if request.method == "POST" and form.is_valid():
-        data = form.cleaned_data
-        signups.request_signup(
-            data["username"], data["email"], data["password1"], next_url, request.build_absolute_uri("/")
-        )
-        # The same answer whether the username was free or taken: the e-mail says which.
-        return render(request, "registration/signup_sent.html", {"email": data["email"]})
-    return render(request, "registration/signup.html", {"form": form, "next": next_url})
-
-
-@require_http_methods(["GET", "POST"])
-def signup_confirm(request, uidb64: str, token: str):
-    """The e-mailed link: a page with one button (mail scanners that open links change nothing);
-    pressing it activates the account and signs in."""
-    next_url = _safe_next(request)
-    user = signups.pending_user(uidb64, token)
-    if user is None:
-        return render(request, "registration/signup_confirm.html", {"valid": False}, status=400)
-    if request.method == "POST":
-        signups.activate(user)
-        login(request, user, backend="django.contrib.auth.backends.ModelBackend")
-        messages.success(
-            request,
-            gettext("Welcome, %(username)s. Your account is ready.") % {"username": user.get_username()},
-        )
-        return redirect(next_url or "wizard:start")
-    # `pending`, not `user`: the page's header shows who is signed in, and this account is not yet.
-    context = {"valid": True, "pending": user, "next": next_url}
-    return render(request, "registration/signup_confirm.html", context)

@@ -9,7 +9,7 @@ not hand out GPUs nobody can account for either. While bookings run on such a ma
 - the bookings keep running and the machine keeps its booked shape: GPU type, GPU count and memory
   are left as they were (so a machine never has fewer GPUs than its bookings hold);
 - it offers no GPU (free = 0) until a record applies in full again, and a booking that ends on it
-  gives none back (`nodelodge.launches.services.give_back_gpus`): what it really has is unknown;
+  gives none back (`nodelodge.launches.holding.give_back_gpus`): what it really has is unknown;
 - the rest of the record is applied: price, availability, location, terms, being seen;
 - what was held back goes, with its reason, into the run's history (`SyncRun.held_back_details`)
   and onto the machine (`FeedConflict`), which the admin lists and My launches tells the booking's

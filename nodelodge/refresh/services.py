@@ -20,7 +20,7 @@ from catalog import database
 from catalog.fleets import MACHINE_UPSERT_FIELDS, memory_flag_for
 from catalog.models import GpuType, LanguageModel, Machine, MeasuredSpeed, Provider, Tier
 from catalog.services import drop_speeds_of_other_gpu_types
-from nodelodge.launches.services import cap_free_gpus_by_bookings, gpus_held
+from nodelodge.launches.holding import cap_free_gpus_by_bookings, gpus_held
 from sizing.offers import MEASUREMENT_FIELDS
 
 from .conflicts import SHAPE_FIELDS, Shape, keep_booked_shapes
@@ -134,7 +134,7 @@ def apply_feed(provider: Provider, parsed: ParsedFeed, run: SyncRun, now: dateti
     transaction. Machines whose records were rejected are left exactly as they were.
 
     A feed's free GPUs never undo a console booking: each machine offers at most its GPUs less those
-    its running bookings hold (`nodelodge.launches.services.cap_free_gpus_by_bookings`). Nor does a
+    its running bookings hold (`nodelodge.launches.holding.cap_free_gpus_by_bookings`). Nor does a
     feed change a booked machine's shape under its running bookings: a record that contradicts them
     is applied but for that part, which is held back and flagged (`conflicts.keep_booked_shapes`)."""
     existing_rows = list(

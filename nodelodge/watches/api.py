@@ -11,22 +11,13 @@ from typing import Annotated, Literal
 
 from django.utils.translation import get_language, gettext, gettext_lazy
 from ninja import Field, Router, Schema, Status
-from ninja.security import HttpBearer
 
+from nodelodge.accounts.api import REFUSALS, ErrorsOut, TokenAuth
 from nodelodge.hardening.api_auth import session_auth
-from nodelodge.hardening.api_input import BodyIn, whole_number, worded
+from nodelodge.hardening.api_input import BodyIn, WizardQuery, whole_number, worded
 
-from . import selectors, services, tokens
+from . import selectors, services
 from .models import Watch
-
-
-class TokenAuth(HttpBearer):
-    def authenticate(self, request, token):
-        user = tokens.user_for(token)
-        if user is not None:
-            request.user = user
-        return user
-
 
 router = Router(auth=[TokenAuth(), session_auth], tags=["watches"])
 
@@ -43,12 +34,6 @@ WatchPrice = Annotated[
                "1000000, at most 4 decimals."),
     worded(WATCH_PRICE_MESSAGE),
 ]
-# The wizard's parameters as text, as GET /api/v1/recommendations takes them.
-WizardQuery = Annotated[dict[str, str], Field(
-    description="The wizard's parameters as text (`{\"workload\": \"inference\", \"model\": "
-    "\"llama-3-1-8b\", …}`), read by the rules of GET /api/v1/recommendations: a query the console "
-    "cannot answer is 422 naming its field."
-)]
 
 
 class WatchIn(BodyIn):
@@ -90,15 +75,6 @@ class WatchOut(Schema):
     next_check_at: str | None
     feed_url: str
     secret: str
-
-
-class ErrorsOut(Schema):
-    errors: dict[str, str]
-
-
-# What every operation may answer besides: no session or token (401, `errors.auth`), a session's
-# request without its CSRF token (403, `errors.csrf`), the rate limit (429, `errors.request`).
-REFUSALS = {401: ErrorsOut, 403: ErrorsOut, 429: ErrorsOut}
 
 
 def watch_out(watch: Watch) -> dict:

@@ -1,6 +1,6 @@
 """Auto-Launch: book the cheapest match at most once, never above the watch's cap.
 
-The booking goes through Launch's own service (`launches.services.launch`: the machine's row lock,
+The booking goes through Launch's own pipeline (`launches.booking.launch`: the machine's row lock,
 the re-check of availability, fit and price, the idempotency key), with the price the firing saw as
 the price shown: a price that changed between the match and the booking is refused there, and the
 watch stays active. At most MAX_LIVE_AUTO_LAUNCHES running bookings per user come from watches.
@@ -18,15 +18,16 @@ from django.urls import reverse
 from django.utils import translation
 from django.utils.translation import gettext, ngettext
 
-from nodelodge.launches.models import Booking
-from nodelodge.launches.services import LaunchRefused, launch
+from nodelodge.launches.booking import launch
+from nodelodge.launches.models import AUTO_LAUNCH_KEY_PREFIX, Booking
+from nodelodge.launches.refusals import LaunchRefused
 from sizing.units import money_text
 
 from .delivery import absolute
 from .models import Firing, Watch
 
 MAX_LIVE_AUTO_LAUNCHES = 3
-KEY_PREFIX = "watch-"
+KEY_PREFIX = AUTO_LAUNCH_KEY_PREFIX  # My launches tells these bookings by it
 
 
 def idempotency_key(watch: Watch) -> str:
@@ -75,8 +76,9 @@ def launch_for(firing_id: int) -> dict:
             try:
                 with translation.override(locked.language):
                     outcome = launch(
-                        locked.owner, match["id"], match["gpus"], Decimal(match["price_per_hour"]),
-                        locked.query_key_for_launch(), idempotency_key(locked),
+                        locked.owner, machines=[(match["id"], match["gpus"])],
+                        shown_price_per_hour=Decimal(match["price_per_hour"]),
+                        query_string=locked.query_key_for_launch(), idempotency_key=idempotency_key(locked),
                     )
                 break
             except LaunchRefused as refused:

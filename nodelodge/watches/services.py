@@ -31,7 +31,7 @@ from sizing.breakdown import Breakdown
 from sizing.i18n import format_number
 from sizing.units import NumberNotRead
 
-from . import webhooks
+from . import dispatch, webhooks
 from .models import Firing, Watch
 
 logger = logging.getLogger(__name__)
@@ -356,7 +356,7 @@ def check_interval() -> timedelta:
 def evaluate_watches(*, now: datetime | None = None, due_only: bool = False) -> Evaluation:
     """Checks every active watch (`due_only`: those whose next check has come) against the fleet now,
     one read per distinct query, and records a firing for each whose condition starts to hold.
-    Delivery is queued after the commit (tasks.deliver_firing).
+    Delivery is queued after the commit (tasks.deliver_firing, by its name: `dispatch`).
 
     A few statements whatever the number of queries, where most fire nothing: the watches are read in
     one, the counts of every query the counts alone answer in a few (`glances`), and the checks of the
@@ -449,6 +449,4 @@ def _decide(watch: Watch, found: Found, now: datetime) -> Firing | None:
 
 
 def _queue_delivery(firing_id: int) -> None:
-    from . import tasks
-
-    tasks.deliver_firing.delay(firing_id)
+    dispatch.queue(dispatch.DELIVER_FIRING, firing_id)

@@ -15,16 +15,11 @@ from django.utils import timezone
 
 from nodelodge.celery import app
 
-from . import delivery, services, webhooks
+from . import auto, delivery, services, webhooks
+from .dispatch import AUTO_LAUNCH, DELIVER_FIRING, DELIVER_WEBHOOK, EVALUATE_DUE_WATCHES, EVALUATE_WATCHES
 from .models import Firing, Watch
 
 logger = logging.getLogger(__name__)
-
-EVALUATE_WATCHES = "nodelodge.watches.tasks.evaluate_watches"
-EVALUATE_DUE_WATCHES = "nodelodge.watches.tasks.evaluate_due_watches"
-DELIVER_FIRING = "nodelodge.watches.tasks.deliver_firing"
-DELIVER_WEBHOOK = "nodelodge.watches.tasks.deliver_webhook"
-AUTO_LAUNCH = "nodelodge.watches.tasks.auto_launch"
 
 # Refreshes of several providers end together: one evaluation runs at a time, and one asked for
 # meanwhile makes the running one go round again, so no refresh is left unseen.
@@ -119,6 +114,4 @@ def deliver_webhook(firing_id: int, attempt: int) -> dict:
 
 @app.task(name=AUTO_LAUNCH)
 def auto_launch(firing_id: int) -> dict:
-    from . import auto
-
     return auto.launch_for(firing_id)

@@ -142,33 +142,7 @@ def act(request, pk: int, action: str):
     return redirect("launches:list")
 
 
-@login_required
-@require_POST
-def token_create(request):
-    """A new API token for scripts, shown once on My launches (kept in the session for that one page)."""
-    from . import tokens
-
-    _row, token = tokens.create_token(request.user)
-    request.session["new_api_token"] = token
-    return redirect("launches:list")
-
-
-@login_required
-@require_POST
-def token_revoke(request, pk: int):
-    from . import tokens
-
-    if not tokens.revoke(request.user, pk):
-        raise Http404
-    return redirect("launches:list")
-
-
 def list_context(request) -> dict:
-    """What My launches shows of watches and API tokens (the new token once)."""
-    from .models import ApiToken
-
-    return {
-        "watches": list(selectors.watches_of(request.user)),
-        "api_tokens": list(ApiToken.objects.filter(owner=request.user)),
-        "new_api_token": request.session.pop("new_api_token", None),
-    }
+    """What My launches shows of watches (`nodelodge.launches.my_launches`; its API tokens are
+    Accounts')."""
+    return {"watches": list(selectors.watches_of(request.user))}

@@ -85,7 +85,7 @@ def schemathesis_run(schema: str, folder: Path, *, headers: dict[str, str], url:
 
 def api_token() -> str:
     """A new user's API token, as a script sends it."""
-    from nodelodge.watches.tokens import create_token
+    from nodelodge.accounts.tokens import create_token
     from tests.factories import make_user
 
     return create_token(make_user())[1]

@@ -8,8 +8,8 @@ import pytest
 from django.test import Client, RequestFactory
 
 from catalog.models import LanguageModel
+from nodelodge.accounts import tokens
 from nodelodge.hardening import errors
-from nodelodge.watches import tokens
 from nodelodge.wizard.api import api
 from tests.factories import make_user
 from tests.helpers import LLAMA_8B

@@ -21,7 +21,7 @@ from django.utils import translation
 from django.utils.encoding import force_bytes
 from django.utils.http import urlsafe_base64_encode
 
-from nodelodge.launches import services
+from nodelodge.launches.booking import launch
 from nodelodge.launches.models import Booking
 from nodelodge.wizard.api import api
 from tests.helpers import LLAMA_8B
@@ -199,7 +199,10 @@ def test_a_group_review_confirm_its_stop_and_its_api_answer(client, catalog_flee
 
 
 def test_every_admin_list_and_form_answers(client, catalog_fleet, ada):
-    services.launch(ada, catalog_fleet["rtx4090"].pk, 1, Decimal("0.40"), LLAMA_8B, uuid.uuid4().hex)
+    launch(
+        ada, machines=[(catalog_fleet["rtx4090"].pk, 1)], shown_price_per_hour=Decimal("0.40"),
+        query_string=LLAMA_8B, idempotency_key=uuid.uuid4().hex,
+    )
     client.force_login(get_user_model().objects.create_superuser("root", "root@example.com", PASSWORD))
     assert client.get(reverse("admin:index")).status_code == 200
     for model, model_admin in admin.site._registry.items():

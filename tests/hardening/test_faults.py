@@ -129,10 +129,13 @@ def test_a_booking_whose_connection_is_killed_midway_leaves_free_gpu_counts_righ
 @pytest.mark.postgresql(reason="a connection killed midway is killed with PostgreSQL's pg_terminate_backend; SQLite has no server connection to kill")
 @pytest.mark.django_db(transaction=True)
 def test_a_stop_whose_connection_is_killed_midway_keeps_the_booking_running(client, make_user_and_machine):
-    from nodelodge.launches import services
+    from nodelodge.launches.booking import launch
 
     user, machine = make_user_and_machine
-    booking = services.launch(user, machine.pk, 1, Decimal("0.40"), LLAMA_8B, uuid.uuid4().hex).booking
+    booking = launch(
+        user, machines=[(machine.pk, 1)], shown_price_per_hour=Decimal("0.40"), query_string=LLAMA_8B,
+        idempotency_key=uuid.uuid4().hex,
+    ).booking
     client.force_login(user)
     # Killed after the booking was marked ended, before its GPUs are given back.
     wrapper, killed = _kill_own_connection_before('UPDATE "CATALOG_MACHINE"')

@@ -151,7 +151,7 @@ HTMX = {"HX-Request": "true", "HX-Target": "result"}
 
 @pytest.mark.django_db
 def test_htmx_launch_and_stop_without_the_csrf_header_are_forbidden(catalog_fleet, django_user_model):
-    from nodelodge.launches import services
+    from nodelodge.launches.booking import launch
 
     user = django_user_model.objects.create_user("ada", password="a-long-test-passphrase")
     machine = catalog_fleet["h100x8"]
@@ -162,8 +162,10 @@ def test_htmx_launch_and_stop_without_the_csrf_header_are_forbidden(catalog_flee
     assert not Booking.objects.exists()
 
     from decimal import Decimal
-    booking = services.launch(user, catalog_fleet["rtx4090"].pk, 1, Decimal("0.40"), LLAMA_8B,
-                              uuid.uuid4().hex).booking
+    booking = launch(
+        user, machines=[(catalog_fleet["rtx4090"].pk, 1)], shown_price_per_hour=Decimal("0.40"),
+        query_string=LLAMA_8B, idempotency_key=uuid.uuid4().hex,
+    ).booking
     assert csrf_client.post(reverse("launches:stop", args=[booking.pk]), headers=HTMX).status_code == 403
     booking.refresh_from_db()
     assert booking.is_running

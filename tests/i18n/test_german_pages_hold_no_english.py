@@ -11,7 +11,8 @@ from django.contrib.auth import get_user_model
 
 from catalog.models import GpuType, LanguageModel, Machine, Provider
 from catalog.services import load_catalog
-from nodelodge.launches import services
+from nodelodge.launches.booking import launch
+from nodelodge.launches.holding import stop
 from sizing.countries import PLACE_NAMES
 
 pytestmark = pytest.mark.django_db
@@ -86,9 +87,15 @@ def pages(client) -> dict[str, str]:
         provider__name="Alpine Hosts", is_available=True, free_gpus__gte=2, memory_per_gpu_mib__gte=24_000
     ).order_by("pk").first()
     query = "workload=inference&model=llama-3-1-8b&precision=16&context=4096&requests=1"
-    running = services.launch(user, machine.pk, 1, machine.price_per_gpu_hour, query, uuid.uuid4().hex).booking
-    ended = services.launch(user, machine.pk, 1, machine.price_per_gpu_hour, query, uuid.uuid4().hex + "x")
-    services.stop(user, ended.booking.pk)
+    running = launch(
+        user, machines=[(machine.pk, 1)], shown_price_per_hour=machine.price_per_gpu_hour, query_string=query,
+        idempotency_key=uuid.uuid4().hex,
+    ).booking
+    ended = launch(
+        user, machines=[(machine.pk, 1)], shown_price_per_hour=machine.price_per_gpu_hour, query_string=query,
+        idempotency_key=uuid.uuid4().hex + "x",
+    )
+    stop(user, ended.booking.pk)
     get = {
         "wizard with a result": "/de/?" + query + "&countries=AT,CH,DE,IT&budget=100",
         "a mixture of experts": "/de/?workload=inference&model=gpt-oss-120b&precision=4&context=4096&requests=1",

@@ -12,7 +12,7 @@ from django.conf import settings
 from playwright.sync_api import expect
 
 from catalog.models import Machine
-from nodelodge.launches import services
+from nodelodge.launches.booking import launch
 from nodelodge.launches.models import Booking
 from tests.a11y import assert_accessible
 from tests.helpers import LLAMA_8B as QUERY
@@ -110,7 +110,10 @@ def test_losing_the_race_leads_back_to_the_result_and_launches_the_next_cheapest
     first_row = page.locator("table.machines tbody.machine-row").first
     first_row.get_by_role("button", name=re.compile("^Launch")).click()
     expect(page.get_by_test_id("review")).to_contain_text(taken.provider_machine_id)
-    services.launch(make_user("bob"), taken.pk, 1, taken.price_per_gpu_hour, QUERY, uuid.uuid4().hex)
+    launch(
+        make_user("bob"), machines=[(taken.pk, 1)], shown_price_per_hour=taken.price_per_gpu_hour,
+        query_string=QUERY, idempotency_key=uuid.uuid4().hex,
+    )
     page.get_by_role("button", name=re.compile("^Confirm and launch")).click()
 
     expect(page.get_by_role("alert")).to_contain_text("someone else booked first")
@@ -128,11 +131,14 @@ def test_losing_the_race_leads_back_to_the_result_and_launches_the_next_cheapest
 
 
 def test_my_launches_on_a_phone_shows_when_and_stop(browser, live_server, small_catalog, make_user):
-    from nodelodge.launches import services
+    from nodelodge.launches.booking import launch
 
     user = make_user("ada")
     machine = small_catalog.machine(price_per_gpu_hour=Decimal("2.49"), free_gpus=2)
-    services.launch(user, machine.pk, 1, Decimal("2.49"), QUERY, "phone-key-0001")
+    launch(
+        user, machines=[(machine.pk, 1)], shown_price_per_hour=Decimal("2.49"), query_string=QUERY,
+        idempotency_key="phone-key-0001",
+    )
     context = browser.new_context(viewport={"width": 390, "height": 844})
     page = context.new_page()
     page.goto(f"{live_server.url}/accounts/login/")

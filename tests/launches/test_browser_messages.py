@@ -7,7 +7,7 @@ from django.contrib.auth import get_user_model
 from playwright.sync_api import expect
 
 from catalog.services import load_catalog
-from nodelodge.launches import signup
+from nodelodge.accounts import signup
 from tests.helpers import LLAMA_8B as QUERY
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

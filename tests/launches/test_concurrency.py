@@ -11,9 +11,10 @@ import pytest
 from django.db import connection
 
 from catalog.models import Machine
-from nodelodge.launches import services
+from nodelodge.launches.booking import LaunchOutcome, launch
+from nodelodge.launches.holding import StopOutcome, stop
 from nodelodge.launches.models import Booking
-from nodelodge.launches.services import LaunchRefused
+from nodelodge.launches.refusals import LaunchRefused
 from tests.helpers import LLAMA_8B as QUERY
 
 THREADS = 12
@@ -39,8 +40,9 @@ def run_together(calls):
 
 
 def launch_call(user, machine, idempotency_key=None):
-    return lambda: services.launch(
-        user, machine.pk, 1, Decimal("2.49"), QUERY, idempotency_key or uuid.uuid4().hex
+    return lambda: launch(
+        user, machines=[(machine.pk, 1)], shown_price_per_hour=Decimal("2.49"), query_string=QUERY,
+        idempotency_key=idempotency_key or uuid.uuid4().hex,
     )
 
 
@@ -60,7 +62,7 @@ def test_many_users_racing_for_the_last_gpu_make_exactly_one_booking(small_catal
 
     results = run_together([launch_call(user, machine) for user in users])
 
-    won = [r for r in results if isinstance(r, services.LaunchOutcome)]
+    won = [r for r in results if isinstance(r, LaunchOutcome)]
     lost = [r for r in results if isinstance(r, LaunchRefused)]
     assert len(won) == 1 and len(lost) == THREADS - 1, results
     assert all(r.code == LaunchRefused.TAKEN for r in lost)
@@ -78,7 +80,7 @@ def test_racing_for_two_free_gpus_makes_exactly_two_bookings(small_catalog, make
 
     results = run_together([launch_call(user, machine) for user in users])
 
-    assert sum(isinstance(r, services.LaunchOutcome) for r in results) == 2
+    assert sum(isinstance(r, LaunchOutcome) for r in results) == 2
     assert Booking.objects.filter(machine=machine).count() == 2
     machine.refresh_from_db()
     assert machine.free_gpus == 0
@@ -92,7 +94,7 @@ def test_the_same_key_submitted_concurrently_books_once(small_catalog, make_user
 
     results = run_together([launch_call(user, machine, same_key) for _ in range(THREADS)])
 
-    assert all(isinstance(r, services.LaunchOutcome) for r in results), results
+    assert all(isinstance(r, LaunchOutcome) for r in results), results
     assert sum(r.created for r in results) == 1
     assert len({r.booking.pk for r in results}) == 1
     assert Booking.objects.count() == 1
@@ -104,27 +106,36 @@ def test_the_same_key_submitted_concurrently_books_once(small_catalog, make_user
 def test_stop_racing_new_bookings_keeps_counts_right(small_catalog, make_user, round_number):
     owner = make_user()
     machine = small_catalog.machine(gpu_count=1, free_gpus=1)
-    held = services.launch(owner, machine.pk, 1, Decimal("2.49"), QUERY, uuid.uuid4().hex).booking
+    held = launch(
+        owner, machines=[(machine.pk, 1)], shown_price_per_hour=Decimal("2.49"), query_string=QUERY,
+        idempotency_key=uuid.uuid4().hex,
+    ).booking
     racers = [make_user() for _ in range(THREADS - 1)]
 
-    stop_call = lambda: services.stop(owner, held.pk)  # noqa: E731
+    stop_call = lambda: stop(owner, held.pk)  # noqa: E731
     results = run_together([stop_call] + [launch_call(u, machine) for u in racers])
 
-    assert isinstance(results[0], services.StopOutcome) and results[0].stopped
+    assert isinstance(results[0], StopOutcome) and results[0].stopped
     launches = results[1:]
-    assert all(isinstance(r, services.LaunchOutcome | LaunchRefused) for r in launches), launches
+    assert all(isinstance(r, LaunchOutcome | LaunchRefused) for r in launches), launches
     # The freed GPU goes to at most one racer; a racer that came before the stop was refused.
-    assert sum(isinstance(r, services.LaunchOutcome) for r in launches) <= 1
+    assert sum(isinstance(r, LaunchOutcome) for r in launches) <= 1
     assert_counts_consistent(machine)
 
 
 def test_stop_clicked_twice_at_once_frees_the_gpus_once(small_catalog, make_user):
     owner = make_user()
     machine = small_catalog.machine(gpu_count=2, free_gpus=2)
-    held = services.launch(owner, machine.pk, 1, Decimal("2.49"), QUERY, uuid.uuid4().hex).booking
-    services.launch(make_user(), machine.pk, 1, Decimal("2.49"), QUERY, uuid.uuid4().hex)
+    held = launch(
+        owner, machines=[(machine.pk, 1)], shown_price_per_hour=Decimal("2.49"), query_string=QUERY,
+        idempotency_key=uuid.uuid4().hex,
+    ).booking
+    launch(
+        make_user(), machines=[(machine.pk, 1)], shown_price_per_hour=Decimal("2.49"), query_string=QUERY,
+        idempotency_key=uuid.uuid4().hex,
+    )
 
-    results = run_together([lambda: services.stop(owner, held.pk) for _ in range(THREADS)])
+    results = run_together([lambda: stop(owner, held.pk) for _ in range(THREADS)])
 
     assert sum(r.stopped for r in results) == 1
     machine.refresh_from_db()

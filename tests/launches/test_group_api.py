@@ -10,8 +10,8 @@ import pytest
 from django.test import Client
 
 from catalog.models import Machine
+from nodelodge.accounts import tokens
 from nodelodge.launches.models import Booking, LaunchGroup
-from nodelodge.watches import tokens
 from nodelodge.wizard.api import api
 from tests.helpers import LLAMA_8B
 

@@ -16,9 +16,11 @@ import pytest
 from django.db import connection
 
 from catalog.models import Machine
-from nodelodge.launches import services
+from nodelodge.accounts import tokens
+from nodelodge.launches.booking import LaunchOutcome, launch
+from nodelodge.launches.holding import StopOutcome, end_expired_bookings, stop
 from nodelodge.launches.models import Booking, LaunchGroup
-from nodelodge.watches import tokens
+from nodelodge.launches.refusals import GroupRefused
 from tests.hardening.helpers import production_env
 from tests.hardening.servers import Gunicorn, temporary_folder
 from tests.helpers import LLAMA_8B as QUERY
@@ -61,7 +63,7 @@ def test_threads_booking_overlapping_clusters_in_opposite_orders_never_leave_a_p
     def book(user, ask):
         try:
             barrier.wait(timeout=30)
-            return services.launch_group(
+            return launch(
                 user, machines=[(m.pk, 8) for m in ask], shown_price_per_hour=3 * MACHINE_PRICE,
                 query_string=QUERY, idempotency_key=uuid.uuid4().hex, kind="cluster",
             )
@@ -73,13 +75,13 @@ def test_threads_booking_overlapping_clusters_in_opposite_orders_never_leave_a_p
     with ThreadPoolExecutor(max_workers=len(asks)) as pool:
         results = list(pool.map(book, users, asks))
 
-    booked = [r for r in results if isinstance(r, services.GroupOutcome)]
-    refused = [r for r in results if isinstance(r, services.GroupRefused)]
+    booked = [r for r in results if isinstance(r, LaunchOutcome)]
+    refused = [r for r in results if isinstance(r, GroupRefused)]
     assert len(booked) + len(refused) == len(asks), results  # no deadlock, no other error
     assert {r.code for r in refused} <= {"taken", "not_whole"}
     assert 1 <= len(booked) <= 2  # two windows of three at most fit six machines
     asked = {outcome.group.pk: [m.pk for m in ask] for outcome, ask in zip(results, asks, strict=True)
-             if isinstance(outcome, services.GroupOutcome)}
+             if isinstance(outcome, LaunchOutcome)}
     assert assert_every_group_whole_and_no_machine_booked_twice(machines, asked) == len(booked)
 
 
@@ -169,11 +171,11 @@ def test_stop_racing_the_booking_limit_ends_the_group_once_without_deadlock(clus
     user = make_user()
     machines = [cluster_catalog.cluster_machine(booking_limit_hours=5) for _ in range(4)]
     now = timezone.now()
-    group = services.launch_group(
+    group = launch(
         user, machines=[(m.pk, 8) for m in machines], shown_price_per_hour=4 * MACHINE_PRICE,
         query_string=QUERY, idempotency_key=uuid.uuid4().hex, kind="cluster", now=now - timedelta(hours=6),
     ).group
-    calls = [lambda: services.end_expired_bookings(now=now), lambda: services.stop_group(user, group.pk)] * 4
+    calls = [lambda: end_expired_bookings(now=now), lambda: stop(user, group_id=group.pk)] * 4
     barrier = threading.Barrier(len(calls))
 
     def run(call):
@@ -190,7 +192,7 @@ def test_stop_racing_the_booking_limit_ends_the_group_once_without_deadlock(clus
 
     assert not [r for r in results if isinstance(r, Exception)], results
     ended = sum(r for r in results if isinstance(r, int)) + sum(
-        len(r.bookings) for r in results if isinstance(r, services.GroupStopOutcome) and r.stopped)
+        len(r.bookings) for r in results if isinstance(r, StopOutcome) and r.stopped)
     assert ended == 4  # each booking ended once, by whichever came first
     assert set(group.bookings.values_list("status", flat=True)) == {"ended"}
     assert [m.free_gpus for m in Machine.objects.filter(pk__in=[m.pk for m in machines])] == [8, 8, 8, 8]
@@ -205,7 +207,7 @@ def test_the_same_key_submitted_at_once_books_the_group_once(cluster_catalog, ma
     def book(_index):
         try:
             barrier.wait(timeout=30)
-            return services.launch_group(
+            return launch(
                 user, machines=[(m.pk, 8) for m in machines], shown_price_per_hour=3 * MACHINE_PRICE,
                 query_string=QUERY, idempotency_key=key, kind="cluster",
             )
@@ -217,7 +219,7 @@ def test_the_same_key_submitted_at_once_books_the_group_once(cluster_catalog, ma
     with ThreadPoolExecutor(max_workers=12) as pool:
         results = list(pool.map(book, range(12)))
 
-    assert all(isinstance(r, services.GroupOutcome) for r in results), results
+    assert all(isinstance(r, LaunchOutcome) for r in results), results
     assert sum(r.created for r in results) == 1 and len({r.group.pk for r in results}) == 1
     assert LaunchGroup.objects.count() == 1 and Booking.objects.count() == 3
     assert [m.free_gpus for m in Machine.objects.filter(pk__in=[m.pk for m in machines])] == [0, 0, 0]

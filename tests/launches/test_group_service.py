@@ -1,5 +1,5 @@
-"""Booking a cluster or a throughput plan all or nothing (`launch_group`), stopping it together
-(`stop_group`), and its bookings ending together at the first booking limit."""
+"""Booking a cluster or a throughput plan all or nothing (`booking.launch`), stopping it together
+(`holding.stop`), and its bookings ending together at the first booking limit."""
 from __future__ import annotations
 
 import uuid
@@ -12,9 +12,10 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from catalog.models import Machine
-from nodelodge.launches import services
+from nodelodge.launches.booking import launch
+from nodelodge.launches.holding import BookingNotFound, end_expired_bookings, stop
 from nodelodge.launches.models import Booking, LaunchGroup
-from nodelodge.launches.services import GroupInputError, GroupRefused, LaunchRefused
+from nodelodge.launches.refusals import GroupInputError, GroupRefused, LaunchRefused
 from tests.factories import H100_MIB, make_gpu_type, make_machine, make_provider
 from tests.helpers import LLAMA_8B as QUERY
 
@@ -27,7 +28,7 @@ def book(user, machines, price=None, *, kind="cluster", key=None, **extra):
     pairs = [(machine.pk, machine.gpu_count if kind == "cluster" else gpus) for machine, gpus in machines]
     if price is None:
         price = sum(machine.price_per_gpu_hour * gpus for (machine, _g), (_id, gpus) in zip(machines, pairs, strict=True))
-    return services.launch_group(
+    return launch(
         user, machines=pairs, shown_price_per_hour=price, query_string=QUERY,
         idempotency_key=key or uuid.uuid4().hex, kind=kind, **extra,
     )
@@ -141,7 +142,7 @@ def _site() -> dict:
 def test_a_cluster_takes_each_machine_whole(cluster_catalog, make_user):
     machines = [cluster_catalog.cluster_machine() for _ in range(2)]
     with pytest.raises(GroupRefused) as refused:
-        services.launch_group(
+        launch(
             make_user(), machines=[(machines[0].pk, 8), (machines[1].pk, 4)],
             shown_price_per_hour=Decimal("29.88"), query_string=QUERY, idempotency_key=uuid.uuid4().hex,
             kind="cluster",
@@ -154,7 +155,7 @@ def test_a_cluster_takes_each_machine_whole(cluster_catalog, make_user):
 def test_an_unknown_machine_id_is_named_and_books_nothing(cluster_catalog, make_user):
     machine = cluster_catalog.cluster_machine()
     with pytest.raises(GroupRefused) as refused:
-        services.launch_group(
+        launch(
             make_user(), machines=[(machine.pk, 8), (999_999, 8)], shown_price_per_hour=2 * MACHINE_PRICE,
             query_string=QUERY, idempotency_key=uuid.uuid4().hex, kind="cluster",
         )
@@ -174,7 +175,7 @@ def test_an_unknown_machine_id_is_named_and_books_nothing(cluster_catalog, make_
 ])
 def test_unreadable_input_is_an_input_error_and_books_nothing(cluster_catalog, make_user, kind, machines, field):
     with pytest.raises(GroupInputError) as error:
-        services.launch_group(make_user(), machines=machines, shown_price_per_hour=Decimal(1), query_string=QUERY,
+        launch(make_user(), machines=machines, shown_price_per_hour=Decimal(1), query_string=QUERY,
                               idempotency_key=uuid.uuid4().hex, kind=kind)
     assert list(error.value.errors) == [field]
     assert not Booking.objects.exists()
@@ -260,15 +261,15 @@ def test_stopping_a_group_stops_every_booking_at_once_and_frees_every_gpu(cluste
     machines = [cluster_catalog.cluster_machine() for _ in range(3)]
     group = book(user, cluster(*machines)).group
 
-    with pytest.raises(services.BookingNotFound):
-        services.stop_group(make_user(), group.pk)  # another user's
-    stopped = services.stop_group(user, group.pk)
+    with pytest.raises(BookingNotFound):
+        stop(make_user(), group_id=group.pk)  # another user's
+    stopped = stop(user, group_id=group.pk)
 
     assert stopped.stopped and [b.status for b in stopped.bookings] == ["ended"] * 3
     assert len({b.ended_at for b in stopped.bookings}) == 1
     assert free_gpus(*machines) == [8, 8, 8]
     assert group.status == "ended"
-    assert not services.stop_group(user, group.pk).stopped  # a second click changes nothing
+    assert not stop(user, group_id=group.pk).stopped  # a second click changes nothing
     assert free_gpus(*machines) == [8, 8, 8]
 
 
@@ -278,7 +279,7 @@ def test_stop_on_one_booking_of_a_group_stops_the_whole_group(cluster_catalog, m
     group = book(user, cluster(*machines)).group
     member = group.bookings.order_by("pk").last()
 
-    outcome = services.stop(user, member.pk)
+    outcome = stop(user, member.pk)
 
     assert outcome.stopped and outcome.booking.pk == member.pk
     assert set(Booking.objects.values_list("status", flat=True)) == {"ended"}
@@ -292,23 +293,26 @@ def test_a_group_ends_whole_when_its_first_booking_limit_is_reached(cluster_cata
     alone = cluster_catalog.cluster_machine(booking_limit_hours=None)
     now = timezone.now()
     group = book(user, cluster(limited, unlimited), now=now - timedelta(hours=6)).group
-    single = services.launch(user, alone.pk, 1, Decimal("2.49"), QUERY, uuid.uuid4().hex).booking
+    single = launch(
+        user, machines=[(alone.pk, 1)], shown_price_per_hour=Decimal("2.49"), query_string=QUERY,
+        idempotency_key=uuid.uuid4().hex,
+    ).booking
 
-    assert services.end_expired_bookings(now=now) == 2
+    assert end_expired_bookings(now=now) == 2
 
     bookings = list(group.bookings.all())
     assert {(b.status, b.ended_at) for b in bookings} == {("ended", now - timedelta(hours=1))}
     assert free_gpus(limited, unlimited) == [8, 8]
     single.refresh_from_db()
     assert single.is_running
-    assert services.end_expired_bookings(now=now) == 0
+    assert end_expired_bookings(now=now) == 0
 
 
 def test_the_budget_covers_the_whole_group_on_each_of_its_bookings(cluster_catalog, make_user):
     from sizing.wording import budget_cover
 
     machines = [cluster_catalog.cluster_machine(booking_limit_hours=None) for _ in range(2)]
-    group = services.launch_group(
+    group = launch(
         make_user(), machines=[(m.pk, 8) for m in machines], shown_price_per_hour=2 * MACHINE_PRICE,
         query_string=f"{QUERY}&budget=100", idempotency_key=uuid.uuid4().hex, kind="cluster",
     ).group

@@ -13,7 +13,7 @@ from django.test import Client
 from django.urls import reverse
 
 from catalog.models import Machine
-from nodelodge.launches import services
+from nodelodge.launches.booking import launch
 from nodelodge.launches.models import Booking, LaunchGroup
 from nodelodge.wizard.rows import group_form_words
 from tests.factories import make_measured_speed
@@ -97,7 +97,7 @@ def test_the_groups_stop_asks_first_then_stops_every_machine(client, cluster_cat
     user = make_user()
     client.force_login(user)
     machines = [cluster_catalog.cluster_machine() for _ in range(3)]
-    group = services.launch_group(user, machines=[(m.pk, 8) for m in machines],
+    group = launch(user, machines=[(m.pk, 8) for m in machines],
                                   shown_price_per_hour=Decimal("59.76"), query_string=QUERY,
                                   idempotency_key=uuid.uuid4().hex, kind="cluster").group
     member = group.bookings.first()
@@ -131,7 +131,10 @@ def test_a_machine_gone_before_confirm_is_named_nothing_is_booked_and_the_result
     client.force_login(make_user())
     machines = [cluster_catalog.cluster_machine() for _ in range(3)]
     data = group_data(machines)
-    services.launch(make_user(), machines[2].pk, 1, Decimal("2.49"), QUERY, uuid.uuid4().hex)  # someone else
+    launch(
+        make_user(), machines=[(machines[2].pk, 1)], shown_price_per_hour=Decimal("2.49"), query_string=QUERY,
+        idempotency_key=uuid.uuid4().hex,
+    )  # someone else
 
     refused = client.post(reverse("launches:group_launch"), data)
 
@@ -261,7 +264,10 @@ def test_a_refused_cluster_offers_the_next_cluster_without_the_machine_it_could_
     client.force_login(make_user())
     first, second, third = sorted(h100_site, key=lambda m: (m.price_per_gpu_hour, m.pk))
     data = group_data([first, second], query=LLAMA_405B_8K)
-    services.launch(make_user(), first.pk, 1, first.price_per_gpu_hour, QUERY, uuid.uuid4().hex)  # one GPU taken
+    launch(
+        make_user(), machines=[(first.pk, 1)], shown_price_per_hour=first.price_per_gpu_hour,
+        query_string=QUERY, idempotency_key=uuid.uuid4().hex,
+    )  # one GPU taken
 
     refused = client.post(reverse("launches:group_launch"), data)
 

@@ -8,7 +8,7 @@ from urllib.parse import quote
 
 import pytest
 
-from nodelodge.launches import services
+from nodelodge.launches.booking import launch
 from nodelodge.launches.models import Booking
 from tests.factories import make_user
 from tests.helpers import LLAMA_8B
@@ -21,7 +21,10 @@ def test_the_hours_a_budget_covers_are_grouped_as_the_pages_language_writes_them
     user = make_user()
     client.force_login(user)
     machine = small_catalog.machine()
-    booking = services.launch(user, machine.pk, 1, machine.price_per_gpu_hour, LLAMA_8B, uuid.uuid4().hex).booking
+    booking = launch(
+        user, machines=[(machine.pk, 1)], shown_price_per_hour=machine.price_per_gpu_hour,
+        query_string=LLAMA_8B, idempotency_key=uuid.uuid4().hex,
+    ).booking
     Booking.objects.filter(pk=booking.pk).update(hours_covered=Decimal("1020.40"))
 
     html = client.get(path, HTTP_ACCEPT_LANGUAGE=path[1:3] if path.startswith("/de") else "en").content.decode()

@@ -56,11 +56,14 @@ def test_launch_review_confirm_my_launches_and_stop_in_german(client, small_cata
 
 
 def test_the_english_booking_link_is_german_on_the_german_page(client, small_catalog, make_user):
-    from nodelodge.launches import services
+    from nodelodge.launches.booking import launch
 
     user = make_user("ada")
     machine = small_catalog.machine()
-    services.launch(user, machine.pk, 1, Decimal("4.98") / 2, QUERY, uuid.uuid4().hex)
+    launch(
+        user, machines=[(machine.pk, 1)], shown_price_per_hour=Decimal("4.98") / 2, query_string=QUERY,
+        idempotency_key=uuid.uuid4().hex,
+    )
     client.force_login(user)
     assert f'href="/?{QUERY.split("&")[0]}' in client.get("/launches/").content.decode()
     assert f'href="/de/?{QUERY.split("&")[0]}' in client.get("/de/launches/").content.decode()

@@ -11,7 +11,7 @@ from django.urls import reverse
 
 from catalog.models import Machine
 from nodelodge.hardening import deadline
-from nodelodge.launches import services
+from nodelodge.launches.booking import launch
 from nodelodge.launches.models import Booking
 from tests.helpers import LLAMA_8B as QUERY
 from tests.helpers import started
@@ -42,12 +42,18 @@ def test_a_launch_past_its_deadline_books_nothing_and_one_in_time_books(small_ca
     machine = small_catalog.machine(free_gpus=2)
 
     with deadline.request_deadline(time.time() - 1), pytest.raises(deadline.DeadlinePassed):
-        services.launch(user, machine.pk, 1, Decimal("2.49"), QUERY, uuid.uuid4().hex)
+        launch(
+            user, machines=[(machine.pk, 1)], shown_price_per_hour=Decimal("2.49"), query_string=QUERY,
+            idempotency_key=uuid.uuid4().hex,
+        )
     assert not Booking.objects.exists()
     assert Machine.objects.get(pk=machine.pk).free_gpus == 2
 
     with deadline.request_deadline(time.time() + 60):
-        services.launch(user, machine.pk, 1, Decimal("2.49"), QUERY, uuid.uuid4().hex)
+        launch(
+            user, machines=[(machine.pk, 1)], shown_price_per_hour=Decimal("2.49"), query_string=QUERY,
+            idempotency_key=uuid.uuid4().hex,
+        )
     assert Booking.objects.count() == 1
     assert Machine.objects.get(pk=machine.pk).free_gpus == 1
 

@@ -12,9 +12,10 @@ from django.utils import timezone
 
 from catalog import services as catalog_services
 from catalog.models import Machine
-from nodelodge.launches import services
+from nodelodge.launches.booking import launch
+from nodelodge.launches.holding import BookingNotFound, stop
 from nodelodge.launches.models import Booking
-from nodelodge.launches.services import LaunchRefused
+from nodelodge.launches.refusals import LaunchRefused
 from tests.helpers import LLAMA_8B as QUERY
 
 
@@ -23,8 +24,9 @@ def key() -> str:
 
 
 def book(user, machine, gpus=1, price="2.49", query=QUERY, idempotency_key=None):
-    return services.launch(
-        user, machine.pk, gpus, Decimal(price), query, idempotency_key or key()
+    return launch(
+        user, machines=[(machine.pk, gpus)], shown_price_per_hour=Decimal(price), query_string=query,
+        idempotency_key=idempotency_key or key(),
     )
 
 
@@ -215,7 +217,7 @@ def test_stop_ends_the_booking_and_frees_its_gpus(small_catalog, make_user):
     machine = small_catalog.machine(free_gpus=2)
     booking = book(user, machine).booking
 
-    outcome = services.stop(user, booking.pk)
+    outcome = stop(user, booking.pk)
 
     assert outcome.stopped
     booking.refresh_from_db()
@@ -230,8 +232,8 @@ def test_stop_twice_frees_the_gpus_once(small_catalog, make_user):
     booking = book(user, machine).booking
     book(make_user(), machine)  # another user holds the other GPU
 
-    services.stop(user, booking.pk)
-    again = services.stop(user, booking.pk)
+    stop(user, booking.pk)
+    again = stop(user, booking.pk)
 
     assert not again.stopped
     machine.refresh_from_db()
@@ -245,7 +247,7 @@ def test_stop_never_frees_more_gpus_than_the_machine_has(small_catalog, make_use
     # A provider refresh already reported every GPU free again.
     Machine.objects.filter(pk=machine.pk).update(free_gpus=2)
 
-    services.stop(user, booking.pk)
+    stop(user, booking.pk)
 
     machine.refresh_from_db()
     assert machine.free_gpus == 2
@@ -256,8 +258,8 @@ def test_another_users_booking_cannot_be_stopped(small_catalog, make_user):
     machine = small_catalog.machine(free_gpus=2)
     booking = book(owner, machine).booking
 
-    with pytest.raises(services.BookingNotFound):
-        services.stop(other, booking.pk)
+    with pytest.raises(BookingNotFound):
+        stop(other, booking.pk)
 
     booking.refresh_from_db()
     assert booking.is_running
@@ -302,12 +304,18 @@ def test_beat_ends_bookings_that_reached_their_limit_and_only_those(small_catalo
     limited = small_catalog.machine(booking_limit_hours=5, gpu_count=4, free_gpus=4)
     unlimited = small_catalog.machine(booking_limit_hours=None)
     now = timezone.now()
-    due = services.launch(user, limited.pk, 1, limited.price_per_gpu_hour, QUERY, "key-due-0001",
-                          now=now - timedelta(hours=6)).booking
-    running = services.launch(user, limited.pk, 1, limited.price_per_gpu_hour, QUERY, "key-running-01",
-                              now=now - timedelta(hours=4)).booking
-    endless = services.launch(user, unlimited.pk, 1, unlimited.price_per_gpu_hour, QUERY, "key-endless-1",
-                              now=now - timedelta(hours=600)).booking
+    due = launch(
+        user, machines=[(limited.pk, 1)], shown_price_per_hour=limited.price_per_gpu_hour, query_string=QUERY,
+        idempotency_key="key-due-0001", now=now - timedelta(hours=6),
+    ).booking
+    running = launch(
+        user, machines=[(limited.pk, 1)], shown_price_per_hour=limited.price_per_gpu_hour, query_string=QUERY,
+        idempotency_key="key-running-01", now=now - timedelta(hours=4),
+    ).booking
+    endless = launch(
+        user, machines=[(unlimited.pk, 1)], shown_price_per_hour=unlimited.price_per_gpu_hour,
+        query_string=QUERY, idempotency_key="key-endless-1", now=now - timedelta(hours=600),
+    ).booking
     assert END_EXPIRED_BOOKINGS in {entry["task"] for entry in settings.CELERY_BEAT_SCHEDULE.values()}
     assert end_expired_bookings.apply().get() == 1
     for booking in (due, running, endless):
@@ -315,22 +323,22 @@ def test_beat_ends_bookings_that_reached_their_limit_and_only_those(small_catalo
     assert due.status == "ended" and due.ended_at == due.started_at + timedelta(hours=5)
     assert running.is_running and endless.is_running
     assert Machine.objects.get(pk=limited.pk).free_gpus == 3
-    assert services.end_expired_bookings() == 0  # a second run changes nothing
+    assert end_expired_bookings() == 0  # a second run changes nothing
 
 
 def test_a_refused_launch_costs_three_statements_and_computes_no_recommendation(
     small_catalog, make_user, django_assert_max_num_queries, monkeypatch
 ):
-    from nodelodge.launches import services as launch_services
+    from nodelodge.launches import alternatives, refusals
 
     user = make_user()
     taken = small_catalog.machine(free_gpus=0)
     small_catalog.machine(price_per_gpu_hour=Decimal("3.10"))
     computed = []
-    for name in ("estimate_for", "recommendation_for"):
-        real = getattr(launch_services, name)
+    for module, name in ((refusals, "estimate_for"), (alternatives, "recommendation_for")):
+        real = getattr(module, name)
         monkeypatch.setattr(
-            launch_services, name, lambda *a, real=real, name=name, **k: computed.append(name) or real(*a, **k)
+            module, name, lambda *a, real=real, name=name, **k: computed.append(name) or real(*a, **k)
         )
 
     # The idempotency key, the query's model, the machine: the loser of a race is refused on these

@@ -7,7 +7,9 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.urls import reverse
 
-from nodelodge.launches import services, signup
+from nodelodge.accounts import signup
+from nodelodge.launches.booking import launch
+from nodelodge.launches.holding import stop
 from tests.helpers import LLAMA_8B as QUERY
 
 pytestmark = pytest.mark.django_db
@@ -29,10 +31,13 @@ def test_the_stop_page_of_an_ended_booking_is_titled_as_ended(client, small_cata
     user = make_user()
     client.force_login(user)
     machine = small_catalog.machine()
-    booking = services.launch(user, machine.pk, 1, Decimal("2.49"), QUERY, uuid.uuid4().hex).booking
+    booking = launch(
+        user, machines=[(machine.pk, 1)], shown_price_per_hour=Decimal("2.49"), query_string=QUERY,
+        idempotency_key=uuid.uuid4().hex,
+    ).booking
     running = client.get(reverse("launches:stop", args=[booking.pk])).content.decode()
     assert "<h1>Stop this booking?</h1>" in running
-    services.stop(user, booking.pk)
+    stop(user, booking.pk)
     ended = client.get(reverse("launches:stop", args=[booking.pk])).content.decode()
     assert "<h1>Booking ended</h1>" in ended and "<title>Booking ended · Node Lodge</title>" in ended
     assert "Stop this booking?" not in ended

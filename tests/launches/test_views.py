@@ -12,7 +12,8 @@ from django.test import Client
 from django.urls import reverse
 
 from catalog.models import Machine
-from nodelodge.launches import services
+from nodelodge.launches.booking import launch
+from nodelodge.launches.holding import stop
 from nodelodge.launches.models import Booking
 from tests.helpers import LLAMA_8B as QUERY
 
@@ -30,7 +31,10 @@ def launch_data(machine, gpus=1, price="2.49", query=QUERY, idempotency_key=None
 
 
 def booked(user, machine, gpus=1, price="2.49") -> Booking:
-    return services.launch(user, machine.pk, gpus, Decimal(price), QUERY, uuid.uuid4().hex).booking
+    return launch(
+        user, machines=[(machine.pk, gpus)], shown_price_per_hour=Decimal(price), query_string=QUERY,
+        idempotency_key=uuid.uuid4().hex,
+    ).booking
 
 
 def next_param(response) -> str:
@@ -204,7 +208,10 @@ def test_a_changed_price_shows_both_prices_and_the_way_back(client, small_catalo
 def test_losing_the_race_is_refused_at_once_with_the_way_back_to_the_result(client, small_catalog, make_user):
     client.force_login(make_user())
     taken = small_catalog.machine(gpu_count=1, free_gpus=1)
-    services.launch(make_user(), taken.pk, 1, taken.price_per_gpu_hour, QUERY, uuid.uuid4().hex)  # the winner
+    launch(
+        make_user(), machines=[(taken.pk, 1)], shown_price_per_hour=taken.price_per_gpu_hour,
+        query_string=QUERY, idempotency_key=uuid.uuid4().hex,
+    )  # the winner
     other = small_catalog.machine(price_per_gpu_hour=Decimal("3.10"))
     response = client.post(reverse("launches:launch"), launch_data(taken))
     assert response.status_code == 409
@@ -388,7 +395,7 @@ def test_ended_bookings_are_listed_with_their_cost(client, small_catalog, make_u
     client.force_login(user)
     machine = small_catalog.machine()
     booking = booked(user, machine)
-    services.stop(user, booking.pk, now=booking.started_at + timedelta(hours=2))
+    stop(user, booking.pk, now=booking.started_at + timedelta(hours=2))
     page = client.get(reverse("launches:list")).content.decode()
     assert "Nothing running." in page and "$4.98" in page
     assert Machine.objects.get(pk=machine.pk).free_gpus == 2

@@ -14,9 +14,10 @@ from django.contrib.auth import get_user_model
 from django.db import connection
 
 from catalog.models import Machine, Provider
-from nodelodge.launches import services as launches
+from nodelodge.launches.booking import launch
+from nodelodge.launches.holding import stop
 from nodelodge.launches.models import Booking
-from nodelodge.launches.services import LaunchRefused
+from nodelodge.launches.refusals import LaunchRefused
 from nodelodge.refresh import services as refresh
 from nodelodge.refresh.models import FeedConflict
 from tests.factories import make_gpu_type, make_language_model
@@ -52,7 +53,10 @@ def shrinking(feed_server):
 
 def book(user, machine) -> str:
     try:
-        launches.launch(user, machine.pk, 1, Decimal("2.49"), QUERY, uuid.uuid4().hex)
+        launch(
+            user, machines=[(machine.pk, 1)], shown_price_per_hour=Decimal("2.49"), query_string=QUERY,
+            idempotency_key=uuid.uuid4().hex,
+        )
         return "booked"
     except LaunchRefused as refusal:
         return refusal.code
@@ -132,7 +136,7 @@ def test_launches_racing_shrinking_refreshes_end_consistent(shrinking):
 
     # Once every booking has ended, the record applies in full.
     for booking in Booking.objects.filter(machine=machine, status="running"):
-        launches.stop(booking.user, booking.pk)
+        stop(booking.user, booking.pk)
     assert refresh.refresh_provider(provider.pk).status == "ok"
     machine.refresh_from_db()
     assert (machine.gpu_count, machine.free_gpus) == (1, 1)

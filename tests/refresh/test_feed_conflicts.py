@@ -12,9 +12,10 @@ import pytest
 from django.urls import reverse
 
 from catalog.models import Machine, Provider
-from nodelodge.launches import services as launches
+from nodelodge.launches import booking as launching
+from nodelodge.launches.holding import stop
 from nodelodge.launches.models import Booking
-from nodelodge.launches.services import LaunchRefused
+from nodelodge.launches.refusals import LaunchRefused
 from nodelodge.refresh.models import FeedConflict, SyncRun
 from nodelodge.refresh.services import refresh_provider
 from tests.factories import H100_MIB, T4_MIB, make_gpu_type, make_language_model, make_user
@@ -60,11 +61,14 @@ def fjord(feed_server):
 
 def launch(user, machine: Machine, gpus: int) -> Booking:
     price = machine.price_per_gpu_hour * gpus
-    return launches.launch(user, machine.pk, gpus, price, QUERY, uuid.uuid4().hex).booking
+    return launching.launch(
+        user, machines=[(machine.pk, gpus)], shown_price_per_hour=price, query_string=QUERY,
+        idempotency_key=uuid.uuid4().hex,
+    ).booking
 
 
 def launch_cluster(user, *machines: Machine):
-    return launches.launch_group(
+    return launching.launch(
         user, machines=[(m.pk, m.gpu_count) for m in machines],
         shown_price_per_hour=sum(m.price_per_gpu_hour * m.gpu_count for m in machines),
         query_string=QUERY, idempotency_key=uuid.uuid4().hex, kind="cluster",
@@ -172,7 +176,7 @@ def test_a_booked_machine_missing_from_the_feed_keeps_its_booking_and_is_flagged
     assert booking.status == "running"
     assert FeedConflict.objects.get(machine=machine).missing
     # Once the booking ends the flag goes; the machine stays gone until its feed lists it again.
-    launches.stop(booking.user, booking.pk)
+    stop(booking.user, booking.pk)
     assert fjord.refresh(record("osl-h100-01")).held_back == 0
     assert not FeedConflict.objects.exists()
 
@@ -180,7 +184,7 @@ def test_a_booked_machine_missing_from_the_feed_keeps_its_booking_and_is_flagged
 def test_once_the_booking_ends_the_next_record_applies_in_full(shrunk_t4):
     fjord, machine, booking, _run = shrunk_t4
 
-    launches.stop(booking.user, booking.pk)
+    stop(booking.user, booking.pk)
     machine.refresh_from_db()
     assert machine.free_gpus == 0  # what the machine really has is in doubt until its feed says again
 

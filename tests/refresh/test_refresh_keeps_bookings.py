@@ -9,8 +9,9 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from catalog.models import Machine, Provider
-from nodelodge.launches import services as launches
-from nodelodge.launches.services import LaunchRefused
+from nodelodge.launches.booking import launch
+from nodelodge.launches.holding import stop
+from nodelodge.launches.refusals import LaunchRefused
 from nodelodge.refresh.services import refresh_provider
 from tests.factories import make_gpu_type, make_language_model
 from tests.feeds import feed, record
@@ -34,7 +35,10 @@ def two_gpu_machine(feed_server):
 
 
 def book(user, machine):
-    return launches.launch(user, machine.pk, 1, Decimal("2.49"), QUERY, uuid.uuid4().hex)
+    return launch(
+        user, machines=[(machine.pk, 1)], shown_price_per_hour=Decimal("2.49"), query_string=QUERY,
+        idempotency_key=uuid.uuid4().hex,
+    )
 
 
 def free_gpus(machine) -> int:
@@ -64,7 +68,7 @@ def test_after_a_stop_a_refresh_offers_exactly_the_gpu_given_back(two_gpu_machin
     user = get_user_model().objects.create_user("ada", "ada@example.com", "a-long-test-passphrase")
     first = book(user, machine).booking
     book(user, machine)
-    launches.stop(user, first.pk)
+    stop(user, first.pk)
     assert free_gpus(machine) == 1
 
     assert refresh_provider(provider.pk).status == "ok"

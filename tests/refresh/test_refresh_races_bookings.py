@@ -11,9 +11,9 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from catalog.models import Machine, Provider
-from nodelodge.launches import services as launches
+from nodelodge.launches.booking import launch
 from nodelodge.launches.models import Booking
-from nodelodge.launches.services import LaunchRefused
+from nodelodge.launches.refusals import LaunchRefused
 from nodelodge.refresh.services import refresh_provider
 from tests.factories import make_gpu_type, make_language_model
 from tests.feeds import feed, record
@@ -45,7 +45,10 @@ def test_launches_racing_refreshes_never_book_more_gpus_than_the_machine_has(fee
     def launcher(user):
         for _ in range(LAUNCHES_EACH):
             try:
-                launches.launch(user, machine.pk, 1, Decimal("2.49"), QUERY, uuid.uuid4().hex)
+                launch(
+                    user, machines=[(machine.pk, 1)], shown_price_per_hour=Decimal("2.49"),
+                    query_string=QUERY, idempotency_key=uuid.uuid4().hex,
+                )
                 outcomes.append("booked")
             except LaunchRefused as refusal:
                 outcomes.append(refusal.code)

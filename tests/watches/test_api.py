@@ -2,8 +2,9 @@
 import pytest
 from django.utils import translation
 
-from nodelodge.watches import tokens
-from nodelodge.watches.models import ApiToken, Watch
+from nodelodge.accounts import tokens
+from nodelodge.accounts.models import ApiToken
+from nodelodge.watches.models import Watch
 from tests.factories import make_user
 from tests.helpers import LLAMA_8B
 

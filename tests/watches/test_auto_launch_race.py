@@ -9,8 +9,9 @@ import pytest
 from django.db import connection
 
 from catalog.models import Machine
-from nodelodge.launches import services as launches
+from nodelodge.launches.booking import LaunchOutcome, launch
 from nodelodge.launches.models import Booking
+from nodelodge.launches.refusals import LaunchRefused
 from nodelodge.watches import auto, services
 from nodelodge.watches.models import Firing, Watch
 from nodelodge.watches.services import WatchRequest, create_watch, evaluate_watches
@@ -49,15 +50,18 @@ def test_auto_launch_and_a_manual_launch_on_the_last_gpu_book_exactly_one(catalo
 
     automatic, manual = together(
         lambda: auto.launch_for(firing.pk),
-        lambda: launches.launch(other, machine.pk, 1, Decimal("2.49"), LLAMA_8B, uuid.uuid4().hex),
+        lambda: launch(
+            other, machines=[(machine.pk, 1)], shown_price_per_hour=Decimal("2.49"), query_string=LLAMA_8B,
+            idempotency_key=uuid.uuid4().hex,
+        ),
     )
 
     assert Booking.objects.filter(machine=machine).count() == 1
     assert Machine.objects.get(pk=machine.pk).free_gpus == 0
     booking = Booking.objects.get()
     if booking.user_id == watcher.pk:
-        assert automatic["booked"] == booking.pk and isinstance(manual, launches.LaunchRefused)
+        assert automatic["booked"] == booking.pk and isinstance(manual, LaunchRefused)
     else:
-        assert isinstance(manual, launches.LaunchOutcome) and automatic["booked"] is None
+        assert isinstance(manual, LaunchOutcome) and automatic["booked"] is None
         assert "someone else booked first" in automatic["refused"]
         assert Watch.objects.get(pk=watch.pk).is_active

@@ -10,7 +10,8 @@ import pytest
 from django.conf import settings as django_settings
 from django.utils import translation
 
-from nodelodge.watches import tokens, webhooks
+from nodelodge.accounts import tokens
+from nodelodge.watches import webhooks
 from nodelodge.watches.models import Watch
 from nodelodge.watches.services import WatchError, WatchRequest, create_watch
 from tests.factories import make_user

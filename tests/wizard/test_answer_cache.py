@@ -16,7 +16,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from catalog.models import Machine, Provider
-from nodelodge.launches import services as launches
+from nodelodge.launches.booking import launch
 from nodelodge.recommendations import fleet_state
 from nodelodge.refresh.services import refresh_provider
 from tests.factories import PASSWORD, make_gpu_type, make_language_model, make_user
@@ -152,7 +152,10 @@ def test_a_booking_a_refresh_and_a_deactivated_provider_each_give_a_new_etag_and
     assert free_gpus_shown(client) == 3
 
     user = get_user_model().objects.create_user("ada", "ada@example.com", PASSWORD)
-    launches.launch(user, machine.pk, 1, Decimal("2.49"), LLAMA_8B, uuid.uuid4().hex)
+    launch(
+        user, machines=[(machine.pk, 1)], shown_price_per_hour=Decimal("2.49"), query_string=LLAMA_8B,
+        idempotency_key=uuid.uuid4().hex,
+    )
     etags.append(etag_of(client, API))
     assert free_gpus_shown(client) == 2
 

@@ -19,8 +19,10 @@ from catalog.counting import fleet_counts
 from catalog.counting.fleet_query import FleetQuery
 from catalog.models import GpuType, Machine, Provider
 from catalog.services import load_catalog
-from nodelodge.launches import services as launches
+from nodelodge.launches.booking import launch
+from nodelodge.launches.holding import stop
 from nodelodge.launches.models import Booking
+from nodelodge.launches.refusals import LaunchRefused
 from nodelodge.recommendations.estimate import estimate_for
 from nodelodge.recommendations.fleet import stale_cutoff
 from nodelodge.recommendations.query import WorkloadQuery, WorkloadQueryForm
@@ -110,13 +112,16 @@ def test_refresh_launch_and_stop_at_once_keep_the_counts_exact(db):
             ids = list(Machine.objects.filter(gone_at=None, free_gpus__gte=1).values_list("pk", flat=True))
             machine = Machine.objects.get(pk=local.choice(ids))
             try:
-                outcome = launches.launch(user, machine.pk, 1, machine.price_per_gpu_hour, QUERY, uuid.uuid4().hex)
-            except launches.LaunchRefused as refusal:
+                outcome = launch(
+                    user, machines=[(machine.pk, 1)], shown_price_per_hour=machine.price_per_gpu_hour,
+                    query_string=QUERY, idempotency_key=uuid.uuid4().hex,
+                )
+            except LaunchRefused as refusal:
                 outcomes[f"refused {refusal.code}"] += 1
                 continue
             outcomes["launched"] += 1
             if local.random() < 0.5:
-                launches.stop(user, outcome.booking.pk)
+                stop(user, outcome.booking.pk)
                 outcomes["stopped"] += 1
 
     def reader():

@@ -1,0 +1,8 @@
+from django.apps import AppConfig
+
+
+class AccountsConfig(AppConfig):
+    default_auto_field = "django.db.models.BigAutoField"
+    name = "nodelodge.accounts"
+    label = "accounts"
+    verbose_name = "Accounts"

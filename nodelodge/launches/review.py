@@ -1,0 +1,127 @@
+"""The review step before Launch books: what Confirm will book, from the machines' figures now."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+
+from django.conf import settings
+from django.utils import timezone, translation
+from django.utils.translation import gettext
+
+from catalog import rows as catalog_rows
+from catalog.models import Machine
+from nodelodge.recommendations.fleet import preferences_for, stale_cutoff
+from nodelodge.recommendations.throughput import tokens_per_second_text
+from sizing.availability import unavailable_reason
+from sizing.fit import fit_on_machine
+from sizing.units import money_amount
+from sizing.wording import budget_cover, constraints_applied
+
+from .booking import check_request, machines_by_id
+from .models import ALONE
+from .refusals import LaunchRefused, estimate_or_refuse, parse_query, refuse_machines, result_url_for
+
+
+@dataclass(frozen=True)
+class Review:
+    """What Confirm will book: each machine with its GPUs, the price per hour now, what the budget
+    covers and the workload it was sized for; `problem` says why Confirm would be refused now."""
+
+    kind: str
+    machines: list[tuple[Machine | None, int, int]]  # (machine or None when unknown, its id, GPUs)
+    price_per_hour: Decimal  # the machines found, now
+    shown_price_per_hour: Decimal
+    budget_text: str | None
+    workload_title: str
+    result_url: str
+    problem: str | None  # why Confirm would be refused now, in words; None when it can book
+    hours_covered: Decimal | None = None
+    # The constraints the result applied, in words (not the workload's own line, which
+    # `workload_title` says); for a machine alone.
+    workload: tuple[tuple[str, str], ...] = ()
+    target_text: str | None = None  # a throughput plan's target, in words ("9,000 tokens/s")
+
+    @property
+    def machine(self) -> Machine | None:
+        """The machine of a Launch alone (a group's first)."""
+        return self.machines[0][0]
+
+    @property
+    def gpus(self) -> int:
+        return sum(gpus for _machine, _id, gpus in self.machines)
+
+    @property
+    def price_changed(self) -> bool:
+        return money_amount(self.price_per_hour) != money_amount(self.shown_price_per_hour)
+
+
+def review(kind: str, machines, shown_price_per_hour: Decimal, query_string: str,
+           *, now: datetime | None = None) -> Review:
+    """The review of `machines` ((machine id, GPUs) pairs) booked as `kind`. Raises GroupInputError for
+    unreadable input, and LaunchRefused when the result cannot be read (or a machine alone is gone)."""
+    pairs = check_request(kind, machines)
+    query = parse_query(query_string)
+    result_url = result_url_for(query)
+    breakdown, _model_row = estimate_or_refuse(query, result_url)
+    found = machines_by_id([machine_id for machine_id, _gpus in pairs], lock=False)
+    now = now or timezone.now()
+    if kind == ALONE:
+        problem = _problem_alone(found.get(pairs[0][0]), pairs[0][1], query, breakdown, result_url, now)
+    else:
+        problem = None
+        try:
+            refuse_machines(kind, pairs, found, shown_price_per_hour, query, breakdown, result_url, now)
+        except LaunchRefused as refusal:
+            problem = refusal.message
+    price = sum((found[i].price_per_gpu_hour * gpus for i, gpus in pairs if i in found), Decimal(0))
+    limits = [found[i].booking_limit_hours for i, _g in pairs if i in found and found[i].booking_limit_hours]
+    cover = None
+    if price or kind == ALONE:
+        cover = budget_cover(query.budget, price, min(limits) if limits else None)
+    return Review(
+        kind=kind,
+        machines=[(found.get(machine_id), machine_id, gpus) for machine_id, gpus in pairs],
+        price_per_hour=price,
+        shown_price_per_hour=shown_price_per_hour,
+        budget_text=cover.text if cover else None,
+        hours_covered=cover.hours_of_one_booking if cover is not None else None,
+        workload_title=breakdown.title,
+        workload=_workload_lines(query, breakdown) if kind == ALONE else (),
+        result_url=result_url,
+        problem=problem,
+        target_text=tokens_per_second_text(query.target_tokens) if query.target_tokens else None,
+    )
+
+
+def _problem_alone(machine, gpus, query, breakdown, result_url, now) -> str | None:
+    """Why Confirm would be refused now for a machine alone, in the review's own words; a machine
+    no longer offered is refused at once (LaunchRefused)."""
+    if machine is None or machine.gone_at is not None:
+        raise LaunchRefused(
+            LaunchRefused.GONE, gettext("This machine is no longer offered by its provider."),
+            result_url=result_url,
+        )
+    offer = catalog_rows.machine_offer(machine)
+    reason = unavailable_reason(offer, stale_cutoff=stale_cutoff(now), countries=query.countries)
+    if reason is not None:
+        return gettext(
+            "This machine is not available now (%(reason)s); go back to the result for another."
+        ) % {"reason": reason}
+    fit = fit_on_machine(breakdown, offer)
+    if fit is None or fit.gpus_used != gpus:
+        return gettext("The machine's figures changed and the workload no longer fits it as shown.")
+    return None
+
+
+def _workload_lines(query, breakdown) -> tuple[tuple[str, str], ...]:
+    preferences = preferences_for(query)
+    stale_minutes = settings.MACHINE_STALE_AFTER_SECONDS // 60
+    applied = constraints_applied(breakdown, preferences, {}, stale_minutes)
+    # Which lines describe the workload is read from their English labels, whatever the page's language.
+    with translation.override("en"):
+        english = constraints_applied(breakdown, preferences, {}, stale_minutes)
+    return tuple(
+        pair for pair, (label, _value) in zip(applied, english, strict=True)
+        if str(label) not in ("Availability", "Not recommended", "Workload")
+    )
