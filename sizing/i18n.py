@@ -17,6 +17,8 @@ from decimal import Decimal
 from fractions import Fraction
 from types import SimpleNamespace
 
+from .rounding import round_half_up
+
 
 def _english_ngettext(singular: str, plural: str, n: int) -> str:
     return singular if n == 1 else plural
@@ -94,14 +96,12 @@ def format_number(
 ) -> str:
     """A figure as the active language writes it: 8,030,261,248 and 19.55 in English, 8.030.261.248 and
     19,55 in German. A Decimal keeps its own digits unless `places` is given: then it is rounded by
-    `sizing.units.round_half_up`, the one rounding policy."""
+    `sizing.rounding.round_half_up`, the one rounding policy."""
     if isinstance(value, Fraction):
         value = Decimal(value.numerator) / Decimal(value.denominator)
     elif isinstance(value, float):
         value = Decimal(str(value))
     if places is not None:
-        from .units import round_half_up  # the one rounding policy (`sizing.units` imports this module)
-
         value = round_half_up(value, places)
     return _hooks.format_number(value, places, grouping)
 

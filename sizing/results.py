@@ -14,7 +14,8 @@ from .countries import country_name
 from .fit import Fit
 from .i18n import gettext, gettext_noop, ngettext
 from .offers import MEASUREMENT_FIELDS, MachineOffer, MeasuredSpeed
-from .units import decimal_text, gib_number, money_string, money_text, round_half_up
+from .rounding import round_half_up
+from .units import decimal_text, gib_number, money_string, money_text
 from .wording import MEMORY_SOURCE_SHORT, MEMORY_SOURCE_WORDS, BudgetCover, EmptyAnswer, per_hour
 
 

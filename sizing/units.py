@@ -19,6 +19,7 @@ from decimal import ROUND_CEILING, ROUND_DOWN, ROUND_HALF_UP, Decimal
 from fractions import Fraction
 
 from .i18n import format_number, pgettext
+from .rounding import round_half_up
 
 GIB = 2**30
 MIB = 2**20
@@ -26,19 +27,6 @@ MIB = 2**20
 MONEY_PLACES = 4  # the catalog keeps prices to 4 places
 _CENTS = Decimal("0.01")
 _MONEY_STEP = Decimal(1).scaleb(-MONEY_PLACES)
-
-
-def round_half_up(value: float | int | Decimal | Fraction, places: int = 2) -> Decimal:
-    """Display rounding as people do it (15.625 → 15.63), not Python's round-half-even. A Fraction is
-    rounded exactly (1/3 → 0.33), a float as it reads (its shortest repr)."""
-    step = Decimal(1).scaleb(-places)
-    if isinstance(value, Fraction):
-        scaled = abs(value) * 10**places
-        whole = scaled.numerator // scaled.denominator
-        if scaled - whole >= Fraction(1, 2):
-            whole += 1
-        return (Decimal(-whole if value < 0 else whole) * step).quantize(step)
-    return Decimal(str(value)).quantize(step, rounding=ROUND_HALF_UP)
 
 
 def _gib_decimal(n_bytes: int | float) -> Decimal:
