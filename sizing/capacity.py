@@ -10,8 +10,8 @@ from fractions import Fraction
 from functools import cached_property
 
 from .architectures import cache_groups
-from .calculators.inference import prefill_activation_bytes, weight_items
-from .calculators.items import MARGIN, RUNTIME_BYTES, TENSOR_PARALLEL_BUFFER_BYTES
+from .calculators.items import MARGIN, RUNTIME_BYTES, TENSOR_PARALLEL_BUFFER_BYTES, weight_items
+from .calculators.prefill import prefill_activation_bytes
 from .calculators.vllm import (
     DEFAULT_UTILIZATION,
     DRIVER_RESERVED_BYTES,

@@ -3,10 +3,14 @@ from __future__ import annotations
 
 from decimal import Decimal, InvalidOperation
 
+from ..architectures import PLAIN, activation_mlp_width
 from ..errors import MissingModelValue, SizingError, value_words
 from ..i18n import gettext
+from ..kv_cache import check_kv_bits
+from ..limits import MAX_CONTEXT, MAX_REQUESTS
 from ..specs import PRECISIONS, LanguageModelSpec
 from ..units import fmt_int
+from ..weights import precision_choices
 
 
 def check_precision(precision) -> int:
@@ -95,3 +99,26 @@ class renamed:  # noqa: N801 (used as a statement: `with renamed(...)`)
         if exc is not None and isinstance(exc, SizingError) and exc.field in self.mapping:
             exc.field = self.mapping[exc.field]
         return False
+
+
+def check_inference_inputs(model: LanguageModelSpec, precision: object, context: object, requests: object,
+                           kv_bits: object) -> tuple[int, int, int, int]:
+    """The inputs of a language model served for inference, under transformers or vLLM: (precision,
+    context, requests, KV-cache bits), checked, and the model values the estimates read."""
+    precision = check_precision(precision)
+    context = check_count(context, "context", gettext("The context"), MAX_CONTEXT)
+    requests = check_count(requests, "requests", gettext("The number of concurrent requests"), MAX_REQUESTS)
+    kv_bits = check_kv_bits(kv_bits)
+    model_value(model, "parameters")
+    model_value(model, "layers")
+    if (model.architecture or PLAIN).mla is None:
+        model_value(model, "kv_heads")
+        model_value(model, "head_dim")
+    model_value(model, "hidden_size")
+    activation_mlp_width(model, model_value(model, "intermediate_size"))
+    model_value(model, "vocab_size")
+    refused = precision_choices(model)[precision]
+    if refused:
+        raise SizingError("precision", refused)
+    check_context_limit(model, context, "context")
+    return precision, context, requests, kv_bits

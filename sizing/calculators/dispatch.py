@@ -15,7 +15,8 @@ from .image import estimate_image
 from .inference import estimate_inference
 from .notebook import estimate_notebook
 from .speech import estimate_speech
-from .vllm import check_engine, estimate_vllm
+from .vllm import check_engine
+from .vllm_inference import estimate_vllm
 
 # The catalog kind (as `Workload.kinds` names them) of each kind of model spec.
 KIND_OF_SPEC = {LanguageModelSpec: "language", SpeechModelSpec: "speech", ImagePipelineSpec: "image"}

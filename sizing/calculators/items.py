@@ -11,11 +11,19 @@ import math
 from fractions import Fraction
 
 from .. import nouns
+from ..architectures import count_parameters
 from ..breakdown import Item
 from ..i18n import gettext, gettext_noop
 from ..specs import LanguageModelSpec
 from ..units import GIB, fmt_gib, fmt_int, general_number
-from ..weights import split_parameters
+from ..weights import (
+    FORMATS,
+    INFERENCE_FORMAT,
+    native_format_of,
+    native_weight_items,
+    split_parameters,
+    stored_weights,
+)
 from .checks import model_value
 
 # Exact bytes per parameter; the floats in specs.BYTES_PER_PARAMETER carry the same values.
@@ -158,3 +166,17 @@ def format_items(stored, vocab: int, hidden: int, nominal_label: str) -> list[It
     if stored.scale_bytes:
         items.append(scales_item(stored, hidden))
     return items
+
+
+def weight_items(model: LanguageModelSpec, precision: int):
+    """The weights as a published checkpoint stores them: (items, words, stored weights or None when the
+    model is run in the format it is published in)."""
+    native = native_format_of(model)
+    if native is not None and native.bits == precision:
+        items, words = native_weight_items(model, count_parameters(model), native)
+        return items, words, None
+    hidden = model_value(model, "hidden_size")
+    weights = weights_item(gettext("Model weights"), model_value(model, "parameters"), precision)
+    stored = stored_weights(FORMATS[INFERENCE_FORMAT[precision]], parameter_split(model), hidden)
+    nominal = general_number(WEIGHT_BYTES[precision])
+    return [weights, *format_items(stored, model_value(model, "vocab_size"), hidden, nominal)], [], stored
