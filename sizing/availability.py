@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 from .reasons import MEMORY_UNKNOWN, NO_FREE_GPUS, OFFLINE, OUTSIDE_COUNTRIES, STALE
 
@@ -59,7 +59,7 @@ class MachineState(Protocol):
     free_gpus: int
 
 
-def _fails(check: Check, value, stale_cutoff: datetime | None, countries: frozenset[str] | None) -> bool:
+def _fails(check: Check, value: Any, stale_cutoff: datetime | None, countries: frozenset[str] | None) -> bool:
     test = check.test
     if test == IS_SET:
         return bool(value)
@@ -72,7 +72,7 @@ def _fails(check: Check, value, stale_cutoff: datetime | None, countries: frozen
     if test == MISSING:
         return value is None or value <= 0
     if test == BELOW_ONE:
-        return value < 1
+        return bool(value < 1)
     raise ValueError(f"unknown availability test {test!r}")
 
 

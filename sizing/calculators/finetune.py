@@ -154,7 +154,8 @@ def gptq_dequantized_item(model: LanguageModelSpec) -> Item:
     """The triton_v2 kernel (the only AutoGPTQ/GPTQModel kernel with a backward pass) dequantizes a whole
     matrix to 16-bit before each matmul, forward and backward, and frees it after: one at a time."""
     hidden = model_value(model, "hidden_size")
-    width = max(model_value(model, "intermediate_size"), model_value(model, "attention_heads") * model_value(model, "head_dim"))
+    width = max(model_value(model, "intermediate_size"),
+                model_value(model, "attention_heads") * model_value(model, "head_dim"))
     return Item(
         name=gettext("Dequantized matrix"),
         formula=gettext(
@@ -270,7 +271,8 @@ def adapters_item(model: LanguageModelSpec, training: Training | int = DEFAULT_T
                 "moments + 4 fp32 master copy)"
             ) % {
                 "rank": fmt_int(rank), "h": fmt_int(model_value(model, "hidden_size")),
-                "q": fmt_int(model_value(model, "attention_heads") * head_dim), "kv": fmt_int(model_value(model, "kv_heads") * head_dim),
+                "q": fmt_int(model_value(model, "attention_heads") * head_dim),
+                "kv": fmt_int(model_value(model, "kv_heads") * head_dim),
                 "layers": nouns.layers(model_value(model, "layers")),
                 "trainable": fmt_int(trainable), "bytes": TRAINABLE_BYTES_PER_PARAMETER,
             },
@@ -314,7 +316,8 @@ def layer_activation_bytes_per_token(model: LanguageModelSpec) -> int:
     attention): 17h (11 attention without its scores, 4 the two norms, 2 the MLP input), the gated MLP's
     four I-wide tensors (8I) and a 4-byte log-sum-exp per head. It holds the 16-bit input of every
     projection, as full training keeps them, so it covers adapters on any of them."""
-    return 17 * model_value(model, "hidden_size") + 8 * model_value(model, "intermediate_size") + 4 * model_value(model, "attention_heads")
+    return (17 * model_value(model, "hidden_size") + 8 * model_value(model, "intermediate_size")
+            + 4 * model_value(model, "attention_heads"))
 
 
 @dataclass(frozen=True)
@@ -338,7 +341,8 @@ def routed_layer_kinds(model: LanguageModelSpec) -> list[LayerKind]:
     if moe is None:
         return [LayerKind(model_value(model, "layers"), layer_activation_bytes_per_token(model), gettext(
             "(17 × %(h)s hidden + 8 × %(width)s MLP width + 4 × %(heads)s heads)") % {
-            "h": fmt_int(hidden), "width": fmt_int(model_value(model, "intermediate_size")), "heads": fmt_int(heads)})]
+            "h": fmt_int(hidden), "width": fmt_int(model_value(model, "intermediate_size")),
+            "heads": fmt_int(heads)})]
     moe_layers = sum(1 for index in range(model_value(model, "layers")) if moe.is_moe_layer(index))
     kinds = []
     dense_layers = model_value(model, "layers") - moe_layers
@@ -380,7 +384,8 @@ def activations_item(model: LanguageModelSpec, sequence_length: int, batch_size:
     only two of them on the GPU, in transit. Both count a mixture-of-experts layer as routing makes it
     (`routed_layer_kinds`: each token through its k experts); the default (`on`) counts the one recomputed
     layer at one MLP width, as the documentation does."""
-    hidden, layers, heads = model_value(model, "hidden_size"), model_value(model, "layers"), model_value(model, "attention_heads")
+    hidden, layers = model_value(model, "hidden_size"), model_value(model, "layers")
+    heads = model_value(model, "attention_heads")
     tokens = sequence_length * batch_size
     per_layer = layer_activation_bytes_per_token(model)
     values = {
@@ -582,7 +587,8 @@ def quantizing_load_item(model: LanguageModelSpec, training_bytes: int) -> Item 
     """QLoRA's load-time quantization of the largest matrix, beyond the training items that reuse its
     memory (the two are not alive together: the peak is the larger); None when training needs more."""
     hidden = model_value(model, "hidden_size")
-    largest = hidden * max(model_value(model, "intermediate_size"), model_value(model, "attention_heads") * model_value(model, "head_dim"))
+    largest = hidden * max(model_value(model, "intermediate_size"),
+                           model_value(model, "attention_heads") * model_value(model, "head_dim"))
     transient = largest * NF4_LOAD_BYTES_PER_VALUE
     if transient <= training_bytes:
         return None
