@@ -10,7 +10,7 @@ from ..errors import MissingModelValue, SizingError, value_words
 from ..i18n import gettext
 from ..kv_cache import check_kv_bits
 from ..limits import MAX_CONTEXT, MAX_REQUESTS
-from ..specs import PRECISIONS, LanguageModelSpec
+from ..specs import PRECISIONS, LanguageModelSpec, SpeechModelSpec
 from ..units import fmt_int
 from ..weights import precision_choices
 
@@ -54,7 +54,7 @@ def efficiency_error() -> str:
     return gettext("The efficiency must be more than 0 %% and at most 100 %%.") % {}
 
 
-def model_value(model: LanguageModelSpec, name: str) -> int:
+def model_value(model: LanguageModelSpec | SpeechModelSpec, name: str) -> int:
     """A published figure the formula needs; missing is an error, never zero."""
     value: object = getattr(model, name)
     if value is None:

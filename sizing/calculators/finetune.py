@@ -88,7 +88,8 @@ def _refuse_unsized_attention(model: LanguageModelSpec) -> None:
         )
 
 
-def _checked(model, precision, sequence_length, batch_size, training) -> tuple[int, int, int, Training]:
+def _checked(model: LanguageModelSpec, precision: object, sequence_length: object, batch_size: object,
+             training: Training) -> tuple[int, int, int, Training]:
     _refuse_unsized_attention(model)
     precision = check_precision(precision)
     sequence_length = check_count(

@@ -80,7 +80,7 @@ def prefill_item(model: LanguageModelSpec, tokens: int, requests: int, margin: I
 
 
 def _local_prefill_formula(model: LanguageModelSpec, tokens: int, requests: int, local: LocalPrefill,
-                           values: dict) -> str:
+                           values: dict[str, object]) -> str:
     """The prefill's formula for a model with sliding-window or chunked-local layers."""
     context = tokens // requests
     per_token = prompt_kv_bytes_per_token(model)

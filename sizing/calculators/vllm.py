@@ -25,9 +25,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import cast
 
 from .. import nouns
-from ..architectures import CHUNKED, FULL, LINEAR, PLAIN, SLIDING
+from ..architectures import CHUNKED, FULL, LINEAR, LINEAR_STATE_BYTES, PLAIN, SLIDING, LinearAttention
 from ..breakdown import Item
 from ..errors import SizingError
 from ..i18n import gettext, ngettext
@@ -117,7 +118,7 @@ class KvLayout:
     page_bytes: int  # one block of one layer
     group_size: int  # layers per group
     groups: tuple[tuple[str, int], ...]  # (kind, number of groups of that kind)
-    window: dict = field(default_factory=dict)  # kind -> window or chunk
+    window: dict[str, int] = field(default_factory=dict)  # kind -> window or chunk
     state_bytes_per_request: int = 0  # linear-attention state, outside the blocks
     batched_tokens: int = DEFAULT_BATCHED_TOKENS
 
@@ -303,7 +304,7 @@ def check_settings(model: LanguageModelSpec, settings: VllmSettings) -> None:
     if pp > model_value(model, "layers"):
         raise SizingError("pipeline_parallel", gettext(
             "%(model)s has %(layers)s: the pipeline-parallel size may be at most that."
-        ) % {"model": model.name, "layers": nouns.layers(model.layers)})
+        ) % {"model": model.name, "layers": nouns.layers(model_value(model, "layers"))})
     utilization = settings.gpu_memory_utilization
     if not isinstance(utilization, Fraction) or not 0 < utilization <= 1:
         raise SizingError("gpu_memory_utilization", gettext(
@@ -357,8 +358,8 @@ def _stage_share(model: LanguageModelSpec, total: int, pp: int) -> Fraction:
     last, which loads its own copy where the two are tied)."""
     if pp == 1:
         return Fraction(1)
-    layers = model.layers
-    embeddings = model.vocab_size * model.hidden_size * SIXTEEN_BIT_BYTES
+    layers = model_value(model, "layers")
+    embeddings = model_value(model, "vocab_size") * model_value(model, "hidden_size") * SIXTEEN_BIT_BYTES
     decoder = max(total - embeddings * (1 if model.tied_embeddings else 2), 0)
     stage = Fraction(decoder * math.ceil(layers / pp), layers) + embeddings
     return min(Fraction(1), stage / total)
@@ -387,7 +388,7 @@ def _forward_values_per_token(model: LanguageModelSpec, tp: int) -> tuple[int, s
     """Values alive per token at a decoder layer's MLP peak on one GPU (besides the residual and
     the layer's input): the gate-up output and the activated product, or, under a mixture of experts,
     the fused-MoE kernel's three work buffers for each routed expert of the token."""
-    hidden = model.hidden_size
+    hidden = model_value(model, "hidden_size")
     arch = model.architecture or PLAIN
     if arch.moe is None:
         intermediate = model_value(model, "intermediate_size")
@@ -476,20 +477,19 @@ def kv_layout(model: LanguageModelSpec, kv_bits: int, settings: VllmSettings) ->
         attention = {kind: count for kind, count in counts.items() if kind != LINEAR}
     state = 0
     if LINEAR in counts:
-        from ..architectures import LINEAR_STATE_BYTES
-
-        state = arch.linear_attention.state_values() * LINEAR_STATE_BYTES * counts[LINEAR] // tp
+        linear = cast(LinearAttention, arch.linear_attention)  # LINEAR layers only where it is set
+        state = linear.state_values() * LINEAR_STATE_BYTES * counts[LINEAR] // tp
     sizes = sorted(attention.values())
     if len(sizes) == 1:
         group_size = sizes[0]
     else:  # kv_cache_utils: near-equal kinds share the larger size, otherwise the smallest kind's
         group_size = sizes[-1] if sizes[-1] < sizes[0] * 5 // 4 else sizes[0]
     groups = tuple((kind, math.ceil(count / group_size)) for kind, count in attention.items())
-    window = {}
+    window: dict[str, int] = {}  # a kind's layers are there only where its window or chunk is set
     if SLIDING in attention:
-        window[SLIDING] = arch.sliding_window
+        window[SLIDING] = cast(int, arch.sliding_window)
     if CHUNKED in attention:
-        window[CHUNKED] = arch.attention_chunk
+        window[CHUNKED] = cast(int, arch.attention_chunk)
     return KvLayout(page_bytes=page, group_size=group_size, groups=groups, window=window,
                     state_bytes_per_request=state, batched_tokens=settings.max_num_batched_tokens)
 
@@ -557,7 +557,7 @@ ENGINES = ("transformers", "vllm")
 DEFAULT_ENGINE = "transformers"
 
 
-def check_engine(engine) -> str:
-    if engine not in ENGINES:
+def check_engine(engine: object) -> str:
+    if not isinstance(engine, str) or engine not in ENGINES:
         raise SizingError("engine", gettext("Choose the engine: transformers or vllm."))
     return engine

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import cast
 
 from .. import nouns
 from ..breakdown import Breakdown, Item
@@ -44,7 +45,9 @@ class VllmBreakdown(Breakdown):
     requests: int = 0
 
     def budget(self, gpus: int) -> VllmBudget:
-        return vllm_budget(self.spec, self.precision, self.kv_bits, VllmSettings(
+        # estimate_vllm sets the model and the precision (they default only as the dataclass requires)
+        spec, precision = cast(LanguageModelSpec, self.spec), cast(int, self.precision)
+        return vllm_budget(spec, precision, self.kv_bits, VllmSettings(
             gpu_memory_bytes=_ANY_GPU, tensor_parallel=gpus, gpu_memory_utilization=self.utilization,
             max_model_len=self.context, max_num_seqs=self.requests,
         ))
