@@ -50,13 +50,22 @@ COUNTED_REASONS: tuple[str, ...] = tuple(dict.fromkeys(c.reason for c in RULE if
 
 
 class MachineState(Protocol):
-    gone: bool
-    is_available: bool
-    provider_active: bool
-    last_seen: datetime | None
-    country: str | None
-    memory_per_gpu_mib: int | None
-    free_gpus: int
+    """What the availability rule reads of a machine (read only: offers are frozen)."""
+
+    @property
+    def gone(self) -> bool: ...
+    @property
+    def is_available(self) -> bool: ...
+    @property
+    def provider_active(self) -> bool: ...
+    @property
+    def last_seen(self) -> datetime | None: ...
+    @property
+    def country(self) -> str | None: ...
+    @property
+    def memory_per_gpu_mib(self) -> int | None: ...
+    @property
+    def free_gpus(self) -> int: ...
 
 
 def _fails(check: Check, value: Any, stale_cutoff: datetime | None, countries: frozenset[str] | None) -> bool:

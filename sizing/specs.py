@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     from .architectures import Architecture
@@ -59,4 +59,4 @@ class SpeechModelSpec:
     attention_heads: int | None
     max_source_positions: int | None  # encoder frames of the 30-second window (1500)
     max_target_positions: int | None  # decoder token positions (448)
-    extra: dict = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)

@@ -46,7 +46,7 @@ def speed_for(speeds: Iterable[_Speed], model_slug: str | None, precision: int |
 
 
 def price_per_million_tokens(
-    price_per_gpu_hour: Decimal, measured_tokens_per_s: Decimal, measured_gpus: int
+    price_per_gpu_hour: Decimal, measured_tokens_per_s: Decimal | float, measured_gpus: int
 ) -> Decimal:
     """Price per hour of the measured GPUs ÷ (tokens per second × 3,600) × 10^6, exact to 4 places
     (rounded half up, as money is): what a million tokens cost at the measured speed."""

@@ -17,6 +17,7 @@ the active language (19,55 GiB, 0,098 $ in German; `sizing.i18n`); `gib_number`,
 import re
 from decimal import ROUND_CEILING, ROUND_DOWN, ROUND_HALF_UP, Decimal
 from fractions import Fraction
+from typing import cast
 
 from .i18n import format_number, pgettext
 from .rounding import round_half_up
@@ -56,7 +57,7 @@ def fmt_int(n: int) -> str:
     return format_number(n)
 
 
-def general_number(value, significant: int | None = None) -> str:
+def general_number(value: Decimal | Fraction | float | int, significant: int | None = None) -> str:
     """A figure as Python's "g" format writes it (0.5, 2, 4.127), with the active language's decimal
     mark and no thousands separators: for bytes and bits per value in formulas."""
     if isinstance(value, Decimal):
@@ -102,9 +103,8 @@ def one_decimal_text(value: Decimal | Fraction | float) -> str:
 def percent_text(fraction: float | Decimal | Fraction) -> str:
     """A share as a percentage with one decimal, a whole percent without it: "93.8 %", "100 %"."""
     value = round_half_up(fraction * 100, 1)
-    if value == value.to_integral_value():
-        value = int(value)
-    return f"{format_number(value, grouping=False)} %"
+    shown: Decimal | int = int(value) if value == value.to_integral_value() else value
+    return f"{format_number(shown, grouping=False)} %"
 
 
 def whole_down(value: Decimal) -> int:
@@ -126,7 +126,7 @@ def money_amount(amount: Decimal | int | str) -> Decimal:
     """An amount with the digits it has: at least cents, at most four places (halves up)."""
     value = Decimal(amount).quantize(_MONEY_STEP, rounding=ROUND_HALF_UP)
     trimmed = value.normalize()
-    if trimmed.as_tuple().exponent > -2:
+    if cast(int, trimmed.as_tuple().exponent) > -2:  # a finite amount: a whole exponent
         trimmed = value.quantize(_CENTS)
     return trimmed
 
