@@ -1,4 +1,6 @@
 """Staff edit the catalog here. Validation lives in the models' clean(), so the admin forms show it."""
+from typing import Any, cast
+
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
@@ -47,7 +49,7 @@ class ConfigImportForm(forms.Form):
     license = forms.CharField(max_length=120, required=False, label=_("License"))
 
     def clean(self):
-        cleaned = super().clean()
+        cleaned = cast(dict[str, Any], super().clean())  # ModelForm.clean returns cleaned_data
         text = cleaned.get("config_json")
         if text:
             try:

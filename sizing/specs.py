@@ -8,6 +8,7 @@ if TYPE_CHECKING:
     from .architectures import Architecture
 
 Precision = Literal[16, 8, 4]
+ComponentRole = Literal["denoiser", "text_encoder", "autoencoder"]
 PRECISIONS: tuple[int, ...] = (16, 8, 4)
 BYTES_PER_PARAMETER = {16: 2.0, 8: 1.0, 4: 0.5}
 
@@ -37,7 +38,7 @@ class LanguageModelSpec:
 @dataclass(frozen=True)
 class ImageComponent:
     name: str
-    role: Literal["denoiser", "text_encoder", "autoencoder"]
+    role: ComponentRole
     parameters: int | None
 
 
