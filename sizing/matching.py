@@ -27,7 +27,8 @@ from .fit import Fit, FitPlanner
 from .offers import MachineOffer, Preferences
 from .preferences import breaks_checker, order_key
 from .reasons import BREAK_REASON, EXCLUDED_REASONS, TOO_SMALL
-from .results import PrecisionAlternative, Recommendation
+from .results import PrecisionAlternative
+from .results import Recommendation as Recommendation  # `recommend` answers one: importable from here
 
 ALTERNATIVES_SHOWN = 20
 SORT_PRICE = "price"
