@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
+from typing import cast
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
@@ -36,7 +37,7 @@ from sizing import reasons
 from sizing.availability import GONE, unavailable_reason
 from sizing.cluster import can_join_cluster
 from sizing.fit import MAX_GPUS_PER_MACHINE, fit_on_machine
-from sizing.results import RecommendedMachine
+from sizing.results import Recommendation, RecommendedMachine
 from sizing.units import figure_text, money_amount, money_text
 from sizing.wording import budget_cover, constraints_applied
 
@@ -128,7 +129,7 @@ def next_cheapest(query: WorkloadQuery, exclude_machine_id: int) -> RecommendedM
         result = recommendation_for(query, relax=False)  # only the machines are read here
     except QueryError:
         return None
-    for machine in result.recommendation.machines:
+    for machine in cast(Recommendation, result.recommendation).machines:  # asked without relaxing
         if machine.offer.id != exclude_machine_id:
             return machine
     return None
@@ -407,6 +408,7 @@ def _book_locked(
         return LaunchOutcome(existing, created=False)
 
     offer, reason = _refuse_unbookable(machine, gpus, query, result_url, now)
+    machine = cast(Machine, machine)  # a missing machine was refused
     name = f"{machine.provider.name} {machine.provider_machine_id}"
 
     fit = fit_on_machine(breakdown, offer) if reason is None else None
@@ -544,8 +546,8 @@ def stop(user, booking_id: int, *, now: datetime | None = None) -> StopOutcome:
     group_id = Booking.objects.filter(pk=booking_id, user=user).values_list("group_id", flat=True).first()
     if group_id is not None:
         outcome = stop_group(user, group_id, now=now)
-        booking = next(b for b in outcome.bookings if b.pk == booking_id)
-        return StopOutcome(booking, stopped=outcome.stopped)
+        of_group = next(b for b in outcome.bookings if b.pk == booking_id)
+        return StopOutcome(of_group, stopped=outcome.stopped)
     with transaction.atomic():
         booking = Booking.objects.select_for_update().filter(pk=booking_id, user=user).first()
         if booking is None:
@@ -713,6 +715,7 @@ def _refuse_group(kind, pairs, machines: dict[int, Machine], shown_price_per_hou
                 else:
                     message = gettext("Machine %(id)s is no longer offered.") % {"id": machine_id}
             raise refuse(refusal.code, message) from None
+        machine = cast(Machine, machine)  # a missing machine was refused
         name = machine_name(machine)
         if kind == LaunchGroup.Kind.CLUSTER:
             if reason is not None:
@@ -764,7 +767,7 @@ def _refuse_group(kind, pairs, machines: dict[int, Machine], shown_price_per_hou
         return GroupRefused(code, message, result_url=result_url, **extra)
 
     if kind == LaunchGroup.Kind.CLUSTER:
-        _refuse_cluster_that_does_not_hold(query, first[0], len(pairs), refuse_group)
+        _refuse_cluster_that_does_not_hold(query, cast(tuple, first)[0], len(pairs), refuse_group)  # set
     _refuse_price_change(shown_price_per_hour, total, refuse_group)
     return total
 
@@ -776,7 +779,7 @@ def _refuse_cluster_that_does_not_hold(query, machine: Machine, count: int, refu
     _breakdown, model_row = estimate_for(query)
     why = cluster_does_not_hold(query, model_row, gpu_type=machine.gpu_type.name,
                                 gpus_per_machine=machine.gpu_count,
-                                memory_per_gpu_mib=machine.memory_per_gpu_mib, machines=count)
+                                memory_per_gpu_mib=cast(int, machine.memory_per_gpu_mib), machines=count)
     if why is not None:
         raise refuse_group(LaunchRefused.NO_LONGER_FITS, why)
 
@@ -828,7 +831,8 @@ def review_group(kind: str, machines, shown_price_per_hour: Decimal, query_strin
         problem = refusal.message
     price = sum((found[i].price_per_gpu_hour * gpus for i, gpus in pairs if i in found), Decimal(0))
     limits = [found[i].booking_limit_hours for i, _g in pairs if i in found and found[i].booking_limit_hours]
-    cover = budget_cover(query.budget, price, min(limits) if limits else None) if price else None
+    shortest = min(cast(list[int], limits)) if limits else None  # the limits set
+    cover = budget_cover(query.budget, price, shortest) if price else None
     return GroupReview(
         kind=kind,
         machines=[(found.get(machine_id), machine_id, gpus) for machine_id, gpus in pairs],

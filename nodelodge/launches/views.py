@@ -32,7 +32,8 @@ from .forms import GroupLaunchForm, GroupReviewForm, LaunchForm, ReviewForm, Sig
 
 def review_url(machine: int, gpus: int, price_per_hour, query_string: str) -> str:
     params = QueryDict(mutable=True)
-    params.update({"machine": machine, "gpus": gpus, "price_per_hour": price_per_hour, "query": query_string})
+    params.update({"machine": str(machine), "gpus": str(gpus), "price_per_hour": price_per_hour,
+                   "query": query_string})
     return f"{reverse('launches:review')}?{params.urlencode()}"
 
 

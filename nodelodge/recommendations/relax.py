@@ -12,7 +12,7 @@ from sizing.breakdown import Breakdown
 from sizing.countries import ALL_CODES
 from sizing.matching import Recommendation
 from sizing.units import MIB
-from sizing.workloads import Workload, workload
+from sizing.workloads import known_workload
 
 from . import fleet
 from .estimate import estimate_for
@@ -218,7 +218,7 @@ def _smaller_sizes(query: WorkloadQuery, breakdown: Breakdown, model_row) -> lis
     smaller = []
     for field_name in ("context", "requests"):
         current = getattr(query, field_name)
-        if current is None or current <= 1 or not cast(Workload, workload(breakdown.workload)).takes_tokens:
+        if current is None or current <= 1 or not known_workload(breakdown.workload).takes_tokens:
             continue
         value = current // 2
         while value >= 1:
