@@ -1,4 +1,7 @@
 """Staff edit the catalog here. Validation lives in the models' clean(), so the admin forms show it."""
+from collections.abc import Sequence
+from typing import Any, ClassVar, cast
+
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
@@ -47,7 +50,7 @@ class ConfigImportForm(forms.Form):
     license = forms.CharField(max_length=120, required=False, label=_("License"))
 
     def clean(self):
-        cleaned = super().clean()
+        cleaned = cast(dict[str, Any], super().clean())  # ModelForm.clean returns cleaned_data
         text = cleaned.get("config_json")
         if text:
             try:
@@ -154,6 +157,7 @@ class ProviderAdmin(CatalogAdmin):
     list_filter = ("tier", "is_active", "feed_format")
     search_fields = ("name", "slug")
     prepopulated_fields = {"slug": ("name",)}
+    actions: Sequence[Any] = ()  # ModelAdmin's default; the refresh app adds its own
 
     def save_model(self, request, obj, form, change):
         services.save_provider(obj)
@@ -171,25 +175,25 @@ class MeasuredSpeedInline(admin.StackedInline):
 
 @admin.register(Machine)
 class MachineAdmin(CatalogAdmin):
-    list_display = (
+    list_display: tuple[str, ...] = (
         "provider_machine_id", "provider", "tier", "gpu_type", "gpu_count", "free_gpus", "memory_per_gpu_mib",
         "memory_source", "country", "site", "interconnect", "interconnect_gbps", "price_per_gpu_hour",
         "interruptible", "is_available", "last_seen_at",
     )
-    list_filter = (
+    list_filter: ClassVar[tuple[Any, ...]] = (
         "tier", "is_available", "memory_source", "interruptible", "interconnect", "gpu_type", "country",
         "provider",
     )
     search_fields = ("provider_machine_id", "provider__name", "gpu_type__name", "region", "country", "site")
-    list_select_related = ("provider", "gpu_type")
+    list_select_related: ClassVar[tuple[str, ...]] = ("provider", "gpu_type")
     autocomplete_fields = ("provider", "gpu_type")
-    readonly_fields = ("tier", "created_at", "updated_at")
+    readonly_fields: ClassVar[tuple[str, ...]] = ("tier", "created_at", "updated_at")
     inlines = [MeasuredSpeedInline]
     list_per_page = 100
 
     def save_model(self, request, obj, form, change):
         services.save_machine(obj)
-    fieldsets = (
+    fieldsets: ClassVar[tuple[Any, ...]] = (
         (None, {"fields": ("provider", "tier", "provider_machine_id", "gpu_type", "gpu_count", "free_gpus")}),
         ("GPU memory", {"fields": ("memory_per_gpu_mib", "memory_source", "memory_flag")}),
         ("Location", {"fields": ("country", "region", "site")}),

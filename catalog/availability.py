@@ -42,7 +42,7 @@ def stale_cutoff(now: datetime) -> datetime:
     return now - timedelta(seconds=settings.MACHINE_STALE_AFTER_SECONDS)
 
 
-def fails_q(check: Check, stale_cutoff: datetime, countries: frozenset[str] | None) -> Q:
+def fails_q(check: Check, stale_cutoff: datetime | None, countries: frozenset[str] | None) -> Q:
     """Machines failing one check, as an ORM filter."""
     column = COLUMNS[check.field]
     if check.test == IS_SET:

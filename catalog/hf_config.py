@@ -12,6 +12,7 @@ understand is refused with a message naming the field: it never guesses.
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from sizing.architectures import (
     CHUNKED,
@@ -38,7 +39,7 @@ CONFIG_KEYS = {
 }
 
 # model_type -> how its checkpoint counts, and the configuration class's defaults that matter.
-ARCHITECTURES = {
+ARCHITECTURES: dict[str, dict[str, Any]] = {
     "llama": {"tied": False},
     "mistral": {"tied": False},
     "mixtral": {"tied": False},
@@ -130,7 +131,7 @@ def _load(text: str) -> dict:
     return config
 
 
-def _text_config(config: dict) -> tuple[dict, str, str]:
+def _text_config(config: dict[str, Any]) -> tuple[dict[str, Any], str | None, str]:
     """The language model's own config, its model_type, and the key path for messages."""
     outer_type = config.get("model_type")
     if outer_type in NOT_LANGUAGE_MODELS:
@@ -141,7 +142,7 @@ def _text_config(config: dict) -> tuple[dict, str, str]:
             raise ConfigError(
                 f"“model_type” {outer_type!r} keeps its language model under “text_config”, which is missing."
             )
-        inner_type = nested.get("model_type") or WRAPPERS.get(outer_type)
+        inner_type = nested.get("model_type") or WRAPPERS.get(str(outer_type))
         text = dict(nested)
         for key in ("tie_word_embeddings", "quantization_config"):
             if key in config and key not in text:
@@ -353,7 +354,7 @@ def parse_config(text: str) -> dict:
     defaults = known.get("defaults", {})
     merged = {**defaults, **text_config}
 
-    figures = {field: _positive_int(merged, key, path) for field, key in CONFIG_KEYS.items()}
+    figures: dict[str, Any] = {field: _positive_int(merged, key, path) for field, key in CONFIG_KEYS.items()}
     for required in ("layers", "attention_heads", "hidden_size"):
         if figures[required] is None:
             raise ConfigError(f"The configuration has no “{path}{CONFIG_KEYS[required]}”.")

@@ -128,7 +128,7 @@ class LanguageModel(models.Model):
     def missing_values(self) -> list[str]:
         """Names of the figures the inference calculation needs that are not published. Latent
         attention (MLA) caches no per-head K/V, so it needs no KV-head count or head dimension."""
-        figures = self.INFERENCE_FIGURES
+        figures: tuple[str, ...] = self.INFERENCE_FIGURES
         if (self.architecture or {}).get("mla"):
             figures = tuple(name for name in figures if name not in ("kv_heads", "head_dim"))
         return [name for name in figures if getattr(self, name) is None]
@@ -171,7 +171,7 @@ class ImagePipeline(models.Model):
         counts = [component.parameters for component in self.components.all()]
         if not counts or any(count is None for count in counts):
             return None
-        return sum(counts)
+        return sum(count for count in counts if count is not None)  # none is None here
 
     def missing_values(self) -> list[str]:
         components = list(self.components.all())

@@ -72,7 +72,7 @@ def decide(lag: float | None, now: float) -> Decision:
     return Decision(fit=True, until=now + min(RECHECK_SECONDS, bound - lag))
 
 
-def probe() -> Decision:
+def probe() -> Decision | None:
     """Ask the replica how far behind it is, on this thread's connection to it."""
     now = time.monotonic()
     try:
@@ -99,7 +99,7 @@ def fit_to_read() -> str | None:
         _decision = probe()
     finally:
         _probing.release()
-    return REPLICA if _decision.fit else None
+    return REPLICA if _decision is not None and _decision.fit else None  # None: the first probe failed
 
 
 def set_aside(alias: str, error: Exception) -> None:

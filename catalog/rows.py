@@ -4,6 +4,7 @@ fleet and speed queries (`catalog.counting`) build their offers and speeds throu
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 from django.db.models import QuerySet
 from django.utils.translation import gettext_lazy
@@ -62,7 +63,8 @@ def image_pipeline_spec(row: ImagePipeline) -> specs.ImagePipelineSpec:
         slug=row.slug,
         name=row.name,
         components=tuple(
-            specs.ImageComponent(name=c.name, role=c.role, parameters=c.parameters) for c in components
+            specs.ImageComponent(name=c.name, role=cast(specs.ComponentRole, c.role), parameters=c.parameters)
+            for c in components
         ),
         native_resolution=row.native_resolution or None,
     )

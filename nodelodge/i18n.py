@@ -16,6 +16,7 @@ from django.urls import translate_url
 from django.utils import translation
 from django.utils.cache import patch_vary_headers
 from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.translation import trans_real
 from django.views.decorators.http import require_GET
 
 API_PREFIX = "/api/"
@@ -25,7 +26,7 @@ ADMIN_PREFIX = "/admin/"
 def language_from_header(request) -> str:
     """The first supported language of Accept-Language; the default language without one."""
     header = request.META.get("HTTP_ACCEPT_LANGUAGE", "")
-    for code, _quality in translation.trans_real.parse_accept_lang_header(header):
+    for code, _quality in trans_real.parse_accept_lang_header(header):
         if code == "*":
             break
         try:

@@ -1,4 +1,5 @@
 import functools
+from decimal import Decimal
 
 from django.apps import AppConfig
 
@@ -7,7 +8,7 @@ class SizingConfig(AppConfig):
     name = "sizing"
     verbose_name = "Sizing"
 
-    def ready(self):
+    def ready(self) -> None:
         # The engine is pure Python; under Django its words and figures follow the active language.
         from django.utils import numberformat, translation
         from django.utils.formats import get_format
@@ -15,7 +16,7 @@ class SizingConfig(AppConfig):
         from . import i18n
 
         @functools.cache
-        def separators(language):
+        def separators(language: str | None) -> dict[int, str] | None:
             """The active language's separators as a translation of the English figure, or None where
             its grouping is not plain threes (then Django's general formatter is used)."""
             if get_format("NUMBER_GROUPING") != 3:
@@ -23,7 +24,7 @@ class SizingConfig(AppConfig):
             thousands, decimal = get_format("THOUSAND_SEPARATOR"), get_format("DECIMAL_SEPARATOR")
             return str.maketrans({",": thousands, ".": decimal})
 
-        def format_number(value, places=None, grouping=True):
+        def format_number(value: int | Decimal, places: int | None = None, grouping: bool = True) -> str:
             # Figures are formatted by the thousand on a page: the English figure with the language's
             # separators swapped in costs a fraction of Django's general formatter, same result.
             table = separators(translation.get_language())

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 from .reasons import MEMORY_UNKNOWN, NO_FREE_GPUS, OFFLINE, OUTSIDE_COUNTRIES, STALE
 
@@ -50,16 +50,25 @@ COUNTED_REASONS: tuple[str, ...] = tuple(dict.fromkeys(c.reason for c in RULE if
 
 
 class MachineState(Protocol):
-    gone: bool
-    is_available: bool
-    provider_active: bool
-    last_seen: datetime | None
-    country: str | None
-    memory_per_gpu_mib: int | None
-    free_gpus: int
+    """What the availability rule reads of a machine (read only: offers are frozen)."""
+
+    @property
+    def gone(self) -> bool: ...
+    @property
+    def is_available(self) -> bool: ...
+    @property
+    def provider_active(self) -> bool: ...
+    @property
+    def last_seen(self) -> datetime | None: ...
+    @property
+    def country(self) -> str | None: ...
+    @property
+    def memory_per_gpu_mib(self) -> int | None: ...
+    @property
+    def free_gpus(self) -> int: ...
 
 
-def _fails(check: Check, value, stale_cutoff: datetime | None, countries: frozenset[str] | None) -> bool:
+def _fails(check: Check, value: Any, stale_cutoff: datetime | None, countries: frozenset[str] | None) -> bool:
     test = check.test
     if test == IS_SET:
         return bool(value)
@@ -72,7 +81,7 @@ def _fails(check: Check, value, stale_cutoff: datetime | None, countries: frozen
     if test == MISSING:
         return value is None or value <= 0
     if test == BELOW_ONE:
-        return value < 1
+        return bool(value < 1)
     raise ValueError(f"unknown availability test {test!r}")
 
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from .units import GIB
 from .workloads import Workload, workload
@@ -34,7 +35,7 @@ class Breakdown:
     precision: int | None = None
     splittable_over_heads: int | None = None
     confidence_hint: str | None = None  # a workload code whose settings the need depends on
-    inputs: dict = field(default_factory=dict)
+    inputs: dict[str, Any] = field(default_factory=dict)
     # Needed on every GPU only when the work is split over two or more (tensor-parallel buffers).
     split_items: tuple[Item, ...] = ()
     # Inference: what a machine holds at this need (`sizing.capacity.Capacity`); None elsewhere.
@@ -87,7 +88,7 @@ class Breakdown:
         heads = self.splittable_over_heads
         return heads is not None and heads % gpus == 0
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {
             "workload": self.workload,
             "title": self.title,

@@ -5,13 +5,15 @@ their fit: the transformers estimate's items, or vLLM's budget at the machine's 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import cached_property
+from typing import cast
 
 from .architectures import cache_groups
-from .calculators.inference import prefill_activation_bytes, weight_items
-from .calculators.items import MARGIN, RUNTIME_BYTES, TENSOR_PARALLEL_BUFFER_BYTES
+from .calculators.items import MARGIN, RUNTIME_BYTES, TENSOR_PARALLEL_BUFFER_BYTES, weight_items
+from .calculators.prefill import prefill_activation_bytes
 from .calculators.vllm import (
     DEFAULT_UTILIZATION,
     DRIVER_RESERVED_BYTES,
@@ -84,7 +86,7 @@ class Capacity:
         )
 
 
-def _largest(holds, upper: int) -> int:
+def _largest(holds: Callable[[int], bool], upper: int) -> int:
     """The largest n in 1..upper for which holds(n) (holds falls from true to false as n grows); 0 if none."""
     if not holds(1):
         return 0
@@ -114,7 +116,9 @@ class _TransformersNeed:
         """(the cache that divides over the GPUs, the latent cache every GPU keeps whole)."""
         spec = self.spec
         if self.plain:
-            return 2 * spec.layers * spec.kv_heads * spec.head_dim * self.kv_bytes * context * requests, 0
+            # figures the estimate checked before it made this need
+            layers, kv_heads = cast(int, spec.layers), cast(int, spec.kv_heads)
+            return 2 * layers * kv_heads * cast(int, spec.head_dim) * self.kv_bytes * context * requests, 0
         shared = whole = 0
         for group in cache_groups(spec, context, self.kv_bytes):
             if group.kind == "latent":

@@ -6,19 +6,22 @@ the planner (`plan_clusters`) sizes each site's smallest cluster that holds the 
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from decimal import Decimal
 from fractions import Fraction
 from functools import cached_property, lru_cache
 from operator import itemgetter
-from typing import NamedTuple
+from typing import Any, NamedTuple, cast
 
 from .breakdown import Item
+from .calculators.checks import model_value
 from .calculators.vllm import (
     ACTIVATION_BYTES,
     DEFAULT_UTILIZATION,
     NON_TORCH_BYTES,
     VLLM_VERSION,
+    VllmBudget,
     VllmSettings,
     serve_command,
     vllm_budget,
@@ -26,6 +29,7 @@ from .calculators.vllm import (
 from .errors import SizingError
 from .i18n import gettext, language
 from .preferences import breaks_checker, order_key_of
+from .specs import LanguageModelSpec
 from .units import MIB, fmt_gib, fmt_int
 
 # The rule for which machines may form a cluster, once: a Secure machine at a named site whose network to
@@ -132,11 +136,11 @@ class ClusterNeed:
 
     tensor_parallel: int
     pipeline_parallel: int
-    items: tuple  # Items inside the budget
-    outside: tuple  # Items outside the budget (CUDA context, CUDA graphs)
+    items: tuple[Item, ...]  # Items inside the budget
+    outside: tuple[Item, ...]  # Items outside the budget (CUDA context, CUDA graphs)
     budget_bytes: int  # gpu_memory_utilization × the GPU's usable memory
     usable_bytes: int  # the GPU's memory as CUDA reports it
-    budget: object  # the engine's VllmBudget behind the items
+    budget: VllmBudget  # the engine's VllmBudget behind the items
 
     @property
     def need_bytes(self) -> int:
@@ -161,8 +165,8 @@ def layers_per_stage(layers: int, stages: int) -> tuple[int, ...]:
     return tuple(split)
 
 
-def cluster_need(model, precision: int, kv_bits: int, context: int, requests: int, *, gpus_per_machine: int,
-                 machines: int, usable_bytes: int,
+def cluster_need(model: LanguageModelSpec, precision: int, kv_bits: int, context: int, requests: int, *,
+                 gpus_per_machine: int, machines: int, usable_bytes: int,
                  utilization: Fraction = DEFAULT_UTILIZATION) -> ClusterNeed:
     """One GPU's need when `machines` machines of `gpus_per_machine` GPUs serve the model at tensor
     parallel = GPUs per machine × pipeline parallel = machines (one machine: the ordinary split).
@@ -173,7 +177,8 @@ def cluster_need(model, precision: int, kv_bits: int, context: int, requests: in
     )
     budget = vllm_budget(model, precision, kv_bits, settings)
     nccl = budget.non_torch.bytes - NON_TORCH_BYTES
-    pipeline = (PIPELINE_TENSORS * settings.max_num_batched_tokens * model.hidden_size * ACTIVATION_BYTES
+    hidden = model_value(model, "hidden_size")
+    pipeline = (PIPELINE_TENSORS * settings.max_num_batched_tokens * hidden * ACTIVATION_BYTES
                 if machines > 1 else 0)
     parts = []
     if nccl:
@@ -184,7 +189,7 @@ def cluster_need(model, precision: int, kv_bits: int, context: int, requests: in
             "%(tensors)s × %(tokens)s batched tokens × %(hidden)s hidden × 2 bytes: the hidden states and "
             "residual a pipeline stage receives (%(bytes)s)"
         ) % {"tensors": PIPELINE_TENSORS, "tokens": fmt_int(settings.max_num_batched_tokens),
-             "hidden": fmt_int(model.hidden_size), "bytes": fmt_gib(pipeline)})
+             "hidden": fmt_int(hidden), "bytes": fmt_gib(pipeline)})
     items = [
         budget.weights,
         budget.kv_cache_item(context, requests),
@@ -212,7 +217,7 @@ class ClusterPlan:
     need: ClusterNeed
     # The workload it was sized for: what its words and commands are written from. They are written only
     # when read (an answer shows ten of a few hundred plans).
-    model: object
+    model: LanguageModelSpec
     precision: int
     kv_bits: int
     context: int
@@ -238,7 +243,7 @@ class ClusterPlan:
 
     @cached_property
     def layers_per_stage(self) -> tuple[int, ...]:
-        return layers_per_stage(self.model.layers, self.pipeline_parallel)
+        return layers_per_stage(cast(int, self.model.layers), self.pipeline_parallel)  # sized: it is set
 
     @cached_property
     def assumptions(self) -> tuple[str, ...]:
@@ -306,9 +311,10 @@ class ClusterSearch:
     made when read: an answer shows ten of a few hundred (`cheapest`)."""
 
     # (`ClusterSite.order_key`, site, need), in the listing order: its key's first value is the hourly price
-    found: tuple[tuple[tuple, ClusterSite, ClusterNeed], ...]
+    found: tuple[tuple[tuple[Any, ...], ClusterSite, ClusterNeed], ...]
     skipped: tuple[tuple[ClusterSite, str], ...]
-    workload: tuple  # what the plans were sized for: model, precision, kv_bits, context, requests
+    # what the plans were sized for: model, precision, kv_bits, context, requests
+    workload: tuple[LanguageModelSpec, int, int, int, int]
 
     @cached_property
     def plans(self) -> tuple[ClusterPlan, ...]:
@@ -334,7 +340,8 @@ class ClusterSearch:
         return _plan(*self.workload, site, need)
 
 
-def search_clusters(model, precision: int, kv_bits: int, context: int, requests: int, sites, *,
+def search_clusters(model: LanguageModelSpec, precision: int, kv_bits: int, context: int, requests: int,
+                    sites: Iterable[ClusterSite], *,
                     utilization: Fraction = DEFAULT_UTILIZATION) -> ClusterSearch:
     """For each site the fewest of its machines (two or more, cheapest first) whose GPUs hold the model at
     tensor parallel = GPUs per machine × pipeline parallel = machines under vLLM's budget, on the memory
@@ -342,13 +349,14 @@ def search_clusters(model, precision: int, kv_bits: int, context: int, requests:
     # Sites of one shape (GPUs per machine, usable memory) differ only in how many machines they list: per
     # shape, the counts sized so far (walking up from two) and the first that holds the workload or that
     # vLLM refuses, (count, need or why not); None until one is found.
-    walked: dict[tuple[int, int], list] = {}
-    too_few: dict[tuple, str] = {}
+    walked: dict[tuple[int, int], list[Any]] = {}
+    too_few: dict[tuple[int, int, str], str] = {}
     words = language()
-    found_needs, skipped = [], []
+    found_needs: list[tuple[tuple[Any, ...], ClusterSite, ClusterNeed]] = []
+    skipped: list[tuple[ClusterSite, str]] = []
     for site in sites:
         usable = site.usable_memory_mib
-        top = min(len(site.machine_ids), model.layers)
+        top = min(len(site.machine_ids), model_value(model, "layers"))
         shape = walked.setdefault((site.gpu_count, usable), [1, None])
         while shape[1] is None and shape[0] < top:
             shape[0] += 1
@@ -379,8 +387,8 @@ SHARED_NEEDS = 1024
 
 
 @lru_cache(maxsize=SHARED_NEEDS)
-def _shared_need(words: str, model, precision: int, kv_bits: int, context: int, requests: int,
-                 gpus_per_machine: int, machines: int, usable_bytes: int,
+def _shared_need(words: str, model: LanguageModelSpec, precision: int, kv_bits: int, context: int,
+                 requests: int, gpus_per_machine: int, machines: int, usable_bytes: int,
                  utilization: Fraction) -> ClusterNeed | str:
     """`cluster_need`, or why vLLM refuses the split; `words`: the language its texts are written in."""
     try:
@@ -390,7 +398,8 @@ def _shared_need(words: str, model, precision: int, kv_bits: int, context: int, 
         return error.message
 
 
-def plan_of(model, precision: int, kv_bits: int, context: int, requests: int, site: ClusterSite, *,
+def plan_of(model: LanguageModelSpec, precision: int, kv_bits: int, context: int, requests: int,
+            site: ClusterSite, *,
             utilization: Fraction = DEFAULT_UTILIZATION) -> ClusterPlan | str:
     """Every machine `site` lists as one cluster (pipeline parallel = their number), or why vLLM does
     not serve the workload on them (a split it refuses, or more than its budget per GPU)."""
@@ -412,7 +421,8 @@ def over_budget_words(machines: int, gpus_per_machine: int, gpu_type: str, need:
          "budget": fmt_gib(need.budget_bytes)}
 
 
-def plan_clusters(model, precision: int, kv_bits: int, context: int, requests: int, sites, *,
+def plan_clusters(model: LanguageModelSpec, precision: int, kv_bits: int, context: int, requests: int,
+                  sites: Iterable[ClusterSite], *,
                   utilization: Fraction = DEFAULT_UTILIZATION) -> tuple[ClusterPlan, ...]:
     """One plan per site that can hold the workload, cheapest first (`search_clusters`)."""
     return search_clusters(model, precision, kv_bits, context, requests, sites, utilization=utilization).plans
@@ -423,7 +433,8 @@ def _too_few_words(site: ClusterSite, top: int) -> str:
         "count": top, "gpus": site.gpu_count, "gpu": site.gpu_type}
 
 
-def _plan(model, precision, kv_bits, context, requests, site: ClusterSite, need: ClusterNeed) -> ClusterPlan:
+def _plan(model: LanguageModelSpec, precision: int, kv_bits: int, context: int, requests: int,
+          site: ClusterSite, need: ClusterNeed) -> ClusterPlan:
     return ClusterPlan(site=site, need=need, model=model, precision=precision, kv_bits=kv_bits,
                        context=context, requests=requests)
 
@@ -479,7 +490,7 @@ def cluster_words(site: ClusterSite, need: ClusterNeed, stages: tuple[int, ...])
 INTERCONNECT_WORDS = {"infiniband": "InfiniBand", "roce": "RoCE"}
 
 
-def cluster_commands(model, need: ClusterNeed, context: int, requests: int
+def cluster_commands(model: LanguageModelSpec, need: ClusterNeed, context: int, requests: int
                      ) -> tuple[tuple[str, ...], tuple[str, ...], str | None]:
     """vLLM over Ray (head, workers, serve) and SGLang (one command per node), or why there is none."""
     if not model.hf_id:
@@ -492,7 +503,7 @@ def cluster_commands(model, need: ClusterNeed, context: int, requests: int
         f"ray start --address=<head>:{RAY_PORT}",
         f"{serve} --distributed-executor-backend ray",
     )
-    heads = model.attention_heads
+    heads = model_value(model, "attention_heads")
     if heads % (tp * pp):
         return vllm, (), gettext(
             "SGLang's --tp spans every GPU of the cluster (%(gpus)s), which must divide the model's "

@@ -3,7 +3,9 @@ measured speeds and price per million tokens. The matching engine (`sizing.match
 machines are shown; this describes them."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from decimal import Decimal
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from . import wording
 from .breakdown import Breakdown
@@ -11,6 +13,12 @@ from .confidence import confidence
 from .offers import MachineOffer, MeasuredSpeed, Preferences
 from .results import RecommendedMachine
 from .speeds import price_per_million_tokens, speed_for
+
+if TYPE_CHECKING:
+    from .fit import Fit
+    from .matching import _Candidate
+
+_Built = TypeVar("_Built")
 
 
 def serves_tokens(breakdown: Breakdown) -> bool:
@@ -39,14 +47,14 @@ class Describer:
         self.breakdown = breakdown
         self.preferences = preferences
         self.model_slug = breakdown.inputs.get("model")
-        self._cache: dict[tuple, object] = {}
+        self._cache: dict[tuple[object, ...], object] = {}
 
-    def _cached(self, key: tuple, build):
+    def _cached(self, key: tuple[object, ...], build: Callable[[], _Built]) -> _Built:
         if key not in self._cache:
             self._cache[key] = build()
-        return self._cache[key]
+        return cast(_Built, self._cache[key])  # each key's first word names what it caches
 
-    def machine(self, candidate) -> RecommendedMachine:
+    def machine(self, candidate: _Candidate) -> RecommendedMachine:
         offer, fit = candidate.offer, candidate.fit
         level, reasons = self._cached(
             ("confidence", offer.memory_source, offer.memory_flag, fit),
@@ -82,7 +90,7 @@ class Describer:
             ),
         )
 
-    def _capacity(self, fit) -> dict:
+    def _capacity(self, fit: Fit) -> dict[str, Any]:
         """What the machine holds at the GPUs it uses (`sizing.capacity`), against the same memory its
         fit read; nothing where not asked."""
         capacity = getattr(self.breakdown, "capacity", None)

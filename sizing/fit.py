@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import cast
 
 from .breakdown import Breakdown
 from .i18n import format_number, gettext
@@ -84,7 +85,7 @@ class FitPlanner:
         return None
 
     def _why_split(self, gpus: int, memory: int, too_small: list[int], not_dividing: list[int]) -> str:
-        heads = format_number(self.heads)
+        heads = format_number(cast(int, self.heads))  # a split is explained only where heads are known
         parts = [
             gettext("split over %(gpus)s GPUs by tensor parallelism: %(heads)s attention heads divide by "
                     "%(gpus)s")

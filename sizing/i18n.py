@@ -16,6 +16,9 @@ from collections.abc import Callable, Iterator, Mapping
 from decimal import Decimal
 from fractions import Fraction
 from types import SimpleNamespace
+from typing import Any, Protocol, cast
+
+from .rounding import round_half_up
 
 
 def _english_ngettext(singular: str, plural: str, n: int) -> str:
@@ -25,21 +28,32 @@ def _english_ngettext(singular: str, plural: str, n: int) -> str:
 def english_number(value: int | Decimal, places: int | None = None, grouping: bool = True) -> str:
     comma = "," if grouping else ""
     if value == 0:
-        value = abs(value)  # a zero rounded from a small negative reads 0, not -0
+        # a zero rounded from a small negative reads 0, not -0
+        value = value.copy_abs() if isinstance(value, Decimal) else abs(value)
     if isinstance(value, int):
         return format(value, comma or "d")
     return format(value, f"{comma}f")
 
 
 # The installed functions; the English defaults until a host installs its own.
-_DEFAULTS: dict[str, Callable] = {
+_DEFAULTS: dict[str, Callable[..., Any]] = {
     "gettext": lambda message: message,
     "ngettext": _english_ngettext,
     "pgettext": lambda context, message: message,
     "format_number": english_number,
     "language": lambda: "en",
 }
-_hooks = SimpleNamespace(**_DEFAULTS)
+
+
+class _Hooks(Protocol):
+    gettext: Callable[[str], str]
+    ngettext: Callable[[str, str, int], str]
+    pgettext: Callable[[str, str], str]
+    format_number: Callable[[int | Decimal, int | None, bool], str]
+    language: Callable[[], str | None]
+
+
+_hooks = cast(_Hooks, SimpleNamespace(**_DEFAULTS))
 
 
 def install(
@@ -94,14 +108,12 @@ def format_number(
 ) -> str:
     """A figure as the active language writes it: 8,030,261,248 and 19.55 in English, 8.030.261.248 and
     19,55 in German. A Decimal keeps its own digits unless `places` is given: then it is rounded by
-    `sizing.units.round_half_up`, the one rounding policy."""
+    `sizing.rounding.round_half_up`, the one rounding policy."""
     if isinstance(value, Fraction):
         value = Decimal(value.numerator) / Decimal(value.denominator)
     elif isinstance(value, float):
         value = Decimal(str(value))
     if places is not None:
-        from .units import round_half_up  # the one rounding policy (`sizing.units` imports this module)
-
         value = round_half_up(value, places)
     return _hooks.format_number(value, places, grouping)
 
@@ -124,7 +136,7 @@ class LazyText:
     def __format__(self, spec: str) -> str:
         return format(str(self), spec)
 
-    def __eq__(self, other) -> bool:
+    def __eq__(self, other: object) -> bool:
         if isinstance(other, LazyText):
             return self.message == other.message
         if isinstance(other, str):
@@ -134,26 +146,26 @@ class LazyText:
     def __hash__(self) -> int:
         return hash(self.message)
 
-    def __add__(self, other) -> str:
+    def __add__(self, other: object) -> str:
         return str(self) + str(other)
 
-    def __radd__(self, other) -> str:
+    def __radd__(self, other: object) -> str:
         return str(other) + str(self)
 
-    def __mod__(self, values) -> str:
+    def __mod__(self, values: object) -> str:
         return str(self) % values
 
     def __len__(self) -> int:
         return len(str(self))
 
-    def __getattr__(self, name: str):
+    def __getattr__(self, name: str) -> Any:
         # str's methods (lower, replace, startswith...) on the translated text; never the object's own
         # machinery (copying and pickling look attributes up before `message` is set).
         if name == "message" or name.startswith("__"):
             raise AttributeError(name)
         return getattr(str(self), name)
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[type[LazyText], tuple[str]]:
         return (LazyText, (self.message,))
 
 
@@ -161,7 +173,7 @@ def gettext_lazy(message: str) -> LazyText:
     return LazyText(message)
 
 
-class TranslatedWords(Mapping):
+class TranslatedWords(Mapping[str, str]):
     """A table of words fixed at import, read in the active language: the keys stay as they are
     (codes), the values are translated on every read."""
 

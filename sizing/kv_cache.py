@@ -8,6 +8,7 @@ and the assumptions give that figure.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, cast
 
 from . import nouns
 from .architectures import PLAIN, cache_groups, expanded_mla_bytes_per_token
@@ -16,13 +17,17 @@ from .errors import SizingError
 from .i18n import gettext
 from .units import decimal_text, fmt_gib, fmt_int
 
+if TYPE_CHECKING:
+    from .architectures import MLA, Architecture, CacheGroup, LinearAttention
+    from .specs import LanguageModelSpec
+
 KV_BITS = (16, 8)
 # vLLM's default chunked-prefill budget per scheduler step; its sliding and chunked layers keep up to
 # window − 1 + this many tokens (SlidingWindowSpec / ChunkedLocalAttentionSpec).
 VLLM_BATCHED_TOKENS = 8192
 
 
-def check_kv_bits(kv_bits) -> int:
+def check_kv_bits(kv_bits: object) -> int:
     if isinstance(kv_bits, bool) or kv_bits not in KV_BITS:
         raise SizingError("kv_bits", gettext("The KV cache precision must be 16-bit or 8-bit."))
     return int(kv_bits)
@@ -32,7 +37,7 @@ def _bytes(kv_bytes: int) -> str:
     return nouns.byte_count(kv_bytes)
 
 
-def is_plain(spec) -> bool:
+def is_plain(spec: LanguageModelSpec) -> bool:
     arch = spec.architecture or PLAIN
     return arch.mla is None and set(arch.layer_pattern) == {"F"}
 
@@ -41,8 +46,8 @@ def is_plain(spec) -> bool:
 class _Sized:
     """What every cache line is written with: the model, its architecture and the request's size."""
 
-    spec: object
-    arch: object
+    spec: LanguageModelSpec
+    arch: Architecture
     context: int
     requests: int
     kv_bytes: int
@@ -51,12 +56,35 @@ class _Sized:
     def tokens(self) -> str:
         return nouns.tokens(self.context)
 
+    # The calculators check the figures a cache line reads before sizing it (`calculators.checks`), and
+    # a latent or linear line is written only for an architecture that has it.
+    @property
+    def layers(self) -> int:
+        return cast(int, self.spec.layers)
+
+    @property
+    def kv_heads(self) -> int:
+        return cast(int, self.spec.kv_heads)
+
+    @property
+    def head_dim(self) -> int:
+        return cast(int, self.spec.head_dim)
+
+    @property
+    def mla(self) -> MLA:
+        return cast("MLA", self.arch.mla)
+
+    @property
+    def linear(self) -> LinearAttention:
+        return cast("LinearAttention", self.arch.linear_attention)
+
     @property
     def reqs(self) -> str:
         return nouns.requests(self.requests)
 
 
-def kv_cache_items(spec, context: int, requests: int, kv_bits: int) -> tuple[list[Item], list[str]]:
+def kv_cache_items(spec: LanguageModelSpec, context: int, requests: int,
+                   kv_bits: int) -> tuple[list[Item], list[str]]:
     """The cache items and what they assume, for `requests` requests of `context` tokens."""
     sized = _Sized(spec, spec.architecture or PLAIN, context, requests, kv_bits // 8)
     assumptions = [_precision_words(kv_bits)]
@@ -83,8 +111,8 @@ def _precision_words(kv_bits: int) -> str:
 
 def _plain_item(sized: _Sized) -> Item:
     """The spec's single line: every layer full attention with grouped-query K/V heads."""
-    spec, kv_bytes = sized.spec, sized.kv_bytes
-    layers, kv_heads, head_dim = spec.layers, spec.kv_heads, spec.head_dim
+    kv_bytes = sized.kv_bytes
+    layers, kv_heads, head_dim = sized.layers, sized.kv_heads, sized.head_dim
     return Item(
         name=gettext("KV cache"),
         formula=gettext(
@@ -101,16 +129,16 @@ def _plain_item(sized: _Sized) -> Item:
 
 def _heads(sized: _Sized) -> str:
     return gettext("%(kv_heads)s × %(head_dim)s head dim") % {
-        "kv_heads": nouns.kv_heads(sized.spec.kv_heads), "head_dim": fmt_int(sized.spec.head_dim)
+        "kv_heads": nouns.kv_heads(sized.kv_heads), "head_dim": fmt_int(sized.head_dim)
     }
 
 
-def _latent_line(sized: _Sized, group) -> tuple[Item, list[str]]:
+def _latent_line(sized: _Sized, group: CacheGroup) -> tuple[Item, list[str]]:
     """Latent attention (MLA): one compressed vector per token and layer, on every GPU."""
-    spec, arch, kv_bytes = sized.spec, sized.arch, sized.kv_bytes
+    spec, kv_bytes = sized.spec, sized.kv_bytes
     layers, tokens, reqs, requests = nouns.layers(group.layers), sized.tokens, sized.reqs, sized.requests
     items = []
-    mla = arch.mla
+    mla = sized.mla
     items.append(Item(
         name=gettext("KV cache, latent attention (MLA)"),
         formula=gettext(
@@ -140,7 +168,7 @@ def _latent_line(sized: _Sized, group) -> tuple[Item, list[str]]:
             "token instead of %(latent)s, %(factor)s× more (transformers 5 caches the latent too). "
             "Serve it with an MLA-aware engine."
         ) % {
-            "heads": fmt_int(spec.attention_heads),
+            "heads": fmt_int(cast(int, spec.attention_heads)),
             "key_width": fmt_int(mla.qk_nope_head_dim + mla.qk_rope_head_dim),
             "value_width": fmt_int(mla.v_head_dim), "expanded": fmt_int(expanded),
             "latent": fmt_int(latent), "factor": decimal_text(expanded / latent, 0),
@@ -154,7 +182,7 @@ def _latent_line(sized: _Sized, group) -> tuple[Item, list[str]]:
     return items[0], assumptions
 
 
-def _full_line(sized: _Sized, group) -> tuple[Item, list[str]]:
+def _full_line(sized: _Sized, group: CacheGroup) -> tuple[Item, list[str]]:
     item = Item(
         name=gettext("KV cache, full-attention layers"),
         formula=f"2 × {nouns.layers(group.layers)} × {_heads(sized)} × {_bytes(sized.kv_bytes)} × "
@@ -164,13 +192,13 @@ def _full_line(sized: _Sized, group) -> tuple[Item, list[str]]:
     return item, []
 
 
-def _windowed_line(sized: _Sized, group) -> tuple[Item, list[str]]:
+def _windowed_line(sized: _Sized, group: CacheGroup) -> tuple[Item, list[str]]:
     """Sliding-window or chunked layers: min(context, window) tokens, and what vLLM reserves more."""
     arch, kv_bytes, requests = sized.arch, sized.kv_bytes, sized.requests
     layers, heads, tokens, reqs = nouns.layers(group.layers), _heads(sized), sized.tokens, sized.reqs
     items = []
     sliding = group.kind == "sliding"
-    window = arch.sliding_window if sliding else arch.attention_chunk
+    window = cast(int, arch.sliding_window if sliding else arch.attention_chunk)  # the group's own kind
     values = {
         "layers": layers, "heads": heads, "bytes": _bytes(kv_bytes), "tokens": tokens,
         "window": fmt_int(window), "held": nouns.tokens(group.tokens_held), "requests": reqs,
@@ -196,7 +224,7 @@ def _windowed_line(sized: _Sized, group) -> tuple[Item, list[str]]:
     return items[0], [_windowed_words(sized, group, window, layers)]
 
 
-def _windowed_words(sized: _Sized, group, window: int, layers: str) -> str:
+def _windowed_words(sized: _Sized, group: CacheGroup, window: int, layers: str) -> str:
     """What a sliding or chunked group holds, and what vLLM's hybrid cache manager reserves beyond it."""
     sliding, context, requests = group.kind == "sliding", sized.context, sized.requests
     vllm_tokens = min(window - 1 + VLLM_BATCHED_TOKENS, context) if sliding \
@@ -245,12 +273,12 @@ def _windowed_words(sized: _Sized, group, window: int, layers: str) -> str:
     return words % values
 
 
-def _linear_line(sized: _Sized, group) -> tuple[Item, list[str]]:
+def _linear_line(sized: _Sized, group: CacheGroup) -> tuple[Item, list[str]]:
     """Linear-attention layers: a fixed recurrent state per sequence, whatever the context."""
-    arch, requests = sized.arch, sized.requests
+    requests = sized.requests
     layers, reqs = nouns.layers(group.layers), sized.reqs
     items, assumptions = [], []
-    lin = arch.linear_attention
+    lin = sized.linear
     items.append(Item(
         name=gettext("Recurrent state, linear-attention layers"),
         formula=gettext(

@@ -12,22 +12,23 @@ are listed in the listing order. Both rules are written once, in `sizing.prefere
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
 from operator import itemgetter
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 from . import wording
 from .availability import GONE, unavailable_reason
 from .breakdown import Breakdown
 from .describing import Describer, machine_price_per_million
-from .fit import FitPlanner
+from .fit import Fit, FitPlanner
 from .offers import MachineOffer, Preferences
 from .preferences import breaks_checker, order_key
 from .reasons import BREAK_REASON, EXCLUDED_REASONS, TOO_SMALL
-from .results import PrecisionAlternative, Recommendation
+from .results import PrecisionAlternative
+from .results import Recommendation as Recommendation  # `recommend` answers one: importable from here
 
 ALTERNATIVES_SHOWN = 20
 SORT_PRICE = "price"
@@ -79,9 +80,9 @@ class Tally:
 
 
 class _Candidate(NamedTuple):
-    sort_key: tuple
+    sort_key: tuple[object, ...]
     offer: MachineOffer
-    fit: object
+    fit: Fit
     hourly_price: Decimal
     breaks: tuple[str, ...]
 
@@ -89,7 +90,8 @@ class _Candidate(NamedTuple):
 _by_sort_key = itemgetter(0)
 
 
-def sort_key_for(breakdown: Breakdown, preferences: Preferences, offer: MachineOffer, hourly_price: Decimal):
+def sort_key_for(breakdown: Breakdown, preferences: Preferences, offer: MachineOffer,
+                 hourly_price: Decimal) -> tuple[object, ...]:
     """The order machines are listed in: cheapest per hour (the default), or, when the user sorts by
     price per million tokens, machines with a measured speed by that price first, then the others
     cheapest per hour; ties as the default order."""
@@ -100,11 +102,12 @@ def sort_key_for(breakdown: Breakdown, preferences: Preferences, offer: MachineO
     return (per_million is None, per_million or Decimal(0), *key)
 
 
-def _candidates(planner: FitPlanner, offers: Iterable[MachineOffer], preferences: Preferences):
+def _candidates(planner: FitPlanner, offers: Iterable[MachineOffer],
+                preferences: Preferences) -> Iterator[_Candidate | None]:
     """Every offer that fits, as a candidate; None for one that does not."""
     preference_breaks = breaks_checker(preferences)
     for offer in offers:
-        fit = planner.fit(offer.memory_per_gpu_mib, offer.free_gpus)
+        fit = planner.fit(cast(int, offer.memory_per_gpu_mib), offer.free_gpus)  # available: memory known
         if fit is None:
             yield None
             continue
@@ -149,7 +152,7 @@ def _count_meeting_all(
     return count, cheapest
 
 
-def _hourly_key(candidate: _Candidate) -> tuple:
+def _hourly_key(candidate: _Candidate) -> tuple[object, ...]:
     return order_key(candidate.hourly_price, candidate.offer)
 
 
@@ -160,7 +163,8 @@ def _excluded_start(excluded_before: Mapping[str, int] | None) -> dict[str, int]
     return excluded
 
 
-def _lower_breakdowns(breakdown: Breakdown, lower_precision_breakdowns: Mapping[int, Breakdown] | None):
+def _lower_breakdowns(breakdown: Breakdown,
+                      lower_precision_breakdowns: Mapping[int, Breakdown] | None) -> dict[int, Breakdown]:
     if breakdown.precision is None:
         return {}
     return {
@@ -203,7 +207,8 @@ def recommend(
     only_cheapest = {code: min(c.hourly_price for c in found) for code, found in only.items() if found}
     tally = Tally(
         considered=len(considered),
-        largest_memory_mib=max((offer.memory_per_gpu_mib for offer in considered), default=None),
+        # every machine considered is available, so its memory is known
+        largest_memory_mib=max((cast(int, offer.memory_per_gpu_mib) for offer in considered), default=None),
         breaking=len(breaking),
         only={code: len(found) for code, found in only.items()},
         only_cheapest=only_cheapest,

@@ -7,6 +7,7 @@ from decimal import Decimal
 from typing import Literal
 
 Tier = Literal["secure", "community"]
+TierChoice = Literal["secure", "community", "both"]  # what a user asks for
 MemorySource = Literal["datacenter", "datasheet", "host", "unknown"]
 
 
@@ -70,7 +71,7 @@ class MachineOffer:
 class Preferences:
     budget: Decimal | None = None
     max_price_per_hour: Decimal | None = None
-    tier: Literal["secure", "community", "both"] = "both"
+    tier: TierChoice = "both"
     countries: frozenset[str] | None = None  # expanded ISO codes; None = anywhere
     countries_input: tuple[str, ...] = ()  # as the user typed them (e.g. "EU"), for display
     sort: str = "price"  # "price" (cheapest per hour first) or "price_per_million_tokens"

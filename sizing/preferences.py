@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
 from operator import attrgetter
+from typing import cast
 
 from .limits import PRICE_UNITS
 from .reasons import BREAK_BUDGET, BREAK_MAX_PRICE, BREAK_TIER
@@ -61,7 +62,7 @@ MACHINE_FIELDS: tuple[str, ...] = tuple(
 )
 
 
-def is_chosen(preference: Preference, value) -> bool:
+def is_chosen(preference: Preference, value: object) -> bool:
     """Whether the user's `value` for this preference can rule a machine out."""
     if preference.test == OTHER_TIER:
         return value != ANY_TIER
@@ -70,7 +71,7 @@ def is_chosen(preference: Preference, value) -> bool:
     raise ValueError(f"unknown preference test {preference.test!r}")
 
 
-def chosen(settings) -> list[tuple[Preference, object]]:
+def chosen(settings: object) -> list[tuple[Preference, object]]:
     """(preference, the user's value) for every preference `settings` (a `Preferences`, or a query
     carrying the same attributes) sets, in the rule's order."""
     found = []
@@ -81,21 +82,22 @@ def chosen(settings) -> list[tuple[Preference, object]]:
     return found
 
 
-def price_limits(settings) -> list[tuple[Preference, Decimal]]:
+def price_limits(settings: object) -> list[tuple[Preference, Decimal]]:
     """The limits on the hourly price that `settings` sets, in the rule's order."""
-    return [(preference, value) for preference, value in chosen(settings) if preference.test == HOURLY_OVER]
+    return [(preference, cast(Decimal, value)) for preference, value in chosen(settings)
+            if preference.test == HOURLY_OVER]
 
 
-def tier_chosen(settings) -> str | None:
+def tier_chosen(settings: object) -> str | None:
     """The tier `settings` asks for, or None for any."""
     for preference, value in chosen(settings):
         if preference.test == OTHER_TIER:
-            return value
+            return cast(str, value)
     return None
 
 
 def breaks(
-    settings, machine, hourly_over: Callable[[Preference, Decimal], bool]
+    settings: object, machine: object, hourly_over: Callable[[Preference, Decimal], bool]
 ) -> tuple[str, ...]:
     """The codes of the preferences a fitting machine breaks, in the order they are reported.
     `machine` holds the values the preferences compare (`MACHINE_FIELDS`, as attributes: an offer, a
@@ -105,9 +107,9 @@ def breaks(
     found = []
     for preference, value in chosen(settings):
         if preference.test == OTHER_TIER:
-            broken = machine is not None and getattr(machine, preference.machine_field) != value
+            broken = machine is not None and getattr(machine, cast(str, preference.machine_field)) != value
         elif preference.test == HOURLY_OVER:
-            broken = hourly_over(preference, value)
+            broken = hourly_over(preference, cast(Decimal, value))
         else:
             raise ValueError(f"unknown preference test {preference.test!r}")
         if broken:
@@ -115,7 +117,7 @@ def breaks(
     return tuple(found)
 
 
-def breaks_checker(settings) -> Callable[[object, Decimal], tuple[str, ...]]:
+def breaks_checker(settings: object) -> Callable[[object, Decimal], tuple[str, ...]]:
     """`preference_breaks` for one set of settings, worked out once: check(machine, hourly_price)
     (the engine calls it for every fitting machine)."""
     tests = [
@@ -125,17 +127,18 @@ def breaks_checker(settings) -> Callable[[object, Decimal], tuple[str, ...]]:
     if not tests:
         return lambda machine, hourly_price: ()
 
-    def check(machine, hourly_price: Decimal) -> tuple[str, ...]:
+    def check(machine: object, hourly_price: Decimal) -> tuple[str, ...]:
         return tuple(
             code
             for code, priced, field, value in tests
-            if (hourly_price > value if priced else machine is not None and getattr(machine, field) != value)
+            if (hourly_price > cast(Decimal, value) if priced
+                else machine is not None and getattr(machine, cast(str, field)) != value)
         )
 
     return check
 
 
-def preference_breaks(machine, hourly_price: Decimal, settings) -> tuple[str, ...]:
+def preference_breaks(machine: object, hourly_price: Decimal, settings: object) -> tuple[str, ...]:
     """The preferences a fitting machine costing `hourly_price` per hour breaks, in the order they
     are reported (see `breaks` for `machine`)."""
     return breaks(settings, machine, lambda preference, limit: hourly_price > limit)
@@ -154,7 +157,7 @@ HOURLY_PRICE = "hourly_price"
 ORDER: tuple[str, ...] = (HOURLY_PRICE, "price_per_gpu_hour", "provider", "provider_machine_id", "id")
 
 
-def order_key_of(**renamed: str) -> Callable[[Decimal, object], tuple]:
+def order_key_of(**renamed: str) -> Callable[[Decimal, object], tuple[object, ...]]:
     """The listing order's key for machines whose values are attributes of the same names, or of the
     names `renamed` gives (a speed row's `id` is `machine_id`): key(hourly_price, machine)."""
     values = attrgetter(*(renamed.get(name, name) for name in ORDER[1:]))

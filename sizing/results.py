@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from decimal import Decimal
+from typing import Any, cast
 
 from . import nouns
 from .breakdown import Breakdown
@@ -14,7 +15,8 @@ from .countries import country_name
 from .fit import Fit
 from .i18n import gettext, gettext_noop, ngettext
 from .offers import MEASUREMENT_FIELDS, MachineOffer, MeasuredSpeed
-from .units import decimal_text, gib_number, money_string, money_text, round_half_up
+from .rounding import round_half_up
+from .units import decimal_text, gib_number, money_string, money_text
 from .wording import MEMORY_SOURCE_SHORT, MEMORY_SOURCE_WORDS, BudgetCover, EmptyAnswer, per_hour
 
 
@@ -51,11 +53,11 @@ class RecommendedMachine:
             return None
         return Decimal(self.max_requests_at_context) / self.hourly_price
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return machine_row(self)
 
 
-def machine_row(machine: RecommendedMachine) -> dict:
+def machine_row(machine: RecommendedMachine) -> dict[str, Any]:
     """A recommended machine or alternative as plain JSON values (money as exact decimal strings)."""
     offer, fit = machine.offer, machine.fit
     cover = machine.budget_covers
@@ -115,7 +117,7 @@ def capacity_text(machine: RecommendedMachine) -> str | None:
         return None
     return gettext("Holds %(requests)s at the asked context · %(tokens)s at the asked requests") % {
         "requests": nouns.requests(machine.max_requests_at_context),
-        "tokens": nouns.tokens(machine.max_context_at_requests),
+        "tokens": nouns.tokens(cast(int, machine.max_context_at_requests)),  # asked with the requests
     }
 
 
@@ -132,7 +134,7 @@ def price_per_million_text(machine: RecommendedMachine) -> str | None:
     return money_text(machine.price_per_million_tokens)
 
 
-def speed_row(speed: MeasuredSpeed) -> dict:
+def speed_row(speed: MeasuredSpeed) -> dict[str, Any]:
     """One measured speed, with how it was measured."""
     row = {"model": speed.model_slug, "precision": speed.precision, "value": float(speed.value),
            "unit": speed.unit, "gpus": speed.gpus}
@@ -166,7 +168,7 @@ class PrecisionAlternative:
             }
         return words
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "precision": self.precision,
             "total_gib": float(round_half_up(self.total_gib)),
@@ -200,7 +202,7 @@ class Recommendation:
     def empty_reason(self) -> str | None:
         return self.empty.text if self.empty is not None else None
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "memory": self.breakdown.as_dict(),
             "machines": [machine_row(machine) for machine in self.machines],

@@ -2,12 +2,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     from .architectures import Architecture
 
 Precision = Literal[16, 8, 4]
+ComponentRole = Literal["denoiser", "text_encoder", "autoencoder"]
 PRECISIONS: tuple[int, ...] = (16, 8, 4)
 BYTES_PER_PARAMETER = {16: 2.0, 8: 1.0, 4: 0.5}
 
@@ -37,7 +38,7 @@ class LanguageModelSpec:
 @dataclass(frozen=True)
 class ImageComponent:
     name: str
-    role: Literal["denoiser", "text_encoder", "autoencoder"]
+    role: ComponentRole
     parameters: int | None
 
 
@@ -59,4 +60,4 @@ class SpeechModelSpec:
     attention_heads: int | None
     max_source_positions: int | None  # encoder frames of the 30-second window (1500)
     max_target_positions: int | None  # decoder token positions (448)
-    extra: dict = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)

@@ -2,14 +2,37 @@
 machine, and what a million tokens cost at it."""
 from __future__ import annotations
 
+from collections.abc import Iterable
+from datetime import datetime
 from decimal import ROUND_HALF_UP, Decimal
+from typing import Protocol, TypeVar
+
+
+class MeasuredSpeed(Protocol):
+    """A measurement as `speed_for` reads it (the catalog's speed rows and models)."""
+
+    @property
+    def unit(self) -> str: ...
+    @property
+    def model_slug(self) -> str | None: ...
+    @property
+    def precision(self) -> int | None: ...
+    @property
+    def measured_at(self) -> datetime: ...
+    @property
+    def value(self) -> Decimal | float: ...
+    @property
+    def gpus(self) -> int: ...
+
+
+_Speed = TypeVar("_Speed", bound=MeasuredSpeed)
 
 SECONDS_PER_HOUR = 3_600
 TOKENS_PER_MILLION = 1_000_000
 TOKENS_PER_SECOND = "tokens/s"
 
 
-def speed_for(speeds, model_slug: str | None, precision: int | None):
+def speed_for(speeds: Iterable[_Speed], model_slug: str | None, precision: int | None) -> _Speed | None:
     """The measured speed a plan and a price per million tokens use on one machine: tokens/s for
     this model and precision, the latest measurement (ties: the lower figure); None when none."""
     found = [
@@ -23,7 +46,7 @@ def speed_for(speeds, model_slug: str | None, precision: int | None):
 
 
 def price_per_million_tokens(
-    price_per_gpu_hour: Decimal, measured_tokens_per_s: Decimal, measured_gpus: int
+    price_per_gpu_hour: Decimal, measured_tokens_per_s: Decimal | float, measured_gpus: int
 ) -> Decimal:
     """Price per hour of the measured GPUs ÷ (tokens per second × 3,600) × 10^6, exact to 4 places
     (rounded half up, as money is): what a million tokens cost at the measured speed."""

@@ -9,6 +9,7 @@ read the codes and defaults from here.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
+from typing import Any
 
 from .errors import SizingError
 from .i18n import TranslatedWords, gettext, gettext_noop
@@ -76,21 +77,21 @@ class Training:
     optimizer: str = "adamw"
     base_format: str = DEFAULT_BASE_FORMAT  # read at the 4-bit precision only (`for_precision`)
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
-    def for_precision(self, precision) -> Training:
+    def for_precision(self, precision: int) -> Training:
         """The choices as a base of this precision reads them: the 4-bit base's format is the default's
         at any other precision (ignored, so neither listed nor carried in an address)."""
         if precision == BASE_FORMAT_PRECISION or self.base_format == DEFAULT_BASE_FORMAT:
             return self
         return replace(self, base_format=DEFAULT_BASE_FORMAT)
 
-    def trainer_values(self) -> dict:
+    def trainer_values(self) -> dict[str, Any]:
         """The trainer's choices alone (what a preset fills)."""
         return {name: value for name, value in self.as_dict().items() if name in TRAINER_FIELDS}
 
-    def non_default(self) -> dict:
+    def non_default(self) -> dict[str, Any]:
         """The fields that differ from the defaults (what an address must carry)."""
         default = DEFAULT_TRAINING.as_dict()
         return {name: value for name, value in self.as_dict().items() if default[name] != value}
@@ -115,7 +116,7 @@ def rank_subject() -> str:
     return gettext("The LoRA rank")
 
 
-def choice_error(field: str, value) -> SizingError:
+def choice_error(field: str, value: object) -> SizingError:
     codes = ", ".join(CHOICES[field])
     return SizingError(field, gettext("Choose one of: %(codes)s.") % {"codes": codes})
 

@@ -17,8 +17,10 @@ the active language (19,55 GiB, 0,098 $ in German; `sizing.i18n`); `gib_number`,
 import re
 from decimal import ROUND_CEILING, ROUND_DOWN, ROUND_HALF_UP, Decimal
 from fractions import Fraction
+from typing import cast
 
 from .i18n import format_number, pgettext
+from .rounding import round_half_up
 
 GIB = 2**30
 MIB = 2**20
@@ -26,19 +28,6 @@ MIB = 2**20
 MONEY_PLACES = 4  # the catalog keeps prices to 4 places
 _CENTS = Decimal("0.01")
 _MONEY_STEP = Decimal(1).scaleb(-MONEY_PLACES)
-
-
-def round_half_up(value: float | int | Decimal | Fraction, places: int = 2) -> Decimal:
-    """Display rounding as people do it (15.625 → 15.63), not Python's round-half-even. A Fraction is
-    rounded exactly (1/3 → 0.33), a float as it reads (its shortest repr)."""
-    step = Decimal(1).scaleb(-places)
-    if isinstance(value, Fraction):
-        scaled = abs(value) * 10**places
-        whole = scaled.numerator // scaled.denominator
-        if scaled - whole >= Fraction(1, 2):
-            whole += 1
-        return (Decimal(-whole if value < 0 else whole) * step).quantize(step)
-    return Decimal(str(value)).quantize(step, rounding=ROUND_HALF_UP)
 
 
 def _gib_decimal(n_bytes: int | float) -> Decimal:
@@ -68,7 +57,7 @@ def fmt_int(n: int) -> str:
     return format_number(n)
 
 
-def general_number(value, significant: int | None = None) -> str:
+def general_number(value: Decimal | Fraction | float | int, significant: int | None = None) -> str:
     """A figure as Python's "g" format writes it (0.5, 2, 4.127), with the active language's decimal
     mark and no thousands separators: for bytes and bits per value in formulas."""
     if isinstance(value, Decimal):
@@ -114,9 +103,8 @@ def one_decimal_text(value: Decimal | Fraction | float) -> str:
 def percent_text(fraction: float | Decimal | Fraction) -> str:
     """A share as a percentage with one decimal, a whole percent without it: "93.8 %", "100 %"."""
     value = round_half_up(fraction * 100, 1)
-    if value == value.to_integral_value():
-        value = int(value)
-    return f"{format_number(value, grouping=False)} %"
+    shown: Decimal | int = int(value) if value == value.to_integral_value() else value
+    return f"{format_number(shown, grouping=False)} %"
 
 
 def whole_down(value: Decimal) -> int:
@@ -138,7 +126,7 @@ def money_amount(amount: Decimal | int | str) -> Decimal:
     """An amount with the digits it has: at least cents, at most four places (halves up)."""
     value = Decimal(amount).quantize(_MONEY_STEP, rounding=ROUND_HALF_UP)
     trimmed = value.normalize()
-    if trimmed.as_tuple().exponent > -2:
+    if cast(int, trimmed.as_tuple().exponent) > -2:  # a finite amount: a whole exponent
         trimmed = value.quantize(_CENTS)
     return trimmed
 

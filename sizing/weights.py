@@ -21,12 +21,18 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import TYPE_CHECKING, cast
 
 from .architectures import ParameterCount, ceil_div
 from .errors import SizingError
 from .i18n import TranslatedWords, gettext, gettext_noop
 from .nouns import byte_count
 from .units import fmt_int
+
+if TYPE_CHECKING:
+    from .architectures import Architecture, NativeWeights
+    from .breakdown import Item
+    from .specs import LanguageModelSpec
 
 SIXTEEN_BIT_BYTES = 2
 
@@ -260,7 +266,7 @@ class NativeStored:
     other_bytes: int
 
 
-def native_stored_weights(count: ParameterCount, native, fmt: NativeFormat) -> NativeStored:
+def native_stored_weights(count: ParameterCount, native: NativeWeights, fmt: NativeFormat) -> NativeStored:
     """Bytes of a checkpoint in its native format: the quantized roles' matrices in the format (plus
     their scales); their vectors and every other module in 16-bit."""
     quantized = scales = 0
@@ -283,18 +289,18 @@ def native_stored_weights(count: ParameterCount, native, fmt: NativeFormat) -> N
     )
 
 
-def quantized_roles_words(native) -> str:
+def quantized_roles_words(native: NativeWeights) -> str:
     return ", ".join(ROLE_WORDS[role] for role in native.quantized)
 
 
-def native_format_of(spec) -> NativeFormat | None:
+def native_format_of(spec: LanguageModelSpec) -> NativeFormat | None:
     arch = spec.architecture
     if arch is None or arch.native_weights is None:
         return None
     return NATIVE_FORMATS[arch.native_weights.format]
 
 
-def precision_choices(spec) -> dict[int, str | None]:
+def precision_choices(spec: LanguageModelSpec) -> dict[int, str | None]:
     """Each precision with None when the model can be run in it, else the reason it cannot."""
     fmt = native_format_of(spec)
     choices: dict[int, str | None] = {16: None, 8: None, 4: None}
@@ -306,7 +312,7 @@ def precision_choices(spec) -> dict[int, str | None]:
     return choices
 
 
-def precision_label(spec, bits: int) -> str:
+def precision_label(spec: LanguageModelSpec, bits: int) -> str:
     fmt = native_format_of(spec)
     if fmt is not None and fmt.bits == bits:
         return gettext("%(bits)s-bit, %(format)s as published") % {"bits": bits, "format": gettext(fmt.short)}
@@ -315,11 +321,13 @@ def precision_label(spec, bits: int) -> str:
     return gettext("%(bits)s-bit") % {"bits": bits}
 
 
-def native_weight_items(spec, count: ParameterCount, fmt: NativeFormat):
+def native_weight_items(spec: LanguageModelSpec, count: ParameterCount,
+                        fmt: NativeFormat) -> tuple[list[Item], list[str]]:
     """The weights of a checkpoint in its native format, as two items, and what they assume."""
     from .breakdown import Item
 
-    native = spec.architecture.native_weights
+    # asked only of a model published in a native format (`native_format_of`)
+    native = cast("NativeWeights", cast("Architecture", spec.architecture).native_weights)
     stored = native_stored_weights(count, native, fmt)
     roles = quantized_roles_words(native)
     data = byte_count(fmt.data_bytes)

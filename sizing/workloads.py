@@ -85,5 +85,13 @@ DEFAULT_WORKLOAD = "inference"
 def workload(code: str | None) -> Workload | None:
     """The workload named `code`, or None for an unknown or missing code."""
     return BY_CODE.get(code or "")
+
+
+def known_workload(code: str) -> Workload:
+    """The workload named by a code already checked (a parsed query's, a breakdown's, the default);
+    KeyError for any other."""
+    return BY_CODE[code]
+
+
 # Workloads the wizard sizes a catalog model for.
 WIZARD_MODEL_CODES: tuple[str, ...] = tuple(code for code in WIZARD_CODES if BY_CODE[code].kinds)

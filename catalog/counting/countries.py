@@ -34,7 +34,8 @@ def meeting_by_country_many(queries: list[FleetQuery]) -> list[list[CountryCount
     several at once)."""
     if not queries:
         return []
-    parts, params = [], {}
+    parts: list[str] = []
+    params: dict[str, object] = {}
     for probe, query in enumerate(queries):
         sql, values = _counted_by_country(query, f"p{probe}")
         parts.append(sql.replace("SELECT ", f"SELECT {probe} AS probe, ", 1))

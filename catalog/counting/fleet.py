@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
-from typing import NamedTuple, Protocol
+from typing import NamedTuple, Protocol, cast
 
 from catalog import availability, database, rows
 from catalog.counting import availability_sql, fit_sql, fleet_counts, fleet_machines
@@ -130,7 +130,7 @@ KEPT_COUNTS = KeptCounts()
 def count_row(row: tuple, priced: bool) -> CountRow:
     """A row of either counting statement (its price band column only with price edges)."""
     keys = 5 if priced else 4
-    return CountRow(*row[:4], row[4] if priced else 0, *row[keys:])
+    return CountRow._make((*row[:4], row[4] if priced else 0, *row[keys:]))
 
 
 def _from_units(row: CountRow) -> CountRow:
@@ -161,14 +161,14 @@ def _tally(
     bands: dict[tuple[int, int, bool], tuple[Decimal, Decimal]] = {}
     band_sizes: dict[tuple[int, int, bool], int] = {}
     band_index = [{gpus: index for index, (gpus, _) in enumerate(thresholds)} for thresholds in query.fits]
-    fits_of: dict[tuple[int, int], list[int | None]] = {}
+    fits_of: dict[tuple[int | None, int | None], list[int | None]] = {}
     for row in groups:
         status, memory_bucket, free_gpus = row.status, row.memory_bucket, row.free_gpus
         count, cheapest_price, most_memory = row.machines, row.cheapest, row.most_memory_mib
         seen_max, seen_min, dearest_price = row.newest_seen, row.oldest_seen, row.dearest
         if status not in not_fresh:
-            newest = seen_max if newest is None else max(newest, seen_max)
-            oldest = seen_min if oldest is None else min(oldest, seen_min)
+            newest = seen_max if newest is None else max(newest, cast(datetime, seen_max))  # fresh: seen
+            oldest = seen_min if oldest is None else min(oldest, cast(datetime, seen_min))
         if status != availability.SCREENED:
             left_out[availability.REASON_OF_STATUS[status]] += count
             continue
@@ -179,7 +179,8 @@ def _tally(
             # Any memory in the bucket fits like its lower edge: every threshold is an edge.
             memory = memory_edges[memory_bucket - 1] if memory_bucket else 0
             fits_of[shape] = [
-                fit.gpus_used_by_thresholds(thresholds, memory, free_gpus) for thresholds in query.fits
+                fit.gpus_used_by_thresholds(thresholds, memory, cast(int, free_gpus))  # screened: known
+                for thresholds in query.fits
             ]
         for fit_index, gpus in enumerate(fits_of[shape]):
             if gpus is None:

@@ -317,7 +317,7 @@ def to_units(price: Decimal) -> int:
     return int(units)
 
 
-def from_units(units: int) -> Decimal:
+def from_units(units: int | Decimal) -> Decimal:
     return Decimal(units).scaleb(-4)
 
 

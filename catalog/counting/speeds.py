@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 from django.db.models import F
 
@@ -54,7 +54,8 @@ def speed_rows(
     (`sizing.throughput_plan.speed_for`), in machine order. One query, driven by the speeds' index: a
     fraction of the fleet has any."""
     machines = Machine.objects.filter(availability.available_q(stale_cutoff, countries))
-    machines = machines.filter(catalog_preferences.tier_q(offers.Preferences(tier=tier)))
+    asked = offers.Preferences(tier=cast(offers.TierChoice, tier))  # a tier the query checked
+    machines = machines.filter(catalog_preferences.tier_q(asked))
     machines = machines.filter(memory_per_gpu_mib__gte=min_memory_mib)
     rows = (
         MeasuredSpeed.objects.filter(
@@ -83,8 +84,8 @@ def speed_rows(
             for row in measured
         ]
         latest = speed_for(speeds, model_slug, precision)
-        row = measured[speeds.index(latest)]
-        found.append(SpeedRow(*row[:9], row[9] or None, *row[10:13]))
+        row = measured[speeds.index(cast(offers.MeasuredSpeed, latest))]  # speeds is never empty
+        found.append(SpeedRow._make((*row[:9], row[9] or None, *row[10:13])))
     return found
 
 
@@ -220,4 +221,4 @@ def speed_rows_counted(
         cursor.execute(sql, chosen_params)
         fetched = cursor.fetchall()
     total = fetched[0][-1] if fetched else 0
-    return [SpeedRow(*row[:9], row[9] or None, *row[10:13]) for row in fetched], total
+    return [SpeedRow._make((*row[:9], row[9] or None, *row[10:13])) for row in fetched], total

@@ -3,6 +3,7 @@
 `catalog.fleets.load_demo_fleet` expands this with a fixed seed, so every load yields the same
 machine ids and figures. Prices are USD per GPU-hour, in line with public GPU cloud list prices.
 """
+from typing import Any
 
 DEMO_SEED = 20250601
 
@@ -39,7 +40,7 @@ COMMUNITY_OFFERS = [
 ]
 
 # Each provider: name, tier, machine id prefix, number of machines, locations as (country, region).
-DEMO_PROVIDERS = [
+DEMO_PROVIDERS: list[dict[str, Any]] = [
     {
         "name": "Harbor Compute", "tier": "secure", "prefix": "hbr", "machines": 60,
         "locations": [("DE", "Frankfurt"), ("NL", "Amsterdam"), ("IE", "Dublin"), ("FR", "Paris")],
@@ -87,7 +88,7 @@ DEMO_PROVIDERS = [
 # busy as any demo machine (whole and online in about one minute of ten), so without machines held back for
 # clusters two whole ones at one site would be rare. Every machine is whole and free when loaded, its
 # memory the datacenter's (the GPU type's datasheet).
-CLUSTER_SITES = [
+CLUSTER_SITES: list[dict[str, Any]] = [
     {
         "provider": "Harbor Compute", "prefix": "hbr-fra-ib1", "site": "FRA-IB1", "country": "DE",
         "region": "Frankfurt", "gpu_type": "H100 SXM 80GB", "interconnect": "infiniband", "gbps": 400,
@@ -112,7 +113,7 @@ CLUSTER_SITES = [
 CLUSTER_GPUS_PER_MACHINE = 8
 
 
-def cluster_machine_id(spec: dict, index: int) -> str:
+def cluster_machine_id(spec: dict[str, Any], index: int) -> str:
     """The provider machine id of a cluster site's `index`-th machine."""
     return f"{spec['prefix']}-{index:02d}"
 

@@ -16,7 +16,7 @@ import re
 from collections.abc import Iterable
 from typing import Annotated
 
-from django.utils.translation import gettext, gettext_lazy
+from django.utils.translation import gettext_lazy
 from ninja import Schema
 from pydantic import BeforeValidator, ConfigDict, Field, WrapValidator
 from pydantic import ValidationError as PydanticValidationError
@@ -107,15 +107,15 @@ def _message(error: dict) -> str:
     if kind == "literal_error":
         choices = re.findall(r"'([^']*)'", str(error.get("ctx", {}).get("expected", "")))
         if choices:
-            return gettext(CHOICES_MESSAGE) % {"choices": ", ".join(choices)}
+            return str(CHOICES_MESSAGE) % {"choices": ", ".join(choices)}
     if kind in TYPE_MESSAGES:
-        return gettext(TYPE_MESSAGES[kind])
+        return str(TYPE_MESSAGES[kind])
     if kind in LENGTH_MESSAGES:
         try:
-            return gettext(LENGTH_MESSAGES[kind]) % error.get("ctx", {})
+            return str(LENGTH_MESSAGES[kind]) % error.get("ctx", {})
         except (KeyError, TypeError):
             pass
-    return gettext(SCHEMA_MESSAGE)
+    return str(SCHEMA_MESSAGE)
 
 
 def field_errors(errors: Iterable[dict]) -> dict[str, str]:
@@ -125,7 +125,7 @@ def field_errors(errors: Iterable[dict]) -> dict[str, str]:
     for error in errors:
         name = field_name(error.get("loc", ()))
         if name == "body" and error.get("type") in _NOT_AN_OBJECT:
-            message = gettext(BODY_NOT_JSON_MESSAGE)
+            message = str(BODY_NOT_JSON_MESSAGE)
         else:
             message = _message(error)
         worded_errors.setdefault(name, message)

@@ -89,7 +89,7 @@ class BreakerRedisCache(RedisCache):
 
     def __init__(self, server, params):
         super().__init__(server, params)
-        self.breaker = breaker_for(",".join(self._servers))
+        self.breaker = breaker_for(",".join(self._servers))  # type: ignore[attr-defined]  # set by RedisCache
 
 
 def _guarded(name):

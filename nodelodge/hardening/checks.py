@@ -10,7 +10,7 @@ def api_rate_limit_is_readable(app_configs, **kwargs):
     if rate is None:
         return []
     try:
-        ApiRateThrottle.parse_rate(ApiRateThrottle, rate)
+        ApiRateThrottle().parse_rate(rate)
     except ValueError:
         return [
             checks.Error(

@@ -14,7 +14,7 @@ from django.http import HttpResponse, JsonResponse
 from django.template.loader import render_to_string
 from django.templatetags.static import static
 from django.urls import NoReverseMatch, reverse
-from django.utils.translation import gettext, gettext_lazy
+from django.utils.translation import gettext_lazy
 
 logger = logging.getLogger("nodelodge.faults")
 
@@ -32,7 +32,7 @@ def log_database_unavailable(request, exception) -> None:
 
 
 def database_unavailable_json() -> JsonResponse:
-    response = JsonResponse({"errors": {"service": gettext(DATABASE_DOWN_MESSAGE)}}, status=503)
+    response = JsonResponse({"errors": {"service": str(DATABASE_DOWN_MESSAGE)}}, status=503)
     response["Retry-After"] = str(RETRY_AFTER_SECONDS)
     return response
 

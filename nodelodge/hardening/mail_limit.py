@@ -18,6 +18,7 @@ import functools
 import hashlib
 import logging
 import time
+from typing import cast
 
 from django.core.cache import cache
 from django.utils.translation import gettext_lazy
@@ -67,7 +68,8 @@ def wait_before_next(scope: str, who: str, setting: str) -> float | None:
 
 
 def refused(request, message, setting: str, wait: float):
-    return too_many_requests_page(request, message, rate(setting), wait)
+    limit = cast(tuple[int, int, str], rate(setting))  # a request is refused only under a limit
+    return too_many_requests_page(request, message, limit, wait)
 
 
 def signup_rate_limited(view):

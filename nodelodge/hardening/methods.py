@@ -71,6 +71,7 @@ def _stated_methods(view) -> tuple[str, ...] | None:
 
 def _stated_methods_of(view) -> tuple[str, ...] | None:
     view_class = getattr(view, "view_class", None)
+    methods: list[str] | None
     if view_class is not None:
         methods = [method.upper() for method in view_class.http_method_names
                    if method not in ("head", "options") and hasattr(view_class, method)]

@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import logging
 import time
+from typing import cast
 
 from django.core.cache import cache
 from django.utils.translation import gettext_lazy
@@ -57,7 +58,8 @@ PAGE_MESSAGE = gettext_lazy("Too many requests from this client: at most %(count
 
 
 def too_many_requests(request, wait: float):
-    return too_many_requests_page(request, PAGE_MESSAGE, current_rate(), wait)
+    limit = cast(tuple[int, int, str], current_rate())  # a request is refused only under a limit
+    return too_many_requests_page(request, PAGE_MESSAGE, limit, wait)
 
 
 def page_rate_limited(view):

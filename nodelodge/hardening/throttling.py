@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import math
 import threading
+from typing import cast
 
 from django.conf import settings
 from django.core.cache import cache
@@ -102,9 +103,9 @@ class ApiRateThrottle(SimpleRateThrottle):
         rate = self.current_rate()
         if rate is None:
             return True
-        num_requests, duration = self.parse_rate(rate)
+        num_requests, duration = cast(tuple[int, int], self.parse_rate(rate))  # a rate given: both set
         key = self.get_cache_key(request)
-        now = self.timer()
+        now = type(self).timer()  # time.time, as SimpleRateThrottle reads it
         # One counter per client and window, the window starting at the client's first request
         # and lasting the rate's period; counted with the cache's atomic add and incr (Redis INCR;
         # the local cache's lock on the embedded run), so concurrent requests never read the same

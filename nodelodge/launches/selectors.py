@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
+from typing import cast
 
 from django.core.exceptions import ObjectDoesNotExist
 from django.db.models import Case, IntegerField, Value, When
@@ -173,17 +174,17 @@ def group_for(user, pk: int, now: datetime | None = None) -> GroupRow | None:
 def groups_for(user, now: datetime | None = None, pk: int | None = None) -> list[GroupRow]:
     """The user's groups (or the one with `pk`), running first, newest first within each; two queries."""
     now = now or timezone.now()
-    groups = LaunchGroup.objects.filter(user=user)
+    chosen = LaunchGroup.objects.filter(user=user)
     if pk is not None:
-        groups = groups.filter(pk=pk)
-    groups = list(groups.order_by("-created_at", "-pk"))
+        chosen = chosen.filter(pk=pk)
+    groups = list(chosen.order_by("-created_at", "-pk"))
     bookings: dict[int, list[Booking]] = {group.pk: [] for group in groups}
     for booking in (
         Booking.objects.filter(group__in=groups)
         .select_related(*MACHINE_RELATIONS)
         .order_by("machine_id")
     ):
-        bookings[booking.group_id].append(booking)
+        bookings[cast(int, booking.group_id)].append(booking)  # bookings of these groups
     names = _model_names({g.workload.get("model") for g in groups if g.workload.get("model")})
     rows = []
     for group in groups:

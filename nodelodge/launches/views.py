@@ -34,7 +34,8 @@ from .refusals import GroupInputError, LaunchRefused
 
 def review_url(machine: int, gpus: int, price_per_hour, query_string: str) -> str:
     params = QueryDict(mutable=True)
-    params.update({"machine": machine, "gpus": gpus, "price_per_hour": price_per_hour, "query": query_string})
+    params.update({"machine": str(machine), "gpus": str(gpus), "price_per_hour": price_per_hour,
+                   "query": query_string})
     return f"{reverse('launches:review')}?{params.urlencode()}"
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from typing import cast
 
 from django.utils import timezone
 from django.utils.translation import gettext
@@ -20,9 +21,9 @@ from catalog import database
 from nodelodge.hardening.deadline import check_deadline
 from nodelodge.hardening.slots import dear_answer_slot
 from sizing.breakdown import Breakdown
+from sizing.describing import serves_tokens
 from sizing.limits import API_LIMIT, MAX_LIMIT, PAGE_LIMIT
 from sizing.matching import SORT_PRICE_PER_MILLION, Recommendation
-from sizing.workloads import workload
 
 from .clusters import (
     ClusterAnswer,
@@ -37,7 +38,13 @@ from .fleet import fleet_reader, preferences_for, stale_after_minutes, stale_cut
 from .listing import Listing, check_page_in_window, cost_in_first_pages, list_machines, machines_to_fetch
 from .query import Conflict, WorkloadQuery
 from .relax import explain_empty
-from .throughput import ThroughputAnswer, cheapest_per_million, planned_answer, speed_candidates
+from .throughput import (
+    SpeedCandidate,
+    ThroughputAnswer,
+    cheapest_per_million,
+    planned_answer,
+    speed_candidates,
+)
 
 
 @dataclass(frozen=True)
@@ -106,7 +113,7 @@ def _recommendation_for(
     check_page_in_window(query.page, per_page)
     machines_shown = machines_to_fetch(query, per_page)
     candidates, with_speed = None, 0
-    if query.target_tokens is not None and not workload(breakdown.workload).serves_tokens:
+    if query.target_tokens is not None and not serves_tokens(breakdown):
         raise Conflict({
             "target_tokens": gettext("A throughput plan is for language models; this one serves none.")
         })
@@ -119,7 +126,7 @@ def _recommendation_for(
     # Sorted by price per million tokens, the first machines are those with the lowest: they join the
     # cheapest per hour that the reader fetches.
     by_per_million = query.sort == SORT_PRICE_PER_MILLION and candidates
-    extra = cheapest_per_million(candidates, per_page * query.page) if by_per_million else []
+    extra = cheapest_per_million(candidates, per_page * query.page) if by_per_million and candidates else []
     check_deadline()
     recommendation, freshness = fleet_reader().recommend(query, breakdown, lower, now, machines_shown, extra)
     check_deadline()
@@ -129,8 +136,9 @@ def _recommendation_for(
     check_deadline()
     if query.target_tokens is not None:
         name = getattr(model_row, "name", query.model_slug)
-        throughput = planned_answer(
-            query, breakdown, candidates, recommendation.machines_total, name, with_speed,
+        throughput = planned_answer(  # candidates were read above for the target; a model is named
+            query, breakdown, cast(list[SpeedCandidate], candidates), recommendation.machines_total,
+            cast(str, name), with_speed,
             lambda: speed_candidates(query, breakdown, stale_cutoff(now), preferences_for(query), keep=keep),
         )
     clusters = None

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 from fractions import Fraction
+from typing import Any
 
 from django import forms
 from django.utils.formats import number_format
@@ -17,6 +18,7 @@ from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from catalog import rows as catalog_rows
+from catalog.models import LanguageModel
 from sizing.calculators.vllm import (
     DEFAULT_BATCHED_TOKENS,
     DEFAULT_UTILIZATION,
@@ -155,10 +157,10 @@ def settings_refusals(cleaned: dict) -> dict[str, str]:
     not one after another as each is fixed."""
     slug = (cleaned.get("model") or "").strip()
     row = catalog_rows.get_model(slug) if slug else None
-    if row is None or getattr(row, "kind", None) != "language":
+    if not isinstance(row, LanguageModel):
         return {}
-    spec = catalog_rows.model_spec(row)
-    values = {name: cleaned.get(name) or accepted for name, accepted in _ACCEPTED.items()}
+    spec = catalog_rows.language_model_spec(row)
+    values: dict[str, Any] = {name: cleaned.get(name) or accepted for name, accepted in _ACCEPTED.items()}
     refusals: dict[str, str] = {}
     memory = int(Decimal(CAPACITY_DEFAULTS["gpu_memory_gib"]) * GIB)  # checked on its own field
     while True:
@@ -205,10 +207,10 @@ def _item(item) -> dict:
 def capacity_for(query: CapacityQuery) -> dict:
     """The answer: whether the engine starts, its budget item by item, the pool and the command."""
     row = catalog_rows.get_model(query.model_slug)
-    if row is None or getattr(row, "kind", None) != "language":
+    if not isinstance(row, LanguageModel):
         raise NotFound({"model": gettext("No language model %(slug)s in the catalog.") % {
             "slug": repr(query.model_slug)}})
-    spec = catalog_rows.model_spec(row)
+    spec = catalog_rows.language_model_spec(row)
     try:
         budget = vllm_budget(spec, query.precision, query.kv_bits, query.settings())
     except SizingError as error:  # settings each valid that the model cannot take together

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import cast
 
 from django.utils import timezone
 from django.utils.translation import gettext, ngettext
@@ -104,6 +105,11 @@ class ClusterOffer:
         return row
 
 
+def _served(query: WorkloadQuery) -> tuple[int, int, int, int]:
+    """(precision, KV-cache bits, context, requests) of a query for a language model served: all set."""
+    return cast(int, query.precision), query.kv_bits, cast(int, query.context), cast(int, query.requests)
+
+
 def _item(item) -> dict:
     return {"name": item.name, "gib": gib_number(item.bytes), "bytes": item.bytes, "formula": item.formula,
             "per_gpu": item.per_gpu}
@@ -181,7 +187,7 @@ def clusters_for(query: WorkloadQuery, model_row, now: datetime | None = None) -
     if not sites:
         return ClusterAnswer(offers=(), total=0, over_price=0, skipped=())
     spec = catalog_rows.language_model_spec(model_row)
-    search = search_clusters(spec, query.precision, query.kv_bits, query.context, query.requests, sites)
+    search = search_clusters(spec, *_served(query), sites)
     shown, total, broken = search.cheapest(preferences_for(query), MAX_CLUSTERS)
     # The machines' ids for the provider and booking limits: read for the clusters shown only.
     offers = tuple(
@@ -206,7 +212,7 @@ def cluster_does_not_hold(query: WorkloadQuery, model_row, *, gpu_type: str, gpu
     usable_mib = catalog_rows.usable_memory_mib(memory_per_gpu_mib, recorded.get(gpu_type))
     spec = catalog_rows.language_model_spec(model_row)
     try:
-        need = cluster_need(spec, query.precision, query.kv_bits, query.context, query.requests,
+        need = cluster_need(spec, *_served(query),
                             gpus_per_machine=gpus_per_machine, machines=machines,
                             usable_bytes=usable_mib * MIB)
     except SizingError as error:
@@ -238,7 +244,7 @@ def cluster_offer_of(query: WorkloadQuery, model_row, machine_ids: list[int]) ->
         return gettext("These machines do not form a cluster: each must exist, may join one, and all must be "
                        "identical machines of one provider at one site.")
     spec = catalog_rows.language_model_spec(model_row)
-    plan = plan_of(spec, query.precision, query.kv_bits, query.context, query.requests, site)
+    plan = plan_of(spec, *_served(query), site)
     if isinstance(plan, str):
         return plan
     (plan,) = with_machines([plan])  # site_of has just read every one of them

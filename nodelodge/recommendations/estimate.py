@@ -8,7 +8,7 @@ from sizing.breakdown import Breakdown
 from sizing.calculators import estimate
 from sizing.errors import SizingError
 from sizing.specs import PRECISIONS
-from sizing.workloads import workload
+from sizing.workloads import known_workload
 
 from .model_choices import model_for_workload
 from .query import Conflict, NotFound, QueryError, WorkloadQuery
@@ -20,7 +20,7 @@ def estimate_for(
     """The memory breakdown for a query (at another precision when given; `model_row` saves the
     lookup when the caller already has the row)."""
     spec = None
-    if not workload(query.workload).sizes_model:
+    if not known_workload(query.workload).sizes_model:
         model_row = None  # a notebook sizes GPU memory as entered: no model, no model's config
     else:
         model_row = model_for_workload(query.model_slug, query.workload, model_row)

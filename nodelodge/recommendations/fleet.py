@@ -8,10 +8,11 @@ nothing else asks which database it is.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
 from decimal import Decimal
-from typing import Protocol
+from typing import Protocol, cast
 
 from django.conf import settings
 from django.db.models import Case, Count, IntegerField, Max, Min, Value, When
@@ -28,7 +29,7 @@ from sizing import fit as sizing_fit
 from sizing.breakdown import Breakdown
 from sizing.cluster import ClusterSite
 from sizing.matching import ALTERNATIVES_SHOWN, Recommendation, recommend, recommend_counted
-from sizing.offers import Preferences
+from sizing.offers import Preferences, TierChoice
 from sizing.reasons import OFFLINE, STALE
 
 from .query import WorkloadQuery
@@ -52,7 +53,7 @@ def preferences_for(query: WorkloadQuery) -> Preferences:
     return Preferences(
         budget=query.budget,
         max_price_per_hour=query.max_price,
-        tier=query.tier,
+        tier=cast(TierChoice, query.tier),  # a parsed query's tier is one of the choices
         countries=query.countries,
         countries_input=query.countries_input,
         sort=query.sort,
@@ -85,7 +86,7 @@ def speed_query(
         stale_cutoff=cutoff,
         countries=query.countries,
         tier=query.tier,
-        model_slug=query.model_slug,
+        model_slug=cast(str, query.model_slug),  # speeds are read for a model
         precision=precision,
         fits=thresholds,
         max_price_per_hour=query.max_price,
@@ -103,7 +104,7 @@ class FleetReader(Protocol):
 
     def recommend(
         self, query: WorkloadQuery, breakdown: Breakdown, lower: dict[int, Breakdown], now: datetime,
-        machines_shown: int | None, extra_ids: list[int] = (),
+        machines_shown: int | None, extra_ids: Sequence[int] = (),
     ) -> tuple[Recommendation, dict]:
         """The engine's answer with its counts over the whole fleet, the first `machines_shown`
         machines described (and those `extra_ids` names), and the reports' freshness."""
@@ -255,7 +256,8 @@ class EveryMachine:
         found, _ = recommend_over_every_machine(query, breakdown, {}, now, None)
         cheapest: dict[str, Decimal] = {}
         for machine in found.machines:
-            country, hourly = machine.offer.country, machine.hourly_price
+            # an available machine has a known country (the availability rule's OUTSIDE check)
+            country, hourly = cast(str, machine.offer.country), machine.hourly_price
             if country not in cheapest or hourly < cheapest[country]:
                 cheapest[country] = hourly
         return found.machines_total, sorted(cheapest.items(), key=lambda item: (item[1], item[0]))

@@ -135,7 +135,8 @@ def error_words(name: str, *extra: str) -> dict[str, str]:
 def form_errors(form: forms.Form) -> dict[str, str]:
     """A form's errors as field name -> one message ("__all__" for the form's own). A message is
     said once: a figure past the limit fails both the limit and the count of digits, in one sentence."""
-    return {name: " ".join(dict.fromkeys(messages)) for name, messages in form.errors.items()}
+    return {name: " ".join(dict.fromkeys(str(message) for message in messages))
+            for name, messages in form.errors.items()}
 
 
 # The labels of the context and the requests: sequence length and batch size for fine-tuning,

@@ -3,6 +3,7 @@ each can be run in, and the published figures the API lists."""
 from __future__ import annotations
 
 from catalog import rows as catalog_rows
+from catalog.models import ImagePipeline, LanguageModel
 from sizing.weights import precision_choices, precision_label
 from sizing.workloads import KINDS_BY_WORKLOAD, WIZARD_MODEL_CODES
 
@@ -28,10 +29,10 @@ def model_for_workload(slug: str | None, workload: str, row=None):
 
 def precision_options(row) -> list[dict]:
     """The precisions a model can be run in, each with its label, or the reason it is not offered."""
-    if row.kind != "language":
+    if not isinstance(row, LanguageModel):
         return [{"value": bits, "label": f"{bits}-bit", "available": True, "reason": ""}
                 for bits in PRECISION_BITS]
-    spec = catalog_rows.model_spec(row)
+    spec = catalog_rows.language_model_spec(row)
     refused = precision_choices(spec)
     return [
         {"value": bits, "label": precision_label(spec, bits), "available": refused[bits] is None,
@@ -86,7 +87,7 @@ def model_listing(workload: str | None) -> list[dict]:
             entry = seen.get(row.slug)
             if entry is None:
                 figures = {field: getattr(row, field) for field in FIGURE_FIELDS[row.kind]}
-                if row.kind == "image":
+                if isinstance(row, ImagePipeline):
                     figures["components"] = [
                         {"name": c.name, "role": c.role, "parameters": c.parameters}
                         for c in row.components.all()

@@ -11,8 +11,10 @@ engine's rule (`sizing.calculators.estimate`); the form checks types and limits.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from decimal import Decimal
+from typing import Any, cast
 from urllib.parse import urlencode
 
 from django import forms
@@ -25,7 +27,7 @@ from sizing.limits import MAX_COUNTRY_ITEMS
 from sizing.throughput_plan import DEFAULT_EFFICIENCY_PERCENT, DEFAULT_REDUNDANCY
 from sizing.training import DEFAULT_TRAINING, Training
 from sizing.training import FIELDS as TRAINING_FIELDS
-from sizing.workloads import DEFAULT_WORKLOAD, workload
+from sizing.workloads import DEFAULT_WORKLOAD, known_workload, workload
 
 from .messages import MESSAGES, form_errors
 from .parameters import (  # noqa: F401 (the choices and defaults, as the query's users import them)
@@ -52,7 +54,7 @@ def default_model(code: str | None) -> str | None:
     chosen = workload(code)
     if chosen is not None and chosen.sizes_model:
         return chosen.default_model
-    return workload(DEFAULT_WORKLOAD).default_model
+    return known_workload(DEFAULT_WORKLOAD).default_model
 
 
 def with_defaults(data: dict[str, str]) -> dict[str, str]:
@@ -117,7 +119,7 @@ class _QueryForm(forms.Form):
         return typed, expanded
 
     def clean(self):
-        cleaned = super().clean()
+        cleaned = cast(dict[str, Any], super().clean())  # Form.clean returns cleaned_data
         chosen = workload(cleaned.get("workload"))
         if chosen is None:
             return cleaned
@@ -169,6 +171,10 @@ def parameter_schema(
     return stated
 
 
+def _choices(field: forms.ChoiceField) -> Iterable[tuple[Any, Any]]:
+    return cast(Iterable[tuple[Any, Any]], field.choices)  # the form's choices: (value, label) pairs
+
+
 def _value_schema(name: str, field, optional: bool) -> dict:
     if name == "countries":  # ISO codes or EU, either case, separated by commas or semicolons
         codes = "|".join(f"[{code[0]}{code[0].lower()}][{code[1]}{code[1].lower()}]"
@@ -176,15 +182,16 @@ def _value_schema(name: str, field, optional: bool) -> dict:
         item = rf"\s*(?:{codes})?\s*"
         return {"type": "string", "pattern": rf"^{item}(?:[,;]{item}){{0,{MAX_COUNTRY_ITEMS - 1}}}$"}
     if isinstance(field, forms.TypedChoiceField) and field.coerce is int:
-        return {"type": "integer", "enum": [int(value) for value, _ in field.choices]}
+        return {"type": "integer", "enum": [int(value) for value, _ in _choices(field)]}
     if isinstance(field, forms.ChoiceField):
-        values = [str(value) for value, _ in field.choices]
+        values = [str(value) for value, _ in _choices(field)]
         return {"type": "string", "enum": values + ([""] if optional else [])}
     if isinstance(field, TypedIntegerField):
         return {"type": "integer", "minimum": field.min_value, "maximum": field.max_value}
     if isinstance(field, TypedDecimalField):
-        return {"type": "number", "minimum": float(field.min_value), "maximum": float(field.max_value),
-                "multipleOf": float(Decimal(1).scaleb(-field.decimal_places))}
+        return {"type": "number", "minimum": float(cast(Decimal, field.min_value)),
+                "maximum": float(cast(Decimal, field.max_value)),
+                "multipleOf": float(Decimal(1).scaleb(-cast(int, field.decimal_places)))}
     if isinstance(field, forms.CharField):  # Django refuses NUL in text
         text = {"type": "string", "maxLength": field.max_length, "pattern": r"^[^\x00]*$"}
         return text if optional else {**text, "minLength": 1}
@@ -305,7 +312,7 @@ class WorkloadQuery:
     def from_form(cls, form: WorkloadQueryForm) -> WorkloadQuery:
         data = form.cleaned_data
         countries_input, countries = data.get("countries") or ((), None)
-        chosen = workload(data["workload"])
+        chosen = known_workload(data["workload"])
         return cls(
             workload=chosen.code,
             model_slug=(data.get("model") or None) if chosen.sizes_model else None,
@@ -339,8 +346,10 @@ class WorkloadQuery:
 
 def _training(data: dict) -> Training:
     """The fine-tune's choices as the form cleaned them, each left out at its default."""
-    values = {name: data.get(name) for name in TRAINING_FIELDS if data.get(name) not in (None, "")}
-    return Training(**values).for_precision(data.get("precision"))
+    values: dict[str, Any] = {
+        name: data.get(name) for name in TRAINING_FIELDS if data.get(name) not in (None, "")
+    }
+    return Training(**values).for_precision(cast(int, data.get("precision")))
 
 
 def _address_number(value: Decimal) -> str:

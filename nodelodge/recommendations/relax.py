@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import datetime
+from typing import Any, cast
 
 from catalog import rows as catalog_rows
 from sizing import wording
@@ -11,7 +12,7 @@ from sizing.breakdown import Breakdown
 from sizing.countries import ALL_CODES
 from sizing.matching import Recommendation
 from sizing.units import MIB
-from sizing.workloads import workload
+from sizing.workloads import known_workload
 
 from . import fleet
 from .estimate import estimate_for
@@ -44,7 +45,8 @@ def explain_empty(
             opening = wording.silent_fleet_words(reported, now, fleet.stale_after_minutes())
             return replace(recommendation, empty=wording.EmptyAnswer(opening), fleet_silent=True)
     hints = relax_hints(query, breakdown, lower, model_row, now, recommendation)
-    return replace(recommendation, empty=wording.EmptyAnswer(recommendation.empty.opening, tuple(hints)))
+    empty = cast(wording.EmptyAnswer, recommendation.empty)  # asked only of an empty answer
+    return replace(recommendation, empty=wording.EmptyAnswer(empty.opening, tuple(hints)))
 
 
 def _changed(query: WorkloadQuery, changes) -> WorkloadQuery:
@@ -70,7 +72,7 @@ def _limits_to_set(base: WorkloadQuery, lifted: WorkloadQuery, countries) -> lis
     """The changes of `base`'s limits that open what `lifted` found: its tier, and the price limit
     and budget raised to the cheapest machine's hourly price in whole cents."""
     value = wording.settable(countries[0][1])
-    limits = []
+    limits: list[tuple[str, object]] = []
     if lifted.tier != base.tier:
         limits.append(("tier", "both"))
     if base.max_price is not None and value > base.max_price:
@@ -131,7 +133,7 @@ def relax_hints(
     PostgreSQL, a scan of the fleet on the embedded run: the fleet reader's): following its link
     shows them."""
     hints = []
-    for hint in recommendation.empty.hints:
+    for hint in cast(wording.EmptyAnswer, recommendation.empty).hints:  # asked only of an empty answer
         changes = dict(hint.changes)
         code = next((name for name in ("max_price", "budget") if name in changes), None)
         if code is not None and changes[code] != hint.cheapest_hourly:
@@ -154,12 +156,12 @@ def relax_hints(
     # query is limited), and outside them.
     walk = []
     for precision in [query.precision, *sorted(lower, reverse=True)]:
-        at = breakdown if precision == query.precision else lower[precision]
+        at = breakdown if precision == query.precision else lower[cast(int, precision)]  # a lower one
         bits = None if precision == query.precision else precision
         if bits is not None and bits in opened:
             continue  # the engine names it
         walk.append((bits, at))
-    wanted = {}
+    wanted: dict[tuple[int | None, str], tuple[WorkloadQuery, Breakdown, bool]] = {}
     for bits, at in walk:
         if bits is not None and limited:
             wanted[bits, "inside"] = (query, at, False)
@@ -190,12 +192,12 @@ def relax_hints(
             continue  # a lower precision outside is worth naming only when it costs less
         cheapest_outside = cheapest
         codes = tuple(country for country, _ in countries)
-        changes = (("countries", codes), *((("precision", bits),) if bits else ()), *limits)
+        outside_changes = (("countries", codes), *((("precision", bits),) if bits else ()), *limits)
         hints.append(wording.Hint(
             wording.relaxed_words(
                 machines, cheapest, outside=preferences, bits=bits, countries=codes, limits=limits
             ),
-            changes, machines, cheapest,
+            outside_changes, machines, cheapest,
         ))
     smaller = _smaller_sizes(query, breakdown, model_row) if not recommendation.alternatives_total else []
     largest = fleet.fleet_reader().largest_that_fit(query, smaller, now)
@@ -216,7 +218,7 @@ def _smaller_sizes(query: WorkloadQuery, breakdown: Breakdown, model_row) -> lis
     smaller = []
     for field_name in ("context", "requests"):
         current = getattr(query, field_name)
-        if current is None or current <= 1 or not workload(breakdown.workload).takes_tokens:
+        if current is None or current <= 1 or not known_workload(breakdown.workload).takes_tokens:
             continue
         value = current // 2
         while value >= 1:
@@ -230,7 +232,8 @@ def _smaller_sizes(query: WorkloadQuery, breakdown: Breakdown, model_row) -> lis
 def _need_at(query: WorkloadQuery, field_name: str, value: int, breakdown: Breakdown, model_row):
     """The need at a smaller figure, or None where the engine refuses it or it needs no less."""
     try:
-        need, _ = estimate_for(replace(query, **{field_name: value}), model_row=model_row)
+        smaller: dict[str, Any] = {field_name: value}
+        need, _ = estimate_for(replace(query, **smaller), model_row=model_row)
     except QueryError:
         return None
     return need if need.total_bytes < breakdown.total_bytes else None

@@ -7,12 +7,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from django.utils.translation import gettext_lazy as _
 
 from sizing.matching import SORT_PRICE_PER_MILLION
 from sizing.preferences import order_key
 from sizing.results import RecommendedMachine
+
+if TYPE_CHECKING:
+    from django_stubs_ext import StrPromise
 
 CONFIDENCE_RANK = {"high": 0, "medium": 1, "low": 2}
 
@@ -23,7 +27,7 @@ def _engine_order(machine: RecommendedMachine) -> tuple:
 
 @dataclass(frozen=True)
 class Sort:
-    label: str  # what the page says the list is sorted by (translated when read)
+    label: StrPromise  # what the page says the list is sorted by (translated when read)
     key: Callable[[RecommendedMachine], tuple]
 
 

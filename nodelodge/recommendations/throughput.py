@@ -14,6 +14,7 @@ from datetime import datetime
 from decimal import Decimal
 from fractions import Fraction
 from functools import cached_property
+from typing import cast
 
 from django.utils.translation import gettext, ngettext
 
@@ -22,6 +23,7 @@ from catalog.counting import speeds as catalog_speeds
 from nodelodge.hardening.deadline import check_deadline
 from sizing import fit as sizing_fit
 from sizing.breakdown import Breakdown
+from sizing.describing import serves_tokens
 from sizing.limits import MAX_PLAN_SEARCH_STEPS
 from sizing.offers import MeasuredSpeed
 from sizing.preferences import order_key_of, preference_breaks
@@ -30,7 +32,6 @@ from sizing.speeds import SECONDS_PER_HOUR, TOKENS_PER_MILLION, price_per_millio
 from sizing.throughput_plan import Plan, PlanCandidate, SearchBudget, cheapest_plan, copy_speed
 from sizing.units import figure_number, figure_text, money_string, money_text
 from sizing.wording import budget_cover
-from sizing.workloads import workload
 
 from .fleet import EVERY_MACHINE, fleet_reader
 from .query import WorkloadQuery
@@ -77,10 +78,11 @@ def speed_candidates(
     The fleet reader says which come back (on PostgreSQL only those a plan can use and the `keep`
     cheapest of each speed class); with `every_one`, all of them."""
     thresholds = sizing_fit.fit_thresholds(breakdown)
-    if not workload(breakdown.workload).serves_tokens or not thresholds:
+    if not serves_tokens(breakdown) or not thresholds:
         return [], 0
     reader = EVERY_MACHINE if every_one else fleet_reader()
-    rows, total = reader.speed_rows(query, breakdown.precision, thresholds, stale_cutoff, keep)
+    precision = cast(int, breakdown.precision)  # a language model's breakdown has its precision
+    rows, total = reader.speed_rows(query, precision, thresholds, stale_cutoff, keep)
     found = []
     for row in rows:
         gpus = sizing_fit.gpus_used_by_thresholds(thresholds, row.memory_per_gpu_mib, row.free_gpus)
@@ -231,7 +233,8 @@ class ThroughputAnswer:
     def to_dict(self, machines_listed: int | None = None) -> dict:
         """The answer's plans; `machines_listed`: each plan's first machines only (the page), else all."""
         return {
-            "target_tokens_per_s": format(self.query.target_tokens.normalize(), "f"),
+            # an answer is made only for a target
+            "target_tokens_per_s": format(cast(Decimal, self.query.target_tokens).normalize(), "f"),
             "target_text": tokens_per_second_text(self.query.target_tokens),
             "efficiency_percent": format(self.query.efficiency.normalize(), "f"),
             "redundancy": self.query.redundancy,
@@ -308,7 +311,7 @@ def throughput_answer(
     return ThroughputAnswer(
         query=query,
         model_name=model_name,
-        precision=breakdown.precision,
+        precision=cast(int, breakdown.precision),
         plans=plans,
         rows=rows,
         speeds={machine_id: measured[rows[machine_id].speed_id] for machine_id in used},

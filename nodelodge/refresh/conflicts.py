@@ -72,7 +72,8 @@ class Conflict:
 
     @property
     def gpu_type_held_back(self) -> bool:
-        return self.reported is not None and self.reported.gpu_type_id != self.booked.gpu_type_id
+        return (self.reported is not None and self.booked is not None
+                and self.reported.gpu_type_id != self.booked.gpu_type_id)
 
 
 def _gpus(count: int) -> str:

@@ -7,6 +7,7 @@ import socket
 import threading
 import urllib.error
 import urllib.request
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from .feeds.base import FeedError
@@ -57,7 +58,13 @@ class _Deadline:
         self._timer.cancel()
 
 
-class _WatchedHandlerMixin:
+if TYPE_CHECKING:
+    _HandlerBase = urllib.request.AbstractHTTPHandler
+else:
+    _HandlerBase = object  # a mixin: the handler it is mixed into opens the connection
+
+
+class _WatchedHandlerMixin(_HandlerBase):
     """Opens connections that report their socket to the fetch's deadline."""
 
     deadline: _Deadline
@@ -65,7 +72,7 @@ class _WatchedHandlerMixin:
     def do_open(self, http_class, req, **kwargs):
         deadline = self.deadline
 
-        class WatchedConnection(http_class):
+        class WatchedConnection(http_class):  # type: ignore[valid-type, misc]  # the handler's own class
             def connect(self):
                 super().connect()
                 deadline.watch(self.sock)

@@ -96,7 +96,7 @@ def _apply_speeds(provider: Provider, parsed: ParsedFeed, held_back: Collection[
             | {"measured_by": speed.measured_by or provider.name},
         )
         for key, record in reported.items()
-        for speed in record.measured_speeds
+        for speed in record.measured_speeds or ()  # reported: each has the section
     ]
     MeasuredSpeed.objects.bulk_create(rows, batch_size=UPSERT_BATCH_SIZE)
 

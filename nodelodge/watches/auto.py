@@ -8,6 +8,7 @@ watch stays active. At most MAX_LIVE_AUTO_LAUNCHES running bookings per user com
 from __future__ import annotations
 
 from decimal import Decimal
+from typing import cast
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -84,7 +85,7 @@ def launch_for(firing_id: int) -> dict:
             except LaunchRefused as refused:
                 refusal = refused
         if outcome is None:
-            return _refuse(locked, refusal.message)
+            return _refuse(locked, cast(LaunchRefused, refusal).message)  # each try refused
         booking = outcome.booking
         if booking.price_per_hour > cap:  # the service books the price shown; this is the last word
             raise RuntimeError("an auto-launch above its cap")

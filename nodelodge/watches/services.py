@@ -10,9 +10,10 @@ reader's: a machine not heard from within MACHINE_STALE_AFTER_SECONDS stops matc
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from decimal import Decimal, InvalidOperation
+from typing import cast
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -29,6 +30,7 @@ from nodelodge.recommendations.sorts import DEFAULT_SORT
 from nodelodge.recommendations.typed_numbers import typed_number
 from sizing.breakdown import Breakdown
 from sizing.i18n import format_number
+from sizing.results import Recommendation
 from sizing.units import NumberNotRead
 
 from . import dispatch, webhooks
@@ -308,7 +310,7 @@ def find(query: WorkloadQuery, now: datetime) -> Found:
     """One read through the fleet reader: counts over the whole fleet, the cheapest few described."""
     cheapest_first = replace(query, sort=DEFAULT_SORT, page=1, group="", limit=MATCHES_KEPT)
     answer = recommendation_for(cheapest_first, now=now, default_limit=MATCHES_KEPT, relax=False)
-    recommendation = answer.recommendation
+    recommendation = cast(Recommendation, answer.recommendation)  # asked without relaxing
     total = answer.listing.matching if query.filtered and answer.listing else recommendation.machines_total
     matches = tuple(
         {
@@ -323,7 +325,7 @@ def find(query: WorkloadQuery, now: datetime) -> Found:
         for machine in recommendation.machines[:MATCHES_KEPT]
     )
     plans = answer.throughput.plans if answer.throughput is not None else ()
-    cheapest = Decimal(matches[0]["price_per_hour"]) if matches else None
+    cheapest = Decimal(str(matches[0]["price_per_hour"])) if matches else None
     return Found(total, cheapest, matches, plans[0].price_per_hour if plans else None)
 
 
@@ -331,11 +333,12 @@ def condition_holds(watch: Watch, found: Found) -> bool:
     if watch.condition == Watch.Condition.APPEARS:
         return found.machines_total >= 1
     if watch.condition == Watch.Condition.CHEAPEST_BELOW:
-        return found.cheapest is not None and found.cheapest < watch.price_per_hour
+        return found.cheapest is not None and found.cheapest < cast(Decimal, watch.price_per_hour)
     if watch.condition == Watch.Condition.AT_LEAST:
         return found.machines_total >= (watch.machines or 1)
     if watch.condition == Watch.Condition.PLAN_BELOW:
-        return found.plan_price_per_hour is not None and found.plan_price_per_hour < watch.price_per_hour
+        return (found.plan_price_per_hour is not None
+                and found.plan_price_per_hour < cast(Decimal, watch.price_per_hour))
     return False
 
 
@@ -343,7 +346,7 @@ def condition_holds(watch: Watch, found: Found) -> bool:
 class Evaluation:
     queries: int = 0
     watches: int = 0
-    fired: list[int] = None  # firing ids
+    fired: list[int] = field(default_factory=list)  # firing ids
 
     def __post_init__(self):
         self.fired = self.fired or []

@@ -6,6 +6,8 @@ cookie of a session (the form is exempt, the token is the secret).
 """
 from __future__ import annotations
 
+from typing import cast
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse
@@ -28,7 +30,7 @@ def unsubscribe(request, token: str):
         raise Http404
     done = False
     if request.method == "POST":
-        watch = services.unsubscribe(token)
+        watch = cast(Watch, services.unsubscribe(token))  # the token's watch, found above
         done = True
     return render(request, "watches/unsubscribe.html", {"watch": watch, "done": done,
                                                          "result_url": delivery.result_url(watch)})
@@ -87,7 +89,7 @@ def create(request):
     if request.htmx:
         from django_htmx.http import HttpResponseClientRedirect
 
-        return HttpResponseClientRedirect(reverse_lazy("launches:list"))
+        return HttpResponseClientRedirect(str(reverse_lazy("launches:list")))
     # Its own fragment, else the browser keeps the form's (#watch) on My launches.
     return redirect(f"{reverse_lazy('launches:list')}#watches-heading")
 

@@ -134,7 +134,7 @@ def resolve(host: str, port: int) -> list[str]:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except (socket.gaierror, UnicodeError) as error:
         raise WebhookRefused(gettext("%(host)s does not resolve.") % {"host": host}) from error
-    addresses = sorted({info[4][0] for info in infos})
+    addresses = sorted({str(info[4][0]) for info in infos})
     if not addresses:
         raise WebhookRefused(gettext("%(host)s does not resolve.") % {"host": host})
     for address in addresses:
@@ -199,7 +199,8 @@ class PinnedHTTPSConnection(http.client.HTTPSConnection):
 
     def connect(self):
         self._pin.connect(self)
-        self.sock = self._context.wrap_socket(self.sock, server_hostname=self.host)
+        self.sock = self._context.wrap_socket(  # type: ignore[attr-defined]  # HTTPSConnection's own
+            self.sock, server_hostname=self.host)
 
 
 def post(url: str, body: bytes, secret: str, *, now: float | None = None) -> int:
@@ -214,6 +215,7 @@ def post(url: str, body: bytes, secret: str, *, now: float | None = None) -> int
         TIMESTAMP_HEADER: timestamp,
         SIGNATURE_HEADER: signature(secret, timestamp, body),
     }
+    connection: http.client.HTTPConnection
     if scheme == "https":
         connection = PinnedHTTPSConnection(host, port, address, TIMEOUT_SECONDS, ssl.create_default_context())
     else:

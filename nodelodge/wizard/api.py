@@ -1,6 +1,8 @@
 """JSON API: the wizard's answers for scripts. Same query string, same code, same result."""
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from csp.decorators import csp_update
 from django.db import InterfaceError, OperationalError
 from django.http import HttpResponse
@@ -91,7 +93,8 @@ def _with_default(stated: dict, default: str | None) -> dict:
     if default is None:
         return stated
     kind = stated.get("type") or stated["anyOf"][0]["type"]
-    return {**stated, "default": {"integer": int, "number": _number}.get(kind, str)(default)}
+    as_json: dict[str, Callable[[str], object]] = {"integer": int, "number": _number}
+    return {**stated, "default": as_json.get(kind, str)(default)}
 
 
 def _number(text: str) -> int | float:

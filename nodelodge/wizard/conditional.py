@@ -35,7 +35,8 @@ from pathlib import Path
 from django.conf import settings
 from django.core.cache import cache
 from django.http import HttpResponseNotModified
-from django.utils.cache import parse_etags, patch_vary_headers
+from django.utils.cache import patch_vary_headers
+from django.utils.http import parse_etags
 from django.utils.translation import get_language
 
 from nodelodge.recommendations import fleet_state

@@ -6,6 +6,7 @@ the one rule of the workload query (`typed_number`); every message is the server
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from decimal import Decimal
 
 from django import forms
@@ -41,7 +42,7 @@ def parse_parameters(text: str, language: str = "en") -> int:
         number = typed_number(match.group(1), language) if match else None
     except NumberNotRead:
         number = None
-    if number is None:
+    if number is None or match is None:  # no match reads no number
         raise forms.ValidationError(
             gettext("“%(text)s” is not a parameter count.") % {"text": raw[:40]} + " " + str(PARAMETERS_WORDS)
         )
@@ -94,7 +95,7 @@ class NumbersAsTypedForm(forms.Form):
 
     def _post_clean(self):
         """A field with a message is described by it (the message beside the field, for readers)."""
-        super()._post_clean()
+        super()._post_clean()  # type: ignore[misc]  # BaseForm's hook, missing from django-stubs
         for name in self.errors:
             if name in self.fields:
                 field = self.fields[name]
@@ -169,8 +170,8 @@ class CapacityPageForm(NumbersAsTypedForm, CapacityForm):
     """The GPU what-if on the calculators page: the API's fields, numbers as the page writes them, the
     model chosen from the catalog's language models."""
 
-    def __init__(self, data=None, *args, models: list[tuple[str, str]] = (), gpus: list[tuple[str, str]] = (),
-                 **kwargs):
+    def __init__(self, data=None, *args, models: Sequence[tuple[str, str]] = (),
+                 gpus: Sequence[tuple[str, str]] = (), **kwargs):
         super().__init__(data, *args, **kwargs)
         for field in self.fields.values():
             if isinstance(field, TypedDecimalField):

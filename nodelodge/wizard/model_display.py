@@ -91,6 +91,6 @@ def model_choice(row) -> dict | None:
     }
 
 
-def model_choices(workload: str, search: str = "") -> list[dict]:
+def model_choices(workload: str, search: str = "") -> list[dict | None]:
     """The models that suit the workload (none for a notebook), filtered by a name search."""
     return [model_choice(row) for row in suited_models(workload, search)]

@@ -11,8 +11,8 @@ from nodelodge.recommendations.query import CLUSTERS_SHOW
 from nodelodge.recommendations.sorts import DEFAULT_SORT
 from nodelodge.wizard.rows import group_form_words
 from sizing.calculators import RuleOfThumb, rule_of_thumb
+from sizing.describing import serves_tokens
 from sizing.units import GIB
-from sizing.workloads import workload
 
 RULE_OF_THUMB_PRECISION = {16: "FP16", 8: "INT8", 4: "INT4"}
 # The page lists a plan's first machines and their lines of the formula; more on request
@@ -147,7 +147,7 @@ class ResultPage:
     @cached_property
     def rule_of_thumb(self) -> RuleOfThumb | None:
         """The rule of thumb, shown beside the detailed figure for language-model inference."""
-        if not workload(self.breakdown.workload).serves_tokens or self.model is None:
+        if not serves_tokens(self.breakdown) or self.model is None:
             return None
         parameters = getattr(self.model, "parameters", None)
         label = RULE_OF_THUMB_PRECISION.get(self.query.precision)

@@ -3,8 +3,10 @@ partial its target names, and the full page renders the same partials."""
 from __future__ import annotations
 
 import functools
+from typing import Any, cast
 from urllib.parse import urlencode
 
+from django import forms
 from django.http import HttpResponse
 from django.shortcuts import render
 from django.template.loader import render_to_string
@@ -27,7 +29,7 @@ from nodelodge.recommendations.capacity import (
     with_usable_memory,
 )
 from nodelodge.recommendations.capacity import query_from as capacity_query_from
-from nodelodge.recommendations.clusters import cluster_machine_ids, cluster_offer_of
+from nodelodge.recommendations.clusters import ClusterOffer, cluster_machine_ids, cluster_offer_of
 from nodelodge.recommendations.messages import error_list, field_labels, messages_for, reworded
 from nodelodge.recommendations.model_choices import model_row, precision_options, suits
 from nodelodge.recommendations.parameters import TRAINING_PARAMETERS
@@ -66,10 +68,19 @@ def _split_countries(countries: str) -> tuple[bool, str]:
     return eu, ", ".join(code for code in codes if code.upper() != "EU")
 
 
+# The query form's own figures: the model field's length and the choices of its choice fields.
+def _model_slug_length() -> int:
+    return cast(int, cast(forms.CharField, WorkloadQueryForm.base_fields["model"]).max_length)
+
+
+def _choices(name: str) -> Any:
+    return cast(forms.ChoiceField, WorkloadQueryForm.base_fields[name]).choices
+
+
 def _slug_to_look_up(slug: str | None) -> str | None:
     """The typed model slug, when it can be one: a NUL byte cannot be sent to PostgreSQL at all (the
     form reports it as an error), and no slug is longer than the form allows."""
-    if not slug or "\x00" in slug or len(slug) > WorkloadQueryForm.base_fields["model"].max_length:
+    if not slug or "\x00" in slug or len(slug) > _model_slug_length():
         return None
     return slug
 
@@ -234,13 +245,13 @@ def _wizard_answer(request, partial: str | None, extra: dict | None = None) -> t
         "workloads": WORKLOAD_CHOICES,
         "precisions": selected["precisions"] if selected else [
             {"value": int(value), "label": label, "available": True, "reason": ""}
-            for value, label in WorkloadQueryForm.base_fields["precision"].choices
+            for value, label in _choices("precision")
         ],
-        "kv_cache_precisions": WorkloadQueryForm.base_fields["kv_cache"].choices,
+        "kv_cache_precisions": _choices("kv_cache"),
         "training_presets": training_presets(values),
-        "engines": WorkloadQueryForm.base_fields["engine"].choices,
-        "cluster_choices": WorkloadQueryForm.base_fields["clusters"].choices,
-        "tiers": WorkloadQueryForm.base_fields["tier"].choices,
+        "engines": _choices("engine"),
+        "cluster_choices": _choices("clusters"),
+        "tiers": _choices("tier"),
         # Made when the template reaches the list: the result panel alone never shows it.
         "models": functools.partial(model_choices, workload, search),
         "model_kind": model_kind,
@@ -304,7 +315,8 @@ def cluster(request):
     opens this page."""
     params = request.GET
     values, row = _form_values(params)
-    problem, offer = None, None
+    problem = None
+    offer: ClusterOffer | None = None
     machine_ids = cluster_machine_ids(params.get("machines", ""))
     try:
         query = parse_query(values, get_language())
@@ -314,11 +326,13 @@ def cluster(request):
         if machine_ids is None:
             problem = _("Name the cluster's machines by their ids: machines=12,34 (at least two).")
         else:
-            offer = cluster_offer_of(query, row, machine_ids)
-            if isinstance(offer, str):
-                problem, offer = offer, None
+            found = cluster_offer_of(query, row, machine_ids)
+            if isinstance(found, str):
+                problem = found
+            else:
+                offer = found
     query_string = query.as_query_string() if problem is None else _public_query(params)
-    context = {"problem": problem, "query_string": query_string, "c": None}
+    context: dict[str, Any] = {"problem": problem, "query_string": query_string, "c": None}
     if offer is not None:
         [context["c"]] = [offer.to_dict()]
         add_cluster_words([context["c"]])

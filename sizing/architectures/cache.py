@@ -2,14 +2,20 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, cast
 
 from .shapes import (
     CHUNKED,
     FULL,
     LINEAR,
+    MLA,
     PLAIN,
     SLIDING,
+    LinearAttention,
 )
+
+if TYPE_CHECKING:
+    from ..specs import LanguageModelSpec
 
 # --- the KV cache per layer group -----------------------------------------------------------------
 
@@ -30,36 +36,38 @@ class CacheGroup:
 LINEAR_STATE_BYTES = 2  # vLLM keeps the Gated DeltaNet state in the model's 16-bit dtype (mamba_cache_dtype)
 
 
-def cache_groups(spec, context: int, kv_bytes: int) -> list[CacheGroup]:
+def cache_groups(spec: LanguageModelSpec, context: int, kv_bytes: int) -> list[CacheGroup]:
     """What each kind of layer caches for one request of `context` tokens. Sliding and chunked
     layers hold min(context, window) tokens, the bound of transformers' static caches."""
     arch = spec.architecture or PLAIN
-    layers = spec.layers
+    # The calculators check the figures they read before asking (`calculators.checks.model_value`).
+    layers = cast(int, spec.layers)
     counts = arch.layer_counts(layers)
     groups = []
     if arch.mla is not None:
         groups.append(CacheGroup("latent", counts[FULL], arch.mla.latent_width * kv_bytes * counts[FULL],
                                  context, 0))
         return groups
-    per_layer_token = 2 * spec.kv_heads * spec.head_dim * kv_bytes
+    per_layer_token = 2 * cast(int, spec.kv_heads) * cast(int, spec.head_dim) * kv_bytes
     if counts[FULL]:
         groups.append(CacheGroup("full", counts[FULL], per_layer_token * counts[FULL], context, 0))
     if counts[SLIDING]:
         groups.append(CacheGroup("sliding", counts[SLIDING], per_layer_token * counts[SLIDING],
-                                 min(context, arch.sliding_window), 0))
+                                 min(context, cast(int, arch.sliding_window)), 0))
     if counts[CHUNKED]:
         groups.append(CacheGroup("chunked", counts[CHUNKED], per_layer_token * counts[CHUNKED],
-                                 min(context, arch.attention_chunk), 0))
+                                 min(context, cast(int, arch.attention_chunk)), 0))
     if counts[LINEAR]:
-        state = arch.linear_attention.state_values() * LINEAR_STATE_BYTES * counts[LINEAR]
+        linear = cast(LinearAttention, arch.linear_attention)  # LINEAR layers only where it is set
+        state = linear.state_values() * LINEAR_STATE_BYTES * counts[LINEAR]
         groups.append(CacheGroup("linear", counts[LINEAR], 0, 0, state))
     return groups
 
 
-def expanded_mla_bytes_per_token(spec, kv_bytes: int) -> int:
+def expanded_mla_bytes_per_token(spec: LanguageModelSpec, kv_bytes: int) -> int:
     """What transformers caches for MLA: the up-projected K (nope + rope) and V of every head."""
-    mla = spec.architecture.mla
+    mla = cast(MLA, (spec.architecture or PLAIN).mla)  # asked of MLA models only
     per_head = mla.qk_nope_head_dim + mla.qk_rope_head_dim + mla.v_head_dim
-    return spec.layers * spec.attention_heads * per_head * kv_bytes
+    return cast(int, spec.layers) * cast(int, spec.attention_heads) * per_head * kv_bytes
 
 

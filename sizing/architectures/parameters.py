@@ -2,8 +2,11 @@
 reach; Whisper's count from its config."""
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, TypedDict, cast
 
+from ..errors import MissingModelValue
 from .shapes import (
     LINEAR,
     PLAIN,
@@ -11,6 +14,9 @@ from .shapes import (
     LinearAttention,
     VisionTower,
 )
+
+if TYPE_CHECKING:
+    from ..specs import LanguageModelSpec
 
 # --- parameters -----------------------------------------------------------------------------------
 
@@ -54,11 +60,17 @@ class ParameterCount:
         return self.total - self.of("vision")
 
 
-class _Accumulator:
-    def __init__(self):
-        self.groups: dict[tuple[str, str], dict] = {}
+class _Group(TypedDict):
+    matrices: dict[tuple[int, int], int]
+    vectors: int
 
-    def add(self, role: str, name: str, matrices=(), vectors: int = 0, times: int = 1):
+
+class _Accumulator:
+    def __init__(self) -> None:
+        self.groups: dict[tuple[str, str], _Group] = {}
+
+    def add(self, role: str, name: str, matrices: Iterable[tuple[int, int]] = (), vectors: int = 0,
+            times: int = 1) -> None:
         group = self.groups.setdefault((role, name), {"matrices": {}, "vectors": 0})
         for rows, cols in matrices:
             key = (rows, cols)
@@ -76,11 +88,9 @@ class _Accumulator:
         )
 
 
-def _need(spec, name: str) -> int:
-    value = getattr(spec, name)
+def _need(spec: LanguageModelSpec, name: str) -> int:
+    value: int | None = getattr(spec, name)
     if value is None:
-        from .errors import MissingModelValue
-
         raise MissingModelValue(spec.name, name)
     return value
 
@@ -163,7 +173,7 @@ def _vision(acc: _Accumulator, vision: VisionTower, text_hidden: int) -> None:
         acc.add("vision", name, [(h, 4 * h), (text_hidden, h), (text_hidden, text_hidden)], h)
 
 
-def count_parameters(spec) -> ParameterCount:
+def count_parameters(spec: LanguageModelSpec) -> ParameterCount:
     """The parameters of a language model from its published figures: the one recount every shipped
     total is checked against. Raises MissingModelValue when a figure it needs is not published."""
     arch = spec.architecture or PLAIN
@@ -171,8 +181,9 @@ def count_parameters(spec) -> ParameterCount:
     hidden = _need(spec, "hidden_size")
     vocab = _need(spec, "vocab_size")
     heads = _need(spec, "attention_heads")
-    kv_heads = spec.kv_heads if arch.mla is not None else _need(spec, "kv_heads")
-    head_dim = spec.head_dim if arch.mla is not None else _need(spec, "head_dim")
+    # Under MLA the heads' widths are the MLA's own: kv_heads and head_dim go unread (0 where unpublished).
+    kv_heads = (spec.kv_heads or 0) if arch.mla is not None else _need(spec, "kv_heads")
+    head_dim = (spec.head_dim or 0) if arch.mla is not None else _need(spec, "head_dim")
     moe = arch.moe
     dense_width = (moe.dense_intermediate if moe and moe.dense_intermediate else spec.intermediate_size)
 
@@ -184,18 +195,17 @@ def count_parameters(spec) -> ParameterCount:
     if attention_layers:
         _attention(acc, arch, hidden, heads, kv_heads, head_dim, attention_layers)
     if linear_layers:
-        _linear_attention(acc, arch.linear_attention, hidden, linear_layers)
+        # layer kinds include LINEAR only where the architecture has its linear attention
+        _linear_attention(acc, cast(LinearAttention, arch.linear_attention), hidden, linear_layers)
     moe_layers = sum(1 for index in range(layers) if moe and moe.is_moe_layer(index))
     dense_layers = layers - moe_layers
     if dense_layers:
         if dense_width is None:
-            from .errors import MissingModelValue
-
             raise MissingModelValue(spec.name, "intermediate_size")
         acc.add("mlp", "Dense MLP", _gated_mlp(dense_width, hidden), times=dense_layers)
     routed = 0
     active_routed = 0
-    if moe_layers:
+    if moe is not None and moe_layers:  # MoE layers only where there is a MoE
         e = moe.expert_intermediate
         expert_vectors = (2 * e + hidden) if moe.expert_bias else 0
         acc.add("experts", "Routed experts", _gated_mlp(e, hidden), expert_vectors, moe.experts * moe_layers)
@@ -232,7 +242,8 @@ def count_parameters(spec) -> ParameterCount:
             if moe.shared_intermediate:
                 layer_acc.add("shared", "", _gated_mlp(moe.shared_intermediate, hidden))
         else:
-            layer_acc.add("mlp", "", _gated_mlp(dense_width, hidden))
+            # a dense last layer is a dense layer: its width was required above
+            layer_acc.add("mlp", "", _gated_mlp(cast(int, dense_width), hidden))
         per_mtp = sum(g.parameters for g in layer_acc.result()) + arch.norms_per_layer * hidden
         per_mtp += 2 * hidden * hidden + 3 * hidden
         if arch.mtp_own_embeddings:
@@ -264,7 +275,7 @@ def count_whisper_parameters(encoder_layers: int, decoder_layers: int, d_model: 
     return encoder + decoder
 
 
-def activation_mlp_width(spec, intermediate: int) -> int:
+def activation_mlp_width(spec: LanguageModelSpec, intermediate: int) -> int:
     """The widest MLP activation one token makes in a layer: the dense MLP, or under a mixture of
     experts the experts that run for it side by side (plus the shared expert)."""
     arch = spec.architecture or PLAIN

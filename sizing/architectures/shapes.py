@@ -3,6 +3,7 @@ tower, native weight formats. A model without one is the spec's plain decoder.""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
+from typing import Any
 
 from ..i18n import TranslatedWords, gettext_noop
 
@@ -138,7 +139,7 @@ class Architecture:
     def family(self) -> str:
         return "moe" if self.moe is not None else "dense"
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         """The stored form: only what differs from the defaults."""
         return _strip_defaults(self)
 
@@ -146,8 +147,8 @@ class Architecture:
 PLAIN = Architecture()
 
 
-def _strip_defaults(value) -> dict:
-    out = {}
+def _strip_defaults(value: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {}
     for item in fields(value):
         current = getattr(value, item.name)
         default = item.default

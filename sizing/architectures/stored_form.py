@@ -3,6 +3,7 @@ fault."""
 from __future__ import annotations
 
 from dataclasses import MISSING, fields
+from typing import TYPE_CHECKING, Any, Literal, NoReturn, TypeVar, overload
 
 from ..errors import SizingError
 from ..i18n import gettext
@@ -24,13 +25,22 @@ from .shapes import (
     VisionTower,
 )
 
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+_Part = TypeVar("_Part", bound="DataclassInstance")
+
 # --- reading the stored form ----------------------------------------------------------------------
 
-def _fail(path: str, message: str):
+def _fail(path: str, message: str) -> NoReturn:
     raise SizingError("architecture", f"architecture.{path}: {message}")
 
 
-def _int(value, path: str, minimum: int = 1, optional: bool = False):
+@overload
+def _int(value: object, path: str, minimum: int = 1, optional: Literal[False] = False) -> int: ...
+@overload
+def _int(value: object, path: str, minimum: int = 1, optional: bool = False) -> int | None: ...
+def _int(value: object, path: str, minimum: int = 1, optional: bool = False) -> int | None:
     if value is None and optional:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
@@ -40,13 +50,14 @@ def _int(value, path: str, minimum: int = 1, optional: bool = False):
     return value
 
 
-def _bool(value, path: str) -> bool:
+def _bool(value: object, path: str) -> bool:
     if not isinstance(value, bool):
         _fail(path, gettext("must be true or false, not %(value)s.") % {"value": repr(value)})
     return value
 
 
-def _part(cls, data, path: str, ints: dict[str, int], bools: tuple[str, ...] = (), optional=()):
+def _part(cls: type[_Part], data: object, path: str, ints: dict[str, int], bools: tuple[str, ...] = (),
+          optional: tuple[str, ...] = ()) -> _Part:
     if not isinstance(data, dict):
         _fail(path, gettext("must be an object."))
     known = {f.name for f in fields(cls)}
@@ -54,7 +65,7 @@ def _part(cls, data, path: str, ints: dict[str, int], bools: tuple[str, ...] = (
     if unknown:
         _fail(f"{path}.{unknown[0]}", gettext("is not a figure this architecture knows."))
     defaults = {f.name: f.default for f in fields(cls)}
-    values = {}
+    values: dict[str, object] = {}
     for name, minimum in ints.items():
         if name in data:
             values[name] = _int(data[name], f"{path}.{name}", minimum, optional=name in optional)
@@ -66,7 +77,7 @@ def _part(cls, data, path: str, ints: dict[str, int], bools: tuple[str, ...] = (
     return cls(**values)
 
 
-def architecture_from_dict(data: dict | None) -> Architecture:
+def architecture_from_dict(data: dict[str, Any] | None) -> Architecture:
     """The architecture in its stored form (a JSON object); `{}` or None is the plain decoder."""
     if not data:
         return PLAIN
@@ -76,7 +87,7 @@ def architecture_from_dict(data: dict | None) -> Architecture:
     unknown = sorted(set(data) - known)
     if unknown:
         _fail(unknown[0], gettext("is not a figure this architecture knows."))
-    values: dict = {}
+    values: dict[str, Any] = {}
     pattern = data.get("layer_pattern", FULL)
     if not isinstance(pattern, str) or not pattern or set(pattern) - set(LAYER_KINDS):
         letters = ", ".join(f"{k} ({v})" for k, v in LAYER_KINDS.items())

@@ -3,7 +3,10 @@
 - `dispatch.estimate`: the one entry point; the workload's capabilities choose the calculator.
 - `inference`, `finetune`, `image`, `speech`, `notebook`: a workload's items, each formula and its
   bytes together; `inference_words` and `finetune_words` hold what those breakdowns assume.
-- `items`: the items several workloads share (weights, format overheads, margin, runtime, buffers).
+- `items`: the items several workloads share (weights, format overheads, margin, runtime, buffers),
+  and the weights as a published checkpoint stores them (`weight_items`).
+- `prefill`: prefill's working memory, which the inference breakdown and `sizing.capacity` both read.
+- `vllm`: vLLM's budget on one GPU and its command; `vllm_inference`: the breakdown under vLLM.
 - `checks`: the input checks every calculator shares. The limits are in `sizing.limits`.
 - `gpu_count` and `rough_size`: the two simpler calculators of SPEC §8.
 

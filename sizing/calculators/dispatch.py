@@ -2,6 +2,8 @@
 (`sizing.workloads`) and the model's kind choose the calculator."""
 from __future__ import annotations
 
+from typing import cast
+
 from ..breakdown import Breakdown
 from ..errors import SizingError
 from ..i18n import gettext
@@ -15,7 +17,8 @@ from .image import estimate_image
 from .inference import estimate_inference
 from .notebook import estimate_notebook
 from .speech import estimate_speech
-from .vllm import check_engine, estimate_vllm
+from .vllm import check_engine
+from .vllm_inference import estimate_vllm
 
 # The catalog kind (as `Workload.kinds` names them) of each kind of model spec.
 KIND_OF_SPEC = {LanguageModelSpec: "language", SpeechModelSpec: "speech", ImagePipelineSpec: "image"}
@@ -23,7 +26,7 @@ KIND_OF_SPEC = {LanguageModelSpec: "language", SpeechModelSpec: "speech", ImageP
 
 def estimate(
     workload: str,
-    model,
+    model: LanguageModelSpec | SpeechModelSpec | ImagePipelineSpec | None,
     precision: int | None,
     context: int | None,
     requests: int | None,
@@ -44,31 +47,35 @@ def estimate(
             % {"workload": repr(workload), "choices": ", ".join(CODES)},
         )
     if chosen.takes_memory:
-        require(memory_gib, "memory_gib", gettext("Enter the GPU memory the notebook needs."))
-        return estimate_notebook(memory_gib)
-    require(model, "model", gettext("Choose a model."))
-    require(precision, "precision", gettext("Choose a precision."))
-    kind = next((kind for spec, kind in KIND_OF_SPEC.items() if isinstance(model, spec)), None)
+        return estimate_notebook(
+            require(memory_gib, "memory_gib", gettext("Enter the GPU memory the notebook needs.")))
+    if model is None:
+        raise SizingError("model", gettext("Choose a model."))
+    spec = model
+    precision = require(precision, "precision", gettext("Choose a precision."))
+    kind = next((kind for kind_of, kind in KIND_OF_SPEC.items() if isinstance(spec, kind_of)), None)
     if kind not in chosen.kinds:
-        raise SizingError("model", _not_sizable(chosen) % {"model": model.name})
+        raise SizingError("model", _not_sizable(chosen) % {"model": spec.name})
     if kind == "image":
-        return estimate_image(model, precision)
+        return estimate_image(cast(ImagePipelineSpec, spec), precision)
     if kind != "language" and check_engine(engine) != "transformers":
         raise SizingError("engine", gettext("vLLM's budget is sized for language models only."))
     if kind == "speech":
-        require(requests, "requests", gettext("Enter the number of concurrent audio streams."))
+        streams = require(requests, "requests", gettext("Enter the number of concurrent audio streams."))
         with renamed({"streams": "requests"}):
-            return estimate_speech(model, precision, requests, kv_bits=kv_bits)
+            return estimate_speech(cast(SpeechModelSpec, spec), precision, streams, kv_bits=kv_bits)
     if not chosen.serves_tokens:  # a language workload that takes tokens but serves none trains
-        require(context, "context", gettext("Enter the sequence length."))
-        require(requests, "requests", gettext("Enter the batch size."))
+        sequence_length = require(context, "context", gettext("Enter the sequence length."))
+        batch_size = require(requests, "requests", gettext("Enter the batch size."))
         with renamed({"sequence_length": "context", "batch_size": "requests"}):
-            return estimate_finetune(model, precision, context, requests, training=training)
-    require(context, "context", gettext("Enter the context per request."))
-    require(requests, "requests", gettext("Enter the number of concurrent requests."))
+            return estimate_finetune(cast(LanguageModelSpec, spec), precision, sequence_length, batch_size,
+                                     training=training)
+    context = require(context, "context", gettext("Enter the context per request."))
+    requests = require(requests, "requests", gettext("Enter the number of concurrent requests."))
+    language_model = cast(LanguageModelSpec, spec)
     if check_engine(engine) == "vllm":
-        return estimate_vllm(model, precision, context, requests, kv_bits)
-    return estimate_inference(model, precision, context, requests, kv_bits)
+        return estimate_vllm(language_model, precision, context, requests, kv_bits)
+    return estimate_inference(language_model, precision, context, requests, kv_bits)
 
 
 def _not_sizable(chosen: Workload) -> str:

@@ -88,7 +88,8 @@ def _refuse_unsized_attention(model: LanguageModelSpec) -> None:
         )
 
 
-def _checked(model, precision, sequence_length, batch_size, training) -> tuple[int, int, int, Training]:
+def _checked(model: LanguageModelSpec, precision: object, sequence_length: object, batch_size: object,
+             training: Training) -> tuple[int, int, int, Training]:
     _refuse_unsized_attention(model)
     precision = check_precision(precision)
     sequence_length = check_count(
@@ -99,7 +100,7 @@ def _checked(model, precision, sequence_length, batch_size, training) -> tuple[i
     for name in ("parameters", "layers", "attention_heads", "kv_heads", "head_dim", "hidden_size",
                  "intermediate_size", "vocab_size"):
         model_value(model, name)
-    training = checked_training(training, model.hidden_size).for_precision(precision)
+    training = checked_training(training, model_value(model, "hidden_size")).for_precision(precision)
     if training.base_format == "gptq" and training.adapter == "dora":
         raise SizingError("adapter", gettext(
             "DoRA is not run on a GPTQ base: PEFT's LoRA layer for GPTQ refuses use_dora. Choose LoRA, or "
@@ -153,8 +154,9 @@ def _gptq_base_items(model: LanguageModelSpec, parameters: int, hidden: int) -> 
 def gptq_dequantized_item(model: LanguageModelSpec) -> Item:
     """The triton_v2 kernel (the only AutoGPTQ/GPTQModel kernel with a backward pass) dequantizes a whole
     matrix to 16-bit before each matmul, forward and backward, and frees it after: one at a time."""
-    hidden = model.hidden_size
-    width = max(model.intermediate_size, model.attention_heads * model.head_dim)
+    hidden = model_value(model, "hidden_size")
+    width = max(model_value(model, "intermediate_size"),
+                model_value(model, "attention_heads") * model_value(model, "head_dim"))
     return Item(
         name=gettext("Dequantized matrix"),
         formula=gettext(
@@ -168,9 +170,9 @@ def gptq_dequantized_item(model: LanguageModelSpec) -> Item:
 # --- which projections carry adapters --------------------------------------------------------------------
 
 def _attention_projections(model: LanguageModelSpec) -> list[Projection]:
-    layers, hidden = model.layers, model.hidden_size
-    query_width = model.attention_heads * model.head_dim
-    kv_width = model.kv_heads * model.head_dim
+    layers, hidden = model_value(model, "layers"), model_value(model, "hidden_size")
+    query_width = model_value(model, "attention_heads") * model_value(model, "head_dim")
+    kv_width = model_value(model, "kv_heads") * model_value(model, "head_dim")
     return [
         Projection("q", hidden, query_width, layers, 1),
         Projection("k", hidden, kv_width, layers, 1),
@@ -182,17 +184,17 @@ def _attention_projections(model: LanguageModelSpec) -> list[Projection]:
 def _mlp_projections(model: LanguageModelSpec) -> list[Projection]:
     """gate, up and down of every MLP: each expert's in a mixture of experts (PEFT's target names match
     every expert's), and the shared expert's."""
-    layers, hidden = model.layers, model.hidden_size
+    layers, hidden = model_value(model, "layers"), model_value(model, "hidden_size")
     moe = (model.architecture or PLAIN).moe
     if moe is None:
-        width = model.intermediate_size
+        width = model_value(model, "intermediate_size")
         return [Projection("gate", hidden, width, layers, 1), Projection("up", hidden, width, layers, 1),
                 Projection("down", width, hidden, layers, 1)]
     moe_layers = sum(1 for index in range(layers) if moe.is_moe_layer(index))
     dense_layers = layers - moe_layers
     found = []
     if dense_layers:
-        width = moe.dense_intermediate or model.intermediate_size
+        width = moe.dense_intermediate or model_value(model, "intermediate_size")
         found += [Projection("gate", hidden, width, dense_layers, 1),
                   Projection("up", hidden, width, dense_layers, 1),
                   Projection("down", width, hidden, dense_layers, 1)]
@@ -260,7 +262,7 @@ def adapters_item(model: LanguageModelSpec, training: Training | int = DEFAULT_T
     trainable = lora_trainable_parameters(model, rank, training.lora_targets, training.adapter)
     name = gettext("DoRA adapters") if training.adapter == "dora" else gettext("LoRA adapters")
     if training.lora_targets == "attention" and training.adapter == "lora" and training.optimizer == "adamw":
-        head_dim = model.head_dim
+        head_dim = model_value(model, "head_dim")
         return Item(
             name=name,
             formula=gettext(
@@ -269,9 +271,10 @@ def adapters_item(model: LanguageModelSpec, training: Training | int = DEFAULT_T
                 "parameters × %(bytes)s bytes (2 weight + 2 gradient + 4 + 4 AdamW "
                 "moments + 4 fp32 master copy)"
             ) % {
-                "rank": fmt_int(rank), "h": fmt_int(model.hidden_size),
-                "q": fmt_int(model.attention_heads * head_dim), "kv": fmt_int(model.kv_heads * head_dim),
-                "layers": nouns.layers(model.layers),
+                "rank": fmt_int(rank), "h": fmt_int(model_value(model, "hidden_size")),
+                "q": fmt_int(model_value(model, "attention_heads") * head_dim),
+                "kv": fmt_int(model_value(model, "kv_heads") * head_dim),
+                "layers": nouns.layers(model_value(model, "layers")),
                 "trainable": fmt_int(trainable), "bytes": TRAINABLE_BYTES_PER_PARAMETER,
             },
             bytes=trainable * TRAINABLE_BYTES_PER_PARAMETER,
@@ -314,7 +317,8 @@ def layer_activation_bytes_per_token(model: LanguageModelSpec) -> int:
     attention): 17h (11 attention without its scores, 4 the two norms, 2 the MLP input), the gated MLP's
     four I-wide tensors (8I) and a 4-byte log-sum-exp per head. It holds the 16-bit input of every
     projection, as full training keeps them, so it covers adapters on any of them."""
-    return 17 * model.hidden_size + 8 * model.intermediate_size + 4 * model.attention_heads
+    return (17 * model_value(model, "hidden_size") + 8 * model_value(model, "intermediate_size")
+            + 4 * model_value(model, "attention_heads"))
 
 
 @dataclass(frozen=True)
@@ -333,17 +337,18 @@ def routed_layer_kinds(model: LanguageModelSpec) -> list[LayerKind]:
     through its k experts, each with its own gathered 16-bit input (2h), its four expert-width tensors
     (8I_e) and its output kept for the routing weight's gradient (2h), beside the router's fp32
     probabilities (4 per expert) and a shared expert's four tensors (8I_s)."""
-    hidden, heads = model.hidden_size, model.attention_heads
+    hidden, heads = model_value(model, "hidden_size"), model_value(model, "attention_heads")
     moe = (model.architecture or PLAIN).moe
     if moe is None:
-        return [LayerKind(model.layers, layer_activation_bytes_per_token(model), gettext(
+        return [LayerKind(model_value(model, "layers"), layer_activation_bytes_per_token(model), gettext(
             "(17 × %(h)s hidden + 8 × %(width)s MLP width + 4 × %(heads)s heads)") % {
-            "h": fmt_int(hidden), "width": fmt_int(model.intermediate_size), "heads": fmt_int(heads)})]
-    moe_layers = sum(1 for index in range(model.layers) if moe.is_moe_layer(index))
+            "h": fmt_int(hidden), "width": fmt_int(model_value(model, "intermediate_size")),
+            "heads": fmt_int(heads)})]
+    moe_layers = sum(1 for index in range(model_value(model, "layers")) if moe.is_moe_layer(index))
     kinds = []
-    dense_layers = model.layers - moe_layers
+    dense_layers = model_value(model, "layers") - moe_layers
     if dense_layers:
-        width = moe.dense_intermediate or model.intermediate_size
+        width = moe.dense_intermediate or model_value(model, "intermediate_size")
         kinds.append(LayerKind(dense_layers, 17 * hidden + 8 * width + 4 * heads, gettext(
             "(17 × %(h)s hidden + 8 × %(width)s MLP width + 4 × %(heads)s heads)") % {
             "h": fmt_int(hidden), "width": fmt_int(width), "heads": fmt_int(heads)}))
@@ -380,13 +385,14 @@ def activations_item(model: LanguageModelSpec, sequence_length: int, batch_size:
     only two of them on the GPU, in transit. Both count a mixture-of-experts layer as routing makes it
     (`routed_layer_kinds`: each token through its k experts); the default (`on`) counts the one recomputed
     layer at one MLP width, as the documentation does."""
-    hidden, layers, heads = model.hidden_size, model.layers, model.attention_heads
+    hidden, layers = model_value(model, "hidden_size"), model_value(model, "layers")
+    heads = model_value(model, "attention_heads")
     tokens = sequence_length * batch_size
     per_layer = layer_activation_bytes_per_token(model)
     values = {
         "bytes": ACTIVATION_BYTES_PER_VALUE, "s": fmt_int(sequence_length), "b": fmt_int(batch_size),
         "h": fmt_int(hidden), "layers": nouns.layers(layers),
-        "width": fmt_int(model.intermediate_size), "heads": fmt_int(heads),
+        "width": fmt_int(model_value(model, "intermediate_size")), "heads": fmt_int(heads),
     }
     routed = (model.architecture or PLAIN).moe is not None
     if checkpointing == "off" and routed:
@@ -464,7 +470,7 @@ def recomputed_layer_bytes(model: LanguageModelSpec, sequence_length: int, batch
 def layers_kept(model: LanguageModelSpec, checkpointing: str) -> int:
     """Layers whose full set of activations is alive at once: all of them without checkpointing, else
     the one being recomputed."""
-    return model.layers if checkpointing == "off" else 1
+    return model_value(model, "layers") if checkpointing == "off" else 1
 
 
 def dora_item(model: LanguageModelSpec, precision: int, sequence_length: int, batch_size: int,
@@ -504,7 +510,7 @@ def dora_item(model: LanguageModelSpec, precision: int, sequence_length: int, ba
 def liger_chunk_tokens(model: LanguageModelSpec, tokens: int) -> int:
     """Liger's fused linear cross-entropy works on chunks of next_power_of_2(⌈tokens ÷ ⌈V ÷ h⌉⌉) tokens,
     so a chunk's logits are about as many values as the batch's hidden states."""
-    per = math.ceil(model.vocab_size / model.hidden_size)
+    per = math.ceil(model_value(model, "vocab_size") / model_value(model, "hidden_size"))
     chunk = math.ceil(tokens / per)
     return min(tokens, 1 << (chunk - 1).bit_length())
 
@@ -514,7 +520,7 @@ def logits_item(model: LanguageModelSpec, sequence_length: int, batch_size: int,
     gradient; `fused` the batch's 16-bit logits and their fp32 upcast, with the gradient written in
     place; `chunked` never holds the batch's logits, only one chunk's, and the gradient of the hidden
     states it computes on the way."""
-    vocab = model.vocab_size
+    vocab = model_value(model, "vocab_size")
     tokens = sequence_length * batch_size
     values = {"s": fmt_int(sequence_length), "b": fmt_int(batch_size), "vocab": fmt_int(vocab)}
     if loss == "fused":
@@ -528,7 +534,7 @@ def logits_item(model: LanguageModelSpec, sequence_length: int, batch_size: int,
         )
     if loss == "chunked":
         chunk = liger_chunk_tokens(model, tokens)
-        gradient = ACTIVATION_BYTES_PER_VALUE * tokens * model.hidden_size
+        gradient = ACTIVATION_BYTES_PER_VALUE * tokens * model_value(model, "hidden_size")
         return Item(
             name=gettext("Logits"),
             formula=gettext(
@@ -536,7 +542,7 @@ def logits_item(model: LanguageModelSpec, sequence_length: int, batch_size: int,
                 "softmax and gradient) + the hidden states' gradient %(two)s bytes × %(s)s tokens × batch "
                 "%(b)s × %(h)s hidden (chunked loss: the batch's logits never exist whole)"
             ) % {**values, "chunk": fmt_int(chunk), "bytes": LOSS_BYTES_PER_LOGIT,
-                 "two": ACTIVATION_BYTES_PER_VALUE, "h": fmt_int(model.hidden_size)},
+                 "two": ACTIVATION_BYTES_PER_VALUE, "h": fmt_int(model_value(model, "hidden_size"))},
             bytes=chunk * vocab * LOSS_BYTES_PER_LOGIT + gradient,
         )
     return Item(
@@ -560,7 +566,7 @@ def loss_after_forward_item(model: LanguageModelSpec, sequence_length: int, batc
     layer = recomputed_layer_bytes(model, sequence_length, batch_size, training.gradient_checkpointing)
     if not layer:
         return logits
-    kept = (ACTIVATION_BYTES_PER_VALUE * sequence_length * batch_size * model.hidden_size
+    kept = (ACTIVATION_BYTES_PER_VALUE * sequence_length * batch_size * model_value(model, "hidden_size")
             if training.loss == "chunked" else 0)
     apart = logits.bytes - kept
     beyond = max(0, apart - layer)
@@ -581,8 +587,9 @@ def loss_after_forward_item(model: LanguageModelSpec, sequence_length: int, batc
 def quantizing_load_item(model: LanguageModelSpec, training_bytes: int) -> Item | None:
     """QLoRA's load-time quantization of the largest matrix, beyond the training items that reuse its
     memory (the two are not alive together: the peak is the larger); None when training needs more."""
-    hidden = model.hidden_size
-    largest = hidden * max(model.intermediate_size, model.attention_heads * model.head_dim)
+    hidden = model_value(model, "hidden_size")
+    largest = hidden * max(model_value(model, "intermediate_size"),
+                           model_value(model, "attention_heads") * model_value(model, "head_dim"))
     transient = largest * NF4_LOAD_BYTES_PER_VALUE
     if transient <= training_bytes:
         return None

@@ -29,7 +29,8 @@ class ThroughputPlan:
     caveats: tuple[str, ...]
 
 
-def _checked(target_tokens_per_s, measured_tokens_per_s_per_gpu, efficiency_percent, redundancy_gpus):
+def _checked(target_tokens_per_s: object, measured_tokens_per_s_per_gpu: object, efficiency_percent: object,
+             redundancy_gpus: object) -> tuple[Decimal, Decimal, Decimal]:
     target = check_decimal(target_tokens_per_s, "target", gettext("The throughput target"))
     measured = check_decimal(
         measured_tokens_per_s_per_gpu, "measured", gettext("The measured throughput per GPU")
@@ -54,7 +55,9 @@ def _checked(target_tokens_per_s, measured_tokens_per_s_per_gpu, efficiency_perc
     return target, measured, efficiency
 
 
-def _steps(target, measured, efficiency, usable_per_gpu, productive_gpus, redundancy_gpus) -> tuple[str, ...]:
+def _steps(target: Decimal, measured: Decimal, efficiency: Decimal, usable_per_gpu: Decimal,
+           productive_gpus: int,
+           redundancy_gpus: int) -> tuple[str, ...]:
     total_gpus = productive_gpus + redundancy_gpus
     return (
         gettext("Usable per GPU = %(measured)s tokens/s × %(efficiency)s %% = %(usable)s tokens/s") % {
@@ -73,9 +76,9 @@ def _steps(target, measured, efficiency, usable_per_gpu, productive_gpus, redund
 
 
 def gpus_for_throughput(
-    target_tokens_per_s,
-    measured_tokens_per_s_per_gpu,
-    efficiency_percent,
+    target_tokens_per_s: object,
+    measured_tokens_per_s_per_gpu: object,
+    efficiency_percent: object,
     redundancy_gpus: int,
 ) -> ThroughputPlan:
     target, measured, efficiency = _checked(

@@ -6,11 +6,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import cast
 
 from ..breakdown import Breakdown, Item
 from ..errors import MissingModelValue, SizingError
 from ..i18n import TranslatedWords, gettext, gettext_noop
-from ..specs import ImagePipelineSpec
+from ..specs import ImageComponent, ImagePipelineSpec
 from ..units import fmt_gib, fmt_int, general_number
 from .checks import check_precision
 from .items import ACTIVATION_BYTES_PER_VALUE, excess_item, margin_item, runtime_item, weights_item
@@ -102,7 +103,7 @@ ROLE_LABELS = TranslatedWords({
 })
 
 
-def is_quantized(component, precision: int) -> bool:
+def is_quantized(component: ImageComponent, precision: int) -> bool:
     """Whether the common recipe quantizes this network at this precision (QUANTIZED_TEXT_ENCODER_FROM)."""
     if precision == 16:
         return False
@@ -113,17 +114,18 @@ def is_quantized(component, precision: int) -> bool:
     return False
 
 
-def _kept_16_bit(component) -> tuple[int, str]:
+def _kept_16_bit(component: ImageComponent) -> tuple[int, str]:
     for marker, (parameters, words) in KEPT_16_BIT.items():
         if marker in component.name:
             return parameters, gettext(words)
     return 0, ""
 
 
-def quantized_network_item(label: str, component, precision: int) -> Item:
+def quantized_network_item(label: str, component: ImageComponent, precision: int) -> Item:
     """A network the recipe quantizes: its linear layers in the format, what it keeps in 16-bit at 2 bytes."""
     kept, kept_words = _kept_16_bit(component)
-    quantized = component.parameters - kept
+    parameters = cast(int, component.parameters)  # estimate_image refuses a network without its count
+    quantized = parameters - kept
     bits = QUANTIZED_BITS[precision]
     values = {
         "quantized": fmt_int(quantized), "bits": general_number(bits, 4),
@@ -133,7 +135,7 @@ def quantized_network_item(label: str, component, precision: int) -> Item:
         formula = gettext(
             "(%(parameters)s − %(kept)s kept in 16-bit: %(kept_words)s) × %(bits)s bits ÷ 8 (%(format)s) + "
             "%(kept)s × 2 bytes"
-        ) % {**values, "parameters": fmt_int(component.parameters), "kept": fmt_int(kept),
+        ) % {**values, "parameters": fmt_int(parameters), "kept": fmt_int(kept),
              "kept_words": kept_words}
     else:
         formula = gettext("%(quantized)s parameters × %(bits)s bits ÷ 8 (%(format)s)") % values
@@ -177,10 +179,10 @@ def denoiser_item(pipeline: ImagePipelineSpec, margin: Item) -> Item | None:
     margin covers them or the denoiser's shape is not recorded (a UNet: below its decoding)."""
     shape = DENOISER_SHAPES.get(pipeline.slug)
     tokens = denoiser_tokens(pipeline, shape) if shape else None
-    if tokens is None:
+    if shape is None or tokens is None:
         return None
     per_token = DENOISER_WIDTH_TENSORS * shape.width + DENOISER_MLP_TENSORS * shape.mlp_width
-    pixels = _native_pixels(pipeline.native_resolution)
+    pixels = cast(tuple[int, int], _native_pixels(pipeline.native_resolution))  # tokens were counted from it
     return excess_item(
         gettext("Denoiser activations at native resolution"),
         shape.batch * tokens * per_token * ACTIVATION_BYTES_PER_VALUE,
@@ -259,7 +261,8 @@ def precision_words(pipeline: ImagePipelineSpec, precision: int) -> str:
 
 def denoiser_words(pipeline: ImagePipelineSpec) -> list[str]:
     shape = DENOISER_SHAPES.get(pipeline.slug)
-    if shape is None or denoiser_tokens(pipeline, shape) is None:
+    tokens = denoiser_tokens(pipeline, shape) if shape is not None else None
+    if shape is None or tokens is None:
         return []
     if shape.batch > 1:
         guidance = gettext(
@@ -273,7 +276,7 @@ def denoiser_words(pipeline: ImagePipelineSpec) -> list[str]:
         "token is a block's residual, normalised input, queries, keys, values, the rotary embedding's "
         "32-bit temporaries and one MLP-width tensor, in 16-bit. It and the autoencoder's decoding come one "
         "after the other: the larger counts, beyond the margin."
-    ) % {"tokens": fmt_int(denoiser_tokens(pipeline, shape)), "guidance": guidance}]
+    ) % {"tokens": fmt_int(tokens), "guidance": guidance}]
 
 
 def image_words(pipeline: ImagePipelineSpec, precision: int) -> tuple[str, ...]:

@@ -2,17 +2,19 @@
 from __future__ import annotations
 
 from .. import nouns
-from ..architectures import PLAIN, count_parameters
+from ..architectures import PLAIN, MoE, count_parameters
 from ..i18n import gettext
 from ..specs import LanguageModelSpec
 from ..units import fmt_gib, fmt_int, general_number
+from ..weights import StoredWeights
 from .items import FRAMEWORKS_DIFFER, TENSOR_PARALLEL_BUFFER_BYTES, WEIGHT_BYTES, bytes_label
+from .prefill import LocalPrefill
 
 LARGE_CONTEXT = 32_768  # from here on, the KV cache's growth with the context is pointed out
 
 
 def inference_words(
-    model: LanguageModelSpec, precision: int, context: int, requests: int, stored, *,
+    model: LanguageModelSpec, precision: int, context: int, requests: int, stored: StoredWeights | None, *,
     kv_cache_bytes: int, weights_bytes: int,
 ) -> list[str]:
     """In order: margin, prefill, frameworks, experts, quantized format, KV growth, split, context."""
@@ -56,7 +58,7 @@ def prefill_words(prefill_tokens: int) -> str:
     ) % {"tokens": fmt_int(prefill_tokens)}
 
 
-def local_prefill_words(local) -> list[str]:
+def local_prefill_words(local: LocalPrefill | None) -> list[str]:
     """What a one-pass prefill holds for sliding-window and chunked-local layers (inference.local_prefill)."""
     if local is None:
         return []
@@ -82,7 +84,7 @@ def local_prefill_words(local) -> list[str]:
     ) % {"layers": fmt_int(local.layers)}]
 
 
-def moe_words(model: LanguageModelSpec, moe) -> str:
+def moe_words(model: LanguageModelSpec, moe: MoE) -> str:
     counted = count_parameters(model)
     return gettext(
         "Mixture of experts: every one of the %(experts)s experts of each MoE layer is held in "
@@ -96,7 +98,7 @@ def moe_words(model: LanguageModelSpec, moe) -> str:
     }
 
 
-def quantized_words(precision: int, stored) -> str:
+def quantized_words(precision: int, stored: StoredWeights) -> str:
     """What an 8- or 4-bit choice means: a published quantized checkpoint, and what it keeps in 16-bit."""
     fmt = stored.fmt
     if stored.split.tied:

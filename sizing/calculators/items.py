@@ -9,13 +9,24 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
+from typing import cast
 
 from .. import nouns
+from ..architectures import count_parameters
 from ..breakdown import Item
 from ..i18n import gettext, gettext_noop
 from ..specs import LanguageModelSpec
 from ..units import GIB, fmt_gib, fmt_int, general_number
-from ..weights import split_parameters
+from ..weights import (
+    FORMATS,
+    INFERENCE_FORMAT,
+    ParameterSplit,
+    StoredWeights,
+    native_format_of,
+    native_weight_items,
+    split_parameters,
+    stored_weights,
+)
 from .checks import model_value
 
 # Exact bytes per parameter; the floats in specs.BYTES_PER_PARAMETER carry the same values.
@@ -96,7 +107,7 @@ def tensor_parallel_item() -> Item:
 
 # --- what a quantized format stores beyond every parameter at its nominal width ------------------------
 
-def parameter_split(model: LanguageModelSpec):
+def parameter_split(model: LanguageModelSpec) -> ParameterSplit:
     return split_parameters(
         model.name,
         model_value(model, "parameters"),
@@ -106,7 +117,7 @@ def parameter_split(model: LanguageModelSpec):
     )
 
 
-def sixteen_bit_item(stored, vocab: int, hidden: int, nominal_label: str) -> Item:
+def sixteen_bit_item(stored: StoredWeights, vocab: int, hidden: int, nominal_label: str) -> Item:
     """The parts a format keeps in 16-bit (embeddings, output head), beyond their nominal width."""
     split = stored.split
     if split.tied:
@@ -127,7 +138,7 @@ def sixteen_bit_item(stored, vocab: int, hidden: int, nominal_label: str) -> Ite
     )
 
 
-def scales_item(stored, hidden: int) -> Item:
+def scales_item(stored: StoredWeights, hidden: int) -> Item:
     """The scales (and zero points) of the parts a format quantizes."""
     fmt = stored.fmt
     if fmt.row_scaled:
@@ -137,7 +148,7 @@ def scales_item(stored, hidden: int) -> Item:
     else:
         per = gettext("(%(scale)s-bit scale + %(zero)s-bit zero) per group of %(group)s") % {
             "scale": general_number(fmt.scale_bits), "zero": general_number(fmt.zero_bits),
-            "group": fmt_int(fmt.group_size),
+            "group": fmt_int(cast(int, fmt.group_size)),  # a grouped format: its group size is set
         }
     return Item(
         name=gettext("Quantization scales"),
@@ -150,7 +161,7 @@ def scales_item(stored, hidden: int) -> Item:
     )
 
 
-def format_items(stored, vocab: int, hidden: int, nominal_label: str) -> list[Item]:
+def format_items(stored: StoredWeights, vocab: int, hidden: int, nominal_label: str) -> list[Item]:
     """What a quantized format stores beyond every parameter at its nominal width."""
     items = []
     if stored.sixteen_bit_extra_bytes:
@@ -158,3 +169,18 @@ def format_items(stored, vocab: int, hidden: int, nominal_label: str) -> list[It
     if stored.scale_bytes:
         items.append(scales_item(stored, hidden))
     return items
+
+
+def weight_items(model: LanguageModelSpec,
+                 precision: int) -> tuple[list[Item], list[str], StoredWeights | None]:
+    """The weights as a published checkpoint stores them: (items, words, stored weights or None when the
+    model is run in the format it is published in)."""
+    native = native_format_of(model)
+    if native is not None and native.bits == precision:
+        items, words = native_weight_items(model, count_parameters(model), native)
+        return items, words, None
+    hidden = model_value(model, "hidden_size")
+    weights = weights_item(gettext("Model weights"), model_value(model, "parameters"), precision)
+    stored = stored_weights(FORMATS[INFERENCE_FORMAT[precision]], parameter_split(model), hidden)
+    nominal = general_number(WEIGHT_BYTES[precision])
+    return [weights, *format_items(stored, model_value(model, "vocab_size"), hidden, nominal)], [], stored

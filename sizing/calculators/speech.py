@@ -43,7 +43,8 @@ def decoder_cache_item(model: SpeechModelSpec, streams: int, beams: int, kv_bits
 
 
 def speech_words(model: SpeechModelSpec, beams: int, kv_bits: int) -> tuple[str, ...]:
-    self_positions, cross_positions = model.max_target_positions, model.max_source_positions
+    self_positions = model_value(model, "max_target_positions")
+    cross_positions = model_value(model, "max_source_positions")
     return (
         gettext(
             "Audio is processed in the model's 30-second window: the decoder caches its own "

@@ -25,10 +25,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import cast
 
 from .. import nouns
-from ..architectures import CHUNKED, FULL, LINEAR, PLAIN, SLIDING
-from ..breakdown import Breakdown, Item
+from ..architectures import CHUNKED, FULL, LINEAR, LINEAR_STATE_BYTES, PLAIN, SLIDING, LinearAttention
+from ..breakdown import Item
 from ..errors import SizingError
 from ..i18n import gettext, ngettext
 from ..kv_cache import check_kv_bits
@@ -43,6 +44,7 @@ from ..specs import LanguageModelSpec
 from ..units import GIB, MIB, fmt_gib, fmt_int, general_number
 from ..weights import SIXTEEN_BIT_BYTES, WeightFormat, native_format_of, split_parameters, stored_weights
 from .checks import check_count, check_precision, model_value
+from .items import weight_items
 
 VLLM_VERSION = "0.19"  # the release whose start-up accounting these formulas follow
 BLOCK_SIZE = 16  # tokens per KV-cache block (CacheConfig.block_size on CUDA)
@@ -116,7 +118,7 @@ class KvLayout:
     page_bytes: int  # one block of one layer
     group_size: int  # layers per group
     groups: tuple[tuple[str, int], ...]  # (kind, number of groups of that kind)
-    window: dict = field(default_factory=dict)  # kind -> window or chunk
+    window: dict[str, int] = field(default_factory=dict)  # kind -> window or chunk
     state_bytes_per_request: int = 0  # linear-attention state, outside the blocks
     batched_tokens: int = DEFAULT_BATCHED_TOKENS
 
@@ -302,7 +304,7 @@ def check_settings(model: LanguageModelSpec, settings: VllmSettings) -> None:
     if pp > model_value(model, "layers"):
         raise SizingError("pipeline_parallel", gettext(
             "%(model)s has %(layers)s: the pipeline-parallel size may be at most that."
-        ) % {"model": model.name, "layers": nouns.layers(model.layers)})
+        ) % {"model": model.name, "layers": nouns.layers(model_value(model, "layers"))})
     utilization = settings.gpu_memory_utilization
     if not isinstance(utilization, Fraction) or not 0 < utilization <= 1:
         raise SizingError("gpu_memory_utilization", gettext(
@@ -328,8 +330,6 @@ def _loaded_bytes(model: LanguageModelSpec, precision: int) -> tuple[int, str, s
     """The whole model's weights as vLLM loads them: (bytes, formula, --quantization flag)."""
     native = native_format_of(model)
     if native is not None and native.bits == precision:
-        from .inference import weight_items  # the checkpoint as published, sized as stored
-
         items, _words, _stored = weight_items(model, precision)
         total = sum(item.bytes for item in items)
         return total, gettext("%(format)s checkpoint as stored: %(bytes)s") % {
@@ -358,8 +358,8 @@ def _stage_share(model: LanguageModelSpec, total: int, pp: int) -> Fraction:
     last, which loads its own copy where the two are tied)."""
     if pp == 1:
         return Fraction(1)
-    layers = model.layers
-    embeddings = model.vocab_size * model.hidden_size * SIXTEEN_BIT_BYTES
+    layers = model_value(model, "layers")
+    embeddings = model_value(model, "vocab_size") * model_value(model, "hidden_size") * SIXTEEN_BIT_BYTES
     decoder = max(total - embeddings * (1 if model.tied_embeddings else 2), 0)
     stage = Fraction(decoder * math.ceil(layers / pp), layers) + embeddings
     return min(Fraction(1), stage / total)
@@ -388,7 +388,7 @@ def _forward_values_per_token(model: LanguageModelSpec, tp: int) -> tuple[int, s
     """Values alive per token at a decoder layer's MLP peak on one GPU (besides the residual and
     the layer's input): the gate-up output and the activated product, or, under a mixture of experts,
     the fused-MoE kernel's three work buffers for each routed expert of the token."""
-    hidden = model.hidden_size
+    hidden = model_value(model, "hidden_size")
     arch = model.architecture or PLAIN
     if arch.moe is None:
         intermediate = model_value(model, "intermediate_size")
@@ -477,20 +477,19 @@ def kv_layout(model: LanguageModelSpec, kv_bits: int, settings: VllmSettings) ->
         attention = {kind: count for kind, count in counts.items() if kind != LINEAR}
     state = 0
     if LINEAR in counts:
-        from ..architectures import LINEAR_STATE_BYTES
-
-        state = arch.linear_attention.state_values() * LINEAR_STATE_BYTES * counts[LINEAR] // tp
+        linear = cast(LinearAttention, arch.linear_attention)  # LINEAR layers only where it is set
+        state = linear.state_values() * LINEAR_STATE_BYTES * counts[LINEAR] // tp
     sizes = sorted(attention.values())
     if len(sizes) == 1:
         group_size = sizes[0]
     else:  # kv_cache_utils: near-equal kinds share the larger size, otherwise the smallest kind's
         group_size = sizes[-1] if sizes[-1] < sizes[0] * 5 // 4 else sizes[0]
     groups = tuple((kind, math.ceil(count / group_size)) for kind, count in attention.items())
-    window = {}
+    window: dict[str, int] = {}  # a kind's layers are there only where its window or chunk is set
     if SLIDING in attention:
-        window[SLIDING] = arch.sliding_window
+        window[SLIDING] = cast(int, arch.sliding_window)
     if CHUNKED in attention:
-        window[CHUNKED] = arch.attention_chunk
+        window[CHUNKED] = cast(int, arch.attention_chunk)
     return KvLayout(page_bytes=page, group_size=group_size, groups=groups, window=window,
                     state_bytes_per_request=state, batched_tokens=settings.max_num_batched_tokens)
 
@@ -552,159 +551,13 @@ def serve_command(hf_id: str, budget: VllmBudget, max_num_seqs: int | None = Non
     return " ".join(parts)
 
 
-# --- the wizard's breakdown under engine=vllm ----------------------------------------------------------
+# --- the engines the wizard sizes inference for (the breakdown under vLLM: `vllm_inference`) -----------
 
 ENGINES = ("transformers", "vllm")
 DEFAULT_ENGINE = "transformers"
-# The machine the wizard sizes for is not known yet: the settings' GPU memory only bounds the check.
-_ANY_GPU = 1024 * GIB
 
 
-def check_engine(engine) -> str:
-    if engine not in ENGINES:
+def check_engine(engine: object) -> str:
+    if not isinstance(engine, str) or engine not in ENGINES:
         raise SizingError("engine", gettext("Choose the engine: transformers or vllm."))
     return engine
-
-
-@dataclass(frozen=True)
-class VllmBreakdown(Breakdown):
-    """Inference under vLLM: the need per GPU is the budget at a tensor-parallel size of n (weights and
-    KV heads divided, NCCL buffers added) over gpu_memory_utilization, so a machine fits when
-    need ≤ utilization × its GPU memory, as the engine's rule has it."""
-
-    spec: LanguageModelSpec | None = None
-    utilization: Fraction = DEFAULT_UTILIZATION
-    kv_bits: int = 16
-    context: int = 0
-    requests: int = 0
-
-    def budget(self, gpus: int) -> VllmBudget:
-        return vllm_budget(self.spec, self.precision, self.kv_bits, VllmSettings(
-            gpu_memory_bytes=_ANY_GPU, tensor_parallel=gpus, gpu_memory_utilization=self.utilization,
-            max_model_len=self.context, max_num_seqs=self.requests,
-        ))
-
-    def need_in_budget(self, gpus: int) -> int:
-        budget = self.budget(gpus)
-        return budget.inside_bytes + self.requests * budget.layout.request_bytes(self.context)
-
-    def per_gpu_shares(self, gpus: int) -> tuple[tuple[str, int], ...]:
-        """The budget at a tensor-parallel size of `gpus`, item by item, as one GPU holds it."""
-        budget = self.budget(gpus)
-        kv = self.requests * budget.layout.request_bytes(self.context)
-        need = budget.inside_bytes + kv
-        names = [item.name for item in self.items]
-        shares = (budget.weights.bytes, budget.activation.bytes, budget.non_torch.bytes, kv,
-                  math.ceil(need / self.utilization) - need, DRIVER_RESERVED_BYTES)
-        return tuple(zip(names, shares, strict=True))
-
-    def bytes_per_gpu(self, gpus: int) -> int:
-        if gpus < 1:
-            raise ValueError("gpus must be at least 1")
-        if gpus > 1 and not self.can_split_over(gpus):
-            raise ValueError(f"cannot split this workload over {gpus} GPUs")
-        return math.ceil(self.need_in_budget(gpus) / self.utilization) + DRIVER_RESERVED_BYTES
-
-
-def estimate_vllm(model: LanguageModelSpec, precision: int, context: int, requests: int, kv_bits: int = 16,
-                  utilization: Fraction = DEFAULT_UTILIZATION) -> VllmBreakdown:
-    """vLLM's budget on one GPU for `requests` requests of `context` tokens, item by item; the last item
-    is what gpu_memory_utilization leaves outside the budget on a GPU that just holds it."""
-    from .inference import _checked  # the same input checks as the transformers estimate
-
-    precision, context, requests, kv_bits = _checked(model, precision, context, requests, kv_bits)
-    shell = VllmBreakdown(workload="inference", title="", items=(), assumptions=(), precision=precision,
-                          splittable_over_heads=model.attention_heads, spec=model, utilization=utilization,
-                          kv_bits=kv_bits, context=context, requests=requests)
-    budget = shell.budget(1)
-    kv = budget.kv_cache_item(context, requests)
-    inside = [
-        Item(budget.weights.name, budget.weights.formula, budget.weights.bytes),
-        budget.activation,
-        budget.non_torch,
-        kv,
-    ]
-    need = sum(item.bytes for item in inside)
-    total = math.ceil(need / utilization)
-    headroom = Item(
-        name=gettext("Outside gpu_memory_utilization"),
-        formula=gettext(
-            "%(need)s ÷ %(utilization)s − %(need)s: what the engine leaves to the CUDA context, CUDA graphs "
-            "and other processes"
-        ) % {"need": fmt_gib(need), "utilization": general_number(float(utilization), 4)},
-        bytes=total - need,
-    )
-    driver = Item(
-        name=gettext("Kept by the driver from CUDA"),
-        formula=gettext(
-            "%(reserved)s per GPU: a machine reports nvidia-smi's total, CUDA gives PyTorch that less this "
-            "(an H100 80GB: 81,559 MiB in nvidia-smi, 79.19 GiB to PyTorch)"
-        ) % {"reserved": fmt_gib(DRIVER_RESERVED_BYTES)},
-        bytes=DRIVER_RESERVED_BYTES,
-        per_gpu=True,
-    )
-    assumptions = vllm_words(model, budget, utilization)
-    return VllmBreakdown(
-        workload="inference",
-        title=gettext(
-            "%(model)s, inference under vLLM, %(precision)s-bit%(kv)s, %(tokens)s × %(requests)s"
-        ) % {
-            "model": model.name, "precision": precision,
-            "kv": gettext(", 8-bit KV cache") if kv_bits == 8 else "",
-            "tokens": nouns.tokens(context), "requests": nouns.requests(requests),
-        },
-        items=(*inside, headroom, driver),
-        assumptions=tuple(assumptions),
-        precision=precision,
-        splittable_over_heads=model.attention_heads,
-        inputs={"model": model.slug, "model_name": model.name, "precision": precision, "context": context,
-                "requests": requests, "kv_bits": kv_bits, "engine": "vllm", "engine_version": VLLM_VERSION,
-                "gpu_memory_utilization": float(utilization)},
-        spec=model, utilization=utilization, kv_bits=kv_bits, context=context, requests=requests,
-        capacity=_capacity(model, precision, kv_bits, context, requests, utilization),
-    )
-
-
-def _capacity(model, precision, kv_bits, context, requests, utilization):
-    from ..capacity import Capacity  # sizing.capacity imports this module
-
-    return Capacity(model, precision, kv_bits, context, requests, engine="vllm", utilization=utilization)
-
-
-def vllm_words(model: LanguageModelSpec, budget: VllmBudget, utilization: Fraction) -> list[str]:
-    """What the vLLM breakdown takes for granted."""
-    words = [
-        gettext(
-            "Sized as vLLM %(version)s starts (V1 engine): it loads the weights, profiles one forward pass "
-            "of max_num_batched_tokens (%(batched)s, chunked prefill) and one sampler step, and gives the "
-            "KV cache what is left of gpu_memory_utilization (%(utilization)s) × the GPU's memory. A machine "
-            "fits when this need is within that share of its memory."
-        ) % {"version": VLLM_VERSION, "batched": fmt_int(budget.settings.max_num_batched_tokens),
-             "utilization": general_number(float(utilization), 4)},
-        gettext(
-            "The KV cache is held in blocks of %(block)s tokens per layer; a request takes whole blocks. "
-            "Sliding-window layers keep their window plus one prefill step and one spare block."
-        ) % {"block": BLOCK_SIZE},
-        gettext(
-            "The CUDA context and the CUDA graphs live outside the budget, in what gpu_memory_utilization "
-            "leaves free (about %(context)s and %(graphs)s per GPU): raise the utilization only while they "
-            "still fit there."
-        ) % {"context": fmt_gib(CUDA_CONTEXT_BYTES), "graphs": fmt_gib(CUDA_GRAPH_BYTES)},
-        gettext(
-            "Split over n GPUs (tensor parallelism), the weights and the KV heads divide by n (a KV head is "
-            "copied when there are fewer than GPUs) and each GPU adds %(nccl)s of NCCL and all-reduce "
-            "buffers."
-        ) % {"nccl": fmt_gib(NCCL_BYTES)},
-    ]
-    words.append(gettext(
-        "Between versions: the V0 engine (before 0.8) profiled a whole prefill of max_num_seqs × "
-        "max_model_len unless chunked prefill was on, so its activation peak grew with the context; V1 "
-        "always prefills in chunks. Whether the CUDA-graph pool counts inside the budget has moved between "
-        "releases (%(version)s leaves it outside)."
-    ) % {"version": VLLM_VERSION})
-    if budget.quantization:
-        words.append(gettext(
-            "%(bits)s-bit weights mean vLLM quantizing the published 16-bit checkpoint as it loads it "
-            "(--quantization %(flag)s); the embeddings and the output head stay 16-bit."
-        ) % {"bits": 8 if budget.quantization == "fp8" else 4, "flag": budget.quantization})
-    return words

@@ -2,6 +2,7 @@
 plan they add up to, and the checks of its inputs. The search is in `search`, its words in `steps`."""
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
@@ -22,7 +23,8 @@ class PlanCandidate:
     """One machine that fits the model and carries a speed measured on it for that model and precision."""
 
     machine_id: int
-    order_key: tuple  # the machines' own order (price per GPU-hour, provider, machine id, id): ties
+    # the machines' own order (price per GPU-hour, provider, machine id, id): ties
+    order_key: tuple[object, ...]
     price_per_gpu_hour: Decimal
     free_gpus: int
     gpus_per_copy: int  # GPUs one model copy needs on this machine (the fit)
@@ -82,7 +84,8 @@ class Plan:
     price_floor_per_hour: Decimal | None = None
 
 
-def validated(target, efficiency_percent, redundancy) -> tuple[Fraction, Fraction, int]:
+def validated(target: object, efficiency_percent: object,
+              redundancy: object) -> tuple[Fraction, Fraction, int]:
     if (
         not isinstance(target, Decimal | int)
         or isinstance(target, bool)
@@ -118,7 +121,8 @@ def copy_price_units(candidate: PlanCandidate) -> int:
 
 
 def assembled_plan(
-    candidates, chosen: dict[int, list[int]], target: Fraction, efficiency: Fraction, redundancy: int
+    candidates: Sequence[PlanCandidate], chosen: dict[int, list[int]], target: Fraction, efficiency: Fraction,
+    redundancy: int,
 ) -> Plan:
     parts = tuple(
         PlanPart(candidates[index], productive, spare)

@@ -5,11 +5,12 @@ from __future__ import annotations
 import heapq
 import math
 from bisect import bisect_left
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from decimal import Decimal
 from fractions import Fraction
 from itertools import accumulate
+from typing import cast
 
 from ..limits import MAX_PLAN_SEARCH_STEPS, PRICE_UNITS
 from .plans import (
@@ -65,9 +66,10 @@ class _Class:
     copies: list[tuple[int, int]]
 
 
-def _classes(candidates: Sequence[PlanCandidate], efficiency: Fraction, target: Fraction):
+def _classes(candidates: Sequence[PlanCandidate], efficiency: Fraction,
+             target: Fraction) -> tuple[list[_Class], int]:
     """Copies by usable speed (exact integers over a common denominator), cheapest first in each."""
-    exact: dict[tuple, Fraction] = {}  # many machines share a measured figure and a fit
+    exact: dict[tuple[Decimal, int, int], Fraction] = {}  # many machines share a measured figure and a fit
     keys = []
     for candidate in candidates:
         key = (candidate.measured_tokens_per_s, candidate.measured_gpus, candidate.gpus_per_copy)
@@ -86,9 +88,9 @@ def _classes(candidates: Sequence[PlanCandidate], efficiency: Fraction, target: 
         by_speed.setdefault(speed, []).extend([(units, index)] * copies)
     target_int = math.ceil(target * denominator)
     classes = []
-    for speed, copies in by_speed.items():
-        copies.sort()  # candidates come in their own order, so the index breaks ties by it
-        classes.append(_Class(speed, copies))
+    for speed, speed_copies in by_speed.items():
+        speed_copies.sort()  # candidates come in their own order, so the index breaks ties by it
+        classes.append(_Class(speed, speed_copies))
     classes.sort(key=lambda cls: -cls.speed)  # fastest first
     return classes, target_int
 
@@ -130,11 +132,11 @@ class _Cover:
         trimmed.sort(key=lambda item: (item[1][0][0] / item[0], -item[0]))
         self.classes = trimmed
         self.prefix = [[0, *accumulate(units for units, _ in copies)] for _, copies in trimmed]
-        self._suffix: dict[int, tuple[list[float], list[int], list[int], list[tuple[int, int]]]] = {}
+        self._suffix: dict[int, tuple[list[int], list[int], list[tuple[int, int]]]] = {}
         self.best: tuple[int, int] | None = None  # (price units, copies)
         self.best_counts: list[int] | None = None
 
-    def _suffix_of(self, start: int):
+    def _suffix_of(self, start: int) -> tuple[list[int], list[int], list[tuple[int, int]]]:
         found = self._suffix.get(start)
         if found is None:
             # Every suffix at once, each merged from the next one (copies of a class are already in
@@ -208,7 +210,7 @@ class _Cover:
         )
         greedy = price + last[0]
         limit = greedy if self.ceiling is None else min(greedy, self.ceiling)
-        found: tuple[int, list] | None = None
+        found: tuple[int, list[tuple[int, int]]] | None = None
         if self.ceiling is None or greedy < self.ceiling:
             picked = [self.classes[k][1][pos] for _, _, k, pos in items[:brk]]
             found = (greedy, [*picked, self.classes[last[2]][1][last[3]]])
@@ -240,7 +242,8 @@ class _Cover:
         sub._search(0, need, 0, 0, counts)
         self.exact = sub.exact
         if sub.best is not None and base_price + sub.best[0] < limit:
-            found = (base_price + sub.best[0], base + _picked(sub, sub.best_counts))
+            counts_of_best = cast(list[int], sub.best_counts)  # set with best
+            found = (base_price + sub.best[0], base + _picked(sub, counts_of_best))
         return found
 
     def _search(self, index: int, need: int, price: int, copies: int, counts: list[int]) -> None:
@@ -296,8 +299,8 @@ class _Cover:
 
 def cheapest_plan(
     candidates: Sequence[PlanCandidate],
-    target_tokens_per_s,
-    efficiency_percent=DEFAULT_EFFICIENCY_PERCENT,
+    target_tokens_per_s: object,
+    efficiency_percent: object = DEFAULT_EFFICIENCY_PERCENT,
     redundancy: int = DEFAULT_REDUNDANCY,
     budget: SearchBudget | None = None,
 ) -> Plan | None:
@@ -316,7 +319,8 @@ def cheapest_plan(
         None  # price, copies, candidate -> [productive, spare]
     )
 
-    def consider(price: int, copies: int, productive: list[tuple[int, int]], spare: list[tuple[int, int]]):
+    def consider(price: int, copies: int, productive: list[tuple[int, int]],
+                 spare: list[tuple[int, int]]) -> None:
         nonlocal best
         if best is not None and (price, copies) >= best[:2]:
             return
@@ -355,8 +359,13 @@ def _servable(classes: list[_Class], target: int, redundancy: int) -> bool:
     return total >= target
 
 
+# consider(price units, copies, productive copies, spare copies): `cheapest_plan` keeps the cheapest.
+_Consider = Callable[[int, int, list[tuple[int, int]], list[tuple[int, int]]], None]
+
+
 def _with_spares(
-    classes: list[_Class], target: int, redundancy: int, everything: _Cover, consider, best
+    classes: list[_Class], target: int, redundancy: int, everything: _Cover, consider: _Consider,
+    best: Callable[[], tuple[int, int, dict[int, list[int]]] | None],
 ) -> int | None:
     """The cheapest plan with R spare copies (see the module's "Redundancy"); returns None when the
     search ran to its end, else the price (in units) no plan can go below.
@@ -373,7 +382,7 @@ def _with_spares(
         return None if everything.exact else everything.floor
     cover_price, used = solved
     # Productive copies cost at least the cheapest cover: the one found when proven, else its floor.
-    cover_bound = cover_price if everything.exact else everything.floor
+    cover_bound = cover_price if everything.exact else cast(int, everything.floor)  # set when not exact
     # A first plan: the cheapest cover, plus the R cheapest copies it leaves that are at least as
     # fast as its fastest copy.
     taken = set(used)

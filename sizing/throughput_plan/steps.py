@@ -2,18 +2,26 @@
 speed. Figures are written by `sizing.units.figure_text`, the one rounding of shown figures."""
 from __future__ import annotations
 
+from collections.abc import Sequence
+from decimal import Decimal
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
 from ..i18n import gettext, ngettext
 from ..units import figure_text
 
+if TYPE_CHECKING:
+    from .plans import PlanPart
 
-def plan_steps(parts, target: Fraction, efficiency: Fraction, usable: Fraction, productive: int, spare: int):
+
+def plan_steps(parts: Sequence[PlanPart], target: Fraction, efficiency: Fraction, usable: Fraction,
+               productive: int, spare: int) -> tuple[str, ...]:
     """The documentation's formula filled in with each machine's own measured speed."""
     written: dict[Fraction, str] = {}
 
-    def figure(value) -> str:  # machines share speeds: each figure is written (in the language) once
-        value = Fraction(value)
+    # machines share speeds: each figure is written (in the language) once
+    def figure(number: Fraction | Decimal | int) -> str:
+        value = Fraction(number)
         if value not in written:
             written[value] = figure_text(value)
         return written[value]

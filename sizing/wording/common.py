@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from decimal import Decimal
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from ..i18n import TranslatedWords, format_number, gettext, gettext_noop, ngettext
 from ..units import (
@@ -47,11 +47,14 @@ def minutes(budget: Decimal, hourly_price: Decimal) -> int:
     return whole_down(budget * 60 / hourly_price)
 
 
-def count_words(value) -> str:
+def count_words(value: object) -> str:
     return format_number(value) if isinstance(value, int) else str(value)
 
 
-def first_of(mapping: Mapping, *keys: str):
+_Value = TypeVar("_Value")
+
+
+def first_of(mapping: Mapping[str, _Value | None], *keys: str) -> _Value | None:
     for key in keys:
         value = mapping.get(key)
         if value is not None:
@@ -69,5 +72,5 @@ def bits_words(bits: int) -> str:
     return gettext("%(bits)s-bit") % {"bits": bits}
 
 
-def tokens_words(count) -> str:
+def tokens_words(count: object) -> str:
     return gettext("%(count)s tokens") % {"count": count_words(count)}

@@ -14,7 +14,7 @@ from ..units import (
     fmt_gib,
     money_text,
 )
-from ..workloads import WORKLOAD_WORDS
+from ..workloads import WORKLOAD_WORDS, Workload
 
 if TYPE_CHECKING:
     pass
@@ -93,7 +93,7 @@ def constraints_applied(
     return tuple(pairs)
 
 
-def _input_pairs(breakdown: Breakdown, capabilities) -> list[tuple[str, str]]:
+def _input_pairs(breakdown: Breakdown, capabilities: Workload | None) -> list[tuple[str, str]]:
     """The workload's own inputs: tokens and requests (or sequence and batch), audio streams, or the
     memory a notebook asked for."""
     inputs = breakdown.inputs
@@ -124,7 +124,7 @@ def _input_pairs(breakdown: Breakdown, capabilities) -> list[tuple[str, str]]:
     return pairs
 
 
-def _training_pairs(breakdown: Breakdown, capabilities) -> list[tuple[str, str]]:
+def _training_pairs(breakdown: Breakdown, capabilities: Workload | None) -> list[tuple[str, str]]:
     """How a fine-tune is run, each choice as the KV cache's precision is listed: always, for the
     workload that reads it (another workload ignores the fields and lists none)."""
     inputs = breakdown.inputs

@@ -1,11 +1,11 @@
 """Why an answer is empty and what to change: hints, relaxed constraints, a silent fleet."""
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
 from ..i18n import format_number, gettext, ngettext
 from ..offers import Preferences
@@ -20,6 +20,7 @@ from ..units import (
 
 if TYPE_CHECKING:
     from ..fit import FitPlanner
+    from ..matching import Tally
     from ..results import PrecisionAlternative
 from .common import (
     bits_words,
@@ -41,7 +42,7 @@ class Hint:
     cheapest_hourly: Decimal | None = None
     single: bool = False  # a limit's hint where that limit is the only one broken ("raising it to")
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "text": self.text,
             "changes": {name: _change_value(value) for name, value in self.changes},
@@ -52,7 +53,7 @@ class Hint:
         }
 
 
-def _change_value(value) -> str:
+def _change_value(value: object) -> str:
     if isinstance(value, Decimal):
         return money_string(value)
     if isinstance(value, tuple | list | frozenset):
@@ -71,12 +72,12 @@ class EmptyAnswer:
     def text(self) -> str:
         return "; ".join([self.opening, *(hint.text for hint in self.hints)]) + "."
 
-    def with_hints(self, hints) -> EmptyAnswer:
+    def with_hints(self, hints: Iterable[Hint]) -> EmptyAnswer:
         return EmptyAnswer(self.opening, (*self.hints, *hints))
 
 
 def empty_answer(
-    tally,
+    tally: Tally,
     planner: FitPlanner,
     precision_alternatives: tuple[PrecisionAlternative, ...],
     preferences: Preferences,
@@ -167,7 +168,7 @@ def limit_hint(code: str, cheapest: Decimal | None, machines: int, single: bool 
             gettext("choosing both tiers adds %(machines)s") % {"machines": machines_words(machines)},
             (("tier", "both"),), machines, cheapest,
         )
-    value = settable(cheapest)
+    value = settable(cast(Decimal, cheapest))  # a price or budget hint: the cheapest that breaks it
     if code == BREAK_MAX_PRICE:
         values = {"price": per_hour(value), "machines": machines_words(machines)}
         if single:
@@ -224,7 +225,7 @@ def _where_words(countries: tuple[str, ...]) -> str:
     return where
 
 
-def change_words(field: str, value) -> str:
+def change_words(field: str, value: Any) -> str:
     """One change a hint makes besides its main one: "the max price raised to $3.70/h"."""
     if field == "max_price":
         return gettext("the max price raised to %(price)s") % {"price": per_hour(value)}
@@ -253,7 +254,7 @@ def relaxed_words(
     elif outside is not None:
         words = gettext("outside %(countries)s") % {"countries": countries_short(outside)}
     else:
-        words = gettext("at %(bits)s") % {"bits": bits_words(bits)}
+        words = gettext("at %(bits)s") % {"bits": bits_words(cast(int, bits))}  # a change: bits or outside
     if limits:
         words += gettext(", with %(changes)s") % {
             "changes": gettext(" and ").join(change_words(name, value) for name, value in limits)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from ..fit import TIGHT_HEADROOM_FRACTION, Fit
 from ..i18n import format_number, gettext, ngettext
@@ -80,7 +80,7 @@ def budget_cover(
             **values, "hours": one_decimal_text(exact_hours), "days": one_decimal_text(exact_hours / 24)
         }
     capped = booking_limit_hours is not None and exact_hours > booking_limit_hours
-    if capped:
+    if capped and booking_limit_hours is not None:
         text += gettext("; the booking limit of %(hours)s h cuts a single booking shorter") % {
             "hours": format_number(booking_limit_hours)
         }
@@ -165,16 +165,17 @@ def break_words(code: str, offer: MachineOffer, hourly_price: Decimal, preferenc
             "tier": TIER_WORDS[offer.tier], "chosen": TIER_WORDS[preferences.tier]
         }
     if code == BREAK_MAX_PRICE:
-        limit = preferences.max_price_per_hour
+        limit = cast(Decimal, preferences.max_price_per_hour)  # broken only where it is set
         return gettext("over your price limit: %(price)s > %(limit)s") % {
             "price": per_hour(hourly_price), "limit": per_hour(limit)
         }
-    count = minutes(preferences.budget, hourly_price)
+    budget = cast(Decimal, preferences.budget)  # the one preference left: broken only where it is set
+    count = minutes(budget, hourly_price)
     return ngettext(
         "budget covers under an hour: %(budget)s at %(price)s lasts %(minutes)s minute",
         "budget covers under an hour: %(budget)s at %(price)s lasts %(minutes)s minutes",
         count,
     ) % {
-        "budget": money_text(preferences.budget), "price": per_hour(hourly_price),
+        "budget": money_text(budget), "price": per_hour(hourly_price),
         "minutes": count_text(count),
     }

@@ -81,3 +81,16 @@ def test_inside_a_transaction_of_the_primary_the_replica_is_not_read(transaction
     monkeypatch.setattr(replica, "fit_to_read", lambda: "standby")
     with transaction.atomic():
         assert database.replica_first(lambda: database._reads_from.get()) == DEFAULT_DB_ALIAS
+
+
+def test_a_replica_down_at_its_first_probe_leaves_the_read_on_the_primary(monkeypatch):
+    class Down:
+        def cursor(self):
+            raise OperationalError("the replica does not answer")
+
+    set_aside = []
+    monkeypatch.setattr(replica, "settings", type("Settings", (), {"DATABASES": {replica.REPLICA: {}}}))
+    monkeypatch.setattr(replica, "connections", {replica.REPLICA: Down()})
+    monkeypatch.setattr(replica, "set_aside", lambda alias, error: set_aside.append(alias))
+    assert replica.fit_to_read() is None  # nothing decided yet: read the primary
+    assert set_aside == [replica.REPLICA]

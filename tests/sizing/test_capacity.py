@@ -4,7 +4,7 @@ import pytest
 from catalog.data.language_models import LANGUAGE_MODELS
 from sizing.architectures import architecture_from_dict
 from sizing.calculators import estimate_inference
-from sizing.calculators.vllm import estimate_vllm
+from sizing.calculators.vllm_inference import estimate_vllm
 from sizing.capacity import _TransformersNeed
 from sizing.units import GIB
 from tests.sizing import models

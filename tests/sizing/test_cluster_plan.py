@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from catalog.data.language_models import LANGUAGE_MODELS
-from sizing.calculators.inference import weight_items
-from sizing.calculators.vllm import estimate_vllm
+from sizing.calculators.items import weight_items
+from sizing.calculators.vllm_inference import estimate_vllm
 from sizing.cluster import (
     CLUSTER_TIER,
     ClusterMachine,

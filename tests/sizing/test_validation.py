@@ -5,6 +5,7 @@ from decimal import Decimal
 
 import pytest
 
+from sizing.architectures import count_parameters
 from sizing.calculators import (
     estimate_finetune,
     estimate_image,
@@ -99,6 +100,13 @@ def test_a_missing_kv_head_count_is_named_never_taken_as_zero():
     assert error.value.value_name == "kv_heads"
     assert error.value.field == "model"
     assert "DeepSeek-V3" in error.value.message and "kv heads" in error.value.message
+
+
+def test_a_recount_without_the_mlp_width_names_it():
+    model = dataclasses.replace(LLAMA_3_1_8B, intermediate_size=None)
+    with pytest.raises(MissingModelValue) as error:
+        count_parameters(model)
+    assert error.value.value_name == "intermediate_size"
 
 
 @pytest.mark.parametrize("missing", ["parameters", "layers", "kv_heads", "head_dim"])

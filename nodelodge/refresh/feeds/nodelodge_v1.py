@@ -80,7 +80,9 @@ class NodeLodgeV1:
         return parsed
 
     @staticmethod
-    def speeds(items, record: MachineRecord, models: frozenset[str], now: datetime, rejected: list) -> tuple:
+    def speeds(
+        items, record: MachineRecord, models: frozenset[str], now: datetime, rejected: list
+    ) -> tuple | None:
         """The machine's measured speeds that pass their checks; the others go to `rejected`."""
         if not isinstance(items, list):
             rejected.append(RejectedRecord(record.provider_machine_id, "measured_speeds must be a list"))

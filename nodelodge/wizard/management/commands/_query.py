@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import sys
+from typing import NoReturn
 
 from django.http import QueryDict
 
@@ -40,7 +41,7 @@ def query_from_options(command, options: dict, names) -> WorkloadQuery:
         fail(command, error.errors)
 
 
-def fail(command, errors: dict[str, str]) -> None:
+def fail(command, errors: dict[str, str]) -> NoReturn:
     """Bad input: every error on stderr, exit status 2 (as argparse does)."""
     for field, message in errors.items():
         command.stderr.write(f"error: {field}: {message}")

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from typing import cast
 
 from django.core.management.base import BaseCommand
 
@@ -56,7 +57,7 @@ class Command(BaseCommand):
 
     def _from_figures(self, options):
         # The options left out take the workload query's defaults, as for a catalog model.
-        values = with_defaults(options_to_query(options, QUERY_OPTIONS).dict())
+        values = with_defaults(cast(dict[str, str], options_to_query(options, QUERY_OPTIONS).dict()))
         spec = LanguageModelSpec(
             slug="custom",
             name="Custom model",

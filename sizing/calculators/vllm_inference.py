@@ -1,0 +1,172 @@
+"""Inference under vLLM (SPEC §10): the breakdown the wizard shows, vLLM's budget on one GPU item by item
+(`sizing.calculators.vllm`), and what a machine holds under it (`sizing.capacity`)."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import cast
+
+from .. import nouns
+from ..breakdown import Breakdown, Item
+from ..capacity import Capacity
+from ..i18n import gettext
+from ..specs import LanguageModelSpec
+from ..units import GIB, fmt_gib, fmt_int, general_number
+from .checks import check_inference_inputs
+from .vllm import (
+    BLOCK_SIZE,
+    CUDA_CONTEXT_BYTES,
+    CUDA_GRAPH_BYTES,
+    DEFAULT_UTILIZATION,
+    DRIVER_RESERVED_BYTES,
+    NCCL_BYTES,
+    VLLM_VERSION,
+    VllmBudget,
+    VllmSettings,
+    vllm_budget,
+)
+
+# The machine the wizard sizes for is not known yet: the settings' GPU memory only bounds the check.
+_ANY_GPU = 1024 * GIB
+
+
+
+@dataclass(frozen=True)
+class VllmBreakdown(Breakdown):
+    """Inference under vLLM: the need per GPU is the budget at a tensor-parallel size of n (weights and
+    KV heads divided, NCCL buffers added) over gpu_memory_utilization, so a machine fits when
+    need ≤ utilization × its GPU memory, as the engine's rule has it."""
+
+    spec: LanguageModelSpec | None = None
+    utilization: Fraction = DEFAULT_UTILIZATION
+    kv_bits: int = 16
+    context: int = 0
+    requests: int = 0
+
+    def budget(self, gpus: int) -> VllmBudget:
+        # estimate_vllm sets the model and the precision (they default only as the dataclass requires)
+        spec, precision = cast(LanguageModelSpec, self.spec), cast(int, self.precision)
+        return vllm_budget(spec, precision, self.kv_bits, VllmSettings(
+            gpu_memory_bytes=_ANY_GPU, tensor_parallel=gpus, gpu_memory_utilization=self.utilization,
+            max_model_len=self.context, max_num_seqs=self.requests,
+        ))
+
+    def need_in_budget(self, gpus: int) -> int:
+        budget = self.budget(gpus)
+        return budget.inside_bytes + self.requests * budget.layout.request_bytes(self.context)
+
+    def per_gpu_shares(self, gpus: int) -> tuple[tuple[str, int], ...]:
+        """The budget at a tensor-parallel size of `gpus`, item by item, as one GPU holds it."""
+        budget = self.budget(gpus)
+        kv = self.requests * budget.layout.request_bytes(self.context)
+        need = budget.inside_bytes + kv
+        names = [item.name for item in self.items]
+        shares = (budget.weights.bytes, budget.activation.bytes, budget.non_torch.bytes, kv,
+                  math.ceil(need / self.utilization) - need, DRIVER_RESERVED_BYTES)
+        return tuple(zip(names, shares, strict=True))
+
+    def bytes_per_gpu(self, gpus: int) -> int:
+        if gpus < 1:
+            raise ValueError("gpus must be at least 1")
+        if gpus > 1 and not self.can_split_over(gpus):
+            raise ValueError(f"cannot split this workload over {gpus} GPUs")
+        return math.ceil(self.need_in_budget(gpus) / self.utilization) + DRIVER_RESERVED_BYTES
+
+
+def estimate_vllm(model: LanguageModelSpec, precision: int, context: int, requests: int, kv_bits: int = 16,
+                  utilization: Fraction = DEFAULT_UTILIZATION) -> VllmBreakdown:
+    """vLLM's budget on one GPU for `requests` requests of `context` tokens, item by item; the last item
+    is what gpu_memory_utilization leaves outside the budget on a GPU that just holds it."""
+    precision, context, requests, kv_bits = check_inference_inputs(  # as the transformers estimate's
+        model, precision, context, requests, kv_bits)
+    shell = VllmBreakdown(workload="inference", title="", items=(), assumptions=(), precision=precision,
+                          splittable_over_heads=model.attention_heads, spec=model, utilization=utilization,
+                          kv_bits=kv_bits, context=context, requests=requests)
+    budget = shell.budget(1)
+    kv = budget.kv_cache_item(context, requests)
+    inside = [
+        Item(budget.weights.name, budget.weights.formula, budget.weights.bytes),
+        budget.activation,
+        budget.non_torch,
+        kv,
+    ]
+    need = sum(item.bytes for item in inside)
+    total = math.ceil(need / utilization)
+    headroom = Item(
+        name=gettext("Outside gpu_memory_utilization"),
+        formula=gettext(
+            "%(need)s ÷ %(utilization)s − %(need)s: what the engine leaves to the CUDA context, CUDA graphs "
+            "and other processes"
+        ) % {"need": fmt_gib(need), "utilization": general_number(float(utilization), 4)},
+        bytes=total - need,
+    )
+    driver = Item(
+        name=gettext("Kept by the driver from CUDA"),
+        formula=gettext(
+            "%(reserved)s per GPU: a machine reports nvidia-smi's total, CUDA gives PyTorch that less this "
+            "(an H100 80GB: 81,559 MiB in nvidia-smi, 79.19 GiB to PyTorch)"
+        ) % {"reserved": fmt_gib(DRIVER_RESERVED_BYTES)},
+        bytes=DRIVER_RESERVED_BYTES,
+        per_gpu=True,
+    )
+    assumptions = vllm_words(model, budget, utilization)
+    return VllmBreakdown(
+        workload="inference",
+        title=gettext(
+            "%(model)s, inference under vLLM, %(precision)s-bit%(kv)s, %(tokens)s × %(requests)s"
+        ) % {
+            "model": model.name, "precision": precision,
+            "kv": gettext(", 8-bit KV cache") if kv_bits == 8 else "",
+            "tokens": nouns.tokens(context), "requests": nouns.requests(requests),
+        },
+        items=(*inside, headroom, driver),
+        assumptions=tuple(assumptions),
+        precision=precision,
+        splittable_over_heads=model.attention_heads,
+        inputs={"model": model.slug, "model_name": model.name, "precision": precision, "context": context,
+                "requests": requests, "kv_bits": kv_bits, "engine": "vllm", "engine_version": VLLM_VERSION,
+                "gpu_memory_utilization": float(utilization)},
+        spec=model, utilization=utilization, kv_bits=kv_bits, context=context, requests=requests,
+        capacity=Capacity(model, precision, kv_bits, context, requests, engine="vllm",
+                          utilization=utilization),
+    )
+
+
+def vllm_words(model: LanguageModelSpec, budget: VllmBudget, utilization: Fraction) -> list[str]:
+    """What the vLLM breakdown takes for granted."""
+    words = [
+        gettext(
+            "Sized as vLLM %(version)s starts (V1 engine): it loads the weights, profiles one forward pass "
+            "of max_num_batched_tokens (%(batched)s, chunked prefill) and one sampler step, and gives the "
+            "KV cache what is left of gpu_memory_utilization (%(utilization)s) × the GPU's memory. A machine "
+            "fits when this need is within that share of its memory."
+        ) % {"version": VLLM_VERSION, "batched": fmt_int(budget.settings.max_num_batched_tokens),
+             "utilization": general_number(float(utilization), 4)},
+        gettext(
+            "The KV cache is held in blocks of %(block)s tokens per layer; a request takes whole blocks. "
+            "Sliding-window layers keep their window plus one prefill step and one spare block."
+        ) % {"block": BLOCK_SIZE},
+        gettext(
+            "The CUDA context and the CUDA graphs live outside the budget, in what gpu_memory_utilization "
+            "leaves free (about %(context)s and %(graphs)s per GPU): raise the utilization only while they "
+            "still fit there."
+        ) % {"context": fmt_gib(CUDA_CONTEXT_BYTES), "graphs": fmt_gib(CUDA_GRAPH_BYTES)},
+        gettext(
+            "Split over n GPUs (tensor parallelism), the weights and the KV heads divide by n (a KV head is "
+            "copied when there are fewer than GPUs) and each GPU adds %(nccl)s of NCCL and all-reduce "
+            "buffers."
+        ) % {"nccl": fmt_gib(NCCL_BYTES)},
+    ]
+    words.append(gettext(
+        "Between versions: the V0 engine (before 0.8) profiled a whole prefill of max_num_seqs × "
+        "max_model_len unless chunked prefill was on, so its activation peak grew with the context; V1 "
+        "always prefills in chunks. Whether the CUDA-graph pool counts inside the budget has moved between "
+        "releases (%(version)s leaves it outside)."
+    ) % {"version": VLLM_VERSION})
+    if budget.quantization:
+        words.append(gettext(
+            "%(bits)s-bit weights mean vLLM quantizing the published 16-bit checkpoint as it loads it "
+            "(--quantization %(flag)s); the embeddings and the output head stay 16-bit."
+        ) % {"bits": 8 if budget.quantization == "fp8" else 4, "flag": budget.quantization})
+    return words
