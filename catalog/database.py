@@ -16,11 +16,11 @@ import os
 import secrets
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, MutableMapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from functools import wraps
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from django.core.cache import cache
 from django.db import DEFAULT_DB_ALIAS, InterfaceError, OperationalError, connections, transaction
@@ -32,7 +32,7 @@ T = TypeVar("T")
 _reads_from: ContextVar[str] = ContextVar("catalog_reads_from", default=DEFAULT_DB_ALIAS)
 
 
-def connection_settings(database: dict) -> list[str]:
+def connection_settings(database: MutableMapping[str, Any]) -> list[str]:
     """Sets what the console needs on the connection `database` (a `DATABASES` entry, changed in place)
     for the database it is, and returns the system checks that do not apply there (the settings'
     `SILENCED_SYSTEM_CHECKS`). Read by the settings, before any app is loaded."""

@@ -6,6 +6,7 @@ REDIS_URL, SECRET_KEY, DEBUG=0 and ALLOWED_HOSTS.
 """
 import os
 from pathlib import Path
+from typing import Any, cast
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
@@ -125,7 +126,7 @@ DATABASES = {
 }
 # What the console sets on the connection for the database it is, said where every other difference
 # between the databases is (catalog/database.py).
-SILENCED_SYSTEM_CHECKS = connection_settings(DATABASES["default"])
+SILENCED_SYSTEM_CHECKS = connection_settings(cast(dict[str, Any], DATABASES["default"]))
 # A PostgreSQL streaming replica of DATABASE_URL for the wizard's and the API's reads
 # (catalog.database.replica_first); writes, Launch and everything else stay on the primary. A replica
 # behind by more than DATABASE_REPLICA_MAX_LAG seconds, or down, is skipped (catalog.replica).

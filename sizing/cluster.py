@@ -28,6 +28,7 @@ from .calculators.vllm import (
 )
 from .errors import SizingError
 from .i18n import gettext, language
+from .offers import Preferences
 from .preferences import breaks_checker, order_key_of
 from .specs import LanguageModelSpec
 from .units import MIB, fmt_gib, fmt_int
@@ -89,13 +90,13 @@ class ClusterSite(NamedTuple):
         return CLUSTER_TIER
 
     @property
-    def place(self) -> tuple:
+    def place(self) -> tuple[object, ...]:
         """Where it is and what its machines are, its name first: what tells two sites of one provider
         apart in the listing order."""
         return (self.site, self.gpu_type, self.gpu_count, self.memory_per_gpu_mib, self.interconnect,
                 self.country or "", self.region)
 
-    def order_key(self, machines: int) -> tuple:
+    def order_key(self, machines: int) -> tuple[object, ...]:
         """Its `machines` cheapest machines' place in the listing order (`sizing.preferences.ORDER`), as
         one machine's would be: `cluster_order_key`."""
         price = self.price_per_hour(machines)
@@ -109,7 +110,7 @@ class _ClusterOrder(NamedTuple):
 
     price_per_gpu_hour: Decimal  # its hourly price over all its GPUs
     provider: str
-    place: tuple
+    place: tuple[object, ...]
     machine_ids: tuple[int, ...]
 
 
@@ -321,7 +322,7 @@ class ClusterSearch:
         return tuple(self._plan(site, need) for _key, site, need in self.found)
 
     def cheapest(
-        self, preferences, count: int
+        self, preferences: Preferences, count: int
     ) -> tuple[tuple[ClusterPlan, ...], int, tuple[tuple[str, ...], ...]]:
         """The `count` cheapest plans that meet every preference (`sizing.preferences.RULE`, as a machine
         costing the cluster's total per hour would: the price limit and the budget on that total), how

@@ -17,6 +17,8 @@ def next_cheapest(query: WorkloadQuery, exclude_machine_id: int) -> RecommendedM
         result = recommendation_for(query, relax=False)  # only the machines are read here
     except QueryError:
         return None
+    if result.recommendation is None:
+        return None
     for machine in result.recommendation.machines:
         if machine.offer.id != exclude_machine_id:
             return machine

@@ -8,7 +8,7 @@ price changed)."""
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import Annotated, Literal
+from typing import Annotated, Literal, cast
 
 from django.http import QueryDict
 from django.utils.translation import gettext, gettext_lazy
@@ -161,4 +161,5 @@ def launch_group(request, payload: LaunchGroupIn):
             "result_url": refusal.result_url,
             "next_cluster": next_cluster_after(refusal, payload.kind, params.urlencode()),
         })
-    return Status(201 if outcome.created else 200, group_out(outcome.group))
+    # a cluster or a plan is booked as a group
+    return Status(201 if outcome.created else 200, group_out(cast(LaunchGroup, outcome.group)))

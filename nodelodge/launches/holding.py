@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import cast
 
 from django.db import transaction
 from django.db.models import F, OuterRef, Subquery, Sum
@@ -109,7 +110,7 @@ def _lock(*, group_id: int | None, booking_id: int | None, user=None) -> list[Bo
     rows = Booking.objects.select_for_update()
     if group_id is not None:
         return list(rows.filter(group_id=group_id).order_by("pk"))
-    rows = rows.filter(pk=booking_id)
+    rows = rows.filter(pk=cast(int, booking_id))  # without a group, a booking is named
     return list(rows.filter(user=user) if user is not None else rows)
 
 
@@ -140,7 +141,8 @@ def stop(user, booking_id: int | None = None, *, group_id: int | None = None,
     nothing. Another user's, or none: BookingNotFound. Stopping what already ended changes nothing (a
     second click on Stop)."""
     if group_id is None:
-        group_id = Booking.objects.filter(pk=booking_id, user=user).values_list("group_id", flat=True).first()
+        group_id = Booking.objects.filter(pk=cast(int, booking_id), user=user).values_list(  # one is named
+            "group_id", flat=True).first()
     with transaction.atomic():
         group = None
         if group_id is not None:

@@ -11,6 +11,7 @@ machine that failed.
 from __future__ import annotations
 
 from decimal import Decimal
+from typing import cast
 
 from django.conf import settings
 from django.http import QueryDict
@@ -345,7 +346,8 @@ def _refuse_cluster_that_does_not_hold(query, machine: Machine, count: int, refu
     _breakdown, model_row = estimate_for(query)
     why = cluster_does_not_hold(query, model_row, gpu_type=machine.gpu_type.name,
                                 gpus_per_machine=machine.gpu_count,
-                                memory_per_gpu_mib=machine.memory_per_gpu_mib, machines=count)
+                                # a cluster's members have their memory known (`_refuse_cluster_member`)
+                                memory_per_gpu_mib=cast(int, machine.memory_per_gpu_mib), machines=count)
     if why is not None:
         raise refuse(LaunchRefused.NO_LONGER_FITS, why)
 
@@ -381,9 +383,10 @@ def refuse_machines(kind, pairs, machines: dict[int, Machine], shown_price_per_h
                 first = _refuse_cluster_member(machine, gpus, reason, first, refuse)
             else:
                 _refuse_plan_misfit(machine, gpus, offer, reason, breakdown, refuse)
-        total += machine.price_per_gpu_hour * gpus
+        total += cast(Machine, machine).price_per_gpu_hour * gpus  # a missing machine was refused above
     refuse_whole = refuser(kind, result_url)
     if kind == LaunchGroup.Kind.CLUSTER:
-        _refuse_cluster_that_does_not_hold(query, first, len(pairs), refuse_whole)
+        # a cluster's first machine was kept by `_refuse_cluster_member` (pairs are never empty)
+        _refuse_cluster_that_does_not_hold(query, cast(Machine, first), len(pairs), refuse_whole)
     _refuse_price_change(shown_price_per_hour, total, refuse_whole)
     return total

@@ -75,7 +75,7 @@ def review(kind: str, machines, shown_price_per_hour: Decimal, query_string: str
         except LaunchRefused as refusal:
             problem = refusal.message
     price = sum((found[i].price_per_gpu_hour * gpus for i, gpus in pairs if i in found), Decimal(0))
-    limits = [found[i].booking_limit_hours for i, _g in pairs if i in found and found[i].booking_limit_hours]
+    limits = [limit for i, _g in pairs if i in found and (limit := found[i].booking_limit_hours)]
     cover = None
     if price or kind == ALONE:
         cover = budget_cover(query.budget, price, min(limits) if limits else None)

@@ -6,6 +6,7 @@ request gets an HX-Redirect to the same page instead, or the refusal as a fragme
 from __future__ import annotations
 
 import uuid
+from typing import cast
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -27,7 +28,7 @@ from . import booking, holding, selectors
 from . import review as reviews
 from .alternatives import next_cluster_after
 from .forms import GroupLaunchForm, GroupReviewForm, LaunchForm, ReviewForm
-from .models import ALONE
+from .models import ALONE, LaunchGroup
 from .my_launches import more_context
 from .refusals import GroupInputError, LaunchRefused
 
@@ -256,7 +257,7 @@ def group_launch(request):
     except LaunchRefused as refusal:
         return _group_refused(request, refusal, data["kind"], QueryDict(data["query"]).urlencode())
     if outcome.created:
-        group = outcome.group
+        group = cast(LaunchGroup, outcome.group)  # a cluster or a plan is booked as a group
         machines = len(data["machines"])
         if group.kind == "cluster":
             text = ngettext("Launched a cluster of %(machines)s machine at %(price)s/h.",

@@ -122,11 +122,12 @@ class Parameter:
                 return forms.TypedChoiceField(choices=choices, coerce=int, **options)
             return forms.ChoiceField(choices=choices, **options)
         if self.kind == INTEGER:
-            return TypedIntegerField(min_value=self.minimum, max_value=self.maximum, **options)
+            minimum, maximum = _whole(self.minimum), _whole(self.maximum)
+            return TypedIntegerField(min_value=minimum, max_value=maximum, **options)
         if self.kind == DECIMAL:
             return TypedDecimalField(
-                min_value=Decimal(self.minimum), max_value=Decimal(self.maximum), max_digits=self.max_digits,
-                decimal_places=self.decimal_places, **options,
+                min_value=_decimal(self.minimum), max_value=_decimal(self.maximum),
+                max_digits=self.max_digits, decimal_places=self.decimal_places, **options,
             )
         if self.kind == TEXT:
             return forms.CharField(max_length=self.max_length, **options)
@@ -137,7 +138,7 @@ class Parameter:
     def add_option(self, parser) -> None:
         """The `estimate`/`recommend` option (argparse): the value is read as text and checked by the
         query's own rules, as the page's and the API's are; the choices are listed where declared."""
-        options = {"dest": self.name}
+        options: dict[str, object] = {"dest": self.name}
         help_text = self.cli_help or ("{default}" if self.default is not None else "")
         if help_text:
             options["help"] = help_text.replace("{default}", f"default: {self.default}")
@@ -146,6 +147,14 @@ class Parameter:
         elif self.kind == CHOICE and self.cli_choices:
             options["choices"] = self.choice_values
         parser.add_argument(self.option, **options)
+
+
+def _whole(limit: int | Decimal | None) -> int | None:
+    return None if limit is None else int(limit)
+
+
+def _decimal(limit: int | Decimal | None) -> Decimal | None:
+    return None if limit is None else Decimal(limit)
 
 
 def form_fields(parameters) -> dict[str, forms.Field]:

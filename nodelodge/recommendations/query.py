@@ -149,10 +149,12 @@ class _QueryForm(forms.Form):
         return cleaned
 
 
-# One field for each declared input, in the declaration's order.
-WorkloadQueryForm = type("WorkloadQueryForm", (_QueryForm,), {
-    "__module__": __name__, "__doc__": "The workload query as a form.", **form_fields(PARAMETERS)
-})
+class WorkloadQueryForm(_QueryForm):
+    """The workload query as a form: one field for each declared input (`parameters.PARAMETERS`), in
+    the declaration's order."""
+
+
+WorkloadQueryForm.base_fields = WorkloadQueryForm.declared_fields = form_fields(PARAMETERS)
 
 
 def parameter_schema(

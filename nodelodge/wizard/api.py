@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from csp.decorators import csp_update
 from django.db import InterfaceError, OperationalError
@@ -131,7 +132,7 @@ def params_schema(name: str, parameters, doc: str | None) -> type[Schema]:
     and the description declared. The console's own rules check the values (`query.parse_query`): one
     check, whose 400 names the field in the console's words; the schema's OpenAPI entry states those
     rules (`ConsoleAPI`)."""
-    fields = {
+    fields: dict[str, Any] = {
         parameter.name: (str | None, Field(parameter.default, description=parameter.description or None))
         for parameter in parameters
     }

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import json
-from typing import cast
+from typing import Any, cast
 
 from django.core.management.base import BaseCommand
 
@@ -79,10 +79,10 @@ class Command(BaseCommand):
                 requests=_int_or_none(values.get("requests"), "requests"),
                 memory_gib=None,
                 kv_bits=_int_or_none(values.get("kv_cache"), "kv_cache"),
-                training=Training(**{
+                training=Training(**cast(dict[str, Any], {
                     p.name: _int_or_none(values.get(p.name), p.name) if p.kind == INTEGER else values[p.name]
                     for p in TRAINING_PARAMETERS
-                }),
+                })),
                 engine=values.get("engine") or "transformers",
             )
         except SizingError as error:
