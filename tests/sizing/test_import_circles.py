@@ -1,4 +1,4 @@
-"""sizing's modules import one another without circles: every import a module runs, at its top or
+"""The product's modules (sizing, catalog, nodelodge) import one another without circles: every import a module runs, at its top or
 inside a function, leads away from it (imports only read by the type checker, under TYPE_CHECKING,
 are not run and do not count)."""
 import ast
@@ -30,8 +30,11 @@ def _run_imports_of(node: ast.AST):
         yield from _run_imports(node)
 
 
-def _import_graph() -> dict[str, set[str]]:
-    paths = {_module_name(path): path for path in ROOT.rglob("*.py")}
+PACKAGES = ("sizing", "catalog", "nodelodge")
+
+
+def _import_graph(packages: tuple[str, ...] = ("sizing",)) -> dict[str, set[str]]:
+    paths = {_module_name(path): path for package in packages for path in (ROOT.parent / package).rglob("*.py")}
     graph: dict[str, set[str]] = {name: set() for name in paths}
     for name, path in paths.items():
         package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
@@ -85,6 +88,12 @@ def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def test_sizing_modules_import_one_another_without_circles():
     assert _circles(_import_graph()) == []
+
+
+def test_the_product_packages_import_one_another_without_circles():
+    graph = _import_graph(PACKAGES)
+    assert "nodelodge.launches.booking" in graph["nodelodge.watches.auto"]  # the graph spans the packages
+    assert _circles(graph) == []
 
 
 def test_the_circle_finder_sees_a_deferred_import_back():
