@@ -1,4 +1,4 @@
-"""The rule for which machines may form a cluster (`sizing.cluster.can_join_cluster`) compiled for the
+"""The rule for which machines may form a cluster (`sizing.cluster_sites.can_join_cluster`) compiled for the
 ORM and as SQL, as `catalog.availability` and `catalog.counting.availability_sql` compile the
 availability rule. Nothing here decides what may join a
 cluster; it only translates the rule, so the two forms cannot drift apart (a test holds them to agree
@@ -10,7 +10,7 @@ from django.db.models import Q
 
 from catalog import availability
 from sizing.availability import IS_FALSE, IS_SET, RULE
-from sizing.cluster import CLUSTER_INTERCONNECTS, CLUSTER_TIER, MIN_CLUSTER_GBPS
+from sizing.cluster_sites import CLUSTER_INTERCONNECTS, CLUSTER_TIER, MIN_CLUSTER_GBPS
 
 
 def can_join_cluster_q() -> Q:

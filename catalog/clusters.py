@@ -1,5 +1,5 @@
 """Where a cluster is possible: the sites whose identical machines may serve one model together
-(`sizing.cluster.ClusterSite`), read in one statement.
+(`sizing.cluster_sites.ClusterSite`), read in one statement.
 
 A machine counts when it is available by the one availability rule (`catalog.availability`), every GPU
 of it is free (a cluster takes whole machines), and it may join a cluster (`catalog.cluster_rule`), in
@@ -9,8 +9,8 @@ cluster: provider, site, GPU type, GPUs per machine and memory per GPU, and also
 region, so its `ClusterSite` says the truth of every machine). A group of at least two machines is a
 site. Prices do not filter here: a cluster's price is the sum of its machines' (as many as the model
 needs), which the answer holds to the price limit and the budget by the preference rule
-(`sizing.cluster.ClusterSearch.cheapest`). The fleet reader (`nodelodge.recommendations.fleet`) reads the
-sites as it reads machines: grouped in one statement on the database that keeps counts, windowed here
+(`sizing.cluster_search.ClusterSearch.cheapest`). The fleet reader (`nodelodge.recommendations.fleet`) reads
+the sites as it reads machines: grouped in one statement on the database that keeps counts, windowed here
 otherwise.
 
 On PostgreSQL one statement you can read (`SITES_SQL`) groups the machines and returns one row per
@@ -37,7 +37,8 @@ from catalog import rows as catalog_rows
 from catalog.counting import availability_sql, preferences_sql
 from catalog.models import Machine
 from catalog.preferences import tier_q
-from sizing.cluster import CLUSTER_TIER, ClusterMachine, ClusterPlan, ClusterSite
+from sizing.cluster import ClusterPlan
+from sizing.cluster_sites import CLUSTER_TIER, ClusterMachine, ClusterSite
 from sizing.offers import Preferences
 from sizing.preferences import tier_chosen
 

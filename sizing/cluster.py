@@ -1,18 +1,18 @@
 """Clusters: one model served by several identical machines at one site (tensor parallel within a
 machine, pipeline parallel across machines).
 
-The values the planner works on. The catalog turns its rows into `ClusterSite`s (catalog/clusters.py);
-the planner (`plan_clusters`) sizes each site's smallest cluster that holds the workload.
+The sizing of one cluster: what each GPU holds (`cluster_need`), the plan of one site's machines
+(`ClusterPlan`, `plan_of`) with its words and commands. Which machines may form one, and the sites the
+catalog makes of them, are `sizing.cluster_sites`; the search over sites (`plan_clusters`) is
+`sizing.cluster_search`.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from decimal import Decimal
 from fractions import Fraction
 from functools import cached_property, lru_cache
-from operator import itemgetter
-from typing import Any, NamedTuple, cast
+from typing import cast
 
 from .breakdown import Item
 from .calculators.checks import model_value
@@ -26,101 +26,11 @@ from .calculators.vllm import (
     serve_command,
     vllm_budget,
 )
+from .cluster_sites import MIN_CLUSTER_GBPS, ClusterMachine, ClusterSite
 from .errors import SizingError
 from .i18n import gettext, language
-from .offers import Preferences
-from .preferences import breaks_checker, order_key_of
 from .specs import LanguageModelSpec
 from .units import MIB, fmt_gib, fmt_int
-
-# The rule for which machines may form a cluster, once: a Secure machine at a named site whose network to
-# the others there is RDMA (InfiniBand or RoCE) at this speed or more. Pipeline parallelism sends each
-# stage's activations to the next for every token; tensor parallelism across machines is not planned.
-CLUSTER_INTERCONNECTS = ("infiniband", "roce")
-MIN_CLUSTER_GBPS = 100
-CLUSTER_TIER = "secure"
-
-
-def can_join_cluster(*, tier: str, site: str, interconnect: str, interconnect_gbps: int | None) -> bool:
-    """Whether a machine with these facts may be part of a cluster."""
-    return (
-        tier == CLUSTER_TIER
-        and bool(site)
-        and interconnect in CLUSTER_INTERCONNECTS
-        and (interconnect_gbps or 0) >= MIN_CLUSTER_GBPS
-    )
-
-
-class ClusterMachine(NamedTuple):
-    """One machine of a cluster, with what its row and its booking show: the provider's id for it and its
-    booking limit (read for the clusters an answer shows, `ClusterPlan.machines`)."""
-
-    id: int
-    provider_machine_id: str
-    price_per_hour: Decimal  # all its GPUs
-    booking_limit_hours: int | None = None
-
-
-class ClusterSite(NamedTuple):
-    """Identical machines of one provider at one site that may form a cluster, cheapest first (price per
-    hour, then id): their ids and prices only, which is all a search over a few hundred sites needs. (A
-    named tuple, as `ClusterMachine`: an answer makes a few hundred.)"""
-
-    provider: str
-    site: str
-    country: str | None
-    region: str
-    gpu_type: str
-    gpu_count: int  # GPUs per machine
-    memory_per_gpu_mib: int  # as the machine reports it (nvidia-smi's total)
-    usable_memory_mib: int  # one GPU's memory as CUDA reports it: the catalog's figure for its GPU type
-    interconnect: str
-    interconnect_gbps: int
-    machine_ids: tuple[int, ...]
-    prices_per_gpu_hour: tuple[Decimal, ...]  # each machine's, in the order of `machine_ids`
-
-    def price_per_hour(self, machines: int) -> Decimal:
-        """What its `machines` cheapest machines cost per hour together, all their GPUs."""
-        return sum(self.prices_per_gpu_hour[:machines], Decimal(0)) * self.gpu_count
-
-    @property
-    def tier(self) -> str:
-        """Every machine of a cluster is of the one tier that may form one: what the tier preference
-        compares (`sizing.preferences.RULE`)."""
-        return CLUSTER_TIER
-
-    @property
-    def place(self) -> tuple[object, ...]:
-        """Where it is and what its machines are, its name first: what tells two sites of one provider
-        apart in the listing order."""
-        return (self.site, self.gpu_type, self.gpu_count, self.memory_per_gpu_mib, self.interconnect,
-                self.country or "", self.region)
-
-    def order_key(self, machines: int) -> tuple[object, ...]:
-        """Its `machines` cheapest machines' place in the listing order (`sizing.preferences.ORDER`), as
-        one machine's would be: `cluster_order_key`."""
-        price = self.price_per_hour(machines)
-        return cluster_order_key(price, _ClusterOrder(
-            price / (machines * self.gpu_count), self.provider, self.place, self.machine_ids[:machines]))
-
-
-class _ClusterOrder(NamedTuple):
-    """What the listing order reads of a cluster besides its hourly price, under the names it reads them
-    by (`cluster_order_key`)."""
-
-    price_per_gpu_hour: Decimal  # its hourly price over all its GPUs
-    provider: str
-    place: tuple[object, ...]
-    machine_ids: tuple[int, ...]
-
-
-# The listing order (`sizing.preferences.ORDER`) of clusters: the hourly price (all their machines), the
-# price per GPU-hour, the provider, then the site's place where a machine has the provider's id and the
-# machines' ids where it has ours. Total: a site's machines are its own.
-cluster_order_key = order_key_of(provider_machine_id="place", id="machine_ids")
-
-
-# --- the planner -----------------------------------------------------------------------------------------
 
 # Where the SGLang command's first node listens for the others (`--dist-init-addr`), and Ray's head port.
 SGLANG_INIT_PORT = 20000
@@ -306,81 +216,6 @@ class ClusterPlan:
         return min(limits) if limits else None
 
 
-@dataclass(frozen=True)
-class ClusterSearch:
-    """The plans, cheapest first, and the sites that could not form one, each with its reason. A plan is
-    made when read: an answer shows ten of a few hundred (`cheapest`)."""
-
-    # (`ClusterSite.order_key`, site, need), in the listing order: its key's first value is the hourly price
-    found: tuple[tuple[tuple[Any, ...], ClusterSite, ClusterNeed], ...]
-    skipped: tuple[tuple[ClusterSite, str], ...]
-    # what the plans were sized for: model, precision, kv_bits, context, requests
-    workload: tuple[LanguageModelSpec, int, int, int, int]
-
-    @cached_property
-    def plans(self) -> tuple[ClusterPlan, ...]:
-        return tuple(self._plan(site, need) for _key, site, need in self.found)
-
-    def cheapest(
-        self, preferences: Preferences, count: int
-    ) -> tuple[tuple[ClusterPlan, ...], int, tuple[tuple[str, ...], ...]]:
-        """The `count` cheapest plans that meet every preference (`sizing.preferences.RULE`, as a machine
-        costing the cluster's total per hour would: the price limit and the budget on that total), how
-        many do, and the codes each of the others breaks, in the listing order."""
-        check = breaks_checker(preferences)
-        within, broken = [], []
-        for key, site, need in self.found:
-            codes = check(site, key[0])
-            if codes:
-                broken.append(codes)
-            else:
-                within.append((site, need))
-        return tuple(self._plan(site, need) for site, need in within[:count]), len(within), tuple(broken)
-
-    def _plan(self, site: ClusterSite, need: ClusterNeed) -> ClusterPlan:
-        return _plan(*self.workload, site, need)
-
-
-def search_clusters(model: LanguageModelSpec, precision: int, kv_bits: int, context: int, requests: int,
-                    sites: Iterable[ClusterSite], *,
-                    utilization: Fraction = DEFAULT_UTILIZATION) -> ClusterSearch:
-    """For each site the fewest of its machines (two or more, cheapest first) whose GPUs hold the model at
-    tensor parallel = GPUs per machine × pipeline parallel = machines under vLLM's budget, on the memory
-    CUDA reports (`ClusterSite.usable_memory_mib`)."""
-    # Sites of one shape (GPUs per machine, usable memory) differ only in how many machines they list: per
-    # shape, the counts sized so far (walking up from two) and the first that holds the workload or that
-    # vLLM refuses, (count, need or why not); None until one is found.
-    walked: dict[tuple[int, int], list[Any]] = {}
-    too_few: dict[tuple[int, int, str], str] = {}
-    words = language()
-    found_needs: list[tuple[tuple[Any, ...], ClusterSite, ClusterNeed]] = []
-    skipped: list[tuple[ClusterSite, str]] = []
-    for site in sites:
-        usable = site.usable_memory_mib
-        top = min(len(site.machine_ids), model_value(model, "layers"))
-        shape = walked.setdefault((site.gpu_count, usable), [1, None])
-        while shape[1] is None and shape[0] < top:
-            shape[0] += 1
-            need = _shared_need(words, model, precision, kv_bits, context, requests, site.gpu_count, shape[0],
-                                usable * MIB, utilization)  # answers share them too
-            if isinstance(need, str) or need.fits:
-                shape[1] = (shape[0], need)
-        if shape[1] is None or shape[1][0] > top:
-            key = (top, site.gpu_count, site.gpu_type)
-            if key not in too_few:
-                too_few[key] = _too_few_words(site, top)
-            skipped.append((site, too_few[key]))
-            continue
-        found = shape[1][1]
-        if isinstance(found, str):
-            skipped.append((site, found))
-            continue
-        found_needs.append((site.order_key(found.pipeline_parallel), site, found))
-    found_needs.sort(key=itemgetter(0))  # keys are unique: a site's machine ids are its own
-    return ClusterSearch(found=tuple(found_needs), skipped=tuple(skipped),
-                         workload=(model, precision, kv_bits, context, requests))
-
-
 # The sizings `search_clusters` shares: the same workload on the same shape of machine sizes the same, in
 # the same words, whatever the site. A few hundred sites come to a few dozen shapes, each worth a vLLM
 # budget with its words; the shapes a process asks about repeat from answer to answer.
@@ -420,18 +255,6 @@ def over_budget_words(machines: int, gpus_per_machine: int, gpu_type: str, need:
         "vLLM's budget of %(budget)s."
     ) % {"machines": machines, "gpus": gpus_per_machine, "gpu": gpu_type, "need": fmt_gib(need.need_bytes),
          "budget": fmt_gib(need.budget_bytes)}
-
-
-def plan_clusters(model: LanguageModelSpec, precision: int, kv_bits: int, context: int, requests: int,
-                  sites: Iterable[ClusterSite], *,
-                  utilization: Fraction = DEFAULT_UTILIZATION) -> tuple[ClusterPlan, ...]:
-    """One plan per site that can hold the workload, cheapest first (`search_clusters`)."""
-    return search_clusters(model, precision, kv_bits, context, requests, sites, utilization=utilization).plans
-
-
-def _too_few_words(site: ClusterSite, top: int) -> str:
-    return gettext("%(count)s machines of %(gpus)s × %(gpu)s do not hold it together.") % {
-        "count": top, "gpus": site.gpu_count, "gpu": site.gpu_type}
 
 
 def _plan(model: LanguageModelSpec, precision: int, kv_bits: int, context: int, requests: int,

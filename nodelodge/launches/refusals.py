@@ -27,7 +27,7 @@ from nodelodge.recommendations.query import QueryError, WorkloadQuery
 from nodelodge.recommendations.query import parse_query as parse_workload_query
 from sizing import reasons
 from sizing.availability import GONE, unavailable_reason
-from sizing.cluster import can_join_cluster
+from sizing.cluster_sites import can_join_cluster
 from sizing.fit import fit_on_machine
 from sizing.results import RecommendedMachine
 from sizing.units import money_amount, money_text
@@ -298,7 +298,7 @@ def _refuse_plan_misfit(machine, gpus, offer, reason, breakdown, refuse) -> None
 
 def _refuse_cluster_member(machine, gpus, reason, first, refuse) -> Machine:
     """A cluster takes each machine whole, identical to the first (by id) and fit for a cluster
-    (`sizing.cluster`), whatever the client sent. Returns the cluster's first machine."""
+    (`sizing.cluster_sites`), whatever the client sent. Returns the cluster's first machine."""
     name = machine_name(machine)
     if reason is not None:
         raise refuse(

@@ -1,10 +1,10 @@
 """Clusters in an answer: for a language model served for inference, the cheapest clusters of identical
 machines (one per site) that hold it under vLLM, when no single machine fits (`clusters=auto`, the
 default) or always (`clusters=show`). The catalog groups the machines that may form one
-(`catalog.clusters.cluster_sites`), read through the fleet reader as machines are; the sizing engine plans
-them (`sizing.cluster.search_clusters`) and holds each cluster's total price per hour to the preferences as
-a machine's hourly price is held (`sizing.preferences.RULE`: the price limit and the budget), in the
-listing order (`sizing.preferences.ORDER`).
+(`catalog.clusters.cluster_sites`), read through the fleet reader as machines are; the sizing engine
+plans them (`sizing.cluster_search.search_clusters`) and holds each cluster's total price per hour to the
+preferences as a machine's hourly price is held (`sizing.preferences.RULE`: the price limit and the
+budget), in the listing order (`sizing.preferences.ORDER`).
 
 An answer that needs no cluster reads no cluster site: the sites are read only past `wants_clusters`.
 """
@@ -19,13 +19,8 @@ from django.utils.translation import gettext, ngettext
 
 from catalog import rows as catalog_rows
 from catalog.clusters import MACHINES_PER_SITE, MIN_MACHINES_PER_SITE, site_of, with_machines
-from sizing.cluster import (
-    ClusterPlan,
-    cluster_need,
-    over_budget_words,
-    plan_of,
-    search_clusters,
-)
+from sizing.cluster import ClusterPlan, cluster_need, over_budget_words, plan_of
+from sizing.cluster_search import search_clusters
 from sizing.errors import SizingError
 from sizing.reasons import BREAK_BUDGET, BREAK_MAX_PRICE
 from sizing.units import MIB, gib_number, money_string

@@ -27,7 +27,7 @@ from catalog.counting.fleet_query import FleetQuery
 from catalog.models import Machine
 from sizing import fit as sizing_fit
 from sizing.breakdown import Breakdown
-from sizing.cluster import ClusterSite
+from sizing.cluster_sites import ClusterSite
 from sizing.matching import ALTERNATIVES_SHOWN, Recommendation, recommend, recommend_counted
 from sizing.offers import Preferences, TierChoice
 from sizing.reasons import OFFLINE, STALE
@@ -147,7 +147,7 @@ class FleetReader(Protocol):
     def cluster_sites(self, query: WorkloadQuery, now: datetime) -> tuple[ClusterSite, ...]:
         """The sites where a cluster may be formed now for `query`: its machines available by the one
         rule, in its countries and tier (`catalog.clusters.cluster_sites`; prices are held to the
-        preferences per cluster, `sizing.cluster.ClusterSearch.cheapest`)."""
+        preferences per cluster, `sizing.cluster_search.ClusterSearch.cheapest`)."""
 
 
 class KeptCounts:

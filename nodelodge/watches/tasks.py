@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from nodelodge.celery import app
 
-from . import auto, delivery, services, webhooks
+from . import auto, delivery, evaluation, webhooks
 from .dispatch import AUTO_LAUNCH, DELIVER_FIRING, DELIVER_WEBHOOK, EVALUATE_DUE_WATCHES, EVALUATE_WATCHES
 from .models import Firing, Watch
 
@@ -37,8 +37,8 @@ def evaluate_watches() -> dict:
         while cache.get(AGAIN_KEY) and rounds < 5:
             cache.delete(AGAIN_KEY)
             rounds += 1
-            evaluation = services.evaluate_watches()
-            fired += evaluation.fired
+            checked = evaluation.evaluate_watches()
+            fired += checked.fired
     finally:
         cache.delete(LOCK_KEY)
     if cache.get(AGAIN_KEY):
@@ -52,8 +52,8 @@ def evaluate_watches() -> dict:
 @app.task(name=EVALUATE_DUE_WATCHES)
 def evaluate_due_watches() -> dict:
     """Beat's: the watches whose next check has come (the fleet goes stale without any refresh)."""
-    evaluation = services.evaluate_watches(due_only=True)
-    return {"queries": evaluation.queries, "watches": evaluation.watches, "fired": evaluation.fired}
+    checked = evaluation.evaluate_watches(due_only=True)
+    return {"queries": checked.queries, "watches": checked.watches, "fired": checked.fired}
 
 
 @app.task(name=DELIVER_FIRING)

@@ -73,24 +73,24 @@ def store_watches(watches: int, queries: int) -> int:
 def time_watch_evaluation(watches: int, queries: int, fleet: str, report, target_seconds: float | None) -> dict:
     """Stores the watches, then times one evaluation of all of them (the one after a refresh), with
     the firings it records; delivery is queued, not timed. Adds the figure to `report`."""
-    from nodelodge.watches import services
+    from nodelodge.watches import evaluation as checks
 
     delivered = []
-    queue = services._queue_delivery
-    services._queue_delivery = delivered.append  # delivery runs in its own tasks; counted, not sent
+    queue = checks._queue_delivery
+    checks._queue_delivery = delivered.append  # delivery runs in its own tasks; counted, not sent
     try:
         asked = store_watches(watches, queries)
         # The first check of watches just made: every one whose condition holds fires and records the
         # machines it saw (a whole answer per query). Then the check after a refresh as it usually is:
         # watches remember they match, most fire nothing, and the counts alone answer them.
         started = time.perf_counter()
-        first = services.evaluate_watches()
+        first = checks.evaluate_watches()
         first_seconds = time.perf_counter() - started
         started = time.perf_counter()
-        evaluation = services.evaluate_watches()
+        evaluation = checks.evaluate_watches()
         seconds = time.perf_counter() - started
     finally:
-        services._queue_delivery = queue
+        checks._queue_delivery = queue
     report.add(
         f"watch evaluation, first check of new watches ({len(first.fired):,} fire), {watches:,} watches "
         f"({asked:,} distinct queries)", fleet, first_seconds, "s",

@@ -1,6 +1,6 @@
 """The cluster sites: which machines may serve one model together, grouped by site, in one statement.
 
-The rule (`sizing.cluster.can_join_cluster`) and its ORM form (`catalog.cluster_rule`) must let the same
+The rule (`sizing.cluster_sites.can_join_cluster`) and its ORM form (`catalog.cluster_rule`) must let the same
 machines through over every combination of the facts it reads; the selector must never put machines of
 different providers, sites, tiers, GPU types, GPU counts or memory in one site, never take a machine
 without a fast RDMA interconnect, a Community one, one outside the chosen countries, or one that is not
@@ -21,7 +21,8 @@ from catalog.clusters import MACHINES_PER_SITE, cluster_sites, with_machines
 from catalog.models import Machine
 from nodelodge.recommendations.fleet import EVERY_MACHINE, KEPT_COUNTS
 from nodelodge.recommendations.query import parse_query
-from sizing.cluster import ClusterNeed, ClusterPlan, can_join_cluster
+from sizing.cluster import ClusterNeed, ClusterPlan
+from sizing.cluster_sites import can_join_cluster
 from sizing.offers import Preferences
 from sizing.preferences import preference_breaks
 from tests.factories import H100_MIB, H200_MIB, build_machine, make_gpu_type, make_machine, make_provider

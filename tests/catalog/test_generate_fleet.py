@@ -10,7 +10,7 @@ from django.utils.text import slugify
 from catalog.fleets import generate_fleet
 from catalog.models import Machine, MeasuredSpeed, Provider
 from catalog.services import load_gpu_types
-from sizing.cluster import can_join_cluster
+from sizing.cluster_sites import can_join_cluster
 
 pytestmark = pytest.mark.django_db
 

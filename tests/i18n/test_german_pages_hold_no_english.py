@@ -170,7 +170,7 @@ def watch_pages(client) -> dict[str, str]:
 
     from django.core import mail
 
-    from nodelodge.watches import auto
+    from nodelodge.watches import auto, evaluation
     from nodelodge.watches import services as watches
     from nodelodge.watches.models import Firing, Watch
 
@@ -194,7 +194,7 @@ def watch_pages(client) -> dict[str, str]:
                                                 webhook_format="slack")
     mail.outbox.clear()
     Machine.objects.update(price_per_gpu_hour=Decimal("0.098"))
-    watches.evaluate_watches()
+    evaluation.evaluate_watches()
     for firing in Firing.objects.filter(watch=cheapest):
         auto.launch_for(firing.pk)
     answers["My launches with watches"] = client.get("/de/launches/", **GERMAN).content.decode()
@@ -209,10 +209,9 @@ def watch_pages(client) -> dict[str, str]:
 
 @pytest.mark.django_db(transaction=True)
 def test_the_german_watch_pages_and_emails_hold_no_english_word_or_number(german_client, monkeypatch):
-    from nodelodge.watches import services as watches
-    from nodelodge.watches import tasks
+    from nodelodge.watches import evaluation, tasks
 
-    monkeypatch.setattr(watches, "_queue_delivery", lambda firing_id: tasks.deliver_firing(firing_id))
+    monkeypatch.setattr(evaluation, "_queue_delivery", lambda firing_id: tasks.deliver_firing(firing_id))
     names = product_names()
     pages = watch_pages(german_client)
     english = [f"{name}: {words}" for name, html in pages.items()

@@ -13,15 +13,9 @@ from hypothesis import strategies as st
 from catalog.data.language_models import LANGUAGE_MODELS
 from sizing.calculators.items import weight_items
 from sizing.calculators.vllm_inference import estimate_vllm
-from sizing.cluster import (
-    CLUSTER_TIER,
-    ClusterMachine,
-    ClusterSite,
-    cluster_need,
-    layers_per_stage,
-    plan_clusters,
-    search_clusters,
-)
+from sizing.cluster import cluster_need, layers_per_stage
+from sizing.cluster_search import plan_clusters, search_clusters
+from sizing.cluster_sites import CLUSTER_TIER, ClusterMachine, ClusterSite
 from sizing.offers import Preferences
 from sizing.preferences import HOURLY_PRICE, ORDER, preference_breaks
 from sizing.reasons import BREAK_BUDGET, BREAK_MAX_PRICE

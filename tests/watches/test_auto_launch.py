@@ -8,9 +8,10 @@ from django.core import mail
 
 from catalog.models import Machine
 from nodelodge.launches.models import Booking
-from nodelodge.watches import auto, services
+from nodelodge.watches import auto, evaluation
+from nodelodge.watches.evaluation import evaluate_watches
 from nodelodge.watches.models import Firing, Watch
-from nodelodge.watches.services import WatchRequest, create_watch, evaluate_watches
+from nodelodge.watches.services import WatchRequest, create_watch
 from tests.factories import make_user
 from tests.helpers import LLAMA_8B
 
@@ -21,7 +22,7 @@ QUERY = dict(pair.split("=") for pair in LLAMA_8B.split("&"))
 @pytest.fixture(autouse=True)
 def firings_only(monkeypatch):
     """Each test runs the auto-launch of the firing itself, after the evaluation."""
-    monkeypatch.setattr(services, "_queue_delivery", lambda firing_id: None)
+    monkeypatch.setattr(evaluation, "_queue_delivery", lambda firing_id: None)
 
 
 def auto_watch(owner=None, cap="3.00") -> Watch:

@@ -12,9 +12,10 @@ from catalog.models import Machine
 from nodelodge.launches.booking import LaunchOutcome, launch
 from nodelodge.launches.models import Booking
 from nodelodge.launches.refusals import LaunchRefused
-from nodelodge.watches import auto, services
+from nodelodge.watches import auto, evaluation
+from nodelodge.watches.evaluation import evaluate_watches
 from nodelodge.watches.models import Firing, Watch
-from nodelodge.watches.services import WatchRequest, create_watch, evaluate_watches
+from nodelodge.watches.services import WatchRequest, create_watch
 from tests.factories import make_user
 from tests.helpers import LLAMA_8B
 
@@ -41,7 +42,7 @@ def together(*calls):
 
 @pytest.mark.parametrize("round_", range(ROUNDS))
 def test_auto_launch_and_a_manual_launch_on_the_last_gpu_book_exactly_one(catalog, monkeypatch, round_):
-    monkeypatch.setattr(services, "_queue_delivery", lambda firing_id: None)
+    monkeypatch.setattr(evaluation, "_queue_delivery", lambda firing_id: None)
     machine = catalog.machine(gpu_count=2, free_gpus=1, price_per_gpu_hour=Decimal("2.49"))
     watcher, other = make_user(), make_user()
     watch = create_watch(watcher, WatchRequest(query=QUERY, email=False, auto_launch=True, auto_launch_max_price="3"))

@@ -12,7 +12,7 @@ from django.core import mail
 from playwright.sync_api import expect
 
 from nodelodge.refresh import services as refresh
-from nodelodge.watches import services, tasks
+from nodelodge.watches import evaluation, services, tasks
 from nodelodge.watches.models import Watch
 from tests.a11y import assert_accessible
 from tests.factories import make_user
@@ -43,7 +43,7 @@ def test_an_empty_answer_watched_fires_when_a_refresh_brings_a_machine(
 ):
     settings.CONSOLE_BASE_URL = live_server.url
     # Delivery in this process, as the worker would run it.
-    monkeypatch.setattr(services, "_queue_delivery", lambda firing_id: tasks.deliver_firing(firing_id))
+    monkeypatch.setattr(evaluation, "_queue_delivery", lambda firing_id: tasks.deliver_firing(firing_id))
     make_user("ada")
     page = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
     sign_in(page, live_server.url)
@@ -66,7 +66,7 @@ def test_an_empty_answer_watched_fires_when_a_refresh_brings_a_machine(
     ]))
     catalog.provider.save()
     assert refresh.refresh_provider(catalog.provider.pk).status == "ok"
-    services.evaluate_watches()
+    evaluation.evaluate_watches()
 
     [message] = mail.outbox
     link = re.search(r"^(http://\S+/\?\S+)$", message.body, re.MULTILINE).group(1)

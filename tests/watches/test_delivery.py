@@ -9,8 +9,9 @@ from django.utils import timezone
 
 from nodelodge.celery import app
 from nodelodge.watches import tasks
+from nodelodge.watches.evaluation import evaluate_watches
 from nodelodge.watches.models import Firing, Watch
-from nodelodge.watches.services import WatchRequest, create_watch, evaluate_watches
+from nodelodge.watches.services import WatchRequest, create_watch
 from tests.factories import make_user
 from tests.helpers import LLAMA_8B
 from tests.webhooks import Receiver

@@ -7,9 +7,10 @@ import pytest
 from django.utils import timezone
 
 from catalog.models import Machine
-from nodelodge.watches import services
+from nodelodge.watches import evaluation, services
+from nodelodge.watches.evaluation import evaluate_watches
 from nodelodge.watches.models import Firing, Watch
-from nodelodge.watches.services import WatchError, WatchRequest, create_watch, evaluate_watches
+from nodelodge.watches.services import WatchError, WatchRequest, create_watch
 from tests.factories import make_user
 from tests.helpers import LLAMA_8B
 
@@ -20,7 +21,7 @@ QUERY = dict(pair.split("=") for pair in LLAMA_8B.split("&"))
 @pytest.fixture(autouse=True)
 def no_delivery(monkeypatch):
     """Delivery has its own tests; here the firings alone are counted."""
-    monkeypatch.setattr(services, "_queue_delivery", lambda firing_id: None)
+    monkeypatch.setattr(evaluation, "_queue_delivery", lambda firing_id: None)
 
 
 def watch(owner=None, **fields) -> Watch:
@@ -56,7 +57,7 @@ def test_an_empty_answer_fires_when_a_machine_appears_and_only_once(catalog):
     assert [(m["id"], m["price_per_hour"], m["gpus"]) for m in firing.matches] == [(machine.pk, "2.4900", 1)]
     made.refresh_from_db()
     assert made.matching and made.last_fired_at == now + timedelta(minutes=1)
-    assert made.next_check_at == now + timedelta(minutes=2) + services.check_interval()
+    assert made.next_check_at == now + timedelta(minutes=2) + evaluation.check_interval()
 
 
 def test_a_match_that_leaves_and_comes_back_fires_again_only_after_the_cool_down(catalog):
@@ -225,7 +226,7 @@ def test_the_counts_alone_give_the_whole_answers_total_and_cheapest_price(catalo
     query = services.watch_query(watch(query={**QUERY, **extra}))
     now = timezone.now()
 
-    glanced, whole = services.glance(query, now), services.find(query, now)
+    glanced, whole = evaluation.glance(query, now), evaluation.find(query, now)
 
     assert not glanced.described and whole.described
     assert (glanced.machines_total, glanced.cheapest) == (whole.machines_total, whole.cheapest)
@@ -236,7 +237,7 @@ def test_a_check_that_fires_nothing_describes_no_machine(catalog, monkeypatch):
     watch()
     evaluate_watches(now=timezone.now())  # fires, and records the machine it saw
     described = []
-    monkeypatch.setattr(services, "find", lambda query, now: described.append(query))
+    monkeypatch.setattr(evaluation, "find", lambda query, now: described.append(query))
 
     later = evaluate_watches(now=timezone.now() + timedelta(minutes=1))
 
@@ -249,8 +250,8 @@ def test_a_filtered_query_is_answered_whole(catalog):
     catalog.machine()
     query = services.watch_query(watch(query={**QUERY, "min_memory_gib": "40"}))
 
-    assert services.glance(query, timezone.now()) is None
-    assert services.find(query, timezone.now()).machines_total == 1
+    assert evaluation.glance(query, timezone.now()) is None
+    assert evaluation.find(query, timezone.now()).machines_total == 1
 
 
 def test_a_check_asked_for_during_the_last_round_is_queued_not_lost(catalog, monkeypatch):
@@ -259,7 +260,7 @@ def test_a_check_asked_for_during_the_last_round_is_queued_not_lost(catalog, mon
     from nodelodge.watches import tasks
 
     rounds, queued = [], []
-    real = services.evaluate_watches
+    real = evaluation.evaluate_watches
 
     def asked_again_meanwhile(**kwargs):
         rounds.append(1)
@@ -267,7 +268,7 @@ def test_a_check_asked_for_during_the_last_round_is_queued_not_lost(catalog, mon
         cache.set(tasks.AGAIN_KEY, 1)  # a refresh ends while this round runs and asks for a check
         return outcome
 
-    monkeypatch.setattr(services, "evaluate_watches", asked_again_meanwhile)
+    monkeypatch.setattr(evaluation, "evaluate_watches", asked_again_meanwhile)
     monkeypatch.setattr(tasks.evaluate_watches, "delay", lambda: queued.append(1))
     try:
         outcome = tasks.evaluate_watches()

@@ -14,9 +14,10 @@ from django.utils import timezone
 from catalog.models import Machine
 from nodelodge.recommendations import fleet
 from nodelodge.recommendations.estimate import estimate_for
-from nodelodge.watches import services
+from nodelodge.watches import evaluation, services
+from nodelodge.watches.evaluation import evaluate_watches
 from nodelodge.watches.models import Firing, Watch
-from nodelodge.watches.services import WatchRequest, create_watch, evaluate_watches
+from nodelodge.watches.services import WatchRequest, create_watch
 from tests.differential import PREFERENCES, QUERIES, parse, random_fleet
 from tests.factories import make_user
 from tests.helpers import LLAMA_8B
@@ -34,7 +35,7 @@ CONDITIONS = (
 
 @pytest.fixture(autouse=True)
 def no_delivery(monkeypatch):
-    monkeypatch.setattr(services, "_queue_delivery", lambda firing_id: None)
+    monkeypatch.setattr(evaluation, "_queue_delivery", lambda firing_id: None)
 
 
 def variants(count: int) -> list[dict]:
@@ -92,9 +93,9 @@ def test_a_glance_at_many_queries_gives_each_ones_whole_answers_figures(catalog)
     queries = [services.watch_query(made) for made in watches_over(variants(35))]
     now = timezone.now()
 
-    glanced = services.glances([(query, estimate_for(query)[0]) for query in queries], now)
+    glanced = evaluation.glances([(query, estimate_for(query)[0]) for query in queries], now)
 
-    whole = [services.find(query, now) for query in queries]
+    whole = [evaluation.find(query, now) for query in queries]
     assert [(g.machines_total, g.cheapest) for g in glanced] == [(w.machines_total, w.cheapest) for w in whole]
     assert {g.machines_total for g in glanced} == {0, 1, 2, 3, 4}, "the variants count differently"
 
@@ -107,15 +108,15 @@ def test_evaluating_many_queries_fires_the_watches_asking_each_alone_fires(catal
     made = watches_over(variants(35), per_query=3)
     expected = {}
     for watch in made:
-        found = services.find(services.watch_query(watch), now)
-        if services.condition_holds(watch, found):
+        found = evaluation.find(services.watch_query(watch), now)
+        if evaluation.condition_holds(watch, found):
             expected[watch.pk] = (found.machines_total, found.cheapest)
 
-    evaluation = evaluate_watches(now=now)
+    checked = evaluate_watches(now=now)
 
     fired = {f.watch_id: (f.machines_total, f.cheapest_price_per_hour) for f in Firing.objects.all()}
-    assert (evaluation.queries, evaluation.watches) == (35, 105)
-    assert fired == expected and len(evaluation.fired) == len(expected)
+    assert (checked.queries, checked.watches) == (35, 105)
+    assert fired == expected and len(checked.fired) == len(expected)
     assert 0 < len(expected) < len(made)
     assert set(Watch.objects.filter(matching=True).values_list("pk", flat=True)) == set(expected)
     assert evaluate_watches(now=now + timedelta(minutes=1)).fired == []  # each fires once
@@ -130,7 +131,7 @@ def test_each_sizing_is_worked_out_once_per_evaluation(catalog, monkeypatch):
         worked_out.append(query.precision)
         return estimate_for(query, *args, **kwargs)
 
-    monkeypatch.setattr(services, "estimate_for", counted)
+    monkeypatch.setattr(evaluation, "estimate_for", counted)
 
     assert evaluate_watches().queries == 22
     assert sorted(worked_out) == [8, 16]
@@ -143,8 +144,8 @@ def statements_of_a_quiet_check(queries: int) -> int:
     now = timezone.now()
     evaluate_watches(now=now)
     with CaptureQueriesContext(connection) as statements:
-        evaluation = evaluate_watches(now=now + timedelta(minutes=1))
-    assert evaluation.fired == [] and evaluation.watches == 2 * queries
+        checked = evaluate_watches(now=now + timedelta(minutes=1))
+    assert checked.fired == [] and checked.watches == 2 * queries
     return len(statements)
 
 
@@ -155,7 +156,7 @@ def test_a_check_that_fires_nothing_costs_as_many_statements_whatever_the_number
 ):
     catalog.machine(country="DE")
     monkeypatch.setattr(fleet, "MEETING_CHUNK", 50)
-    monkeypatch.setattr(services, "UNCHANGED_CHUNK", 500)
+    monkeypatch.setattr(evaluation, "UNCHANGED_CHUNK", 500)
 
     assert statements_of_a_quiet_check(3) == statements_of_a_quiet_check(35)
 
@@ -163,17 +164,17 @@ def test_a_check_that_fires_nothing_costs_as_many_statements_whatever_the_number
 def test_the_checks_of_unchanged_watches_are_noted_a_chunk_a_statement(catalog, monkeypatch):
     catalog.machine(country="DE")
     made = watches_over(variants(7), per_query=2)
-    monkeypatch.setattr(services, "UNCHANGED_CHUNK", 3)
+    monkeypatch.setattr(evaluation, "UNCHANGED_CHUNK", 3)
     now = timezone.now()
     evaluate_watches(now=now)
     later = now + timedelta(minutes=1)
 
     with CaptureQueriesContext(connection) as statements:
-        evaluation = evaluate_watches(now=later)
+        checked = evaluate_watches(now=later)
 
-    assert evaluation.fired == [] and evaluation.watches == len(made) == 14
+    assert checked.fired == [] and checked.watches == len(made) == 14
     updates = [s["sql"] for s in statements if s["sql"].startswith("UPDATE") and "watches_watch" in s["sql"]]
     assert len(updates) == 5  # 14 watches, 3 a statement
     assert set(Watch.objects.values_list("last_checked_at", "next_check_at")) == {
-        (later, later + services.check_interval())
+        (later, later + evaluation.check_interval())
     }

@@ -11,9 +11,10 @@ import pytest
 from django.core import mail
 
 from nodelodge.launches.models import Booking
-from nodelodge.watches import auto, services
+from nodelodge.watches import auto, evaluation, services
+from nodelodge.watches.evaluation import evaluate_watches
 from nodelodge.watches.models import Firing, Watch
-from nodelodge.watches.services import WatchRequest, create_watch, evaluate_watches
+from nodelodge.watches.services import WatchRequest, create_watch
 from tests.factories import make_user
 from tests.helpers import LLAMA_8B
 
@@ -171,7 +172,7 @@ def test_the_auto_launch_terms_are_stated_beside_the_checkbox_with_the_real_limi
 
 @pytest.mark.django_db(transaction=True)
 def test_a_booking_made_by_auto_launch_is_marked_with_its_watch_on_my_launches(client, catalog, monkeypatch):
-    monkeypatch.setattr(services, "_queue_delivery", lambda firing_id: None)
+    monkeypatch.setattr(evaluation, "_queue_delivery", lambda firing_id: None)
     owner = signed_in(client)
     watch = create_watch(owner, WatchRequest(query=QUERY, email=False, auto_launch=True,
                                              auto_launch_max_price="3.00"))
@@ -203,7 +204,7 @@ def test_the_german_watch_email_writes_every_price_as_german_does(catalog, monke
     from nodelodge.watches import tasks
 
     settings.CONSOLE_BASE_URL = "https://console.example"
-    monkeypatch.setattr(services, "_queue_delivery", lambda firing_id: tasks.deliver_firing(firing_id))
+    monkeypatch.setattr(evaluation, "_queue_delivery", lambda firing_id: tasks.deliver_firing(firing_id))
     create_watch(make_user(), WatchRequest(query=QUERY, language="de"))
     catalog.machine(provider_machine_id="fra-1", price_per_gpu_hour=Decimal("0.098"))
 

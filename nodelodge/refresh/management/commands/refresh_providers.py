@@ -56,7 +56,7 @@ class Command(BaseCommand):
             style = self.style.SUCCESS if run.status == "ok" else self.style.WARNING
             self.stdout.write(style(line))
         # The watches are checked after the round, as the worker checks them after each refresh.
-        from nodelodge.watches.services import evaluate_watches
+        from nodelodge.watches.evaluation import evaluate_watches
 
         evaluation = evaluate_watches()
         if evaluation.watches:

@@ -1,0 +1,285 @@
+"""The JSON API's answers as their schemas: the shape of each operation's 200 and of its errors
+(`api.py`). ninja names the OpenAPI components by these classes' names."""
+from __future__ import annotations
+
+from ninja import Schema
+
+
+class ItemOut(Schema):
+    name: str
+    gib: float
+    bytes: int
+    formula: str
+    per_gpu: bool
+
+
+class MemoryOut(Schema):
+    workload: str
+    title: str
+    precision: int | None
+    total_gib: float
+    total_bytes: int
+    items: list[ItemOut]
+    assumptions: list[str]
+
+
+class SpeedOut(Schema):
+    model: str
+    precision: int
+    value: float
+    unit: str
+    gpus: int
+    engine: str
+    engine_version: str
+    concurrency: int | None
+    input_tokens: int | None
+    output_tokens: int | None
+    measured_at: str
+    measured_by: str
+    source: str
+
+
+class MachineOut(Schema):
+    id: int
+    provider: str
+    tier: str
+    provider_machine_id: str
+    gpu_type: str
+    gpu_count: int
+    free_gpus: int
+    gpus_used: int
+    memory_per_gpu_gib: float
+    need_per_gpu_gib: float
+    headroom_gib: float
+    headroom_percent: float
+    tight_margin: bool
+    why_gpus: str
+    memory_source: str
+    memory_source_short: str
+    memory_source_words: str
+    memory_flag: str | None
+    country: str | None
+    country_name: str | None
+    region: str
+    price_per_gpu_hour: str
+    price_per_hour: str
+    budget_hours: float | None
+    budget_days: float | None
+    budget_text: str | None
+    budget_capped_by_booking_limit: bool
+    booking_limit_hours: int | None
+    interruptible: bool
+    confidence: str
+    confidence_reasons: list[str]
+    why_it_fits: list[str]
+    limits: list[str]
+    measured_speeds: list[SpeedOut]
+    price_per_million_tokens: str | None
+    price_per_million_tokens_text: str | None
+    last_seen: str | None
+    max_requests_at_context: int | None
+    max_context_at_requests: int | None
+    capacity_text: str | None
+    command: str | None
+
+
+class AlternativeOut(MachineOut):
+    breaks: list[str]
+    breaks_text: list[str]
+
+
+class PrecisionAlternativeOut(Schema):
+    precision: int
+    total_gib: float
+    machines_fitting: int
+    more_machines: int
+    cheapest_price_per_hour: str | None
+    cheapest_machine_id: int | None
+    text: str
+
+
+class ConstraintOut(Schema):
+    label: str
+    value: str
+
+
+class PlanMachineOut(Schema):
+    id: int
+    provider: str
+    provider_machine_id: str
+    tier: str
+    gpu_type: str
+    country: str | None
+    region: str
+    free_gpus: int
+    gpus_per_copy: int
+    productive_copies: int
+    spare_copies: int
+    gpus: int
+    tokens_per_s_per_gpu: float
+    tokens_per_s_per_gpu_text: str
+    usable_tokens_per_s_per_copy: float
+    price_per_gpu_hour: str
+    price_per_hour: str
+    measured_speed: SpeedOut
+    copies_text: str
+    measured_with_text: str
+
+
+class PlanOut(Schema):
+    rank: int
+    label: str
+    gpu_types: list[str]
+    price_per_hour: str
+    price_per_hour_text: str
+    price_per_million_tokens_at_target: str
+    gpus: int
+    productive_gpus: int
+    spare_gpus: int
+    usable_tokens_per_s: float
+    budget_hours: float | None
+    budget_text: str | None
+    proven_cheapest: bool
+    price_floor_per_hour: str | None
+    search_text: str | None
+    steps: list[str]
+    machine_count: int
+    machines: list[PlanMachineOut]
+
+
+class ThroughputPlanOut(Schema):
+    target_tokens_per_s: str
+    target_text: str
+    efficiency_percent: str
+    redundancy: int
+    machines_with_speed: int
+    machines_without_speed: int
+    without_speed_text: str
+    plans: list[PlanOut]
+    empty_reason: str | None
+
+
+class GroupOut(Schema):
+    gpu_type: str
+    machines: int
+
+
+class ListingOut(Schema):
+    sort: str
+    sort_label: str
+    page: int
+    pages: int
+    per_page: int
+    machines_matching: int
+    sorted_among_cheapest: int | None
+    groups: list[GroupOut]
+
+
+class RelaxHintOut(Schema):
+    text: str
+    changes: dict[str, str]
+    machines: int
+    cheapest_price_per_hour: str | None
+    query: str | None
+
+
+class ClusterOut(Schema):
+    machine_ids: list[int]
+    provider_machine_ids: list[str]
+    provider: str
+    site: str
+    country: str | None
+    region: str
+    gpu_type: str
+    gpus_per_machine: int
+    machines: int
+    interconnect: str
+    interconnect_gbps: int
+    tensor_parallel: int
+    pipeline_parallel: int
+    layers_per_stage: list[int]
+    items: list[ItemOut]
+    outside_budget: list[ItemOut]
+    need_per_gpu_bytes: int
+    need_per_gpu_gib: float
+    budget_per_gpu_bytes: int
+    budget_per_gpu_gib: float
+    usable_memory_per_gpu_gib: float
+    price_per_hour: str
+    machine_prices_per_hour: list[str]
+    hours_covered: float | None
+    budget_text: str | None
+    booking_limit_hours: int | None
+    confidence: str
+    confidence_reasons: list[str]
+    assumptions: list[str]
+    vllm_commands: list[str]
+    sglang_commands: list[str]
+    sglang_note: str | None
+
+
+class RecommendationsOut(Schema):
+    memory: MemoryOut
+    machines: list[MachineOut]
+    machines_total: int
+    alternatives: list[AlternativeOut]
+    alternatives_total: int
+    precision_alternatives: list[PrecisionAlternativeOut]
+    constraints: list[ConstraintOut]
+    excluded: dict[str, int]
+    empty_reason: str | None
+    relax: list[RelaxHintOut]
+    fleet_silent: bool
+    throughput_plan: ThroughputPlanOut | None
+    clusters: list[ClusterOut]
+    clusters_total: int
+    clusters_over_price: int
+    clusters_note: str | None
+    listing: ListingOut
+    data_as_of: str
+    newest_report: str | None
+    oldest_report: str | None
+
+
+class CapacityOut(Schema):
+    model: str
+    engine: str
+    engine_version: str
+    fits: bool
+    reason: str | None
+    gpu: str | None
+    gpu_memory_source: str | None
+    gpu_memory_gib: float
+    budget_gib: float
+    budget: str
+    weights_gib: float
+    activation_gib: float
+    non_torch_gib: float
+    kv_cache_gib: float
+    kv_cache_tokens: int
+    max_model_len: int
+    max_concurrency: float
+    requests_at_once: int
+    items: list[ItemOut]
+    outside_budget: list[ItemOut]
+    command: str | None
+
+
+class ErrorOut(Schema):
+    errors: dict[str, str]
+
+
+class ModelOut(Schema):
+    slug: str
+    name: str
+    kind: str
+    workloads: list[str]
+    group: str
+    parameters: int | None
+    active_parameters: int | None
+    parameters_published: str
+    precisions: list[dict]
+    license: str
+    config_url: str
+    figures: dict
+    missing: list[str]
