@@ -79,6 +79,27 @@ BOTH_LANES = {
     # reads nodelodge/settings.py under this run's environment (on SQLite: without REDIS_URL)
     "refresh/test_demo_feed_and_command.py::test_demo_feeds_follow_debug_unless_the_environment_says",
 }
+# bin/test's full runs use two pytest-xdist workers with `--dist loadfile`: each module is one unit of
+# work (its module fixtures built once), and these modules, which start servers, PostgreSQL clusters or
+# hung services, or race threads against the clock, are one unit together (pytest_xdist_make_scheduler
+# below): one worker runs them one after the other while the other worker runs the rest.
+ONE_AT_A_TIME = {
+    "hardening/test_production_layout.py",
+    "hardening/test_read_replica.py",
+    "hardening/test_proxies.py",
+    "hardening/test_faults.py",
+    "hardening/test_hung_redis.py",
+    "launches/test_concurrency.py",
+    "launches/test_group_concurrency.py",
+    "watches/test_auto_launch_race.py",
+    "watches/test_watches_with_worker.py",
+    "refresh/test_refresh_with_worker.py",
+    "refresh/test_feed_conflict_races.py",
+    "refresh/test_refresh_races_bookings.py",
+    "throughput/test_latest_speeds_concurrency.py",
+    "throughput/test_plan_during_refresh.py",
+    "wizard/test_fleet_counts_concurrency.py",
+}
 # Fixtures that start something (a worker, a server, a subprocess): any test using one is slow.
 SLOW_FIXTURES = {"celery_worker", "live_server", "production_response"}
 # The reasons of the PostgreSQL-only tests a SQLite run deselected, counted, for its summary.
@@ -183,6 +204,22 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.slow)
         if module in BOTH_LANES or test in BOTH_LANES:
             item.add_marker(pytest.mark.both_lanes)
+
+
+@pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook: absent with -p no:xdist
+def pytest_xdist_make_scheduler(config, log):
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class ModulesAndOneAtATime(LoadFileScheduling):
+        """`--dist loadfile`, with the ONE_AT_A_TIME modules one unit of work."""
+
+        def _split_scope(self, nodeid: str) -> str:
+            module = super()._split_scope(nodeid)
+            return "one-at-a-time" if module.removeprefix("tests/") in ONE_AT_A_TIME else module
+
+    return ModulesAndOneAtATime(config, log)
 
 
 class PostgresqlOnly:
