@@ -184,3 +184,17 @@ def test_an_empty_or_all_lane_is_every_test(lane, monkeypatch):
 
     monkeypatch.setenv("NODELODGE_TEST_LANE", lane)
     assert _lane() == "all"
+
+
+def test_a_database_only_run_given_only_tests_that_touch_no_database_passes_having_run_none(tmp_path):
+    (tmp_path / "test_sample.py").write_text("def test_pure():\n    assert False, 'ran on the other run'\n")
+    (tmp_path / "conftest.py").write_text(CONFTEST)
+    env = {**os.environ, "PYTHONPATH": str(REPO), "NODELODGE_TEST_LANE": "database-only"}
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:xdist", "--ds=tests.settings", "-q",
+         "test_sample.py"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False,
+    )
+
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "1 deselected" in done.stdout
