@@ -13,6 +13,7 @@ from catalog.models import GpuType, LanguageModel, Machine, Provider
 from catalog.services import load_catalog
 from nodelodge.launches import services
 from sizing.countries import PLACE_NAMES
+from tests.helpers import LLAMA_8B
 
 pytestmark = pytest.mark.django_db
 
@@ -85,7 +86,7 @@ def pages(client) -> dict[str, str]:
     machine = Machine.objects.filter(
         provider__name="Alpine Hosts", is_available=True, free_gpus__gte=2, memory_per_gpu_mib__gte=24_000
     ).order_by("pk").first()
-    query = "workload=inference&model=llama-3-1-8b&precision=16&context=4096&requests=1"
+    query = LLAMA_8B
     running = services.launch(user, machine.pk, 1, machine.price_per_gpu_hour, query, uuid.uuid4().hex).booking
     ended = services.launch(user, machine.pk, 1, machine.price_per_gpu_hour, query, uuid.uuid4().hex + "x")
     services.stop(user, ended.booking.pk)
@@ -170,7 +171,7 @@ def watch_pages(client) -> dict[str, str]:
     user = get_user_model().objects.create_user(username="berta", password="a-long-test-passphrase",
                                                 email="berta@example.com")
     client.force_login(user)
-    query = "workload=inference&model=llama-3-1-8b&precision=16&context=4096&requests=1"
+    query = LLAMA_8B
     params = dict(pair.split("=") for pair in query.split("&"))
     answers = {"result, refused watch": client.post("/de/watches/", {
         "query": query, "condition": "cheapest_below", "price_per_hour": "zwölf", "machines": "",
