@@ -10,9 +10,9 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from catalog.models import GpuType, LanguageModel, Machine, Provider
-from catalog.services import load_catalog
 from nodelodge.launches import services
 from sizing.countries import PLACE_NAMES
+from tests.factories import load_shipped_catalog
 from tests.helpers import LLAMA_8B
 
 pytestmark = pytest.mark.django_db
@@ -74,7 +74,7 @@ def english_words(html: str, names: list[str]) -> list[str]:
 
 @pytest.fixture
 def german_client(client):
-    load_catalog()
+    load_shipped_catalog()
     Machine.objects.filter(provider__name="Alpine Hosts").update(region="Vienna")
     return client
 

@@ -10,12 +10,11 @@ import pytest
 from django.core.management import call_command
 
 from catalog.models import MeasuredSpeed
-from catalog.services import load_catalog
 from nodelodge.recommendations import answer, estimate, fleet
 from nodelodge.recommendations.query import parse_query
 from nodelodge.wizard import result_page
 from sizing.throughput_plan import cheapest_plan
-from tests.factories import make_measured_speed
+from tests.factories import load_shipped_catalog, make_measured_speed
 from tests.helpers import LLAMA_8B, LLAMA_8B_ARGS
 
 pytestmark = pytest.mark.django_db
@@ -241,7 +240,7 @@ def test_the_command_prints_the_plan(make_machine, capsys):
 
 
 def test_the_wizard_turns_a_target_into_the_cheapest_plan_of_the_demo_fleet(client, db):
-    load_catalog()
+    load_shipped_catalog()
     assert MeasuredSpeed.objects.filter(source="feed").values("machine").distinct().count() >= 340 // 6
     query = f"{LLAMA_8B}&target_tokens=20000&countries=EU&gpu_plans=1"
     plan = plan_of(client, query)
