@@ -197,6 +197,8 @@ def _postgresql_reason(item) -> str | None:
 
 
 def pytest_collection_modifyitems(config, items):
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        _one_node_id_each(items)
     for item in items:
         module = item.path.resolve().relative_to(TESTS).as_posix() if TESTS in item.path.parents else ""
         test = f"{module}::{getattr(item, 'originalname', item.name)}"
@@ -204,6 +206,19 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.slow)
         if module in BOTH_LANES or test in BOTH_LANES:
             item.add_marker(pytest.mark.both_lanes)
+
+
+def _one_node_id_each(items) -> None:
+    """Schemathesis gives the test of each API operation the test function's node id (the operation is
+    in its name only); pytest-xdist hands out work by node id, so it would run one of them. Under
+    xdist, each such test gets the node id its name gives it (pytest's own id, from the private _id)."""
+    counts = Counter(item.nodeid for item in items)
+    for item in items:
+        if counts[item.nodeid] > 1 and item.nodeid.rsplit("::", 1)[-1] != item.name:
+            item._id = item.parent.id.child(item.name)
+    repeated = [nodeid for nodeid, count in Counter(item.nodeid for item in items).items() if count > 1]
+    if repeated:
+        raise pytest.UsageError(f"pytest-xdist would run one test of each repeated node id: {repeated[:3]}")
 
 
 @pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook: absent with -p no:xdist
