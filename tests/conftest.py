@@ -1,6 +1,13 @@
 """Shared test setup. The suite runs on real PostgreSQL and Redis, and again on SQLite, the embedded
 default `bin/run` uses (bin/test runs both). Tests that are PostgreSQL-only by nature carry
-`@pytest.mark.postgresql(reason=...)` and are deselected, with their reasons counted, on SQLite."""
+`@pytest.mark.postgresql(reason=...)` and are deselected, with their reasons counted, on SQLite.
+
+A test that touches no database gives the same answer on both, so bin/test runs it once: the SQLite
+run sets NODELODGE_TEST_LANE=database-only and leaves out (deselects, and counts) every test that
+neither asks for the database (pytest-django's `django_db` marker, its `db`, `transactional_db`,
+`live_server` or `django_db_setup` fixtures, directly or through any fixture it uses, or a Django
+TransactionTestCase) nor is about the embedded default itself (`@pytest.mark.both_lanes`: the local
+cache without REDIS_URL, Celery in-process, the SQLite settings)."""
 import os
 from collections import Counter
 from pathlib import Path
@@ -42,6 +49,7 @@ SLOW_MODULES = {
     "wizard/test_fleet_counts_concurrency.py",  # threads refreshing, launching and reading at once
     "watches/test_watches_with_worker.py",  # a real Celery worker and beat
     "watches/test_auto_launch_race.py",  # auto-Launch and a manual Launch racing for the last GPU
+    "test_lanes.py",  # pytest in subprocesses, collecting a sample on each lane
 }
 # Single tests elsewhere that run over a whole or generated fleet, or several of them (the differential
 # sweeps: the engine, the ORM and the SQL compared machine by machine over random fleets):
@@ -63,10 +71,78 @@ SLOW_TESTS = {
     "wizard/test_wizard_view.py::test_query_count_does_not_grow_with_the_fleet",
     "watches/test_webhook_addresses.py::test_a_receiver_that_never_answers_is_given_up_at_five_seconds",
 }
+# Tests that touch no test database yet are about the embedded default `bin/run` gives (SQLite, no
+# REDIS_URL: a local cache, Celery in-process): marked both_lanes, so bin/test's database-only SQLite
+# run keeps them. A module here marks every test in it; `@pytest.mark.both_lanes` marks one in place.
+BOTH_LANES = {
+    "wizard/test_embedded_sqlite.py",  # manage.py on a SQLite file of its own, as bin/run starts it
+    # reads nodelodge/settings.py under this run's environment (on SQLite: without REDIS_URL)
+    "refresh/test_demo_feed_and_command.py::test_demo_feeds_follow_debug_unless_the_environment_says",
+}
+# bin/test's full runs use two pytest-xdist workers with `--dist loadfile`: each module is one unit of
+# work (its module fixtures built once), and these modules, which start servers, PostgreSQL clusters or
+# hung services, or race threads against the clock, are one unit together (pytest_xdist_make_scheduler
+# below): one worker runs them one after the other while the other worker runs the rest.
+ONE_AT_A_TIME = {
+    "hardening/test_production_layout.py",
+    "hardening/test_read_replica.py",
+    "hardening/test_proxies.py",
+    "hardening/test_faults.py",
+    "hardening/test_hung_redis.py",
+    "launches/test_concurrency.py",
+    "launches/test_group_concurrency.py",
+    "watches/test_auto_launch_race.py",
+    "watches/test_watches_with_worker.py",
+    "refresh/test_refresh_with_worker.py",
+    "refresh/test_feed_conflict_races.py",
+    "refresh/test_refresh_races_bookings.py",
+    "throughput/test_latest_speeds_concurrency.py",
+    "throughput/test_plan_during_refresh.py",
+    "wizard/test_fleet_counts_concurrency.py",
+}
 # Fixtures that start something (a worker, a server, a subprocess): any test using one is slow.
 SLOW_FIXTURES = {"celery_worker", "live_server", "production_response"}
 # The reasons of the PostgreSQL-only tests a SQLite run deselected, counted, for its summary.
 POSTGRESQL_ONLY = pytest.StashKey[Counter]()
+# The tests a database-only run left out because they touch no database, counted by folder.
+NO_DATABASE = pytest.StashKey[Counter]()
+
+# NODELODGE_TEST_LANE picks what a run keeps: unset or "all" every test, "database-only" the tests
+# that touch a database (and those marked both_lanes). bin/test sets it for its second database.
+LANES = ("all", "database-only")
+# pytest-django's fixtures that open the test database; `item.fixturenames` is the closure of the
+# test's fixtures, so a fixture that needs one of these (admin_user needs db, celery_worker needs
+# django_db_setup) makes its tests database tests too. live_server serves from the test database.
+DATABASE_FIXTURES = frozenset({
+    "_django_db_helper", "db", "transactional_db", "django_db_reset_sequences",
+    "django_db_serialized_rollback", "django_db_setup", "live_server",
+})
+
+
+def _lane() -> str:
+    lane = os.environ.get("NODELODGE_TEST_LANE", "") or "all"
+    if lane not in LANES:
+        raise pytest.UsageError(f"NODELODGE_TEST_LANE={lane!r}: use one of {', '.join(LANES)}")
+    return lane
+
+
+def touches_database(item) -> bool:
+    """Whether a collected test uses the test database (pytest-django's rule, read before it runs)."""
+    if item.get_closest_marker("django_db") is not None:
+        return True
+    if DATABASE_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+        return True
+    test_class = getattr(item, "cls", None)
+    if test_class is not None:
+        from django.test import TransactionTestCase  # TestCase is one too; SimpleTestCase is not
+
+        return issubclass(test_class, TransactionTestCase)
+    return False
+
+
+def runs_on_lane(item, lane: str) -> bool:
+    """Whether a database-only lane keeps the test: it touches a database, or is marked both_lanes."""
+    return lane == "all" or item.get_closest_marker("both_lanes") is not None or touches_database(item)
 
 
 def _database() -> dict:
@@ -98,6 +174,7 @@ def pytest_configure(config):
             f"got engine {database['ENGINE']!r}."
         )
     config.pluginmanager.register(PostgresqlOnly(), "nodelodge-postgresql-only")
+    config.pluginmanager.register(DatabaseOnlyLane(_lane()), "nodelodge-database-only-lane")
 
 
 def pytest_report_header(config):
@@ -120,14 +197,44 @@ def _postgresql_reason(item) -> str | None:
 
 
 def pytest_collection_modifyitems(config, items):
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        _one_node_id_each(items)
     for item in items:
         module = item.path.resolve().relative_to(TESTS).as_posix() if TESTS in item.path.parents else ""
-        if (
-            module in SLOW_MODULES
-            or f"{module}::{getattr(item, 'originalname', item.name)}" in SLOW_TESTS
-            or SLOW_FIXTURES.intersection(item.fixturenames)
-        ):
+        test = f"{module}::{getattr(item, 'originalname', item.name)}"
+        if module in SLOW_MODULES or test in SLOW_TESTS or SLOW_FIXTURES.intersection(item.fixturenames):
             item.add_marker(pytest.mark.slow)
+        if module in BOTH_LANES or test in BOTH_LANES:
+            item.add_marker(pytest.mark.both_lanes)
+
+
+def _one_node_id_each(items) -> None:
+    """Schemathesis gives the test of each API operation the test function's node id (the operation is
+    in its name only); pytest-xdist hands out work by node id, so it would run one of them. Under
+    xdist, each such test gets the node id its name gives it (pytest's own id, from the private _id)."""
+    counts = Counter(item.nodeid for item in items)
+    for item in items:
+        if counts[item.nodeid] > 1 and item.nodeid.rsplit("::", 1)[-1] != item.name:
+            item._id = item.parent.id.child(item.name)
+    repeated = [nodeid for nodeid, count in Counter(item.nodeid for item in items).items() if count > 1]
+    if repeated:
+        raise pytest.UsageError(f"pytest-xdist would run one test of each repeated node id: {repeated[:3]}")
+
+
+@pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook: absent with -p no:xdist
+def pytest_xdist_make_scheduler(config, log):
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class ModulesAndOneAtATime(LoadFileScheduling):
+        """`--dist loadfile`, with the ONE_AT_A_TIME modules one unit of work."""
+
+        def _split_scope(self, nodeid: str) -> str:
+            module = super()._split_scope(nodeid)
+            return "one-at-a-time" if module.removeprefix("tests/") in ONE_AT_A_TIME else module
+
+    return ModulesAndOneAtATime(config, log)
 
 
 class PostgresqlOnly:
@@ -146,16 +253,67 @@ class PostgresqlOnly:
             items[:] = kept
 
 
+class DatabaseOnlyLane:
+    """On a database-only lane, the tests that touch no database leave as deselected: the other run
+    ran them. Runs after `-m` has chosen, as PostgresqlOnly, so the summary counts what this run left."""
+
+    def __init__(self, lane: str):
+        self.lane = lane
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, config, items):
+        kept, left = [], []
+        for item in items:
+            (kept if runs_on_lane(item, self.lane) else left).append(item)
+        config.stash[NO_DATABASE] = Counter(_folder(item) for item in left)
+        if left:
+            config.hook.pytest_deselected(items=left)
+            items[:] = kept
+
+
+def _folder(item) -> str:
+    return item.path.parent.relative_to(TESTS.parent).as_posix() if TESTS in item.path.parents else "?"
+
+
+# Under pytest-xdist the workers collect and deselect; each sends its counts to the main process,
+# which prints them. Every worker collects the same tests, so the first worker's counts are the run's.
+def pytest_sessionfinish(session, exitstatus):
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:
+        workeroutput["nodelodge_postgresql_only"] = dict(session.config.stash.get(POSTGRESQL_ONLY, Counter()))
+        workeroutput["nodelodge_no_database"] = dict(session.config.stash.get(NO_DATABASE, Counter()))
+    # A database-only run given only tests that touch no database ran none: they ran on the other
+    # database's run, so that is a pass, not pytest's "no tests collected" (which bin/test fails).
+    if exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED and session.config.stash.get(NO_DATABASE, None):
+        session.exitstatus = pytest.ExitCode.OK
+
+
+@pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook: absent with -p no:xdist
+def pytest_testnodedown(node, error):
+    output = getattr(node, "workeroutput", None) or {}
+    if "nodelodge_no_database" in output and NO_DATABASE not in node.config.stash:
+        node.config.stash[POSTGRESQL_ONLY] = Counter(output["nodelodge_postgresql_only"])
+        node.config.stash[NO_DATABASE] = Counter(output["nodelodge_no_database"])
+
+
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
     reasons = config.stash.get(POSTGRESQL_ONLY, Counter())
-    if not reasons:
-        return
-    terminalreporter.section("PostgreSQL-only tests, deselected on SQLite")
-    terminalreporter.write_line(
-        f"{sum(reasons.values())} tests of this selection need PostgreSQL by nature; they run on the PostgreSQL run:"
-    )
-    for reason, count in sorted(reasons.items(), key=lambda pair: (-pair[1], pair[0])):
-        terminalreporter.write_line(f"  {count:4d}  {reason}")
+    if reasons:
+        terminalreporter.section("PostgreSQL-only tests, deselected on SQLite")
+        terminalreporter.write_line(
+            f"{sum(reasons.values())} tests of this selection need PostgreSQL by nature; they run on the PostgreSQL run:"
+        )
+        for reason, count in sorted(reasons.items(), key=lambda pair: (-pair[1], pair[0])):
+            terminalreporter.write_line(f"  {count:4d}  {reason}")
+    folders = config.stash.get(NO_DATABASE, Counter())
+    if folders:
+        terminalreporter.section("Tests that touch no database, deselected on this database-only run")
+        terminalreporter.write_line(
+            f"{sum(folders.values())} tests of this selection touch no database (NODELODGE_TEST_LANE=database-only); "
+            "they run on the other database's run:"
+        )
+        for folder, count in sorted(folders.items(), key=lambda pair: (-pair[1], pair[0])):
+            terminalreporter.write_line(f"  {count:4d}  {folder}")
 
 
 @pytest.fixture(scope="session")

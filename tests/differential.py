@@ -11,9 +11,10 @@ from sizing.fit import fit_thresholds
 from sizing.limits import PAGE_LIMIT
 from sizing.specs import PRECISIONS
 from tests import factories
+from tests.helpers import LLAMA_8B
 
 QUERIES = [
-    "workload=inference&model=llama-3-1-8b&precision=16&context=4096&requests=1",
+    LLAMA_8B,
     "workload=inference&model=llama-3-1-70b&precision=16&context=8192&requests=4",
     "workload=inference&model=llama-3-1-405b&precision=16&context=8192&requests=1",
     "workload=inference&model=qwen2-5-32b&precision=8&context=32768&requests=2",

@@ -16,8 +16,6 @@ from DATABASE_URL) with two changes that make tests cheap without changing what 
 
 Processes the tests start as production would (servers, workers, manage.py) are given
 DJANGO_SETTINGS_MODULE=nodelodge.settings explicitly."""
-from urllib.parse import urlsplit, urlunsplit
-
 from nodelodge.settings import *  # noqa: F403
 from nodelodge.settings import (
     API_RATE_LIMIT,
@@ -26,6 +24,7 @@ from nodelodge.settings import (
     PASSWORD_RESET_RATE_LIMIT,
     SIGNUP_RATE_LIMIT,
 )
+from tests.helpers import for_this_worker
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
@@ -54,13 +53,14 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":  # noqa: F
     _options = DATABASES["default"].setdefault("OPTIONS", {})  # noqa: F405
     _options["options"] = f"{_options.get('options', '')} -c synchronous_commit=off".strip()
 
-# The fast lane's pytest-xdist workers share one Redis: each keeps its cache in a database of its own,
-# since a test's cache.clear() empties the whole database the other worker's tests are caching in.
-_worker = os.environ.get("PYTEST_XDIST_WORKER", "")  # noqa: F405
-if _worker.startswith("gw") and CACHES["default"].get("LOCATION"):  # noqa: F405
-    _location = urlsplit(CACHES["default"]["LOCATION"])  # noqa: F405
-    _database = int(_location.path.strip("/") or 0) + 1 + int(_worker[2:])
-    CACHES["default"]["LOCATION"] = urlunsplit(_location._replace(path=f"/{_database}"))  # noqa: F405
+# pytest-xdist's workers share one Redis: each keeps its cache, Celery broker and results in a database
+# of its own (tests/helpers.py), since a test's cache.clear() empties the whole database the other
+# worker's tests are caching in, and a worker's Celery worker would take the other's tasks.
+if REDIS_URL:  # noqa: F405
+    REDIS_URL = for_this_worker(REDIS_URL)  # noqa: F405
+    CACHES["default"]["LOCATION"] = for_this_worker(CACHES["default"]["LOCATION"])  # noqa: F405
+    CELERY_BROKER_URL = for_this_worker(CELERY_BROKER_URL)  # noqa: F405
+    CELERY_RESULT_BACKEND = for_this_worker(CELERY_RESULT_BACKEND)  # noqa: F405
 
 # Static files named as the sources are, whether or not a run of collectstatic left a manifest in the
 # checkout: what the tests check in pages does not depend on the hashed names. The tests of static

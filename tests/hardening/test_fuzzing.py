@@ -10,6 +10,8 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+from tests.helpers import LLAMA_8B
+
 from .helpers import QUERY_FIELDS
 
 pytestmark = pytest.mark.django_db
@@ -179,7 +181,7 @@ def test_wizard_htmx_partial_answers_a_result_or_names_the_field(client, catalog
 
 def test_five_hundred_countries_are_refused_naming_the_field(client, catalog_fleet):
     countries = ",".join(["DE", "FR", "US", "PL", "NL"] * 100)
-    query = f"workload=inference&model=llama-3-1-8b&precision=16&context=4096&requests=1&countries={countries}"
+    query = f"{LLAMA_8B}&countries={countries}"
     response = client.get("/api/v1/recommendations?" + query)
     assert response.status_code == 400
     assert "countries" in response.json()["errors"]

@@ -17,6 +17,8 @@ import uuid
 import pytest
 import requests
 
+from tests.helpers import LLAMA_8B
+
 from .helpers import production_env, run_python
 from .replicas import ReplicatedPostgres, postgresql_bin
 from .servers import Gunicorn
@@ -26,7 +28,6 @@ pytestmark = [
     pytest.mark.postgresql(reason="streaming replication is PostgreSQL's"),
 ]
 
-LLAMA_8B = "workload=inference&model=llama-3-1-8b&precision=16&context=4096&requests=1"
 API = f"/api/v1/recommendations?{LLAMA_8B}"
 PAGE = f"/?{LLAMA_8B}"
 MAX_LAG = 1.0

@@ -10,10 +10,11 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from catalog.models import GpuType, LanguageModel, Machine, Provider
-from catalog.services import load_catalog
 from nodelodge.launches.booking import launch
 from nodelodge.launches.holding import stop
 from sizing.countries import PLACE_NAMES
+from tests.factories import load_shipped_catalog
+from tests.helpers import LLAMA_8B
 
 pytestmark = pytest.mark.django_db
 
@@ -74,7 +75,7 @@ def english_words(html: str, names: list[str]) -> list[str]:
 
 @pytest.fixture
 def german_client(client):
-    load_catalog()
+    load_shipped_catalog()
     Machine.objects.filter(provider__name="Alpine Hosts").update(region="Vienna")
     return client
 
@@ -86,7 +87,7 @@ def pages(client) -> dict[str, str]:
     machine = Machine.objects.filter(
         provider__name="Alpine Hosts", is_available=True, free_gpus__gte=2, memory_per_gpu_mib__gte=24_000
     ).order_by("pk").first()
-    query = "workload=inference&model=llama-3-1-8b&precision=16&context=4096&requests=1"
+    query = LLAMA_8B
     running = launch(
         user, machines=[(machine.pk, 1)], shown_price_per_hour=machine.price_per_gpu_hour, query_string=query,
         idempotency_key=uuid.uuid4().hex,
@@ -177,7 +178,7 @@ def watch_pages(client) -> dict[str, str]:
     user = get_user_model().objects.create_user(username="berta", password="a-long-test-passphrase",
                                                 email="berta@example.com")
     client.force_login(user)
-    query = "workload=inference&model=llama-3-1-8b&precision=16&context=4096&requests=1"
+    query = LLAMA_8B
     params = dict(pair.split("=") for pair in query.split("&"))
     answers = {"result, refused watch": client.post("/de/watches/", {
         "query": query, "condition": "cheapest_below", "price_per_hour": "zwölf", "machines": "",

@@ -11,6 +11,7 @@ import pytest
 from catalog.models import Machine, Provider
 from nodelodge.refresh.feeds import adapter_for
 from nodelodge.refresh.services import refresh_provider
+from tests.factories import load_shipped_catalog
 from tests.feeds import GPU_TYPES, feed, record
 
 pytestmark = pytest.mark.django_db
@@ -103,9 +104,7 @@ def test_a_refresh_stores_the_facts_changes_them_and_keeps_a_rejected_machine_as
 
 
 def test_the_demo_feed_carries_the_facts_so_a_refresh_keeps_them(client, db):
-    from catalog.services import load_catalog
-
-    load_catalog()
+    load_shipped_catalog()
     clustered = Machine.objects.exclude(interconnect="none").exclude(site="")
     provider = Provider.objects.get(pk=clustered.values_list("provider", flat=True).order_by("provider").first())
     before = sorted(clustered.filter(provider=provider).values_list(

@@ -13,7 +13,7 @@ from catalog.models import LanguageModel, Machine, MeasuredSpeed, Provider
 from nodelodge.refresh.feeds import adapter_for
 from nodelodge.refresh.feeds.base import GpuTypeIndex, GpuTypeRef
 from nodelodge.refresh.services import refresh_provider
-from tests.factories import H100_MIB
+from tests.factories import H100_MIB, load_shipped_catalog
 from tests.feeds import feed, record
 
 GPU_TYPES = GpuTypeIndex(
@@ -132,9 +132,7 @@ def test_refresh_stores_speeds_keeps_them_when_omitted_and_drops_them_on_a_new_g
 
 
 def test_the_demo_feed_carries_the_speeds_and_a_refresh_keeps_them(client, db):
-    from catalog.services import load_catalog
-
-    load_catalog()
+    load_shipped_catalog()
     provider = Provider.objects.get(slug="harbor-compute")
     body = client.get("/feeds/demo/harbor-compute.json").json()
     with_speeds = [m for m in body["machines"] if "measured_speeds" in m]

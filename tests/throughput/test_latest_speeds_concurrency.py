@@ -2,10 +2,9 @@
 while a reader compares the kept latest speeds with the scan inside one snapshot each."""
 from __future__ import annotations
 
+import functools
 import random
-import threading
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
@@ -17,6 +16,7 @@ from catalog.counting import speeds as catalog_speeds
 from catalog.models import GpuType, Machine, MeasuredSpeed, Provider
 from catalog.services import drop_speeds_of_other_gpu_types, load_catalog
 from tests.catalog import scan_oracle
+from tests.helpers import race_together
 from tests.kept_counts import assert_kept_rows_are_the_fleets, kept_rows
 
 pytestmark = [
@@ -50,7 +50,6 @@ def test_speeds_and_machines_written_at_once_keep_the_latest_speeds_exact(db):
             price_per_gpu_hour=Decimal("1.50") + Decimal(index % 5) / 10, last_seen_at=timezone.now(),
         )
     ids = list(Machine.objects.values_list("pk", flat=True))
-    barrier = threading.Barrier(SPEED_WRITERS + 2)
     outcomes: Counter = Counter()
 
     def speed_writer(seed):
@@ -105,18 +104,9 @@ def test_speeds_and_machines_written_at_once_keep_the_latest_speeds_exact(db):
             assert kept == scanned
             outcomes["compared"] += 1
 
-    def run(call, *args):
-        try:
-            barrier.wait(timeout=60)
-            call(*args)
-        finally:
-            connection.close()
-
-    with ThreadPoolExecutor(max_workers=SPEED_WRITERS + 2) as pool:
-        futures = [pool.submit(run, machine_writer), pool.submit(run, reader)]
-        futures += [pool.submit(run, speed_writer, seed) for seed in range(SPEED_WRITERS)]
-        for future in futures:
-            future.result(timeout=300)  # re-raises a thread's failure (a deadlock, a wrong row)
+    # re-raises a thread's failure (a deadlock, a wrong row)
+    race_together([machine_writer, reader] + [functools.partial(speed_writer, seed) for seed in range(SPEED_WRITERS)],
+                  wait=60)
     assert outcomes == Counter({"speeds written": SPEED_WRITERS * WRITES_EACH, "machines written": MACHINE_WRITES,
                                 "compared": READS})
     assert kept_rows()

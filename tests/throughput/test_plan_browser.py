@@ -6,13 +6,14 @@ import pytest
 from playwright.sync_api import expect
 
 from catalog.services import load_catalog
+from tests.helpers import LLAMA_8B
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
 def test_a_target_becomes_a_plan_and_the_list_sorts_by_price_per_million(page, live_server, transactional_db):
     load_catalog()
-    page.goto(live_server.url + "/?workload=inference&model=llama-3-1-8b&precision=16&context=4096&requests=1")
+    page.goto(live_server.url + "/?" + LLAMA_8B)
     page.get_by_text("Serve a target throughput").click()
     page.get_by_label("Tokens per second to serve").fill("20000")
     page.get_by_role("button", name="Show machines").click()
@@ -33,7 +34,7 @@ def test_a_target_becomes_a_plan_and_the_list_sorts_by_price_per_million(page, l
 def test_a_long_plan_shows_its_first_machines_and_lists_every_one_on_request(page, live_server, transactional_db):
     load_catalog()
     page.set_viewport_size({"width": 1280, "height": 900})
-    page.goto(live_server.url + "/?workload=inference&model=llama-3-1-8b&precision=16&context=4096&requests=1"
+    page.goto(live_server.url + "/?" + LLAMA_8B +
               "&target_tokens=60000")
     plan = page.get_by_test_id("plan-1")
     expect(plan).to_contain_text("Total GPUs =")

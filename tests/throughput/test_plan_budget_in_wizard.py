@@ -10,7 +10,7 @@ from django.core.management import call_command
 
 from nodelodge.recommendations import throughput
 from tests.factories import make_measured_speed
-from tests.helpers import LLAMA_8B
+from tests.helpers import LLAMA_8B, LLAMA_8B_ARGS
 
 pytestmark = pytest.mark.django_db
 
@@ -50,8 +50,7 @@ def test_a_plan_cut_short_says_it_is_the_best_found_and_how_far_from_the_cheapes
     page = client.get(f"/?{QUERY}").content.decode()
     assert 'data-testid="plan-search-note"' in page and "not proven the cheapest" in page
     out = StringIO()
-    call_command("recommend", "--model", "llama-3-1-8b", "--precision", "16", "--context", "4096",
-                 "--requests", "1", "--target-tokens", "7300", "--efficiency", "75", "--redundancy", "0",
+    call_command("recommend", *LLAMA_8B_ARGS, "--target-tokens", "7300", "--efficiency", "75", "--redundancy", "0",
                  stdout=out)
     assert "not proven the cheapest" in out.getvalue()
     german = client.get(f"/de/?{QUERY}").content.decode()

@@ -5,7 +5,6 @@ read of its machines and its read of their measurements."""
 from __future__ import annotations
 
 import threading
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from django.db import connection
@@ -17,11 +16,12 @@ from nodelodge.recommendations.answer import recommendation_for
 from nodelodge.recommendations.query import parse_query
 from nodelodge.refresh.services import refresh_provider
 from tests.feeds import feed, record
+from tests.helpers import LLAMA_8B, race_together
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 QUERY = (
-    "workload=inference&model=llama-3-1-8b&precision=16&context=4096&requests=1"
+    LLAMA_8B +
     "&target_tokens=4000&efficiency=100&redundancy=0"
 )
 REQUESTS_EACH = 30
@@ -90,7 +90,6 @@ def test_plans_asked_for_while_refreshes_run_are_all_answered(feed_server):
     provider.save()
     assert refresh_provider(provider.pk).status == "ok"
     query = parse_query(QueryDict(QUERY))
-    barrier = threading.Barrier(3)
     plans: list[tuple[str, ...]] = []
     refreshes: list[str] = []
 
@@ -103,15 +102,6 @@ def test_plans_asked_for_while_refreshes_run_are_all_answered(feed_server):
         for _ in range(REFRESHES):
             refreshes.append(refresh_provider(provider.pk).status)
 
-    def run(call):
-        try:
-            barrier.wait(timeout=30)
-            call()
-        finally:
-            connection.close()
-
-    with ThreadPoolExecutor(max_workers=3) as pool:
-        for future in [pool.submit(run, reader), pool.submit(run, reader), pool.submit(run, refresher)]:
-            future.result(timeout=300)  # a reader's KeyError or 500 would be raised here
+    race_together([reader, reader, refresher])  # a reader's KeyError or 500 would be raised here
     assert refreshes == ["ok"] * REFRESHES
     assert plans == [("h-0", "h-1")] * (2 * REQUESTS_EACH)

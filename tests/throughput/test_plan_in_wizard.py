@@ -10,13 +10,12 @@ import pytest
 from django.core.management import call_command
 
 from catalog.models import MeasuredSpeed
-from catalog.services import load_catalog
 from nodelodge.recommendations import answer, estimate, fleet
 from nodelodge.recommendations.query import parse_query
 from nodelodge.wizard import result_page
 from sizing.throughput_plan import cheapest_plan
-from tests.factories import make_measured_speed
-from tests.helpers import LLAMA_8B
+from tests.factories import load_shipped_catalog, make_measured_speed
+from tests.helpers import LLAMA_8B, LLAMA_8B_ARGS
 
 pytestmark = pytest.mark.django_db
 
@@ -116,7 +115,7 @@ def test_the_plans_on_each_gpu_type_come_when_asked_for(client, make_machine, ca
     with_types = client.get(f"/?{query}&gpu_plans=1").content.decode()
     assert 'data-testid="plan-2"' in with_types and 'data-testid="gpu-plans-link"' not in with_types
     assert 'name="gpu_plans" value="1" checked' in with_types
-    call_command("recommend", "--model", "llama-3-1-8b", "--precision", "16", "--context", "4096", "--requests", "1",
+    call_command("recommend", *LLAMA_8B_ARGS,
                  "--target-tokens", "20000", "--redundancy", "0", "--gpu-plans", "--json")
     assert len(json.loads(capsys.readouterr().out)["throughput_plan"]["plans"]) == len(asked)
 
@@ -229,22 +228,19 @@ def test_the_openapi_schema_describes_the_plan_and_the_price_per_million(client,
 def test_the_command_prints_the_plan(make_machine, capsys):
     h100 = make_machine("H100 SXM 80GB", gpu_count=8, free_gpus=8, price_per_gpu_hour=Decimal("2.50"))
     make_measured_speed(h100, "75000")
-    call_command("recommend", "--model", "llama-3-1-8b", "--precision", "16", "--context", "4096",
-                 "--requests", "1", "--target-tokens", "180000")
+    call_command("recommend", *LLAMA_8B_ARGS, "--target-tokens", "180000")
     out = capsys.readouterr().out
     assert "Cheapest plan: $12.50/h, 5 GPUs (4 productive + 1 redundancy)" in out
     assert "Productive GPUs = ceil(180,000 ÷ 56,250) = 4" in out
-    call_command("recommend", "--model", "llama-3-1-8b", "--precision", "16", "--context", "4096",
-                 "--requests", "1", "--target-tokens", "180000", "--json")
+    call_command("recommend", *LLAMA_8B_ARGS, "--target-tokens", "180000", "--json")
     assert json.loads(capsys.readouterr().out)["throughput_plan"]["plans"][0]["gpus"] == 5
     with pytest.raises(SystemExit) as exit_status:
-        call_command("recommend", "--model", "llama-3-1-8b", "--precision", "16", "--context", "4096",
-                     "--requests", "1", "--target-tokens", "1", "--efficiency", "0")
+        call_command("recommend", *LLAMA_8B_ARGS, "--target-tokens", "1", "--efficiency", "0")
     assert exit_status.value.code == 2
 
 
 def test_the_wizard_turns_a_target_into_the_cheapest_plan_of_the_demo_fleet(client, db):
-    load_catalog()
+    load_shipped_catalog()
     assert MeasuredSpeed.objects.filter(source="feed").values("machine").distinct().count() >= 340 // 6
     query = f"{LLAMA_8B}&target_tokens=20000&countries=EU&gpu_plans=1"
     plan = plan_of(client, query)

@@ -4,7 +4,7 @@ from decimal import Decimal
 import pytest
 from django.core.management import call_command
 
-from tests.helpers import LLAMA_8B
+from tests.helpers import LLAMA_8B, LLAMA_8B_ARGS, llama_8b
 
 pytestmark = pytest.mark.django_db
 
@@ -26,8 +26,7 @@ def test_estimate_answers_the_breakdown_of_the_spec_example(client, small_fleet)
 
 def test_estimate_matches_the_estimate_command_json(client, small_fleet, capsys):
     _, body = get_json(client, "estimate", LLAMA_8B)
-    call_command("estimate", "--model", "llama-3-1-8b", "--precision", "16", "--context", "4096",
-                 "--requests", "1", "--json")
+    call_command("estimate", *LLAMA_8B_ARGS, "--json")
     assert json.loads(capsys.readouterr().out) == body
 
 
@@ -69,8 +68,7 @@ def test_same_query_twice_gives_identical_json(client, small_fleet):
 
 def test_recommend_command_json_is_the_api_answer(client, small_fleet, capsys):
     _, body = get_json(client, "recommendations", LLAMA_8B + "&budget=100")
-    call_command("recommend", "--model", "llama-3-1-8b", "--precision", "16", "--context", "4096",
-                 "--requests", "1", "--budget", "100", "--json")
+    call_command("recommend", *LLAMA_8B_ARGS, "--budget", "100", "--json")
     printed = json.loads(capsys.readouterr().out)
     for payload in (body, printed):
         payload.pop("data_as_of")
@@ -81,9 +79,9 @@ def test_recommend_command_json_is_the_api_answer(client, small_fleet, capsys):
     ("query", "field"),
     [
         ("workload=dance", "workload"),
-        ("workload=inference&model=llama-3-1-8b&precision=3&context=4096&requests=1", "precision"),
-        ("workload=inference&model=llama-3-1-8b&precision=16&context=-1&requests=1", "context"),
-        ("workload=inference&model=llama-3-1-8b&precision=16&context=4096&requests=NaN", "requests"),
+        (llama_8b(precision=3), "precision"),
+        (llama_8b(context=-1), "context"),
+        (llama_8b(requests="NaN"), "requests"),
         (LLAMA_8B + "&budget=inf", "budget"),
         (LLAMA_8B + "&max_price=0", "max_price"),
         (LLAMA_8B + "&tier=gold", "tier"),

@@ -7,10 +7,11 @@ from playwright.sync_api import expect
 
 from catalog.services import load_catalog
 from tests.a11y import assert_accessible
+from tests.helpers import llama_8b
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-QUERY = "workload=inference&model=llama-3-1-8b&precision=16&context=8192&requests=4&engine=vllm"
+QUERY = llama_8b(context=8192, requests=4, engine="vllm")
 SCREENS = pytest.mark.parametrize(("width", "height"), [(1440, 1000), (390, 844)], ids=["desktop", "phone"])
 LANGUAGES = pytest.mark.parametrize(
     ("prefix", "locale", "holds", "command_label"),

@@ -10,11 +10,12 @@ from playwright.sync_api import expect
 
 from catalog.services import load_catalog
 from tests.a11y import assert_accessible
+from tests.helpers import LLAMA_8B
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 ARTIFACTS = Path(settings.BASE_DIR) / "test-artifacts"
-EXAMPLE = "workload=inference&model=llama-3-1-8b&precision=16&context=4096&requests=1"
+EXAMPLE = LLAMA_8B
 JAVASCRIPT = pytest.mark.parametrize("javascript", [True, False], ids=["with-js", "without-js"])
 
 

@@ -7,11 +7,12 @@ import pytest
 from playwright.sync_api import expect
 
 from catalog.services import load_catalog
+from tests.helpers import LLAMA_8B, LLAMA_8B_QLORA
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-INFERENCE = "?workload=inference&model=llama-3-1-8b&precision=16&context=4096&requests=1"
-FINETUNE = "?workload=finetune&model=llama-3-1-8b&precision=4&context=4096&requests=4"
+INFERENCE = "?" + LLAMA_8B
+FINETUNE = "?" + LLAMA_8B_QLORA
 WIDTHS = pytest.mark.parametrize("width", [1440, 390], ids=["desktop", "phone"])
 LANGUAGES = {
     "en": {"prefix": "/", "locale": "en-US", "requests": "Concurrent requests",

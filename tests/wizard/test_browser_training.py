@@ -9,11 +9,12 @@ from playwright.sync_api import expect
 
 from catalog.services import load_catalog
 from tests.a11y import assert_accessible
+from tests.helpers import LLAMA_8B_QLORA
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 ARTIFACTS = Path(settings.BASE_DIR) / "test-artifacts"
-FINETUNE = "/?workload=finetune&model=llama-3-1-8b&precision=4&context=4096&requests=4"
+FINETUNE = "/?" + LLAMA_8B_QLORA
 
 
 @pytest.fixture

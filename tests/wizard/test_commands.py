@@ -3,6 +3,8 @@ import json
 import pytest
 from django.core.management import call_command
 
+from tests.helpers import LLAMA_8B_ARGS
+
 pytestmark = pytest.mark.django_db
 
 
@@ -43,8 +45,7 @@ def test_bad_input_goes_to_stderr_with_exit_status_2(models_and_gpus, capsys, ar
 
 
 def test_recommend_prints_a_table_and_the_constraints(small_fleet, capsys):
-    call_command("recommend", "--model", "llama-3-1-8b", "--precision", "16", "--context", "4096",
-                 "--requests", "1", "--budget", "40", "--countries", "EU")
+    call_command("recommend", *LLAMA_8B_ARGS, "--budget", "40", "--countries", "EU")
     out = capsys.readouterr().out
     assert "Recommended machines:" in out and "Constraints applied:" in out
     assert "Harbor Compute" in out

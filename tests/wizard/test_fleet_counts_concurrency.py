@@ -30,6 +30,7 @@ from nodelodge.refresh.services import refresh_provider
 from sizing.fit import fit_thresholds
 from tests.catalog import scan_oracle
 from tests.feeds import FeedServer
+from tests.helpers import LLAMA_8B
 from tests.kept_counts import assert_kept_counts_are_the_fleets, kept_entries
 
 pytestmark = [
@@ -37,7 +38,7 @@ pytestmark = [
     pytest.mark.postgresql(reason="the kept fleet counts are written by PostgreSQL triggers (PL/pgSQL); on SQLite the wizard scans the fleet instead; the readers compare inside one snapshot"),
 ]
 
-QUERY = "workload=inference&model=llama-3-1-8b&precision=16&context=4096&requests=1"
+QUERY = LLAMA_8B
 PREFERENCES = ["", "&tier=secure&max_price=2.6", "&budget=2.5&countries=EU", "&tier=community"]
 REFRESHES = 6
 LAUNCHERS = 3

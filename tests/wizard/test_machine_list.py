@@ -5,7 +5,7 @@ import pytest
 
 from nodelodge.recommendations.query import parse_query
 from nodelodge.recommendations.sorts import SORTS
-from tests.helpers import LLAMA_8B
+from tests.helpers import LLAMA_8B, LLAMA_8B_ARGS
 
 pytestmark = pytest.mark.django_db
 
@@ -101,8 +101,7 @@ def test_the_recommend_command_takes_the_same_sort(small_fleet, capsys):
 
     from django.core.management import call_command
 
-    call_command("recommend", "--model", "llama-3-1-8b", "--precision", "16", "--context", "4096",
-                 "--requests", "1", "--sort", "memory", "--json")
+    call_command("recommend", *LLAMA_8B_ARGS, "--sort", "memory", "--json")
     body = json.loads(capsys.readouterr().out)
     memory = [m["memory_per_gpu_gib"] for m in body["machines"]]
     assert body["listing"]["sort"] == "memory" and memory == sorted(memory, reverse=True)

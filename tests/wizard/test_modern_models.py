@@ -9,7 +9,7 @@ import pytest
 from django.core.management import call_command
 
 from catalog.data.modern_models import MODERN_MODELS
-from tests.helpers import LLAMA_8B
+from tests.helpers import LLAMA_8B, LLAMA_8B_ARGS
 
 pytestmark = pytest.mark.django_db
 
@@ -91,8 +91,7 @@ def test_kv_cache_precision_reaches_page_api_command_and_url(client, big_fleet, 
     recommendation = client.get("/api/v1/recommendations?" + LLAMA_8B + "&kv_cache=8").json()
     assert {"label": "KV cache", "value": "8-bit"} in recommendation["constraints"]
 
-    call_command("estimate", "--model", "llama-3-1-8b", "--precision", "16", "--context", "4096",
-                 "--requests", "1", "--kv-cache", "8", "--json")
+    call_command("estimate", *LLAMA_8B_ARGS, "--kv-cache", "8", "--json")
     assert json.loads(capsys.readouterr().out) == eight
 
     page = client.get("/?" + LLAMA_8B + "&kv_cache=8", HTTP_HX_REQUEST="true", HTTP_HX_TARGET="result")

@@ -3,7 +3,7 @@ import re
 
 import pytest
 
-from tests.helpers import LLAMA_8B
+from tests.helpers import LLAMA_8B, LLAMA_8B_TOO_BIG
 
 pytestmark = pytest.mark.django_db
 
@@ -65,7 +65,7 @@ def test_the_405b_in_switzerland_at_a_dollar_names_the_countries_the_precision_a
         LLAMA_8B + "&tier=community&max_price=0.25",
         LLAMA_8B + "&budget=0.25",
         LLAMA_8B + "&tier=secure&countries=NL&budget=0.5",
-        "workload=inference&model=llama-3-1-8b&precision=16&context=131072&requests=2000",
+        LLAMA_8B_TOO_BIG,
         "workload=inference&model=llama-3-1-70b&precision=16&context=4096&requests=1&countries=DE",
     ],
     ids=["countries", "countries-and-price", "fr-and-price", "price", "tier-and-price", "budget",
@@ -100,7 +100,7 @@ def test_the_page_lists_each_hint_as_a_link_that_applies_it(client):
 
 
 def test_too_little_memory_in_the_chosen_countries_says_where(client, small_fleet):
-    reason = empty_reason(client, "workload=inference&model=llama-3-1-8b&precision=16&context=131072&requests=2000"
+    reason = empty_reason(client, LLAMA_8B_TOO_BIG +
                                   "&countries=FR")
     assert reason.startswith("No machine in FR has enough memory")
 

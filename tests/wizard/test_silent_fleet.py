@@ -8,7 +8,7 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from catalog.models import Machine
-from tests.helpers import LLAMA_8B
+from tests.helpers import LLAMA_8B, LLAMA_8B_ARGS
 
 pytestmark = pytest.mark.django_db
 
@@ -37,8 +37,7 @@ def test_the_page_and_the_command_say_the_same_of_a_silent_fleet(client, silent_
     assert "<strong>Availability is unknown.</strong> No machine has reported in the last 15 minutes" in html
     assert "No machine meets every preference." not in html
     out = StringIO()
-    call_command("recommend", "--model", "llama-3-1-8b", "--precision", "16", "--context", "4096",
-                 "--requests", "1", "--countries", "CH", stdout=out)
+    call_command("recommend", *LLAMA_8B_ARGS, "--countries", "CH", stdout=out)
     assert "No machine has reported in the last 15 minutes, so availability is unknown: the last report came " \
            "3 hours ago" in out.getvalue()
 

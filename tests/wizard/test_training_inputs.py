@@ -9,10 +9,11 @@ from django.core.management import call_command
 
 from nodelodge.recommendations.query import DEFAULTS, QueryError, parse_query
 from sizing.training import DEFAULT_TRAINING, Training
+from tests.helpers import LLAMA_8B_QLORA
 
 pytestmark = pytest.mark.django_db
 
-FINETUNE = "workload=finetune&model=llama-3-1-8b&precision=4&context=4096&requests=4"
+FINETUNE = LLAMA_8B_QLORA
 CHANGED = "&gradient_checkpointing=off&loss=chunked&lora_rank=64&lora_targets=all&adapter=dora&optimizer=adamw8bit"
 
 

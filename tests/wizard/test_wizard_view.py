@@ -6,7 +6,7 @@ from django.urls import reverse
 
 from catalog import services
 from catalog.fleets import generate_fleet
-from tests.helpers import LLAMA_8B
+from tests.helpers import LLAMA_8B, llama_8b
 
 pytestmark = pytest.mark.django_db
 
@@ -108,13 +108,13 @@ def test_switching_workload_swaps_in_a_model_that_suits_it(client, small_fleet):
 @pytest.mark.parametrize(
     ("query", "field", "words"),
     [
-        ("workload=inference&model=llama-3-1-8b&precision=16&context=200000&requests=1", "context", "131,072"),
-        ("workload=inference&model=llama-3-1-8b&precision=16&context=4096&requests=0", "requests", "Concurrent requests must be at least 1."),
-        ("workload=inference&model=llama-3-1-8b&precision=16&context=4096&requests=2.5", "requests",
+        (llama_8b(context=200000), "context", "131,072"),
+        (llama_8b(requests=0), "requests", "Concurrent requests must be at least 1."),
+        (llama_8b(requests=2.5), "requests",
          "Concurrent requests must be a whole number"),
-        ("workload=inference&model=llama-3-1-8b&precision=16&context=-5&requests=1", "context",
+        (llama_8b(context=-5), "context",
          "Context must be at least 1 token."),
-        ("workload=inference&model=llama-3-1-8b&precision=16&context=20000000&requests=1", "context",
+        (llama_8b(context=20000000), "context",
          "Context can be at most 10,000,000 tokens."),
         (LLAMA_8B + "&budget=-50", "budget", "The budget must be more than $0"),
         (LLAMA_8B + "&max_price=0", "max_price", "The max price must be more than $0 per hour"),
@@ -207,7 +207,7 @@ def test_a_price_is_shown_as_priced_beside_what_the_budget_covers(client, make_m
 def test_the_page_lists_at_most_its_own_limit_of_machines_and_says_the_api_lists_more(client, small_fleet):
     """A page of 1,000 rows costs seconds of template: the page refuses more than PAGE_MAX_LIMIT in words
     beside what was asked, and the API still lists up to MAX_LIMIT."""
-    query = "workload=inference&model=llama-3-1-8b&precision=16&context=4096&requests=1"
+    query = LLAMA_8B
     page = client.get(f"/?{query}&limit=201").content.decode()
     assert "The page lists at most 200 machines per page; the API lists up to 1,000." in page
     assert 'id="machines"' not in page and 'id="machines"' in client.get(f"/?{query}&limit=200").content.decode()
