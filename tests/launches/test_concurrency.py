@@ -2,13 +2,10 @@
 against its row locks, on SQLite against the write lock each transaction takes when it begins."""
 from __future__ import annotations
 
-import threading
 import uuid
-from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal
 
 import pytest
-from django.db import connection
 
 from catalog.models import Machine
 from nodelodge.launches.booking import LaunchOutcome, launch
@@ -16,27 +13,10 @@ from nodelodge.launches.holding import StopOutcome, stop
 from nodelodge.launches.models import Booking
 from nodelodge.launches.refusals import LaunchRefused
 from tests.helpers import LLAMA_8B as QUERY
+from tests.helpers import race_outcomes
 
 THREADS = 12
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def run_together(calls):
-    """Run every call on its own thread and connection, released at the same moment.
-    Returns each call's result or the exception it raised, in order."""
-    barrier = threading.Barrier(len(calls))
-
-    def run(call):
-        try:
-            barrier.wait(timeout=30)
-            return call()
-        except Exception as error:  # the outcome under test, not a failure of the harness
-            return error
-        finally:
-            connection.close()
-
-    with ThreadPoolExecutor(max_workers=len(calls)) as pool:
-        return list(pool.map(run, calls))
 
 
 def launch_call(user, machine, idempotency_key=None):
@@ -60,7 +40,7 @@ def test_many_users_racing_for_the_last_gpu_make_exactly_one_booking(small_catal
     users = [make_user() for _ in range(THREADS)]
     Machine.objects.filter(pk=machine.pk).update(free_gpus=1)
 
-    results = run_together([launch_call(user, machine) for user in users])
+    results = race_outcomes([launch_call(user, machine) for user in users])
 
     won = [r for r in results if isinstance(r, LaunchOutcome)]
     lost = [r for r in results if isinstance(r, LaunchRefused)]
@@ -78,7 +58,7 @@ def test_racing_for_two_free_gpus_makes_exactly_two_bookings(small_catalog, make
     machine = small_catalog.machine(gpu_count=4, free_gpus=2)
     users = [make_user() for _ in range(THREADS)]
 
-    results = run_together([launch_call(user, machine) for user in users])
+    results = race_outcomes([launch_call(user, machine) for user in users])
 
     assert sum(isinstance(r, LaunchOutcome) for r in results) == 2
     assert Booking.objects.filter(machine=machine).count() == 2
@@ -92,7 +72,7 @@ def test_the_same_key_submitted_concurrently_books_once(small_catalog, make_user
     machine = small_catalog.machine(gpu_count=8, free_gpus=8)
     same_key = uuid.uuid4().hex
 
-    results = run_together([launch_call(user, machine, same_key) for _ in range(THREADS)])
+    results = race_outcomes([launch_call(user, machine, same_key) for _ in range(THREADS)])
 
     assert all(isinstance(r, LaunchOutcome) for r in results), results
     assert sum(r.created for r in results) == 1
@@ -113,7 +93,7 @@ def test_stop_racing_new_bookings_keeps_counts_right(small_catalog, make_user, r
     racers = [make_user() for _ in range(THREADS - 1)]
 
     stop_call = lambda: stop(owner, held.pk)  # noqa: E731
-    results = run_together([stop_call] + [launch_call(u, machine) for u in racers])
+    results = race_outcomes([stop_call] + [launch_call(u, machine) for u in racers])
 
     assert isinstance(results[0], StopOutcome) and results[0].stopped
     launches = results[1:]
@@ -135,7 +115,7 @@ def test_stop_clicked_twice_at_once_frees_the_gpus_once(small_catalog, make_user
         idempotency_key=uuid.uuid4().hex,
     )
 
-    results = run_together([lambda: stop(owner, held.pk) for _ in range(THREADS)])
+    results = race_outcomes([lambda: stop(owner, held.pk) for _ in range(THREADS)])
 
     assert sum(r.stopped for r in results) == 1
     machine.refresh_from_db()

@@ -24,6 +24,7 @@ from nodelodge.launches.refusals import GroupRefused
 from tests.hardening.helpers import production_env
 from tests.hardening.servers import Gunicorn, temporary_folder
 from tests.helpers import LLAMA_8B as QUERY
+from tests.helpers import race_outcomes
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -58,22 +59,13 @@ def test_threads_booking_overlapping_clusters_in_opposite_orders_never_leave_a_p
     users = [make_user() for _ in range(12)]
     # Windows of three that overlap by two, half asked for in the opposite order.
     asks = [window(machines, index % 6, 3, reverse=index % 2 == 1) for index in range(12)]
-    barrier = threading.Barrier(len(asks))
-
     def book(user, ask):
-        try:
-            barrier.wait(timeout=30)
-            return launch(
-                user, machines=[(m.pk, 8) for m in ask], shown_price_per_hour=3 * MACHINE_PRICE,
-                query_string=QUERY, idempotency_key=uuid.uuid4().hex, kind="cluster",
-            )
-        except Exception as error:  # the outcome under test
-            return error
-        finally:
-            connection.close()
+        return lambda: launch(
+            user, machines=[(m.pk, 8) for m in ask], shown_price_per_hour=3 * MACHINE_PRICE,
+            query_string=QUERY, idempotency_key=uuid.uuid4().hex, kind="cluster",
+        )
 
-    with ThreadPoolExecutor(max_workers=len(asks)) as pool:
-        results = list(pool.map(book, users, asks))
+    results = race_outcomes([book(user, ask) for user, ask in zip(users, asks, strict=True)])
 
     booked = [r for r in results if isinstance(r, LaunchOutcome)]
     refused = [r for r in results if isinstance(r, GroupRefused)]
@@ -176,19 +168,7 @@ def test_stop_racing_the_booking_limit_ends_the_group_once_without_deadlock(clus
         query_string=QUERY, idempotency_key=uuid.uuid4().hex, kind="cluster", now=now - timedelta(hours=6),
     ).group
     calls = [lambda: end_expired_bookings(now=now), lambda: stop(user, group_id=group.pk)] * 4
-    barrier = threading.Barrier(len(calls))
-
-    def run(call):
-        try:
-            barrier.wait(timeout=30)
-            return call()
-        except Exception as error:  # the outcome under test
-            return error
-        finally:
-            connection.close()
-
-    with ThreadPoolExecutor(max_workers=len(calls)) as pool:
-        results = list(pool.map(run, calls))
+    results = race_outcomes(calls)
 
     assert not [r for r in results if isinstance(r, Exception)], results
     ended = sum(r for r in results if isinstance(r, int)) + sum(

@@ -1,12 +1,9 @@
 """Auto-Launch racing a user's manual Launch for the last GPU, each on its own thread and database
 connection: exactly one booking, whichever wins; the loser is refused and books nothing."""
-import threading
 import uuid
-from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal
 
 import pytest
-from django.db import connection
 
 from catalog.models import Machine
 from nodelodge.launches.booking import LaunchOutcome, launch
@@ -17,27 +14,11 @@ from nodelodge.watches.evaluation import evaluate_watches
 from nodelodge.watches.models import Firing, Watch
 from nodelodge.watches.services import WatchRequest, create_watch
 from tests.factories import make_user
-from tests.helpers import LLAMA_8B
+from tests.helpers import LLAMA_8B, race_outcomes
 
 pytestmark = pytest.mark.django_db(transaction=True)
 QUERY = dict(pair.split("=") for pair in LLAMA_8B.split("&"))
 ROUNDS = 5
-
-
-def together(*calls):
-    barrier = threading.Barrier(len(calls))
-
-    def run(call):
-        try:
-            barrier.wait(timeout=30)
-            return call()
-        except Exception as error:  # the outcome under test
-            return error
-        finally:
-            connection.close()
-
-    with ThreadPoolExecutor(max_workers=len(calls)) as pool:
-        return list(pool.map(run, calls))
 
 
 @pytest.mark.parametrize("round_", range(ROUNDS))
@@ -49,13 +30,13 @@ def test_auto_launch_and_a_manual_launch_on_the_last_gpu_book_exactly_one(catalo
     evaluate_watches()
     firing = Firing.objects.get(watch=watch)
 
-    automatic, manual = together(
+    automatic, manual = race_outcomes([
         lambda: auto.launch_for(firing.pk),
         lambda: launch(
             other, machines=[(machine.pk, 1)], shown_price_per_hour=Decimal("2.49"), query_string=LLAMA_8B,
             idempotency_key=uuid.uuid4().hex,
         ),
-    )
+    ])
 
     assert Booking.objects.filter(machine=machine).count() == 1
     assert Machine.objects.get(pk=machine.pk).free_gpus == 0
