@@ -38,55 +38,55 @@ def needs_settings_only(settings):
 
 
 def test_pure():
-    assert True
+    ...  # collected, never run
 
 
 def test_with_client_and_settings_only(client, needs_settings_only):
-    assert True
+    ...  # collected, never run
 
 
 def test_with_db(db):
-    assert True
+    ...  # collected, never run
 
 
 def test_with_transactional_db(transactional_db):
-    assert True
+    ...  # collected, never run
 
 
 @pytest.mark.django_db
 def test_marked_django_db():
-    assert True
+    ...  # collected, never run
 
 
 @pytest.mark.django_db
 class TestMarkedClass:
     def test_in_a_marked_class(self):
-        assert True
+        ...  # collected, never run
 
 
 def test_through_a_fixture_two_levels_down(needs_needs_db):
-    assert True
+    ...  # collected, never run
 
 
 def test_through_admin_user(needs_admin):
-    assert True
+    ...  # collected, never run
 
 
 def test_through_the_projects_fleet(small_fleet):
-    assert True
+    ...  # collected, never run
 
 
 def test_through_the_celery_worker(celery_worker):
-    assert True
+    ...  # collected, never run
 
 
 def test_with_live_server(live_server):
-    assert True
+    ...  # collected, never run
 
 
 @pytest.mark.both_lanes
 def test_pure_but_about_the_embedded_default():
-    assert True
+    ...  # collected, never run
 
 
 @pytest.mark.parametrize("n", [1, 2])
@@ -96,17 +96,17 @@ def test_pure_parametrized(n):
 
 class DjangoTestCase(TestCase):
     def test_in_a_django_testcase(self):
-        assert True
+        ...  # collected, never run
 
 
 class DjangoTransactionTestCase(TransactionTestCase):
     def test_in_a_django_transactiontestcase(self):
-        assert True
+        ...  # collected, never run
 
 
 class DjangoSimpleTestCase(SimpleTestCase):
     def test_in_a_django_simpletestcase(self):
-        assert True
+        ...  # collected, never run
 '''
 
 # The suite's hooks, its fixtures (the fleet's, the Celery worker) and its plugins.
@@ -165,7 +165,7 @@ def test_a_run_without_a_lane_keeps_every_test(tmp_path):
 
 
 def test_an_unknown_lane_is_refused_with_the_lanes_named(tmp_path):
-    (tmp_path / "test_sample.py").write_text("def test_pure():\n    assert True\n")
+    (tmp_path / "test_sample.py").write_text("def test_pure():\n    ...\n")
     (tmp_path / "conftest.py").write_text(CONFTEST)
     env = {**os.environ, "PYTHONPATH": str(REPO), "NODELODGE_TEST_LANE": "sqlite-only"}
     done = subprocess.run(
