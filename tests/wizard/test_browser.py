@@ -6,17 +6,11 @@ import pytest
 from django.conf import settings
 from playwright.sync_api import expect
 
-from catalog.services import load_catalog
 from tests.a11y import assert_accessible
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 ARTIFACTS = Path(settings.BASE_DIR) / "test-artifacts"
-
-
-@pytest.fixture
-def shipped_catalog(transactional_db):
-    load_catalog()
 
 
 def shoot(page, name, javascript=True):

@@ -6,17 +6,11 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from catalog.services import load_catalog
 from tests.a11y import assert_accessible
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 FINETUNE_16 = "/?workload=finetune&model=mistral-7b-v0-3&precision=16&context=4096&requests=4"
-
-
-@pytest.fixture
-def shipped_catalog(transactional_db):
-    load_catalog()
 
 
 def test_switching_to_4_bit_shows_the_base_format_and_gptq_changes_the_items(page, live_server, shipped_catalog):

@@ -5,7 +5,6 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from catalog.services import load_catalog
 from tests.a11y import assert_accessible
 from tests.helpers import llama_8b
 
@@ -18,11 +17,6 @@ LANGUAGES = pytest.mark.parametrize(
     [("", "en-US", "Holds", "Copy the command"), ("/de", "de-DE", "Fasst", "Befehl kopieren")],
     ids=["english", "german"],
 )
-
-
-@pytest.fixture
-def shipped_catalog(transactional_db):
-    load_catalog()
 
 
 @SCREENS

@@ -8,7 +8,6 @@ import pytest
 from django.conf import settings
 from playwright.sync_api import expect
 
-from catalog.services import load_catalog
 from tests.a11y import assert_accessible
 from tests.helpers import LLAMA_8B
 
@@ -17,11 +16,6 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 ARTIFACTS = Path(settings.BASE_DIR) / "test-artifacts"
 EXAMPLE = LLAMA_8B
 JAVASCRIPT = pytest.mark.parametrize("javascript", [True, False], ids=["with-js", "without-js"])
-
-
-@pytest.fixture
-def shipped_catalog(transactional_db):
-    load_catalog()
 
 
 def shoot(page, name, javascript):

@@ -9,7 +9,6 @@ import pytest
 from django.conf import settings
 from playwright.sync_api import expect
 
-from catalog.services import load_catalog
 from tests.a11y import assert_accessible
 from tests.helpers import LLAMA_8B
 
@@ -27,11 +26,6 @@ OVERFLOWS = """() => [document.documentElement, ...document.querySelectorAll('.t
   .filter(box => box.scrollWidth > box.clientWidth)
   .map(box => `${box === document.documentElement ? 'the page' : box.querySelector('table').getAttribute('aria-label')}:`
               + ` ${box.scrollWidth} px in ${box.clientWidth} px`)"""
-
-
-@pytest.fixture
-def shipped_catalog(transactional_db):
-    load_catalog()
 
 
 def open_page(browser, width, language, url):

@@ -6,7 +6,6 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from catalog.services import load_catalog
 from tests.helpers import LLAMA_8B, LLAMA_8B_QLORA
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -23,11 +22,6 @@ LANGUAGES = {
            "rank": "LoRA-Rang", "rank_message": "Der LoRA-Rang muss eine ganze Zahl sein, etwa 16."},
 }
 LANGUAGE = pytest.mark.parametrize("language", list(LANGUAGES))
-
-
-@pytest.fixture
-def shipped_catalog(transactional_db):
-    load_catalog()
 
 
 def open_page(browser, width, language, address):

@@ -7,7 +7,6 @@ import pytest
 from django.conf import settings
 from playwright.sync_api import expect
 
-from catalog.services import load_catalog
 from tests.a11y import assert_accessible
 from tests.helpers import LLAMA_8B_QLORA
 
@@ -15,11 +14,6 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 ARTIFACTS = Path(settings.BASE_DIR) / "test-artifacts"
 FINETUNE = "/?" + LLAMA_8B_QLORA
-
-
-@pytest.fixture
-def shipped_catalog(transactional_db):
-    load_catalog()
 
 
 def test_a_chunked_loss_without_checkpointing_changes_the_logits_and_activations(page, live_server, shipped_catalog):

@@ -8,7 +8,6 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from playwright.sync_api import expect
 
-from catalog.services import load_catalog
 from tests.a11y import assert_accessible
 from tests.helpers import LLAMA_8B
 
@@ -16,11 +15,6 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 EXAMPLE = LLAMA_8B
 JAVASCRIPT = pytest.mark.parametrize("javascript", [True, False], ids=["with-js", "without-js"])
-
-
-@pytest.fixture
-def shipped_catalog(transactional_db):
-    load_catalog()
 
 
 def open_page(browser, javascript, locale):

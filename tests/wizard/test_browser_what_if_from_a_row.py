@@ -6,7 +6,6 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from catalog.services import load_catalog
 from tests.helpers import llama_8b
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -19,11 +18,6 @@ LANGUAGES = pytest.mark.parametrize(
      ("/de", "de-DE", "GPU-Was-wäre-wenn", "Startet", "GPU-Typ", "Tensor-Parallel-Größe")],
     ids=["english", "german"],
 )
-
-
-@pytest.fixture
-def shipped_catalog(transactional_db):
-    load_catalog()
 
 
 @SCREENS
