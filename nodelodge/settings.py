@@ -136,9 +136,9 @@ if os.environ.get("DATABASE_REPLICA_URL"):
         conn_max_age=DATABASES["default"]["CONN_MAX_AGE"],
         conn_health_checks=True,
     )
-    replica_options = DATABASES["replica"].setdefault("OPTIONS", {})
-    replica_options["options"] = f"{replica_options.get('options', '')} -c jit=off".strip()
-    replica_options.setdefault("connect_timeout", 2)  # a replica gone silent costs a request 2 s, once
+    connection_settings(cast(dict[str, Any], DATABASES["replica"]))  # the primary's session settings
+    # A replica gone silent costs a request 2 s, once.
+    DATABASES["replica"]["OPTIONS"].setdefault("connect_timeout", 2)
     # Tests run against the primary's test database; the replica is never created or migrated.
     DATABASES["replica"]["TEST"] = {"MIRROR": "default"}
 DATABASE_ROUTERS = ["catalog.database.ReadRouter"]

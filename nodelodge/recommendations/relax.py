@@ -132,15 +132,21 @@ def relax_hints(
     figures are those of the changed query, counted as the answer counts (the kept counts on
     PostgreSQL, a scan of the fleet on the embedded run: the fleet reader's): following its link
     shows them."""
-    hints = []
-    for hint in cast(wording.EmptyAnswer, recommendation.empty).hints:  # asked only of an empty answer
+    hints = list(cast(wording.EmptyAnswer, recommendation.empty).hints)  # asked only of an empty answer
+    # A limit hint whose value to set is rounded up to whole cents: count what that value opens (the
+    # counts alone, every such hint in one statement).
+    rounded = []
+    for number, hint in enumerate(hints):
         changes = dict(hint.changes)
         code = next((name for name in ("max_price", "budget") if name in changes), None)
         if code is not None and changes[code] != hint.cheapest_hourly:
-            # The value to set is rounded up to whole cents: count what it opens.
-            meeting, _ = fleet.fleet_reader().recommend(_changed(query, hint.changes), breakdown, {}, now, 1)
-            hint = wording.limit_hint(code, hint.cheapest_hourly, meeting.machines_total, hint.single)
-        hints.append(hint)
+            rounded.append((number, code))
+    counted = fleet.fleet_reader().meeting_many(
+        [(_changed(query, hints[number].changes), breakdown) for number, _ in rounded], now
+    )
+    for (number, code), (machines, _) in zip(rounded, counted, strict=True):
+        hint = hints[number]
+        hints[number] = wording.limit_hint(code, hint.cheapest_hourly, machines, hint.single)
     preferences = fleet.preferences_for(query)
     opened = {alt.precision for alt in recommendation.precision_alternatives if alt.machines_fitting}
     outside = None

@@ -226,6 +226,13 @@ def test_the_consoles_database_sessions_never_compile_a_statement(db):
         assert cursor.fetchone()[0] == "off"
 
 
+def test_the_consoles_database_sessions_start_no_parallel_workers(db):
+    """Workers cost more to start than the kept counts take to read, on cores other requests need."""
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW max_parallel_workers_per_gather")
+        assert cursor.fetchone()[0] == "0"
+
+
 @pytest.mark.django_db(transaction=True)
 def test_two_databases_holding_the_same_counts_have_different_states():
     """A database copied from another holds the same counts under the same transaction ids: their
