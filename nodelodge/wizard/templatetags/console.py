@@ -81,3 +81,11 @@ def place_name(place) -> str:
 def in_current_language(url) -> str:
     """A page's address (as stored, e.g. a booking's result) in the language of the page showing it."""
     return address_in(url, get_language()) if url else url
+
+
+@register.simple_tag(takes_context=True)
+def machine_rows(context, machines, columns):
+    """The machine table's rows (`wizard.machine_rows`), each Launch form carrying the page's query."""
+    from ..machine_rows import machine_rows as rows  # it reads this module's filters
+
+    return rows(machines, int(columns), context.get("query_string") or "")

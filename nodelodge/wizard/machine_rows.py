@@ -1,0 +1,173 @@
+"""The machine tables' rows, written in Python: the result panel's hot loop.
+
+A panel lists 25 machines by default and up to 200; through the template language each row cost about
+half a millisecond (a variable lookup, an escape and a localization per value, a translation per label),
+most of the panel's rendering time. Here each row is a few formatted strings, the labels translated
+once per table. `_machine_table.html` keeps the table and its header; the tests hold the rows to what a
+person reads (tests/wizard/test_machine_rows.py).
+
+Values are escaped as the template escaped them (`conditional_escape`); translated messages are not
+(as `blocktranslate` leaves them), their values are. Whole numbers (ids, GPU counts) are written as they
+are; the measured speeds as the page's language writes numbers."""
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from django.urls import reverse
+from django.utils.formats import localize
+from django.utils.html import conditional_escape
+from django.utils.safestring import SafeString, mark_safe
+from django.utils.translation import gettext, ngettext
+
+from .templatetags.console import decimals
+
+
+def _e(value: object) -> str:
+    """A value as the template wrote it: text as it is (a SafeString kept), anything else as str()."""
+    return str(conditional_escape(value if isinstance(value, str) else str(value)))
+
+
+def _number(value: object) -> str:
+    """A figure as the page's language writes it (the template's `{% localize on %}`)."""
+    return _e(localize(value, use_l10n=True))
+
+
+def _labels() -> dict[str, str]:
+    """What every row repeats, translated once per table."""
+    return {name: _e(gettext(message)) for name, message in (
+        ("machine", "Machine"), ("gpus_used", "GPUs used"), ("memory", "Memory per GPU"),
+        ("price", "Price per hour"), ("per_million", "Per million tokens"), ("budget", "Budget covers"),
+        ("confidence", "Confidence"), ("launch", "Launch"), ("why_limits", "Why it fits · limits"),
+        ("why", "Why it fits"), ("limits", "Limits"), ("none", "none"), ("measured", "Measured speed"),
+        ("what_if", "GPU what-if"), ("start_vllm", "Start it with vLLM"), ("copied", "Copied"),
+        ("copy", "Copy the command"),
+    )}
+
+
+def machine_rows(machines: Iterable[Mapping[str, Any]], columns: int, query_string: str) -> SafeString:
+    """The `<tbody>` of each machine row (`wizard.rows.add_row_words` has added its words), with a
+    group heading before a row that starts a group."""
+    labels = _labels()
+    review = _e(reverse("launches:review"))
+    query = _e(query_string)
+    parts = []
+    for machine in machines:
+        if machine.get("group_heading"):
+            parts.append(
+                f'<tbody class="group-head"><tr><th scope="rowgroup" colspan="{columns}" '
+                f'data-testid="group-heading">{_e(machine["group_heading"])}</th></tr></tbody>'
+            )
+        parts.append(_row(machine, labels, columns, review, query))
+    return mark_safe("\n".join(parts))  # noqa: S308  # nosec B308, B703: every value above is escaped
+
+
+def _row(m: Mapping[str, Any], labels: Mapping[str, str], columns: int, review: str, query: str) -> str:
+    machine_id = _e(m["id"])
+    gpus_used = _e(m["gpus_used"])
+    region = f'<span class="muted">, {_e(m["region"])}</span>' if m.get("region") else ""
+    what_if = (
+        f'<br><a href="{_e(m["what_if_href"])}" class="what-if-link" data-testid="what-if-link" '
+        f'aria-label="{_e(m["what_if_label"])}">{labels["what_if"]}</a>'
+        if m.get("what_if_href") else ""
+    )
+    per_million = ""
+    if m.get("price_per_million_tokens_text"):
+        text = _e(m["price_per_million_tokens_text"])
+        shown = text if m.get("price_per_million_tokens") else f'<span class="muted">{text}</span>'
+        per_million = (f'<td class="num c-per-million" data-label="{labels["per_million"]}" '
+                       f'data-testid="per-million">{shown}</td>')
+    return (
+        f'<tbody class="machine-row" data-machine-id="{machine_id}">\n<tr>\n'
+        f'<td class="c-machine" data-label="{labels["machine"]}"><strong>{_e(m["provider"])}</strong> '
+        f'<span class="badge {_e(m["tier"])}">{_e(m["tier_label"])}</span><br>'
+        f'<span class="muted mono">{_e(m["provider_machine_id"])}</span> '
+        f'<span class="c-location">· {_e(m["location_text"])}{region}</span></td>\n'
+        f'<td class="c-gpu" data-label="{labels["gpus_used"]}"><span class="nowrap"><strong>{gpus_used} ×'
+        f'</strong> {_e(m["gpu_type"])}</span><br><span class="muted">{_e(m["free_text"])}</span>{what_if}'
+        f'</td>\n'
+        f'<td class="num c-memory" data-label="{labels["memory"]}">{_e(m["memory_text"])}'
+        f'<span class="card-only"> GiB</span><br><span class="muted">{_e(m["memory_source_short"])}</span>'
+        f'</td>\n'
+        f'<td class="num c-price" data-label="{labels["price"]}"><strong>{_e(m["price_per_hour_text"])}'
+        f'</strong><span class="card-only">/h</span><br><span class="muted">{gpus_used} × '
+        f'{_e(m["price_per_gpu_hour_text"])}</span></td>\n'
+        f'{per_million}'
+        f'<td class="c-launch">\n<form method="get" action="{review}" class="launch-form">\n'
+        f'<input type="hidden" name="machine" value="{machine_id}">\n'
+        f'<input type="hidden" name="gpus" value="{gpus_used}">\n'
+        f'<input type="hidden" name="price_per_hour" value="{_e(m["price_per_hour"])}">\n'
+        f'<input type="hidden" name="query" value="{query}">\n'
+        f'<button type="submit" aria-label="{_e(m["launch_label"])}">{labels["launch"]}</button>\n'
+        f'</form>\n</td>\n</tr>\n'
+        f'<tr class="detail-row">\n<td colspan="{columns}">\n<details class="machine">\n'
+        f'{_summary(m, labels)}\n<div class="machine-detail">\n{_detail(m, labels, machine_id)}\n</div>\n'
+        f'</details>\n</td>\n</tr>\n</tbody>'
+    )
+
+
+def _summary(m: Mapping[str, Any], labels: Mapping[str, str]) -> str:
+    """The row's second line: what a renter checks after GPU, memory and price, beside the disclosure."""
+    breaks = f' · <strong>{_e(m["breaks_heading"])}</strong>' if m.get("breaks_heading") else ""
+    capacity = (f'<span class="fact c-capacity" data-testid="capacity">{_e(m["capacity_text"])}</span>'
+                if m.get("capacity_text") else "")
+    budget = ""
+    if m.get("budget_hours") is not None:
+        hours = gettext("%(hours)s h") % {"hours": _e(decimals(m["budget_hours"], 1))}
+        days = gettext("%(days)s days") % {"days": _e(decimals(m["budget_days"], 1))}
+        if m.get("budget_capped_by_booking_limit"):
+            days += " · " + gettext("limit %(limit)s h") % {"limit": _e(m["booking_limit_hours"])}
+        budget = (f'<span class="fact c-budget">{labels["budget"]} <strong class="nowrap">{hours}</strong> '
+                  f'<span class="nowrap">({days})</span></span>')
+    return (
+        f'<summary><span class="why"><span class="disclosure" aria-hidden="true"></span>'
+        f'{labels["why_limits"]}{breaks}</span>\n{capacity}\n'
+        f'<span class="fact c-confidence">{labels["confidence"]} <span class="badge {_e(m["confidence"])}">'
+        f'{_e(m["confidence_word"])}</span></span>\n{budget}</summary>'
+    )
+
+
+def _section(title: str, lines: Iterable[object], empty: str = "") -> str:
+    """A titled list of the row's detail; `empty` said where it has no line."""
+    items = "".join(f"<li>{_e(line)}</li>" for line in lines) or (f"<li>{empty}</li>" if empty else "")
+    return f"<div><strong>{title}</strong><ul>{items}</ul></div>"
+
+
+def _detail(m: Mapping[str, Any], labels: Mapping[str, str], machine_id: str) -> str:
+    parts = []
+    if m.get("command"):
+        parts.append(
+            f'<div class="serve-command"><strong>{labels["start_vllm"]}</strong><pre><code '
+            f'id="command-{machine_id}" data-testid="command">{_e(m["command"])}</code></pre>'
+            f'<button type="button" class="copy-command" data-copy-from="command-{machine_id}" '
+            f'data-copied="{labels["copied"]}">{labels["copy"]}</button></div>'
+        )
+    if m.get("budget_text"):
+        parts.append(_section(labels["budget"], [m["budget_text"]]))
+    parts.append(_section(labels["why"], m["why_it_fits"]))
+    parts.append(_section(labels["limits"], m["limits"], labels["none"]))
+    parts.append(_section(_e(m["confidence_heading"]), m["confidence_reasons"]))
+    if m.get("measured_speeds"):
+        parts.append(_section(labels["measured"], [_speed(speed) for speed in m["measured_speeds"]]))
+    return "\n".join(parts)
+
+
+def _speed(s: Mapping[str, Any]) -> SafeString:
+    """One measured speed and how it was measured, as the page's language writes it (its values
+    escaped here)."""
+    on_gpus = ngettext("%(value)s %(unit)s on %(gpus)s GPU", "%(value)s %(unit)s on %(gpus)s GPUs", s["gpus"])
+    words = on_gpus % {"value": _number(s["value"]), "unit": _e(s["unit"]), "gpus": _number(s["gpus"])}
+    how = [gettext("%(bits)s-bit") % {"bits": _number(s["precision"])}]
+    if s.get("engine"):
+        how[-1] += f', {_e(s["engine"])} {_e(s.get("engine_version") or "")}'
+    if s.get("concurrency"):
+        how.append(gettext("%(concurrency)s concurrent") % {"concurrency": _number(s["concurrency"])})
+    if s.get("input_tokens"):
+        how.append(gettext("%(input)s in / %(output)s out") % {
+            "input": _number(s["input_tokens"]), "output": _number(s.get("output_tokens") or "")
+        })
+    measured = gettext("measured %(date)s") % {"date": _e(str(s["measured_at"])[:10])}
+    if s.get("measured_by"):
+        measured += " " + gettext("by %(who)s") % {"who": _e(s["measured_by"])}
+    how.append(measured)
+    return mark_safe(f"{words} ({', '.join(how)})")  # noqa: S308  # nosec B308, B703: values escaped above
