@@ -30,17 +30,26 @@ def meeting_by_country(query: FleetQuery) -> list[CountryCount]:
 
 
 def meeting_by_country_many(queries: list[FleetQuery]) -> list[list[CountryCount]]:
-    """`meeting_by_country` of each of `queries`, all in one statement (an empty answer's hints ask
-    several at once)."""
+    """`meeting_by_country` of each of `queries`, all in one statement that reads the kept counts once
+    (an empty answer's hints ask a dozen at once): the availability rule's checks but the countries
+    are tested once per shape, and each query adds its countries, fit and preferences."""
     if not queries:
         return []
-    parts: list[str] = []
-    params: dict[str, object] = {}
+    cutoffs = {query.stale_cutoff for query in queries}
+    if len(cutoffs) > 1:  # not asked by the console (one answer, one cutoff), but answered right
+        return [found for query in queries for found in meeting_by_country_many([query])]
+    status, params = named(*availability_sql.status_sql(cutoffs.pop(), None), "status")
+    probes = []
     for probe, query in enumerate(queries):
-        sql, values = _counted_by_country(query, f"p{probe}")
-        parts.append(sql.replace("SELECT ", f"SELECT {probe} AS probe, ", 1))
+        sql, values = _probe(query, f"p{probe}")
+        probes.append(sql.replace("SELECT ", f"SELECT {probe} AS probe, ", 1))
         params |= values
-    sql = " UNION ALL ".join(f"({part})" for part in parts) + " ORDER BY 1, 3, 2"
+    # Fixed SQL and integers; every value is a parameter.
+    sql = (
+        "SELECT q.probe, m.country, MIN(m.prices[1] * q.gpus), SUM(q.machines) "  # noqa: S608  # nosec B608
+        f"FROM {fleet_counts.SHAPES} m CROSS JOIN LATERAL ({' UNION ALL '.join(probes)}) AS q "
+        f"WHERE {status} = {availability.SCREENED} GROUP BY q.probe, m.country ORDER BY 1, 3, 2"
+    )
     found: list[list[CountryCount]] = [[] for _ in queries]
     with database.reads().cursor() as cursor:
         fleet_counts.merge_pending(cursor)
@@ -50,18 +59,17 @@ def meeting_by_country_many(queries: list[FleetQuery]) -> list[list[CountryCount
     return found
 
 
-def _counted_by_country(query: FleetQuery, prefix: str) -> tuple[str, dict]:
-    """The statement of one query's countries (unordered), its values named after `prefix`."""
-    status, params = named(
-        *availability_sql.status_sql(query.stale_cutoff, query.countries), f"{prefix}_status"
-    )
-    gpus, gpus_values = named(*fit_sql.gpus_used_sql(query.fits[0]), f"{prefix}_fit")
+def _probe(query: FleetQuery, prefix: str) -> tuple[str, dict]:
+    """One query's part of the statement, over a kept-counts row `m` the rule's other checks let
+    through: the GPUs it would use there and how many of its machines count, where it fits, in the
+    query's countries and meeting its preferences (its values named after `prefix`)."""
+    gpus, params = named(*fit_sql.gpus_used_sql(query.fits[0]), f"{prefix}_fit")
     # The kept counts hold prices in units; a shape's cheapest machine on the GPUs it would use.
     meets, meets_values = named(*preferences_sql.meets_sql(
         query, "m.prices[1] * g.gpus",
         limit=lambda value: (f"%s::numeric * {fleet_counts.PRICE_UNITS}", [value]),
     ), f"{prefix}_meets")
-    params |= gpus_values | meets_values
+    params |= meets_values
     highest = []
     for number, (_, limit) in enumerate(price_limits(query)):
         # price × GPUs within the limit: in whole units of price, at most limit ÷ GPUs, rounded down
@@ -73,11 +81,13 @@ def _counted_by_country(query: FleetQuery, prefix: str) -> tuple[str, dict]:
         counted = f"COALESCE(m.cum[width_bucket(LEAST({', '.join(highest)}), m.prices)], 0)"
     else:
         counted = "m.cum[cardinality(m.cum)]"
+    inside = ""
+    if query.countries is not None:
+        inside = f" AND m.country = ANY(%({prefix}_countries)s)"
+        params[f"{prefix}_countries"] = sorted(query.countries)
     # Fixed SQL and integers; every value is a parameter.
     sql = (
-        f"SELECT m.country, MIN(m.prices[1] * g.gpus), SUM({counted}) FROM {fleet_counts.SHAPES} m "  # noqa: S608  # nosec B608
-        f"CROSS JOIN LATERAL (SELECT {gpus} AS gpus) AS g "
-        f"WHERE {status} = {availability.SCREENED} AND g.gpus IS NOT NULL AND {meets} "
-        "GROUP BY m.country"
+        f"SELECT g.gpus, {counted} AS machines FROM (SELECT {gpus} AS gpus) AS g "  # noqa: S608  # nosec B608
+        f"WHERE g.gpus IS NOT NULL{inside} AND {meets}"
     )
     return sql, params

@@ -131,7 +131,9 @@ def _recommendation_for(
     recommendation, freshness = fleet_reader().recommend(query, breakdown, lower, now, machines_shown, extra)
     check_deadline()
     if relax and not recommendation.machines_total and recommendation.empty is not None:
-        recommendation = explain_empty(query, breakdown, lower, model_row, now, recommendation)
+        recommendation = explain_empty(
+            query, breakdown, lower, model_row, now, recommendation, freshness.get("newest")
+        )
     throughput = None
     check_deadline()
     if query.target_tokens is not None:

@@ -35,11 +35,13 @@ def explain_empty(
     model_row,
     now: datetime,
     recommendation: Recommendation,
+    newest_fresh_report: datetime | None = None,
 ) -> Recommendation:
     """An empty answer, said as it is: when no machine anywhere has reported within the staleness
     window, that availability is unknown; otherwise what to change, each hint with the machines the
-    changed query finds (see `relax_hints`)."""
-    if not recommendation.alternatives_total:
+    changed query finds (see `relax_hints`). `newest_fresh_report`: the answer's own counts' newest
+    report within the window, if they saw one (then the fleet is not silent: nothing to ask)."""
+    if not recommendation.alternatives_total and newest_fresh_report is None:
         reported = fleet.last_report()
         if reported is None or reported < fleet.stale_cutoff(now):
             opening = wording.silent_fleet_words(reported, now, fleet.stale_after_minutes())
@@ -82,12 +84,16 @@ def _limits_to_set(base: WorkloadQuery, lifted: WorkloadQuery, countries) -> lis
     return limits
 
 
-def _openings(wanted: list[tuple[WorkloadQuery, Breakdown, bool]], now: datetime) -> list:
+def _openings(
+    wanted: list[tuple[WorkloadQuery, Breakdown, bool]], now: datetime,
+    counted_too: list[tuple[WorkloadQuery, Breakdown]],
+) -> tuple[list, list[int]]:
     """For each (base, breakdown, as_is) of `wanted`: what `base` finds at `breakdown` (unless `as_is`
     is False: it is known to find nothing); when nothing, the smallest change of its price limit and
     budget, then of its tier as well, that finds some: (limits changed, machines, [(country, cheapest
-    hourly price)]) or None. Two counting statements at most, whatever `wanted` holds: one asks every
-    query as it is and with its limits lifted, the other every query with the limits found to set."""
+    hourly price)]) or None. With them, how many machines each (query, breakdown) of `counted_too`
+    finds. Two counting statements at most, whatever `wanted` holds: one asks every query as it is
+    and with its limits lifted (and `counted_too`), the other every query with the limits found to set."""
     reader = fleet.fleet_reader()
     asked = [([base] if as_is else []) + _liftings(base) for base, _, as_is in wanted]
     probes = [
@@ -95,7 +101,9 @@ def _openings(wanted: list[tuple[WorkloadQuery, Breakdown, bool]], now: datetime
         for lifted, (_, breakdown, _) in zip(asked, wanted, strict=True)
         for probe in lifted
     ]
-    counted = iter(reader.meeting_by_country_many(probes, now))
+    answers = reader.meeting_by_country_many([*counted_too, *probes], now)
+    totals = [machines for machines, _ in answers[:len(counted_too)]]
+    counted = iter(answers[len(counted_too):])
     found: list = [None] * len(wanted)
     changed = []  # (index in wanted, limits, the changed query, breakdown)
     for index, (base, breakdown, as_is) in enumerate(wanted):
@@ -113,7 +121,7 @@ def _openings(wanted: list[tuple[WorkloadQuery, Breakdown, bool]], now: datetime
     again = reader.meeting_by_country_many([(query, breakdown) for _, _, query, breakdown in changed], now)
     for (index, limits, _, _), (machines, countries) in zip(changed, again, strict=True):
         found[index] = (tuple(limits), machines, countries) if machines else None
-    return found
+    return found, totals
 
 
 def relax_hints(
@@ -133,20 +141,14 @@ def relax_hints(
     PostgreSQL, a scan of the fleet on the embedded run: the fleet reader's): following its link
     shows them."""
     hints = list(cast(wording.EmptyAnswer, recommendation.empty).hints)  # asked only of an empty answer
-    # A limit hint whose value to set is rounded up to whole cents: count what that value opens (the
-    # counts alone, every such hint in one statement).
+    # A limit hint whose value to set is rounded up to whole cents: what that value opens is counted
+    # with the openings below (the counts alone, in their statement).
     rounded = []
     for number, hint in enumerate(hints):
         changes = dict(hint.changes)
         code = next((name for name in ("max_price", "budget") if name in changes), None)
         if code is not None and changes[code] != hint.cheapest_hourly:
             rounded.append((number, code))
-    counted = fleet.fleet_reader().meeting_many(
-        [(_changed(query, hints[number].changes), breakdown) for number, _ in rounded], now
-    )
-    for (number, code), (machines, _) in zip(rounded, counted, strict=True):
-        hint = hints[number]
-        hints[number] = wording.limit_hint(code, hint.cheapest_hourly, machines, hint.single)
     preferences = fleet.preferences_for(query)
     opened = {alt.precision for alt in recommendation.precision_alternatives if alt.machines_fitting}
     outside = None
@@ -173,7 +175,14 @@ def relax_hints(
             wanted[bits, "inside"] = (query, at, False)
         if outside is not None:
             wanted[bits, "outside"] = (outside, at, True)
-    openings = dict(zip(wanted, _openings(list(wanted.values()), now), strict=True))
+    found_openings, rounded_machines = _openings(
+        list(wanted.values()), now,
+        [(_changed(query, hints[number].changes), breakdown) for number, _ in rounded],
+    )
+    for (number, code), machines in zip(rounded, rounded_machines, strict=True):
+        hint = hints[number]
+        hints[number] = wording.limit_hint(code, hint.cheapest_hourly, machines, hint.single)
+    openings = dict(zip(wanted, found_openings, strict=True))
     for bits, _ in walk:
         if bits is not None and limited:
             found = openings[bits, "inside"]
