@@ -5,6 +5,7 @@ and the CLI all read these keys, so a field cannot be spelled two ways.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, cast
@@ -57,11 +58,27 @@ class RecommendedMachine:
         return machine_row(self)
 
 
-def machine_row(machine: RecommendedMachine) -> dict[str, Any]:
-    """A recommended machine or alternative as plain JSON values (money as exact decimal strings)."""
+# What the rows of one answer share, by what each depends on (see `_shared`).
+SharedWords = dict[tuple[object, ...], Any]
+
+
+def _shared(words: SharedWords | None, key: tuple[object, ...], build: Callable[[], Any]) -> Any:
+    """Words many rows of one answer share (a country's name, a capacity), worded once per value
+    when the caller keeps them in `words` (one dict per answer and language), else each time."""
+    if words is None:
+        return build()
+    if key not in words:
+        words[key] = build()
+    return words[key]
+
+
+def machine_row(machine: RecommendedMachine, words: SharedWords | None = None) -> dict[str, Any]:
+    """A recommended machine or alternative as plain JSON values (money as exact decimal strings).
+    `words`: what the rows of one answer share, worded once (`_shared`)."""
     offer, fit = machine.offer, machine.fit
     cover = machine.budget_covers
     per_million = machine.price_per_million_tokens
+    source = offer.memory_source
     data = {
         "id": offer.id,
         "provider": offer.provider,
@@ -77,12 +94,16 @@ def machine_row(machine: RecommendedMachine) -> dict[str, Any]:
         "headroom_percent": float(round_half_up(fit.headroom_fraction * 100, 1)),
         "tight_margin": fit.tight,
         "why_gpus": fit.why_gpus,
-        "memory_source": offer.memory_source,
-        "memory_source_short": MEMORY_SOURCE_SHORT.get(offer.memory_source, offer.memory_source),
-        "memory_source_words": MEMORY_SOURCE_WORDS.get(offer.memory_source, offer.memory_source),
+        "memory_source": source,
+        "memory_source_short": _shared(words, ("short", source),
+                                       lambda: MEMORY_SOURCE_SHORT.get(source, source)),
+        "memory_source_words": _shared(words, ("words", source),
+                                       lambda: MEMORY_SOURCE_WORDS.get(source, source)),
         "memory_flag": offer.memory_flag,
         "country": offer.country,
-        "country_name": country_name(offer.country) if offer.country else None,
+        "country_name": _shared(
+            words, ("country", offer.country), lambda: country_name(offer.country) if offer.country else None
+        ),
         "region": offer.region,
         "price_per_gpu_hour": money_string(offer.price_per_gpu_hour),
         "price_per_hour": money_string(machine.hourly_price),
@@ -102,7 +123,10 @@ def machine_row(machine: RecommendedMachine) -> dict[str, Any]:
         "last_seen": offer.last_seen.isoformat() if offer.last_seen else None,
         "max_requests_at_context": machine.max_requests_at_context,
         "max_context_at_requests": machine.max_context_at_requests,
-        "capacity_text": capacity_text(machine),
+        "capacity_text": _shared(
+            words, ("capacity", machine.max_requests_at_context, machine.max_context_at_requests),
+            lambda: capacity_text(machine),
+        ),
         "command": machine.command,
     }
     if machine.breaks:
@@ -203,10 +227,11 @@ class Recommendation:
         return self.empty.text if self.empty is not None else None
 
     def to_dict(self) -> dict[str, Any]:
+        words: SharedWords = {}  # what the rows share, worded once (`machine_row`)
         return {
             "memory": self.breakdown.as_dict(),
-            "machines": [machine_row(machine) for machine in self.machines],
-            "alternatives": [machine_row(machine) for machine in self.alternatives],
+            "machines": [machine_row(machine, words) for machine in self.machines],
+            "alternatives": [machine_row(machine, words) for machine in self.alternatives],
             "machines_total": self.machines_total,
             "alternatives_total": self.alternatives_total,
             "precision_alternatives": [alt.to_dict() for alt in self.precision_alternatives],

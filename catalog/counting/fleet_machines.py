@@ -90,12 +90,15 @@ def describe_ids(
     # price), so the walk never passes the other countries' machines. With more, one walk over all.
     countries = sorted(query.countries) if query.countries is not None else []
     by_country = " AND m.country = c.code" if 0 < len(countries) <= COUNTRY_WALKS else ""
+    cheapest_bands = _cheapest_bands(query, bands)
     for (fit_index, band, meets), (cheapest_price, dearest_price) in sorted(bands.items()):
         if fit_index == 0:
             kind = 0 if meets else 1
             limit = query.machines_shown if meets else query.alternatives_shown
         elif meets:
             kind, limit = fit_index + 1, query.lower_shown  # the cheapest at a lower precision
+            if limit == 1 and (fit_index, band) not in cheapest_bands:
+                continue  # its cheapest machine costs more per hour than another band's
         else:
             continue
         if limit <= 0:
@@ -149,3 +152,21 @@ def describe_ids(
     with database.reads().cursor() as cursor:
         cursor.execute(sql, params)
         return sorted(row[0] for row in cursor.fetchall())
+
+
+def _cheapest_bands(
+    query: FleetQuery, bands: dict[tuple[int, int, bool], tuple[Decimal, Decimal]]
+) -> set[tuple[int, int]]:
+    """(precision index, band) of the bands, per lower precision, whose cheapest machine meeting every
+    preference costs the least per hour there (the counts know each band's cheapest price per GPU-hour):
+    the cheapest machine at that precision is in one of them, so only they are walked for it (several
+    where they tie on the hour; the walk's order then decides, as always)."""
+    hourly: dict[tuple[int, int], Decimal] = {
+        (fit_index, band): cheapest * query.fits[fit_index][band][0]
+        for (fit_index, band, meets), (cheapest, _) in bands.items()
+        if fit_index and meets
+    }
+    least: dict[int, Decimal] = {}
+    for (fit_index, _), price in hourly.items():
+        least[fit_index] = min(price, least.get(fit_index, price))
+    return {key for key, price in hourly.items() if price == least[key[0]]}
