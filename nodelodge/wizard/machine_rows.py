@@ -20,7 +20,7 @@ from django.utils.html import conditional_escape
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.translation import gettext, ngettext
 
-from .templatetags.console import decimals
+from sizing.units import decimal_text
 
 
 def _e(value: object) -> str:
@@ -113,8 +113,8 @@ def _summary(m: Mapping[str, Any], labels: Mapping[str, str]) -> str:
                 if m.get("capacity_text") else "")
     budget = ""
     if m.get("budget_hours") is not None:
-        hours = gettext("%(hours)s h") % {"hours": _e(decimals(m["budget_hours"], 1))}
-        days = gettext("%(days)s days") % {"days": _e(decimals(m["budget_days"], 1))}
+        hours = gettext("%(hours)s h") % {"hours": _e(decimal_text(float(m["budget_hours"]), 1))}
+        days = gettext("%(days)s days") % {"days": _e(decimal_text(float(m["budget_days"]), 1))}
         if m.get("budget_capped_by_booking_limit"):
             days += " · " + gettext("limit %(limit)s h") % {"limit": _e(m["booking_limit_hours"])}
         budget = (f'<span class="fact c-budget">{labels["budget"]} <strong class="nowrap">{hours}</strong> '

@@ -7,6 +7,7 @@ from django.utils.formats import number_format
 from django.utils.translation import get_language, gettext, pgettext_lazy
 
 from nodelodge.i18n import address_in
+from nodelodge.wizard.machine_rows import machine_rows as written_rows
 from sizing.countries import country_name as _country_name
 from sizing.countries import place_name as _place_name
 from sizing.units import decimal_text, gib_display, money_text
@@ -86,6 +87,4 @@ def in_current_language(url) -> str:
 @register.simple_tag(takes_context=True)
 def machine_rows(context, machines, columns):
     """The machine table's rows (`wizard.machine_rows`), each Launch form carrying the page's query."""
-    from ..machine_rows import machine_rows as rows  # it reads this module's filters
-
-    return rows(machines, int(columns), context.get("query_string") or "")
+    return written_rows(machines, int(columns), context.get("query_string") or "")
