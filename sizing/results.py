@@ -119,7 +119,11 @@ def machine_row(machine: RecommendedMachine, words: SharedWords | None = None) -
         "limits": list(machine.limits),
         "measured_speeds": [speed_row(speed) for speed in machine.measured_speed],
         "price_per_million_tokens": None if per_million is None else money_string(per_million),
-        "price_per_million_tokens_text": price_per_million_text(machine),
+        # Without a price, the words ("no measured speed") are the same on every row.
+        "price_per_million_tokens_text": (
+            price_per_million_text(machine) if per_million is not None
+            else _shared(words, ("no price", machine.serves_tokens), lambda: price_per_million_text(machine))
+        ),
         "last_seen": offer.last_seen.isoformat() if offer.last_seen else None,
         "max_requests_at_context": machine.max_requests_at_context,
         "max_context_at_requests": machine.max_context_at_requests,
