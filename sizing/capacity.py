@@ -4,6 +4,7 @@ command that starts the engine. Asked of the machines an answer shows, against t
 their fit: the transformers estimate's items, or vLLM's budget at the machine's split."""
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -58,6 +59,11 @@ class Capacity:
         return min(self.spec.max_context or MAX_CONTEXT, MAX_CONTEXT)
 
     def on_machine(self, gpus: int, memory_bytes: int) -> MachineCapacity:
+        """What `gpus` GPUs of `memory_bytes` each hold. Each answer asks it of the few shapes it shows,
+        and the next answers ask the same again: kept per process (`_held`, pure and bounded)."""
+        return _held(self, gpus, memory_bytes)
+
+    def _on_machine(self, gpus: int, memory_bytes: int) -> MachineCapacity:
         if self.engine == "vllm":
             return self._vllm(gpus, memory_bytes)
         need = _TransformersNeed(self.spec, self.weights_bytes, self.kv_bits, gpus)
@@ -84,6 +90,13 @@ class Capacity:
             max_context_at_requests=budget.max_context_at_requests(self.requests),
             command=command,
         )
+
+
+@functools.lru_cache(maxsize=4096)
+def _held(capacity: Capacity, gpus: int, memory_bytes: int) -> MachineCapacity:
+    """`Capacity.on_machine`, kept: the same query (its model's figures included) on the same shape holds
+    the same, so a swap back to an earlier query, or its next page, works none of it out again."""
+    return capacity._on_machine(gpus, memory_bytes)
 
 
 def _largest(holds: Callable[[int], bool], upper: int) -> int:

@@ -28,7 +28,7 @@ def test_the_section_replaces_its_earlier_self_before_the_hand_written_notes(tmp
 
     text = out.read_text()
     assert text.count("## Result panel swap in the browser") == 1
-    assert "| median | 100.0 ms | ≤ 150 ms | pass |" in text and "then" not in text
+    assert "| median | 100.0 ms | ≤ 80 ms | **FAIL** |" in text and "then" not in text
     assert text.index("## Figures") < text.index("## Result panel swap") < text.index("## History")
     assert text.endswith("notes\n")
 
@@ -40,6 +40,6 @@ def test_a_full_benchmark_run_keeps_the_browser_swap_figures(tmp_path):
 
     text = "# Benchmarks\n\n## Per query\n" + runner.carried_over(out.read_text())
     assert "old figures" not in text
-    assert "| median | 100.0 ms | ≤ 150 ms | pass |" in text
+    assert "| median | 100.0 ms | ≤ 80 ms | **FAIL** |" in text
     assert text.index("## Per query") < text.index("## Result panel swap") < text.index("## History")
     assert text.endswith("notes\n")

@@ -100,3 +100,21 @@ def test_the_per_gpu_bar_adds_up_to_the_need_per_gpu_under_vllm(gpus):
     shares = breakdown.per_gpu_shares(gpus)
     assert sum(share for _, share in shares) == breakdown.bytes_per_gpu(gpus)
     assert [name for name, _ in shares] == [item.name for item in breakdown.items]
+
+
+def test_what_a_shape_holds_is_kept_per_query_and_model_never_across_an_edited_model():
+    """The answers' rows ask the same shapes again and again: kept per process, keyed by everything
+    the figure depends on, so a model whose figures staff corrected is worked out anew."""
+    from dataclasses import replace
+
+    from sizing.capacity import _held
+
+    breakdown = estimate_inference(models.LLAMA_3_1_8B, 16, 8192, 2, 16)
+    first = breakdown.capacity.on_machine(1, 80 * GIB)
+    hits = _held.cache_info().hits
+    assert estimate_inference(models.LLAMA_3_1_8B, 16, 8192, 2, 16).capacity.on_machine(1, 80 * GIB) == first
+    assert _held.cache_info().hits == hits + 1
+    deeper = replace(models.LLAMA_3_1_8B, layers=2 * models.LLAMA_3_1_8B.layers)
+    edited = estimate_inference(deeper, 16, 8192, 2, 16).capacity.on_machine(1, 80 * GIB)
+    assert edited.max_requests_at_context < first.max_requests_at_context
+    assert _held.cache_info().maxsize == 4096  # bounded, whatever the queries

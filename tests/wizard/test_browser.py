@@ -117,3 +117,19 @@ def test_kv_cache_precision_changes_the_cache_and_the_address(page, live_server,
     page.get_by_label("KV cache precision").select_option("8")
     expect(result).to_contain_text("2.25 GiB")
     expect(page).to_have_url(re.compile(r"kv_cache=8"))
+
+
+def test_back_after_a_select_change_shows_the_answer_before_it(page, live_server, shipped_catalog):
+    """Swaps keep no copy of the page (hx-history="false"): Back asks the server for the earlier
+    address, and the person sees the answer they had."""
+    page.goto(live_server.url + "/?workload=inference&model=llama-3-1-8b&precision=16&context=4096&requests=1")
+    expect(page.get_by_test_id("total-gib")).to_have_text("19.55 GiB")
+    page.get_by_label("Precision", exact=True).select_option("8")
+    expect(page).to_have_url(re.compile(r"precision=8"))
+    expect(page.get_by_test_id("total-gib")).not_to_have_text("19.55 GiB")
+    assert page.evaluate("sessionStorage.getItem('htmx-history-cache')") is None
+
+    page.go_back()
+    expect(page).to_have_url(re.compile(r"precision=16"))
+    expect(page.get_by_test_id("total-gib")).to_have_text("19.55 GiB")
+    expect(page.get_by_label("Precision", exact=True)).to_have_value("16")
