@@ -11,21 +11,24 @@ Values are escaped as the template escaped them (`conditional_escape`); translat
 are; the measured speeds as the page's language writes numbers."""
 from __future__ import annotations
 
+import html
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from django.urls import reverse
 from django.utils.formats import localize
-from django.utils.html import conditional_escape
-from django.utils.safestring import SafeString, mark_safe
+from django.utils.safestring import SafeData, SafeString, mark_safe
 from django.utils.translation import gettext, ngettext
 
 from sizing.units import decimal_text
 
 
 def _e(value: object) -> str:
-    """A value as the template wrote it: text as it is (a SafeString kept), anything else as str()."""
-    return str(conditional_escape(value if isinstance(value, str) else str(value)))
+    """A value as the template wrote it (`conditional_escape`: safe text kept, anything else escaped as
+    its str()), without the lazy-text checks the rows' plain values do not need."""
+    if isinstance(value, SafeData):
+        return str(value)
+    return html.escape(str(value))
 
 
 def _number(value: object) -> str:
