@@ -177,9 +177,17 @@ def _first_active(model, slug: str):
     return queryset.first()
 
 
-def get_model(slug: str) -> CatalogModel | None:
-    """The active catalog row with this slug, whichever kind it is; None when there is none."""
-    for model in (LanguageModel, SpeechModel, ImagePipeline):
+def get_model(slug: str, kinds_first: tuple[str, ...] = ()) -> CatalogModel | None:
+    """The active catalog row with this slug, whichever kind it is; None when there is none. Asked
+    language model, speech model, image pipeline in turn, or first the one kind of `kinds_first` (a
+    workload's, "image" for image generation): a workload's own model is found in one statement, and a
+    slug that two kinds share names the workload's own."""
+    tables = [model for model in (LanguageModel, SpeechModel, ImagePipeline) if model.kind in kinds_first]
+    if len(tables) > 1 or not tables:
+        tables = [LanguageModel, SpeechModel, ImagePipeline]  # the order that decides between kinds
+    else:
+        tables += [model for model in (LanguageModel, SpeechModel, ImagePipeline) if model not in tables]
+    for model in tables:
         row = _first_active(model, slug)
         if row is not None:
             return row

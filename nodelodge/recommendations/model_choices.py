@@ -10,9 +10,10 @@ from sizing.workloads import KINDS_BY_WORKLOAD, WIZARD_MODEL_CODES
 PRECISION_BITS = (16, 8, 4)
 
 
-def model_row(slug: str | None):
-    """The active catalog row with this slug, of any kind; None when there is none."""
-    return catalog_rows.get_model(slug) if slug else None
+def model_row(slug: str | None, workload: str | None = None):
+    """The active catalog row with this slug, of any kind (the workload's own asked first); None when
+    there is none."""
+    return catalog_rows.get_model(slug, KINDS_BY_WORKLOAD.get(workload or "", ())) if slug else None
 
 
 def suits(row, workload: str) -> bool:
@@ -23,7 +24,7 @@ def model_for_workload(slug: str | None, workload: str, row=None):
     """The active catalog row with this slug, if its kind suits the workload (`row`: the caller's
     copy of that row, to spare the lookup)."""
     if row is None or row.slug != slug:
-        row = model_row(slug)
+        row = model_row(slug, workload)
     return row if row is not None and suits(row, workload) else None
 
 

@@ -92,11 +92,11 @@ def _form_values(params) -> tuple[dict[str, str], object | None]:
     values = with_defaults({key: params.get(key) for key in params})
     values["countries"] = ",".join(c for c in params.getlist("countries") if c)
     workload = values["workload"]
-    row = model_row(_slug_to_look_up(values.get("model")))
+    row = model_row(_slug_to_look_up(values.get("model")), workload)
     own_model = getattr(workload_named(workload), "default_model", None)
     if own_model is not None and row is not None and not suits(row, workload):
         values["model"] = own_model
-        row = model_row(values["model"])
+        row = model_row(values["model"], workload)
         # A precision chosen for the other workload's model (QLoRA's 4-bit) does not carry over to
         # the model swapped in: it starts at its own first precision offered (16-bit where it can).
         if row is not None:

@@ -113,3 +113,20 @@ def test_machine_offers_use_a_fixed_number_of_queries(catalog, django_assert_max
     assert len(offers) == Machine.objects.count()
 
 
+
+
+def test_a_workloads_own_model_is_found_in_its_own_table_first(models_only, django_assert_num_queries):
+    with django_assert_num_queries(2):  # the pipeline and its components, no other kind asked
+        row = catalog_rows.get_model("flux-1-dev", kinds_first=("image",))
+    assert row.kind == "image" and [c.name for c in row.components.all()]
+    with django_assert_num_queries(4):  # without the workload: language, speech, then the pipeline
+        assert catalog_rows.get_model("flux-1-dev") == row
+
+
+def test_a_slug_two_kinds_share_names_the_workloads_own(models_only):
+    pipeline = catalog_rows.get_model("flux-1-dev")
+    language = LanguageModel.objects.filter(is_active=True).first()
+    LanguageModel.objects.filter(pk=language.pk).update(slug=pipeline.slug)
+    assert catalog_rows.get_model(pipeline.slug).kind == "language"  # every kind asked: language first
+    assert catalog_rows.get_model(pipeline.slug, kinds_first=("image",)) == pipeline
+    assert catalog_rows.get_model(pipeline.slug, kinds_first=("language", "speech")).kind == "language"
