@@ -15,14 +15,14 @@ from sizing.preferences import HOURLY_PRICE
 SPARSE_BAND_MACHINES = 256
 # Up to this many chosen countries, a band is read country by country (`describe_ids`).
 COUNTRY_WALKS = 3
-# The listing order's columns in a band's walk (its hourly price follows its price per GPU-hour)
-# and in the merge of the walks.
 # A machine's provider by its place in the providers' name order (names are unique; "C" compares
 # them as Python sorts them): a walk reads no provider rows, and plans a join fewer per band.
 PROVIDER_PLACE = (
     'array_position((SELECT array_agg(p.id ORDER BY p.name COLLATE "C") FROM catalog_provider p), '
     "m.provider_id)"
 )
+# The listing order's columns in a band's walk (its hourly price follows its price per GPU-hour)
+# and in the merge of the walks.
 WALK_ORDER = {
     "price_per_gpu_hour": "m.price_per_gpu_hour",
     "provider": PROVIDER_PLACE,

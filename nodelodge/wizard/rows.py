@@ -95,7 +95,8 @@ def add_row_words(rows: list[dict], group_counts: dict[str, int] | None = None,
         row["tier_label"] = capfirst(row["tier"])  # product names: the same in every language
         row["free_text"] = free_of % {"free": row["free_gpus"], "count": row["gpu_count"]}
         row["memory_text"] = gib2(row["memory_per_gpu_gib"])
-        row["location_text"] = country_name(row["country"])
+        # The answer named the country once for all its rows (`sizing.results.machine_row`).
+        row["location_text"] = row.get("country_name") or country_name(row["country"])
         if row.get("region"):
             row["region"] = place_name(row["region"])  # the page's row only: the API keeps the feed's name
         row["price_per_hour_text"] = money_text(row["price_per_hour"])

@@ -11,6 +11,7 @@ from django.http import HttpResponse
 from django.shortcuts import render
 from django.template.loader import render_to_string
 from django.urls import reverse
+from django.utils.functional import SimpleLazyObject
 from django.utils.translation import get_language
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET
@@ -235,7 +236,9 @@ def _wizard_answer(request, partial: str | None, extra: dict | None = None) -> t
         "values": values,
         "errors": errors,
         "error_list": error_list(errors, labels),
-        "field_messages": messages_for(workload, model_kind),
+        # The form's parts are made when the template reaches the form: the result panel alone, swapped
+        # in after a change, never shows them.
+        "field_messages": SimpleLazyObject(lambda: messages_for(workload, model_kind)),
         "sorts": SORT_CHOICES,
         "groups": GROUPS,
         "confidence_filters": CONFIDENCE_FILTERS,
@@ -248,7 +251,7 @@ def _wizard_answer(request, partial: str | None, extra: dict | None = None) -> t
             for value, label in _choices("precision")
         ],
         "kv_cache_precisions": _choices("kv_cache"),
-        "training_presets": training_presets(values),
+        "training_presets": SimpleLazyObject(lambda: training_presets(values)),
         "engines": _choices("engine"),
         "cluster_choices": _choices("clusters"),
         "tiers": _choices("tier"),
@@ -265,7 +268,9 @@ def _wizard_answer(request, partial: str | None, extra: dict | None = None) -> t
     }
     # What the form shows: its labels follow the workload and model kind, and its fields carry
     # error messages; when either changes, the whole wizard is sent rather than the result alone.
-    context["training_rows"] = training_rows(values, errors, context["field_messages"])
+    context["training_rows"] = SimpleLazyObject(
+        lambda: training_rows(values, errors, context["field_messages"])
+    )
     context["shown"] = f"{workload}:{model_kind or ''}:{'invalid' if errors else 'ok'}"
     # A fine-tune at 4-bit also shows the base's format: switching the precision to or from 4 sends it.
     if context["chosen_workload"] is not None and context["chosen_workload"].takes_training \
