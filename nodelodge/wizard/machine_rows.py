@@ -37,15 +37,18 @@ def _number(value: object) -> str:
 
 
 def _labels() -> dict[str, str]:
-    """What every row repeats, translated once per table."""
-    return {name: _e(gettext(message)) for name, message in (
-        ("machine", "Machine"), ("gpus_used", "GPUs used"), ("memory", "Memory per GPU"),
-        ("price", "Price per hour"), ("per_million", "Per million tokens"), ("budget", "Budget covers"),
-        ("confidence", "Confidence"), ("launch", "Launch"), ("why_limits", "Why it fits · limits"),
-        ("why", "Why it fits"), ("limits", "Limits"), ("none", "none"), ("measured", "Measured speed"),
-        ("what_if", "GPU what-if"), ("start_vllm", "Start it with vLLM"), ("copied", "Copied"),
-        ("copy", "Copy the command"),
-    )}
+    """What every row repeats, translated once per table (each message written out, so the catalog's
+    extraction finds it)."""
+    labels = {
+        "machine": gettext("Machine"), "gpus_used": gettext("GPUs used"), "memory": gettext("Memory per GPU"),
+        "price": gettext("Price per hour"), "per_million": gettext("Per million tokens"),
+        "budget": gettext("Budget covers"), "confidence": gettext("Confidence"), "launch": gettext("Launch"),
+        "why_limits": gettext("Why it fits · limits"), "why": gettext("Why it fits"),
+        "limits": gettext("Limits"), "none": gettext("none"), "measured": gettext("Measured speed"),
+        "what_if": gettext("GPU what-if"), "start_vllm": gettext("Start it with vLLM"),
+        "copied": gettext("Copied"), "copy": gettext("Copy the command"),
+    }
+    return {name: _e(message) for name, message in labels.items()}
 
 
 def machine_rows(machines: Iterable[Mapping[str, Any]], columns: int, query_string: str) -> SafeString:
