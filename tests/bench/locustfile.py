@@ -10,7 +10,8 @@ environment, one per line).
   (page 40 of the page's 25, page 10 of the API's 100), each with another price limit so no answer is
   served again, and the page past the window (the reproduction, page 99,999). With BENCH_DEEP_SOURCE
   they connect from that loopback address (127.0.0.2), another client than the probe's, and a 429 of
-  the per-address limit is what such a client gets: counted apart, not as an error.
+  the per-address limit, or a 503 with Retry-After when every slot for dear answers is taken, is what
+  such a client gets: counted apart, not as an error.
 - `HostileUser` (4 of them): loops without pause on the dearest requests a visitor can send
   (BENCH_HOSTILE_PATHS, one per line: hostile.py's, parameters at the schema's limits), two clients
   from each of the addresses in BENCH_HOSTILE_SOURCES; a 429 of the per-address limit and a 503 of
@@ -113,6 +114,11 @@ class DeepPageUser(ConsoleUser):
         with self.client.get(path, name=name, catch_response=True) as response:
             if response.status_code == 429:  # the per-address limit, as this client meets it
                 response.request_meta["name"] = "deep-page clients: refused by the per-address limit"
+                response.success()
+            elif response.status_code == 503 and response.headers.get("Retry-After"):
+                # A deep page is a dear answer: shed at once when every slot for them is taken
+                # (nodelodge/hardening/slots.py), as documented, not an error.
+                response.request_meta["name"] = "deep-page clients: shed, 503 with Retry-After"
                 response.success()
             elif response.status_code in answered:
                 response.success()
