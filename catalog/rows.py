@@ -10,7 +10,15 @@ from django.db.models import QuerySet
 from django.utils.translation import gettext_lazy
 
 from catalog import database
-from catalog.models import GpuType, ImagePipeline, LanguageModel, Machine, MeasuredSpeed, SpeechModel
+from catalog.models import (
+    GpuType,
+    ImagePipeline,
+    LanguageModel,
+    Machine,
+    MeasuredSpeed,
+    Provider,
+    SpeechModel,
+)
 from sizing import offers, specs
 from sizing.calculators.vllm import DRIVER_RESERVED_BYTES
 from sizing.units import MIB
@@ -168,6 +176,56 @@ def machine_offers(queryset: QuerySet[Machine] | None = None) -> list[offers.Mac
         speed = offers.MeasuredSpeed(**dict(zip(SPEED_FIELDS, fields, strict=True)))
         speeds.setdefault(machine_id, []).append(speed)
     return [_offer(values, tuple(speeds.get(values["id"], ()))) for values in rows]
+
+
+def _column_sql(model, path: str, aliases: dict) -> str:
+    """`path` of OFFER_COLUMNS (a column, or a relation's column after "__") as SQL on `aliases`'
+    tables (model -> alias), from the models' own column names."""
+    *relations, name = path.split("__")
+    for relation in relations:
+        model = model._meta.get_field(relation).related_model
+    return f"{aliases[model]}.{model._meta.get_field(name).column}"
+
+
+def offers_select_sql() -> str:
+    """The columns an offer reads (OFFER_COLUMNS, in order), then one measured speed's (SPEED_FIELDS):
+    the select list of a statement over catalog_machine `m`, its provider `p`, its GPU type `g` and a
+    LEFT JOIN of its measured speeds `s`, one row per machine and speed (`offers_from_joined`)."""
+    aliases = {Machine: "m", Provider: "p", GpuType: "g", MeasuredSpeed: "s"}
+    columns = [_column_sql(Machine, path, aliases) for path in OFFER_COLUMNS.values()]
+    columns += [_column_sql(MeasuredSpeed, field, aliases) for field in ("id", *SPEED_FIELDS)]
+    return ", ".join(columns)
+
+
+# The joins `offers_select_sql` reads through, and the order that keeps a machine's speeds together
+# in `machine_offers`' order.
+OFFERS_JOINS_SQL = (
+    f"JOIN {Provider._meta.db_table} p ON p.id = m.provider_id "
+    f"JOIN {GpuType._meta.db_table} g ON g.id = m.gpu_type_id "
+    f"LEFT JOIN {MeasuredSpeed._meta.db_table} s ON s.machine_id = m.id"
+)
+OFFERS_ORDER_SQL = "m.id, s.model_slug, s.precision, s.id"
+
+
+def offers_from_joined(joined: list[tuple]) -> list[offers.MachineOffer]:
+    """Offers from the rows of a statement selecting `offers_select_sql` (PostgreSQL's own types:
+    Decimal prices, aware datetimes), ordered by OFFERS_ORDER_SQL: one offer per machine, its speeds
+    in order (a machine without any has one row, its speed columns NULL)."""
+    columns = list(OFFER_COLUMNS.values())
+    width = len(columns)
+    found: list[offers.MachineOffer] = []
+    values: dict | None = None
+    speeds: list[offers.MeasuredSpeed] = []
+    for row in joined:
+        if values is None or row[0] != values["id"]:
+            if values is not None:
+                found.append(_offer(values, tuple(speeds)))
+            values, speeds = dict(zip(columns, row[:width], strict=True)), []
+        if row[width] is not None:  # the speed's id: this machine has a measured speed here
+            speeds.append(offers.MeasuredSpeed(**dict(zip(SPEED_FIELDS, row[width + 1:], strict=True))))
+    if values is not None:
+        found.append(_offer(values, tuple(speeds)))
+    return found
 
 
 def _first_active(model, slug: str):

@@ -6,10 +6,9 @@ from datetime import datetime
 from decimal import Decimal
 from typing import NamedTuple, Protocol, cast
 
-from catalog import availability, database, rows
+from catalog import availability, database
 from catalog.counting import availability_sql, fit_sql, fleet_counts, fleet_machines
 from catalog.counting.fleet_query import FleetQuery
-from catalog.models import Machine
 from sizing import fit, matching, preferences, reasons
 
 # The matching engine decides fit from a machine's memory per GPU and free GPUs alone, through the
@@ -214,9 +213,8 @@ def _tally(
     band_prices = {}
     if counts.lists_prices and sparse:
         band_prices = fleet_machines.band_prices(query, bands, sparse)
-    ids = fleet_machines.describe_ids(query, bands, band_prices)
     counted = matching.CountedFleet(
-        offers=tuple(rows.machine_offers(Machine.objects.filter(pk__in=ids))) if ids else (),
+        offers=tuple(fleet_machines.describe(query, bands, band_prices)),
         considered=considered,
         largest_memory_mib=largest,
         too_small=too_small,

@@ -5,15 +5,16 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from catalog import availability, database
+from catalog import availability, database, rows
 from catalog.counting import availability_sql, fit_sql, fleet_counts, preferences_sql
 from catalog.counting.fleet_query import FleetQuery
+from sizing import offers
 from sizing.preferences import HOURLY_PRICE
 
 # A band holding at most this many machines is read at the prices the kept counts list for it
 # (an index probe per price) rather than by walking every machine between its cheapest and dearest.
 SPARSE_BAND_MACHINES = 256
-# Up to this many chosen countries, a band is read country by country (`describe_ids`).
+# Up to this many chosen countries, a band is read country by country (`shown_ids_sql`).
 COUNTRY_WALKS = 3
 # A machine's provider by its place in the providers' name order (names are unique; "C" compares
 # them as Python sorts them): a walk reads no provider rows, and plans a join fewer per band.
@@ -70,19 +71,42 @@ def band_prices(
     return {key: sorted(found) for key, found in prices.items()}
 
 
-def describe_ids(
+def describe(
     query: FleetQuery,
     bands: dict[tuple[int, int, bool], tuple[Decimal, Decimal]],
     band_prices: dict[tuple[int, int, bool], list[Decimal]],
-) -> list[int]:
-    """Ids of the machines the answer describes: the first `machines_shown` meeting every
-    preference, the first alternatives, and the cheapest meeting every preference at each lower
-    precision, all in the engine's order (hourly price, price per GPU-hour, provider name, machine id,
-    our id). Within a band of GPUs used, hourly price is a fixed multiple of the price per GPU-hour,
-    so each band is read in price order from the price index, between the band's cheapest and
-    dearest price (big GPUs cost more; the index would otherwise walk past every cheaper machine
-    first, and past every dearer one when the band holds fewer machines than it may show), and the
-    bands are merged by a window over the few rows they return."""
+) -> list[offers.MachineOffer]:
+    """The offers of the machines the answer describes (`shown_ids_sql`), in id order, with their
+    measured speeds: one statement that walks the bands and reads each machine found with its provider,
+    GPU type and speeds (`catalog.rows.offers_from_joined`)."""
+    shown = shown_ids_sql(query, bands, band_prices)
+    if shown is None:
+        return []
+    sql, params = shown
+    with database.reads().cursor() as cursor:
+        cursor.execute(
+            f"SELECT {rows.offers_select_sql()} FROM ({sql}) AS shown "  # noqa: S608  # nosec B608
+            f"JOIN catalog_machine m ON m.id = shown.id {rows.OFFERS_JOINS_SQL} "
+            f"ORDER BY {rows.OFFERS_ORDER_SQL}",
+            params,
+        )
+        return rows.offers_from_joined(cursor.fetchall())
+
+
+def shown_ids_sql(
+    query: FleetQuery,
+    bands: dict[tuple[int, int, bool], tuple[Decimal, Decimal]],
+    band_prices: dict[tuple[int, int, bool], list[Decimal]],
+) -> tuple[str, list] | None:
+    """The statement (SQL, parameters) of the ids of the machines the answer describes, None where
+    there are none: the first `machines_shown` meeting every preference, the first alternatives, and
+    the cheapest meeting every preference at each lower precision, all in the engine's order (hourly
+    price, price per GPU-hour, provider name, machine id, our id). Within a band of GPUs used, hourly
+    price is a fixed multiple of the price per GPU-hour, so each band is read in price order from the
+    price index, between the band's cheapest and dearest price (big GPUs cost more; the index would
+    otherwise walk past every cheaper machine first, and past every dearer one when the band holds
+    fewer machines than it may show), and the bands are merged by a window over the few rows they
+    return."""
     screened, screened_params = availability_sql.available_sql(query.stale_cutoff, query.countries)
     parts, params = [], []
     limits = {}
@@ -139,7 +163,7 @@ def describe_ids(
             parts.append(f"({walk})")
             params += walk_params
     if not parts:
-        return []
+        return None
     keep = " OR ".join(
         f"(kind = {int(kind)} AND place <= {int(limit)})" for kind, limit in sorted(limits.items())
     )
@@ -149,9 +173,7 @@ def describe_ids(
         + " UNION ALL ".join(parts)
         + f") AS banded) AS placed WHERE {keep}"
     )
-    with database.reads().cursor() as cursor:
-        cursor.execute(sql, params)
-        return sorted(row[0] for row in cursor.fetchall())
+    return sql, params
 
 
 def _cheapest_bands(

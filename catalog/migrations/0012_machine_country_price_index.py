@@ -2,7 +2,7 @@
 
 With a choice of one to a few countries, the walk along the price index passes every other
 country's machines before it finds a band's cheapest; by country it reads only the chosen ones'
-(`catalog.counting.fleet_machines.describe_ids`). Same columns and condition as the price index of 0005.
+(`catalog.counting.fleet_machines.shown_ids_sql`). Same columns and condition as the price index of 0005.
 """
 from django.db import migrations
 

@@ -20,11 +20,15 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from catalog import availability
+from catalog import rows as catalog_rows
 from catalog.counting import fleet as catalog_fleet
 from catalog.counting import fleet_counts
 from catalog.models import GpuType, Machine, Provider
+from nodelodge.recommendations import fleet
 from nodelodge.recommendations.answer import recommendation_for
+from nodelodge.recommendations.estimate import estimate_for
 from sizing.reasons import STALE
+from tests import factories
 from tests.catalog import scan_oracle
 from tests.differential import PREFERENCES, QUERIES, engine_over_every_machine, parse, random_fleet
 from tests.kept_counts import (
@@ -262,3 +266,37 @@ def test_two_databases_holding_the_same_counts_have_different_states():
     (counts_a, state_a), (counts_b, state_b) = states
     assert counts_a == counts_b == (5, counts_a[1])  # the same rows under the same transaction ids
     assert state_a != state_b
+
+
+def test_the_machines_shown_are_read_with_their_speeds_in_the_walks_one_statement(models_and_gpus):
+    """The walk that finds the machines an answer shows reads their columns and measured speeds in the
+    same statement: the offers equal those read machine by machine (`machine_offers`), speeds in order."""
+    rng = random.Random(7)
+    now = timezone.now()
+    factories.random_fleet(rng, 60, now, [81_559, 24_564, 46_068])
+    query = parse("workload=inference&model=llama-3-1-8b&precision=16&context=4096&requests=1")
+    breakdown, _ = estimate_for(query)
+    counted_query = fleet.fleet_query(query, [breakdown], now, 100, alternatives_shown=20, lower_shown=1)
+    first, second = (Machine.objects.get(pk=offer.id)
+                     for offer in catalog_fleet.counted_fleet(counted_query).counted.offers[:2])
+    # one machine with several speeds (two precisions of one model, another model), one with one
+    for precision, model, value in ((16, "llama-3-1-8b", "2500.5"), (8, "llama-3-1-8b", "3100"),
+                                    (16, "llama-3-1-70b", "410.25")):
+        factories.make_measured_speed(first, value, model=model, precision=precision)
+    factories.make_measured_speed(second, "1999.75")
+    with CaptureQueriesContext(connection) as statements:
+        shown = catalog_fleet.counted_fleet(counted_query).counted.offers
+    reading_machines = [s["sql"] for s in statements if "catalog_machine m" in s["sql"]]
+    # the counts (and the sparse bands' prices), then the one walk with the machines and their speeds
+    counting = [s for s in statements if "catalog_fleet_merge" not in s["sql"]]  # this test's own writes folded
+    assert len(counting) <= 3 and len(reading_machines) == 1
+    assert "ROW_NUMBER()" in reading_machines[0] and "catalog_measuredspeed" in reading_machines[0]
+    assert len(shown) > 2
+    ids = [offer.id for offer in shown]
+    assert ids == sorted(ids)
+    assert list(shown) == catalog_rows.machine_offers(Machine.objects.filter(pk__in=ids).order_by("pk"))
+    speeds = {offer.id: offer.measured_speeds for offer in shown}
+    assert [(s.model_slug, s.precision) for s in speeds[first.pk]] == [
+        ("llama-3-1-70b", 16), ("llama-3-1-8b", 8), ("llama-3-1-8b", 16)
+    ]
+    assert [s.value for s in speeds[second.pk]] == [Decimal("1999.75")]
