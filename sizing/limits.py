@@ -13,6 +13,8 @@ MAX_NOTEBOOK_GIB = 10_000  # GPU memory a notebook asks for, and memory per GPU 
 # --- the vLLM budget and the GPU what-if -----------------------------------------------------------------
 MAX_GPU_MEMORY_GIB = 10_000  # one GPU's memory a what-if may name
 MAX_PARALLEL = 1024  # tensor- or pipeline-parallel size
+# Decimal places a GPU memory utilization may have (vLLM takes any float in (0, 1]): bounds its digits.
+UTILIZATION_PLACES = 15
 MAX_BATCHED_TOKENS = 10_000_000  # max_num_batched_tokens
 MAX_NUM_SEQS = 100_000  # max_num_seqs
 

@@ -30,7 +30,14 @@ from sizing.calculators.vllm import (
     vllm_budget,
 )
 from sizing.errors import SizingError
-from sizing.limits import MAX_BATCHED_TOKENS, MAX_CONTEXT, MAX_GPU_MEMORY_GIB, MAX_NUM_SEQS, MAX_PARALLEL
+from sizing.limits import (
+    MAX_BATCHED_TOKENS,
+    MAX_CONTEXT,
+    MAX_GPU_MEMORY_GIB,
+    MAX_NUM_SEQS,
+    MAX_PARALLEL,
+    UTILIZATION_PLACES,
+)
 from sizing.units import GIB, gib_number
 
 from .messages import error_words, form_errors
@@ -72,8 +79,11 @@ class CapacityForm(forms.Form):
     pipeline_parallel = TypedIntegerField(min_value=1, max_value=MAX_PARALLEL,
                                           label=_("Pipeline-parallel size"),
                                           error_messages=error_words("pipeline_parallel", "required"))
+    # vLLM takes any fraction in (0, 1] (a float): any decimal up to UTILIZATION_PLACES places, the
+    # smallest of them more than 0.
     gpu_memory_utilization = TypedDecimalField(
-        min_value=Decimal("0.01"), max_value=Decimal("1"), max_digits=4, decimal_places=3,
+        min_value=Decimal(1).scaleb(-UTILIZATION_PLACES), max_value=Decimal("1"),
+        max_digits=UTILIZATION_PLACES + 1, decimal_places=UTILIZATION_PLACES,
         label=_("GPU memory utilization"), error_messages=error_words("gpu_memory_utilization", "required"),
     )
     max_model_len = TypedIntegerField(min_value=1, max_value=MAX_CONTEXT, required=False,

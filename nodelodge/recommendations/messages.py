@@ -52,7 +52,7 @@ WHAT_IF_MESSAGES = {
         "min_value": _("The GPU memory utilization must be more than 0."),
         "max_value": _("The GPU memory utilization can be at most 1."),
         "invalid": _("The GPU memory utilization must be a fraction, such as 0.9."),
-        "max_decimal_places": _("The GPU memory utilization takes at most 3 decimal places."),
+        "max_decimal_places": _("The GPU memory utilization takes at most 15 decimal places."),
         "max_digits": _("The GPU memory utilization can be at most 1."),
         "max_whole_digits": _("The GPU memory utilization can be at most 1."),
     },

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from decimal import Decimal, localcontext
 from fractions import Fraction
 from typing import cast
 
@@ -518,13 +519,22 @@ def vllm_budget(model: LanguageModelSpec, precision: int, kv_bits: int, settings
 def budget_item(budget: VllmBudget) -> str:
     """The budget in words: utilization × the GPU's memory."""
     return gettext("%(utilization)s × %(total)s = %(budget)s") % {
-        "utilization": general_number(float(budget.settings.gpu_memory_utilization), 4),
+        "utilization": general_number(exact_decimal(budget.settings.gpu_memory_utilization)),
         "total": fmt_gib(budget.settings.gpu_memory_bytes), "budget": fmt_gib(budget.budget_bytes)}
 
 
+def exact_decimal(value: Fraction) -> Decimal:
+    """A fraction given in decimals (0.9764) as that decimal again, every digit kept; one with no
+    finite decimal (1/3) to 28 significant digits."""
+    with localcontext() as context:
+        context.prec = 28
+        return (Decimal(value.numerator) / Decimal(value.denominator)).normalize()
+
+
 def plain_number(value: Fraction) -> str:
-    """A fraction as a command line takes it: dot decimals, whatever the page's language (0.95)."""
-    return f"{float(value):.4g}"
+    """A fraction as a command line takes it: dot decimals whatever the page's language, every digit
+    the user gave (0.95, 0.9764)."""
+    return f"{exact_decimal(value):f}"
 
 
 def serve_command(hf_id: str, budget: VllmBudget, max_num_seqs: int | None = None,

@@ -1,5 +1,11 @@
 """GET /api/v1/capacity: the GPU what-if under vLLM, its answer and its refusals."""
+import math
+from decimal import Decimal
+from fractions import Fraction
+
 import pytest
+
+from sizing.units import GIB, gib_number
 
 pytestmark = pytest.mark.django_db
 
@@ -52,6 +58,36 @@ def test_tensor_parallel_splits_the_weights_and_adds_nccl_buffers(client, small_
     assert four["weights_gib"] == pytest.approx(one["weights_gib"] / 4, abs=0.01)
     assert four["non_torch_gib"] > one["non_torch_gib"]
     assert "--tensor-parallel-size 4" in four["command"]
+
+
+def test_a_utilization_copied_from_a_real_command_is_taken_with_every_digit(client, small_fleet):
+    """vLLM takes any fraction in (0, 1]: 0.9764 is sized as given, its budget exactly that share of
+    the GPU's memory, and the command carries it as typed."""
+    status, body = capacity(client, _with("gpu_memory_utilization=0.9764"))
+    assert status == 200, body
+    budget_bytes = math.floor(Fraction("0.9764") * int(Decimal("79.19") * GIB))
+    assert body["budget_gib"] == gib_number(budget_bytes)
+    assert body["budget"].startswith("0.9764 × ")
+    assert body["command"].endswith("--gpu-memory-utilization 0.9764")
+    status, body = capacity(client, _with("gpu_memory_utilization=0.123456789012345"))
+    assert status == 200, body
+    assert body["budget"].startswith("0.123456789012345 × ")
+    assert body["fits"] is False  # 9.78 GiB of budget: the weights alone take more
+    # The whole memory: taken, and answered that nothing is left outside it for the CUDA context
+    status, body = capacity(client, _with("gpu_memory_utilization=1"))
+    assert status == 200 and body["budget"].startswith("1 × ")
+    assert body["fits"] is False and body["reason"] and body["command"] is None
+
+
+def test_a_utilization_past_fifteen_decimal_places_is_refused_in_words(client, small_fleet):
+    status, body = capacity(client, _with("gpu_memory_utilization=0.1234567890123456"))
+    assert status == 400
+    assert body["errors"] == {
+        "gpu_memory_utilization": "The GPU memory utilization takes at most 15 decimal places."}
+    _, german = capacity(client, _with("gpu_memory_utilization=0.1234567890123456"),
+                         HTTP_ACCEPT_LANGUAGE="de")
+    assert german["errors"] == {
+        "gpu_memory_utilization": "Die GPU-Speicherauslastung hat höchstens 15 Nachkommastellen."}
 
 
 @pytest.mark.parametrize(("change", "field"), [
