@@ -187,17 +187,19 @@ def _column_sql(model, path: str, aliases: dict) -> str:
     return f"{aliases[model]}.{model._meta.get_field(name).column}"
 
 
-def offers_select_sql() -> str:
-    """The columns an offer reads (OFFER_COLUMNS, in order), then one measured speed's (SPEED_FIELDS):
-    the select list of a statement over catalog_machine `m`, its provider `p`, its GPU type `g` and a
-    LEFT JOIN of its measured speeds `s`, one row per machine and speed (`offers_from_joined`)."""
+def _offers_select_sql() -> str:
     aliases = {Machine: "m", Provider: "p", GpuType: "g", MeasuredSpeed: "s"}
     columns = [_column_sql(Machine, path, aliases) for path in OFFER_COLUMNS.values()]
     columns += [_column_sql(MeasuredSpeed, field, aliases) for field in ("id", *SPEED_FIELDS)]
     return ", ".join(columns)
 
 
-# The joins `offers_select_sql` reads through, and the order that keeps a machine's speeds together
+# The columns an offer reads (OFFER_COLUMNS, in order), then one measured speed's (its id, then
+# SPEED_FIELDS): the select list of a statement over catalog_machine `m`, its provider `p`, its GPU type
+# `g` and a LEFT JOIN of its measured speeds `s`, one row per machine and speed (`offers_from_joined`).
+# Written once, as every answer reads through it.
+OFFERS_SELECT_SQL = _offers_select_sql()
+# The joins OFFERS_SELECT_SQL reads through, and the order that keeps a machine's speeds together
 # in `machine_offers`' order.
 OFFERS_JOINS_SQL = (
     f"JOIN {Provider._meta.db_table} p ON p.id = m.provider_id "
@@ -208,7 +210,7 @@ OFFERS_ORDER_SQL = "m.id, s.model_slug, s.precision, s.id"
 
 
 def offers_from_joined(joined: list[tuple]) -> list[offers.MachineOffer]:
-    """Offers from the rows of a statement selecting `offers_select_sql` (PostgreSQL's own types:
+    """Offers from the rows of a statement selecting OFFERS_SELECT_SQL (PostgreSQL's own types:
     Decimal prices, aware datetimes), ordered by OFFERS_ORDER_SQL: one offer per machine, its speeds
     in order (a machine without any has one row, its speed columns NULL)."""
     columns = list(OFFER_COLUMNS.values())

@@ -85,7 +85,7 @@ def describe(
     sql, params = shown
     with database.reads().cursor() as cursor:
         cursor.execute(
-            f"SELECT {rows.offers_select_sql()} FROM ({sql}) AS shown "  # noqa: S608  # nosec B608
+            f"SELECT {rows.OFFERS_SELECT_SQL} FROM ({sql}) AS shown "  # noqa: S608  # nosec B608
             f"JOIN catalog_machine m ON m.id = shown.id {rows.OFFERS_JOINS_SQL} "
             f"ORDER BY {rows.OFFERS_ORDER_SQL}",
             params,
