@@ -530,7 +530,7 @@ def _production_layout(env: dict[str, str], workers: int, one_address_crowd: boo
 def run_load(options: Options, report: Report, size: int) -> None:
     """The production layout (nginx with deploy/nginx.conf over HTTPS, gunicorn with
     deploy/gunicorn.conf.py and its 3 workers, the answer cache on, Redis when REDIS_URL or
-    BENCH_REDIS_URL names one) over the fleet as generated, then four locust runs: one normal API call
+    BENCH_REDIS_URL names one) over the fleet as generated, then five locust runs: one normal API call
     alone (its quiet p95), the mix at `load_users` clients, the burst (the mix at `burst_users` clients
     without think time), the crowd at `crowd_users`, and the normal call again beside four clients
     looping on deep pages."""
@@ -606,7 +606,8 @@ def run_load(options: Options, report: Report, size: int) -> None:
                f"≤ {LOAD_TARGETS['deep_ratio']:.0f} ×", ratio <= LOAD_TARGETS["deep_ratio"])
     report.add("load: deep-page clients: errors", fleet, deep.failures, "", "0", deep.failures == 0)
     # What failed, so a red figure says why (each phase's errors, as locust wrote them).
-    for phase, figures in (("mix", mix), ("burst", burst), ("crowd", crowd), ("deep pages", deep)):
+    for phase, figures in (("mix", mix), ("burst", burst), ("crowd", crowd), ("normal call alone", quiet),
+                           ("deep pages", deep)):
         report.notes += [f"load, {phase}: failed {kind}" for kind in figures.failure_kinds]
     for name in ("deep page (page 40 of 25)", "deep API page (page 10 of 100)", "page past the window"):
         report.add(f"load: {name} p95", fleet, _p95_of(deep, name), "ms")
