@@ -31,42 +31,94 @@ def meeting_by_country(query: FleetQuery) -> list[CountryCount]:
 
 def meeting_by_country_many(queries: list[FleetQuery]) -> list[list[CountryCount]]:
     """`meeting_by_country` of each of `queries`, all in one statement that reads the kept counts once
-    (an empty answer's hints ask a dozen at once): the availability rule's checks but the countries
-    are tested once per shape, and each query adds its countries, fit and preferences."""
+    (an empty answer's hints ask a dozen at once): the availability rule's checks, each fit and
+    country set once per shape (`_SharedChecks`), and each query a pair of filtered aggregates (its
+    cheapest and its count per country)."""
     if not queries:
         return []
     cutoffs = {query.stale_cutoff for query in queries}
     if len(cutoffs) > 1:  # not asked by the console (one answer, one cutoff), but answered right
         return [found for query in queries for found in meeting_by_country_many([query])]
     status, params = named(*availability_sql.status_sql(cutoffs.pop(), None), "status")
-    probes = []
+    shared = _SharedChecks()
+    columns = []
     for probe, query in enumerate(queries):
-        sql, values = _probe(query, f"p{probe}")
-        probes.append(sql.replace("SELECT ", f"SELECT {probe} AS probe, ", 1))
+        meets, gpus, counted, values = _probe(query, f"p{probe}", shared)
+        # Each probe is a pair of filtered aggregates over the same rows: one pass over the shapes
+        # and one expression per probe, not a subquery per probe and shape.
+        columns.append(f"MIN(m.prices[1] * {gpus}) FILTER (WHERE {meets}), "
+                       f"SUM({counted}) FILTER (WHERE {meets})")
         params |= values
+    params |= shared.params
     # Fixed SQL and integers; every value is a parameter.
     sql = (
-        "SELECT q.probe, m.country, MIN(m.prices[1] * q.gpus), SUM(q.machines) "  # noqa: S608  # nosec B608
-        f"FROM {fleet_counts.SHAPES} m CROSS JOIN LATERAL ({' UNION ALL '.join(probes)}) AS q "
-        f"WHERE {status} = {availability.SCREENED} GROUP BY q.probe, m.country ORDER BY 1, 3, 2"
+        f"SELECT m.country, {', '.join(columns)} "  # noqa: S608  # nosec B608
+        f"FROM {fleet_counts.SHAPES} m {shared.from_sql()} "
+        f"WHERE {status} = {availability.SCREENED} GROUP BY m.country"
     )
     found: list[list[CountryCount]] = [[] for _ in queries]
     with database.reads().cursor() as cursor:
         fleet_counts.merge_pending(cursor)
         cursor.execute(sql, params)
-        for probe, country, units, machines in cursor.fetchall():
-            found[probe].append(CountryCount(country, fleet_counts.from_units(units), int(machines)))
+        for country, *figures in cursor.fetchall():
+            for probe, (units, machines) in enumerate(zip(figures[::2], figures[1::2], strict=True)):
+                if units is not None:
+                    found[probe].append(CountryCount(country, fleet_counts.from_units(units), int(machines)))
+    for counts in found:  # cheapest first, ties by country code (codes are ASCII: as the database orders)
+        counts.sort(key=lambda count: (count.cheapest_hourly, count.country))
     return found
 
 
-def _probe(query: FleetQuery, prefix: str) -> tuple[str, dict]:
+class _SharedChecks:
+    """The checks several probes of one statement ask alike, each worked out once per shape: the GPUs
+    a fit uses there (`k.fit_N`) and, on the shapes some fit uses, whether the country is in a set
+    (`c.in_N`). An empty answer's dozen hints ask three fits and two country sets at most; asked per
+    probe, a set of 200 countries was most of the statement's time."""
+
+    def __init__(self) -> None:
+        self.params: dict = {}
+        self._fits: dict[tuple, tuple[str, str]] = {}  # fit -> (its column, its CASE expression)
+        self._countries: dict[tuple[str, ...], str] = {}  # codes -> their column
+
+    def gpus(self, fit: tuple[tuple[int, int], ...]) -> str:
+        if fit not in self._fits:
+            name = f"fit_{len(self._fits)}"
+            sql, values = named(*fit_sql.gpus_used_sql(fit), f"k_{name}")
+            self.params |= values
+            self._fits[fit] = (name, sql)
+        return f"k.{self._fits[fit][0]}"
+
+    def in_countries(self, countries: frozenset[str]) -> str:
+        codes = tuple(sorted(countries))
+        if codes not in self._countries:
+            name = f"in_{len(self._countries)}"
+            self.params[f"c_{name}"] = list(codes)
+            self._countries[codes] = name
+        return f"c.{self._countries[codes]}"
+
+    def from_sql(self) -> str:
+        """The laterals after the kept counts `m`: OFFSET 0 keeps each a subquery of its own (not
+        folded into every probe that reads it), and the fits' come first so that a shape no fit uses
+        (most, for a large model on one GPU) is dropped before its country is looked up."""
+        fits = ", ".join(f"{sql} AS {name}" for name, sql in self._fits.values()) or "NULL AS fit_none"
+        any_fit = " OR ".join(f"k.{name} IS NOT NULL" for name, _sql in self._fits.values()) or "FALSE"
+        countries = ", ".join(
+            f"m.country = ANY(%(c_{name})s) AS {name}" for name in self._countries.values()
+        ) or "NULL AS in_none"
+        return (f"CROSS JOIN LATERAL (SELECT {fits} OFFSET 0) AS k "
+                f"CROSS JOIN LATERAL (SELECT {countries} WHERE {any_fit} OFFSET 0) AS c")
+
+
+def _probe(query: FleetQuery, prefix: str, shared: _SharedChecks) -> tuple[str, str, str, dict]:
     """One query's part of the statement, over a kept-counts row `m` the rule's other checks let
-    through: the GPUs it would use there and how many of its machines count, where it fits, in the
-    query's countries and meeting its preferences (its values named after `prefix`)."""
-    gpus, params = named(*fit_sql.gpus_used_sql(query.fits[0]), f"{prefix}_fit")
+    through: (whether it counts: it fits, in the query's countries, meeting its preferences; the GPUs
+    it would use there; how many of its machines count; the values, named after `prefix`). The fit
+    and the countries come from `shared`."""
+    gpus = shared.gpus(query.fits[0])
+    params: dict = {}
     # The kept counts hold prices in units; a shape's cheapest machine on the GPUs it would use.
     meets, meets_values = named(*preferences_sql.meets_sql(
-        query, "m.prices[1] * g.gpus",
+        query, f"m.prices[1] * {gpus}",
         limit=lambda value: (f"%s::numeric * {fleet_counts.PRICE_UNITS}", [value]),
     ), f"{prefix}_meets")
     params |= meets_values
@@ -74,7 +126,7 @@ def _probe(query: FleetQuery, prefix: str) -> tuple[str, dict]:
     for number, (_, limit) in enumerate(price_limits(query)):
         # price × GPUs within the limit: in whole units of price, at most limit ÷ GPUs, rounded down
         highest.append(
-            f"FLOOR(%({prefix}_limit_{number})s::numeric * {fleet_counts.PRICE_UNITS} / g.gpus)::bigint"
+            f"FLOOR(%({prefix}_limit_{number})s::numeric * {fleet_counts.PRICE_UNITS} / {gpus})::bigint"
         )
         params[f"{prefix}_limit_{number}"] = limit
     if highest:
@@ -83,11 +135,5 @@ def _probe(query: FleetQuery, prefix: str) -> tuple[str, dict]:
         counted = "m.cum[cardinality(m.cum)]"
     inside = ""
     if query.countries is not None:
-        inside = f" AND m.country = ANY(%({prefix}_countries)s)"
-        params[f"{prefix}_countries"] = sorted(query.countries)
-    # Fixed SQL and integers; every value is a parameter.
-    sql = (
-        f"SELECT g.gpus, {counted} AS machines FROM (SELECT {gpus} AS gpus) AS g "  # noqa: S608  # nosec B608
-        f"WHERE g.gpus IS NOT NULL{inside} AND {meets}"
-    )
-    return sql, params
+        inside = f" AND {shared.in_countries(frozenset(query.countries))}"
+    return f"{gpus} IS NOT NULL{inside} AND {meets}", gpus, counted, params

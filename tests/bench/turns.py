@@ -89,6 +89,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--turns", type=int, default=15, help="timed requests per path and side")
     parser.add_argument("--path", action="append", help="a path to time (repeatable)")
     parser.add_argument("--all-queries", action="store_true", help="every query's result panel and API answer")
+    parser.add_argument("--query", action="append", help="with --all-queries, only the queries whose name holds "
+                        "this text (repeatable)")
     args = parser.parse_args(argv)
     if args.all_queries:
         os.environ.setdefault("DJANGO_SETTINGS_MODULE", "nodelodge.settings")
@@ -121,6 +123,8 @@ def main(argv: list[str] | None = None) -> int:
         paths = [(path, path, False) for path in args.path]
     else:
         paths = every_query() if args.all_queries else default_paths()
+        if args.query:
+            paths = [path for path in paths if any(text in path[0] for text in args.query)]
     try:
         for label, path, panel in paths:
             for name in sides:  # warm-up

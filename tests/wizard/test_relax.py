@@ -201,3 +201,26 @@ def test_an_empty_answer_with_every_hint_costs_as_many_statements_whatever_the_f
     with django_assert_max_num_queries(7):
         found = hints(client, query)
     assert any("max_price" in hint["changes"] and "countries" in hint["changes"] for hint in found)
+
+
+@pytest.mark.postgresql(reason="the hints read the kept fleet counts; the embedded run scans its small fleet instead")
+def test_the_hints_look_up_each_country_set_and_each_fit_once_per_shape(client, models_and_gpus):
+    """The benchmark's empty answer asks 14 openings of the counts per country, over three precisions
+    (three fits) and two country sets (CH, and the 248 codes outside it): its statement works each fit
+    and each set out once per shape, and each opening is a pair of filtered aggregates over them, not
+    a subquery per opening (which looked the 248 codes up eight times per shape)."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from catalog.fleets import generate_fleet
+
+    generate_fleet(machines=200, seed=7)
+    query = ("workload=inference&model=mixtral-8x7b&precision=16&context=4096&requests=1&countries=CH"
+             "&tier=community&max_price=0.1")
+    with CaptureQueriesContext(connection) as statements:
+        found = hints(client, query)
+    assert any(hint["changes"].get("precision") == "4" for hint in found)
+    by_country = max((s["sql"] for s in statements.captured_queries), key=lambda sql: sql.count(") FILTER (WHERE"))
+    assert by_country.count(") FILTER (WHERE") >= 2 * 10  # a MIN and a SUM per opening
+    assert by_country.count("m.country = ANY(") == 2
+    assert by_country.count("WHEN m.memory_per_gpu_mib >=") == 3 * 5  # three fits of up to 16 GPUs each
