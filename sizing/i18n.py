@@ -13,6 +13,8 @@ Strings with several values use named placeholders ("%(count)s") so a translatio
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from decimal import Decimal
 from fractions import Fraction
 from types import SimpleNamespace
@@ -54,6 +56,27 @@ class _Hooks(Protocol):
 
 
 _hooks = cast(_Hooks, SimpleNamespace(**_DEFAULTS))
+_english = cast(_Hooks, SimpleNamespace(**_DEFAULTS))
+
+# Set inside `words_unread`: the English defaults stand in for what is installed.
+_unread: ContextVar[bool] = ContextVar("sizing_words_unread", default=False)
+
+
+def _installed() -> _Hooks:
+    return _english if _unread.get() else _hooks
+
+
+@contextmanager
+def words_unread() -> Iterator[None]:
+    """Inside, the engine writes its words in English and its figures as `english_number` does,
+    whatever is installed: for sizings asked for their bytes alone (an empty answer's halvings of the
+    context and the requests, a dozen estimates whose words nobody reads), which then cost less than
+    half as much. Their words must not be shown nor kept where shown words are."""
+    token = _unread.set(True)
+    try:
+        yield
+    finally:
+        _unread.reset(token)
 
 
 def install(
@@ -82,15 +105,15 @@ def uninstall() -> None:
 
 
 def gettext(message: str) -> str:
-    return _hooks.gettext(message)
+    return _installed().gettext(message)
 
 
 def ngettext(singular: str, plural: str, n: int) -> str:
-    return _hooks.ngettext(singular, plural, n)
+    return _installed().ngettext(singular, plural, n)
 
 
 def pgettext(context: str, message: str) -> str:
-    return _hooks.pgettext(context, message)
+    return _installed().pgettext(context, message)
 
 
 def gettext_noop(message: str) -> str:
@@ -115,7 +138,7 @@ def format_number(
         value = Decimal(str(value))
     if places is not None:
         value = round_half_up(value, places)
-    return _hooks.format_number(value, places, grouping)
+    return _installed().format_number(value, places, grouping)
 
 
 class LazyText:

@@ -10,6 +10,7 @@ from catalog import rows as catalog_rows
 from sizing import wording
 from sizing.breakdown import Breakdown
 from sizing.countries import ALL_CODES
+from sizing.i18n import words_unread
 from sizing.matching import Recommendation
 from sizing.units import MIB
 from sizing.workloads import known_workload
@@ -248,7 +249,8 @@ def _need_at(query: WorkloadQuery, field_name: str, value: int, breakdown: Break
     """The need at a smaller figure, or None where the engine refuses it or it needs no less."""
     try:
         smaller: dict[str, Any] = {field_name: value}
-        need, _ = estimate_for(replace(query, **smaller), model_row=model_row)
+        with words_unread():  # its bytes alone are read: its fit, never its words
+            need, _ = estimate_for(replace(query, **smaller), model_row=model_row)
     except QueryError:
         return None
     return need if need.total_bytes < breakdown.total_bytes else None

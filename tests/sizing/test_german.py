@@ -258,3 +258,20 @@ def test_figures_read_as_djangos_own_number_formatting_writes_them(value, places
             thousand_sep=get_format("THOUSAND_SEPARATOR"), force_grouping=grouping, use_l10n=True,
         )
         assert i18n.format_number(value, places, grouping) == expected
+
+
+def test_words_unread_are_english_whatever_the_language_and_the_same_bytes():
+    """An estimate made for its bytes alone (`words_unread`: an empty answer's halvings) needs the
+    same memory item by item as in German, in English words and figures; afterwards German again."""
+    with translation.override("de"):
+        german = estimate_inference(LLAMA_3_1_8B, precision=16, context=4096, requests=2)
+        with i18n.words_unread():
+            unread = estimate_inference(LLAMA_3_1_8B, precision=16, context=4096, requests=2)
+            assert i18n.format_number(8030261248) == "8,030,261,248"
+        again = estimate_inference(LLAMA_3_1_8B, precision=16, context=4096, requests=2)
+        assert i18n.format_number(8030261248) == "8.030.261.248"
+    assert [item.bytes for item in unread.items] == [item.bytes for item in german.items]
+    assert unread.total_bytes == german.total_bytes
+    assert [item.formula for item in again.items] == [item.formula for item in german.items]
+    assert any("8,030,261,248" in item.formula for item in unread.items)
+    assert not any("8,030,261,248" in item.formula for item in german.items)
