@@ -54,9 +54,9 @@ class Capacity:
 
     @property
     def longest(self) -> int:
-        """The model's longest context, within the longest any query may ask (Llama 4 Scout's 10,485,760
-        tokens are past it)."""
-        return min(self.spec.max_context or MAX_CONTEXT, MAX_CONTEXT)
+        """The model's longest context (with its documented YaRN scaling), within the longest any query
+        may ask (Llama 4 Scout's 10,485,760 tokens are past it)."""
+        return min(self.spec.longest_context or MAX_CONTEXT, MAX_CONTEXT)
 
     def on_machine(self, gpus: int, memory_bytes: int) -> MachineCapacity:
         """What `gpus` GPUs of `memory_bytes` each hold. Each answer asks it of the few shapes it shows,

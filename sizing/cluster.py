@@ -8,6 +8,7 @@ catalog makes of them, are `sizing.cluster_sites`; the search over sites (`plan_
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, replace
 from decimal import Decimal
 from fractions import Fraction
@@ -25,6 +26,7 @@ from .calculators.vllm import (
     VllmSettings,
     serve_command,
     vllm_budget,
+    yarn_override,
 )
 from .cluster_sites import MIN_CLUSTER_GBPS, ClusterMachine, ClusterSite
 from .errors import SizingError
@@ -343,6 +345,12 @@ def cluster_commands(model: LanguageModelSpec, need: ClusterNeed, context: int, 
         flags.append(f"--quantization {budget.quantization}")
     if budget.kv_bits == 8:
         flags.append("--kv-cache-dtype fp8_e5m2")
+    if yarn_override(budget, context) is not None and budget.yarn is not None:
+        # SGLang reads the override in the config's own names (Qwen's model cards show it so).
+        flags.append("--json-model-override-args '" + json.dumps({"rope_scaling": {
+            "rope_type": "yarn", "factor": float(budget.yarn.factor),
+            "original_max_position_embeddings": budget.yarn.original_context,
+        }}, separators=(", ", ": ")) + "'")
     sglang = tuple(
         f"python -m sglang.launch_server --model-path {model.hf_id} --tp {tp * pp} --nnodes {pp} "
         f"--node-rank {rank} --dist-init-addr <head>:{SGLANG_INIT_PORT} {' '.join(flags)}"

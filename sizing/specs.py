@@ -34,6 +34,20 @@ class LanguageModelSpec:
     # The Hugging Face Hub id `vllm serve` loads; None = not recorded. Not a figure: specs compare without it.
     hf_id: str | None = field(default=None, compare=False)
 
+    @property
+    def longest_context(self) -> int | None:
+        """The longest context the model is sized for: its own maximum, or, where its card documents
+        YaRN, the scaled context when that is longer (None: neither recorded)."""
+        yarn = self.architecture.yarn if self.architecture is not None else None
+        if yarn is None:
+            return self.max_context
+        return max(self.max_context or 0, yarn.context)
+
+    def scaled_beyond_native(self, tokens: int) -> bool:
+        """Whether `tokens` of context need the documented YaRN scaling turned on."""
+        return (self.architecture is not None and self.architecture.yarn is not None
+                and self.max_context is not None and tokens > self.max_context)
+
 
 @dataclass(frozen=True)
 class ImageComponent:

@@ -11,6 +11,9 @@ else.
 HF = "https://huggingface.co/{}/blob/main/config.json"
 
 QWEN3 = {"qk_norm": True}
+# Qwen's cards (Qwen3, Qwen2.5-Coder): pre-trained to 32,768 tokens, validated to 131,072 with YaRN
+# (factor 4), which the server turns on; the configs leave it off.
+QWEN_YARN = {"factor": 4, "original_context": 32768, "rope_theta": 1_000_000}
 GEMMA3_TEXT = {"layer_pattern": "SSSSSF", "qk_norm": True, "norms_per_layer": 4}
 # Gemma 3 4B/12B/27B load SigLIP (so400m, 896 px, no head) and a projector with the language model.
 GEMMA3_VISION = {
@@ -173,6 +176,7 @@ MODERN_MODELS = [
         "config_url": HF.format("Qwen/Qwen3-30B-A3B"),
         "architecture": {
             **QWEN3,
+            "yarn": QWEN_YARN,
             "moe": {"experts": 128, "experts_per_token": 8, "expert_intermediate": 768},
         },
         "notes": (
@@ -198,6 +202,7 @@ MODERN_MODELS = [
         "config_url": HF.format("Qwen/Qwen3-235B-A22B"),
         "architecture": {
             **QWEN3,
+            "yarn": QWEN_YARN,
             "moe": {"experts": 128, "experts_per_token": 8, "expert_intermediate": 1536},
         },
         "notes": (
@@ -577,6 +582,73 @@ MODERN_MODELS = [
             "load; it is not counted. The active figure counts both embedding matrices."
         ),
     },
+    # Models people serve on vLLM, SGLang, llama.cpp and Ollama, from their published configs.
+    {
+        "slug": "qwen2-5-coder-7b", "name": "Qwen2.5-Coder 7B Instruct", "parameters": 7_615_616_512,
+        "parameters_published": "7.61B", "layers": 28, "attention_heads": 28, "kv_heads": 4,
+        "head_dim": 128, "hidden_size": 3584, "intermediate_size": 18944, "vocab_size": 152064,
+        "max_context": 32768, "license": "apache-2.0",
+        "config_url": HF.format("Qwen/Qwen2.5-Coder-7B-Instruct"),
+        "architecture": {"qkv_bias": True, "yarn": QWEN_YARN},
+        "notes": "The architecture of Qwen2.5 7B. The card serves 131,072 tokens with YaRN (factor 4).",
+    },
+    {
+        "slug": "qwen2-5-coder-32b", "name": "Qwen2.5-Coder 32B Instruct", "parameters": 32_763_876_352,
+        "parameters_published": "32.5B (card) / 32.76B (config)", "layers": 64, "attention_heads": 40,
+        "kv_heads": 8, "head_dim": 128, "hidden_size": 5120, "intermediate_size": 27648,
+        "vocab_size": 152064, "max_context": 32768, "license": "apache-2.0",
+        "config_url": HF.format("Qwen/Qwen2.5-Coder-32B-Instruct"),
+        "architecture": {"qkv_bias": True, "yarn": QWEN_YARN},
+        "notes": "The architecture of Qwen2.5 32B. The card serves 131,072 tokens with YaRN (factor 4).",
+    },
+    {
+        "slug": "deepseek-r1-distill-qwen-7b", "name": "DeepSeek-R1-Distill-Qwen-7B",
+        "parameters": 7_615_616_512, "parameters_published": "7.62B", "layers": 28, "attention_heads": 28,
+        "kv_heads": 4, "head_dim": 128, "hidden_size": 3584, "intermediate_size": 18944,
+        "vocab_size": 152064, "max_context": 131072, "license": "mit",
+        "config_url": HF.format("deepseek-ai/DeepSeek-R1-Distill-Qwen-7B"),
+        "architecture": {"qkv_bias": True},
+        "notes": "The architecture of Qwen2.5-Math 7B.",
+    },
+    {
+        "slug": "deepseek-r1-distill-qwen-14b", "name": "DeepSeek-R1-Distill-Qwen-14B",
+        "parameters": 14_770_033_664, "parameters_published": "14.8B", "layers": 48, "attention_heads": 40,
+        "kv_heads": 8, "head_dim": 128, "hidden_size": 5120, "intermediate_size": 13824,
+        "vocab_size": 152064, "max_context": 131072, "license": "mit",
+        "config_url": HF.format("deepseek-ai/DeepSeek-R1-Distill-Qwen-14B"),
+        "architecture": {"qkv_bias": True},
+        "notes": "The architecture of Qwen2.5 14B.",
+    },
+    {
+        "slug": "deepseek-r1-distill-llama-8b", "name": "DeepSeek-R1-Distill-Llama-8B",
+        "parameters": 8_030_261_248, "parameters_published": "8.03B", "layers": 32, "attention_heads": 32,
+        "kv_heads": 8, "head_dim": 128, "hidden_size": 4096, "intermediate_size": 14336,
+        "vocab_size": 128256, "max_context": 131072, "license": "mit",
+        "config_url": HF.format("deepseek-ai/DeepSeek-R1-Distill-Llama-8B"),
+        "architecture": {},
+        "notes": "The architecture of Llama 3.1 8B.",
+    },
+    {
+        "slug": "deepseek-r1-distill-llama-70b", "name": "DeepSeek-R1-Distill-Llama-70B",
+        "parameters": 70_553_706_496, "parameters_published": "70.6B", "layers": 80, "attention_heads": 64,
+        "kv_heads": 8, "head_dim": 128, "hidden_size": 8192, "intermediate_size": 28672,
+        "vocab_size": 128256, "max_context": 131072, "license": "mit",
+        "config_url": HF.format("deepseek-ai/DeepSeek-R1-Distill-Llama-70B"),
+        "architecture": {},
+        "notes": "The architecture of Llama 3.3 70B.",
+    },
+    {
+        "slug": "seed-oss-36b", "name": "Seed-OSS 36B Instruct", "parameters": 36_151_104_512,
+        "parameters_published": "36B", "layers": 64, "attention_heads": 80, "kv_heads": 8,
+        "head_dim": 128, "hidden_size": 5120, "intermediate_size": 27648, "vocab_size": 155136,
+        "max_context": 524288, "license": "apache-2.0",
+        "config_url": HF.format("ByteDance-Seed/Seed-OSS-36B-Instruct"),
+        "architecture": {"qkv_bias": True},
+        "notes": (
+            "80 query heads of 128 (10,240 wide) over a 5,120 hidden state, 8 KV heads; biases on the query, "
+            "key and value projections, none on the output. Native context 524,288 tokens."
+        ),
+    },
 ]
 
 # The published figure each recount is checked against, what it counts, and where it comes from.
@@ -602,6 +674,13 @@ PUBLISHED_CHECKS = {
     "deepseek-r1": (671_000_000_000, "total", "DeepSeek: 671B"),
     "mistral-small-3-2-24b": (24_000_000_000, "total", "Mistral: 24B, with the vision encoder"),
     "phi-4": (14_700_000_000, "total", "Hugging Face model page: 14.7B (card: 14B)"),
+    "qwen2-5-coder-7b": (6_530_000_000, "non_embedding", "model card: 7.61B, 6.53B non-embedding"),
+    "qwen2-5-coder-32b": (32_800_000_000, "total", "Hugging Face model page: 32.8B (card: 32.5B)"),
+    "deepseek-r1-distill-qwen-7b": (7_620_000_000, "total", "Hugging Face model page: 7.62B"),
+    "deepseek-r1-distill-qwen-14b": (14_800_000_000, "total", "Hugging Face model page: 14.8B"),
+    "deepseek-r1-distill-llama-8b": (8_030_000_000, "total", "Hugging Face model page: 8.03B"),
+    "deepseek-r1-distill-llama-70b": (70_600_000_000, "total", "Hugging Face model page: 70.6B"),
+    "seed-oss-36b": (36_000_000_000, "total", "model card: 36B"),
     "glm-4-5-air": (
         110_000_000_000,
         "with_mtp",

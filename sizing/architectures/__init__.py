@@ -34,6 +34,7 @@ from .shapes import (
     MoE,
     NativeWeights,
     VisionTower,
+    Yarn,
 )
 from .stored_form import architecture_from_dict
 
@@ -57,6 +58,7 @@ __all__ = [
     "ParameterCount",
     "ParameterGroup",
     "VisionTower",
+    "Yarn",
     "activation_mlp_width",
     "architecture_from_dict",
     "cache_groups",

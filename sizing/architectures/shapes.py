@@ -94,6 +94,21 @@ class VisionTower:
 
 
 @dataclass(frozen=True)
+class Yarn:
+    """RoPE scaling by YaRN as the model's card documents it: `factor` × `original_context` tokens. The
+    checkpoint's config does not turn it on; the server is told at start (vLLM's --hf-overrides,
+    SGLang's --json-model-override-args, transformers' rope_scaling), with the model's `rope_theta`."""
+
+    factor: int
+    original_context: int
+    rope_theta: int
+
+    @property
+    def context(self) -> int:
+        return self.factor * self.original_context
+
+
+@dataclass(frozen=True)
 class NativeWeights:
     """A checkpoint published in a low-precision format, sized as stored."""
 
@@ -112,6 +127,7 @@ class Architecture:
     moe: MoE | None = None
     native_weights: NativeWeights | None = None
     vision: VisionTower | None = None
+    yarn: Yarn | None = None  # the context its card extends to beyond max_context
     # How the checkpoint counts: conventions of the architecture, as its modeling code has them (whether
     # the output head is tied to the embeddings is the spec's own `tied_embeddings`).
     qkv_bias: bool = False

@@ -23,6 +23,7 @@ from .shapes import (
     MoE,
     NativeWeights,
     VisionTower,
+    Yarn,
 )
 
 if TYPE_CHECKING:
@@ -143,6 +144,9 @@ def architecture_from_dict(data: dict[str, Any] | None) -> Architecture:
                ("layers", "hidden", "intermediate", "patch_size", "image_size")},
             projector_input=_int(vision.get("projector_input", 0), "vision.projector_input", 0),
         )
+    if "yarn" in data:
+        yarn = _part(Yarn, data["yarn"], "yarn", {"factor": 2, "original_context": 1, "rope_theta": 1})
+        values["yarn"] = yarn
     if "native_weights" in data:
         native = data["native_weights"]
         if not isinstance(native, dict) or native.get("format") not in WEIGHT_FORMATS:

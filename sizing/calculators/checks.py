@@ -69,8 +69,11 @@ def model_value(model: LanguageModelSpec | SpeechModelSpec, name: str) -> int:
 
 
 def check_context_limit(model: LanguageModelSpec, tokens: int, field: str) -> None:
-    if model.max_context is not None and tokens > model.max_context:
-        values = {"model": model.name, "maximum": fmt_int(model.max_context), "tokens": fmt_int(tokens)}
+    """Refuses a context beyond the longest the model is sized for (`longest_context`: with the YaRN
+    scaling its card documents, where it does)."""
+    longest = model.longest_context
+    if longest is not None and tokens > longest:
+        values = {"model": model.name, "maximum": fmt_int(longest), "tokens": fmt_int(tokens)}
         if field == "sequence_length":
             message = gettext(
                 "%(model)s handles at most %(maximum)s tokens; the sequence length of %(tokens)s is above "

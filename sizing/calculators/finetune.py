@@ -23,6 +23,7 @@ from ..units import fmt_gib, fmt_int, general_number
 from ..weights import FINETUNE_BASE_FORMAT, FORMATS, GPTQ_BASE_FORMAT, stored_weights
 from .checks import check_context_limit, check_count, check_precision, model_value
 from .finetune_words import finetune_words
+from .inference_words import yarn_words
 from .items import (
     ACTIVATION_BYTES_PER_VALUE,
     WEIGHT_BYTES,
@@ -655,7 +656,7 @@ def estimate_finetune(
             "tokens": nouns.tokens(sequence_length), "batch": fmt_int(batch_size),
         },
         items=(*covered, margin, runtime_item()),
-        assumptions=tuple(finetune_words(precision, training)),
+        assumptions=(*finetune_words(precision, training), *yarn_words(model, sequence_length)),
         precision=precision,
         splittable_over_heads=None,
         confidence_hint="finetune",

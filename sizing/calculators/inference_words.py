@@ -1,6 +1,8 @@
 """The assumptions an inference breakdown states: what its figures take for granted."""
 from __future__ import annotations
 
+from typing import cast
+
 from .. import nouns
 from ..architectures import PLAIN, MoE, count_parameters
 from ..i18n import gettext
@@ -38,11 +40,28 @@ def inference_words(
             ) % {"tokens": fmt_int(context), "memory": fmt_gib(kv_cache_bytes)}
         )
     words.extend(split_words(model))
+    words.extend(yarn_words(model, context))
     if model.max_context is None:
         words.append(gettext(
             "The model's maximum context is not recorded, so the context was not checked against it."
         ))
     return words
+
+
+def yarn_words(model: LanguageModelSpec, tokens: int) -> list[str]:
+    """Where `tokens` of context are beyond the model's own maximum, the YaRN scaling its card documents
+    (and what it asks of the server); nothing otherwise."""
+    yarn = model.architecture.yarn if model.architecture is not None else None
+    if yarn is None or not model.scaled_beyond_native(tokens):
+        return []
+    return [gettext(
+        "%(tokens)s tokens are beyond the %(native)s the model's config allows: its card extends it with "
+        "YaRN RoPE scaling (factor %(factor)s over %(original)s tokens, up to %(longest)s), which the server "
+        "must turn on (vLLM --hf-overrides, SGLang --json-model-override-args, transformers' rope_scaling "
+        "in the config). The KV cache per token is the same; the scaling is static, so it may cost some "
+        "quality on short texts."
+    ) % {"tokens": fmt_int(tokens), "native": fmt_int(cast(int, model.max_context)),
+         "factor": yarn.factor, "original": fmt_int(yarn.original_context), "longest": fmt_int(yarn.context)}]
 
 
 def prefill_words(prefill_tokens: int) -> str:

@@ -22,6 +22,7 @@ group, layers over the pipeline stages.
 """
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass, field
 from decimal import Decimal, localcontext
@@ -29,7 +30,7 @@ from fractions import Fraction
 from typing import cast
 
 from .. import nouns
-from ..architectures import CHUNKED, FULL, LINEAR, LINEAR_STATE_BYTES, PLAIN, SLIDING, LinearAttention
+from ..architectures import CHUNKED, FULL, LINEAR, LINEAR_STATE_BYTES, PLAIN, SLIDING, LinearAttention, Yarn
 from ..breakdown import Item
 from ..errors import SizingError
 from ..i18n import gettext, ngettext
@@ -164,6 +165,7 @@ class VllmBudget:
     max_model_len: int
     model_max_context: int | None
     quantization: str | None
+    yarn: Yarn | None  # the model's documented YaRN scaling, turned on where max_model_len needs it
     kv_bits: int
 
     @property
@@ -318,10 +320,11 @@ def check_settings(model: LanguageModelSpec, settings: VllmSettings) -> None:
         check_count(settings.max_num_seqs, "max_num_seqs", gettext("max_num_seqs"), MAX_NUM_SEQS)
     if settings.max_model_len is not None:
         check_count(settings.max_model_len, "max_model_len", gettext("max_model_len"), MAX_CONTEXT)
-        if model.max_context is not None and settings.max_model_len > model.max_context:
+        longest = model.longest_context
+        if longest is not None and settings.max_model_len > longest:
             raise SizingError("max_model_len", gettext(
                 "%(model)s handles at most %(maximum)s tokens; max_model_len %(tokens)s is above that limit."
-            ) % {"model": model.name, "maximum": fmt_int(model.max_context),
+            ) % {"model": model.name, "maximum": fmt_int(longest),
                  "tokens": fmt_int(settings.max_model_len)})
 
 
@@ -512,6 +515,7 @@ def vllm_budget(model: LanguageModelSpec, precision: int, kv_bits: int, settings
         max_model_len=max_model_len,
         model_max_context=model.max_context,
         quantization=flag,
+        yarn=model.architecture.yarn if model.architecture is not None else None,
         kv_bits=kv_bits,
     )
 
@@ -558,7 +562,24 @@ def serve_command(hf_id: str, budget: VllmBudget, max_num_seqs: int | None = Non
         parts.append("--kv-cache-dtype fp8")
     if budget.quantization:
         parts.append(f"--quantization {budget.quantization}")
+    scaling = yarn_override(budget, max_model_len or budget.max_model_len)
+    if scaling is not None:
+        parts.append(f"--hf-overrides '{scaling}'")
     return " ".join(parts)
+
+
+def yarn_override(budget: VllmBudget, tokens: int) -> str | None:
+    """The model's documented YaRN scaling as the config override that turns it on, where `tokens` of
+    context are beyond the model's own maximum (None otherwise): the rope parameters as vLLM's current
+    configs name them (`rope_parameters`, with the model's rope_theta; releases before its
+    transformers-5 configs took `rope_scaling` and `rope_theta` apart)."""
+    yarn = budget.yarn
+    if yarn is None or budget.model_max_context is None or tokens <= budget.model_max_context:
+        return None
+    return json.dumps({"rope_parameters": {
+        "rope_type": "yarn", "factor": float(yarn.factor),
+        "original_max_position_embeddings": yarn.original_context, "rope_theta": yarn.rope_theta,
+    }}, separators=(", ", ": "))
 
 
 # --- the engines the wizard sizes inference for (the breakdown under vLLM: `vllm_inference`) -----------

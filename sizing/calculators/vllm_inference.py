@@ -14,6 +14,7 @@ from ..i18n import gettext
 from ..specs import LanguageModelSpec
 from ..units import GIB, fmt_gib, fmt_int, general_number
 from .checks import check_inference_inputs
+from .inference_words import yarn_words
 from .vllm import (
     BLOCK_SIZE,
     CUDA_CONTEXT_BYTES,
@@ -110,7 +111,7 @@ def estimate_vllm(model: LanguageModelSpec, precision: int, context: int, reques
         bytes=DRIVER_RESERVED_BYTES,
         per_gpu=True,
     )
-    assumptions = vllm_words(model, budget, utilization)
+    assumptions = [*vllm_words(model, budget, utilization), *yarn_words(model, context)]
     return VllmBreakdown(
         workload="inference",
         title=gettext(

@@ -103,7 +103,9 @@ def test_pasting_a_modern_config_gives_the_shipped_row(slug):
     shipped = {name: row.get(name) for name in FIGURES}
     shipped["tied_embeddings"] = bool(shipped["tied_embeddings"])
     assert {name: figures[name] for name in FIGURES} == shipped
-    assert architecture_from_dict(figures["architecture"]) == architecture_from_dict(row.get("architecture"))
+    # The YaRN scaling a card documents is not in the config (which leaves it off): staff add it.
+    from_card = {key: value for key, value in (row.get("architecture") or {}).items() if key != "yarn"}
+    assert architecture_from_dict(figures["architecture"]) == architecture_from_dict(from_card)
 
 
 def test_gemma3_nested_config_takes_the_class_defaults_it_leaves_out():

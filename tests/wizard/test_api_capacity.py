@@ -169,3 +169,25 @@ def test_a_named_gpu_type_sizes_with_the_memory_cuda_reports_for_it(client, smal
     assert l4["gpu_memory_source"].startswith("nvidia-smi 23,034 MiB")
     status, body = capacity(client, "model=llama-3-1-8b&gpu=H900")
     assert status == 404 and set(body["errors"]) == {"gpu"}
+
+
+def test_a_max_model_len_past_the_config_is_sized_with_the_cards_yarn_and_its_override(client, small_fleet):
+    """Qwen3 30B-A3B's config allows 40,960 tokens; its card extends it to 131,072 with YaRN: sized and
+    started with the override, and refused past it."""
+    query = H100.replace("llama-3-1-8b", "qwen3-30b-a3b").replace("max_model_len=8192", "max_model_len=131072")
+    status, body = capacity(client, query)
+    assert status == 200, body
+    assert body["max_model_len"] == 131072
+    assert "--max-model-len 131072" in body["command"]
+    assert "--hf-overrides '{\"rope_parameters\": {\"rope_type\": \"yarn\", \"factor\": 4.0" in body["command"]
+    status, body = capacity(client, query.replace("131072", "131073"))
+    assert status == 422 and "131,072" in body["errors"]["max_model_len"], body
+
+
+def test_the_wizard_answers_a_yarn_context_with_commands_that_turn_it_on(client, small_fleet):
+    body = client.get("/api/v1/recommendations?workload=inference&model=qwen3-30b-a3b&precision=16"
+                      "&context=131072&requests=1&engine=vllm").json()
+    assert "memory" in body, body
+    commands = [machine["command"] for machine in body["machines"] if machine.get("command")]
+    assert commands and all("--hf-overrides" in command for command in commands)
+    assert any("YaRN" in words for words in body["memory"]["assumptions"])
