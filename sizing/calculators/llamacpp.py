@@ -1,0 +1,259 @@
+"""llama.cpp (`llama-server`) and Ollama: what a GGUF model takes on the GPU and beside it.
+
+- Weights: the GGUF file's tensors as `sizing.gguf` types them. `-ngl N` puts the last N decoder
+  layers on the GPUs (and, past the layer count, the output head); the token embeddings always stay
+  in host memory (the row lookup runs on the CPU), as do the layers left behind.
+- KV cache: `-c` tokens in all, shared by the `-np` parallel slots, for every layer, K and V each in
+  its cache type: f16 (2 bytes a value), q8_0 (34 bytes per 32), q4_0 (18 per 32)…; a quantized V
+  cache needs flash attention. Sliding-window layers keep their window per slot plus one micro-batch.
+  A layer's cache lives where the layer does.
+- Compute buffer: the graph llama.cpp reserves for one micro-batch (`-ub`, 512 tokens): the logits of
+  the batch (vocabulary × tokens × 4 bytes) on the GPU holding the output head, with the residual
+  stream and the widest MLP or expert step, and without flash attention the attention scores of the
+  whole context (heads × context × tokens × 4 bytes).
+- Ollama runs the same engine: its context (`num_ctx`, `OLLAMA_CONTEXT_LENGTH`) is per request and is
+  allocated `OLLAMA_NUM_PARALLEL` times; `OLLAMA_KV_CACHE_TYPE` and `OLLAMA_FLASH_ATTENTION` set the
+  cache type and flash attention for every model.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+
+from ..architectures import PLAIN, SLIDING
+from ..breakdown import Item
+from ..errors import SizingError
+from ..gguf import GgufWeights, gguf_weights
+from ..i18n import gettext
+from ..limits import MAX_CONTEXT
+from ..specs import LanguageModelSpec
+from ..units import MIB, fmt_gib, fmt_int
+from .checks import check_context_limit, check_count, model_value
+
+# Cache types llama.cpp takes for K and V (--cache-type-k/-v): (values per block, bytes per block).
+KV_CACHE_TYPES: dict[str, tuple[int, int]] = {
+    "f16": (1, 2), "bf16": (1, 2), "f32": (1, 4), "q8_0": (32, 34), "q5_1": (32, 24), "q5_0": (32, 22),
+    "q4_1": (32, 20), "q4_0": (32, 18), "iq4_nl": (32, 18),
+}
+KV_PADDING = 256  # the cache's length is a multiple of this many tokens
+DEFAULT_UBATCH = 512  # -ub: the tokens of one micro-batch, what the compute buffer is reserved for
+MAX_PARALLEL = 256
+MAX_GPU_LAYERS = 999  # -ngl 999: everything, whatever the model (what the commands write)
+MAX_UBATCH = 8192
+LOGIT_BYTES = 4  # f32 logits
+ACTIVATION_BYTES = 4  # the graph's intermediates are f32
+CUDA_CONTEXT_BYTES = 300 * MIB  # the CUDA runtime and cuBLAS per GPU, outside llama.cpp's buffers
+ENGINES = ("llamacpp", "ollama")
+
+
+@dataclass(frozen=True)
+class LlamaCppSettings:
+    quant_type: str
+    context: int  # -c: every slot's tokens together (Ollama: num_ctx × OLLAMA_NUM_PARALLEL)
+    parallel: int = 1  # -np
+    cache_type_k: str = "f16"
+    cache_type_v: str = "f16"
+    flash_attention: bool = True
+    gpu_layers: int | None = None  # -ngl; None: every layer and the output head
+    ubatch: int = DEFAULT_UBATCH
+
+
+@dataclass(frozen=True)
+class LlamaCppNeed:
+    """Where each part of the model and its cache lives, in bytes."""
+
+    model: LanguageModelSpec
+    settings: LlamaCppSettings
+    weights: GgufWeights
+    gpu_layers: int  # the decoder layers on the GPUs
+    output_on_gpu: bool
+    kv_size: int  # the cache's tokens (-c rounded up to KV_PADDING)
+    gpu_items: tuple[Item, ...]
+    host_items: tuple[Item, ...]
+
+    @property
+    def gpu_bytes(self) -> int:
+        return sum(item.bytes for item in self.gpu_items)
+
+    @property
+    def host_bytes(self) -> int:
+        return sum(item.bytes for item in self.host_items)
+
+    @property
+    def kv_cache_bytes(self) -> int:
+        layers = range(model_value(self.model, "layers"))
+        return kv_cache_bytes(self.model, self.settings, self.kv_size, layers)
+
+    @property
+    def context_per_slot(self) -> int:
+        return self.settings.context // self.settings.parallel
+
+    def fits(self, gpus: int, memory_bytes: int) -> tuple[bool, str | None]:
+        """Whether the GPU part fits `gpus` GPUs of `memory_bytes` each (llama.cpp splits the layers over
+        them by memory, `--split-mode layer`: the whole must fit their sum with each GPU's CUDA context)."""
+        available = gpus * (memory_bytes - CUDA_CONTEXT_BYTES)
+        if self.gpu_bytes <= available:
+            return True, None
+        return False, gettext(
+            "The GPU part needs %(need)s, more than the %(have)s the %(gpus)s GPUs leave after their CUDA "
+            "context."
+        ) % {"need": fmt_gib(self.gpu_bytes), "have": fmt_gib(max(available, 0)), "gpus": gpus}
+
+    def layers_that_fit(self, gpus: int, memory_bytes: int) -> int:
+        """The most decoder layers (-ngl) whose weights, cache and the compute buffer fit the GPUs (0 if
+        not even the buffer does): what a partial offload can keep on them."""
+        layers = model_value(self.model, "layers")
+        low, high = 0, layers + 1
+        while low < high:
+            middle = (low + high + 1) // 2
+            need = llamacpp_need(self.model, _with_layers(self.settings, middle))
+            if need.fits(gpus, memory_bytes)[0]:
+                low = middle
+            else:
+                high = middle - 1
+        return low
+
+    def server_command(self, file_name: str) -> str:
+        """`llama-server` with the settings this need was sized for."""
+        settings = self.settings
+        parts = ["llama-server", "-m", file_name, "-c", str(settings.context), "-np", str(settings.parallel),
+                 "-ngl", str(settings.gpu_layers if settings.gpu_layers is not None else MAX_GPU_LAYERS),
+                 "-fa", "on" if settings.flash_attention else "off"]
+        if settings.cache_type_k != "f16":
+            parts += ["--cache-type-k", settings.cache_type_k]
+        if settings.cache_type_v != "f16":
+            parts += ["--cache-type-v", settings.cache_type_v]
+        if settings.ubatch != DEFAULT_UBATCH:
+            parts += ["-ub", str(settings.ubatch)]
+        return " ".join(parts)
+
+    def ollama_settings(self) -> dict[str, str]:
+        """Ollama's server settings for the same need: the context per request and the slots, the cache
+        type (one for K and V) and flash attention; num_gpu is the layers offloaded."""
+        settings = self.settings
+        values = {
+            "OLLAMA_CONTEXT_LENGTH": str(self.context_per_slot),
+            "OLLAMA_NUM_PARALLEL": str(settings.parallel),
+            "OLLAMA_FLASH_ATTENTION": "1" if settings.flash_attention else "0",
+            "OLLAMA_KV_CACHE_TYPE": settings.cache_type_k,
+        }
+        if settings.gpu_layers is not None:
+            values["num_gpu"] = str(settings.gpu_layers)
+        return values
+
+
+def _with_layers(settings: LlamaCppSettings, layers: int) -> LlamaCppSettings:
+    return replace(settings, gpu_layers=layers)
+
+
+def check_settings(model: LanguageModelSpec, settings: LlamaCppSettings) -> None:
+    check_count(settings.context, "max_model_len", gettext("The context"), MAX_CONTEXT)
+    check_count(settings.parallel, "parallel", gettext("The parallel slots"), MAX_PARALLEL)
+    if settings.context < settings.parallel:
+        raise SizingError("parallel", gettext(
+            "The context (%(context)s tokens) is shared by the parallel slots: each needs one token at least."
+        ) % {"context": fmt_int(settings.context)})
+    check_context_limit(model, settings.context // settings.parallel, "max_model_len")
+    for field_name, cache_type in (("kv_cache", settings.cache_type_k), ("kv_cache", settings.cache_type_v)):
+        if cache_type not in KV_CACHE_TYPES:
+            raise SizingError(field_name, gettext("Choose a KV cache type: %(types)s.") % {
+                "types": ", ".join(KV_CACHE_TYPES)})
+    if settings.cache_type_v not in ("f16", "bf16", "f32") and not settings.flash_attention:
+        raise SizingError("flash_attention", gettext(
+            "A quantized V cache (%(type)s) needs flash attention in llama.cpp: turn it on or keep V in f16."
+        ) % {"type": settings.cache_type_v})
+    if settings.gpu_layers is not None and not 0 <= settings.gpu_layers <= MAX_GPU_LAYERS:
+        raise SizingError("gpu_layers", gettext("The GPU layers (-ngl) are 0 to %(most)s.") % {
+            "most": MAX_GPU_LAYERS})
+    check_count(settings.ubatch, "ubatch", gettext("The micro-batch"), MAX_UBATCH)
+
+
+def _row_bytes(cache_type: str, values: int) -> int:
+    per_block, size = KV_CACHE_TYPES[cache_type]
+    return -(-values // per_block) * size
+
+
+def _cache_tokens(model: LanguageModelSpec, settings: LlamaCppSettings, kv_size: int, layer: int) -> int:
+    arch = model.architecture or PLAIN
+    if arch.kind_of_layer(layer) == SLIDING and arch.sliding_window:
+        window = arch.sliding_window * settings.parallel + settings.ubatch
+        return min(kv_size, -(-window // KV_PADDING) * KV_PADDING)
+    return kv_size
+
+
+def kv_cache_bytes(model: LanguageModelSpec, settings: LlamaCppSettings, kv_size: int,
+                   layers: Iterable[int]) -> int:
+    """K and V of `layers` for the cache's tokens, each in its type (a row per token)."""
+    width = model_value(model, "kv_heads") * model_value(model, "head_dim")
+    per_token = _row_bytes(settings.cache_type_k, width) + _row_bytes(settings.cache_type_v, width)
+    return sum(per_token * _cache_tokens(model, settings, kv_size, layer) for layer in layers)
+
+
+def _compute_bytes(model: LanguageModelSpec, settings: LlamaCppSettings, kv_size: int, output: bool) -> int:
+    arch = model.architecture or PLAIN
+    tokens = min(settings.ubatch, kv_size)
+    hidden = model_value(model, "hidden_size")
+    if arch.moe is not None:
+        widest = arch.moe.experts_per_token * arch.moe.expert_intermediate + arch.moe.shared_intermediate
+    else:
+        widest = model_value(model, "intermediate_size")
+    mlp = 3 * widest * tokens * ACTIVATION_BYTES
+    residual = 4 * hidden * tokens * ACTIVATION_BYTES
+    scores = 0 if settings.flash_attention else (
+        2 * model_value(model, "attention_heads") * kv_size * tokens * ACTIVATION_BYTES)
+    logits = model_value(model, "vocab_size") * tokens * LOGIT_BYTES if output else 0
+    return residual + max(mlp, scores) + logits
+
+
+def llamacpp_need(model: LanguageModelSpec, settings: LlamaCppSettings) -> LlamaCppNeed:
+    check_settings(model, settings)
+    weights = gguf_weights(model, settings.quant_type)
+    layers = model_value(model, "layers")
+    asked = layers + 1 if settings.gpu_layers is None else settings.gpu_layers
+    on_gpu = min(asked, layers)
+    output_on_gpu = asked > layers
+    first_gpu_layer = layers - on_gpu
+    kv_size = -(-settings.context // KV_PADDING) * KV_PADDING
+    gpu_weights = sum(weights.layer_bytes(layer) for layer in range(first_gpu_layer, layers))
+    # The output head; where it is tied to the embeddings, llama.cpp loads that matrix a second time
+    # on the GPU holding the output (the embeddings' own copy stays in host memory).
+    head_roles = ("output", "output_norm", *(("token_embd",) if model.tied_embeddings else ()))
+    head = sum(typed.bytes for typed in weights.tensors if typed.tensor.role in head_roles)
+    duplicated = head - sum(typed.bytes for typed in weights.tensors
+                            if typed.tensor.role in ("output", "output_norm"))
+    host_weights = weights.bytes - gpu_weights - (head - duplicated if output_on_gpu else 0)
+    if output_on_gpu:
+        gpu_weights += head
+    gpu_kv = kv_cache_bytes(model, settings, kv_size, range(first_gpu_layer, layers))
+    host_kv = kv_cache_bytes(model, settings, kv_size, range(first_gpu_layer))
+    compute = _compute_bytes(model, settings, kv_size, output_on_gpu) if on_gpu else 0
+    cache_words = gettext("%(tokens)s tokens (-c %(context)s, %(slots)s) × K %(k)s + V %(v)s") % {
+        "tokens": fmt_int(kv_size), "context": fmt_int(settings.context),
+        "slots": gettext("%(n)s parallel slots") % {"n": settings.parallel}, "k": settings.cache_type_k,
+        "v": settings.cache_type_v}
+    gpu_items = (
+        Item(gettext("Model weights on the GPUs (GGUF %(type)s)") % {"type": weights.quant_type},
+             gettext("%(layers)s of %(all)s layers%(head)s: %(bytes)s") % {
+                 "layers": fmt_int(on_gpu), "all": fmt_int(layers),
+                 "head": gettext(" and the output head") if output_on_gpu else "",
+                 "bytes": fmt_gib(gpu_weights)},
+             gpu_weights),
+        Item(gettext("KV cache on the GPUs"), cache_words, gpu_kv),
+        Item(gettext("Compute buffer (one micro-batch)"),
+             gettext("%(tokens)s tokens (-ub): residual stream, the widest MLP step%(scores)s%(logits)s") % {
+                 "tokens": fmt_int(min(settings.ubatch, kv_size)),
+                 "scores": "" if settings.flash_attention else gettext(
+                     " or the attention scores of the whole context (no flash attention)"),
+                 "logits": gettext(" and the batch's logits") if output_on_gpu else ""},
+             compute),
+    )
+    host_items = (
+        Item(gettext("Model weights in host memory"),
+             gettext("the token embeddings (looked up on the CPU)%(rest)s") % {
+                 "rest": gettext(" and %(n)s layers not offloaded") % {"n": fmt_int(first_gpu_layer)}
+                 if first_gpu_layer else ""},
+             host_weights),
+        Item(gettext("KV cache in host memory"), cache_words, host_kv),
+    )
+    return LlamaCppNeed(model, settings, weights, on_gpu, output_on_gpu, kv_size, gpu_items, host_items)
+

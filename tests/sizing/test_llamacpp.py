@@ -1,0 +1,149 @@
+"""GGUF files as llama.cpp's quantizer types them, and llama.cpp / Ollama's memory: weights on the GPUs
+and in host memory, the KV cache in its types, partial offload and the commands."""
+import csv
+from pathlib import Path
+
+import pytest
+
+from catalog.data.language_models import LANGUAGE_MODELS
+from catalog.models import LanguageModel
+from catalog.rows import language_model_spec
+from sizing.calculators.llamacpp import LlamaCppSettings, llamacpp_need
+from sizing.errors import SizingError
+from sizing.gguf import GGML_TYPES, QUANT_TYPES, gguf_weights
+from sizing.units import GIB, MIB
+from tests.sizing.models import LLAMA_3_1_8B
+
+ROWS = {row["slug"]: row for row in LANGUAGE_MODELS}
+REFERENCE = Path(__file__).resolve().parents[3] / "shared" / "reference" / "engine_measurements.csv"
+
+
+def spec(slug):
+    return language_model_spec(LanguageModel(**ROWS[slug]))
+
+
+def published_files():
+    """llama.cpp's quantize README: Llama 3.1 8B in each quant type, tensor data in GiB (2 decimals)."""
+    with REFERENCE.open() as lines:
+        return [(row["quant_type"], int(row["weights_bytes"]), row["source_quote"])
+                for row in csv.DictReader(lines) if row["engine"] == "gguf-file"]
+
+
+@pytest.mark.parametrize(("quant_type", "logged", "quote"), published_files())
+def test_llama_8b_files_weigh_what_llama_cpp_publishes(quant_type, logged, quote):
+    weights = gguf_weights(LLAMA_3_1_8B, quant_type)
+    # the README rounds to 0.01 GiB: within half of that, plus nothing of our own
+    assert abs(weights.bytes - logged) <= 0.005 * GIB + 1
+    # and the bits per weight its table prints, to the 4 decimals printed
+    assert f"{float(weights.bits_per_weight):.4f}" == quote.split("|")[-3].strip()
+
+
+def test_q4_k_m_gives_more_bits_to_some_attention_v_and_ffn_down_layers_and_the_head():
+    typed = {(t.tensor.role, t.tensor.layer): t.ggml_type for t in gguf_weights(LLAMA_3_1_8B, "Q4_K_M").tensors}
+    more = {0, 1, 2, 3, 28, 29, 30, 31} | {layer for layer in range(4, 28) if (layer - 4) % 3 == 2}
+    assert {layer for layer in range(32) if typed["attn_v", layer] == "Q6_K"} == more
+    assert {layer for layer in range(32) if typed["ffn_down", layer] == "Q6_K"} == more
+    assert typed["output", None] == "Q6_K" and typed["token_embd", None] == "Q4_K"
+    assert typed["attn_norm", 0] == typed["output_norm", None] == "F32"
+    assert typed["attn_q", 5] == typed["ffn_up", 5] == "Q4_K"
+
+
+def test_every_quant_type_types_every_tensor_with_a_known_block_that_divides_its_rows():
+    for quant_type in QUANT_TYPES:
+        if quant_type == "MXFP4_MOE":
+            continue
+        for typed in gguf_weights(spec("qwen2-5-7b"), quant_type).tensors:
+            elements, _size = GGML_TYPES[typed.ggml_type]
+            assert typed.tensor.row % elements == 0, (quant_type, typed)
+
+
+def test_a_moe_file_in_mxfp4_keeps_the_experts_in_mxfp4_and_the_rest_in_q8_0():
+    typed = gguf_weights(spec("qwen3-30b-a3b"), "MXFP4_MOE").tensors
+    assert {t.ggml_type for t in typed if t.tensor.role.endswith("_exps")} == {"MXFP4"}
+    assert {t.ggml_type for t in typed if t.tensor.role in ("attn_q", "output")} == {"Q8_0"}
+
+
+def test_qwen3_moe_at_32768_tokens_caches_what_llama_cpp_logs_and_keeps_the_embeddings_on_the_host():
+    """A llama.cpp log of Qwen3 30B-A3B, -c 32768, f16 cache, every layer offloaded: KV self size
+    3072.00 MiB; the CPU buffer 166.92 MiB is the token embeddings (Q4_K in the file)."""
+    need = llamacpp_need(spec("qwen3-30b-a3b"), LlamaCppSettings("Q4_K_M", 32768, gpu_layers=99))
+    assert need.kv_cache_bytes == 3072 * MIB
+    assert abs(need.host_bytes - 166.92 * MIB) < 0.01 * MIB
+    q8 = llamacpp_need(spec("qwen3-30b-a3b"), LlamaCppSettings("Q4_K_M", 32768, cache_type_k="q8_0",
+                                                                 cache_type_v="q8_0"))
+    q4 = llamacpp_need(spec("qwen3-30b-a3b"), LlamaCppSettings("Q4_K_M", 32768, cache_type_k="q4_0",
+                                                                 cache_type_v="q4_0"))
+    assert q8.kv_cache_bytes == 3072 * MIB * 34 // 64 and q4.kv_cache_bytes == 3072 * MIB * 18 // 64
+
+
+def test_a_quantized_v_cache_needs_flash_attention_and_slots_share_the_context():
+    with pytest.raises(SizingError) as refused:
+        llamacpp_need(LLAMA_3_1_8B, LlamaCppSettings("Q4_K_M", 8192, cache_type_v="q8_0", flash_attention=False))
+    assert refused.value.field == "flash_attention"
+    llamacpp_need(LLAMA_3_1_8B, LlamaCppSettings("Q4_K_M", 8192, cache_type_k="q8_0", flash_attention=False))
+    four = llamacpp_need(LLAMA_3_1_8B, LlamaCppSettings("Q4_K_M", 32768, parallel=4))
+    one = llamacpp_need(LLAMA_3_1_8B, LlamaCppSettings("Q4_K_M", 32768))
+    assert four.kv_cache_bytes == one.kv_cache_bytes and four.context_per_slot == 8192
+    with pytest.raises(SizingError):  # a slot's context past the model's
+        llamacpp_need(LLAMA_3_1_8B, LlamaCppSettings("Q4_K_M", 262144))
+    llamacpp_need(LLAMA_3_1_8B, LlamaCppSettings("Q4_K_M", 262144, parallel=2))
+
+
+def test_sliding_layers_keep_their_window_per_slot():
+    gemma = spec("gemma-3-27b")
+    long = llamacpp_need(gemma, LlamaCppSettings("Q4_K_M", 65536))
+    short = llamacpp_need(gemma, LlamaCppSettings("Q4_K_M", 8192))
+    full_layers = sum(1 for layer in range(62) if gemma.architecture.kind_of_layer(layer) == "F")
+    per_token = 2 * 16 * 128 * 2
+    window = 1024 + 512  # the window plus one micro-batch, padded to 256
+    assert long.kv_cache_bytes == per_token * (full_layers * 65536 + (62 - full_layers) * window)
+    assert short.kv_cache_bytes == per_token * (full_layers * 8192 + (62 - full_layers) * window)
+
+
+def test_partial_offload_moves_layers_and_their_cache_and_the_sum_stays_the_file():
+    model = spec("qwen3-30b-a3b")
+    file_bytes = gguf_weights(model, "Q4_K_M").bytes
+    for layers in (0, 10, 48, 49):
+        need = llamacpp_need(model, LlamaCppSettings("Q4_K_M", 16384, gpu_layers=layers))
+        weights = need.gpu_items[0].bytes + need.host_items[0].bytes
+        assert weights == file_bytes, layers
+        assert need.gpu_items[1].bytes + need.host_items[1].bytes == need.kv_cache_bytes
+    half = llamacpp_need(model, LlamaCppSettings("Q4_K_M", 16384))
+    t4 = 15360 * MIB
+    fits = half.layers_that_fit(1, t4)
+    assert 0 < fits < 48
+    assert llamacpp_need(model, LlamaCppSettings("Q4_K_M", 16384, gpu_layers=fits)).fits(1, t4)[0]
+    assert not llamacpp_need(model, LlamaCppSettings("Q4_K_M", 16384, gpu_layers=fits + 1)).fits(1, t4)[0]
+    assert half.layers_that_fit(2, 81559 * MIB) == 49
+
+
+def test_tied_embeddings_are_loaded_again_for_the_output_head_on_the_gpu():
+    gemma = spec("gemma-3-27b")
+    need = llamacpp_need(gemma, LlamaCppSettings("Q4_K_M", 8192))
+    embeddings = next(t.bytes for t in need.weights.tensors if t.tensor.role == "token_embd")
+    assert need.host_items[0].bytes == embeddings
+    assert need.gpu_items[0].bytes + need.host_items[0].bytes == need.weights.bytes + embeddings
+
+
+def test_the_commands_carry_the_settings_sized():
+    need = llamacpp_need(LLAMA_3_1_8B, LlamaCppSettings("Q4_K_M", 32768, parallel=4, cache_type_k="q8_0",
+                                                          cache_type_v="q8_0", gpu_layers=20))
+    assert need.server_command("Llama-3.1-8B-Q4_K_M.gguf") == (
+        "llama-server -m Llama-3.1-8B-Q4_K_M.gguf -c 32768 -np 4 -ngl 20 -fa on --cache-type-k q8_0 "
+        "--cache-type-v q8_0")
+    assert need.ollama_settings() == {"OLLAMA_CONTEXT_LENGTH": "8192", "OLLAMA_NUM_PARALLEL": "4",
+                                      "OLLAMA_FLASH_ATTENTION": "1", "OLLAMA_KV_CACHE_TYPE": "q8_0",
+                                      "num_gpu": "20"}
+
+
+@pytest.mark.parametrize(("settings", "field"), [
+    (LlamaCppSettings("Q4_K_Q", 4096), "quantization"),
+    (LlamaCppSettings("Q4_K_M", 4096, cache_type_k="q3_0"), "kv_cache"),
+    (LlamaCppSettings("Q4_K_M", 4096, parallel=0), "parallel"),
+    (LlamaCppSettings("Q4_K_M", 4, parallel=8), "parallel"),
+    (LlamaCppSettings("Q4_K_M", 4096, gpu_layers=-1), "gpu_layers"),
+])
+def test_bad_settings_name_their_field(settings, field):
+    with pytest.raises(SizingError) as refused:
+        llamacpp_need(LLAMA_3_1_8B, settings)
+    assert refused.value.field == field
