@@ -14,7 +14,8 @@ The rule, from the engines' own documentation (current vLLM release):
   builds for it (sm_100, sm_120), so every NVIDIA GPU from compute capability 7.0 counts as running it.
 - MXFP4 checkpoints (gpt-oss): vLLM's GPT-OSS recipe (docs.vllm.ai/projects/recipes, OpenAI/GPT-OSS)
   lists H100, H200, B200 and MI300X, and Ampere through Marlin's MXFP4 MoE; Ada Lovelace and the RTX 5090
-  are "being worked on", so they are not offered (compute capability 8.0–10.x and CDNA3 only).
+  are "being worked on", so they are not offered (Ampere, Hopper, Blackwell below compute capability 11,
+  and CDNA3 only).
 - An FP8 KV cache (`--kv-cache-dtype fp8`, SGLang's `fp8_e5m2`): the console's conservative rule offers it
   only where FP8 weights run (NVIDIA from compute capability 7.5, AMD CDNA3).
 - 16-bit: vLLM refuses bfloat16 below compute capability 8.0 ("Bfloat16 is only supported on GPUs with
@@ -154,7 +155,8 @@ BFLOAT16_FROM = (8, 0)  # below: float16 only (`--dtype half`)
 FP8_FROM = (7, 5)  # W8A16 through FP8 Marlin from here, W8A8 from 8.9
 SGLANG_FROM = (7, 5)
 FP8_AMD = ("cdna3",)
-MXFP4_NVIDIA = ((8, 0), (10, 9))  # Ampere through B200-class Blackwell
+MXFP4_NVIDIA = ("ampere", "hopper", "blackwell")  # Blackwell below compute capability 11 (B200), not 12
+MXFP4_BLACKWELL_BELOW = (11, 0)
 MXFP4_AMD = ("cdna3",)
 
 
@@ -178,8 +180,7 @@ def _bitsandbytes_runs(gpu: GpuArchitecture) -> bool:
 def _mxfp4_runs(gpu: GpuArchitecture) -> bool:
     if gpu.maker != NVIDIA:
         return gpu.family.key in MXFP4_AMD
-    low, high = MXFP4_NVIDIA
-    return gpu.compute_capability is not None and low <= gpu.compute_capability <= high
+    return gpu.family.key in MXFP4_NVIDIA and not gpu.at_least(MXFP4_BLACKWELL_BELOW)
 
 
 WEIGHTS_RUN = {FP8: _fp8_runs, BITSANDBYTES: _bitsandbytes_runs, MXFP4: _mxfp4_runs}

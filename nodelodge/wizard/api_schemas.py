@@ -39,6 +39,16 @@ class SpeedOut(Schema):
     source: str
 
 
+class RunnableAlternativeOut(Schema):
+    """What runs on a machine's GPU and fits it where the asked weights or KV cache do not run there."""
+
+    precision: int
+    kv_cache_bits: int
+    command: str | None
+    max_requests_at_context: int
+    max_context_at_requests: int
+
+
 class MachineOut(Schema):
     id: int
     provider: str
@@ -81,6 +91,9 @@ class MachineOut(Schema):
     max_context_at_requests: int | None
     capacity_text: str | None
     command: str | None
+    runs_on_gpu: bool | None
+    gpu_support_text: str | None
+    alternative: RunnableAlternativeOut | None
 
 
 class AlternativeOut(MachineOut):

@@ -53,6 +53,10 @@ class Command(BaseCommand):
             )
             if m.get("command"):
                 self.stdout.write(f"       {m['command']}")
+            if m.get("gpu_support_text"):
+                self.stdout.write(f"       {m['gpu_support_text']}")
+            if (m.get("alternative") or {}).get("command"):
+                self.stdout.write(f"       {m['alternative']['command']}")
         if not machines and payload["empty_reason"]:
             self.stdout.write(payload["empty_reason"])
         plan = payload.get("throughput_plan")
