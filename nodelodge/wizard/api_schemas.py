@@ -196,6 +196,16 @@ class RelaxHintOut(Schema):
     query: str | None
 
 
+class ClusterAlternativeOut(Schema):
+    """What runs on a cluster's GPUs and fits them where the asked weights or KV cache do not run there."""
+
+    precision: int
+    kv_cache_bits: int
+    vllm_commands: list[str]
+    sglang_commands: list[str]
+    sglang_note: str | None
+
+
 class ClusterOut(Schema):
     machine_ids: list[int]
     provider_machine_ids: list[str]
@@ -229,6 +239,9 @@ class ClusterOut(Schema):
     vllm_commands: list[str]
     sglang_commands: list[str]
     sglang_note: str | None
+    runs_on_gpu: bool
+    gpu_support_text: str | None
+    alternative: ClusterAlternativeOut | None
 
 
 class RecommendationsOut(Schema):

@@ -91,6 +91,13 @@ class Command(BaseCommand):
                 self.stdout.write(f"       SGLang: {command}")
             if cluster["sglang_note"]:
                 self.stdout.write(f"       SGLang: {cluster['sglang_note']}")
+            if cluster["gpu_support_text"]:
+                self.stdout.write(f"       {cluster['gpu_support_text']}")
+            alternative = cluster["alternative"] or {"vllm_commands": [], "sglang_commands": []}
+            for command in alternative["vllm_commands"]:
+                self.stdout.write(f"       vLLM: {command}")
+            for command in alternative["sglang_commands"]:
+                self.stdout.write(f"       SGLang: {command}")
         if payload["clusters_note"]:
             self.stdout.write(payload["clusters_note"])
 
