@@ -267,6 +267,14 @@ class RecommendationsOut(Schema):
     oldest_report: str | None
 
 
+class CapacityAlternativeOut(Schema):
+    """What runs on the named GPU type and starts where the asked weights or KV cache do not run there."""
+
+    precision: int
+    kv_cache_bits: int
+    command: str | None
+
+
 class CapacityOut(Schema):
     model: str
     engine: str
@@ -275,6 +283,7 @@ class CapacityOut(Schema):
     reason: str | None
     gpu: str | None
     gpu_memory_source: str | None
+    gpu_architecture: str | None
     gpu_memory_gib: float
     budget_gib: float
     budget: str
@@ -289,6 +298,9 @@ class CapacityOut(Schema):
     items: list[ItemOut]
     outside_budget: list[ItemOut]
     command: str | None
+    runs_on_gpu: bool | None
+    gpu_support_text: str | None
+    alternative: CapacityAlternativeOut | None
 
 
 class ErrorOut(Schema):
