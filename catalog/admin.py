@@ -145,8 +145,9 @@ class SpeechModelAdmin(CatalogAdmin):
 
 @admin.register(GpuType)
 class GpuTypeAdmin(CatalogAdmin):
-    list_display = ("name", "vendor", "marketed_memory", "memory_mib", "usable_memory_mib")
-    list_filter = ("vendor",)
+    list_display = ("name", "vendor", "architecture", "compute_capability", "marketed_memory", "memory_mib",
+                    "usable_memory_mib")
+    list_filter = ("vendor", "architecture")
     search_fields = ("name",)
     prepopulated_fields = {"slug": ("name",)}
 

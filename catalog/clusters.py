@@ -39,6 +39,7 @@ from catalog.models import Machine
 from catalog.preferences import tier_q
 from sizing.cluster import ClusterPlan
 from sizing.cluster_sites import CLUSTER_TIER, ClusterMachine, ClusterSite
+from sizing.engine_support import gpu_architecture
 from sizing.offers import Preferences
 from sizing.preferences import tier_chosen
 
@@ -55,7 +56,8 @@ SITE_KEY = ("provider_id", "site", "gpu_type_id", "gpu_count", "memory_per_gpu_m
             "country", "region")
 _COLUMNS = ("id", "price_per_gpu_hour", "provider__name", "site", "country", "region", "gpu_type__name",
             "gpu_count", "memory_per_gpu_mib", "interconnect", "gpu_type__memory_mib",
-            "gpu_type__usable_memory_mib", "site_gbps")
+            "gpu_type__usable_memory_mib", "gpu_type__architecture", "gpu_type__compute_capability",
+            "site_gbps")
 
 
 def cluster_sites(
@@ -81,7 +83,8 @@ def cluster_sites(
 _CHEAPEST_FIRST = (F("price_per_gpu_hour").asc(), F("id").asc())
 # What a site is (its key's names for the ids), in the order `_site` takes.
 _SITE_COLUMNS = ("provider__name", "site", "country", "region", "gpu_type__name", "gpu_count",
-                 "memory_per_gpu_mib", "interconnect", "gpu_type__memory_mib", "gpu_type__usable_memory_mib")
+                 "memory_per_gpu_mib", "interconnect", "gpu_type__memory_mib", "gpu_type__usable_memory_mib",
+                 "gpu_type__architecture", "gpu_type__compute_capability")
 
 # One row per site: the machines that may join a cluster now, grouped by the site's key (`SITE_KEY`),
 # each site's machines' ids and prices gathered cheapest first (at most {machines_per_site} of a site of at
@@ -91,7 +94,7 @@ _SITE_COLUMNS = ("provider__name", "site", "country", "region", "gpu_type__name"
 SITES_SQL = """
 SELECT provider.name, site.site, site.country, site.region, gpu_type.name, site.gpu_count,
        site.memory_per_gpu_mib, site.interconnect, gpu_type.memory_mib, gpu_type.usable_memory_mib,
-       site.site_gbps, site.ids, site.prices_per_gpu_hour
+       gpu_type.architecture, gpu_type.compute_capability, site.site_gbps, site.ids, site.prices_per_gpu_hour
 FROM (
     SELECT m.provider_id, m.site, m.gpu_type_id, m.gpu_count, m.memory_per_gpu_mib, m.interconnect,
            m.country, m.region,
@@ -190,15 +193,17 @@ def _cluster_site(rows: list) -> ClusterSite:
 
 
 def _site(site: tuple, gbps: int, machine_ids: tuple[int, ...], prices: tuple) -> ClusterSite:
-    """A site from its columns (`_SITE_COLUMNS`' order: its key's, then its GPU type's memory and
-    recorded usable memory), its slowest link and its machines' ids and prices per GPU-hour, cheapest
-    first."""
-    provider, name, country, region, gpu_type, gpu_count, memory_per_gpu_mib, interconnect, *memory = site
+    """A site from its columns (`_SITE_COLUMNS`' order: its key's, then its GPU type's memory, recorded
+    usable memory, architecture and compute capability), its slowest link and its machines' ids and prices
+    per GPU-hour, cheapest first."""
+    (provider, name, country, region, gpu_type, gpu_count, memory_per_gpu_mib, interconnect, memory_mib,
+     usable_mib, architecture, compute_capability) = site
     return ClusterSite(
         provider=provider, site=name, country=country or None, region=region, gpu_type=gpu_type,
         gpu_count=gpu_count, memory_per_gpu_mib=memory_per_gpu_mib,
-        usable_memory_mib=catalog_rows.usable_memory_mib(*memory), interconnect=interconnect,
+        usable_memory_mib=catalog_rows.usable_memory_mib(memory_mib, usable_mib), interconnect=interconnect,
         interconnect_gbps=gbps, machine_ids=machine_ids, prices_per_gpu_hour=prices,
+        gpu_architecture=gpu_architecture(architecture, compute_capability),
     )
 
 

@@ -13,6 +13,7 @@ from django.db.models import Q
 from catalog.cluster_rule import cluster_index_condition
 from sizing.architectures import Architecture, architecture_from_dict
 from sizing.countries import is_country_code
+from sizing.engine_support import FAMILIES, architecture_problem
 from sizing.errors import SizingError
 from sizing.fit import MAX_GPUS_PER_MACHINE
 from sizing.offers import MEASUREMENT_TEXT_LENGTHS
@@ -250,6 +251,10 @@ class SpeechModel(models.Model):
         return [name for name in self.FIGURES if getattr(self, name) is None]
 
 
+# The architectures a GPU type may name: the families the engine rule knows, by vendor.
+GPU_ARCHITECTURES = [(family.key, f"{family.name} ({family.maker})") for family in FAMILIES.values()]
+
+
 class GpuType(models.Model):
     class Vendor(models.TextChoices):
         NVIDIA = "NVIDIA", "NVIDIA"
@@ -272,6 +277,15 @@ class GpuType(models.Model):
     usable_memory_source = models.CharField(
         max_length=300, blank=True, help_text="Where the usable figure comes from.",
     )
+    architecture = models.CharField(
+        max_length=20, choices=GPU_ARCHITECTURES, blank=True,
+        help_text="The GPU's architecture: which engine runs which weights and KV cache on it "
+                  "(sizing.engine_support). Empty = not recorded: no start command is offered for it.",
+    )
+    compute_capability = models.CharField(
+        "Compute capability", max_length=5, blank=True,
+        help_text='NVIDIA only: the CUDA compute capability as major.minor (e.g. "8.6"); empty on AMD.',
+    )
     datasheet_url = models.URLField(max_length=300, blank=True)
     notes = models.TextField(blank=True)
 
@@ -283,6 +297,14 @@ class GpuType(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    def clean(self) -> None:
+        super().clean()
+        vendor = self.serializable_value("vendor")
+        problem = architecture_problem(vendor, self.architecture, self.compute_capability)
+        if problem is not None:
+            field, message = problem
+            raise ValidationError({field: message})
 
 
 class Tier(models.TextChoices):

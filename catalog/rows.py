@@ -21,6 +21,7 @@ from catalog.models import (
 )
 from sizing import offers, specs
 from sizing.calculators.vllm import DRIVER_RESERVED_BYTES
+from sizing.engine_support import GpuArchitecture, gpu_architecture
 from sizing.units import MIB
 from sizing.workloads import CODES as WORKLOADS
 from sizing.workloads import KINDS_BY_WORKLOAD
@@ -128,6 +129,8 @@ OFFER_COLUMNS = {
     "booking_limit_hours": "booking_limit_hours",
     "last_seen": "last_seen_at",
     "datasheet_memory_mib": "gpu_type__memory_mib",
+    "gpu_architecture": "gpu_type__architecture",
+    "gpu_compute_capability": "gpu_type__compute_capability",
     "memory_flag": "memory_flag",
     "is_available": "is_available",
     "provider_active": "provider_is_active",
@@ -287,11 +290,13 @@ def gpu_memory_sizes() -> list[int]:
 
 @dataclass(frozen=True)
 class UsableMemory:
-    """One GPU type's memory as CUDA reports it, and where the figure comes from."""
+    """One GPU type's memory as CUDA reports it, where the figure comes from, and its architecture (None
+    where the catalog records none): which commands start on it."""
 
     gpu_type: str
     mib: int
     source: str
+    architecture: GpuArchitecture | None = None
 
 
 def usable_memory_mib(memory_mib: int, recorded_usable_mib: int | None) -> int:
@@ -308,11 +313,12 @@ def gpu_types_usable() -> list[UsableMemory]:
     # A plain statement: every cluster answer reads these few rows, and compiling the ORM's query would
     # cost several times what running it does.
     with database.reads().cursor() as cursor:
-        cursor.execute("SELECT name, memory_mib, usable_memory_mib, usable_memory_source "
-                       "FROM catalog_gputype ORDER BY vendor, name")
+        cursor.execute("SELECT name, memory_mib, usable_memory_mib, usable_memory_source, architecture, "
+                       "compute_capability FROM catalog_gputype ORDER BY vendor, name")
         rows = cursor.fetchall()
-    for name, memory_mib, usable_mib, source in rows:
+    for name, memory_mib, usable_mib, source, family, compute_capability in rows:
         if not usable_mib:
             source = f"nvidia-smi {memory_mib:,} MiB less the {reserved_mib} MiB the driver keeps from CUDA"
-        found.append(UsableMemory(name, usable_memory_mib(memory_mib, usable_mib), source))
+        found.append(UsableMemory(name, usable_memory_mib(memory_mib, usable_mib), source,
+                                  gpu_architecture(family, compute_capability)))
     return found

@@ -14,7 +14,7 @@ from django.db.models import F, QuerySet
 from django.utils.text import slugify
 
 from catalog import database
-from catalog.data.gpu_types import GPU_TYPES, usable_memory
+from catalog.data.gpu_types import GPU_TYPES, architecture, usable_memory
 from catalog.data.image_pipelines import IMAGE_PIPELINES
 from catalog.data.language_models import LANGUAGE_MODELS, hf_id_of
 from catalog.data.speech_models import SPEECH_MODELS
@@ -67,12 +67,14 @@ def load_speech_models() -> int:
 def load_gpu_types() -> int:
     for name, vendor, marketed, memory_mib, datasheet_url, notes in GPU_TYPES:
         usable_mib, usable_source = usable_memory(name, memory_mib)
+        family, compute_capability = architecture(name)
         GpuType.objects.update_or_create(
             name=name,
             defaults={
                 "slug": slugify(name), "vendor": vendor, "marketed_memory": marketed,
                 "memory_mib": memory_mib, "datasheet_url": datasheet_url, "notes": notes,
                 "usable_memory_mib": usable_mib, "usable_memory_source": usable_source,
+                "architecture": family, "compute_capability": compute_capability,
             },
         )
     return len(GPU_TYPES)

@@ -18,10 +18,13 @@ from .calculators.prefill import prefill_activation_bytes
 from .calculators.vllm import (
     DEFAULT_UTILIZATION,
     DRIVER_RESERVED_BYTES,
+    VllmBudget,
     VllmSettings,
     serve_command,
     vllm_budget,
 )
+from .engine_support import VLLM, GpuArchitecture, RunnableAlternative, runnable_choices, support_for
+from .errors import SizingError
 from .kv_cache import is_plain
 from .limits import MAX_CONTEXT, MAX_REQUESTS
 from .specs import LanguageModelSpec
@@ -31,7 +34,12 @@ from .specs import LanguageModelSpec
 class MachineCapacity:
     max_requests_at_context: int
     max_context_at_requests: int
-    command: str | None = None
+    command: str | None = None  # only one that starts on the machine's GPU
+    # Under vLLM: whether the asked weights and KV cache run on the GPU (None where not asked), what does
+    # not (`sizing.engine_support` codes) and, when they do not, what runs there and fits instead.
+    runs_on_gpu: bool | None = None
+    refused: tuple[str, ...] = ()
+    alternative: RunnableAlternative | None = None
 
 
 @dataclass(frozen=True)
@@ -58,45 +66,77 @@ class Capacity:
         may ask (Llama 4 Scout's 10,485,760 tokens are past it)."""
         return min(self.spec.longest_context or MAX_CONTEXT, MAX_CONTEXT)
 
-    def on_machine(self, gpus: int, memory_bytes: int) -> MachineCapacity:
-        """What `gpus` GPUs of `memory_bytes` each hold. Each answer asks it of the few shapes it shows,
-        and the next answers ask the same again: kept per process (`_held`, pure and bounded)."""
-        return _held(self, gpus, memory_bytes)
+    def on_machine(self, gpus: int, memory_bytes: int, gpu: GpuArchitecture | None = None) -> MachineCapacity:
+        """What `gpus` GPUs of `memory_bytes` each hold, of architecture `gpu` (None: not recorded, where
+        no command is offered). Each answer asks it of the few shapes it shows, and the next answers ask
+        the same again: kept per process (`_held`, pure and bounded)."""
+        return _held(self, gpus, memory_bytes, gpu if self.engine == VLLM else None)
 
-    def _on_machine(self, gpus: int, memory_bytes: int) -> MachineCapacity:
-        if self.engine == "vllm":
-            return self._vllm(gpus, memory_bytes)
+    def _on_machine(self, gpus: int, memory_bytes: int, gpu: GpuArchitecture | None) -> MachineCapacity:
+        if self.engine == VLLM:
+            return self._vllm(gpus, memory_bytes, gpu)
         need = _TransformersNeed(self.spec, self.weights_bytes, self.kv_bits, gpus)
         return MachineCapacity(
             max_requests_at_context=_largest(lambda r: need(self.context, r) <= memory_bytes, MAX_REQUESTS),
             max_context_at_requests=_largest(lambda c: need(c, self.requests) <= memory_bytes, self.longest),
         )
 
-    def _vllm(self, gpus: int, memory_bytes: int) -> MachineCapacity:
-        """`memory_bytes` is the machine's figure (nvidia-smi's); vLLM budgets from what CUDA reports."""
+    def _vllm(self, gpus: int, memory_bytes: int, gpu: GpuArchitecture | None) -> MachineCapacity:
+        """`memory_bytes` is the machine's figure (nvidia-smi's); vLLM budgets from what CUDA reports. The
+        command is offered only where the GPU runs it (`sizing.engine_support`); elsewhere the nearest
+        precision and KV cache that run there and fit, with theirs."""
         memory_bytes -= DRIVER_RESERVED_BYTES
         if memory_bytes < 1:
             return MachineCapacity(0, 0, None)
-        budget = vllm_budget(self.spec, self.precision, self.kv_bits, VllmSettings(
+        budget = self._budget(self.precision, self.kv_bits, gpus, memory_bytes, self.longest)
+        requests = min(budget.max_requests_at_context(self.context), MAX_REQUESTS)
+        context = budget.max_context_at_requests(self.requests)
+        asked = support_for(VLLM, self.spec, self.precision, self.kv_bits, gpu)
+        if asked.runs:
+            command = self._command(budget, asked.dtype_flags)
+            return MachineCapacity(requests, context, command, runs_on_gpu=True)
+        return MachineCapacity(requests, context, None, runs_on_gpu=False, refused=asked.refused,
+                               alternative=self._alternative(gpus, memory_bytes, gpu))
+
+    def _budget(self, precision: int, kv_bits: int, gpus: int, memory_bytes: int,
+                max_model_len: int) -> VllmBudget:
+        return vllm_budget(self.spec, precision, kv_bits, VllmSettings(
             gpu_memory_bytes=memory_bytes, tensor_parallel=gpus, gpu_memory_utilization=self.utilization,
-            max_model_len=self.longest, max_num_seqs=self.requests,
+            max_model_len=max_model_len, max_num_seqs=self.requests,
         ))
-        command = None
-        if self.spec.hf_id:
-            command = serve_command(self.spec.hf_id, budget, max_num_seqs=self.requests,
-                                    max_model_len=self.context)
-        return MachineCapacity(
-            max_requests_at_context=min(budget.max_requests_at_context(self.context), MAX_REQUESTS),
-            max_context_at_requests=budget.max_context_at_requests(self.requests),
-            command=command,
-        )
+
+    def _command(self, budget: VllmBudget, dtype_flags: tuple[str, ...]) -> str | None:
+        if not self.spec.hf_id:
+            return None
+        return serve_command(self.spec.hf_id, budget, max_num_seqs=self.requests, max_model_len=self.context,
+                             dtype_flags=dtype_flags)
+
+    def _alternative(self, gpus: int, memory_bytes: int,
+                     gpu: GpuArchitecture | None) -> RunnableAlternative | None:
+        """The first of `runnable_choices` whose command starts on these GPUs at the asked context and
+        requests (its budget sized at --max-model-len = the asked context, as its command sets it)."""
+        for precision, kv_bits in runnable_choices(VLLM, self.spec, self.precision, self.kv_bits, gpu):
+            try:
+                budget = self._budget(precision, kv_bits, gpus, memory_bytes, self.context)
+            except SizingError:  # a split this precision's model refuses
+                continue
+            if not budget.fit(self.context, self.requests)[0]:
+                continue
+            flags = support_for(VLLM, self.spec, precision, kv_bits, gpu).dtype_flags
+            return RunnableAlternative(
+                precision=precision, kv_bits=kv_bits, half=bool(flags), command=self._command(budget, flags),
+                max_requests_at_context=min(budget.max_requests_at_context(self.context), MAX_REQUESTS),
+                max_context_at_requests=budget.max_context_at_requests(self.requests),
+            )
+        return None
 
 
 @functools.lru_cache(maxsize=4096)
-def _held(capacity: Capacity, gpus: int, memory_bytes: int) -> MachineCapacity:
-    """`Capacity.on_machine`, kept: the same query (its model's figures included) on the same shape holds
-    the same, so a swap back to an earlier query, or its next page, works none of it out again."""
-    return capacity._on_machine(gpus, memory_bytes)
+def _held(capacity: Capacity, gpus: int, memory_bytes: int, gpu: GpuArchitecture | None) -> MachineCapacity:
+    """`Capacity.on_machine`, kept: the same query (its model's figures included) on the same shape and
+    architecture holds the same, so a swap back to an earlier query, or its next page, works none of it
+    out again. Its words are written by the caller, in the answer's language."""
+    return capacity._on_machine(gpus, memory_bytes, gpu)
 
 
 def _largest(holds: Callable[[int], bool], upper: int) -> int:

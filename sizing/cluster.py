@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from decimal import Decimal
 from fractions import Fraction
 from functools import cached_property, lru_cache
-from typing import cast
+from typing import NamedTuple, cast
 
 from .breakdown import Item
 from .calculators.checks import model_value
@@ -29,6 +29,15 @@ from .calculators.vllm import (
     yarn_override,
 )
 from .cluster_sites import MIN_CLUSTER_GBPS, ClusterMachine, ClusterSite
+from .engine_support import (
+    SGLANG,
+    VLLM,
+    GpuArchitecture,
+    alternative_words,
+    refusal_words,
+    runnable_choices,
+    support_for,
+)
 from .errors import SizingError
 from .i18n import gettext, language
 from .specs import LanguageModelSpec
@@ -175,23 +184,25 @@ class ClusterPlan:
         return self._confidence[1]
 
     @cached_property
-    def _commands(self) -> tuple[tuple[str, ...], tuple[str, ...], str | None]:
-        return cluster_commands(self.model, self.need, self.context, self.requests)
+    def commands(self) -> ClusterCommands:
+        """Its start commands on its GPUs, or why none starts there and what does."""
+        return cluster_commands(self.model, self.need, self.context, self.requests,
+                                self.site.gpu_architecture, self.site.gpu_type)
 
     @property
     def vllm_commands(self) -> tuple[str, ...]:
         """The Ray head, each worker, then `vllm serve` on the head."""
-        return self._commands[0]
+        return self.commands.vllm
 
     @property
     def sglang_commands(self) -> tuple[str, ...]:
         """One per node; empty where SGLang cannot take the split."""
-        return self._commands[1]
+        return self.commands.sglang
 
     @property
     def sglang_note(self) -> str | None:
         """Why there is no SGLang command."""
-        return self._commands[2]
+        return self.commands.sglang_note
 
     @property
     def tensor_parallel(self) -> int:
@@ -316,14 +327,82 @@ def cluster_words(site: ClusterSite, need: ClusterNeed, stages: tuple[int, ...])
 INTERCONNECT_WORDS = {"infiniband": "InfiniBand", "roce": "RoCE"}
 
 
-def cluster_commands(model: LanguageModelSpec, need: ClusterNeed, context: int, requests: int
-                     ) -> tuple[tuple[str, ...], tuple[str, ...], str | None]:
-    """vLLM over Ray (head, workers, serve) and SGLang (one command per node), or why there is none."""
+class ClusterAlternative(NamedTuple):
+    """What runs on a cluster's GPUs and fits them where the asked weights or KV cache do not run there:
+    its precision and KV cache and their commands."""
+
+    precision: int
+    kv_bits: int
+    half: bool
+    vllm: tuple[str, ...]
+    sglang: tuple[str, ...]
+    sglang_note: str | None
+
+
+class ClusterCommands(NamedTuple):
+    """A cluster's start commands, each only where it starts on the cluster's GPUs (`sizing.engine_support`):
+    vLLM over Ray (head, workers, serve) and SGLang (one per node), why there is no SGLang command, and,
+    where the asked weights or KV cache do not run under vLLM on these GPUs, why (`gpu_support_text`) and
+    what runs there and fits instead."""
+
+    vllm: tuple[str, ...]
+    sglang: tuple[str, ...]
+    sglang_note: str | None
+    runs_on_gpu: bool = True
+    gpu_support_text: str | None = None
+    alternative: ClusterAlternative | None = None
+
+
+def cluster_commands(model: LanguageModelSpec, need: ClusterNeed, context: int, requests: int,
+                     gpu: GpuArchitecture | None, gpu_type: str) -> ClusterCommands:
+    """The commands that start the asked workload on the cluster's `gpu_type` GPUs (architecture `gpu`),
+    or, where vLLM cannot run it there, why and the commands of the nearest precision and KV cache that run
+    there and fit."""
     if not model.hf_id:
-        return (), (), gettext("The catalog names no Hugging Face checkpoint for this model.")
+        return ClusterCommands((), (), gettext(
+            "The catalog names no Hugging Face checkpoint for this model."))
+    asked = support_for(VLLM, model, need.budget.precision, need.budget.kv_bits, gpu)
+    if asked.runs:
+        return ClusterCommands(*_engine_commands(model, need, context, requests, gpu, gpu_type))
+    found = _runnable_need(model, need, context, requests, gpu)
+    alternative = None
+    if found is not None:
+        other, flags = found
+        alternative = ClusterAlternative(other.budget.precision, other.budget.kv_bits, bool(flags),
+                                         *_engine_commands(model, other, context, requests, gpu, gpu_type))
+    choice = None if alternative is None else (alternative.precision, alternative.kv_bits)
+    words = (refusal_words(VLLM, gpu_type, gpu, asked.refused) + " "
+             + alternative_words(choice, alternative is not None and alternative.half, commands=3))
+    return ClusterCommands((), (), None, runs_on_gpu=False, gpu_support_text=words, alternative=alternative)
+
+
+def _runnable_need(model: LanguageModelSpec, need: ClusterNeed, context: int, requests: int,
+                   gpu: GpuArchitecture | None) -> tuple[ClusterNeed, tuple[str, ...]] | None:
+    """The same cluster's need at the first of `runnable_choices` that fits it, with its dtype flags."""
+    budget = need.budget
+    for precision, kv_bits in runnable_choices(VLLM, model, budget.precision, budget.kv_bits, gpu):
+        try:
+            other = cluster_need(model, precision, kv_bits, context, requests,
+                                 gpus_per_machine=need.tensor_parallel, machines=need.pipeline_parallel,
+                                 usable_bytes=need.usable_bytes,
+                                 utilization=budget.settings.gpu_memory_utilization)
+        except SizingError:
+            continue
+        if other.fits:
+            return other, support_for(VLLM, model, precision, kv_bits, gpu).dtype_flags
+    return None
+
+
+def _engine_commands(model: LanguageModelSpec, need: ClusterNeed, context: int, requests: int,
+                     gpu: GpuArchitecture | None, gpu_type: str
+                     ) -> tuple[tuple[str, ...], tuple[str, ...], str | None]:
+    """vLLM over Ray and SGLang for a need whose weights and KV cache vLLM runs on these GPUs; SGLang's
+    only where SGLang takes the split, the weights and the GPU."""
+    hf_id = cast(str, model.hf_id)  # asked only of a model with a checkpoint
     tp, pp = need.tensor_parallel, need.pipeline_parallel
     budget = need.budget
-    serve = serve_command(model.hf_id, budget, max_num_seqs=requests, max_model_len=context)
+    flags = support_for(VLLM, model, budget.precision, budget.kv_bits, gpu).dtype_flags
+    serve = serve_command(hf_id, budget, max_num_seqs=requests, max_model_len=context, dtype_flags=flags)
     vllm = (
         f"ray start --head --port={RAY_PORT}",
         f"ray start --address=<head>:{RAY_PORT}",
@@ -340,20 +419,23 @@ def cluster_commands(model: LanguageModelSpec, need: ClusterNeed, context: int, 
             "The weights are sized as vLLM quantizes them in flight (--quantization %(flag)s): no SGLang "
             "command for that."
         ) % {"flag": budget.quantization}
-    flags = [f"--context-length {context}"]
+    sglang_support = support_for(SGLANG, model, budget.precision, budget.kv_bits, gpu)
+    if not sglang_support.runs:
+        return vllm, (), refusal_words(SGLANG, gpu_type, gpu, sglang_support.refused)
+    sglang_flags = [*sglang_support.dtype_flags, f"--context-length {context}"]
     if budget.quantization:
-        flags.append(f"--quantization {budget.quantization}")
+        sglang_flags.append(f"--quantization {budget.quantization}")
     if budget.kv_bits == 8:
-        flags.append("--kv-cache-dtype fp8_e5m2")
+        sglang_flags.append("--kv-cache-dtype fp8_e5m2")
     if yarn_override(budget, context) is not None and budget.yarn is not None:
         # SGLang reads the override in the config's own names (Qwen's model cards show it so).
-        flags.append("--json-model-override-args '" + json.dumps({"rope_scaling": {
+        sglang_flags.append("--json-model-override-args '" + json.dumps({"rope_scaling": {
             "rope_type": "yarn", "factor": float(budget.yarn.factor),
             "original_max_position_embeddings": budget.yarn.original_context,
         }}, separators=(", ", ": ")) + "'")
     sglang = tuple(
-        f"python -m sglang.launch_server --model-path {model.hf_id} --tp {tp * pp} --nnodes {pp} "
-        f"--node-rank {rank} --dist-init-addr <head>:{SGLANG_INIT_PORT} {' '.join(flags)}"
+        f"python -m sglang.launch_server --model-path {hf_id} --tp {tp * pp} --nnodes {pp} "
+        f"--node-rank {rank} --dist-init-addr <head>:{SGLANG_INIT_PORT} {' '.join(sglang_flags)}"
         for rank in range(pp)
     )
     return vllm, sglang, None

@@ -9,6 +9,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import NamedTuple
 
+from .engine_support import GpuArchitecture
 from .preferences import order_key_of
 
 # The rule for which machines may form a cluster, once: a Secure machine at a named site whose network to
@@ -56,6 +57,9 @@ class ClusterSite(NamedTuple):
     interconnect_gbps: int
     machine_ids: tuple[int, ...]
     prices_per_gpu_hour: tuple[Decimal, ...]  # each machine's, in the order of `machine_ids`
+    # Its GPU type's architecture (`sizing.engine_support.gpu_architecture`; None where the catalog records
+    # none): which commands start on it.
+    gpu_architecture: GpuArchitecture | None = None
 
     def price_per_hour(self, machines: int) -> Decimal:
         """What its `machines` cheapest machines cost per hour together, all their GPUs."""

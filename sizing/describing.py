@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 from . import wording
 from .breakdown import Breakdown
 from .confidence import confidence
+from .engine_support import VLLM, alternative_words, gpu_architecture, refusal_words
 from .offers import MachineOffer, MeasuredSpeed, Preferences
 from .results import RecommendedMachine
 from .speeds import price_per_million_tokens, speed_for
@@ -81,8 +82,9 @@ class Describer:
             measured_speed=self._speeds(offer),
             serves_tokens=serves_tokens(self.breakdown),
             price_per_million_tokens=machine_price_per_million(self.breakdown, offer),
-            **self._cached(("capacity", fit.gpus_used, fit.memory_per_gpu_bytes),
-                           lambda: self._capacity(fit)),
+            **self._cached(("capacity", fit.gpus_used, fit.memory_per_gpu_bytes, offer.gpu_type,
+                            offer.gpu_architecture, offer.gpu_compute_capability),
+                           lambda: self._capacity(fit, offer)),
             breaks=candidate.breaks,
             breaks_text=tuple(
                 wording.break_words(code, offer, candidate.hourly_price, self.preferences)
@@ -90,15 +92,24 @@ class Describer:
             ),
         )
 
-    def _capacity(self, fit: Fit) -> dict[str, Any]:
+    def _capacity(self, fit: Fit, offer: MachineOffer) -> dict[str, Any]:
         """What the machine holds at the GPUs it uses (`sizing.capacity`), against the same memory its
-        fit read; nothing where not asked."""
+        fit read, with the command that starts it on its GPU, or why none does and what runs there
+        instead (`sizing.engine_support`); nothing where not asked."""
         capacity = getattr(self.breakdown, "capacity", None)
         if capacity is None:
             return {}
-        held = capacity.on_machine(fit.gpus_used, fit.memory_per_gpu_bytes)
+        gpu = gpu_architecture(offer.gpu_architecture, offer.gpu_compute_capability)
+        held = capacity.on_machine(fit.gpus_used, fit.memory_per_gpu_bytes, gpu)
+        words = None
+        if held.runs_on_gpu is False:
+            alternative = held.alternative
+            choice = None if alternative is None else (alternative.precision, alternative.kv_bits)
+            words = (refusal_words(VLLM, offer.gpu_type, gpu, held.refused) + " "
+                     + alternative_words(choice, alternative is not None and alternative.half))
         return {"max_requests_at_context": held.max_requests_at_context,
-                "max_context_at_requests": held.max_context_at_requests, "command": held.command}
+                "max_context_at_requests": held.max_context_at_requests, "command": held.command,
+                "runs_on_gpu": held.runs_on_gpu, "gpu_support_text": words, "alternative": held.alternative}
 
     def _speeds(self, offer: MachineOffer) -> tuple[MeasuredSpeed, ...]:
         if not offer.measured_speeds or self.model_slug is None:

@@ -61,6 +61,10 @@ class MachineOffer:
     datasheet_memory_mib: int | None = None
     memory_flag: str | None = None  # host-reported memory far from the datasheet, in words
     measured_speeds: tuple[MeasuredSpeed, ...] = ()
+    # The GPU type's architecture and (NVIDIA) compute capability, as the catalog records them ("" where
+    # it does not): which start commands run on it (`sizing.engine_support.gpu_architecture`).
+    gpu_architecture: str = ""
+    gpu_compute_capability: str = ""
     # What the availability rule reads besides the fields above (`sizing.availability`).
     is_available: bool = True
     provider_active: bool = True

@@ -13,6 +13,7 @@ from typing import Any, cast
 from . import nouns
 from .breakdown import Breakdown
 from .countries import country_name
+from .engine_support import RunnableAlternative
 from .fit import Fit
 from .i18n import gettext, gettext_noop, ngettext
 from .offers import MEASUREMENT_FIELDS, MachineOffer, MeasuredSpeed
@@ -46,6 +47,11 @@ class RecommendedMachine:
     max_requests_at_context: int | None = None
     max_context_at_requests: int | None = None
     command: str | None = None
+    # Under vLLM (`sizing.engine_support`): whether the asked weights and KV cache run on the machine's GPU
+    # (None where not asked); where not, why, and what runs there and fits instead, with its command.
+    runs_on_gpu: bool | None = None
+    gpu_support_text: str | None = None
+    alternative: RunnableAlternative | None = None
 
     @property
     def requests_per_dollar(self) -> Decimal | None:
@@ -132,6 +138,9 @@ def machine_row(machine: RecommendedMachine, words: SharedWords | None = None) -
             lambda: capacity_text(machine),
         ),
         "command": machine.command,
+        "runs_on_gpu": machine.runs_on_gpu,
+        "gpu_support_text": machine.gpu_support_text,
+        "alternative": machine.alternative.to_dict() if machine.alternative is not None else None,
     }
     if machine.breaks:
         data["breaks"] = list(machine.breaks)

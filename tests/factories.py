@@ -20,6 +20,7 @@ from django.core.management.color import no_style
 from django.db import connection
 from django.utils import timezone
 
+from catalog.data.gpu_types import architecture as gpu_architecture_of
 from catalog.models import (
     GpuType,
     ImageComponent,
@@ -105,6 +106,9 @@ def make_provider(name: str = "Alpine Compute", tier: str = "secure", slug: str 
 
 def make_gpu_type(name: str = "H100 SXM 80GB", slug: str | None = None, memory_mib: int = H100_MIB,
                   vendor: str = "NVIDIA", **fields) -> GpuType:
+    """A GPU type; a shipped type's name brings its architecture and compute capability along."""
+    family, compute_capability = gpu_architecture_of(name)
+    fields = {"architecture": family, "compute_capability": compute_capability, **fields}
     return GpuType.objects.create(
         name=name, slug=slug or name.lower().replace(" ", "-"), vendor=vendor, memory_mib=memory_mib, **fields
     )
@@ -289,6 +293,8 @@ _BASE_OFFER = MachineOffer(
     tier="secure",
     provider_machine_id="m-1",
     gpu_type="H200",
+    gpu_architecture="hopper",
+    gpu_compute_capability="9.0",
     gpu_count=8,
     free_gpus=8,
     memory_per_gpu_mib=H200_MIB,

@@ -53,3 +53,37 @@ def usable_memory(name: str, memory_mib: int) -> tuple[int | None, str]:
     if name in USABLE_MEMORY:
         return USABLE_MEMORY[name]
     return None, NVIDIA_SMI_SOURCE
+
+# Each shipped GPU type's architecture and, on NVIDIA, its CUDA compute capability: what the rule of
+# which engine runs which weights and KV cache reads (`sizing.engine_support`). From NVIDIA's CUDA GPUs
+# table (developer.nvidia.com/cuda-gpus) and AMD's ROCm hardware list (MI300X: CDNA3, gfx942, no CUDA
+# compute capability). name -> (architecture, compute capability).
+ARCHITECTURES = {
+    "H100 SXM 80GB": ("hopper", "9.0"),
+    "H100 PCIe 80GB": ("hopper", "9.0"),
+    "H100 NVL": ("hopper", "9.0"),
+    "H200": ("hopper", "9.0"),
+    "B200": ("blackwell", "10.0"),
+    "RTX 5090": ("blackwell", "12.0"),
+    "L40S": ("ada", "8.9"),
+    "L40": ("ada", "8.9"),
+    "L4": ("ada", "8.9"),
+    "RTX 4090": ("ada", "8.9"),
+    "RTX 6000 Ada": ("ada", "8.9"),
+    "RTX A6000": ("ampere", "8.6"),
+    "RTX A5000": ("ampere", "8.6"),
+    "RTX A4000": ("ampere", "8.6"),
+    "RTX 3090": ("ampere", "8.6"),
+    "A10": ("ampere", "8.6"),
+    "A100 40GB": ("ampere", "8.0"),
+    "A100 80GB": ("ampere", "8.0"),
+    "T4": ("turing", "7.5"),
+    "V100 16GB": ("volta", "7.0"),
+    "V100 32GB": ("volta", "7.0"),
+    "MI300X": ("cdna3", ""),
+}
+
+
+def architecture(name: str) -> tuple[str, str]:
+    """A shipped GPU type's (architecture, compute capability); empty where none is recorded."""
+    return ARCHITECTURES.get(name, ("", ""))

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 from fractions import Fraction
-from typing import Any
+from typing import Any, cast
 
 from django import forms
 from django.utils.formats import number_format
@@ -29,6 +29,7 @@ from sizing.calculators.vllm import (
     serve_command,
     vllm_budget,
 )
+from sizing.engine_support import VLLM, alternative_words, refusal_words, runnable_choices, support_for
 from sizing.errors import SizingError
 from sizing.limits import (
     MAX_BATCHED_TOKENS,
@@ -228,6 +229,8 @@ def capacity_for(query: CapacityQuery) -> dict:
     fits, reason = budget.fit(budget.max_model_len, 1)
     kv = max(budget.kv_cache_bytes, 0)
     concurrency = budget.max_concurrency()
+    gpu_type = _gpu_type(query.gpu)
+    on_gpu = _on_gpu(spec, query, gpu_type) if query.gpu is not None else NOT_ASKED
     return {
         "model": spec.slug,
         "engine": query.engine,
@@ -235,7 +238,8 @@ def capacity_for(query: CapacityQuery) -> dict:
         "fits": fits,
         "reason": reason,
         "gpu": query.gpu,
-        "gpu_memory_source": _memory_source(query.gpu),
+        "gpu_memory_source": gpu_type.source if gpu_type is not None else None,
+        "gpu_architecture": gpu_type.architecture.label if gpu_type and gpu_type.architecture else None,
         "gpu_memory_gib": float(query.gpu_memory_gib),
         "budget_gib": gib_number(budget.budget_bytes),
         "budget": budget_item(budget),
@@ -250,15 +254,57 @@ def capacity_for(query: CapacityQuery) -> dict:
         "requests_at_once": concurrency.numerator // concurrency.denominator,
         "items": [_item(budget.weights), _item(budget.activation), _item(budget.non_torch)],
         "outside_budget": [_item(item) for item in budget.outside],
-        # A setting that does not start has no command to copy: vLLM would stop at start-up.
-        "command": serve_command(spec.hf_id, budget) if spec.hf_id and fits else None,
+        # A setting that does not start has no command to copy: vLLM would stop at start-up, as it would
+        # on a named GPU that cannot run the asked weights or KV cache.
+        "command": (serve_command(spec.hf_id, budget, dtype_flags=on_gpu.dtype_flags)
+                    if spec.hf_id and fits and on_gpu.runs is not False else None),
+        "runs_on_gpu": on_gpu.runs,
+        "gpu_support_text": on_gpu.words,
+        "alternative": on_gpu.alternative,
     }
 
 
-def _memory_source(gpu: str | None) -> str | None:
+@dataclass(frozen=True)
+class OnGpu:
+    """What a named GPU type runs of the what-if (`sizing.engine_support`): whether the asked weights and KV
+    cache run there (None: no GPU type named), the flags its commands carry, and where they do not run,
+    why and what runs there and starts instead."""
+
+    runs: bool | None
+    dtype_flags: tuple[str, ...] = ()
+    words: str | None = None
+    alternative: dict | None = None
+
+
+NOT_ASKED = OnGpu(runs=None)
+
+
+def _gpu_type(gpu: str | None) -> catalog_rows.UsableMemory | None:
     if gpu is None:
         return None
-    return next((usable.source for usable in catalog_rows.gpu_types_usable() if usable.gpu_type == gpu), None)
+    return next((usable for usable in catalog_rows.gpu_types_usable() if usable.gpu_type == gpu), None)
+
+
+def _on_gpu(spec, query: CapacityQuery, gpu_type: catalog_rows.UsableMemory | None) -> OnGpu:
+    architecture = gpu_type.architecture if gpu_type is not None else None
+    asked = support_for(VLLM, spec, query.precision, query.kv_bits, architecture)
+    if asked.runs:
+        return OnGpu(runs=True, dtype_flags=asked.dtype_flags)
+    alternative, choice, half = None, None, False
+    for precision, kv_bits in runnable_choices(VLLM, spec, query.precision, query.kv_bits, architecture):
+        try:
+            budget = vllm_budget(spec, precision, kv_bits, query.settings())
+        except SizingError:
+            continue
+        if budget.fit(budget.max_model_len, 1)[0]:
+            flags = support_for(VLLM, spec, precision, kv_bits, architecture).dtype_flags
+            choice, half = (precision, kv_bits), bool(flags)
+            command = serve_command(spec.hf_id, budget, dtype_flags=flags) if spec.hf_id else None
+            alternative = {"precision": precision, "kv_cache_bits": kv_bits, "command": command}
+            break
+    words = (refusal_words(VLLM, cast(str, query.gpu), architecture, asked.refused) + " "
+             + alternative_words(choice, half))
+    return OnGpu(runs=False, words=words, alternative=alternative)
 
 
 def gpu_choices() -> list[tuple[str, str]]:

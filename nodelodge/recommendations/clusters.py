@@ -19,7 +19,7 @@ from django.utils.translation import gettext, ngettext
 
 from catalog import rows as catalog_rows
 from catalog.clusters import MACHINES_PER_SITE, MIN_MACHINES_PER_SITE, site_of, with_machines
-from sizing.cluster import ClusterPlan, cluster_need, over_budget_words, plan_of
+from sizing.cluster import ClusterAlternative, ClusterPlan, cluster_need, over_budget_words, plan_of
 from sizing.cluster_search import search_clusters
 from sizing.errors import SizingError
 from sizing.reasons import BREAK_BUDGET, BREAK_MAX_PRICE
@@ -96,8 +96,20 @@ class ClusterOffer:
                 "vllm_commands": list(plan.vllm_commands),
                 "sglang_commands": list(plan.sglang_commands),
                 "sglang_note": plan.sglang_note,
+                "runs_on_gpu": plan.commands.runs_on_gpu,
+                "gpu_support_text": plan.commands.gpu_support_text,
+                "alternative": _alternative(plan.commands.alternative),
             })
         return row
+
+
+def _alternative(alternative: ClusterAlternative | None) -> dict | None:
+    """What runs on a cluster's GPUs instead of the asked, with its commands, as the API writes it."""
+    if alternative is None:
+        return None
+    return {"precision": alternative.precision, "kv_cache_bits": alternative.kv_bits,
+            "vllm_commands": list(alternative.vllm), "sglang_commands": list(alternative.sglang),
+            "sglang_note": alternative.sglang_note}
 
 
 def _served(query: WorkloadQuery) -> tuple[int, int, int, int]:

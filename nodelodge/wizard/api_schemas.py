@@ -39,6 +39,16 @@ class SpeedOut(Schema):
     source: str
 
 
+class RunnableAlternativeOut(Schema):
+    """What runs on a machine's GPU and fits it where the asked weights or KV cache do not run there."""
+
+    precision: int
+    kv_cache_bits: int
+    command: str | None
+    max_requests_at_context: int
+    max_context_at_requests: int
+
+
 class MachineOut(Schema):
     id: int
     provider: str
@@ -81,6 +91,9 @@ class MachineOut(Schema):
     max_context_at_requests: int | None
     capacity_text: str | None
     command: str | None
+    runs_on_gpu: bool | None
+    gpu_support_text: str | None
+    alternative: RunnableAlternativeOut | None
 
 
 class AlternativeOut(MachineOut):
@@ -183,6 +196,16 @@ class RelaxHintOut(Schema):
     query: str | None
 
 
+class ClusterAlternativeOut(Schema):
+    """What runs on a cluster's GPUs and fits them where the asked weights or KV cache do not run there."""
+
+    precision: int
+    kv_cache_bits: int
+    vllm_commands: list[str]
+    sglang_commands: list[str]
+    sglang_note: str | None
+
+
 class ClusterOut(Schema):
     machine_ids: list[int]
     provider_machine_ids: list[str]
@@ -216,6 +239,9 @@ class ClusterOut(Schema):
     vllm_commands: list[str]
     sglang_commands: list[str]
     sglang_note: str | None
+    runs_on_gpu: bool
+    gpu_support_text: str | None
+    alternative: ClusterAlternativeOut | None
 
 
 class RecommendationsOut(Schema):
@@ -241,6 +267,14 @@ class RecommendationsOut(Schema):
     oldest_report: str | None
 
 
+class CapacityAlternativeOut(Schema):
+    """What runs on the named GPU type and starts where the asked weights or KV cache do not run there."""
+
+    precision: int
+    kv_cache_bits: int
+    command: str | None
+
+
 class CapacityOut(Schema):
     model: str
     engine: str
@@ -249,6 +283,7 @@ class CapacityOut(Schema):
     reason: str | None
     gpu: str | None
     gpu_memory_source: str | None
+    gpu_architecture: str | None
     gpu_memory_gib: float
     budget_gib: float
     budget: str
@@ -263,6 +298,9 @@ class CapacityOut(Schema):
     items: list[ItemOut]
     outside_budget: list[ItemOut]
     command: str | None
+    runs_on_gpu: bool | None
+    gpu_support_text: str | None
+    alternative: CapacityAlternativeOut | None
 
 
 class ErrorOut(Schema):

@@ -47,6 +47,8 @@ def _labels() -> dict[str, str]:
         "limits": gettext("Limits"), "none": gettext("none"), "measured": gettext("Measured speed"),
         "what_if": gettext("GPU what-if"), "start_vllm": gettext("Start it with vLLM"),
         "copied": gettext("Copied"), "copy": gettext("Copy the command"),
+        "not_on_gpu": gettext("Does not run on this GPU as asked"),
+        "start_instead": gettext("Start what runs on this GPU with vLLM"),
     }
     return {name: _e(message) for name, message in labels.items()}
 
@@ -117,6 +119,10 @@ def _summary(m: Mapping[str, Any], labels: Mapping[str, str]) -> str:
     breaks = f' · <strong>{_e(m["breaks_heading"])}</strong>' if m.get("breaks_heading") else ""
     capacity = (f'<span class="fact c-capacity" data-testid="capacity">{_e(m["capacity_text"])}</span>'
                 if m.get("capacity_text") else "")
+    if m.get("runs_on_gpu") is False:
+        capacity += (f' <span class="fact c-gpu-support" data-testid="gpu-support-flag">'
+                     f'{labels["not_on_gpu"]}</span>')
+
     budget = ""
     if m.get("budget_hours") is not None:
         hours = gettext("%(hours)s h") % {"hours": _e(decimal_text(float(m["budget_hours"]), 1))}
@@ -139,15 +145,29 @@ def _section(title: str, lines: Iterable[object], empty: str = "") -> str:
     return f"<div><strong>{title}</strong><ul>{items}</ul></div>"
 
 
+def _command_block(title: str, command: str, element_id: str, test_id: str,
+                   labels: Mapping[str, str]) -> str:
+    """A command to copy, under its title."""
+    return (
+        f'<div class="serve-command"><strong>{title}</strong><pre><code '
+        f'id="{element_id}" data-testid="{test_id}">{_e(command)}</code></pre>'
+        f'<button type="button" class="copy-command" data-copy-from="{element_id}" '
+        f'data-copied="{labels["copied"]}">{labels["copy"]}</button></div>'
+    )
+
+
 def _detail(m: Mapping[str, Any], labels: Mapping[str, str], machine_id: str) -> str:
     parts = []
     if m.get("command"):
-        parts.append(
-            f'<div class="serve-command"><strong>{labels["start_vllm"]}</strong><pre><code '
-            f'id="command-{machine_id}" data-testid="command">{_e(m["command"])}</code></pre>'
-            f'<button type="button" class="copy-command" data-copy-from="command-{machine_id}" '
-            f'data-copied="{labels["copied"]}">{labels["copy"]}</button></div>'
-        )
+        parts.append(_command_block(labels["start_vllm"], m["command"], f"command-{machine_id}", "command",
+                                    labels))
+    if m.get("gpu_support_text"):
+        parts.append(f'<div class="gpu-support"><strong>{labels["not_on_gpu"]}</strong><ul>'
+                     f'<li data-testid="gpu-support">{_e(m["gpu_support_text"])}</li></ul></div>')
+    alternative = m.get("alternative") or {}
+    if alternative.get("command"):
+        parts.append(_command_block(labels["start_instead"], alternative["command"],
+                                    f"command-alternative-{machine_id}", "alternative-command", labels))
     if m.get("budget_text"):
         parts.append(_section(labels["budget"], [m["budget_text"]]))
     parts.append(_section(labels["why"], m["why_it_fits"]))

@@ -167,6 +167,7 @@ class VllmBudget:
     quantization: str | None
     yarn: Yarn | None  # the model's documented YaRN scaling, turned on where max_model_len needs it
     kv_bits: int
+    precision: int = 16  # the weights' precision asked (16, 8 or 4)
 
     @property
     def inside_bytes(self) -> int:
@@ -517,6 +518,7 @@ def vllm_budget(model: LanguageModelSpec, precision: int, kv_bits: int, settings
         quantization=flag,
         yarn=model.architecture.yarn if model.architecture is not None else None,
         kv_bits=kv_bits,
+        precision=precision,
     )
 
 
@@ -542,12 +544,13 @@ def plain_number(value: Fraction) -> str:
 
 
 def serve_command(hf_id: str, budget: VllmBudget, max_num_seqs: int | None = None,
-                  max_model_len: int | None = None) -> str:
+                  max_model_len: int | None = None, dtype_flags: tuple[str, ...] = ()) -> str:
     """`vllm serve` with the flags this budget was sized for (the asked context as --max-model-len where
-    given: the budget itself does not depend on it)."""
+    given: the budget itself does not depend on it), and the GPU's own (`--dtype half` below compute
+    capability 8.0: `sizing.engine_support.Support.dtype_flags`)."""
     settings = budget.settings
     parts = [
-        "vllm serve", hf_id,
+        "vllm serve", hf_id, *dtype_flags,
         f"--tensor-parallel-size {settings.tensor_parallel}",
     ]
     if settings.pipeline_parallel > 1:

@@ -6,6 +6,7 @@ from sizing.architectures import architecture_from_dict
 from sizing.calculators import estimate_inference
 from sizing.calculators.vllm_inference import estimate_vllm
 from sizing.capacity import _TransformersNeed
+from sizing.engine_support import gpu_architecture
 from sizing.units import GIB
 from tests.sizing import models
 
@@ -21,6 +22,7 @@ def shipped(slug):
     )
 
 
+HOPPER = gpu_architecture("hopper", "9.0")
 SPECS = [models.LLAMA_3_1_8B, models.LLAMA_3_2_1B, shipped("deepseek-v3"), shipped("gpt-oss-20b")]
 
 
@@ -58,7 +60,7 @@ def test_under_vllm_the_machine_holds_what_its_budget_leaves_and_names_the_comma
     spec = models.LLAMA_3_1_8B.__class__(**{**models.LLAMA_3_1_8B.__dict__, "hf_id": "meta-llama/Llama-3.1-8B"})
     breakdown = estimate_vllm(spec, 16, 8192, 4, 16)
     memory = breakdown.bytes_per_gpu(1) + 10 * GIB
-    held = breakdown.capacity.on_machine(1, memory)
+    held = breakdown.capacity.on_machine(1, memory, HOPPER)
     assert held.max_requests_at_context >= 4
     assert held.max_context_at_requests >= 8192
     assert held.command == ("vllm serve meta-llama/Llama-3.1-8B --tensor-parallel-size 1 --max-model-len 8192 "

@@ -10,12 +10,14 @@ from django.utils import translation
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from catalog.data.gpu_types import ARCHITECTURES
 from catalog.data.language_models import LANGUAGE_MODELS
 from sizing.calculators.items import weight_items
 from sizing.calculators.vllm_inference import estimate_vllm
 from sizing.cluster import cluster_need, layers_per_stage
 from sizing.cluster_search import plan_clusters, search_clusters
 from sizing.cluster_sites import CLUSTER_TIER, ClusterMachine, ClusterSite
+from sizing.engine_support import gpu_architecture
 from sizing.offers import Preferences
 from sizing.preferences import HOURLY_PRICE, ORDER, preference_breaks
 from sizing.reasons import BREAK_BUDGET, BREAK_MAX_PRICE
@@ -48,6 +50,7 @@ def site(name, gpu, smi_mib, prices, provider="Lambda", gpus=8):
         interconnect="infiniband", interconnect_gbps=400,
         machine_ids=tuple(index + 1 + hash(name) % 1000 * 100 for index in range(len(prices))),
         prices_per_gpu_hour=tuple(Decimal(price) / gpus for price in prices),
+        gpu_architecture=gpu_architecture(*ARCHITECTURES[gpu]),
     )
 
 

@@ -14,6 +14,7 @@ from sizing.calculators.vllm import VllmSettings, serve_command, vllm_budget
 from sizing.calculators.vllm_inference import estimate_vllm
 from sizing.capacity import Capacity
 from sizing.cluster import cluster_commands, cluster_need
+from sizing.engine_support import gpu_architecture
 from sizing.errors import SizingError
 from sizing.units import GIB
 
@@ -21,6 +22,7 @@ ROWS = {row["slug"]: row for row in LANGUAGE_MODELS}
 QWEN3_MOE = language_model_spec(LanguageModel(**ROWS["qwen3-30b-a3b"]))
 LLAMA_8B = language_model_spec(LanguageModel(**ROWS["llama-3-1-8b"]))
 H100 = int(Fraction(7919, 100) * GIB)
+HOPPER = gpu_architecture("hopper", "9.0")
 
 
 def override_of(command: str, flag: str) -> dict:
@@ -71,7 +73,7 @@ def test_vllm_turns_the_scaling_on_only_where_the_context_needs_it():
 
 def test_a_machine_row_holds_up_to_the_scaled_context_and_its_command_carries_the_override():
     capacity = Capacity(QWEN3_MOE, 16, 16, 100_000, 1, engine="vllm")
-    held = capacity.on_machine(2, 81559 * 2**20)
+    held = capacity.on_machine(2, 81559 * 2**20, HOPPER)
     assert 40960 < held.max_context_at_requests <= 131072
     assert "--max-model-len 100000" in held.command and "--hf-overrides" in held.command
     transformers = Capacity(QWEN3_MOE, 16, 16, 4096, 1).on_machine(8, 81559 * 2**20)
@@ -81,7 +83,7 @@ def test_a_machine_row_holds_up_to_the_scaled_context_and_its_command_carries_th
 def test_the_cluster_commands_turn_it_on_for_vllm_and_sglang():
     need = cluster_need(QWEN3_MOE, 16, 16, 131072, 1, gpus_per_machine=1, machines=2,
                         usable_bytes=H100)
-    vllm, sglang, _why_not = cluster_commands(QWEN3_MOE, need, 131072, 1)
+    vllm, sglang, *_rest = cluster_commands(QWEN3_MOE, need, 131072, 1, HOPPER, "H100 SXM 80GB")
     assert "--hf-overrides" in vllm[-1]
     assert sglang and all(override_of(command, "--json-model-override-args") == {"rope_scaling": {
         "rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}} for command in sglang)

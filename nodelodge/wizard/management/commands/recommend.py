@@ -53,6 +53,10 @@ class Command(BaseCommand):
             )
             if m.get("command"):
                 self.stdout.write(f"       {m['command']}")
+            if m.get("gpu_support_text"):
+                self.stdout.write(f"       {m['gpu_support_text']}")
+            if (m.get("alternative") or {}).get("command"):
+                self.stdout.write(f"       {m['alternative']['command']}")
         if not machines and payload["empty_reason"]:
             self.stdout.write(payload["empty_reason"])
         plan = payload.get("throughput_plan")
@@ -87,6 +91,13 @@ class Command(BaseCommand):
                 self.stdout.write(f"       SGLang: {command}")
             if cluster["sglang_note"]:
                 self.stdout.write(f"       SGLang: {cluster['sglang_note']}")
+            if cluster["gpu_support_text"]:
+                self.stdout.write(f"       {cluster['gpu_support_text']}")
+            alternative = cluster["alternative"] or {"vllm_commands": [], "sglang_commands": []}
+            for command in alternative["vllm_commands"]:
+                self.stdout.write(f"       vLLM: {command}")
+            for command in alternative["sglang_commands"]:
+                self.stdout.write(f"       SGLang: {command}")
         if payload["clusters_note"]:
             self.stdout.write(payload["clusters_note"])
 
