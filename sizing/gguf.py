@@ -63,6 +63,7 @@ QUANT_TYPES: dict[str, str] = {
     "IQ2_M": "IQ2_S", "IQ3_XXS": "IQ3_XXS", "IQ3_XS": "IQ3_S", "IQ3_S": "IQ3_S", "IQ3_M": "IQ3_S",
     "IQ4_NL": "IQ4_NL", "IQ4_XS": "IQ4_XS", "MXFP4_MOE": "MXFP4",
 }
+DEFAULT_GGUF_TYPE = "Q4_K_M"  # what llama.cpp's and Ollama's model pages offer first
 UNQUANTIZED = ("F16", "BF16")
 LOW_IQ = ("IQ2_XXS", "IQ2_XS", "IQ1_S", "IQ2_S", "IQ2_M", "IQ1_M")  # their own attention/FFN rules
 # The source checkpoint's type for what the quantizer never touches (norms, biases, router): F32.

@@ -1,9 +1,13 @@
 """The GPU what-if (`/api/v1/capacity`, the calculators page): how much one GPU type holds of a model
-under vLLM, without a machine. Parsed and validated once here, answered by `sizing.calculators.vllm`.
+under vLLM, llama.cpp or Ollama, without a machine. Parsed and validated once here, answered by
+`sizing.calculators.vllm` (vLLM) or `llamacpp_capacity` (llama.cpp and Ollama, GGUF files).
 
-Parameter names: model, precision, kv_cache, engine (vllm), gpu_memory_gib (one GPU's memory as CUDA
-reports it), tensor_parallel, pipeline_parallel, gpu_memory_utilization, max_model_len (default: the
-model's longest), max_num_batched_tokens, max_num_seqs (default: vLLM's for the GPU's size).
+Parameter names: model, precision, kv_cache, engine (vllm, llamacpp, ollama), gpu_memory_gib (one GPU's
+memory as CUDA reports it), tensor_parallel, pipeline_parallel, gpu_memory_utilization, max_model_len
+(vLLM: default the model's longest; llama.cpp: -c, every slot's tokens; Ollama: num_ctx, each request's),
+max_num_batched_tokens, max_num_seqs (default: vLLM's for the GPU's size); for llama.cpp and Ollama also
+quantization (a GGUF quant type), flash_attention, parallel (-np, OLLAMA_NUM_PARALLEL) and gpu_layers
+(-ngl). kv_cache is 16 or 8 (bits), or a cache type by name: f16, bf16, fp8 (vLLM), q8_0, q4_0… (llama.cpp).
 """
 from __future__ import annotations
 
@@ -19,6 +23,7 @@ from django.utils.translation import gettext_lazy as _
 
 from catalog import rows as catalog_rows
 from catalog.models import LanguageModel
+from sizing.calculators.llamacpp import KV_CACHE_TYPES, MAX_GPU_LAYERS, MAX_SLOTS
 from sizing.calculators.vllm import (
     DEFAULT_BATCHED_TOKENS,
     DEFAULT_UTILIZATION,
@@ -31,6 +36,7 @@ from sizing.calculators.vllm import (
 )
 from sizing.engine_support import VLLM, alternative_words, refusal_words, runnable_choices, support_for
 from sizing.errors import SizingError
+from sizing.gguf import DEFAULT_GGUF_TYPE, QUANT_TYPES
 from sizing.limits import (
     MAX_BATCHED_TOKENS,
     MAX_CONTEXT,
@@ -41,12 +47,24 @@ from sizing.limits import (
 )
 from sizing.units import GIB, gib_number
 
+from . import llamacpp_capacity
 from .messages import error_words, form_errors
 from .parameters import BY_NAME
 from .query import Conflict, NotFound, QueryError, normalize_query
 from .typed_numbers import TypedDecimalField, TypedIntegerField
 
-ENGINES = [("vllm", "vLLM")]
+ENGINES = [("vllm", "vLLM"), ("llamacpp", "llama.cpp"), ("ollama", "Ollama")]
+GGUF_ENGINES = ("llamacpp", "ollama")
+# The KV cache as the what-if takes it: bits (the wizard's 16 or 8), or the engine's own cache type.
+KV_CACHE_CHOICES = ("16", "8", "f16", "bf16", "fp8", *(name for name in KV_CACHE_TYPES if name not in
+                                                      ("f16", "bf16")))
+VLLM_KV_BITS = {"16": 16, "f16": 16, "bf16": 16, "8": 8, "fp8": 8}
+GGUF_KV_TYPES = {"16": "f16", "8": "q8_0", **{name: name for name in KV_CACHE_TYPES}}
+FLASH_ATTENTION = {"on": True, "off": False}
+KV_CACHE_WORDS = _("Choose the KV cache: 16 or 8 bits, or a cache type (f16, fp8, q8_0, q4_0…).")
+# What only one engine reads: named to the other, it is refused rather than ignored.
+VLLM_ONLY = ("precision", "gpu_memory_utilization", "max_num_batched_tokens", "max_num_seqs")
+GGUF_ONLY = ("quantization", "flash_attention", "parallel", "gpu_layers")
 CAPACITY_DEFAULTS = {
     "model": "llama-3-1-8b",
     "precision": "16",
@@ -64,11 +82,13 @@ class CapacityForm(forms.Form):
     # The model and its precisions as the workload query declares them (`parameters`), each required here.
     model = BY_NAME["model"].form_field(required=True)
     precision = BY_NAME["precision"].form_field(required=True)
-    kv_cache = BY_NAME["kv_cache"].form_field(required=True)
+    kv_cache = forms.ChoiceField(
+        choices=[(code, code) for code in KV_CACHE_CHOICES], label=_("KV cache precision"),
+        error_messages={"required": KV_CACHE_WORDS, "invalid_choice": KV_CACHE_WORDS})
     gpu = forms.CharField(max_length=100, required=False, label=_("GPU type"))
     engine = forms.ChoiceField(choices=ENGINES, label=_("Engine"), error_messages={
-        "required": _("The GPU what-if sizes vLLM's budget: engine=vllm."),
-        "invalid_choice": _("The GPU what-if sizes vLLM's budget: engine=vllm."),
+        "required": _("Choose the engine: vllm, llamacpp or ollama."),
+        "invalid_choice": _("Choose the engine: vllm, llamacpp or ollama."),
     })
     gpu_memory_gib = TypedDecimalField(
         min_value=Decimal("0.01"), max_value=Decimal(MAX_GPU_MEMORY_GIB), max_digits=9, decimal_places=2,
@@ -98,6 +118,25 @@ class CapacityForm(forms.Form):
     max_num_seqs = TypedIntegerField(min_value=1, max_value=MAX_NUM_SEQS, required=False,
                                      label=_("Sequences per step (max_num_seqs)"),
                                      error_messages=error_words("max_num_seqs"))
+    # llama.cpp and Ollama
+    quantization = forms.CharField(max_length=20, required=False,
+                                   label=_("GGUF quant type (llama.cpp, Ollama)"))
+    flash_attention = forms.ChoiceField(
+        choices=[("", "—"), ("on", _("on")), ("off", _("off"))], required=False,
+        label=_("Flash attention (llama.cpp, Ollama)"),
+        error_messages={"invalid_choice": _("Flash attention is on or off.")})
+    parallel = TypedIntegerField(
+        min_value=1, max_value=MAX_SLOTS, required=False,
+        label=_("Parallel requests (-np, OLLAMA_NUM_PARALLEL)"),
+        error_messages={"min_value": _("At least one parallel request."),
+                        "max_value": _("At most %(limit_value)s parallel requests."),
+                        "invalid": _("Parallel requests are a whole number, such as 4.")})
+    gpu_layers = TypedIntegerField(
+        min_value=0, max_value=MAX_GPU_LAYERS, required=False,
+        label=_("Layers on the GPUs (-ngl; empty: all)"),
+        error_messages={"min_value": _("The GPU layers are 0 or more."),
+                        "max_value": _("At most %(limit_value)s GPU layers."),
+                        "invalid": _("The GPU layers are a whole number, such as 20.")})
 
     def __init__(self, data=None, *args, number_language: str | None = None, **kwargs):
         super().__init__(data, *args, **kwargs)
@@ -111,7 +150,7 @@ class CapacityQuery:
     gpu: str | None  # the GPU type whose usable memory gpu_memory_gib is, when one was named
     model_slug: str
     precision: int
-    kv_bits: int
+    kv_bits: int  # vLLM's (16 or 8); llama.cpp and Ollama read kv_cache_type
     engine: str
     gpu_memory_gib: Decimal
     tensor_parallel: int
@@ -120,6 +159,11 @@ class CapacityQuery:
     max_model_len: int | None
     max_num_batched_tokens: int
     max_num_seqs: int | None
+    kv_cache_type: str = "f16"  # llama.cpp's cache type for K and V
+    quantization: str = DEFAULT_GGUF_TYPE
+    flash_attention: bool = True
+    parallel: int = 1
+    gpu_layers: int | None = None
 
     def settings(self) -> VllmSettings:
         return VllmSettings(
@@ -145,10 +189,43 @@ def parse_capacity(data, number_language: str | None = None) -> CapacityQuery:
     form = CapacityForm(values, number_language=number_language)
     if not form.is_valid():
         raise QueryError({**settings_refusals(form.cleaned_data), **form_errors(form)})
+    wrong_engine = engine_refusals(form.cleaned_data, normalize_query(data))
+    if wrong_engine:
+        raise QueryError(wrong_engine)
     refusals = settings_refusals(form.cleaned_data)
     if refusals:
         raise Conflict(refusals)
     return query_from(form.cleaned_data)
+
+
+def engine_refusals(cleaned: dict, asked: dict) -> dict[str, str]:
+    """The settings asked that the chosen engine does not read, and a KV cache it does not store, by
+    field: said, never silently ignored. `asked`: the values the request named (not the defaults)."""
+    engine = cleaned.get("engine")
+    refusals: dict[str, str] = {}
+    if engine in GGUF_ENGINES:
+        for name in VLLM_ONLY:
+            if asked.get(name) not in (None, ""):
+                refusals[name] = gettext(
+                    "%(name)s is vLLM's; llama.cpp and Ollama read quantization (a GGUF quant type such as "
+                    "Q4_K_M), flash_attention, parallel and gpu_layers.") % {"name": name}
+        quantization = (cleaned.get("quantization") or DEFAULT_GGUF_TYPE).strip()
+        if quantization.upper() not in QUANT_TYPES:
+            refusals["quantization"] = gettext("Choose a GGUF quant type: %(types)s.") % {
+                "types": ", ".join(QUANT_TYPES)}
+        if cleaned.get("kv_cache") not in GGUF_KV_TYPES:
+            refusals["kv_cache"] = gettext(
+                "llama.cpp and Ollama cache K and V as %(types)s (16 and 8 mean f16 and q8_0).") % {
+                "types": ", ".join(KV_CACHE_TYPES)}
+    else:
+        for name in GGUF_ONLY:
+            if asked.get(name) not in (None, ""):
+                refusals[name] = gettext(
+                    "%(name)s is read by llama.cpp and Ollama (engine=llamacpp or engine=ollama); vLLM "
+                    "takes precision 16, 8 or 4.") % {"name": name}
+        if cleaned.get("kv_cache") not in VLLM_KV_BITS:
+            refusals["kv_cache"] = gettext("vLLM caches K and V in 16 bits or in fp8: kv_cache 16 or 8.")
+    return refusals
 
 
 def usable_gib(mib: int) -> Decimal:
@@ -162,10 +239,12 @@ _ACCEPTED = {"tensor_parallel": 1, "pipeline_parallel": 1, "max_model_len": None
 
 
 def settings_refusals(cleaned: dict) -> dict[str, str]:
-    """Every setting the chosen model refuses (a tensor-parallel size that does not divide its attention
-    heads, more pipeline stages than layers, a max_model_len past its longest), by field, in the sizing
-    engine's words, from the values that were read: said with the other fields' messages, all at once,
-    not one after another as each is fixed."""
+    """Every setting the chosen model refuses under vLLM (a tensor-parallel size that does not divide its
+    attention heads, more pipeline stages than layers, a max_model_len past its longest), by field, in the
+    sizing engine's words, from the values that were read: said with the other fields' messages, all at
+    once, not one after another as each is fixed. llama.cpp and Ollama check theirs as they are sized."""
+    if cleaned.get("engine") in GGUF_ENGINES:
+        return {}
     slug = (cleaned.get("model") or "").strip()
     row = catalog_rows.get_model(slug) if slug else None
     if not isinstance(row, LanguageModel):
@@ -200,9 +279,14 @@ def with_usable_memory(values: dict[str, str]) -> dict[str, str]:
 
 def query_from(cleaned: dict) -> CapacityQuery:
     """The what-if from a valid form's values."""
+    flash = FLASH_ATTENTION.get(cleaned.get("flash_attention") or "on", True)
     return CapacityQuery(
         gpu=cleaned.get("gpu") or None,
-        model_slug=cleaned["model"].strip(), precision=cleaned["precision"], kv_bits=cleaned["kv_cache"],
+        model_slug=cleaned["model"].strip(), precision=cleaned["precision"],
+        kv_bits=VLLM_KV_BITS.get(cleaned["kv_cache"], 16),
+        kv_cache_type=GGUF_KV_TYPES.get(cleaned["kv_cache"], "f16"),
+        quantization=(cleaned.get("quantization") or DEFAULT_GGUF_TYPE).strip().upper(),
+        flash_attention=flash, parallel=cleaned.get("parallel") or 1, gpu_layers=cleaned.get("gpu_layers"),
         engine=cleaned["engine"], gpu_memory_gib=cleaned["gpu_memory_gib"],
         tensor_parallel=cleaned["tensor_parallel"], pipeline_parallel=cleaned["pipeline_parallel"],
         gpu_memory_utilization=cleaned["gpu_memory_utilization"], max_model_len=cleaned.get("max_model_len"),
@@ -222,6 +306,8 @@ def capacity_for(query: CapacityQuery) -> dict:
         raise NotFound({"model": gettext("No language model %(slug)s in the catalog.") % {
             "slug": repr(query.model_slug)}})
     spec = catalog_rows.language_model_spec(row)
+    if query.engine in GGUF_ENGINES:
+        return llamacpp_capacity.answer(spec, query, _gpu_type(query.gpu))
     try:
         budget = vllm_budget(spec, query.precision, query.kv_bits, query.settings())
     except SizingError as error:  # settings each valid that the model cannot take together

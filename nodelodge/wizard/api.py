@@ -48,7 +48,7 @@ from sizing.limits import API_LIMIT
 from sizing.workloads import WIZARD_CODES
 
 from . import conditional as answer_http
-from .api_schemas import CapacityOut, ErrorOut, MemoryOut, ModelOut, RecommendationsOut
+from .api_schemas import CapacityOut, ErrorOut, GgufCapacityOut, MemoryOut, ModelOut, RecommendationsOut
 
 
 class ConsoleParser(Parser):
@@ -174,6 +174,16 @@ class CapacityParams(Schema):
     max_num_batched_tokens: str | None = CAPACITY_DEFAULTS["max_num_batched_tokens"]
     max_num_seqs: str | None = Field(
         None, description="Default: vLLM's, 1024 on GPUs of 70 GiB or more, else 256.")
+    quantization: str | None = Field(
+        None, description="llama.cpp and Ollama: the GGUF quant type of the file (Q4_K_M by default, Q8_0, "
+        "IQ4_XS, F16…).")
+    flash_attention: str | None = Field(None, description="llama.cpp and Ollama: on (the default) or off.")
+    parallel: str | None = Field(
+        None, description="llama.cpp and Ollama: requests served at once (-np, OLLAMA_NUM_PARALLEL; "
+        "default 1).")
+    gpu_layers: str | None = Field(
+        None, description="llama.cpp and Ollama: decoder layers on the GPUs (-ngl); default all and the "
+        "head.")
 
 
 @api.exception_handler(QueryError)
@@ -323,14 +333,18 @@ def recommendations(request, params: Query[PreferenceParams]):
 
 @api.get(
     "/capacity",
-    response={200: CapacityOut, 400: ErrorOut, 404: ErrorOut, 422: ErrorOut, 429: ErrorOut, 503: ErrorOut},
+    response={200: CapacityOut | GgufCapacityOut, 400: ErrorOut, 404: ErrorOut, 422: ErrorOut, 429: ErrorOut,
+              503: ErrorOut},
     url_name="capacity",
 )
 def capacity(request, params: Query[CapacityParams]):
     """The GPU what-if: whether vLLM starts with this model on GPUs of this memory, its budget item by
     item (weights, activation peak, memory outside PyTorch; the CUDA context and graphs outside it), the
     KV cache it leaves in GiB and in tokens, the requests of `max_model_len` it holds at once, and the
-    `vllm serve` command."""
+    `vllm serve` command. With engine=llamacpp or engine=ollama: the model's GGUF file in `quantization`,
+    its weights on the GPUs (`-ngl`) and in host memory, the KV cache in its type shared by the `parallel`
+    slots, the compute buffer, whether it starts, how many layers fit where all do not, and the
+    `llama-server` command or Ollama's settings."""
     return database.replica_first(lambda: capacity_for(parse_capacity(params.model_dump(exclude_unset=True))))
 
 

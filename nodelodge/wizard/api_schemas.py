@@ -303,6 +303,62 @@ class CapacityOut(Schema):
     alternative: CapacityAlternativeOut | None
 
 
+class TensorTypeOut(Schema):
+    type: str
+    gib: float
+    bytes: int
+
+
+class PartialOffloadOut(Schema):
+    """Where every layer does not fit: the most that do (-ngl), and what it takes."""
+
+    gpu_layers: int
+    gpu_gib: float
+    host_gib: float
+    command: str | None
+    ollama: dict[str, str] | None
+    words: str
+
+
+class GgufCapacityOut(Schema):
+    """The what-if under llama.cpp or Ollama (engine=llamacpp, engine=ollama)."""
+
+    model: str
+    engine: str
+    fits: bool
+    reason: str | None
+    gpu: str | None
+    gpu_memory_source: str | None
+    gpu_memory_gib: float
+    gpus: int
+    quantization: str
+    file: str
+    file_gib: float
+    bits_per_weight: float
+    tensor_types: list[TensorTypeOut]
+    weights_bytes: int
+    weights_gib: float
+    host_bytes: int
+    host_gib: float
+    kv_cache_bytes: int
+    kv_cache_gib: float
+    kv_cache_tokens: int
+    kv_cache_type: str
+    flash_attention: bool
+    max_model_len: int
+    context_per_request: int
+    parallel: int
+    gpu_layers: int
+    layers: int | None
+    layers_that_fit: int
+    gpu_gib: float
+    items: list[ItemOut]
+    host_items: list[ItemOut]
+    command: str | None
+    ollama: dict[str, str] | None
+    partial_offload: PartialOffloadOut | None
+
+
 class ErrorOut(Schema):
     errors: dict[str, str]
 

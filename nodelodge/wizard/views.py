@@ -29,6 +29,7 @@ from nodelodge.recommendations.capacity import (
     with_capacity_defaults,
     with_usable_memory,
 )
+from nodelodge.recommendations.capacity import engine_refusals
 from nodelodge.recommendations.capacity import query_from as capacity_query_from
 from nodelodge.recommendations.clusters import ClusterOffer, cluster_machine_ids, cluster_offer_of
 from nodelodge.recommendations.messages import error_list, field_labels, messages_for, reworded
@@ -368,8 +369,10 @@ def calculators(request):
     if what_if_form.is_bound and not refused:
         # What the model refuses of the settings read is said with the fields' own messages, all at once.
         valid = what_if_form.is_valid()
-        refused = {name: message for name, message in settings_refusals(what_if_form.cleaned_data).items()
-                   if name not in what_if_form.errors}
+        # The page's form carries every engine's fields: only what the chosen engine cannot read is said.
+        checks = {**settings_refusals(what_if_form.cleaned_data),
+                  **(engine_refusals(what_if_form.cleaned_data, {}) if valid else {})}
+        refused = {name: message for name, message in checks.items() if name not in what_if_form.errors}
         if valid and not refused:
             try:
                 what_if = capacity_for(capacity_query_from(what_if_form.cleaned_data))

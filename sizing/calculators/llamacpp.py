@@ -37,7 +37,7 @@ KV_CACHE_TYPES: dict[str, tuple[int, int]] = {
 }
 KV_PADDING = 256  # the cache's length is a multiple of this many tokens
 DEFAULT_UBATCH = 512  # -ub: the tokens of one micro-batch, what the compute buffer is reserved for
-MAX_PARALLEL = 256
+MAX_SLOTS = 256  # -np: llama-server's parallel slots
 MAX_GPU_LAYERS = 999  # -ngl 999: everything, whatever the model (what the commands write)
 MAX_UBATCH = 8192
 LOGIT_BYTES = 4  # f32 logits
@@ -148,7 +148,7 @@ def _with_layers(settings: LlamaCppSettings, layers: int) -> LlamaCppSettings:
 
 def check_settings(model: LanguageModelSpec, settings: LlamaCppSettings) -> None:
     check_count(settings.context, "max_model_len", gettext("The context"), MAX_CONTEXT)
-    check_count(settings.parallel, "parallel", gettext("The parallel slots"), MAX_PARALLEL)
+    check_count(settings.parallel, "parallel", gettext("The parallel slots"), MAX_SLOTS)
     if settings.context < settings.parallel:
         raise SizingError("parallel", gettext(
             "The context (%(context)s tokens) is shared by the parallel slots: each needs one token at least."

@@ -152,7 +152,7 @@ def test_the_openapi_schema_lists_the_what_if_with_its_defaults(client, small_fl
     names = {parameter["name"] for parameter in operation["parameters"]}
     assert names == {"model", "precision", "kv_cache", "engine", "gpu", "gpu_memory_gib", "tensor_parallel",
                      "pipeline_parallel", "gpu_memory_utilization", "max_model_len", "max_num_batched_tokens",
-                     "max_num_seqs"}
+                     "max_num_seqs", "quantization", "flash_attention", "parallel", "gpu_layers"}
 
 
 def test_the_answer_is_the_same_every_time(client, small_fleet):
@@ -191,3 +191,82 @@ def test_the_wizard_answers_a_yarn_context_with_commands_that_turn_it_on(client,
     commands = [machine["command"] for machine in body["machines"] if machine.get("command")]
     assert commands and all("--hf-overrides" in command for command in commands)
     assert any("YaRN" in words for words in body["memory"]["assumptions"])
+
+
+# --- llama.cpp and Ollama -------------------------------------------------------------------------------
+
+QWEN3_T4S = "model=qwen3-30b-a3b&engine=llamacpp&quantization=Q4_K_M&kv_cache=16&max_model_len=32768&gpu=T4" \
+            "&tensor_parallel=2"
+
+
+def test_llama_cpp_sizes_the_gguf_file_its_cache_and_starts_with_llama_server(client, small_fleet):
+    """A llama.cpp log of Qwen3 30B-A3B with -c 32768, an f16 cache and every layer on two T4s: KV self size
+    3072.00 MiB, the token embeddings (166.92 MiB) in host memory."""
+    status, body = capacity(client, QWEN3_T4S)
+    assert status == 200, body
+    assert body["engine"] == "llamacpp" and body["gpus"] == 2 and body["quantization"] == "Q4_K_M"
+    assert body["kv_cache_bytes"] == 3072 * 2**20 and body["kv_cache_tokens"] == 32768
+    assert abs(body["host_bytes"] - 166.92 * 2**20) < 0.01 * 2**20
+    assert body["file"] == "Qwen3-30B-A3B-Q4_K_M.gguf" and 4.8 < body["bits_per_weight"] < 5.0
+    assert body["fits"] is True and body["partial_offload"] is None
+    assert body["command"] == "llama-server -m Qwen3-30B-A3B-Q4_K_M.gguf -c 32768 -np 1 -ngl 999 -fa on"
+    assert sum(item["bytes"] for item in body["items"]) == body["weights_bytes"] + body["kv_cache_bytes"] \
+        + body["items"][2]["bytes"]
+
+
+def test_ollama_allocates_num_ctx_per_parallel_request_and_answers_its_settings(client, small_fleet):
+    status, body = capacity(client, "model=llama-3-1-8b&engine=ollama&kv_cache=q8_0&max_model_len=8192"
+                                    "&parallel=4&gpu=RTX 4090")
+    assert status == 200, body
+    assert body["context_per_request"] == 8192 and body["kv_cache_tokens"] == 32768
+    assert body["kv_cache_bytes"] == 32 * 32768 * 2 * (1024 // 32 * 34)  # layers × tokens × K+V in q8_0
+    assert body["command"] is None
+    assert body["ollama"] == {"OLLAMA_CONTEXT_LENGTH": "8192", "OLLAMA_NUM_PARALLEL": "4",
+                              "OLLAMA_FLASH_ATTENTION": "1", "OLLAMA_KV_CACHE_TYPE": "q8_0"}
+
+
+def test_a_model_too_big_for_the_gpus_offers_the_layers_that_fit_never_a_command_that_cannot_start(
+    client, small_fleet
+):
+    status, body = capacity(client, "model=llama-3-1-70b&engine=llamacpp&max_model_len=8192&gpu=RTX 4090")
+    assert status == 200, body
+    assert body["fits"] is False and body["command"] is None and "more than" in body["reason"]
+    partial = body["partial_offload"]
+    assert 0 < partial["gpu_layers"] == body["layers_that_fit"] < 80
+    assert f"-ngl {partial['gpu_layers']} " in partial["command"]
+    assert partial["gpu_gib"] + partial["host_gib"] > body["file_gib"]  # the file, its cache and buffer
+
+
+@pytest.mark.parametrize(("query", "field"), [
+    ("model=llama-3-1-8b&engine=llamacpp&precision=8", "precision"),
+    ("model=llama-3-1-8b&engine=llamacpp&kv_cache=fp8", "kv_cache"),
+    ("model=llama-3-1-8b&engine=llamacpp&quantization=Q9_X", "quantization"),
+    ("model=llama-3-1-8b&engine=ollama&gpu_memory_utilization=0.8", "gpu_memory_utilization"),
+    ("model=llama-3-1-8b&engine=vllm&quantization=Q4_K_M", "quantization"),
+    ("model=llama-3-1-8b&engine=vllm&kv_cache=q4_0", "kv_cache"),
+    ("model=llama-3-1-8b&engine=vllm&parallel=4", "parallel"),
+    ("model=llama-3-1-8b&engine=llamacpp&parallel=0", "parallel"),
+    ("model=llama-3-1-8b&engine=llamacpp&gpu_layers=-1", "gpu_layers"),
+    ("model=llama-3-1-8b&engine=llamacpp&flash_attention=maybe", "flash_attention"),
+    ("model=llama-3-1-8b&engine=sglang", "engine"),
+])
+def test_a_setting_the_engine_does_not_read_is_refused_beside_its_field(client, small_fleet, query, field):
+    status, body = capacity(client, query)
+    assert status == 400, body
+    assert field in body["errors"] and body["errors"][field]
+
+
+def test_a_quantized_v_cache_without_flash_attention_is_refused_as_llama_cpp_would(client, small_fleet):
+    status, body = capacity(client, "model=llama-3-1-8b&engine=llamacpp&kv_cache=q8_0&flash_attention=off")
+    assert status == 422
+    assert "flash attention" in body["errors"]["flash_attention"]
+
+
+def test_the_schema_states_the_gguf_parameters_and_answer(client, small_fleet):
+    schema = client.get("/api/v1/openapi.json").json()
+    operation = schema["paths"]["/api/v1/capacity"]["get"]
+    names = {parameter["name"] for parameter in operation["parameters"]}
+    assert {"quantization", "flash_attention", "parallel", "gpu_layers"} <= names
+    engine = next(p for p in operation["parameters"] if p["name"] == "engine")["schema"]
+    assert set(engine["enum"]) >= {"vllm", "llamacpp", "ollama"}
+    assert "GgufCapacityOut" in str(operation["responses"]["200"])

@@ -107,3 +107,19 @@ def test_every_bad_what_if_field_is_said_at_once_the_models_refusals_too(client,
     refused = client.get("/api/v1/capacity?model=llama-3-1-8b&tensor_parallel=3&max_model_len=999999")
     assert refused.status_code in (400, 422)
     assert {"tensor_parallel", "max_model_len"} <= set(refused.json()["errors"])
+
+
+def test_llama_cpp_on_the_page_answers_the_file_its_cache_and_the_llama_server_command(client, models_and_gpus):
+    html = page(client, "model=llama-3-1-8b&engine=llamacpp&quantization=q4_k_m&kv_cache=q8_0&max_model_len=16384"
+                        "&parallel=2&gpu=RTX 4090&precision=16&gpu_memory_utilization=0.9")
+    assert 'data-testid="what-if-result"' in html and "Starts" in html
+    assert "Llama-3.1-8B-Q4_K_M.gguf" in html and "4.8944 bits per weight" in html
+    assert "llama-server -m Llama-3.1-8B-Q4_K_M.gguf -c 16384 -np 2 -ngl 999 -fa on --cache-type-k q8_0 " \
+           "--cache-type-v q8_0" in html
+    assert "2 × 8,192 tokens per request" in html
+
+
+def test_a_cache_type_the_engine_does_not_store_is_worded_beside_its_field(client, models_and_gpus):
+    html = page(client, "model=llama-3-1-8b&engine=llamacpp&kv_cache=fp8&gpu=RTX 4090")
+    assert 'id="err-kv_cache"' in html and "llama.cpp and Ollama cache K and V" in html
+    assert 'data-testid="what-if-result"' not in html

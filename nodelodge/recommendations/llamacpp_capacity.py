@@ -1,0 +1,119 @@
+"""The GPU what-if under llama.cpp and Ollama: a GGUF file of the model on one GPU type (or several,
+the layers split over them), its weights on the GPUs and in host memory, the KV cache in its types,
+the compute buffer, whether it starts and, where it does not, how many layers a partial offload keeps
+on the GPUs; the `llama-server` command or Ollama's settings. Sized by `sizing.calculators.llamacpp`."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from django.utils.translation import gettext
+
+from catalog import rows as catalog_rows
+from sizing.calculators.llamacpp import LlamaCppNeed, LlamaCppSettings, llamacpp_need
+from sizing.errors import SizingError
+from sizing.specs import LanguageModelSpec
+from sizing.units import GIB, gib_number
+
+from .query import Conflict
+
+if TYPE_CHECKING:
+    from .capacity import CapacityQuery
+
+# Ollama's context when none is set (num_ctx, OLLAMA_CONTEXT_LENGTH); llama-server's -c when left out.
+DEFAULT_CONTEXT = 4096
+
+
+def file_name(spec: LanguageModelSpec, quant_type: str) -> str:
+    """The GGUF file the answer assumes, named as the model's converters name theirs."""
+    base = (spec.hf_id or spec.name).rsplit("/", 1)[-1].replace(" ", "-")
+    return f"{base}-{quant_type}.gguf"
+
+
+def _item(item) -> dict:
+    return {"name": item.name, "gib": gib_number(item.bytes), "bytes": item.bytes, "formula": item.formula,
+            "per_gpu": item.per_gpu}
+
+
+def answer(spec: LanguageModelSpec, query: CapacityQuery, gpu_type: catalog_rows.UsableMemory | None) -> dict:
+    """The what-if's answer under llama.cpp (max_model_len is -c, shared by the parallel slots) or
+    Ollama (max_model_len is num_ctx, each request's; the engine allocates it once per slot)."""
+    per_request = query.max_model_len or DEFAULT_CONTEXT
+    context = per_request * query.parallel if query.engine == "ollama" else per_request
+    settings = LlamaCppSettings(
+        quant_type=query.quantization, context=context, parallel=query.parallel,
+        cache_type_k=query.kv_cache_type, cache_type_v=query.kv_cache_type,
+        flash_attention=query.flash_attention, gpu_layers=query.gpu_layers,
+    )
+    try:
+        need = llamacpp_need(spec, settings)
+    except SizingError as error:  # values each valid that the model or the engine cannot take together
+        raise Conflict({error.field: error.message}) from error
+    gpus = query.tensor_parallel * query.pipeline_parallel
+    memory = int(query.gpu_memory_gib * GIB)
+    fits, reason = need.fits(gpus, memory)
+    layers_that_fit = need.layers_that_fit(gpus, memory)
+    file = file_name(spec, need.weights.quant_type)
+    return {
+        "model": spec.slug,
+        "engine": query.engine,
+        "fits": fits,
+        "reason": reason,
+        "gpu": query.gpu,
+        "gpu_memory_source": gpu_type.source if gpu_type is not None else None,
+        "gpu_memory_gib": float(query.gpu_memory_gib),
+        "gpus": gpus,
+        "quantization": need.weights.quant_type,
+        "file": file,
+        "file_gib": gib_number(need.weights.bytes),
+        "bits_per_weight": round(float(need.weights.bits_per_weight), 4),
+        "tensor_types": [{"type": name, "gib": gib_number(size), "bytes": size}
+                         for name, size in need.weights.bytes_by_type().items()],
+        "weights_bytes": need.gpu_items[0].bytes,
+        "weights_gib": gib_number(need.gpu_items[0].bytes),
+        "host_bytes": need.host_bytes,
+        "host_gib": gib_number(need.host_bytes),
+        "kv_cache_bytes": need.kv_cache_bytes,
+        "kv_cache_gib": gib_number(need.kv_cache_bytes),
+        "kv_cache_tokens": need.kv_size,
+        "kv_cache_type": query.kv_cache_type,
+        "flash_attention": query.flash_attention,
+        "max_model_len": per_request,
+        "context_per_request": need.context_per_slot,
+        "parallel": query.parallel,
+        "gpu_layers": need.gpu_layers,
+        "layers": spec.layers,
+        "layers_that_fit": layers_that_fit,
+        "gpu_gib": gib_number(need.gpu_bytes),
+        "items": [_item(item) for item in need.gpu_items],
+        "host_items": [_item(item) for item in need.host_items],
+        # Only what starts: on the GPUs as asked, or else with the layers that fit there.
+        "command": _command(need, file, query) if fits else None,
+        "ollama": need.ollama_settings() if fits and query.engine == "ollama" else None,
+        "partial_offload": None if fits else _partial(spec, settings, layers_that_fit, file, query),
+    }
+
+
+def _command(need: LlamaCppNeed, file: str, query: CapacityQuery) -> str | None:
+    return need.server_command(file) if query.engine == "llamacpp" else None
+
+
+def _partial(spec: LanguageModelSpec, settings: LlamaCppSettings, layers: int, file: str,
+             query: CapacityQuery) -> dict | None:
+    """Where every layer does not fit: the most that do, with what stays in host memory and the command
+    or settings that start it so (slower: the other layers run on the CPU)."""
+    if layers < 1:
+        return None
+    from dataclasses import replace
+
+    need = llamacpp_need(spec, replace(settings, gpu_layers=layers))
+    return {
+        "gpu_layers": layers,
+        "gpu_gib": gib_number(need.gpu_bytes),
+        "host_gib": gib_number(need.host_bytes),
+        "command": _command(need, file, query),
+        "ollama": need.ollama_settings() if query.engine == "ollama" else None,
+        "words": gettext(
+            "%(layers)s of %(all)s layers fit on the GPUs; the rest and their KV cache stay in host memory "
+            "(%(host)s GiB) and run on the CPU, slower."
+        ) % {"layers": layers, "all": spec.layers, "host": gib_number(need.host_bytes)},
+    }
