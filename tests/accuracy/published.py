@@ -429,9 +429,10 @@ def render() -> str:
     others = verdicts(load(OTHER_CSV_PATH))
     here = verdicts(load(HERE_CSV_PATH))
     training = verdicts(load(TRAINING_CSV_PATH))
-    from tests.accuracy import vllm_startup
+    from tests.accuracy import gguf, vllm_startup
 
     served = vllm_startup.verdicts()
+    files = gguf.checks()
     body = PAGE_TEMPLATE.read_text(encoding="utf-8")
     return (body.replace("{{SUMMARY}}", summary(results))
                 .replace("{{HERE_SUMMARY}}", summary(here, "measurements of ours"))
@@ -449,6 +450,8 @@ def render() -> str:
                 .replace("{{FLUX_BLOG}}", FLUX_BLOG)
                 .replace("{{VLLM_SUMMARY}}", vllm_startup.summary(served))
                 .replace("{{VLLM_TABLE}}", vllm_startup.table(served))
+                .replace("{{GGUF_SUMMARY}}", gguf.summary(files))
+                .replace("{{GGUF_TABLE}}", gguf.table(files))
                 .replace("{{COMMAND}}", COMMAND))
 
 

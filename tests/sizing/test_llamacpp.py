@@ -15,7 +15,7 @@ from sizing.units import GIB, MIB
 from tests.sizing.models import LLAMA_3_1_8B
 
 ROWS = {row["slug"]: row for row in LANGUAGE_MODELS}
-REFERENCE = Path(__file__).resolve().parents[3] / "shared" / "reference" / "engine_measurements.csv"
+REFERENCE = Path(__file__).resolve().parents[2] / "catalog" / "data" / "reference" / "engine_measurements.csv"
 
 
 def spec(slug):

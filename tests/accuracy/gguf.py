@@ -1,0 +1,86 @@
+"""GGUF files and llama.cpp's memory held against published figures (ACCURACY.md, "llama.cpp and
+Ollama").
+
+Reads `catalog/data/reference/engine_measurements.csv`: llama.cpp's quantize README (the tensor data of
+Llama 3.1 8B in each quant type, in GiB to two decimals, with its bits per weight), a llama.cpp run log
+(the KV buffer and the host buffer of Qwen3 30B-A3B) and an Ollama memory line (Gemma 3 27B's weights).
+The rule: each file within ±3 % of the published size, the KV cache within ±2 %. The compute buffer is
+shown beside its logged figure, not held to a rule (see the section's words).
+
+Pure Python: no torch, no database.
+"""
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass
+from pathlib import Path
+
+from sizing.calculators.llamacpp import LlamaCppSettings, llamacpp_need
+from sizing.gguf import gguf_weights
+from sizing.units import GIB, MIB
+from tests.accuracy.vllm_startup import language_spec as spec
+
+ROOT = Path(__file__).resolve().parents[2]
+CSV_PATH = ROOT / "catalog" / "data" / "reference" / "engine_measurements.csv"
+FILE_TOLERANCE = 0.03
+KV_TOLERANCE = 0.02
+
+
+@dataclass(frozen=True)
+class Check:
+    case: str
+    what: str
+    published: float  # GiB
+    ours: float  # GiB
+    tolerance: float | None  # None: shown, not held to a rule
+
+    @property
+    def ratio(self) -> float:
+        return self.ours / self.published
+
+    @property
+    def holds(self) -> bool:
+        return self.tolerance is None or abs(self.ratio - 1) <= self.tolerance
+
+
+def rows() -> list[dict]:
+    with CSV_PATH.open(encoding="utf-8") as lines:
+        return list(csv.DictReader(lines))
+
+
+def checks() -> list[Check]:
+    found = []
+    for row in rows():
+        if row["engine"] == "gguf-file":
+            weights = gguf_weights(spec(row["model_slug"]), row["quant_type"])
+            bits = row["source_quote"].split("|")[-3].strip()
+            found.append(Check(f"Llama 3.1 8B {row['quant_type']} (README: {bits} bits per weight; ours "
+                               f"{float(weights.bits_per_weight):.4f})", "file", int(row["weights_bytes"]) / GIB,
+                               weights.bytes / GIB, FILE_TOLERANCE))
+    qwen = llamacpp_need(spec("qwen3-30b-a3b"), LlamaCppSettings("Q4_K_M", 32768, gpu_layers=99))
+    found.append(Check("Qwen3 30B-A3B, -c 32768, f16 cache (llama.cpp log: KV self size 3072.00 MiB)", "KV cache",
+                       3072 * MIB / GIB, qwen.kv_cache_bytes / GIB, KV_TOLERANCE))
+    found.append(Check("the same run: host buffer 166.92 MiB (the token embeddings)", "host weights",
+                       166.92 * MIB / GIB, qwen.host_bytes / GIB, FILE_TOLERANCE))
+    found.append(Check("the same run: compute buffers 368.01 + 444.77 MiB on two GPUs (ours: one)",
+                       "compute buffer", (368.01 + 444.77) * MIB / GIB, qwen.gpu_items[2].bytes / GIB, None))
+    gemma = gguf_weights(spec("gemma-3-27b"), "Q4_K_M")
+    layers = sum(gemma.layer_bytes(layer) for layer in range(62))
+    found.append(Check("Gemma 3 27B Q4_K_M (Ollama's estimate: memory.weights.total 14.3 GiB; ours: its 62 "
+                       "decoder layers)", "layer weights", 14.3, layers / GIB, FILE_TOLERANCE))
+    return found
+
+
+def summary(found: list[Check]) -> str:
+    held = [check for check in found if check.tolerance is not None]
+    return (f"{sum(check.holds for check in held)} of {len(held)} published figures hold (files within "
+            f"±{FILE_TOLERANCE:.0%}, the KV cache within ±{KV_TOLERANCE:.0%}).")
+
+
+def table(found: list[Check]) -> str:
+    lines = ["| Case | What | Published GiB | Ours GiB | Ours ÷ published | Holds |", "|---|---|---|---|---|---|"]
+    for check in found:
+        holds = "shown" if check.tolerance is None else ("yes" if check.holds else "**no**")
+        lines.append(f"| {check.case} | {check.what} | {check.published:.3f} | {check.ours:.3f} | "
+                     f"{check.ratio:.3f} | {holds} |")
+    return "\n".join(lines)

@@ -1,0 +1,15 @@
+"""The GGUF files and llama.cpp's cache hold against every published figure ACCURACY.md lists."""
+from tests.accuracy import gguf
+
+
+def test_every_published_file_and_cache_figure_holds():
+    found = gguf.checks()
+    held = [check for check in found if check.tolerance is not None]
+    assert len(held) == 11
+    assert [check.case for check in held if not check.holds] == []
+
+
+def test_the_files_are_the_eight_quant_types_llama_cpp_publishes_for_llama_8b():
+    files = [check for check in gguf.checks() if check.what == "file"]
+    assert [check.case.split(" (")[0] for check in files] == [
+        f"Llama 3.1 8B {name}" for name in ("IQ2_XXS", "Q2_K", "IQ4_XS", "Q4_K_M", "Q5_K_M", "Q6_K", "Q8_0", "F16")]
