@@ -34,11 +34,9 @@ class Command(BaseCommand):
     def handle(self, *args, **options):
         feed_format = SHORT_NAMES[options["feed_format"]]
         provider = self.provider(options["provider"])
-        if provider is None and not options["dry_run"]:
-            raise CommandError("--provider is needed to import (or use --dry-run to read the file only).")
         path = Path(options["file"])
-        body = read_file(path)
         if options["dry_run"]:
+            body = read_file(path)
             try:
                 parsed = services.read_offers(body, feed_format=feed_format, provider=provider)
             except FeedError as error:
@@ -46,7 +44,9 @@ class Command(BaseCommand):
                 raise CommandError(f"{path.name} cannot be read as {named}: {error}.") from None
             self.show_offers(offers_document(parsed), options["json"])
             return
-        assert provider is not None  # noqa: S101 - checked above; for the type checker
+        if provider is None:
+            raise CommandError("--provider is needed to import (or use --dry-run to read the file only).")
+        body = read_file(path)
         source = f"import: {path.name}"
         run = services.import_offers(provider, body, feed_format=feed_format, source=source)
         self.show_run(run, options["json"])
