@@ -14,6 +14,7 @@ from django.utils.translation import gettext_lazy as _
 from catalog import services
 from catalog.hf_config import ConfigError, parse_config
 from catalog.models import (
+    GpuAlias,
     GpuType,
     ImageComponent,
     ImagePipeline,
@@ -143,6 +144,14 @@ class SpeechModelAdmin(CatalogAdmin):
     prepopulated_fields = {"slug": ("name",)}
 
 
+class GpuAliasInline(admin.TabularInline):
+    model = GpuAlias
+    extra = 0
+    fields = ("name", "notes")
+    verbose_name = _("Name in provider feeds")
+    verbose_name_plural = _("Names in provider feeds")
+
+
 @admin.register(GpuType)
 class GpuTypeAdmin(CatalogAdmin):
     list_display = ("name", "vendor", "architecture", "compute_capability", "marketed_memory", "memory_mib",
@@ -150,6 +159,19 @@ class GpuTypeAdmin(CatalogAdmin):
     list_filter = ("vendor", "architecture")
     search_fields = ("name",)
     prepopulated_fields = {"slug": ("name",)}
+    inlines = [GpuAliasInline]
+
+
+@admin.register(GpuAlias)
+class GpuAliasAdmin(CatalogAdmin):
+    """The names provider feeds give GPU types; a feed's record naming none of them is refused."""
+
+    list_display = ("name", "gpu_type", "notes")
+    list_filter = ("gpu_type",)
+    search_fields = ("name", "key", "gpu_type__name", "notes")
+    list_select_related = ("gpu_type",)
+    autocomplete_fields = ("gpu_type",)
+    fields = ("name", "gpu_type", "notes")
 
 
 @admin.register(Provider)

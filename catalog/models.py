@@ -11,6 +11,7 @@ from django.db import models
 from django.db.models import Q
 
 from catalog.cluster_rule import cluster_index_condition
+from catalog.gpu_names import gpu_name_key
 from sizing.architectures import Architecture, architecture_from_dict
 from sizing.countries import is_country_code
 from sizing.engine_support import FAMILIES, architecture_problem
@@ -307,6 +308,47 @@ class GpuType(models.Model):
             raise ValidationError({field: message})
 
 
+class GpuAlias(models.Model):
+    """Another name a marketplace's feed uses for a GPU type ("NVIDIA GeForce RTX 4090", "H100_SXM5").
+
+    Looked up by its key (case, spaces, hyphens and underscores ignored, `catalog.gpu_names`). One name
+    may stand for several GPU types told apart by their memory ("A100" for the 40GB and the 80GB board):
+    a feed's record then takes the type whose datasheet memory is nearest the memory it reports."""
+
+    name = models.CharField(max_length=120, help_text='As a feed writes it, e.g. "NVIDIA A100-SXM4-80GB".')
+    key = models.CharField(max_length=120, editable=False, db_index=True)
+    gpu_type = models.ForeignKey(GpuType, on_delete=models.CASCADE, related_name="aliases")
+    notes = models.CharField(max_length=200, blank=True, help_text="Where the name is used, e.g. RunPod.")
+
+    class Meta:
+        ordering = ["name", "gpu_type"]
+        constraints = [
+            models.UniqueConstraint(fields=["key", "gpu_type"], name="catalog_gpualias_unique_key_type"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} → {self.gpu_type}" if self.gpu_type_id else self.name
+
+    def save(self, *args, **kwargs):
+        self.name = (self.name or "").strip()
+        self.key = gpu_name_key(self.name)
+        super().save(*args, **kwargs)
+
+    def clean(self):
+        super().clean()
+        self.name = (self.name or "").strip()
+        self.key = gpu_name_key(self.name)
+        if not self.key:
+            raise ValidationError({"name": "Name must contain letters or digits."})
+        if self.gpu_type_id is not None:
+            same = GpuAlias.objects.filter(key=self.key, gpu_type_id=self.gpu_type_id).exclude(pk=self.pk)
+            if same.exists():
+                raise ValidationError(
+                    {"name": f"“{self.name}” already names {self.gpu_type} (case, spaces, hyphens and "
+                             "underscores are ignored)."}
+                )
+
+
 class Tier(models.TextChoices):
     SECURE = "secure", "Secure"
     COMMUNITY = "community", "Community"
@@ -315,6 +357,12 @@ class Tier(models.TextChoices):
 class Provider(models.Model):
     class FeedFormat(models.TextChoices):
         NODELODGE_V1 = "nodelodge-v1", "Node Lodge feed v1 (JSON)"
+        VAST_OFFERS = "vast-offers", "Vast.ai offers (search offers JSON)"
+        RUNPOD_GPU_TYPES = "runpod-gpu-types", "RunPod gpuTypes (GraphQL JSON)"
+        LAMBDA_INSTANCE_TYPES = "lambda-instance-types", "Lambda instance types (JSON)"
+        SKYPILOT_CATALOG = "skypilot-catalog", "SkyPilot catalog (vms.csv)"
+        GPUHUNT_OFFERS = "gpuhunt-offers", "gpuhunt offers (CSV or JSON)"
+        PRIME_AVAILABILITY = "prime-availability", "Prime Intellect availability (JSON)"
 
     name = models.CharField(max_length=120, unique=True)
     slug = models.SlugField(max_length=120, unique=True)

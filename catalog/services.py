@@ -14,13 +14,16 @@ from django.db.models import F, QuerySet
 from django.utils.text import slugify
 
 from catalog import database
+from catalog.data.gpu_aliases import GPU_ALIASES
 from catalog.data.gpu_types import GPU_TYPES, architecture, usable_memory
 from catalog.data.image_pipelines import IMAGE_PIPELINES
 from catalog.data.language_models import LANGUAGE_MODELS, hf_id_of
 from catalog.data.speech_models import SPEECH_MODELS
 from catalog.fleets import load_demo_fleet
+from catalog.gpu_names import gpu_name_key
 from catalog.hf_config import parse_config
 from catalog.models import (
+    GpuAlias,
     GpuType,
     ImageComponent,
     ImagePipeline,
@@ -78,6 +81,17 @@ def load_gpu_types() -> int:
             },
         )
     return len(GPU_TYPES)
+
+
+def load_gpu_aliases() -> int:
+    """Adds each shipped alias missing from the table (compared by name key and GPU type); every other
+    alias stays as staff left it. A shipped alias staff deleted comes back with the next load."""
+    types = dict(GpuType.objects.values_list("name", "pk"))
+    for name, gpu_type_name, notes in GPU_ALIASES:
+        alias = GpuAlias(name=name, gpu_type_id=types[gpu_type_name], notes=notes)
+        if not GpuAlias.objects.filter(key=gpu_name_key(name), gpu_type_id=alias.gpu_type_id).exists():
+            alias.save()
+    return len(GPU_ALIASES)
 
 
 def drop_speeds_of_other_gpu_types(machines: QuerySet[Machine] | None = None) -> int:
@@ -161,6 +175,7 @@ def load_catalog(fleet: bool = True, now: datetime | None = None) -> dict[str, i
         "image_pipelines": load_image_pipelines(),
         "speech_models": load_speech_models(),
         "gpu_types": load_gpu_types(),
+        "gpu_aliases": load_gpu_aliases(),
     }
     if fleet:
         counts["machines"] = load_demo_fleet(now=now)

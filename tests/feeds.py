@@ -6,7 +6,13 @@ import json
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
+from django.utils.text import slugify
+
+from catalog.data.gpu_aliases import GPU_ALIASES
+from catalog.data.gpu_types import GPU_TYPES as GPU_TYPE_ROWS
+from catalog.gpu_names import gpu_name_key
 from nodelodge.refresh.feeds.base import GpuTypeIndex, GpuTypeRef
 from tests.factories import H100_MIB
 
@@ -137,3 +143,36 @@ def feed(slug: str, machines: list) -> dict:
 GPU_TYPES = GpuTypeIndex(
     [GpuTypeRef(id=1, name="H100 SXM 80GB", datasheet_memory_mib=H100_MIB)], {"h100-sxm-80gb": 1}
 )
+
+
+# --- The marketplaces' formats -----------------------------------------------------------------------
+
+# One document per format, written from each marketplace's public reference (docs/feed-format.md).
+OFFER_FIXTURES = Path(__file__).parent / "refresh" / "offer_fixtures"
+OFFER_FIXTURE_FILES = {
+    "vast-offers": "vast_offers.json",
+    "runpod-gpu-types": "runpod_gpu_types.json",
+    "lambda-instance-types": "lambda_instance_types.json",
+    "skypilot-catalog": "skypilot_vms.csv",
+    "gpuhunt-offers": "gpuhunt_offers.csv",
+    "prime-availability": "prime_availability.json",
+}
+
+
+def offer_fixture(feed_format: str) -> bytes:
+    return (OFFER_FIXTURES / OFFER_FIXTURE_FILES[feed_format]).read_bytes()
+
+
+def shipped_gpu_types() -> GpuTypeIndex:
+    """The shipped GPU types and aliases as a refresh reads them from the catalog, without a database
+    (ids are the types' places in the shipped list)."""
+    ids = {name: index for index, (name, *_) in enumerate(GPU_TYPE_ROWS, start=1)}
+    aliases: dict[str, list[int]] = {}
+    for alias, gpu_type_name, _ in GPU_ALIASES:
+        aliases.setdefault(gpu_name_key(alias), []).append(ids[gpu_type_name])
+    return GpuTypeIndex(
+        [GpuTypeRef(id=ids[name], name=name, datasheet_memory_mib=memory) for name, _, _, memory, *_ in
+         GPU_TYPE_ROWS],
+        {slugify(name): ids[name] for name in ids},
+        aliases,
+    )

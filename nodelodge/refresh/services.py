@@ -7,7 +7,7 @@ refresh that fails or crashes midway leaves the provider's machines exactly as t
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from datetime import datetime
 
@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from catalog import database
 from catalog.fleets import MACHINE_UPSERT_FIELDS, memory_flag_for
-from catalog.models import GpuType, LanguageModel, Machine, MeasuredSpeed, Provider, Tier
+from catalog.models import GpuAlias, GpuType, LanguageModel, Machine, MeasuredSpeed, Provider, Tier
 from catalog.services import drop_speeds_of_other_gpu_types
 from nodelodge.launches.holding import cap_free_gpus_by_bookings, gpus_held
 from sizing.offers import MEASUREMENT_FIELDS
@@ -57,10 +57,15 @@ def provider_lock(provider_id: int) -> Iterator[bool]:
 
 
 def gpu_type_index() -> GpuTypeIndex:
+    """The catalog's GPU types by name, slug and staff's aliases, as feeds name them."""
     rows = list(GpuType.objects.values_list("id", "name", "slug", "memory_mib"))
+    aliases: dict[str, list[int]] = {}
+    for key, gpu_type_id in GpuAlias.objects.order_by("key", "gpu_type_id").values_list("key", "gpu_type_id"):
+        aliases.setdefault(key, []).append(gpu_type_id)
     return GpuTypeIndex(
         [GpuTypeRef(id=pk, name=name, datasheet_memory_mib=memory) for pk, name, _, memory in rows],
         {slug: pk for pk, _, slug, _ in rows},
+        aliases,
     )
 
 
@@ -282,12 +287,45 @@ def refresh_provider(provider_id: int) -> SyncRun:
     Never raises for a bad feed: the run says "failed" with the reason and nothing changes.
     """
     provider = Provider.objects.get(pk=provider_id)
+
+    def fetch() -> bytes:
+        if not provider.feed_url:
+            raise FeedError("the provider has no feed URL")
+        return fetch_feed(provider.feed_url, settings.PROVIDER_FEED_TIMEOUT_SECONDS)
+
+    return sync_provider(provider, fetch, feed_format=provider.feed_format, source=provider.feed_url)
+
+
+def import_offers(provider: Provider, body: bytes, *, feed_format: str, source: str) -> SyncRun:
+    """Applies a document in `feed_format` (a file staff import once) to the provider's machines as a
+    refresh applies its feed: the same checks, the same run in the sync history (its feed URL `source`),
+    and the provider's machines missing from it marked gone."""
+    return sync_provider(provider, lambda: body, feed_format=feed_format, source=source)
+
+
+def read_offers(body: bytes, *, feed_format: str, provider: Provider | None = None) -> ParsedFeed:
+    """The records a document in `feed_format` gives, each checked, changing nothing: what a refresh
+    or an import would apply and refuse. Without a provider, it is read as a Secure provider's."""
+    return adapter_for(feed_format).parse(
+        body,
+        provider_slug=provider.slug if provider else "",
+        tier=provider.tier if provider else Tier.SECURE,
+        gpu_types=gpu_type_index(),
+        models=language_model_slugs(),
+    )
+
+
+def sync_provider(provider: Provider, read: Callable[[], bytes], *, feed_format: str, source: str) -> SyncRun:
+    """One run of the provider's sync: reads the document (`read`: the fetch, or a file's bytes), parses
+    it as `feed_format` and applies it, under the provider's refresh lock. Records the run; never
+    raises for a bad document (the run says "failed" with the reason and nothing changes)."""
     started_at = timezone.now()
+    source = source[: SyncRun._meta.get_field("feed_url").max_length]
     with provider_lock(provider.pk) as acquired:
         if not acquired:
             return SyncRun.objects.create(
                 provider=provider,
-                feed_url=provider.feed_url,
+                feed_url=source,
                 started_at=started_at,
                 finished_at=started_at,
                 status=SyncRun.Status.SKIPPED,
@@ -297,15 +335,10 @@ def refresh_provider(provider_id: int) -> SyncRun:
         SyncRun.objects.filter(provider=provider, status=SyncRun.Status.RUNNING).update(
             status=SyncRun.Status.FAILED, finished_at=started_at, error="Interrupted before it finished."
         )
-        run = SyncRun.objects.create(provider=provider, feed_url=provider.feed_url, started_at=started_at)
+        run = SyncRun.objects.create(provider=provider, feed_url=source, started_at=started_at)
         try:
-            if not provider.feed_url:
-                raise FeedError("the provider has no feed URL")
-            adapter = adapter_for(provider.feed_format)
-            body = fetch_feed(provider.feed_url, settings.PROVIDER_FEED_TIMEOUT_SECONDS)
-            parsed = adapter.parse(
-                body, provider_slug=provider.slug, gpu_types=gpu_type_index(), models=language_model_slugs()
-            )
+            adapter_for(feed_format)  # an unknown format fails before anything is fetched
+            parsed = read_offers(read(), feed_format=feed_format, provider=provider)
             _record_rejections(run, parsed)
             if not parsed.received and not parsed.declared_empty:
                 refuse_an_unexplained_empty_feed(provider)

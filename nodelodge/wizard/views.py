@@ -23,13 +23,13 @@ from nodelodge.recommendations.answer import recommendation_for
 from nodelodge.recommendations.capacity import (
     CAPACITY_DEFAULTS,
     capacity_for,
+    engine_refusals,
     gpu_choices,
     language_model_choices,
     settings_refusals,
     with_capacity_defaults,
     with_usable_memory,
 )
-from nodelodge.recommendations.capacity import engine_refusals
 from nodelodge.recommendations.capacity import query_from as capacity_query_from
 from nodelodge.recommendations.clusters import ClusterOffer, cluster_machine_ids, cluster_offer_of
 from nodelodge.recommendations.messages import error_list, field_labels, messages_for, reworded

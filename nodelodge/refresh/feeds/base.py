@@ -13,6 +13,7 @@ from datetime import datetime, timedelta
 from decimal import Decimal, InvalidOperation
 from typing import Protocol
 
+from catalog.gpu_names import gpu_name_key
 from sizing.countries import is_country_code
 from sizing.fit import MAX_GPUS_PER_MACHINE
 from sizing.limits import MAX_PRICE_PER_GPU_HOUR
@@ -61,18 +62,56 @@ class GpuTypeRef:
 
 
 class GpuTypeIndex:
-    """GPU types looked up by name or slug, case-insensitively."""
+    """GPU types looked up by name, slug or alias, each compared by its key (`catalog.gpu_names`: case,
+    spaces, hyphens and underscores ignored). A name is first a catalog name or slug; else an alias,
+    which may stand for several types told apart by their memory (`resolve`)."""
 
-    def __init__(self, gpu_types: list[GpuTypeRef], slugs: dict[str, int]):
+    def __init__(
+        self, gpu_types: list[GpuTypeRef], slugs: dict[str, int], aliases: dict[str, list[int]] | None = None
+    ):
         self._by_key: dict[str, GpuTypeRef] = {}
         by_id = {gpu.id: gpu for gpu in gpu_types}
         for gpu in gpu_types:
-            self._by_key[gpu.name.strip().casefold()] = gpu
+            self._by_key.setdefault(gpu_name_key(gpu.name), gpu)
         for slug, gpu_id in slugs.items():
-            self._by_key.setdefault(slug.strip().casefold(), by_id[gpu_id])
+            self._by_key.setdefault(gpu_name_key(slug), by_id[gpu_id])
+        self._aliases: dict[str, tuple[GpuTypeRef, ...]] = {
+            key: tuple(sorted({by_id[pk] for pk in ids}, key=_by_memory))
+            for key, ids in (aliases or {}).items()
+        }
+
+    def candidates(self, name: str) -> tuple[GpuTypeRef, ...]:
+        """The GPU types `name` may mean: its catalog type, else its alias's types (smallest memory first)."""
+        key = gpu_name_key(name)
+        found = self._by_key.get(key)
+        return (found,) if found is not None else self._aliases.get(key, ())
 
     def find(self, name: str) -> GpuTypeRef | None:
-        return self._by_key.get(name.strip().casefold())
+        """The one GPU type `name` means, or None (unknown, or an alias of several types)."""
+        found = self.candidates(name)
+        return found[0] if len(found) == 1 else None
+
+    def resolve(self, names: list[str], memory_mib: int | None) -> GpuTypeRef:
+        """The GPU type of the first of `names` the catalog knows; among an alias's several types, the
+        one whose datasheet memory is nearest `memory_mib` (the smaller on a tie). RecordRejected when
+        no name is known, or one needs a memory the record does not give."""
+        for name in names:
+            found = self.candidates(name)
+            if len(found) == 1:
+                return found[0]
+            if found:
+                if memory_mib is None:
+                    types = " or ".join(gpu.name for gpu in found)
+                    raise RecordRejected(
+                        f"GPU name {name.strip()[:80]!r} may be {types}; the record gives no memory"
+                    )
+                return min(found, key=lambda gpu: abs(gpu.datasheet_memory_mib - memory_mib))
+        shown = " / ".join(repr(name.strip()[:80]) for name in names) or "''"
+        raise RecordRejected(f"unknown GPU name {shown} (no GPU type or alias has it)")
+
+
+def _by_memory(gpu: GpuTypeRef) -> tuple[int, str]:
+    return gpu.datasheet_memory_mib, gpu.name
 
 
 @dataclass(frozen=True)
@@ -114,15 +153,30 @@ class MachineRecord:
     site: str = ""
     interconnect: str = NO_INTERCONNECT
     interconnect_gbps: int | None = None
+    # Figures a marketplace's feed gives that the console has no place for yet: read, checked and shown
+    # (`import_offers --dry-run`), never stored. None / "" = the feed does not say.
+    interruptible_price_per_gpu_hour: Decimal | None = None
+    reliability: Decimal | None = None  # 0 to 1, as the feed measures it
+    stock: str = ""  # the feed's stock word, lower case ("high", "medium", "low", "available", "none")
+    # Whether the feed says how many GPUs are free; when it does not, free_gpus is the whole count of
+    # an offer in stock (or 0), the console's reading of "available".
+    free_gpus_reported: bool = True
 
 
 @dataclass(frozen=True)
 class RejectedRecord:
     machine_id: str | None  # None when the record carries no usable id
     reason: str
+    where: str = ""  # where the record is in the feed ("line 7", "offers[3]"), shown when it has no id
 
     def as_dict(self) -> dict:
-        return {"id": self.machine_id, "reason": self.reason}
+        found = {"id": self.machine_id, "reason": self.reason}
+        return found | {"where": self.where} if self.where else found
+
+    @property
+    def label(self) -> str:
+        """The record as staff find it: its id, else its place in the feed."""
+        return self.machine_id or self.where or "?"
 
 
 @dataclass
@@ -141,7 +195,8 @@ class ParsedFeed:
 
 
 class FeedAdapter(Protocol):
-    format: str
+    format: str  # Provider.feed_format's value
+    short_name: str  # as `import_offers --format` names it
 
     def parse(
         self,
@@ -150,9 +205,11 @@ class FeedAdapter(Protocol):
         provider_slug: str,
         gpu_types: GpuTypeIndex,
         models: frozenset[str] = frozenset(),
+        tier: str = "secure",
     ) -> ParsedFeed:
         """The feed's records, each validated; raises FeedError when the whole feed is unusable.
-        `models`: the slugs of the catalog's language models, which measured speeds must name."""
+        `models`: the slugs of the catalog's language models, which measured speeds must name; `tier`:
+        the provider's (a feed listing both clouds' prices is read for the provider's own)."""
         ...
 
 
@@ -296,13 +353,19 @@ def price(value) -> Decimal:
         amount = Decimal(str(value).strip())
     except InvalidOperation:
         raise RecordRejected(f"price_per_gpu_hour {str(value)[:30]!r} is not a decimal number") from None
+    return price_amount(amount, "price_per_gpu_hour", value)
+
+
+def price_amount(amount: Decimal, label: str, given) -> Decimal:
+    """A price per GPU-hour in USD as the console keeps it: finite, above zero once kept to four places
+    (half to even), at most MAX_PRICE_PER_GPU_HOUR. `label` and `given` name the feed's field and value."""
     if not amount.is_finite():
-        raise RecordRejected("price_per_gpu_hour must be a finite number")
+        raise RecordRejected(f"{label} must be a finite number")
     if amount > MAX_PRICE_PER_GPU_HOUR:
-        raise RecordRejected(f"price_per_gpu_hour {amount} is above {MAX_PRICE_PER_GPU_HOUR}")
+        raise RecordRejected(f"{label} {amount} is above {MAX_PRICE_PER_GPU_HOUR}")
     amount = amount.quantize(PRICE_STEP)
     if amount <= 0:
-        raise RecordRejected(f"price_per_gpu_hour must be above zero, got {value}")
+        raise RecordRejected(f"{label} must be above zero, got {given}")
     return amount
 
 

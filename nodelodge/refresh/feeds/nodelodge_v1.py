@@ -30,6 +30,7 @@ REQUIRED_FIELDS = ("gpu_type", "gpu_count", "free_gpus", "available", "price_per
 
 class NodeLodgeV1:
     format = FORMAT
+    short_name = "nodelodge"
 
     def parse(
         self,
@@ -38,6 +39,7 @@ class NodeLodgeV1:
         provider_slug: str,
         gpu_types: GpuTypeIndex,
         models: frozenset[str] = frozenset(),
+        tier: str = "secure",
     ) -> ParsedFeed:
         try:
             document = json.loads(body)
