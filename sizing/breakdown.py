@@ -34,6 +34,8 @@ class Breakdown:
     assumptions: tuple[str, ...]
     precision: int | None = None
     splittable_over_heads: int | None = None
+    # llama.cpp splits a model by layers (--split-mode layer): over as many GPUs as it has layers.
+    split_by_layers: int | None = None
     confidence_hint: str | None = None  # a workload code whose settings the need depends on
     inputs: dict[str, Any] = field(default_factory=dict)
     # Needed on every GPU only when the work is split over two or more (tensor-parallel buffers).
@@ -85,6 +87,8 @@ class Breakdown:
     def can_split_over(self, gpus: int) -> bool:
         if gpus == 1:
             return True
+        if self.split_by_layers is not None:
+            return gpus <= self.split_by_layers
         heads = self.splittable_over_heads
         return heads is not None and heads % gpus == 0
 

@@ -14,10 +14,18 @@ from typing import cast
 
 from .architectures import cache_groups
 from .calculators.items import MARGIN, RUNTIME_BYTES, TENSOR_PARALLEL_BUFFER_BYTES, weight_items
+from .calculators.llamacpp import (
+    LlamaCppNeed,
+    engine_command,
+    gguf_file_name,
+    llamacpp_need,
+    wizard_settings,
+)
 from .calculators.prefill import prefill_activation_bytes
 from .calculators.vllm import (
     DEFAULT_UTILIZATION,
     DRIVER_RESERVED_BYTES,
+    GGUF_ENGINES,
     VllmBudget,
     VllmSettings,
     serve_command,
@@ -75,6 +83,8 @@ class Capacity:
     def _on_machine(self, gpus: int, memory_bytes: int, gpu: GpuArchitecture | None) -> MachineCapacity:
         if self.engine == VLLM:
             return self._vllm(gpus, memory_bytes, gpu)
+        if self.engine in GGUF_ENGINES:
+            return self._gguf(gpus, memory_bytes)
         need = _TransformersNeed(self.spec, self.weights_bytes, self.kv_bits, gpus)
         return MachineCapacity(
             max_requests_at_context=_largest(lambda r: need(self.context, r) <= memory_bytes, MAX_REQUESTS),
@@ -129,6 +139,32 @@ class Capacity:
                 max_context_at_requests=budget.max_context_at_requests(self.requests),
             )
         return None
+
+
+    def _gguf(self, gpus: int, memory_bytes: int) -> MachineCapacity:
+        """Under llama.cpp or Ollama (`sizing.calculators.llamacpp`): `memory_bytes` is the machine's
+        figure, each GPU holding its share of the layers; llama.cpp runs on every GPU the catalog lists."""
+
+        def need(context: int, requests: int) -> LlamaCppNeed | None:
+            settings = wizard_settings(self.precision, context, requests, self.kv_bits)
+            try:
+                return llamacpp_need(self.spec, settings)
+            except SizingError:  # past the engine's limits: nothing holds it
+                return None
+
+        def holds(context: int, requests: int) -> bool:
+            found = need(context, requests)
+            return found is not None and found.fits(gpus, memory_bytes)[0]
+
+        asked = need(self.context, self.requests)
+        command = None
+        if asked is not None and asked.fits(gpus, memory_bytes)[0]:
+            command = engine_command(self.engine, asked, gguf_file_name(self.spec, asked.weights.quant_type))
+        return MachineCapacity(
+            max_requests_at_context=_largest(lambda r: holds(self.context, r), MAX_REQUESTS),
+            max_context_at_requests=_largest(lambda c: holds(c, self.requests), self.longest),
+            command=command,
+        )
 
 
 @functools.lru_cache(maxsize=4096)

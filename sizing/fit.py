@@ -69,6 +69,17 @@ class FitPlanner:
             return None
         if self.need(1) <= memory:
             return make_fit(1, self.need(1), memory, gettext("one GPU holds it"))
+        layers = self.breakdown.split_by_layers
+        if layers is not None:  # llama.cpp splits by layers: any GPU count up to the layers
+            for gpus in range(2, min(free_gpus, MAX_GPUS_PER_MACHINE, layers) + 1):
+                if self.need(gpus) <= memory:
+                    return make_fit(gpus, self.need(gpus), memory, gettext(
+                        "split over %(gpus)s GPUs by layers (llama.cpp's --split-mode layer); %(fewer)s"
+                    ) % {"gpus": gpus, "fewer": (
+                        gettext("one GPU would need %(need)s") % {"need": fmt_gib(self.need(1))} if gpus == 2
+                        else gettext("%(gpus)s GPUs would need %(need)s each") % {
+                            "gpus": gpus - 1, "need": fmt_gib(self.need(gpus - 1))})})
+            return None
         if not self.heads:
             return None
         too_small: list[int] = [1]

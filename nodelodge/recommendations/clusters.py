@@ -19,6 +19,7 @@ from django.utils.translation import gettext, ngettext
 
 from catalog import rows as catalog_rows
 from catalog.clusters import MACHINES_PER_SITE, MIN_MACHINES_PER_SITE, site_of, with_machines
+from sizing.calculators.vllm import GGUF_ENGINES
 from sizing.cluster import ClusterAlternative, ClusterPlan, cluster_need, over_budget_words, plan_of
 from sizing.cluster_search import search_clusters
 from sizing.errors import SizingError
@@ -177,7 +178,9 @@ def clusters_payload(answer, *, details: bool = True) -> dict:
 
 def plans_clusters(query: WorkloadQuery, model_row) -> bool:
     """Whether the query may plan clusters at all: a language model served for inference."""
-    return query.workload == "inference" and getattr(model_row, "kind", None) == "language"
+    # Clusters start vLLM over Ray or SGLang: a llama.cpp or Ollama query is not planned across machines.
+    return (query.workload == "inference" and getattr(model_row, "kind", None) == "language"
+            and query.engine not in GGUF_ENGINES)
 
 
 def wants_clusters(query: WorkloadQuery, model_row, machines_total: int) -> bool:

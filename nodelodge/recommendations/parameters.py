@@ -172,7 +172,8 @@ def _codes(name: str) -> tuple:
 WORKLOAD_CHOICES = [(code, BY_CODE[code].label) for code in WIZARD_CODES]
 PRECISIONS = [("16", _("16-bit")), ("8", _("8-bit")), ("4", _("4-bit"))]
 KV_CACHE_PRECISIONS = [("16", _("16-bit (default)")), ("8", _("8-bit (vLLM fp8 KV cache)"))]
-ENGINE_CHOICES = [("transformers", _("transformers (default)")), ("vllm", _("vLLM"))]
+ENGINE_CHOICES = [("transformers", _("transformers (default)")), ("vllm", _("vLLM")),
+                  ("llamacpp", "llama.cpp"), ("ollama", "Ollama")]
 DEFAULT_KV_BITS = 16
 # Clusters of machines for a model bigger than one machine (inference with a language model): planned
 # when no single machine fits (auto), or always (show).
@@ -223,11 +224,12 @@ PARAMETERS: tuple[Parameter, ...] = (
     ),
     Parameter(
         "engine", CHOICE, label=_("Engine"), default=DEFAULT_ENGINE, choices=tuple(ENGINE_CHOICES),
-        messages={"required": _("Choose the engine: transformers or vllm."),
-                  "invalid_choice": _("Choose the engine: transformers or vllm.")},
-        description="Inference: transformers (the default estimate) or vllm (vLLM's budget; fits within "
-        "gpu_memory_utilization 0.9).",
-        cli_help="inference: transformers or vllm (vLLM's budget; {default})",
+        messages={"required": _("Choose the engine: transformers, vllm, llamacpp or ollama."),
+                  "invalid_choice": _("Choose the engine: transformers, vllm, llamacpp or ollama.")},
+        description="Inference: transformers (the default estimate), vllm (vLLM's budget; fits within "
+        "gpu_memory_utilization 0.9), llamacpp or ollama (the model's GGUF file at the precision: 16 F16, "
+        "8 Q8_0, 4 Q4_K_M; the KV cache in f16 or q8_0; every layer on the GPUs).",
+        cli_help="inference: transformers, vllm (vLLM's budget), llamacpp or ollama (GGUF files; {default})",
     ),
     Parameter(
         "context", INTEGER, default="4096", minimum=1, maximum=MAX_CONTEXT,

@@ -46,6 +46,7 @@ def _labels() -> dict[str, str]:
         "why_limits": gettext("Why it fits · limits"), "why": gettext("Why it fits"),
         "limits": gettext("Limits"), "none": gettext("none"), "measured": gettext("Measured speed"),
         "what_if": gettext("GPU what-if"), "start_vllm": gettext("Start it with vLLM"),
+        "start_llamacpp": gettext("Start it with llama.cpp"), "start_ollama": gettext("Start it with Ollama"),
         "copied": gettext("Copied"), "copy": gettext("Copy the command"),
         "not_on_gpu": gettext("Does not run on this GPU as asked"),
         "start_instead": gettext("Start what runs on this GPU with vLLM"),
@@ -156,11 +157,20 @@ def _command_block(title: str, command: str, element_id: str, test_id: str,
     )
 
 
+def _start_label(command: str) -> str:
+    """Which engine a row's command starts, by how the command begins (each engine writes its own)."""
+    if command.startswith("llama-server"):
+        return "start_llamacpp"
+    if command.startswith("OLLAMA_"):
+        return "start_ollama"
+    return "start_vllm"
+
+
 def _detail(m: Mapping[str, Any], labels: Mapping[str, str], machine_id: str) -> str:
     parts = []
     if m.get("command"):
-        parts.append(_command_block(labels["start_vllm"], m["command"], f"command-{machine_id}", "command",
-                                    labels))
+        parts.append(_command_block(labels[_start_label(m["command"])], m["command"], f"command-{machine_id}",
+                                    "command", labels))
     if m.get("gpu_support_text"):
         parts.append(f'<div class="gpu-support"><strong>{labels["not_on_gpu"]}</strong><ul>'
                      f'<li data-testid="gpu-support">{_e(m["gpu_support_text"])}</li></ul></div>')

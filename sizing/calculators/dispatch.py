@@ -15,9 +15,10 @@ from .checks import renamed, require
 from .finetune import estimate_finetune
 from .image import estimate_image
 from .inference import estimate_inference
+from .llamacpp_inference import estimate_llamacpp
 from .notebook import estimate_notebook
 from .speech import estimate_speech
-from .vllm import check_engine
+from .vllm import GGUF_ENGINES, check_engine
 from .vllm_inference import estimate_vllm
 
 # The catalog kind (as `Workload.kinds` names them) of each kind of model spec.
@@ -59,7 +60,8 @@ def estimate(
     if kind == "image":
         return estimate_image(cast(ImagePipelineSpec, spec), precision)
     if kind != "language" and check_engine(engine) != "transformers":
-        raise SizingError("engine", gettext("vLLM's budget is sized for language models only."))
+        raise SizingError("engine", gettext(
+            "vLLM, llama.cpp and Ollama are sized for language models only: choose transformers."))
     if kind == "speech":
         streams = require(requests, "requests", gettext("Enter the number of concurrent audio streams."))
         with renamed({"streams": "requests"}):
@@ -75,6 +77,8 @@ def estimate(
     language_model = cast(LanguageModelSpec, spec)
     if check_engine(engine) == "vllm":
         return estimate_vllm(language_model, precision, context, requests, kv_bits)
+    if engine in GGUF_ENGINES:
+        return estimate_llamacpp(language_model, precision, context, requests, kv_bits, engine=engine)
     return estimate_inference(language_model, precision, context, requests, kv_bits)
 
 

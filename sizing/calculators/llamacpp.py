@@ -17,13 +17,14 @@
 """
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from ..architectures import PLAIN, SLIDING
 from ..breakdown import Item
 from ..errors import SizingError
-from ..gguf import GgufWeights, gguf_weights
+from ..gguf import GgufWeights, check_quant_type, gguf_weights
 from ..i18n import gettext
 from ..limits import MAX_CONTEXT
 from ..specs import LanguageModelSpec
@@ -88,16 +89,21 @@ class LlamaCppNeed:
     def context_per_slot(self) -> int:
         return self.settings.context // self.settings.parallel
 
+    def per_gpu_bytes(self, gpus: int) -> int:
+        """One GPU's share when the layers are split over `gpus` GPUs (--split-mode layer): the weights and
+        the cache divide, each GPU keeps its own compute buffer and CUDA context."""
+        shared = self.gpu_items[0].bytes + self.gpu_items[1].bytes
+        return -(-shared // gpus) + self.gpu_items[2].bytes + CUDA_CONTEXT_BYTES
+
     def fits(self, gpus: int, memory_bytes: int) -> tuple[bool, str | None]:
-        """Whether the GPU part fits `gpus` GPUs of `memory_bytes` each (llama.cpp splits the layers over
-        them by memory, `--split-mode layer`: the whole must fit their sum with each GPU's CUDA context)."""
-        available = gpus * (memory_bytes - CUDA_CONTEXT_BYTES)
-        if self.gpu_bytes <= available:
+        """Whether the GPU part fits `gpus` GPUs of `memory_bytes` each (`per_gpu_bytes`)."""
+        need = self.per_gpu_bytes(gpus)
+        if need <= memory_bytes:
             return True, None
         return False, gettext(
-            "The GPU part needs %(need)s, more than the %(have)s the %(gpus)s GPUs leave after their CUDA "
-            "context."
-        ) % {"need": fmt_gib(self.gpu_bytes), "have": fmt_gib(max(available, 0)), "gpus": gpus}
+            "Each of the %(gpus)s GPUs needs %(need)s (its share of the weights and the KV cache, its "
+            "compute buffer and CUDA context), more than its %(have)s."
+        ) % {"gpus": gpus, "need": fmt_gib(need), "have": fmt_gib(memory_bytes)}
 
     def layers_that_fit(self, gpus: int, memory_bytes: int) -> int:
         """The most decoder layers (-ngl) whose weights, cache and the compute buffer fit the GPUs (0 if
@@ -205,9 +211,16 @@ def _compute_bytes(model: LanguageModelSpec, settings: LlamaCppSettings, kv_size
     return residual + max(mlp, scores) + logits
 
 
+@functools.lru_cache(maxsize=256)
+def _typed_file(model: LanguageModelSpec, quant_type: str) -> GgufWeights:
+    """The model's file, typed once per process (a capacity search asks for it dozens of times; the
+    model's figures are its key, so a model staff correct is typed again)."""
+    return gguf_weights(model, quant_type)
+
+
 def llamacpp_need(model: LanguageModelSpec, settings: LlamaCppSettings) -> LlamaCppNeed:
     check_settings(model, settings)
-    weights = gguf_weights(model, settings.quant_type)
+    weights = _typed_file(model, check_quant_type(settings.quant_type))
     layers = model_value(model, "layers")
     asked = layers + 1 if settings.gpu_layers is None else settings.gpu_layers
     on_gpu = min(asked, layers)
@@ -257,3 +270,34 @@ def llamacpp_need(model: LanguageModelSpec, settings: LlamaCppSettings) -> Llama
     )
     return LlamaCppNeed(model, settings, weights, on_gpu, output_on_gpu, kv_size, gpu_items, host_items)
 
+
+
+# --- the wizard's inference under llama.cpp and Ollama ----------------------------------------------------
+
+# The wizard's precision as the GGUF file it assumes, and its KV cache bits as llama.cpp's cache type.
+PRECISION_QUANT = {16: "F16", 8: "Q8_0", 4: "Q4_K_M"}
+KV_BITS_TYPE = {16: "f16", 8: "q8_0"}
+ENGINE_NAMES = {"llamacpp": "llama.cpp", "ollama": "Ollama"}
+
+
+def wizard_settings(precision: int, context: int, requests: int, kv_bits: int) -> LlamaCppSettings:
+    """`requests` requests of `context` tokens: -np requests, -c their tokens together, every layer on
+    the GPUs, flash attention on (what a quantized cache needs)."""
+    return LlamaCppSettings(quant_type=PRECISION_QUANT[precision], context=context * requests,
+                            parallel=requests, cache_type_k=KV_BITS_TYPE[kv_bits],
+                            cache_type_v=KV_BITS_TYPE[kv_bits])
+
+
+def engine_command(engine: str, need: LlamaCppNeed, file_name: str) -> str:
+    """llama-server's command, or Ollama's server with the settings that give the same memory."""
+    if engine == "ollama":
+        settings = " ".join(f"{name}={value}" for name, value in need.ollama_settings().items()
+                            if name.startswith("OLLAMA_"))
+        return f"{settings} ollama serve"
+    return need.server_command(file_name)
+
+
+def gguf_file_name(model: LanguageModelSpec, quant_type: str) -> str:
+    """The GGUF file an answer assumes, named as the model's converters name theirs."""
+    base = (model.hf_id or model.name).rsplit("/", 1)[-1].replace(" ", "-")
+    return f"{base}-{quant_type}.gguf"

@@ -45,6 +45,11 @@ def constraints_applied(
         pairs.append((gettext("Precision"), bits_words(breakdown.precision)))
         if capabilities is not None and capabilities.takes_kv_precision and "kv_bits" in inputs:
             pairs.append((gettext("KV cache"), bits_words(inputs["kv_bits"])))
+        if inputs.get("engine") in ("llamacpp", "ollama"):
+            pairs.append((gettext("Engine"), gettext(
+                "%(engine)s (the GGUF file in %(type)s, every layer on the GPUs, flash attention on)"
+            ) % {"engine": "llama.cpp" if inputs["engine"] == "llamacpp" else "Ollama",
+                 "type": inputs.get("quantization", "")}))
         if inputs.get("engine") == "vllm":
             pairs.append((gettext("Engine"), gettext(
                 "vLLM (its %(version)s budget: gpu_memory_utilization %(utilization)s, blocks of 16 tokens)"

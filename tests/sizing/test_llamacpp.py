@@ -147,3 +147,39 @@ def test_bad_settings_name_their_field(settings, field):
     with pytest.raises(SizingError) as refused:
         llamacpp_need(LLAMA_3_1_8B, settings)
     assert refused.value.field == field
+
+
+def test_the_wizards_precision_is_the_gguf_file_and_the_need_splits_over_any_gpu_count_by_layers():
+    from sizing.calculators import estimate
+    from sizing.fit import FitPlanner
+
+    need = estimate("inference", spec("llama-3-1-70b"), 4, 8192, 2, None, 8, engine="llamacpp")
+    assert need.inputs["quantization"] == "Q4_K_M" and need.split_by_layers == 80
+    assert [item.per_gpu for item in need.items] == [False, False, True, True]
+    direct = llamacpp_need(spec("llama-3-1-70b"), LlamaCppSettings("Q4_K_M", 16384, parallel=2, cache_type_k="q8_0",
+                                                                     cache_type_v="q8_0"))
+    assert need.bytes_per_gpu(3) == direct.per_gpu_bytes(3)  # 3 GPUs: no head count to divide
+    fit = FitPlanner(need).fit(24564, 4)
+    assert fit is not None and "by layers" in fit.why_gpus
+    assert direct.fits(fit.gpus_used, 24564 * MIB)[0] and not direct.fits(fit.gpus_used - 1, 24564 * MIB)[0]
+    sixteen = estimate("inference", spec("llama-3-1-8b"), 16, 4096, 1, None, 16, engine="ollama")
+    assert sixteen.inputs["quantization"] == "F16" and "Ollama" in sixteen.title
+
+
+def test_a_machine_row_holds_what_llama_cpp_fits_and_starts_it_only_where_it_fits():
+    from sizing.calculators import estimate
+
+    need = estimate("inference", spec("llama-3-1-8b"), 4, 4096, 4, None, 8, engine="ollama")
+    on_4090 = need.capacity.on_machine(1, 24564 * MIB)
+    assert on_4090.command.startswith("OLLAMA_CONTEXT_LENGTH=4096 OLLAMA_NUM_PARALLEL=4 ")
+    assert on_4090.command.endswith(" ollama serve") and "OLLAMA_KV_CACHE_TYPE=q8_0" in on_4090.command
+    most = on_4090.max_requests_at_context
+    settings = LlamaCppSettings("Q4_K_M", 4096 * most, parallel=most, cache_type_k="q8_0", cache_type_v="q8_0")
+    assert llamacpp_need(spec("llama-3-1-8b"), settings).fits(1, 24564 * MIB)[0]
+    more = LlamaCppSettings("Q4_K_M", 4096 * (most + 1), parallel=most + 1, cache_type_k="q8_0", cache_type_v="q8_0")
+    assert not llamacpp_need(spec("llama-3-1-8b"), more).fits(1, 24564 * MIB)[0]
+    tiny = need.capacity.on_machine(1, 2 * 1024 * MIB)
+    assert tiny.command is None and tiny.max_requests_at_context == 0
+    served = estimate("inference", spec("llama-3-1-8b"), 8, 8192, 1, None, 16, engine="llamacpp")
+    assert served.capacity.on_machine(1, 24564 * MIB).command == (
+        "llama-server -m Llama-3.1-8B-Q8_0.gguf -c 8192 -np 1 -ngl 999 -fa on")

@@ -109,3 +109,44 @@ def test_the_commands_take_the_engine(small_fleet, capsys):
     out = capsys.readouterr().out
     assert "vllm serve meta-llama/Llama-3.1-8B --tensor-parallel-size" in out
     assert "holds " in out
+
+
+# --- llama.cpp and Ollama ---------------------------------------------------------------------------------
+
+LLAMACPP = LLAMA_8B.replace("precision=16", "precision=4") + "&engine=llamacpp"
+
+
+def test_under_llama_cpp_the_need_is_the_gguf_file_its_cache_and_buffers_and_each_row_starts_it(
+    client, small_fleet
+):
+    assert "precision=4" in LLAMACPP
+    status, body = get_json(client, "recommendations", LLAMACPP)
+    assert status == 200, body
+    assert "llama.cpp" in body["memory"]["title"] and "GGUF Q4_K_M" in body["memory"]["title"]
+    assert [item["name"] for item in body["memory"]["items"]] == [
+        "Model weights on the GPUs (GGUF Q4_K_M)", "KV cache on the GPUs", "Compute buffer (one micro-batch)",
+        "CUDA context"]
+    assert body["machines"] and body["clusters"] == []
+    for machine in body["machines"]:
+        assert machine["command"] == (
+            "llama-server -m Llama-3.1-8B-Q4_K_M.gguf -c 4096 -np 1 -ngl 999 -fa on")
+        assert machine["max_requests_at_context"] >= 1
+    engine = next(c for c in body["constraints"] if c["label"] == "Engine")
+    assert engine["value"].startswith("llama.cpp (the GGUF file in Q4_K_M")
+
+
+def test_under_ollama_each_row_gives_the_servers_settings_in_both_languages(client, small_fleet):
+    query = LLAMACPP.replace("engine=llamacpp", "engine=ollama").replace("requests=1", "requests=2") + "&kv_cache=8"
+    _, body = get_json(client, "recommendations", query)
+    assert body["machines"]
+    assert all(machine["command"] == "OLLAMA_CONTEXT_LENGTH=4096 OLLAMA_NUM_PARALLEL=2 OLLAMA_FLASH_ATTENTION=1 "
+               "OLLAMA_KV_CACHE_TYPE=q8_0 ollama serve" for machine in body["machines"])
+    page = client.get(f"/de/?{query}").content.decode()
+    assert "Mit Ollama starten" in page and "ollama serve" in page
+    assert '<option value="ollama" selected>' in page
+
+
+def test_the_commands_take_llama_cpp(small_fleet, capsys):
+    call_command("recommend", "--model", "llama-3-1-8b", "--precision", "4", "--engine", "llamacpp")
+    out = capsys.readouterr().out
+    assert "llama-server -m Llama-3.1-8B-Q4_K_M.gguf -c 4096 -np 1 -ngl 999 -fa on" in out

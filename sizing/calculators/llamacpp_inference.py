@@ -1,0 +1,67 @@
+"""The wizard's inference under llama.cpp and Ollama: the need per GPU of the model's GGUF file, as the
+fit, the rows and the answer read any breakdown (`sizing.calculators.llamacpp` sizes it)."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from .. import nouns
+from ..breakdown import Breakdown, Item
+from ..capacity import Capacity
+from ..i18n import gettext
+from ..specs import LanguageModelSpec
+from ..units import fmt_gib, fmt_int
+from .checks import check_inference_inputs, model_value
+from .llamacpp import (
+    CUDA_CONTEXT_BYTES,
+    ENGINE_NAMES,
+    KV_BITS_TYPE,
+    gguf_file_name,
+    llamacpp_need,
+    wizard_settings,
+)
+
+
+def estimate_llamacpp(model: LanguageModelSpec, precision: int, context: int, requests: int,
+                      kv_bits: int = 16, engine: str = "llamacpp") -> Breakdown:
+    """The need per GPU under llama.cpp or Ollama of the model's GGUF file at the wizard's precision
+    (16: F16, 8: Q8_0, 4: Q4_K_M), every layer on the GPUs: the weights and the KV cache divide over the
+    GPUs (split by layers), each GPU adds its compute buffer and CUDA context."""
+    precision, context, requests, kv_bits = check_inference_inputs(
+        model, precision, context, requests, kv_bits)
+    need = llamacpp_need(model, wizard_settings(precision, context, requests, kv_bits))
+    weights, cache, compute = need.gpu_items
+    context_item = Item(gettext("CUDA context"),
+                        gettext("the runtime and cuBLAS on each GPU, outside llama.cpp's buffers"),
+                        CUDA_CONTEXT_BYTES, per_gpu=True)
+    layers = model_value(model, "layers")
+    name = ENGINE_NAMES[engine]
+    assumptions = (
+        gettext(
+            "Sized as %(engine)s loads the GGUF file %(file)s (%(bits)s bits per weight, llama.cpp's mix of "
+            "tensor types): every layer on the GPUs, split by layers over several; the token embeddings "
+            "(%(embeddings)s) stay in host memory."
+        ) % {"engine": name, "file": gguf_file_name(model, need.weights.quant_type),
+             "bits": f"{float(need.weights.bits_per_weight):.2f}", "embeddings": fmt_gib(need.host_bytes)},
+        gettext(
+            "The KV cache holds %(requests)s × %(context)s tokens (-c %(total)s, -np %(requests)s) in "
+            "%(type)s; flash attention on."
+        ) % {"requests": fmt_int(requests), "context": fmt_int(context), "total": fmt_int(context * requests),
+             "type": KV_BITS_TYPE[kv_bits]},
+    )
+    return Breakdown(
+        workload="inference",
+        title=gettext(
+            "%(model)s, inference under %(engine)s, GGUF %(type)s%(kv)s, %(tokens)s × %(requests)s"
+        ) % {
+            "model": model.name, "engine": name, "type": need.weights.quant_type,
+            "kv": gettext(", q8_0 KV cache") if kv_bits == 8 else "",
+            "tokens": nouns.tokens(context), "requests": nouns.requests(requests)},
+        items=(weights, cache, replace(compute, per_gpu=True), context_item),
+        assumptions=assumptions,
+        precision=precision,
+        split_by_layers=layers,
+        inputs={"model": model.slug, "model_name": model.name, "precision": precision, "context": context,
+                "requests": requests, "kv_bits": kv_bits, "engine": engine,
+                "quantization": need.weights.quant_type},
+        capacity=Capacity(model, precision, kv_bits, context, requests, engine=engine),
+    )
