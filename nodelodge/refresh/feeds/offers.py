@@ -32,6 +32,14 @@ def json_document(body: bytes):
         raise FeedError(f"the feed is not valid JSON: {error}") from error
 
 
+def json_object(body: bytes) -> dict:
+    """A JSON document that must be an object (a marketplace's answer); FeedError otherwise."""
+    document = json_document(body)
+    if not isinstance(document, dict):
+        raise FeedError(f"the answer must be a JSON object, got {type(document).__name__}")
+    return document
+
+
 def csv_rows(body: bytes, required: tuple[str, ...]) -> list[tuple[str, dict[str, str]]]:
     """The rows of a CSV document with a header line, each with its line number ("line 2" is the first
     row); FeedError when it is not UTF-8 or lacks a required column."""

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from . import base, units
 from .base import FeedError, GpuTypeIndex, MachineRecord, ParsedFeed, RecordRejected
-from .offers import json_document, machine_record, mapping, names, read_records
+from .offers import json_object, machine_record, mapping, names, read_records
 
 FORMAT = "prime-availability"
 CURRENCY = "USD"
@@ -31,9 +31,7 @@ class PrimeAvailability:
         self, body: bytes, *, provider_slug: str, gpu_types: GpuTypeIndex,
         models: frozenset[str] = frozenset(), tier: str = "secure",
     ) -> ParsedFeed:
-        document = json_document(body)
-        if not isinstance(document, dict):
-            raise FeedError(f"the answer must be a JSON object, got {type(document).__name__}")
+        document = json_object(body)
         if isinstance(document.get("items"), list):
             items = [(f"items[{index}]", offer) for index, offer in enumerate(document["items"])]
         else:

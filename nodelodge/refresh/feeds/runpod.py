@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from . import base, units
 from .base import FeedError, GpuTypeIndex, MachineRecord, ParsedFeed, RecordRejected
-from .offers import json_document, machine_record, mapping, names, read_records
+from .offers import json_object, machine_record, mapping, names, read_records
 
 FORMAT = "runpod-gpu-types"
 
@@ -30,9 +30,7 @@ class RunPodGpuTypes:
         self, body: bytes, *, provider_slug: str, gpu_types: GpuTypeIndex,
         models: frozenset[str] = frozenset(), tier: str = "secure",
     ) -> ParsedFeed:
-        document = json_document(body)
-        if not isinstance(document, dict):
-            raise FeedError(f"the answer must be a JSON object, got {type(document).__name__}")
+        document = json_object(body)
         errors = document.get("errors")
         if errors:  # GraphQL answers its errors beside (or instead of) the data
             first = errors[0] if isinstance(errors, list) else errors
