@@ -4,12 +4,13 @@ the compute buffer, whether it starts and, where it does not, how many layers a 
 on the GPUs; the `llama-server` command or Ollama's settings. Sized by `sizing.calculators.llamacpp`."""
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from django.utils.translation import gettext
 
 from catalog import rows as catalog_rows
-from sizing.calculators.llamacpp import LlamaCppNeed, LlamaCppSettings, llamacpp_need
+from sizing.calculators.llamacpp import LlamaCppNeed, LlamaCppSettings, gguf_file_name, llamacpp_need
 from sizing.errors import SizingError
 from sizing.specs import LanguageModelSpec
 from sizing.units import GIB, gib_number
@@ -21,12 +22,6 @@ if TYPE_CHECKING:
 
 # Ollama's context when none is set (num_ctx, OLLAMA_CONTEXT_LENGTH); llama-server's -c when left out.
 DEFAULT_CONTEXT = 4096
-
-
-def file_name(spec: LanguageModelSpec, quant_type: str) -> str:
-    """The GGUF file the answer assumes, named as the model's converters name theirs."""
-    base = (spec.hf_id or spec.name).rsplit("/", 1)[-1].replace(" ", "-")
-    return f"{base}-{quant_type}.gguf"
 
 
 def _item(item) -> dict:
@@ -52,7 +47,7 @@ def answer(spec: LanguageModelSpec, query: CapacityQuery, gpu_type: catalog_rows
     memory = int(query.gpu_memory_gib * GIB)
     fits, reason = need.fits(gpus, memory)
     layers_that_fit = need.layers_that_fit(gpus, memory)
-    file = file_name(spec, need.weights.quant_type)
+    file = gguf_file_name(spec, need.weights.quant_type)
     return {
         "model": spec.slug,
         "engine": query.engine,
@@ -103,8 +98,6 @@ def _partial(spec: LanguageModelSpec, settings: LlamaCppSettings, layers: int, f
     or settings that start it so (slower: the other layers run on the CPU)."""
     if layers < 1:
         return None
-    from dataclasses import replace
-
     need = llamacpp_need(spec, replace(settings, gpu_layers=layers))
     return {
         "gpu_layers": layers,
