@@ -354,3 +354,23 @@ def test_the_schema_states_the_sglang_parameter_and_answer(client, small_fleet):
     assert "mem_fraction_static" in parameters
     assert "sglang" in parameters["engine"]["schema"]["enum"]
     assert "SglangCapacityOut" in schema["components"]["schemas"]
+
+
+def test_no_sglang_command_is_offered_for_a_gpu_type_that_cannot_run_it(client, small_fleet):
+    from catalog import rows as catalog_rows
+    from sizing.engine_support import SGLANG, support_for
+    from tests.accuracy.vllm_startup import language_spec
+
+    spec = language_spec("llama-3-1-8b")
+    for usable in catalog_rows.gpu_types_usable():
+        for precision, kv_cache in ((16, 16), (8, 16), (16, 8), (8, 8)):
+            status, body = capacity(client, f"model=llama-3-1-8b&engine=sglang&gpu={usable.gpu_type}"
+                                             f"&precision={precision}&kv_cache={kv_cache}&max_model_len=2048")
+            assert status == 200, body
+            runs = support_for(SGLANG, spec, precision, kv_cache, usable.architecture).runs
+            assert body["runs_on_gpu"] is runs
+            if not runs:
+                assert body["command"] is None and body["gpu_support_text"]
+            architecture = usable.architecture
+            if body["command"] and architecture.maker == "NVIDIA" and not architecture.at_least((8, 0)):
+                assert "--dtype half" in body["command"]
