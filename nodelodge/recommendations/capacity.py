@@ -1,13 +1,16 @@
 """The GPU what-if (`/api/v1/capacity`, the calculators page): how much one GPU type holds of a model
-under vLLM, llama.cpp or Ollama, without a machine. Parsed and validated once here, answered by
-`sizing.calculators.vllm` (vLLM) or `llamacpp_capacity` (llama.cpp and Ollama, GGUF files).
+under vLLM, SGLang, llama.cpp or Ollama, without a machine. Parsed and validated once here, answered by
+`sizing.calculators.vllm` (vLLM), `sglang_capacity` (SGLang) or `llamacpp_capacity` (llama.cpp and
+Ollama, GGUF files).
 
 Parameter names: model, precision, kv_cache, engine (vllm, llamacpp, ollama), gpu_memory_gib (one GPU's
 memory as CUDA reports it), tensor_parallel, pipeline_parallel, gpu_memory_utilization, max_model_len
 (vLLM: default the model's longest; llama.cpp: -c, every slot's tokens; Ollama: num_ctx, each request's),
 max_num_batched_tokens, max_num_seqs (default: vLLM's for the GPU's size); for llama.cpp and Ollama also
 quantization (a GGUF quant type), flash_attention, parallel (-np, OLLAMA_NUM_PARALLEL) and gpu_layers
-(-ngl). kv_cache is 16 or 8 (bits), or a cache type by name: f16, bf16, fp8 (vLLM), q8_0, q4_0… (llama.cpp).
+(-ngl); for SGLang mem_fraction_static (default: SGLang's for the GPU and tensor_parallel), with
+max_model_len as --context-length and parallel as --max-running-requests. kv_cache is 16 or 8 (bits),
+or a cache type by name: f16, bf16, fp8 (vLLM), q8_0, q4_0… (llama.cpp).
 """
 from __future__ import annotations
 
@@ -47,14 +50,15 @@ from sizing.limits import (
 )
 from sizing.units import GIB, gib_number
 
-from . import llamacpp_capacity
+from . import llamacpp_capacity, sglang_capacity
 from .messages import error_words, form_errors
 from .parameters import BY_NAME
 from .query import Conflict, NotFound, QueryError, normalize_query
 from .typed_numbers import TypedDecimalField, TypedIntegerField
 
-ENGINES = [("vllm", "vLLM"), ("llamacpp", "llama.cpp"), ("ollama", "Ollama")]
+ENGINES = [("vllm", "vLLM"), ("sglang", "SGLang"), ("llamacpp", "llama.cpp"), ("ollama", "Ollama")]
 GGUF_ENGINES = ("llamacpp", "ollama")
+SGLANG = "sglang"
 # The KV cache as the what-if takes it: bits (the wizard's 16 or 8), or the engine's own cache type.
 KV_CACHE_CHOICES = ("16", "8", "f16", "bf16", "fp8", *(name for name in KV_CACHE_TYPES if name not in
                                                       ("f16", "bf16")))
@@ -65,6 +69,10 @@ KV_CACHE_WORDS = _("Choose the KV cache: 16 or 8 bits, or a cache type (f16, fp8
 # What only one engine reads: named to the other, it is refused rather than ignored.
 VLLM_ONLY = ("precision", "gpu_memory_utilization", "max_num_batched_tokens", "max_num_seqs")
 GGUF_ONLY = ("quantization", "flash_attention", "parallel", "gpu_layers")
+SGLANG_ONLY = ("mem_fraction_static",)
+# What SGLang does not read of the others' settings (parallel is its --max-running-requests).
+NOT_SGLANG = ("gpu_memory_utilization", "max_num_batched_tokens", "max_num_seqs", "quantization",
+              "flash_attention", "gpu_layers")
 CAPACITY_DEFAULTS = {
     "model": "llama-3-1-8b",
     "precision": "16",
@@ -87,8 +95,8 @@ class CapacityForm(forms.Form):
         error_messages={"required": KV_CACHE_WORDS, "invalid_choice": KV_CACHE_WORDS})
     gpu = forms.CharField(max_length=100, required=False, label=_("GPU type"))
     engine = forms.ChoiceField(choices=ENGINES, label=_("Engine"), error_messages={
-        "required": _("Choose the engine: vllm, llamacpp or ollama."),
-        "invalid_choice": _("Choose the engine: vllm, llamacpp or ollama."),
+        "required": _("Choose the engine: vllm, sglang, llamacpp or ollama."),
+        "invalid_choice": _("Choose the engine: vllm, sglang, llamacpp or ollama."),
     })
     gpu_memory_gib = TypedDecimalField(
         min_value=Decimal("0.01"), max_value=Decimal(MAX_GPU_MEMORY_GIB), max_digits=9, decimal_places=2,
@@ -106,6 +114,14 @@ class CapacityForm(forms.Form):
         min_value=Decimal(1).scaleb(-UTILIZATION_PLACES), max_value=Decimal("1"),
         max_digits=UTILIZATION_PLACES + 1, decimal_places=UTILIZATION_PLACES,
         label=_("GPU memory utilization"), error_messages=error_words("gpu_memory_utilization", "required"),
+    )
+    # SGLang takes any fraction in (0, 1) (a float): the weights and the token pool live inside it.
+    mem_fraction_static = TypedDecimalField(
+        min_value=Decimal(1).scaleb(-UTILIZATION_PLACES),
+        max_value=1 - Decimal(1).scaleb(-UTILIZATION_PLACES),
+        max_digits=UTILIZATION_PLACES + 1, decimal_places=UTILIZATION_PLACES, required=False,
+        label=_("Static memory fraction (SGLang's mem_fraction_static; empty: its default)"),
+        error_messages=error_words("mem_fraction_static"),
     )
     max_model_len = TypedIntegerField(min_value=1, max_value=MAX_CONTEXT, required=False,
                                       label=_("Longest context (max_model_len)"),
@@ -127,7 +143,7 @@ class CapacityForm(forms.Form):
         error_messages={"invalid_choice": _("Flash attention is on or off.")})
     parallel = TypedIntegerField(
         min_value=1, max_value=MAX_SLOTS, required=False,
-        label=_("Parallel requests (-np, OLLAMA_NUM_PARALLEL)"),
+        label=_("Parallel requests (-np, OLLAMA_NUM_PARALLEL, SGLang's --max-running-requests)"),
         error_messages={"min_value": _("At least one parallel request."),
                         "max_value": _("At most %(limit_value)s parallel requests."),
                         "invalid": _("Parallel requests are a whole number, such as 4.")})
@@ -164,6 +180,8 @@ class CapacityQuery:
     flash_attention: bool = True
     parallel: int = 1
     gpu_layers: int | None = None
+    mem_fraction_static: Decimal | None = None  # SGLang's; None: its default for the GPU and tp
+    parallel_asked: int | None = None  # parallel as given (SGLang's --max-running-requests), None if not
 
     def settings(self) -> VllmSettings:
         return VllmSettings(
@@ -203,7 +221,26 @@ def engine_refusals(cleaned: dict, asked: dict) -> dict[str, str]:
     field: said, never silently ignored. `asked`: the values the request named (not the defaults)."""
     engine = cleaned.get("engine")
     refusals: dict[str, str] = {}
-    if engine in GGUF_ENGINES:
+    if engine != SGLANG:
+        for name in SGLANG_ONLY:
+            if asked.get(name) not in (None, ""):
+                refusals[name] = gettext("%(name)s is SGLang's (engine=sglang).") % {"name": name}
+    if engine == SGLANG:
+        for name in NOT_SGLANG:
+            if asked.get(name) not in (None, ""):
+                refusals[name] = gettext(
+                    "%(name)s is not SGLang's; SGLang reads mem_fraction_static, max_model_len "
+                    "(--context-length), parallel (--max-running-requests) and tensor_parallel (--tp).") % {
+                    "name": name}
+        if cleaned.get("pipeline_parallel") not in (None, 1):
+            refusals["pipeline_parallel"] = gettext(
+                "The SGLang what-if sizes tensor parallelism (--tp) on one machine: pipeline_parallel 1.")
+        if cleaned.get("precision") not in (None, 16, 8):
+            refusals["precision"] = gettext(
+                "SGLang is sized with 16-bit (bf16) or 8-bit (fp8) weights: precision 16 or 8.")
+        if cleaned.get("kv_cache") not in VLLM_KV_BITS:
+            refusals["kv_cache"] = gettext("SGLang caches K and V in 16 bits or in fp8: kv_cache 16 or 8.")
+    elif engine in GGUF_ENGINES:
         for name in VLLM_ONLY:
             if asked.get(name) not in (None, ""):
                 refusals[name] = gettext(
@@ -287,6 +324,7 @@ def query_from(cleaned: dict) -> CapacityQuery:
         kv_cache_type=GGUF_KV_TYPES.get(cleaned["kv_cache"], "f16"),
         quantization=(cleaned.get("quantization") or DEFAULT_GGUF_TYPE).strip().upper(),
         flash_attention=flash, parallel=cleaned.get("parallel") or 1, gpu_layers=cleaned.get("gpu_layers"),
+        mem_fraction_static=cleaned.get("mem_fraction_static"), parallel_asked=cleaned.get("parallel"),
         engine=cleaned["engine"], gpu_memory_gib=cleaned["gpu_memory_gib"],
         tensor_parallel=cleaned["tensor_parallel"], pipeline_parallel=cleaned["pipeline_parallel"],
         gpu_memory_utilization=cleaned["gpu_memory_utilization"], max_model_len=cleaned.get("max_model_len"),
@@ -308,6 +346,8 @@ def capacity_for(query: CapacityQuery) -> dict:
     spec = catalog_rows.language_model_spec(row)
     if query.engine in GGUF_ENGINES:
         return llamacpp_capacity.answer(spec, query, _gpu_type(query.gpu))
+    if query.engine == SGLANG:
+        return sglang_capacity.answer(spec, query, _gpu_type(query.gpu))
     try:
         budget = vllm_budget(spec, query.precision, query.kv_bits, query.settings())
     except SizingError as error:  # settings each valid that the model cannot take together

@@ -56,6 +56,14 @@ WHAT_IF_MESSAGES = {
         "max_digits": _("The GPU memory utilization can be at most 1."),
         "max_whole_digits": _("The GPU memory utilization can be at most 1."),
     },
+    "mem_fraction_static": {
+        "min_value": _("mem_fraction_static must be more than 0."),
+        "max_value": _("mem_fraction_static must be less than 1."),
+        "invalid": _("mem_fraction_static must be a fraction, such as 0.88."),
+        "max_decimal_places": _("mem_fraction_static takes at most 15 decimal places."),
+        "max_digits": _("mem_fraction_static must be less than 1."),
+        "max_whole_digits": _("mem_fraction_static must be less than 1."),
+    },
     "max_model_len": {
         "min_value": _("max_model_len must be at least 1 token."),
         "max_value": filled(_("max_model_len can be at most %(max)s tokens."), max=MAX_CONTEXT),

@@ -48,7 +48,15 @@ from sizing.limits import API_LIMIT
 from sizing.workloads import WIZARD_CODES
 
 from . import conditional as answer_http
-from .api_schemas import CapacityOut, ErrorOut, GgufCapacityOut, MemoryOut, ModelOut, RecommendationsOut
+from .api_schemas import (
+    CapacityOut,
+    ErrorOut,
+    GgufCapacityOut,
+    MemoryOut,
+    ModelOut,
+    RecommendationsOut,
+    SglangCapacityOut,
+)
 
 
 class ConsoleParser(Parser):
@@ -180,7 +188,10 @@ class CapacityParams(Schema):
     flash_attention: str | None = Field(None, description="llama.cpp and Ollama: on (the default) or off.")
     parallel: str | None = Field(
         None, description="llama.cpp and Ollama: requests served at once (-np, OLLAMA_NUM_PARALLEL; "
-        "default 1).")
+        "default 1); SGLang: --max-running-requests (default SGLang's own).")
+    mem_fraction_static: str | None = Field(
+        None, description="SGLang: the share of the memory free at start for the weights and the token "
+        "pool, any fraction in (0, 1); default SGLang's for the GPU's memory and tensor_parallel.")
     gpu_layers: str | None = Field(
         None, description="llama.cpp and Ollama: decoder layers on the GPUs (-ngl); default all and the "
         "head.")
@@ -333,8 +344,8 @@ def recommendations(request, params: Query[PreferenceParams]):
 
 @api.get(
     "/capacity",
-    response={200: CapacityOut | GgufCapacityOut, 400: ErrorOut, 404: ErrorOut, 422: ErrorOut, 429: ErrorOut,
-              503: ErrorOut},
+    response={200: CapacityOut | SglangCapacityOut | GgufCapacityOut, 400: ErrorOut, 404: ErrorOut,
+              422: ErrorOut, 429: ErrorOut, 503: ErrorOut},
     url_name="capacity",
 )
 def capacity(request, params: Query[CapacityParams]):
@@ -344,7 +355,10 @@ def capacity(request, params: Query[CapacityParams]):
     `vllm serve` command. With engine=llamacpp or engine=ollama: the model's GGUF file in `quantization`,
     its weights on the GPUs (`-ngl`) and in host memory, the KV cache in its type shared by the `parallel`
     slots, the compute buffer, whether it starts, how many layers fit where all do not, and the
-    `llama-server` command or Ollama's settings."""
+    `llama-server` command or Ollama's settings. With engine=sglang: the weights and the token pool inside
+    `mem_fraction_static` of the memory free at start, the pool in tokens (`max_total_num_tokens`), what is
+    left for activations and CUDA graphs, the requests of `max_model_len` (--context-length) at once and the
+    `python -m sglang.launch_server` command."""
     return database.replica_first(lambda: capacity_for(parse_capacity(params.model_dump(exclude_unset=True))))
 
 

@@ -359,6 +359,47 @@ class GgufCapacityOut(Schema):
     partial_offload: PartialOffloadOut | None
 
 
+class SglangAlternativeOut(Schema):
+    precision: int
+    kv_cache_bits: int
+    command: str | None
+
+
+class SglangCapacityOut(Schema):
+    """The what-if under SGLang (engine=sglang): the static pool of `--mem-fraction-static`."""
+
+    model: str
+    engine: str
+    engine_version: str
+    fits: bool
+    reason: str | None
+    gpu: str | None
+    gpu_memory_source: str | None
+    gpu_architecture: str | None
+    gpu_memory_gib: float
+    tensor_parallel: int
+    mem_fraction_static: float
+    mem_fraction_static_words: str
+    free_at_start_gib: float
+    static_gib: float
+    weights_bytes: int
+    weights_gib: float
+    kv_cache_bytes: int
+    kv_cache_gib: float
+    kv_cache_tokens: int
+    kv_cache_dtype: str
+    bytes_per_token: int
+    rest_gib: float
+    max_model_len: int
+    max_running_requests: int | None
+    requests_at_once: int
+    items: list[ItemOut]
+    command: str | None
+    runs_on_gpu: bool | None
+    gpu_support_text: str | None
+    alternative: SglangAlternativeOut | None
+
+
 class ErrorOut(Schema):
     errors: dict[str, str]
 

@@ -429,10 +429,11 @@ def render() -> str:
     others = verdicts(load(OTHER_CSV_PATH))
     here = verdicts(load(HERE_CSV_PATH))
     training = verdicts(load(TRAINING_CSV_PATH))
-    from tests.accuracy import gguf, vllm_startup
+    from tests.accuracy import gguf, sglang, vllm_startup
 
     served = vllm_startup.verdicts()
     files = gguf.checks()
+    sglang_start_ups = sglang.verdicts()
     body = PAGE_TEMPLATE.read_text(encoding="utf-8")
     return (body.replace("{{SUMMARY}}", summary(results))
                 .replace("{{HERE_SUMMARY}}", summary(here, "measurements of ours"))
@@ -452,6 +453,8 @@ def render() -> str:
                 .replace("{{VLLM_TABLE}}", vllm_startup.table(served))
                 .replace("{{GGUF_SUMMARY}}", gguf.summary(files))
                 .replace("{{GGUF_TABLE}}", gguf.table(files))
+                .replace("{{SGLANG_SUMMARY}}", sglang.summary(sglang_start_ups))
+                .replace("{{SGLANG_TABLE}}", sglang.table(sglang_start_ups))
                 .replace("{{COMMAND}}", COMMAND))
 
 

@@ -152,7 +152,8 @@ def test_the_openapi_schema_lists_the_what_if_with_its_defaults(client, small_fl
     names = {parameter["name"] for parameter in operation["parameters"]}
     assert names == {"model", "precision", "kv_cache", "engine", "gpu", "gpu_memory_gib", "tensor_parallel",
                      "pipeline_parallel", "gpu_memory_utilization", "max_model_len", "max_num_batched_tokens",
-                     "max_num_seqs", "quantization", "flash_attention", "parallel", "gpu_layers"}
+                     "max_num_seqs", "quantization", "flash_attention", "parallel", "gpu_layers",
+                     "mem_fraction_static"}
 
 
 def test_the_answer_is_the_same_every_time(client, small_fleet):
@@ -248,7 +249,7 @@ def test_a_model_too_big_for_the_gpus_offers_the_layers_that_fit_never_a_command
     ("model=llama-3-1-8b&engine=llamacpp&parallel=0", "parallel"),
     ("model=llama-3-1-8b&engine=llamacpp&gpu_layers=-1", "gpu_layers"),
     ("model=llama-3-1-8b&engine=llamacpp&flash_attention=maybe", "flash_attention"),
-    ("model=llama-3-1-8b&engine=sglang", "engine"),
+    ("model=llama-3-1-8b&engine=tgi", "engine"),
 ])
 def test_a_setting_the_engine_does_not_read_is_refused_beside_its_field(client, small_fleet, query, field):
     status, body = capacity(client, query)
@@ -270,3 +271,106 @@ def test_the_schema_states_the_gguf_parameters_and_answer(client, small_fleet):
     engine = next(p for p in operation["parameters"] if p["name"] == "engine")["schema"]
     assert set(engine["enum"]) >= {"vllm", "llamacpp", "ollama"}
     assert "GgufCapacityOut" in str(operation["responses"]["200"])
+
+
+QWQ_A800 = "model=qwen2-5-32b&engine=sglang&gpu_memory_gib=79.25&mem_fraction_static=0.98&max_model_len=4096" \
+           "&parallel=4"
+
+
+def test_sglang_answers_the_token_pool_it_logged_and_its_launch_command(client, small_fleet):
+    status, body = capacity(client, QWQ_A800)
+    assert status == 200 and body["engine"] == "sglang" and body["fits"] is True
+    # SGLang logged max_total_num_tokens=66082 and 61.12 GB of weights for QwQ-32B on an A800
+    assert 66_082 * 0.85 <= body["kv_cache_tokens"] <= 66_082 * 1.05
+    assert abs(body["weights_bytes"] / 65_627_100_283 - 1) <= 0.03
+    assert body["kv_cache_bytes"] == body["kv_cache_tokens"] * body["bytes_per_token"]
+    assert body["requests_at_once"] == 4 and body["max_running_requests"] == 4
+    assert [item["name"] for item in body["items"]] == [
+        "Model weights as loaded", "Token pool (KV cache)", "Activations and CUDA graphs (outside the static pool)",
+        "CUDA context (before SGLang measures)"]
+    assert body["command"] == ("python -m sglang.launch_server --model-path Qwen/Qwen2.5-32B --tp 1 "
+                               "--context-length 4096 --mem-fraction-static 0.98 --max-running-requests 4")
+
+
+def test_sglang_takes_its_own_default_fraction_for_the_gpu_and_says_so(client, small_fleet):
+    status, body = capacity(client, "model=llama-3-1-8b&engine=sglang&gpu=H100 SXM 80GB&max_model_len=8192")
+    assert status == 200 and body["fits"] is True and body["runs_on_gpu"] is True
+    assert body["mem_fraction_static"] == 0.835 and "default" in body["mem_fraction_static_words"]
+    assert "--mem-fraction-static 0.835" in body["command"]
+
+
+def test_sglang_offers_no_command_on_a_gpu_it_does_not_run_on(client, small_fleet):
+    status, body = capacity(client, "model=llama-3-1-8b&engine=sglang&gpu=V100 32GB&max_model_len=8192")
+    assert status == 200 and body["runs_on_gpu"] is False and body["command"] is None
+    assert "SGLang cannot run SGLang itself on V100 32GB" in body["gpu_support_text"]
+    status, t4 = capacity(client, "model=llama-3-1-8b&engine=sglang&gpu=T4&max_model_len=2048&precision=8")
+    assert status == 200
+    assert t4["command"] is None or "--dtype half" in t4["command"]
+
+
+def test_an_fp8_sglang_start_writes_its_quantization_and_cache_flags(client, small_fleet):
+    status, body = capacity(client, QWQ_A800 + "&precision=8&kv_cache=fp8")
+    assert status == 200 and body["kv_cache_dtype"] == "fp8_e5m2"
+    assert body["command"].endswith("--quantization fp8 --kv-cache-dtype fp8_e5m2")
+
+
+@pytest.mark.parametrize(("query", "field"), [
+    ("model=llama-3-1-8b&engine=sglang&gpu_memory_utilization=0.8", "gpu_memory_utilization"),
+    ("model=llama-3-1-8b&engine=sglang&max_num_batched_tokens=4096", "max_num_batched_tokens"),
+    ("model=llama-3-1-8b&engine=sglang&max_num_seqs=8", "max_num_seqs"),
+    ("model=llama-3-1-8b&engine=sglang&quantization=Q4_K_M", "quantization"),
+    ("model=llama-3-1-8b&engine=sglang&flash_attention=on", "flash_attention"),
+    ("model=llama-3-1-8b&engine=sglang&gpu_layers=10", "gpu_layers"),
+    ("model=llama-3-1-8b&engine=sglang&pipeline_parallel=2", "pipeline_parallel"),
+    ("model=llama-3-1-8b&engine=sglang&precision=4", "precision"),
+    ("model=llama-3-1-8b&engine=sglang&kv_cache=q8_0", "kv_cache"),
+    ("model=llama-3-1-8b&engine=sglang&mem_fraction_static=1", "mem_fraction_static"),
+    ("model=llama-3-1-8b&engine=sglang&mem_fraction_static=0", "mem_fraction_static"),
+    ("model=llama-3-1-8b&engine=sglang&mem_fraction_static=abc", "mem_fraction_static"),
+    ("model=llama-3-1-8b&engine=vllm&mem_fraction_static=0.8", "mem_fraction_static"),
+    ("model=llama-3-1-8b&engine=llamacpp&mem_fraction_static=0.8", "mem_fraction_static"),
+])
+def test_a_setting_sglang_does_not_read_or_another_engine_is_given_its_fraction_is_refused(
+        client, small_fleet, query, field):
+    status, body = capacity(client, query)
+    assert status == 400 and field in body["errors"]
+
+
+def test_sglang_settings_the_model_cannot_take_are_a_conflict_naming_the_field(client, small_fleet):
+    status, body = capacity(client, "model=qwen3-next-80b-a3b&engine=sglang&tensor_parallel=4")
+    assert status in (404, 422)
+    status, body = capacity(client, "model=llama-3-1-8b&engine=sglang&tensor_parallel=3")
+    assert status in (400, 422) and "tensor_parallel" in body["errors"]
+
+
+def test_a_fraction_copied_from_a_real_command_is_taken_with_every_digit(client, small_fleet):
+    status, body = capacity(client, QWQ_A800.replace("0.98", "0.9764"))
+    assert status == 200 and "--mem-fraction-static 0.9764" in body["command"]
+
+
+def test_the_schema_states_the_sglang_parameter_and_answer(client, small_fleet):
+    schema = client.get("/api/v1/openapi.json").json()
+    parameters = {item["name"]: item for item in schema["paths"]["/api/v1/capacity"]["get"]["parameters"]}
+    assert "mem_fraction_static" in parameters
+    assert "sglang" in parameters["engine"]["schema"]["enum"]
+    assert "SglangCapacityOut" in schema["components"]["schemas"]
+
+
+def test_no_sglang_command_is_offered_for_a_gpu_type_that_cannot_run_it(client, small_fleet):
+    from catalog import rows as catalog_rows
+    from sizing.engine_support import SGLANG, support_for
+    from tests.accuracy.vllm_startup import language_spec
+
+    spec = language_spec("llama-3-1-8b")
+    for usable in catalog_rows.gpu_types_usable():
+        for precision, kv_cache in ((16, 16), (8, 16), (16, 8), (8, 8)):
+            status, body = capacity(client, f"model=llama-3-1-8b&engine=sglang&gpu={usable.gpu_type}"
+                                             f"&precision={precision}&kv_cache={kv_cache}&max_model_len=2048")
+            assert status == 200, body
+            runs = support_for(SGLANG, spec, precision, kv_cache, usable.architecture).runs
+            assert body["runs_on_gpu"] is runs
+            if not runs:
+                assert body["command"] is None and body["gpu_support_text"]
+            architecture = usable.architecture
+            if body["command"] and architecture.maker == "NVIDIA" and not architecture.at_least((8, 0)):
+                assert "--dtype half" in body["command"]

@@ -123,3 +123,24 @@ def test_a_cache_type_the_engine_does_not_store_is_worded_beside_its_field(clien
     html = page(client, "model=llama-3-1-8b&engine=llamacpp&kv_cache=fp8&gpu=RTX 4090")
     assert 'id="err-kv_cache"' in html and "llama.cpp and Ollama cache K and V" in html
     assert 'data-testid="what-if-result"' not in html
+
+
+def test_sglang_on_the_page_answers_the_token_pool_and_the_launch_command(client, models_and_gpus):
+    html = page(client, "model=qwen2-5-32b&engine=sglang&gpu_memory_gib=79.25&mem_fraction_static=0.98"
+                        "&max_model_len=4096&parallel=4&gpu_memory_utilization=0.9")
+    assert 'data-testid="what-if-result"' in html and "Starts" in html
+    tokens = int(re.search(r"GiB, ([\d,]+) tokens \(SGLang", html).group(1).replace(",", ""))
+    assert 66_082 * 0.85 <= tokens <= 66_082 * 1.05
+    assert "python -m sglang.launch_server --model-path Qwen/Qwen2.5-32B --tp 1 --context-length 4096 " \
+           "--mem-fraction-static 0.98 --max-running-requests 4" in html
+
+
+def test_sglang_on_the_german_page_reads_its_words_and_decimal_commas(client, models_and_gpus):
+    html = page(client, "model=qwen2-5-32b&engine=sglang&gpu_memory_gib=79,25&mem_fraction_static=0,98"
+                        "&max_model_len=4096", prefix="/de")
+    assert "Token-Pool" in html and "--mem-fraction-static 0.98" in html
+
+
+def test_a_bad_fraction_is_worded_beside_its_field(client, models_and_gpus):
+    html = page(client, "model=llama-3-1-8b&engine=sglang&gpu_memory_gib=79.19&mem_fraction_static=1.5")
+    assert 'id="err-mem_fraction_static"' in html and 'data-testid="what-if-result"' not in html
