@@ -71,6 +71,8 @@ ARCHITECTURES: dict[str, dict[str, Any]] = {
     "deepseek_v3": {"tied": False},
     "kimi_k2": {"tied": False},
     "glm4_moe": {"tied": False},
+    # SeedOssConfig: biases on q, k and v (attention_bias) and on the output (attention_out_bias) apart.
+    "seed_oss": {"tied": False},
 }
 # Multimodal wrappers: the language model sits under text_config.
 WRAPPERS = {"gemma3": "gemma3_text", "llama4": "llama4_text", "mistral3": None}
@@ -363,6 +365,11 @@ def parse_config(text: str) -> dict:
     figures["tied_embeddings"] = bool(merged.get("tie_word_embeddings", known["tied"]))
     if model_type in ("llama", "mistral", "mixtral") and merged.get("attention_bias"):
         architecture.update(qkv_bias=True, o_bias=True)
+    if model_type == "seed_oss":
+        if merged.get("attention_bias", True):
+            architecture["qkv_bias"] = True
+        if merged.get("attention_out_bias", False):
+            architecture["o_bias"] = True
     if model_type == "glm4_moe":
         if merged.get("attention_bias"):
             architecture["qkv_bias"] = True

@@ -207,9 +207,10 @@ def parse_capacity(data, number_language: str | None = None) -> CapacityQuery:
     form = CapacityForm(values, number_language=number_language)
     if not form.is_valid():
         raise QueryError({**settings_refusals(form.cleaned_data), **form_errors(form)})
+    # Each value valid alone, but not for the chosen engine: a conflict (422), as the schema allows them.
     wrong_engine = engine_refusals(form.cleaned_data, normalize_query(data))
     if wrong_engine:
-        raise QueryError(wrong_engine)
+        raise Conflict(wrong_engine)
     refusals = settings_refusals(form.cleaned_data)
     if refusals:
         raise Conflict(refusals)

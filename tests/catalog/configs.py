@@ -113,7 +113,40 @@ PHI_4 = {
     "vocab_size": 100352, "rope_theta": 250000,
 }
 
+QWEN2_5_CODER_7B = {
+    "architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_size": 3584, "intermediate_size": 18944,
+    "num_hidden_layers": 28, "num_attention_heads": 28, "num_key_value_heads": 4, "vocab_size": 152064,
+    "max_position_embeddings": 32768, "tie_word_embeddings": False, "rope_theta": 1000000.0,
+    "sliding_window": 131072, "use_sliding_window": False, "max_window_layers": 28, "torch_dtype": "bfloat16",
+}
+QWEN2_5_CODER_32B = {**QWEN2_5_CODER_7B, "hidden_size": 5120, "intermediate_size": 27648, "num_hidden_layers": 64,
+                     "num_attention_heads": 40, "num_key_value_heads": 8, "max_window_layers": 64}
+# The DeepSeek-R1 distills keep their base models' configs (Qwen2.5-Math 7B, Qwen2.5 14B, Llama 3.1 8B,
+# Llama 3.3 70B), with the bases' longest context.
+R1_DISTILL_QWEN_7B = {**QWEN2_5_CODER_7B, "max_position_embeddings": 131072, "rope_theta": 10000,
+                      "sliding_window": 4096}
+R1_DISTILL_QWEN_14B = {**QWEN2_5_CODER_7B, "hidden_size": 5120, "intermediate_size": 13824, "num_hidden_layers": 48,
+                       "num_attention_heads": 40, "num_key_value_heads": 8, "max_position_embeddings": 131072,
+                       "max_window_layers": 48}
+R1_DISTILL_LLAMA_8B = {
+    "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336,
+    "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256,
+    "max_position_embeddings": 131072, "tie_word_embeddings": False, "rope_theta": 500000.0,
+    "attention_bias": False, "mlp_bias": False,
+}
+R1_DISTILL_LLAMA_70B = {**R1_DISTILL_LLAMA_8B, "hidden_size": 8192, "intermediate_size": 28672,
+                        "num_hidden_layers": 80, "num_attention_heads": 64}
+SEED_OSS_36B = {
+    "architectures": ["SeedOssForCausalLM"], "model_type": "seed_oss", "hidden_size": 5120,
+    "intermediate_size": 27648, "num_hidden_layers": 64, "num_attention_heads": 80, "num_key_value_heads": 8,
+    "head_dim": 128, "vocab_size": 155136, "max_position_embeddings": 524288, "tie_word_embeddings": False,
+    "attention_bias": True, "attention_out_bias": False, "mlp_bias": False, "rope_theta": 10000000.0,
+}
 BY_SLUG = {
+    "qwen2-5-coder-7b": QWEN2_5_CODER_7B, "qwen2-5-coder-32b": QWEN2_5_CODER_32B,
+    "deepseek-r1-distill-qwen-7b": R1_DISTILL_QWEN_7B, "deepseek-r1-distill-qwen-14b": R1_DISTILL_QWEN_14B,
+    "deepseek-r1-distill-llama-8b": R1_DISTILL_LLAMA_8B, "deepseek-r1-distill-llama-70b": R1_DISTILL_LLAMA_70B,
+    "seed-oss-36b": SEED_OSS_36B,
     "qwen3-8b": QWEN3_8B, "qwen3-30b-a3b": QWEN3_30B_A3B, "gemma-3-1b": GEMMA3_1B, "gemma-3-27b": GEMMA3_27B,
     "gpt-oss-120b": GPT_OSS_120B, "llama-4-scout": LLAMA4_SCOUT, "deepseek-v3": DEEPSEEK_V3,
     "qwen3-next-80b-a3b": QWEN3_NEXT, "glm-4-5-air": GLM_4_5_AIR, "mistral-small-3-2-24b": MISTRAL_SMALL_3_2,

@@ -252,8 +252,11 @@ def test_a_model_too_big_for_the_gpus_offers_the_layers_that_fit_never_a_command
     ("model=llama-3-1-8b&engine=tgi", "engine"),
 ])
 def test_a_setting_the_engine_does_not_read_is_refused_beside_its_field(client, small_fleet, query, field):
+    """A value the schema refuses is a 400; one it allows that the chosen engine does not read or store is
+    a conflict (422): both name the field."""
     status, body = capacity(client, query)
-    assert status == 400, body
+    schema_invalid = {"parallel=0", "gpu_layers=-1", "flash_attention=maybe", "engine=tgi"} & set(query.split("&"))
+    assert status == (400 if schema_invalid else 422), body
     assert field in body["errors"] and body["errors"][field]
 
 
@@ -333,7 +336,10 @@ def test_an_fp8_sglang_start_writes_its_quantization_and_cache_flags(client, sma
 def test_a_setting_sglang_does_not_read_or_another_engine_is_given_its_fraction_is_refused(
         client, small_fleet, query, field):
     status, body = capacity(client, query)
-    assert status == 400 and field in body["errors"]
+    schema_invalid = {"mem_fraction_static=1", "mem_fraction_static=0", "mem_fraction_static=abc"} & set(
+        query.split("&"))
+    assert status == (400 if schema_invalid else 422), body
+    assert field in body["errors"]
 
 
 def test_sglang_settings_the_model_cannot_take_are_a_conflict_naming_the_field(client, small_fleet):
