@@ -44,16 +44,17 @@ from ..errors import SizingError
 from ..i18n import gettext
 from ..limits import MAX_CONTEXT, MAX_GPU_MEMORY_GIB, MAX_PARALLEL
 from ..specs import LanguageModelSpec
-from ..units import GIB, MIB, fmt_gib, fmt_int, general_number
-from ..weights import SIXTEEN_BIT_BYTES, native_format_of, split_parameters, stored_weights
+from ..units import GIB, MIB, fmt_gib, fmt_int
 from .checks import check_context_limit, check_count, model_value
-from .items import weight_items
 from .vllm import (
     CUDA_CONTEXT_BYTES,
     CUDA_CONTEXT_SPLIT_BYTES,
     DRIVER_RESERVED_BYTES,
     ONLINE_FP8,
     plain_number,
+)
+from .vllm import (
+    loaded_bytes as vllm_loaded_bytes,
 )
 
 SGLANG_VERSION = "0.5"  # the release family whose defaults and accounting these formulas follow
@@ -273,28 +274,9 @@ def check_settings(model: LanguageModelSpec, precision: int, kv_bits: int, setti
 # --- the items -----------------------------------------------------------------------------------------
 
 def loaded_bytes(model: LanguageModelSpec, precision: int) -> tuple[int, str, str | None]:
-    """The whole model's weights as SGLang loads them: (bytes, formula, --quantization flag)."""
-    native = native_format_of(model)
-    if native is not None and native.bits == precision:
-        items, _words, _stored = weight_items(model, precision)
-        total = sum(item.bytes for item in items)
-        return total, gettext("%(format)s checkpoint as stored: %(bytes)s") % {
-            "format": gettext(native.short), "bytes": fmt_gib(total)}, None
-    parameters = model_value(model, "parameters")
-    if precision == 16:
-        return parameters * SIXTEEN_BIT_BYTES, gettext("%(parameters)s parameters × 2 bytes (bf16)") % {
-            "parameters": fmt_int(parameters)}, None
-    hidden = model_value(model, "hidden_size")
-    split = split_parameters(model.name, parameters, model_value(model, "vocab_size"), hidden,
-                             model.tied_embeddings)
-    stored = stored_weights(SGLANG_FP8, split, hidden)
-    formula = gettext(
-        "%(quantized)s linear-layer parameters × %(bits)s bits (%(format)s) + %(kept)s embedding and "
-        "output-head parameters × 2 bytes"
-    ) % {"quantized": fmt_int(stored.quantized),
-         "bits": general_number(SGLANG_FP8.bits_per_parameter(hidden), 4),
-         "format": SGLANG_FP8.source, "kept": fmt_int(stored.kept_16_bit)}
-    return stored.total_bytes, formula, "fp8"
+    """The whole model's weights as SGLang loads them: vLLM's rule with SGLang's own online FP8 (no
+    in-flight 4-bit)."""
+    return vllm_loaded_bytes(model, precision, {8: (SGLANG_FP8, "fp8")})
 
 
 def weights_item(model: LanguageModelSpec, precision: int, tp: int) -> tuple[Item, str | None]:

@@ -331,8 +331,15 @@ def check_settings(model: LanguageModelSpec, settings: VllmSettings) -> None:
 
 # --- the items -----------------------------------------------------------------------------------------
 
-def _loaded_bytes(model: LanguageModelSpec, precision: int) -> tuple[int, str, str | None]:
-    """The whole model's weights as vLLM loads them: (bytes, formula, --quantization flag)."""
+# vLLM's in-flight quantization of a 16-bit checkpoint, by bits: the format it stores and its flag.
+IN_FLIGHT = {8: (ONLINE_FP8, QUANTIZATION_FLAG[8]), 4: (BNB_NF4, QUANTIZATION_FLAG[4])}
+
+
+def loaded_bytes(model: LanguageModelSpec, precision: int,
+                 in_flight: dict[int, tuple[WeightFormat, str]] = IN_FLIGHT) -> tuple[int, str, str | None]:
+    """The whole model's weights as a serving engine loads them (vLLM's, or SGLang's with its own
+    `in_flight` formats): a native checkpoint as stored, 16-bit as parameters × 2 bytes, else quantized
+    as it loads: (bytes, formula, --quantization flag)."""
     native = native_format_of(model)
     if native is not None and native.bits == precision:
         items, _words, _stored = weight_items(model, precision)
@@ -346,7 +353,7 @@ def _loaded_bytes(model: LanguageModelSpec, precision: int) -> tuple[int, str, s
     hidden = model_value(model, "hidden_size")
     split = split_parameters(model.name, parameters, model_value(model, "vocab_size"), hidden,
                              model.tied_embeddings)
-    fmt = ONLINE_FP8 if precision == 8 else BNB_NF4
+    fmt, flag = in_flight[precision]
     stored = stored_weights(fmt, split, hidden)
     per = general_number(fmt.bits_per_parameter(hidden), 4)
     formula = gettext(
@@ -354,7 +361,7 @@ def _loaded_bytes(model: LanguageModelSpec, precision: int) -> tuple[int, str, s
         "output-head parameters × 2 bytes"
     ) % {"quantized": fmt_int(stored.quantized), "bits": per, "format": fmt.source,
          "kept": fmt_int(stored.kept_16_bit)}
-    return stored.total_bytes, formula, QUANTIZATION_FLAG[precision]
+    return stored.total_bytes, formula, flag
 
 
 def _stage_share(model: LanguageModelSpec, total: int, pp: int) -> Fraction:
@@ -371,7 +378,7 @@ def _stage_share(model: LanguageModelSpec, total: int, pp: int) -> Fraction:
 
 
 def weights_item(model: LanguageModelSpec, precision: int, settings: VllmSettings) -> tuple[Item, str | None]:
-    total, formula, flag = _loaded_bytes(model, precision)
+    total, formula, flag = loaded_bytes(model, precision)
     tp, pp = settings.tensor_parallel, settings.pipeline_parallel
     share = _stage_share(model, total, pp)
     per_gpu = math.ceil(total * share / tp)
