@@ -183,3 +183,23 @@ def test_a_machine_row_holds_what_llama_cpp_fits_and_starts_it_only_where_it_fit
     served = estimate("inference", spec("llama-3-1-8b"), 8, 8192, 1, None, 16, engine="llamacpp")
     assert served.capacity.on_machine(1, 24564 * MIB).command == (
         "llama-server -m Llama-3.1-8B-Q8_0.gguf -c 8192 -np 1 -ngl 999 -fa on")
+
+
+def test_a_rows_capacity_under_llama_cpp_sizes_a_bounded_number_of_needs(monkeypatch):
+    """What a machine holds is two binary searches (requests up to MAX_REQUESTS, context up to the model's
+    longest) and the asked need: counted, whatever the machine and the query."""
+    import math
+
+    import sizing.capacity as capacity_module
+    from sizing.calculators import estimate
+    from sizing.limits import MAX_CONTEXT, MAX_REQUESTS
+
+    calls = []
+    real = capacity_module.llamacpp_need
+    monkeypatch.setattr(capacity_module, "llamacpp_need", lambda *args: calls.append(1) or real(*args))
+    bound = 2 * (math.ceil(math.log2(MAX_REQUESTS)) + math.ceil(math.log2(MAX_CONTEXT))) + 5
+    for memory_mib, gpus in ((24564, 1), (81559, 8), (2048, 1)):
+        need = estimate("inference", spec("llama-3-1-8b"), 4, 4096, 3, None, 8, engine="llamacpp")
+        calls.clear()
+        need.capacity._on_machine(gpus, memory_mib * MIB, None)
+        assert 0 < len(calls) <= bound, (memory_mib, gpus, len(calls))
