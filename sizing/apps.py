@@ -16,7 +16,7 @@ class SizingConfig(AppConfig):
         from . import i18n
 
         @functools.cache
-        def separators(language: str | None) -> dict[int, str] | None:
+        def separators(language: str) -> dict[int, str] | None:
             """The active language's separators as a translation of the English figure, or None where
             its grouping is not plain threes (then Django's general formatter is used)."""
             if get_format("NUMBER_GROUPING") != 3:
@@ -27,7 +27,7 @@ class SizingConfig(AppConfig):
         def format_number(value: int | Decimal, places: int | None = None, grouping: bool = True) -> str:
             # Figures are formatted by the thousand on a page: the English figure with the language's
             # separators swapped in costs a fraction of Django's general formatter, same result.
-            table = separators(translation.get_language())
+            table = separators(i18n.language())
             if table is not None:
                 return i18n.english_number(value, places, grouping).translate(table)
             return numberformat.format(

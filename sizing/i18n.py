@@ -79,6 +79,42 @@ def words_unread() -> Iterator[None]:
         _unread.reset(token)
 
 
+# Set inside `words_remembered`: each message's words in the language active there, asked of the host
+# once. Keys: the message, ("n", singular, plural, n), ("p", context, message); LANGUAGE_KEY: the code.
+_remembered: ContextVar[dict[object, str] | None] = ContextVar("sizing_words_remembered", default=None)
+LANGUAGE_KEY = ("language",)
+
+
+@contextmanager
+def words_remembered() -> Iterator[None]:
+    """Inside, each message is translated once and its words remembered, and the active language is
+    asked once: an answer words the same few hundred messages and figures for each of its rows, and
+    each asking of Django's active translation costs more than the lookup it does. The language must
+    not change inside (an answer is worded in one language; `translation.override` goes around it).
+    Nested, the outer one's memory is kept."""
+    if _remembered.get() is not None:
+        yield
+        return
+    token = _remembered.set({})
+    try:
+        yield
+    finally:
+        _remembered.reset(token)
+
+
+def _remembering(key: object, translate: Callable[[], str]) -> str:
+    """The remembered words for `key`, or `translate()`'s; remembered inside `words_remembered` only."""
+    if _unread.get():
+        return translate()
+    memo = _remembered.get()
+    if memo is None:
+        return translate()
+    words = memo.get(key)
+    if words is None:
+        words = memo[key] = translate()
+    return words
+
+
 def install(
     gettext: Callable[[str], str] | None = None,
     ngettext: Callable[[str, str, int], str] | None = None,
@@ -105,15 +141,15 @@ def uninstall() -> None:
 
 
 def gettext(message: str) -> str:
-    return _installed().gettext(message)
+    return _remembering(message, lambda: _installed().gettext(message))
 
 
 def ngettext(singular: str, plural: str, n: int) -> str:
-    return _installed().ngettext(singular, plural, n)
+    return _remembering(("n", singular, plural, n), lambda: _installed().ngettext(singular, plural, n))
 
 
 def pgettext(context: str, message: str) -> str:
-    return _installed().pgettext(context, message)
+    return _remembering(("p", context, message), lambda: _installed().pgettext(context, message))
 
 
 def gettext_noop(message: str) -> str:
@@ -123,7 +159,7 @@ def gettext_noop(message: str) -> str:
 
 def language() -> str:
     """The active language's code ("en", "de")."""
-    return _hooks.language() or "en"
+    return _remembering(LANGUAGE_KEY, lambda: _hooks.language() or "en")
 
 
 def format_number(

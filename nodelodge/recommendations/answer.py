@@ -20,6 +20,7 @@ from django.utils.translation import gettext
 from catalog import database
 from nodelodge.hardening.deadline import check_deadline
 from nodelodge.hardening.slots import dear_answer_slot
+from sizing import i18n
 from sizing.breakdown import Breakdown
 from sizing.describing import serves_tokens
 from sizing.limits import API_LIMIT, MAX_LIMIT, PAGE_LIMIT
@@ -84,7 +85,7 @@ def recommendation_for(
     # watches' worker and the command never wait for a slot nor are refused one.
     dear = shed_when_busy and is_dear(query, default_limit)
     slot = dear_answer_slot() if dear else contextlib.nullcontext()
-    with slot, database.one_snapshot():
+    with slot, database.one_snapshot(), i18n.words_remembered():
         return _recommendation_for(query, now, default_limit, model_row, relax)
 
 

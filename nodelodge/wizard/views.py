@@ -45,6 +45,7 @@ from nodelodge.recommendations.query import (
     with_defaults,
 )
 from nodelodge.recommendations.sorts import CONFIDENCE_FILTERS, GROUPS, SORT_CHOICES
+from sizing import i18n
 from sizing.calculators import gpus_for_throughput, rule_of_thumb
 from sizing.limits import MAX_LIMIT, PAGE_MAX_LIMIT
 from sizing.training import CHOICES as TRAINING_CHOICES
@@ -206,6 +207,12 @@ def wizard_page_with(request, extra: dict) -> HttpResponse:
 
 def _wizard_answer(request, partial: str | None, extra: dict | None = None) -> tuple[HttpResponse, dict]:
     """Computes the answer: the response, and what it keeps to serve again (`_wizard_response`)."""
+    # The answer and its rows' words in the page's one language, each message asked once.
+    with i18n.words_remembered():
+        return _worded_answer(request, partial, extra)
+
+
+def _worded_answer(request, partial: str | None, extra: dict | None) -> tuple[HttpResponse, dict]:
     params = request.GET
     values, row = _form_values(params)
     # An unknown workload is reported by the form; the page still shows the default steps.

@@ -275,3 +275,50 @@ def test_words_unread_are_english_whatever_the_language_and_the_same_bytes():
     assert [item.formula for item in again.items] == [item.formula for item in german.items]
     assert any("8,030,261,248" in item.formula for item in unread.items)
     assert not any("8,030,261,248" in item.formula for item in german.items)
+
+
+def test_words_remembered_ask_each_message_once_and_read_the_same():
+    """Inside `words_remembered` (an answer and its rows) the host translates each message, plural and
+    context once and names its language once; the words are those it gives outside, German stays
+    German, and `words_unread` inside still writes English."""
+    asked: list[object] = []
+
+    def counting(function, name):
+        def wrapped(*args):
+            asked.append((name, *args))
+            return function(*args)
+        return wrapped
+
+    with translation.override("de"):
+        outside = estimate_inference(LLAMA_3_1_8B, precision=16, context=4096, requests=2)
+        i18n.install(
+            gettext=counting(translation.gettext, "gettext"),
+            ngettext=counting(translation.ngettext, "ngettext"),
+            pgettext=counting(translation.pgettext, "pgettext"),
+            language=counting(translation.get_language, "language"),
+        )
+        try:
+            with i18n.words_remembered():
+                first = estimate_inference(LLAMA_3_1_8B, precision=16, context=4096, requests=2)
+                asked_once = len(asked)
+                second = estimate_inference(LLAMA_3_1_8B, precision=16, context=4096, requests=2)
+                figures = [i18n.format_number(1234.5), i18n.format_number(1234.5)]
+                with i18n.words_remembered():  # nested: the outer memory
+                    third = estimate_inference(LLAMA_3_1_8B, precision=16, context=4096, requests=2)
+                with i18n.words_unread():
+                    english = estimate_inference(LLAMA_3_1_8B, precision=16, context=4096, requests=2)
+            plain_after = estimate_inference(LLAMA_3_1_8B, precision=16, context=4096, requests=2)
+        finally:
+            i18n.install(gettext=translation.gettext, ngettext=translation.ngettext,
+                         pgettext=translation.pgettext, language=translation.get_language)
+    assert asked_once > 0
+    assert len(asked) > asked_once * 2  # after the memory: asked again, every time
+    remembered = asked[:asked_once]
+    assert len(remembered) == len(set(remembered))  # each message once
+    assert sum(1 for call in remembered if call[0] == "language") <= 1
+    words = [(item.name, item.formula) for item in outside.items]
+    for worded in (first, second, third, plain_after):
+        assert [(item.name, item.formula) for item in worded.items] == words
+    assert figures == ["1.234,5", "1.234,5"]
+    assert any("8,030,261,248" in item.formula for item in english.items)
+    assert not any("8,030,261,248" in item.formula for item in first.items)
