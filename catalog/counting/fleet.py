@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import NamedTuple, Protocol, cast
 
@@ -33,8 +33,8 @@ class CountRow(NamedTuple):
     machines: int
     cheapest: Decimal
     most_memory_mib: int
-    newest_seen: datetime | None
-    oldest_seen: datetime | None
+    newest_seen: int | None  # microseconds since 1970 (`fleet_counts.seen_microseconds`)
+    oldest_seen: int | None
     dearest: Decimal
 
 
@@ -166,8 +166,8 @@ def _tally(
         count, cheapest_price, most_memory = row.machines, row.cheapest, row.most_memory_mib
         seen_max, seen_min, dearest_price = row.newest_seen, row.oldest_seen, row.dearest
         if status not in not_fresh:
-            newest = seen_max if newest is None else max(newest, cast(datetime, seen_max))  # fresh: seen
-            oldest = seen_min if oldest is None else min(oldest, cast(datetime, seen_min))
+            newest = seen_max if newest is None else max(newest, cast(int, seen_max))  # fresh: seen
+            oldest = seen_min if oldest is None else min(oldest, cast(int, seen_min))
         if status != availability.SCREENED:
             left_out[availability.REASON_OF_STATUS[status]] += count
             continue
@@ -234,8 +234,17 @@ def _tally(
             if fit_index not in cheapest_meeting or hourly < cheapest_meeting[fit_index]:
                 cheapest_meeting[fit_index] = hourly
     return FleetCount(
-        counted=counted, left_out=left_out, newest=newest, oldest=oldest, cheapest_meeting=cheapest_meeting
+        counted=counted, left_out=left_out, newest=_seen_at(newest), oldest=_seen_at(oldest),
+        cheapest_meeting=cheapest_meeting,
     )
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _seen_at(microseconds: int | None) -> datetime | None:
+    """A sighting the counts returned as microseconds since 1970, as the date and time it was."""
+    return None if microseconds is None else _EPOCH + timedelta(microseconds=microseconds)
 
 
 def _count_at_cheapest_kept(query: FleetQuery, only_cheapest: dict[str, Decimal]) -> dict[str, int]:

@@ -11,7 +11,7 @@ from decimal import Decimal
 from django.db import connection
 
 from catalog import availability
-from catalog.counting import availability_sql, fit_sql, fleet, latest_speeds, speeds
+from catalog.counting import availability_sql, fit_sql, fleet, fleet_counts, latest_speeds, speeds
 
 # Bound here: a test may stand a comparing wrapper in for the modules' functions.
 from catalog.counting.fleet import counted_fleet as kept_counted_fleet
@@ -38,8 +38,9 @@ class ScannedCounts:
             detail_params.append(price_edges)
         keys = 1 + len(details)
         aggregates = (
-            "COUNT(*), MIN(m.price_per_gpu_hour), MAX(m.memory_per_gpu_mib), MAX(m.last_seen_at), "
-            "MIN(m.last_seen_at), MAX(m.price_per_gpu_hour)"
+            "COUNT(*), MIN(m.price_per_gpu_hour), MAX(m.memory_per_gpu_mib), "
+            f"{fleet_counts.seen_microseconds('MAX(m.last_seen_at)')}, "
+            f"{fleet_counts.seen_microseconds('MIN(m.last_seen_at)')}, MAX(m.price_per_gpu_hour)"
         )
         group_by = ", ".join(str(n) for n in range(1, keys + 1))
         # Built from fixed SQL only; every value travels as a parameter.
