@@ -120,3 +120,25 @@ def test_the_countries_hint_equals_the_engine_country_by_country(models_and_gpus
             assert total == machines, query_string + preferences
     assert compared > 50, "most comparisons had machines to count"
 
+
+
+@pytest.mark.postgresql(reason="the kept counts, whose sightings this checks, are PostgreSQL's; SQLite reads every machine")
+def test_the_counted_answers_newest_and_oldest_report_are_every_machines_to_the_microsecond(models_and_gpus):
+    """The counts return sightings as microseconds since 1970; the answer's newest and oldest report are
+    the very dates and times the reading of every machine gives, microseconds included."""
+    from datetime import timedelta
+
+    rng = random.Random(7)
+    now = timezone.now()
+    random_fleet(rng, 40, now)
+    for number, machine in enumerate(Machine.objects.order_by("pk")[:12]):
+        Machine.objects.filter(pk=machine.pk).update(
+            last_seen_at=now - timedelta(seconds=30 + number * 7, microseconds=123_457 * (number + 1) % 999_999)
+        )
+    query = parse(QUERIES[0])
+    breakdown, _ = estimate_for(query)
+    _, counted = fleet.KEPT_COUNTS.recommend(query, breakdown, {}, now, 25)
+    _, every = fleet.recommend_over_every_machine(query, breakdown, {}, now, 25)
+    assert counted["newest"] is not None and counted["oldest"] is not None
+    assert (counted["newest"], counted["oldest"]) == (every["newest"], every["oldest"])
+    assert counted["oldest"].microsecond == every["oldest"].microsecond != 0
