@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 from django.core.cache import cache
 from django.db import DEFAULT_DB_ALIAS, InterfaceError, OperationalError, connections, transaction
 
-from catalog import replica
+from catalog import replica, timestamps
 from catalog.counting import fleet_counts, folding
 
 T = TypeVar("T")
@@ -56,6 +56,13 @@ def connection_settings(database: MutableMapping[str, Any]) -> list[str]:
         # sites' index) are left out there, which the embedded run's small fleet does not miss.
         return ["models.W040"]
     return []
+
+
+def use_fast_timestamps(sender, connection, **kwargs) -> None:
+    """On each new connection (`connection_created`): PostgreSQL's dates and times read in C where they
+    are UTC (`catalog.timestamps`); SQLite's are text Django parses itself."""
+    if connection.vendor == "postgresql":
+        timestamps.register(connection)
 
 
 def reads():

@@ -30,10 +30,8 @@ class UtcTimestampLoader(BaseTzLoader):
         return super().load(data)
 
 
-def use_fast_timestamps(sender, connection, **kwargs) -> None:
-    """On each new PostgreSQL connection (`connection_created`): its timestamptz values read by
-    `UtcTimestampLoader` in the connection's time zone, as Django's loader would."""
-    if connection.vendor != "postgresql":
-        return
+def register(connection) -> None:
+    """The PostgreSQL connection `connection` (Django's) reads its timestamptz values by
+    `UtcTimestampLoader`, in the connection's time zone as Django's loader would."""
     loader = type("ConnectionUtcTimestampLoader", (UtcTimestampLoader,), {"timezone": connection.timezone})
     connection.connection.adapters.register_loader("timestamptz", loader)
