@@ -102,3 +102,22 @@ def test_a_model_without_mxfp4_experts_loads_the_same_on_every_gpu():
     on = [vllm_budget(llama, 16, 16, VllmSettings(gpu_memory_bytes=H100, gpu=gpu)).weights.bytes
           for gpu in (None, HOPPER, B200, MI300X)]
     assert len(set(on)) == 1
+
+
+def test_the_wizard_s_vllm_breakdown_sizes_mxfp4_experts_through_marlin_and_says_so():
+    from sizing.calculators.vllm_inference import estimate_vllm
+
+    breakdown = estimate_vllm(GPT_OSS_120B, 4, 8192, 1)
+    assert breakdown.items[0].bytes == mxfp4_loaded(GPT_OSS_120B, 1, None).group_bytes
+    assert any("Marlin" in words for words in breakdown.assumptions)
+    sixteen = estimate_vllm(GPT_OSS_120B, 16, 8192, 1)
+    assert not any("Marlin" in words for words in sixteen.assumptions)
+
+
+def test_the_german_breakdown_names_the_padding_in_german():
+    from django.utils import translation
+
+    with translation.override("de"):
+        formula = budget(GPT_OSS_20B, tensor_parallel=2, gpu=HOPPER).weights.formula
+    assert "MXFP4-Experten über Marlin (MXFP4 nur für die Gewichte)" in formula
+    assert "aufgefüllt" in formula
