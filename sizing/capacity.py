@@ -98,7 +98,7 @@ class Capacity:
         memory_bytes -= DRIVER_RESERVED_BYTES
         if memory_bytes < 1:
             return MachineCapacity(0, 0, None)
-        budget = self._budget(self.precision, self.kv_bits, gpus, memory_bytes, self.longest)
+        budget = self._budget(self.precision, self.kv_bits, gpus, memory_bytes, self.longest, gpu)
         requests = min(budget.max_requests_at_context(self.context), MAX_REQUESTS)
         context = budget.max_context_at_requests(self.requests)
         asked = support_for(VLLM, self.spec, self.precision, self.kv_bits, gpu)
@@ -109,10 +109,10 @@ class Capacity:
                                alternative=self._alternative(gpus, memory_bytes, gpu))
 
     def _budget(self, precision: int, kv_bits: int, gpus: int, memory_bytes: int,
-                max_model_len: int) -> VllmBudget:
+                max_model_len: int, gpu: GpuArchitecture | None) -> VllmBudget:
         return vllm_budget(self.spec, precision, kv_bits, VllmSettings(
             gpu_memory_bytes=memory_bytes, tensor_parallel=gpus, gpu_memory_utilization=self.utilization,
-            max_model_len=max_model_len, max_num_seqs=self.requests,
+            max_model_len=max_model_len, max_num_seqs=self.requests, gpu=gpu,
         ))
 
     def _command(self, budget: VllmBudget, dtype_flags: tuple[str, ...]) -> str | None:
@@ -127,7 +127,7 @@ class Capacity:
         requests (its budget sized at --max-model-len = the asked context, as its command sets it)."""
         for precision, kv_bits in runnable_choices(VLLM, self.spec, self.precision, self.kv_bits, gpu):
             try:
-                budget = self._budget(precision, kv_bits, gpus, memory_bytes, self.context)
+                budget = self._budget(precision, kv_bits, gpus, memory_bytes, self.context, gpu)
             except SizingError:  # a split this precision's model refuses
                 continue
             if not budget.fit(self.context, self.requests)[0]:

@@ -37,7 +37,14 @@ from sizing.calculators.vllm import (
     serve_command,
     vllm_budget,
 )
-from sizing.engine_support import VLLM, alternative_words, refusal_words, runnable_choices, support_for
+from sizing.engine_support import (
+    VLLM,
+    GpuArchitecture,
+    alternative_words,
+    refusal_words,
+    runnable_choices,
+    support_for,
+)
 from sizing.errors import SizingError
 from sizing.gguf import DEFAULT_GGUF_TYPE, QUANT_TYPES
 from sizing.limits import (
@@ -183,8 +190,10 @@ class CapacityQuery:
     mem_fraction_static: Decimal | None = None  # SGLang's; None: its default for the GPU and tp
     parallel_asked: int | None = None  # parallel as given (SGLang's --max-running-requests), None if not
 
-    def settings(self) -> VllmSettings:
+    def settings(self, gpu: GpuArchitecture | None = None) -> VllmSettings:
+        """vLLM's settings asked, on `gpu`'s architecture where a GPU type was named."""
         return VllmSettings(
+            gpu=gpu,
             gpu_memory_bytes=int(self.gpu_memory_gib * GIB),
             tensor_parallel=self.tensor_parallel,
             pipeline_parallel=self.pipeline_parallel,
@@ -349,14 +358,15 @@ def capacity_for(query: CapacityQuery) -> dict:
         return llamacpp_capacity.answer(spec, query, _gpu_type(query.gpu))
     if query.engine == SGLANG:
         return sglang_capacity.answer(spec, query, _gpu_type(query.gpu))
+    gpu_type = _gpu_type(query.gpu)
+    architecture = gpu_type.architecture if gpu_type is not None else None
     try:
-        budget = vllm_budget(spec, query.precision, query.kv_bits, query.settings())
+        budget = vllm_budget(spec, query.precision, query.kv_bits, query.settings(architecture))
     except SizingError as error:  # settings each valid that the model cannot take together
         raise Conflict({error.field: error.message}) from error
     fits, reason = budget.fit(budget.max_model_len, 1)
     kv = max(budget.kv_cache_bytes, 0)
     concurrency = budget.max_concurrency()
-    gpu_type = _gpu_type(query.gpu)
     on_gpu = _on_gpu(spec, query, gpu_type) if query.gpu is not None else NOT_ASKED
     return {
         "model": spec.slug,
@@ -420,7 +430,7 @@ def _on_gpu(spec, query: CapacityQuery, gpu_type: catalog_rows.UsableMemory | No
     alternative, choice, half = None, None, False
     for precision, kv_bits in runnable_choices(VLLM, spec, query.precision, query.kv_bits, architecture):
         try:
-            budget = vllm_budget(spec, precision, kv_bits, query.settings())
+            budget = vllm_budget(spec, precision, kv_bits, query.settings(architecture))
         except SizingError:
             continue
         if budget.fit(budget.max_model_len, 1)[0]:

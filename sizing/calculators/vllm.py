@@ -32,6 +32,7 @@ from typing import cast
 from .. import nouns
 from ..architectures import CHUNKED, FULL, LINEAR, LINEAR_STATE_BYTES, PLAIN, SLIDING, LinearAttention, Yarn
 from ..breakdown import Item
+from ..engine_support import GpuArchitecture
 from ..errors import SizingError
 from ..i18n import gettext, ngettext
 from ..kv_cache import check_kv_bits
@@ -47,6 +48,7 @@ from ..units import GIB, MIB, fmt_gib, fmt_int, general_number
 from ..weights import SIXTEEN_BIT_BYTES, WeightFormat, native_format_of, split_parameters, stored_weights
 from .checks import check_count, check_precision, model_value
 from .items import weight_items
+from .vllm_loading import mxfp4_loaded
 
 VLLM_VERSION = "0.19"  # the release whose start-up accounting these formulas follow
 BLOCK_SIZE = 16  # tokens per KV-cache block (CacheConfig.block_size on CUDA)
@@ -105,6 +107,9 @@ class VllmSettings:
     max_model_len: int | None = None  # None: the model's own maximum
     max_num_batched_tokens: int = DEFAULT_BATCHED_TOKENS
     max_num_seqs: int | None = None  # None: vLLM's default for the GPU's size
+    # The GPU's architecture, where known: which kernel loads MXFP4 experts, and so their padded size
+    # (`vllm_loading`); None: the Marlin path of Hopper and Ampere.
+    gpu: GpuArchitecture | None = None
 
     @property
     def seqs(self) -> int:
@@ -378,15 +383,23 @@ def _stage_share(model: LanguageModelSpec, total: int, pp: int) -> Fraction:
 
 
 def weights_item(model: LanguageModelSpec, precision: int, settings: VllmSettings) -> tuple[Item, str | None]:
-    total, formula, flag = loaded_bytes(model, precision)
     tp, pp = settings.tensor_parallel, settings.pipeline_parallel
+    native = native_format_of(model)
+    if native is not None and native.key == "mxfp4" and precision == native.bits:
+        # MXFP4 experts are held at the padded sizes the GPU's MoE kernel runs (`vllm_loading`).
+        loaded = mxfp4_loaded(model, tp, settings.gpu)
+        total, formula, flag = loaded.group_bytes, loaded.formula(), None
+        divided_in_formula = True
+    else:
+        total, formula, flag = loaded_bytes(model, precision)
+        divided_in_formula = False
     share = _stage_share(model, total, pp)
     per_gpu = math.ceil(total * share / tp)
     split = ""
     if pp > 1:
         split += gettext(" × %(share)s on the busiest of %(pp)s pipeline stages") % {
             "share": general_number(float(share), 4), "pp": pp}
-    if tp > 1:
+    if tp > 1 and not divided_in_formula:
         split += gettext(" ÷ %(tp)s tensor-parallel GPUs") % {"tp": tp}
     return Item(
         name=gettext("Model weights as loaded"),

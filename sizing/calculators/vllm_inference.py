@@ -13,6 +13,7 @@ from ..capacity import Capacity
 from ..i18n import gettext
 from ..specs import LanguageModelSpec
 from ..units import GIB, fmt_gib, fmt_int, general_number
+from ..weights import native_format_of
 from .checks import check_inference_inputs
 from .inference_words import yarn_words
 from .vllm import (
@@ -165,6 +166,14 @@ def vllm_words(model: LanguageModelSpec, budget: VllmBudget, utilization: Fracti
         "always prefills in chunks. Whether the CUDA-graph pool counts inside the budget has moved between "
         "releases (%(version)s leaves it outside)."
     ) % {"version": VLLM_VERSION})
+    native = native_format_of(model)
+    if native is not None and native.key == "mxfp4" and budget.precision == native.bits:
+        words.append(gettext(
+            "MXFP4 experts are sized as vLLM holds them through the Marlin kernel, the path of Ampere and "
+            "Hopper: the expert width per GPU padded to a multiple of 128 and the hidden size to a multiple "
+            "of 256. A B200 (FlashInfer) pads more, an MI300X less; each machine's capacity and the GPU "
+            "what-if size the kernel of their GPU."
+        ))
     if budget.quantization:
         words.append(gettext(
             "%(bits)s-bit weights mean vLLM quantizing the published 16-bit checkpoint as it loads it "

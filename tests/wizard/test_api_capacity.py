@@ -380,3 +380,25 @@ def test_no_sglang_command_is_offered_for_a_gpu_type_that_cannot_run_it(client, 
             architecture = usable.architecture
             if body["command"] and architecture.maker == "NVIDIA" and not architecture.at_least((8, 0)):
                 assert "--dtype half" in body["command"]
+
+
+@pytest.mark.parametrize("gpu", ["gpu=H100%20SXM%2080GB", "gpu_memory_gib=79.19"])
+def test_gpt_oss_120b_at_its_full_context_does_not_start_on_one_h100(client, small_fleet, gpu):
+    """vLLM issues #23278 and #27508: gpt-oss-120b fails to start on one H100 at its default 131,072
+    tokens. Its MXFP4 experts load through Marlin at padded sizes (65.90 GiB), named GPU or not."""
+    status, body = capacity(client, f"model=gpt-oss-120b&precision=4&{gpu}")
+    assert status == 200
+    assert body["max_model_len"] == 131_072
+    assert body["fits"] is False
+    assert "refuses to start" in body["reason"]
+    assert body["command"] is None
+    assert body["weights_gib"] == pytest.approx(65.90, abs=0.01)
+    assert "Marlin" in body["items"][0]["formula"]
+
+
+def test_gpt_oss_120b_on_a_b200_loads_its_experts_at_flashinfer_s_padding(client, small_fleet):
+    _, hopper = capacity(client, "model=gpt-oss-120b&precision=4&gpu=H100%20SXM%2080GB&max_model_len=8192")
+    _, blackwell = capacity(client, "model=gpt-oss-120b&precision=4&gpu=B200&max_model_len=8192")
+    assert blackwell["weights_gib"] > hopper["weights_gib"]
+    assert "FlashInfer" in blackwell["items"][0]["formula"]
+    assert blackwell["fits"] is True and blackwell["command"].startswith("vllm serve openai/gpt-oss-120b")

@@ -1,0 +1,162 @@
+"""MXFP4 experts as vLLM loads them on each GPU architecture (issue #43).
+
+A checkpoint published with MXFP4 experts (gpt-oss) is not held as stored: vLLM's `Mxfp4MoEMethod`
+(vllm/model_executor/layers/quantization/mxfp4.py, `create_weights`) allocates each expert's matrices at
+sizes its MoE kernel can run, and the checkpoint is copied into them. The padding depends on the kernel,
+and the kernel on the GPU (`get_mxfp4_backend`):
+
+- Marlin, weight-only MXFP4 (`Mxfp4Backend.MARLIN`): the kernel wants n % 256 == 0 and k % 128 == 0 in
+  both projections, so the expert width per GPU is rounded up to a multiple of 128 and the hidden size to
+  a multiple of 256. vLLM takes it on every NVIDIA GPU without native FP4 (Ampere; Hopper where the
+  triton_kernels package is not installed, or with VLLM_MXFP4_USE_MARLIN=1), and
+  `prepare_moe_fp4_layer_for_marlin` (utils/marlin_utils_fp4.py) repacks the 4-bit values in place
+  (gptq_marlin_repack), keeps one E8M0 byte per 32 values (`mxfp4_marlin_process_scales`) and the 16-bit
+  biases: the padded shapes are what stays on the GPU.
+- FlashInfer on data-center Blackwell (compute capability 10.x, `SM100_FI_MXFP4_BF16`): both rounded up
+  to multiples of 256.
+- AMD (ROCm, Triton): both rounded to `get_padding_alignment()`, 128 below gfx950 (MI300X).
+
+Each expert then holds, per GPU of a tensor-parallel group of size tp, with I = ⌈expert width ÷ tp⌉
+rounded up and H the hidden size rounded up:
+
+    gate-up (w13): 2I × H values × ½ byte + 2I × H ÷ 32 scales × 1 byte + 2I biases × 2 bytes
+    down (w2):     H × I values × ½ byte + H × I ÷ 32 scales × 1 byte + H biases × 2 bytes
+
+Every other module (attention, routers, norms, embeddings, output head) is loaded unquantized in 16 bits
+(`Mxfp4Config.get_quant_method`: UnquantizedLinearMethod), as stored, and divides over the group.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import cast
+
+from ..architectures import Architecture, ParameterCount, count_parameters
+from ..architectures.shapes import MoE, NativeWeights
+from ..engine_support import GpuArchitecture
+from ..i18n import gettext, gettext_noop
+from ..specs import LanguageModelSpec
+from ..units import fmt_int
+from ..weights import NATIVE_FORMATS, native_stored_weights
+from .checks import model_value
+
+MXFP4_BLOCK = 32  # values sharing one E8M0 scale
+EXPERTS_ROLE = "experts"
+
+
+@dataclass(frozen=True)
+class MoeKernel:
+    """The MoE kernel vLLM runs MXFP4 experts with on a GPU, and the multiples it pads them to."""
+
+    key: str
+    name: str  # as vLLM's log names it; translated where shown
+    intermediate_multiple: int  # the expert width per GPU rounded up to this
+    hidden_multiple: int  # the hidden size rounded up to this
+
+
+MARLIN = MoeKernel("marlin", gettext_noop("Marlin (weight-only MXFP4)"), 128, 256)
+FLASHINFER_SM100 = MoeKernel("flashinfer-sm100", gettext_noop("FlashInfer MXFP4 (compute capability 10)"),
+                             256, 256)
+ROCM_TRITON = MoeKernel("rocm-triton", gettext_noop("Triton on ROCm"), 128, 128)
+
+
+def mxfp4_kernel(gpu: GpuArchitecture | None) -> MoeKernel:
+    """The kernel vLLM picks for MXFP4 experts on `gpu`; Marlin where no GPU is named (the path of Hopper
+    and Ampere, where most of these models are served)."""
+    if gpu is None:
+        return MARLIN
+    if gpu.maker == "AMD":
+        return ROCM_TRITON
+    if gpu.at_least((10, 0)) and not gpu.at_least((11, 0)):
+        return FLASHINFER_SM100
+    return MARLIN
+
+
+def round_up(value: int, multiple: int) -> int:
+    return math.ceil(value / multiple) * multiple
+
+
+@dataclass(frozen=True)
+class Mxfp4Loaded:
+    """An MXFP4 checkpoint as vLLM holds it on each GPU of a tensor-parallel group."""
+
+    kernel: MoeKernel
+    tensor_parallel: int
+    moe_layers: int
+    experts: int
+    width: int  # the expert width per GPU before padding
+    padded_width: int
+    hidden: int
+    padded_hidden: int
+    bias: bool
+    expert_bytes_per_gpu: int  # every expert of every MoE layer on one GPU
+    other_parameters: int  # loaded in 16 bits, divided over the group
+    stored_bytes: int  # the checkpoint as published, whole
+
+    @property
+    def other_bytes(self) -> int:
+        return self.other_parameters * 2
+
+    @property
+    def group_bytes(self) -> int:
+        """The whole tensor-parallel group's weights: the experts on every GPU and the rest once."""
+        return self.expert_bytes_per_gpu * self.tensor_parallel + self.other_bytes
+
+    def formula(self) -> str:
+        values = {
+            "kernel": gettext(self.kernel.name), "layers": fmt_int(self.moe_layers),
+            "experts": fmt_int(self.experts), "width": fmt_int(self.padded_width),
+            "hidden": fmt_int(self.padded_hidden),
+            "raw_width": fmt_int(self.width), "raw_hidden": fmt_int(self.hidden),
+            "width_multiple": self.kernel.intermediate_multiple,
+            "hidden_multiple": self.kernel.hidden_multiple,
+            "experts_bytes": fmt_int(self.expert_bytes_per_gpu), "other": fmt_int(self.other_parameters),
+        }
+        text = gettext(
+            "MXFP4 experts through %(kernel)s: %(layers)s MoE layers × %(experts)s experts × 3 × %(width)s "
+            "expert width × %(hidden)s hidden values × (½ byte + 1 byte per 32 for the E8M0 scales)"
+        ) % values
+        if self.bias:
+            text += gettext(" + biases (2 × %(width)s + %(hidden)s) × 2 bytes") % values
+        text += gettext(
+            " = %(experts_bytes)s bytes per GPU, the expert width per GPU (%(raw_width)s) padded to a "
+            "multiple of %(width_multiple)s and the hidden size (%(raw_hidden)s) to a multiple of "
+            "%(hidden_multiple)s; + %(other)s other parameters × 2 bytes (attention, routers, norms, "
+            "embeddings and output head in 16 bits)"
+        ) % values
+        if self.tensor_parallel > 1:
+            text += gettext(" ÷ %(tp)s tensor-parallel GPUs") % {"tp": self.tensor_parallel}
+        return text
+
+
+def _moe_layers(moe: MoE, layers: int) -> int:
+    return sum(1 for index in range(layers) if moe.is_moe_layer(index))
+
+
+def mxfp4_loaded(model: LanguageModelSpec, tensor_parallel: int, gpu: GpuArchitecture | None) -> Mxfp4Loaded:
+    """`model` (published with MXFP4 experts) as vLLM loads it on each GPU of `tensor_parallel`."""
+    arch = cast(Architecture, model.architecture)  # asked only of a model with native MXFP4 weights
+    moe = cast(MoE, arch.moe)
+    native = cast(NativeWeights, arch.native_weights)
+    kernel = mxfp4_kernel(gpu)
+    count = count_parameters(model)
+    fmt = NATIVE_FORMATS["mxfp4"]
+    stored = native_stored_weights(count, native, fmt)
+    stored_bytes = stored.quantized_bytes + stored.scale_bytes + stored.other_bytes
+    experts_group = ParameterCount(groups=tuple(g for g in count.groups if g.role == EXPERTS_ROLE), active=0)
+    experts_parameters = experts_group.total
+    hidden = model_value(model, "hidden_size")
+    width = math.ceil(moe.expert_intermediate / tensor_parallel)
+    padded_width = round_up(width, kernel.intermediate_multiple)
+    padded_hidden = round_up(hidden, kernel.hidden_multiple)
+    values = 3 * padded_width * padded_hidden  # gate and up (2I × H) and down (H × I)
+    per_expert = values // 2 + values // MXFP4_BLOCK
+    if moe.expert_bias:
+        per_expert += (2 * padded_width + padded_hidden) * 2
+    moe_layers = _moe_layers(moe, model_value(model, "layers"))
+    return Mxfp4Loaded(
+        kernel=kernel, tensor_parallel=tensor_parallel, moe_layers=moe_layers, experts=moe.experts,
+        width=width, padded_width=padded_width, hidden=hidden, padded_hidden=padded_hidden,
+        bias=moe.expert_bias, expert_bytes_per_gpu=per_expert * moe.experts * moe_layers,
+        other_parameters=count.total - experts_parameters, stored_bytes=stored_bytes,
+    )
