@@ -18,6 +18,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from decimal import Decimal
 
+from .i18n import format_number, gettext, gettext_noop, ngettext
+from .offers import MachineOffer
+
 ON_DEMAND = "on_demand"
 INTERRUPTIBLE = "interruptible"
 RESERVED = "reserved"
@@ -124,3 +127,85 @@ def reliability_problem(reliability: Decimal | None, measures: str) -> str:
     if reliability is None and measures.strip():
         return "What the reliability measures is given but no reliability figure; give it or clear this."
     return ""
+
+
+# --- A machine's markets as a row shows them ------------------------------------------------------
+
+# The market names in words, read where shown (`gettext_noop`: translated at display).
+MARKET_WORDS = {
+    ON_DEMAND: gettext_noop("on demand"),
+    INTERRUPTIBLE: gettext_noop("interruptible"),
+    RESERVED: gettext_noop("reserved"),
+}
+STOCK_WORDS = {
+    "high": gettext_noop("high"),
+    "medium": gettext_noop("medium"),
+    "low": gettext_noop("low"),
+    "in_stock": gettext_noop("in stock"),
+    "out": gettext_noop("out of stock"),
+}
+
+
+def offer_markets(offer: MachineOffer) -> tuple[MarketPrice, ...]:
+    """The markets a machine on offer is offered in (`market_prices` of its fields)."""
+    return market_prices(
+        price_per_gpu_hour=offer.price_per_gpu_hour,
+        interruptible=offer.interruptible,
+        interruptible_price_per_gpu_hour=offer.interruptible_price_per_gpu_hour,
+        interruption_notice_seconds=offer.interruption_notice_seconds,
+        interruption_frequency=offer.interruption_frequency,
+        reserved_price_per_gpu_hour=offer.reserved_price_per_gpu_hour,
+        reserved_term_days=offer.reserved_term_days,
+    )
+
+
+def market_name(market: str) -> str:
+    return gettext(MARKET_WORDS[market])
+
+
+def terms_text(price: MarketPrice) -> str:
+    """A market's terms in words: the notice and frequency of an interruptible offer (what the provider
+    says of them, "not said" where it says nothing), the term of a reserved one; "" on demand."""
+    if price.market == INTERRUPTIBLE:
+        if price.notice_seconds is None:
+            notice = gettext("notice before it is taken back: not said by the provider")
+        elif price.notice_seconds == 0:
+            notice = gettext("taken back without notice")
+        else:
+            notice = ngettext(
+                "taken back with %(seconds)s second's notice", "taken back with %(seconds)s seconds' notice",
+                price.notice_seconds,
+            ) % {"seconds": format_number(price.notice_seconds)}
+        if price.frequency:
+            notice += "; " + gettext("how often, as the provider says: %(frequency)s") % {
+                "frequency": price.frequency
+            }
+        return notice
+    if price.market == RESERVED and price.term_days is not None:
+        return ngettext(
+            "paid for a term of %(days)s day", "paid for a term of %(days)s days", price.term_days
+        ) % {"days": format_number(price.term_days)}
+    return ""
+
+
+def reliability_text(reliability: Decimal | None, measures: str) -> str:
+    """The reliability as a row shows it: the figure as a percentage with what it measures, or "not
+    reported" (never estimated)."""
+    if reliability is None:
+        return gettext("reliability not reported")
+    return gettext("reliability %(percent)s (%(measures)s)") % {
+        "percent": reliability_percent(reliability), "measures": measures
+    }
+
+
+def reliability_percent(reliability: Decimal) -> str:
+    """A reliability (four places from 0 to 1) as the exact percentage: 0.9981 is "99.81 %"."""
+    value = reliability * 100
+    shown: Decimal | int = int(value) if value == value.to_integral_value() else value.normalize()
+    return f"{format_number(shown, grouping=False)} %"
+
+
+def stock_text(stock: str) -> str:
+    if not stock:
+        return gettext("stock not reported")
+    return gettext("stock: %(level)s") % {"level": gettext(STOCK_WORDS[stock])}

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal, InvalidOperation
-from typing import Protocol
+from typing import Any, Protocol
 
 from catalog.gpu_names import gpu_name_key
 from sizing.countries import is_country_code
@@ -455,7 +455,7 @@ def stock_level(word: str) -> str:
 def market_terms(item: dict, price_per_gpu_hour: Decimal, interruptible: bool) -> dict:
     """The markets' fields of a machine in the Node Lodge feed, checked one by one and against each
     other (`sizing.markets.market_problems`, the admin's rules)."""
-    terms = {
+    terms: dict[str, Any] = {
         "interruptible_price_per_gpu_hour": optional_price(
             item.get("interruptible_price_per_gpu_hour"), "interruptible_price_per_gpu_hour"
         ),
