@@ -217,6 +217,8 @@ def _book_locked(user, kind, pairs, machines, total, query, idempotency_key, now
         bookings.append(Booking(
             user=user, machine=machine, gpus=gpus, price_per_gpu_hour=machine.price_per_gpu_hour,
             price_per_hour=machine.price_per_gpu_hour * gpus, workload=query.as_params(),
+            # The market of the price booked (its listed price's), the one the review names.
+            market=machine.market_prices()[0].market,
             result_url=result_url, hours_covered=cover.hours_of_one_booking if cover is not None else None,
             booking_limit_hours=machine.booking_limit_hours, status=Booking.Status.RUNNING,
             started_at=now, ends_at=Booking.end_for(now, machine.booking_limit_hours),
