@@ -94,3 +94,21 @@ def test_the_review_shows_the_market_launch_books_with_reliability_and_stock(cli
 
     html = client.get(review.format(pk=plain.pk, price="2.49")).content.decode()
     assert '<dd data-testid="review-market">on demand</dd>' in html
+
+
+def test_the_command_prints_each_other_market_and_the_reported_reliability_and_stock(small_catalog, capsys):
+    import json
+
+    from django.core.management import call_command
+
+    from tests.helpers import LLAMA_8B_ARGS
+
+    small_catalog.machine(**MARKETS)
+    call_command("recommend", *LLAMA_8B_ARGS, "--budget", "100")
+    out = capsys.readouterr().out
+    assert "       interruptible $1.75/h (taken back with 5 seconds' notice)" in out
+    assert "       reserved $1.99/h (paid for a term of 30 days)" in out
+    assert "       reliability 99.81 % (Vast.ai reliability2); stock: low" in out
+    call_command("recommend", *LLAMA_8B_ARGS, "--json")
+    [row] = json.loads(capsys.readouterr().out)["machines"]
+    assert [market["market"] for market in row["markets"]] == ["on_demand", "interruptible", "reserved"]
