@@ -44,6 +44,7 @@ class Review:
     target_text: str | None = None  # a throughput plan's target, in words ("9,000 tokens/s")
     # A machine alone: the market Confirm books (its listed price's) with its terms, and the reliability
     # and stock its provider reports ("not reported" where it does not), in words.
+    market: str | None = None  # its code (`sizing.markets`), which Confirm sends back
     market_text: str | None = None
     reliability_text: str | None = None
     stock_text: str | None = None
@@ -107,6 +108,7 @@ def _reported(machine: Machine) -> dict[str, str]:
     booked = machine.market_prices()[0]
     terms = terms_text(booked)
     return {
+        "market": booked.market,
         "market_text": f"{market_name(booked.market)}: {terms}" if terms else market_name(booked.market),
         "reliability_text": reliability_text(machine.reliability, machine.reliability_measures),
         "stock_text": stock_text(machine.stock),

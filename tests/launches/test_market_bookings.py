@@ -90,3 +90,49 @@ def test_bookings_made_before_markets_get_their_machines_market(small_catalog, m
         migrate(MigrationExecutor(connection).loader.graph.leaf_nodes("launches"))
     assert Booking.objects.get(pk=on_spot.pk).market == "interruptible"
     assert Booking.objects.get(pk=on_plain.pk).market == "on_demand"
+
+
+@pytest.mark.django_db
+def test_launch_books_the_market_its_review_named_and_refuses_one_that_changed(client, small_catalog, make_user):
+    from django.urls import reverse
+
+    from catalog.models import Machine
+
+    client.force_login(make_user())
+    machine = small_catalog.machine(free_gpus=2)
+    review = client.get(f"/launch/review/?machine={machine.pk}&gpus=1&price_per_hour=2.49&query="
+                        + QUERY.replace("&", "%26")).content.decode()
+    assert '<input type="hidden" name="market" value="on_demand">' in review
+
+    # The provider lists it interruptible now, at the same price: Confirm of the review is refused.
+    Machine.objects.filter(pk=machine.pk).update(interruptible=True, interruptible_price_per_gpu_hour=Decimal("2.49"))
+    data = {"machine": machine.pk, "gpus": 1, "price_per_hour": "2.49", "query": QUERY, "market": "on_demand",
+            "idempotency_key": uuid.uuid4().hex}
+    response = client.post(reverse("launches:launch"), data)
+    assert response.status_code == 409
+    assert ("This machine is now offered interruptible, not on demand as the review showed; check and launch "
+            "again.") in response.content.decode()
+    assert not Booking.objects.exists()
+    assert Machine.objects.get(pk=machine.pk).free_gpus == 2
+
+    german = client.post("/de" + reverse("launches:launch"), {**data, "idempotency_key": uuid.uuid4().hex},
+                         HTTP_ACCEPT_LANGUAGE="de")
+    assert "Diese Maschine wird jetzt unterbrechbar angeboten, nicht auf Abruf" in german.content.decode()
+
+    # Its review now names the interruptible market, and Confirm books it there.
+    response = client.post(reverse("launches:launch"), {**data, "market": "interruptible",
+                                                         "idempotency_key": uuid.uuid4().hex})
+    assert response.status_code == 303
+    assert list(Booking.objects.values_list("market", "price_per_gpu_hour")) == [("interruptible", Decimal("2.49"))]
+
+
+@pytest.mark.django_db
+def test_a_market_the_console_does_not_know_is_a_bad_form(client, small_catalog, make_user):
+    from django.urls import reverse
+
+    client.force_login(make_user())
+    machine = small_catalog.machine(free_gpus=2)
+    data = {"machine": machine.pk, "gpus": 1, "price_per_hour": "2.49", "query": QUERY, "market": "spot",
+            "idempotency_key": uuid.uuid4().hex}
+    assert client.post(reverse("launches:launch"), data).status_code == 400
+    assert not Booking.objects.exists()
