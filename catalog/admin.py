@@ -204,8 +204,8 @@ class MachineAdmin(CatalogAdmin):
         "interruptible", "is_available", "last_seen_at",
     )
     list_filter: ClassVar[tuple[Any, ...]] = (
-        "tier", "is_available", "memory_source", "interruptible", "interconnect", "gpu_type", "country",
-        "provider",
+        "tier", "is_available", "memory_source", "interruptible", "stock", "interconnect", "gpu_type",
+        "country", "provider",
     )
     search_fields = ("provider_machine_id", "provider__name", "gpu_type__name", "region", "country", "site")
     list_select_related: ClassVar[tuple[str, ...]] = ("provider", "gpu_type")
@@ -222,6 +222,13 @@ class MachineAdmin(CatalogAdmin):
         ("Location", {"fields": ("country", "region", "site")}),
         ("Interconnect", {"fields": ("interconnect", "interconnect_gbps")}),
         ("Terms", {"fields": ("price_per_gpu_hour", "interruptible", "booking_limit_hours")}),
+        ("Markets", {
+            "fields": ("interruptible_price_per_gpu_hour", "interruption_notice_seconds",
+                       "interruption_frequency", "reserved_price_per_gpu_hour", "reserved_term_days"),
+            "description": "The on-demand price is the price per GPU-hour above (unless the machine is "
+                           "listed interruptible). Empty = not offered in that market, or not said.",
+        }),
+        ("Reliability and stock", {"fields": ("reliability", "reliability_measures", "stock")}),
         ("Status", {"fields": ("is_available", "last_seen_at", "gone_at", "created_at", "updated_at")}),
     )
 

@@ -40,6 +40,9 @@ MACHINE_UPSERT_FIELDS = [
     "memory_flag",
     "country", "region", "price_per_gpu_hour", "interruptible", "booking_limit_hours", "is_available",
     "last_seen_at", "gone_at", "updated_at", "site", "interconnect", "interconnect_gbps",
+    # The markets besides the listed price, reliability and stock (`sizing.markets`).
+    "interruptible_price_per_gpu_hour", "interruption_notice_seconds", "interruption_frequency",
+    "reserved_price_per_gpu_hour", "reserved_term_days", "reliability", "reliability_measures", "stock",
 ]
 
 

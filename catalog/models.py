@@ -17,6 +17,13 @@ from sizing.countries import is_country_code
 from sizing.engine_support import FAMILIES, architecture_problem
 from sizing.errors import SizingError
 from sizing.fit import MAX_GPUS_PER_MACHINE
+from sizing.markets import (
+    MarketPrice,
+    interruptible_price,
+    market_prices,
+    market_problems,
+    reliability_problem,
+)
 from sizing.offers import MEASUREMENT_TEXT_LENGTHS
 
 
@@ -397,6 +404,13 @@ def interconnect_speed_error(interconnect: str, gbps: int | None) -> str:
     return ""
 
 
+# The columns that say in which markets a machine is offered and on what terms (`sizing.markets`).
+MARKET_FIELDS = (
+    "price_per_gpu_hour", "interruptible", "interruptible_price_per_gpu_hour", "interruption_notice_seconds",
+    "interruption_frequency", "reserved_price_per_gpu_hour", "reserved_term_days",
+)
+
+
 class Machine(models.Model):
     class MemorySource(models.TextChoices):
         DATACENTER = "datacenter", "Datacenter"
@@ -469,7 +483,64 @@ class Machine(models.Model):
         validators=[MinValueValidator(Decimal("0.0001"), message="Price per GPU-hour must be above zero.")],
         help_text="USD per GPU per hour.",
     )
-    interruptible = models.BooleanField(default=False)
+    interruptible = models.BooleanField(
+        default=False,
+        help_text="The listed price is itself interruptible (no on-demand price): the machine is offered in "
+                  "the interruptible market at that price.",
+    )
+    # The markets besides the listed price (`sizing.markets`). Empty = not offered there, or not said.
+    interruptible_price_per_gpu_hour = models.DecimalField(
+        max_digits=10, decimal_places=4, null=True, blank=True,
+        validators=[MinValueValidator(Decimal("0.0001"), message="Interruptible price must be above zero.")],
+        help_text="USD per GPU per hour: the spot price, or the lowest bid taken (bid floor). "
+                  "Empty = not offered interruptible.",
+    )
+    interruption_notice_seconds = models.IntegerField(
+        null=True, blank=True,
+        validators=[MinValueValidator(0, message="Interruption notice cannot be negative (0 = no notice).")],
+        help_text="Notice before an interruptible machine is taken back, in seconds (0 = none). "
+                  "Empty = the provider does not say.",
+    )
+    interruption_frequency = models.CharField(
+        max_length=120, blank=True,
+        help_text="How often the provider says interruptible machines are taken back, in its words. "
+                  "Empty = not said.",
+    )
+    reserved_price_per_gpu_hour = models.DecimalField(
+        max_digits=10, decimal_places=4, null=True, blank=True,
+        validators=[MinValueValidator(Decimal("0.0001"), message="Reserved price must be above zero.")],
+        help_text="USD per GPU per hour when prepaid or committed for the term below. Empty = not offered.",
+    )
+    reserved_term_days = models.IntegerField(
+        null=True, blank=True,
+        validators=[MinValueValidator(1, message="Reserved term must be at least one day.")],
+        help_text="The term the reserved price is paid for, in days.",
+    )
+    # Reliability and stock as the feed gives them; never estimated (empty = not reported).
+    reliability = models.DecimalField(
+        max_digits=5, decimal_places=4, null=True, blank=True,
+        validators=[
+            MinValueValidator(Decimal("0"), message="Reliability must be between 0 and 1."),
+            MaxValueValidator(Decimal("1"), message="Reliability must be between 0 and 1."),
+        ],
+        help_text="0 to 1, as the provider measures it. Empty = not reported.",
+    )
+    reliability_measures = models.CharField(
+        max_length=200, blank=True,
+        help_text="What the reliability figure measures, as the provider defines it.",
+    )
+
+    class Stock(models.TextChoices):
+        HIGH = "high", "High"
+        MEDIUM = "medium", "Medium"
+        LOW = "low", "Low"
+        IN_STOCK = "in_stock", "In stock (level not said)"
+        OUT = "out", "Out of stock"
+
+    stock = models.CharField(
+        max_length=10, choices=Stock.choices, blank=True,
+        help_text="As the feed reports it. Empty = not reported.",
+    )
     booking_limit_hours = models.IntegerField(
         null=True,
         blank=True,
@@ -503,6 +574,22 @@ class Machine(models.Model):
             ),
             _positive_or_null("memory_per_gpu_mib", "catalog_machine_memory_positive"),
             _positive_or_null("booking_limit_hours", "catalog_machine_booking_limit_positive"),
+            _positive_or_null("interruptible_price_per_gpu_hour", "catalog_machine_spot_price_positive"),
+            _positive_or_null("reserved_price_per_gpu_hour", "catalog_machine_reserved_price_positive"),
+            models.CheckConstraint(
+                condition=Q(interruption_notice_seconds__isnull=True) | Q(interruption_notice_seconds__gte=0),
+                name="catalog_machine_interruption_notice_nonnegative",
+            ),
+            models.CheckConstraint(
+                condition=Q(reserved_price_per_gpu_hour__isnull=True, reserved_term_days__isnull=True)
+                | Q(reserved_price_per_gpu_hour__isnull=False, reserved_term_days__gte=1),
+                name="catalog_machine_reserved_term",
+            ),
+            models.CheckConstraint(
+                condition=Q(reliability__isnull=True, reliability_measures="")
+                | (Q(reliability__gte=0, reliability__lte=1) & ~Q(reliability_measures="")),
+                name="catalog_machine_reliability_measured",
+            ),
             models.CheckConstraint(
                 condition=Q(interconnect="none", interconnect_gbps__isnull=True)
                 | (~Q(interconnect="none") & Q(interconnect_gbps__gte=1)),
@@ -540,6 +627,9 @@ class Machine(models.Model):
     def save(self, *args, **kwargs):
         self.country = (self.country or "").strip().upper()
         self.site = (self.site or "").strip()
+        self.interruptible_price_per_gpu_hour = interruptible_price(
+            self.price_per_gpu_hour, self.interruptible, self.interruptible_price_per_gpu_hour
+        )
         if self.provider_id:
             # What the database's triggers will write, so this instance reads the same after saving.
             self.tier = self.provider.tier
@@ -570,8 +660,21 @@ class Machine(models.Model):
         error = interconnect_speed_error(self.interconnect, self.interconnect_gbps)
         if error and "interconnect_gbps" not in errors:
             errors["interconnect_gbps"] = error
+        self.interruption_frequency = (self.interruption_frequency or "").strip()
+        self.reliability_measures = (self.reliability_measures or "").strip()
+        terms = {name: getattr(self, name) for name in MARKET_FIELDS}
+        for field, problem in market_problems(**terms).items():
+            errors.setdefault(field, problem)
+        problem = reliability_problem(self.reliability, self.reliability_measures)
+        if problem:
+            field = "reliability" if self.reliability is None else "reliability_measures"
+            errors.setdefault(field, problem)
         if errors:
             raise ValidationError(errors)
+
+    def market_prices(self) -> tuple[MarketPrice, ...]:
+        """The markets this machine is offered in, with their prices and terms."""
+        return market_prices(**{name: getattr(self, name) for name in MARKET_FIELDS})
 
 
 class MeasuredSpeed(models.Model):

@@ -135,6 +135,15 @@ OFFER_COLUMNS = {
     "is_available": "is_available",
     "provider_active": "provider_is_active",
     "gone": "gone_at",
+    # The markets, reliability and stock (`sizing.markets`): read with the machine, no statement more.
+    "interruptible_price_per_gpu_hour": "interruptible_price_per_gpu_hour",
+    "interruption_notice_seconds": "interruption_notice_seconds",
+    "interruption_frequency": "interruption_frequency",
+    "reserved_price_per_gpu_hour": "reserved_price_per_gpu_hour",
+    "reserved_term_days": "reserved_term_days",
+    "reliability": "reliability",
+    "reliability_measures": "reliability_measures",
+    "stock": "stock",
 }
 
 

@@ -11,8 +11,9 @@ from . import wording
 from .breakdown import Breakdown
 from .confidence import confidence
 from .engine_support import VLLM, alternative_words, gpu_architecture, refusal_words
+from .markets import offer_markets, terms_text
 from .offers import MachineOffer, MeasuredSpeed, Preferences
-from .results import RecommendedMachine
+from .results import MarketRow, RecommendedMachine
 from .speeds import price_per_million_tokens, speed_for
 
 if TYPE_CHECKING:
@@ -85,12 +86,26 @@ class Describer:
             **self._cached(("capacity", fit.gpus_used, fit.memory_per_gpu_bytes, offer.gpu_type,
                             offer.gpu_architecture, offer.gpu_compute_capability),
                            lambda: self._capacity(fit, offer)),
+            markets=self._cached(
+                ("markets", offer_markets(offer), fit.gpus_used, offer.booking_limit_hours),
+                lambda: self._markets(offer, fit.gpus_used),
+            ),
             breaks=candidate.breaks,
             breaks_text=tuple(
                 wording.break_words(code, offer, candidate.hourly_price, self.preferences)
                 for code in candidate.breaks
             ),
         )
+
+    def _markets(self, offer: MachineOffer, gpus: int) -> tuple[MarketRow, ...]:
+        """Each market the machine is offered in at `gpus` GPUs: its hourly price and what the budget
+        covers there."""
+        found = []
+        for price in offer_markets(offer):
+            hourly = price.price_per_gpu_hour * gpus
+            cover = wording.budget_cover(self.preferences.budget, hourly, offer.booking_limit_hours)
+            found.append(MarketRow(price, hourly, cover, terms_text(price)))
+        return tuple(found)
 
     def _capacity(self, fit: Fit, offer: MachineOffer) -> dict[str, Any]:
         """What the machine holds at the GPUs it uses (`sizing.capacity`), against the same memory its

@@ -69,6 +69,16 @@ class MachineOffer:
     is_available: bool = True
     provider_active: bool = True
     gone: bool = False
+    # The markets besides the listed price and their terms (`sizing.markets`), and the reliability and
+    # stock the provider reports (None / "" where it does not: shown "not reported", never estimated).
+    interruptible_price_per_gpu_hour: Decimal | None = None
+    interruption_notice_seconds: int | None = None
+    interruption_frequency: str = ""
+    reserved_price_per_gpu_hour: Decimal | None = None
+    reserved_term_days: int | None = None
+    reliability: Decimal | None = None
+    reliability_measures: str = ""
+    stock: str = ""
 
 
 @dataclass(frozen=True)

@@ -16,10 +16,22 @@ from .countries import country_name
 from .engine_support import RunnableAlternative
 from .fit import Fit
 from .i18n import gettext, gettext_noop, ngettext
+from .markets import MarketPrice, market_name, reliability_text, stock_text
 from .offers import MEASUREMENT_FIELDS, MachineOffer, MeasuredSpeed
 from .rounding import round_half_up
 from .units import decimal_text, gib_number, money_string, money_text
 from .wording import MEMORY_SOURCE_SHORT, MEMORY_SOURCE_WORDS, BudgetCover, EmptyAnswer, per_hour
+
+
+@dataclass(frozen=True)
+class MarketRow:
+    """One market a shown machine is offered in, at the GPUs the answer uses: its price per GPU-hour,
+    hourly price, what the budget covers there, and its terms in words (`sizing.markets`)."""
+
+    price: MarketPrice
+    hourly_price: Decimal
+    budget_covers: BudgetCover | None
+    terms: str
 
 
 @dataclass(frozen=True)
@@ -52,6 +64,8 @@ class RecommendedMachine:
     runs_on_gpu: bool | None = None
     gpu_support_text: str | None = None
     alternative: RunnableAlternative | None = None
+    # Every market the machine is offered in (`sizing.markets`), in the markets' order.
+    markets: tuple[MarketRow, ...] = ()
 
     @property
     def requests_per_dollar(self) -> Decimal | None:
@@ -76,6 +90,22 @@ def _shared(words: SharedWords | None, key: tuple[object, ...], build: Callable[
     if key not in words:
         words[key] = build()
     return words[key]
+
+
+def market_row(row: MarketRow) -> dict[str, Any]:
+    """One market of a machine row, as plain JSON values (money as exact decimal strings)."""
+    cover = row.budget_covers
+    return {
+        "market": row.price.market,
+        "market_text": market_name(row.price.market),
+        "price_per_gpu_hour": money_string(row.price.price_per_gpu_hour),
+        "price_per_hour": money_string(row.hourly_price),
+        "notice_seconds": row.price.notice_seconds,
+        "frequency": row.price.frequency or None,
+        "term_days": row.price.term_days,
+        "terms_text": row.terms or None,
+        "budget_text": cover.text if cover else None,
+    }
 
 
 def machine_row(machine: RecommendedMachine, words: SharedWords | None = None) -> dict[str, Any]:
@@ -119,6 +149,13 @@ def machine_row(machine: RecommendedMachine, words: SharedWords | None = None) -
         "budget_capped_by_booking_limit": cover.capped_by_booking_limit if cover else False,
         "booking_limit_hours": offer.booking_limit_hours,
         "interruptible": offer.interruptible,
+        "markets": [market_row(row) for row in machine.markets],
+        "reliability": None if offer.reliability is None else format(offer.reliability, "f"),
+        "reliability_measures": offer.reliability_measures or None,
+        "reliability_text": _shared(words, ("reliability", offer.reliability, offer.reliability_measures),
+                                    lambda: reliability_text(offer.reliability, offer.reliability_measures)),
+        "stock": offer.stock or None,
+        "stock_text": _shared(words, ("stock", offer.stock), lambda: stock_text(offer.stock)),
         "confidence": machine.confidence,
         "confidence_reasons": list(machine.confidence_reasons),
         "why_it_fits": list(machine.why_it_fits),

@@ -38,6 +38,7 @@ from .refusals import (
     estimate_or_refuse,
     parse_query,
     refuse_machines,
+    refuse_market_change,
     refuse_unbookable,
     refuser,
     result_url_for,
@@ -125,6 +126,7 @@ def launch(
     idempotency_key: str,
     kind: str = ALONE,
     now: datetime | None = None,
+    market: str | None = None,
 ) -> LaunchOutcome:
     """Book `machines` ((machine id, GPUs) pairs: one for a machine alone, every machine of a cluster
     or a plan) for `user`, as the result page offered them, or none.
@@ -133,7 +135,8 @@ def launch(
     GPUs free and still fits the workload as its kind asks, and that the total still costs
     `shown_price_per_hour` (the page's figure, to the cent). Raises GroupInputError for unreadable
     input and LaunchRefused otherwise (a GroupRefused naming the machine, for a group). The same
-    (user, idempotency_key) books once: a repeat returns the first booking.
+    (user, idempotency_key) books once: a repeat returns the first booking. `market`: the market the
+    review named, for a machine alone; one listed in another market now is refused (None: unchecked).
     """
     pairs = check_request(kind, machines)
     existing = _existing(user, kind, idempotency_key)
@@ -162,6 +165,10 @@ def launch(
             total = refuse_machines(
                 kind, pairs, locked, shown_price_per_hour, query, breakdown, result_url, now
             )
+            if market and kind == ALONE:
+                machine_id = machine_ids[0]
+                refuse_market_change(market, locked[machine_id],
+                                     refuser(kind, result_url, locked[machine_id], machine_id))
             return _book_locked(user, kind, pairs, locked, total, query, idempotency_key, now)
     except IntegrityError:
         # The same key committed by a concurrent request between our checks and our insert.
@@ -217,6 +224,8 @@ def _book_locked(user, kind, pairs, machines, total, query, idempotency_key, now
         bookings.append(Booking(
             user=user, machine=machine, gpus=gpus, price_per_gpu_hour=machine.price_per_gpu_hour,
             price_per_hour=machine.price_per_gpu_hour * gpus, workload=query.as_params(),
+            # The market of the price booked (its listed price's), the one the review names.
+            market=machine.market_prices()[0].market,
             result_url=result_url, hours_covered=cover.hours_of_one_booking if cover is not None else None,
             booking_limit_hours=machine.booking_limit_hours, status=Booking.Status.RUNNING,
             started_at=now, ends_at=Booking.end_for(now, machine.booking_limit_hours),

@@ -3,6 +3,7 @@ from django.utils.translation import gettext_lazy as _
 
 from sizing.fit import MAX_GPUS_PER_MACHINE
 from sizing.limits import MAX_MONEY
+from sizing.markets import MARKETS
 
 from .models import IDEMPOTENCY_KEY
 
@@ -15,6 +16,8 @@ class LaunchForm(forms.Form):
     price_per_hour = forms.DecimalField(min_value=0, max_value=MAX_MONEY, max_digits=16, decimal_places=4)
     query = forms.CharField(max_length=2400, required=False)
     idempotency_key = forms.RegexField(regex=rf"^{IDEMPOTENCY_KEY}$", max_length=64)
+    # The market the review named (`sizing.markets`); empty (a script's form): not checked.
+    market = forms.ChoiceField(choices=[("", ""), *((name, name) for name in MARKETS)], required=False)
 
 
 class ReviewForm(forms.Form):

@@ -69,6 +69,11 @@ class Booking(models.Model):
         RUNNING = "running", "Running"
         ENDED = "ended", "Ended"
 
+    class Market(models.TextChoices):  # `sizing.markets`' names
+        ON_DEMAND = "on_demand", "On demand"
+        INTERRUPTIBLE = "interruptible", "Interruptible"
+        RESERVED = "reserved", "Reserved"
+
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="bookings")
     # PROTECT: a booking is a billing record; the machine it ran on must outlive it.
     machine = models.ForeignKey(Machine, on_delete=models.PROTECT, related_name="bookings")
@@ -78,6 +83,11 @@ class Booking(models.Model):
     )
     price_per_hour = models.DecimalField(
         max_digits=12, decimal_places=4, help_text="USD per hour for all GPUs held, at booking time."
+    )
+    market = models.CharField(
+        max_length=14, choices=Market.choices, default=Market.ON_DEMAND,
+        help_text="The market booked, as the review showed it: the machine's listed price's (on demand, "
+                  "or interruptible for a machine listed so; the provider may take it back).",
     )
     workload = models.JSONField(help_text="The wizard's inputs, as query parameters.")
     result_url = models.CharField(max_length=2500, help_text="The result page the booking was made from.")

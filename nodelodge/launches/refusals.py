@@ -29,6 +29,7 @@ from sizing import reasons
 from sizing.availability import GONE, unavailable_reason
 from sizing.cluster_sites import can_join_cluster
 from sizing.fit import fit_on_machine
+from sizing.markets import market_name
 from sizing.results import RecommendedMachine
 from sizing.units import money_amount, money_text
 
@@ -51,6 +52,7 @@ class LaunchRefused(Exception):
     TAKEN = "taken"
     NO_LONGER_FITS = "no_longer_fits"
     PRICE_CHANGED = "price_changed"
+    MARKET_CHANGED = "market_changed"
 
     def __init__(
         self,
@@ -361,6 +363,18 @@ def _refuse_price_change(shown_price_per_hour, price_per_hour, refuse) -> None:
             gettext("The price changed from %(shown)s/h to %(now)s/h; check and launch again.")
             % {"shown": money_text(shown), "now": money_text(price_per_hour)},
             new_price_per_hour=price_per_hour,
+        )
+
+
+def refuse_market_change(shown_market: str, machine: Machine, refuse) -> None:
+    """Launch books the market its review named: a machine now listed in another (on demand become
+    interruptible, or back) is refused, whatever its price."""
+    market = machine.market_prices()[0].market
+    if market != shown_market:
+        raise refuse(
+            LaunchRefused.MARKET_CHANGED,
+            gettext("This machine is now offered %(now)s, not %(shown)s as the review showed; check and "
+                    "launch again.") % {"now": market_name(market), "shown": market_name(shown_market)},
         )
 
 

@@ -15,6 +15,7 @@ from nodelodge.recommendations.fleet import preferences_for, stale_cutoff
 from nodelodge.recommendations.throughput import tokens_per_second_text
 from sizing.availability import unavailable_reason
 from sizing.fit import fit_on_machine
+from sizing.markets import market_name, reliability_text, stock_text, terms_text
 from sizing.units import money_amount
 from sizing.wording import budget_cover, constraints_applied
 
@@ -41,6 +42,12 @@ class Review:
     # `workload_title` says); for a machine alone.
     workload: tuple[tuple[str, str], ...] = ()
     target_text: str | None = None  # a throughput plan's target, in words ("9,000 tokens/s")
+    # A machine alone: the market Confirm books (its listed price's) with its terms, and the reliability
+    # and stock its provider reports ("not reported" where it does not), in words.
+    market: str | None = None  # its code (`sizing.markets`), which Confirm sends back
+    market_text: str | None = None
+    reliability_text: str | None = None
+    stock_text: str | None = None
 
     @property
     def machine(self) -> Machine | None:
@@ -91,7 +98,21 @@ def review(kind: str, machines, shown_price_per_hour: Decimal, query_string: str
         result_url=result_url,
         problem=problem,
         target_text=tokens_per_second_text(query.target_tokens) if query.target_tokens else None,
+        **(_reported(found[pairs[0][0]]) if kind == ALONE and pairs[0][0] in found else {}),
     )
+
+
+def _reported(machine: Machine) -> dict[str, str]:
+    """The market a Launch of `machine` books (the listed price's: on demand, or interruptible for a
+    listing that is), with its terms, and the reliability and stock its provider reports, in words."""
+    booked = machine.market_prices()[0]
+    terms = terms_text(booked)
+    return {
+        "market": booked.market,
+        "market_text": f"{market_name(booked.market)}: {terms}" if terms else market_name(booked.market),
+        "reliability_text": reliability_text(machine.reliability, machine.reliability_measures),
+        "stock_text": stock_text(machine.stock),
+    }
 
 
 def _problem_alone(machine, gpus, query, breakdown, result_url, now) -> str | None:

@@ -105,6 +105,7 @@ def launch(request):
             shown_price_per_hour=data["price_per_hour"],
             query_string=data["query"],
             idempotency_key=data["idempotency_key"],
+            market=data["market"] or None,
         )
     except LaunchRefused as refusal:
         alternatives = []

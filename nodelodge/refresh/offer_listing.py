@@ -1,5 +1,6 @@
 """What a document of offers holds, as `import_offers --dry-run` shows it: each machine it would apply,
-with the figures the console has no place for yet, and each record it would refuse with the reason.
+with its markets, reliability and stock as the refresh stores them, and each record it would refuse
+with the reason.
 
 Decimals are written as text so they stay exact ("2.4900", "23.98828125"); a figure the feed does not
 give is null, never a guess.

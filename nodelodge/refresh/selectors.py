@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import zlib
 from datetime import datetime
+from decimal import Decimal
 
 from django.db.models import Prefetch
 
@@ -13,6 +14,16 @@ from sizing.offers import MEASUREMENT_FIELDS
 
 # One machine in this many is offline (or out of stock) in any given minute.
 DEMO_OFFLINE_ONE_IN = 9
+# The machine's fields the feed carries as they are stored (docs/feed-format.md, "Markets").
+FEED_MARKET_FIELDS = (
+    "interruptible_price_per_gpu_hour", "interruption_notice_seconds", "interruption_frequency",
+    "reserved_price_per_gpu_hour", "reserved_term_days", "reliability", "reliability_measures", "stock",
+)
+
+
+def _feed_value(value):
+    """A stored value as the feed writes it: prices and figures as exact decimal text."""
+    return str(value.normalize()) if isinstance(value, Decimal) else value
 
 
 def _spin(machine_id: str, minute: int) -> int:
@@ -52,6 +63,11 @@ def demo_feed_document(provider: Provider, now: datetime) -> dict:
             "interruptible": machine.interruptible,
             "booking_limit_hours": machine.booking_limit_hours,
         }
+        # The markets, reliability and stock the provider reported, so a refresh keeps them.
+        entry.update({
+            name: _feed_value(getattr(machine, name)) for name in FEED_MARKET_FIELDS
+            if getattr(machine, name) not in (None, "")
+        })
         if machine.interconnect != Machine.Interconnect.NONE or machine.site:
             entry.update(site=machine.site, interconnect=machine.interconnect,
                          interconnect_gbps=machine.interconnect_gbps)

@@ -21,11 +21,12 @@ from catalog.fleets import MACHINE_UPSERT_FIELDS, memory_flag_for
 from catalog.models import GpuAlias, GpuType, LanguageModel, Machine, MeasuredSpeed, Provider, Tier
 from catalog.services import drop_speeds_of_other_gpu_types
 from nodelodge.launches.holding import cap_free_gpus_by_bookings, gpus_held
+from sizing.markets import interruptible_price
 from sizing.offers import MEASUREMENT_FIELDS
 
 from .conflicts import SHAPE_FIELDS, Shape, keep_booked_shapes
 from .feeds import adapter_for
-from .feeds.base import FeedError, GpuTypeIndex, GpuTypeRef, MachineRecord, ParsedFeed
+from .feeds.base import FeedError, GpuTypeIndex, GpuTypeRef, MachineRecord, ParsedFeed, stock_level
 from .fetching import fetch_feed, seconds
 from .models import SyncRun
 
@@ -119,11 +120,36 @@ def memory_fields(tier: str, record: MachineRecord) -> tuple[int | None, str, st
     return record.memory_mib, source.HOST, memory_flag_for(record.memory_mib, datasheet, record.gpu_type.name)
 
 
+# The columns of a machine's markets, reliability and stock a feed sets (`market_columns`).
+MARKET_COLUMNS = (
+    "interruptible_price_per_gpu_hour", "interruption_notice_seconds", "interruption_frequency",
+    "reserved_price_per_gpu_hour", "reserved_term_days", "reliability", "reliability_measures", "stock",
+)
+
+
+def market_columns(record: MachineRecord) -> dict:
+    """The machine's market, reliability and stock columns from its record: a listing that is
+    interruptible is offered there at its listed price (`sizing.markets.interruptible_price`), and
+    the feed's stock word becomes the console's level."""
+    return {
+        "interruptible_price_per_gpu_hour": interruptible_price(
+            record.price_per_gpu_hour, record.interruptible, record.interruptible_price_per_gpu_hour
+        ),
+        "interruption_notice_seconds": record.interruption_notice_seconds,
+        "interruption_frequency": record.interruption_frequency,
+        "reserved_price_per_gpu_hour": record.reserved_price_per_gpu_hour,
+        "reserved_term_days": record.reserved_term_days,
+        "reliability": record.reliability,
+        "reliability_measures": record.reliability_measures,
+        "stock": stock_level(record.stock),
+    }
+
+
 # The columns a feed sets, in the order compared to tell "updated" from "unchanged".
 _COMPARED = (
     "gpu_type_id", "gpu_count", "free_gpus", "memory_per_gpu_mib", "memory_source", "memory_flag",
     "country", "region", "price_per_gpu_hour", "interruptible", "booking_limit_hours", "is_available",
-    "site", "interconnect", "interconnect_gbps",
+    "site", "interconnect", "interconnect_gbps", *MARKET_COLUMNS,
 )
 # Where the booked shape's columns are among them.
 _SHAPE_AT = tuple(_COMPARED.index(name) for name in SHAPE_FIELDS)
@@ -175,6 +201,7 @@ def apply_feed(provider: Provider, parsed: ParsedFeed, run: SyncRun, now: dateti
             site=record.site,
             interconnect=record.interconnect,
             interconnect_gbps=record.interconnect_gbps,
+            **market_columns(record),
             last_seen_at=now,
             gone_at=None,
         )

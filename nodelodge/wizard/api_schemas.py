@@ -49,6 +49,21 @@ class RunnableAlternativeOut(Schema):
     max_context_at_requests: int
 
 
+class MarketOut(Schema):
+    """One market the machine is offered in (`on_demand`, `interruptible`, `reserved`), at the GPUs the
+    answer uses: prices in USD as exact decimal strings, the terms, what the budget covers there."""
+
+    market: str
+    market_text: str
+    price_per_gpu_hour: str
+    price_per_hour: str
+    notice_seconds: int | None
+    frequency: str | None
+    term_days: int | None
+    terms_text: str | None
+    budget_text: str | None
+
+
 class MachineOut(Schema):
     id: int
     provider: str
@@ -79,6 +94,12 @@ class MachineOut(Schema):
     budget_capped_by_booking_limit: bool
     booking_limit_hours: int | None
     interruptible: bool
+    markets: list[MarketOut]
+    reliability: str | None
+    reliability_measures: str | None
+    reliability_text: str
+    stock: str | None
+    stock_text: str
     confidence: str
     confidence_reasons: list[str]
     why_it_fits: list[str]

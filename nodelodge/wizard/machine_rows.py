@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import html
 from collections.abc import Iterable, Mapping
+from decimal import Decimal
 from typing import Any
 
 from django.urls import reverse
@@ -20,7 +21,8 @@ from django.utils.formats import localize
 from django.utils.safestring import SafeData, SafeString, mark_safe
 from django.utils.translation import gettext, ngettext
 
-from sizing.units import decimal_text
+from sizing.units import decimal_text, money_text
+from sizing.wording import per_hour
 
 
 def _e(value: object) -> str:
@@ -50,6 +52,7 @@ def _labels() -> dict[str, str]:
         "copied": gettext("Copied"), "copy": gettext("Copy the command"),
         "not_on_gpu": gettext("Does not run on this GPU as asked"),
         "start_instead": gettext("Start what runs on this GPU with vLLM"),
+        "markets": gettext("Markets"),
     }
     return {name: _e(message) for name, message in labels.items()}
 
@@ -100,7 +103,7 @@ def _row(m: Mapping[str, Any], labels: Mapping[str, str], columns: int, review: 
         f'</td>\n'
         f'<td class="num c-price" data-label="{labels["price"]}"><strong>{_e(m["price_per_hour_text"])}'
         f'</strong><span class="card-only">/h</span><br><span class="muted">{gpus_used} × '
-        f'{_e(m["price_per_gpu_hour_text"])}</span></td>\n'
+        f'{_e(m["price_per_gpu_hour_text"])}</span>{_other_markets(m)}</td>\n'
         f'{per_million}'
         f'<td class="c-launch">\n<form method="get" action="{review}" class="launch-form">\n'
         f'<input type="hidden" name="machine" value="{machine_id}">\n'
@@ -113,6 +116,24 @@ def _row(m: Mapping[str, Any], labels: Mapping[str, str], columns: int, review: 
         f'{_summary(m, labels)}\n<div class="machine-detail">\n{_detail(m, labels, machine_id)}\n</div>\n'
         f'</details>\n</td>\n</tr>\n</tbody>'
     )
+
+
+def _other_markets(m: Mapping[str, Any]) -> str:
+    """The row's other markets under its price (the first is the listed price): "interruptible $0.61/h"."""
+    return "".join(
+        f'<br><span class="muted market" data-testid="market-price">{_e(market["market_text"])} '
+        f'{_e(per_hour(Decimal(market["price_per_hour"])))}</span>'
+        for market in m.get("markets", ())[1:]
+    )
+
+
+def _market_line(market: Mapping[str, Any], gpus_used: object) -> str:
+    """One market in the row's detail: its hourly price, per GPU-hour, terms and what the budget covers."""
+    words = gettext("%(market)s: %(price)s (%(gpus)s × %(per_gpu)s per GPU-hour)") % {
+        "market": market["market_text"], "price": per_hour(Decimal(market["price_per_hour"])),
+        "gpus": gpus_used, "per_gpu": money_text(Decimal(market["price_per_gpu_hour"])),
+    }
+    return "; ".join(part for part in (words, market.get("terms_text"), market.get("budget_text")) if part)
 
 
 def _summary(m: Mapping[str, Any], labels: Mapping[str, str]) -> str:
@@ -136,8 +157,16 @@ def _summary(m: Mapping[str, Any], labels: Mapping[str, str]) -> str:
         f'<summary><span class="why"><span class="disclosure" aria-hidden="true"></span>'
         f'{labels["why_limits"]}{breaks}</span>\n{capacity}\n'
         f'<span class="fact c-confidence">{labels["confidence"]} <span class="badge {_e(m["confidence"])}">'
-        f'{_e(m["confidence_word"])}</span></span>\n{budget}</summary>'
+        f'{_e(m["confidence_word"])}</span></span>\n{budget}{_reported(m)}</summary>'
     )
+
+
+def _reported(m: Mapping[str, Any]) -> str:
+    """The reliability and stock the provider reports, or "not reported" (rows of the wizard's answer)."""
+    if "reliability_text" not in m:
+        return ""
+    return (f'\n<span class="fact c-reliability" data-testid="reliability">{_e(m["reliability_text"])}</span>'
+            f'\n<span class="fact c-stock" data-testid="stock">{_e(m["stock_text"])}</span>')
 
 
 def _section(title: str, lines: Iterable[object], empty: str = "") -> str:
@@ -180,6 +209,9 @@ def _detail(m: Mapping[str, Any], labels: Mapping[str, str], machine_id: str) ->
                                     f"command-alternative-{machine_id}", "alternative-command", labels))
     if m.get("budget_text"):
         parts.append(_section(labels["budget"], [m["budget_text"]]))
+    if m.get("markets"):
+        lines = [_market_line(market, m["gpus_used"]) for market in m["markets"]]
+        parts.append(_section(labels["markets"], lines))
     parts.append(_section(labels["why"], m["why_it_fits"]))
     parts.append(_section(labels["limits"], m["limits"], labels["none"]))
     parts.append(_section(_e(m["confidence_heading"]), m["confidence_reasons"]))

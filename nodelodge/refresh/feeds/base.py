@@ -11,12 +11,13 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal, InvalidOperation
-from typing import Protocol
+from typing import Any, Protocol
 
 from catalog.gpu_names import gpu_name_key
 from sizing.countries import is_country_code
 from sizing.fit import MAX_GPUS_PER_MACHINE
 from sizing.limits import MAX_PRICE_PER_GPU_HOUR
+from sizing.markets import market_problems
 from sizing.offers import MEASUREMENT_TEXT_LENGTHS
 
 MAX_GPU_COUNT = MAX_GPUS_PER_MACHINE
@@ -153,11 +154,16 @@ class MachineRecord:
     site: str = ""
     interconnect: str = NO_INTERCONNECT
     interconnect_gbps: int | None = None
-    # Figures a marketplace's feed gives that the console has no place for yet: read, checked and shown
-    # (`import_offers --dry-run`), never stored. None / "" = the feed does not say.
+    # The markets besides the listed price and their terms (`sizing.markets`), reliability and stock,
+    # stored on the machine. None / "" = the feed does not say.
     interruptible_price_per_gpu_hour: Decimal | None = None
     reliability: Decimal | None = None  # 0 to 1, as the feed measures it
     stock: str = ""  # the feed's stock word, lower case ("high", "medium", "low", "available", "none")
+    interruption_notice_seconds: int | None = None
+    interruption_frequency: str = ""
+    reserved_price_per_gpu_hour: Decimal | None = None
+    reserved_term_days: int | None = None
+    reliability_measures: str = ""  # what `reliability` measures, as the feed defines it
     # Whether the feed says how many GPUs are free; when it does not, free_gpus is the whole count of
     # an offer in stock (or 0), the console's reading of "available".
     free_gpus_reported: bool = True
@@ -376,6 +382,101 @@ def booking_limit_hours(value) -> int | None:
     if hours < 1:
         raise RecordRejected(f"booking_limit_hours must be at least 1 (or null for none), got {hours}")
     return hours
+
+
+# --- Markets, reliability and stock (optional fields of a machine) --------------------------------
+
+MAX_NOTICE_SECONDS = 366 * 24 * 3600  # a year: a longer notice is a unit mix-up (ms written as s)
+MAX_TERM_DAYS = 3660  # ten years: no provider reserves longer
+MAX_TERMS_LENGTH = 120  # Machine.interruption_frequency
+MAX_MEASURES_LENGTH = 200  # Machine.reliability_measures
+# A feed's stock words and the level the console keeps for each (`Machine.Stock`).
+STOCK_LEVELS = {
+    "high": "high", "medium": "medium", "low": "low", "available": "in_stock", "in_stock": "in_stock",
+    "none": "out", "unavailable": "out", "out of stock": "out", "out": "out",
+}
+
+
+def optional_price(value, label: str) -> Decimal | None:
+    """A price per GPU-hour the feed may leave out (null or absent), checked as the listed price."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise RecordRejected(f"{label} must be a decimal number, got {value!r}")
+    try:
+        amount = Decimal(str(value).strip())
+    except InvalidOperation:
+        raise RecordRejected(f"{label} {str(value)[:30]!r} is not a decimal number") from None
+    return price_amount(amount, label, value)
+
+
+def bounded_count(value, label: str, lowest: int, highest: int) -> int | None:
+    if value is None:
+        return None
+    number = whole_number(value, label)
+    if not lowest <= number <= highest:
+        raise RecordRejected(f"{label} must be between {lowest} and {highest:,}, got {number}")
+    return number
+
+
+def reliability(value, measures) -> tuple[Decimal | None, str]:
+    """(reliability from 0 to 1, what it measures): both or neither."""
+    text = _short_text(measures, "reliability_measures", MAX_MEASURES_LENGTH)
+    if value is None:
+        if text:
+            raise RecordRejected("reliability_measures is given without reliability")
+        return None, ""
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise RecordRejected(f"reliability must be a number from 0 to 1, got {value!r}")
+    try:
+        amount = Decimal(str(value).strip())
+    except InvalidOperation:
+        raise RecordRejected(f"reliability {str(value)[:30]!r} is not a number") from None
+    if not amount.is_finite() or not 0 <= amount <= 1:
+        raise RecordRejected(f"reliability must be between 0 and 1, got {value}")
+    if not text:
+        raise RecordRejected("reliability needs reliability_measures: what the figure measures")
+    return amount.quantize(RELIABILITY_STEP), text
+
+
+RELIABILITY_STEP = Decimal("0.0001")  # Machine.reliability keeps four decimals
+
+
+def stock_level(word: str) -> str:
+    """The console's stock level for a feed's stock word ("" stays "": not reported)."""
+    if not word:
+        return ""
+    level = STOCK_LEVELS.get(word.strip().casefold())
+    if level is None:
+        raise RecordRejected(f"stock {word[:30]!r} is not a stock word (high, medium, low, available, none)")
+    return level
+
+
+def market_terms(item: dict, price_per_gpu_hour: Decimal, interruptible: bool) -> dict:
+    """The markets' fields of a machine in the Node Lodge feed, checked one by one and against each
+    other (`sizing.markets.market_problems`, the admin's rules)."""
+    terms: dict[str, Any] = {
+        "interruptible_price_per_gpu_hour": optional_price(
+            item.get("interruptible_price_per_gpu_hour"), "interruptible_price_per_gpu_hour"
+        ),
+        "interruption_notice_seconds": bounded_count(
+            item.get("interruption_notice_seconds"), "interruption_notice_seconds", 0, MAX_NOTICE_SECONDS
+        ),
+        "interruption_frequency": _short_text(
+            item.get("interruption_frequency"), "interruption_frequency", MAX_TERMS_LENGTH
+        ),
+        "reserved_price_per_gpu_hour": optional_price(
+            item.get("reserved_price_per_gpu_hour"), "reserved_price_per_gpu_hour"
+        ),
+        "reserved_term_days": bounded_count(
+            item.get("reserved_term_days"), "reserved_term_days", 1, MAX_TERM_DAYS
+        ),
+    }
+    problems = market_problems(price_per_gpu_hour=price_per_gpu_hour, interruptible=interruptible, **terms)
+    if problems:
+        field, problem = next(iter(problems.items()))
+        raise RecordRejected(f"{field}: {problem}")
+    return terms
 
 
 # --- Measured speeds (optional section of a machine) ----------------------------------------------

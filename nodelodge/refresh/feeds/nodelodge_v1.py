@@ -109,6 +109,13 @@ class NodeLodgeV1:
                 raise RecordRejected(f"{name} is missing")
         count = base.gpu_count(item["gpu_count"])
         link = base.interconnect(item.get("interconnect"), item.get("interconnect_gbps"))
+        price = base.price(item["price_per_gpu_hour"])
+        interruptible = base.flag(item.get("interruptible", False), "interruptible")
+        reliability, measures = base.reliability(item.get("reliability"), item.get("reliability_measures"))
+        stock = item.get("stock")
+        if stock is not None and not isinstance(stock, str):
+            raise RecordRejected(f"stock must be text, got {stock!r}"[:200])
+        base.stock_level(stock or "")
         return MachineRecord(
             provider_machine_id=identifier,
             gpu_type=base.gpu_type(item["gpu_type"], gpu_types),
@@ -118,8 +125,12 @@ class NodeLodgeV1:
             available=base.flag(item["available"], "available"),
             country=base.country(item.get("country")),
             region=base.region(item.get("region")),
-            price_per_gpu_hour=base.price(item["price_per_gpu_hour"]),
-            interruptible=base.flag(item.get("interruptible", False), "interruptible"),
+            price_per_gpu_hour=price,
+            interruptible=interruptible,
+            **base.market_terms(item, price, interruptible),
+            reliability=reliability,
+            reliability_measures=measures,
+            stock=stock.strip().casefold() if stock else "",
             booking_limit_hours=base.booking_limit_hours(item.get("booking_limit_hours")),
             site=base.site(item.get("site")),
             interconnect=link[0],

@@ -124,6 +124,7 @@ def machine_record(
     interruptible: bool = False,
     interruptible_price_per_gpu_hour: Decimal | None = None,
     reliability: Decimal | None = None,
+    reliability_measures: str = "",
     stock: str = "",
     booking_limit_hours: int | None = None,
 ) -> MachineRecord:
@@ -147,6 +148,7 @@ def machine_record(
         booking_limit_hours=booking_limit_hours,
         interruptible_price_per_gpu_hour=interruptible_price_per_gpu_hour,
         reliability=reliability,
+        reliability_measures=reliability_measures if reliability is not None else "",
         stock=stock,
         free_gpus_reported=reported,
     )

@@ -11,7 +11,7 @@ secure cloud prices for a Secure provider, community cloud prices for a Communit
 per GPU per hour already; the largest pod (`maxGpuCount…`) is the machine's GPU count. Stock words
 (`lowestPrice.stockStatus`: High, Medium, Low; null when none is left) say whether it is available;
 `maxUnreservedGpuCount`, where given, how many GPUs are free (at most one pod's). The spot price is the
-interruptible price: shown, not stored.
+interruptible price, stored beside the on-demand one; RunPod's answer gives no notice time (left empty).
 """
 from __future__ import annotations
 

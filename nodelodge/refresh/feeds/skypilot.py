@@ -7,8 +7,8 @@ machine is available in full. Units: `Price` and `SpotPrice` are USD per hour fo
 so divided by `AcceleratorCount` (written 8.0; a fraction of a GPU is refused); the memory per GPU is
 GpuInfo's `Gpus[0].MemoryInfo.SizeInMiB` (MiB), else its `TotalGpuMemoryInMiB` over the count
 (`MemoryGiB` is the host's memory, not the GPU's). GpuInfo is a Python literal (single quotes) as
-SkyPilot writes it. `SpotPrice` is the interruptible price: shown, not stored. Regions named "us-…" are
-in the US; other regions' countries are left unknown.
+SkyPilot writes it. `SpotPrice` is the interruptible price, stored beside the on-demand one. Regions
+named "us-…" are in the US; other regions' countries are left unknown.
 """
 from __future__ import annotations
 

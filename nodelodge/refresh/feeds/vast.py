@@ -6,7 +6,8 @@ offers). Units as Vast's REST API gives them: `gpu_ram` in MB per GPU as the dri
 nvidia-smi figure, which is MiB: 24564 for an RTX 4090); `dph_total` and `min_bid` in USD per hour for
 the whole offer (every GPU of it), so divided by `num_gpus`; `duration` in seconds (the CLI shows days);
 `reliability2` a fraction from 0 to 1; `geolocation` "Region, CC". `min_bid` is the interruptible price
-floor and `reliability2` the reliability: shown, not stored (the console has no place for them yet).
+floor (the lowest bid taken, per GPU-hour once divided) and `reliability2` the reliability, both stored
+on the machine. Vast's offers say nothing of notice before an outbid machine is stopped: left empty.
 """
 from __future__ import annotations
 
@@ -17,6 +18,9 @@ from .base import FeedError, GpuTypeIndex, MachineRecord, ParsedFeed
 from .offers import json_document, machine_record, mapping, names, read_records
 
 FORMAT = "vast-offers"
+# What Vast's `reliability2` is, in the words kept beside the figure (Vast computes it; the console
+# shows it as given).
+RELIABILITY_MEASURES = "Vast.ai reliability2: Vast's reliability score of the host machine (0–1)"
 
 
 class VastOffers:
@@ -62,6 +66,7 @@ class VastOffers:
                 units.figure(offer, "min_bid"), count, "min_bid"
             ),
             reliability=units.reliability(offer.get("reliability2"), "reliability2"),
+            reliability_measures=RELIABILITY_MEASURES,
             booking_limit_hours=units.whole_hours(units.figure(offer, "duration"),
                                                   "duration"),
         )

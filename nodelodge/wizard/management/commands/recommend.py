@@ -51,6 +51,11 @@ class Command(BaseCommand):
                 f"{per_million(m):>10} "
                 f"{hours:>10}  {m['confidence']}{capacity(m)}"
             )
+            for market in m.get("markets", [])[1:]:  # the first is the listed price, above
+                terms = f" ({market['terms_text']})" if market["terms_text"] else ""
+                self.stdout.write(f"       {market['market']} ${market['price_per_hour']}/h{terms}")
+            if m.get("reliability") is not None or m.get("stock"):
+                self.stdout.write(f"       {m['reliability_text']}; {m['stock_text']}")
             if m.get("command"):
                 self.stdout.write(f"       {m['command']}")
             if m.get("gpu_support_text"):
