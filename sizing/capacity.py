@@ -19,6 +19,7 @@ from .calculators.llamacpp import (
     engine_command,
     gguf_file_name,
     llamacpp_need,
+    wizard_quant_type,
     wizard_settings,
 )
 from .calculators.prefill import prefill_activation_bytes
@@ -48,6 +49,10 @@ class MachineCapacity:
     runs_on_gpu: bool | None = None
     refused: tuple[str, ...] = ()
     alternative: RunnableAlternative | None = None
+    # Under llama.cpp or Ollama: the GGUF type and file the row assumes, and whether that file is published.
+    quantization: str | None = None
+    gguf_file: str | None = None
+    gguf_published: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -61,6 +66,7 @@ class Capacity:
     requests: int
     engine: str = "transformers"
     utilization: Fraction = DEFAULT_UTILIZATION
+    quantization: str | None = None  # llama.cpp and Ollama: the GGUF type asked (None: the precision's)
 
     @cached_property
     def weights_bytes(self) -> int:
@@ -146,7 +152,7 @@ class Capacity:
         figure, each GPU holding its share of the layers; llama.cpp runs on every GPU the catalog lists."""
 
         def need(context: int, requests: int) -> LlamaCppNeed | None:
-            settings = wizard_settings(self.precision, context, requests, self.kv_bits)
+            settings = wizard_settings(self.precision, context, requests, self.kv_bits, self.quantization)
             try:
                 return llamacpp_need(self.spec, settings)
             except SizingError:  # past the engine's limits: nothing holds it
@@ -156,14 +162,17 @@ class Capacity:
             found = need(context, requests)
             return found is not None and found.fits(gpus, memory_bytes)[0]
 
+        quant_type = wizard_quant_type(self.precision, self.quantization)
+        file = gguf_file_name(self.spec, quant_type)
         asked = need(self.context, self.requests)
         command = None
         if asked is not None and asked.fits(gpus, memory_bytes)[0]:
-            command = engine_command(self.engine, asked, gguf_file_name(self.spec, asked.weights.quant_type))
+            command = engine_command(self.engine, asked, file)
         return MachineCapacity(
             max_requests_at_context=_largest(lambda r: holds(self.context, r), MAX_REQUESTS),
             max_context_at_requests=_largest(lambda c: holds(c, self.requests), self.longest),
-            command=command,
+            command=command, quantization=quant_type, gguf_file=file,
+            gguf_published=self.spec.published_gguf(quant_type) is not None,
         )
 
 

@@ -109,7 +109,9 @@ class Describer:
                      + alternative_words(choice, alternative is not None and alternative.half))
         return {"max_requests_at_context": held.max_requests_at_context,
                 "max_context_at_requests": held.max_context_at_requests, "command": held.command,
-                "runs_on_gpu": held.runs_on_gpu, "gpu_support_text": words, "alternative": held.alternative}
+                "runs_on_gpu": held.runs_on_gpu, "gpu_support_text": words, "alternative": held.alternative,
+                "quantization": held.quantization, "gguf_file": held.gguf_file,
+                "gguf_published": held.gguf_published}
 
     def _speeds(self, offer: MachineOffer) -> tuple[MeasuredSpeed, ...]:
         if not offer.measured_speeds or self.model_slug is None:

@@ -17,7 +17,9 @@ from django.utils.formats import number_format
 from django.utils.functional import lazy
 from django.utils.translation import gettext_lazy as _
 
+from sizing.calculators.llamacpp import PRECISION_QUANT
 from sizing.calculators.vllm import DEFAULT_ENGINE
+from sizing.gguf import QUANT_TYPES
 from sizing.limits import (
     MAX_CONTEXT,
     MAX_LIMIT,
@@ -175,6 +177,9 @@ KV_CACHE_PRECISIONS = [("16", _("16-bit (default)")), ("8", _("8-bit (vLLM fp8 K
 ENGINE_CHOICES = [("transformers", _("transformers (default)")), ("vllm", _("vLLM")),
                   ("llamacpp", "llama.cpp"), ("ollama", "Ollama")]
 DEFAULT_KV_BITS = 16
+# Any GGUF type `sizing.gguf` sizes (llama.cpp and Ollama); empty: the precision's short form.
+QUANTIZATION_CHOICES = [("", _("From the precision (16-bit F16, 8-bit Q8_0, 4-bit Q4_K_M)"))] + [
+    (quant_type, quant_type) for quant_type in QUANT_TYPES]
 # Clusters of machines for a model bigger than one machine (inference with a language model): planned
 # when no single machine fits (auto), or always (show).
 CLUSTERS_AUTO, CLUSTERS_SHOW = "auto", "show"
@@ -230,6 +235,21 @@ PARAMETERS: tuple[Parameter, ...] = (
         "gpu_memory_utilization 0.9), llamacpp or ollama (the model's GGUF file at the precision: 16 F16, "
         "8 Q8_0, 4 Q4_K_M; the KV cache in f16 or q8_0; every layer on the GPUs).",
         cli_help="inference: transformers, vllm (vLLM's budget), llamacpp or ollama (GGUF files; {default})",
+    ),
+    Parameter(
+        "quantization", CHOICE, label=_("GGUF quantization"), words=_("GGUF quantization"),
+        choices=tuple(QUANTIZATION_CHOICES), cli_choices=False,
+        messages={"invalid_choice": filled(
+            _("Choose a GGUF quantization such as Q4_K_M, Q5_K_M, IQ4_XS or F16 (%(types)s), or leave it "
+              "empty."),
+            types=", ".join(QUANT_TYPES))},
+        description="Inference under llama.cpp or Ollama only (refused with another engine): the GGUF quant "
+        f"type of the file ({', '.join(QUANT_TYPES)}; either case), sized by llama.cpp's own mix of tensor "
+        "types; the answer and each row name the file assumed and whether it is published for the model. "
+        "Empty: the precision's short form ("
+        + ", ".join(f"{bits} {quant}" for bits, quant in PRECISION_QUANT.items()) + ").",
+        cli_help="llamacpp/ollama: a GGUF quant type such as Q4_K_M, Q5_K_M, IQ4_XS or F16 "
+        "(default: from --precision)",
     ),
     Parameter(
         "context", INTEGER, default="4096", minimum=1, maximum=MAX_CONTEXT,

@@ -35,10 +35,12 @@ def estimate(
     kv_bits: int = 16,
     training: Training | None = None,
     engine: str = "transformers",
+    quantization: str | None = None,
 ) -> Breakdown:
     """Errors name this function's own inputs: a fine-tuning sequence length is reported as "context",
     a batch size or audio stream count as "requests", so a form can put the message on its field.
     `training` (how a fine-tune is run) is read by the fine-tuning workload only; others ignore it.
+    `quantization` (a GGUF type) is read by llama.cpp and Ollama only: asked of another engine, refused.
     """
     chosen = workload_named(workload) if isinstance(workload, str) else None
     if chosen is None:
@@ -62,6 +64,11 @@ def estimate(
     if kind != "language" and check_engine(engine) != "transformers":
         raise SizingError("engine", gettext(
             "vLLM, llama.cpp and Ollama are sized for language models only: choose transformers."))
+    if quantization and check_engine(engine) not in GGUF_ENGINES:
+        raise SizingError("quantization", gettext(
+            "A GGUF quantization (%(type)s) is read by llama.cpp and Ollama only: choose the engine llamacpp "
+            "or ollama, or leave the quantization empty and choose the precision."
+        ) % {"type": quantization})
     if kind == "speech":
         streams = require(requests, "requests", gettext("Enter the number of concurrent audio streams."))
         with renamed({"streams": "requests"}):
@@ -78,7 +85,8 @@ def estimate(
     if check_engine(engine) == "vllm":
         return estimate_vllm(language_model, precision, context, requests, kv_bits)
     if engine in GGUF_ENGINES:
-        return estimate_llamacpp(language_model, precision, context, requests, kv_bits, engine=engine)
+        return estimate_llamacpp(language_model, precision, context, requests, kv_bits, engine=engine,
+                                 quantization=quantization)
     return estimate_inference(language_model, precision, context, requests, kv_bits)
 
 

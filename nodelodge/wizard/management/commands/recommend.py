@@ -51,6 +51,9 @@ class Command(BaseCommand):
                 f"{per_million(m):>10} "
                 f"{hours:>10}  {m['confidence']}{capacity(m)}"
             )
+            if m.get("gguf_file"):
+                published = "published" if m["gguf_published"] else "no published file"
+                self.stdout.write(f"       GGUF {m['quantization']}: {m['gguf_file']} ({published})")
             if m.get("command"):
                 self.stdout.write(f"       {m['command']}")
             if m.get("gpu_support_text"):
