@@ -32,7 +32,7 @@ from .calculators.vllm import (
     serve_command,
     vllm_budget,
 )
-from .engine_support import VLLM, GpuArchitecture, RunnableAlternative, runnable_choices, support_for
+from .engine_support import SGLANG, VLLM, GpuArchitecture, RunnableAlternative, runnable_choices, support_for
 from .errors import SizingError
 from .kv_cache import is_plain
 from .limits import MAX_CONTEXT, MAX_REQUESTS
@@ -84,13 +84,15 @@ class Capacity:
         """What `gpus` GPUs of `memory_bytes` each hold, of architecture `gpu` (None: not recorded, where
         no command is offered). Each answer asks it of the few shapes it shows, and the next answers ask
         the same again: kept per process (`_held`, pure and bounded)."""
-        return _held(self, gpus, memory_bytes, gpu if self.engine == VLLM else None)
+        return _held(self, gpus, memory_bytes, gpu if self.engine in (VLLM, SGLANG) else None)
 
     def _on_machine(self, gpus: int, memory_bytes: int, gpu: GpuArchitecture | None) -> MachineCapacity:
         if self.engine == VLLM:
             return self._vllm(gpus, memory_bytes, gpu)
         if self.engine in GGUF_ENGINES:
             return self._gguf(gpus, memory_bytes)
+        if self.engine == SGLANG:
+            return self._sglang(gpus, memory_bytes, gpu)
         need = _TransformersNeed(self.spec, self.weights_bytes, self.kv_bits, gpus)
         return MachineCapacity(
             max_requests_at_context=_largest(lambda r: need(self.context, r) <= memory_bytes, MAX_REQUESTS),
@@ -174,6 +176,33 @@ class Capacity:
             command=command, quantization=quant_type, gguf_file=file,
             gguf_published=self.spec.published_gguf(quant_type) is not None,
         )
+
+
+    def _sglang(self, gpus: int, memory_bytes: int, gpu: GpuArchitecture | None) -> MachineCapacity:
+        """Under SGLang (`sizing.calculators.sglang_inference`): the token pool at the wizard's
+        mem_fraction_static for --tp gpus on these GPUs (the machine's nvidia-smi figure less what the
+        driver keeps); requests and context as the pool holds them; the command only where the pool holds
+        the asked requests and the GPU runs SGLang with the asked weights and cache."""
+        from .calculators.sglang import MAX_RUNNING_REQUESTS, sglang_pool
+        from .calculators.sglang_inference import wizard_settings as sglang_settings
+
+        memory_bytes -= DRIVER_RESERVED_BYTES
+        if memory_bytes < 1:
+            return MachineCapacity(0, 0, None)
+        try:
+            pool = sglang_pool(self.spec, self.precision, self.kv_bits,
+                               sglang_settings(memory_bytes, gpus, self.context, self.requests))
+        except SizingError:  # a split SGLang refuses
+            return MachineCapacity(0, 0, None)
+        tokens = pool.kv_cache_tokens
+        requests = min(tokens // self.context, MAX_REQUESTS, MAX_RUNNING_REQUESTS)
+        context = min(tokens // self.requests, self.longest)
+        asked = support_for(SGLANG, self.spec, self.precision, self.kv_bits, gpu)
+        holds = tokens >= self.context * self.requests
+        if not asked.runs:
+            return MachineCapacity(requests, context, None, runs_on_gpu=False, refused=asked.refused)
+        command = pool.command(self.spec.hf_id, asked.dtype_flags) if holds and self.spec.hf_id else None
+        return MachineCapacity(requests, context, command, runs_on_gpu=True)
 
 
 @functools.lru_cache(maxsize=4096)

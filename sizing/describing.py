@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 from . import wording
 from .breakdown import Breakdown
 from .confidence import confidence
-from .engine_support import VLLM, alternative_words, gpu_architecture, refusal_words
+from .engine_support import SGLANG, VLLM, alternative_words, gpu_architecture, refusal_words
 from .offers import MachineOffer, MeasuredSpeed, Preferences
 from .results import RecommendedMachine
 from .speeds import price_per_million_tokens, speed_for
@@ -105,7 +105,8 @@ class Describer:
         if held.runs_on_gpu is False:
             alternative = held.alternative
             choice = None if alternative is None else (alternative.precision, alternative.kv_bits)
-            words = (refusal_words(VLLM, offer.gpu_type, gpu, held.refused) + " "
+            engine = SGLANG if capacity.engine == SGLANG else VLLM
+            words = (refusal_words(engine, offer.gpu_type, gpu, held.refused) + " "
                      + alternative_words(choice, alternative is not None and alternative.half))
         return {"max_requests_at_context": held.max_requests_at_context,
                 "max_context_at_requests": held.max_context_at_requests, "command": held.command,

@@ -174,7 +174,7 @@ def _codes(name: str) -> tuple:
 WORKLOAD_CHOICES = [(code, BY_CODE[code].label) for code in WIZARD_CODES]
 PRECISIONS = [("16", _("16-bit")), ("8", _("8-bit")), ("4", _("4-bit"))]
 KV_CACHE_PRECISIONS = [("16", _("16-bit (default)")), ("8", _("8-bit (vLLM fp8 KV cache)"))]
-ENGINE_CHOICES = [("transformers", _("transformers (default)")), ("vllm", _("vLLM")),
+ENGINE_CHOICES = [("transformers", _("transformers (default)")), ("vllm", _("vLLM")), ("sglang", "SGLang"),
                   ("llamacpp", "llama.cpp"), ("ollama", "Ollama")]
 DEFAULT_KV_BITS = 16
 # Any GGUF type `sizing.gguf` sizes (llama.cpp and Ollama); empty: the precision's short form.
@@ -229,12 +229,15 @@ PARAMETERS: tuple[Parameter, ...] = (
     ),
     Parameter(
         "engine", CHOICE, label=_("Engine"), default=DEFAULT_ENGINE, choices=tuple(ENGINE_CHOICES),
-        messages={"required": _("Choose the engine: transformers, vllm, llamacpp or ollama."),
-                  "invalid_choice": _("Choose the engine: transformers, vllm, llamacpp or ollama.")},
+        messages={"required": _("Choose the engine: transformers, vllm, sglang, llamacpp or ollama."),
+                  "invalid_choice": _("Choose the engine: transformers, vllm, sglang, llamacpp or ollama.")},
         description="Inference: transformers (the default estimate), vllm (vLLM's budget; fits within "
-        "gpu_memory_utilization 0.9), llamacpp or ollama (the model's GGUF file at the precision: 16 F16, "
+        "gpu_memory_utilization 0.9), sglang (SGLang's static pool: the weights and the token pool within "
+        "--mem-fraction-static, 0.88 at --tp 1 to 0.79 from 16, written in each row's launch_server "
+        "command; 16 or 8 bits), llamacpp or ollama (the model's GGUF file at the precision: 16 F16, "
         "8 Q8_0, 4 Q4_K_M; the KV cache in f16 or q8_0; every layer on the GPUs).",
-        cli_help="inference: transformers, vllm (vLLM's budget), llamacpp or ollama (GGUF files; {default})",
+        cli_help="inference: transformers, vllm (vLLM's budget), sglang (its static pool), llamacpp or "
+        "ollama (GGUF files; {default})",
     ),
     Parameter(
         "quantization", CHOICE, label=_("GGUF quantization"), words=_("GGUF quantization"),

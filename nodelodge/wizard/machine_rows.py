@@ -47,6 +47,7 @@ def _labels() -> dict[str, str]:
         "limits": gettext("Limits"), "none": gettext("none"), "measured": gettext("Measured speed"),
         "what_if": gettext("GPU what-if"), "start_vllm": gettext("Start it with vLLM"),
         "start_llamacpp": gettext("Start it with llama.cpp"), "start_ollama": gettext("Start it with Ollama"),
+        "start_sglang": gettext("Start it with SGLang"),
         "copied": gettext("Copied"), "copy": gettext("Copy the command"),
         "not_on_gpu": gettext("Does not run on this GPU as asked"),
         "start_instead": gettext("Start what runs on this GPU with vLLM"),
@@ -165,6 +166,8 @@ def _start_label(command: str) -> str:
         return "start_llamacpp"
     if command.startswith("OLLAMA_"):
         return "start_ollama"
+    if command.startswith("python -m sglang"):
+        return "start_sglang"
     return "start_vllm"
 
 

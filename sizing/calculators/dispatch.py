@@ -17,6 +17,7 @@ from .image import estimate_image
 from .inference import estimate_inference
 from .llamacpp_inference import estimate_llamacpp
 from .notebook import estimate_notebook
+from .sglang_inference import estimate_sglang
 from .speech import estimate_speech
 from .vllm import GGUF_ENGINES, check_engine
 from .vllm_inference import estimate_vllm
@@ -63,7 +64,7 @@ def estimate(
         return estimate_image(cast(ImagePipelineSpec, spec), precision)
     if kind != "language" and check_engine(engine) != "transformers":
         raise SizingError("engine", gettext(
-            "vLLM, llama.cpp and Ollama are sized for language models only: choose transformers."))
+            "vLLM, SGLang, llama.cpp and Ollama are sized for language models only: choose transformers."))
     if quantization and check_engine(engine) not in GGUF_ENGINES:
         raise SizingError("quantization", gettext(
             "A GGUF quantization (%(type)s) is read by llama.cpp and Ollama only: choose the engine llamacpp "
@@ -82,6 +83,8 @@ def estimate(
     context = require(context, "context", gettext("Enter the context per request."))
     requests = require(requests, "requests", gettext("Enter the number of concurrent requests."))
     language_model = cast(LanguageModelSpec, spec)
+    if engine == "sglang":
+        return estimate_sglang(language_model, precision, context, requests, kv_bits)
     if check_engine(engine) == "vllm":
         return estimate_vllm(language_model, precision, context, requests, kv_bits)
     if engine in GGUF_ENGINES:

@@ -65,6 +65,12 @@ def constraints_applied(
                  "type": inputs.get("quantization", "")}))
             if breakdown.gguf is not None:
                 pairs.append((gettext("GGUF file"), gguf_file_words(breakdown.gguf)))
+        if inputs.get("engine") == "sglang":
+            pairs.append((gettext("Engine"), gettext(
+                "SGLang (its %(version)s static pool: mem_fraction_static %(fraction)s at --tp 1, lower over "
+                "more GPUs, set in each command)"
+            ) % {"version": inputs.get("engine_version", ""),
+                 "fraction": format_number(inputs.get("mem_fraction_static", 0.88))}))
         if inputs.get("engine") == "vllm":
             pairs.append((gettext("Engine"), gettext(
                 "vLLM (its %(version)s budget: gpu_memory_utilization %(utilization)s, blocks of 16 tokens)"
