@@ -23,6 +23,8 @@ from .calculators.llamacpp import (
     wizard_settings,
 )
 from .calculators.prefill import prefill_activation_bytes
+from .calculators.sglang import MAX_RUNNING_REQUESTS, sglang_pool
+from .calculators.sglang import wizard_settings as sglang_wizard_settings
 from .calculators.vllm import (
     DEFAULT_UTILIZATION,
     DRIVER_RESERVED_BYTES,
@@ -36,7 +38,7 @@ from .engine_support import SGLANG, VLLM, GpuArchitecture, RunnableAlternative, 
 from .errors import SizingError
 from .kv_cache import is_plain
 from .limits import MAX_CONTEXT, MAX_REQUESTS
-from .specs import LanguageModelSpec
+from .specs import LanguageModelSpec, PublishedGguf
 
 
 @dataclass(frozen=True)
@@ -67,6 +69,9 @@ class Capacity:
     engine: str = "transformers"
     utilization: Fraction = DEFAULT_UTILIZATION
     quantization: str | None = None  # llama.cpp and Ollama: the GGUF type asked (None: the precision's)
+    # The model's published GGUF files: part of what a row's answer is kept by (`_held`), as the spec
+    # compares without them and staff may edit them.
+    published: tuple[PublishedGguf, ...] = ()
 
     @cached_property
     def weights_bytes(self) -> int:
@@ -183,15 +188,12 @@ class Capacity:
         mem_fraction_static for --tp gpus on these GPUs (the machine's nvidia-smi figure less what the
         driver keeps); requests and context as the pool holds them; the command only where the pool holds
         the asked requests and the GPU runs SGLang with the asked weights and cache."""
-        from .calculators.sglang import MAX_RUNNING_REQUESTS, sglang_pool
-        from .calculators.sglang_inference import wizard_settings as sglang_settings
-
         memory_bytes -= DRIVER_RESERVED_BYTES
         if memory_bytes < 1:
             return MachineCapacity(0, 0, None)
         try:
             pool = sglang_pool(self.spec, self.precision, self.kv_bits,
-                               sglang_settings(memory_bytes, gpus, self.context, self.requests))
+                               sglang_wizard_settings(memory_bytes, gpus, self.context, self.requests))
         except SizingError:  # a split SGLang refuses
             return MachineCapacity(0, 0, None)
         tokens = pool.kv_cache_tokens

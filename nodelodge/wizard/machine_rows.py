@@ -178,7 +178,7 @@ def _detail(m: Mapping[str, Any], labels: Mapping[str, str], machine_id: str) ->
                                     "command", labels))
     if m.get("gguf_file"):
         parts.append(f'<p class="gguf-file" data-testid="gguf-file"><strong>{labels["gguf_file"]}</strong> '
-                     f'{_e(m["gguf_file"])} ({_e(m["quantization"])}; '
+                     f'<code>{_e(m["gguf_file"])}</code> ({_e(m["quantization"])}; '
                      f'{labels["published"] if m.get("gguf_published") else labels["not_published"]})</p>')
     if m.get("gpu_support_text"):
         parts.append(f'<div class="gpu-support"><strong>{labels["not_on_gpu"]}</strong><ul>'

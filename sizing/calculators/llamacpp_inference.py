@@ -90,5 +90,6 @@ def estimate_llamacpp(model: LanguageModelSpec, precision: int, context: int, re
                 "quantization": need.weights.quant_type, "quantization_asked": bool(quantization)},
         gguf=assumed,
         capacity=Capacity(model, precision, kv_bits, context, requests, engine=engine,
-                          quantization=need.weights.quant_type if quantization else None),
+                          quantization=need.weights.quant_type if quantization else None,
+                          published=model.gguf_files),
     )

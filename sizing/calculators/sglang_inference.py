@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from fractions import Fraction
 from typing import cast
 
 from .. import nouns
@@ -31,32 +30,19 @@ from ..specs import LanguageModelSpec
 from ..units import GIB, fmt_gib, fmt_int
 from .checks import check_inference_inputs, renamed
 from .sglang import (
+    FRACTION_BY_TP,
     SGLANG_VERSION,
-    SglangSettings,
     cell,
     check_settings,
     weights_item,
+    wizard_fraction,
+    wizard_settings,
 )
 from .vllm import CUDA_CONTEXT_BYTES, CUDA_CONTEXT_SPLIT_BYTES, DRIVER_RESERVED_BYTES, plain_number
 
-# SGLang's default mem_fraction_static by tensor-parallel size before 0.5.4: (from tp, fraction).
-FRACTION_BY_TP = ((16, Fraction(79, 100)), (8, Fraction(81, 100)), (4, Fraction(85, 100)),
-                  (2, Fraction(87, 100)), (1, Fraction(88, 100)))
 _ANY_GPU = MAX_GPU_MEMORY_GIB * GIB  # the settings' GPU memory only bounds the checks: no machine yet
 # SGLang's fields as the wizard's query names them.
 _WIZARD_FIELDS = {"max_model_len": "context", "parallel": "requests"}
-
-
-def wizard_fraction(tensor_parallel: int) -> Fraction:
-    """The mem_fraction_static the wizard sizes and writes for `--tp tensor_parallel`."""
-    return next(fraction for least, fraction in FRACTION_BY_TP if tensor_parallel >= least)
-
-
-def wizard_settings(gpu_memory_bytes: int, tensor_parallel: int, context: int,
-                    requests: int) -> SglangSettings:
-    return SglangSettings(gpu_memory_bytes=gpu_memory_bytes, tensor_parallel=tensor_parallel,
-                          mem_fraction_static=wizard_fraction(tensor_parallel), context_length=context,
-                          max_running_requests=requests)
 
 
 @dataclass(frozen=True)

@@ -69,7 +69,7 @@ def test_a_type_not_published_is_sized_and_marked_no_published_file(client, smal
 
 def test_the_page_lists_the_published_files_of_the_chosen_model_in_both_languages(client, small_fleet):
     page = client.get(f"/?{LLAMACPP}").content.decode()
-    assert 'data-testid="gguf-published"' in page and f"{REPOSITORY} (Q4_K_M)" in page
+    assert 'data-testid="gguf-published"' in page and f"<code>{REPOSITORY}</code> (Q4_K_M)" in page
     german = client.get(f"/de/?{LLAMACPP}").content.decode()
     assert "Veröffentlichte GGUF-Dateien:" in german
 
