@@ -11,6 +11,7 @@ from django.db import models
 from django.db.models import Q
 
 from catalog.cluster_rule import cluster_index_condition
+from catalog.gguf_files import gguf_files_problem
 from catalog.gpu_names import gpu_name_key
 from sizing.architectures import Architecture, architecture_from_dict
 from sizing.countries import is_country_code
@@ -92,6 +93,13 @@ class LanguageModel(models.Model):
         help_text="The model's id on the Hugging Face Hub (e.g. meta-llama/Llama-3.1-8B), as `vllm serve` "
                   "loads it. Empty = no start command is shown.",
     )
+    gguf_files = models.JSONField(
+        "GGUF files", default=list, blank=True,
+        help_text="The GGUF files published for the model, repositories in the order answers prefer them: "
+                  '[{"repository": "owner/name", "source": "where it was read", "files": {"Q4_K_M": {"file": '
+                  '"….gguf", "bytes": the exact size or null, "listed_gib": "as listed" or null}}}]. Empty = '
+                  "none recorded (llama.cpp and Ollama answers say “no published file”).",
+    )
     notes = models.TextField(blank=True)
     is_active = models.BooleanField(default=True, help_text="Offered in the wizard.")
 
@@ -125,6 +133,9 @@ class LanguageModel(models.Model):
             architecture_from_dict(self.architecture)
         except SizingError as error:
             raise ValidationError({"architecture": error.message}) from error
+        problem = gguf_files_problem(self.gguf_files)
+        if problem is not None:
+            raise ValidationError({"gguf_files": problem})
 
     def parsed_architecture(self) -> Architecture:
         return architecture_from_dict(self.architecture)

@@ -10,6 +10,7 @@ from django.db.models import QuerySet
 from django.utils.translation import gettext_lazy
 
 from catalog import database
+from catalog.gguf_files import published_ggufs
 from catalog.models import (
     GpuType,
     ImagePipeline,
@@ -62,6 +63,7 @@ def language_model_spec(row: LanguageModel) -> specs.LanguageModelSpec:
         architecture=row.parsed_architecture() if row.architecture else None,
         active_parameters=row.active_parameters,
         hf_id=row.hf_id or None,
+        gguf_files=published_ggufs(row.gguf_files),
     )
 
 

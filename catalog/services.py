@@ -14,6 +14,7 @@ from django.db.models import F, QuerySet
 from django.utils.text import slugify
 
 from catalog import database
+from catalog.data.gguf_files import GGUF_FILES
 from catalog.data.gpu_aliases import GPU_ALIASES
 from catalog.data.gpu_types import GPU_TYPES, architecture, usable_memory
 from catalog.data.image_pipelines import IMAGE_PIPELINES
@@ -40,6 +41,7 @@ from catalog.models import (
 def load_language_models() -> int:
     for row in LANGUAGE_MODELS:
         values = {key: value for key, value in row.items() if key != "slug"}
+        values["gguf_files"] = GGUF_FILES.get(row["slug"], [])
         LanguageModel.objects.update_or_create(slug=row["slug"], defaults=values)
     return len(LANGUAGE_MODELS)
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any
 
 from .units import GIB
@@ -18,6 +19,29 @@ class Item:
     @property
     def gib(self) -> float:
         return self.bytes / GIB
+
+
+@dataclass(frozen=True)
+class GgufFile:
+    """The GGUF file an answer under llama.cpp or Ollama assumes: its quant type, name and size as sized
+    (`sizing.gguf`), and where one is published for the model, its repository and listed size."""
+
+    quantization: str
+    file: str
+    bytes: int
+    bits_per_weight: Fraction
+    repository: str | None = None  # None: no file in this type is published for the model
+    published_bytes: int | None = None
+
+    @property
+    def published(self) -> bool:
+        return self.repository is not None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"quantization": self.quantization, "file": self.file, "bytes": self.bytes,
+                "gib": self.bytes / GIB, "bits_per_weight": round(float(self.bits_per_weight), 4),
+                "published": self.published, "repository": self.repository,
+                "published_bytes": self.published_bytes}
 
 
 @dataclass(frozen=True)
@@ -42,6 +66,8 @@ class Breakdown:
     split_items: tuple[Item, ...] = ()
     # Inference: what a machine holds at this need (`sizing.capacity.Capacity`); None elsewhere.
     capacity: object | None = None
+    # Under llama.cpp or Ollama: the GGUF file assumed; None elsewhere.
+    gguf: GgufFile | None = None
 
     @property
     def capabilities(self) -> Workload | None:
@@ -104,4 +130,5 @@ class Breakdown:
                 for i in self.items
             ],
             "assumptions": list(self.assumptions),
+            "gguf": self.gguf.as_dict() if self.gguf is not None else None,
         }

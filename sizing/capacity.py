@@ -19,9 +19,12 @@ from .calculators.llamacpp import (
     engine_command,
     gguf_file_name,
     llamacpp_need,
+    wizard_quant_type,
     wizard_settings,
 )
 from .calculators.prefill import prefill_activation_bytes
+from .calculators.sglang import MAX_RUNNING_REQUESTS, sglang_pool
+from .calculators.sglang import wizard_settings as sglang_wizard_settings
 from .calculators.vllm import (
     DEFAULT_UTILIZATION,
     DRIVER_RESERVED_BYTES,
@@ -31,11 +34,11 @@ from .calculators.vllm import (
     serve_command,
     vllm_budget,
 )
-from .engine_support import VLLM, GpuArchitecture, RunnableAlternative, runnable_choices, support_for
+from .engine_support import SGLANG, VLLM, GpuArchitecture, RunnableAlternative, runnable_choices, support_for
 from .errors import SizingError
 from .kv_cache import is_plain
 from .limits import MAX_CONTEXT, MAX_REQUESTS
-from .specs import LanguageModelSpec
+from .specs import LanguageModelSpec, PublishedGguf
 
 
 @dataclass(frozen=True)
@@ -48,6 +51,10 @@ class MachineCapacity:
     runs_on_gpu: bool | None = None
     refused: tuple[str, ...] = ()
     alternative: RunnableAlternative | None = None
+    # Under llama.cpp or Ollama: the GGUF type and file the row assumes, and whether that file is published.
+    quantization: str | None = None
+    gguf_file: str | None = None
+    gguf_published: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -61,6 +68,10 @@ class Capacity:
     requests: int
     engine: str = "transformers"
     utilization: Fraction = DEFAULT_UTILIZATION
+    quantization: str | None = None  # llama.cpp and Ollama: the GGUF type asked (None: the precision's)
+    # The model's published GGUF files: part of what a row's answer is kept by (`_held`), as the spec
+    # compares without them and staff may edit them.
+    published: tuple[PublishedGguf, ...] = ()
 
     @cached_property
     def weights_bytes(self) -> int:
@@ -78,13 +89,15 @@ class Capacity:
         """What `gpus` GPUs of `memory_bytes` each hold, of architecture `gpu` (None: not recorded, where
         no command is offered). Each answer asks it of the few shapes it shows, and the next answers ask
         the same again: kept per process (`_held`, pure and bounded)."""
-        return _held(self, gpus, memory_bytes, gpu if self.engine == VLLM else None)
+        return _held(self, gpus, memory_bytes, gpu if self.engine in (VLLM, SGLANG) else None)
 
     def _on_machine(self, gpus: int, memory_bytes: int, gpu: GpuArchitecture | None) -> MachineCapacity:
         if self.engine == VLLM:
             return self._vllm(gpus, memory_bytes, gpu)
         if self.engine in GGUF_ENGINES:
             return self._gguf(gpus, memory_bytes)
+        if self.engine == SGLANG:
+            return self._sglang(gpus, memory_bytes, gpu)
         need = _TransformersNeed(self.spec, self.weights_bytes, self.kv_bits, gpus)
         return MachineCapacity(
             max_requests_at_context=_largest(lambda r: need(self.context, r) <= memory_bytes, MAX_REQUESTS),
@@ -146,7 +159,7 @@ class Capacity:
         figure, each GPU holding its share of the layers; llama.cpp runs on every GPU the catalog lists."""
 
         def need(context: int, requests: int) -> LlamaCppNeed | None:
-            settings = wizard_settings(self.precision, context, requests, self.kv_bits)
+            settings = wizard_settings(self.precision, context, requests, self.kv_bits, self.quantization)
             try:
                 return llamacpp_need(self.spec, settings)
             except SizingError:  # past the engine's limits: nothing holds it
@@ -156,15 +169,42 @@ class Capacity:
             found = need(context, requests)
             return found is not None and found.fits(gpus, memory_bytes)[0]
 
+        quant_type = wizard_quant_type(self.precision, self.quantization)
+        file = gguf_file_name(self.spec, quant_type)
         asked = need(self.context, self.requests)
         command = None
         if asked is not None and asked.fits(gpus, memory_bytes)[0]:
-            command = engine_command(self.engine, asked, gguf_file_name(self.spec, asked.weights.quant_type))
+            command = engine_command(self.engine, asked, file)
         return MachineCapacity(
             max_requests_at_context=_largest(lambda r: holds(self.context, r), MAX_REQUESTS),
             max_context_at_requests=_largest(lambda c: holds(c, self.requests), self.longest),
-            command=command,
+            command=command, quantization=quant_type, gguf_file=file,
+            gguf_published=self.spec.published_gguf(quant_type) is not None,
         )
+
+
+    def _sglang(self, gpus: int, memory_bytes: int, gpu: GpuArchitecture | None) -> MachineCapacity:
+        """Under SGLang (`sizing.calculators.sglang_inference`): the token pool at the wizard's
+        mem_fraction_static for --tp gpus on these GPUs (the machine's nvidia-smi figure less what the
+        driver keeps); requests and context as the pool holds them; the command only where the pool holds
+        the asked requests and the GPU runs SGLang with the asked weights and cache."""
+        memory_bytes -= DRIVER_RESERVED_BYTES
+        if memory_bytes < 1:
+            return MachineCapacity(0, 0, None)
+        try:
+            pool = sglang_pool(self.spec, self.precision, self.kv_bits,
+                               sglang_wizard_settings(memory_bytes, gpus, self.context, self.requests))
+        except SizingError:  # a split SGLang refuses
+            return MachineCapacity(0, 0, None)
+        tokens = pool.kv_cache_tokens
+        requests = min(tokens // self.context, MAX_REQUESTS, MAX_RUNNING_REQUESTS)
+        context = min(tokens // self.requests, self.longest)
+        asked = support_for(SGLANG, self.spec, self.precision, self.kv_bits, gpu)
+        holds = tokens >= self.context * self.requests
+        if not asked.runs:
+            return MachineCapacity(requests, context, None, runs_on_gpu=False, refused=asked.refused)
+        command = pool.command(self.spec.hf_id, asked.dtype_flags) if holds and self.spec.hf_id else None
+        return MachineCapacity(requests, context, command, runs_on_gpu=True)
 
 
 @functools.lru_cache(maxsize=4096)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 from . import wording
 from .breakdown import Breakdown
 from .confidence import confidence
-from .engine_support import VLLM, alternative_words, gpu_architecture, refusal_words
+from .engine_support import SGLANG, VLLM, alternative_words, gpu_architecture, refusal_words
 from .markets import offer_markets, terms_text
 from .offers import MachineOffer, MeasuredSpeed, Preferences
 from .results import MarketRow, RecommendedMachine
@@ -120,11 +120,14 @@ class Describer:
         if held.runs_on_gpu is False:
             alternative = held.alternative
             choice = None if alternative is None else (alternative.precision, alternative.kv_bits)
-            words = (refusal_words(VLLM, offer.gpu_type, gpu, held.refused) + " "
+            engine = SGLANG if capacity.engine == SGLANG else VLLM
+            words = (refusal_words(engine, offer.gpu_type, gpu, held.refused) + " "
                      + alternative_words(choice, alternative is not None and alternative.half))
         return {"max_requests_at_context": held.max_requests_at_context,
                 "max_context_at_requests": held.max_context_at_requests, "command": held.command,
-                "runs_on_gpu": held.runs_on_gpu, "gpu_support_text": words, "alternative": held.alternative}
+                "runs_on_gpu": held.runs_on_gpu, "gpu_support_text": words, "alternative": held.alternative,
+                "quantization": held.quantization, "gguf_file": held.gguf_file,
+                "gguf_published": held.gguf_published}
 
     def _speeds(self, offer: MachineOffer) -> tuple[MeasuredSpeed, ...]:
         if not offer.measured_speeds or self.model_slug is None:

@@ -85,7 +85,7 @@ class FitPlanner:
         too_small: list[int] = [1]
         not_dividing: list[int] = []
         for gpus in range(2, min(free_gpus, MAX_GPUS_PER_MACHINE) + 1):
-            if self.heads % gpus:
+            if self.heads % gpus or not self.breakdown.can_split_over(gpus):  # SGLang: the KV heads too
                 not_dividing.append(gpus)
                 continue
             if self.need(gpus) <= memory:

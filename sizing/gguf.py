@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from .architectures import PLAIN
-from .calculators.checks import model_value
 from .errors import SizingError
 from .i18n import gettext
 from .specs import LanguageModelSpec
@@ -68,6 +67,14 @@ UNQUANTIZED = ("F16", "BF16")
 LOW_IQ = ("IQ2_XXS", "IQ2_XS", "IQ1_S", "IQ2_S", "IQ2_M", "IQ1_M")  # their own attention/FFN rules
 # The source checkpoint's type for what the quantizer never touches (norms, biases, router): F32.
 KEPT = "F32"
+
+
+def model_value(model: LanguageModelSpec, field: str) -> int:
+    """The calculators' check of a figure the model must publish, imported when first used: the
+    calculators import this module, so a module that imports it first must not start them."""
+    from .calculators.checks import model_value as checked
+
+    return checked(model, field)
 
 
 @dataclass(frozen=True)

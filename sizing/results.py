@@ -66,6 +66,10 @@ class RecommendedMachine:
     alternative: RunnableAlternative | None = None
     # Every market the machine is offered in (`sizing.markets`), in the markets' order.
     markets: tuple[MarketRow, ...] = ()
+    # Under llama.cpp or Ollama: the GGUF type and file the row assumes, and whether that file is published.
+    quantization: str | None = None
+    gguf_file: str | None = None
+    gguf_published: bool | None = None
 
     @property
     def requests_per_dollar(self) -> Decimal | None:
@@ -179,6 +183,9 @@ def machine_row(machine: RecommendedMachine, words: SharedWords | None = None) -
         "gpu_support_text": machine.gpu_support_text,
         "alternative": machine.alternative.to_dict() if machine.alternative is not None else None,
     }
+    if machine.gguf_file is not None:
+        data.update(quantization=machine.quantization, gguf_file=machine.gguf_file,
+                    gguf_published=machine.gguf_published)
     if machine.breaks:
         data["breaks"] = list(machine.breaks)
         data["breaks_text"] = list(machine.breaks_text)

@@ -14,6 +14,17 @@ BYTES_PER_PARAMETER = {16: 2.0, 8: 1.0, 4: 0.5}
 
 
 @dataclass(frozen=True)
+class PublishedGguf:
+    """One GGUF file published for a model: the Hub repository, the quant type, the file's name and its
+    size in bytes as the repository lists it (None: not verified)."""
+
+    repository: str
+    quant_type: str
+    file: str
+    bytes: int | None = None
+
+
+@dataclass(frozen=True)
 class LanguageModelSpec:
     slug: str
     name: str
@@ -33,6 +44,12 @@ class LanguageModelSpec:
     active_parameters: int | None = None  # per token, for mixtures of experts
     # The Hugging Face Hub id `vllm serve` loads; None = not recorded. Not a figure: specs compare without it.
     hf_id: str | None = field(default=None, compare=False)
+    # The GGUF files published for the model (llama.cpp's and Ollama's answers name one); () = none recorded.
+    gguf_files: tuple[PublishedGguf, ...] = field(default=(), compare=False)
+
+    def published_gguf(self, quant_type: str) -> PublishedGguf | None:
+        """The first published file in `quant_type` (the catalog lists the repositories in its order)."""
+        return next((found for found in self.gguf_files if found.quant_type == quant_type), None)
 
     @property
     def longest_context(self) -> int | None:

@@ -40,6 +40,7 @@ def estimate_for(
             kv_bits=query.kv_bits,
             training=query.training,
             engine=query.engine,
+            quantization=query.quantization or None,
         )
     except SizingError as error:  # the form checked each value alone: this one does not suit the rest
         raise Conflict({error.field: error.message}) from error
@@ -48,7 +49,9 @@ def estimate_for(
 
 def lower_precision_estimates(query: WorkloadQuery, model_row) -> dict[int, Breakdown]:
     """The breakdown at each precision below the query's that the engine sizes (by bits)."""
-    lower = {}
+    lower: dict[int, Breakdown] = {}
+    if query.quantization:  # the GGUF type asked decides the file, whatever the precision
+        return lower
     if query.precision is not None:
         for precision in PRECISIONS:
             if precision < query.precision:

@@ -59,6 +59,7 @@ def answer(spec: LanguageModelSpec, query: CapacityQuery, gpu_type: catalog_rows
         "gpus": gpus,
         "quantization": need.weights.quant_type,
         "file": file,
+        "file_repository": _repository(spec, need.weights.quant_type),
         "file_gib": gib_number(need.weights.bytes),
         "bits_per_weight": round(float(need.weights.bits_per_weight), 4),
         "tensor_types": [{"type": name, "gib": gib_number(size), "bytes": size}
@@ -86,6 +87,11 @@ def answer(spec: LanguageModelSpec, query: CapacityQuery, gpu_type: catalog_rows
         "ollama": need.ollama_settings() if fits and query.engine == "ollama" else None,
         "partial_offload": None if fits else _partial(spec, settings, layers_that_fit, file, query),
     }
+
+
+def _repository(spec: LanguageModelSpec, quant_type: str) -> str | None:
+    published = spec.published_gguf(quant_type)
+    return published.repository if published is not None else None
 
 
 def _command(need: LlamaCppNeed, file: str, query: CapacityQuery) -> str | None:

@@ -3,6 +3,7 @@ each can be run in, and the published figures the API lists."""
 from __future__ import annotations
 
 from catalog import rows as catalog_rows
+from catalog.gguf_files import gguf_listing
 from catalog.models import ImagePipeline, LanguageModel
 from sizing.weights import precision_choices, precision_label
 from sizing.workloads import KINDS_BY_WORKLOAD, WIZARD_MODEL_CODES
@@ -55,6 +56,8 @@ def model_facts(row) -> dict:
         "config_url": row.config_url,
         "missing": row.missing_values(),
         "precisions": precision_options(row),
+        # Language models: the GGUF files published for them (llama.cpp and Ollama answers name one).
+        "gguf_files": gguf_listing(getattr(row, "gguf_files", None)),
     }
 
 

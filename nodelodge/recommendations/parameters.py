@@ -17,7 +17,9 @@ from django.utils.formats import number_format
 from django.utils.functional import lazy
 from django.utils.translation import gettext_lazy as _
 
+from sizing.calculators.llamacpp import PRECISION_QUANT
 from sizing.calculators.vllm import DEFAULT_ENGINE
+from sizing.gguf import QUANT_TYPES
 from sizing.limits import (
     MAX_CONTEXT,
     MAX_LIMIT,
@@ -172,9 +174,12 @@ def _codes(name: str) -> tuple:
 WORKLOAD_CHOICES = [(code, BY_CODE[code].label) for code in WIZARD_CODES]
 PRECISIONS = [("16", _("16-bit")), ("8", _("8-bit")), ("4", _("4-bit"))]
 KV_CACHE_PRECISIONS = [("16", _("16-bit (default)")), ("8", _("8-bit (vLLM fp8 KV cache)"))]
-ENGINE_CHOICES = [("transformers", _("transformers (default)")), ("vllm", _("vLLM")),
+ENGINE_CHOICES = [("transformers", _("transformers (default)")), ("vllm", _("vLLM")), ("sglang", "SGLang"),
                   ("llamacpp", "llama.cpp"), ("ollama", "Ollama")]
 DEFAULT_KV_BITS = 16
+# Any GGUF type `sizing.gguf` sizes (llama.cpp and Ollama); empty: the precision's short form.
+QUANTIZATION_CHOICES = [("", _("From the precision (16-bit F16, 8-bit Q8_0, 4-bit Q4_K_M)"))] + [
+    (quant_type, quant_type) for quant_type in QUANT_TYPES]
 # Clusters of machines for a model bigger than one machine (inference with a language model): planned
 # when no single machine fits (auto), or always (show).
 CLUSTERS_AUTO, CLUSTERS_SHOW = "auto", "show"
@@ -224,12 +229,30 @@ PARAMETERS: tuple[Parameter, ...] = (
     ),
     Parameter(
         "engine", CHOICE, label=_("Engine"), default=DEFAULT_ENGINE, choices=tuple(ENGINE_CHOICES),
-        messages={"required": _("Choose the engine: transformers, vllm, llamacpp or ollama."),
-                  "invalid_choice": _("Choose the engine: transformers, vllm, llamacpp or ollama.")},
+        messages={"required": _("Choose the engine: transformers, vllm, sglang, llamacpp or ollama."),
+                  "invalid_choice": _("Choose the engine: transformers, vllm, sglang, llamacpp or ollama.")},
         description="Inference: transformers (the default estimate), vllm (vLLM's budget; fits within "
-        "gpu_memory_utilization 0.9), llamacpp or ollama (the model's GGUF file at the precision: 16 F16, "
+        "gpu_memory_utilization 0.9), sglang (SGLang's static pool: the weights and the token pool within "
+        "--mem-fraction-static, 0.88 at --tp 1 to 0.79 from 16, written in each row's launch_server "
+        "command; 16 or 8 bits), llamacpp or ollama (the model's GGUF file at the precision: 16 F16, "
         "8 Q8_0, 4 Q4_K_M; the KV cache in f16 or q8_0; every layer on the GPUs).",
-        cli_help="inference: transformers, vllm (vLLM's budget), llamacpp or ollama (GGUF files; {default})",
+        cli_help="inference: transformers, vllm (vLLM's budget), sglang (its static pool), llamacpp or "
+        "ollama (GGUF files; {default})",
+    ),
+    Parameter(
+        "quantization", CHOICE, label=_("GGUF quantization"), words=_("GGUF quantization"),
+        choices=tuple(QUANTIZATION_CHOICES), cli_choices=False,
+        messages={"invalid_choice": filled(
+            _("Choose a GGUF quantization such as Q4_K_M, Q5_K_M, IQ4_XS or F16 (%(types)s), or leave it "
+              "empty."),
+            types=", ".join(QUANT_TYPES))},
+        description="Inference under llama.cpp or Ollama only (refused with another engine): the GGUF quant "
+        f"type of the file ({', '.join(QUANT_TYPES)}; either case), sized by llama.cpp's own mix of tensor "
+        "types; the answer and each row name the file assumed and whether it is published for the model. "
+        "Empty: the precision's short form ("
+        + ", ".join(f"{bits} {quant}" for bits, quant in PRECISION_QUANT.items()) + ").",
+        cli_help="llamacpp/ollama: a GGUF quant type such as Q4_K_M, Q5_K_M, IQ4_XS or F16 "
+        "(default: from --precision)",
     ),
     Parameter(
         "context", INTEGER, default="4096", minimum=1, maximum=MAX_CONTEXT,

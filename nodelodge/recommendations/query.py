@@ -99,6 +99,8 @@ class _QueryForm(forms.Form):
         (None: plain dot decimals, as the API, the commands and the addresses this module writes)."""
         if data is not None:
             data = normalize_query(data)
+            if data.get("quantization"):  # GGUF types are written in either case (q4_k_m, Q4_K_M)
+                data["quantization"] = data["quantization"].strip().upper()
         super().__init__(data, *args, **kwargs)
         for field in self.fields.values():
             if isinstance(field, TypedDecimalField | TypedIntegerField):
@@ -258,6 +260,7 @@ class WorkloadQuery:
     training: Training = DEFAULT_TRAINING  # how a fine-tune is run (the fine-tuning workload only)
     engine: str = DEFAULT_ENGINE  # inference: transformers (the spec's estimate) or vllm (its budget)
     clusters: str = CLUSTERS_AUTO  # language-model inference: plan clusters when none fits (auto) or always
+    quantization: str = ""  # llama.cpp and Ollama: a GGUF type; empty: the precision's short form
 
     @property
     def lists_by_default(self) -> bool:
@@ -279,6 +282,7 @@ class WorkloadQuery:
             "precision": self.precision,
             "kv_cache": self.kv_bits if self.kv_bits != DEFAULT_KV_BITS else None,
             "engine": self.engine if self.engine != DEFAULT_ENGINE else None,
+            "quantization": self.quantization or None,
             "clusters": self.clusters if self.clusters != CLUSTERS_AUTO else None,
             "context": self.context,
             "requests": self.requests,
@@ -343,6 +347,7 @@ class WorkloadQuery:
             training=_training(data) if chosen.takes_training else DEFAULT_TRAINING,
             engine=(data.get("engine") or DEFAULT_ENGINE) if chosen.serves_tokens else DEFAULT_ENGINE,
             clusters=(data.get("clusters") or CLUSTERS_AUTO) if chosen.serves_tokens else CLUSTERS_AUTO,
+            quantization=(data.get("quantization") or "") if chosen.serves_tokens else "",
         )
 
 

@@ -13,6 +13,20 @@ class ItemOut(Schema):
     per_gpu: bool
 
 
+class GgufFileOut(Schema):
+    """The GGUF file an answer under llama.cpp or Ollama assumes: sized by llama.cpp's own rules, and where
+    the catalog lists a published file in the type, its repository and listed size."""
+
+    quantization: str
+    file: str
+    bytes: int
+    gib: float
+    bits_per_weight: float
+    published: bool
+    repository: str | None
+    published_bytes: int | None
+
+
 class MemoryOut(Schema):
     workload: str
     title: str
@@ -21,6 +35,7 @@ class MemoryOut(Schema):
     total_bytes: int
     items: list[ItemOut]
     assumptions: list[str]
+    gguf: GgufFileOut | None = None  # engine=llamacpp or ollama: the GGUF file assumed
 
 
 class SpeedOut(Schema):
@@ -115,6 +130,10 @@ class MachineOut(Schema):
     runs_on_gpu: bool | None
     gpu_support_text: str | None
     alternative: RunnableAlternativeOut | None
+    # Under engine=llamacpp or ollama: the GGUF type and file the row assumes, and whether it is published.
+    quantization: str | None = None
+    gguf_file: str | None = None
+    gguf_published: bool | None = None
 
 
 class AlternativeOut(MachineOut):
@@ -354,6 +373,9 @@ class GgufCapacityOut(Schema):
     gpus: int
     quantization: str
     file: str
+    # Where the catalog lists a published file in the type: its repository (None: sized from llama.cpp's
+    # own rules, no published file).
+    file_repository: str | None = None
     file_gib: float
     bits_per_weight: float
     tensor_types: list[TensorTypeOut]
@@ -425,6 +447,20 @@ class ErrorOut(Schema):
     errors: dict[str, str]
 
 
+class GgufPublishedFileOut(Schema):
+    quantization: str
+    file: str
+    bytes: int | None  # the exact size where a public catalog lists it; None: not listed to the byte
+
+
+class GgufRepositoryOut(Schema):
+    """A Hub repository of GGUF files published for the model, with the quant types it publishes."""
+
+    repository: str
+    quant_types: list[str]
+    files: list[GgufPublishedFileOut]
+
+
 class ModelOut(Schema):
     slug: str
     name: str
@@ -439,3 +475,4 @@ class ModelOut(Schema):
     config_url: str
     figures: dict
     missing: list[str]
+    gguf_files: list[GgufRepositoryOut] = []

@@ -49,10 +49,13 @@ def _labels() -> dict[str, str]:
         "limits": gettext("Limits"), "none": gettext("none"), "measured": gettext("Measured speed"),
         "what_if": gettext("GPU what-if"), "start_vllm": gettext("Start it with vLLM"),
         "start_llamacpp": gettext("Start it with llama.cpp"), "start_ollama": gettext("Start it with Ollama"),
+        "start_sglang": gettext("Start it with SGLang"),
         "copied": gettext("Copied"), "copy": gettext("Copy the command"),
         "not_on_gpu": gettext("Does not run on this GPU as asked"),
         "start_instead": gettext("Start what runs on this GPU with vLLM"),
         "markets": gettext("Markets"),
+        "gguf_file": gettext("GGUF file"), "published": gettext("a published file"),
+        "not_published": gettext("no published file: sized from llama.cpp's own rules"),
     }
     return {name: _e(message) for name, message in labels.items()}
 
@@ -192,6 +195,8 @@ def _start_label(command: str) -> str:
         return "start_llamacpp"
     if command.startswith("OLLAMA_"):
         return "start_ollama"
+    if command.startswith("python -m sglang"):
+        return "start_sglang"
     return "start_vllm"
 
 
@@ -200,6 +205,10 @@ def _detail(m: Mapping[str, Any], labels: Mapping[str, str], machine_id: str) ->
     if m.get("command"):
         parts.append(_command_block(labels[_start_label(m["command"])], m["command"], f"command-{machine_id}",
                                     "command", labels))
+    if m.get("gguf_file"):
+        parts.append(f'<p class="gguf-file" data-testid="gguf-file"><strong>{labels["gguf_file"]}</strong> '
+                     f'<code>{_e(m["gguf_file"])}</code> ({_e(m["quantization"])}; '
+                     f'{labels["published"] if m.get("gguf_published") else labels["not_published"]})</p>')
     if m.get("gpu_support_text"):
         parts.append(f'<div class="gpu-support"><strong>{labels["not_on_gpu"]}</strong><ul>'
                      f'<li data-testid="gpu-support">{_e(m["gpu_support_text"])}</li></ul></div>')

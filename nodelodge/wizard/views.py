@@ -261,6 +261,7 @@ def _worded_answer(request, partial: str | None, extra: dict | None) -> tuple[Ht
         "kv_cache_precisions": _choices("kv_cache"),
         "training_presets": SimpleLazyObject(lambda: training_presets(values)),
         "engines": _choices("engine"),
+        "quantizations": _choices("quantization"),
         "cluster_choices": _choices("clusters"),
         "tiers": _choices("tier"),
         # Made when the template reaches the list: the result panel alone never shows it.

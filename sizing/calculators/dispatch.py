@@ -17,6 +17,7 @@ from .image import estimate_image
 from .inference import estimate_inference
 from .llamacpp_inference import estimate_llamacpp
 from .notebook import estimate_notebook
+from .sglang_inference import estimate_sglang
 from .speech import estimate_speech
 from .vllm import GGUF_ENGINES, check_engine
 from .vllm_inference import estimate_vllm
@@ -35,10 +36,12 @@ def estimate(
     kv_bits: int = 16,
     training: Training | None = None,
     engine: str = "transformers",
+    quantization: str | None = None,
 ) -> Breakdown:
     """Errors name this function's own inputs: a fine-tuning sequence length is reported as "context",
     a batch size or audio stream count as "requests", so a form can put the message on its field.
     `training` (how a fine-tune is run) is read by the fine-tuning workload only; others ignore it.
+    `quantization` (a GGUF type) is read by llama.cpp and Ollama only: asked of another engine, refused.
     """
     chosen = workload_named(workload) if isinstance(workload, str) else None
     if chosen is None:
@@ -61,7 +64,12 @@ def estimate(
         return estimate_image(cast(ImagePipelineSpec, spec), precision)
     if kind != "language" and check_engine(engine) != "transformers":
         raise SizingError("engine", gettext(
-            "vLLM, llama.cpp and Ollama are sized for language models only: choose transformers."))
+            "vLLM, SGLang, llama.cpp and Ollama are sized for language models only: choose transformers."))
+    if quantization and check_engine(engine) not in GGUF_ENGINES:
+        raise SizingError("quantization", gettext(
+            "A GGUF quantization (%(type)s) is read by llama.cpp and Ollama only: choose the engine llamacpp "
+            "or ollama, or leave the quantization empty and choose the precision."
+        ) % {"type": quantization})
     if kind == "speech":
         streams = require(requests, "requests", gettext("Enter the number of concurrent audio streams."))
         with renamed({"streams": "requests"}):
@@ -75,10 +83,13 @@ def estimate(
     context = require(context, "context", gettext("Enter the context per request."))
     requests = require(requests, "requests", gettext("Enter the number of concurrent requests."))
     language_model = cast(LanguageModelSpec, spec)
+    if engine == "sglang":
+        return estimate_sglang(language_model, precision, context, requests, kv_bits)
     if check_engine(engine) == "vllm":
         return estimate_vllm(language_model, precision, context, requests, kv_bits)
     if engine in GGUF_ENGINES:
-        return estimate_llamacpp(language_model, precision, context, requests, kv_bits, engine=engine)
+        return estimate_llamacpp(language_model, precision, context, requests, kv_bits, engine=engine,
+                                 quantization=quantization)
     return estimate_inference(language_model, precision, context, requests, kv_bits)
 
 

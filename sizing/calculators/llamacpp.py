@@ -280,10 +280,17 @@ KV_BITS_TYPE = {16: "f16", 8: "q8_0"}
 ENGINE_NAMES = {"llamacpp": "llama.cpp", "ollama": "Ollama"}
 
 
-def wizard_settings(precision: int, context: int, requests: int, kv_bits: int) -> LlamaCppSettings:
+def wizard_quant_type(precision: int, quantization: str | None) -> str:
+    """The GGUF type the wizard sizes: the one asked (`quantization`, any type `sizing.gguf` sizes), or
+    else the precision's short form (16: F16, 8: Q8_0, 4: Q4_K_M)."""
+    return check_quant_type(quantization) if quantization else PRECISION_QUANT[precision]
+
+
+def wizard_settings(precision: int, context: int, requests: int, kv_bits: int,
+                    quantization: str | None = None) -> LlamaCppSettings:
     """`requests` requests of `context` tokens: -np requests, -c their tokens together, every layer on
-    the GPUs, flash attention on (what a quantized cache needs)."""
-    return LlamaCppSettings(quant_type=PRECISION_QUANT[precision], context=context * requests,
+    the GPUs, flash attention on (what a quantized cache needs); the file in `wizard_quant_type`."""
+    return LlamaCppSettings(quant_type=wizard_quant_type(precision, quantization), context=context * requests,
                             parallel=requests, cache_type_k=KV_BITS_TYPE[kv_bits],
                             cache_type_v=KV_BITS_TYPE[kv_bits])
 
@@ -298,6 +305,10 @@ def engine_command(engine: str, need: LlamaCppNeed, file_name: str) -> str:
 
 
 def gguf_file_name(model: LanguageModelSpec, quant_type: str) -> str:
-    """The GGUF file an answer assumes, named as the model's converters name theirs."""
+    """The GGUF file an answer assumes: the one published for the model in that type, or else named as
+    the model's converters name theirs (sized by llama.cpp's own rules all the same)."""
+    published = model.published_gguf(quant_type)
+    if published is not None:
+        return published.file
     base = (model.hf_id or model.name).rsplit("/", 1)[-1].replace(" ", "-")
     return f"{base}-{quant_type}.gguf"

@@ -5,8 +5,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from .. import nouns
-from ..breakdown import Breakdown, Item
+from ..breakdown import Breakdown, GgufFile, Item
 from ..capacity import Capacity
+from ..gguf import GgufWeights
 from ..i18n import gettext
 from ..specs import LanguageModelSpec
 from ..units import fmt_gib, fmt_int
@@ -21,14 +22,37 @@ from .llamacpp import (
 )
 
 
+def gguf_file(model: LanguageModelSpec, weights: GgufWeights) -> GgufFile:
+    """The file an answer assumes: the published one in the type where the catalog lists it."""
+    published = model.published_gguf(weights.quant_type)
+    return GgufFile(quantization=weights.quant_type, file=gguf_file_name(model, weights.quant_type),
+                    bytes=weights.bytes, bits_per_weight=weights.bits_per_weight,
+                    repository=published.repository if published else None,
+                    published_bytes=published.bytes if published else None)
+
+
+def published_words(assumed: GgufFile) -> str:
+    """Where the assumed file is published, or that none is in its type (sized all the same)."""
+    if assumed.repository is None:
+        return gettext(
+            "No published file: no GGUF file in %(type)s is listed for this model; sized from llama.cpp's "
+            "own rules for the type."
+        ) % {"type": assumed.quantization}
+    return gettext("The file is published in %(repository)s.") % {"repository": assumed.repository}
+
+
 def estimate_llamacpp(model: LanguageModelSpec, precision: int, context: int, requests: int,
-                      kv_bits: int = 16, engine: str = "llamacpp") -> Breakdown:
-    """The need per GPU under llama.cpp or Ollama of the model's GGUF file at the wizard's precision
-    (16: F16, 8: Q8_0, 4: Q4_K_M), every layer on the GPUs: the weights and the KV cache divide over the
-    GPUs (split by layers), each GPU adds its compute buffer and CUDA context."""
+                      kv_bits: int = 16, engine: str = "llamacpp",
+                      quantization: str | None = None) -> Breakdown:
+    """The need per GPU under llama.cpp or Ollama of the model's GGUF file in `quantization` (any GGUF
+    type), or else at the wizard's precision (16: F16, 8: Q8_0, 4: Q4_K_M), every layer on the GPUs: the
+    weights and the KV cache divide over the GPUs (split by layers), each GPU adds its compute buffer and
+    CUDA context."""
     precision, context, requests, kv_bits = check_inference_inputs(
         model, precision, context, requests, kv_bits)
-    need = llamacpp_need(model, wizard_settings(precision, context, requests, kv_bits))
+    need = llamacpp_need(model, wizard_settings(precision, context, requests, kv_bits, quantization))
+    assumed = gguf_file(model, need.weights)
+    file = assumed.file
     weights, cache, compute = need.gpu_items
     context_item = Item(gettext("CUDA context"),
                         gettext("the runtime and cuBLAS on each GPU, outside llama.cpp's buffers"),
@@ -40,13 +64,14 @@ def estimate_llamacpp(model: LanguageModelSpec, precision: int, context: int, re
             "Sized as %(engine)s loads the GGUF file %(file)s (%(bits)s bits per weight, llama.cpp's mix of "
             "tensor types): every layer on the GPUs, split by layers over several; the token embeddings "
             "(%(embeddings)s) stay in host memory."
-        ) % {"engine": name, "file": gguf_file_name(model, need.weights.quant_type),
+        ) % {"engine": name, "file": file,
              "bits": f"{float(need.weights.bits_per_weight):.2f}", "embeddings": fmt_gib(need.host_bytes)},
         gettext(
             "The KV cache holds %(requests)s × %(context)s tokens (-c %(total)s, -np %(requests)s) in "
             "%(type)s; flash attention on."
         ) % {"requests": fmt_int(requests), "context": fmt_int(context), "total": fmt_int(context * requests),
              "type": KV_BITS_TYPE[kv_bits]},
+        published_words(assumed),
     )
     return Breakdown(
         workload="inference",
@@ -62,6 +87,9 @@ def estimate_llamacpp(model: LanguageModelSpec, precision: int, context: int, re
         split_by_layers=layers,
         inputs={"model": model.slug, "model_name": model.name, "precision": precision, "context": context,
                 "requests": requests, "kv_bits": kv_bits, "engine": engine,
-                "quantization": need.weights.quant_type},
-        capacity=Capacity(model, precision, kv_bits, context, requests, engine=engine),
+                "quantization": need.weights.quant_type, "quantization_asked": bool(quantization)},
+        gguf=assumed,
+        capacity=Capacity(model, precision, kv_bits, context, requests, engine=engine,
+                          quantization=need.weights.quant_type if quantization else None,
+                          published=model.gguf_files),
     )

@@ -325,3 +325,21 @@ def fraction_words(pool: SglangPool) -> str:
     return gettext("%(fraction)s (SGLang's default for this GPU at --tp %(tp)s)") % {
         "fraction": plain_number(pool.fraction), "tp": pool.settings.tensor_parallel}
 
+
+# --- the wizard's fraction (`sizing.calculators.sglang_inference`) ----------------------------------
+
+# SGLang's default mem_fraction_static by tensor-parallel size before 0.5.4: (from tp, fraction).
+FRACTION_BY_TP = ((16, Fraction(79, 100)), (8, Fraction(81, 100)), (4, Fraction(85, 100)),
+                  (2, Fraction(87, 100)), (1, Fraction(88, 100)))
+
+
+def wizard_fraction(tensor_parallel: int) -> Fraction:
+    """The mem_fraction_static the wizard sizes and writes for `--tp tensor_parallel`."""
+    return next(fraction for least, fraction in FRACTION_BY_TP if tensor_parallel >= least)
+
+
+def wizard_settings(gpu_memory_bytes: int, tensor_parallel: int, context: int,
+                    requests: int) -> SglangSettings:
+    return SglangSettings(gpu_memory_bytes=gpu_memory_bytes, tensor_parallel=tensor_parallel,
+                          mem_fraction_static=wizard_fraction(tensor_parallel), context_length=context,
+                          max_running_requests=requests)

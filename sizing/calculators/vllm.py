@@ -607,12 +607,13 @@ def yarn_override(budget: VllmBudget, tokens: int) -> str | None:
 
 # --- the engines the wizard sizes inference for (the breakdown under vLLM: `vllm_inference`) -----------
 
-ENGINES = ("transformers", "vllm", "llamacpp", "ollama")
+ENGINES = ("transformers", "vllm", "sglang", "llamacpp", "ollama")
 DEFAULT_ENGINE = "transformers"
 GGUF_ENGINES = ("llamacpp", "ollama")  # GGUF files: `sizing.calculators.llamacpp`
 
 
 def check_engine(engine: object) -> str:
     if not isinstance(engine, str) or engine not in ENGINES:
-        raise SizingError("engine", gettext("Choose the engine: transformers, vllm, llamacpp or ollama."))
+        raise SizingError("engine", gettext(
+            "Choose the engine: transformers, vllm, sglang, llamacpp or ollama."))
     return engine

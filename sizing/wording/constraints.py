@@ -4,7 +4,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from ..breakdown import Breakdown
+from ..breakdown import Breakdown, GgufFile
 from ..countries import EU_CODE, EU_MEMBERS, country_name
 from ..i18n import format_number, gettext, pgettext
 from ..offers import Preferences
@@ -29,6 +29,15 @@ from .common import (
 )
 
 
+def gguf_file_words(gguf: GgufFile) -> str:
+    """"Llama-3.1-8B-Q4_K_M.gguf (4.58 GiB, published in bartowski/…)" or "… (no published file)"."""
+    if gguf.repository is None:
+        return gettext("%(file)s (%(size)s; no published file: sized from llama.cpp's own rules)") % {
+            "file": gguf.file, "size": fmt_gib(gguf.bytes)}
+    return gettext("%(file)s (%(size)s, published in %(repository)s)") % {
+        "file": gguf.file, "size": fmt_gib(gguf.bytes), "repository": gguf.repository}
+
+
 def constraints_applied(
     breakdown: Breakdown, preferences: Preferences, excluded: Mapping[str, int], stale_after_minutes: int
 ) -> tuple[tuple[str, str], ...]:
@@ -42,7 +51,11 @@ def constraints_applied(
     if model is not None and not takes_memory:
         pairs.append((gettext("Model"), str(model)))
     if breakdown.precision is not None and not takes_memory:
-        pairs.append((gettext("Precision"), bits_words(breakdown.precision)))
+        precision = bits_words(breakdown.precision)
+        if inputs.get("quantization_asked"):  # the GGUF type asked decides the file, not the precision
+            precision = gettext("the GGUF quantization %(type)s (the precision is not read)") % {
+                "type": inputs.get("quantization", "")}
+        pairs.append((gettext("Precision"), precision))
         if capabilities is not None and capabilities.takes_kv_precision and "kv_bits" in inputs:
             pairs.append((gettext("KV cache"), bits_words(inputs["kv_bits"])))
         if inputs.get("engine") in ("llamacpp", "ollama"):
@@ -50,6 +63,14 @@ def constraints_applied(
                 "%(engine)s (the GGUF file in %(type)s, every layer on the GPUs, flash attention on)"
             ) % {"engine": "llama.cpp" if inputs["engine"] == "llamacpp" else "Ollama",
                  "type": inputs.get("quantization", "")}))
+            if breakdown.gguf is not None:
+                pairs.append((gettext("GGUF file"), gguf_file_words(breakdown.gguf)))
+        if inputs.get("engine") == "sglang":
+            pairs.append((gettext("Engine"), gettext(
+                "SGLang (its %(version)s static pool: mem_fraction_static %(fraction)s at --tp 1, lower over "
+                "more GPUs, set in each command)"
+            ) % {"version": inputs.get("engine_version", ""),
+                 "fraction": format_number(inputs.get("mem_fraction_static", 0.88))}))
         if inputs.get("engine") == "vllm":
             pairs.append((gettext("Engine"), gettext(
                 "vLLM (its %(version)s budget: gpu_memory_utilization %(utilization)s, blocks of 16 tokens)"

@@ -68,6 +68,36 @@ def checks() -> list[Check]:
     layers = sum(gemma.layer_bytes(layer) for layer in range(62))
     found.append(Check("Gemma 3 27B Q4_K_M (Ollama's estimate: memory.weights.total 14.3 GiB; ours: its 62 "
                        "decoder layers)", "layer weights", 14.3, layers / GIB, FILE_TOLERANCE))
+    return found + published_file_checks()
+
+
+# A checkpoint whose files the sizing engine types differently from llama.cpp's quantizer, shown with why.
+NOT_MODELLED = {
+    "phi-3-mini-4k": "Phi-3 writes Q, K and V as one fused attn_qkv tensor, which llama.cpp's Q4_K_M types "
+                     "Q5_K; the engine types them apart (attn_v alone gets more bits): not yet modelled",
+}
+
+
+def published_file_checks() -> list[Check]:
+    """The catalog's published GGUF files (`catalog.data.gguf_files`): each file against its size, exact
+    where listed to the byte, else as listed in GiB to one decimal (the rounding, 0.05 GiB, is added to the
+    tolerance)."""
+    from catalog.data.gguf_files import GGUF_FILES
+
+    found = []
+    for slug, repositories in GGUF_FILES.items():
+        for repository in repositories:
+            for quant_type, published in repository["files"].items():
+                weights = gguf_weights(spec(slug), quant_type)
+                if published["bytes"] is not None:
+                    size, listed, tolerance = published["bytes"] / GIB, "bytes", FILE_TOLERANCE
+                else:
+                    size = float(published["listed_gib"])
+                    listed, tolerance = f"{published['listed_gib']} GiB listed", FILE_TOLERANCE + 0.05 / size
+                note = f"; {NOT_MODELLED[slug]}" if slug in NOT_MODELLED else ""
+                found.append(Check(
+                    f"{repository['repository']}: {published['file']} ({listed}{note})", "published file",
+                    size, weights.bytes / GIB, None if slug in NOT_MODELLED else tolerance))
     return found
 
 

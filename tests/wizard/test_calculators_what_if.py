@@ -113,8 +113,8 @@ def test_llama_cpp_on_the_page_answers_the_file_its_cache_and_the_llama_server_c
     html = page(client, "model=llama-3-1-8b&engine=llamacpp&quantization=q4_k_m&kv_cache=q8_0&max_model_len=16384"
                         "&parallel=2&gpu=RTX 4090&precision=16&gpu_memory_utilization=0.9")
     assert 'data-testid="what-if-result"' in html and "Starts" in html
-    assert "Llama-3.1-8B-Q4_K_M.gguf" in html and "4.8944 bits per weight" in html
-    assert "llama-server -m Llama-3.1-8B-Q4_K_M.gguf -c 16384 -np 2 -ngl 999 -fa on --cache-type-k q8_0 " \
+    assert "Meta-Llama-3.1-8B-Instruct-Q4_K_M.gguf" in html and "4.8944 bits per weight" in html
+    assert "llama-server -m Meta-Llama-3.1-8B-Instruct-Q4_K_M.gguf -c 16384 -np 2 -ngl 999 -fa on --cache-type-k q8_0 " \
            "--cache-type-v q8_0" in html
     assert "2 × 8,192 tokens per request" in html
 

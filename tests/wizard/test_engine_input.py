@@ -129,7 +129,7 @@ def test_under_llama_cpp_the_need_is_the_gguf_file_its_cache_and_buffers_and_eac
     assert body["machines"] and body["clusters"] == []
     for machine in body["machines"]:
         assert machine["command"] == (
-            "llama-server -m Llama-3.1-8B-Q4_K_M.gguf -c 4096 -np 1 -ngl 999 -fa on")
+            "llama-server -m Meta-Llama-3.1-8B-Instruct-Q4_K_M.gguf -c 4096 -np 1 -ngl 999 -fa on")
         assert machine["max_requests_at_context"] >= 1
     engine = next(c for c in body["constraints"] if c["label"] == "Engine")
     assert engine["value"].startswith("llama.cpp (the GGUF file in Q4_K_M")
@@ -149,4 +149,4 @@ def test_under_ollama_each_row_gives_the_servers_settings_in_both_languages(clie
 def test_the_commands_take_llama_cpp(small_fleet, capsys):
     call_command("recommend", "--model", "llama-3-1-8b", "--precision", "4", "--engine", "llamacpp")
     out = capsys.readouterr().out
-    assert "llama-server -m Llama-3.1-8B-Q4_K_M.gguf -c 4096 -np 1 -ngl 999 -fa on" in out
+    assert "llama-server -m Meta-Llama-3.1-8B-Instruct-Q4_K_M.gguf -c 4096 -np 1 -ngl 999 -fa on" in out

@@ -56,6 +56,9 @@ class Command(BaseCommand):
                 self.stdout.write(f"       {market['market']} ${market['price_per_hour']}/h{terms}")
             if m.get("reliability") is not None or m.get("stock"):
                 self.stdout.write(f"       {m['reliability_text']}; {m['stock_text']}")
+            if m.get("gguf_file"):
+                published = "published" if m["gguf_published"] else "no published file"
+                self.stdout.write(f"       GGUF {m['quantization']}: {m['gguf_file']} ({published})")
             if m.get("command"):
                 self.stdout.write(f"       {m['command']}")
             if m.get("gpu_support_text"):
