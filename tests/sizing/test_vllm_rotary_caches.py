@@ -82,3 +82,19 @@ def test_the_cache_is_explained_in_german():
     with translation.override("de"):
         formula = vllm_budget(language_spec("gemma-3-4b"), 16, 16, settings()).weights.formula
     assert "Rotations-Cos/Sin-Caches" in formula
+
+
+@pytest.mark.parametrize("stored", [{"rope_linear_factor": 0}, {"rotary_dim": "64"}, {"local_rope": "yes"}])
+def test_a_bad_rope_figure_in_a_stored_architecture_is_refused_naming_it(stored):
+    from sizing.architectures import architecture_from_dict
+    from sizing.errors import SizingError
+
+    with pytest.raises(SizingError, match=f"architecture.{next(iter(stored))}"):
+        architecture_from_dict(stored)
+
+
+def test_the_rope_figures_survive_the_stored_form():
+    from sizing.architectures import architecture_from_dict
+
+    arch = architecture_from_dict({"rope_linear_factor": 8, "local_rope": True, "rotary_dim": 64})
+    assert architecture_from_dict(arch.as_dict()) == arch
