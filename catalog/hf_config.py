@@ -433,6 +433,7 @@ def parse_config(text: str) -> dict:
     native = _native_weights(merged, path, architecture)
     if native is not None:
         architecture["native_weights"] = native
+    architecture.update(_rope(merged, model_type, pattern, figures["head_dim"], path))
 
     try:
         parsed = architecture_from_dict(architecture)
@@ -464,6 +465,29 @@ def parse_config(text: str) -> dict:
     figures["parameters"] = counted.total
     figures["active_parameters"] = counted.active if moe is not None else None
     return figures
+
+
+def _rope(text: dict, model_type: str, pattern: str, head_dim: int | None, path: str) -> dict:
+    """What sizes vLLM's rotary cos/sin caches beyond one cache of max_position_embeddings × head_dim:
+    linear RoPE scaling (`rope_scaling` or `rope_parameters` of type linear: the cache covers max × factor),
+    Gemma 3's sliding layers rotating with their own base (a second cache), a partial rotary factor."""
+    found: dict = {}
+    scaling = text.get("rope_scaling") or text.get("rope_parameters") or {}
+    if isinstance(scaling, dict) and (scaling.get("rope_type") or scaling.get("type")) == "linear":
+        factor = scaling.get("factor")
+        if not isinstance(factor, int | float) or factor < 1 or factor != int(factor):
+            raise ConfigError(f"“{path}rope_scaling.factor” must be a whole number of at least 1.")
+        if factor > 1:
+            found["rope_linear_factor"] = int(factor)
+    if model_type == "gemma3_text" and SLIDING in pattern:
+        found["local_rope"] = True  # vLLM's Gemma3Attention: rope_local_base_freq on sliding layers
+    partial = text.get("partial_rotary_factor")
+    if partial is not None and head_dim is not None:
+        if not isinstance(partial, int | float) or not 0 < partial <= 1:
+            raise ConfigError(f"“{path}partial_rotary_factor” must be above 0 and at most 1.")
+        if partial < 1:
+            found["rotary_dim"] = int(head_dim * partial)
+    return found
 
 
 def estimate_parameters_from_config(config: dict) -> int | None:

@@ -14,7 +14,9 @@ QWEN3 = {"qk_norm": True}
 # Qwen's cards (Qwen3, Qwen2.5-Coder): pre-trained to 32,768 tokens, validated to 131,072 with YaRN
 # (factor 4), which the server turns on; the configs leave it off.
 QWEN_YARN = {"factor": 4, "original_context": 32768, "rope_theta": 1_000_000}
-GEMMA3_TEXT = {"layer_pattern": "SSSSSF", "qk_norm": True, "norms_per_layer": 4}
+# Sliding layers rotate with rope_local_base_freq (10,000), global ones with rope_theta (1,000,000): vLLM
+# builds a cos/sin cache for each.
+GEMMA3_TEXT = {"layer_pattern": "SSSSSF", "qk_norm": True, "norms_per_layer": 4, "local_rope": True}
 # Gemma 3 4B/12B/27B load SigLIP (so400m, 896 px, no head) and a projector with the language model.
 GEMMA3_VISION = {
     "kind": "siglip",
@@ -105,8 +107,12 @@ def _gemma3(
     max_context,
     vision,
     notes,
+    rope_linear_factor=8,
 ):
+    # 4B/12B/27B: rope_scaling {"rope_type": "linear", "factor": 8.0} on the global layers; 1B: none.
     architecture = {**GEMMA3_TEXT, "sliding_window": window}
+    if rope_linear_factor > 1:
+        architecture["rope_linear_factor"] = rope_linear_factor
     if vision:
         architecture["vision"] = GEMMA3_VISION
     return {
@@ -230,6 +236,7 @@ MODERN_MODELS = [
             "layer_pattern": "LLLF",
             "qk_norm": True,
             "attention_output_gate": True,
+            "rotary_dim": 64,  # partial_rotary_factor 0.25 of head_dim 256
             "linear_attention": {
                 "key_heads": 16,
                 "value_heads": 32,
@@ -266,6 +273,7 @@ MODERN_MODELS = [
         32768,
         False,
         "Text only.",
+        rope_linear_factor=1,
     ),
     _gemma3(
         "4B",
@@ -574,6 +582,7 @@ MODERN_MODELS = [
             },
             "mtp_layers": 1,
             "mtp_own_embeddings": True,
+            "rotary_dim": 64,  # partial_rotary_factor 0.5 of head_dim 128
         },
         "notes": (
             "Head dimension 128 is explicit. The first layer is dense, the other 45 hold 128 experts (8 per "

@@ -128,6 +128,11 @@ class Architecture:
     native_weights: NativeWeights | None = None
     vision: VisionTower | None = None
     yarn: Yarn | None = None  # the context its card extends to beyond max_context
+    # RoPE as the config sets it, where vLLM's cos/sin caches differ from one cache of max_context
+    # positions × head_dim (`vllm_loading.rotary_caches`):
+    rope_linear_factor: int = 1  # rope_scaling {"rope_type": "linear"}: the cache covers max × factor
+    local_rope: bool = False  # sliding layers rotate with their own base: a second cache
+    rotary_dim: int | None = None  # head_dim × partial_rotary_factor where below 1
     # How the checkpoint counts: conventions of the architecture, as its modeling code has them (whether
     # the output head is tied to the embeddings is the spec's own `tied_embeddings`).
     qkv_bias: bool = False

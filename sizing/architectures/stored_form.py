@@ -166,10 +166,12 @@ def architecture_from_dict(data: dict[str, Any] | None) -> Architecture:
             quantized=tuple(sorted(set(quantized), key=QUANTIZABLE_ROLES.index)),
         )
     for name in ("qkv_bias", "o_bias", "qk_norm", "attention_output_gate", "sinks",
-                 "mtp_own_embeddings"):
+                 "mtp_own_embeddings", "local_rope"):
         if name in data:
             values[name] = _bool(data[name], name)
     values["norms_per_layer"] = _int(data.get("norms_per_layer", 2), "norms_per_layer", 0)
     values["mtp_layers"] = _int(data.get("mtp_layers", 0), "mtp_layers", 0)
+    values["rope_linear_factor"] = _int(data.get("rope_linear_factor", 1), "rope_linear_factor")
+    values["rotary_dim"] = _int(data.get("rotary_dim"), "rotary_dim", optional=True)
     return Architecture(**values)
 

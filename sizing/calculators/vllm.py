@@ -48,7 +48,7 @@ from ..units import GIB, MIB, fmt_gib, fmt_int, general_number
 from ..weights import SIXTEEN_BIT_BYTES, WeightFormat, native_format_of, split_parameters, stored_weights
 from .checks import check_count, check_precision, model_value
 from .items import weight_items
-from .vllm_loading import mxfp4_loaded
+from .vllm_loading import mxfp4_loaded, rotary_caches
 
 VLLM_VERSION = "0.19"  # the release whose start-up accounting these formulas follow
 BLOCK_SIZE = 16  # tokens per KV-cache block (CacheConfig.block_size on CUDA)
@@ -401,10 +401,14 @@ def weights_item(model: LanguageModelSpec, precision: int, settings: VllmSetting
             "share": general_number(float(share), 4), "pp": pp}
     if tp > 1 and not divided_in_formula:
         split += gettext(" ÷ %(tp)s tensor-parallel GPUs") % {"tp": tp}
+    # What "Model loading took" counts beyond the weights: the rotary embeddings' cos/sin caches, whole on
+    # every GPU (`vllm_loading`).
+    yarn_on = settings.max_model_len is not None and model.scaled_beyond_native(settings.max_model_len)
+    rotary = rotary_caches(model, yarn_on)
     return Item(
         name=gettext("Model weights as loaded"),
-        formula=formula + split,
-        bytes=per_gpu,
+        formula=formula + split + " " + rotary.formula(),
+        bytes=per_gpu + rotary.bytes,
         per_gpu=True,
     ), flag
 

@@ -160,3 +160,57 @@ def mxfp4_loaded(model: LanguageModelSpec, tensor_parallel: int, gpu: GpuArchite
         bias=moe.expert_bias, expert_bytes_per_gpu=per_expert * moe.experts * moe_layers,
         other_parameters=count.total - experts_parameters, stored_bytes=stored_bytes,
     )
+
+
+# --- the rotary embeddings' cos/sin caches --------------------------------------------------------------
+#
+# "Model loading took … GiB" is the GPU memory PyTorch holds after loading less what it held before, so it
+# counts every buffer the model builds besides its weights. Each rotary embedding (vLLM's `get_rope`,
+# vllm/model_executor/layers/rotary_embedding) registers a `cos_sin_cache` buffer of one row per position
+# it can rotate, `rotary_dim` values wide (cos and sin of rotary_dim ÷ 2 frequencies), cast to the model's
+# dtype (`RotaryEmbedding.__init__`: cache.to(dtype)); identical embeddings are built once (`_ROPE_DICT`).
+# The rows: max_position_embeddings for the plain, llama3 and dynamic kinds; max_position_embeddings ×
+# factor for `linear` scaling (`LinearScalingRotaryEmbedding`); original_max_position_embeddings × factor
+# for YaRN. The cache is neither divided over tensor-parallel GPUs nor quantized: every GPU holds it in
+# 16 bits.
+ROTARY_CACHE_BYTES = 2  # bf16/fp16, the model's dtype whatever the weights' quantization
+
+
+@dataclass(frozen=True)
+class RotaryCaches:
+    """The cos/sin caches vLLM builds for a model: the positions each covers, and their width."""
+
+    positions: tuple[int, ...]
+    width: int  # rotary_dim
+
+    @property
+    def bytes(self) -> int:
+        return sum(self.positions) * self.width * ROTARY_CACHE_BYTES
+
+    def formula(self) -> str:
+        return gettext(
+            "+ rotary cos/sin caches: %(positions)s positions × %(width)s × 2 bytes, on every GPU"
+        ) % {"positions": " + ".join(fmt_int(p) for p in self.positions), "width": fmt_int(self.width)}
+
+
+def rotary_caches(model: LanguageModelSpec, yarn_on: bool = False) -> RotaryCaches:
+    """The cos/sin caches of `model` under vLLM: one of its maximum positions (× the linear factor where
+    its config scales RoPE linearly, or the YaRN context where the server turns YaRN on), and one more of
+    its maximum positions where sliding layers rotate with their own base (Gemma 3's
+    rope_local_base_freq). The width is MLA's rotary part of the head where keys are latent, else the
+    head's rotary part."""
+    arch = model.architecture
+    positions = model_value(model, "max_context")
+    if arch is not None and yarn_on and arch.yarn is not None:
+        positions = arch.yarn.context
+    global_positions = positions * (arch.rope_linear_factor if arch is not None else 1)
+    caches = [global_positions]
+    if arch is not None and arch.local_rope:
+        caches.append(positions)
+    if arch is not None and arch.mla is not None:
+        width = arch.mla.qk_rope_head_dim
+    elif arch is not None and arch.rotary_dim is not None:
+        width = arch.rotary_dim
+    else:
+        width = model_value(model, "head_dim")
+    return RotaryCaches(positions=tuple(caches), width=width)

@@ -429,7 +429,7 @@ def render() -> str:
     others = verdicts(load(OTHER_CSV_PATH))
     here = verdicts(load(HERE_CSV_PATH))
     training = verdicts(load(TRAINING_CSV_PATH))
-    from tests.accuracy import gguf, mxfp4, sglang, vllm_startup
+    from tests.accuracy import gguf, mxfp4, rotary, sglang, vllm_startup
 
     served = vllm_startup.verdicts()
     files = gguf.checks()
@@ -452,6 +452,7 @@ def render() -> str:
                 .replace("{{VLLM_SUMMARY}}", vllm_startup.summary(served))
                 .replace("{{VLLM_TABLE}}", vllm_startup.table(served))
                 .replace("{{MXFP4_TABLE}}", mxfp4.table())
+                .replace("{{ROTARY_TABLE}}", rotary.table())
                 .replace("{{GGUF_SUMMARY}}", gguf.summary(files))
                 .replace("{{GGUF_TABLE}}", gguf.table(files))
                 .replace("{{SGLANG_SUMMARY}}", sglang.summary(sglang_start_ups))

@@ -69,7 +69,8 @@ def llama_405b_16_bit_per_gpu(pp):
     decoder = total - 2 * embeddings
     stage_layers = math.ceil(126 / pp)
     stage = Fraction(decoder * stage_layers, 126) + embeddings if pp > 1 else total
-    weights = math.ceil(stage / 8)
+    # + vLLM's rotary cos/sin cache, whole on every GPU: 131,072 positions × 128 × 2 bytes
+    weights = math.ceil(stage / 8) + 131_072 * 128 * 2
     # One KV head of 128 values (8 KV heads over 8 GPUs), K and V, 2 bytes, blocks of 16 tokens:
     kv = math.ceil(8192 / 16) * stage_layers * (16 * 2 * 1 * 128 * 2)
     activation = BATCHED * (2 * 16_384 + 3 * 53_248 // 8) * 2  # one layer's MLP over the prefill step
@@ -87,15 +88,16 @@ def test_llama_405b_16_bit_fits_no_8_x_h100_alone_and_two_at_tp_8_pp_2():
     alone = cluster_need(LLAMA_405B, 16, 16, 8192, 1, gpus_per_machine=8, machines=1,
                          usable_bytes=H100_USABLE_MIB * MIB)
     assert figures(alone) == llama_405b_16_bit_per_gpu(1)
-    assert round(alone.need_bytes / GIB, 2) == 98.04 and round(alone.budget_bytes / GIB, 2) == 71.27
+    assert round(alone.need_bytes / GIB, 2) == 98.07 and round(alone.budget_bytes / GIB, 2) == 71.27
     assert not alone.fits
     two = cluster_need(LLAMA_405B, 16, 16, 8192, 1, gpus_per_machine=8, machines=2,
                        usable_bytes=H100_USABLE_MIB * MIB)
     by_hand = llama_405b_16_bit_per_gpu(2)
     assert figures(two) == by_hand
-    assert by_hand["weights"] == 50_731_673_600  # 126 ÷ 2 layers: exactly half of 811,706,777,600 ÷ 8
+    # 126 ÷ 2 layers: exactly half of 811,706,777,600 ÷ 8, and the whole rotary cache
+    assert by_hand["weights"] == 50_731_673_600 + 33_554_432
     assert two.need_bytes == sum(by_hand.values())
-    assert round(two.need_bytes / GIB, 2) == 51.05
+    assert round(two.need_bytes / GIB, 2) == 51.08
     assert two.budget_bytes == budget_of(H100_USABLE_MIB) and two.fits
 
     plans = plan_clusters(LLAMA_405B, 16, 16, 8192, 1, [H100_SITE])
@@ -114,7 +116,7 @@ def test_llama_405b_in_8_bit_fits_one_8_x_h100_as_the_ordinary_answer():
     assert alone.fits
     # The single-machine answer under vLLM reaches the same need per GPU.
     assert alone.need_bytes == estimate_vllm(LLAMA_405B, 8, 8192, 1).need_in_budget(8)
-    assert round(alone.need_bytes / GIB, 2) == 51.28
+    assert round(alone.need_bytes / GIB, 2) == 51.31
 
 
 def deepseek_per_gpu(precision, pp):
@@ -129,7 +131,8 @@ def deepseek_per_gpu(precision, pp):
     stage_layers = math.ceil(61 / pp)
     stage = min(Fraction(1), (Fraction((total - 2 * embeddings) * stage_layers, 61) + embeddings) / total) \
         if pp > 1 else 1
-    weights = math.ceil(total * stage / 8)
+    # + the rotary cos/sin cache of MLA's 64 rotary dims over 163,840 positions, whole on every GPU
+    weights = math.ceil(total * stage / 8) + 163_840 * 64 * 2
     kv = math.ceil(8192 / 16) * stage_layers * (16 * (512 + 64) * 2)  # one latent per token and layer
     activation = BATCHED * (2 * 7168 + 8 * (3 * 2048 // 8 + 7168) + 3 * 2048 // 8) * 2
     pipeline = 2 * BATCHED * 7168 * 2 if pp > 1 else 0
@@ -141,14 +144,14 @@ def test_deepseek_v3_fp8_one_8_x_h200_or_two_8_x_h100():
     on_h200 = cluster_need(DEEPSEEK_V3, 8, 16, 8192, 1, gpus_per_machine=8, machines=1,
                            usable_bytes=H200_USABLE_MIB * MIB)
     assert figures(on_h200) == deepseek_per_gpu(8, 1) and on_h200.fits
-    assert round(on_h200.need_bytes / GIB, 2) == 82.35
+    assert round(on_h200.need_bytes / GIB, 2) == 82.37
     on_h100 = cluster_need(DEEPSEEK_V3, 8, 16, 8192, 1, gpus_per_machine=8, machines=1,
                            usable_bytes=H100_USABLE_MIB * MIB)
     assert not on_h100.fits
     (plan,) = plan_clusters(DEEPSEEK_V3, 8, 16, 8192, 1, [H100_SITE])
     assert plan.pipeline_parallel == 2
     assert figures(plan.need) == deepseek_per_gpu(8, 2)
-    assert round(plan.need.need_bytes / GIB, 2) == 43.76
+    assert round(plan.need.need_bytes / GIB, 2) == 43.78
     assert plan.layers_per_stage == (31, 30)
 
 
@@ -157,11 +160,11 @@ def test_deepseek_v3_16_bit_two_8_x_h200_and_three_8_x_h100():
     by_gpu = {plan.site.gpu_type: plan for plan in plans}
     h200, h100 = by_gpu["H200"], by_gpu["H100 SXM 80GB"]
     assert h200.pipeline_parallel == 2 and figures(h200.need) == deepseek_per_gpu(16, 2)
-    assert round(h200.need.need_bytes / GIB, 2) == 83.34
+    assert round(h200.need.need_bytes / GIB, 2) == 83.35
     assert h200.need.budget_bytes == budget_of(H200_USABLE_MIB)
     # Physics decides: three 8 × H100 machines hold it (57.7 of 71.27 GiB per GPU), two do not (83.3).
     assert h100.pipeline_parallel == 3 and figures(h100.need) == deepseek_per_gpu(16, 3)
-    assert round(h100.need.need_bytes / GIB, 2) == 57.71
+    assert round(h100.need.need_bytes / GIB, 2) == 57.73
     assert h100.layers_per_stage == (20, 21, 20)
     assert h100.price_per_hour == Decimal("63.00")
     # SGLang's --tp spans all 24 GPUs, which does not divide 128 heads.

@@ -27,11 +27,15 @@ def settings(**changes):
     return VllmSettings(**values)
 
 
+# vLLM's rotary cos/sin cache of Llama 3.1 8B: 131,072 positions × 128 × 2 bytes, whole on every GPU.
+LLAMA_ROTARY = 131_072 * 128 * 2
+
+
 def test_weights_divide_over_the_tensor_parallel_group():
     one = vllm_budget(LLAMA_3_1_8B, 16, 16, settings())
     four = vllm_budget(LLAMA_3_1_8B, 16, 16, settings(tensor_parallel=4))
-    assert one.weights.bytes == 8_030_261_248 * 2
-    assert four.weights.bytes == -(-8_030_261_248 * 2 // 4)
+    assert one.weights.bytes == 8_030_261_248 * 2 + LLAMA_ROTARY
+    assert four.weights.bytes == -(-8_030_261_248 * 2 // 4) + LLAMA_ROTARY
     assert "÷ 4 tensor-parallel GPUs" in four.weights.formula
 
 
@@ -39,10 +43,10 @@ def test_the_busiest_pipeline_stage_holds_its_share_of_layers_and_one_end():
     whole = 8_030_261_248 * 2
     ends = 128_256 * 4096 * 2
     # 32 layers over 2 stages: half the decoder and one vocabulary-sized end each, exactly half
-    assert vllm_budget(LLAMA_3_1_8B, 16, 16, settings(pipeline_parallel=2)).weights.bytes == whole // 2
+    assert vllm_budget(LLAMA_3_1_8B, 16, 16, settings(pipeline_parallel=2)).weights.bytes == whole // 2 + LLAMA_ROTARY
     # over 3 stages the busiest holds ⌈32 ÷ 3⌉ = 11 layers
     three = vllm_budget(LLAMA_3_1_8B, 16, 16, settings(pipeline_parallel=3)).weights.bytes
-    assert three == -(-((whole - 2 * ends) * 11) // 32) + ends
+    assert three == -(-((whole - 2 * ends) * 11) // 32) + ends + LLAMA_ROTARY
     # a tied head is loaded again on the last stage
     tied = vllm_budget(models.LLAMA_3_2_1B, 16, 16, settings(pipeline_parallel=2)).weights.bytes
     assert tied > 1_235_814_400 * 2 // 2
@@ -51,7 +55,7 @@ def test_the_busiest_pipeline_stage_holds_its_share_of_layers_and_one_end():
 def test_online_fp8_keeps_embeddings_and_head_in_16_bit():
     fp8 = vllm_budget(LLAMA_3_1_8B, 8, 16, settings())
     embeddings = 128_256 * 4096
-    assert fp8.weights.bytes == (8_030_261_248 - 2 * embeddings) + 2 * embeddings * 2
+    assert fp8.weights.bytes == (8_030_261_248 - 2 * embeddings) + 2 * embeddings * 2 + LLAMA_ROTARY
     assert fp8.quantization == "fp8"
 
 

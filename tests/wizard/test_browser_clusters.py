@@ -15,7 +15,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 ARTIFACTS = Path(settings.BASE_DIR) / "test-artifacts"
 WIDTHS = [1024, 1440, 1920, 390]
-LANGUAGES = {"en": ("/", "en-US", "51.05 of 71.27 GiB"), "de": ("/de/", "de-DE", "51,05 von 71,27 GiB")}
+LANGUAGES = {"en": ("/", "en-US", "51.08 of 71.27 GiB"), "de": ("/de/", "de-DE", "51,08 von 71,27 GiB")}
 LLAMA_405B_8K = "workload=inference&model=llama-3-1-405b&precision=16&context=8192&requests=1"
 OVERFLOWS = """() => [document.documentElement, ...document.querySelectorAll('.table-scroll')]
   .filter(box => box.scrollWidth > box.clientWidth)

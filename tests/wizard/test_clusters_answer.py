@@ -45,7 +45,7 @@ def test_llama_405b_in_16_bit_fits_no_machine_and_gets_two_8_x_h100_at_tp_8_pp_2
     by_hand = llama_405b_16_bit_per_gpu(2)
     assert [item["bytes"] for item in cluster["items"]] == list(by_hand.values())
     assert cluster["need_per_gpu_bytes"] == sum(by_hand.values())
-    assert cluster["need_per_gpu_gib"] == 51.05 and cluster["budget_per_gpu_gib"] == 71.27
+    assert cluster["need_per_gpu_gib"] == 51.08 and cluster["budget_per_gpu_gib"] == 71.27
     assert cluster["confidence"] == "low" and cluster["confidence_reasons"]
     assert cluster["vllm_commands"][2].startswith(
         "vllm serve meta-llama/Llama-3.1-405B --tensor-parallel-size 8 --pipeline-parallel-size 2")
@@ -194,7 +194,7 @@ def test_the_page_shows_the_clusters_with_their_launch_button_and_a_link_to_thei
     page = client.get(f"/?{LLAMA_405B_8K}").content.decode()
     assert 'data-testid="clusters"' in page and 'data-testid="cluster-row"' in page
     assert "2 × (8 × H100 SXM 80GB)" in page and "TP 8 × PP 2" in page
-    assert "51.05 of 71.27 GiB" in page
+    assert "51.08 of 71.27 GiB" in page
     # The details (items, commands) are loaded when a cluster is opened, or followed by its link.
     assert "ray start" not in page
     detail = re.search(r'<a href="(/cluster/\?[^"]+)" data-testid="cluster-detail-link"', page).group(1)
@@ -210,7 +210,7 @@ def test_the_page_shows_the_clusters_with_their_launch_button_and_a_link_to_thei
 
 def test_the_page_in_german_names_the_clusters(client, h100_site):
     page = client.get(f"/de/?{LLAMA_405B_8K}").content.decode()
-    assert "51,05 von 71,27 GiB" in page and "TP 8 × PP 2" in page and "Cluster aus Maschinen" in page
+    assert "51,08 von 71,27 GiB" in page and "TP 8 × PP 2" in page and "Cluster aus Maschinen" in page
 
 
 def test_reading_the_machines_alone_plans_no_cluster(h100_site):
