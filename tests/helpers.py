@@ -75,3 +75,15 @@ def race_together(calls: list[Callable[[], object]], timeout: float = 300, wait:
     for outcome in race_outcomes(calls, timeout=timeout, wait=wait):
         if isinstance(outcome, BaseException):
             raise outcome
+
+
+def migrate(targets: list[tuple[str, str]]):
+    """The test database migrated to `targets` (app, migration), forwards or back; returns the apps as
+    they are there, for a migration test's rows of the old schema."""
+    from django.db import connection
+    from django.db.migrations.executor import MigrationExecutor
+
+    executor = MigrationExecutor(connection)
+    executor.loader.build_graph()
+    executor.migrate(targets)
+    return executor.loader.project_state(targets).apps

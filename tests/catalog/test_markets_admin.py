@@ -10,6 +10,7 @@ from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
 from catalog.models import Machine
+from tests.helpers import migrate
 
 from .test_admin import admin_url, machine_form
 
@@ -83,13 +84,6 @@ def test_bad_market_terms_are_refused_beside_their_field_and_nothing_is_saved(
     errors = response.context["adminform"].form.errors
     assert field in errors and message in " ".join(errors[field]), errors
     assert Machine.objects.count() == before
-
-
-def migrate(targets):
-    executor = MigrationExecutor(connection)
-    executor.loader.build_graph()
-    executor.migrate(targets)
-    return executor.loader.project_state(targets).apps
 
 
 @pytest.mark.django_db(transaction=True)

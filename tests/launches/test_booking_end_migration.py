@@ -9,6 +9,8 @@ from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 from django.utils import timezone
 
+from tests.helpers import migrate
+
 BEFORE = [("launches", "0001_initial")]
 AFTER = [("launches", "0002_booking_ends_at")]
 
@@ -17,13 +19,6 @@ def latest():
     """The launches app's newest migration: where the test leaves the schema, for the tests after it."""
     executor = MigrationExecutor(connection)
     return executor.loader.graph.leaf_nodes("launches")
-
-
-def migrate(targets):
-    executor = MigrationExecutor(connection)
-    executor.loader.build_graph()
-    executor.migrate(targets)
-    return executor.loader.project_state(targets).apps
 
 
 @pytest.mark.django_db(transaction=True)

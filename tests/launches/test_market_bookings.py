@@ -17,7 +17,7 @@ from nodelodge.launches.booking import LaunchOutcome, launch
 from nodelodge.launches.models import Booking
 from nodelodge.launches.refusals import LaunchRefused
 from tests.helpers import LLAMA_8B as QUERY
-from tests.helpers import race_outcomes
+from tests.helpers import migrate, race_outcomes
 
 THREADS = 8
 
@@ -63,13 +63,6 @@ def test_racing_for_an_on_demand_and_an_interruptible_machine_books_each_in_its_
     assert sorted(Booking.objects.values_list("machine_id", "market", "price_per_gpu_hour")) == [
         (plain.pk, "on_demand", Decimal("2.49")), (spot.pk, "interruptible", Decimal("0.61")),
     ]
-
-
-def migrate(targets):
-    executor = MigrationExecutor(connection)
-    executor.loader.build_graph()
-    executor.migrate(targets)
-    return executor.loader.project_state(targets).apps
 
 
 @pytest.mark.django_db(transaction=True)
