@@ -7,6 +7,8 @@ from typing import Any
 from csp.decorators import csp_update
 from django.db import InterfaceError, OperationalError
 from django.http import HttpResponse
+from django.urls import reverse
+from django.utils import timezone
 from django.utils.translation import gettext
 from ninja import Field, NinjaAPI, Query, Schema, Swagger
 from ninja.errors import AuthenticationError, HttpError, Throttled
@@ -15,6 +17,8 @@ from ninja.parser import Parser
 from pydantic import TypeAdapter, create_model
 
 from catalog import database
+from catalog.markets import Market
+from catalog.models import GpuType
 from nodelodge.hardening.api_auth import CsrfRefused
 from nodelodge.hardening.api_input import field_errors
 from nodelodge.hardening.deadline import DeadlinePassed, deadline_passed_response, slots_taken_response
@@ -44,6 +48,7 @@ from nodelodge.recommendations.query import (
     parameter_schema,
     parse_query,
 )
+from nodelodge.refresh.selectors import gpu_type_history
 from sizing.limits import API_LIMIT
 from sizing.workloads import WIZARD_CODES
 
@@ -52,11 +57,13 @@ from .api_schemas import (
     CapacityOut,
     ErrorOut,
     GgufCapacityOut,
+    GpuHistoryOut,
     MemoryOut,
     ModelOut,
     RecommendationsOut,
     SglangCapacityOut,
 )
+from .history_page import HistoryFilterForm
 
 
 class ConsoleParser(Parser):
@@ -373,6 +380,55 @@ def models(request, workload: str | None = None):
             "codes": ", ".join(WIZARD_CODES[:-1]), "last": WIZARD_CODES[-1]
         }})
     return _answered(request, "models", lambda: _validated(list[ModelOut], model_listing(workload or None)))
+
+
+class HistoryParams(Schema):
+    market: str | None = Field(None, description="on_demand (the default), interruptible or reserved.",
+                               json_schema_extra={"enum": [*Market.values, ""]})
+    country: str | None = Field(None, description="ISO 3166 alpha-2 code; empty for every country.")
+
+
+@api.get(
+    "/gpu-types/{slug}/history",
+    response={200: GpuHistoryOut, 400: ErrorOut, 404: ErrorOut, 429: ErrorOut, 503: ErrorOut},
+    url_name="gpu_history",
+)
+def gpu_history(request, slug: str, params: Query[HistoryParams]):
+    """A GPU type's price and stock history over the last 30 days, hour by hour, in one market and
+    country (or every country): the cheapest and median price per GPU-hour, offers seen and in stock,
+    and the refreshes that saw stock of those counted. At most 720 hours per answer (30 × 24), however
+    much history is kept; the countries with history are listed for the filter."""
+    form = HistoryFilterForm({"market": params.market or "", "country": params.country or ""})
+    if not form.is_valid():
+        raise QueryError(form.errors_by_field())
+
+    def answer():
+        gpu_type = GpuType.objects.filter(slug=slug).first()
+        if gpu_type is None:
+            raise NotFound({"slug": gettext("No GPU type has the slug “%(slug)s”.") % {"slug": slug}})
+        history = gpu_type_history(gpu_type, market=form.cleaned_data["market"],
+                                   country=form.cleaned_data["country"], now=timezone.now())
+        return history_payload(history)
+
+    return database.replica_first(answer)
+
+
+def history_payload(history) -> dict:
+    median = history.median_30d
+    return {
+        "gpu_type": history.gpu_type.name, "slug": history.gpu_type.slug, "market": history.market,
+        "country": history.country, "since": history.since.isoformat(), "until": history.until.isoformat(),
+        "median_30d_per_gpu_hour": None if median is None else str(median),
+        "countries": list(history.countries),
+        "hours": [
+            {"hour": hour.hour.isoformat(), "cheapest_per_gpu_hour": str(hour.cheapest),
+             "median_per_gpu_hour": str(hour.median), "offers": hour.offers,
+             "offers_in_stock": hour.offers_in_stock, "refreshes": hour.refreshes,
+             "refreshes_with_stock": hour.refreshes_with_stock}
+            for hour in history.hours
+        ],
+        "page_url": reverse("wizard:gpu_history", args=[history.gpu_type.slug]),
+    }
 
 
 def recommendation_payload(result) -> dict:
