@@ -48,7 +48,7 @@ from nodelodge.recommendations.query import (
     parameter_schema,
     parse_query,
 )
-from nodelodge.refresh.selectors import gpu_type_history
+from nodelodge.refresh.selectors import gpu_history_paths, gpu_type_history
 from sizing.limits import API_LIMIT
 from sizing.workloads import WIZARD_CODES
 
@@ -436,6 +436,10 @@ def recommendation_payload(result) -> dict:
     payload["throughput_plan"] = result.throughput.to_dict() if result.throughput is not None else None
     payload.update(clusters_payload(result))
     payload["listing"] = result.listing.to_dict()
+    rows = payload["machines"] + payload["alternatives"]
+    history_paths = gpu_history_paths({row["gpu_type"] for row in rows})  # one statement for every row
+    for row in rows:
+        row["gpu_history_url"] = history_paths.get(row["gpu_type"])
     for hint in payload["relax"]:
         hint["query"] = result.relax_query(hint["changes"])
     freshness = result.freshness

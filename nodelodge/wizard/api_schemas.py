@@ -94,6 +94,8 @@ class MachineOut(Schema):
     runs_on_gpu: bool | None
     gpu_support_text: str | None
     alternative: RunnableAlternativeOut | None
+    gpu_history_url: str | None = Field(None, description="The GPU type's price history page (its API: "
+                                        "/api/v1/gpu-types/{slug}/history).")
 
 
 class AlternativeOut(MachineOut):

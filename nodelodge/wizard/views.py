@@ -48,7 +48,7 @@ from nodelodge.recommendations.query import (
     with_defaults,
 )
 from nodelodge.recommendations.sorts import CONFIDENCE_FILTERS, GROUPS, SORT_CHOICES
-from nodelodge.refresh.selectors import gpu_type_history
+from nodelodge.refresh.selectors import gpu_history_paths, gpu_type_history
 from sizing.calculators import gpus_for_throughput, rule_of_thumb
 from sizing.countries import country_name
 from sizing.limits import MAX_LIMIT, PAGE_MAX_LIMIT
@@ -229,8 +229,10 @@ def _wizard_answer(request, partial: str | None, extra: dict | None = None) -> t
     if result is not None:
         grouped = dict(result.listing.groups) if result.query.group == "gpu" else None
         what_if = what_if_query(result.query)
-        add_row_words(result.data["machines"], grouped, what_if)
-        add_row_words(result.data["alternatives"], what_if=what_if)
+        shown = result.data["machines"] + result.data["alternatives"]
+        history_paths = gpu_history_paths({row["gpu_type"] for row in shown})  # one statement for both
+        add_row_words(result.data["machines"], grouped, what_if, history_paths)
+        add_row_words(result.data["alternatives"], what_if=what_if, history_paths=history_paths)
         add_cluster_words(result.data["clusters"])
 
     search = (params.get("q") or "").strip()[:100]
