@@ -34,7 +34,7 @@ class HistoryFilterForm(forms.Form):
         return code
 
     def errors_by_field(self) -> dict[str, str]:
-        return {name: " ".join(messages) for name, messages in self.errors.items()}
+        return {name: " ".join(str(text) for text in messages) for name, messages in self.errors.items()}
 
 
 # The chart's frame (SVG user units): the prices above, the share of refreshes with stock below.

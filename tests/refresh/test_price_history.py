@@ -49,13 +49,14 @@ def test_a_refresh_writes_one_row_per_type_market_and_country_and_one_for_every_
 def test_refreshes_in_the_same_hour_keep_the_lowest_price_the_latest_median_and_count_the_stock(
         gpu_types, providers):
     h100, secure = gpu_types["h100"], providers["secure"]
-    machine = make_machine(secure, h100, price_per_gpu_hour=Decimal("2.00"), free_gpus=1)
     now = timezone.now().replace(minute=5)
+    machine = make_machine(secure, h100, price_per_gpu_hour=Decimal("2.00"), free_gpus=1, last_seen_at=now)
     record_price_history(secure, now)
     machine.price_per_gpu_hour, machine.free_gpus = Decimal("3.00"), 0
-    machine.save()
-    record_price_history(secure, now + timedelta(minutes=20))
-    record_price_history(secure, now + timedelta(minutes=40))
+    for minutes in (20, 40):  # each refresh hears from the machine
+        machine.last_seen_at = now + timedelta(minutes=minutes)
+        machine.save()
+        record_price_history(secure, machine.last_seen_at)
 
     # Three refreshes, one of them with stock: a share of 1/3, exact.
     assert rows(h100)[("on_demand", "DE")] == (Decimal("2.0000"), Decimal("3.00000"), 1, 0, 3, 1)
