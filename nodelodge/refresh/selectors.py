@@ -202,3 +202,22 @@ def gpu_history_paths(names: set[str]) -> dict[str, str]:
         name: reverse("wizard:gpu_history", args=[slug])
         for name, slug in GpuType.objects.filter(name__in=sorted(names)).values_list("name", "slug")
     }
+
+
+def history_document(history: GpuTypeHistory) -> dict:
+    """The history as the API and the command write it (money as exact decimal strings)."""
+    median = history.median_30d
+    return {
+        "gpu_type": history.gpu_type.name, "slug": history.gpu_type.slug, "market": history.market,
+        "country": history.country, "since": history.since.isoformat(), "until": history.until.isoformat(),
+        "median_30d_per_gpu_hour": None if median is None else str(median),
+        "countries": list(history.countries),
+        "hours": [
+            {"hour": hour.hour.isoformat(), "cheapest_per_gpu_hour": str(hour.cheapest),
+             "median_per_gpu_hour": str(hour.median), "offers": hour.offers,
+             "offers_in_stock": hour.offers_in_stock, "refreshes": hour.refreshes,
+             "refreshes_with_stock": hour.refreshes_with_stock}
+            for hour in history.hours
+        ],
+        "page_url": reverse("wizard:gpu_history", args=[history.gpu_type.slug]),
+    }

@@ -7,7 +7,6 @@ from typing import Any
 from csp.decorators import csp_update
 from django.db import InterfaceError, OperationalError
 from django.http import HttpResponse
-from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import gettext
 from ninja import Field, NinjaAPI, Query, Schema, Swagger
@@ -48,7 +47,7 @@ from nodelodge.recommendations.query import (
     parameter_schema,
     parse_query,
 )
-from nodelodge.refresh.selectors import gpu_history_paths, gpu_type_history
+from nodelodge.refresh.selectors import gpu_history_paths, gpu_type_history, history_document
 from sizing.limits import API_LIMIT
 from sizing.workloads import WIZARD_CODES
 
@@ -408,27 +407,9 @@ def gpu_history(request, slug: str, params: Query[HistoryParams]):
             raise NotFound({"slug": gettext("No GPU type has the slug “%(slug)s”.") % {"slug": slug}})
         history = gpu_type_history(gpu_type, market=form.cleaned_data["market"],
                                    country=form.cleaned_data["country"], now=timezone.now())
-        return history_payload(history)
+        return history_document(history)
 
     return database.replica_first(answer)
-
-
-def history_payload(history) -> dict:
-    median = history.median_30d
-    return {
-        "gpu_type": history.gpu_type.name, "slug": history.gpu_type.slug, "market": history.market,
-        "country": history.country, "since": history.since.isoformat(), "until": history.until.isoformat(),
-        "median_30d_per_gpu_hour": None if median is None else str(median),
-        "countries": list(history.countries),
-        "hours": [
-            {"hour": hour.hour.isoformat(), "cheapest_per_gpu_hour": str(hour.cheapest),
-             "median_per_gpu_hour": str(hour.median), "offers": hour.offers,
-             "offers_in_stock": hour.offers_in_stock, "refreshes": hour.refreshes,
-             "refreshes_with_stock": hour.refreshes_with_stock}
-            for hour in history.hours
-        ],
-        "page_url": reverse("wizard:gpu_history", args=[history.gpu_type.slug]),
-    }
 
 
 def recommendation_payload(result) -> dict:

@@ -1,10 +1,12 @@
 """A GPU type's price history: the page (chart, table by day, filters with their errors beside them,
 German numbers, the htmx partial), `GET /api/v1/gpu-types/{slug}/history`, the links from the result
 rows, and the bounded work of each request however much history there is."""
+import json
 from datetime import timedelta
 from decimal import Decimal
 
 import pytest
+from django.core.management import CommandError, call_command
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
@@ -154,3 +156,15 @@ def test_each_result_row_links_its_gpu_name_to_the_history(client, catalog):
     assert 'href="/de' + URL + '"' in client.get("/de/?" + LLAMA_8B).content.decode()
     rows = client.get("/api/v1/recommendations?" + LLAMA_8B).json()["machines"]
     assert [row["gpu_history_url"] for row in rows] == [URL]
+
+
+def test_the_command_writes_the_apis_answer_and_names_a_bad_option(client, catalog, capsys):
+    history(catalog.gpu_type, 30)
+    call_command("gpu_history", "h100-sxm-80gb", "--country", "de", "--json")
+    assert json.loads(capsys.readouterr().out) == client.get(API + "?country=DE").json()
+    call_command("gpu_history", "h100-sxm-80gb")
+    assert "30-day median $2.10000 per GPU-hour" in capsys.readouterr().out
+    with pytest.raises(CommandError, match="--market: Select a valid choice"):
+        call_command("gpu_history", "h100-sxm-80gb", "--market", "spot")
+    with pytest.raises(CommandError, match="No GPU type has the slug"):
+        call_command("gpu_history", "nope")
