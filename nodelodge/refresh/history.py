@@ -57,6 +57,8 @@ _RANKED = (
 )
 # The median is the mean of the middle price (n odd) or the two middle prices (n even). "WHERE true"
 # keeps SQLite from reading ON CONFLICT as a join's ON. {lower}: the lower of two values, per database.
+# The rows are written (and locked) in one order, so two providers' refreshes committing at once never
+# wait on each other's rows in a cycle.
 _UPSERT = """
     WITH offers AS ({offers})
     INSERT INTO {table} (gpu_type_id, market, country, hour, cheapest_per_gpu_hour, median_per_gpu_hour,
@@ -67,6 +69,7 @@ _UPSERT = """
     FROM ({ranked}) AS ranked
     WHERE true
     GROUP BY gpu_type_id, h_market, country
+    ORDER BY gpu_type_id, h_market, country
     ON CONFLICT (gpu_type_id, market, country, hour) DO UPDATE SET
         cheapest_per_gpu_hour = {lower}({table}.cheapest_per_gpu_hour, excluded.cheapest_per_gpu_hour),
         median_per_gpu_hour = excluded.median_per_gpu_hour,

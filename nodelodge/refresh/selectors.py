@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from decimal import Decimal
 
+from django.db import connection
 from django.db.models import Prefetch
 from django.urls import reverse
 
@@ -178,10 +179,39 @@ def gpu_type_history(gpu_type: GpuType, *, market: str, country: str, now: datet
         "hour", "cheapest_per_gpu_hour", "median_per_gpu_hour", "offers", "offers_in_stock", "refreshes",
         "refreshes_with_stock",
     )[:HISTORY_HOURS]
-    countries = window.exclude(country__in=(ALL_COUNTRIES, "")).order_by("country").values_list(
-        "country", flat=True).distinct()
     return GpuTypeHistory(gpu_type, market, country, since, until, tuple(HistoryHour(*row) for row in rows),
-                          tuple(countries))
+                          countries_with_history(gpu_type.pk, market, since, until))
+
+
+# The countries of a GPU type's market, one index probe each (a loose index scan over the unique index's
+# gpu_type, market, country): the next country after the last found, kept where it has a row in the
+# window. "*" (every country) and "" (unknown) sort before every code, so "> '*'" skips both.
+_COUNTRIES_SQL = """
+    WITH RECURSIVE found(country) AS (
+        SELECT (SELECT MIN(country) FROM {table} WHERE gpu_type_id = %s AND market = %s AND country > %s)
+        UNION ALL
+        SELECT (SELECT MIN(h.country) FROM {table} h
+                WHERE h.gpu_type_id = %s AND h.market = %s AND h.country > found.country)
+        FROM found WHERE found.country IS NOT NULL
+    )
+    SELECT country FROM found
+    WHERE country IS NOT NULL AND EXISTS (
+        SELECT 1 FROM {table} h WHERE h.gpu_type_id = %s AND h.market = %s AND h.country = found.country
+                                  AND h.hour >= %s AND h.hour <= %s)
+    ORDER BY country
+"""
+
+
+def countries_with_history(gpu_type_id: int, market: str, since: datetime,
+                           until: datetime) -> tuple[str, ...]:
+    """The countries with a row of the GPU type's market between `since` and `until`: one statement of
+    two index probes per country code at most, however many hours are kept."""
+    adapt = connection.ops.adapt_datetimefield_value
+    params = (gpu_type_id, market, ALL_COUNTRIES, gpu_type_id, market, gpu_type_id, market, adapt(since),
+              adapt(until))
+    with connection.cursor() as cursor:
+        cursor.execute(_COUNTRIES_SQL.format(table=PriceHistory._meta.db_table), params)  # nosec B608
+        return tuple(row[0] for row in cursor.fetchall())
 
 
 def thirty_day_median(gpu_type_name: str, market: str, now: datetime) -> Decimal | None:

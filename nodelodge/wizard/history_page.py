@@ -43,7 +43,7 @@ PRICE_TOP, PRICE_BOTTOM = 12, 196
 STOCK_TOP, STOCK_BOTTOM = 216, 266
 HEIGHT = 292
 PLOT_WIDTH = WIDTH - LEFT - RIGHT
-STEP = Decimal(PLOT_WIDTH) / HISTORY_HOURS  # one hour's width
+STEP = PLOT_WIDTH / HISTORY_HOURS  # one hour's width
 
 
 @dataclass(frozen=True)
@@ -69,9 +69,10 @@ class Chart:
     stock_bottom: int = STOCK_BOTTOM
 
 
-def _n(value: Decimal) -> str:
-    """A coordinate with one decimal: enough for the screen, short in the page."""
-    return f"{value.quantize(Decimal('0.1'))}"
+def _n(value: float) -> str:
+    """A coordinate with one decimal: enough for the screen, short in the page (coordinates are
+    floats: they place marks, they are not figures anyone reads)."""
+    return f"{value:.1f}"
 
 
 def _price_ceiling(highest: Decimal) -> Decimal:
@@ -90,13 +91,13 @@ def draw(history: GpuTypeHistory) -> Chart | None:
     if not history.hours:
         return None
     ceiling = _price_ceiling(max(max(h.cheapest, h.median) for h in history.hours))
-    price_span = Decimal(PRICE_BOTTOM - PRICE_TOP)
+    scale = (PRICE_BOTTOM - PRICE_TOP) / float(ceiling)
 
-    def x(index: int) -> Decimal:
+    def x(index: int) -> float:
         return LEFT + STEP * index + STEP / 2
 
-    def y(price: Decimal) -> Decimal:
-        return PRICE_BOTTOM - price_span * price / ceiling
+    def y(price: Decimal) -> float:
+        return PRICE_BOTTOM - scale * float(price)
 
     paths: dict[str, list[str]] = {"cheapest": [], "median": []}
     bars = []
@@ -106,7 +107,7 @@ def draw(history: GpuTypeHistory) -> Chart | None:
         move = "L" if previous is not None and index == previous + 1 else "M"
         for name in paths:
             paths[name].append(f"{move}{_n(x(index))} {_n(y(getattr(hour, name)))}")
-        bar_height = Decimal(STOCK_BOTTOM - STOCK_TOP) * hour.stock_share
+        bar_height = (STOCK_BOTTOM - STOCK_TOP) * hour.refreshes_with_stock / hour.refreshes
         bars.append((_n(x(index) - STEP / 2), _n(STOCK_BOTTOM - bar_height), _n(bar_height)))
         previous = index
     price_ticks = tuple(

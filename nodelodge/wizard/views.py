@@ -415,6 +415,8 @@ def tiers(request):
 
 
 @require_GET
+@page_rate_limited
+@database.reads_replica_first
 def gpu_history(request, slug: str):
     """A GPU type's price and stock history over the last 30 days, in the market and country its
     filters ask (each bad filter said beside it, the rest still applied). With htmx, the history

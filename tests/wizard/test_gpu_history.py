@@ -82,10 +82,14 @@ def test_bad_filters_are_named_beside_their_fields_and_the_rest_is_kept(client, 
 def test_a_country_filter_draws_that_countrys_rows_and_lists_the_countries_with_history(client, catalog):
     history(catalog.gpu_type, 3, countries=("US",))
     history(catalog.gpu_type, 2, countries=(ALL_COUNTRIES, "DE"))
+    history(catalog.gpu_type, 2, countries=("FR",), start=24 * 30)  # only before the 30 days
+    history(catalog.gpu_type, 2, countries=("AT",), market="interruptible")  # another market
     html = client.get(URL + "?country=us").content.decode()
 
     assert html.count('class="stock"') == 3
     assert '<option value="US" selected>' in html and '<option value="DE">' in html
+    assert '<option value="FR">' not in html and '<option value="AT">' not in html
+    assert client.get(API).json()["countries"] == ["DE", "US"]
 
 
 def test_with_htmx_only_the_partial_is_rendered(client, catalog):
