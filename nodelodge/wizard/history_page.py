@@ -56,10 +56,9 @@ class Tick:
 class Chart:
     cheapest_path: str
     median_path: str
-    stock_bars: tuple[tuple[str, str, str], ...]  # (x, y, height) of each hour's bar
+    stock_path: str  # one bar per hour, as one path (a path per bar cost the page a template loop of 720)
     price_ticks: tuple[Tick, ...]
     day_ticks: tuple[Tick, ...]
-    bar_width: str
     width: int = WIDTH
     height: int = HEIGHT
     left: int = LEFT
@@ -100,7 +99,7 @@ def draw(history: GpuTypeHistory) -> Chart | None:
         return PRICE_BOTTOM - scale * float(price)
 
     paths: dict[str, list[str]] = {"cheapest": [], "median": []}
-    bars = []
+    bars: list[str] = []
     previous = None
     for hour in history.hours:
         index = int((hour.hour - history.since).total_seconds() // 3600)
@@ -108,7 +107,9 @@ def draw(history: GpuTypeHistory) -> Chart | None:
         for name in paths:
             paths[name].append(f"{move}{_n(x(index))} {_n(y(getattr(hour, name)))}")
         bar_height = (STOCK_BOTTOM - STOCK_TOP) * hour.refreshes_with_stock / hour.refreshes
-        bars.append((_n(x(index) - STEP / 2), _n(STOCK_BOTTOM - bar_height), _n(bar_height)))
+        if bar_height:
+            height = _n(bar_height)
+            bars.append(f"M{_n(x(index) - STEP / 2)} {STOCK_BOTTOM}v-{height}h{_n(STEP)}v{height}z")
         previous = index
     price_ticks = tuple(
         Tick(_n(y(ceiling * part / 4)), money_text(ceiling * part / 4)) for part in range(5)
@@ -118,8 +119,8 @@ def draw(history: GpuTypeHistory) -> Chart | None:
              date_format(history.since + timedelta(days=day), "SHORT_DATE_FORMAT"))
         for day in range(0, HISTORY_HOURS // 24, 5)
     )
-    return Chart(" ".join(paths["cheapest"]), " ".join(paths["median"]), tuple(bars), price_ticks, day_ticks,
-                 _n(STEP))
+    return Chart(" ".join(paths["cheapest"]), " ".join(paths["median"]), "".join(bars), price_ticks,
+                 day_ticks)
 
 
 def country_choices(history: GpuTypeHistory) -> list[tuple[str, str]]:
