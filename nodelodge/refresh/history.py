@@ -14,6 +14,7 @@ from django.conf import settings
 from django.db import connection
 from django.db.models import Case, IntegerField, Q, Value, When
 
+from catalog import database
 from catalog.availability import stale_cutoff
 from catalog.markets import market_prices
 from catalog.models import Machine, Provider
@@ -90,7 +91,7 @@ def record_price_history(provider: Provider, now: datetime) -> None:
     every_country = _RANKED.format(country=f"'{ALL_COUNTRIES}'", by_country="")
     sql = _UPSERT.format(
         offers=offers, table=PriceHistory._meta.db_table, ranked=f"{per_country} UNION ALL {every_country}",
-        lower="LEAST" if connection.vendor == "postgresql" else "MIN",
+        lower=database.lower_of_two(),
     )
     with connection.cursor() as cursor:
         cursor.execute(sql, (*params, hour_of(now), now))  # nosec B608
