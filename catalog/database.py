@@ -131,6 +131,12 @@ def keeps_counts(on=None) -> bool:
     return (on or reads()).vendor == "postgresql"
 
 
+def lower_of_two() -> str:
+    """The SQL function that gives the lower of two values: LEAST on PostgreSQL, MIN on SQLite (whose
+    MIN of two arguments is scalar)."""
+    return "LEAST" if connections[DEFAULT_DB_ALIAS].vendor == "postgresql" else "MIN"
+
+
 def aggregates_in_order(on=None) -> bool:
     """Whether the database (`on`: a connection; without, the one the current read uses) gathers a
     group's values into an array in an order of its choosing (PostgreSQL's `array_agg(… ORDER BY …)`),

@@ -236,7 +236,14 @@ CELERY_BEAT_SCHEDULE = {
         "task": "nodelodge.watches.tasks.evaluate_due_watches",
         "schedule": float(os.environ.get("WATCH_BEAT_SECONDS", "60")),
     },
+    # The price history keeps PRICE_HISTORY_RETENTION_DAYS; older hours are deleted once an hour.
+    "prune-price-history": {
+        "task": "nodelodge.refresh.tasks.prune_price_history",
+        "schedule": 3600.0,
+    },
 }
+# How long the refreshes' price and stock history is kept (nodelodge/refresh/history.py).
+PRICE_HISTORY_RETENTION_DAYS = int(os.environ.get("PRICE_HISTORY_RETENTION_DAYS", "90"))
 
 # Watches (docs/guides/watches.md): how often each is checked at the latest, the public address its
 # e-mails and feeds link to, the webhook's retries (seconds before each) and when it is disabled.

@@ -45,6 +45,7 @@ SLOW_MODULES = {
     "throughput/test_latest_speeds_concurrency.py",  # threads writing speeds and reading at once
     "refresh/test_feed_fuzzing.py",  # hypothesis: malformed feeds
     "refresh/test_refresh_with_worker.py",  # a real Celery worker
+    "refresh/test_price_history_with_worker.py",  # a real Celery worker
     "wizard/test_embedded_sqlite.py",  # manage.py in subprocesses on SQLite
     "wizard/test_fleet_counts_concurrency.py",  # threads refreshing, launching and reading at once
     "watches/test_watches_with_worker.py",  # a real Celery worker and beat
@@ -94,6 +95,7 @@ ONE_AT_A_TIME = {
     "watches/test_auto_launch_race.py",
     "watches/test_watches_with_worker.py",
     "refresh/test_refresh_with_worker.py",
+    "refresh/test_price_history_with_worker.py",
     "refresh/test_feed_conflict_races.py",
     "refresh/test_refresh_races_bookings.py",
     "throughput/test_latest_speeds_concurrency.py",

@@ -1,5 +1,7 @@
 from django.db import models
 
+from catalog.markets import Market
+
 
 class SyncRun(models.Model):
     """One attempt to refresh one provider from its feed."""
@@ -79,3 +81,48 @@ class FeedConflict(models.Model):
 
     def __str__(self) -> str:
         return f"{self.machine_id}: {self.reason}"
+
+
+# The country of a history row that counts every country at once (an hour's rows per country cannot be
+# added up into it: a median, or whether any country had stock, does not add).
+ALL_COUNTRIES = "*"
+
+
+class PriceHistory(models.Model):
+    """One hour of a GPU type's offers in one country (ALL_COUNTRIES: all of them) and one market, as
+    the refreshes in that hour saw them (`services.record_price_history`). Bounded: one row per GPU
+    type, country, market and hour, kept PRICE_HISTORY_RETENTION_DAYS (`services.prune_price_history`).
+
+    Each refresh sees the offers live at that moment (in the fleet, provider active, not stale) of the
+    GPU types its provider offers, across every provider: `cheapest` is the lowest price any refresh
+    of the hour saw; `median`, `offers` and `offers_in_stock` are the hour's latest refresh's; and
+    `refreshes_with_stock` of `refreshes` saw at least one offer with a free GPU, so the share of
+    refreshes with stock is exact."""
+
+    gpu_type = models.ForeignKey("catalog.GpuType", on_delete=models.CASCADE, related_name="+")
+    market = models.CharField(max_length=16, choices=Market.choices)
+    country = models.CharField(max_length=2, help_text='ISO 3166 alpha-2; "" unknown; "*" every country.')
+    hour = models.DateTimeField(help_text="The hour's start (UTC).")
+    cheapest_per_gpu_hour = models.DecimalField(max_digits=10, decimal_places=4)
+    # The mean of the two middle prices where the count is even: one decimal place more than a price.
+    median_per_gpu_hour = models.DecimalField(max_digits=11, decimal_places=5)
+    offers = models.PositiveIntegerField(help_text="Offers the hour's latest refresh saw.")
+    offers_in_stock = models.PositiveIntegerField(help_text="Of them, available with a free GPU.")
+    refreshes = models.PositiveIntegerField(
+        help_text="Refreshes in the hour that saw this GPU type's offers."
+    )
+    refreshes_with_stock = models.PositiveIntegerField(help_text="Of them, those that saw a free GPU.")
+    updated_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["gpu_type", "market", "country", "hour"]
+        constraints = [
+            models.UniqueConstraint(fields=["gpu_type", "market", "country", "hour"],
+                                    name="refresh_pricehistory_one_per_hour"),
+            models.CheckConstraint(condition=models.Q(refreshes_with_stock__lte=models.F("refreshes")),
+                                   name="refresh_pricehistory_stock_le_refreshes"),
+        ]
+        indexes = [models.Index(fields=["hour"], name="refresh_pricehistory_hour_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.gpu_type_id} {self.market} {self.country} {self.hour:%Y-%m-%d %H:00}"

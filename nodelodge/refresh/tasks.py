@@ -9,14 +9,17 @@ embedded run, queued for the worker otherwise.
 """
 from dataclasses import dataclass, field
 
+from django.utils import timezone
+
 from catalog.models import Provider
 from nodelodge.celery import app
 
-from . import services
+from . import history, services
 from .models import SyncRun
 
 REFRESH_PROVIDER = "nodelodge.refresh.tasks.refresh_provider"
 REFRESH_ALL_PROVIDERS = "nodelodge.refresh.tasks.refresh_all_providers"
+PRUNE_PRICE_HISTORY = "nodelodge.refresh.tasks.prune_price_history"
 
 
 @app.task(name=REFRESH_PROVIDER)
@@ -50,6 +53,12 @@ def refresh_all_providers() -> list[dict]:
         {"provider_id": provider_id, "task_id": refresh_provider.delay(provider_id).id}
         for provider_id in services.providers_to_refresh()
     ]
+
+
+@app.task(name=PRUNE_PRICE_HISTORY)
+def prune_price_history() -> int:
+    """Deletes the price history past its retention (beat, hourly); returns the rows deleted."""
+    return history.prune_price_history(timezone.now())
 
 
 # --- Refreshing on request (staff) ----------------------------------------------------------------

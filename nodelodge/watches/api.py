@@ -40,7 +40,8 @@ class WatchIn(BodyIn):
     query: WizardQuery
     condition: Literal[tuple(Watch.Condition.values)] = Field(
         "appears", description="cheapest_below and plan_below need price_per_hour; at_least "
-        "needs machines; plan_below needs target_tokens in the query.",
+        "needs machines; plan_below needs target_tokens in the query; below_median compares the "
+        "cheapest machine's price per GPU-hour with its GPU type's 30-day median in its market.",
     )
     price_per_hour: WatchPrice | None = None
     machines: Annotated[whole_number(ge=1, le=100_000), worded(gettext_lazy(

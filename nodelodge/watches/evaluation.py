@@ -11,6 +11,7 @@ The writes a user asks for (create, pause, resume, delete, unsubscribe) are `ser
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from decimal import Decimal
@@ -20,11 +21,13 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from catalog.markets import markets_of
 from nodelodge.recommendations.answer import recommendation_for
 from nodelodge.recommendations.estimate import estimate_for
 from nodelodge.recommendations.fleet import fleet_reader
 from nodelodge.recommendations.query import QueryError, WorkloadQuery
 from nodelodge.recommendations.sorts import DEFAULT_SORT
+from nodelodge.refresh.selectors import thirty_day_median
 from sizing.breakdown import Breakdown
 from sizing.results import Recommendation
 
@@ -52,12 +55,27 @@ class Found:
     matches: tuple[dict, ...]
     plan_price_per_hour: Decimal | None
     described: bool = True
+    # The cheapest machine's GPU type, market and price per GPU-hour (described answers only), and the
+    # 30-day median of its GPU type in that market where a watch asks for it (`with_median`).
+    cheapest_offer: tuple[str, str, Decimal] | None = None
+    median_30d: Decimal | None = None
 
 
-def answered_by_counts(query: WorkloadQuery) -> bool:
+def answered_by_counts(query: WorkloadQuery, watches: Sequence[Watch] = ()) -> bool:
     """Whether the counts alone answer every condition of a query: not where list filters (those
-    work over the described machines) or a throughput plan are asked."""
-    return not query.filtered and query.target_tokens is None
+    work over the described machines) or a throughput plan are asked, nor where a watch compares the
+    cheapest machine with its GPU type's median (the counts do not say which GPU type that is)."""
+    return (not query.filtered and query.target_tokens is None
+            and not any(watch.condition == Watch.Condition.BELOW_MEDIAN for watch in watches))
+
+
+def with_median(found: Found, now: datetime) -> Found:
+    """`found` with the 30-day median of its cheapest machine's GPU type in that machine's market: one
+    statement of at most 720 values (`thirty_day_median`)."""
+    if found.cheapest_offer is None:
+        return found
+    gpu_type, market, _ = found.cheapest_offer
+    return replace(found, median_30d=thirty_day_median(gpu_type, market, now))
 
 
 def glance(query: WorkloadQuery, now: datetime) -> Found | None:
@@ -115,7 +133,13 @@ def find(query: WorkloadQuery, now: datetime) -> Found:
     )
     plans = answer.throughput.plans if answer.throughput is not None else ()
     cheapest = Decimal(str(matches[0]["price_per_hour"])) if matches else None
-    return Found(total, cheapest, matches, plans[0].price_per_hour if plans else None)
+    cheapest_offer = None
+    if recommendation.machines:
+        offer = recommendation.machines[0].offer
+        market, price = markets_of(offer)[0]
+        cheapest_offer = (offer.gpu_type, str(market), price)
+    return Found(total, cheapest, matches, plans[0].price_per_hour if plans else None,
+                 cheapest_offer=cheapest_offer)
 
 
 def condition_holds(watch: Watch, found: Found) -> bool:
@@ -128,6 +152,9 @@ def condition_holds(watch: Watch, found: Found) -> bool:
     if watch.condition == Watch.Condition.PLAN_BELOW:
         return (found.plan_price_per_hour is not None
                 and found.plan_price_per_hour < cast(Decimal, watch.price_per_hour))
+    if watch.condition == Watch.Condition.BELOW_MEDIAN:
+        return (found.cheapest_offer is not None and found.median_30d is not None
+                and found.cheapest_offer[2] < found.median_30d)
     return False
 
 
@@ -169,7 +196,8 @@ def evaluate_watches(*, now: datetime | None = None, due_only: bool = False) -> 
         evaluation.queries += 1
         try:
             query = watch_query(group[0])
-            asked[key] = (query, _breakdown(query, estimates) if answered_by_counts(query) else None)
+            by_counts = answered_by_counts(query, group)
+            asked[key] = (query, _breakdown(query, estimates) if by_counts else None)
         except QueryError as error:  # a model or GPU type since removed from the catalog
             logger.warning("Watch query %s cannot be answered any more: %s", key, error)
     counted = iter(glances([(query, breakdown) for query, breakdown in asked.values()
@@ -181,6 +209,8 @@ def evaluate_watches(*, now: datetime | None = None, due_only: bool = False) -> 
             found = next(counted) if breakdown is not None else find(query, now)
             if not found.described and any(_fires(w, condition_holds(w, found), now) for w in group):
                 found = find(query, now)  # a firing records the machines it saw
+            if any(watch.condition == Watch.Condition.BELOW_MEDIAN for watch in group):
+                found = with_median(found, now)
         except QueryError as error:
             logger.warning("Watch query %s cannot be answered any more: %s", key, error)
             continue

@@ -22,6 +22,9 @@ class Watch(models.Model):
         CHEAPEST_BELOW = "cheapest_below", "The cheapest machine drops below a price"
         AT_LEAST = "at_least", "At least N machines are available"
         PLAN_BELOW = "plan_below", "The throughput plan's cost drops below a price"
+        # Per GPU-hour: the cheapest machine's price against the median of its GPU type's history in
+        # its market, every country (nodelodge.refresh.selectors.thirty_day_median).
+        BELOW_MEDIAN = "below_median", "The cheapest machine drops below its GPU type's 30-day median"
 
     class State(models.TextChoices):
         ACTIVE = "active", "Active"

@@ -8,6 +8,7 @@ import orjson
 from csp.decorators import csp_update
 from django.db import InterfaceError, OperationalError
 from django.http import HttpResponse
+from django.utils import timezone
 from django.utils.translation import gettext
 from ninja import Field, NinjaAPI, Query, Schema, Swagger
 from ninja.errors import AuthenticationError, HttpError, Throttled
@@ -17,6 +18,8 @@ from ninja.renderers import JSONRenderer
 from pydantic import TypeAdapter, create_model
 
 from catalog import database
+from catalog.markets import Market
+from catalog.models import GpuType
 from nodelodge.hardening.api_auth import CsrfRefused
 from nodelodge.hardening.api_input import field_errors
 from nodelodge.hardening.deadline import DeadlinePassed, deadline_passed_response, slots_taken_response
@@ -46,6 +49,7 @@ from nodelodge.recommendations.query import (
     parameter_schema,
     parse_query,
 )
+from nodelodge.refresh.selectors import gpu_history_paths, gpu_type_history, history_document
 from sizing import i18n
 from sizing.limits import API_LIMIT
 from sizing.workloads import WIZARD_CODES
@@ -55,11 +59,13 @@ from .api_schemas import (
     CapacityOut,
     ErrorOut,
     GgufCapacityOut,
+    GpuHistoryOut,
     MemoryOut,
     ModelOut,
     RecommendationsOut,
     SglangCapacityOut,
 )
+from .history_page import HistoryFilterForm
 
 
 class ConsoleParser(Parser):
@@ -399,11 +405,46 @@ def models(request, workload: str | None = None):
     return _answered(request, "models", lambda: _validated(list[ModelOut], model_listing(workload or None)))
 
 
+class HistoryParams(Schema):
+    market: str | None = Field(None, description="on_demand (the default), interruptible or reserved.",
+                               json_schema_extra={"enum": [*Market.values, ""]})
+    country: str | None = Field(None, description="ISO 3166 alpha-2 code; empty for every country.")
+
+
+@api.get(
+    "/gpu-types/{slug}/history",
+    response={200: GpuHistoryOut, 400: ErrorOut, 404: ErrorOut, 429: ErrorOut, 503: ErrorOut},
+    url_name="gpu_history",
+)
+def gpu_history(request, slug: str, params: Query[HistoryParams]):
+    """A GPU type's price and stock history over the last 30 days, hour by hour, in one market and
+    country (or every country): the cheapest and median price per GPU-hour, offers seen and in stock,
+    and the refreshes that saw stock of those counted. At most 720 hours per answer (30 × 24), however
+    much history is kept; the countries with history are listed for the filter."""
+    form = HistoryFilterForm({"market": params.market or "", "country": params.country or ""})
+    if not form.is_valid():
+        raise QueryError(form.errors_by_field())
+
+    def answer():
+        gpu_type = GpuType.objects.filter(slug=slug).first()
+        if gpu_type is None:
+            raise NotFound({"slug": gettext("No GPU type has the slug “%(slug)s”.") % {"slug": slug}})
+        history = gpu_type_history(gpu_type, market=form.cleaned_data["market"],
+                                   country=form.cleaned_data["country"], now=timezone.now())
+        return history_document(history)
+
+    return database.replica_first(answer)
+
+
 def recommendation_payload(result) -> dict:
     payload = result.recommendation.to_dict()
     payload["throughput_plan"] = result.throughput.to_dict() if result.throughput is not None else None
     payload.update(clusters_payload(result))
     payload["listing"] = result.listing.to_dict()
+    rows = payload["machines"] + payload["alternatives"]
+    history_paths = gpu_history_paths({row["gpu_type"] for row in rows})  # one statement for every row
+    for row in rows:
+        row["gpu_history_url"] = history_paths.get(row["gpu_type"])
     for hint in payload["relax"]:
         hint["query"] = result.relax_query(hint["changes"])
     freshness = result.freshness

@@ -2,7 +2,7 @@
 (`api.py`). ninja names the OpenAPI components by these classes' names."""
 from __future__ import annotations
 
-from ninja import Schema
+from ninja import Field, Schema
 
 
 class ItemOut(Schema):
@@ -134,6 +134,8 @@ class MachineOut(Schema):
     quantization: str | None = None
     gguf_file: str | None = None
     gguf_published: bool | None = None
+    gpu_history_url: str | None = Field(None, description="The GPU type's price history page (its API: "
+                                        "/api/v1/gpu-types/{slug}/history).")
 
 
 class AlternativeOut(MachineOut):
@@ -476,3 +478,28 @@ class ModelOut(Schema):
     figures: dict
     missing: list[str]
     gguf_files: list[GgufRepositoryOut] = []
+
+
+class HistoryHourOut(Schema):
+    hour: str = Field(description="The hour's start, UTC (ISO 8601).")
+    cheapest_per_gpu_hour: str = Field(description="The lowest price per GPU-hour a refresh in the hour saw.")
+    median_per_gpu_hour: str = Field(
+        description="The median price per GPU-hour of the hour's latest refresh.")
+    offers: int = Field(description="Offers the hour's latest refresh saw.")
+    offers_in_stock: int = Field(description="Of them, available with a free GPU.")
+    refreshes: int = Field(description="Refreshes in the hour that saw the GPU type's offers.")
+    refreshes_with_stock: int = Field(description="Of them, those that saw a free GPU.")
+
+
+class GpuHistoryOut(Schema):
+    gpu_type: str
+    slug: str
+    market: str
+    country: str = Field(description='ISO 3166 alpha-2; "" for every country.')
+    since: str = Field(description="The window's first hour (UTC); the window is the last 30 days.")
+    until: str = Field(description="The window's last hour (UTC), the current one.")
+    median_30d_per_gpu_hour: str | None = Field(
+        description="The median of the window's hourly medians; null without history.")
+    countries: list[str] = Field(description="The countries with history in the window and market.")
+    hours: list[HistoryHourOut] = Field(description="Hour by hour, oldest first: at most 720.")
+    page_url: str = Field(description="The GPU type's history page.")

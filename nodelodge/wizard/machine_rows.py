@@ -86,6 +86,10 @@ def _row(m: Mapping[str, Any], labels: Mapping[str, str], columns: int, review: 
         f'aria-label="{_e(m["what_if_label"])}">{labels["what_if"]}</a>'
         if m.get("what_if_href") else ""
     )
+    gpu = _e(m["gpu_type"])
+    if m.get("history_href"):
+        gpu = (f'<a href="{_e(m["history_href"])}" class="gpu-history-link" data-testid="gpu-history-link" '
+               f'title="{_e(m["history_label"])}">{gpu}</a>')
     per_million = ""
     if m.get("price_per_million_tokens_text"):
         text = _e(m["price_per_million_tokens_text"])
@@ -99,7 +103,7 @@ def _row(m: Mapping[str, Any], labels: Mapping[str, str], columns: int, review: 
         f'<span class="muted mono">{_e(m["provider_machine_id"])}</span> '
         f'<span class="c-location">· {_e(m["location_text"])}{region}</span></td>\n'
         f'<td class="c-gpu" data-label="{labels["gpus_used"]}"><span class="nowrap"><strong>{gpus_used} ×'
-        f'</strong> {_e(m["gpu_type"])}</span><br><span class="muted">{_e(m["free_text"])}</span>{what_if}'
+        f'</strong> {gpu}</span><br><span class="muted">{_e(m["free_text"])}</span>{what_if}'
         f'</td>\n'
         f'<td class="num c-memory" data-label="{labels["memory"]}">{_e(m["memory_text"])}'
         f'<span class="card-only"> GiB</span><br><span class="muted">{_e(m["memory_source_short"])}</span>'

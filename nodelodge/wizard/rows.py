@@ -81,10 +81,13 @@ def what_if_href(what_if: dict[str, str], gpu_type: str, gpus: int) -> str:
 
 
 def add_row_words(rows: list[dict], group_counts: dict[str, int] | None = None,
-                  what_if: dict[str, str] | None = None) -> None:
+                  what_if: dict[str, str] | None = None, history_paths: dict[str, str] | None = None) -> None:
     """Adds to each machine row what the table shows of it; with `group_counts` (machines per GPU
     type, when the list is grouped), a heading on each group's first row; with `what_if` (a vLLM
-    answer's `what_if_query`), the link to the GPU what-if for the row's GPU type and count."""
+    answer's `what_if_query`), the link to the GPU what-if for the row's GPU type and count; with
+    `history_paths` (`gpu_history_paths`), the GPU name's link to its price history."""
+    history_paths = history_paths or {}
+    history_of = gettext("Price history of the %(gpu)s")
     what_if_of = gettext("GPU what-if: what %(gpus)s × %(gpu)s hold under vLLM")
     free_of = gettext("%(free)s of %(count)s free")
     launch = gettext("Launch %(provider)s %(machine)s: review first")
@@ -104,6 +107,8 @@ def add_row_words(rows: list[dict], group_counts: dict[str, int] | None = None,
         row["confidence_word"] = str(CONFIDENCE_WORDS.get(row["confidence"], row["confidence"]))
         row["confidence_heading"] = confidence_of % {"confidence": row["confidence_word"]}
         row["launch_label"] = launch % {"provider": row["provider"], "machine": row["provider_machine_id"]}
+        row["history_href"] = history_paths.get(row["gpu_type"], "")
+        row["history_label"] = history_of % {"gpu": row["gpu_type"]}
         if what_if is not None:
             row["what_if_href"] = what_if_href(what_if, row["gpu_type"], row["gpus_used"])
             row["what_if_label"] = what_if_of % {"gpus": row["gpus_used"], "gpu": row["gpu_type"]}

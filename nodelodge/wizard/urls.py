@@ -8,4 +8,5 @@ urlpatterns = [
     path("cluster/", views.cluster, name="cluster"),
     path("secure-and-community/", views.tiers, name="tiers"),
     path("calculators/", views.calculators, name="calculators"),
+    path("gpus/<slug:slug>/history/", views.gpu_history, name="gpu_history"),
 ]

@@ -8,9 +8,10 @@ from urllib.parse import urlencode
 
 from django import forms
 from django.http import HttpResponse
-from django.shortcuts import render
+from django.shortcuts import get_object_or_404, render
 from django.template.loader import render_to_string
 from django.urls import reverse
+from django.utils import timezone
 from django.utils.functional import SimpleLazyObject
 from django.utils.translation import get_language
 from django.utils.translation import gettext as _
@@ -18,6 +19,8 @@ from django.views.decorators.http import require_GET
 from django_htmx.http import push_url, reswap, retarget
 
 from catalog import database
+from catalog.markets import Market
+from catalog.models import GpuType
 from nodelodge.hardening.page_limit import page_rate_limited
 from nodelodge.recommendations.answer import recommendation_for
 from nodelodge.recommendations.capacity import (
@@ -45,8 +48,10 @@ from nodelodge.recommendations.query import (
     with_defaults,
 )
 from nodelodge.recommendations.sorts import CONFIDENCE_FILTERS, GROUPS, SORT_CHOICES
+from nodelodge.refresh.selectors import gpu_history_paths, gpu_type_history
 from sizing import i18n
 from sizing.calculators import gpus_for_throughput, rule_of_thumb
+from sizing.countries import country_name
 from sizing.limits import MAX_LIMIT, PAGE_MAX_LIMIT
 from sizing.training import CHOICES as TRAINING_CHOICES
 from sizing.training import PRESET_NAMES, PRESETS
@@ -55,6 +60,7 @@ from sizing.workloads import workload as workload_named
 
 from . import conditional as answer_http
 from .forms import CapacityPageForm, RuleOfThumbForm, ThroughputForm
+from .history_page import HistoryFilterForm, country_choices, draw
 from .model_display import model_choice, model_choices
 from .result_page import PLAN_ROWS_SHOWN, ResultPage
 from .rows import add_cluster_words, add_row_words, what_if_query
@@ -230,8 +236,10 @@ def _worded_answer(request, partial: str | None, extra: dict | None) -> tuple[Ht
     if result is not None:
         grouped = dict(result.listing.groups) if result.query.group == "gpu" else None
         what_if = what_if_query(result.query)
-        add_row_words(result.data["machines"], grouped, what_if)
-        add_row_words(result.data["alternatives"], what_if=what_if)
+        shown = result.data["machines"] + result.data["alternatives"]
+        history_paths = gpu_history_paths({row["gpu_type"] for row in shown})  # one statement for both
+        add_row_words(result.data["machines"], grouped, what_if, history_paths)
+        add_row_words(result.data["alternatives"], what_if=what_if, history_paths=history_paths)
         add_cluster_words(result.data["clusters"])
 
     search = (params.get("q") or "").strip()[:100]
@@ -412,3 +420,35 @@ def calculators(request):
 @require_GET
 def tiers(request):
     return render(request, "wizard/tiers.html")
+
+
+@require_GET
+@page_rate_limited
+@database.reads_replica_first
+def gpu_history(request, slug: str):
+    """A GPU type's price and stock history over the last 30 days, in the market and country its
+    filters ask (each bad filter said beside it, the rest still applied). With htmx, the history
+    partial alone (the filters with it)."""
+    gpu_type = get_object_or_404(GpuType, slug=slug)
+    form = HistoryFilterForm(request.GET)
+    form.is_valid()
+    market = form.cleaned_data.get("market", Market.ON_DEMAND)
+    country = form.cleaned_data.get("country", "")
+    history = gpu_type_history(gpu_type, market=market, country=country, now=timezone.now())
+    context = {
+        "gpu_type": gpu_type,
+        "history": history,
+        "chart": draw(history),
+        "days": history.days,
+        "median_30d": history.median_30d,
+        "errors": form.errors_by_field(),
+        "market_choices": Market.choices,
+        "country_choices": country_choices(history),
+        # What was asked stays selected, a refused value too (it is named beside its field).
+        "asked_market": request.GET.get("market", market),
+        "asked_country": request.GET.get("country", country).strip().upper(),
+        "market_label": Market(market).label,
+        "place_label": country_name(country) if country else _("every country"),
+    }
+    template = "wizard/_history.html" if request.htmx else "wizard/gpu_history.html"
+    return render(request, template, context)

@@ -109,6 +109,7 @@ class Options:
     watch_queries: int = 500  # distinct queries they ask
     reuse_fleet: bool = False  # a fleet of the asked size already in the database is measured as it is
     watch_delivery_rounds: int = 20  # refreshes timed to the webhook they cause (0: none; needs REDIS_URL)
+    history: bool = True  # the price history page over the largest fleet's 90 days (tests/bench/history.py)
 
 
 @dataclass
@@ -902,6 +903,13 @@ def run(options: Options) -> Report:
             print(f"watch delivery, {options.watch_delivery_rounds} refreshes on a worker", flush=True)
             time_watch_delivery(f"{last:,}", report, server_env(), options.watch_delivery_rounds,
                                 60 if target else None)
+    if options.history:
+        from .history import time_history_page
+
+        last = options.sizes[-1]
+        print(f"price history over {last:,} machines", flush=True)
+        time_history_page(f"{last:,}", report, options.runs, options.warmup,
+                          options.targets and last == 1_000_000)
     for size in options.refresh_sizes:
         print(f"refresh of {size:,} machines", flush=True)
         time_refresh(size, report, options)
@@ -1037,6 +1045,9 @@ def parse(argv: list[str]) -> Options:
                         help="refreshes timed to the webhook they deliver (default 20; 0: none; needs REDIS_URL)")
     parser.add_argument("--reuse-fleet", action="store_true",
                         help="measure a fleet of the asked size that an earlier run left in the database")
+    parser.add_argument("--history-only", action="store_true",
+                        help="the price history page alone, over 1,000,000 machines' 90 days of history")
+    parser.add_argument("--no-history", action="store_true", help="skip the price history page")
     parser.add_argument("--out", default=str(REPO / "BENCHMARKS.md"), help="where the table goes ('-': nowhere)")
     args = parser.parse_args(argv)
     options = Options()
@@ -1046,7 +1057,7 @@ def parse(argv: list[str]) -> Options:
     if args.smoke:
         options = Options(sizes=(1_000,), queries=3, plans=1, warmup=1, runs=3, floor_runs=2, gunicorn=False,
                           refresh_sizes=(), load_seconds=0, targets=False, analyze_with_vacuum=False,
-                          watches=0, watch_delivery_rounds=0)
+                          watches=0, watch_delivery_rounds=0, history=False)
     if args.sizes:
         options.sizes = tuple(int(size) for size in args.sizes.split(","))
     for name in ("queries", "plans", "runs", "warmup"):
@@ -1068,12 +1079,18 @@ def parse(argv: list[str]) -> Options:
         options.load_seconds = 0
     if args.load_only:
         options.queries, options.plans, options.refresh_sizes, options.gunicorn = 0, 0, (), False
-        options.watches = 0
+        options.watches, options.history = 0, False
         options.sizes = (args.load_size or options.load_size,)
     for name in ("load_size", "load_users", "load_seconds", "burst_users", "burst_seconds", "crowd_users",
                  "crowd_seconds", "quiet_seconds"):
         if getattr(args, name) is not None:
             setattr(options, name, getattr(args, name))
+    if args.no_history:
+        options.history = False
+    if args.history_only:
+        options.queries, options.plans, options.refresh_sizes, options.gunicorn = 0, 0, (), False
+        options.watches, options.load_seconds, options.history = 0, 0, True
+        options.sizes = tuple(int(size) for size in args.sizes.split(",")) if args.sizes else (1_000_000,)
     options.reuse_fleet = args.reuse_fleet
     options.hostile = args.hostile
     if options.reuse_fleet:

@@ -46,18 +46,19 @@ STEPS = {
     "logout", "password_change", "password_change_done", "password_reset_confirm", "signup_confirm",
     "launches:launch", "launches:review", "launches:list", "launches:stop", "switch_language",
     "launches:group_review", "launches:group_launch", "launches:group_stop",
-    "refresh:demo_feed", "wizard:cluster",
+    "refresh:demo_feed", "wizard:cluster", "wizard:gpu_history",
     "watches:create", "watches:act", "watches:unsubscribe", "watches:feed", "watches:token_create",
     "watches:token_revoke",
 }
 API_ROUTES = {"api:openapi-json", "api:openapi-view", "api:estimate", "api:recommendations", "api:models",
               "api:capacity", "api:api-root", "api:watches", "api:watches_create", "api:watch",
-              "api:launches_group"}
+              "api:launches_group", "api:gpu_history"}
 API_OPERATIONS = {
     ("get", "/api/v1/estimate"): f"/api/v1/estimate?{LLAMA_8B}",
     ("get", "/api/v1/recommendations"): f"/api/v1/recommendations?{LLAMA_8B}",
     ("get", "/api/v1/models"): "/api/v1/models?workload=inference",
     ("get", "/api/v1/capacity"): "/api/v1/capacity?model=llama-3-1-8b&gpu_memory_gib=79.19&max_model_len=8192",
+    ("get", "/api/v1/gpu-types/{slug}/history"): "/api/v1/gpu-types/h100-sxm-80gb/history",
 }
 
 
@@ -102,6 +103,14 @@ def test_every_page_answers_in_both_languages(client, catalog_fleet, prefix):
         assert response.status_code == 200, name
         assert response["Content-Language"] == (prefix.strip("/") or "en"), name
         assert b"<main" in response.content, name
+
+
+def test_the_history_page_answers_in_both_languages(client, catalog_fleet):
+    """Its route takes a GPU type (wizard:gpu_history); tests/wizard/test_gpu_history.py has the rest."""
+    for prefix in ("", "/de"):
+        response = client.get(f"{prefix}{reverse('wizard:gpu_history', args=['h100-sxm-80gb'])}")
+        assert response.status_code == 200 and b"<main" in response.content
+        assert response["Content-Language"] == (prefix.strip("/") or "en")
 
 
 def test_every_api_operation_answers_json(client, catalog_fleet):

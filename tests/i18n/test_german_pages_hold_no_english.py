@@ -1,17 +1,22 @@
 """The German pages hold no English outside product names: each main page is rendered in German
 (the wizard with a result and with an empty answer, the calculators, Secure and Community, the
-review, My launches and the stop page) and every word a reader sees is checked against English words
+review, My launches, the stop page and a GPU type's price history) and every word a reader sees is checked against English words
 that German never uses. Product and catalog names (models, GPUs, providers, licences, machine ids),
 code (`<code>`) and what is marked as English (`lang="en"`: the switch to English) are left out."""
 import re
 import uuid
+from datetime import timedelta
+from decimal import Decimal
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.utils import timezone
 
 from catalog.models import GpuType, LanguageModel, Machine, Provider
 from nodelodge.launches.booking import launch
 from nodelodge.launches.holding import stop
+from nodelodge.refresh.history import hour_of
+from nodelodge.refresh.models import ALL_COUNTRIES, PriceHistory
 from sizing.countries import PLACE_NAMES
 from tests.factories import load_shipped_catalog
 from tests.helpers import LLAMA_8B
@@ -97,7 +102,18 @@ def pages(client) -> dict[str, str]:
         idempotency_key=uuid.uuid4().hex + "x",
     )
     stop(user, ended.booking.pk)
+    gpu_type = machine.gpu_type
+    now = timezone.now()
+    PriceHistory.objects.bulk_create([
+        PriceHistory(gpu_type=gpu_type, market="on_demand", country=country, hour=hour_of(now) - timedelta(hours=age),
+                     cheapest_per_gpu_hour=Decimal("1.2345"), median_per_gpu_hour=Decimal("1.50005"), offers=3,
+                     offers_in_stock=1, refreshes=4, refreshes_with_stock=age % 5 and 1, updated_at=now)
+        for age in range(60) for country in (ALL_COUNTRIES, "AT")
+    ])
     get = {
+        "price history": f"/de/gpus/{gpu_type.slug}/history/?country=AT",
+        "price history, bad filters": f"/de/gpus/{gpu_type.slug}/history/?market=spot&country=Austria",
+        "price history, none": f"/de/gpus/{gpu_type.slug}/history/?market=reserved",
         "wizard with a result": "/de/?" + query + "&countries=AT,CH,DE,IT&budget=100",
         "a mixture of experts": "/de/?workload=inference&model=gpt-oss-120b&precision=4&context=4096&requests=1",
         "a model with a vision encoder": "/de/?workload=inference&model=gemma-3-27b&precision=16&context=4096"

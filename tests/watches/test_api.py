@@ -196,7 +196,7 @@ def test_the_schema_states_what_a_watch_body_takes():
     fields = body["properties"]
     assert body["additionalProperties"] is False
     assert fields["auto_launch"]["type"] == "boolean" and fields["email"]["type"] == "boolean"
-    assert fields["condition"]["enum"] == ["appears", "cheapest_below", "at_least", "plan_below"]
+    assert fields["condition"]["enum"] == ["appears", "cheapest_below", "at_least", "plan_below", "below_median"]
     assert fields["webhook_format"]["enum"] == ["json", "slack", "discord"]
     assert {"minimum": 1, "maximum": 100_000, "type": "integer"}.items() <= fields["machines"]["anyOf"][0].items()
     answers = schema["paths"]["/api/v1/watches"]["post"]["responses"]

@@ -25,7 +25,7 @@ def test_every_vllm_machine_row_links_to_the_what_if_with_its_gpus_and_the_query
     links = what_if_links(html)
     assert rows and len(links) == len(rows)
     for row, link in zip(rows, links, strict=True):
-        gpus, gpu_type = re.search(r"<strong>(\d+) ×</strong> ([^<]+)</span>", row).groups()
+        gpus, gpu_type = re.search(r"<strong>(\d+) ×</strong> (?:<a [^>]*>)?([^<]+)(?:</a>)?</span>", row).groups()
         address = urlsplit(link)
         assert address.path == "/calculators/"
         asked = {name: values[0] for name, values in parse_qs(address.query).items()}

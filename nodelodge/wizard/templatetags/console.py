@@ -88,3 +88,12 @@ def in_current_language(url) -> str:
 def machine_rows(context, machines, columns):
     """The machine table's rows (`wizard.machine_rows`), each Launch form carrying the page's query."""
     return written_rows(machines, int(columns), context.get("query_string") or "")
+
+
+@register.filter
+def percent(fraction) -> str:
+    """A share (0 to 1) as a whole percentage, halves rounded up: "67%" ("67 %" in German)."""
+    try:
+        return gettext("%(percent)s%%") % {"percent": decimal_text(Decimal(str(fraction)) * 100, 0)}
+    except (TypeError, ValueError, InvalidOperation):
+        return ""
