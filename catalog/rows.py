@@ -120,6 +120,7 @@ OFFER_COLUMNS = {
     "tier": "tier",
     "provider_machine_id": "provider_machine_id",
     "gpu_type": "gpu_type__name",
+    "gpu_slug": "gpu_type__slug",
     "gpu_count": "gpu_count",
     "free_gpus": "free_gpus",
     "memory_per_gpu_mib": "memory_per_gpu_mib",

@@ -64,6 +64,7 @@ class MachineOffer:
     # The GPU type's architecture and (NVIDIA) compute capability, as the catalog records them ("" where
     # it does not): which start commands run on it (`sizing.engine_support.gpu_architecture`).
     gpu_architecture: str = ""
+    gpu_slug: str = ""  # the GPU type's address in the catalog (its price history page)
     gpu_compute_capability: str = ""
     # What the availability rule reads besides the fields above (`sizing.availability`).
     is_available: bool = True

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import zlib
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from decimal import Decimal
@@ -14,6 +15,7 @@ from django.urls import reverse
 from catalog.data.demo_fleet import KEPT_WHOLE_MACHINE_IDS
 from catalog.models import GpuType, Machine, MeasuredSpeed, Provider
 from sizing.offers import MEASUREMENT_FIELDS
+from sizing.results import RecommendedMachine
 
 from .history import hour_of
 from .models import ALL_COUNTRIES, PriceHistory
@@ -239,14 +241,11 @@ def thirty_day_median(gpu_type_name: str, market: str, now: datetime) -> Decimal
     return median_of(list(medians))
 
 
-def gpu_history_paths(names: set[str]) -> dict[str, str]:
-    """Each named GPU type's history page (the page's language's address): one statement."""
-    if not names:
-        return {}
-    return {
-        name: reverse("wizard:gpu_history", args=[slug])
-        for name, slug in GpuType.objects.filter(name__in=sorted(names)).values_list("name", "slug")
-    }
+def gpu_history_paths(machines: Iterable[RecommendedMachine]) -> dict[str, str]:
+    """The history page of each shown machine's GPU type, by GPU name (the page's language's
+    address). The walk read each machine's GPU slug with it: no statement."""
+    slugs = {machine.offer.gpu_type: machine.offer.gpu_slug for machine in machines}
+    return {name: reverse("wizard:gpu_history", args=[slug]) for name, slug in sorted(slugs.items()) if slug}
 
 
 def history_document(history: GpuTypeHistory) -> dict:

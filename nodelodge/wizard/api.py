@@ -442,7 +442,7 @@ def recommendation_payload(result) -> dict:
     payload.update(clusters_payload(result))
     payload["listing"] = result.listing.to_dict()
     rows = payload["machines"] + payload["alternatives"]
-    history_paths = gpu_history_paths({row["gpu_type"] for row in rows})  # one statement for every row
+    history_paths = gpu_history_paths((*result.recommendation.machines, *result.recommendation.alternatives))
     for row in rows:
         row["gpu_history_url"] = history_paths.get(row["gpu_type"])
     for hint in payload["relax"]:

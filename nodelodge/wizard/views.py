@@ -236,8 +236,8 @@ def _worded_answer(request, partial: str | None, extra: dict | None) -> tuple[Ht
     if result is not None:
         grouped = dict(result.listing.groups) if result.query.group == "gpu" else None
         what_if = what_if_query(result.query)
-        shown = result.data["machines"] + result.data["alternatives"]
-        history_paths = gpu_history_paths({row["gpu_type"] for row in shown})  # one statement for both
+        shown = (*result.recommendation.machines, *result.recommendation.alternatives)
+        history_paths = gpu_history_paths(shown)
         add_row_words(result.data["machines"], grouped, what_if, history_paths)
         add_row_words(result.data["alternatives"], what_if=what_if, history_paths=history_paths)
         add_cluster_words(result.data["clusters"])

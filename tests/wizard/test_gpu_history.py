@@ -182,3 +182,17 @@ def test_the_command_writes_the_apis_answer_and_names_a_bad_option(client, catal
         call_command("gpu_history", "h100-sxm-80gb", "--market", "spot")
     with pytest.raises(CommandError, match="No GPU type has the slug"):
         call_command("gpu_history", "nope")
+
+
+def test_the_rows_history_links_cost_no_statement(client, catalog):
+    """The walk reads each shown machine's GPU slug with it: the links need no statement of their own."""
+    catalog.machine()
+    for path in ("/api/v1/recommendations?" + LLAMA_8B, "/?" + LLAMA_8B):
+        with CaptureQueriesContext(connection) as statements:
+            assert client.get(path).status_code == 200
+        alone = [s["sql"] for s in statements.captured_queries
+                 if s["sql"].lstrip().startswith("SELECT") and 'FROM "catalog_gputype"' in s["sql"]
+                 and "JOIN" not in s["sql"]]
+        assert alone == [], alone
+    rows = client.get("/api/v1/recommendations?" + LLAMA_8B).json()["machines"]
+    assert [row["gpu_history_url"] for row in rows] == [URL]
