@@ -56,7 +56,11 @@ class Gunicorn:
     def __init__(self, folder: Path, env: dict[str, str], workers: int = 2, collect_static: bool = True):
         self.port = free_port()
         self.log = folder / "gunicorn.log"
-        env = {**env, "GUNICORN_BIND": f"127.0.0.1:{self.port}", "WEB_CONCURRENCY": str(workers)}
+        # Static files collected into this server's own folder, never the checkout's staticfiles/: the
+        # test processes' WhiteNoise lists that folder when a client starts, and a collectstatic
+        # rewriting it at that moment leaves names that are gone by the time they are read.
+        env = {"STATIC_ROOT": str(folder / "staticfiles"), **env,
+               "GUNICORN_BIND": f"127.0.0.1:{self.port}", "WEB_CONCURRENCY": str(workers)}
         # As a deployment does before it starts: with DEBUG off, pages name static files by the hashed
         # names in collectstatic's manifest (a fresh clone has none). With DEBUG on, none is read.
         if collect_static:
