@@ -3,24 +3,24 @@ from __future__ import annotations
 
 import time
 import uuid
+from types import SimpleNamespace
 
 import pytest
 
+from nodelodge.hardening import page_limit
 from tests.helpers import LLAMA_8B
 
 # The per-address limits on at their production values; each test sets the one it tests.
 pytestmark = [pytest.mark.django_db, pytest.mark.rate_limits]
 
 
-
 @pytest.fixture
-def address():
+def address(monkeypatch):
     """A fresh address per test, so counts left in the shared cache by other runs never matter. The
-    page limit counts in windows of the clock's minutes: a test starting in a minute's last 15 seconds
-    waits for the next one, so its few requests all fall in one window."""
-    left = 60 - time.time() % 60
-    if left < 15:
-        time.sleep(left + 0.05)
+    page limit counts in windows of the clock's minutes: the limiter's clock stands still a second
+    into the current minute, so a test's few requests all fall in one window whenever it runs."""
+    standing = time.time() // 60 * 60 + 1
+    monkeypatch.setattr(page_limit, "time", SimpleNamespace(time=lambda: standing))
     return f"198.51.100.{uuid.uuid4().int % 250 + 1}-{uuid.uuid4().hex[:8]}"
 
 
