@@ -7,7 +7,13 @@ run sets NODELODGE_TEST_LANE=database-only and leaves out (deselects, and counts
 neither asks for the database (pytest-django's `django_db` marker, its `db`, `transactional_db`,
 `live_server` or `django_db_setup` fixtures, directly or through any fixture it uses, or a Django
 TransactionTestCase) nor is about the embedded default itself (`@pytest.mark.both_lanes`: the local
-cache without REDIS_URL, Celery in-process, the SQLite settings)."""
+cache without REDIS_URL, Celery in-process, the SQLite settings).
+
+A browser test checks what a person sees and does in the page; the page is the same HTML whichever
+database answered (the answers themselves are checked on both, by the page's and the API's tests and
+the differential sweeps), so bin/test runs it once too: on the SQLite run, the embedded default a
+newcomer clicks through. Its PostgreSQL run sets NODELODGE_TEST_LANE=without-browser and leaves out
+(deselects, and counts) every browser test that is not PostgreSQL-only."""
 import os
 from collections import Counter
 from pathlib import Path
@@ -106,12 +112,15 @@ ONE_AT_A_TIME = {
 SLOW_FIXTURES = {"celery_worker", "live_server", "production_response"}
 # The reasons of the PostgreSQL-only tests a SQLite run deselected, counted, for its summary.
 POSTGRESQL_ONLY = pytest.StashKey[Counter]()
-# The tests a database-only run left out because they touch no database, counted by folder.
+# The tests a lane left to the other run (they touch no database, or are browser tests), by folder.
 NO_DATABASE = pytest.StashKey[Counter]()
 
 # NODELODGE_TEST_LANE picks what a run keeps: unset or "all" every test, "database-only" the tests
-# that touch a database (and those marked both_lanes). bin/test sets it for its second database.
-LANES = ("all", "database-only")
+# that touch a database (and those marked both_lanes), "without-browser" every test but the browser
+# tests that another run runs. bin/test sets the second for SQLite, the third for PostgreSQL, when it
+# runs both.
+DATABASE_ONLY, WITHOUT_BROWSER = "database-only", "without-browser"
+LANES = ("all", DATABASE_ONLY, WITHOUT_BROWSER)
 # pytest-django's fixtures that open the test database; `item.fixturenames` is the closure of the
 # test's fixtures, so a fixture that needs one of these (admin_user needs db, celery_worker needs
 # django_db_setup) makes its tests database tests too. live_server serves from the test database.
@@ -142,9 +151,18 @@ def touches_database(item) -> bool:
     return False
 
 
+def is_browser_test(item) -> bool:
+    return item.get_closest_marker("browser") is not None
+
+
 def runs_on_lane(item, lane: str) -> bool:
-    """Whether a database-only lane keeps the test: it touches a database, or is marked both_lanes."""
-    return lane == "all" or item.get_closest_marker("both_lanes") is not None or touches_database(item)
+    """Whether the lane keeps the test. A database-only lane: it touches a database, or is marked
+    both_lanes. A lane without browser: it is no browser test, or one only PostgreSQL can run."""
+    if lane == DATABASE_ONLY:
+        return item.get_closest_marker("both_lanes") is not None or touches_database(item)
+    if lane == WITHOUT_BROWSER:
+        return not is_browser_test(item) or item.get_closest_marker("postgresql") is not None
+    return True
 
 
 def _database() -> dict:
@@ -176,7 +194,7 @@ def pytest_configure(config):
             f"got engine {database['ENGINE']!r}."
         )
     config.pluginmanager.register(PostgresqlOnly(), "nodelodge-postgresql-only")
-    config.pluginmanager.register(DatabaseOnlyLane(_lane()), "nodelodge-database-only-lane")
+    config.pluginmanager.register(Lane(_lane()), "nodelodge-lane")
 
 
 def pytest_report_header(config):
@@ -255,9 +273,10 @@ class PostgresqlOnly:
             items[:] = kept
 
 
-class DatabaseOnlyLane:
-    """On a database-only lane, the tests that touch no database leave as deselected: the other run
-    ran them. Runs after `-m` has chosen, as PostgresqlOnly, so the summary counts what this run left."""
+class Lane:
+    """On a database-only lane, the tests that touch no database leave as deselected; on a lane without
+    browser, the browser tests: the other run ran them. Runs after `-m` has chosen, as PostgresqlOnly,
+    so the summary counts what this run left."""
 
     def __init__(self, lane: str):
         self.lane = lane
@@ -284,8 +303,8 @@ def pytest_sessionfinish(session, exitstatus):
     if workeroutput is not None:
         workeroutput["nodelodge_postgresql_only"] = dict(session.config.stash.get(POSTGRESQL_ONLY, Counter()))
         workeroutput["nodelodge_no_database"] = dict(session.config.stash.get(NO_DATABASE, Counter()))
-    # A database-only run given only tests that touch no database ran none: they ran on the other
-    # database's run, so that is a pass, not pytest's "no tests collected" (which bin/test fails).
+    # A lane given only tests the other database's run runs (none touching a database, or only browser
+    # tests) ran none: they ran on the other run, so that is a pass, not pytest's "no tests collected" (which bin/test fails).
     if exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED and session.config.stash.get(NO_DATABASE, None):
         session.exitstatus = pytest.ExitCode.OK
 
@@ -309,11 +328,18 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
             terminalreporter.write_line(f"  {count:4d}  {reason}")
     folders = config.stash.get(NO_DATABASE, Counter())
     if folders:
-        terminalreporter.section("Tests that touch no database, deselected on this database-only run")
-        terminalreporter.write_line(
-            f"{sum(folders.values())} tests of this selection touch no database (NODELODGE_TEST_LANE=database-only); "
-            "they run on the other database's run:"
-        )
+        if _lane() == WITHOUT_BROWSER:
+            terminalreporter.section("Browser tests, deselected on this run without browser")
+            terminalreporter.write_line(
+                f"{sum(folders.values())} browser tests of this selection show the same page on either database "
+                f"(NODELODGE_TEST_LANE={WITHOUT_BROWSER}); they run on the other database's run:"
+            )
+        else:
+            terminalreporter.section("Tests that touch no database, deselected on this database-only run")
+            terminalreporter.write_line(
+                f"{sum(folders.values())} tests of this selection touch no database (NODELODGE_TEST_LANE={DATABASE_ONLY}); "
+                "they run on the other database's run:"
+            )
         for folder, count in sorted(folders.items(), key=lambda pair: (-pair[1], pair[0])):
             terminalreporter.write_line(f"  {count:4d}  {folder}")
 

@@ -1,7 +1,8 @@
 """bin/test runs each test that touches no database once: its SQLite run (NODELODGE_TEST_LANE=
 database-only) keeps only the tests that touch a database, however indirectly, and those marked
-both_lanes. Checked by collecting a sample of every shape in a pytest of its own, whose conftest is
-this suite's."""
+both_lanes; and each browser test once: its PostgreSQL run (without-browser) leaves them out, except
+those only PostgreSQL runs. Checked by collecting a sample of every shape in a pytest of its own,
+whose conftest is this suite's."""
 import os
 import re
 import subprocess
@@ -107,6 +108,17 @@ class DjangoTransactionTestCase(TransactionTestCase):
 class DjangoSimpleTestCase(SimpleTestCase):
     def test_in_a_django_simpletestcase(self):
         ...  # collected, never run
+
+
+@pytest.mark.browser
+def test_in_the_browser(live_server):
+    ...  # collected, never run
+
+
+@pytest.mark.browser
+@pytest.mark.postgresql(reason="a sample")
+def test_in_the_browser_on_postgresql_only(live_server):
+    ...  # collected, never run
 '''
 
 # The suite's hooks, its fixtures (the fleet's, the Celery worker) and its plugins.
@@ -119,8 +131,10 @@ EVERY_TEST = {
     "test_with_live_server", "test_pure_but_about_the_embedded_default", "test_pure_parametrized[1]",
     "test_pure_parametrized[2]", "DjangoTestCase::test_in_a_django_testcase",
     "DjangoTransactionTestCase::test_in_a_django_transactiontestcase",
-    "DjangoSimpleTestCase::test_in_a_django_simpletestcase",
+    "DjangoSimpleTestCase::test_in_a_django_simpletestcase", "test_in_the_browser",
+    "test_in_the_browser_on_postgresql_only",
 }
+BROWSER = {"test_in_the_browser"}  # the browser tests a PostgreSQL-only marker does not keep
 NO_DATABASE = {
     "test_pure", "test_with_client_and_settings_only", "test_pure_parametrized[1]", "test_pure_parametrized[2]",
     "DjangoSimpleTestCase::test_in_a_django_simpletestcase",
@@ -132,7 +146,7 @@ def collect(tmp_path: Path, lane: str | None) -> tuple[set[str], str]:
     (tmp_path / "test_sample.py").write_text(SAMPLE)
     (tmp_path / "conftest.py").write_text(CONFTEST)
     (tmp_path / "pytest.ini").write_text(
-        "[pytest]\nDJANGO_SETTINGS_MODULE = tests.settings\nmarkers =\n    both_lanes\n    postgresql\n    slow\n"
+        "[pytest]\nDJANGO_SETTINGS_MODULE = tests.settings\nmarkers =\n    both_lanes\n    browser\n    postgresql\n    slow\n"
     )
     env = {key: value for key, value in os.environ.items() if not key.startswith("PYTEST_")}
     env["PYTHONPATH"] = str(REPO)
@@ -154,7 +168,15 @@ def test_a_database_only_run_keeps_exactly_the_tests_that_touch_a_database_or_ar
 
     assert kept == EVERY_TEST - NO_DATABASE
     assert "5 tests of this selection touch no database" in output
-    assert re.search(r"12/17 tests collected \(5 deselected\)", output), output
+    assert re.search(r"14/19 tests collected \(5 deselected\)", output), output
+
+
+def test_a_run_without_browser_leaves_out_the_browser_tests_but_those_only_postgresql_runs(tmp_path):
+    kept, output = collect(tmp_path, "without-browser")
+
+    assert kept == EVERY_TEST - BROWSER
+    assert "1 browser tests of this selection show the same page on either database" in output
+    assert re.search(r"18/19 tests collected \(1 deselected\)", output), output
 
 
 def test_a_run_without_a_lane_keeps_every_test(tmp_path):
@@ -164,18 +186,12 @@ def test_a_run_without_a_lane_keeps_every_test(tmp_path):
     assert "touch no database" not in output
 
 
-def test_an_unknown_lane_is_refused_with_the_lanes_named(tmp_path):
-    (tmp_path / "test_sample.py").write_text("def test_pure():\n    ...\n")
-    (tmp_path / "conftest.py").write_text(CONFTEST)
-    env = {**os.environ, "PYTHONPATH": str(REPO), "NODELODGE_TEST_LANE": "sqlite-only"}
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:xdist", "--ds=tests.settings",
-         "--collect-only", "-q", "test_sample.py"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False,
-    )
+def test_an_unknown_lane_is_refused_with_the_lanes_named(monkeypatch):
+    from tests.conftest import _lane
 
-    assert done.returncode != 0
-    assert "NODELODGE_TEST_LANE='sqlite-only': use one of all, database-only" in done.stdout + done.stderr
+    monkeypatch.setenv("NODELODGE_TEST_LANE", "sqlite-only")
+    with pytest.raises(pytest.UsageError, match="'sqlite-only': use one of all, database-only, without-browser"):
+        _lane()
 
 
 @pytest.mark.parametrize("lane", ["", "all"])
