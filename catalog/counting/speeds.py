@@ -227,4 +227,4 @@ def speed_rows_counted(
         cursor.execute(sql, chosen_params)
         fetched = cursor.fetchall()
     total = fetched[0][-1] if fetched else 0
-    return [SpeedRow._make((*row[:9], row[9] or None, *row[10:13])) for row in fetched], total
+    return [SpeedRow._make((*row[:9], row[9] or None, *row[10:13], None)) for row in fetched], total

@@ -20,4 +20,6 @@ def run(name):
 class Migration(migrations.Migration):
     dependencies = [("catalog", "0023_language_model_gguf_files")]
 
-    operations = [migrations.RunPython(run("0024_reliability_preference.sql"), migrations.RunPython.noop)]
+    operations = [
+        migrations.RunPython(run("0024_reliability_preference.sql"), run("0024_reliability_preference.reverse.sql"))
+    ]
