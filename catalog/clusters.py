@@ -57,7 +57,7 @@ SITE_KEY = ("provider_id", "site", "gpu_type_id", "gpu_count", "memory_per_gpu_m
 _COLUMNS = ("id", "price_per_gpu_hour", "provider__name", "site", "country", "region", "gpu_type__name",
             "gpu_count", "memory_per_gpu_mib", "interconnect", "gpu_type__memory_mib",
             "gpu_type__usable_memory_mib", "gpu_type__architecture", "gpu_type__compute_capability",
-            "site_gbps")
+            "site_gbps", "reliability")
 
 
 def cluster_sites(
@@ -94,14 +94,17 @@ _SITE_COLUMNS = ("provider__name", "site", "country", "region", "gpu_type__name"
 SITES_SQL = """
 SELECT provider.name, site.site, site.country, site.region, gpu_type.name, site.gpu_count,
        site.memory_per_gpu_mib, site.interconnect, gpu_type.memory_mib, gpu_type.usable_memory_mib,
-       gpu_type.architecture, gpu_type.compute_capability, site.site_gbps, site.ids, site.prices_per_gpu_hour
+       gpu_type.architecture, gpu_type.compute_capability, site.site_gbps, site.ids, site.prices_per_gpu_hour,
+       site.reliabilities
 FROM (
     SELECT m.provider_id, m.site, m.gpu_type_id, m.gpu_count, m.memory_per_gpu_mib, m.interconnect,
            m.country, m.region,
            min(m.interconnect_gbps) AS site_gbps,
            (array_agg(m.id ORDER BY m.price_per_gpu_hour, m.id))[1:{machines_per_site}] AS ids,
            (array_agg(m.price_per_gpu_hour ORDER BY m.price_per_gpu_hour, m.id))[1:{machines_per_site}]
-               AS prices_per_gpu_hour
+               AS prices_per_gpu_hour,
+           (array_agg(m.reliability ORDER BY m.price_per_gpu_hour, m.id))[1:{machines_per_site}]
+               AS reliabilities
     FROM catalog_machine m
     WHERE {available} AND {joins} AND {tier}
       AND m.free_gpus = m.gpu_count
@@ -132,7 +135,8 @@ def _grouped_sites(preferences: Preferences, now: datetime) -> list[ClusterSite]
     with database.reads().cursor() as cursor:
         cursor.execute(sql, params)
         rows = cursor.fetchall()
-    return [_site(site, gbps, tuple(ids), tuple(prices)) for *site, gbps, ids, prices in rows]
+    return [_site(site, gbps, tuple(ids), tuple(prices), tuple(reliabilities))
+            for *site, gbps, ids, prices, reliabilities in rows]
 
 
 def _windowed_sites(preferences: Preferences, now: datetime) -> list[ClusterSite]:
@@ -189,13 +193,15 @@ def _cluster_site(rows: list) -> ClusterSite:
     ordered = sorted(rows, key=lambda row: (row.price_per_gpu_hour, row.id))
     site = tuple(getattr(first, column) for column in _SITE_COLUMNS)
     return _site(site, first.site_gbps, tuple(row.id for row in ordered),
-                 tuple(row.price_per_gpu_hour for row in ordered))
+                 tuple(row.price_per_gpu_hour for row in ordered), tuple(row.reliability for row in ordered))
 
 
-def _site(site: tuple, gbps: int, machine_ids: tuple[int, ...], prices: tuple) -> ClusterSite:
+def _site(
+    site: tuple, gbps: int, machine_ids: tuple[int, ...], prices: tuple, reliabilities: tuple
+) -> ClusterSite:
     """A site from its columns (`_SITE_COLUMNS`' order: its key's, then its GPU type's memory, recorded
-    usable memory, architecture and compute capability), its slowest link and its machines' ids and prices
-    per GPU-hour, cheapest first."""
+    usable memory, architecture and compute capability), its slowest link and its machines' ids, prices
+    per GPU-hour and reliabilities, cheapest first."""
     (provider, name, country, region, gpu_type, gpu_count, memory_per_gpu_mib, interconnect, memory_mib,
      usable_mib, architecture, compute_capability) = site
     return ClusterSite(
@@ -204,6 +210,7 @@ def _site(site: tuple, gbps: int, machine_ids: tuple[int, ...], prices: tuple) -
         usable_memory_mib=catalog_rows.usable_memory_mib(memory_mib, usable_mib), interconnect=interconnect,
         interconnect_gbps=gbps, machine_ids=machine_ids, prices_per_gpu_hour=prices,
         gpu_architecture=gpu_architecture(architecture, compute_capability),
+        reliability=None if None in reliabilities else min(reliabilities, default=None),
     )
 
 

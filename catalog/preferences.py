@@ -10,15 +10,17 @@ from django.db.models import F, Q
 from sizing.preferences import (
     HOURLY_OVER,
     HOURLY_PRICE,
+    MACHINE_TESTS,
     ORDER,
     OTHER_TIER,
+    UNDER_MINIMUM,
     Preference,
     chosen,
     first_price_over,
 )
 
 # The field of catalog_machine behind each value the rule and the order read.
-COLUMNS = {"tier": "tier"}  # `Preference.machine_field` -> column
+COLUMNS = {"tier": "tier", "reliability": "reliability"}  # `Preference.machine_field` -> column
 TIER_FIELD = COLUMNS["tier"]
 PRICE_FIELD = "price_per_gpu_hour"
 ORDER_FIELDS = {
@@ -33,12 +35,14 @@ def meets_one_q(preference: Preference, value, gpus: int) -> Q:
     """Machines using `gpus` GPUs that meet one chosen preference, as an ORM filter."""
     if preference.test == OTHER_TIER:
         return Q(**{TIER_FIELD: value})
+    if preference.test == UNDER_MINIMUM:  # a machine reporting none never meets a minimum (NULL >= x)
+        return Q(**{f"{COLUMNS[str(preference.machine_field)]}__gte": value})
     if preference.test == HOURLY_OVER:
         return Q(**{f"{PRICE_FIELD}__lt": first_price_over(value, gpus)})
     raise ValueError(f"unknown preference test {preference.test!r}")
 
 
-def meets_q(settings, gpus: int, tests: tuple[str, ...] = (OTHER_TIER, HOURLY_OVER)) -> Q:
+def meets_q(settings, gpus: int, tests: tuple[str, ...] = (*MACHINE_TESTS, HOURLY_OVER)) -> Q:
     """Machines using `gpus` GPUs that meet every preference `settings` chooses (of those making one
     of `tests`), as an ORM filter."""
     q = Q()
@@ -49,8 +53,9 @@ def meets_q(settings, gpus: int, tests: tuple[str, ...] = (OTHER_TIER, HOURLY_OV
 
 
 def tier_q(settings) -> Q:
-    """Machines of the chosen tier (any without one)."""
-    return meets_q(settings, 1, tests=(OTHER_TIER,))
+    """Machines meeting the preferences that read the machine's own values, its price apart: of the
+    chosen tier (any without one), with at least the minimum reliability chosen."""
+    return meets_q(settings, 1, tests=MACHINE_TESTS)
 
 
 def band_order_by() -> list:

@@ -60,6 +60,9 @@ class ClusterSite(NamedTuple):
     # Its GPU type's architecture (`sizing.engine_support.gpu_architecture`; None where the catalog records
     # none): which commands start on it.
     gpu_architecture: GpuArchitecture | None = None
+    # The lowest reliability its machines listed report (None where one reports none): what a minimum
+    # reliability compares (`sizing.preferences.RULE`); never assumed.
+    reliability: Decimal | None = None
 
     def price_per_hour(self, machines: int) -> Decimal:
         """What its `machines` cheapest machines cost per hour together, all their GPUs."""

@@ -26,7 +26,7 @@ from .describing import Describer, machine_price_per_million
 from .fit import Fit, FitPlanner
 from .offers import MachineOffer, Preferences
 from .preferences import breaks_checker, order_key
-from .reasons import BREAK_REASON, EXCLUDED_REASONS, TOO_SMALL
+from .reasons import BREAK_REASON, EXCLUDED_REASONS, LISTED_WHEN_CHOSEN, TOO_SMALL
 from .results import PrecisionAlternative
 from .results import Recommendation as Recommendation  # `recommend` answers one: importable from here
 
@@ -297,7 +297,10 @@ def _assemble(
     if not machines:
         empty = wording.empty_answer(tally, planner, precision_alternatives, preferences, excluded)
 
-    ordered_excluded = {reason: excluded[reason] for reason in EXCLUDED_REASONS}
+    ordered_excluded = {
+        reason: excluded[reason] for reason in EXCLUDED_REASONS
+        if reason not in LISTED_WHEN_CHOSEN or getattr(preferences, LISTED_WHEN_CHOSEN[reason]) is not None
+    }
     for reason in sorted(set(excluded) - set(EXCLUDED_REASONS)):
         ordered_excluded[reason] = excluded[reason]
 

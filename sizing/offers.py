@@ -87,6 +87,8 @@ class Preferences:
     budget: Decimal | None = None
     max_price_per_hour: Decimal | None = None
     tier: TierChoice = "both"
+    # The lowest reliability (0 to 1, two places) a machine's feed must report; None = any, reported or not.
+    min_reliability: Decimal | None = None
     countries: frozenset[str] | None = None  # expanded ISO codes; None = anywhere
     countries_input: tuple[str, ...] = ()  # as the user typed them (e.g. "EU"), for display
     sort: str = "price"  # "price" (cheapest per hour first) or "price_per_million_tokens"

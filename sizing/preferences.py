@@ -1,8 +1,9 @@
 """The user's preferences and the listing order (SPEC §4), each written once.
 
 Preferences
-    A machine that fits but is the wrong tier, costs more per hour than the price limit, or whose
-    hourly price the budget does not cover for one hour is an *alternative*, never a recommendation.
+    A machine that fits but is the wrong tier, reports a reliability under the minimum chosen (or none
+    at all: a figure is never assumed), costs more per hour than the price limit, or whose hourly
+    price the budget does not cover for one hour is an *alternative*, never a recommendation.
     Each preference is an entry of `RULE`: the code it is reported by when broken, the setting it
     reads (an attribute of `sizing.offers.Preferences`, and of every query that carries the
     preferences under the same names) and the test it makes. `RULE`'s order is the order broken
@@ -30,13 +31,20 @@ from operator import attrgetter
 from typing import cast
 
 from .limits import PRICE_UNITS
-from .reasons import BREAK_BUDGET, BREAK_MAX_PRICE, BREAK_TIER
+from .reasons import BREAK_BUDGET, BREAK_MAX_PRICE, BREAK_RELIABILITY, BREAK_TIER
 
 ANY_TIER = "both"  # the tier setting that chooses none
 
 # Tests a preference can make; each is compiled into every form (engine, ORM, SQL).
 OTHER_TIER = "other_tier"  # broken when a tier is chosen and the machine's is another
 HOURLY_OVER = "hourly_over"  # broken when a limit is set and the hourly price is over it
+# Broken when a minimum is set and the machine's value is under it or not reported (None).
+UNDER_MINIMUM = "under_minimum"
+# The tests that read the machine's own values rather than its price.
+MACHINE_TESTS: tuple[str, ...] = (OTHER_TIER, UNDER_MINIMUM)
+# Places of a minimum reliability (0.95): the kept counts hold each machine's reliability rounded down
+# to as many places, so a minimum compares alike there and on the machine (`catalog.counting.fleet_counts`).
+RELIABILITY_PLACES = 2
 
 
 @dataclass(frozen=True)
@@ -51,6 +59,7 @@ class Preference:
 
 RULE: tuple[Preference, ...] = (
     Preference(BREAK_TIER, "tier", OTHER_TIER, machine_field="tier"),
+    Preference(BREAK_RELIABILITY, "min_reliability", UNDER_MINIMUM, machine_field="reliability"),
     Preference(BREAK_MAX_PRICE, "max_price_per_hour", HOURLY_OVER),
     # Budgets and limits are positive (`sizing.limits`), so a free machine never breaks either.
     Preference(BREAK_BUDGET, "budget", HOURLY_OVER),
@@ -66,9 +75,27 @@ def is_chosen(preference: Preference, value: object) -> bool:
     """Whether the user's `value` for this preference can rule a machine out."""
     if preference.test == OTHER_TIER:
         return value != ANY_TIER
-    if preference.test == HOURLY_OVER:
+    if preference.test in (HOURLY_OVER, UNDER_MINIMUM):
         return value is not None
     raise ValueError(f"unknown preference test {preference.test!r}")
+
+
+def under_minimum(value: object, minimum: object) -> bool:
+    """Whether a machine's `value` breaks a `minimum`: under it, or not reported (None)."""
+    return value is None or cast(Decimal, value) < cast(Decimal, minimum)
+
+
+def machine_breaks(preference: Preference, value: object, machine: object) -> bool:
+    """Whether `machine` breaks a chosen preference that reads its own values (`MACHINE_TESTS`); a
+    machine given as None was chosen by them already."""
+    if machine is None:
+        return False
+    own = getattr(machine, cast(str, preference.machine_field))
+    if preference.test == OTHER_TIER:
+        return bool(own != value)
+    if preference.test == UNDER_MINIMUM:
+        return under_minimum(own, value)
+    raise ValueError(f"not a test of the machine's values: {preference.test!r}")
 
 
 def chosen(settings: object) -> list[tuple[Preference, object]]:
@@ -106,8 +133,8 @@ def breaks(
     engine compares prices; the counts compare price bands)."""
     found = []
     for preference, value in chosen(settings):
-        if preference.test == OTHER_TIER:
-            broken = machine is not None and getattr(machine, cast(str, preference.machine_field)) != value
+        if preference.test in MACHINE_TESTS:
+            broken = machine_breaks(preference, value, machine)
         elif preference.test == HOURLY_OVER:
             broken = hourly_over(preference, cast(Decimal, value))
         else:
@@ -121,18 +148,16 @@ def breaks_checker(settings: object) -> Callable[[object, Decimal], tuple[str, .
     """`preference_breaks` for one set of settings, worked out once: check(machine, hourly_price)
     (the engine calls it for every fitting machine)."""
     tests = [
-        (preference.code, preference.test == HOURLY_OVER, preference.machine_field, value)
-        for preference, value in chosen(settings)
+        (preference, preference.test == HOURLY_OVER, value) for preference, value in chosen(settings)
     ]
     if not tests:
         return lambda machine, hourly_price: ()
 
     def check(machine: object, hourly_price: Decimal) -> tuple[str, ...]:
         return tuple(
-            code
-            for code, priced, field, value in tests
-            if (hourly_price > cast(Decimal, value) if priced
-                else machine is not None and getattr(machine, cast(str, field)) != value)
+            preference.code
+            for preference, priced, value in tests
+            if (hourly_price > cast(Decimal, value) if priced else machine_breaks(preference, value, machine))
         )
 
     return check

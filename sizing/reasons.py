@@ -15,6 +15,7 @@ TOO_SMALL = gettext_noop("too small")
 OTHER_TIER = gettext_noop("other tier")
 OVER_PRICE = gettext_noop("over the price limit")
 BUDGET_UNDER_HOUR = gettext_noop("budget covers under an hour")
+BELOW_RELIABILITY = gettext_noop("reliability under the minimum or not reported")
 EXCLUDED_REASONS: tuple[str, ...] = (
     OFFLINE,
     STALE,
@@ -23,13 +24,20 @@ EXCLUDED_REASONS: tuple[str, ...] = (
     NO_FREE_GPUS,
     TOO_SMALL,
     OTHER_TIER,
+    BELOW_RELIABILITY,
     OVER_PRICE,
     BUDGET_UNDER_HOUR,
 )
+# Reasons an answer lists only where their preference is set: answers without it keep the keys they had.
+LISTED_WHEN_CHOSEN: dict[str, str] = {BELOW_RELIABILITY: "min_reliability"}
 
 # Codes of the preferences an alternative breaks; an alternative is counted under its first one.
 BREAK_TIER, BREAK_MAX_PRICE, BREAK_BUDGET = "tier", "max_price", "budget"
-BREAK_REASON = {BREAK_TIER: OTHER_TIER, BREAK_MAX_PRICE: OVER_PRICE, BREAK_BUDGET: BUDGET_UNDER_HOUR}
+BREAK_RELIABILITY = "min_reliability"
+BREAK_REASON = {
+    BREAK_TIER: OTHER_TIER, BREAK_RELIABILITY: BELOW_RELIABILITY, BREAK_MAX_PRICE: OVER_PRICE,
+    BREAK_BUDGET: BUDGET_UNDER_HOUR,
+}
 
 
 def reason_words(reason: str) -> str:

@@ -36,6 +36,9 @@ class CountRow(NamedTuple):
     newest_seen: int | None  # microseconds since 1970 (`fleet_counts.seen_microseconds`)
     oldest_seen: int | None
     dearest: Decimal
+    # Rounded down as the kept counts keep it (`fleet_counts.KEPT_AS`), None where not reported; counted
+    # apart only where a minimum reliability is chosen (None for every row otherwise).
+    reliability: Decimal | None = None
 
 
 @dataclass
@@ -112,7 +115,8 @@ class KeptCounts:
 
     def groups(self, query, status_sql, status_params, memory_edges, price_edges) -> list[CountRow]:
         sql, params = fleet_counts.grouped_sql(
-            status_sql, status_params, memory_edges, price_edges, availability.SCREENED
+            status_sql, status_params, memory_edges, price_edges, availability.SCREENED,
+            by_reliability=query.min_reliability is not None,
         )
         with database.reads().cursor() as cursor:
             fleet_counts.merge_pending(cursor)

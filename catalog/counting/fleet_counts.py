@@ -26,6 +26,11 @@ instant, with nothing to sweep: a machine crosses the cutoff in the counts at th
 does in the table. A refresh writes one `last_seen_at` per provider, so this adds rows per provider
 refreshed at a different instant, not per machine.
 
+The preferences' columns (`sizing.preferences.MACHINE_FIELDS`) are kept as the machine has them, but for
+the reliability, kept rounded down to the places a minimum reliability takes (`RELIABILITY_PLACES`): a
+machine meets a minimum exactly when its rounded figure does, and the shapes of a fleet multiply by at
+most the 101 figures (and "not reported") rather than by every figure a feed reports.
+
 Fields the rule never reaches for a machine (those after its first failing check that needs no
 query value, e.g. everything after "offline") are stored as NULL, so machines left out for the same
 reason share a row; price and tier are kept only for machines the rule can let through.
@@ -44,7 +49,7 @@ from catalog.counting.layout import layout
 from catalog.counting.params import named
 from sizing.availability import BEFORE_CUTOFF, OUTSIDE, RULE
 from sizing.limits import PRICE_UNITS  # price_per_gpu_hour has 4 places: integers of 1/10,000
-from sizing.preferences import MACHINE_FIELDS
+from sizing.preferences import MACHINE_FIELDS, RELIABILITY_PLACES
 
 SHAPES = "catalog_fleetshape"
 DELTAS = "catalog_fleetdelta"
@@ -65,6 +70,12 @@ COLUMN_TYPES = {
     "memory_per_gpu_mib": "integer",
     "free_gpus": "smallint",
     "tier": "varchar(10)",
+    "reliability": f"numeric({RELIABILITY_PLACES + 1},{RELIABILITY_PLACES})",
+}
+# The preferences' columns the shape keeps otherwise than the machine has them (SQL over `m`).
+KEPT_AS = {
+    "reliability": f"(floor(m.reliability * {10 ** RELIABILITY_PLACES}) / {10 ** RELIABILITY_PLACES})"
+    f"::{COLUMN_TYPES['reliability']}",
 }
 # Not checked by the availability rule: the columns the preferences compare (`sizing.preferences`),
 # which the counting query groups by.
@@ -105,7 +116,7 @@ def _projection() -> tuple[list[str], str]:
                 raise ValueError(f"a check decided at write time takes no values: {check}")
             earlier.append(f"({fails})")
     for column in EXTRA_COLUMNS:
-        exprs.setdefault(column, unless_failed(f"m.{column}", "NULL"))
+        exprs.setdefault(column, unless_failed(KEPT_AS.get(column, f"m.{column}"), "NULL"))
     price = unless_failed(f"(m.price_per_gpu_hour * {PRICE_UNITS})::bigint", "0")
     return [exprs[column] for column in key_columns()], price
 
@@ -330,13 +341,15 @@ def seen_microseconds(timestamp_sql: str) -> str:
 
 def grouped_sql(
     status_sql: str, status_params: list, memory_edges: Sequence[int], price_edges: Sequence[Decimal],
-    screened: int,
+    screened: int, by_reliability: bool = False,
 ) -> tuple[str, dict]:
     """The counting query over the shapes, with the columns of the scan it replaces: status, tier,
     memory bucket, free GPUs, [price bucket], machines, cheapest price, most memory, newest and
-    oldest sighting, dearest price. The price bucket of a price is the number of `price_edges` at or
-    below it, as `width_bucket` gives it over the machines."""
+    oldest sighting, dearest price, reliability (as kept, rounded down; grouped by only where
+    `by_reliability`: a minimum reliability is chosen, else NULL). The price bucket of a price is the
+    number of `price_edges` at or below it, as `width_bucket` gives it over the machines."""
     status, params = named(status_sql, status_params, "status")
+    reliability = "m.reliability" if by_reliability else "NULL::numeric"
     params["memory_edges"] = list(memory_edges) or [0]
     head = (
         f"{status} AS status, m.tier, "
@@ -348,7 +361,7 @@ def grouped_sql(
             f"SELECT {head}, SUM(m.cum[cardinality(m.cum)]), MIN(m.prices[1]), "  # nosec B608
             f"MAX(m.memory_per_gpu_mib), {seen_microseconds('MAX(m.last_seen_at)')}, "
             f"{seen_microseconds('MIN(m.last_seen_at)')}, "
-            f"MAX(m.prices[cardinality(m.prices)]) FROM {SHAPES} m GROUP BY 1, 2, 3, 4"
+            f"MAX(m.prices[cardinality(m.prices)]), {reliability} FROM {SHAPES} m GROUP BY 1, 2, 3, 4, 11"
         )
         return sql, params
     # A row's prices fall in the bands from that of its cheapest price to that of its dearest (the
@@ -371,7 +384,8 @@ def grouped_sql(
         "AS first_band, "
         f"CASE WHEN {screened_sql} THEN "
         "width_bucket(s.prices[cardinality(s.prices)], %(price_edges)s::bigint[]) ELSE 0 END AS last_band "
-        f"FROM (SELECT {head}, m.memory_per_gpu_mib, m.last_seen_at, m.prices, m.cum "
+        f"FROM (SELECT {head}, m.memory_per_gpu_mib, m.last_seen_at, m.prices, m.cum, "
+        f"{reliability} AS reliability "
         f"FROM {SHAPES} m OFFSET 0) AS s OFFSET 0) AS s"
     )
     searches = ", ".join(
@@ -379,13 +393,15 @@ def grouped_sql(
     )
     sql = (
         "SELECT status, tier, memory_bucket, free_gpus, band, SUM(n), MIN(lo), MAX(memory_per_gpu_mib), "  # nosec B608
-        f"{seen_microseconds('MAX(last_seen_at)')}, {seen_microseconds('MIN(last_seen_at)')}, MAX(hi) FROM ("
+        f"{seen_microseconds('MAX(last_seen_at)')}, {seen_microseconds('MIN(last_seen_at)')}, MAX(hi), "
+        "reliability FROM ("
         "SELECT s.status, s.tier, s.memory_bucket, s.free_gpus, s.first_band AS band, "
         "s.cum[cardinality(s.cum)] AS n, s.prices[1] AS lo, s.memory_per_gpu_mib, s.last_seen_at, "
-        f"s.prices[cardinality(s.prices)] AS hi FROM {banded} WHERE s.first_band = s.last_band "
+        f"s.prices[cardinality(s.prices)] AS hi, s.reliability FROM {banded} "
+        "WHERE s.first_band = s.last_band "
         "UNION ALL "
         "SELECT s.status, s.tier, s.memory_bucket, s.free_gpus, b.band, b.n, b.lo, s.memory_per_gpu_mib, "
-        f"s.last_seen_at, b.hi FROM {banded} "
+        f"s.last_seen_at, b.hi, s.reliability FROM {banded} "
         f"CROSS JOIN LATERAL (SELECT ARRAY[0, {searches}, cardinality(s.prices)] AS k OFFSET 0) AS k "
         "CROSS JOIN LATERAL (SELECT g AS band, "
         "coalesce(s.cum[k.k[g + 2]], 0) - coalesce(s.cum[k.k[g + 1]], 0) AS n, "
@@ -393,7 +409,7 @@ def grouped_sql(
         f"FROM generate_series(0, {len(price_edges)}) AS g "
         "WHERE g >= s.first_band AND g <= s.last_band OFFSET 0) AS b "
         "WHERE s.first_band < s.last_band AND b.n > 0"
-        ") AS banded GROUP BY 1, 2, 3, 4, 5"
+        ") AS banded GROUP BY 1, 2, 3, 4, 5, 12"
     )
     return sql, params
 

@@ -22,3 +22,4 @@ class FleetQuery:
     machines_shown: int
     alternatives_shown: int
     lower_shown: int = 1  # machines fetched per lower precision (the cheapest; 0 for counts alone)
+    min_reliability: Decimal | None = None  # 0 to 1, two places; None: any

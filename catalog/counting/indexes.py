@@ -11,7 +11,7 @@ from sizing.availability import IS_FALSE, IS_SET, RULE
 INDEXED_TESTS = {IS_SET: "{column} IS NULL", IS_FALSE: "{column}"}
 # What a band walk reads of a machine besides its price: in the index, it filters on the entries alone.
 WALK_COLUMNS = ("memory_per_gpu_mib", "free_gpus", "tier", "country", "last_seen_at", "provider_id",
-                "provider_machine_id", "id")
+                "provider_machine_id", "id", "reliability")
 
 
 def indexed_condition() -> str:

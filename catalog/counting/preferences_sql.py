@@ -8,7 +8,15 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from decimal import Decimal
 
-from sizing.preferences import HOURLY_OVER, ORDER, OTHER_TIER, Preference, chosen
+from sizing.preferences import (
+    HOURLY_OVER,
+    MACHINE_TESTS,
+    ORDER,
+    OTHER_TIER,
+    UNDER_MINIMUM,
+    Preference,
+    chosen,
+)
 
 
 def _as_is(value: Decimal) -> tuple[str, list]:
@@ -22,12 +30,16 @@ def meets_one_sql(
     hourly_params: list | tuple = (),
     *,
     tier: str = "m.tier",
+    reliability: str = "m.reliability",
     limit: Callable[[Decimal], tuple[str, list]] = _as_is,
 ) -> tuple[str, list]:
     """Meets one chosen preference, as a SQL condition. `hourly` is the statement's hourly price
-    (with `hourly_params`); `limit(value)` gives a price limit's SQL in the same units."""
+    (with `hourly_params`); `limit(value)` gives a price limit's SQL in the same units. The condition is
+    true or false, never NULL, so that its NOT holds the machines that break it."""
     if preference.test == OTHER_TIER:
         return f"{tier} = %s", [value]
+    if preference.test == UNDER_MINIMUM:  # a machine reporting none never meets a minimum
+        return f"({reliability} IS NOT NULL AND {reliability} >= %s)", [value]
     if preference.test == HOURLY_OVER:
         limit_sql, limit_params = limit(value)
         return f"{hourly} <= {limit_sql}", [*hourly_params, *limit_params]
@@ -40,23 +52,27 @@ def meets_sql(
     hourly_params: list | tuple = (),
     *,
     tier: str = "m.tier",
+    reliability: str = "m.reliability",
     limit: Callable[[Decimal], tuple[str, list]] = _as_is,
-    tests: tuple[str, ...] = (OTHER_TIER, HOURLY_OVER),
+    tests: tuple[str, ...] = (*MACHINE_TESTS, HOURLY_OVER),
 ) -> tuple[str, list]:
     """Meets every preference `settings` chooses (of those making one of `tests`), as a SQL
     condition ("TRUE" when none is chosen), and its values."""
     parts, params = ["TRUE"], []
     for preference, value in chosen(settings):
         if preference.test in tests:
-            sql, found = meets_one_sql(preference, value, hourly, hourly_params, tier=tier, limit=limit)
+            sql, found = meets_one_sql(
+                preference, value, hourly, hourly_params, tier=tier, reliability=reliability, limit=limit
+            )
             parts.append(sql)
             params += found
     return " AND ".join(parts), params
 
 
-def tier_sql(settings, tier: str = "m.tier") -> tuple[str, list]:
-    """Meets the tier preference alone (the statements that weigh prices apart)."""
-    return meets_sql(settings, "", tier=tier, tests=(OTHER_TIER,))
+def tier_sql(settings, tier: str = "m.tier", reliability: str = "m.reliability") -> tuple[str, list]:
+    """Meets the preferences that read the machine's own values alone, the tier and the minimum
+    reliability (the statements that weigh prices apart)."""
+    return meets_sql(settings, "", tier=tier, reliability=reliability, tests=MACHINE_TESTS)
 
 
 def breaks_sql(

@@ -38,6 +38,9 @@ class SpeedRow(NamedTuple):
     region: str
     value: Decimal  # tokens/s as measured
     gpus: int  # GPUs the measurement ran on
+    # As the feed reports it (read by the embedded run, whose rows the engine screens by the preferences;
+    # the counted rows met them in SQL and leave it None).
+    reliability: Decimal | None = None
 
 
 def speed_rows(
@@ -48,13 +51,15 @@ def speed_rows(
     model_slug: str,
     precision: int,
     min_memory_mib: int,
+    min_reliability: Decimal | None = None,
 ) -> list[SpeedRow]:
     """Each machine available now in the chosen countries and tier, with at least `min_memory_mib`
     per GPU, that carries a tokens/s speed for this model and precision, with its latest one
     (`sizing.throughput_plan.speed_for`), in machine order. One query, driven by the speeds' index: a
     fraction of the fleet has any."""
     machines = Machine.objects.filter(availability.available_q(stale_cutoff, countries))
-    asked = offers.Preferences(tier=cast(offers.TierChoice, tier))  # a tier the query checked
+    # a tier the query checked
+    asked = offers.Preferences(tier=cast(offers.TierChoice, tier), min_reliability=min_reliability)
     machines = machines.filter(catalog_preferences.tier_q(asked))
     machines = machines.filter(memory_per_gpu_mib__gte=min_memory_mib)
     rows = (
@@ -70,7 +75,7 @@ def speed_rows(
             "pk", "machine_id", "machine__price_per_gpu_hour", "machine__free_gpus",
             "machine__memory_per_gpu_mib", "machine__tier", "machine__provider__name",
             "machine__provider_machine_id", "machine__gpu_type__name", "machine__country", "machine__region",
-            "value", "gpus", "measured_at",
+            "value", "gpus", "measured_at", "machine__reliability",
         )
     )
     by_machine: dict[int, list[tuple]] = {}
@@ -85,7 +90,7 @@ def speed_rows(
         ]
         latest = speed_for(speeds, model_slug, precision)
         row = measured[speeds.index(cast(offers.MeasuredSpeed, latest))]  # speeds is never empty
-        found.append(SpeedRow._make((*row[:9], row[9] or None, *row[10:13])))
+        found.append(SpeedRow._make((*row[:9], row[9] or None, *row[10:13], row[14])))
     return found
 
 
@@ -114,8 +119,8 @@ SPEED_ORDER = {
 @dataclass(frozen=True)
 class SpeedQuery:
     """The machines with a speed for one model and precision that a plan or the price-per-million sort
-    may use: available now in the chosen countries and tier, fitting (`fits`: `sizing.fit`
-    thresholds), within the price limit and budget, the latest measurement of each."""
+    may use: available now in the chosen countries and tier (with the minimum reliability), fitting
+    (`fits`: `sizing.fit` thresholds), within the price limit and budget, the latest measurement of each."""
 
     stale_cutoff: datetime
     countries: frozenset[str] | None
@@ -133,6 +138,7 @@ class SpeedQuery:
     keep: int
     # The plans wanted on each GPU type too: a copy is then weighed against its own type's plans.
     per_gpu_type: bool = False
+    min_reliability: Decimal | None = None  # 0 to 1, two places; None: any
 
 
 def speed_rows_counted(
@@ -221,4 +227,4 @@ def speed_rows_counted(
         cursor.execute(sql, chosen_params)
         fetched = cursor.fetchall()
     total = fetched[0][-1] if fetched else 0
-    return [SpeedRow._make((*row[:9], row[9] or None, *row[10:13])) for row in fetched], total
+    return [SpeedRow._make((*row[:9], row[9] or None, *row[10:13], None)) for row in fetched], total

@@ -54,6 +54,7 @@ def preferences_for(query: WorkloadQuery) -> Preferences:
         budget=query.budget,
         max_price_per_hour=query.max_price,
         tier=cast(TierChoice, query.tier),  # a parsed query's tier is one of the choices
+        min_reliability=query.min_reliability,
         countries=query.countries,
         countries_input=query.countries_input,
         sort=query.sort,
@@ -76,6 +77,7 @@ def fleet_query(
         machines_shown=machines_shown,
         alternatives_shown=alternatives_shown,
         lower_shown=lower_shown,
+        min_reliability=query.min_reliability,
     )
 
 
@@ -96,6 +98,7 @@ def speed_query(
         redundancy=query.redundancy,
         keep=keep,
         per_gpu_type=query.gpu_plans,
+        min_reliability=query.min_reliability,
     )
 
 
@@ -290,6 +293,7 @@ class EveryMachine:
             model_slug=query.model_slug,
             precision=precision,
             min_memory_mib=min(need for _, need in thresholds),
+            min_reliability=query.min_reliability,
         )
         return rows, None
 

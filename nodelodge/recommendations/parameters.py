@@ -31,6 +31,7 @@ from sizing.limits import (
     MAX_REQUESTS,
     MAX_TARGET_TOKENS_PER_S,
 )
+from sizing.preferences import RELIABILITY_PLACES
 from sizing.training import BASE_FORMAT_PRECISION
 from sizing.training import CHOICES as TRAINING_CHOICES
 from sizing.training import DEFAULTS as TRAINING_DEFAULTS
@@ -374,6 +375,21 @@ PARAMETERS: tuple[Parameter, ...] = (
     Parameter(
         "tier", CHOICE, PREFERENCE, label=_("Tier"), words=_("Tier"), default="both", choices=tuple(TIERS),
         messages={"invalid_choice": _("Choose Secure, Community or both.")},
+    ),
+    Parameter(
+        "min_reliability", DECIMAL, PREFERENCE, label=_("Reliability at least (0 to 1)"),
+        words=_("Reliability at least"), minimum=Decimal("0"), maximum=Decimal("1"), max_digits=3,
+        decimal_places=RELIABILITY_PLACES,
+        messages=_decimal_messages(
+            _("The minimum reliability cannot be below 0; leave it empty for any."),
+            _("The minimum reliability can be at most 1, which is 100 percent."),
+            _("The minimum reliability must be a figure from 0 to 1, such as 0.95."),
+            _("The minimum reliability takes at most 2 decimal places, such as 0.95."),
+        ),
+        description="0 to 1, two places (0.95 is 95 %): only machines whose provider's feed reports at least "
+        "this reliability (each feed says what it measures); a machine whose feed reports none does not "
+        "meet a minimum, and is an alternative. Empty: any machine, reliability reported or not.",
+        cli_help="0 to 1, e.g. 0.95: the reliability a machine's feed must report at least",
     ),
     Parameter(
         "countries", TEXT, PREFERENCE, label=_("Countries"), words=_("Countries"), max_length=2000,

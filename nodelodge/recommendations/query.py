@@ -261,6 +261,7 @@ class WorkloadQuery:
     engine: str = DEFAULT_ENGINE  # inference: transformers (the spec's estimate) or vllm (its budget)
     clusters: str = CLUSTERS_AUTO  # language-model inference: plan clusters when none fits (auto) or always
     quantization: str = ""  # llama.cpp and Ollama: a GGUF type; empty: the precision's short form
+    min_reliability: Decimal | None = None  # 0 to 1, two places: the reliability a feed must report
 
     @property
     def lists_by_default(self) -> bool:
@@ -290,6 +291,7 @@ class WorkloadQuery:
             "budget": self.budget,
             "max_price": self.max_price,
             "tier": self.tier,
+            "min_reliability": self.min_reliability,
             "countries": ",".join(self.countries_input),
             "limit": self.limit,
             "sort": self.sort if self.sort != DEFAULT_SORT else None,
@@ -329,6 +331,7 @@ class WorkloadQuery:
             budget=data.get("budget"),
             max_price=data.get("max_price"),
             tier=data.get("tier") or "both",
+            min_reliability=data.get("min_reliability"),
             countries_input=tuple(countries_input),
             countries=countries,
             limit=data.get("limit"),

@@ -39,6 +39,11 @@ SORTS: dict[str, Sort] = {
     "location": Sort(_("location (country), A to Z"), lambda m: (m.offer.country or "~",)),
     "tier": Sort(_("tier, Secure first"), lambda m: (m.offer.tier != "secure",)),
     "confidence": Sort(_("confidence, highest first"), lambda m: (CONFIDENCE_RANK.get(m.confidence, 9),)),
+    # As the feed reports it, never estimated: machines whose feed reports none come last, cheapest first.
+    "reliability": Sort(
+        _("reliability, highest first (not reported last)"),
+        lambda m: (m.offer.reliability is None, -(m.offer.reliability or 0)),
+    ),
     # Measured speeds only, never an estimate: machines without one come last, cheapest per hour.
     # Requests the machine holds at the asked context per dollar per hour; machines without the figure last.
     "requests_per_dollar": Sort(

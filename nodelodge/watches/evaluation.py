@@ -100,8 +100,8 @@ def glances(asked: list[tuple[WorkloadQuery, Breakdown]], now: datetime) -> list
 def _sizing(query: WorkloadQuery) -> WorkloadQuery:
     """The query with the preferences left out (which machines it may use, not what it needs): queries
     alike in the rest need the same memory, whatever their countries, price limits or tier."""
-    return replace(query, budget=None, max_price=None, tier="", countries_input=(), countries=None,
-                   sort=DEFAULT_SORT)
+    return replace(query, budget=None, max_price=None, tier="", min_reliability=None, countries_input=(),
+                   countries=None, sort=DEFAULT_SORT)
 
 
 def _breakdown(query: WorkloadQuery, estimates: dict) -> Breakdown:

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from ..breakdown import Breakdown, GgufFile
 from ..countries import EU_CODE, EU_MEMBERS, country_name
 from ..i18n import format_number, gettext, pgettext
+from ..markets import reliability_percent
 from ..offers import Preferences
 from ..reasons import reason_words
 from ..training import ADAPTERS, BASE_FORMATS, GRADIENT_CHECKPOINTING, LORA_TARGETS, LOSSES, OPTIMIZERS
@@ -95,6 +96,10 @@ def constraints_applied(
         )
     )
     pairs.append((gettext("Tier"), TIER_WORDS.get(preferences.tier, preferences.tier)))
+    if preferences.min_reliability is not None:  # listed only where chosen: other answers keep their words
+        pairs.append((gettext("Reliability"), gettext("at least %(minimum)s, as each feed reports it") % {
+            "minimum": reliability_percent(preferences.min_reliability)
+        }))
     pairs.append((gettext("Countries"), countries_words(preferences)))
     pairs.append(
         (

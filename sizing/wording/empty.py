@@ -9,7 +9,14 @@ from typing import TYPE_CHECKING, Any, cast
 
 from ..i18n import format_number, gettext, ngettext
 from ..offers import Preferences
-from ..reasons import BREAK_BUDGET, BREAK_MAX_PRICE, BREAK_REASON, BREAK_TIER, OUTSIDE_COUNTRIES
+from ..reasons import (
+    BREAK_BUDGET,
+    BREAK_MAX_PRICE,
+    BREAK_REASON,
+    BREAK_RELIABILITY,
+    BREAK_TIER,
+    OUTSIDE_COUNTRIES,
+)
 from ..units import (
     MIB,
     cents_up,
@@ -122,14 +129,16 @@ def empty_answer(
             opening = gettext("No machine of the chosen tier fits")
         elif single_kind == BREAK_BUDGET:
             opening = gettext("Your budget covers under an hour on every machine that fits")
+        elif single_kind == BREAK_RELIABILITY:
+            opening = gettext("No machine that fits reports the reliability you chose")
         else:
             opening = gettext("No machine fits and meets every preference")
-        for code in (BREAK_MAX_PRICE, BREAK_TIER, BREAK_BUDGET):
+        for code in (BREAK_MAX_PRICE, BREAK_TIER, BREAK_RELIABILITY, BREAK_BUDGET):
             if only[code]:
                 hints.append(limit_hint(
                     code,
                     tally.only_cheapest.get(code),
-                    only[code] if code == BREAK_TIER else tally.only_at_cheapest[code],
+                    only[code] if code in (BREAK_TIER, BREAK_RELIABILITY) else tally.only_at_cheapest[code],
                     single=single_kind == code,
                 ))
         if not hints:
@@ -160,13 +169,19 @@ def settable(amount: Decimal) -> Decimal:
 
 
 def limit_hint(code: str, cheapest: Decimal | None, machines: int, single: bool = False) -> Hint:
-    """Lifting one preference alone (`code`: the tier, the price limit or the budget): the value to
-    set (for a price or budget, enough for the cheapest machine that breaks only it, in whole
-    cents) and the machines it adds (`single`: that preference is the only one broken)."""
+    """Lifting one preference alone (`code`: the tier, the minimum reliability, the price limit or the
+    budget): the value to set (for a price or budget, enough for the cheapest machine that breaks only
+    it, in whole cents) and the machines it adds (`single`: that preference is the only one broken)."""
     if code == BREAK_TIER:
         return Hint(
             gettext("choosing both tiers adds %(machines)s") % {"machines": machines_words(machines)},
             (("tier", "both"),), machines, cheapest,
+        )
+    if code == BREAK_RELIABILITY:
+        return Hint(
+            gettext("any reliability, reported or not, adds %(machines)s")
+            % {"machines": machines_words(machines)},
+            (("min_reliability", ""),), machines, cheapest,
         )
     value = settable(cast(Decimal, cheapest))  # a price or budget hint: the cheapest that breaks it
     if code == BREAK_MAX_PRICE:

@@ -8,8 +8,9 @@ from typing import TYPE_CHECKING, cast
 
 from ..fit import TIGHT_HEADROOM_FRACTION, Fit
 from ..i18n import format_number, gettext, ngettext
+from ..markets import reliability_percent
 from ..offers import MachineOffer, Preferences
-from ..reasons import BREAK_MAX_PRICE, BREAK_TIER
+from ..reasons import BREAK_MAX_PRICE, BREAK_RELIABILITY, BREAK_TIER
 from ..units import (
     fmt_gib,
     hundredths_down,
@@ -163,6 +164,13 @@ def break_words(code: str, offer: MachineOffer, hourly_price: Decimal, preferenc
     if code == BREAK_TIER:
         return gettext("%(tier)s tier; you chose %(chosen)s") % {
             "tier": TIER_WORDS[offer.tier], "chosen": TIER_WORDS[preferences.tier]
+        }
+    if code == BREAK_RELIABILITY:
+        minimum = reliability_percent(cast(Decimal, preferences.min_reliability))  # broken only where set
+        if offer.reliability is None:
+            return gettext("reliability not reported; you chose at least %(minimum)s") % {"minimum": minimum}
+        return gettext("reliability %(reliability)s; you chose at least %(minimum)s") % {
+            "reliability": reliability_percent(offer.reliability), "minimum": minimum
         }
     if code == BREAK_MAX_PRICE:
         limit = cast(Decimal, preferences.max_price_per_hour)  # broken only where it is set

@@ -37,16 +37,20 @@ class ScannedCounts:
             details.append("width_bucket(m.price_per_gpu_hour, %s::numeric[])")
             detail_params.append(price_edges)
         keys = 1 + len(details)
+        # The reliability as the kept counts keep it (rounded down), apart only with a minimum chosen.
+        reliability = (
+            fleet_counts.KEPT_AS["reliability"] if query.min_reliability is not None else "NULL::numeric"
+        )
         aggregates = (
             "COUNT(*), MIN(m.price_per_gpu_hour), MAX(m.memory_per_gpu_mib), "
             f"{fleet_counts.seen_microseconds('MAX(m.last_seen_at)')}, "
             f"{fleet_counts.seen_microseconds('MIN(m.last_seen_at)')}, MAX(m.price_per_gpu_hour)"
         )
-        group_by = ", ".join(str(n) for n in range(1, keys + 1))
+        group_by = ", ".join(str(n) for n in [*range(1, keys + 1), keys + 7])
         # Built from fixed SQL only; every value travels as a parameter.
         if query.countries is None:
             sql = (
-                f"SELECT {status_sql}, {', '.join(details)}, {aggregates} "  # noqa: S608  # nosec B608
+                f"SELECT {status_sql}, {', '.join(details)}, {aggregates}, {reliability} "  # noqa: S608  # nosec B608
                 f"FROM catalog_machine m WHERE {in_fleet} GROUP BY {group_by}"
             )
             params = status_params + detail_params
@@ -57,8 +61,9 @@ class ScannedCounts:
             screened = availability.SCREENED
             guarded = ", ".join(f"CASE WHEN m.status = {screened} THEN {detail} END" for detail in details)
             sql = (
-                f"SELECT m.status, {guarded}, {aggregates} FROM ("  # noqa: S608  # nosec B608
-                f"SELECT {status_sql} AS status, m.tier, m.memory_per_gpu_mib, m.free_gpus, "
+                f"SELECT m.status, {guarded}, {aggregates}, "  # noqa: S608  # nosec B608
+                f"CASE WHEN m.status = {screened} THEN {reliability} END FROM ("
+                f"SELECT {status_sql} AS status, m.tier, m.memory_per_gpu_mib, m.free_gpus, m.reliability, "
                 f"m.price_per_gpu_hour, m.last_seen_at FROM catalog_machine m WHERE {in_fleet} "
                 f"OFFSET 0) AS m GROUP BY {group_by}"
             )
@@ -75,6 +80,9 @@ class ScannedCounts:
         gpus_sql, gpus_params = fit_sql.gpus_used_sql(thresholds)
         tier_ok = "TRUE" if query.tier == "both" else "m.tier = %s"
         tier_params = [] if query.tier == "both" else [query.tier]
+        if query.min_reliability is not None:
+            tier_ok += " AND m.reliability >= %s"
+            tier_params.append(query.min_reliability)
         filters, filter_params = [], []
         for code, limit, other in (
             (reasons.BREAK_MAX_PRICE, query.max_price_per_hour, query.budget),

@@ -201,12 +201,19 @@ def test_the_functions_say_what_the_migrations_before_0013_installed():
         for name in ("0008_fleet_counts.sql", "0011_latest_speeds_reached_by_machine.sql")
     })
     after = shipped.functions({"0013": (frozen / "0013_counting_functions_laid_out.sql").read_text()})
-    assert {name: function.body for name, function in after.items()} == {
-        name: function.body for name, function in shipped.functions().items()
-    }
     assert set(before) == set(after)
     for name, function in after.items():
         assert function.body.split() == before[name].body.split(), name
+
+
+def test_the_newest_frozen_copy_of_each_function_is_the_shipped_one():
+    """Each function as the last migration to install it left it is the one the files ship."""
+    frozen = Path(settings.BASE_DIR) / "catalog" / "migrations" / "sql"
+    installed: dict[str, str] = {}
+    for path in sorted(frozen.glob("*.sql")):
+        if not path.name.endswith(".reverse.sql"):
+            installed |= {name: f.body for name, f in shipped.functions({path.name: path.read_text()}).items()}
+    assert installed == {name: function.body for name, function in shipped.functions().items()}
 
 
 @ON_POSTGRESQL

@@ -1,5 +1,6 @@
 """One rule for the preferences and one listing order, three forms: on random fleets with random
-preferences (a tier, price limits and budgets at and around the prices where machines cross them),
+preferences (a tier, a minimum reliability at and around the figures machines report, price limits and
+budgets at and around the prices where machines cross them),
 the engine, the ORM filter and the SQL of the counting queries agree machine by machine on which
 machines meet every preference, which preferences each of the others breaks, and the order they are
 listed in."""
@@ -28,6 +29,10 @@ from sizing.units import GIB
 pytestmark = pytest.mark.django_db
 
 PRICES = [Decimal(p) for p in ("0.1234", "0.35", "0.5", "0.7", "1.0", "1.25", "2.0", "3.3333")]
+# Figures a feed may report (None: not reported), on and between the minimums drawn: the kept counts
+# round 0.9549 down to 0.95, which a minimum of 0.95 admits and one of 0.96 does not.
+RELIABILITIES = [None, Decimal("0.9"), Decimal("0.95"), Decimal("0.9549"), Decimal("0.96"), Decimal("1")]
+MINIMUMS = [None, None, Decimal("0"), Decimal("0.95"), Decimal("0.96")]
 
 
 def need(gib: int) -> Breakdown:
@@ -63,17 +68,27 @@ def random_fleet(rng: random.Random, now, size: int = 70) -> None:
             price_per_gpu_hour=rng.choice(PRICES),
             is_available=rng.random() < 0.9,
             last_seen_at=now,
+            **reported(rng.choice(RELIABILITIES)),
         )
 
 
+def reported(reliability: Decimal | None) -> dict:
+    """A machine's reliability fields as a feed gives them (a figure always with what it measures)."""
+    if reliability is None:
+        return {}
+    return {"reliability": reliability, "reliability_measures": "share of the last 30 days online"}
+
+
 def random_preferences(rng: random.Random, hourly_prices: list[Decimal]) -> Preferences:
-    """A tier, and limits at, just under or just over a price some machine costs per hour."""
+    """A tier, a minimum reliability, and limits at, just under or just over a price some machine costs
+    per hour."""
     def limit():
         if rng.random() < 0.3 or not hourly_prices:
             return None
         return max(Decimal("0.01"), rng.choice(hourly_prices) + rng.choice([Decimal("-0.01"), 0, Decimal("0.01")]))
 
-    return Preferences(tier=rng.choice(["both", "secure", "community"]), max_price_per_hour=limit(), budget=limit())
+    return Preferences(tier=rng.choice(["both", "secure", "community"]), max_price_per_hour=limit(), budget=limit(),
+                       min_reliability=rng.choice(MINIMUMS))
 
 
 def engine_listing(breakdown: Breakdown, preferences: Preferences, cutoff) -> list[tuple[int, tuple[str, ...]]]:
@@ -184,6 +199,7 @@ def test_engine_and_counting_sql_apply_the_same_preferences_and_order(seed):
             stale_cutoff=cutoff, countries=None, fits=(thresholds,), tier=preferences.tier,
             max_price_per_hour=preferences.max_price_per_hour, budget=preferences.budget,
             machines_shown=len(engine) + 1, alternatives_shown=len(engine) + 1,
+            min_reliability=preferences.min_reliability,
         )
         fleet = counted_fleet(query)
         assert sorted(offer.id for offer in fleet.counted.offers) == sorted(machine_id for machine_id, _ in engine)
