@@ -695,7 +695,10 @@ def serve_command(hf_id: str, budget: VllmBudget, max_num_seqs: int | None = Non
     given: the budget itself does not depend on it), and the GPU's own (`--dtype half` below compute
     capability 8.0: `sizing.engine_support.Support.dtype_flags`)."""
     settings = budget.settings
+    # vLLM's switch is an environment variable: set on the command where it turns the release's default off.
+    switched_off = settings.version.estimates_cudagraphs_by_default and not settings.graphs_inside
     parts = [
+        *([f"{CUDAGRAPH_SWITCH}=0"] if switched_off else []),
         "vllm serve", hf_id, *dtype_flags,
         f"--tensor-parallel-size {settings.tensor_parallel}",
     ]
@@ -711,6 +714,8 @@ def serve_command(hf_id: str, budget: VllmBudget, max_num_seqs: int | None = Non
         parts.append("--kv-cache-dtype fp8")
     if budget.quantization:
         parts.append(f"--quantization {budget.quantization}")
+    if settings.skip_vision_tower:
+        parts.append(SKIP_TOWER_FLAG)
     scaling = yarn_override(budget, max_model_len or budget.max_model_len)
     if scaling is not None:
         parts.append(f"--hf-overrides '{scaling}'")

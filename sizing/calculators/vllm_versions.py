@@ -112,6 +112,9 @@ def _malformed() -> str:
 
 
 DEFAULT = parse_version(DEFAULT_VERSION)
+# The wizard's machine rows, clusters and breakdown follow the release their figures were held against
+# (the 11 start-up logs of 0.19) until the workload query carries the version; each answer names it.
+WIZARD = parse_version("0.19")
 
 
 def cudagraph_estimate_for(version: VllmVersion, asked: bool | None,
