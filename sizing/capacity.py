@@ -34,6 +34,7 @@ from .calculators.vllm import (
     serve_command,
     vllm_budget,
 )
+from .calculators.vllm_versions import WIZARD as WIZARD_VLLM
 from .engine_support import SGLANG, VLLM, GpuArchitecture, RunnableAlternative, runnable_choices, support_for
 from .errors import SizingError
 from .kv_cache import is_plain
@@ -123,7 +124,7 @@ class Capacity:
 
     def _budget(self, precision: int, kv_bits: int, gpus: int, memory_bytes: int,
                 max_model_len: int, gpu: GpuArchitecture | None) -> VllmBudget:
-        return vllm_budget(self.spec, precision, kv_bits, VllmSettings(
+        return vllm_budget(self.spec, precision, kv_bits, VllmSettings(version=WIZARD_VLLM,
             gpu_memory_bytes=memory_bytes, tensor_parallel=gpus, gpu_memory_utilization=self.utilization,
             max_model_len=max_model_len, max_num_seqs=self.requests, gpu=gpu,
         ))

@@ -21,13 +21,13 @@ from .calculators.vllm import (
     ACTIVATION_BYTES,
     DEFAULT_UTILIZATION,
     NON_TORCH_BYTES,
-    VLLM_VERSION,
     VllmBudget,
     VllmSettings,
     serve_command,
     vllm_budget,
     yarn_override,
 )
+from .calculators.vllm_versions import WIZARD as WIZARD_VLLM
 from .cluster_sites import MIN_CLUSTER_GBPS, ClusterMachine, ClusterSite
 from .engine_support import (
     SGLANG,
@@ -94,6 +94,7 @@ def cluster_need(model: LanguageModelSpec, precision: int, kv_bits: int, context
     parallel = GPUs per machine × pipeline parallel = machines (one machine: the ordinary split).
     Raises SizingError where vLLM refuses the split (heads not divisible, more stages than layers)."""
     settings = VllmSettings(
+        version=WIZARD_VLLM,
         gpu_memory_bytes=usable_bytes, tensor_parallel=gpus_per_machine, pipeline_parallel=machines,
         gpu_memory_utilization=utilization, max_model_len=context, max_num_seqs=requests,
     )
@@ -120,6 +121,7 @@ def cluster_need(model: LanguageModelSpec, precision: int, kv_bits: int, context
              formula=gettext("%(base)s (cuBLAS workspaces, kernel scratch)") % {
                  "base": fmt_gib(NON_TORCH_BYTES)},
              bytes=NON_TORCH_BYTES, per_gpu=True),
+        *budget.also_inside,  # the release's: the CUDA context before 0.9.2, the graphs' estimate from 0.21
     ]
     if parts:
         items.append(Item(name=gettext("Communication buffers"), formula=" + ".join(parts),
@@ -317,7 +319,7 @@ def cluster_words(site: ClusterSite, need: ClusterNeed, stages: tuple[int, ...])
             "Sized as vLLM %(version)s starts on each GPU: the busiest stage's share of the weights and of "
             "the KV cache, one prefill step's activation peak and the buffers, within "
             "gpu_memory_utilization × the GPU's memory as CUDA reports it (%(budget)s of %(usable)s)."
-        ) % {"version": VLLM_VERSION, "budget": fmt_gib(need.budget_bytes),
+        ) % {"version": WIZARD_VLLM.text, "budget": fmt_gib(need.budget_bytes),
              "usable": fmt_gib(need.usable_bytes)},
         gettext("All machines of a cluster must be booked together: with one missing the model does not "
                 "start."),

@@ -34,8 +34,17 @@ from sizing.calculators.vllm import (
     VllmSettings,
     budget_item,
     check_settings,
+    has_vision_tower,
     serve_command,
+    vision_parameters,
     vllm_budget,
+)
+from sizing.calculators.vllm_versions import (
+    CUDAGRAPH_SWITCH,
+    SKIP_TOWER_FLAG,
+    VllmVersion,
+    cudagraph_estimate_for,
+    parse_version,
 )
 from sizing.engine_support import (
     VLLM,
@@ -59,7 +68,7 @@ from sizing.units import GIB, gib_number
 
 from . import llamacpp_capacity, sglang_capacity
 from .messages import error_words, form_errors
-from .parameters import BY_NAME
+from .parameters import BY_NAME, ENGINE_VERSION
 from .query import Conflict, NotFound, QueryError, normalize_query
 from .typed_numbers import TypedDecimalField, TypedIntegerField
 
@@ -74,12 +83,14 @@ GGUF_KV_TYPES = {"16": "f16", "8": "q8_0", **{name: name for name in KV_CACHE_TY
 FLASH_ATTENTION = {"on": True, "off": False}
 KV_CACHE_WORDS = _("Choose the KV cache: 16 or 8 bits, or a cache type (f16, fp8, q8_0, q4_0…).")
 # What only one engine reads: named to the other, it is refused rather than ignored.
-VLLM_ONLY = ("precision", "gpu_memory_utilization", "max_num_batched_tokens", "max_num_seqs")
+VLLM_ONLY = ("precision", "gpu_memory_utilization", "max_num_batched_tokens", "max_num_seqs",
+             "engine_version", "cudagraph_estimate", "skip_vision_tower")
 GGUF_ONLY = ("quantization", "flash_attention", "parallel", "gpu_layers")
 SGLANG_ONLY = ("mem_fraction_static",)
 # What SGLang does not read of the others' settings (parallel is its --max-running-requests).
 NOT_SGLANG = ("gpu_memory_utilization", "max_num_batched_tokens", "max_num_seqs", "quantization",
-              "flash_attention", "gpu_layers")
+              "flash_attention", "gpu_layers", "engine_version", "cudagraph_estimate", "skip_vision_tower")
+ON_OFF = {"on": True, "off": False}
 CAPACITY_DEFAULTS = {
     "model": "llama-3-1-8b",
     "precision": "16",
@@ -90,6 +101,7 @@ CAPACITY_DEFAULTS = {
     "pipeline_parallel": "1",
     "gpu_memory_utilization": str(float(DEFAULT_UTILIZATION)),
     "max_num_batched_tokens": str(DEFAULT_BATCHED_TOKENS),
+    "engine_version": VLLM_VERSION,
 }
 
 
@@ -141,6 +153,16 @@ class CapacityForm(forms.Form):
     max_num_seqs = TypedIntegerField(min_value=1, max_value=MAX_NUM_SEQS, required=False,
                                      label=_("Sequences per step (max_num_seqs)"),
                                      error_messages=error_words("max_num_seqs"))
+    # vLLM's release and the switches whose default it sets (`sizing.calculators.vllm_versions`).
+    engine_version = ENGINE_VERSION.form_field()
+    cudagraph_estimate = forms.ChoiceField(
+        choices=[("", "—"), ("on", _("on")), ("off", _("off"))], required=False,
+        label=_("CUDA graphs' estimate inside the budget (vLLM 0.21 on; empty: the release's default)"),
+        error_messages={"invalid_choice": _("The CUDA graphs' estimate is on or off.")})
+    skip_vision_tower = forms.ChoiceField(
+        choices=[("", "—"), ("on", _("on")), ("off", _("off"))], required=False,
+        label=_("Skip the vision tower (every modality limit 0)"),
+        error_messages={"invalid_choice": _("Skipping the vision tower is on or off.")})
     # llama.cpp and Ollama
     quantization = forms.CharField(max_length=20, required=False,
                                    label=_("GGUF quant type (llama.cpp, Ollama)"))
@@ -167,6 +189,22 @@ class CapacityForm(forms.Form):
             if isinstance(field, TypedDecimalField | TypedIntegerField):
                 field.language = number_language
 
+    def clean_engine_version(self) -> VllmVersion:
+        try:
+            return parse_version(self.cleaned_data.get("engine_version"))
+        except SizingError as error:
+            raise forms.ValidationError(error.message, code="invalid") from error
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        version, asked = cleaned.get("engine_version"), cleaned.get("cudagraph_estimate")
+        if isinstance(version, VllmVersion) and asked:
+            try:
+                cudagraph_estimate_for(version, ON_OFF[asked])
+            except SizingError as error:
+                self.add_error("cudagraph_estimate", error.message)
+        return cleaned
+
 
 @dataclass(frozen=True)
 class CapacityQuery:
@@ -189,6 +227,9 @@ class CapacityQuery:
     gpu_layers: int | None = None
     mem_fraction_static: Decimal | None = None  # SGLang's; None: its default for the GPU and tp
     parallel_asked: int | None = None  # parallel as given (SGLang's --max-running-requests), None if not
+    engine_version: VllmVersion = parse_version(None)  # vLLM's release: which budget rules hold
+    cudagraph_estimate: bool | None = None  # None: the release's default
+    skip_vision_tower: bool = False
 
     def settings(self, gpu: GpuArchitecture | None = None) -> VllmSettings:
         """vLLM's settings asked, on `gpu`'s architecture where a GPU type was named."""
@@ -201,6 +242,9 @@ class CapacityQuery:
             max_model_len=self.max_model_len,
             max_num_batched_tokens=self.max_num_batched_tokens,
             max_num_seqs=self.max_num_seqs,
+            version=self.engine_version,
+            cudagraph_estimate=self.cudagraph_estimate,
+            skip_vision_tower=self.skip_vision_tower,
         )
 
 
@@ -339,6 +383,9 @@ def query_from(cleaned: dict) -> CapacityQuery:
         tensor_parallel=cleaned["tensor_parallel"], pipeline_parallel=cleaned["pipeline_parallel"],
         gpu_memory_utilization=cleaned["gpu_memory_utilization"], max_model_len=cleaned.get("max_model_len"),
         max_num_batched_tokens=cleaned["max_num_batched_tokens"], max_num_seqs=cleaned.get("max_num_seqs"),
+        engine_version=cleaned["engine_version"],
+        cudagraph_estimate=ON_OFF.get(cleaned.get("cudagraph_estimate") or ""),
+        skip_vision_tower=cleaned.get("skip_vision_tower") == "on",
     )
 
 
@@ -371,7 +418,8 @@ def capacity_for(query: CapacityQuery) -> dict:
     return {
         "model": spec.slug,
         "engine": query.engine,
-        "engine_version": VLLM_VERSION,
+        "engine_version": query.engine_version.text,
+        "engine_version_rules": version_words(budget),
         "fits": fits,
         "reason": reason,
         "gpu": query.gpu,
@@ -389,7 +437,8 @@ def capacity_for(query: CapacityQuery) -> dict:
         "max_concurrency": round(concurrency.numerator / concurrency.denominator, 2),
         # The whole requests of max_model_len tokens the pool holds at once (54 where vLLM logs 54.28x).
         "requests_at_once": concurrency.numerator // concurrency.denominator,
-        "items": [_item(budget.weights), _item(budget.activation), _item(budget.non_torch)],
+        "items": [_item(item) for item in budget.inside_items],
+        "vision_tower": _vision_tower(spec, budget),
         "outside_budget": [_item(item) for item in budget.outside],
         # A setting that does not start has no command to copy: vLLM would stop at start-up, as it would
         # on a named GPU that cannot run the asked weights or KV cache.
@@ -399,6 +448,39 @@ def capacity_for(query: CapacityQuery) -> dict:
         "gpu_support_text": on_gpu.words,
         "alternative": on_gpu.alternative,
     }
+
+
+def version_words(budget) -> str:
+    """Which memory the assumed release pays inside gpu_memory_utilization, in words."""
+    settings = budget.settings
+    version = settings.version
+    if version.context_inside:
+        return gettext(
+            "vLLM %(version)s (0.8.0 to 0.9.1): the CUDA context is paid inside gpu_memory_utilization, the "
+            "CUDA graphs outside it.") % {"version": version.text}
+    if settings.graphs_inside:
+        return gettext(
+            "vLLM %(version)s (0.21 on): the CUDA graphs' estimate is paid inside gpu_memory_utilization, "
+            "the CUDA context outside it; %(switch)s=0 leaves the graphs outside.") % {
+            "version": version.text, "switch": CUDAGRAPH_SWITCH}
+    if version.estimates_cudagraphs_by_default:
+        return gettext(
+            "vLLM %(version)s with %(switch)s=0: the CUDA context and the CUDA graphs live outside "
+            "gpu_memory_utilization.") % {"version": version.text, "switch": CUDAGRAPH_SWITCH}
+    return gettext(
+        "vLLM %(version)s (0.9.2 to 0.20): the CUDA context and the CUDA graphs live outside "
+        "gpu_memory_utilization.") % {"version": version.text}
+
+
+def _vision_tower(spec, budget) -> dict | None:
+    """A multimodal model's vision tower: whether it is loaded, its weights, and the flag that skips it
+    (None where the release loads it whatever the limits). None for a language model only."""
+    if not has_vision_tower(spec):
+        return None
+    parameters = vision_parameters(spec)
+    skipped = budget.settings.skip_vision_tower
+    return {"loaded": not skipped, "parameters": parameters, "gib": gib_number(parameters * 2),
+            "skip_flag": SKIP_TOWER_FLAG if budget.settings.version.skips_tower else None}
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,8 @@ from django.utils.functional import lazy
 from django.utils.translation import gettext_lazy as _
 
 from sizing.calculators.llamacpp import PRECISION_QUANT
-from sizing.calculators.vllm import DEFAULT_ENGINE
+from sizing.calculators.vllm import DEFAULT_ENGINE, VLLM_VERSION
+from sizing.calculators.vllm_versions import OLDEST as VLLM_OLDEST_NUMBER
 from sizing.gguf import QUANT_TYPES
 from sizing.limits import (
     MAX_CONTEXT,
@@ -58,6 +59,7 @@ def filled(message, **values):
 
 # The kinds of input.
 CHOICE, INTEGER, DECIMAL, TEXT, FLAG = "choice", "integer", "decimal", "text", "flag"
+VLLM_OLDEST = ".".join(str(part) for part in VLLM_OLDEST_NUMBER[:2])
 # Where an input belongs: every query (the page, /estimate, /recommendations, `estimate`, `recommend`),
 # how a fine-tune is run (the same places, read for the fine-tuning workload only), or the machines'
 # preferences and list (the page, /recommendations and `recommend` only).
@@ -505,6 +507,17 @@ PARAMETERS: tuple[Parameter, ...] = (
     ),
 )
 BY_NAME = {parameter.name: parameter for parameter in PARAMETERS}
+# vLLM's release (the GPU what-if's; `sizing.calculators.vllm_versions` checks it and says what each
+# release's budget holds).
+ENGINE_VERSION = Parameter(
+    "engine_version", TEXT, label=_("vLLM version"), words=_("vLLM version"), default=VLLM_VERSION,
+    max_length=20, messages={"max_length": _("Enter the vLLM version as numbers with dots, such as 0.19.")},
+    description=f"vLLM's release, {VLLM_OLDEST} to {VLLM_VERSION} (default {VLLM_VERSION}, the newest "
+    "known): before 0.9.2 the CUDA context is paid inside gpu_memory_utilization; from 0.21 the CUDA graphs' "
+    "estimate is (cudagraph_estimate=off, vLLM's VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0, leaves them "
+    "outside). The answer names the version it assumed.",
+    cli_help="vLLM release, e.g. 0.19 or 0.9.2 ({default})",
+)
 # The inputs of an estimate (the page's, /estimate and `estimate`), and of the whole answer.
 ESTIMATE_PARAMETERS = tuple(p for p in PARAMETERS if p.section in (QUERY, TRAINING))
 TRAINING_PARAMETERS = tuple(p for p in PARAMETERS if p.section == TRAINING)

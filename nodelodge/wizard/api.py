@@ -39,7 +39,7 @@ from nodelodge.recommendations.capacity import CAPACITY_DEFAULTS, CapacityForm, 
 from nodelodge.recommendations.clusters import clusters_payload
 from nodelodge.recommendations.estimate import estimate_for
 from nodelodge.recommendations.model_choices import model_listing
-from nodelodge.recommendations.parameters import BY_NAME, ESTIMATE_PARAMETERS, PARAMETERS
+from nodelodge.recommendations.parameters import BY_NAME, ENGINE_VERSION, ESTIMATE_PARAMETERS, PARAMETERS
 from nodelodge.recommendations.query import (
     Conflict,
     NotFound,
@@ -205,6 +205,16 @@ class CapacityParams(Schema):
     gpu_memory_utilization: str | None = CAPACITY_DEFAULTS["gpu_memory_utilization"]
     max_model_len: str | None = Field(None, description="Default: the model's longest context.")
     max_num_batched_tokens: str | None = CAPACITY_DEFAULTS["max_num_batched_tokens"]
+    engine_version: str | None = Field(CAPACITY_DEFAULTS["engine_version"],
+                                       description=ENGINE_VERSION.description)
+    cudagraph_estimate: str | None = Field(
+        None, description="vLLM 0.21 on: on (the default) counts the CUDA graphs' estimate inside "
+        "gpu_memory_utilization; off is vLLM's VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0 (set on the "
+        "command). Before 0.21 the graphs are outside the budget (on is refused).")
+    skip_vision_tower: str | None = Field(
+        None, description="vLLM from 0.10.1, a model with a vision tower: on leaves the tower unloaded "
+        "(--limit-mm-per-prompt '{\"image\": 0}' on the command) and its weights out of the budget; off "
+        "(the default) loads it.")
     max_num_seqs: str | None = Field(
         None, description="Default: vLLM's, 1024 on GPUs of 70 GiB or more, else 256.")
     quantization: str | None = Field(

@@ -317,10 +317,20 @@ class CapacityAlternativeOut(Schema):
     command: str | None
 
 
+class VisionTowerOut(Schema):
+    """A multimodal model's vision tower under vLLM: loaded unless every modality limit is 0."""
+
+    loaded: bool
+    parameters: int
+    gib: float
+    skip_flag: str | None  # None: the release loads the tower whatever the limits
+
+
 class CapacityOut(Schema):
     model: str
     engine: str
-    engine_version: str
+    engine_version: str  # the vLLM release the answer assumed
+    engine_version_rules: str  # which memory that release pays inside gpu_memory_utilization
     fits: bool
     reason: str | None
     gpu: str | None
@@ -339,6 +349,7 @@ class CapacityOut(Schema):
     requests_at_once: int
     items: list[ItemOut]
     outside_budget: list[ItemOut]
+    vision_tower: VisionTowerOut | None
     command: str | None
     runs_on_gpu: bool | None
     gpu_support_text: str | None

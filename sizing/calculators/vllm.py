@@ -30,7 +30,17 @@ from fractions import Fraction
 from typing import cast
 
 from .. import nouns
-from ..architectures import CHUNKED, FULL, LINEAR, LINEAR_STATE_BYTES, PLAIN, SLIDING, LinearAttention, Yarn
+from ..architectures import (
+    CHUNKED,
+    FULL,
+    LINEAR,
+    LINEAR_STATE_BYTES,
+    PLAIN,
+    SLIDING,
+    LinearAttention,
+    Yarn,
+    count_parameters,
+)
 from ..breakdown import Item
 from ..engine_support import GpuArchitecture
 from ..errors import SizingError
@@ -49,8 +59,16 @@ from ..weights import SIXTEEN_BIT_BYTES, WeightFormat, native_format_of, split_p
 from .checks import check_count, check_precision, model_value
 from .items import weight_items
 from .vllm_loading import mxfp4_loaded, rotary_caches
+from .vllm_versions import (
+    CUDAGRAPH_SWITCH,
+    DEFAULT,
+    SKIP_TOWER_FLAG,
+    SKIP_TOWER_FROM,
+    VllmVersion,
+    cudagraph_estimate_for,
+)
 
-VLLM_VERSION = "0.19"  # the release whose start-up accounting these formulas follow
+VLLM_VERSION = DEFAULT.text  # the release an answer assumes where none is asked (`vllm_versions`)
 BLOCK_SIZE = 16  # tokens per KV-cache block (CacheConfig.block_size on CUDA)
 DEFAULT_BATCHED_TOKENS = 8192  # max_num_batched_tokens of `vllm serve` with chunked prefill
 DEFAULT_UTILIZATION = Fraction(9, 10)  # gpu_memory_utilization
@@ -110,6 +128,15 @@ class VllmSettings:
     # The GPU's architecture, where known: which kernel loads MXFP4 experts, and so their padded size
     # (`vllm_loading`); None: the Marlin path of Hopper and Ampere.
     gpu: GpuArchitecture | None = None
+    version: VllmVersion = DEFAULT  # the release, and so which memory its budget holds (`vllm_versions`)
+    # The CUDA-graph estimate inside the budget: None, the release's default; False, the switch
+    # VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0 (0.21 on).
+    cudagraph_estimate: bool | None = None
+    skip_vision_tower: bool = False  # every modality limit 0: the vision tower is not loaded
+
+    @property
+    def graphs_inside(self) -> bool:
+        return cudagraph_estimate_for(self.version, self.cudagraph_estimate)
 
     @property
     def seqs(self) -> int:
@@ -164,7 +191,8 @@ class VllmBudget:
     weights: Item
     activation: Item
     non_torch: Item
-    outside: tuple[Item, ...]  # CUDA context and graphs: outside the budget
+    outside: tuple[Item, ...]  # what the release leaves outside the budget (CUDA context, CUDA graphs)
+    also_inside: tuple[Item, ...]  # what the release pays inside it besides (CUDA context or graphs)
     layout: KvLayout
     budget_bytes: int  # utilization × total
     max_model_len: int
@@ -175,8 +203,13 @@ class VllmBudget:
     precision: int = 16  # the weights' precision asked (16, 8 or 4)
 
     @property
+    def inside_items(self) -> tuple[Item, ...]:
+        """The budget's items before the KV cache, in the order vLLM subtracts them."""
+        return (self.weights, self.activation, self.non_torch, *self.also_inside)
+
+    @property
     def inside_bytes(self) -> int:
-        return self.weights.bytes + self.activation.bytes + self.non_torch.bytes
+        return sum(item.bytes for item in self.inside_items)
 
     @property
     def kv_cache_bytes(self) -> int:
@@ -256,9 +289,10 @@ class VllmBudget:
         outside = sum(item.bytes for item in self.outside)
         if self.kv_cache_bytes <= 0:
             return False, gettext(
-                "The weights, the activation peak and the memory outside PyTorch (%(inside)s) leave "
+                "The weights, the activation peak and the memory outside PyTorch%(also)s (%(inside)s) leave "
                 "nothing of %(budget)s (gpu_memory_utilization × the GPU's memory) for the KV cache."
-            ) % {"inside": fmt_gib(self.inside_bytes), "budget": fmt_gib(self.budget_bytes)}
+            ) % {"inside": fmt_gib(self.inside_bytes), "budget": fmt_gib(self.budget_bytes),
+                 "also": "".join(", " + item.name for item in self.also_inside)}
         one = self.layout.request_bytes(self.max_model_len)
         if one > self.kv_cache_bytes:
             return False, gettext(
@@ -275,9 +309,14 @@ class VllmBudget:
         if outside > headroom:
             return False, gettext(
                 "gpu_memory_utilization leaves %(headroom)s outside the budget, less than the "
-                "%(outside)s the CUDA context and CUDA graphs take there."
-            ) % {"headroom": fmt_gib(headroom), "outside": fmt_gib(outside)}
+                "%(outside)s that %(what)s take there."
+            ) % {"headroom": fmt_gib(headroom), "outside": fmt_gib(outside),
+                 "what": _outside_words(self.outside)}
         return True, None
+
+
+def _outside_words(outside: tuple[Item, ...]) -> str:
+    return gettext(" and ").join(item.name for item in outside)
 
 
 def _groups_words(layout: KvLayout, context: int) -> str:
@@ -324,6 +363,9 @@ def check_settings(model: LanguageModelSpec, settings: VllmSettings) -> None:
                 gettext("max_num_batched_tokens"), MAX_BATCHED_TOKENS)
     if settings.max_num_seqs is not None:
         check_count(settings.max_num_seqs, "max_num_seqs", gettext("max_num_seqs"), MAX_NUM_SEQS)
+    cudagraph_estimate_for(settings.version, settings.cudagraph_estimate)  # a switch the release has
+    if settings.skip_vision_tower:
+        check_skip_vision_tower(model, settings.version)
     if settings.max_model_len is not None:
         check_count(settings.max_model_len, "max_model_len", gettext("max_model_len"), MAX_CONTEXT)
         longest = model.longest_context
@@ -332,6 +374,29 @@ def check_settings(model: LanguageModelSpec, settings: VllmSettings) -> None:
                 "%(model)s handles at most %(maximum)s tokens; max_model_len %(tokens)s is above that limit."
             ) % {"model": model.name, "maximum": fmt_int(longest),
                  "tokens": fmt_int(settings.max_model_len)})
+
+
+def has_vision_tower(model: LanguageModelSpec) -> bool:
+    return model.architecture is not None and model.architecture.vision is not None
+
+
+def check_skip_vision_tower(model: LanguageModelSpec, version: VllmVersion) -> None:
+    """Skipping the vision tower: only of a model that has one, in a release that honours it."""
+    if not has_vision_tower(model):
+        raise SizingError("skip_vision_tower", gettext(
+            "%(model)s has no vision tower to skip: it is a language model only.") % {"model": model.name})
+    if version.number < SKIP_TOWER_FROM:
+        raise SizingError("skip_vision_tower", gettext(
+            "vLLM %(version)s loads the vision tower whatever the modality limits; %(flag)s skips it from "
+            "0.10.1."
+        ) % {"version": version.text, "flag": SKIP_TOWER_FLAG})
+
+
+def vision_parameters(model: LanguageModelSpec) -> int:
+    """The vision encoder's and projector's parameters (0 where the model has none)."""
+    if not has_vision_tower(model):
+        return 0
+    return count_parameters(model).of("vision")
 
 
 # --- the items -----------------------------------------------------------------------------------------
@@ -369,6 +434,16 @@ def loaded_bytes(model: LanguageModelSpec, precision: int,
     return stored.total_bytes, formula, flag
 
 
+def _tower_bytes_per_parameter(model: LanguageModelSpec, precision: int, flag: str | None) -> Fraction:
+    """What each vision-tower parameter was counted at in the loaded weights: 2 bytes in 16 bits and in a
+    checkpoint as stored (the tower is published unquantized), the in-flight format's bits where vLLM
+    quantizes the 16-bit checkpoint as it loads it (its linear layers, the tower's among them)."""
+    if flag is None:
+        return Fraction(SIXTEEN_BIT_BYTES)
+    fmt, _flag = IN_FLIGHT[precision]
+    return fmt.bits_per_parameter(model_value(model, "hidden_size")) / 8
+
+
 def _stage_share(model: LanguageModelSpec, total: int, pp: int) -> Fraction:
     """The share of the weights the busiest pipeline stage holds: ⌈layers ÷ pp⌉ layers' worth of the
     decoder plus a vocabulary × hidden matrix (the embeddings on the first stage, the output head on the
@@ -393,6 +468,15 @@ def weights_item(model: LanguageModelSpec, precision: int, settings: VllmSetting
     else:
         total, formula, flag = loaded_bytes(model, precision)
         divided_in_formula = False
+    if settings.skip_vision_tower:
+        # Every modality limit at 0, the vision encoder and its projector are not built: the weights lose
+        # the tower at the bytes per parameter they were counted at.
+        tower = vision_parameters(model)
+        per = _tower_bytes_per_parameter(model, precision, flag)
+        total -= math.ceil(tower * per)
+        formula += gettext(
+            " − %(tower)s vision-tower parameters × %(bytes)s bytes (not loaded: %(flag)s)") % {
+            "tower": fmt_int(tower), "bytes": general_number(float(per), 4), "flag": SKIP_TOWER_FLAG}
     share = _stage_share(model, total, pp)
     per_gpu = math.ceil(total * share / tp)
     split = ""
@@ -473,20 +557,57 @@ def non_torch_item(settings: VllmSettings) -> Item:
                 bytes=NON_TORCH_BYTES + (NCCL_BYTES if split else 0), per_gpu=True)
 
 
-def outside_items(settings: VllmSettings) -> tuple[Item, ...]:
+def _context_item(settings: VllmSettings) -> Item:
     split = settings.tensor_parallel > 1 or settings.pipeline_parallel > 1
     context = CUDA_CONTEXT_SPLIT_BYTES if split else CUDA_CONTEXT_BYTES
-    return (
-        Item(name=gettext("CUDA context (outside the budget)"),
-             formula=gettext("%(bytes)s per GPU%(split)s") % {
-                 "bytes": fmt_gib(context),
-                 "split": gettext(", with NCCL's communicators") if split else ""},
-             bytes=context, per_gpu=True),
-        Item(name=gettext("CUDA graphs (outside the budget)"),
-             formula=gettext("about %(bytes)s per GPU for the captured decode batch sizes") % {
-                 "bytes": fmt_gib(CUDA_GRAPH_BYTES)},
-             bytes=CUDA_GRAPH_BYTES, per_gpu=True),
-    )
+    inside = settings.version.context_inside
+    name = (gettext("CUDA context (inside the budget before 0.9.2)") if inside
+            else gettext("CUDA context (outside the budget)"))
+    formula = gettext("%(bytes)s per GPU%(split)s") % {
+        "bytes": fmt_gib(context), "split": gettext(", with NCCL's communicators") if split else ""}
+    if inside:
+        formula += gettext(
+            ": vLLM %(version)s counts every byte outside PyTorch after its profiling pass (total used less "
+            "PyTorch's), the context the process created at start among them") % {
+            "version": settings.version.text}
+    return Item(name=name, formula=formula, bytes=context, per_gpu=True)
+
+
+def _graphs_item(settings: VllmSettings) -> Item:
+    if settings.graphs_inside:
+        return Item(
+            name=gettext("CUDA graphs (estimated inside the budget)"),
+            formula=gettext(
+                "about %(bytes)s per GPU: vLLM %(version)s captures its graphs once before sizing the KV "
+                "cache and subtracts the estimate (%(switch)s=0 turns it off)") % {
+                "bytes": fmt_gib(CUDA_GRAPH_BYTES), "version": settings.version.text,
+                "switch": CUDAGRAPH_SWITCH},
+            bytes=CUDA_GRAPH_BYTES, per_gpu=True)
+    return Item(name=gettext("CUDA graphs (outside the budget)"),
+                formula=gettext("about %(bytes)s per GPU for the captured decode batch sizes") % {
+                    "bytes": fmt_gib(CUDA_GRAPH_BYTES)},
+                bytes=CUDA_GRAPH_BYTES, per_gpu=True)
+
+
+def outside_items(settings: VllmSettings) -> tuple[Item, ...]:
+    """What the release leaves in the memory gpu_memory_utilization leaves free (`vllm_versions`)."""
+    items = []
+    if not settings.version.context_inside:
+        items.append(_context_item(settings))
+    if not settings.graphs_inside:
+        items.append(_graphs_item(settings))
+    return tuple(items)
+
+
+def also_inside_items(settings: VllmSettings) -> tuple[Item, ...]:
+    """What the release pays inside the budget besides the weights, activations and memory outside
+    PyTorch: the CUDA context before 0.9.2, the CUDA graphs' estimate from 0.21 (`vllm_versions`)."""
+    items = []
+    if settings.version.context_inside:
+        items.append(_context_item(settings))
+    if settings.graphs_inside:
+        items.append(_graphs_item(settings))
+    return tuple(items)
 
 
 def kv_layout(model: LanguageModelSpec, kv_bits: int, settings: VllmSettings) -> KvLayout:
@@ -535,6 +656,7 @@ def vllm_budget(model: LanguageModelSpec, precision: int, kv_bits: int, settings
         activation=activation_item(model, settings),
         non_torch=non_torch_item(settings),
         outside=outside_items(settings),
+        also_inside=also_inside_items(settings),
         layout=kv_layout(model, kv_bits, settings),
         budget_bytes=math.floor(settings.gpu_memory_utilization * settings.gpu_memory_bytes),
         max_model_len=max_model_len,
@@ -573,7 +695,10 @@ def serve_command(hf_id: str, budget: VllmBudget, max_num_seqs: int | None = Non
     given: the budget itself does not depend on it), and the GPU's own (`--dtype half` below compute
     capability 8.0: `sizing.engine_support.Support.dtype_flags`)."""
     settings = budget.settings
+    # vLLM's switch is an environment variable: set on the command where it turns the release's default off.
+    switched_off = settings.version.estimates_cudagraphs_by_default and not settings.graphs_inside
     parts = [
+        *([f"{CUDAGRAPH_SWITCH}=0"] if switched_off else []),
         "vllm serve", hf_id, *dtype_flags,
         f"--tensor-parallel-size {settings.tensor_parallel}",
     ]
@@ -589,6 +714,8 @@ def serve_command(hf_id: str, budget: VllmBudget, max_num_seqs: int | None = Non
         parts.append("--kv-cache-dtype fp8")
     if budget.quantization:
         parts.append(f"--quantization {budget.quantization}")
+    if settings.skip_vision_tower:
+        parts.append(SKIP_TOWER_FLAG)
     scaling = yarn_override(budget, max_model_len or budget.max_model_len)
     if scaling is not None:
         parts.append(f"--hf-overrides '{scaling}'")

@@ -23,11 +23,11 @@ from .vllm import (
     DEFAULT_UTILIZATION,
     DRIVER_RESERVED_BYTES,
     NCCL_BYTES,
-    VLLM_VERSION,
     VllmBudget,
     VllmSettings,
     vllm_budget,
 )
+from .vllm_versions import WIZARD as WIZARD_VLLM
 
 # The machine the wizard sizes for is not known yet: the settings' GPU memory only bounds the check.
 _ANY_GPU = 1024 * GIB
@@ -50,6 +50,7 @@ class VllmBreakdown(Breakdown):
         # estimate_vllm sets the model and the precision (they default only as the dataclass requires)
         spec, precision = cast(LanguageModelSpec, self.spec), cast(int, self.precision)
         return vllm_budget(spec, precision, self.kv_bits, VllmSettings(
+            version=WIZARD_VLLM,
             gpu_memory_bytes=_ANY_GPU, tensor_parallel=gpus, gpu_memory_utilization=self.utilization,
             max_model_len=self.context, max_num_seqs=self.requests,
         ))
@@ -64,7 +65,7 @@ class VllmBreakdown(Breakdown):
         kv = self.requests * budget.layout.request_bytes(self.context)
         need = budget.inside_bytes + kv
         names = [item.name for item in self.items]
-        shares = (budget.weights.bytes, budget.activation.bytes, budget.non_torch.bytes, kv,
+        shares = (*(item.bytes for item in budget.inside_items), kv,
                   math.ceil(need / self.utilization) - need, DRIVER_RESERVED_BYTES)
         return tuple(zip(names, shares, strict=True))
 
@@ -91,6 +92,7 @@ def estimate_vllm(model: LanguageModelSpec, precision: int, context: int, reques
         Item(budget.weights.name, budget.weights.formula, budget.weights.bytes),
         budget.activation,
         budget.non_torch,
+        *budget.also_inside,  # the release's: the CUDA context before 0.9.2, the graphs' estimate from 0.21
         kv,
     ]
     need = sum(item.bytes for item in inside)
@@ -127,8 +129,8 @@ def estimate_vllm(model: LanguageModelSpec, precision: int, context: int, reques
         precision=precision,
         splittable_over_heads=model.attention_heads,
         inputs={"model": model.slug, "model_name": model.name, "precision": precision, "context": context,
-                "requests": requests, "kv_bits": kv_bits, "engine": "vllm", "engine_version": VLLM_VERSION,
-                "gpu_memory_utilization": float(utilization)},
+                "requests": requests, "kv_bits": kv_bits, "engine": "vllm",
+                "engine_version": WIZARD_VLLM.text, "gpu_memory_utilization": float(utilization)},
         spec=model, utilization=utilization, kv_bits=kv_bits, context=context, requests=requests,
         capacity=Capacity(model, precision, kv_bits, context, requests, engine="vllm",
                           utilization=utilization),
@@ -143,7 +145,7 @@ def vllm_words(model: LanguageModelSpec, budget: VllmBudget, utilization: Fracti
             "of max_num_batched_tokens (%(batched)s, chunked prefill) and one sampler step, and gives the "
             "KV cache what is left of gpu_memory_utilization (%(utilization)s) × the GPU's memory. A machine "
             "fits when this need is within that share of its memory."
-        ) % {"version": VLLM_VERSION, "batched": fmt_int(budget.settings.max_num_batched_tokens),
+        ) % {"version": WIZARD_VLLM.text, "batched": fmt_int(budget.settings.max_num_batched_tokens),
              "utilization": general_number(float(utilization), 4)},
         gettext(
             "The KV cache is held in blocks of %(block)s tokens per layer; a request takes whole blocks. "
@@ -165,7 +167,7 @@ def vllm_words(model: LanguageModelSpec, budget: VllmBudget, utilization: Fracti
         "max_model_len unless chunked prefill was on, so its activation peak grew with the context; V1 "
         "always prefills in chunks. Whether the CUDA-graph pool counts inside the budget has moved between "
         "releases (%(version)s leaves it outside)."
-    ) % {"version": VLLM_VERSION})
+    ) % {"version": WIZARD_VLLM.text})
     native = native_format_of(model)
     if native is not None and native.key == "mxfp4" and budget.precision == native.bits:
         words.append(gettext(

@@ -11,6 +11,7 @@ from decimal import ROUND_HALF_UP, Decimal
 from fractions import Fraction
 
 from sizing.calculators.vllm import VllmBudget, VllmSettings, vllm_budget
+from sizing.calculators.vllm_versions import parse_version
 from sizing.engine_support import gpu_architecture
 from sizing.units import GIB
 
@@ -35,9 +36,11 @@ class PublishedStart:
     started: bool | None  # None: the start is not judged here, only the weights
     source: str
     note: str
+    release: str  # the release whose budget rules size it (`sizing.calculators.vllm_versions`)
 
     def predict(self) -> VllmBudget:
         return vllm_budget(language_spec(self.model_slug), 4, 16, VllmSettings(
+            version=parse_version(self.release),
             gpu_memory_bytes=int(H100_CUDA_GIB * GIB), tensor_parallel=self.tensor_parallel,
             gpu_memory_utilization=self.utilization, max_model_len=self.max_model_len,
             max_num_batched_tokens=self.max_num_batched_tokens, gpu=HOPPER,
@@ -49,19 +52,23 @@ STARTS = (
         "gpt-oss-20b over two Hopper/Ampere GPUs", "published log (issue #43, not handed over)", "gpt-oss-20b",
         2, Fraction(9, 10), 131_072, 8192, Decimal("7.01"), None,
         "issue #43", "the checkpoint halved is 6.41 GiB: Marlin's padding is the 0.6 GiB between",
+        "0.19",  # not stated: weights only, sized by the 0.9.2 – 0.20 rules
     ),
     PublishedStart(
         "gpt-oss-120b on one H100, vLLM's defaults", "0.10.1", "gpt-oss-120b",
         1, Fraction(9, 10), 131_072, 8192, None, False,
         "https://github.com/vllm-project/vllm/issues/23278",
         "`vllm serve openai/gpt-oss-120b` with no other argument: max model len 131,072, fails to start",
+        "0.10.1",
     ),
     PublishedStart(
         "gpt-oss-120b on one H100, a shorter prefill step", "not quoted (October 2025)", "gpt-oss-120b",
         1, Fraction(95, 100), 131_072, 1024, None, False,
         "https://github.com/vllm-project/vllm/issues/27508",
-        "logged 1.71 GiB left for the KV cache and failed to start; ours leaves more: that release's "
-        "profiling step is larger than the one modelled here (vLLM's budget by version is not modelled yet)",
+        "logged 1.71 GiB left for the KV cache and failed to start; ours leaves more: sized by the rules of "
+        "0.11 (October 2025's release; the CUDA context and graphs outside the budget), its profiling step "
+        "is larger than this budget's",
+        "0.11",
     ),
     PublishedStart(
         "gpt-oss-120b on one H100, Triton backend", "0.14.1", "gpt-oss-120b",
@@ -70,6 +77,7 @@ STARTS = (
         "\"Using Triton backend\" (triton_kernels installed on Hopper): its swizzled layout pads less than "
         "Marlin; its start ran out of memory at utilization 0.97 outside the budget, so only its weights are "
         "compared",
+        "0.14.1",
     ),
 )
 

@@ -14,6 +14,7 @@ Pure Python: no torch, no database.
 from __future__ import annotations
 
 import csv
+import re
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 from fractions import Fraction
@@ -22,6 +23,7 @@ from pathlib import Path
 from catalog.data.language_models import LANGUAGE_MODELS
 from sizing.architectures import architecture_from_dict
 from sizing.calculators.vllm import VllmBudget, VllmSettings, vllm_budget
+from sizing.calculators.vllm_versions import VllmVersion, parse_version
 from sizing.specs import LanguageModelSpec
 from sizing.units import GIB
 
@@ -79,8 +81,16 @@ class StartupLog:
     def started(self) -> bool:
         return self.kv_cache_tokens > 0
 
+    @property
+    def engine_version(self) -> VllmVersion:
+        """The release the log names; where it gives only a lower bound ("not stated (>=0.10.2, 2025)"),
+        that bound, whose family of budget rules the log's year keeps."""
+        found = re.search(r"\d+\.\d+(?:\.\d+)?", self.version)
+        return parse_version(found.group(0) if found else None)
+
     def settings(self) -> VllmSettings:
         return VllmSettings(
+            version=self.engine_version,
             gpu_memory_bytes=self.gpu_total_bytes, tensor_parallel=self.tensor_parallel,
             pipeline_parallel=self.pipeline_parallel, gpu_memory_utilization=self.utilization,
             max_model_len=self.max_model_len, max_num_seqs=self.max_num_seqs,

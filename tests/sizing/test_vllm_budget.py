@@ -13,6 +13,7 @@ from sizing.calculators.vllm import (
     serve_command,
     vllm_budget,
 )
+from sizing.calculators.vllm_versions import parse_version
 from sizing.errors import SizingError
 from sizing.units import GIB
 from tests.sizing import models
@@ -21,8 +22,14 @@ from tests.sizing.models import LLAMA_3_1_8B
 H100 = int(Fraction(7919, 100) * GIB)
 
 
+# The start-up logs these figures are held against are vLLM 0.19's (the 0.9.2 – 0.20 rules: the CUDA
+# context and graphs outside the budget); tests/sizing/test_vllm_versions.py holds the other releases.
+V0_19 = parse_version("0.19")
+
+
 def settings(**changes):
-    values = {"gpu_memory_bytes": H100, "gpu_memory_utilization": Fraction(95, 100), "max_model_len": 8192}
+    values = {"gpu_memory_bytes": H100, "gpu_memory_utilization": Fraction(95, 100), "max_model_len": 8192,
+              "version": V0_19}
     values.update(changes)
     return VllmSettings(**values)
 

@@ -6,6 +6,7 @@ import pytest
 
 from sizing.calculators.vllm import VllmSettings, vllm_budget
 from sizing.calculators.vllm_loading import FLASHINFER_SM100, MARLIN, ROCM_TRITON, mxfp4_kernel, mxfp4_loaded
+from sizing.calculators.vllm_versions import parse_version
 from sizing.engine_support import gpu_architecture
 from sizing.units import GIB
 from tests.accuracy.vllm_startup import language_spec
@@ -20,7 +21,9 @@ MI300X = gpu_architecture("cdna3", "")
 
 
 def budget(model, **changes):
-    values = {"gpu_memory_bytes": H100, "gpu_memory_utilization": Fraction(9, 10)}
+    # Held against 0.10 – 0.19 reports: the 0.9.2 – 0.20 rules (graphs outside the budget).
+    values = {"gpu_memory_bytes": H100, "gpu_memory_utilization": Fraction(9, 10),
+              "version": parse_version("0.19")}
     values.update(changes)
     return vllm_budget(model, 4, 16, VllmSettings(**values))
 

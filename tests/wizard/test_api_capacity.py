@@ -19,7 +19,7 @@ def capacity(client, query, **headers):
 
 
 def test_the_issue_example_answers_the_pool_vllm_logs_within_its_bounds(client, small_fleet):
-    status, body = capacity(client, H100)
+    status, body = capacity(client, H100 + "&engine_version=0.19")
     assert status == 200
     assert body["fits"] is True and body["reason"] is None
     # vLLM 0.19 logged 476,016 tokens and 58.11x for this start-up
@@ -156,7 +156,7 @@ def test_the_openapi_schema_lists_the_what_if_with_its_defaults(client, small_fl
     assert names == {"model", "precision", "kv_cache", "engine", "gpu", "gpu_memory_gib", "tensor_parallel",
                      "pipeline_parallel", "gpu_memory_utilization", "max_model_len", "max_num_batched_tokens",
                      "max_num_seqs", "quantization", "flash_attention", "parallel", "gpu_layers",
-                     "mem_fraction_static"}
+                     "mem_fraction_static", "engine_version", "cudagraph_estimate", "skip_vision_tower"}
 
 
 def test_the_answer_is_the_same_every_time(client, small_fleet):
@@ -405,3 +405,46 @@ def test_gpt_oss_120b_on_a_b200_loads_its_experts_at_flashinfer_s_padding(client
     assert blackwell["weights_gib"] > hopper["weights_gib"]
     assert "FlashInfer" in blackwell["items"][0]["formula"]
     assert blackwell["fits"] is True and blackwell["command"].startswith("vllm serve openai/gpt-oss-120b")
+
+
+def test_the_answer_names_the_vllm_release_it_assumed_and_its_budget_rules(client, small_fleet):
+    _, default = capacity(client, H100)
+    assert default["engine_version"] == "0.27.1"
+    assert "0.21 on" in default["engine_version_rules"]
+    assert [item["name"] for item in default["items"]][-1] == "CUDA graphs (estimated inside the budget)"
+    _, old = capacity(client, H100 + "&engine_version=0.19")
+    assert old["engine_version"] == "0.19"
+    assert old["kv_cache_gib"] == pytest.approx(default["kv_cache_gib"] + 1.0, abs=0.011)
+    _, off = capacity(client, H100 + "&cudagraph_estimate=off")
+    assert off["kv_cache_gib"] == old["kv_cache_gib"]
+    assert off["command"].startswith("VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0 vllm serve ")
+
+
+@pytest.mark.parametrize("version, words", [("nineteen", "numbers with dots"), ("0.7.3", "from 0.8")])
+def test_a_bad_engine_version_is_a_400_beside_its_field(client, small_fleet, version, words):
+    status, body = capacity(client, H100 + f"&engine_version={version}")
+    assert status == 400
+    assert words in body["errors"]["engine_version"]
+
+
+def test_the_graphs_estimate_asked_of_a_release_before_0_21_is_a_400_beside_its_field(client, small_fleet):
+    status, body = capacity(client, H100 + "&engine_version=0.19&cudagraph_estimate=on")
+    assert status == 400
+    assert "0.21" in body["errors"]["cudagraph_estimate"]
+
+
+def test_a_multimodal_model_is_offered_the_flag_that_skips_its_vision_tower(client, small_fleet):
+    query = H100.replace("llama-3-1-8b", "gemma-3-4b")
+    status, loaded = capacity(client, query)
+    assert status == 200
+    assert loaded["vision_tower"]["loaded"] is True
+    assert loaded["vision_tower"]["skip_flag"] == """--limit-mm-per-prompt '{"image": 0}'"""
+    _, skipped = capacity(client, query + "&skip_vision_tower=on")
+    assert skipped["vision_tower"]["loaded"] is False
+    assert skipped["weights_gib"] == pytest.approx(
+        loaded["weights_gib"] - loaded["vision_tower"]["gib"], abs=0.011)
+    assert skipped["command"].endswith("""--limit-mm-per-prompt '{"image": 0}'""")
+    _, plain = capacity(client, H100)
+    assert plain["vision_tower"] is None
+    status, refused = capacity(client, H100 + "&skip_vision_tower=on")
+    assert status == 422 and "no vision tower" in refused["errors"]["skip_vision_tower"]
