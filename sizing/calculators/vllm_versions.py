@@ -38,10 +38,11 @@ from ..errors import SizingError
 from ..i18n import gettext
 
 # The newest stable release the budget rules are known for, and what an answer assumes when none is asked
-# (vLLM 0.27.1, as deployments upgraded to it in August 2026).
-DEFAULT_VERSION = "0.27.1"
+# (vLLM 0.31.0: the release deployments pin in late 2026, its image vllm/vllm-openai:v0.31.0; the
+# CUDA-graph estimate and its switch unchanged since 0.21).
+DEFAULT_VERSION = "0.31.0"
 OLDEST = (0, 8, 0)  # the V1 engine's first default release; V0's budget is not modelled
-NEWEST_MINOR = (0, 27)  # any patch of the newest known minor release is taken
+NEWEST_MINOR = (0, 31)  # any patch of the newest known minor release is taken
 PROFILE_SNAPSHOT_FROM = (0, 9, 2)  # PR #19312: the CUDA context leaves the budget
 CUDAGRAPH_ESTIMATE_FROM = (0, 21, 0)  # CUDA graphs estimated inside the budget by default
 SKIP_TOWER_FROM = (0, 10, 1)  # PR #22299: every modality limit 0 skips the vision tower

@@ -79,7 +79,7 @@ def test_a_failed_0_11_start_up_is_answered_does_not_start_with_its_reason():
     assert not fits and "leave nothing" in reason
 
 
-@pytest.mark.parametrize("text", ["0.19", "0.9.2", "v0.21.0", "0.8", DEFAULT_VERSION])
+@pytest.mark.parametrize("text", ["0.19", "0.9.2", "v0.21.0", "0.8", "0.27.1", "0.31.4", DEFAULT_VERSION])
 def test_a_release_from_0_8_to_the_newest_known_is_taken(text):
     assert parse_version(text).text == text.removeprefix("v")
 
@@ -92,7 +92,7 @@ def test_a_malformed_version_is_refused_by_its_field(text):
     assert "numbers with dots" in refused.value.message
 
 
-@pytest.mark.parametrize("text", ["0.7.3", "0.6", "0.99", "1.0"])
+@pytest.mark.parametrize("text", ["0.7.3", "0.6", "0.32.0", "0.99", "1.0"])
 def test_an_unknown_release_is_refused_naming_the_known_ones(text):
     with pytest.raises(SizingError) as refused:
         parse_version(text)

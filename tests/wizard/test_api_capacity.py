@@ -409,7 +409,7 @@ def test_gpt_oss_120b_on_a_b200_loads_its_experts_at_flashinfer_s_padding(client
 
 def test_the_answer_names_the_vllm_release_it_assumed_and_its_budget_rules(client, small_fleet):
     _, default = capacity(client, H100)
-    assert default["engine_version"] == "0.27.1"
+    assert default["engine_version"] == "0.31.0"
     assert "0.21 on" in default["engine_version_rules"]
     assert [item["name"] for item in default["items"]][-1] == "CUDA graphs (estimated inside the budget)"
     _, old = capacity(client, H100 + "&engine_version=0.19")
