@@ -25,32 +25,34 @@ from .parameters import VLLM_RELEASE_INPUTS
 ON_OFF = {"on": True, "off": False}
 
 
+def read_release(values: Mapping[str, Any]) -> VllmRelease:
+    """The release asked in `values` (the form's or the command's text: empty engine_version is the current
+    stable release; cudagraph_estimate and skip_vision_tower "on", "off" or empty); SizingError naming the
+    field where the version is not one whose budget is known or the release has no such switch."""
+    version = values.get("engine_version")
+    version = version if isinstance(version, VllmVersion) else parse_version(version)
+    asked = values.get("cudagraph_estimate") or ""
+    graphs = ON_OFF.get(asked)
+    cudagraph_estimate_for(version, graphs)
+    return VllmRelease(version=version, cudagraph_estimate=graphs,
+                       skip_vision_tower=values.get("skip_vision_tower") == "on")
+
+
 def clean_release(form: forms.Form) -> None:
-    """Reads the release into `cleaned_data["engine_version"]` (empty: the current stable release) and
-    checks the CUDA-graph switch against it, each refusal beside its field (a bad value: 400)."""
+    """Reads the release into `cleaned_data["engine_version"]` (`read_release`), each refusal beside its
+    field (a bad value: 400)."""
     cleaned = form.cleaned_data
-    if "engine_version" in cleaned:  # not when its own field was refused
-        try:
-            cleaned["engine_version"] = parse_version(cleaned.get("engine_version"))
-        except SizingError as error:
-            form.add_error("engine_version", error.message)
-            return
-    version, asked = cleaned.get("engine_version"), cleaned.get("cudagraph_estimate")
-    if isinstance(version, VllmVersion) and asked:
-        try:
-            cudagraph_estimate_for(version, ON_OFF[asked])
-        except SizingError as error:
-            form.add_error("cudagraph_estimate", error.message)
+    if "engine_version" not in cleaned:  # its own field was refused
+        return
+    try:
+        cleaned["engine_version"] = read_release(cleaned).version
+    except SizingError as error:
+        form.add_error(error.field, error.message)
 
 
-def release_from(cleaned: dict) -> VllmRelease:
+def release_from(cleaned: Mapping[str, Any]) -> VllmRelease:
     """The release of a form `clean_release` has read."""
-    version = cleaned.get("engine_version")
-    return VllmRelease(
-        version=version if isinstance(version, VllmVersion) else DEFAULT_RELEASE.version,
-        cudagraph_estimate=ON_OFF.get(cleaned.get("cudagraph_estimate") or ""),
-        skip_vision_tower=cleaned.get("skip_vision_tower") == "on",
-    )
+    return read_release(cleaned)
 
 
 def release_refusals(engine: str | None, asked: Mapping[str, Any]) -> dict[str, str]:
