@@ -11,6 +11,7 @@ from nodelodge.watches import evaluation, services
 from nodelodge.watches.evaluation import evaluate_watches
 from nodelodge.watches.models import Firing, Watch
 from nodelodge.watches.services import WatchError, WatchRequest, create_watch
+from sizing.calculators.vllm_versions import DEFAULT_VERSION
 from tests.factories import make_user
 from tests.helpers import LLAMA_8B
 
@@ -290,3 +291,18 @@ def test_a_check_with_nothing_asked_meanwhile_queues_nothing(catalog, monkeypatc
     outcome = tasks.evaluate_watches()
 
     assert outcome["rounds"] == 1 and queued == [] and cache.get(tasks.AGAIN_KEY) is None
+
+
+def test_a_vllm_watch_is_sized_on_its_release_and_keeps_it_written_out(catalog):
+    # 4 requests of 112,128 tokens fit one H100 under vLLM 0.19, not under the current stable release,
+    # which pays its CUDA graphs' estimate (1 GiB) inside gpu_memory_utilization.
+    asked = {**QUERY, "engine": "vllm", "context": "112128", "requests": "4"}
+    old = watch(query={**asked, "engine_version": "0.19"})
+    current = watch(query=asked)
+    assert old.query["engine_version"] == "0.19"
+    assert current.query["engine_version"] == DEFAULT_VERSION  # a later default keeps its meaning
+    catalog.machine()
+
+    evaluation_result = evaluate_watches(now=timezone.now() + timedelta(minutes=1))
+
+    assert [Firing.objects.get(pk=pk).watch_id for pk in evaluation_result.fired] == [old.pk]
