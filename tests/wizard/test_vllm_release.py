@@ -3,6 +3,7 @@ default as the GPU what-if, named in every answer; the breakdown, each row's cap
 and watches sized on it; inputs that do not apply refused beside their field, on the page, the API and the
 commands alike."""
 import json
+import re
 
 import pytest
 from django.core.management import call_command
@@ -61,6 +62,14 @@ def test_the_page_shows_the_assumed_release_and_the_switch_in_the_command(client
     assert "engine_version=0.27" in address and "cudagraph_estimate=off" in address
     default = client.get(f"/?{VLLM}").content.decode()
     assert f"vLLM {DEFAULT_VERSION} (0.21 on)" in default and f"its {DEFAULT_VERSION} budget" in default
+
+
+def test_a_rows_gpu_what_if_link_carries_the_release(client, small_fleet):
+    page = client.get(f"/?{VLLM}&engine_version=0.19").content.decode()
+    links = re.findall(r'href="(/calculators/\?[^"]+)"', page)
+    assert links and all("engine_version=0.19" in link for link in links)
+    opened = client.get(links[0].replace("&amp;", "&")).content.decode()
+    assert "vLLM 0.19 (0.9.2 to 0.20)" in opened
 
 
 def test_the_german_page_names_the_release(client, small_fleet):
