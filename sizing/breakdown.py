@@ -131,4 +131,6 @@ class Breakdown:
             ],
             "assumptions": list(self.assumptions),
             "gguf": self.gguf.as_dict() if self.gguf is not None else None,
+            # The engine release the answer assumed (vLLM's as asked, or its current stable; SGLang's).
+            "engine_version": self.inputs.get("engine_version"),
         }

@@ -34,7 +34,7 @@ from .calculators.vllm import (
     serve_command,
     vllm_budget,
 )
-from .calculators.vllm_versions import WIZARD as WIZARD_VLLM
+from .calculators.vllm_versions import DEFAULT_RELEASE, VllmRelease
 from .engine_support import SGLANG, VLLM, GpuArchitecture, RunnableAlternative, runnable_choices, support_for
 from .errors import SizingError
 from .kv_cache import is_plain
@@ -73,6 +73,7 @@ class Capacity:
     # The model's published GGUF files: part of what a row's answer is kept by (`_held`), as the spec
     # compares without them and staff may edit them.
     published: tuple[PublishedGguf, ...] = ()
+    release: VllmRelease = DEFAULT_RELEASE  # under vLLM: the release asked and its switches
 
     @cached_property
     def weights_bytes(self) -> int:
@@ -124,7 +125,8 @@ class Capacity:
 
     def _budget(self, precision: int, kv_bits: int, gpus: int, memory_bytes: int,
                 max_model_len: int, gpu: GpuArchitecture | None) -> VllmBudget:
-        return vllm_budget(self.spec, precision, kv_bits, VllmSettings(version=WIZARD_VLLM,
+        return vllm_budget(self.spec, precision, kv_bits, VllmSettings(
+            **self.release.settings(),  # type: ignore[arg-type]
             gpu_memory_bytes=memory_bytes, tensor_parallel=gpus, gpu_memory_utilization=self.utilization,
             max_model_len=max_model_len, max_num_seqs=self.requests, gpu=gpu,
         ))

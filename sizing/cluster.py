@@ -27,7 +27,7 @@ from .calculators.vllm import (
     vllm_budget,
     yarn_override,
 )
-from .calculators.vllm_versions import WIZARD as WIZARD_VLLM
+from .calculators.vllm_versions import DEFAULT_RELEASE, VllmRelease
 from .cluster_sites import MIN_CLUSTER_GBPS, ClusterMachine, ClusterSite
 from .engine_support import (
     SGLANG,
@@ -89,12 +89,13 @@ def layers_per_stage(layers: int, stages: int) -> tuple[int, ...]:
 
 def cluster_need(model: LanguageModelSpec, precision: int, kv_bits: int, context: int, requests: int, *,
                  gpus_per_machine: int, machines: int, usable_bytes: int,
-                 utilization: Fraction = DEFAULT_UTILIZATION) -> ClusterNeed:
+                 utilization: Fraction = DEFAULT_UTILIZATION,
+                 release: VllmRelease = DEFAULT_RELEASE) -> ClusterNeed:
     """One GPU's need when `machines` machines of `gpus_per_machine` GPUs serve the model at tensor
     parallel = GPUs per machine × pipeline parallel = machines (one machine: the ordinary split).
     Raises SizingError where vLLM refuses the split (heads not divisible, more stages than layers)."""
     settings = VllmSettings(
-        version=WIZARD_VLLM,
+        **release.settings(),  # type: ignore[arg-type]
         gpu_memory_bytes=usable_bytes, tensor_parallel=gpus_per_machine, pipeline_parallel=machines,
         gpu_memory_utilization=utilization, max_model_len=context, max_num_seqs=requests,
     )
@@ -240,22 +241,23 @@ SHARED_NEEDS = 1024
 @lru_cache(maxsize=SHARED_NEEDS)
 def _shared_need(words: str, model: LanguageModelSpec, precision: int, kv_bits: int, context: int,
                  requests: int, gpus_per_machine: int, machines: int, usable_bytes: int,
-                 utilization: Fraction) -> ClusterNeed | str:
+                 utilization: Fraction, release: VllmRelease = DEFAULT_RELEASE) -> ClusterNeed | str:
     """`cluster_need`, or why vLLM refuses the split; `words`: the language its texts are written in."""
     try:
         return cluster_need(model, precision, kv_bits, context, requests, gpus_per_machine=gpus_per_machine,
-                            machines=machines, usable_bytes=usable_bytes, utilization=utilization)
+                            machines=machines, usable_bytes=usable_bytes, utilization=utilization,
+                            release=release)
     except SizingError as error:
         return error.message
 
 
 def plan_of(model: LanguageModelSpec, precision: int, kv_bits: int, context: int, requests: int,
-            site: ClusterSite, *,
-            utilization: Fraction = DEFAULT_UTILIZATION) -> ClusterPlan | str:
+            site: ClusterSite, *, utilization: Fraction = DEFAULT_UTILIZATION,
+            release: VllmRelease = DEFAULT_RELEASE) -> ClusterPlan | str:
     """Every machine `site` lists as one cluster (pipeline parallel = their number), or why vLLM does
     not serve the workload on them (a split it refuses, or more than its budget per GPU)."""
     need = _shared_need(language(), model, precision, kv_bits, context, requests, site.gpu_count,
-                        len(site.machine_ids), site.usable_memory_mib * MIB, utilization)
+                        len(site.machine_ids), site.usable_memory_mib * MIB, utilization, release)
     if isinstance(need, str):
         return need
     if not need.fits:
@@ -319,7 +321,7 @@ def cluster_words(site: ClusterSite, need: ClusterNeed, stages: tuple[int, ...])
             "Sized as vLLM %(version)s starts on each GPU: the busiest stage's share of the weights and of "
             "the KV cache, one prefill step's activation peak and the buffers, within "
             "gpu_memory_utilization × the GPU's memory as CUDA reports it (%(budget)s of %(usable)s)."
-        ) % {"version": WIZARD_VLLM.text, "budget": fmt_gib(need.budget_bytes),
+        ) % {"version": need.budget.settings.version.text, "budget": fmt_gib(need.budget_bytes),
              "usable": fmt_gib(need.usable_bytes)},
         gettext("All machines of a cluster must be booked together: with one missing the model does not "
                 "start."),
@@ -387,7 +389,8 @@ def _runnable_need(model: LanguageModelSpec, need: ClusterNeed, context: int, re
             other = cluster_need(model, precision, kv_bits, context, requests,
                                  gpus_per_machine=need.tensor_parallel, machines=need.pipeline_parallel,
                                  usable_bytes=need.usable_bytes,
-                                 utilization=budget.settings.gpu_memory_utilization)
+                                 utilization=budget.settings.gpu_memory_utilization,
+                                 release=budget.settings.release)
         except SizingError:
             continue
         if other.fits:

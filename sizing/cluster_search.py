@@ -13,6 +13,7 @@ from typing import Any
 
 from .calculators.checks import model_value
 from .calculators.vllm import DEFAULT_UTILIZATION
+from .calculators.vllm_versions import DEFAULT_RELEASE, VllmRelease
 from .cluster import ClusterNeed, ClusterPlan, _plan, _shared_need
 from .cluster_sites import ClusterSite
 from .i18n import gettext, language
@@ -58,8 +59,8 @@ class ClusterSearch:
 
 
 def search_clusters(model: LanguageModelSpec, precision: int, kv_bits: int, context: int, requests: int,
-                    sites: Iterable[ClusterSite], *,
-                    utilization: Fraction = DEFAULT_UTILIZATION) -> ClusterSearch:
+                    sites: Iterable[ClusterSite], *, utilization: Fraction = DEFAULT_UTILIZATION,
+                    release: VllmRelease = DEFAULT_RELEASE) -> ClusterSearch:
     """For each site the fewest of its machines (two or more, cheapest first) whose GPUs hold the model at
     tensor parallel = GPUs per machine × pipeline parallel = machines under vLLM's budget, on the memory
     CUDA reports (`ClusterSite.usable_memory_mib`)."""
@@ -78,7 +79,7 @@ def search_clusters(model: LanguageModelSpec, precision: int, kv_bits: int, cont
         while shape[1] is None and shape[0] < top:
             shape[0] += 1
             need = _shared_need(words, model, precision, kv_bits, context, requests, site.gpu_count, shape[0],
-                                usable * MIB, utilization)  # answers share them too
+                                usable * MIB, utilization, release)  # answers share them too
             if isinstance(need, str) or need.fits:
                 shape[1] = (shape[0], need)
         if shape[1] is None or shape[1][0] > top:
@@ -98,10 +99,11 @@ def search_clusters(model: LanguageModelSpec, precision: int, kv_bits: int, cont
 
 
 def plan_clusters(model: LanguageModelSpec, precision: int, kv_bits: int, context: int, requests: int,
-                  sites: Iterable[ClusterSite], *,
-                  utilization: Fraction = DEFAULT_UTILIZATION) -> tuple[ClusterPlan, ...]:
+                  sites: Iterable[ClusterSite], *, utilization: Fraction = DEFAULT_UTILIZATION,
+                  release: VllmRelease = DEFAULT_RELEASE) -> tuple[ClusterPlan, ...]:
     """One plan per site that can hold the workload, cheapest first (`search_clusters`)."""
-    return search_clusters(model, precision, kv_bits, context, requests, sites, utilization=utilization).plans
+    return search_clusters(model, precision, kv_bits, context, requests, sites, utilization=utilization,
+                           release=release).plans
 
 
 def _too_few_words(site: ClusterSite, top: int) -> str:

@@ -35,15 +35,15 @@ from sizing.calculators.vllm import (
     budget_item,
     check_settings,
     has_vision_tower,
+    release_words,
     serve_command,
     vision_parameters,
     vllm_budget,
 )
 from sizing.calculators.vllm_versions import (
-    CUDAGRAPH_SWITCH,
     SKIP_TOWER_FLAG,
+    VllmRelease,
     VllmVersion,
-    cudagraph_estimate_for,
     parse_version,
 )
 from sizing.engine_support import (
@@ -68,9 +68,10 @@ from sizing.units import GIB, gib_number
 
 from . import llamacpp_capacity, sglang_capacity
 from .messages import error_words, form_errors
-from .parameters import BY_NAME, ENGINE_VERSION
+from .parameters import BY_NAME
 from .query import Conflict, NotFound, QueryError, normalize_query
 from .typed_numbers import TypedDecimalField, TypedIntegerField
+from .vllm_release import clean_release, release_from, release_refusals
 
 ENGINES = [("vllm", "vLLM"), ("sglang", "SGLang"), ("llamacpp", "llama.cpp"), ("ollama", "Ollama")]
 GGUF_ENGINES = ("llamacpp", "ollama")
@@ -83,14 +84,12 @@ GGUF_KV_TYPES = {"16": "f16", "8": "q8_0", **{name: name for name in KV_CACHE_TY
 FLASH_ATTENTION = {"on": True, "off": False}
 KV_CACHE_WORDS = _("Choose the KV cache: 16 or 8 bits, or a cache type (f16, fp8, q8_0, q4_0…).")
 # What only one engine reads: named to the other, it is refused rather than ignored.
-VLLM_ONLY = ("precision", "gpu_memory_utilization", "max_num_batched_tokens", "max_num_seqs",
-             "engine_version", "cudagraph_estimate", "skip_vision_tower")
+VLLM_ONLY = ("precision", "gpu_memory_utilization", "max_num_batched_tokens", "max_num_seqs")
 GGUF_ONLY = ("quantization", "flash_attention", "parallel", "gpu_layers")
 SGLANG_ONLY = ("mem_fraction_static",)
 # What SGLang does not read of the others' settings (parallel is its --max-running-requests).
 NOT_SGLANG = ("gpu_memory_utilization", "max_num_batched_tokens", "max_num_seqs", "quantization",
-              "flash_attention", "gpu_layers", "engine_version", "cudagraph_estimate", "skip_vision_tower")
-ON_OFF = {"on": True, "off": False}
+              "flash_attention", "gpu_layers")
 CAPACITY_DEFAULTS = {
     "model": "llama-3-1-8b",
     "precision": "16",
@@ -154,15 +153,9 @@ class CapacityForm(forms.Form):
                                      label=_("Sequences per step (max_num_seqs)"),
                                      error_messages=error_words("max_num_seqs"))
     # vLLM's release and the switches whose default it sets (`sizing.calculators.vllm_versions`).
-    engine_version = ENGINE_VERSION.form_field()
-    cudagraph_estimate = forms.ChoiceField(
-        choices=[("", "—"), ("on", _("on")), ("off", _("off"))], required=False,
-        label=_("CUDA graphs' estimate inside the budget (vLLM 0.21 on; empty: the release's default)"),
-        error_messages={"invalid_choice": _("The CUDA graphs' estimate is on or off.")})
-    skip_vision_tower = forms.ChoiceField(
-        choices=[("", "—"), ("on", _("on")), ("off", _("off"))], required=False,
-        label=_("Skip the vision tower (every modality limit 0)"),
-        error_messages={"invalid_choice": _("Skipping the vision tower is on or off.")})
+    engine_version = BY_NAME["engine_version"].form_field()
+    cudagraph_estimate = BY_NAME["cudagraph_estimate"].form_field()
+    skip_vision_tower = BY_NAME["skip_vision_tower"].form_field()
     # llama.cpp and Ollama
     quantization = forms.CharField(max_length=20, required=False,
                                    label=_("GGUF quant type (llama.cpp, Ollama)"))
@@ -189,20 +182,9 @@ class CapacityForm(forms.Form):
             if isinstance(field, TypedDecimalField | TypedIntegerField):
                 field.language = number_language
 
-    def clean_engine_version(self) -> VllmVersion:
-        try:
-            return parse_version(self.cleaned_data.get("engine_version"))
-        except SizingError as error:
-            raise forms.ValidationError(error.message, code="invalid") from error
-
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
-        version, asked = cleaned.get("engine_version"), cleaned.get("cudagraph_estimate")
-        if isinstance(version, VllmVersion) and asked:
-            try:
-                cudagraph_estimate_for(version, ON_OFF[asked])
-            except SizingError as error:
-                self.add_error("cudagraph_estimate", error.message)
+        clean_release(self)  # the release and its switch, as the wizard's query reads them
         return cleaned
 
 
@@ -274,7 +256,7 @@ def engine_refusals(cleaned: dict, asked: dict) -> dict[str, str]:
     """The settings asked that the chosen engine does not read, and a KV cache it does not store, by
     field: said, never silently ignored. `asked`: the values the request named (not the defaults)."""
     engine = cleaned.get("engine")
-    refusals: dict[str, str] = {}
+    refusals: dict[str, str] = release_refusals(engine, asked)
     if engine != SGLANG:
         for name in SGLANG_ONLY:
             if asked.get(name) not in (None, ""):
@@ -383,10 +365,13 @@ def query_from(cleaned: dict) -> CapacityQuery:
         tensor_parallel=cleaned["tensor_parallel"], pipeline_parallel=cleaned["pipeline_parallel"],
         gpu_memory_utilization=cleaned["gpu_memory_utilization"], max_model_len=cleaned.get("max_model_len"),
         max_num_batched_tokens=cleaned["max_num_batched_tokens"], max_num_seqs=cleaned.get("max_num_seqs"),
-        engine_version=cleaned["engine_version"],
-        cudagraph_estimate=ON_OFF.get(cleaned.get("cudagraph_estimate") or ""),
-        skip_vision_tower=cleaned.get("skip_vision_tower") == "on",
+        **_release_fields(release_from(cleaned)),
     )
+
+
+def _release_fields(release: VllmRelease) -> dict[str, Any]:
+    return {"engine_version": release.version, "cudagraph_estimate": release.cudagraph_estimate,
+            "skip_vision_tower": release.skip_vision_tower}
 
 
 def _item(item) -> dict:
@@ -419,7 +404,7 @@ def capacity_for(query: CapacityQuery) -> dict:
         "model": spec.slug,
         "engine": query.engine,
         "engine_version": query.engine_version.text,
-        "engine_version_rules": version_words(budget),
+        "engine_version_rules": release_words(budget.settings),
         "fits": fits,
         "reason": reason,
         "gpu": query.gpu,
@@ -448,28 +433,6 @@ def capacity_for(query: CapacityQuery) -> dict:
         "gpu_support_text": on_gpu.words,
         "alternative": on_gpu.alternative,
     }
-
-
-def version_words(budget) -> str:
-    """Which memory the assumed release pays inside gpu_memory_utilization, in words."""
-    settings = budget.settings
-    version = settings.version
-    if version.context_inside:
-        return gettext(
-            "vLLM %(version)s (0.8.0 to 0.9.1): the CUDA context is paid inside gpu_memory_utilization, the "
-            "CUDA graphs outside it.") % {"version": version.text}
-    if settings.graphs_inside:
-        return gettext(
-            "vLLM %(version)s (0.21 on): the CUDA graphs' estimate is paid inside gpu_memory_utilization, "
-            "the CUDA context outside it; %(switch)s=0 leaves the graphs outside.") % {
-            "version": version.text, "switch": CUDAGRAPH_SWITCH}
-    if version.estimates_cudagraphs_by_default:
-        return gettext(
-            "vLLM %(version)s with %(switch)s=0: the CUDA context and the CUDA graphs live outside "
-            "gpu_memory_utilization.") % {"version": version.text, "switch": CUDAGRAPH_SWITCH}
-    return gettext(
-        "vLLM %(version)s (0.9.2 to 0.20): the CUDA context and the CUDA graphs live outside "
-        "gpu_memory_utilization.") % {"version": version.text}
 
 
 def _vision_tower(spec, budget) -> dict | None:

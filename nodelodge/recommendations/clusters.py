@@ -197,7 +197,7 @@ def clusters_for(query: WorkloadQuery, model_row, now: datetime | None = None) -
     if not sites:
         return ClusterAnswer(offers=(), total=0, over_price=0, skipped=())
     spec = catalog_rows.language_model_spec(model_row)
-    search = search_clusters(spec, *_served(query), sites)
+    search = search_clusters(spec, *_served(query), sites, release=query.vllm_release)
     shown, total, broken = search.cheapest(preferences_for(query), MAX_CLUSTERS)
     # The machines' ids for the provider and booking limits: read for the clusters shown only.
     offers = tuple(
@@ -224,7 +224,7 @@ def cluster_does_not_hold(query: WorkloadQuery, model_row, *, gpu_type: str, gpu
     try:
         need = cluster_need(spec, *_served(query),
                             gpus_per_machine=gpus_per_machine, machines=machines,
-                            usable_bytes=usable_mib * MIB)
+                            usable_bytes=usable_mib * MIB, release=query.vllm_release)
     except SizingError as error:
         return error.message
     if need.fits:
@@ -254,7 +254,7 @@ def cluster_offer_of(query: WorkloadQuery, model_row, machine_ids: list[int]) ->
         return gettext("These machines do not form a cluster: each must exist, may join one, and all must be "
                        "identical machines of one provider at one site.")
     spec = catalog_rows.language_model_spec(model_row)
-    plan = plan_of(spec, *_served(query), site)
+    plan = plan_of(spec, *_served(query), site, release=query.vllm_release)
     if isinstance(plan, str):
         return plan
     (plan,) = with_machines([plan])  # site_of has just read every one of them

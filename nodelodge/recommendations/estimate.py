@@ -41,6 +41,7 @@ def estimate_for(
             training=query.training,
             engine=query.engine,
             quantization=query.quantization or None,
+            vllm_release=query.vllm_release,
         )
     except SizingError as error:  # the form checked each value alone: this one does not suit the rest
         raise Conflict({error.field: error.message}) from error

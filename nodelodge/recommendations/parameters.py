@@ -180,6 +180,9 @@ KV_CACHE_PRECISIONS = [("16", _("16-bit (default)")), ("8", _("8-bit (vLLM fp8 K
 ENGINE_CHOICES = [("transformers", _("transformers (default)")), ("vllm", _("vLLM")), ("sglang", "SGLang"),
                   ("llamacpp", "llama.cpp"), ("ollama", "Ollama")]
 DEFAULT_KV_BITS = 16
+ON_OFF_CHOICES = [("", "—"), ("on", _("on")), ("off", _("off"))]
+# The inputs only vLLM reads (`vllm_release_refusals`).
+VLLM_RELEASE_INPUTS = ("engine_version", "cudagraph_estimate", "skip_vision_tower")
 # Any GGUF type `sizing.gguf` sizes (llama.cpp and Ollama); empty: the precision's short form.
 QUANTIZATION_CHOICES = [("", _("From the precision (16-bit F16, 8-bit Q8_0, 4-bit Q4_K_M)"))] + [
     (quant_type, quant_type) for quant_type in QUANT_TYPES]
@@ -256,6 +259,37 @@ PARAMETERS: tuple[Parameter, ...] = (
         + ", ".join(f"{bits} {quant}" for bits, quant in PRECISION_QUANT.items()) + ").",
         cli_help="llamacpp/ollama: a GGUF quant type such as Q4_K_M, Q5_K_M, IQ4_XS or F16 "
         "(default: from --precision)",
+    ),
+    # vLLM's release and the switches whose default it sets (`sizing.calculators.vllm_versions`): read under
+    # engine=vllm only (named with another engine, refused); the GPU what-if reads the same declarations.
+    Parameter(
+        "engine_version", TEXT, label=_("vLLM version"), words=_("vLLM version"), max_length=20,
+        messages={"max_length": _("Enter the vLLM version as numbers with dots, such as 0.19.")},
+        description=f"engine=vllm only: vLLM's release, {VLLM_OLDEST} to {VLLM_VERSION} (empty: "
+        f"{VLLM_VERSION}, the current stable release): before 0.9.2 the CUDA context is paid inside "
+        "gpu_memory_utilization; from 0.21 the CUDA graphs' estimate is (cudagraph_estimate=off, vLLM's "
+        "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0, leaves them outside). The answer names the version it "
+        "assumed.",
+        cli_help=f"vllm: release, e.g. 0.19 or 0.9.2 (default: {VLLM_VERSION})",
+    ),
+    Parameter(
+        "cudagraph_estimate", CHOICE, label=_(
+            "CUDA graphs' estimate inside the budget (vLLM 0.21 on; empty: the release's default)"),
+        words=_("CUDA graphs' estimate"), choices=tuple(ON_OFF_CHOICES),
+        messages={"invalid_choice": _("The CUDA graphs' estimate is on or off.")},
+        description="engine=vllm from 0.21 only: on (the default) counts the CUDA graphs' estimate inside "
+        "gpu_memory_utilization; off is vLLM's VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0 (set on each "
+        "command). Before 0.21 the graphs are outside the budget (on is refused).",
+        cli_help="vllm 0.21 on: on or off (off: VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0)",
+    ),
+    Parameter(
+        "skip_vision_tower", CHOICE, label=_("Skip the vision tower (every modality limit 0)"),
+        words=_("Skip the vision tower"), choices=tuple(ON_OFF_CHOICES),
+        messages={"invalid_choice": _("Skipping the vision tower is on or off.")},
+        description="engine=vllm from 0.10.1, a model with a vision tower only: on leaves the tower unloaded "
+        "(--limit-mm-per-prompt '{\"image\": 0}' on each command) and its weights out of the budget; off "
+        "(the default) loads it.",
+        cli_help="vllm, a model with a vision tower: on leaves it unloaded",
     ),
     Parameter(
         "context", INTEGER, default="4096", minimum=1, maximum=MAX_CONTEXT,
@@ -507,17 +541,7 @@ PARAMETERS: tuple[Parameter, ...] = (
     ),
 )
 BY_NAME = {parameter.name: parameter for parameter in PARAMETERS}
-# vLLM's release (the GPU what-if's; `sizing.calculators.vllm_versions` checks it and says what each
-# release's budget holds).
-ENGINE_VERSION = Parameter(
-    "engine_version", TEXT, label=_("vLLM version"), words=_("vLLM version"), default=VLLM_VERSION,
-    max_length=20, messages={"max_length": _("Enter the vLLM version as numbers with dots, such as 0.19.")},
-    description=f"vLLM's release, {VLLM_OLDEST} to {VLLM_VERSION} (default {VLLM_VERSION}, the newest "
-    "known): before 0.9.2 the CUDA context is paid inside gpu_memory_utilization; from 0.21 the CUDA graphs' "
-    "estimate is (cudagraph_estimate=off, vLLM's VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0, leaves them "
-    "outside). The answer names the version it assumed.",
-    cli_help="vLLM release, e.g. 0.19 or 0.9.2 ({default})",
-)
+ENGINE_VERSION = BY_NAME["engine_version"]
 # The inputs of an estimate (the page's, /estimate and `estimate`), and of the whole answer.
 ESTIMATE_PARAMETERS = tuple(p for p in PARAMETERS if p.section in (QUERY, TRAINING))
 TRAINING_PARAMETERS = tuple(p for p in PARAMETERS if p.section == TRAINING)

@@ -21,6 +21,7 @@ from django import forms
 from django.utils.translation import gettext
 
 from sizing.calculators.vllm import DEFAULT_ENGINE
+from sizing.calculators.vllm_versions import DEFAULT_RELEASE, VllmRelease
 from sizing.countries import ALL_CODES, EU_CODE, country_hint, expand_countries
 from sizing.errors import SizingError
 from sizing.limits import MAX_COUNTRY_ITEMS
@@ -41,11 +42,13 @@ from .parameters import (  # noqa: F401 (the choices and defaults, as the query'
     PARAMETERS,
     PRECISIONS,
     TIERS,
+    VLLM_RELEASE_INPUTS,
     WORKLOAD_CHOICES,
     form_fields,
 )
 from .sorts import DEFAULT_SORT
 from .typed_numbers import TypedDecimalField, TypedIntegerField
+from .vllm_release import clean_release, release_from, release_params, release_refusals
 
 
 def default_model(code: str | None) -> str | None:
@@ -125,6 +128,14 @@ class _QueryForm(forms.Form):
         chosen = workload(cleaned.get("workload"))
         if chosen is None:
             return cleaned
+        if chosen.serves_tokens:  # vLLM's release: read under engine=vllm, refused with another engine
+            clean_release(self)
+            for name, message in release_refusals(cleaned.get("engine"), self.data).items():
+                if name not in self.errors:
+                    self.add_error(name, forms.ValidationError(message, code=CONFLICT))
+        else:  # as the engine itself, ignored by a workload that serves no tokens
+            for name in VLLM_RELEASE_INPUTS:
+                cleaned.pop(name, None)
         # A training field sent with another workload (the base format at another precision) is ignored
         # there; a value no workload takes is still refused, so a query means one thing everywhere.
         for parameter in PARAMETERS:
@@ -262,6 +273,8 @@ class WorkloadQuery:
     clusters: str = CLUSTERS_AUTO  # language-model inference: plan clusters when none fits (auto) or always
     quantization: str = ""  # llama.cpp and Ollama: a GGUF type; empty: the precision's short form
     min_reliability: Decimal | None = None  # 0 to 1, two places: the reliability a feed must report
+    # Under engine=vllm: the release asked and its switches (`vllm_release`); the current stable otherwise.
+    vllm_release: VllmRelease = DEFAULT_RELEASE
 
     @property
     def lists_by_default(self) -> bool:
@@ -284,6 +297,7 @@ class WorkloadQuery:
             "kv_cache": self.kv_bits if self.kv_bits != DEFAULT_KV_BITS else None,
             "engine": self.engine if self.engine != DEFAULT_ENGINE else None,
             "quantization": self.quantization or None,
+            **release_params(self.vllm_release),
             "clusters": self.clusters if self.clusters != CLUSTERS_AUTO else None,
             "context": self.context,
             "requests": self.requests,
@@ -351,6 +365,8 @@ class WorkloadQuery:
             engine=(data.get("engine") or DEFAULT_ENGINE) if chosen.serves_tokens else DEFAULT_ENGINE,
             clusters=(data.get("clusters") or CLUSTERS_AUTO) if chosen.serves_tokens else CLUSTERS_AUTO,
             quantization=(data.get("quantization") or "") if chosen.serves_tokens else "",
+            vllm_release=release_from(data) if chosen.serves_tokens and data.get("engine") == "vllm"
+            else DEFAULT_RELEASE,
         )
 
 

@@ -47,6 +47,8 @@ def explicit_query(query: WorkloadQuery) -> dict[str, str]:
     """The query's parameters with every default written out (a later change of a default keeps a
     watch's meaning); the list's arrangement (page, limit, grouping) left out."""
     params = query.as_params(page=None, limit=None, group=None, kv_cache=query.kv_bits, sort=query.sort)
+    if query.engine == "vllm":  # the release sized, whatever later becomes the current stable one
+        params["engine_version"] = query.vllm_release.version.text
     if query.target_tokens is not None:
         params["gpu_plans"] = "1" if query.gpu_plans else "0"
     return {key: value for key, value in params.items() if key not in LIST_ONLY}

@@ -36,6 +36,7 @@ class MemoryOut(Schema):
     items: list[ItemOut]
     assumptions: list[str]
     gguf: GgufFileOut | None = None  # engine=llamacpp or ollama: the GGUF file assumed
+    engine_version: str | None = None  # engine=vllm or sglang: the release the answer assumed
 
 
 class SpeedOut(Schema):

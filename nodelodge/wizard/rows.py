@@ -11,6 +11,7 @@ from django.urls import reverse
 from django.utils.text import capfirst
 from django.utils.translation import gettext, ngettext
 
+from nodelodge.recommendations.vllm_release import release_params
 from sizing.units import money_text
 
 from .templatetags.console import CONFIDENCE_WORDS, country_name, decimals, gib2, place_name
@@ -70,7 +71,8 @@ def what_if_query(query) -> dict[str, str] | None:
     if query.engine != "vllm" or query.workload != "inference" or not query.model_slug:
         return None
     asked = {"model": query.model_slug, "precision": query.precision, "kv_cache": query.kv_bits,
-             "engine": "vllm", "max_model_len": query.context, "max_num_seqs": query.requests}
+             "engine": "vllm", "max_model_len": query.context, "max_num_seqs": query.requests,
+             **release_params(query.vllm_release)}
     return {name: str(value) for name, value in asked.items() if value is not None}
 
 

@@ -51,6 +51,7 @@ from nodelodge.recommendations.sorts import CONFIDENCE_FILTERS, GROUPS, SORT_CHO
 from nodelodge.refresh.selectors import gpu_history_paths, gpu_type_history
 from sizing import i18n
 from sizing.calculators import gpus_for_throughput, rule_of_thumb
+from sizing.calculators.vllm import VLLM_VERSION
 from sizing.countries import country_name
 from sizing.limits import MAX_LIMIT, PAGE_MAX_LIMIT
 from sizing.training import CHOICES as TRAINING_CHOICES
@@ -270,6 +271,8 @@ def _worded_answer(request, partial: str | None, extra: dict | None) -> tuple[Ht
         "training_presets": SimpleLazyObject(lambda: training_presets(values)),
         "engines": _choices("engine"),
         "quantizations": _choices("quantization"),
+        "on_off": _choices("cudagraph_estimate"),
+        "vllm_default_version": VLLM_VERSION,
         "cluster_choices": _choices("clusters"),
         "tiers": _choices("tier"),
         # Made when the template reaches the list: the result panel alone never shows it.

@@ -21,6 +21,7 @@ from .sglang_inference import estimate_sglang
 from .speech import estimate_speech
 from .vllm import GGUF_ENGINES, check_engine
 from .vllm_inference import estimate_vllm
+from .vllm_versions import DEFAULT_RELEASE, VllmRelease
 
 # The catalog kind (as `Workload.kinds` names them) of each kind of model spec.
 KIND_OF_SPEC = {LanguageModelSpec: "language", SpeechModelSpec: "speech", ImagePipelineSpec: "image"}
@@ -37,11 +38,13 @@ def estimate(
     training: Training | None = None,
     engine: str = "transformers",
     quantization: str | None = None,
+    vllm_release: VllmRelease = DEFAULT_RELEASE,
 ) -> Breakdown:
     """Errors name this function's own inputs: a fine-tuning sequence length is reported as "context",
     a batch size or audio stream count as "requests", so a form can put the message on its field.
     `training` (how a fine-tune is run) is read by the fine-tuning workload only; others ignore it.
     `quantization` (a GGUF type) is read by llama.cpp and Ollama only: asked of another engine, refused.
+    `vllm_release` (the vLLM release and its switches) is read under vLLM only.
     """
     chosen = workload_named(workload) if isinstance(workload, str) else None
     if chosen is None:
@@ -86,7 +89,7 @@ def estimate(
     if engine == "sglang":
         return estimate_sglang(language_model, precision, context, requests, kv_bits)
     if check_engine(engine) == "vllm":
-        return estimate_vllm(language_model, precision, context, requests, kv_bits)
+        return estimate_vllm(language_model, precision, context, requests, kv_bits, release=vllm_release)
     if engine in GGUF_ENGINES:
         return estimate_llamacpp(language_model, precision, context, requests, kv_bits, engine=engine,
                                  quantization=quantization)

@@ -64,6 +64,7 @@ from .vllm_versions import (
     DEFAULT,
     SKIP_TOWER_FLAG,
     SKIP_TOWER_FROM,
+    VllmRelease,
     VllmVersion,
     cudagraph_estimate_for,
 )
@@ -133,6 +134,11 @@ class VllmSettings:
     # VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0 (0.21 on).
     cudagraph_estimate: bool | None = None
     skip_vision_tower: bool = False  # every modality limit 0: the vision tower is not loaded
+
+    @property
+    def release(self) -> VllmRelease:
+        """The release and switches these settings were asked with."""
+        return VllmRelease(self.version, self.cudagraph_estimate, self.skip_vision_tower)
 
     @property
     def graphs_inside(self) -> bool:
@@ -374,6 +380,28 @@ def check_settings(model: LanguageModelSpec, settings: VllmSettings) -> None:
                 "%(model)s handles at most %(maximum)s tokens; max_model_len %(tokens)s is above that limit."
             ) % {"model": model.name, "maximum": fmt_int(longest),
                  "tokens": fmt_int(settings.max_model_len)})
+
+
+def release_words(settings: VllmSettings) -> str:
+    """Which memory the assumed release pays inside gpu_memory_utilization, in words (the what-if's answer
+    and the wizard's breakdown)."""
+    version = settings.version
+    if version.context_inside:
+        return gettext(
+            "vLLM %(version)s (0.8.0 to 0.9.1): the CUDA context is paid inside gpu_memory_utilization, the "
+            "CUDA graphs outside it.") % {"version": version.text}
+    if settings.graphs_inside:
+        return gettext(
+            "vLLM %(version)s (0.21 on): the CUDA graphs' estimate is paid inside gpu_memory_utilization, "
+            "the CUDA context outside it; %(switch)s=0 leaves the graphs outside.") % {
+            "version": version.text, "switch": CUDAGRAPH_SWITCH}
+    if version.estimates_cudagraphs_by_default:
+        return gettext(
+            "vLLM %(version)s with %(switch)s=0: the CUDA context and the CUDA graphs live outside "
+            "gpu_memory_utilization.") % {"version": version.text, "switch": CUDAGRAPH_SWITCH}
+    return gettext(
+        "vLLM %(version)s (0.9.2 to 0.20): the CUDA context and the CUDA graphs live outside "
+        "gpu_memory_utilization.") % {"version": version.text}
 
 
 def has_vision_tower(model: LanguageModelSpec) -> bool:

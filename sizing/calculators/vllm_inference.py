@@ -18,16 +18,15 @@ from .checks import check_inference_inputs
 from .inference_words import yarn_words
 from .vllm import (
     BLOCK_SIZE,
-    CUDA_CONTEXT_BYTES,
-    CUDA_GRAPH_BYTES,
     DEFAULT_UTILIZATION,
     DRIVER_RESERVED_BYTES,
     NCCL_BYTES,
     VllmBudget,
     VllmSettings,
+    release_words,
     vllm_budget,
 )
-from .vllm_versions import WIZARD as WIZARD_VLLM
+from .vllm_versions import DEFAULT_RELEASE, SKIP_TOWER_FLAG, VllmRelease
 
 # The machine the wizard sizes for is not known yet: the settings' GPU memory only bounds the check.
 _ANY_GPU = 1024 * GIB
@@ -45,12 +44,13 @@ class VllmBreakdown(Breakdown):
     kv_bits: int = 16
     context: int = 0
     requests: int = 0
+    release: VllmRelease = DEFAULT_RELEASE  # the vLLM release asked and its switches
 
     def budget(self, gpus: int) -> VllmBudget:
         # estimate_vllm sets the model and the precision (they default only as the dataclass requires)
         spec, precision = cast(LanguageModelSpec, self.spec), cast(int, self.precision)
         return vllm_budget(spec, precision, self.kv_bits, VllmSettings(
-            version=WIZARD_VLLM,
+            **self.release.settings(),  # type: ignore[arg-type]
             gpu_memory_bytes=_ANY_GPU, tensor_parallel=gpus, gpu_memory_utilization=self.utilization,
             max_model_len=self.context, max_num_seqs=self.requests,
         ))
@@ -78,14 +78,15 @@ class VllmBreakdown(Breakdown):
 
 
 def estimate_vllm(model: LanguageModelSpec, precision: int, context: int, requests: int, kv_bits: int = 16,
-                  utilization: Fraction = DEFAULT_UTILIZATION) -> VllmBreakdown:
+                  utilization: Fraction = DEFAULT_UTILIZATION,
+                  release: VllmRelease = DEFAULT_RELEASE) -> VllmBreakdown:
     """vLLM's budget on one GPU for `requests` requests of `context` tokens, item by item; the last item
     is what gpu_memory_utilization leaves outside the budget on a GPU that just holds it."""
     precision, context, requests, kv_bits = check_inference_inputs(  # as the transformers estimate's
         model, precision, context, requests, kv_bits)
     shell = VllmBreakdown(workload="inference", title="", items=(), assumptions=(), precision=precision,
                           splittable_over_heads=model.attention_heads, spec=model, utilization=utilization,
-                          kv_bits=kv_bits, context=context, requests=requests)
+                          kv_bits=kv_bits, context=context, requests=requests, release=release)
     budget = shell.budget(1)
     kv = budget.kv_cache_item(context, requests)
     inside = [
@@ -130,10 +131,11 @@ def estimate_vllm(model: LanguageModelSpec, precision: int, context: int, reques
         splittable_over_heads=model.attention_heads,
         inputs={"model": model.slug, "model_name": model.name, "precision": precision, "context": context,
                 "requests": requests, "kv_bits": kv_bits, "engine": "vllm",
-                "engine_version": WIZARD_VLLM.text, "gpu_memory_utilization": float(utilization)},
+                "engine_version": release.version.text, "gpu_memory_utilization": float(utilization)},
         spec=model, utilization=utilization, kv_bits=kv_bits, context=context, requests=requests,
+        release=release,
         capacity=Capacity(model, precision, kv_bits, context, requests, engine="vllm",
-                          utilization=utilization),
+                          utilization=utilization, release=release),
     )
 
 
@@ -145,29 +147,30 @@ def vllm_words(model: LanguageModelSpec, budget: VllmBudget, utilization: Fracti
             "of max_num_batched_tokens (%(batched)s, chunked prefill) and one sampler step, and gives the "
             "KV cache what is left of gpu_memory_utilization (%(utilization)s) × the GPU's memory. A machine "
             "fits when this need is within that share of its memory."
-        ) % {"version": WIZARD_VLLM.text, "batched": fmt_int(budget.settings.max_num_batched_tokens),
+        ) % {"version": budget.settings.version.text,
+             "batched": fmt_int(budget.settings.max_num_batched_tokens),
              "utilization": general_number(float(utilization), 4)},
         gettext(
             "The KV cache is held in blocks of %(block)s tokens per layer; a request takes whole blocks. "
             "Sliding-window layers keep their window plus one prefill step and one spare block."
         ) % {"block": BLOCK_SIZE},
-        gettext(
-            "The CUDA context and the CUDA graphs live outside the budget, in what gpu_memory_utilization "
-            "leaves free (about %(context)s and %(graphs)s per GPU): raise the utilization only while they "
-            "still fit there."
-        ) % {"context": fmt_gib(CUDA_CONTEXT_BYTES), "graphs": fmt_gib(CUDA_GRAPH_BYTES)},
+        release_words(budget.settings),
         gettext(
             "Split over n GPUs (tensor parallelism), the weights and the KV heads divide by n (a KV head is "
             "copied when there are fewer than GPUs) and each GPU adds %(nccl)s of NCCL and all-reduce "
             "buffers."
         ) % {"nccl": fmt_gib(NCCL_BYTES)},
     ]
+    if budget.settings.skip_vision_tower:
+        words.append(gettext(
+            "The vision tower is not loaded (%(flag)s): the weights are the language model's."
+        ) % {"flag": SKIP_TOWER_FLAG})
     words.append(gettext(
         "Between versions: the V0 engine (before 0.8) profiled a whole prefill of max_num_seqs × "
         "max_model_len unless chunked prefill was on, so its activation peak grew with the context; V1 "
-        "always prefills in chunks. Whether the CUDA-graph pool counts inside the budget has moved between "
-        "releases (%(version)s leaves it outside)."
-    ) % {"version": WIZARD_VLLM.text})
+        "always prefills in chunks. Which of the CUDA context and the CUDA-graph pool count inside the "
+        "budget has moved at 0.9.2 and 0.21 (engine_version chooses the release)."
+    ))
     native = native_format_of(model)
     if native is not None and native.key == "mxfp4" and budget.precision == native.bits:
         words.append(gettext(

@@ -113,9 +113,6 @@ def _malformed() -> str:
 
 
 DEFAULT = parse_version(DEFAULT_VERSION)
-# The wizard's machine rows, clusters and breakdown follow the release their figures were held against
-# (the 11 start-up logs of 0.19) until the workload query carries the version; each answer names it.
-WIZARD = parse_version("0.19")
 
 
 def cudagraph_estimate_for(version: VllmVersion, asked: bool | None,
@@ -130,3 +127,21 @@ def cudagraph_estimate_for(version: VllmVersion, asked: bool | None,
             "the budget is the default from 0.21 (%(switch)s=0 turns it off)."
         ) % {"version": version.text, "switch": CUDAGRAPH_SWITCH})
     return asked
+
+
+@dataclass(frozen=True)
+class VllmRelease:
+    """The vLLM release a query asks for and the switches whose default it sets: what the wizard's
+    breakdown, its machine rows, clusters and watches size vLLM under (the GPU what-if reads the same)."""
+
+    version: VllmVersion = DEFAULT
+    cudagraph_estimate: bool | None = None  # None: the release's default (`cudagraph_estimate_for`)
+    skip_vision_tower: bool = False  # every modality limit 0 (`vllm.check_skip_vision_tower`)
+
+    def settings(self) -> dict[str, object]:
+        """The `VllmSettings` fields this release sets."""
+        return {"version": self.version, "cudagraph_estimate": self.cudagraph_estimate,
+                "skip_vision_tower": self.skip_vision_tower}
+
+
+DEFAULT_RELEASE = VllmRelease()

@@ -11,6 +11,7 @@ from nodelodge.watches import evaluation, services
 from nodelodge.watches.evaluation import evaluate_watches
 from nodelodge.watches.models import Firing, Watch
 from nodelodge.watches.services import WatchError, WatchRequest, create_watch
+from sizing.calculators.vllm_versions import DEFAULT_VERSION
 from tests.factories import make_user
 from tests.helpers import LLAMA_8B
 
@@ -290,3 +291,43 @@ def test_a_check_with_nothing_asked_meanwhile_queues_nothing(catalog, monkeypatc
     outcome = tasks.evaluate_watches()
 
     assert outcome["rounds"] == 1 and queued == [] and cache.get(tasks.AGAIN_KEY) is None
+
+
+def test_a_vllm_watch_is_sized_on_its_release_and_keeps_it_written_out(catalog):
+    # 4 requests of 112,128 tokens fit one H100 under vLLM 0.19, not under the current stable release,
+    # which pays its CUDA graphs' estimate (1 GiB) inside gpu_memory_utilization.
+    asked = {**QUERY, "engine": "vllm", "context": "112128", "requests": "4"}
+    old = watch(query={**asked, "engine_version": "0.19"})
+    current = watch(query=asked)
+    assert old.query["engine_version"] == "0.19"
+    assert current.query["engine_version"] == DEFAULT_VERSION  # a later default keeps its meaning
+    catalog.machine()
+
+    evaluation_result = evaluate_watches(now=timezone.now() + timedelta(minutes=1))
+
+    assert [Firing.objects.get(pk=pk).watch_id for pk in evaluation_result.fired] == [old.pk]
+
+
+def test_the_migration_keeps_a_saved_vllm_watch_on_the_release_it_was_sized_on(db):
+    """On both databases (a JSON lookup on the saved query)."""
+    from django.db import connection
+    from django.db.migrations.executor import MigrationExecutor
+
+    from tests.helpers import migrate
+
+    old = migrate([("watches", "0003_below_median")])
+    try:
+        OldWatch = old.get_model("watches", "Watch")
+        owner = make_user()
+        vllm = {**QUERY, "engine": "vllm", "kv_cache": "16", "sort": "price"}
+        saved, plain = (
+            OldWatch.objects.create(owner_id=owner.pk, query=query, query_key=services.query_key(query),
+                                    secret=f"s{index}", feed_token=f"f{index}", unsubscribe_token=f"u{index}")
+            for index, query in enumerate((vllm, QUERY)))
+    finally:
+        migrate(MigrationExecutor(connection).loader.graph.leaf_nodes("watches"))
+    kept = Watch.objects.get(pk=saved.pk)
+    assert kept.query == {**vllm, "engine_version": "0.19"}
+    assert kept.query_key == services.query_key(kept.query) and "engine_version=0.19" in kept.query_key
+    assert Watch.objects.get(pk=plain.pk).query == QUERY
+    assert services.watch_query(kept).vllm_release.version.text == "0.19"

@@ -7,7 +7,7 @@ from decimal import Decimal
 
 import pytest
 
-from tests.sizing.test_cluster_plan import llama_405b_16_bit_per_gpu
+from tests.sizing.test_cluster_plan import at_current_release, llama_405b_16_bit_per_gpu
 
 pytestmark = pytest.mark.django_db
 
@@ -31,7 +31,7 @@ def test_the_panels_link_opens_the_cheapest_clusters_page_with_its_items_command
     assert response.status_code == 200
     page = response.content.decode()
     assert "<h1>2 × (8 × H100 SXM 80GB) at" in page
-    assert "TP 8 × PP 2: 51.08 of 71.27 GiB per GPU (vLLM's budget), $40.00 per hour" in page
+    assert "TP 8 × PP 2: 52.08 of 71.27 GiB per GPU (vLLM's budget), $40.00 per hour" in page
     assert "Model weights as loaded:" in page and "Communication buffers:" in page
     assert "vllm serve meta-llama/Llama-3.1-405B --tensor-parallel-size 8" in page and "--pipeline-parallel-size 2" in page
     assert "--tp 16 --nnodes 2 --node-rank 1" in page
@@ -42,14 +42,14 @@ def test_the_panels_link_opens_the_cheapest_clusters_page_with_its_items_command
 
 ITEM_NAMES = {"weights": "Model weights as loaded", "kv": "KV cache (vLLM blocks)",
               "activation": "Activation peak (profiling step)", "non_torch": "Memory outside PyTorch",
-              "communication": "Communication buffers"}
+              "cuda_graphs": "CUDA graphs (estimated inside the budget)", "communication": "Communication buffers"}
 
 
 def test_the_items_are_the_hand_checked_per_gpu_figures(client, h100_site):
     page = client.get(address(h100_site[:2])).content.decode()
     items = re.findall(r'<li>([^:<]+): <strong class="nowrap">([0-9.]+) GiB</strong>', page)
     expected = [(ITEM_NAMES[key], f"{Decimal(value) / 2**30:.2f}")
-                for key, value in llama_405b_16_bit_per_gpu(2).items()]
+                for key, value in at_current_release(llama_405b_16_bit_per_gpu(2)).items()]
     assert items == expected
 
 
@@ -77,7 +77,7 @@ def test_the_german_page(client, h100_site):
     link = panel_link(client, prefix="/de/")
     assert link.startswith("/de/cluster/?")
     page = client.get(link).content.decode()
-    assert "TP 8 × PP 2: 51,08 von 71,27 GiB pro GPU (vLLM-Budget)" in page
+    assert "TP 8 × PP 2: 52,08 von 71,27 GiB pro GPU (vLLM-Budget)" in page
     assert "Zurück zur Antwort" in page and "--pipeline-parallel-size 2" in page
 
 

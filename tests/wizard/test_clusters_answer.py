@@ -20,7 +20,12 @@ from sizing.preferences import preference_breaks
 from sizing.reasons import BREAK_BUDGET
 from sizing.units import MIB
 from tests.helpers import LLAMA_8B
-from tests.sizing.test_cluster_plan import LLAMA_405B, deepseek_per_gpu, llama_405b_16_bit_per_gpu
+from tests.sizing.test_cluster_plan import (
+    LLAMA_405B,
+    at_current_release,
+    deepseek_per_gpu,
+    llama_405b_16_bit_per_gpu,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -42,10 +47,11 @@ def test_llama_405b_in_16_bit_fits_no_machine_and_gets_two_8_x_h100_at_tp_8_pp_2
     assert (cluster["tensor_parallel"], cluster["pipeline_parallel"]) == (8, 2)
     assert (cluster["provider"], cluster["site"], cluster["country"]) == ("Harbor Compute", "iad-1", "US")
     assert cluster["price_per_hour"] == "40.00"
-    by_hand = llama_405b_16_bit_per_gpu(2)
+    # Sized under the current stable vLLM (the query names no release): its CUDA graphs' estimate inside.
+    by_hand = at_current_release(llama_405b_16_bit_per_gpu(2))
     assert [item["bytes"] for item in cluster["items"]] == list(by_hand.values())
     assert cluster["need_per_gpu_bytes"] == sum(by_hand.values())
-    assert cluster["need_per_gpu_gib"] == 51.08 and cluster["budget_per_gpu_gib"] == 71.27
+    assert cluster["need_per_gpu_gib"] == 52.08 and cluster["budget_per_gpu_gib"] == 71.27
     assert cluster["confidence"] == "low" and cluster["confidence_reasons"]
     assert cluster["vllm_commands"][2].startswith(
         "vllm serve meta-llama/Llama-3.1-405B --tensor-parallel-size 8 --pipeline-parallel-size 2")
@@ -59,9 +65,9 @@ def test_deepseek_v3_in_16_bit_two_8_x_h200_or_three_8_x_h100_cheapest_first(cli
     assert body["machines_total"] == 0
     h200, h100 = body["clusters"]
     assert (h200["gpu_type"], h200["pipeline_parallel"], h200["price_per_hour"]) == ("H200", 2, "56.00")
-    assert [item["bytes"] for item in h200["items"]] == list(deepseek_per_gpu(16, 2).values())
+    assert [item["bytes"] for item in h200["items"]] == list(at_current_release(deepseek_per_gpu(16, 2)).values())
     assert (h100["gpu_type"], h100["pipeline_parallel"], h100["price_per_hour"]) == ("H100 SXM 80GB", 3, "64.00")
-    assert [item["bytes"] for item in h100["items"]] == list(deepseek_per_gpu(16, 3).values())
+    assert [item["bytes"] for item in h100["items"]] == list(at_current_release(deepseek_per_gpu(16, 3)).values())
     assert h100["layers_per_stage"] == [20, 21, 20]
     assert h100["sglang_commands"] == [] and "128" in h100["sglang_note"]
     assert body["clusters_total"] == 2
@@ -194,7 +200,7 @@ def test_the_page_shows_the_clusters_with_their_launch_button_and_a_link_to_thei
     page = client.get(f"/?{LLAMA_405B_8K}").content.decode()
     assert 'data-testid="clusters"' in page and 'data-testid="cluster-row"' in page
     assert "2 × (8 × H100 SXM 80GB)" in page and "TP 8 × PP 2" in page
-    assert "51.08 of 71.27 GiB" in page
+    assert "52.08 of 71.27 GiB" in page
     # The details (items, commands) are loaded when a cluster is opened, or followed by its link.
     assert "ray start" not in page
     detail = re.search(r'<a href="(/cluster/\?[^"]+)" data-testid="cluster-detail-link"', page).group(1)
@@ -210,7 +216,7 @@ def test_the_page_shows_the_clusters_with_their_launch_button_and_a_link_to_thei
 
 def test_the_page_in_german_names_the_clusters(client, h100_site):
     page = client.get(f"/de/?{LLAMA_405B_8K}").content.decode()
-    assert "51,08 von 71,27 GiB" in page and "TP 8 × PP 2" in page and "Cluster aus Maschinen" in page
+    assert "52,08 von 71,27 GiB" in page and "TP 8 × PP 2" in page and "Cluster aus Maschinen" in page
 
 
 def test_reading_the_machines_alone_plans_no_cluster(h100_site):

@@ -12,8 +12,10 @@ from tests.helpers import LLAMA_8B
 pytestmark = pytest.mark.django_db
 
 VLLM = LLAMA_8B + "&engine=vllm"
+# The current stable release (0.21 on) pays its CUDA graphs' estimate inside gpu_memory_utilization.
 VLLM_ITEMS = ["Model weights as loaded", "Activation peak (profiling step)", "Memory outside PyTorch",
-              "KV cache (vLLM blocks)", "Outside gpu_memory_utilization", "Kept by the driver from CUDA"]
+              "CUDA graphs (estimated inside the budget)", "KV cache (vLLM blocks)",
+              "Outside gpu_memory_utilization", "Kept by the driver from CUDA"]
 
 
 def get_json(client, path, query, **headers):
@@ -33,10 +35,11 @@ def test_under_vllm_the_estimate_is_the_engines_budget_item_by_item(client, smal
     assert status == 200
     assert [item["name"] for item in body["items"]] == VLLM_ITEMS
     assert "vLLM" in body["title"]
-    kv = body["items"][3]
+    assert body["items"][3]["bytes"] == 2**30  # the CUDA graphs' estimate, 1 GiB per GPU
+    kv = body["items"][4]
     assert kv["formula"].startswith("1 request × 256 blocks of 16 tokens")
     assert kv["bytes"] == 256 * 16 * 2 * 32 * 8 * 128 * 2
-    inside = sum(item["bytes"] for item in body["items"][:4])
+    inside = sum(item["bytes"] for item in body["items"][:5])
     # the need over gpu_memory_utilization 0.9, and what the driver keeps from CUDA (469 MiB)
     assert body["total_bytes"] == -(-inside * 10 // 9) + 469 * 2**20
 

@@ -9,6 +9,7 @@ from django.core.management.base import BaseCommand
 from nodelodge.recommendations.estimate import estimate_for
 from nodelodge.recommendations.parameters import INTEGER, TRAINING_PARAMETERS
 from nodelodge.recommendations.query import QueryError, with_defaults
+from nodelodge.recommendations.vllm_release import read_release, release_refusals
 from sizing.calculators import estimate
 from sizing.errors import SizingError
 from sizing.specs import LanguageModelSpec
@@ -70,6 +71,10 @@ class Command(BaseCommand):
             intermediate_size=options.get("intermediate_size"),
             vocab_size=options.get("vocab_size"),
         )
+        engine = values.get("engine") or "transformers"
+        refused = release_refusals(engine, values)
+        if refused:
+            fail(self, refused)
         try:
             return estimate(
                 values["workload"],
@@ -83,7 +88,8 @@ class Command(BaseCommand):
                     p.name: _int_or_none(values.get(p.name), p.name) if p.kind == INTEGER else values[p.name]
                     for p in TRAINING_PARAMETERS
                 })),
-                engine=values.get("engine") or "transformers",
+                engine=engine,
+                vllm_release=read_release(values),
             )
         except SizingError as error:
             fail(self, {error.field: error.message})
