@@ -258,15 +258,32 @@ def _need_at(query: WorkloadQuery, field_name: str, value: int, breakdown: Break
 
 def _refined(query: WorkloadQuery, breakdown: Breakdown, model_row, largest, now: datetime):
     """Under vLLM, each size hint's halving raised to the largest figure a GPU type holds between it and
-    the next halving up, where the fleet has a machine for it (one more counting query)."""
+    the next halving up, where the fleet has a machine for it (one more counting query). A GPU type
+    holds more when asked at its own figure than at the asked one (the profiling step shrinks with
+    `max_num_seqs` and `max_model_len`), so each figure is asked again at itself, up to
+    `SETTLE_STEPS` times, and the figure it settles at is weighed too."""
     held = _held_by_shapes(query, breakdown)
-    between = []
+    needs: dict[tuple[str, int], Breakdown] = {}
     for field_name, (value, _machines, _cheapest) in largest.items():
         ceiling = min(2 * value, getattr(query, field_name))
-        for figure in sorted((f for f in held.get(field_name, ()) if value < f < ceiling), reverse=True):
-            need = _need_at(query, field_name, figure, breakdown, model_row)
-            if need is not None:
-                between.append((field_name, figure, need))
+        for figure, gpus, memory_bytes in held.get(field_name, ()):
+            for _ in range(SETTLE_STEPS):
+                if not value <= figure < ceiling:
+                    break
+                need = needs.get((field_name, figure))
+                need = need or _need_at(query, field_name, figure, breakdown, model_row)
+                if need is None:
+                    break
+                needs[field_name, figure] = need
+                capacity = getattr(need, "capacity", None)
+                if capacity is None:
+                    break
+                again = getattr(capacity.on_machine(gpus, memory_bytes), HELD[field_name])
+                if again <= figure:
+                    break
+                figure = again
+    between = [(field_name, figure, need) for (field_name, figure), need in sorted(
+        needs.items(), key=lambda item: (item[0][0], -item[0][1]))]
     if not between:
         return largest
     return {**largest, **fleet.fleet_reader().largest_that_fit(query, between, now)}
@@ -274,22 +291,27 @@ def _refined(query: WorkloadQuery, breakdown: Breakdown, model_row, largest, now
 
 # The GPU counts a what-if shape splits over (tensor parallelism within one machine).
 SHAPE_GPUS = (1, 2, 4, 8)
+# What a machine holds of each size field, as its row says it.
+HELD = {"context": "max_context_at_requests", "requests": "max_requests_at_context"}
+# How many times a size hint's figure is asked again at itself (it settles in one or two).
+SETTLE_STEPS = 3
 
 
-def _held_by_shapes(query: WorkloadQuery, breakdown: Breakdown) -> dict[str, list[int]]:
+def _held_by_shapes(query: WorkloadQuery, breakdown: Breakdown) -> dict[str, list[tuple[int, int, int]]]:
     """Under vLLM, what each of the catalog's GPU types holds at 1, 2, 4 or 8 GPUs: the longest context
     at the asked requests and the most requests at the asked context, as the machine rows say them
-    (`sizing.capacity`). They refine the halvings, so an empty answer names the largest figure a machine
-    holds, not only the largest halving (the transformers estimate keeps its halvings)."""
+    (`sizing.capacity`), each with its shape (figure, GPUs, memory per GPU in bytes), largest first.
+    They refine the halvings, so an empty answer names the largest figure a machine holds, not only
+    the largest halving (the transformers estimate keeps its halvings)."""
     capacity = getattr(breakdown, "capacity", None)
     if query.engine != "vllm" or capacity is None:
         return {}
-    contexts, requests = set(), set()
+    shapes: dict[str, set[tuple[int, int, int]]] = {"context": set(), "requests": set()}
     for memory_mib in catalog_rows.gpu_memory_sizes():
         for gpus in SHAPE_GPUS:
             if not breakdown.can_split_over(gpus):
                 continue
             held = capacity.on_machine(gpus, memory_mib * MIB)
-            contexts.add(held.max_context_at_requests)
-            requests.add(held.max_requests_at_context)
-    return {"context": sorted(contexts, reverse=True), "requests": sorted(requests, reverse=True)}
+            for field_name, attribute in HELD.items():
+                shapes[field_name].add((getattr(held, attribute), gpus, memory_mib * MIB))
+    return {field_name: sorted(found, reverse=True) for field_name, found in shapes.items()}
