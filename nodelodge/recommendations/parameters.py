@@ -392,7 +392,8 @@ PARAMETERS: tuple[Parameter, ...] = (
         description="on_demand (default): every machine at its listed price, as a row always was; "
         "interruptible: a machine also offered interruptible is priced at the cheaper of its listed and "
         "interruptible prices (it can be taken back); any: a reserved price counts too. Rows are cheapest "
-        "first at the price used, the max price and budget are judged on it, and each row names its market.",
+        "first at the price used, the max price and budget are judged on it, and each row names its market; "
+        "Launch books that market. Clusters and throughput plans keep every machine's listed price.",
         cli_help="on_demand (default), interruptible or any: the markets a machine's price may come from",
     ),
     Parameter(
