@@ -28,7 +28,6 @@ from catalog.models import Machine
 from sizing import fit as sizing_fit
 from sizing.breakdown import Breakdown
 from sizing.cluster_sites import ClusterSite
-from sizing.markets import DEFAULT_MARKET
 from sizing.matching import ALTERNATIVES_SHOWN, Recommendation, recommend, recommend_counted
 from sizing.offers import Preferences, TierChoice
 from sizing.reasons import OFFLINE, STALE
@@ -80,6 +79,7 @@ def fleet_query(
         alternatives_shown=alternatives_shown,
         lower_shown=lower_shown,
         min_reliability=query.min_reliability,
+        market=query.market,
     )
 
 
@@ -155,20 +155,11 @@ class FleetReader(Protocol):
         preferences per cluster, `sizing.cluster_search.ClusterSearch.cheapest`)."""
 
 
-def counted_market(query: WorkloadQuery) -> bool:
-    """Whether the kept counts can answer `query`: they keep each machine's listed price, the price of
-    every answer on demand only (the default); a query that lets in another market's price is answered
-    by the engine over the machines (`EveryMachine`)."""
-    return query.market == DEFAULT_MARKET
-
-
 class KeptCounts:
-    """PostgreSQL: the counts the database keeps, and only the machines an answer shows. Queries whose
-    market preference lets in a price the counts do not keep go to the engine (`counted_market`)."""
+    """PostgreSQL: the counts the database keeps, and only the machines an answer shows (under every
+    market preference: the counts keep each machine's price under each choice)."""
 
     def recommend(self, query, breakdown, lower, now, machines_shown, extra_ids=()):
-        if not counted_market(query):
-            return EVERY_MACHINE.recommend(query, breakdown, lower, now, machines_shown, extra_ids)
         lower_order = sorted(lower, reverse=True)
         fleet = catalog_fleet.counted_fleet(
             fleet_query(
@@ -200,8 +191,6 @@ class KeptCounts:
         return recommendation, {"newest": fleet.newest, "oldest": fleet.oldest}
 
     def meeting(self, query, breakdown, now):
-        if not counted_market(query):
-            return EVERY_MACHINE.meeting(query, breakdown, now)
         fleet = catalog_fleet.counted_fleet(fleet_query(query, [breakdown], now))
         return fleet.counted.fitting, fleet.cheapest_meeting.get(0)
 
@@ -215,29 +204,11 @@ class KeptCounts:
                 found.append((total, countries[0][1] if countries else None))
         return found
 
-    def _by_engine(self, asked, counted, engine):
-        """`counted(the queries the kept counts answer)` and `engine(the others)`, back in `asked`'s order."""
-        kept = [index for index, (query, _breakdown) in enumerate(asked) if counted_market(query)]
-        found: list = [None] * len(asked)
-        answers = counted([asked[index] for index in kept]) if kept else []
-        for index, answer in zip(kept, answers, strict=True):
-            found[index] = answer
-        counted_at = set(kept)
-        others = [index for index in range(len(asked)) if index not in counted_at]
-        for index, answer in zip(others, engine([asked[index] for index in others]), strict=True):
-            found[index] = answer
-        return found
-
     def meeting_by_country(self, query, breakdown, now):
         return self.meeting_by_country_many([(query, breakdown)], now)[0]
 
     def meeting_by_country_many(self, asked, now):
-        """One counting statement answers them all (those on demand only; the engine the others)."""
-        if not all(counted_market(query) for query, _breakdown in asked):
-            return self._by_engine(
-                asked, lambda some: self.meeting_by_country_many(some, now),
-                lambda some: EVERY_MACHINE.meeting_by_country_many(some, now),
-            )
+        """One counting statement answers them all."""
         every = catalog_countries.meeting_by_country_many(
             [fleet_query(query, [breakdown], now) for query, breakdown in asked]
         )
@@ -255,8 +226,6 @@ class KeptCounts:
         found: LargestFits = {}
         if not smaller:
             return found
-        if not counted_market(query):
-            return EVERY_MACHINE.largest_that_fit(query, smaller, now)
         fleet = catalog_fleet.counted_fleet(fleet_query(query, [need for _, _, need in smaller], now))
         counted = fleet.counted
         for index, (field_name, value, _) in enumerate(smaller):

@@ -3,8 +3,8 @@ a machine is priced at the cheapest of its listed price and the markets the choi
 cheapest first at that price, the max price and the budget are judged on it, and each row names the
 market of its price; Launch books that market. The default answers exactly as before markets were a
 choice. The cheapest interruptible row and the cheapest on-demand row of one query are both reachable,
-to the cent. On both databases (PostgreSQL answers other markets through the engine over the machines,
-`nodelodge.recommendations.fleet.counted_market`; SQLite always does)."""
+to the cent. On both databases (PostgreSQL from the kept counts at each machine's price under the
+choice, SQLite by the engine over the machines)."""
 from __future__ import annotations
 
 import json
