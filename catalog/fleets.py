@@ -84,6 +84,25 @@ def _at_cluster_site(machine: Machine) -> Machine:
     return machine
 
 
+# About one Community on-demand machine in INTERRUPTIBLE_PRICE_ONE_IN is offered interruptible too, at
+# INTERRUPTIBLE_SHARE of its listed price (as a listing that is interruptible only is priced), so the
+# market preference has something to choose in generated fleets. Drawn from the machine's id, not the
+# fleet's random sequence, so every other figure of the fleet is what it was.
+INTERRUPTIBLE_PRICE_ONE_IN = 3
+INTERRUPTIBLE_SHARE = Decimal("0.6")
+
+
+def interruptible_price_for(
+    machine_id: str, tier: str, interruptible: bool, price: Decimal
+) -> Decimal | None:
+    """The interruptible price a generated machine is offered at besides its listed one (None: none)."""
+    if tier != "community" or interruptible:
+        return None
+    if zlib.crc32(f"interruptible:{machine_id}".encode()) % INTERRUPTIBLE_PRICE_ONE_IN:
+        return None
+    return max((price * INTERRUPTIBLE_SHARE).quantize(Decimal("0.001")), Decimal("0.01"))
+
+
 @dataclass(frozen=True)
 class _ProviderPlan:
     provider: Provider
@@ -151,6 +170,9 @@ def _random_machine(
         memory_flag=flag, country=country, region=region, price_per_gpu_hour=price,
         interruptible=interruptible, booking_limit_hours=booking_limit, is_available=is_available,
         last_seen_at=now, gone_at=None,
+        interruptible_price_per_gpu_hour=interruptible_price_for(
+            machine_id, plan.provider.tier, interruptible, price
+        ),
     )
 
 

@@ -8,7 +8,8 @@ from decimal import Decimal
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
-from django.db.models import Q
+from django.db.models import Case, F, GeneratedField, Q, When
+from django.db.models.functions import Coalesce, Least
 
 from catalog.cluster_rule import cluster_index_condition
 from catalog.gguf_files import gguf_files_problem
@@ -19,6 +20,8 @@ from sizing.engine_support import FAMILIES, architecture_problem
 from sizing.errors import SizingError
 from sizing.fit import MAX_GPUS_PER_MACHINE
 from sizing.markets import (
+    ANY_MARKET,
+    INTERRUPTIBLE,
     MarketPrice,
     interruptible_price,
     market_prices,
@@ -422,6 +425,19 @@ MARKET_FIELDS = (
 )
 
 
+def market_price_expression(choice: str):
+    """The price per GPU-hour of a machine under the market `choice` (`sizing.markets.priced_in`), as a
+    database expression: the listed price, or a cheaper one of the markets the choice lets in (a tie
+    keeps the listed price, the same figure). A machine listed interruptible is offered at its listed
+    price alone; a reserved price comes with its term (the table's check)."""
+    listed = F("price_per_gpu_hour")
+    spot = Case(When(interruptible=False, then=F("interruptible_price_per_gpu_hour")))
+    allowed = [Coalesce(spot, listed)]
+    if choice == ANY_MARKET:
+        allowed.append(Coalesce(F("reserved_price_per_gpu_hour"), listed))
+    return Least(listed, *allowed, output_field=models.DecimalField(max_digits=10, decimal_places=4))
+
+
 class Machine(models.Model):
     class MemorySource(models.TextChoices):
         DATACENTER = "datacenter", "Datacenter"
@@ -526,6 +542,17 @@ class Machine(models.Model):
         null=True, blank=True,
         validators=[MinValueValidator(1, message="Reserved term must be at least one day.")],
         help_text="The term the reserved price is paid for, in days.",
+    )
+    # The price per GPU-hour a machine is listed at under each market preference besides on demand only
+    # (`sizing.markets.priced_in`), kept by the database so the fleet counts and the band walks read and
+    # index it as they do the listed price. See `market_price_expression`.
+    interruptible_allowed_price = GeneratedField(
+        expression=market_price_expression(INTERRUPTIBLE),
+        output_field=models.DecimalField(max_digits=10, decimal_places=4), db_persist=True,
+    )
+    any_market_price = GeneratedField(
+        expression=market_price_expression(ANY_MARKET),
+        output_field=models.DecimalField(max_digits=10, decimal_places=4), db_persist=True,
     )
     # Reliability and stock as the feed gives them; never estimated (empty = not reported).
     reliability = models.DecimalField(

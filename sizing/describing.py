@@ -11,7 +11,7 @@ from . import wording
 from .breakdown import Breakdown
 from .confidence import confidence
 from .engine_support import SGLANG, VLLM, alternative_words, gpu_architecture, refusal_words
-from .markets import offer_markets, terms_text
+from .markets import INTERRUPTIBLE, offer_markets, terms_text
 from .offers import MachineOffer, MeasuredSpeed, Preferences
 from .results import MarketRow, RecommendedMachine
 from .speeds import price_per_million_tokens, speed_for
@@ -29,15 +29,19 @@ def serves_tokens(breakdown: Breakdown) -> bool:
     return capabilities is not None and capabilities.serves_tokens
 
 
-def machine_price_per_million(breakdown: Breakdown, offer: MachineOffer) -> Decimal | None:
+def machine_price_per_million(
+    breakdown: Breakdown, offer: MachineOffer, price_per_gpu_hour: Decimal | None = None
+) -> Decimal | None:
     """The price per million tokens at the speed measured on this machine for the model and
-    precision sized; None without one (or where tokens do not apply)."""
+    precision sized, at the price used (`price_per_gpu_hour`, default the listed price); None without
+    one (or where tokens do not apply)."""
     if not serves_tokens(breakdown) or not offer.measured_speeds:
         return None
     speed = speed_for(offer.measured_speeds, breakdown.inputs.get("model"), breakdown.precision)
     if speed is None:
         return None
-    return price_per_million_tokens(offer.price_per_gpu_hour, speed.value, speed.gpus)
+    price = offer.price_per_gpu_hour if price_per_gpu_hour is None else price_per_gpu_hour
+    return price_per_million_tokens(price, speed.value, speed.gpus)
 
 
 
@@ -62,12 +66,16 @@ class Describer:
             ("confidence", offer.memory_source, offer.memory_flag, fit),
             lambda: confidence(self.breakdown, offer, fit),
         )
-        limit_key = (offer.memory_source, offer.memory_flag, offer.tier, offer.interruptible,
+        # A machine priced in the interruptible market can be taken back, listed so or not.
+        interruptible = candidate.market == INTERRUPTIBLE
+        limit_key = (offer.memory_source, offer.memory_flag, offer.tier, interruptible,
                      offer.booking_limit_hours, fit)
         return RecommendedMachine(
             offer=offer,
             fit=fit,
             hourly_price=candidate.hourly_price,
+            market=candidate.market,
+            price_per_gpu_hour=candidate.price_per_gpu_hour,
             budget_covers=self._cached(
                 ("budget", candidate.hourly_price, offer.booking_limit_hours),
                 lambda: wording.budget_cover(
@@ -77,12 +85,14 @@ class Describer:
             why_it_fits=self._cached(
                 ("why", offer.memory_source, offer.free_gpus, fit), lambda: wording.why_it_fits(offer, fit)
             ),
-            limits=self._cached(("limits", *limit_key), lambda: wording.limits(offer, fit)),
+            limits=self._cached(("limits", *limit_key), lambda: wording.limits(offer, fit, interruptible)),
             confidence=level,
             confidence_reasons=tuple(reasons),
             measured_speed=self._speeds(offer),
             serves_tokens=serves_tokens(self.breakdown),
-            price_per_million_tokens=machine_price_per_million(self.breakdown, offer),
+            price_per_million_tokens=machine_price_per_million(
+                self.breakdown, offer, candidate.price_per_gpu_hour
+            ),
             **self._cached(("capacity", fit.gpus_used, fit.memory_per_gpu_bytes, offer.gpu_type,
                             offer.gpu_architecture, offer.gpu_compute_capability),
                            lambda: self._capacity(fit, offer)),

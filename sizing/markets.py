@@ -26,6 +26,17 @@ INTERRUPTIBLE = "interruptible"
 RESERVED = "reserved"
 MARKETS: tuple[str, ...] = (ON_DEMAND, INTERRUPTIBLE, RESERVED)
 
+# The wizard's `market` preference (issue 44): which markets a row's price may come from. On demand only
+# (the default) prices every machine at its listed price, as before markets were a choice (a machine
+# listed interruptible is offered there alone); interruptible allowed prices a machine at the cheaper of
+# its listed and interruptible prices; any lets a reserved price in too.
+ANY_MARKET = "any"
+MARKET_CHOICES: tuple[str, ...] = (ON_DEMAND, INTERRUPTIBLE, ANY_MARKET)
+DEFAULT_MARKET = ON_DEMAND
+_ALLOWED_BESIDES_LISTED = {
+    ON_DEMAND: (), INTERRUPTIBLE: (INTERRUPTIBLE,), ANY_MARKET: (INTERRUPTIBLE, RESERVED),
+}
+
 # Stock levels a feed may report (`catalog.models.Machine.stock`); "" = the feed does not say.
 STOCK_LEVELS: tuple[str, ...] = ("high", "medium", "low", "in_stock", "out")
 
@@ -79,6 +90,18 @@ def market_prices(
     if reserved_price_per_gpu_hour is not None and reserved_term_days is not None:
         found.append(MarketPrice(RESERVED, reserved_price_per_gpu_hour, term_days=reserved_term_days))
     return tuple(found)
+
+
+def priced_in(prices: tuple[MarketPrice, ...], choice: str) -> MarketPrice:
+    """The market a machine is priced in under the user's market `choice`, of its `prices` (`market_prices`,
+    whose first is always the listed price's): the listed price's, or a cheaper one of the markets the
+    choice lets in; on a tie the listed price's (then `MARKETS`' order)."""
+    allowed = _ALLOWED_BESIDES_LISTED[choice]
+    best = prices[0]
+    for price in prices[1:]:
+        if price.market in allowed and price.price_per_gpu_hour < best.price_per_gpu_hour:
+            best = price
+    return best
 
 
 def market_problems(
@@ -157,6 +180,15 @@ def offer_markets(offer: MachineOffer) -> tuple[MarketPrice, ...]:
         reserved_price_per_gpu_hour=offer.reserved_price_per_gpu_hour,
         reserved_term_days=offer.reserved_term_days,
     )
+
+
+def offer_price(offer: MachineOffer, choice: str) -> tuple[str, Decimal]:
+    """(market, price per GPU-hour) a machine on offer is priced at under the market `choice`
+    (`priced_in`); on demand only reads the listed price alone, as every answer did before."""
+    if choice == DEFAULT_MARKET:
+        return (INTERRUPTIBLE if offer.interruptible else ON_DEMAND), offer.price_per_gpu_hour
+    chosen = priced_in(offer_markets(offer), choice)
+    return chosen.market, chosen.price_per_gpu_hour
 
 
 def market_name(market: str) -> str:

@@ -24,6 +24,7 @@ from .availability import GONE, unavailable_reason
 from .breakdown import Breakdown
 from .describing import Describer, machine_price_per_million
 from .fit import Fit, FitPlanner
+from .markets import offer_price
 from .offers import MachineOffer, Preferences
 from .preferences import breaks_checker, order_key
 from .reasons import BREAK_REASON, EXCLUDED_REASONS, LISTED_WHEN_CHOSEN, TOO_SMALL
@@ -85,20 +86,34 @@ class _Candidate(NamedTuple):
     fit: Fit
     hourly_price: Decimal
     breaks: tuple[str, ...]
+    # The market of the price used (`sizing.markets.offer_price`) and its price per GPU-hour.
+    market: str
+    price_per_gpu_hour: Decimal
 
 
 _by_sort_key = itemgetter(0)
 
 
+def price_key(hourly_price: Decimal, offer: MachineOffer, price_per_gpu_hour: Decimal) -> tuple[object, ...]:
+    """The listing order's key of a machine priced at `price_per_gpu_hour` in the market chosen (its
+    listed price unless the market preference lets a cheaper one in)."""
+    key = order_key(hourly_price, offer)
+    if price_per_gpu_hour != offer.price_per_gpu_hour:
+        return (hourly_price, price_per_gpu_hour, *key[2:])
+    return key
+
+
 def sort_key_for(breakdown: Breakdown, preferences: Preferences, offer: MachineOffer,
-                 hourly_price: Decimal) -> tuple[object, ...]:
+                 hourly_price: Decimal, price_per_gpu_hour: Decimal | None = None) -> tuple[object, ...]:
     """The order machines are listed in: cheapest per hour (the default), or, when the user sorts by
     price per million tokens, machines with a measured speed by that price first, then the others
-    cheapest per hour; ties as the default order."""
-    key = order_key(hourly_price, offer)
+    cheapest per hour; ties as the default order. `price_per_gpu_hour`: the price used (default the
+    listed price)."""
+    price = offer.price_per_gpu_hour if price_per_gpu_hour is None else price_per_gpu_hour
+    key = price_key(hourly_price, offer, price)
     if preferences.sort != SORT_PRICE_PER_MILLION:
         return key
-    per_million = machine_price_per_million(breakdown, offer)
+    per_million = machine_price_per_million(breakdown, offer, price)
     return (per_million is None, per_million or Decimal(0), *key)
 
 
@@ -106,15 +121,17 @@ def _candidates(planner: FitPlanner, offers: Iterable[MachineOffer],
                 preferences: Preferences) -> Iterator[_Candidate | None]:
     """Every offer that fits, as a candidate; None for one that does not."""
     preference_breaks = breaks_checker(preferences)
+    market_choice = preferences.market
     for offer in offers:
         fit = planner.fit(cast(int, offer.memory_per_gpu_mib), offer.free_gpus)  # available: memory known
         if fit is None:
             yield None
             continue
-        hourly_price = offer.price_per_gpu_hour * fit.gpus_used
+        market, price = offer_price(offer, market_choice)
+        hourly_price = price * fit.gpus_used
         breaks = preference_breaks(offer, hourly_price)
-        key = sort_key_for(planner.breakdown, preferences, offer, hourly_price)
-        yield _Candidate(key, offer, fit, hourly_price, breaks)
+        key = sort_key_for(planner.breakdown, preferences, offer, hourly_price, price)
+        yield _Candidate(key, offer, fit, hourly_price, breaks, market, price)
 
 
 def _classify(
@@ -153,7 +170,7 @@ def _count_meeting_all(
 
 
 def _hourly_key(candidate: _Candidate) -> tuple[object, ...]:
-    return order_key(candidate.hourly_price, candidate.offer)
+    return price_key(candidate.hourly_price, candidate.offer, candidate.price_per_gpu_hour)
 
 
 def _excluded_start(excluded_before: Mapping[str, int] | None) -> dict[str, int]:

@@ -89,6 +89,9 @@ class Preferences:
     tier: TierChoice = "both"
     # The lowest reliability (0 to 1, two places) a machine's feed must report; None = any, reported or not.
     min_reliability: Decimal | None = None
+    # The markets a machine's price may come from (`sizing.markets.MARKET_CHOICES`): "on_demand" (the listed
+    # price, as before markets were a choice), "interruptible" (allowed) or "any" (reserved too).
+    market: str = "on_demand"
     countries: frozenset[str] | None = None  # expanded ISO codes; None = anywhere
     countries_input: tuple[str, ...] = ()  # as the user typed them (e.g. "EU"), for display
     sort: str = "price"  # "price" (cheapest per hour first) or "price_per_million_tokens"

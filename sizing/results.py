@@ -66,6 +66,10 @@ class RecommendedMachine:
     alternative: RunnableAlternative | None = None
     # Every market the machine is offered in (`sizing.markets`), in the markets' order.
     markets: tuple[MarketRow, ...] = ()
+    # The market of the price used (`hourly_price` is this price per GPU-hour times the GPUs used): the
+    # listed price's unless the market preference let a cheaper one in (`sizing.markets.offer_price`).
+    market: str = "on_demand"
+    price_per_gpu_hour: Decimal | None = None  # None: the listed price
     # Under llama.cpp or Ollama: the GGUF type and file the row assumes, and whether that file is published.
     quantization: str | None = None
     gguf_file: str | None = None
@@ -145,8 +149,14 @@ def machine_row(machine: RecommendedMachine, words: SharedWords | None = None) -
             words, ("country", offer.country), lambda: country_name(offer.country) if offer.country else None
         ),
         "region": offer.region,
-        "price_per_gpu_hour": money_string(offer.price_per_gpu_hour),
+        # The price used, in the market named beside it (the listed price unless the market preference
+        # let a cheaper one in; every market's price is under "markets").
+        "price_per_gpu_hour": money_string(
+            offer.price_per_gpu_hour if machine.price_per_gpu_hour is None else machine.price_per_gpu_hour
+        ),
         "price_per_hour": money_string(machine.hourly_price),
+        "market": machine.market,
+        "market_text": _shared(words, ("market", machine.market), lambda: market_name(machine.market)),
         "budget_hours": float(cover.hours) if cover and cover.hours is not None else None,
         "budget_days": float(cover.days) if cover and cover.days is not None else None,
         "budget_text": cover.text if cover else None,

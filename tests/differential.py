@@ -2,7 +2,7 @@
 every machine the catalog may offer (the ORM reads them), whatever path the wizard took to answer."""
 import random
 
-from catalog.models import GpuType
+from catalog.models import GpuType, Machine
 from nodelodge.recommendations import fleet
 from nodelodge.recommendations.estimate import estimate_for
 from nodelodge.recommendations.query import WorkloadQuery, WorkloadQueryForm
@@ -34,6 +34,11 @@ PREFERENCES = [
     "&max_price=0.3&tier=community&countries=DE,FR,US",
     "&limit=3",
     "&max_price=10&budget=6.67",
+    # The market preference: the counts and walks at each machine's price under the choice.
+    "&market=interruptible",
+    "&market=any&max_price=1.5&budget=3",
+    "&market=interruptible&tier=community&budget=0.9",
+    "&market=any&countries=DE,FR,US&max_price=0.3",
 ]
 
 
@@ -73,5 +78,28 @@ def engine_over_every_machine(query: WorkloadQuery, now, rng: random.Random) -> 
 
 
 def random_fleet(rng: random.Random, machines: int, now) -> None:
-    """factories.random_fleet with memories at every fit threshold of QUERIES."""
+    """factories.random_fleet with memories at every fit threshold of QUERIES, and market terms besides
+    the listed prices (`with_market_terms`)."""
     factories.random_fleet(rng, machines, now, memory_pool())
+    with_market_terms(Machine.objects.all())
+
+
+def with_market_terms(machines) -> None:
+    """Gives `machines` markets besides their listed prices: a listing that is interruptible keeps its
+    listed price there; about half the others are offered interruptible too, and about one in three has
+    a reserved term, at prices cheaper or dearer than the listed one. Drawn apart from the fleet's
+    sequence (seeded by the machine's id at its provider), so every other figure is what it was."""
+    changed = []
+    for machine in machines.order_by("pk"):
+        draw = random.Random(f"markets:{machine.provider_machine_id}")
+        if machine.interruptible:
+            machine.interruptible_price_per_gpu_hour = machine.price_per_gpu_hour
+        elif draw.random() < 0.5:
+            machine.interruptible_price_per_gpu_hour = draw.choice(factories.PRICES)
+        if draw.random() < 0.3:
+            machine.reserved_price_per_gpu_hour = draw.choice(factories.PRICES)
+            machine.reserved_term_days = 30
+        changed.append(machine)
+    Machine.objects.bulk_update(
+        changed, ["interruptible_price_per_gpu_hour", "reserved_price_per_gpu_hour", "reserved_term_days"]
+    )

@@ -115,7 +115,7 @@ def _probe(query: FleetQuery, prefix: str, shared: _SharedChecks) -> tuple[str, 
     it would use there; how many of its machines count; the values, named after `prefix`). The fit
     and the countries come from `shared`."""
     gpus = shared.gpus(query.fits[0])
-    params: dict = {}
+    params: dict = {f"{prefix}_market": query.market}
     # The kept counts hold prices in units; a shape's cheapest machine on the GPUs it would use.
     meets, meets_values = named(*preferences_sql.meets_sql(
         query, f"m.prices[1] * {gpus}",
@@ -136,4 +136,6 @@ def _probe(query: FleetQuery, prefix: str, shared: _SharedChecks) -> tuple[str, 
     inside = ""
     if query.countries is not None:
         inside = f" AND {shared.in_countries(frozenset(query.countries))}"
-    return f"{gpus} IS NOT NULL{inside} AND {meets}", gpus, counted, params
+    # The rows of the query's market preference alone (each machine is counted once per choice).
+    market = f"m.{fleet_counts.MARKET} = %({prefix}_market)s"
+    return f"{market} AND {gpus} IS NOT NULL{inside} AND {meets}", gpus, counted, params

@@ -116,7 +116,7 @@ class KeptCounts:
     def groups(self, query, status_sql, status_params, memory_edges, price_edges) -> list[CountRow]:
         sql, params = fleet_counts.grouped_sql(
             status_sql, status_params, memory_edges, price_edges, availability.SCREENED,
-            by_reliability=query.min_reliability is not None,
+            by_reliability=query.min_reliability is not None, market=query.market,
         )
         with database.reads().cursor() as cursor:
             fleet_counts.merge_pending(cursor)

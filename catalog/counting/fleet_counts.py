@@ -47,8 +47,10 @@ from catalog import availability, preferences
 from catalog.counting import availability_sql, folding, preferences_sql
 from catalog.counting.layout import layout
 from catalog.counting.params import named
+from catalog.market_columns import MARKET_PRICE_COLUMNS
 from sizing.availability import BEFORE_CUTOFF, OUTSIDE, RULE
 from sizing.limits import PRICE_UNITS  # price_per_gpu_hour has 4 places: integers of 1/10,000
+from sizing.markets import DEFAULT_MARKET
 from sizing.preferences import MACHINE_FIELDS, RELIABILITY_PLACES
 
 SHAPES = "catalog_fleetshape"
@@ -71,7 +73,14 @@ COLUMN_TYPES = {
     "free_gpus": "smallint",
     "tier": "varchar(10)",
     "reliability": f"numeric({RELIABILITY_PLACES + 1},{RELIABILITY_PLACES})",
+    "market": "varchar(13)",
 }
+# Each machine is counted once per market preference (`sizing.markets.MARKET_CHOICES`), at its price
+# under that choice (the column of `catalog.models.MARKET_PRICE_COLUMNS`): a shape's row is of one
+# choice (`market`), and every reader reads the rows of the query's choice alone. The counts are three
+# times as many rows, whatever the number of machines; an answer reads the same number of them under
+# every choice.
+MARKET = "market"
 # The preferences' columns the shape keeps otherwise than the machine has them (SQL over `m`).
 KEPT_AS = {
     "reliability": f"(floor(m.reliability * {10 ** RELIABILITY_PLACES}) / {10 ** RELIABILITY_PLACES})"
@@ -93,7 +102,7 @@ def key_columns() -> list[str]:
         column = availability.COLUMNS[check.field]
         if column not in columns:
             columns.append(column)
-    return columns + [c for c in EXTRA_COLUMNS if c not in columns]
+    return columns + [c for c in EXTRA_COLUMNS if c not in columns] + [MARKET]
 
 
 def _projection() -> tuple[list[str], str]:
@@ -117,7 +126,11 @@ def _projection() -> tuple[list[str], str]:
             earlier.append(f"({fails})")
     for column in EXTRA_COLUMNS:
         exprs.setdefault(column, unless_failed(KEPT_AS.get(column, f"m.{column}"), "NULL"))
-    price = unless_failed(f"(m.price_per_gpu_hour * {PRICE_UNITS})::bigint", "0")
+    exprs[MARKET] = f"k.{MARKET}"
+    by_choice = " ".join(
+        f"WHEN '{choice}' THEN m.{column}" for choice, column in MARKET_PRICE_COLUMNS.items()
+    )
+    price = unless_failed(f"(CASE k.{MARKET} {by_choice} END * {PRICE_UNITS})::bigint", "0")
     return [exprs[column] for column in key_columns()], price
 
 
@@ -135,11 +148,13 @@ def _delta_select(source: str) -> str:
     """SELECT of (shape, key columns..., price, n) over `source`, rows of catalog_machine plus n."""
     columns = key_columns()
     exprs, price = _projection()
+    choices = ", ".join(f"('{choice}')" for choice in MARKET_PRICE_COLUMNS)
     projected = ", ".join(f"{expr} AS {column}" for expr, column in zip(exprs, columns, strict=True))
     plain = ", ".join(f"p.{c}" for c in columns)
     return (
         f"SELECT {_shape_text('p')} AS shape, {plain}, p.price, SUM(p.n)::integer AS n "  # nosec B608
         f"FROM (SELECT {projected}, {price} AS price, m.n FROM ({source}) AS m "
+        f"CROSS JOIN (VALUES {choices}) AS k({MARKET}) "
         f"WHERE {availability_sql.in_fleet_sql()}) AS p "
         f"GROUP BY {plain}, p.price HAVING SUM(p.n) <> 0"
     )
@@ -341,16 +356,18 @@ def seen_microseconds(timestamp_sql: str) -> str:
 
 def grouped_sql(
     status_sql: str, status_params: list, memory_edges: Sequence[int], price_edges: Sequence[Decimal],
-    screened: int, by_reliability: bool = False,
+    screened: int, by_reliability: bool = False, market: str = DEFAULT_MARKET,
 ) -> tuple[str, dict]:
     """The counting query over the shapes, with the columns of the scan it replaces: status, tier,
     memory bucket, free GPUs, [price bucket], machines, cheapest price, most memory, newest and
     oldest sighting, dearest price, reliability (as kept, rounded down; grouped by only where
-    `by_reliability`: a minimum reliability is chosen, else NULL). The price bucket of a price is the
+    `by_reliability`: a minimum reliability is chosen, else NULL), at the prices of the `market`
+    preference. The price bucket of a price is the
     number of `price_edges` at or below it, as `width_bucket` gives it over the machines."""
     status, params = named(status_sql, status_params, "status")
     reliability = "m.reliability" if by_reliability else "NULL::numeric"
     params["memory_edges"] = list(memory_edges) or [0]
+    params["market"] = market
     head = (
         f"{status} AS status, m.tier, "
         "width_bucket(m.memory_per_gpu_mib::bigint, %(memory_edges)s::bigint[]) AS memory_bucket, m.free_gpus"
@@ -361,7 +378,8 @@ def grouped_sql(
             f"SELECT {head}, SUM(m.cum[cardinality(m.cum)]), MIN(m.prices[1]), "  # nosec B608
             f"MAX(m.memory_per_gpu_mib), {seen_microseconds('MAX(m.last_seen_at)')}, "
             f"{seen_microseconds('MIN(m.last_seen_at)')}, "
-            f"MAX(m.prices[cardinality(m.prices)]), {reliability} FROM {SHAPES} m GROUP BY 1, 2, 3, 4, 11"
+            f"MAX(m.prices[cardinality(m.prices)]), {reliability} FROM {SHAPES} m "
+            f"WHERE m.{MARKET} = %(market)s GROUP BY 1, 2, 3, 4, 11"
         )
         return sql, params
     # A row's prices fall in the bands from that of its cheapest price to that of its dearest (the
@@ -386,7 +404,7 @@ def grouped_sql(
         "width_bucket(s.prices[cardinality(s.prices)], %(price_edges)s::bigint[]) ELSE 0 END AS last_band "
         f"FROM (SELECT {head}, m.memory_per_gpu_mib, m.last_seen_at, m.prices, m.cum, "
         f"{reliability} AS reliability "
-        f"FROM {SHAPES} m OFFSET 0) AS s OFFSET 0) AS s"
+        f"FROM {SHAPES} m WHERE m.{MARKET} = %(market)s OFFSET 0) AS s OFFSET 0) AS s"
     )
     searches = ", ".join(
         f"width_bucket(%(below_edge_{number})s::bigint, s.prices)" for number in range(len(edge_units))
@@ -420,17 +438,18 @@ def count_at_price_sql(
 ) -> tuple[str, dict]:
     """Machines the rule lets through, of the tier `settings` chooses (any without one), whose hourly
     price on the GPUs they would use (`gpus_sql`, NULL when the workload does not fit) is exactly
-    `hourly`."""
+    `hourly`, at the prices of the market preference `settings.market`."""
     status, params = named(status_sql, status_params, "status")
     gpus, gpus_values = named(gpus_sql, gpus_params, "fit")
     tier, tier_values = named(*preferences_sql.tier_sql(settings), "tier")
     params |= gpus_values | tier_values
     params["hourly"] = to_units(hourly)
+    params["market"] = settings.market
     sql = (
         "SELECT coalesce(SUM(coalesce(m.cum[width_bucket(t.p, m.prices)], 0) "  # nosec B608
         "- coalesce(m.cum[width_bucket(t.p - 1, m.prices)], 0)), 0) "
         f"FROM {SHAPES} m CROSS JOIN LATERAL (SELECT %(hourly)s::bigint / g.gpus AS p "
         f"FROM (SELECT {gpus} AS gpus) AS g WHERE %(hourly)s::bigint %% g.gpus = 0) AS t "
-        f"WHERE {status} = {int(screened)} AND {tier}"
+        f"WHERE m.{MARKET} = %(market)s AND {status} = {int(screened)} AND {tier}"
     )
     return sql, params

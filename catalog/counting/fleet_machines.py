@@ -8,6 +8,7 @@ from decimal import Decimal
 from catalog import availability, database, rows
 from catalog.counting import availability_sql, fit_sql, fleet_counts, preferences_sql
 from catalog.counting.fleet_query import FleetQuery
+from catalog.market_columns import MARKET_PRICE_COLUMNS
 from sizing import offers
 from sizing.preferences import HOURLY_PRICE
 
@@ -22,14 +23,20 @@ PROVIDER_PLACE = (
     'array_position((SELECT array_agg(p.id ORDER BY p.name COLLATE "C") FROM catalog_provider p), '
     "m.provider_id)"
 )
-# The listing order's columns in a band's walk (its hourly price follows its price per GPU-hour)
-# and in the merge of the walks.
-WALK_ORDER = {
-    "price_per_gpu_hour": "m.price_per_gpu_hour",
-    "provider": PROVIDER_PLACE,
-    "provider_machine_id": 'm.provider_machine_id COLLATE "C"',
-    "id": "m.id",
-}
+
+
+def walk_order(price: str) -> dict[str, str]:
+    """The listing order's columns in a band's walk (its hourly price follows its price per GPU-hour,
+    `price`: the column of the query's market preference)."""
+    return {
+        "price_per_gpu_hour": price,
+        "provider": PROVIDER_PLACE,
+        "provider_machine_id": 'm.provider_machine_id COLLATE "C"',
+        "id": "m.id",
+    }
+
+
+# The listing order's columns in the merge of the walks.
 MERGED_ORDER = {
     "hourly_price": "hourly", "price_per_gpu_hour": "price", "provider": "provider",
     "provider_machine_id": "machine", "id": "id",
@@ -58,11 +65,11 @@ def band_prices(
         parts.append(
             f"SELECT {int(number)} AS band, u.p FROM {fleet_counts.SHAPES} m "  # noqa: S608  # nosec B608
             "CROSS JOIN LATERAL unnest(m.prices) AS u(p) "
-            f"WHERE {status_sql} = {availability.SCREENED} AND {band_sql} "
+            f"WHERE m.{fleet_counts.MARKET} = %s AND {status_sql} = {availability.SCREENED} AND {band_sql} "
             f"AND u.p >= %s AND u.p <= %s AND {meets_sql}"
         )
-        params += [*status_params, *band_params, fleet_counts.to_units(low), fleet_counts.to_units(high),
-                   *meets_params]
+        params += [query.market, *status_params, *band_params, fleet_counts.to_units(low),
+                   fleet_counts.to_units(high), *meets_params]
     prices: dict[tuple[int, int, bool], set] = {key: set() for key in keys}
     with database.reads().cursor() as cursor:
         cursor.execute(" UNION ".join(parts), params)
@@ -115,6 +122,8 @@ def shown_ids_sql(
     countries = sorted(query.countries) if query.countries is not None else []
     by_country = " AND m.country = c.code" if 0 < len(countries) <= COUNTRY_WALKS else ""
     cheapest_bands = _cheapest_bands(query, bands)
+    # Each band walked in the price order of the query's market preference, on that price's index.
+    price = f"m.{MARKET_PRICE_COLUMNS[query.market]}"
     for (fit_index, band, meets), (cheapest_price, dearest_price) in sorted(bands.items()):
         if fit_index == 0:
             kind = 0 if meets else 1
@@ -131,23 +140,23 @@ def shown_ids_sql(
         thresholds = query.fits[fit_index]
         gpus = thresholds[band][0]
         band_sql, band_params = fit_sql.band_sql(thresholds, band)
-        meets_sql, meets_params = preferences_sql.meets_sql(query, "m.price_per_gpu_hour * %s", [gpus])
+        meets_sql, meets_params = preferences_sql.meets_sql(query, f"{price} * %s", [gpus])
         if not meets:
             meets_sql = f"NOT ({meets_sql})"
         at_prices, price_params = "", []
         if (fit_index, band, meets) in band_prices:
             # A sparse band: only the prices its machines have, each an index probe.
-            at_prices, price_params = " AND m.price_per_gpu_hour = ANY(%s::numeric[])", [
+            at_prices, price_params = f" AND {price} = ANY(%s::numeric[])", [
                 band_prices[fit_index, band, meets]
             ]
         # Fixed SQL and integers; every value is a parameter.
         walk = (
-            f"SELECT m.id, {int(kind)} AS kind, m.price_per_gpu_hour * {int(gpus)} AS hourly, "  # noqa: S608  # nosec B608
-            f"m.price_per_gpu_hour AS price, {PROVIDER_PLACE} AS provider, "
+            f"SELECT m.id, {int(kind)} AS kind, {price} * {int(gpus)} AS hourly, "  # noqa: S608  # nosec B608
+            f"{price} AS price, {PROVIDER_PLACE} AS provider, "
             'm.provider_machine_id COLLATE "C" AS machine FROM catalog_machine m '
             f"WHERE {screened} AND {band_sql} AND {meets_sql}{by_country} "
-            f"AND m.price_per_gpu_hour >= %s AND m.price_per_gpu_hour <= %s{at_prices} "
-            f"ORDER BY {preferences_sql.order_by_sql(WALK_ORDER, implied=(HOURLY_PRICE,))} "
+            f"AND {price} >= %s AND {price} <= %s{at_prices} "
+            f"ORDER BY {preferences_sql.order_by_sql(walk_order(price), implied=(HOURLY_PRICE,))} "
             f"LIMIT {int(limit)}"
         )
         walk_params = [

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
 
+from sizing.markets import DEFAULT_MARKET
+
 
 @dataclass(frozen=True)
 class FleetQuery:
@@ -23,3 +25,6 @@ class FleetQuery:
     alternatives_shown: int
     lower_shown: int = 1  # machines fetched per lower precision (the cheapest; 0 for counts alone)
     min_reliability: Decimal | None = None  # 0 to 1, two places; None: any
+    # The markets a machine's price may come from (`sizing.markets.MARKET_CHOICES`): the counts and the
+    # walks read each machine's price under this choice.
+    market: str = DEFAULT_MARKET

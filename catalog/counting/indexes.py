@@ -5,7 +5,9 @@ figures the rule checks next (memory, free GPUs) are what a walk filters on the 
 from __future__ import annotations
 
 from catalog import availability
+from catalog.market_columns import MARKET_PRICE_COLUMNS
 from sizing.availability import IS_FALSE, IS_SET, RULE
+from sizing.markets import DEFAULT_MARKET
 
 # Tests whose checks the indexes' condition holds, and the condition each passes on.
 INDEXED_TESTS = {IS_SET: "{column} IS NULL", IS_FALSE: "{column}"}
@@ -25,12 +27,18 @@ def indexed_condition() -> str:
 
 
 def install_sql() -> list[str]:
-    """The band walks' indexes: by price (any choice of countries), and by country then price (a few)."""
+    """The band walks' indexes: by price (any choice of countries), and by country then price (a few),
+    for the price of each market preference (`catalog.models.MARKET_PRICE_COLUMNS`; on demand only
+    reads the listed price, whose indexes keep their names)."""
     condition = indexed_condition()
     by_country = ", ".join(column for column in WALK_COLUMNS if column != "country")
-    return [
-        "CREATE INDEX catalog_machine_offer_cover_idx ON catalog_machine (price_per_gpu_hour) "
-        f"INCLUDE ({', '.join(WALK_COLUMNS)}) WHERE {condition}",
-        "CREATE INDEX catalog_machine_country_price_idx ON catalog_machine (country, price_per_gpu_hour) "
-        f"INCLUDE ({by_country}) WHERE {condition}",
-    ]
+    statements = []
+    for choice, price in MARKET_PRICE_COLUMNS.items():
+        prefix = "catalog_machine" if choice == DEFAULT_MARKET else f"catalog_machine_{choice}"
+        statements += [
+            f"CREATE INDEX {prefix}_offer_cover_idx ON catalog_machine ({price}) "
+            f"INCLUDE ({', '.join(WALK_COLUMNS)}) WHERE {condition}",
+            f"CREATE INDEX {prefix}_country_price_idx ON catalog_machine (country, {price}) "
+            f"INCLUDE ({by_country}) WHERE {condition}",
+        ]
+    return statements

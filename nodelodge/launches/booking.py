@@ -35,6 +35,7 @@ from .models import ALONE, Booking, LaunchGroup
 from .refusals import (
     GroupInputError,
     LaunchRefused,
+    booked_market,
     estimate_or_refuse,
     parse_query,
     refuse_machines,
@@ -168,7 +169,7 @@ def launch(
             if market and kind == ALONE:
                 machine_id = machine_ids[0]
                 refuse_market_change(market, locked[machine_id],
-                                     refuser(kind, result_url, locked[machine_id], machine_id))
+                                     refuser(kind, result_url, locked[machine_id], machine_id), query)
             return _book_locked(user, kind, pairs, locked, total, query, idempotency_key, now)
     except IntegrityError:
         # The same key committed by a concurrent request between our checks and our insert.
@@ -215,6 +216,7 @@ def _book_locked(user, kind, pairs, machines, total, query, idempotency_key, now
     bookings = []
     for machine_id, gpus in pairs:  # in the order of the ids, as locked
         machine = machines[machine_id]
+        booked = booked_market(machine, kind, query)
         # The rows are locked, so this guard cannot miss; it stays as the last word on "never below zero".
         taken = Machine.objects.filter(pk=machine_id, free_gpus__gte=gpus).update(
             free_gpus=F("free_gpus") - gpus
@@ -222,10 +224,10 @@ def _book_locked(user, kind, pairs, machines, total, query, idempotency_key, now
         if taken != 1:
             raise taken_meanwhile(machine, gpus, refuser(kind, result_url_for(query), machine, machine_id))
         bookings.append(Booking(
-            user=user, machine=machine, gpus=gpus, price_per_gpu_hour=machine.price_per_gpu_hour,
-            price_per_hour=machine.price_per_gpu_hour * gpus, workload=query.as_params(),
-            # The market of the price booked (its listed price's), the one the review names.
-            market=machine.market_prices()[0].market,
+            user=user, machine=machine, gpus=gpus, price_per_gpu_hour=booked.price_per_gpu_hour,
+            price_per_hour=booked.price_per_gpu_hour * gpus, workload=query.as_params(),
+            # The market of the price booked (the row's, by the market preference): the one the review names.
+            market=booked.market,
             result_url=result_url, hours_covered=cover.hours_of_one_booking if cover is not None else None,
             booking_limit_hours=machine.booking_limit_hours, status=Booking.Status.RUNNING,
             started_at=now, ends_at=Booking.end_for(now, machine.booking_limit_hours),

@@ -29,7 +29,7 @@ from sizing import reasons
 from sizing.availability import GONE, unavailable_reason
 from sizing.cluster_sites import can_join_cluster
 from sizing.fit import fit_on_machine
-from sizing.markets import market_name
+from sizing.markets import DEFAULT_MARKET, MarketPrice, market_name, priced_in
 from sizing.results import RecommendedMachine
 from sizing.units import money_amount, money_text
 
@@ -366,10 +366,18 @@ def _refuse_price_change(shown_price_per_hour, price_per_hour, refuse) -> None:
         )
 
 
-def refuse_market_change(shown_market: str, machine: Machine, refuse) -> None:
-    """Launch books the market its review named: a machine now listed in another (on demand become
-    interruptible, or back) is refused, whatever its price."""
-    market = machine.market_prices()[0].market
+def booked_market(machine: Machine, kind: str, query: WorkloadQuery) -> MarketPrice:
+    """The market a Launch of `machine` books, with its price: for a machine alone, the one its row was
+    priced in under the query's market preference (`sizing.markets.priced_in`: the listed price's by
+    default); a cluster's or plan's machines at their listed prices, as those answers price them."""
+    return priced_in(machine.market_prices(), query.market if kind == ALONE else DEFAULT_MARKET)
+
+
+def refuse_market_change(shown_market: str, machine: Machine, refuse, query: WorkloadQuery) -> None:
+    """Launch books the market its review named: a machine now priced in another under the query's
+    market preference (on demand become interruptible, an interruptible price gone or now dearer than
+    the listed one, or back) is refused, whatever its price."""
+    market = booked_market(machine, ALONE, query).market
     if market != shown_market:
         raise refuse(
             LaunchRefused.MARKET_CHANGED,
@@ -397,7 +405,8 @@ def refuse_machines(kind, pairs, machines: dict[int, Machine], shown_price_per_h
                 first = _refuse_cluster_member(machine, gpus, reason, first, refuse)
             else:
                 _refuse_plan_misfit(machine, gpus, offer, reason, breakdown, refuse)
-        total += cast(Machine, machine).price_per_gpu_hour * gpus  # a missing machine was refused above
+        # a missing machine was refused above
+        total += booked_market(cast(Machine, machine), kind, query).price_per_gpu_hour * gpus
     refuse_whole = refuser(kind, result_url)
     if kind == LaunchGroup.Kind.CLUSTER:
         # a cluster's first machine was kept by `_refuse_cluster_member` (pairs are never empty)

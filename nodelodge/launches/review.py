@@ -21,7 +21,14 @@ from sizing.wording import budget_cover, constraints_applied
 
 from .booking import check_request, machines_by_id
 from .models import ALONE
-from .refusals import LaunchRefused, estimate_or_refuse, parse_query, refuse_machines, result_url_for
+from .refusals import (
+    LaunchRefused,
+    booked_market,
+    estimate_or_refuse,
+    parse_query,
+    refuse_machines,
+    result_url_for,
+)
 
 
 @dataclass(frozen=True)
@@ -81,7 +88,10 @@ def review(kind: str, machines, shown_price_per_hour: Decimal, query_string: str
             refuse_machines(kind, pairs, found, shown_price_per_hour, query, breakdown, result_url, now)
         except LaunchRefused as refusal:
             problem = refusal.message
-    price = sum((found[i].price_per_gpu_hour * gpus for i, gpus in pairs if i in found), Decimal(0))
+    price = sum(
+        (booked_market(found[i], kind, query).price_per_gpu_hour * gpus for i, gpus in pairs if i in found),
+        Decimal(0),
+    )
     limits = [limit for i, _g in pairs if i in found and (limit := found[i].booking_limit_hours)]
     cover = None
     if price or kind == ALONE:
@@ -98,14 +108,15 @@ def review(kind: str, machines, shown_price_per_hour: Decimal, query_string: str
         result_url=result_url,
         problem=problem,
         target_text=tokens_per_second_text(query.target_tokens) if query.target_tokens else None,
-        **(_reported(found[pairs[0][0]]) if kind == ALONE and pairs[0][0] in found else {}),
+        **(_reported(found[pairs[0][0]], query) if kind == ALONE and pairs[0][0] in found else {}),
     )
 
 
-def _reported(machine: Machine) -> dict[str, str]:
-    """The market a Launch of `machine` books (the listed price's: on demand, or interruptible for a
-    listing that is), with its terms, and the reliability and stock its provider reports, in words."""
-    booked = machine.market_prices()[0]
+def _reported(machine: Machine, query) -> dict[str, str]:
+    """The market a Launch of `machine` books (its row's under the query's market preference: by default
+    the listed price's, on demand, or interruptible for a listing that is), with its terms, and the
+    reliability and stock its provider reports, in words."""
+    booked = booked_market(machine, ALONE, query)
     terms = terms_text(booked)
     return {
         "market": booked.market,

@@ -55,6 +55,7 @@ def preferences_for(query: WorkloadQuery) -> Preferences:
         max_price_per_hour=query.max_price,
         tier=cast(TierChoice, query.tier),  # a parsed query's tier is one of the choices
         min_reliability=query.min_reliability,
+        market=query.market,
         countries=query.countries,
         countries_input=query.countries_input,
         sort=query.sort,
@@ -78,6 +79,7 @@ def fleet_query(
         alternatives_shown=alternatives_shown,
         lower_shown=lower_shown,
         min_reliability=query.min_reliability,
+        market=query.market,
     )
 
 
@@ -154,7 +156,8 @@ class FleetReader(Protocol):
 
 
 class KeptCounts:
-    """PostgreSQL: the counts the database keeps, and only the machines an answer shows."""
+    """PostgreSQL: the counts the database keeps, and only the machines an answer shows (under every
+    market preference: the counts keep each machine's price under each choice)."""
 
     def recommend(self, query, breakdown, lower, now, machines_shown, extra_ids=()):
         lower_order = sorted(lower, reverse=True)

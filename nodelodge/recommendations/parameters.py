@@ -32,6 +32,7 @@ from sizing.limits import (
     MAX_REQUESTS,
     MAX_TARGET_TOKENS_PER_S,
 )
+from sizing.markets import ANY_MARKET, DEFAULT_MARKET, INTERRUPTIBLE, MARKET_CHOICES, ON_DEMAND
 from sizing.preferences import RELIABILITY_PLACES
 from sizing.training import BASE_FORMAT_PRECISION
 from sizing.training import CHOICES as TRAINING_CHOICES
@@ -191,6 +192,10 @@ QUANTIZATION_CHOICES = [("", _("From the precision (16-bit F16, 8-bit Q8_0, 4-bi
 CLUSTERS_AUTO, CLUSTERS_SHOW = "auto", "show"
 CLUSTER_CHOICES = [
     (CLUSTERS_AUTO, _("When no single machine fits (default)")), (CLUSTERS_SHOW, _("Always")),
+]
+MARKET_CHOICE_WORDS = [
+    (ON_DEMAND, _("On demand only (default)")), (INTERRUPTIBLE, _("Interruptible allowed")),
+    (ANY_MARKET, _("Any: on demand, interruptible or reserved")),
 ]
 TIERS = [
     ("both", _("Secure and Community")), ("secure", _("Secure only")), ("community", _("Community only"))
@@ -411,6 +416,19 @@ PARAMETERS: tuple[Parameter, ...] = (
     Parameter(
         "tier", CHOICE, PREFERENCE, label=_("Tier"), words=_("Tier"), default="both", choices=tuple(TIERS),
         messages={"invalid_choice": _("Choose Secure, Community or both.")},
+    ),
+    Parameter(
+        "market", CHOICE, PREFERENCE, label=_("Market"), words=_("Market"), default=DEFAULT_MARKET,
+        choices=tuple(MARKET_CHOICE_WORDS),
+        messages={
+            "invalid_choice": filled(_("Choose a market: %(markets)s."), markets=", ".join(MARKET_CHOICES))
+        },
+        description="on_demand (default): every machine at its listed price, as a row always was; "
+        "interruptible: a machine also offered interruptible is priced at the cheaper of its listed and "
+        "interruptible prices (it can be taken back); any: a reserved price counts too. Rows are cheapest "
+        "first at the price used, the max price and budget are judged on it, and each row names its market; "
+        "Launch books that market. Clusters and throughput plans keep every machine's listed price.",
+        cli_help="on_demand (default), interruptible or any: the markets a machine's price may come from",
     ),
     Parameter(
         "min_reliability", DECIMAL, PREFERENCE, label=_("Reliability at least (0 to 1)"),

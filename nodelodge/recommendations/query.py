@@ -25,6 +25,7 @@ from sizing.calculators.vllm_versions import DEFAULT_RELEASE, VllmRelease
 from sizing.countries import ALL_CODES, EU_CODE, country_hint, expand_countries
 from sizing.errors import SizingError
 from sizing.limits import MAX_COUNTRY_ITEMS
+from sizing.markets import DEFAULT_MARKET
 from sizing.throughput_plan import DEFAULT_EFFICIENCY_PERCENT, DEFAULT_REDUNDANCY
 from sizing.training import DEFAULT_TRAINING, Training
 from sizing.training import FIELDS as TRAINING_FIELDS
@@ -275,6 +276,7 @@ class WorkloadQuery:
     min_reliability: Decimal | None = None  # 0 to 1, two places: the reliability a feed must report
     # Under engine=vllm: the release asked and its switches (`vllm_release`); the current stable otherwise.
     vllm_release: VllmRelease = DEFAULT_RELEASE
+    market: str = DEFAULT_MARKET  # the markets a machine's price may come from (`sizing.markets`)
 
     @property
     def lists_by_default(self) -> bool:
@@ -306,6 +308,7 @@ class WorkloadQuery:
             "max_price": self.max_price,
             "tier": self.tier,
             "min_reliability": self.min_reliability,
+            "market": self.market if self.market != DEFAULT_MARKET else None,
             "countries": ",".join(self.countries_input),
             "limit": self.limit,
             "sort": self.sort if self.sort != DEFAULT_SORT else None,
@@ -346,6 +349,7 @@ class WorkloadQuery:
             max_price=data.get("max_price"),
             tier=data.get("tier") or "both",
             min_reliability=data.get("min_reliability"),
+            market=data.get("market") or DEFAULT_MARKET,
             countries_input=tuple(countries_input),
             countries=countries,
             limit=data.get("limit"),

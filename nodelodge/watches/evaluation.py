@@ -29,6 +29,7 @@ from nodelodge.recommendations.query import QueryError, WorkloadQuery
 from nodelodge.recommendations.sorts import DEFAULT_SORT
 from nodelodge.refresh.selectors import thirty_day_median
 from sizing.breakdown import Breakdown
+from sizing.markets import DEFAULT_MARKET
 from sizing.results import Recommendation
 
 from . import dispatch
@@ -100,8 +101,8 @@ def glances(asked: list[tuple[WorkloadQuery, Breakdown]], now: datetime) -> list
 def _sizing(query: WorkloadQuery) -> WorkloadQuery:
     """The query with the preferences left out (which machines it may use, not what it needs): queries
     alike in the rest need the same memory, whatever their countries, price limits or tier."""
-    return replace(query, budget=None, max_price=None, tier="", min_reliability=None, countries_input=(),
-                   countries=None, sort=DEFAULT_SORT)
+    return replace(query, budget=None, max_price=None, tier="", min_reliability=None, market=DEFAULT_MARKET,
+                   countries_input=(), countries=None, sort=DEFAULT_SORT)
 
 
 def _breakdown(query: WorkloadQuery, estimates: dict) -> Breakdown:

@@ -102,8 +102,13 @@ class MachineOut(Schema):
     country: str | None
     country_name: str | None
     region: str
-    price_per_gpu_hour: str
+    price_per_gpu_hour: str = Field(description="The price used, in `market`: the listed price unless the "
+                                    "`market` preference let a cheaper one in (every market's is under "
+                                    "`markets`).")
     price_per_hour: str
+    market: str = Field(description="The market of the price used: on_demand, interruptible (listed so, or "
+                        "let in by the market preference) or reserved.")
+    market_text: str
     budget_hours: float | None
     budget_days: float | None
     budget_text: str | None

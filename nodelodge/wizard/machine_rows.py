@@ -109,7 +109,7 @@ def _row(m: Mapping[str, Any], labels: Mapping[str, str], columns: int, review: 
         f'<span class="card-only"> GiB</span><br><span class="muted">{_e(m["memory_source_short"])}</span>'
         f'</td>\n'
         f'<td class="num c-price" data-label="{labels["price"]}"><strong>{_e(m["price_per_hour_text"])}'
-        f'</strong><span class="card-only">/h</span><br><span class="muted">{gpus_used} × '
+        f'</strong><span class="card-only">/h</span>{_market_used(m)}<br><span class="muted">{gpus_used} × '
         f'{_e(m["price_per_gpu_hour_text"])}</span>{_other_markets(m)}</td>\n'
         f'{per_million}'
         f'<td class="c-launch">\n<form method="get" action="{review}" class="launch-form">\n'
@@ -125,12 +125,24 @@ def _row(m: Mapping[str, Any], labels: Mapping[str, str], columns: int, review: 
     )
 
 
+def _market_used(m: Mapping[str, Any]) -> str:
+    """The market of the price shown, where the market preference let in another than the listed price's
+    (the first market); nothing otherwise, as rows always were."""
+    markets = m.get("markets", ())
+    if not markets or m.get("market", markets[0]["market"]) == markets[0]["market"]:
+        return ""
+    return f' <span class="badge market-used" data-testid="market-used">{_e(m["market_text"])}</span>'
+
+
 def _other_markets(m: Mapping[str, Any]) -> str:
-    """The row's other markets under its price (the first is the listed price): "interruptible $0.61/h"."""
+    """The row's other markets under its price (all but the one its price is in, by default the listed
+    price's): "interruptible $0.61/h"."""
+    markets = m.get("markets", ())
+    used = m.get("market", markets[0]["market"] if markets else None)
     return "".join(
         f'<br><span class="muted market" data-testid="market-price">{_e(market["market_text"])} '
         f'{_e(per_hour(Decimal(market["price_per_hour"])))}</span>'
-        for market in m.get("markets", ())[1:]
+        for market in markets if market["market"] != used
     )
 
 

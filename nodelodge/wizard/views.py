@@ -275,6 +275,7 @@ def _worded_answer(request, partial: str | None, extra: dict | None) -> tuple[Ht
         "vllm_default_version": VLLM_VERSION,
         "cluster_choices": _choices("clusters"),
         "tiers": _choices("tier"),
+        "market_choices": _choices("market"),
         # Made when the template reaches the list: the result panel alone never shows it.
         "models": functools.partial(model_choices, workload, search),
         "model_kind": model_kind,

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from ..breakdown import Breakdown, GgufFile
 from ..countries import EU_CODE, EU_MEMBERS, country_name
 from ..i18n import format_number, gettext, pgettext
-from ..markets import reliability_percent
+from ..markets import DEFAULT_MARKET, INTERRUPTIBLE, reliability_percent
 from ..offers import Preferences
 from ..reasons import reason_words
 from ..training import ADAPTERS, BASE_FORMATS, GRADIENT_CHECKPOINTING, LORA_TARGETS, LOSSES, OPTIMIZERS
@@ -96,6 +96,12 @@ def constraints_applied(
         )
     )
     pairs.append((gettext("Tier"), TIER_WORDS.get(preferences.tier, preferences.tier)))
+    if preferences.market != DEFAULT_MARKET:  # listed only where chosen: other answers keep their words
+        if preferences.market == INTERRUPTIBLE:
+            markets = gettext("on demand or interruptible, whichever is cheaper per machine")
+        else:
+            markets = gettext("on demand, interruptible or reserved, whichever is cheapest per machine")
+        pairs.append((gettext("Markets"), markets))
     if preferences.min_reliability is not None:  # listed only where chosen: other answers keep their words
         pairs.append((gettext("Reliability"), gettext("at least %(minimum)s, as each feed reports it") % {
             "minimum": reliability_percent(preferences.min_reliability)

@@ -129,7 +129,9 @@ def memory_flag_words(flag: str) -> str:
     }
 
 
-def limits(offer: MachineOffer, fit: Fit) -> tuple[str, ...]:
+def limits(offer: MachineOffer, fit: Fit, interruptible: bool | None = None) -> tuple[str, ...]:
+    """The row's limits; `interruptible`: whether the price used is an interruptible one (default:
+    whether the machine is listed interruptible)."""
     found = []
     if offer.memory_source == "host":
         found.append(gettext("GPU memory is what the host's machine reports; Node Lodge has not checked it"))
@@ -153,7 +155,7 @@ def limits(offer: MachineOffer, fit: Fit) -> tuple[str, ...]:
                 "hours": format_number(offer.booking_limit_hours)
             }
         )
-    if offer.interruptible:
+    if offer.interruptible if interruptible is None else interruptible:
         found.append(gettext("can be interrupted: save checkpoints"))
     if offer.tier == "community":
         found.append(gettext("runs on the host's own hardware; the host can read the session's memory"))

@@ -43,12 +43,17 @@ HOSTILE: list[tuple[str, str]] = [
     ("recommendations: longest list", f"/api/v1/recommendations?{SMALL}&limit=100&page=10&group=gpu"),
     ("recommendations: longest list", f"/api/v1/recommendations?{SMALL}&limit={MAX_LIMIT}"
      f"&countries={EVERY_COUNTRY}&confidence=medium"),
+    # The market preference: every machine at its price under the choice, from the kept counts too.
+    ("recommendations: longest list", f"/api/v1/recommendations?{SMALL}&limit={MAX_LIMIT}&market=any"
+     f"&countries={EVERY_COUNTRY}"),
     ("recommendations: clusters", f"/api/v1/recommendations?{BIG}&context={BIG_CONTEXT}"
      f"&requests={MAX_REQUESTS}&clusters=show&limit={MAX_LIMIT}"),
     ("recommendations: clusters", f"/api/v1/recommendations?{BIG}&context=131072&requests=64"
      f"&clusters=show&limit={MAX_LIMIT}"),
     ("recommendations: empty answer and its hints", f"/api/v1/recommendations?{BIG}&context={BIG_CONTEXT}"
      f"&requests={MAX_REQUESTS}&countries=IS&tier=secure&max_price=0.01"),
+    ("recommendations: empty answer and its hints", f"/api/v1/recommendations?{BIG}&context={BIG_CONTEXT}"
+     f"&requests={MAX_REQUESTS}&countries=IS&tier=secure&max_price=0.01&market=interruptible"),
     ("result page: throughput plan", f"/?{SMALL}&target_tokens=10000000&redundancy={MAX_REDUNDANCY}"
      f"&gpu_plans=1&plan_rows=all"),
     ("result page: throughput plan", f"/?{SMALL}&target_tokens={TARGET}&redundancy={MAX_REDUNDANCY}"

@@ -17,6 +17,7 @@ from catalog.counting import availability_sql, fit_sql, fleet, fleet_counts, lat
 from catalog.counting.fleet import counted_fleet as kept_counted_fleet
 from catalog.counting.fleet_query import FleetQuery
 from catalog.counting.speeds import speed_rows_counted as kept_speed_rows_counted
+from catalog.market_columns import MARKET_PRICE_COLUMNS
 from sizing import reasons
 
 
@@ -29,12 +30,13 @@ class ScannedCounts:
         self, query: FleetQuery, status_sql: str, status_params: list, memory_edges: list[int],
         price_edges: list[Decimal],
     ) -> list[fleet.CountRow]:
-        """Every machine counted in one grouped scan."""
+        """Every machine counted in one grouped scan, at its price under the query's market preference."""
+        price = f"m.{MARKET_PRICE_COLUMNS[query.market]}"
         in_fleet = availability_sql.in_fleet_sql()
         details = ["m.tier", "width_bucket(m.memory_per_gpu_mib, %s::bigint[])", "m.free_gpus"]
         detail_params: list = [memory_edges or [0]]
         if price_edges:
-            details.append("width_bucket(m.price_per_gpu_hour, %s::numeric[])")
+            details.append(f"width_bucket({price}, %s::numeric[])")
             detail_params.append(price_edges)
         keys = 1 + len(details)
         # The reliability as the kept counts keep it (rounded down), apart only with a minimum chosen.
@@ -42,9 +44,9 @@ class ScannedCounts:
             fleet_counts.KEPT_AS["reliability"] if query.min_reliability is not None else "NULL::numeric"
         )
         aggregates = (
-            "COUNT(*), MIN(m.price_per_gpu_hour), MAX(m.memory_per_gpu_mib), "
+            f"COUNT(*), MIN({price}), MAX(m.memory_per_gpu_mib), "
             f"{fleet_counts.seen_microseconds('MAX(m.last_seen_at)')}, "
-            f"{fleet_counts.seen_microseconds('MIN(m.last_seen_at)')}, MAX(m.price_per_gpu_hour)"
+            f"{fleet_counts.seen_microseconds('MIN(m.last_seen_at)')}, MAX({price})"
         )
         group_by = ", ".join(str(n) for n in [*range(1, keys + 1), keys + 7])
         # Built from fixed SQL only; every value travels as a parameter.
@@ -64,7 +66,8 @@ class ScannedCounts:
                 f"SELECT m.status, {guarded}, {aggregates}, "  # noqa: S608  # nosec B608
                 f"CASE WHEN m.status = {screened} THEN {reliability} END FROM ("
                 f"SELECT {status_sql} AS status, m.tier, m.memory_per_gpu_mib, m.free_gpus, m.reliability, "
-                f"m.price_per_gpu_hour, m.last_seen_at FROM catalog_machine m WHERE {in_fleet} "
+                f"{price} AS {MARKET_PRICE_COLUMNS[query.market]}, m.last_seen_at "
+                f"FROM catalog_machine m WHERE {in_fleet} "
                 f"OFFSET 0) AS m GROUP BY {group_by}"
             )
             params = detail_params + status_params
@@ -74,7 +77,9 @@ class ScannedCounts:
 
     def count_at_cheapest(self, query: FleetQuery, only_cheapest: dict[str, Decimal]) -> dict[str, int]:
         """For the empty answer's hints: machines that break only the price limit (or only the budget)
-        and cost exactly the cheapest such hourly price, counted over the machines."""
+        and cost exactly the cheapest such hourly price, counted over the machines (at their prices under
+        the query's market preference)."""
+        price = f"m.{MARKET_PRICE_COLUMNS[query.market]}"
         screened, params = availability_sql.available_sql(query.stale_cutoff, query.countries)
         thresholds = query.fits[0]
         gpus_sql, gpus_params = fit_sql.gpus_used_sql(thresholds)
@@ -90,11 +95,11 @@ class ScannedCounts:
         ):
             if code not in only_cheapest:
                 continue
-            other_ok = "TRUE" if other is None else f"m.price_per_gpu_hour * {gpus_sql} <= %s"
+            other_ok = "TRUE" if other is None else f"{price} * {gpus_sql} <= %s"
             other_params = [] if other is None else [*gpus_params, other]
             filters.append(
                 f"COUNT(*) FILTER (WHERE {tier_ok} AND {other_ok} "
-                f"AND m.price_per_gpu_hour * {gpus_sql} > %s AND m.price_per_gpu_hour * {gpus_sql} = %s)"
+                f"AND {price} * {gpus_sql} > %s AND {price} * {gpus_sql} = %s)"
             )
             filter_params += [*tier_params, *other_params, *gpus_params, limit, *gpus_params, only_cheapest[code]]
         codes = [code for code in (reasons.BREAK_MAX_PRICE, reasons.BREAK_BUDGET) if code in only_cheapest]

@@ -164,7 +164,11 @@ def test_the_partial_indexes_hold_what_the_availability_rule_compiles_to(db):
         found = predicates()
         compiled = found.pop("counting_scratch_rule")
         walks = {statement.split()[2] for statement in indexes.install_sql()}
-        assert walks == {"catalog_machine_offer_cover_idx", "catalog_machine_country_price_idx"}
+        # By price and by country then price, for the price of each market preference.
+        assert walks == {
+            f"catalog_machine{market}_{kind}_idx"
+            for market in ("", "_interruptible", "_any") for kind in ("offer_cover", "country_price")
+        }
         assert {found[name] for name in walks} == {compiled}
         for statement in indexes.install_sql():
             name = statement.split()[2]

@@ -1,5 +1,7 @@
+import hashlib
 import io
 import math
+from decimal import Decimal
 
 import pytest
 from django.core.management import call_command
@@ -131,3 +133,26 @@ def test_loading_a_fleet_leaves_the_planner_statistics_of_what_it_loaded(gpu_typ
     assert after is not None, "no statistics for the machine table after loading"
     if connection.vendor == "postgresql":
         assert before is None or after > before
+
+
+# sha256 of `snapshot` of generate_fleet(300, seed=7) as it was before any generated machine had an
+# interruptible price: giving some one leaves every other value of the fleet as it was.
+FLEET_SEVEN_DIGEST = "6653c2288d2cf90db497282c681271b4493b56c4e2f915d532b6322acbebe15b"
+
+
+def _digest(rows) -> str:
+    return hashlib.sha256(repr(rows).encode()).hexdigest()
+
+
+def test_an_interruptible_price_on_some_community_machines_leaves_every_other_value_as_it_was(gpu_types):
+    generate_fleet(300, seed=7)
+    assert _digest(snapshot("Synthetic")) == FLEET_SEVEN_DIGEST
+    machines = list(Machine.objects.order_by("provider_machine_id"))
+    priced = [machine for machine in machines if machine.interruptible_price_per_gpu_hour is not None]
+    on_demand_community = [m for m in machines if m.tier == "community" and not m.interruptible]
+    assert 0 < len(priced) < len(on_demand_community)
+    for machine in priced:
+        assert machine.tier == "community" and not machine.interruptible
+        assert machine.interruptible_price_per_gpu_hour == max(
+            (machine.price_per_gpu_hour * Decimal("0.6")).quantize(Decimal("0.001")), Decimal("0.01")
+        )

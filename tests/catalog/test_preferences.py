@@ -3,13 +3,18 @@ preferences (a tier, a minimum reliability at and around the figures machines re
 budgets at and around the prices where machines cross them),
 the engine, the ORM filter and the SQL of the counting queries agree machine by machine on which
 machines meet every preference, which preferences each of the others breaks, and the order they are
-listed in."""
+listed in. The fleets' machines carry interruptible and reserved prices too, which the default market
+(on demand only: the listed price) never reads; under the other market choices the engine's answer is
+held against each machine's market prices as the catalog's ORM expressions compute them
+(`catalog.markets.market_prices`)."""
 import random
+from dataclasses import replace
 from datetime import timedelta
 from decimal import Decimal
 
 import pytest
 from django.db import connection
+from django.db.models import Case, Value, When
 from django.utils import timezone
 
 from catalog import availability, rows
@@ -17,11 +22,13 @@ from catalog import preferences as catalog_preferences
 from catalog.counting import availability_sql, fit_sql, preferences_sql
 from catalog.counting.fleet import counted_fleet
 from catalog.counting.fleet_query import FleetQuery
+from catalog.markets import market_prices
 from catalog.models import GpuType, Machine, Provider
 from sizing.availability import unavailable_reason
 from sizing.breakdown import Breakdown, Item
 from sizing.fit import FitPlanner, fit_thresholds, gpus_used_by_thresholds
-from sizing.matching import recommend, recommend_counted
+from sizing.markets import ANY_MARKET, INTERRUPTIBLE, MARKET_CHOICES, ON_DEMAND, RESERVED
+from sizing.matching import ALTERNATIVES_SHOWN, recommend, recommend_counted
 from sizing.offers import Preferences
 from sizing.preferences import RULE, breaks_checker, chosen, order_key, preference_breaks
 from sizing.units import GIB
@@ -69,7 +76,23 @@ def random_fleet(rng: random.Random, now, size: int = 70) -> None:
             is_available=rng.random() < 0.9,
             last_seen_at=now,
             **reported(rng.choice(RELIABILITIES)),
+            **market_terms(number),
         )
+
+
+def market_terms(number: int) -> dict:
+    """A machine's markets besides its listed price: listed interruptible, or on demand and offered
+    interruptible too, a reserved term, or none. Drawn apart from the fleet's sequence (seeded by the
+    machine's number), so every other figure of a fleet is what it was before markets were drawn."""
+    draw = random.Random(f"markets:{number}")
+    terms: dict = {}
+    if draw.random() < 0.2:
+        terms["interruptible"] = True
+    elif draw.random() < 0.5:
+        terms["interruptible_price_per_gpu_hour"] = draw.choice(PRICES)
+    if draw.random() < 0.3:
+        terms.update(reserved_price_per_gpu_hour=draw.choice(PRICES[:3]), reserved_term_days=30)
+    return terms
 
 
 def reported(reliability: Decimal | None) -> dict:
@@ -190,21 +213,93 @@ def sql_listing(preferences, thresholds, cutoff) -> list[tuple[int, tuple[str, .
 @pytest.mark.postgresql(reason="the counting statements (COLLATE \"C\", kept counts) are PostgreSQL's")
 @pytest.mark.parametrize("seed", range(4))
 def test_engine_and_counting_sql_apply_the_same_preferences_and_order(seed):
+    priced_apart = 0
     for now, cutoff, breakdown, thresholds, preferences in cases(seed):
         engine = engine_listing(breakdown, preferences, cutoff)
         assert sql_listing(preferences, thresholds, cutoff) == engine
         # The kept counts and the machines fetched for the answer: the same answer as the engine's
-        # over every machine, every machine listed and every alternative fetched.
-        query = FleetQuery(
-            stale_cutoff=cutoff, countries=None, fits=(thresholds,), tier=preferences.tier,
-            max_price_per_hour=preferences.max_price_per_hour, budget=preferences.budget,
-            machines_shown=len(engine) + 1, alternatives_shown=len(engine) + 1,
-            min_reliability=preferences.min_reliability,
-        )
-        fleet = counted_fleet(query)
-        assert sorted(offer.id for offer in fleet.counted.offers) == sorted(machine_id for machine_id, _ in engine)
-        counted = recommend_counted(breakdown, fleet.counted, preferences, excluded_before=fleet.left_out)
-        everything = recommend(breakdown, rows.machine_offers(), preferences, now=now)
-        assert counted.to_dict() == everything.to_dict()
-        listed = [machine.offer.id for machine in everything.machines]
-        assert listed == [machine_id for machine_id, breaks in engine if not breaks]
+        # over every machine, every machine listed and every alternative fetched, under each market
+        # preference (the counts and the walks at each machine's price under the choice).
+        for market in MARKET_CHOICES:
+            chosen_market = replace(preferences, market=market)
+            query = FleetQuery(
+                stale_cutoff=cutoff, countries=None, fits=(thresholds,), tier=preferences.tier,
+                max_price_per_hour=preferences.max_price_per_hour, budget=preferences.budget,
+                machines_shown=len(engine) + 1, alternatives_shown=len(engine) + 1,
+                min_reliability=preferences.min_reliability, market=market,
+            )
+            fleet = counted_fleet(query)
+            assert sorted(offer.id for offer in fleet.counted.offers) == sorted(
+                machine_id for machine_id, _ in engine
+            )
+            counted = recommend_counted(breakdown, fleet.counted, chosen_market, excluded_before=fleet.left_out)
+            everything = recommend(breakdown, rows.machine_offers(), chosen_market, now=now)
+            assert counted.to_dict() == everything.to_dict(), market
+            listed = [machine.offer.id for machine in everything.machines]
+            if market == ON_DEMAND:
+                assert listed == [machine_id for machine_id, breaks in engine if not breaks]
+            else:
+                priced_apart += sum(m.price_per_gpu_hour != m.offer.price_per_gpu_hour for m in everything.machines)
+    # Some answers listed machines below their listed price (so counts at the listed price would fail).
+    assert priced_apart
+
+
+def orm_market_listing(breakdown: Breakdown, preferences: Preferences, cutoff):
+    """(machine id, market, price per GPU-hour, hourly price, preferences broken) of every available
+    machine that fits, in the listing order, each priced at the cheapest market the choice lets in: its
+    markets' prices as the database computes them from the ORM expressions, the listed price's market
+    first on a tie (then the markets' order)."""
+    prices = market_prices()
+    allowed = {ON_DEMAND: (), INTERRUPTIBLE: (INTERRUPTIBLE,), ANY_MARKET: (INTERRUPTIBLE, RESERVED)}[
+        preferences.market
+    ]
+    machines = Machine.objects.select_related("provider").filter(availability.available_q(cutoff, None)).annotate(
+        **{f"offered_{each.market}": Case(When(each.where, then=Value(True)), default=Value(False))
+           for each in prices},
+        **{f"price_{each.market}": each.price for each in prices},
+    )
+    offers = {offer.id: offer for offer in rows.machine_offers()}
+    planner = FitPlanner(breakdown)
+    found = []
+    for machine in machines:
+        fit = planner.fit(machine.memory_per_gpu_mib, machine.free_gpus)
+        if fit is None:
+            continue
+        offered = [(each.market, getattr(machine, f"price_{each.market}")) for each in prices
+                   if getattr(machine, f"offered_{each.market}")]
+        market, price = offered[0]  # the listed price's market: on demand, or interruptible for a listing so
+        for other, other_price in offered[1:]:
+            if other in allowed and other_price < price:
+                market, price = other, other_price
+        hourly = price * fit.gpus_used
+        offer = offers[machine.pk]
+        key = (hourly, price, machine.provider.name, machine.provider_machine_id, machine.pk)
+        found.append((key, (machine.pk, market, price, hourly, preference_breaks(offer, hourly, preferences))))
+    return [row for _, row in sorted(found)]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_engine_prices_each_machine_in_the_cheapest_market_the_choice_lets_in(seed):
+    markets_seen = set()
+    for now, cutoff, breakdown, _, preferences in cases(seed):
+        for market in MARKET_CHOICES:
+            chosen_market = replace(preferences, market=market)
+            answer = recommend(breakdown, rows.machine_offers(), chosen_market, now=now)
+            oracle = orm_market_listing(breakdown, chosen_market, cutoff)
+            meeting = [row for row in oracle if not row[4]]
+            breaking = [row for row in oracle if row[4]]
+            assert [
+                (m.offer.id, m.market, m.price_per_gpu_hour, m.hourly_price, m.breaks) for m in answer.machines
+            ] == meeting
+            assert [
+                (m.offer.id, m.market, m.price_per_gpu_hour, m.hourly_price, m.breaks) for m in answer.alternatives
+            ] == breaking[:ALTERNATIVES_SHOWN]
+            assert (answer.machines_total, answer.alternatives_total) == (len(meeting), len(breaking))
+            if market == ON_DEMAND:  # the default reads the listed price alone, as before markets
+                listed = dict(Machine.objects.values_list("pk", "price_per_gpu_hour"))
+                assert [row[2] for row in oracle] == [listed[row[0]] for row in oracle]
+            markets_seen.update((market, row[1]) for row in oracle)
+    # Each choice met machines priced in each market it lets in (so a form that skipped one would fail).
+    assert {(INTERRUPTIBLE, INTERRUPTIBLE), (INTERRUPTIBLE, ON_DEMAND), (ANY_MARKET, RESERVED),
+            (ON_DEMAND, INTERRUPTIBLE), (ON_DEMAND, ON_DEMAND)} <= markets_seen
+    assert (ON_DEMAND, RESERVED) not in markets_seen and (INTERRUPTIBLE, RESERVED) not in markets_seen

@@ -129,3 +129,26 @@ def test_a_market_the_console_does_not_know_is_a_bad_form(client, small_catalog,
             "idempotency_key": uuid.uuid4().hex}
     assert client.post(reverse("launches:launch"), data).status_code == 400
     assert not Booking.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_users_racing_for_a_machine_priced_interruptible_by_the_preference_book_it_there(small_catalog, make_user):
+    """An on-demand machine also offered interruptible, on a result that allows interruptible prices: the
+    winners book its interruptible market at that price, as the row and the review showed it."""
+    dual = small_catalog.machine(gpu_count=2, free_gpus=2, price_per_gpu_hour=Decimal("2.00"),
+                                 interruptible_price_per_gpu_hour=Decimal("0.6149"))
+    query = QUERY + "&market=interruptible"
+    calls = [
+        lambda user=make_user(): launch(
+            user, machines=[(dual.pk, 1)], shown_price_per_hour=Decimal("0.6149"), query_string=query,
+            idempotency_key=uuid.uuid4().hex, market="interruptible",
+        )
+        for _ in range(THREADS)
+    ]
+
+    results = race_outcomes(calls)
+
+    assert sum(isinstance(r, LaunchOutcome) for r in results) == 2, results
+    assert all(r.code == LaunchRefused.TAKEN for r in results if isinstance(r, LaunchRefused))
+    booked = list(Booking.objects.filter(machine=dual).values_list("market", "price_per_gpu_hour", "price_per_hour"))
+    assert booked == [("interruptible", Decimal("0.6149"), Decimal("0.6149"))] * 2

@@ -3,6 +3,7 @@ distinct sizing worked out once, the checks of unchanged watches noted in a few 
 query's figures and each watch's outcome are those of asking it alone."""
 import itertools
 import random
+from dataclasses import replace
 from datetime import timedelta
 from decimal import Decimal
 
@@ -70,9 +71,14 @@ def test_many_queries_counted_together_equal_each_counted_alone(models_and_gpus,
                                   "0.1126", "0.5", "0.5001")]
     for machine in Machine.objects.order_by("pk")[::3]:
         Machine.objects.filter(pk=machine.pk).update(price_per_gpu_hour=rng.choice(edges))
+    # Some on-demand machines offered interruptible too: the queries that allow it (the engine answers them
+    # on PostgreSQL too) sit among those the counts answer, and each keeps its place.
+    for machine in Machine.objects.filter(interruptible=False).order_by("pk")[1::3]:
+        Machine.objects.filter(pk=machine.pk).update(interruptible_price_per_gpu_hour=Decimal("0.0501"))
     asked = []
-    for query_string, preferences in itertools.product(QUERIES, PREFERENCES):
-        query = parse(query_string + preferences)
+    for number, (query_string, preferences) in enumerate(itertools.product(QUERIES, PREFERENCES)):
+        market = "&market=interruptible" if number % 5 == 2 else ""
+        query = parse(query_string + preferences + market)
         asked.append((query, estimate_for(query)[0]))
     reader = fleet.fleet_reader()
     alone = [reader.meeting(query, breakdown, now) for query, breakdown in asked]
@@ -82,6 +88,11 @@ def test_many_queries_counted_together_equal_each_counted_alone(models_and_gpus,
 
     assert together == alone
     assert sum(1 for total, _ in alone if total) > 20, "most queries had machines to count"
+    # The market preference was read: some query is cheaper with interruptible prices allowed.
+    assert any(
+        cheapest is not None and reader.meeting(replace(query, market="on_demand"), breakdown, now)[1] != cheapest
+        for (query, breakdown), (_, cheapest) in zip(asked, alone, strict=True) if query.market != "on_demand"
+    )
     assert all((total == 0) == (cheapest is None) for total, cheapest in together)
 
 

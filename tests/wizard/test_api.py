@@ -87,6 +87,7 @@ def test_recommend_command_json_is_the_api_answer(client, small_fleet, capsys):
         (LLAMA_8B + "&tier=gold", "tier"),
         (LLAMA_8B + "&min_reliability=1.5", "min_reliability"),
         (LLAMA_8B + "&min_reliability=0.955", "min_reliability"),
+        (LLAMA_8B + "&market=spot", "market"),
         (LLAMA_8B + "&countries=ZZ", "countries"),
         ("workload=inference&model=stable-diffusion-xl&precision=16&context=4096&requests=1", "model"),
         ("workload=notebook&memory_gib=-2", "memory_gib"),
@@ -95,7 +96,7 @@ def test_recommend_command_json_is_the_api_answer(client, small_fleet, capsys):
 @pytest.mark.parametrize("endpoint", ["estimate", "recommendations"])
 def test_bad_input_is_a_400_naming_the_field(client, small_fleet, endpoint, query, field):
     status, body = get_json(client, endpoint, query)
-    if endpoint == "estimate" and field in ("budget", "max_price", "tier", "min_reliability", "countries"):
+    if endpoint == "estimate" and field in ("budget", "max_price", "tier", "min_reliability", "market", "countries"):
         assert status in (200, 400)  # preferences are not part of an estimate
         return
     # A model the catalog does not hold for the workload names nothing: 404, in the same words.

@@ -2,13 +2,13 @@
 -- Written by `manage.py counting_sql --write`; a test fails when it differs from the generator.
 -- Installed by the migrations' frozen copies (catalog/migrations/sql/), never from this file.
 
-CREATE TABLE catalog_fleetshape (id bigserial PRIMARY KEY, shape text NOT NULL, chunk integer NOT NULL, is_available boolean, provider_is_active boolean, last_seen_at timestamp with time zone, country varchar(2), memory_per_gpu_mib integer, free_gpus smallint, tier varchar(10), reliability numeric(3,2), prices bigint[] NOT NULL, cum integer[] NOT NULL);
+CREATE TABLE catalog_fleetshape (id bigserial PRIMARY KEY, shape text NOT NULL, chunk integer NOT NULL, is_available boolean, provider_is_active boolean, last_seen_at timestamp with time zone, country varchar(2), memory_per_gpu_mib integer, free_gpus smallint, tier varchar(10), reliability numeric(3,2), market varchar(13), prices bigint[] NOT NULL, cum integer[] NOT NULL);
 
 ALTER TABLE catalog_fleetshape ALTER COLUMN prices SET STORAGE PLAIN, ALTER COLUMN cum SET STORAGE PLAIN;
 
 CREATE INDEX catalog_fleetshape_shape_idx ON catalog_fleetshape (shape);
 
-CREATE UNLOGGED TABLE catalog_fleetdelta (txid bigint NOT NULL, shape text NOT NULL, is_available boolean, provider_is_active boolean, last_seen_at timestamp with time zone, country varchar(2), memory_per_gpu_mib integer, free_gpus smallint, tier varchar(10), reliability numeric(3,2), price bigint NOT NULL, n integer NOT NULL);
+CREATE UNLOGGED TABLE catalog_fleetdelta (txid bigint NOT NULL, shape text NOT NULL, is_available boolean, provider_is_active boolean, last_seen_at timestamp with time zone, country varchar(2), memory_per_gpu_mib integer, free_gpus smallint, tier varchar(10), reliability numeric(3,2), market varchar(13), price bigint NOT NULL, n integer NOT NULL);
 
 CREATE INDEX catalog_fleetdelta_txid_idx ON catalog_fleetdelta (txid);
 
@@ -18,12 +18,13 @@ CREATE FUNCTION catalog_fleet_track() RETURNS trigger LANGUAGE plpgsql AS $fn$
 BEGIN
     IF TG_OP = 'INSERT' THEN
         INSERT INTO catalog_fleetdelta (txid, shape, is_available, provider_is_active, last_seen_at, country,
-            memory_per_gpu_mib, free_gpus, tier, reliability, price, n) SELECT txid_current(), d.*
+            memory_per_gpu_mib, free_gpus, tier, reliability, market, price, n) SELECT txid_current(),
+        d.*
         FROM (SELECT concat_ws('|', quote_nullable(p.is_available), quote_nullable(p.provider_is_active),
                 quote_nullable(extract(epoch FROM p.last_seen_at)), quote_nullable(p.country), quote_nullable(p.memory_per_gpu_mib),
-                quote_nullable(p.free_gpus), quote_nullable(p.tier), quote_nullable(p.reliability)) AS shape,
+                quote_nullable(p.free_gpus), quote_nullable(p.tier), quote_nullable(p.reliability), quote_nullable(p.market)) AS shape,
             p.is_available, p.provider_is_active, p.last_seen_at, p.country, p.memory_per_gpu_mib, p.free_gpus,
-            p.tier, p.reliability, p.price, SUM(p.n)::integer AS n
+            p.tier, p.reliability, p.market, p.price, SUM(p.n)::integer AS n
             FROM (SELECT m.is_available AS is_available,
                 CASE WHEN (NOT m.is_available) THEN NULL ELSE m.provider_is_active END AS provider_is_active,
                 CASE WHEN (NOT m.is_available) OR (NOT m.provider_is_active) THEN NULL ELSE m.last_seen_at END AS last_seen_at,
@@ -32,22 +33,25 @@ BEGIN
                 CASE WHEN (NOT m.is_available) OR (NOT m.provider_is_active) OR ((m.memory_per_gpu_mib IS NULL OR m.memory_per_gpu_mib <= 0)) THEN NULL ELSE m.free_gpus END AS free_gpus,
                 CASE WHEN (NOT m.is_available) OR (NOT m.provider_is_active) OR ((m.memory_per_gpu_mib IS NULL OR m.memory_per_gpu_mib <= 0)) OR (m.free_gpus < 1) THEN NULL ELSE m.tier END AS tier,
                 CASE WHEN (NOT m.is_available) OR (NOT m.provider_is_active) OR ((m.memory_per_gpu_mib IS NULL OR m.memory_per_gpu_mib <= 0)) OR (m.free_gpus < 1) THEN NULL ELSE (floor(m.reliability * 100) / 100)::numeric(3,2) END AS reliability,
-                CASE WHEN (NOT m.is_available) OR (NOT m.provider_is_active) OR ((m.memory_per_gpu_mib IS NULL OR m.memory_per_gpu_mib <= 0)) OR (m.free_gpus < 1) THEN 0 ELSE (m.price_per_gpu_hour * 10000)::bigint END AS price,
+                k.market AS market,
+                CASE WHEN (NOT m.is_available) OR (NOT m.provider_is_active) OR ((m.memory_per_gpu_mib IS NULL OR m.memory_per_gpu_mib <= 0)) OR (m.free_gpus < 1) THEN 0 ELSE (CASE k.market WHEN 'on_demand' THEN m.price_per_gpu_hour WHEN 'interruptible' THEN m.interruptible_allowed_price WHEN 'any' THEN m.any_market_price END * 10000)::bigint END AS price,
                 m.n
                 FROM (SELECT *, 1 AS n
                     FROM fleet_new) AS m
+                CROSS JOIN (VALUES ('on_demand'), ('interruptible'), ('any')) AS k(market)
                 WHERE NOT (m.gone_at IS NOT NULL)) AS p
             GROUP BY p.is_available, p.provider_is_active, p.last_seen_at, p.country, p.memory_per_gpu_mib,
-            p.free_gpus, p.tier, p.reliability, p.price
+            p.free_gpus, p.tier, p.reliability, p.market, p.price
             HAVING SUM(p.n) <> 0) AS d;
     ELSIF TG_OP = 'UPDATE' THEN
         INSERT INTO catalog_fleetdelta (txid, shape, is_available, provider_is_active, last_seen_at, country,
-            memory_per_gpu_mib, free_gpus, tier, reliability, price, n) SELECT txid_current(), d.*
+            memory_per_gpu_mib, free_gpus, tier, reliability, market, price, n) SELECT txid_current(),
+        d.*
         FROM (SELECT concat_ws('|', quote_nullable(p.is_available), quote_nullable(p.provider_is_active),
                 quote_nullable(extract(epoch FROM p.last_seen_at)), quote_nullable(p.country), quote_nullable(p.memory_per_gpu_mib),
-                quote_nullable(p.free_gpus), quote_nullable(p.tier), quote_nullable(p.reliability)) AS shape,
+                quote_nullable(p.free_gpus), quote_nullable(p.tier), quote_nullable(p.reliability), quote_nullable(p.market)) AS shape,
             p.is_available, p.provider_is_active, p.last_seen_at, p.country, p.memory_per_gpu_mib, p.free_gpus,
-            p.tier, p.reliability, p.price, SUM(p.n)::integer AS n
+            p.tier, p.reliability, p.market, p.price, SUM(p.n)::integer AS n
             FROM (SELECT m.is_available AS is_available,
                 CASE WHEN (NOT m.is_available) THEN NULL ELSE m.provider_is_active END AS provider_is_active,
                 CASE WHEN (NOT m.is_available) OR (NOT m.provider_is_active) THEN NULL ELSE m.last_seen_at END AS last_seen_at,
@@ -56,24 +60,27 @@ BEGIN
                 CASE WHEN (NOT m.is_available) OR (NOT m.provider_is_active) OR ((m.memory_per_gpu_mib IS NULL OR m.memory_per_gpu_mib <= 0)) THEN NULL ELSE m.free_gpus END AS free_gpus,
                 CASE WHEN (NOT m.is_available) OR (NOT m.provider_is_active) OR ((m.memory_per_gpu_mib IS NULL OR m.memory_per_gpu_mib <= 0)) OR (m.free_gpus < 1) THEN NULL ELSE m.tier END AS tier,
                 CASE WHEN (NOT m.is_available) OR (NOT m.provider_is_active) OR ((m.memory_per_gpu_mib IS NULL OR m.memory_per_gpu_mib <= 0)) OR (m.free_gpus < 1) THEN NULL ELSE (floor(m.reliability * 100) / 100)::numeric(3,2) END AS reliability,
-                CASE WHEN (NOT m.is_available) OR (NOT m.provider_is_active) OR ((m.memory_per_gpu_mib IS NULL OR m.memory_per_gpu_mib <= 0)) OR (m.free_gpus < 1) THEN 0 ELSE (m.price_per_gpu_hour * 10000)::bigint END AS price,
+                k.market AS market,
+                CASE WHEN (NOT m.is_available) OR (NOT m.provider_is_active) OR ((m.memory_per_gpu_mib IS NULL OR m.memory_per_gpu_mib <= 0)) OR (m.free_gpus < 1) THEN 0 ELSE (CASE k.market WHEN 'on_demand' THEN m.price_per_gpu_hour WHEN 'interruptible' THEN m.interruptible_allowed_price WHEN 'any' THEN m.any_market_price END * 10000)::bigint END AS price,
                 m.n
                 FROM (SELECT *, 1 AS n
                     FROM fleet_new
                     UNION ALL SELECT *, -1 AS n
                     FROM fleet_old) AS m
+                CROSS JOIN (VALUES ('on_demand'), ('interruptible'), ('any')) AS k(market)
                 WHERE NOT (m.gone_at IS NOT NULL)) AS p
             GROUP BY p.is_available, p.provider_is_active, p.last_seen_at, p.country, p.memory_per_gpu_mib,
-            p.free_gpus, p.tier, p.reliability, p.price
+            p.free_gpus, p.tier, p.reliability, p.market, p.price
             HAVING SUM(p.n) <> 0) AS d;
     ELSE
         INSERT INTO catalog_fleetdelta (txid, shape, is_available, provider_is_active, last_seen_at, country,
-            memory_per_gpu_mib, free_gpus, tier, reliability, price, n) SELECT txid_current(), d.*
+            memory_per_gpu_mib, free_gpus, tier, reliability, market, price, n) SELECT txid_current(),
+        d.*
         FROM (SELECT concat_ws('|', quote_nullable(p.is_available), quote_nullable(p.provider_is_active),
                 quote_nullable(extract(epoch FROM p.last_seen_at)), quote_nullable(p.country), quote_nullable(p.memory_per_gpu_mib),
-                quote_nullable(p.free_gpus), quote_nullable(p.tier), quote_nullable(p.reliability)) AS shape,
+                quote_nullable(p.free_gpus), quote_nullable(p.tier), quote_nullable(p.reliability), quote_nullable(p.market)) AS shape,
             p.is_available, p.provider_is_active, p.last_seen_at, p.country, p.memory_per_gpu_mib, p.free_gpus,
-            p.tier, p.reliability, p.price, SUM(p.n)::integer AS n
+            p.tier, p.reliability, p.market, p.price, SUM(p.n)::integer AS n
             FROM (SELECT m.is_available AS is_available,
                 CASE WHEN (NOT m.is_available) THEN NULL ELSE m.provider_is_active END AS provider_is_active,
                 CASE WHEN (NOT m.is_available) OR (NOT m.provider_is_active) THEN NULL ELSE m.last_seen_at END AS last_seen_at,
@@ -82,13 +89,15 @@ BEGIN
                 CASE WHEN (NOT m.is_available) OR (NOT m.provider_is_active) OR ((m.memory_per_gpu_mib IS NULL OR m.memory_per_gpu_mib <= 0)) THEN NULL ELSE m.free_gpus END AS free_gpus,
                 CASE WHEN (NOT m.is_available) OR (NOT m.provider_is_active) OR ((m.memory_per_gpu_mib IS NULL OR m.memory_per_gpu_mib <= 0)) OR (m.free_gpus < 1) THEN NULL ELSE m.tier END AS tier,
                 CASE WHEN (NOT m.is_available) OR (NOT m.provider_is_active) OR ((m.memory_per_gpu_mib IS NULL OR m.memory_per_gpu_mib <= 0)) OR (m.free_gpus < 1) THEN NULL ELSE (floor(m.reliability * 100) / 100)::numeric(3,2) END AS reliability,
-                CASE WHEN (NOT m.is_available) OR (NOT m.provider_is_active) OR ((m.memory_per_gpu_mib IS NULL OR m.memory_per_gpu_mib <= 0)) OR (m.free_gpus < 1) THEN 0 ELSE (m.price_per_gpu_hour * 10000)::bigint END AS price,
+                k.market AS market,
+                CASE WHEN (NOT m.is_available) OR (NOT m.provider_is_active) OR ((m.memory_per_gpu_mib IS NULL OR m.memory_per_gpu_mib <= 0)) OR (m.free_gpus < 1) THEN 0 ELSE (CASE k.market WHEN 'on_demand' THEN m.price_per_gpu_hour WHEN 'interruptible' THEN m.interruptible_allowed_price WHEN 'any' THEN m.any_market_price END * 10000)::bigint END AS price,
                 m.n
                 FROM (SELECT *, -1 AS n
                     FROM fleet_old) AS m
+                CROSS JOIN (VALUES ('on_demand'), ('interruptible'), ('any')) AS k(market)
                 WHERE NOT (m.gone_at IS NOT NULL)) AS p
             GROUP BY p.is_available, p.provider_is_active, p.last_seen_at, p.country, p.memory_per_gpu_mib,
-            p.free_gpus, p.tier, p.reliability, p.price
+            p.free_gpus, p.tier, p.reliability, p.market, p.price
             HAVING SUM(p.n) <> 0) AS d;
     END IF;
     IF FOUND THEN
@@ -113,12 +122,12 @@ BEGIN
     ORDER BY s.stripe;
     WITH gone AS (DELETE FROM catalog_fleetdelta WHERE txid = tx RETURNING *),
     d AS (SELECT shape, price, SUM(n) AS n FROM gone GROUP BY shape, price),
-    k AS (SELECT DISTINCT ON (shape) shape, is_available, provider_is_active, last_seen_at, country, memory_per_gpu_mib, free_gpus, tier, reliability FROM gone ORDER BY shape),
+    k AS (SELECT DISTINCT ON (shape) shape, is_available, provider_is_active, last_seen_at, country, memory_per_gpu_mib, free_gpus, tier, reliability, market FROM gone ORDER BY shape),
     old AS (DELETE FROM catalog_fleetshape AS s USING k WHERE s.shape = k.shape RETURNING s.shape, s.prices, s.cum)
     INSERT INTO catalog_fleetshape (shape, chunk, is_available, provider_is_active, last_seen_at, country,
-        memory_per_gpu_mib, free_gpus, tier, reliability, prices, cum) SELECT c.shape, c.chunk, k.is_available,
-    k.provider_is_active, k.last_seen_at, k.country, k.memory_per_gpu_mib, k.free_gpus, k.tier, k.reliability,
-    array_agg(c.price ORDER BY c.price), array_agg(c.cum ORDER BY c.price)
+        memory_per_gpu_mib, free_gpus, tier, reliability, market, prices, cum) SELECT c.shape, c.chunk,
+    k.is_available, k.provider_is_active, k.last_seen_at, k.country, k.memory_per_gpu_mib, k.free_gpus,
+    k.tier, k.reliability, k.market, array_agg(c.price ORDER BY c.price), array_agg(c.cum ORDER BY c.price)
     FROM (SELECT e.shape, e.chunk, e.price, SUM(e.n) OVER (PARTITION BY e.shape, e.chunk ORDER BY e.price)::integer AS cum
         FROM (SELECT shape, price, n, (row_number() OVER (PARTITION BY shape ORDER BY price) - 1) / 256 AS chunk
             FROM (SELECT shape, price, SUM(n) AS n
@@ -132,7 +141,7 @@ BEGIN
     JOIN (SELECT *
         FROM k) AS k ON k.shape = c.shape
     GROUP BY c.shape, c.chunk, k.is_available, k.provider_is_active, k.last_seen_at, k.country, k.memory_per_gpu_mib,
-    k.free_gpus, k.tier, k.reliability;
+    k.free_gpus, k.tier, k.reliability, k.market;
 END $fn$;
 
 CREATE FUNCTION catalog_fleet_merge_at_commit() RETURNS trigger LANGUAGE plpgsql AS $fn$
@@ -146,18 +155,18 @@ BEGIN
     PERFORM pg_advisory_xact_lock(5131334, s) FROM generate_series(0, 63) AS s ORDER BY s;
     DELETE FROM catalog_fleetshape;
     INSERT INTO catalog_fleetshape (shape, chunk, is_available, provider_is_active, last_seen_at, country,
-        memory_per_gpu_mib, free_gpus, tier, reliability, prices, cum) SELECT c.shape, c.chunk, k.is_available,
-    k.provider_is_active, k.last_seen_at, k.country, k.memory_per_gpu_mib, k.free_gpus, k.tier, k.reliability,
-    array_agg(c.price ORDER BY c.price), array_agg(c.cum ORDER BY c.price)
+        memory_per_gpu_mib, free_gpus, tier, reliability, market, prices, cum) SELECT c.shape, c.chunk,
+    k.is_available, k.provider_is_active, k.last_seen_at, k.country, k.memory_per_gpu_mib, k.free_gpus,
+    k.tier, k.reliability, k.market, array_agg(c.price ORDER BY c.price), array_agg(c.cum ORDER BY c.price)
     FROM (SELECT e.shape, e.chunk, e.price, SUM(e.n) OVER (PARTITION BY e.shape, e.chunk ORDER BY e.price)::integer AS cum
         FROM (SELECT shape, price, n, (row_number() OVER (PARTITION BY shape ORDER BY price) - 1) / 256 AS chunk
             FROM (SELECT shape, price, n
                 FROM (SELECT concat_ws('|', quote_nullable(p.is_available), quote_nullable(p.provider_is_active),
                         quote_nullable(extract(epoch FROM p.last_seen_at)), quote_nullable(p.country),
                         quote_nullable(p.memory_per_gpu_mib), quote_nullable(p.free_gpus), quote_nullable(p.tier),
-                        quote_nullable(p.reliability)) AS shape, p.is_available, p.provider_is_active,
-                    p.last_seen_at, p.country, p.memory_per_gpu_mib, p.free_gpus, p.tier, p.reliability,
-                    p.price, SUM(p.n)::integer AS n
+                        quote_nullable(p.reliability), quote_nullable(p.market)) AS shape, p.is_available,
+                    p.provider_is_active, p.last_seen_at, p.country, p.memory_per_gpu_mib, p.free_gpus,
+                    p.tier, p.reliability, p.market, p.price, SUM(p.n)::integer AS n
                     FROM (SELECT m.is_available AS is_available,
                         CASE WHEN (NOT m.is_available) THEN NULL ELSE m.provider_is_active END AS provider_is_active,
                         CASE WHEN (NOT m.is_available) OR (NOT m.provider_is_active) THEN NULL ELSE m.last_seen_at END AS last_seen_at,
@@ -166,21 +175,23 @@ BEGIN
                         CASE WHEN (NOT m.is_available) OR (NOT m.provider_is_active) OR ((m.memory_per_gpu_mib IS NULL OR m.memory_per_gpu_mib <= 0)) THEN NULL ELSE m.free_gpus END AS free_gpus,
                         CASE WHEN (NOT m.is_available) OR (NOT m.provider_is_active) OR ((m.memory_per_gpu_mib IS NULL OR m.memory_per_gpu_mib <= 0)) OR (m.free_gpus < 1) THEN NULL ELSE m.tier END AS tier,
                         CASE WHEN (NOT m.is_available) OR (NOT m.provider_is_active) OR ((m.memory_per_gpu_mib IS NULL OR m.memory_per_gpu_mib <= 0)) OR (m.free_gpus < 1) THEN NULL ELSE (floor(m.reliability * 100) / 100)::numeric(3,2) END AS reliability,
-                        CASE WHEN (NOT m.is_available) OR (NOT m.provider_is_active) OR ((m.memory_per_gpu_mib IS NULL OR m.memory_per_gpu_mib <= 0)) OR (m.free_gpus < 1) THEN 0 ELSE (m.price_per_gpu_hour * 10000)::bigint END AS price,
+                        k.market AS market,
+                        CASE WHEN (NOT m.is_available) OR (NOT m.provider_is_active) OR ((m.memory_per_gpu_mib IS NULL OR m.memory_per_gpu_mib <= 0)) OR (m.free_gpus < 1) THEN 0 ELSE (CASE k.market WHEN 'on_demand' THEN m.price_per_gpu_hour WHEN 'interruptible' THEN m.interruptible_allowed_price WHEN 'any' THEN m.any_market_price END * 10000)::bigint END AS price,
                         m.n
                         FROM (SELECT *, 1 AS n
                             FROM catalog_machine) AS m
+                        CROSS JOIN (VALUES ('on_demand'), ('interruptible'), ('any')) AS k(market)
                         WHERE NOT (m.gone_at IS NOT NULL)) AS p
                     GROUP BY p.is_available, p.provider_is_active, p.last_seen_at, p.country, p.memory_per_gpu_mib,
-                    p.free_gpus, p.tier, p.reliability, p.price
+                    p.free_gpus, p.tier, p.reliability, p.market, p.price
                     HAVING SUM(p.n) <> 0) AS s) AS x) AS e) AS c
     JOIN (SELECT DISTINCT shape, is_available, provider_is_active, last_seen_at, country, memory_per_gpu_mib,
-        free_gpus, tier, reliability
+        free_gpus, tier, reliability, market
         FROM (SELECT concat_ws('|', quote_nullable(p.is_available), quote_nullable(p.provider_is_active),
                 quote_nullable(extract(epoch FROM p.last_seen_at)), quote_nullable(p.country), quote_nullable(p.memory_per_gpu_mib),
-                quote_nullable(p.free_gpus), quote_nullable(p.tier), quote_nullable(p.reliability)) AS shape,
+                quote_nullable(p.free_gpus), quote_nullable(p.tier), quote_nullable(p.reliability), quote_nullable(p.market)) AS shape,
             p.is_available, p.provider_is_active, p.last_seen_at, p.country, p.memory_per_gpu_mib, p.free_gpus,
-            p.tier, p.reliability, p.price, SUM(p.n)::integer AS n
+            p.tier, p.reliability, p.market, p.price, SUM(p.n)::integer AS n
             FROM (SELECT m.is_available AS is_available,
                 CASE WHEN (NOT m.is_available) THEN NULL ELSE m.provider_is_active END AS provider_is_active,
                 CASE WHEN (NOT m.is_available) OR (NOT m.provider_is_active) THEN NULL ELSE m.last_seen_at END AS last_seen_at,
@@ -189,16 +200,18 @@ BEGIN
                 CASE WHEN (NOT m.is_available) OR (NOT m.provider_is_active) OR ((m.memory_per_gpu_mib IS NULL OR m.memory_per_gpu_mib <= 0)) THEN NULL ELSE m.free_gpus END AS free_gpus,
                 CASE WHEN (NOT m.is_available) OR (NOT m.provider_is_active) OR ((m.memory_per_gpu_mib IS NULL OR m.memory_per_gpu_mib <= 0)) OR (m.free_gpus < 1) THEN NULL ELSE m.tier END AS tier,
                 CASE WHEN (NOT m.is_available) OR (NOT m.provider_is_active) OR ((m.memory_per_gpu_mib IS NULL OR m.memory_per_gpu_mib <= 0)) OR (m.free_gpus < 1) THEN NULL ELSE (floor(m.reliability * 100) / 100)::numeric(3,2) END AS reliability,
-                CASE WHEN (NOT m.is_available) OR (NOT m.provider_is_active) OR ((m.memory_per_gpu_mib IS NULL OR m.memory_per_gpu_mib <= 0)) OR (m.free_gpus < 1) THEN 0 ELSE (m.price_per_gpu_hour * 10000)::bigint END AS price,
+                k.market AS market,
+                CASE WHEN (NOT m.is_available) OR (NOT m.provider_is_active) OR ((m.memory_per_gpu_mib IS NULL OR m.memory_per_gpu_mib <= 0)) OR (m.free_gpus < 1) THEN 0 ELSE (CASE k.market WHEN 'on_demand' THEN m.price_per_gpu_hour WHEN 'interruptible' THEN m.interruptible_allowed_price WHEN 'any' THEN m.any_market_price END * 10000)::bigint END AS price,
                 m.n
                 FROM (SELECT *, 1 AS n
                     FROM catalog_machine) AS m
+                CROSS JOIN (VALUES ('on_demand'), ('interruptible'), ('any')) AS k(market)
                 WHERE NOT (m.gone_at IS NOT NULL)) AS p
             GROUP BY p.is_available, p.provider_is_active, p.last_seen_at, p.country, p.memory_per_gpu_mib,
-            p.free_gpus, p.tier, p.reliability, p.price
+            p.free_gpus, p.tier, p.reliability, p.market, p.price
             HAVING SUM(p.n) <> 0) AS s) AS k ON k.shape = c.shape
     GROUP BY c.shape, c.chunk, k.is_available, k.provider_is_active, k.last_seen_at, k.country, k.memory_per_gpu_mib,
-    k.free_gpus, k.tier, k.reliability;
+    k.free_gpus, k.tier, k.reliability, k.market;
 END $fn$;
 
 CREATE FUNCTION catalog_fleet_truncated() RETURNS trigger LANGUAGE plpgsql AS $fn$

@@ -51,7 +51,12 @@ class Command(BaseCommand):
                 f"{per_million(m):>10} "
                 f"{hours:>10}  {m['confidence']}{capacity(m)}"
             )
-            for market in m.get("markets", [])[1:]:  # the first is the listed price, above
+            markets = m.get("markets", [])
+            if markets and m["market"] != markets[0]["market"]:  # the price above is not the listed one
+                self.stdout.write(f"       priced {m['market']}: ${m['price_per_gpu_hour']} per GPU-hour")
+            for market in markets:  # every other market (by default all but the listed price, above)
+                if market["market"] == m["market"]:
+                    continue
                 terms = f" ({market['terms_text']})" if market["terms_text"] else ""
                 self.stdout.write(f"       {market['market']} ${market['price_per_hour']}/h{terms}")
             if m.get("reliability") is not None or m.get("stock"):
