@@ -21,7 +21,7 @@ from django import forms
 from django.utils.translation import gettext
 
 from sizing.calculators.vllm import DEFAULT_ENGINE
-from sizing.calculators.vllm_versions import DEFAULT_RELEASE, VllmRelease
+from sizing.calculators.vllm_versions import DEFAULT_RELEASE, VllmRelease, known_release_pattern
 from sizing.countries import ALL_CODES, EU_CODE, country_hint, expand_countries
 from sizing.errors import SizingError
 from sizing.limits import MAX_COUNTRY_ITEMS
@@ -197,6 +197,8 @@ def _value_schema(name: str, field, optional: bool) -> dict:
                          for code in sorted(ALL_CODES | {EU_CODE}))
         item = rf"\s*(?:{codes})?\s*"
         return {"type": "string", "pattern": rf"^{item}(?:[,;]{item}){{0,{MAX_COUNTRY_ITEMS - 1}}}$"}
+    if name == "engine_version":  # the releases whose budget rules are known, or empty (the default)
+        return {"type": "string", "maxLength": field.max_length, "pattern": known_release_pattern()}
     if isinstance(field, forms.TypedChoiceField) and field.coerce is int:
         return {"type": "integer", "enum": [int(value) for value, _ in _choices(field)]}
     if isinstance(field, forms.ChoiceField):

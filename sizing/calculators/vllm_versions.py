@@ -108,6 +108,13 @@ def parse_version(text: object, field: str = "engine_version") -> VllmVersion:
     return VllmVersion(number=number, text=shown)
 
 
+def known_release_pattern() -> str:
+    """The releases `parse_version` takes (or empty: the default), as a regular expression: the API's schema
+    states it, so a schema-valid version is always one whose rules are known."""
+    minors = "|".join(str(minor) for minor in range(OLDEST[1], NEWEST_MINOR[1] + 1))
+    return rf"^(?:v?{OLDEST[0]}\.(?:{minors})(?:\.\d{{1,3}}){{0,2}})?$"
+
+
 def _malformed() -> str:
     return gettext("Enter the vLLM version as numbers with dots, such as 0.19 or 0.9.2.")
 

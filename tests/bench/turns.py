@@ -7,7 +7,9 @@ machine slowing down meanwhile weighs on every side alike. Prints each path's me
 percentile per side in milliseconds, this checkout's median over each other's, and the SQL statements
 each side ran. The paths are the benchmark's plan queries and two plain answers; with --all-queries,
 every query's result panel (the HTMX request the page's form sends) and API answer; or those given
-with --path. DATABASE_URL names the database every side reads.
+with --path. DATABASE_URL names the database every side reads; `--databases URL …` gives each side its own
+(this checkout's first), for a change whose migration the commit before cannot read: each side then
+reads a copy of the same fleet at its own schema (`createdb -T`, then migrate the copy).
 """
 from __future__ import annotations
 
@@ -91,7 +93,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--all-queries", action="store_true", help="every query's result panel and API answer")
     parser.add_argument("--query", action="append", help="with --all-queries, only the queries whose name holds "
                         "this text (repeatable)")
+    parser.add_argument("--databases", nargs="+", help="each side's DATABASE_URL, this checkout's first (default: "
+                        "DATABASE_URL for every side)")
     args = parser.parse_args(argv)
+    if args.databases and len(args.databases) != 1 + len(args.others):
+        parser.error(f"--databases names {len(args.databases)} databases for {1 + len(args.others)} sides")
     if args.all_queries:
         os.environ.setdefault("DJANGO_SETTINGS_MODULE", "nodelodge.settings")
         import django
@@ -103,10 +109,11 @@ def main(argv: list[str] | None = None) -> int:
         folder = Path(other).resolve()
         folders[side_name(folder) if side_name(folder) not in folders else str(folder)] = folder
     this, others = next(iter(folders)), list(folders)[1:]
+    databases: list[str | None] = list(args.databases or [None] * len(folders))
     sides = {}
-    for name, folder in folders.items():
+    for (name, folder), database in zip(folders.items(), databases, strict=True):
         sides[name] = subprocess.Popen(  # noqa: S603 - our own interpreter on our own script
-            [sys.executable, "-c", CHILD], cwd=folder, env=env, text=True,
+            [sys.executable, "-c", CHILD], cwd=folder, env={**env, "DATABASE_URL": database} if database else env, text=True,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
         )
 

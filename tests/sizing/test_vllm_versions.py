@@ -1,8 +1,11 @@
 """vLLM by version (`sizing.calculators.vllm_versions`): which memory each release family pays inside
 gpu_memory_utilization, the switch that turns the CUDA-graph estimate off, and the skipped vision tower."""
+import re
 from fractions import Fraction
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sizing.calculators.vllm import (
     CUDA_CONTEXT_BYTES,
@@ -11,7 +14,7 @@ from sizing.calculators.vllm import (
     serve_command,
     vllm_budget,
 )
-from sizing.calculators.vllm_versions import DEFAULT_VERSION, parse_version
+from sizing.calculators.vllm_versions import DEFAULT_VERSION, known_release_pattern, parse_version
 from sizing.errors import SizingError
 from sizing.units import GIB
 from tests.accuracy.vllm_startup import language_spec
@@ -124,3 +127,17 @@ def test_the_vision_tower_cannot_be_skipped_where_there_is_none_or_before_0_10_1
         vllm_budget(language_spec("gemma-3-4b"), 16, 16, VllmSettings(
             gpu_memory_bytes=H100, skip_vision_tower=True, version=parse_version("0.9.2")))
     assert early.value.field == "skip_vision_tower" and "0.10.1" in early.value.message
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.from_regex(known_release_pattern(), fullmatch=True))
+def test_every_release_the_schema_admits_is_taken(text):
+    # The API's schema states the pattern: a schema-valid version is never refused.
+    assert parse_version(text).text == (text.removeprefix("v") or DEFAULT_VERSION)
+
+
+@pytest.mark.parametrize("text", ["0.7.3", "0.32", "0000000000000000000", "1.0", "0.19.x"])
+def test_the_schema_leaves_out_what_is_refused(text):
+    assert re.fullmatch(known_release_pattern(), text) is None
+    with pytest.raises(SizingError):
+        parse_version(text)
