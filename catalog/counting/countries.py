@@ -50,11 +50,18 @@ def meeting_by_country_many(queries: list[FleetQuery]) -> list[list[CountryCount
                        f"SUM({counted}) FILTER (WHERE {meets})")
         params |= values
     params |= shared.params
+    # Only the rows of the market preferences asked (each machine is counted once per choice): the
+    # kept counts are kept per market, so the scan reads those alone.
+    asked = sorted({query.market for query in queries})
+    markets = {f"market_{number}": market for number, market in enumerate(asked)}
+    params |= markets
+    asked_markets = ", ".join(f"%({name})s" for name in markets)
     # Fixed SQL and integers; every value is a parameter.
     sql = (
         f"SELECT m.country, {', '.join(columns)} "  # noqa: S608  # nosec B608
         f"FROM {fleet_counts.SHAPES} m {shared.from_sql()} "
-        f"WHERE {status} = {availability.SCREENED} GROUP BY m.country"
+        f"WHERE m.{fleet_counts.MARKET} IN ({asked_markets}) AND {status} = {availability.SCREENED} "
+        "GROUP BY m.country"
     )
     found: list[list[CountryCount]] = [[] for _ in queries]
     with database.reads().cursor() as cursor:

@@ -50,7 +50,7 @@ from catalog.counting.params import named
 from catalog.market_columns import MARKET_PRICE_COLUMNS
 from sizing.availability import BEFORE_CUTOFF, OUTSIDE, RULE
 from sizing.limits import PRICE_UNITS  # price_per_gpu_hour has 4 places: integers of 1/10,000
-from sizing.markets import DEFAULT_MARKET
+from sizing.markets import DEFAULT_MARKET, MARKET_CHOICES
 from sizing.preferences import MACHINE_FIELDS, RELIABILITY_PLACES
 
 SHAPES = "catalog_fleetshape"
@@ -211,8 +211,13 @@ def install_sql() -> list[str]:
         f"FROM generate_series(0, {LOCK_STRIPES - 1}) AS s ORDER BY s;"
     )
     return [
-        f"CREATE TABLE {SHAPES} (id bigserial PRIMARY KEY, shape text NOT NULL, chunk integer NOT NULL, "
-        f"{typed}, prices bigint[] NOT NULL, cum integer[] NOT NULL)",
+        # A partition per market preference: every reader asks one choice (or a few), so it reads that
+        # choice's rows alone, as many as before markets were kept.
+        f"CREATE TABLE {SHAPES} (id bigserial, shape text NOT NULL, chunk integer NOT NULL, "
+        f"{typed}, prices bigint[] NOT NULL, cum integer[] NOT NULL, PRIMARY KEY (id, {MARKET})) "
+        f"PARTITION BY LIST ({MARKET})",
+        *(f"CREATE TABLE {SHAPES}_{choice} PARTITION OF {SHAPES} FOR VALUES IN ('{choice}')"
+          for choice in MARKET_CHOICES),
         # Inline and uncompressed: the counting query reads the arrays of every row, several times.
         f"ALTER TABLE {SHAPES} ALTER COLUMN prices SET STORAGE PLAIN, ALTER COLUMN cum SET STORAGE PLAIN",
         f"CREATE INDEX {SHAPES}_shape_idx ON {SHAPES} (shape)",

@@ -2,7 +2,13 @@
 -- Written by `manage.py counting_sql --write`; a test fails when it differs from the generator.
 -- Installed by the migrations' frozen copies (catalog/migrations/sql/), never from this file.
 
-CREATE TABLE catalog_fleetshape (id bigserial PRIMARY KEY, shape text NOT NULL, chunk integer NOT NULL, is_available boolean, provider_is_active boolean, last_seen_at timestamp with time zone, country varchar(2), memory_per_gpu_mib integer, free_gpus smallint, tier varchar(10), reliability numeric(3,2), market varchar(13), prices bigint[] NOT NULL, cum integer[] NOT NULL);
+CREATE TABLE catalog_fleetshape (id bigserial, shape text NOT NULL, chunk integer NOT NULL, is_available boolean, provider_is_active boolean, last_seen_at timestamp with time zone, country varchar(2), memory_per_gpu_mib integer, free_gpus smallint, tier varchar(10), reliability numeric(3,2), market varchar(13), prices bigint[] NOT NULL, cum integer[] NOT NULL, PRIMARY KEY (id, market)) PARTITION BY LIST (market);
+
+CREATE TABLE catalog_fleetshape_on_demand PARTITION OF catalog_fleetshape FOR VALUES IN ('on_demand');
+
+CREATE TABLE catalog_fleetshape_interruptible PARTITION OF catalog_fleetshape FOR VALUES IN ('interruptible');
+
+CREATE TABLE catalog_fleetshape_any PARTITION OF catalog_fleetshape FOR VALUES IN ('any');
 
 ALTER TABLE catalog_fleetshape ALTER COLUMN prices SET STORAGE PLAIN, ALTER COLUMN cum SET STORAGE PLAIN;
 
