@@ -117,7 +117,9 @@ class ConsoleAPI(NinjaAPI):
                     # Every what-if setting has a default, which a value left out or empty takes.
                     stated = parameter_schema(name, CapacityForm, empty_is_default=True)
                     parameter["schema"] = _with_default(stated, CAPACITY_DEFAULTS.get(name))
-                elif name in BY_NAME:
+                elif name in BY_NAME and not path.endswith("/history"):
+                    # The query's parameters; a GPU type's history has a market parameter of its own
+                    # (the markets its prices are kept in), stated by its own schema.
                     parameter["schema"] = _with_default(parameter_schema(name), BY_NAME[name].default)
         return schema
 

@@ -158,6 +158,9 @@ def test_the_api_schema_states_the_operation(client, catalog):
     schema = client.get("/api/v1/openapi.json").json()
     operation = schema["paths"]["/api/v1/gpu-types/{slug}/history"]["get"]
     assert {parameter["name"] for parameter in operation["parameters"]} == {"slug", "market", "country"}
+    # its own markets (those its prices are kept in), not the query's market preference
+    market = next(parameter for parameter in operation["parameters"] if parameter["name"] == "market")
+    assert market["schema"]["enum"] == ["on_demand", "interruptible", "reserved", ""]
     assert "gpu_history_url" in schema["components"]["schemas"]["MachineOut"]["properties"]
 
 
