@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from sizing.breakdown import Breakdown, Item
 from sizing.matching import recommend
 from sizing.offers import Preferences
-from sizing.reasons import EXCLUDED_REASONS
+from sizing.reasons import EXCLUDED_REASONS, LISTED_WHEN_CHOSEN
 from sizing.units import GIB, MIB
 from tests.factories import CARD_48GB_MIB, H200_MIB, RTX_4090_MIB, T4_MIB, offer
 
@@ -62,6 +62,7 @@ preferences_strategy = st.builds(
     ),
     tier=st.sampled_from(["secure", "community", "both"]),
     countries=st.one_of(st.none(), st.sampled_from([frozenset({"DE"}), frozenset({"DE", "FR"})])),
+    min_reliability=st.one_of(st.none(), st.sampled_from([Decimal("0"), Decimal("0.9")])),
 )
 
 
@@ -102,13 +103,21 @@ def test_every_offered_machine_really_fits_and_lists_are_sorted(breakdown, fleet
             preferences.max_price_per_hour is None or machine.hourly_price <= preferences.max_price_per_hour
         )
         assert preferences.budget is None or preferences.budget >= machine.hourly_price
+        reliability = machine.offer.reliability
+        assert preferences.min_reliability is None or (
+            reliability is not None and reliability >= preferences.min_reliability
+        )
     for machine in result.alternatives:
         assert machine.breaks
 
     assert [_key(m) for m in result.machines] == sorted(_key(m) for m in result.machines)
     assert [_key(m) for m in result.alternatives] == sorted(_key(m) for m in result.alternatives)
     assert sum(result.excluded.values()) + len(result.machines) == len(fleet)
-    assert list(result.excluded) == list(EXCLUDED_REASONS)
+    # every reason, those of a preference only where it is chosen
+    assert list(result.excluded) == [
+        reason for reason in EXCLUDED_REASONS
+        if reason not in LISTED_WHEN_CHOSEN or getattr(preferences, LISTED_WHEN_CHOSEN[reason]) is not None
+    ]
 
 
 @dataclass(frozen=True)
