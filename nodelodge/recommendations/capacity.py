@@ -71,7 +71,7 @@ from .messages import error_words, form_errors
 from .parameters import BY_NAME
 from .query import Conflict, NotFound, QueryError, normalize_query
 from .typed_numbers import TypedDecimalField, TypedIntegerField
-from .vllm_release import clean_release, release_from, release_refusals
+from .vllm_release import clean_release, read_release, release_refusals
 
 ENGINES = [("vllm", "vLLM"), ("sglang", "SGLang"), ("llamacpp", "llama.cpp"), ("ollama", "Ollama")]
 GGUF_ENGINES = ("llamacpp", "ollama")
@@ -365,7 +365,7 @@ def query_from(cleaned: dict) -> CapacityQuery:
         tensor_parallel=cleaned["tensor_parallel"], pipeline_parallel=cleaned["pipeline_parallel"],
         gpu_memory_utilization=cleaned["gpu_memory_utilization"], max_model_len=cleaned.get("max_model_len"),
         max_num_batched_tokens=cleaned["max_num_batched_tokens"], max_num_seqs=cleaned.get("max_num_seqs"),
-        **_release_fields(release_from(cleaned)),
+        **_release_fields(read_release(cleaned)),
     )
 
 

@@ -49,7 +49,7 @@ from .parameters import (  # noqa: F401 (the choices and defaults, as the query'
 )
 from .sorts import DEFAULT_SORT
 from .typed_numbers import TypedDecimalField, TypedIntegerField
-from .vllm_release import clean_release, release_from, release_params, release_refusals
+from .vllm_release import clean_release, read_release, release_params, release_refusals
 
 
 def default_model(code: str | None) -> str | None:
@@ -371,7 +371,7 @@ class WorkloadQuery:
             engine=(data.get("engine") or DEFAULT_ENGINE) if chosen.serves_tokens else DEFAULT_ENGINE,
             clusters=(data.get("clusters") or CLUSTERS_AUTO) if chosen.serves_tokens else CLUSTERS_AUTO,
             quantization=(data.get("quantization") or "") if chosen.serves_tokens else "",
-            vllm_release=release_from(data) if chosen.serves_tokens and data.get("engine") == "vllm"
+            vllm_release=read_release(data) if chosen.serves_tokens and data.get("engine") == "vllm"
             else DEFAULT_RELEASE,
         )
 

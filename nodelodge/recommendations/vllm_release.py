@@ -50,11 +50,6 @@ def clean_release(form: forms.Form) -> None:
         form.add_error(error.field, error.message)
 
 
-def release_from(cleaned: Mapping[str, Any]) -> VllmRelease:
-    """The release of a form `clean_release` has read."""
-    return read_release(cleaned)
-
-
 def release_refusals(engine: str | None, asked: Mapping[str, Any]) -> dict[str, str]:
     """The release's inputs named with an engine other than vLLM, by field: said, never silently ignored
     (values each valid alone that do not go together: 422)."""
