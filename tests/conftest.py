@@ -155,13 +155,21 @@ def is_browser_test(item) -> bool:
     return item.get_closest_marker("browser") is not None
 
 
+def is_repeated_on_postgresql(item) -> bool:
+    """Marked `repeated_on_postgresql(reason=…)`: another test runs the same checks on PostgreSQL (the
+    reason names it), so a run without browser leaves it to the SQLite run, as it does browser tests."""
+    return item.get_closest_marker("repeated_on_postgresql") is not None
+
+
 def runs_on_lane(item, lane: str) -> bool:
     """Whether the lane keeps the test. A database-only lane: it touches a database, or is marked
-    both_lanes. A lane without browser: it is no browser test, or one only PostgreSQL can run."""
+    both_lanes. A lane without browser: it is no browser test and not repeated on PostgreSQL by
+    another test, or it is one only PostgreSQL can run."""
     if lane == DATABASE_ONLY:
         return item.get_closest_marker("both_lanes") is not None or touches_database(item)
     if lane == WITHOUT_BROWSER:
-        return not is_browser_test(item) or item.get_closest_marker("postgresql") is not None
+        once_elsewhere = is_browser_test(item) or is_repeated_on_postgresql(item)
+        return not once_elsewhere or item.get_closest_marker("postgresql") is not None
     return True
 
 
@@ -329,10 +337,11 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     folders = config.stash.get(NO_DATABASE, Counter())
     if folders:
         if _lane() == WITHOUT_BROWSER:
-            terminalreporter.section("Browser tests, deselected on this run without browser")
+            terminalreporter.section("Browser tests and tests repeated on PostgreSQL, deselected on this run without browser")
             terminalreporter.write_line(
-                f"{sum(folders.values())} browser tests of this selection show the same page on either database "
-                f"(NODELODGE_TEST_LANE={WITHOUT_BROWSER}); they run on the other database's run:"
+                f"{sum(folders.values())} tests of this selection show the same page on either database (browser tests) "
+                f"or have their checks repeated on PostgreSQL by another test (NODELODGE_TEST_LANE={WITHOUT_BROWSER}); "
+                "they run on the other database's run:"
             )
         else:
             terminalreporter.section("Tests that touch no database, deselected on this database-only run")

@@ -1,7 +1,7 @@
 """bin/test runs each test that touches no database once: its SQLite run (NODELODGE_TEST_LANE=
 database-only) keeps only the tests that touch a database, however indirectly, and those marked
-both_lanes; and each browser test once: its PostgreSQL run (without-browser) leaves them out, except
-those only PostgreSQL runs. Checked by collecting a sample of every shape in a pytest of its own,
+both_lanes; and each browser test, and each test another test repeats on PostgreSQL, once: its
+PostgreSQL run (without-browser) leaves them out, except those only PostgreSQL runs. Checked by collecting a sample of every shape in a pytest of its own,
 whose conftest is this suite's."""
 import os
 import re
@@ -119,6 +119,11 @@ def test_in_the_browser(live_server):
 @pytest.mark.postgresql(reason="a sample")
 def test_in_the_browser_on_postgresql_only(live_server):
     ...  # collected, never run
+
+
+@pytest.mark.repeated_on_postgresql(reason="a sample")
+def test_repeated_on_postgresql_by_another(db):
+    ...  # collected, never run
 '''
 
 # The suite's hooks, its fixtures (the fleet's, the Celery worker) and its plugins.
@@ -132,9 +137,11 @@ EVERY_TEST = {
     "test_pure_parametrized[2]", "DjangoTestCase::test_in_a_django_testcase",
     "DjangoTransactionTestCase::test_in_a_django_transactiontestcase",
     "DjangoSimpleTestCase::test_in_a_django_simpletestcase", "test_in_the_browser",
-    "test_in_the_browser_on_postgresql_only",
+    "test_in_the_browser_on_postgresql_only", "test_repeated_on_postgresql_by_another",
 }
-BROWSER = {"test_in_the_browser"}  # the browser tests a PostgreSQL-only marker does not keep
+# What a run without browser leaves to the SQLite run: the browser tests a PostgreSQL-only marker does
+# not keep, and the tests another test repeats on PostgreSQL.
+ONCE_ON_SQLITE = {"test_in_the_browser", "test_repeated_on_postgresql_by_another"}
 NO_DATABASE = {
     "test_pure", "test_with_client_and_settings_only", "test_pure_parametrized[1]", "test_pure_parametrized[2]",
     "DjangoSimpleTestCase::test_in_a_django_simpletestcase",
@@ -146,7 +153,7 @@ def collect(tmp_path: Path, lane: str | None) -> tuple[set[str], str]:
     (tmp_path / "test_sample.py").write_text(SAMPLE)
     (tmp_path / "conftest.py").write_text(CONFTEST)
     (tmp_path / "pytest.ini").write_text(
-        "[pytest]\nDJANGO_SETTINGS_MODULE = tests.settings\nmarkers =\n    both_lanes\n    browser\n    postgresql\n    slow\n"
+        "[pytest]\nDJANGO_SETTINGS_MODULE = tests.settings\nmarkers =\n    both_lanes\n    browser\n    postgresql\n    repeated_on_postgresql\n    slow\n"
     )
     env = {key: value for key, value in os.environ.items() if not key.startswith("PYTEST_")}
     env["PYTHONPATH"] = str(REPO)
@@ -168,15 +175,15 @@ def test_a_database_only_run_keeps_exactly_the_tests_that_touch_a_database_or_ar
 
     assert kept == EVERY_TEST - NO_DATABASE
     assert "5 tests of this selection touch no database" in output
-    assert re.search(r"14/19 tests collected \(5 deselected\)", output), output
+    assert re.search(r"15/20 tests collected \(5 deselected\)", output), output
 
 
-def test_a_run_without_browser_leaves_out_the_browser_tests_but_those_only_postgresql_runs(tmp_path):
+def test_a_run_without_browser_leaves_out_browser_tests_and_those_repeated_on_postgresql_but_not_postgresql_only(tmp_path):
     kept, output = collect(tmp_path, "without-browser")
 
-    assert kept == EVERY_TEST - BROWSER
-    assert "1 browser tests of this selection show the same page on either database" in output
-    assert re.search(r"18/19 tests collected \(1 deselected\)", output), output
+    assert kept == EVERY_TEST - ONCE_ON_SQLITE
+    assert "2 tests of this selection show the same page on either database (browser tests) or have their checks repeated" in output
+    assert re.search(r"18/20 tests collected \(2 deselected\)", output), output
 
 
 def test_a_run_without_a_lane_keeps_every_test(tmp_path):

@@ -54,6 +54,10 @@ def test_the_served_schema_is_the_one_tested(client):
     assert {"/api/v1/estimate", "/api/v1/recommendations", "/api/v1/models"} <= paths
 
 
+@pytest.mark.repeated_on_postgresql(
+    reason="test_production_layout.py runs the same `schemathesis run --checks all` with a token on PostgreSQL, "
+    "through nginx and gunicorn"
+)
 @pytest.mark.django_db(transaction=True)
 def test_schemathesis_run_with_every_check_passes_against_a_live_server(live_server, tmp_path):
     """What the issue ran: `schemathesis run <server>/api/v1/openapi.json --checks all`, here against
