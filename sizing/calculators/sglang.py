@@ -56,6 +56,7 @@ from .vllm import (
 from .vllm import (
     loaded_bytes as vllm_loaded_bytes,
 )
+from .vllm_loading import rotary_caches
 
 SGLANG_VERSION = "0.5"  # the release family whose defaults and accounting these formulas follow
 PRECISIONS = (16, 8)  # bf16, or FP8 (--quantization fp8, or an FP8 checkpoint as stored)
@@ -63,6 +64,8 @@ MAX_RUNNING_REQUESTS = 4096  # SGLang's own ceiling on its request slots (max_nu
 KV_CACHE_DTYPE = {16: None, 8: "fp8_e5m2"}
 # SGLang's online FP8 (--quantization fp8): one byte per linear weight with a float32 scale per tensor;
 # the embeddings and the output head stay 16-bit, as under vLLM.
+# The rotary embeddings' cos/sin caches stay float32 on CUDA (`weights_item`).
+SGLANG_ROTARY_CACHE_BYTES = 4
 SGLANG_FP8 = replace(ONLINE_FP8, key="fp8-online-sglang", source="SGLang --quantization fp8")
 # The default mem_fraction_static's memory classes (MiB as nvidia-smi reports them): below each bound,
 # (chunked_prefill_size, cuda_graph_max_bs below tp 4, cuda_graph_max_bs from tp 4).
@@ -279,12 +282,22 @@ def loaded_bytes(model: LanguageModelSpec, precision: int) -> tuple[int, str, st
     return vllm_loaded_bytes(model, precision, {8: (SGLANG_FP8, "fp8")})
 
 
-def weights_item(model: LanguageModelSpec, precision: int, tp: int) -> tuple[Item, str | None]:
+def weights_item(
+    model: LanguageModelSpec, precision: int, tp: int, context_length: int | None = None
+) -> tuple[Item, str | None]:
+    """The weights on one GPU at --tp `tp`, with what "Load weight end … mem usage" counts besides them:
+    the rotary embeddings' cos/sin caches, whole on every GPU, built as vLLM builds them
+    (`vllm_loading.rotary_caches`: SGLang's rotary embeddings, `get_rope` and its `_ROPE_DICT`, follow
+    vLLM's) but kept in float32 on CUDA ("cache needs to be in FP32 for numerical stability",
+    sglang/srt/layers/rotary_embedding.py, `RotaryEmbedding.__init__` casts to the model's dtype only off
+    CUDA). YaRN's longer cache where `context_length` passes the model's own maximum (`yarn_override`)."""
     total, formula, flag = loaded_bytes(model, precision)
     if tp > 1:
         formula += gettext(" ÷ %(tp)s tensor-parallel GPUs") % {"tp": tp}
-    return Item(name=gettext("Model weights as loaded"), formula=formula, bytes=math.ceil(total / tp),
-                per_gpu=True), flag
+    yarn_on = context_length is not None and yarn_override(model, context_length) is not None
+    rotary = rotary_caches(model, yarn_on, SGLANG_ROTARY_CACHE_BYTES)
+    return Item(name=gettext("Model weights as loaded"), formula=formula + " " + rotary.formula(),
+                bytes=math.ceil(total / tp) + rotary.bytes, per_gpu=True), flag
 
 
 def cell(model: LanguageModelSpec, kv_bits: int, tp: int) -> tuple[int, str]:
@@ -308,13 +321,14 @@ def sglang_pool(model: LanguageModelSpec, precision: int, kv_bits: int,
                 settings: SglangSettings) -> SglangPool:
     check_settings(model, precision, kv_bits, settings)
     tp = settings.tensor_parallel
-    weights, flag = weights_item(model, precision, tp)
+    context_length = settings.context_length or model_value(model, "max_context")
+    weights, flag = weights_item(model, precision, tp, context_length)
     cell_bytes, cell_words = cell(model, kv_bits, tp)
     return SglangPool(
         model=model, settings=settings, precision=precision, kv_bits=kv_bits, fraction=settings.fraction,
         context_bytes=CUDA_CONTEXT_SPLIT_BYTES if tp > 1 else CUDA_CONTEXT_BYTES,
         weights=weights, quantization=flag, cell_bytes=cell_bytes, cell_words=cell_words,
-        context_length=settings.context_length or model_value(model, "max_context"),
+        context_length=context_length,
     )
 
 

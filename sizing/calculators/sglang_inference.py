@@ -58,7 +58,7 @@ class SglangBreakdown(Breakdown):
     def pool_need(self, gpus: int) -> tuple[int, int]:
         """(the weights on one GPU, the token pool's need on it) at --tp gpus."""
         spec, precision = cast(LanguageModelSpec, self.spec), cast(int, self.precision)
-        weights, _flag = weights_item(spec, precision, gpus)
+        weights, _flag = weights_item(spec, precision, gpus, self.context)
         cell_bytes, _words = cell(spec, self.kv_bits, gpus)
         return weights.bytes, self.requests * self.context * cell_bytes
 
@@ -96,7 +96,7 @@ def estimate_sglang(model: LanguageModelSpec, precision: int, context: int, requ
     with renamed(_WIZARD_FIELDS):
         check_settings(model, precision, kv_bits, wizard_settings(_ANY_GPU, 1, context, requests))
     fraction = wizard_fraction(1)
-    weights, flag = weights_item(model, precision, 1)
+    weights, flag = weights_item(model, precision, 1, context)
     cell_bytes, cell_words = cell(model, kv_bits, 1)
     pool = requests * context * cell_bytes
     need = weights.bytes + pool

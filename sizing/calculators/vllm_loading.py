@@ -182,18 +182,22 @@ class RotaryCaches:
 
     positions: tuple[int, ...]
     width: int  # rotary_dim
+    value_bytes: int = ROTARY_CACHE_BYTES
 
     @property
     def bytes(self) -> int:
-        return sum(self.positions) * self.width * ROTARY_CACHE_BYTES
+        return sum(self.positions) * self.width * self.value_bytes
 
     def formula(self) -> str:
         return gettext(
-            "+ rotary cos/sin caches: %(positions)s positions × %(width)s × 2 bytes, on every GPU"
-        ) % {"positions": " + ".join(fmt_int(p) for p in self.positions), "width": fmt_int(self.width)}
+            "+ rotary cos/sin caches: %(positions)s positions × %(width)s × %(bytes)s bytes, on every GPU"
+        ) % {"positions": " + ".join(fmt_int(p) for p in self.positions), "width": fmt_int(self.width),
+             "bytes": self.value_bytes}
 
 
-def rotary_caches(model: LanguageModelSpec, yarn_on: bool = False) -> RotaryCaches:
+def rotary_caches(
+    model: LanguageModelSpec, yarn_on: bool = False, value_bytes: int = ROTARY_CACHE_BYTES
+) -> RotaryCaches:
     """The cos/sin caches of `model` under vLLM: one of its maximum positions (× the linear factor where
     its config scales RoPE linearly, or the YaRN context where the server turns YaRN on), and one more of
     its maximum positions where sliding layers rotate with their own base (Gemma 3's
@@ -213,4 +217,4 @@ def rotary_caches(model: LanguageModelSpec, yarn_on: bool = False) -> RotaryCach
         width = arch.rotary_dim
     else:
         width = model_value(model, "head_dim")
-    return RotaryCaches(positions=tuple(caches), width=width)
+    return RotaryCaches(positions=tuple(caches), width=width, value_bytes=value_bytes)

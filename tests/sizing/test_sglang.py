@@ -5,6 +5,8 @@ from fractions import Fraction
 import pytest
 
 from sizing.calculators.sglang import SglangSettings, default_mem_fraction_static, sglang_pool
+from sizing.calculators.vllm import loaded_bytes as vllm_loaded_bytes
+from sizing.calculators.vllm_loading import rotary_caches
 from sizing.errors import SizingError
 from sizing.units import GIB
 from tests.accuracy.vllm_startup import language_spec
@@ -49,10 +51,29 @@ def test_fp8_weights_are_loaded_online_with_the_head_kept_in_16_bits():
     assert "--quantization fp8" in pool.command("meta-llama/Llama-3.1-8B")
 
 
+def test_the_weights_carry_the_rotary_caches_in_float32_whole_on_every_gpu():
+    spec = language_spec("qwen2-5-32b")
+    rotary = rotary_caches(spec, value_bytes=4)
+    assert rotary.bytes == spec.max_context * 128 * 4  # one cache, rotary_dim 128, float32 on CUDA
+    one = qwq(mem_fraction_static=None)
+    assert one.weights.bytes == vllm_loaded_bytes(spec, 16)[0] + rotary.bytes
+    assert "× 4 bytes, on every GPU" in one.weights.formula
+
+
+def test_a_yarn_context_lengthens_the_rotary_cache():
+    spec = language_spec("qwen3-30b-a3b")  # 40,960 positions natively, 131,072 under YaRN
+    assert spec.architecture.yarn is not None
+    native = sglang_pool(spec, 16, 16, SglangSettings(gpu_memory_bytes=H100, context_length=spec.max_context))
+    yarn = sglang_pool(spec, 16, 16, SglangSettings(gpu_memory_bytes=H100, context_length=spec.max_context + 1))
+    width = rotary_caches(spec).width
+    assert yarn.weights.bytes - native.weights.bytes == (spec.architecture.yarn.context - spec.max_context) * width * 4
+
+
 def test_tensor_parallel_divides_the_weights_and_the_kv_heads_and_replicates_a_head_past_them():
     one = qwq(mem_fraction_static=None)
     two = qwq(tensor_parallel=2, mem_fraction_static=None)
-    assert two.weights.bytes == pytest.approx(one.weights.bytes / 2, abs=1)
+    rotary = rotary_caches(language_spec("qwen2-5-32b"), value_bytes=4).bytes  # whole on every GPU
+    assert two.weights.bytes - rotary == pytest.approx((one.weights.bytes - rotary) / 2, abs=1)
     assert two.cell_bytes == one.cell_bytes // 2
     sixteen = sglang_pool(language_spec("qwen2-5-32b"), 16, 16, SglangSettings(gpu_memory_bytes=H100,
                                                                                  tensor_parallel=8))
