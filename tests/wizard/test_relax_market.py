@@ -7,15 +7,22 @@ machines at its price. On both databases."""
 from __future__ import annotations
 
 import json
+import random
 from decimal import Decimal
 
 import pytest
 from django.core.management import call_command
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
+from catalog.models import Machine
+from nodelodge.recommendations.answer import recommendation_for
+from sizing.wording import settable
+from tests.differential import parse, random_fleet
 from tests.factories import SmallCatalog
 from tests.helpers import LLAMA_8B, LLAMA_8B_ARGS, LLAMA_8B_TOO_BIG
+from tests.wizard.test_market_bounded import COPIES, grow, work
 
 pytestmark = pytest.mark.django_db
 
@@ -216,3 +223,46 @@ def test_the_wider_markets_are_openings_of_the_one_counting_statement(client, ca
 def test_the_api_schema_says_a_hint_may_set_the_market(client, db):
     schema = client.get("/api/v1/openapi.json").json()
     assert "market" in schema["components"]["schemas"]["RelaxHintOut"]["description"]
+
+
+@pytest.mark.postgresql(reason="the kept counts answer on PostgreSQL; on SQLite the engine reads the fleet")
+def test_the_market_hint_reads_as_much_whatever_the_fleet(models_and_gpus):
+    """An empty on-demand answer whose interruptible market opens machines, over a random fleet and the
+    same fleet ten times over: the market hint is there at either size, counting every copy, in as many
+    statements as an empty answer under any market (no wider market to count), and the rows its
+    openings read do not grow with the fleet."""
+    now = timezone.now()
+    random_fleet(random.Random(11), 60, now)
+    on_demand = recommendation_for(parse(LLAMA_8B), now=now).recommendation.machines[0].hourly_price
+    interruptible = recommendation_for(parse(LLAMA_8B + "&market=interruptible"), now=now)
+    cheapest = interruptible.recommendation.machines[0].hourly_price
+    limit = settable(cheapest)
+    assert limit < on_demand  # some interruptible price is under every on-demand one
+    opened = LLAMA_8B + f"&max_price={limit}"
+    # under a cent nothing opens in any market: an empty answer with no wider market to count
+    widest = LLAMA_8B + "&market=any&max_price=0.01"
+
+    def market_hint(query: str):
+        empty = recommendation_for(parse(query), now=now).recommendation.empty
+        found = [
+            (h.machines, h.cheapest_hourly)
+            for h in empty.hints
+            if h.changes == (("market", "interruptible"),)
+        ]
+        return found[0]
+
+    small = {"hint": market_hint(opened), "opened": work(opened, now), "widest": work(widest, now)}
+    grow(COPIES)
+    large = {"hint": market_hint(opened), "opened": work(opened, now), "widest": work(widest, now)}
+    machines, price = small["hint"]
+    assert price == cheapest and machines > 0
+    assert large["hint"] == ((COPIES + 1) * machines, cheapest)
+    followed = recommendation_for(parse(opened + "&market=interruptible"), now=now).recommendation
+    assert (followed.machines_total, followed.machines[0].hourly_price) == large["hint"]
+    # as many statements at either size, and as the answer with no wider market
+    assert small["opened"][0] == large["opened"][0] == small["widest"][0] == large["widest"][0]
+    # the hint's openings add as many rows at either size (rows per country, not per machine); the
+    # answer's own machines described may change by a few as bands fill, alike with or without it
+    assert large["opened"][1] - large["widest"][1] == small["opened"][1] - small["widest"][1]
+    available = Machine.objects.filter(gone_at__isnull=True, is_available=True).count()
+    assert large["opened"][1] < available // 4
