@@ -37,6 +37,13 @@ _ALLOWED_BESIDES_LISTED = {
     ON_DEMAND: (), INTERRUPTIBLE: (INTERRUPTIBLE,), ANY_MARKET: (INTERRUPTIBLE, RESERVED),
 }
 
+
+def wider_choices(choice: str) -> tuple[str, ...]:
+    """The market choices that let in more prices than `choice`, narrowest first (`MARKET_CHOICES` is
+    in that order): each prices the same machines, some of them cheaper."""
+    return MARKET_CHOICES[MARKET_CHOICES.index(choice) + 1:]
+
+
 # Stock levels a feed may report (`catalog.models.Machine.stock`); "" = the feed does not say.
 STOCK_LEVELS: tuple[str, ...] = ("high", "medium", "low", "in_stock", "out")
 

@@ -29,7 +29,7 @@ from sizing import fit as sizing_fit
 from sizing.breakdown import Breakdown
 from sizing.cluster_sites import ClusterSite
 from sizing.matching import ALTERNATIVES_SHOWN, Recommendation, recommend, recommend_counted
-from sizing.offers import Preferences, TierChoice
+from sizing.offers import MachineOffer, Preferences, TierChoice
 from sizing.reasons import OFFLINE, STALE
 
 from .query import WorkloadQuery
@@ -259,17 +259,33 @@ class EveryMachine:
         return [self.meeting(query, breakdown, now) for query, breakdown in asked]
 
     def meeting_by_country(self, query, breakdown, now):
-        found, _ = recommend_over_every_machine(query, breakdown, {}, now, None)
-        cheapest: dict[str, Decimal] = {}
-        for machine in found.machines:
-            # an available machine has a known country (the availability rule's OUTSIDE check)
-            country, hourly = cast(str, machine.offer.country), machine.hourly_price
-            if country not in cheapest or hourly < cheapest[country]:
-                cheapest[country] = hourly
-        return found.machines_total, sorted(cheapest.items(), key=lambda item: (item[1], item[0]))
+        return self.meeting_by_country_many([(query, breakdown)], now)[0]
 
     def meeting_by_country_many(self, asked, now):
-        return [self.meeting_by_country(query, breakdown, now) for query, breakdown in asked]
+        """The available machines are read once per set of countries asked, and the engine weighs each
+        query over them: an empty answer's openings (a dozen, in two country sets at most) cost a read
+        per set, not one per opening."""
+        read: dict[frozenset[str] | None, list[MachineOffer]] = {}
+        found = []
+        for query, breakdown in asked:
+            if query.countries not in read:
+                read[query.countries] = catalog_rows.machine_offers(
+                    Machine.objects.filter(availability.available_q(stale_cutoff(now), query.countries))
+                )
+            meeting = recommend(
+                breakdown, read[query.countries], preferences_for(query), now=now,
+                stale_after_minutes=stale_after_minutes(), machines_shown=None,
+            )
+            cheapest: dict[str, Decimal] = {}
+            for machine in meeting.machines:
+                # an available machine has a known country (the availability rule's OUTSIDE check)
+                country, hourly = cast(str, machine.offer.country), machine.hourly_price
+                if country not in cheapest or hourly < cheapest[country]:
+                    cheapest[country] = hourly
+            found.append(
+                (meeting.machines_total, sorted(cheapest.items(), key=lambda item: (item[1], item[0])))
+            )
+        return found
 
     def largest_that_fit(self, query, smaller, now):
         """Searches the halvings per field (fewer tokens or requests never need more)."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import datetime
+from decimal import Decimal
 from typing import Any, cast
 
 from catalog import rows as catalog_rows
@@ -11,6 +12,7 @@ from sizing import wording
 from sizing.breakdown import Breakdown
 from sizing.countries import ALL_CODES
 from sizing.i18n import words_unread
+from sizing.markets import wider_choices
 from sizing.matching import Recommendation
 from sizing.units import MIB
 from sizing.workloads import known_workload
@@ -88,13 +90,14 @@ def _limits_to_set(base: WorkloadQuery, lifted: WorkloadQuery, countries) -> lis
 def _openings(
     wanted: list[tuple[WorkloadQuery, Breakdown, bool]], now: datetime,
     counted_too: list[tuple[WorkloadQuery, Breakdown]],
-) -> tuple[list, list[int]]:
+) -> tuple[list, list[tuple[int, list[tuple[str, Decimal]]]]]:
     """For each (base, breakdown, as_is) of `wanted`: what `base` finds at `breakdown` (unless `as_is`
     is False: it is known to find nothing); when nothing, the smallest change of its price limit and
     budget, then of its tier as well, that finds some: (limits changed, machines, [(country, cheapest
-    hourly price)]) or None. With them, how many machines each (query, breakdown) of `counted_too`
-    finds. Two counting statements at most, whatever `wanted` holds: one asks every query as it is
-    and with its limits lifted (and `counted_too`), the other every query with the limits found to set."""
+    hourly price)]) or None. With them, what each (query, breakdown) of `counted_too` finds as it is:
+    (machines, [(country, cheapest hourly price)]). Two counting statements at most, whatever `wanted`
+    holds: one asks every query as it is and with its limits lifted (and `counted_too`), the other
+    every query with the limits found to set."""
     reader = fleet.fleet_reader()
     asked = [([base] if as_is else []) + _liftings(base) for base, _, as_is in wanted]
     probes = [
@@ -103,7 +106,7 @@ def _openings(
         for probe in lifted
     ]
     answers = reader.meeting_by_country_many([*counted_too, *probes], now)
-    totals = [machines for machines, _ in answers[:len(counted_too)]]
+    as_asked = answers[:len(counted_too)]
     counted = iter(answers[len(counted_too):])
     found: list = [None] * len(wanted)
     changed = []  # (index in wanted, limits, the changed query, breakdown)
@@ -122,7 +125,30 @@ def _openings(
     again = reader.meeting_by_country_many([(query, breakdown) for _, _, query, breakdown in changed], now)
     for (index, limits, _, _), (machines, countries) in zip(changed, again, strict=True):
         found[index] = (tuple(limits), machines, countries) if machines else None
-    return found, totals
+    return found, as_asked
+
+
+def _wider_markets(query: WorkloadQuery) -> list[WorkloadQuery]:
+    """The query under each market choice wider than its own, narrowest first, where one may open
+    machines: a wider choice prices the same machines, some of them cheaper, so it opens only what the
+    price limit or the budget kept out (none without either)."""
+    if query.max_price is None and query.budget is None:
+        return []
+    return [replace(query, market=market) for market in wider_choices(query.market)]
+
+
+def _market_hint(
+    wider: list[WorkloadQuery], found: list[tuple[int, list[tuple[str, Decimal]]]]
+) -> wording.Hint | None:
+    """The narrowest wider market that opens machines, with what it opens (None: none does)."""
+    for changed, (machines, countries) in zip(wider, found, strict=True):
+        if machines:
+            cheapest = countries[0][1]
+            return wording.Hint(
+                wording.market_words(changed.market, machines, cheapest),
+                (("market", changed.market),), machines, cheapest,
+            )
+    return None
 
 
 def relax_hints(
@@ -136,8 +162,9 @@ def relax_hints(
     """For an empty answer, each change to the query that opens machines, as the engine and this
     module find them: lifting the tier, the price limit or the budget alone (the engine's); a lower
     precision; the machines outside the chosen countries, at this precision and at each lower one;
-    and, when no machine fits at all, the largest context and requests that fit. Where one change
-    alone opens nothing, the hint adds the price limit, budget or tier to set as well. Each hint's
+    a wider market (interruptible allowed, else any) whose cheaper prices meet the price limit or the
+    budget; and, when no machine fits at all, the largest context and requests that fit. Where one
+    change alone opens nothing, the hint adds the price limit, budget or tier to set as well. Each hint's
     figures are those of the changed query, counted as the answer counts (the kept counts on
     PostgreSQL, a scan of the fleet on the embedded run: the fleet reader's): following its link
     shows them."""
@@ -176,13 +203,20 @@ def relax_hints(
             wanted[bits, "inside"] = (query, at, False)
         if outside is not None:
             wanted[bits, "outside"] = (outside, at, True)
-    found_openings, rounded_machines = _openings(
+    # The wider markets are counted as they are, with the rounded limits: more openings of the same
+    # statement (no statement of their own), reading their markets' kept counts too.
+    wider = _wider_markets(query)
+    found_openings, as_asked = _openings(
         list(wanted.values()), now,
-        [(_changed(query, hints[number].changes), breakdown) for number, _ in rounded],
+        [*((_changed(query, hints[number].changes), breakdown) for number, _ in rounded),
+         *((changed, breakdown) for changed in wider)],
     )
-    for (number, code), machines in zip(rounded, rounded_machines, strict=True):
+    for (number, code), (machines, _) in zip(rounded, as_asked[:len(rounded)], strict=True):
         hint = hints[number]
         hints[number] = wording.limit_hint(code, hint.cheapest_hourly, machines, hint.single)
+    market_hint = _market_hint(wider, as_asked[len(rounded):])
+    if market_hint is not None:
+        hints.append(market_hint)
     openings = dict(zip(wanted, found_openings, strict=True))
     for bits, _ in walk:
         if bits is not None and limited:
