@@ -20,6 +20,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_htmx.http import HttpResponseClientRedirect
 
 from nodelodge.accounts.views import tokens_context
+from nodelodge.refresh.selectors import gpu_history_paths
 from nodelodge.wizard.rows import add_cluster_words, add_row_words
 from sizing.i18n import format_number
 from sizing.results import machine_row
@@ -131,11 +132,12 @@ def launch(request):
     except LaunchRefused as refusal:
         alternatives = []
         if refusal.alternative is not None:
-            # Shown as a row of the result's own table, with a fresh Launch form.
+            # Shown as a row of the result's own table, with a fresh Launch form; its GPU name links to
+            # its price history, as the result's rows do.
             alternative = machine_row(refusal.alternative)
             alternative["idempotency_key"] = uuid.uuid4().hex
             alternatives.append(alternative)
-            add_row_words(alternatives)
+            add_row_words(alternatives, history_paths=gpu_history_paths([refusal.alternative]))
         context = {"refusal": refusal, "alternatives": alternatives, "query_string": query_string}
         if request.htmx:
             return render(request, "launches/refused.html#refusal", context)
