@@ -35,6 +35,9 @@ MAX_PLAN_SEARCH_STEPS = 20_000
 # Prices are kept to four places: as integers they count 1/10,000 of a dollar.
 PRICE_UNITS = 10_000
 MAX_PRICE_PER_GPU_HOUR = Decimal("10000")  # a feed's price beyond this is garbage
+# An interruptible Launch's bid per GPU-hour: no more than any price a feed may list (and no more than
+# the machine's on-demand price where it has one, `sizing.markets.bid_ceiling`).
+MAX_BID_PER_GPU_HOUR = MAX_PRICE_PER_GPU_HOUR
 MAX_MONEY = Decimal("1000000000")  # a budget or a price limit typed into a query
 
 # --- the query and its listing ------------------------------------------------------------------------

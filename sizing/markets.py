@@ -5,7 +5,8 @@ A provider may offer the same machine in up to three markets (SPEC §4, issue 44
 - ``on_demand``: today's price, paid by the hour while the machine runs; nobody takes it back.
 - ``interruptible``: a lower price (a spot price, or the floor of a bid, as Vast's ``min_bid``) for a
   machine the provider may take back, after the notice it gives (seconds; 0 = none) and as often as
-  it says.
+  it says. A Launch in it may bid: the machine runs while the bid is at least that floor, so a bid
+  above it keeps the machine when the floor rises (`bid_ceiling` bounds it).
 - ``reserved``: a prepaid or committed price per GPU-hour for a term (days).
 
 The catalog keeps the listed price (``price_per_gpu_hour``) and whether the listing is itself
@@ -97,6 +98,14 @@ def market_prices(
     if reserved_price_per_gpu_hour is not None and reserved_term_days is not None:
         found.append(MarketPrice(RESERVED, reserved_price_per_gpu_hour, term_days=reserved_term_days))
     return tuple(found)
+
+
+def bid_ceiling(prices: tuple[MarketPrice, ...]) -> Decimal | None:
+    """The most a bid on a machine's interruptible market may be (`market_prices`): its on-demand price
+    where it has one, since a higher bid would pay more than the machine costs where nobody takes it
+    back; None for a machine offered interruptible only, whose bids `limits.MAX_BID_PER_GPU_HOUR`
+    alone bounds."""
+    return next((price.price_per_gpu_hour for price in prices if price.market == ON_DEMAND), None)
 
 
 def priced_in(prices: tuple[MarketPrice, ...], choice: str) -> MarketPrice:

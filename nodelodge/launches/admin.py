@@ -10,8 +10,8 @@ class BookingAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     """Read-only for staff: bookings change only through Launch and Stop, which keep free-GPU counts."""
 
     list_display = (
-        "id", "user", "machine", "gpus", "price_per_hour", "market", "status", "started_at", "ends_at",
-        "ended_at", "hours_covered", "group",
+        "id", "user", "machine", "gpus", "price_per_hour", "market", "bid_per_gpu_hour", "status",
+        "started_at", "ends_at", "ended_at", "hours_covered", "group",
     )
     list_filter = (
         "status", "market", "machine__tier", "machine__provider", "machine__gpu_type", "started_at",

@@ -1,5 +1,7 @@
-"""`POST /api/v1/launches/group`: book a cluster or a throughput plan all or nothing, for the signed-in
-user (session with its CSRF token, or a token from My launches: `Authorization: Bearer nlt_…`).
+"""`POST /api/v1/launches`: book one machine, as the review's Confirm does (with a bid, where it books the
+interruptible market); `POST /api/v1/launches/group`: a cluster or a throughput plan all or nothing. Both
+for the signed-in user (session with its CSRF token, or a token from My launches: `Authorization: Bearer
+nlt_…`).
 
 The body's schema states each field as the console reads it (`hardening/api_input.py`): a body it does
 not allow is 400 naming the field; one it allows that the console cannot book as asked is 422 (a query
@@ -19,6 +21,7 @@ from nodelodge.hardening.api_auth import session_auth
 from nodelodge.hardening.api_input import BodyIn, WizardQuery, whole_number, worded
 from nodelodge.recommendations.query import QueryError, parse_query
 from sizing.fit import MAX_GPUS_PER_MACHINE
+from sizing.markets import MARKETS
 from sizing.units import money_string
 
 from .alternatives import next_cluster_after
@@ -31,6 +34,13 @@ router = Router(auth=[TokenAuth(), session_auth], tags=["launches"])
 MAX_ID = 2**63 - 1  # the largest id a machine can have (a 64-bit key)
 # USD per hour as a decimal string, from 0 to MAX_MONEY (1,000,000,000), e.g. "39.84".
 GROUP_PRICE_PATTERN = r"^(?:[0-9]{1,9}(?:\.[0-9]{1,12})?|1000000000(?:\.0{1,12})?)$"
+# USD per GPU-hour with at most 4 places, from 0 to MAX_BID_PER_GPU_HOUR (10,000), e.g. "0.75"; its bounds
+# against the machine (its floor, its on-demand price) are the booking's, 422.
+BID_PATTERN = r"^(?:[0-9]{1,4}(?:\.[0-9]{1,4})?|10000(?:\.0{1,4})?)$"
+IdempotencyKey = Annotated[str, Field(
+    pattern=f"^{IDEMPOTENCY_KEY}$", description="8 to 64 of A-Z a-z 0-9 _ -, new for each booking; the "
+    "same key books once.",
+), worded(gettext_lazy("Send 8 to 64 letters, digits, '_' or '-', new for each booking."))]
 
 
 class GroupMachineIn(BodyIn):
@@ -51,10 +61,63 @@ class LaunchGroupIn(BodyIn):
         pattern=GROUP_PRICE_PATTERN, description="The total per hour the result showed, USD, e.g. \"39.84\".",
     ), worded(gettext_lazy("Enter the price per hour as a number of USD, e.g. 39.84."))]
     query: WizardQuery
-    idempotency_key: Annotated[str, Field(
-        pattern=f"^{IDEMPOTENCY_KEY}$", description="8 to 64 of A-Z a-z 0-9 _ -, new for each booking; the "
-        "same key books once.",
-    ), worded(gettext_lazy("Send 8 to 64 letters, digits, '_' or '-', new for each booking."))]
+    idempotency_key: IdempotencyKey
+
+
+class LaunchIn(BodyIn):
+    machine: Annotated[whole_number(ge=1, le=MAX_ID), worded(
+        gettext_lazy("Machine ids are whole numbers from 1."))]
+    gpus: Annotated[whole_number(ge=1, le=MAX_GPUS_PER_MACHINE), worded(
+        lambda: gettext("A machine takes from 1 to %(most)s GPUs.") % {"most": MAX_GPUS_PER_MACHINE}
+    )]
+    price_per_hour: Annotated[str, Field(
+        pattern=GROUP_PRICE_PATTERN, description="The price per hour the result showed, USD, e.g. \"2.49\"; "
+        "a price changed since is 409 `price_changed` (not compared with a bid: the bid is the price).",
+    ), worded(gettext_lazy("Enter the price per hour as a number of USD, e.g. 39.84."))]
+    query: WizardQuery
+    idempotency_key: IdempotencyKey
+    market: Literal[tuple(MARKETS)] | None = Field(
+        None, description="The market the result priced the machine in: one now priced in another is 409 "
+        "`market_changed`. Omitted: not checked.",
+    )
+    bid_per_gpu_hour: Annotated[str, Field(
+        pattern=BID_PATTERN, description="Booked interruptible only: the bid, USD per GPU-hour with at "
+        "most 4 places (e.g. \"0.75\"), which it is booked at instead of price_per_hour. The machine runs "
+        "while the bid is at least its floor (its interruptible price); a higher bid keeps it when the floor "
+        "rises. Below the floor or above the machine's on-demand price at booking time, or on another "
+        "market: 422 naming this field.",
+    ), worded(gettext_lazy(
+        "Send the bid as a decimal string of USD per GPU-hour from 0 to 10000 with at most 4 places, e.g. "
+        "\"0.75\"."
+    ))] | None = None
+
+
+class LaunchOut(Schema):
+    id: int
+    machine_id: int
+    provider: str
+    provider_machine_id: str
+    gpu_type: str
+    gpus: int
+    market: str
+    price_per_gpu_hour: str
+    price_per_hour: str
+    bid_per_gpu_hour: str | None
+    status: str
+    started_at: str
+    ends_at: str | None
+    result_url: str
+    idempotency_key: str
+
+
+class LaunchRefusedOut(Schema):
+    """Nothing was booked: why (`errors.machine`, in words), the refusal's `code` (`taken`, `gone`,
+    `offline`, `stale`, `outside_countries`, `no_longer_fits`, `price_changed`, `market_changed`) and the
+    result's address to compute again (`result_url`)."""
+
+    errors: dict[str, str]
+    code: str
+    result_url: str
 
 
 class LaunchGroupBookingOut(Schema):
@@ -99,6 +162,60 @@ class LaunchGroupRefusedOut(Schema):
 
 def _iso(moment) -> str | None:
     return moment.isoformat() if moment is not None else None
+
+
+def booking_out(booking: Booking) -> dict:
+    machine = booking.machine
+    bid = booking.bid_per_gpu_hour
+    return {
+        "id": booking.pk, "machine_id": booking.machine_id, "provider": machine.provider.name,
+        "provider_machine_id": machine.provider_machine_id, "gpu_type": machine.gpu_type.name,
+        "gpus": booking.gpus, "market": booking.market,
+        "price_per_gpu_hour": money_string(booking.price_per_gpu_hour),
+        "price_per_hour": money_string(booking.price_per_hour),
+        "bid_per_gpu_hour": None if bid is None else money_string(bid), "status": booking.status,
+        "started_at": booking.started_at.isoformat(), "ends_at": _iso(booking.ends_at),
+        "result_url": booking.result_url, "idempotency_key": booking.idempotency_key,
+    }
+
+
+@router.post(
+    "",
+    response={200: LaunchOut, 201: LaunchOut, 400: ErrorsOut, 409: LaunchRefusedOut, 422: ErrorsOut,
+              **REFUSALS},
+    url_name="launches",
+    summary="Book one machine, as the review's Confirm does",
+)
+def launch_one(request, payload: LaunchIn):
+    """Books `gpus` GPUs of `machine` after checking it again as Launch does: offered, available, the GPUs
+    free, the workload still fitting, and its price per hour unchanged (or, with `bid_per_gpu_hour`, the
+    bid within its floor and on-demand price). 201 with the booking; 200 with the same booking when
+    `idempotency_key` already booked it; 409 when it cannot be booked now (nothing is booked); 400 for a
+    body the schema does not allow; 422 when it cannot be booked as asked: a query the console cannot
+    answer (naming the query's field), a bid on a machine booked on demand or reserved, below its floor
+    or above its on-demand price (naming `bid_per_gpu_hour`)."""
+    params = QueryDict(mutable=True)
+    params.update(payload.query)
+    bid = payload.bid_per_gpu_hour
+    try:
+        parse_query(params)
+        outcome = launch(
+            request.user, machines=[(payload.machine, payload.gpus)],
+            shown_price_per_hour=Decimal(payload.price_per_hour), query_string=params.urlencode(),
+            idempotency_key=payload.idempotency_key, market=payload.market,
+            bid_per_gpu_hour=None if bid is None else Decimal(bid),
+        )
+    except (GroupInputError, QueryError) as error:  # a refused bid among them (BidRefused), naming it
+        return Status(422, {"errors": error.errors})
+    except LaunchRefused as refusal:
+        if refusal.code == LaunchRefused.INVALID_QUERY:
+            return Status(422, {"errors": {"query": refusal.message}})
+        return Status(409, {"errors": {"machine": refusal.message}, "code": refusal.code,
+                            "result_url": refusal.result_url})
+    booked = Booking.objects.select_related("machine__provider", "machine__gpu_type").get(
+        pk=outcome.booking.pk
+    )
+    return Status(201 if outcome.created else 200, booking_out(booked))
 
 
 def group_out(group: LaunchGroup) -> dict:

@@ -33,11 +33,14 @@ from .alternatives import next_cheapest
 from .holding import with_held_gpus
 from .models import ALONE, Booking, LaunchGroup
 from .refusals import (
+    BID_FIELD,
     GroupInputError,
     LaunchRefused,
     booked_market,
     estimate_or_refuse,
     parse_query,
+    refuse_bid,
+    refuse_bid_market,
     refuse_machines,
     refuse_market_change,
     refuse_unbookable,
@@ -128,6 +131,7 @@ def launch(
     kind: str = ALONE,
     now: datetime | None = None,
     market: str | None = None,
+    bid_per_gpu_hour: Decimal | None = None,
 ) -> LaunchOutcome:
     """Book `machines` ((machine id, GPUs) pairs: one for a machine alone, every machine of a cluster
     or a plan) for `user`, as the result page offered them, or none.
@@ -138,8 +142,17 @@ def launch(
     input and LaunchRefused otherwise (a GroupRefused naming the machine, for a group). The same
     (user, idempotency_key) books once: a repeat returns the first booking. `market`: the market the
     review named, for a machine alone; one listed in another market now is refused (None: unchecked).
+    `bid_per_gpu_hour`: a machine alone booked interruptible at this bid instead of the price shown;
+    BidRefused (a GroupInputError naming the bid) when it is below the floor or above the on-demand
+    price under the lock, or the machine is booked in another market.
     """
     pairs = check_request(kind, machines)
+    bid = bid_per_gpu_hour
+    if bid is not None:
+        if kind != ALONE:
+            raise GroupInputError({BID_FIELD: gettext("A bid is for one machine booked alone.")})
+        if market:
+            refuse_bid_market(market)  # a bid with another market named: refused before any read
     existing = _existing(user, kind, idempotency_key)
     if existing is not None:
         return existing
@@ -163,14 +176,19 @@ def launch(
             existing = _existing(user, kind, idempotency_key)
             if existing is not None:
                 return existing
+            # A bid is the price booked: the floor moving since the review refuses it only below the bid.
             total = refuse_machines(
-                kind, pairs, locked, shown_price_per_hour, query, breakdown, result_url, now
+                kind, pairs, locked, shown_price_per_hour if bid is None else None, query, breakdown,
+                result_url, now,
             )
             if market and kind == ALONE:
                 machine_id = machine_ids[0]
                 refuse_market_change(market, locked[machine_id],
                                      refuser(kind, result_url, locked[machine_id], machine_id), query)
-            return _book_locked(user, kind, pairs, locked, total, query, idempotency_key, now)
+            if bid is not None:
+                refuse_bid(bid, locked[machine_ids[0]], query)
+                total = bid * pairs[0][1]
+            return _book_locked(user, kind, pairs, locked, total, query, idempotency_key, now, bid)
     except IntegrityError:
         # The same key committed by a concurrent request between our checks and our insert.
         existing = _existing(user, kind, idempotency_key)
@@ -199,10 +217,10 @@ def _first_look(kind, pairs, shown_price_per_hour, query, result_url, now):
     return breakdown
 
 
-def _book_locked(user, kind, pairs, machines, total, query, idempotency_key, now) -> LaunchOutcome:
+def _book_locked(user, kind, pairs, machines, total, query, idempotency_key, now, bid=None) -> LaunchOutcome:
     """Takes the GPUs of each machine (locked, in the order of their ids) and writes the bookings, and
     a group's LaunchGroup; the budget pays for the whole Launch, so what it covers is the same on each
-    of its bookings."""
+    of its bookings. `bid`: a machine alone's bid, the price it is booked at."""
     group = None
     if kind != ALONE:
         group = LaunchGroup.objects.create(
@@ -223,9 +241,10 @@ def _book_locked(user, kind, pairs, machines, total, query, idempotency_key, now
         )
         if taken != 1:
             raise taken_meanwhile(machine, gpus, refuser(kind, result_url_for(query), machine, machine_id))
+        price = booked.price_per_gpu_hour if bid is None else bid
         bookings.append(Booking(
-            user=user, machine=machine, gpus=gpus, price_per_gpu_hour=booked.price_per_gpu_hour,
-            price_per_hour=booked.price_per_gpu_hour * gpus, workload=query.as_params(),
+            user=user, machine=machine, gpus=gpus, price_per_gpu_hour=price, price_per_hour=price * gpus,
+            bid_per_gpu_hour=bid, workload=query.as_params(),
             # The market of the price booked (the row's, by the market preference): the one the review names.
             market=booked.market,
             result_url=result_url, hours_covered=cover.hours_of_one_booking if cover is not None else None,

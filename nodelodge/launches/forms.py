@@ -1,15 +1,22 @@
+from decimal import Decimal
+
 from django import forms
 from django.utils.translation import gettext_lazy as _
 
+from nodelodge.recommendations.parameters import filled
+from nodelodge.recommendations.typed_numbers import TypedDecimalField
 from sizing.fit import MAX_GPUS_PER_MACHINE
-from sizing.limits import MAX_MONEY
+from sizing.limits import MAX_BID_PER_GPU_HOUR, MAX_MONEY
 from sizing.markets import MARKETS
 
 from .models import IDEMPOTENCY_KEY
 
+BID_RANGE = filled(_("A bid is a number of USD per GPU-hour from 0 to %(most)s."), most=MAX_BID_PER_GPU_HOUR)
+
 
 class LaunchForm(forms.Form):
-    """The hidden fields of a Launch button on the result page."""
+    """The review's Confirm: the Launch button's hidden fields, and the bid a user types where the review
+    books the interruptible market (read as the page's language writes numbers: 0,75 in German)."""
 
     machine = forms.IntegerField(min_value=1)
     gpus = forms.IntegerField(min_value=1, max_value=MAX_GPUS_PER_MACHINE)
@@ -18,6 +25,21 @@ class LaunchForm(forms.Form):
     idempotency_key = forms.RegexField(regex=rf"^{IDEMPOTENCY_KEY}$", max_length=64)
     # The market the review named (`sizing.markets`); empty (a script's form): not checked.
     market = forms.ChoiceField(choices=[("", ""), *((name, name) for name in MARKETS)], required=False)
+    # Empty: no bid (booked at the price shown). Its bounds against the machine are the booking's to check.
+    bid_per_gpu_hour = TypedDecimalField(
+        required=False, min_value=0, max_value=MAX_BID_PER_GPU_HOUR, max_digits=9, decimal_places=4,
+        error_messages={
+            "invalid": filled(_("Enter your bid in USD per GPU-hour, e.g. %(example)s."),
+                              example=Decimal("0.75")),
+            "min_value": BID_RANGE, "max_value": BID_RANGE, "max_digits": BID_RANGE,
+            "max_whole_digits": BID_RANGE,
+            "max_decimal_places": _("A bid has at most 4 decimal places, as prices do."),
+        },
+    )
+
+    def __init__(self, data=None, *args, number_language: str | None = None, **kwargs):
+        super().__init__(data, *args, **kwargs)
+        self.fields["bid_per_gpu_hour"].language = number_language  # type: ignore[attr-defined]
 
 
 class ReviewForm(forms.Form):

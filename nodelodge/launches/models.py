@@ -5,7 +5,7 @@ from decimal import Decimal
 
 from django.conf import settings
 from django.db import models
-from django.db.models import Q
+from django.db.models import F, Q
 
 from catalog.models import Machine
 
@@ -89,6 +89,12 @@ class Booking(models.Model):
         help_text="The market booked, as the review showed it: the machine's listed price's (on demand, "
                   "or interruptible for a machine listed so; the provider may take it back).",
     )
+    bid_per_gpu_hour = models.DecimalField(
+        max_digits=10, decimal_places=4, null=True, blank=True,
+        help_text="An interruptible booking's bid, USD per GPU-hour, which it is booked at: the machine runs "
+                  "while the bid is at least its floor (the interruptible price). Empty = no bid (booked at "
+                  "the listed price).",
+    )
     workload = models.JSONField(help_text="The wizard's inputs, as query parameters.")
     result_url = models.CharField(max_length=2500, help_text="The result page the booking was made from.")
     hours_covered = models.DecimalField(
@@ -136,6 +142,12 @@ class Booking(models.Model):
                 condition=(Q(status="running", ended_at__isnull=True))
                 | Q(status="ended", ended_at__isnull=False),
                 name="launches_booking_ended_at_matches_status",
+            ),
+            # A bid is the price of an interruptible booking: booked at it, in that market alone.
+            models.CheckConstraint(
+                condition=Q(bid_per_gpu_hour__isnull=True)
+                | Q(market="interruptible", bid_per_gpu_hour=F("price_per_gpu_hour")),
+                name="launches_booking_bid_is_its_interruptible_price",
             ),
         ]
         indexes = [

@@ -29,7 +29,7 @@ from sizing import reasons
 from sizing.availability import GONE, unavailable_reason
 from sizing.cluster_sites import can_join_cluster
 from sizing.fit import fit_on_machine
-from sizing.markets import DEFAULT_MARKET, MarketPrice, market_name, priced_in
+from sizing.markets import DEFAULT_MARKET, INTERRUPTIBLE, MarketPrice, bid_ceiling, market_name, priced_in
 from sizing.results import RecommendedMachine
 from sizing.units import money_amount, money_text
 
@@ -95,6 +95,15 @@ class GroupInputError(ValueError):
     def __init__(self, errors: dict[str, str]):
         super().__init__(errors)
         self.errors = errors
+
+
+# The field of an interruptible Launch's bid, USD per GPU-hour (the form's, the API's, the errors').
+BID_FIELD = "bid_per_gpu_hour"
+
+
+class BidRefused(GroupInputError):
+    """The bid cannot book this machine as asked (a conflict, said beside the bid's field): below its
+    floor or above its on-demand price now, or a bid on a market that takes none. Nothing was booked."""
 
 
 def machine_name(machine: Machine) -> str:
@@ -386,11 +395,38 @@ def refuse_market_change(shown_market: str, machine: Machine, refuse, query: Wor
         )
 
 
+def refuse_bid_market(market: str) -> None:
+    """A bid is for the interruptible market alone: one on a Launch in another is a conflict."""
+    if market != INTERRUPTIBLE:
+        raise BidRefused({BID_FIELD: gettext(
+            "Only an interruptible machine takes a bid; this one is booked %(market)s, at its price. "
+            "Leave the bid out."
+        ) % {"market": market_name(market)}})
+
+
+def refuse_bid(bid: Decimal, machine: Machine, query: WorkloadQuery) -> None:
+    """The bid against `machine` now (read under its lock): its market must be interruptible, the bid at
+    least the floor (the interruptible price: below it the machine would not run) and at most its
+    on-demand price where it has one (`sizing.markets.bid_ceiling`)."""
+    booked = booked_market(machine, ALONE, query)
+    refuse_bid_market(booked.market)
+    if bid < booked.price_per_gpu_hour:
+        raise BidRefused({BID_FIELD: gettext("Bid at least %(floor)s per GPU-hour, this machine's floor.")
+                          % {"floor": money_text(booked.price_per_gpu_hour)}})
+    ceiling = bid_ceiling(machine.market_prices())
+    if ceiling is not None and bid > ceiling:
+        raise BidRefused({BID_FIELD: gettext(
+            "Bid at most %(ceiling)s per GPU-hour, this machine's on-demand price, at which nobody takes "
+            "it back."
+        ) % {"ceiling": money_text(ceiling)}})
+
+
 def refuse_machines(kind, pairs, machines: dict[int, Machine], shown_price_per_hour, query, breakdown,
                     result_url, now) -> Decimal:
     """Raises the refusal for the first machine (by id) that cannot be booked as `kind` asks now, or
     for the total price when it changed; returns the total price per hour otherwise. `pairs` are
-    (machine id, GPUs), sorted by id; `machines` those found, by id."""
+    (machine id, GPUs), sorted by id; `machines` those found, by id. `shown_price_per_hour` None: the
+    price is a bid, checked against the floor instead (`refuse_bid`)."""
     total = Decimal(0)
     first = None
     for machine_id, gpus in pairs:
@@ -411,5 +447,6 @@ def refuse_machines(kind, pairs, machines: dict[int, Machine], shown_price_per_h
     if kind == LaunchGroup.Kind.CLUSTER:
         # a cluster's first machine was kept by `_refuse_cluster_member` (pairs are never empty)
         _refuse_cluster_that_does_not_hold(query, cast(Machine, first), len(pairs), refuse_whole)
-    _refuse_price_change(shown_price_per_hour, total, refuse_whole)
+    if shown_price_per_hour is not None:
+        _refuse_price_change(shown_price_per_hour, total, refuse_whole)
     return total

@@ -15,7 +15,7 @@ from nodelodge.recommendations.fleet import preferences_for, stale_cutoff
 from nodelodge.recommendations.throughput import tokens_per_second_text
 from sizing.availability import unavailable_reason
 from sizing.fit import fit_on_machine
-from sizing.markets import market_name, reliability_text, stock_text, terms_text
+from sizing.markets import INTERRUPTIBLE, bid_ceiling, market_name, reliability_text, stock_text, terms_text
 from sizing.units import money_amount
 from sizing.wording import budget_cover, constraints_applied
 
@@ -55,6 +55,11 @@ class Review:
     market_text: str | None = None
     reliability_text: str | None = None
     stock_text: str | None = None
+    price_per_gpu_hour: Decimal | None = None  # in the market Confirm books
+    # Booked interruptible: the least bid that runs the machine (its floor, the interruptible price, the
+    # bid's default) and the most it may be (its on-demand price; None where it has none).
+    bid_floor: Decimal | None = None
+    bid_ceiling: Decimal | None = None
 
     @property
     def machine(self) -> Machine | None:
@@ -112,14 +117,18 @@ def review(kind: str, machines, shown_price_per_hour: Decimal, query_string: str
     )
 
 
-def _reported(machine: Machine, query) -> dict[str, str]:
+def _reported(machine: Machine, query) -> dict:
     """The market a Launch of `machine` books (its row's under the query's market preference: by default
-    the listed price's, on demand, or interruptible for a listing that is), with its terms, and the
-    reliability and stock its provider reports, in words."""
+    the listed price's, on demand, or interruptible for a listing that is), with its price, terms and
+    the bounds of a bid there, and the reliability and stock its provider reports, in words."""
     booked = booked_market(machine, ALONE, query)
     terms = terms_text(booked)
+    bids = booked.market == INTERRUPTIBLE
     return {
         "market": booked.market,
+        "price_per_gpu_hour": booked.price_per_gpu_hour,
+        "bid_floor": booked.price_per_gpu_hour if bids else None,
+        "bid_ceiling": bid_ceiling(machine.market_prices()) if bids else None,
         "market_text": f"{market_name(booked.market)}: {terms}" if terms else market_name(booked.market),
         "reliability_text": reliability_text(machine.reliability, machine.reliability_measures),
         "stock_text": stock_text(machine.stock),

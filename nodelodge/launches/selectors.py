@@ -12,7 +12,8 @@ from django.utils import timezone
 from django.utils.translation import gettext
 
 from catalog.models import ImagePipeline, LanguageModel, SpeechModel
-from sizing.units import MIB, fmt_gib
+from sizing.markets import market_name
+from sizing.units import MIB, fmt_gib, money_text
 from sizing.workloads import WORKLOAD_WORDS
 
 from .models import AUTO_LAUNCH_KEY_PREFIX, Booking, LaunchGroup
@@ -78,6 +79,16 @@ class BookingRow:
     @property
     def feed_note(self) -> str | None:
         return feed_note(self.booking)
+
+    @property
+    def market_text(self) -> str | None:
+        """The market booked where it is not on demand, in words, with an interruptible booking's bid."""
+        booking = self.booking
+        if booking.bid_per_gpu_hour is not None:
+            return gettext("interruptible, at your bid of %(bid)s per GPU-hour") % {
+                "bid": money_text(booking.bid_per_gpu_hour)
+            }
+        return market_name(booking.market) if booking.market != Booking.Market.ON_DEMAND else None
 
 
 def _model_names(slugs: set[str]) -> dict[str, str]:

@@ -20,9 +20,11 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_htmx.http import HttpResponseClientRedirect
 
 from nodelodge.accounts.views import tokens_context
+from nodelodge.refresh.selectors import gpu_history_paths
 from nodelodge.wizard.rows import add_cluster_words, add_row_words
+from sizing.i18n import format_number
 from sizing.results import machine_row
-from sizing.units import money_text
+from sizing.units import money_amount, money_text
 
 from . import booking, holding, selectors
 from . import review as reviews
@@ -30,7 +32,7 @@ from .alternatives import next_cluster_after
 from .forms import GroupLaunchForm, GroupReviewForm, LaunchForm, ReviewForm
 from .models import ALONE, LaunchGroup
 from .my_launches import more_context
-from .refusals import GroupInputError, LaunchRefused
+from .refusals import BID_FIELD, BidRefused, GroupInputError, LaunchRefused
 
 
 def review_url(machine: int, gpus: int, price_per_hour, query_string: str) -> str:
@@ -52,6 +54,13 @@ def review(request):
     if not request.user.is_authenticated:
         messages.info(request, gettext("Sign in to launch; you will come back to this review."))
         return redirect_to_login(request.get_full_path())
+    return _review_page(request, data, uuid.uuid4().hex)
+
+
+def _review_page(request, data: dict, idempotency_key: str, *, bid_text: str | None = None,
+                 bid_error: str | None = None, status: int = 200):
+    """The review of a machine alone: its bid (booked interruptible) at the floor, or as typed and
+    refused beside its field when Confirm came back with it (`bid_text`, `bid_error`)."""
     try:
         summary = reviews.review(
             ALONE, [(data["machine"], data["gpus"])], data["price_per_hour"], data["query"]
@@ -59,14 +68,19 @@ def review(request):
     except LaunchRefused as refusal:
         context = {"refusal": refusal, "alternatives": [], "query_string": data["query"]}
         return render(request, "launches/refused.html", context, status=409)
+    if bid_text is None and summary.bid_floor is not None:
+        bid_text = format_number(money_amount(summary.bid_floor), grouping=False)  # as the page writes it
     return render(
         request,
         "launches/review.html",
         {
             "review": summary,
             "query_string": QueryDict(data["query"]).urlencode(),
-            "idempotency_key": uuid.uuid4().hex,
+            "idempotency_key": idempotency_key,
+            "bid_text": bid_text or "",
+            "bid_error": bid_error,
         },
+        status=status,
     )
 
 
@@ -82,7 +96,7 @@ def _see_other(request, url: str):
 def launch(request):
     query_string = QueryDict(request.POST.get("query", "")).urlencode()
     result_url = f"{reverse('wizard:start')}?{query_string}"
-    form = LaunchForm(request.POST)
+    form = LaunchForm(request.POST, number_language=request.LANGUAGE_CODE)
     if not request.user.is_authenticated:
         # Back to the review of the same machine after signing in (the POST itself is not
         # replayed); to the result when the form cannot say which machine.
@@ -93,7 +107,11 @@ def launch(request):
             back_to = review_url(data["machine"], data["gpus"], data["price_per_hour"], query_string)
         messages.info(request, gettext("Sign in to launch; you will come back to this review."))
         return redirect_to_login(back_to)
+    typed_bid = request.POST.get(BID_FIELD, "")
     if not form.is_valid():
+        if set(form.errors) == {BID_FIELD}:  # the one field typed: the review again, the bid beside it
+            return _review_page(request, form.cleaned_data, form.cleaned_data["idempotency_key"],
+                                bid_text=typed_bid, bid_error=str(form.errors[BID_FIELD][0]), status=400)
         return HttpResponseBadRequest(
             gettext("This Launch form is incomplete; reload the result and try again.")
         )
@@ -106,15 +124,20 @@ def launch(request):
             query_string=data["query"],
             idempotency_key=data["idempotency_key"],
             market=data["market"] or None,
+            bid_per_gpu_hour=data[BID_FIELD],
         )
+    except BidRefused as refusal:  # a conflict with the machine now: nothing booked, nothing typed lost
+        return _review_page(request, data, data["idempotency_key"], bid_text=typed_bid,
+                            bid_error=refusal.errors[BID_FIELD], status=422)
     except LaunchRefused as refusal:
         alternatives = []
         if refusal.alternative is not None:
-            # Shown as a row of the result's own table, with a fresh Launch form.
+            # Shown as a row of the result's own table, with a fresh Launch form; its GPU name links to
+            # its price history, as the result's rows do.
             alternative = machine_row(refusal.alternative)
             alternative["idempotency_key"] = uuid.uuid4().hex
             alternatives.append(alternative)
-            add_row_words(alternatives)
+            add_row_words(alternatives, history_paths=gpu_history_paths([refusal.alternative]))
         context = {"refusal": refusal, "alternatives": alternatives, "query_string": query_string}
         if request.htmx:
             return render(request, "launches/refused.html#refusal", context)

@@ -52,7 +52,7 @@ STEPS = {
 }
 API_ROUTES = {"api:openapi-json", "api:openapi-view", "api:estimate", "api:recommendations", "api:models",
               "api:capacity", "api:api-root", "api:watches", "api:watches_create", "api:watch",
-              "api:launches_group", "api:gpu_history"}
+              "api:launches", "api:launches_group", "api:gpu_history"}
 API_OPERATIONS = {
     ("get", "/api/v1/estimate"): f"/api/v1/estimate?{LLAMA_8B}",
     ("get", "/api/v1/recommendations"): f"/api/v1/recommendations?{LLAMA_8B}",
@@ -84,7 +84,9 @@ def test_every_route_and_api_operation_is_listed():
     operations = {
         (method, path) for path, methods in api.get_openapi_schema()["paths"].items() for method in methods
     }
-    assert operations == set(API_OPERATIONS) | WATCH_OPERATIONS | {("post", "/api/v1/launches/group")}
+    assert operations == set(API_OPERATIONS) | WATCH_OPERATIONS | {
+        ("post", "/api/v1/launches"), ("post", "/api/v1/launches/group")
+    }
 
 
 # The signed-in user's watches: asked with a session below.
@@ -187,6 +189,10 @@ def test_review_launch_my_launches_and_stop_answer(client, catalog_fleet, ada):
     assert stopped.status_code == 303
     booking.refresh_from_db()
     assert not booking.is_running
+    api_terms = {**terms, "machine": machine.pk, "query": {"model": "llama-3-1-8b"},
+                 "idempotency_key": uuid.uuid4().hex}
+    made = client.post("/api/v1/launches", api_terms, content_type="application/json")
+    assert made.status_code == 201 and made.json()["machine_id"] == machine.pk
 
 
 def test_a_group_review_confirm_its_stop_and_its_api_answer(client, catalog_fleet, ada):

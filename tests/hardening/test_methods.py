@@ -91,6 +91,7 @@ def test_options_on_a_page_answers_with_allow_without_rendering_it(client, catal
     ("/api/v1/watches", "GET, POST, HEAD, OPTIONS"),
     ("/api/v1/watches/7", "DELETE, OPTIONS"),
     ("/api/v1/launches/group", "POST, OPTIONS"),
+    ("/api/v1/launches", "POST, OPTIONS"),
 ])
 def test_options_on_an_api_path_answers_its_operations_methods_without_running_them(client, db, path, allow):
     response = client.options(path)  # not signed in: the operations would answer 401

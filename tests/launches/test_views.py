@@ -417,3 +417,18 @@ def test_a_price_reads_the_same_in_the_flash_message_and_on_my_launches(client, 
     assert "at $2.485/h" in content  # the flash message
     assert content.count("$2.485") >= 2  # and the booking's row
     assert "$2.48<" not in content and "$2.49" not in content
+
+
+def test_the_refusal_pages_alternative_links_its_gpu_name_to_its_price_history(client, small_catalog, make_user):
+    """As the result's rows do (`gpu_history_paths`, the same row partial): one place makes the link."""
+    client.force_login(make_user())
+    changed = small_catalog.machine(free_gpus=2)
+    small_catalog.machine(price_per_gpu_hour=Decimal("3.10"))
+    history = "/gpus/h100-sxm-80gb/history/"
+
+    content = client.post("/launch/", launch_data(changed, gpus=2, price="4.98")).content.decode()
+    german = client.post("/de/launch/", launch_data(changed, gpus=2, price="4.98")).content.decode()
+
+    assert (f'<a href="{history}" class="gpu-history-link" data-testid="gpu-history-link" '
+            'title="Price history of the H100 SXM 80GB">H100 SXM 80GB</a>') in content
+    assert f'<a href="/de{history}" class="gpu-history-link"' in german
