@@ -7,11 +7,17 @@ replaced), on the page, in the API and in the command, in English and German. On
 from __future__ import annotations
 
 import json
+import random
 from decimal import Decimal
 
 import pytest
 from django.core.management import call_command
+from django.utils import timezone
 
+from nodelodge.recommendations import estimate
+from nodelodge.recommendations import fleet as fleet_reader
+from nodelodge.recommendations.query import parse_query
+from nodelodge.recommendations.throughput import cheapest_per_million, speed_candidates, throughput_answer
 from tests.factories import make_measured_speed
 from tests.helpers import LLAMA_8B, LLAMA_8B_ARGS
 
@@ -106,3 +112,40 @@ def test_the_schema_documents_each_plan_machines_market_and_the_note(client, db)
     schemas = client.get("/api/v1/openapi.json").json()["components"]["schemas"]
     assert {"market", "market_text"} <= set(schemas["PlanMachineOut"]["properties"])
     assert {"interruptible_machines", "interruption_note"} <= set(schemas["PlanOut"]["properties"])
+
+
+@pytest.mark.postgresql(reason="compares the kept latest speeds, weighed at each market's column in SQL, with every "
+                               "speed weighed by the market rule in Python; SQLite reads every speed either way")
+@pytest.mark.parametrize("market", ["interruptible", "any"])
+def test_the_kept_speeds_under_a_market_plan_as_every_speed_does(make_machine, market):
+    rng = random.Random(7)
+    for number in range(40):
+        markets: dict = {}
+        draw = rng.random()
+        if draw < 0.15:
+            markets["interruptible"] = True
+        elif draw < 0.6:
+            markets["interruptible_price_per_gpu_hour"] = rng.choice([Decimal("0.90"), Decimal("1.60"), Decimal("3.00")])
+        if rng.random() < 0.3:
+            markets.update(reserved_price_per_gpu_hour=rng.choice([Decimal("1.10"), Decimal("2.20")]),
+                           reserved_term_days=30)
+        gpus = rng.choice([1, 2, 4])
+        machine = make_machine(rng.choice(["H100 SXM 80GB", "A100 80GB"]), gpu_count=gpus, free_gpus=gpus,
+                               price_per_gpu_hour=rng.choice([Decimal("1.50"), Decimal("2.00"), Decimal("2.50")]),
+                               provider_machine_id=f"m{number}", **markets)
+        make_measured_speed(machine, rng.choice(["40000", "75000"]))
+    now = timezone.now()
+    for text in (TARGET, TARGET + "&max_price=2", LLAMA_8B + "&sort=price_per_million_tokens",
+                 TARGET.replace("redundancy=1", "redundancy=2") + "&gpu_plans=true"):
+        query = parse_query(dict(part.split("=", 1) for part in f"{text}&market={market}".split("&")))
+        breakdown, model_row = estimate.estimate_for(query)
+        cutoff, preferences = fleet_reader.stale_cutoff(now), fleet_reader.preferences_for(query)
+        cut, total = speed_candidates(query, breakdown, cutoff, preferences, keep=20)
+        every_one, every_total = speed_candidates(query, breakdown, cutoff, preferences, every_one=True)
+        assert total == every_total and total > 10, text
+        assert cheapest_per_million(cut, 20) == cheapest_per_million(every_one, 20), text
+        if query.target_tokens is not None:
+            planned = [throughput_answer(query, breakdown, found, total, model_row.name, total).to_dict()
+                       for found in (cut, every_one)]
+            assert planned[0] == planned[1] and planned[0]["plans"], text
+            assert any(m["market"] != "on_demand" for m in planned[0]["plans"][0]["machines"]), text
