@@ -93,6 +93,8 @@ _CHEAPEST_FIRST = (F("market_price").asc(), F("id").asc())
 def _market_price(market: str) -> F:
     """A machine's price per GPU-hour under the market preference `market`: the column kept for it."""
     return F(MARKET_PRICE_COLUMNS[market])
+
+
 # What a site is (its key's names for the ids), in the order `_site` takes.
 _SITE_COLUMNS = ("provider__name", "site", "country", "region", "gpu_type__name", "gpu_count",
                  "memory_per_gpu_mib", "interconnect", "gpu_type__memory_mib", "gpu_type__usable_memory_mib",
