@@ -9,9 +9,11 @@ cluster: provider, site, GPU type, GPUs per machine and memory per GPU, and also
 region, so its `ClusterSite` says the truth of every machine). A group of at least two machines is a
 site. Prices do not filter here: a cluster's price is the sum of its machines' (as many as the model
 needs), which the answer holds to the price limit and the budget by the preference rule
-(`sizing.cluster_search.ClusterSearch.cheapest`). The fleet reader (`nodelodge.recommendations.fleet`) reads
-the sites as it reads machines: grouped in one statement on the database that keeps counts, windowed here
-otherwise.
+(`sizing.cluster_search.ClusterSearch.cheapest`). Each machine's price is the one the market preference
+lets in (`sizing.markets.priced_in`), read from the column the database keeps for that choice
+(`catalog.market_columns`), so a site lists its machines cheapest first at those prices. The fleet
+reader (`nodelodge.recommendations.fleet`) reads the sites as it reads machines: grouped in one statement
+on the database that keeps counts, windowed here otherwise.
 
 On PostgreSQL one statement you can read (`SITES_SQL`) groups the machines and returns one row per
 site, its machines' ids and prices gathered cheapest first (`array_agg … ORDER BY`, cut at
@@ -35,11 +37,14 @@ from django.utils import timezone
 from catalog import availability, cluster_rule, database
 from catalog import rows as catalog_rows
 from catalog.counting import availability_sql, preferences_sql
-from catalog.models import Machine
+from catalog.market_columns import MARKET_PRICE_COLUMNS
+from catalog.markets import priced
+from catalog.models import MARKET_FIELDS, Machine
 from catalog.preferences import tier_q
 from sizing.cluster import ClusterPlan
 from sizing.cluster_sites import CLUSTER_TIER, ClusterMachine, ClusterSite
 from sizing.engine_support import gpu_architecture
+from sizing.markets import DEFAULT_MARKET
 from sizing.offers import Preferences
 from sizing.preferences import tier_chosen
 
@@ -54,7 +59,8 @@ MIN_MACHINES_PER_SITE = 2
 # What makes machines of one site interchangeable in a cluster (see the module's docstring).
 SITE_KEY = ("provider_id", "site", "gpu_type_id", "gpu_count", "memory_per_gpu_mib", "interconnect",
             "country", "region")
-_COLUMNS = ("id", "price_per_gpu_hour", "provider__name", "site", "country", "region", "gpu_type__name",
+# "market_price": the machine's price per GPU-hour under the market preference (`_market_price`).
+_COLUMNS = ("id", "market_price", "provider__name", "site", "country", "region", "gpu_type__name",
             "gpu_count", "memory_per_gpu_mib", "interconnect", "gpu_type__memory_mib",
             "gpu_type__usable_memory_mib", "gpu_type__architecture", "gpu_type__compute_capability",
             "site_gbps", "reliability")
@@ -67,8 +73,9 @@ def cluster_sites(
     (`ClusterSite.order_key`: its price per hour and per GPU-hour, then provider, site and the rest of
     the site's key, so the order is total). Each site lists at most MACHINES_PER_SITE of its machines,
     cheapest first (price per hour, then id): their ids and prices (`with_machines` reads the rest for
-    the plans shown). `grouped`: read them in one grouped statement (the fleet reader's choice; without,
-    where the database can)."""
+    the plans shown). Prices are those of `preferences.market` (each machine's cheapest of the markets it
+    lets in). `grouped`: read them in one grouped statement (the fleet reader's choice; without, where the
+    database can)."""
     if tier_chosen(preferences) not in (None, CLUSTER_TIER):
         return ()  # the tier preference lets no machine of a cluster through: nothing to read
     now = now or timezone.now()
@@ -80,17 +87,25 @@ def cluster_sites(
 
 # Machines of a site have one GPU count, so their price per GPU-hour orders them as their price per hour
 # (all GPUs) does.
-_CHEAPEST_FIRST = (F("price_per_gpu_hour").asc(), F("id").asc())
+_CHEAPEST_FIRST = (F("market_price").asc(), F("id").asc())
+
+
+def _market_price(market: str) -> F:
+    """A machine's price per GPU-hour under the market preference `market`: the column kept for it."""
+    return F(MARKET_PRICE_COLUMNS[market])
+
+
 # What a site is (its key's names for the ids), in the order `_site` takes.
 _SITE_COLUMNS = ("provider__name", "site", "country", "region", "gpu_type__name", "gpu_count",
                  "memory_per_gpu_mib", "interconnect", "gpu_type__memory_mib", "gpu_type__usable_memory_mib",
                  "gpu_type__architecture", "gpu_type__compute_capability")
 
 # One row per site: the machines that may join a cluster now, grouped by the site's key (`SITE_KEY`),
-# each site's machines' ids and prices gathered cheapest first (at most {machines_per_site} of a site of at
-# least {min_machines}). The conditions: {available} the availability rule, {joins} the cluster rule,
-# {tier} the tier preference. The partial index catalog_machine_cluster_idx holds exactly the machines the
-# last two and the rule's flags let through, in this grouping's order.
+# each site's machines' ids and prices ({price}: the market preference's column) gathered cheapest first
+# (at most {machines_per_site} of a site of at least {min_machines}). The conditions: {available} the
+# availability rule, {joins} the cluster rule, {tier} the tier preference. The partial index
+# catalog_machine_cluster_idx holds exactly the machines the last two and the rule's flags let through, in
+# this grouping's order, with every market preference's price.
 SITES_SQL = """
 SELECT provider.name, site.site, site.country, site.region, gpu_type.name, site.gpu_count,
        site.memory_per_gpu_mib, site.interconnect, gpu_type.memory_mib, gpu_type.usable_memory_mib,
@@ -100,10 +115,10 @@ FROM (
     SELECT m.provider_id, m.site, m.gpu_type_id, m.gpu_count, m.memory_per_gpu_mib, m.interconnect,
            m.country, m.region,
            min(m.interconnect_gbps) AS site_gbps,
-           (array_agg(m.id ORDER BY m.price_per_gpu_hour, m.id))[1:{machines_per_site}] AS ids,
-           (array_agg(m.price_per_gpu_hour ORDER BY m.price_per_gpu_hour, m.id))[1:{machines_per_site}]
+           (array_agg(m.id ORDER BY m.{price}, m.id))[1:{machines_per_site}] AS ids,
+           (array_agg(m.{price} ORDER BY m.{price}, m.id))[1:{machines_per_site}]
                AS prices_per_gpu_hour,
-           (array_agg(m.reliability ORDER BY m.price_per_gpu_hour, m.id))[1:{machines_per_site}]
+           (array_agg(m.reliability ORDER BY m.{price}, m.id))[1:{machines_per_site}]
                AS reliabilities
     FROM catalog_machine m
     WHERE {available} AND {joins} AND {tier}
@@ -123,8 +138,9 @@ def sites_statement(preferences: Preferences, now: datetime) -> tuple[str, list]
                                                                   preferences.countries)
     joins, joins_params = cluster_rule.can_join_cluster_sql()
     tier, tier_params = preferences_sql.tier_sql(preferences)
-    # The rules' SQL forms and constants; every value is a parameter.
+    # The rules' SQL forms and constants (the price a column name of ours); every value is a parameter.
     sql = SITES_SQL.format(available=available, joins=joins, tier=tier,
+                           price=MARKET_PRICE_COLUMNS[preferences.market],
                            machines_per_site=MACHINES_PER_SITE, min_machines=MIN_MACHINES_PER_SITE)
     return sql, [*available_params, *joins_params, *tier_params]
 
@@ -151,6 +167,7 @@ def _windowed_sites(preferences: Preferences, now: datetime) -> list[ClusterSite
     site = [F(field) for field in SITE_KEY]
     rows = (
         machines.annotate(
+            market_price=_market_price(preferences.market),
             place=Window(RowNumber(), partition_by=site, order_by=list(_CHEAPEST_FIRST)),
             site_machines=Window(Count("id"), partition_by=site),
             # The slowest link of the site is what every cluster there can count on.
@@ -168,15 +185,15 @@ def _windowed_sites(preferences: Preferences, now: datetime) -> list[ClusterSite
     return [_cluster_site(machines) for machines in sites.values()]
 
 
-def site_of(machine_ids: list[int]) -> ClusterSite | None:
-    """Exactly these machines as one site, cheapest first, or None where they are not one: one is
-    missing or may not join a cluster, or they differ in what makes machines interchangeable. Their
-    availability now is not asked: this describes a cluster (its sizing, words and commands), and
-    booking it checks each machine again."""
+def site_of(machine_ids: list[int], market: str = DEFAULT_MARKET) -> ClusterSite | None:
+    """Exactly these machines as one site, cheapest first at their prices under the market preference
+    `market`, or None where they are not one: one is missing or may not join a cluster, or they differ
+    in what makes machines interchangeable. Their availability now is not asked: this describes a
+    cluster (its sizing, words and commands), and booking it checks each machine again."""
     ids = set(machine_ids)
     rows = list(
         Machine.objects.filter(cluster_rule.can_join_cluster_q(), pk__in=ids)
-        .annotate(site_gbps=F("interconnect_gbps"))
+        .annotate(site_gbps=F("interconnect_gbps"), market_price=_market_price(market))
         .values_list(*_COLUMNS, named=True)
     )
     if len(rows) != len(ids) or len(ids) < MIN_MACHINES_PER_SITE:
@@ -190,10 +207,10 @@ def site_of(machine_ids: list[int]) -> ClusterSite | None:
 def _cluster_site(rows: list) -> ClusterSite:
     first = rows[0]
     # Machines of a site have one GPU count: cheapest first by price per GPU-hour is by price per hour.
-    ordered = sorted(rows, key=lambda row: (row.price_per_gpu_hour, row.id))
+    ordered = sorted(rows, key=lambda row: (row.market_price, row.id))
     site = tuple(getattr(first, column) for column in _SITE_COLUMNS)
     return _site(site, first.site_gbps, tuple(row.id for row in ordered),
-                 tuple(row.price_per_gpu_hour for row in ordered), tuple(row.reliability for row in ordered))
+                 tuple(row.market_price for row in ordered), tuple(row.reliability for row in ordered))
 
 
 def _site(
@@ -218,13 +235,15 @@ def _site_order(site: ClusterSite) -> tuple:
     return site.order_key(1)
 
 
-MACHINES_SQL = "SELECT id, provider_machine_id, booking_limit_hours FROM catalog_machine WHERE id = ANY(%s)"
+_DETAIL_COLUMNS = ("id", "provider_machine_id", "booking_limit_hours", *MARKET_FIELDS)
+MACHINES_SQL = f"SELECT {', '.join(_DETAIL_COLUMNS)} FROM catalog_machine WHERE id = ANY(%s)"  # noqa: S608  # nosec B608
 
 
-def with_machines(plans: list[ClusterPlan]) -> list[ClusterPlan]:
-    """The plans with their machines (the provider's ids and booking limits besides the ids and prices
-    the search had), read in one statement for all of them: an answer reads them for the clusters it
-    shows. A plan one of whose machines is no longer in the catalog is left out."""
+def with_machines(plans: list[ClusterPlan], market: str = DEFAULT_MARKET) -> list[ClusterPlan]:
+    """The plans with their machines (the provider's ids, booking limits and the market each is priced in
+    under the market preference `market`, besides the ids and prices the search had), read in one
+    statement for all of them: an answer reads them for the clusters it shows. A plan one of whose
+    machines is no longer in the catalog, or no longer at the price the search had, is left out."""
     wanted = {machine_id for plan in plans for machine_id in plan.machine_ids}
     if not wanted:
         return []
@@ -235,15 +254,20 @@ def with_machines(plans: list[ClusterPlan]) -> list[ClusterPlan]:
             cursor.execute(MACHINES_SQL, [ids])
             rows = cursor.fetchall()
     else:
-        rows = Machine.objects.filter(pk__in=ids).values_list("id", "provider_machine_id",
-                                                               "booking_limit_hours")
-    details = {machine_id: (provider_machine_id, limit) for machine_id, provider_machine_id, limit in rows}
+        rows = list(Machine.objects.filter(pk__in=ids).values_list(*_DETAIL_COLUMNS))
+    details = {
+        machine_id: (provider_machine_id, limit, priced(dict(zip(MARKET_FIELDS, terms, strict=True)), market))
+        for machine_id, provider_machine_id, limit, *terms in rows
+    }
     found = []
     for plan in plans:
-        if not all(machine_id in details for machine_id in plan.machine_ids):
+        searched = zip(plan.machine_ids, plan.site.prices_per_gpu_hour[:plan.pipeline_parallel], strict=True)
+        if not all(machine_id in details and details[machine_id][2].price_per_gpu_hour == price
+                   for machine_id, price in searched):
             continue
         found.append(plan.with_machines(tuple(
-            ClusterMachine(machine_id, details[machine_id][0], price, details[machine_id][1])
+            ClusterMachine(machine_id, details[machine_id][0], price, details[machine_id][1],
+                           details[machine_id][2].market)
             for machine_id, price in zip(plan.machine_ids, plan.machine_prices_per_hour, strict=True)
         )))
     return found

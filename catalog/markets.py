@@ -6,7 +6,7 @@ on one offer) changes this function and nothing else there.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -83,3 +83,21 @@ def _price(machine: Any, market: str) -> Decimal:
 def markets_of(machine: Any) -> list[tuple[str, Decimal]]:
     """(market, price per GPU-hour) of each market `machine` (a Machine or a MachineOffer) is offered in."""
     return [(each.market, each.price_of(machine)) for each in market_prices() if each.offered(machine)]
+
+
+def priced(fields: Mapping[str, Any], choice: str) -> markets.MarketPrice:
+    """The market a machine with these `MARKET_FIELDS` values is priced in under the market `choice`,
+    with its price (`sizing.markets.priced_in`, the rule single rows are priced by)."""
+    return markets.priced_in(markets.market_prices(**fields), choice)
+
+
+def priced_machines(machine_ids: Iterable[int], choice: str) -> dict[int, markets.MarketPrice]:
+    """machine id -> the market and price it is priced at under `choice` (`priced`), for the machines of
+    `machine_ids` still in the catalog: one statement, for the few an answer shows."""
+    from catalog.models import MARKET_FIELDS, Machine  # the models read this module's choices
+
+    ids = sorted(set(machine_ids))
+    if not ids:
+        return {}
+    rows = Machine.objects.filter(pk__in=ids).values_list("id", *MARKET_FIELDS)
+    return {row[0]: priced(dict(zip(MARKET_FIELDS, row[1:], strict=True)), choice) for row in rows}

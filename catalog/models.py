@@ -649,11 +649,13 @@ class Machine(models.Model):
             # other column it reads, so a vacuumed table answers from the index alone (last_seen_at and
             # free_gpus are indexed already, so carrying them here costs the refresh no HOT update). The
             # provider's ids and booking limits are read for the clusters shown only, by id. The reliability
-            # is what a minimum reliability compares (a feed's refresh rewrites it rarely).
+            # is what a minimum reliability compares (a feed's refresh rewrites it rarely). The prices under
+            # the other market preferences (`catalog.market_columns`) are what a cluster is priced at there.
             models.Index(
                 fields=["provider", "site", "gpu_type", "gpu_count", "memory_per_gpu_mib", "interconnect",
                         "country", "region", "price_per_gpu_hour", "id"],
-                include=["last_seen_at", "free_gpus", "interconnect_gbps", "reliability"],
+                include=["last_seen_at", "free_gpus", "interconnect_gbps", "reliability",
+                         "interruptible_allowed_price", "any_market_price"],
                 condition=cluster_index_condition(),
                 name="catalog_machine_cluster_idx",
             ),

@@ -10,6 +10,7 @@ from decimal import Decimal
 from typing import NamedTuple
 
 from .engine_support import GpuArchitecture
+from .markets import ON_DEMAND
 from .preferences import order_key_of
 
 # The rule for which machines may form a cluster, once: a Secure machine at a named site whose network to
@@ -31,13 +32,17 @@ def can_join_cluster(*, tier: str, site: str, interconnect: str, interconnect_gb
 
 
 class ClusterMachine(NamedTuple):
-    """One machine of a cluster, with what its row and its booking show: the provider's id for it and its
-    booking limit (read for the clusters an answer shows, `ClusterPlan.machines`)."""
+    """One machine of a cluster, with what its row and its booking show: the provider's id for it, its
+    booking limit and the market its price is in (read for the clusters an answer shows,
+    `ClusterPlan.machines`)."""
 
     id: int
     provider_machine_id: str
-    price_per_hour: Decimal  # all its GPUs
+    price_per_hour: Decimal  # all its GPUs, in `market`
     booking_limit_hours: int | None = None
+    # The market of its price under the market preference (`sizing.markets.priced_in`): on demand, or
+    # interruptible (a machine the provider may take back), or reserved.
+    market: str = ON_DEMAND
 
 
 class ClusterSite(NamedTuple):
@@ -56,7 +61,9 @@ class ClusterSite(NamedTuple):
     interconnect: str
     interconnect_gbps: int
     machine_ids: tuple[int, ...]
-    prices_per_gpu_hour: tuple[Decimal, ...]  # each machine's, in the order of `machine_ids`
+    # each machine's, in the order of `machine_ids`: under the market preference, the cheapest of the
+    # markets it lets in (`sizing.markets.priced_in`)
+    prices_per_gpu_hour: tuple[Decimal, ...]
     # Its GPU type's architecture (`sizing.engine_support.gpu_architecture`; None where the catalog records
     # none): which commands start on it.
     gpu_architecture: GpuArchitecture | None = None

@@ -12,9 +12,12 @@ from django.db.models import F
 from catalog import availability, database
 from catalog import preferences as catalog_preferences
 from catalog.counting import availability_sql, fit_sql, latest_speeds, preferences_sql
-from catalog.models import Machine, MeasuredSpeed
+from catalog.market_columns import MARKET_PRICE_COLUMNS
+from catalog.markets import priced
+from catalog.models import MARKET_FIELDS, Machine, MeasuredSpeed
 from catalog.rows import measured_speed
 from sizing import offers
+from sizing.markets import DEFAULT_MARKET
 from sizing.preferences import HOURLY_OVER, HOURLY_PRICE
 from sizing.speeds import speed_for
 
@@ -27,6 +30,7 @@ class SpeedRow(NamedTuple):
 
     speed_id: int
     machine_id: int
+    # Under the market preference: the cheapest of the markets it lets in (`sizing.markets.priced_in`).
     price_per_gpu_hour: Decimal
     free_gpus: int
     memory_per_gpu_mib: int
@@ -52,11 +56,12 @@ def speed_rows(
     precision: int,
     min_memory_mib: int,
     min_reliability: Decimal | None = None,
+    market: str = DEFAULT_MARKET,
 ) -> list[SpeedRow]:
     """Each machine available now in the chosen countries and tier, with at least `min_memory_mib`
     per GPU, that carries a tokens/s speed for this model and precision, with its latest one
-    (`sizing.throughput_plan.speed_for`), in machine order. One query, driven by the speeds' index: a
-    fraction of the fleet has any."""
+    (`sizing.throughput_plan.speed_for`), in machine order, at its price under the market preference
+    `market`. One query, driven by the speeds' index: a fraction of the fleet has any."""
     machines = Machine.objects.filter(availability.available_q(stale_cutoff, countries))
     # a tier the query checked
     asked = offers.Preferences(tier=cast(offers.TierChoice, tier), min_reliability=min_reliability)
@@ -76,6 +81,7 @@ def speed_rows(
             "machine__memory_per_gpu_mib", "machine__tier", "machine__provider__name",
             "machine__provider_machine_id", "machine__gpu_type__name", "machine__country", "machine__region",
             "value", "gpus", "measured_at", "machine__reliability",
+            *(f"machine__{name}" for name in MARKET_FIELDS),
         )
     )
     by_machine: dict[int, list[tuple]] = {}
@@ -90,7 +96,8 @@ def speed_rows(
         ]
         latest = speed_for(speeds, model_slug, precision)
         row = measured[speeds.index(cast(offers.MeasuredSpeed, latest))]  # speeds is never empty
-        found.append(SpeedRow._make((*row[:9], row[9] or None, *row[10:13], row[14])))
+        price = priced(dict(zip(MARKET_FIELDS, row[15:], strict=True)), market).price_per_gpu_hour
+        found.append(SpeedRow._make((*row[:2], price, *row[3:9], row[9] or None, *row[10:13], row[14])))
     return found
 
 
@@ -139,6 +146,8 @@ class SpeedQuery:
     # The plans wanted on each GPU type too: a copy is then weighed against its own type's plans.
     per_gpu_type: bool = False
     min_reliability: Decimal | None = None  # 0 to 1, two places; None: any
+    # The market preference (`sizing.markets.MARKET_CHOICES`): the price each machine is weighed at.
+    market: str = DEFAULT_MARKET
 
 
 def speed_rows_counted(
@@ -159,17 +168,26 @@ def speed_rows_counted(
     (`catalog.counting.latest_speeds`); the tests pass as `source` a statement that works it out from
     the speeds and machines instead, with its values (the reference the kept table is tested against,
     `tests/catalog/scan_oracle.py`). Either way the availability rule, fit and preferences apply at
-    request time."""
+    request time.
+
+    Under another market preference than on demand only, each machine's price is the column the database
+    keeps for that choice on catalog_machine (`catalog.market_columns`), joined by its key."""
     screened, screened_params = availability_sql.available_sql(query.stale_cutoff, query.countries)
+    if query.market == DEFAULT_MARKET:
+        price, priced_join = "m.price_per_gpu_hour", ""
+    else:
+        price = f"priced.{MARKET_PRICE_COLUMNS[query.market]}"
+        priced_join = "JOIN catalog_machine priced ON priced.id = m.machine_id "
+
     gpus_sql, gpus_params = fit_sql.gpus_used_sql(query.fits)
     tier_sql, tier_params = preferences_sql.tier_sql(query)
     limits, limit_params = preferences_sql.meets_sql(query, "price * fit_gpus", tests=(HOURLY_OVER,))
     fitting = (
-        f"(SELECT * FROM (SELECT m.speed_id, m.value, m.gpus, m.price_per_gpu_hour AS price, "  # noqa: S608  # nosec B608
+        f"(SELECT * FROM (SELECT m.speed_id, m.value, m.gpus, {price} AS price, "  # noqa: S608  # nosec B608
         f"{gpus_sql} AS fit_gpus, "
         'p.name COLLATE "C" AS provider, m.provider_machine_id COLLATE "C" AS machine_key, '
         "m.machine_id, m.free_gpus AS free, m.gpu_type_id, m.memory_per_gpu_mib, m.tier, m.country, m.region "
-        f"FROM {source} m JOIN catalog_provider p ON p.id = m.provider_id "
+        f"FROM {source} m JOIN catalog_provider p ON p.id = m.provider_id {priced_join}"
         "WHERE m.model_slug = %s AND m.precision = %s "
         f"AND {screened} AND {tier_sql} AND m.memory_per_gpu_mib >= %s) AS a "
         f"WHERE fit_gpus IS NOT NULL AND {limits}) AS f"

@@ -49,6 +49,11 @@ class GroupMachineIn(BodyIn):
     gpus: Annotated[whole_number(ge=1, le=MAX_GPUS_PER_MACHINE), worded(
         lambda: gettext("Each machine takes from 1 to %(most)s GPUs.") % {"most": MAX_GPUS_PER_MACHINE}
     )]
+    market: Annotated[Literal[MARKETS] | None, Field(
+        description="The market the result priced it in (on_demand, interruptible or reserved, by the "
+        "query's `market` preference); when given, a machine priced in another now is refused (409 "
+        "market_changed). Omitted: booked in the market the query prices it in, unchecked.",
+    ), worded(lambda: gettext("Choose a market: %(markets)s.") % {"markets": ", ".join(MARKETS)})] = None
 
 
 class LaunchGroupIn(BodyIn):
@@ -127,6 +132,8 @@ class LaunchGroupBookingOut(Schema):
     provider_machine_id: str
     gpu_type: str
     gpus: int
+    market: str
+    price_per_gpu_hour: str
     price_per_hour: str
     status: str
     started_at: str
@@ -232,7 +239,8 @@ def group_out(group: LaunchGroup) -> dict:
             {
                 "id": b.pk, "machine_id": b.machine_id, "provider": b.machine.provider.name,
                 "provider_machine_id": b.machine.provider_machine_id, "gpu_type": b.machine.gpu_type.name,
-                "gpus": b.gpus, "price_per_hour": money_string(b.price_per_hour), "status": b.status,
+                "gpus": b.gpus, "market": b.market, "price_per_gpu_hour": money_string(b.price_per_gpu_hour),
+                "price_per_hour": money_string(b.price_per_hour), "status": b.status,
                 "started_at": b.started_at.isoformat(), "ends_at": _iso(b.ends_at),
                 "ended_at": _iso(b.ended_at),
             }
@@ -265,6 +273,7 @@ def launch_group(request, payload: LaunchGroupIn):
             request.user, machines=[(m.id, m.gpus) for m in payload.machines],
             shown_price_per_hour=Decimal(payload.price_per_hour), query_string=params.urlencode(),
             idempotency_key=payload.idempotency_key, kind=payload.kind,
+            markets={m.id: m.market for m in payload.machines if m.market is not None} or None,
         )
     except (GroupInputError, QueryError) as error:
         return Status(422, {"errors": error.errors})

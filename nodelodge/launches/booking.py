@@ -132,6 +132,7 @@ def launch(
     now: datetime | None = None,
     market: str | None = None,
     bid_per_gpu_hour: Decimal | None = None,
+    markets: dict[int, str] | None = None,
 ) -> LaunchOutcome:
     """Book `machines` ((machine id, GPUs) pairs: one for a machine alone, every machine of a cluster
     or a plan) for `user`, as the result page offered them, or none.
@@ -141,12 +142,16 @@ def launch(
     `shown_price_per_hour` (the page's figure, to the cent). Raises GroupInputError for unreadable
     input and LaunchRefused otherwise (a GroupRefused naming the machine, for a group). The same
     (user, idempotency_key) books once: a repeat returns the first booking. `market`: the market the
-    review named, for a machine alone; one listed in another market now is refused (None: unchecked).
+    review named, for a machine alone; `markets`: those it named for a group's machines, by machine id;
+    a machine priced in another market now is refused, and the group with it (None: unchecked). Each
+    machine is booked in the market the query's market preference prices it in (`booked_market`).
     `bid_per_gpu_hour`: a machine alone booked interruptible at this bid instead of the price shown;
     BidRefused (a GroupInputError naming the bid) when it is below the floor or above the on-demand
     price under the lock, or the machine is booked in another market.
     """
     pairs = check_request(kind, machines)
+    if markets and not set(markets) <= {machine_id for machine_id, _gpus in pairs}:
+        raise GroupInputError({"markets": gettext("Name the market of the machines booked only.")})
     bid = bid_per_gpu_hour
     if bid is not None:
         if kind != ALONE:
@@ -181,10 +186,10 @@ def launch(
                 kind, pairs, locked, shown_price_per_hour if bid is None else None, query, breakdown,
                 result_url, now,
             )
-            if market and kind == ALONE:
-                machine_id = machine_ids[0]
-                refuse_market_change(market, locked[machine_id],
-                                     refuser(kind, result_url, locked[machine_id], machine_id), query)
+            shown = {machine_ids[0]: market} if market and kind == ALONE else dict(markets or {})
+            for machine_id, shown_market in sorted(shown.items()):  # every machine is locked and found
+                refuse_market_change(shown_market, locked[machine_id],
+                                     refuser(kind, result_url, locked[machine_id], machine_id), query, kind)
             if bid is not None:
                 refuse_bid(bid, locked[machine_ids[0]], query)
                 total = bid * pairs[0][1]
@@ -234,7 +239,7 @@ def _book_locked(user, kind, pairs, machines, total, query, idempotency_key, now
     bookings = []
     for machine_id, gpus in pairs:  # in the order of the ids, as locked
         machine = machines[machine_id]
-        booked = booked_market(machine, kind, query)
+        booked = booked_market(machine, query)
         # The rows are locked, so this guard cannot miss; it stays as the last word on "never below zero".
         taken = Machine.objects.filter(pk=machine_id, free_gpus__gte=gpus).update(
             free_gpus=F("free_gpus") - gpus

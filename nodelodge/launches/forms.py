@@ -79,7 +79,30 @@ class GroupReviewForm(forms.Form):
     query = forms.CharField(max_length=2400, required=False)
 
 
-class GroupLaunchForm(GroupReviewForm):
-    """The review's Confirm: the same fields and the key that makes a resubmitted form book once."""
+def parse_group_markets(text: str) -> dict[int, str]:
+    """"12:interruptible,13:on_demand" (machine id, colon, the market the review named) by machine id."""
+    markets: dict[int, str] = {}
+    for part in text.split(","):
+        machine_id, _colon, market = part.strip().partition(":")
+        known = machine_id.isdigit() and len(machine_id) <= 18 and market in MARKETS
+        if not known or int(machine_id) in markets:
+            raise forms.ValidationError(_("Each machine's market is its id and a market, as 12:on_demand."),
+                                        code="invalid")
+        markets[int(machine_id)] = market
+    return markets
 
+
+class GroupMarketsField(forms.CharField):
+    """The market the review named for each machine of a group, as its Confirm writes them."""
+
+    def to_python(self, value):
+        text = super().to_python(value)
+        return parse_group_markets(text) if text else {}
+
+
+class GroupLaunchForm(GroupReviewForm):
+    """The review's Confirm: the same fields, the markets the review named (empty, a script's form: not
+    checked) and the key that makes a resubmitted form book once."""
+
+    markets = GroupMarketsField(max_length=400_000, required=False)  # ten thousand "1234567:interruptible"
     idempotency_key = forms.RegexField(regex=rf"^{IDEMPOTENCY_KEY}$", max_length=64)

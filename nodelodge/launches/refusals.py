@@ -29,7 +29,7 @@ from sizing import reasons
 from sizing.availability import GONE, unavailable_reason
 from sizing.cluster_sites import can_join_cluster
 from sizing.fit import fit_on_machine
-from sizing.markets import DEFAULT_MARKET, INTERRUPTIBLE, MarketPrice, bid_ceiling, market_name, priced_in
+from sizing.markets import INTERRUPTIBLE, MarketPrice, bid_ceiling, market_name, priced_in
 from sizing.results import RecommendedMachine
 from sizing.units import money_amount, money_text
 
@@ -375,24 +375,29 @@ def _refuse_price_change(shown_price_per_hour, price_per_hour, refuse) -> None:
         )
 
 
-def booked_market(machine: Machine, kind: str, query: WorkloadQuery) -> MarketPrice:
-    """The market a Launch of `machine` books, with its price: for a machine alone, the one its row was
-    priced in under the query's market preference (`sizing.markets.priced_in`: the listed price's by
-    default); a cluster's or plan's machines at their listed prices, as those answers price them."""
-    return priced_in(machine.market_prices(), query.market if kind == ALONE else DEFAULT_MARKET)
+def booked_market(machine: Machine, query: WorkloadQuery) -> MarketPrice:
+    """The market a Launch of `machine` books, with its price: the one the answer priced it in under the
+    query's market preference (`sizing.markets.priced_in`: the listed price's by default), whether it is
+    booked alone, in a cluster or in a plan, as each of those answers prices its machines."""
+    return priced_in(machine.market_prices(), query.market)
 
 
-def refuse_market_change(shown_market: str, machine: Machine, refuse, query: WorkloadQuery) -> None:
+def refuse_market_change(shown_market: str, machine: Machine, refuse, query: WorkloadQuery,
+                         kind: str = ALONE) -> None:
     """Launch books the market its review named: a machine now priced in another under the query's
     market preference (on demand become interruptible, an interruptible price gone or now dearer than
-    the listed one, or back) is refused, whatever its price."""
-    market = booked_market(machine, ALONE, query).market
-    if market != shown_market:
-        raise refuse(
-            LaunchRefused.MARKET_CHANGED,
-            gettext("This machine is now offered %(now)s, not %(shown)s as the review showed; check and "
-                    "launch again.") % {"now": market_name(market), "shown": market_name(shown_market)},
-        )
+    the listed one, or back) is refused, whatever its price; a group's refusal names the machine."""
+    market = booked_market(machine, query).market
+    if market == shown_market:
+        return
+    words = {"now": market_name(market), "shown": market_name(shown_market)}
+    if kind == ALONE:
+        message = gettext("This machine is now offered %(now)s, not %(shown)s as the review showed; check "
+                          "and launch again.") % words
+    else:
+        message = gettext("%(machine)s is now offered %(now)s, not %(shown)s as the review showed; nothing "
+                          "was booked: check and launch again.") % {**words, "machine": machine_name(machine)}
+    raise refuse(LaunchRefused.MARKET_CHANGED, message)
 
 
 def refuse_bid_market(market: str) -> None:
@@ -408,7 +413,7 @@ def refuse_bid(bid: Decimal, machine: Machine, query: WorkloadQuery) -> None:
     """The bid against `machine` now (read under its lock): its market must be interruptible, the bid at
     least the floor (the interruptible price: below it the machine would not run) and at most its
     on-demand price where it has one (`sizing.markets.bid_ceiling`)."""
-    booked = booked_market(machine, ALONE, query)
+    booked = booked_market(machine, query)
     refuse_bid_market(booked.market)
     if bid < booked.price_per_gpu_hour:
         raise BidRefused({BID_FIELD: gettext("Bid at least %(floor)s per GPU-hour, this machine's floor.")
@@ -442,7 +447,7 @@ def refuse_machines(kind, pairs, machines: dict[int, Machine], shown_price_per_h
             else:
                 _refuse_plan_misfit(machine, gpus, offer, reason, breakdown, refuse)
         # a missing machine was refused above
-        total += booked_market(cast(Machine, machine), kind, query).price_per_gpu_hour * gpus
+        total += booked_market(cast(Machine, machine), query).price_per_gpu_hour * gpus
     refuse_whole = refuser(kind, result_url)
     if kind == LaunchGroup.Kind.CLUSTER:
         # a cluster's first machine was kept by `_refuse_cluster_member` (pairs are never empty)

@@ -1,7 +1,7 @@
 """The review step before Launch books: what Confirm will book, from the machines' figures now."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
 
@@ -11,16 +11,25 @@ from django.utils.translation import gettext
 
 from catalog import rows as catalog_rows
 from catalog.models import Machine
+from nodelodge.recommendations.clusters import cluster_interruption_note
 from nodelodge.recommendations.fleet import preferences_for, stale_cutoff
-from nodelodge.recommendations.throughput import tokens_per_second_text
+from nodelodge.recommendations.throughput import plan_interruption_note, tokens_per_second_text
 from sizing.availability import unavailable_reason
 from sizing.fit import fit_on_machine
-from sizing.markets import INTERRUPTIBLE, bid_ceiling, market_name, reliability_text, stock_text, terms_text
+from sizing.markets import (
+    INTERRUPTIBLE,
+    MarketPrice,
+    bid_ceiling,
+    market_name,
+    reliability_text,
+    stock_text,
+    terms_text,
+)
 from sizing.units import money_amount
 from sizing.wording import budget_cover, constraints_applied
 
 from .booking import check_request, machines_by_id
-from .models import ALONE
+from .models import ALONE, LaunchGroup
 from .refusals import (
     LaunchRefused,
     booked_market,
@@ -60,6 +69,38 @@ class Review:
     # bid's default) and the most it may be (its on-demand price; None where it has none).
     bid_floor: Decimal | None = None
     bid_ceiling: Decimal | None = None
+    # The market each machine found is booked in, with its price (`booked_market`), by machine id.
+    booked: dict[int, MarketPrice] = field(default_factory=dict)
+
+    @property
+    def rows(self) -> list[tuple[Machine | None, int, int, MarketPrice | None, str]]:
+        """Each machine as a group's review lists it: (machine or None, its id, GPUs, the market booked
+        with its price, that market with its terms in words)."""
+        found = []
+        for machine, machine_id, gpus in self.machines:
+            booked = self.booked.get(machine_id)
+            found.append((machine, machine_id, gpus, booked, market_words(booked) if booked else ""))
+        return found
+
+    @property
+    def booked_alone(self) -> MarketPrice | None:
+        """The market and price a machine alone is booked at (a group's first; None when not found)."""
+        return self.booked.get(self.machines[0][1])
+
+    @property
+    def markets_value(self) -> str:
+        """The markets Confirm books, as a group's form sends them ("12:interruptible,13:on_demand")."""
+        return ",".join(f"{machine_id}:{booked.market}" for machine_id, booked in sorted(self.booked.items()))
+
+    @property
+    def interruption_note(self) -> str | None:
+        """A group's: what happens when one of its interruptible machines is taken back (None: none is)."""
+        interruptible = sum(booked.market == INTERRUPTIBLE for booked in self.booked.values())
+        if self.kind == LaunchGroup.Kind.CLUSTER:
+            return cluster_interruption_note(interruptible, len(self.machines))
+        if self.kind == LaunchGroup.Kind.PLAN:
+            return plan_interruption_note(interruptible, len(self.machines))
+        return None
 
     @property
     def machine(self) -> Machine | None:
@@ -93,10 +134,9 @@ def review(kind: str, machines, shown_price_per_hour: Decimal, query_string: str
             refuse_machines(kind, pairs, found, shown_price_per_hour, query, breakdown, result_url, now)
         except LaunchRefused as refusal:
             problem = refusal.message
-    price = sum(
-        (booked_market(found[i], kind, query).price_per_gpu_hour * gpus for i, gpus in pairs if i in found),
-        Decimal(0),
-    )
+    booked = {machine_id: booked_market(found[machine_id], query) for machine_id, _gpus in pairs
+              if machine_id in found}
+    price = sum((booked[i].price_per_gpu_hour * gpus for i, gpus in pairs if i in booked), Decimal(0))
     limits = [limit for i, _g in pairs if i in found and (limit := found[i].booking_limit_hours)]
     cover = None
     if price or kind == ALONE:
@@ -113,26 +153,33 @@ def review(kind: str, machines, shown_price_per_hour: Decimal, query_string: str
         result_url=result_url,
         problem=problem,
         target_text=tokens_per_second_text(query.target_tokens) if query.target_tokens else None,
-        **(_reported(found[pairs[0][0]], query) if kind == ALONE and pairs[0][0] in found else {}),
+        booked=booked,
+        **(_reported(found[pairs[0][0]], booked[pairs[0][0]]) if kind == ALONE and pairs[0][0] in found
+           else {}),
     )
 
 
-def _reported(machine: Machine, query) -> dict:
-    """The market a Launch of `machine` books (its row's under the query's market preference: by default
-    the listed price's, on demand, or interruptible for a listing that is), with its price, terms and
-    the bounds of a bid there, and the reliability and stock its provider reports, in words."""
-    booked = booked_market(machine, ALONE, query)
-    terms = terms_text(booked)
+def _reported(machine: Machine, booked: MarketPrice) -> dict:
+    """The market a Launch of `machine` books (`booked`: its row's under the query's market preference,
+    by default the listed price's, on demand, or interruptible for a listing that is), with its price,
+    terms and the bounds of a bid there, and the reliability and stock its provider reports, in words."""
     bids = booked.market == INTERRUPTIBLE
     return {
         "market": booked.market,
         "price_per_gpu_hour": booked.price_per_gpu_hour,
         "bid_floor": booked.price_per_gpu_hour if bids else None,
         "bid_ceiling": bid_ceiling(machine.market_prices()) if bids else None,
-        "market_text": f"{market_name(booked.market)}: {terms}" if terms else market_name(booked.market),
+        "market_text": market_words(booked),
         "reliability_text": reliability_text(machine.reliability, machine.reliability_measures),
         "stock_text": stock_text(machine.stock),
     }
+
+
+def market_words(booked: MarketPrice) -> str:
+    """A market booked in words, with its terms where it has any: "interruptible: taken back with 30
+    seconds' notice"."""
+    terms = terms_text(booked)
+    return f"{market_name(booked.market)}: {terms}" if terms else market_name(booked.market)
 
 
 def _problem_alone(machine, gpus, query, breakdown, result_url, now) -> str | None:

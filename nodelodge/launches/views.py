@@ -275,6 +275,7 @@ def group_launch(request):
         outcome = booking.launch(
             request.user, machines=data["machines"], shown_price_per_hour=data["price_per_hour"],
             query_string=data["query"], idempotency_key=data["idempotency_key"], kind=data["kind"],
+            markets=data["markets"] or None,
         )
     except GroupInputError as error:
         return HttpResponseBadRequest(" ".join(error.errors.values()))

@@ -4,7 +4,9 @@ default) or always (`clusters=show`). The catalog groups the machines that may f
 (`catalog.clusters.cluster_sites`), read through the fleet reader as machines are; the sizing engine
 plans them (`sizing.cluster_search.search_clusters`) and holds each cluster's total price per hour to the
 preferences as a machine's hourly price is held (`sizing.preferences.RULE`: the price limit and the
-budget), in the listing order (`sizing.preferences.ORDER`).
+budget), in the listing order (`sizing.preferences.ORDER`). Each machine is priced as a single row is
+under the market preference (the cheapest of the markets it lets in, `sizing.markets.priced_in`) and
+names its market; a cluster with interruptible machines says what happens when one is taken back.
 
 An answer that needs no cluster reads no cluster site: the sites are read only past `wants_clusters`.
 """
@@ -23,6 +25,7 @@ from sizing.calculators.vllm import GGUF_ENGINES
 from sizing.cluster import ClusterAlternative, ClusterPlan, cluster_need, over_budget_words, plan_of
 from sizing.cluster_search import search_clusters
 from sizing.errors import SizingError
+from sizing.markets import INTERRUPTIBLE, market_name
 from sizing.reasons import BREAK_BUDGET, BREAK_MAX_PRICE
 from sizing.units import MIB, gib_number, money_string
 from sizing.wording.common import per_hour
@@ -57,6 +60,16 @@ class ClusterOffer:
     def price_text(self) -> str:
         return per_hour(self.plan.price_per_hour)
 
+    @property
+    def interruptible_machines(self) -> int:
+        """Its machines priced in the interruptible market: the provider may take each back."""
+        return sum(machine.market == INTERRUPTIBLE for machine in self.plan.machines)
+
+    @property
+    def interruption_note(self) -> str | None:
+        """What happens when an interruptible machine of it is taken back (None: it has none)."""
+        return cluster_interruption_note(self.interruptible_machines, len(self.plan.machine_ids))
+
     def to_dict(self, *, details: bool = True) -> dict:
         """The cluster as the API writes it; without `details`, what a table row shows (the
         Clusters panel, whose details are loaded when opened): no items, words or commands."""
@@ -83,6 +96,11 @@ class ClusterOffer:
             "usable_memory_per_gpu_gib": gib_number(need.usable_bytes),
             "price_per_hour": money_string(plan.price_per_hour),
             "machine_prices_per_hour": [money_string(price) for price in plan.machine_prices_per_hour],
+            # The market of each machine's price, in the order of `machine_ids` (`sizing.markets`).
+            "machine_markets": [machine.market for machine in plan.machines],
+            "machine_markets_text": [market_name(machine.market) for machine in plan.machines],
+            "interruptible_machines": self.interruptible_machines,
+            "interruption_note": self.interruption_note,
             "hours_covered": float(self.hours_covered) if self.hours_covered is not None else None,
             "booking_limit_hours": plan.booking_limit_hours,
             "confidence": plan.confidence,
@@ -102,6 +120,23 @@ class ClusterOffer:
                 "alternative": _alternative(plan.commands.alternative),
             })
         return row
+
+
+def cluster_interruption_note(interruptible: int, machines: int) -> str | None:
+    """What happens to a cluster of `machines` machines, `interruptible` of them interruptible, when the
+    provider takes one back: every machine holds a pipeline stage, so the model stops on all of them,
+    and the others are billed until the cluster is stopped. None where none is interruptible."""
+    if not interruptible:
+        return None
+    return ngettext(
+        "%(count)s of its %(machines)s machines is interruptible: if the provider takes it back, the model "
+        "stops on the whole cluster (every machine holds a stage of its layers), and the other machines "
+        "are billed until you stop the cluster in My launches.",
+        "%(count)s of its %(machines)s machines are interruptible: if the provider takes one back, the "
+        "model stops on the whole cluster (every machine holds a stage of its layers), and the other "
+        "machines are billed until you stop the cluster in My launches.",
+        interruptible,
+    ) % {"count": interruptible, "machines": machines}
 
 
 def _alternative(alternative: ClusterAlternative | None) -> dict | None:
@@ -199,10 +234,10 @@ def clusters_for(query: WorkloadQuery, model_row, now: datetime | None = None) -
     spec = catalog_rows.language_model_spec(model_row)
     search = search_clusters(spec, *_served(query), sites, release=query.vllm_release)
     shown, total, broken = search.cheapest(preferences_for(query), MAX_CLUSTERS)
-    # The machines' ids for the provider and booking limits: read for the clusters shown only.
+    # The machines' ids for the provider, booking limits and markets: read for the clusters shown only.
     offers = tuple(
         ClusterOffer(plan, budget_cover(query.budget, plan.price_per_hour, plan.booking_limit_hours))
-        for plan in with_machines(list(shown))
+        for plan in with_machines(list(shown), query.market)
     )
     return ClusterAnswer(
         offers=offers, total=total, over_price=len(broken),
@@ -249,7 +284,7 @@ def cluster_offer_of(query: WorkloadQuery, model_row, machine_ids: list[int]) ->
     details page), or why they are none."""
     if not plans_clusters(query, model_row):
         return gettext("Only a language model served for inference runs on a cluster.")
-    site = site_of(machine_ids)
+    site = site_of(machine_ids, query.market)
     if site is None:
         return gettext("These machines do not form a cluster: each must exist, may join one, and all must be "
                        "identical machines of one provider at one site.")
@@ -257,8 +292,11 @@ def cluster_offer_of(query: WorkloadQuery, model_row, machine_ids: list[int]) ->
     plan = plan_of(spec, *_served(query), site, release=query.vllm_release)
     if isinstance(plan, str):
         return plan
-    (plan,) = with_machines([plan])  # site_of has just read every one of them
-    return ClusterOffer(plan, budget_cover(query.budget, plan.price_per_hour, plan.booking_limit_hours))
+    found = with_machines([plan], query.market)  # site_of has just read every one of them
+    if not found:  # one was removed, or repriced, between the two reads
+        return gettext("These machines changed while they were read; open the cluster again.")
+    return ClusterOffer(found[0], budget_cover(query.budget, found[0].price_per_hour,
+                                               found[0].booking_limit_hours))
 
 
 def cluster_constraint(query: WorkloadQuery) -> tuple[str, str]:

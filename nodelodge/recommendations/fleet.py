@@ -101,6 +101,7 @@ def speed_query(
         keep=keep,
         per_gpu_type=query.gpu_plans,
         min_reliability=query.min_reliability,
+        market=query.market,
     )
 
 
@@ -151,8 +152,9 @@ class FleetReader(Protocol):
 
     def cluster_sites(self, query: WorkloadQuery, now: datetime) -> tuple[ClusterSite, ...]:
         """The sites where a cluster may be formed now for `query`: its machines available by the one
-        rule, in its countries and tier (`catalog.clusters.cluster_sites`; prices are held to the
-        preferences per cluster, `sizing.cluster_search.ClusterSearch.cheapest`)."""
+        rule, in its countries and tier, at their prices under its market preference
+        (`catalog.clusters.cluster_sites`; prices are held to the preferences per cluster,
+        `sizing.cluster_search.ClusterSearch.cheapest`)."""
 
 
 class KeptCounts:
@@ -313,6 +315,7 @@ class EveryMachine:
             precision=precision,
             min_memory_mib=min(need for _, need in thresholds),
             min_reliability=query.min_reliability,
+            market=query.market,
         )
         return rows, None
 

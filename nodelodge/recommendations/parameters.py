@@ -427,7 +427,10 @@ PARAMETERS: tuple[Parameter, ...] = (
         "interruptible: a machine also offered interruptible is priced at the cheaper of its listed and "
         "interruptible prices (it can be taken back); any: a reserved price counts too. Rows are cheapest "
         "first at the price used, the max price and budget are judged on it, and each row names its market; "
-        "Launch books that market. Clusters and throughput plans keep every machine's listed price.",
+        "Launch books that market. Clusters and throughput plans price each of their machines the same way "
+        "(cheapest first, max price and budget on their totals), name each machine's market and say what "
+        "an interruptible machine taken back does: a cluster's model stops on every machine, a plan serves "
+        "less until it is replaced.",
         cli_help="on_demand (default), interruptible or any: the markets a machine's price may come from",
     ),
     Parameter(

@@ -4,12 +4,15 @@ Both read the same thing from the catalog: the machines that fit the model and m
 (the recommended machines) and carry a tokens/s speed measured on them for the model and precision.
 The plan itself is the pure engine's (`sizing.throughput_plan`); here it gets its candidates and its
 words. A machine without a measured speed is never in a plan; the answer says how many fit without one.
+Each machine is weighed at its price under the market preference (the cheapest of the markets it lets
+in, as a single row is priced) and names its market; a plan with interruptible machines says what
+happens when one is taken back.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
 from fractions import Fraction
@@ -20,11 +23,13 @@ from django.utils.translation import gettext, ngettext
 
 from catalog import database
 from catalog.counting import speeds as catalog_speeds
+from catalog.markets import priced_machines
 from nodelodge.hardening.deadline import check_deadline
 from sizing import fit as sizing_fit
 from sizing.breakdown import Breakdown
 from sizing.describing import serves_tokens
 from sizing.limits import MAX_PLAN_SEARCH_STEPS
+from sizing.markets import INTERRUPTIBLE, MarketPrice, market_name
 from sizing.offers import MeasuredSpeed
 from sizing.preferences import order_key_of, preference_breaks
 from sizing.results import speed_row
@@ -53,7 +58,7 @@ class SpeedCandidate:
 
     row: catalog_speeds.SpeedRow
     plan: PlanCandidate
-    hourly_price: Decimal  # the machine's row: its fit's GPUs × price per GPU-hour
+    hourly_price: Decimal  # the machine's row: its fit's GPUs × price per GPU-hour (the market preference's)
 
     @cached_property  # only the sort by it reads it: not worked out for the thousands a plan weighs
     def price_per_million_tokens(self) -> Decimal:
@@ -134,6 +139,8 @@ class ThroughputAnswer:
     without_speed: int
     search_gave_up: bool = False  # the search's budget ran out before it found a first plan
     search_steps: int = 0  # the steps every plan search of this answer took together
+    # The market each machine of a plan is priced in under the market preference, by machine id.
+    markets: dict[int, MarketPrice] = field(default_factory=dict)
 
     @property
     def empty_reason(self) -> str | None:
@@ -175,6 +182,9 @@ class ThroughputAnswer:
         types = sorted({self.rows[p.candidate.machine_id].gpu_type for p in plan.parts})
         cover = budget_cover(query.budget, plan.price_per_hour, None)
         per_million = plan.price_per_hour * TOKENS_PER_MILLION / (plan.target_tokens_per_s * SECONDS_PER_HOUR)
+        interruptible = sum(
+            self.markets[part.candidate.machine_id].market == INTERRUPTIBLE for part in plan.parts
+        )
         return {
             "rank": rank,
             "label": gettext("Cheapest plan") if rank == 1 else gettext("Plan %(rank)s") % {"rank": rank},
@@ -195,6 +205,8 @@ class ThroughputAnswer:
             "search_text": search_words(plan),
             "steps": list(plan.steps),
             "machine_count": len(plan.parts),
+            "interruptible_machines": interruptible,
+            "interruption_note": plan_interruption_note(interruptible, len(plan.parts)),
             "machines": [self.part_dict(part, plan) for part in plan.parts[:machines_listed]],
         }
 
@@ -223,6 +235,9 @@ class ThroughputAnswer:
             ),
             "price_per_gpu_hour": money_string(candidate.price_per_gpu_hour),
             "price_per_hour": money_string(part.price_per_hour),
+            # The market of its price under the market preference (`sizing.markets`).
+            "market": self.markets[row.machine_id].market,
+            "market_text": market_name(self.markets[row.machine_id].market),
             "measured_speed": speed_row(speed),
             # Written here, not in the page's template: a plan lists up to hundreds of machines.
             "copies_text": copies_words(part, candidate.gpus_per_copy, row.free_gpus),
@@ -308,6 +323,12 @@ def throughput_answer(
     measured = catalog_speeds.measured_speeds(rows[machine_id].speed_id for machine_id in used)
     if any(rows[machine_id].speed_id not in measured for machine_id in used):
         raise SpeedsChanged
+    # The market of each machine's price, by the rule its price was chosen by; a machine repriced since
+    # its speed row was read is worked out again, as a replaced speed is.
+    markets = priced_machines(used, query.market)
+    priced = {machine_id: market.price_per_gpu_hour for machine_id, market in markets.items()}
+    if any(priced.get(machine_id) != rows[machine_id].price_per_gpu_hour for machine_id in used):
+        raise SpeedsChanged
     return ThroughputAnswer(
         query=query,
         model_name=model_name,
@@ -319,6 +340,7 @@ def throughput_answer(
         without_speed=max(0, machines_total - (len(candidates) if with_speed is None else with_speed)),
         search_gave_up=not plans and budget.gave_up,
         search_steps=budget.spent + sum(each.spent for each in type_budgets),
+        markets=markets,
     )
 
 
@@ -345,6 +367,23 @@ def planned_answer(
             if attempt == PLAN_ATTEMPTS:
                 raise
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def plan_interruption_note(interruptible: int, machines: int) -> str | None:
+    """What happens to a plan of `machines` machines, `interruptible` of them interruptible, when the
+    provider takes one back: each copy serves on its own, so only that machine's copies stop and the
+    others keep serving. None where none is interruptible."""
+    if not interruptible:
+        return None
+    return ngettext(
+        "%(count)s of its %(machines)s machines is interruptible: if the provider takes it back, only its "
+        "copies stop, and the plan serves that much less until they are replaced; the other machines keep "
+        "serving.",
+        "%(count)s of its %(machines)s machines are interruptible: if the provider takes one back, only "
+        "that machine's copies stop, and the plan serves that much less until they are replaced; the "
+        "other machines keep serving.",
+        interruptible,
+    ) % {"count": interruptible, "machines": machines}
 
 
 def search_words(plan: Plan) -> str | None:

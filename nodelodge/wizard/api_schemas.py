@@ -180,8 +180,11 @@ class PlanMachineOut(Schema):
     tokens_per_s_per_gpu: float
     tokens_per_s_per_gpu_text: str
     usable_tokens_per_s_per_copy: float
-    price_per_gpu_hour: str
+    price_per_gpu_hour: str = Field(description="Its price under the `market` preference, in `market`.")
     price_per_hour: str
+    market: str = Field(description="The market of its price: on_demand, interruptible (listed so, or let in "
+                        "by the `market` preference) or reserved.")
+    market_text: str
     measured_speed: SpeedOut
     copies_text: str
     measured_with_text: str
@@ -205,6 +208,10 @@ class PlanOut(Schema):
     search_text: str | None
     steps: list[str]
     machine_count: int
+    interruptible_machines: int = Field(description="How many of its machines the provider may take back.")
+    interruption_note: str | None = Field(description="Where a machine is interruptible, what happens when "
+                                          "one is taken back: only its copies stop and the plan serves that "
+                                          "much less until they are replaced.")
     machines: list[PlanMachineOut]
 
 
@@ -283,6 +290,14 @@ class ClusterOut(Schema):
     usable_memory_per_gpu_gib: float
     price_per_hour: str
     machine_prices_per_hour: list[str]
+    machine_markets: list[str] = Field(description="The market of each machine's price, in the order of "
+                                       "`machine_ids`: on_demand, interruptible (listed so, or let in by the "
+                                       "`market` preference) or reserved.")
+    machine_markets_text: list[str]
+    interruptible_machines: int = Field(description="How many of its machines the provider may take back.")
+    interruption_note: str | None = Field(description="Where a machine is interruptible, what happens when "
+                                          "one is taken back: the model stops on the whole cluster and the "
+                                          "others are billed until it is stopped.")
     hours_covered: float | None
     budget_text: str | None
     booking_limit_hours: int | None

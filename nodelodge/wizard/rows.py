@@ -12,6 +12,7 @@ from django.utils.text import capfirst
 from django.utils.translation import gettext, ngettext
 
 from nodelodge.recommendations.vllm_release import release_params
+from sizing.markets import ON_DEMAND
 from sizing.units import money_text
 
 from .templatetags.console import CONFIDENCE_WORDS, country_name, decimals, gib2, place_name
@@ -51,7 +52,7 @@ def add_cluster_words(clusters: list[dict]) -> None:
         if row["hours_covered"] is not None:
             row["hours_text"] = hours_of % {"hours": decimals(row["hours_covered"], 1)}
         row["price_per_hour_text"] = money_text(row["price_per_hour"])
-        row["machine_prices_text"] = " + ".join(money_text(price) for price in row["machine_prices_per_hour"])
+        row["machine_prices_text"] = machine_prices_text(row)
         row["confidence_word"] = str(CONFIDENCE_WORDS.get(row["confidence"], row["confidence"]))
         row["confidence_heading"] = confidence_of % {"confidence": row["confidence_word"]}
         row["launch_label"] = launch % {"shape": row["shape_text"], "provider": row["provider"],
@@ -62,6 +63,16 @@ def add_cluster_words(clusters: list[dict]) -> None:
                                                 for machine_id in row["machine_ids"]], row["launch_label"]))
         for item in row.get("items", []) + row.get("outside_budget", []):  # a cluster's details
             item["gib_text"] = gib2(item["gib"])
+
+
+def machine_prices_text(row: dict) -> str:
+    """A cluster's machines' prices per hour: "$20.00 + $20.00", each named by its market ("$16.00
+    interruptible + $20.00 on demand") where one is not on demand."""
+    prices = [money_text(price) for price in row["machine_prices_per_hour"]]
+    if all(market == ON_DEMAND for market in row["machine_markets"]):
+        return " + ".join(prices)
+    return " + ".join(f"{price} {market}" for price, market in zip(prices, row["machine_markets_text"],
+                                                                    strict=True))
 
 
 def what_if_query(query) -> dict[str, str] | None:

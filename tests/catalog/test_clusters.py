@@ -23,6 +23,7 @@ from nodelodge.recommendations.fleet import EVERY_MACHINE, KEPT_COUNTS
 from nodelodge.recommendations.query import parse_query
 from sizing.cluster import ClusterNeed, ClusterPlan
 from sizing.cluster_sites import can_join_cluster
+from sizing.markets import priced_in
 from sizing.offers import Preferences
 from sizing.preferences import preference_breaks
 from tests.factories import H100_MIB, H200_MIB, build_machine, make_gpu_type, make_machine, make_provider
@@ -295,6 +296,18 @@ def random_cluster_fleet(fleet, rng: Random, machines: int, now) -> None:
             site="big-1", interconnect="infiniband", interconnect_gbps=rng.choice([400, 400, 200]),
             price_per_gpu_hour=rng.choice([Decimal("2.00"), Decimal("2.50"), Decimal("3.10")]), last_seen_at=now,
         ))
+    # Other markets, drawn apart (the draws above stay as they were): listed interruptible, an interruptible
+    # price below, at or above the listed one, a reserved term; prices under a market tie and cross.
+    markets = Random(machines)
+    for row in rows:
+        draw = markets.random()
+        if draw < 0.1:
+            row.interruptible = True
+        elif draw < 0.5:
+            row.interruptible_price_per_gpu_hour = markets.choice([Decimal("1.20"), Decimal("2.00"), Decimal("2.60")])
+        if markets.random() < 0.3:
+            row.reserved_price_per_gpu_hour, row.reserved_term_days = markets.choice(
+                [Decimal("1.20"), Decimal("1.90"), Decimal("3.50")]), 30
     rng.shuffle(rows)  # the order written is not the order read
     Machine.objects.bulk_create(rows)
 
@@ -305,7 +318,8 @@ def test_the_grouped_statement_reads_what_the_windowed_one_does_on_a_random_flee
     now = timezone.now()
     random_cluster_fleet(fleet, Random(seed), 400, now)
     choices = [ANYWHERE, Preferences(tier="secure"), Preferences(tier="community"),
-               Preferences(countries=frozenset({"DE"})), Preferences(countries=frozenset({"NO", "DE"}), tier="secure")]
+               Preferences(countries=frozenset({"DE"})), Preferences(countries=frozenset({"NO", "DE"}), tier="secure"),
+               Preferences(market="interruptible"), Preferences(market="any", countries=frozenset({"DE"}))]
     assert database.aggregates_in_order()
     for preferences in choices:
         grouped = cluster_sites(preferences, now=now)
@@ -335,6 +349,32 @@ def test_the_tier_preference_lets_sites_through_as_the_rule_lets_machines_throug
     # `preference_breaks` at no price: only the tier can be broken.
     assert cluster_sites(preferences) == tuple(
         site for site in every if not preference_breaks(site, Decimal(0), preferences))
+
+
+@pytest.mark.parametrize("market", ["on_demand", "interruptible", "any"])
+def test_a_sites_machines_are_priced_by_the_market_rule_cheapest_first(fleet, market):
+    """The price each site lists per machine is the market rule's (`sizing.markets.priced_in` over the
+    machine's own markets), its machines cheapest first at those prices, on every reader of this
+    database; the clusters shown name each machine's market by the same rule."""
+    now = timezone.now()
+    random_cluster_fleet(fleet, Random(4), 300, now)
+    machines = {machine.pk: machine for machine in Machine.objects.all()}
+    for grouped in readers():
+        sites = cluster_sites(Preferences(market=market), now=now, grouped=grouped)
+        assert len(sites) >= 2 and sum(len(site.machine_ids) for site in sites) > MACHINES_PER_SITE
+        for site in sites:
+            rule = [priced_in(machines[i].market_prices(), market) for i in site.machine_ids]
+            assert list(site.prices_per_gpu_hour) == [each.price_per_gpu_hour for each in rule]
+            assert list(site.prices_per_gpu_hour) == sorted(site.prices_per_gpu_hour)
+        plans = [ClusterPlan(site=site, need=ClusterNeed(8, 2, (), (), 0, 0, None), model=None, precision=16,
+                             kv_bits=16, context=1, requests=1)
+                 for site in sites]
+        for plan in with_machines(plans, market):
+            assert [m.market for m in plan.machines] == [
+                priced_in(machines[i].market_prices(), market).market for i in plan.machine_ids]
+    if market != "on_demand":  # the fleet has machines priced in another market than their listed one
+        assert any(priced_in(m.market_prices(), market).market != m.market_prices()[0].market
+                   for m in machines.values())
 
 
 def readers() -> list[bool]:
@@ -459,3 +499,19 @@ def test_the_plans_shown_read_their_machines_ids_and_limits_in_one_statement(fle
     Machine.objects.filter(provider_machine_id="ams-1").delete()
     assert [plan.site.site for plan in with_machines(plans)] == ["fra-1"]
     assert with_machines([]) == []
+
+
+def test_a_plan_whose_machine_was_repriced_since_the_search_is_left_out(fleet):
+    """The clusters shown read each machine's market by the rule its price was searched at: a machine whose
+    price under the market preference changed in between (its interruptible price gone) leaves its
+    cluster out rather than show a price the market named does not have."""
+    node(fleet, provider_machine_id="spot", interruptible_price_per_gpu_hour=Decimal("1.00"))
+    node(fleet, provider_machine_id="plain")
+    [site] = cluster_sites(Preferences(market="interruptible"))
+    plan = ClusterPlan(site=site, need=ClusterNeed(8, 2, (), (), 0, 0, None), model=None, precision=16,
+                       kv_bits=16, context=8192, requests=1)
+    [shown] = with_machines([plan], "interruptible")
+    assert [(m.provider_machine_id, m.market, m.price_per_hour) for m in shown.machines] == [
+        ("spot", "interruptible", Decimal("8.0000")), ("plain", "on_demand", Decimal("20.0000"))]
+    Machine.objects.filter(provider_machine_id="spot").update(interruptible_price_per_gpu_hour=None)
+    assert with_machines([plan], "interruptible") == []

@@ -1,8 +1,9 @@
 """Launch books the market its review shows (the machine's listed price's: on demand, or interruptible
 for a machine listed so), under the same row locks as any Launch: many users racing for an
 interruptible machine's last GPUs make exactly as many bookings as it has GPUs free, each in the
-interruptible market at its price; on PostgreSQL against its row locks, on SQLite against its write
-lock. The migration that stores the market gives earlier bookings theirs."""
+interruptible market at its price, and users racing for overlapping clusters priced interruptible by the
+market preference book one whole, each machine in its market; on PostgreSQL against the row locks, on
+SQLite against its write lock. The migration that stores the market gives earlier bookings theirs."""
 from __future__ import annotations
 
 import uuid
@@ -13,6 +14,7 @@ from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 from django.utils import timezone
 
+from catalog.models import Machine
 from nodelodge.launches.booking import LaunchOutcome, launch
 from nodelodge.launches.models import Booking
 from nodelodge.launches.refusals import LaunchRefused
@@ -152,3 +154,37 @@ def test_users_racing_for_a_machine_priced_interruptible_by_the_preference_book_
     assert all(r.code == LaunchRefused.TAKEN for r in results if isinstance(r, LaunchRefused))
     booked = list(Booking.objects.filter(machine=dual).values_list("market", "price_per_gpu_hour", "price_per_hour"))
     assert booked == [("interruptible", Decimal("0.6149"), Decimal("0.6149"))] * 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_users_racing_for_an_interruptible_cluster_book_it_whole_once_in_each_machines_market(
+    cluster_catalog, make_user
+):
+    """Overlapping clusters on a result that allows interruptible prices, booked at once: one group wins
+    whole, each of its machines in the market the review named at that price; the others book nothing."""
+    spot = [cluster_catalog.cluster_machine(interruptible_price_per_gpu_hour=Decimal("1.25")) for _ in range(2)]
+    plain = cluster_catalog.cluster_machine()
+    query = QUERY + "&market=interruptible"
+    asks = [[spot[0], spot[1]], [spot[1], plain], [plain, spot[0]]] * (THREADS // 2)
+    price = {m.pk: (Decimal("10.00") if m in spot else Decimal("19.92")) for m in [*spot, plain]}
+    market = {m.pk: ("interruptible" if m in spot else "on_demand") for m in [*spot, plain]}
+    calls = [
+        lambda user=make_user(), ask=ask: launch(
+            user, machines=[(m.pk, 8) for m in reversed(ask)], shown_price_per_hour=sum(price[m.pk] for m in ask),
+            query_string=query, idempotency_key=uuid.uuid4().hex, kind="cluster",
+            markets={m.pk: market[m.pk] for m in ask},
+        )
+        for ask in asks
+    ]
+
+    results = race_outcomes(calls)
+
+    won = [r for r in results if isinstance(r, LaunchOutcome)]
+    assert len(won) == 1, results  # any two of the three overlap
+    assert all(isinstance(r, LaunchRefused) and r.code in ("taken", "not_whole") for r in results if r not in won)
+    [group] = won
+    assert [(b.machine_id, b.market, b.price_per_hour) for b in group.bookings] == [
+        (b.machine_id, market[b.machine_id], price[b.machine_id]) for b in group.bookings
+    ]
+    assert Booking.objects.count() == 2 and len(group.bookings) == 2
+    assert sum(Machine.objects.get(pk=m.pk).free_gpus for m in [*spot, plain]) == 8

@@ -96,6 +96,13 @@ class Command(BaseCommand):
                 f"${cluster['price_per_hour']}/h  budget {hours}  {cluster['confidence']}"
             )
             self.stdout.write(f"       machines: {', '.join(map(str, cluster['machine_ids']))}")
+            if any(market != "on_demand" for market in cluster["machine_markets"]):
+                priced = zip(cluster["machine_ids"], cluster["machine_markets"],
+                             cluster["machine_prices_per_hour"], strict=True)
+                self.stdout.write("       markets: " + ", ".join(
+                    f"{machine_id} {market} ${price}/h" for machine_id, market, price in priced))
+            if cluster["interruption_note"]:
+                self.stdout.write(f"       {cluster['interruption_note']}")
             for item in cluster["items"]:
                 self.stdout.write(f"       {item['name']:<34} {item['gib']:>8.2f} GiB   {item['formula']}")
             for command in cluster["vllm_commands"]:
@@ -130,12 +137,15 @@ class Command(BaseCommand):
             )
             if entry["search_text"]:
                 self.stdout.write(entry["search_text"])
+            if entry["interruption_note"]:
+                self.stdout.write(entry["interruption_note"])
             for machine in entry["machines"]:
+                market = f" {machine['market']}" if machine["market"] != "on_demand" else ""
                 self.stdout.write(
                     f"    {machine['provider'][:22]:<22} {machine['provider_machine_id']:<12} "
                     f"{machine['gpus']:>2} × {machine['gpu_type']:<16} "
                     f"{machine['tokens_per_s_per_gpu_text']:>18}/GPU "
-                    f"${machine['price_per_hour']}/h"
+                    f"${machine['price_per_hour']}/h{market}"
                 )
             for step in entry["steps"]:
                 self.stdout.write(f"    {step}")
