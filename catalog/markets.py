@@ -6,7 +6,7 @@ on one offer) changes this function and nothing else there.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
@@ -90,14 +90,3 @@ def priced(fields: Mapping[str, Any], choice: str) -> markets.MarketPrice:
     with its price (`sizing.markets.priced_in`, the rule single rows are priced by)."""
     return markets.priced_in(markets.market_prices(**fields), choice)
 
-
-def priced_machines(machine_ids: Iterable[int], choice: str) -> dict[int, markets.MarketPrice]:
-    """machine id -> the market and price it is priced at under `choice` (`priced`), for the machines of
-    `machine_ids` still in the catalog: one statement, for the few an answer shows."""
-    from catalog.models import MARKET_FIELDS, Machine  # the models read this module's choices
-
-    ids = sorted(set(machine_ids))
-    if not ids:
-        return {}
-    rows = Machine.objects.filter(pk__in=ids).values_list("id", *MARKET_FIELDS)
-    return {row[0]: priced(dict(zip(MARKET_FIELDS, row[1:], strict=True)), choice) for row in rows}

@@ -15,9 +15,9 @@ from catalog.counting import availability_sql, fit_sql, latest_speeds, preferenc
 from catalog.market_columns import MARKET_PRICE_COLUMNS
 from catalog.markets import priced
 from catalog.models import MARKET_FIELDS, Machine, MeasuredSpeed
-from catalog.rows import measured_speed
+from catalog.rows import SPEED_FIELDS
 from sizing import offers
-from sizing.markets import DEFAULT_MARKET
+from sizing.markets import DEFAULT_MARKET, MarketPrice
 from sizing.preferences import HOURLY_OVER, HOURLY_PRICE
 from sizing.speeds import speed_for
 
@@ -101,12 +101,25 @@ def speed_rows(
     return found
 
 
-def measured_speeds(speed_ids) -> dict[int, offers.MeasuredSpeed]:
-    """The measurements behind these speed ids, with everything a plan's rows show of them."""
+def measured_speeds(
+    speed_ids, choice: str
+) -> tuple[dict[int, offers.MeasuredSpeed], dict[int, MarketPrice]]:
+    """The measurements behind these speed ids, with everything a plan's rows show of them, and the
+    market and price each one's machine is priced at under the market preference `choice`
+    (`catalog.markets.priced`), by machine id: one statement for both."""
     speed_ids = list(speed_ids)
     if not speed_ids:
-        return {}
-    return {row.pk: measured_speed(row) for row in MeasuredSpeed.objects.filter(pk__in=speed_ids)}
+        return {}, {}
+    machine_fields = [f"machine__{name}" for name in MARKET_FIELDS]
+    rows = MeasuredSpeed.objects.filter(pk__in=speed_ids).values_list(
+        "pk", "machine_id", *SPEED_FIELDS, *machine_fields
+    )
+    speeds, markets = {}, {}
+    split = 2 + len(SPEED_FIELDS)
+    for row in rows:
+        speeds[row[0]] = offers.MeasuredSpeed(**dict(zip(SPEED_FIELDS, row[2:split], strict=True)))
+        markets[row[1]] = priced(dict(zip(MARKET_FIELDS, row[split:], strict=True)), choice)
+    return speeds, markets
 
 
 # A chosen row: what `SpeedRow` holds (the GPU type by id until the last join), and the count.

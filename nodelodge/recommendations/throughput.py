@@ -23,7 +23,6 @@ from django.utils.translation import gettext, ngettext
 
 from catalog import database
 from catalog.counting import speeds as catalog_speeds
-from catalog.markets import priced_machines
 from nodelodge.hardening.deadline import check_deadline
 from sizing import fit as sizing_fit
 from sizing.breakdown import Breakdown
@@ -320,12 +319,13 @@ def throughput_answer(
     )[:PLANS_SHOWN])
     rows = {c.row.machine_id: c.row for c in candidates}
     used = {part.candidate.machine_id for plan in plans for part in plan.parts}
-    measured = catalog_speeds.measured_speeds(rows[machine_id].speed_id for machine_id in used)
+    # With each speed, the market of its machine's price by the rule its price was chosen by; a machine
+    # repriced since its speed row was read is worked out again, as a replaced speed is.
+    measured, markets = catalog_speeds.measured_speeds(
+        (rows[machine_id].speed_id for machine_id in used), query.market
+    )
     if any(rows[machine_id].speed_id not in measured for machine_id in used):
         raise SpeedsChanged
-    # The market of each machine's price, by the rule its price was chosen by; a machine repriced since
-    # its speed row was read is worked out again, as a replaced speed is.
-    markets = priced_machines(used, query.market)
     priced = {machine_id: market.price_per_gpu_hour for machine_id, market in markets.items()}
     if any(priced.get(machine_id) != rows[machine_id].price_per_gpu_hour for machine_id in used):
         raise SpeedsChanged

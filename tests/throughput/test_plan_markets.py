@@ -149,3 +149,22 @@ def test_the_kept_speeds_under_a_market_plan_as_every_speed_does(make_machine, m
                        for found in (cut, every_one)]
             assert planned[0] == planned[1] and planned[0]["plans"], text
             assert any(m["market"] != "on_demand" for m in planned[0]["plans"][0]["machines"]), text
+
+
+def test_naming_each_machines_market_costs_no_statement_of_its_own(client, fleet):
+    """The market of each plan machine comes with its measured speed, in the one statement that reads
+    those: a plan under interruptible takes as many statements as on demand, and as many as the answer
+    takes without a target (one speeds statement and one measurements statement more)."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    counts = {}
+    for name, query in (("plain", LLAMA_8B), ("on_demand", TARGET), ("interruptible", TARGET + "&market=interruptible")):
+        client.get(f"/api/v1/recommendations?{query}")  # warm: the first answer reads the catalog's caches
+        with CaptureQueriesContext(connection) as captured:
+            response = client.get(f"/api/v1/recommendations?{query}")
+        assert response.status_code == 200
+        counts[name] = len(captured.captured_queries)
+    interruptible = plan_of(client, TARGET + "&market=interruptible")["plans"][0]
+    assert {m["market"] for m in interruptible["machines"]} == {"interruptible", "on_demand"}
+    assert counts["interruptible"] == counts["on_demand"] == counts["plain"] + 2
