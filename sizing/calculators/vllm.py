@@ -34,7 +34,6 @@ from ..architectures import (
     CHUNKED,
     FULL,
     LINEAR,
-    LINEAR_STATE_BYTES,
     PLAIN,
     SLIDING,
     LinearAttention,
@@ -656,7 +655,7 @@ def kv_layout(model: LanguageModelSpec, kv_bits: int, settings: VllmSettings) ->
     state = 0
     if LINEAR in counts:
         linear = cast(LinearAttention, arch.linear_attention)  # LINEAR layers only where it is set
-        state = linear.state_values() * LINEAR_STATE_BYTES * counts[LINEAR] // tp
+        state = linear.state_bytes() * counts[LINEAR] // tp
     sizes = sorted(attention.values())
     if len(sizes) == 1:
         group_size = sizes[0]
@@ -717,17 +716,27 @@ def plain_number(value: Fraction) -> str:
     return f"{exact_decimal(value):f}"
 
 
+TRUST_REMOTE_CODE = "--trust-remote-code"
+
+
+def model_flags(model: LanguageModelSpec) -> tuple[str, ...]:
+    """What the model itself asks of every engine's command (vLLM's and SGLang's alike):
+    --trust-remote-code where its repository's own code loads it."""
+    return (TRUST_REMOTE_CODE,) if model.trust_remote_code else ()
+
+
 def serve_command(hf_id: str, budget: VllmBudget, max_num_seqs: int | None = None,
-                  max_model_len: int | None = None, dtype_flags: tuple[str, ...] = ()) -> str:
-    """`vllm serve` with the flags this budget was sized for (the asked context as --max-model-len where
-    given: the budget itself does not depend on it), and the GPU's own (`--dtype half` below compute
-    capability 8.0: `sizing.engine_support.Support.dtype_flags`)."""
+                  max_model_len: int | None = None, dtype_flags: tuple[str, ...] = (),
+                  model_flags: tuple[str, ...] = ()) -> str:
+    """`vllm serve` with the model's own flags (`model_flags`), the flags this budget was sized for (the
+    asked context as --max-model-len where given: the budget itself does not depend on it), and the GPU's
+    own (`--dtype half` below compute capability 8.0: `sizing.engine_support.Support.dtype_flags`)."""
     settings = budget.settings
     # vLLM's switch is an environment variable: set on the command where it turns the release's default off.
     switched_off = settings.version.estimates_cudagraphs_by_default and not settings.graphs_inside
     parts = [
         *([f"{CUDAGRAPH_SWITCH}=0"] if switched_off else []),
-        "vllm serve", hf_id, *dtype_flags,
+        "vllm serve", hf_id, *model_flags, *dtype_flags,
         f"--tensor-parallel-size {settings.tensor_parallel}",
     ]
     if settings.pipeline_parallel > 1:

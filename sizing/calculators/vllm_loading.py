@@ -188,18 +188,22 @@ class RotaryCaches:
         return sum(self.positions) * self.width * ROTARY_CACHE_BYTES
 
     def formula(self) -> str:
+        if not self.positions:
+            return gettext("(no rotary cos/sin cache: the model's attention has no rotary positions)")
         return gettext(
             "+ rotary cos/sin caches: %(positions)s positions × %(width)s × 2 bytes, on every GPU"
         ) % {"positions": " + ".join(fmt_int(p) for p in self.positions), "width": fmt_int(self.width)}
 
 
 def rotary_caches(model: LanguageModelSpec, yarn_on: bool = False) -> RotaryCaches:
-    """The cos/sin caches of `model` under vLLM: one of its maximum positions (× the linear factor where
-    its config scales RoPE linearly, or the YaRN context where the server turns YaRN on), and one more of
-    its maximum positions where sliding layers rotate with their own base (Gemma 3's
-    rope_local_base_freq). The width is MLA's rotary part of the head where keys are latent, else the
-    head's rotary part."""
+    """The cos/sin caches of `model` under vLLM (none where its attention rotates nothing): one of its
+    maximum positions (× the linear factor where its config scales RoPE linearly, or the YaRN context where
+    the server turns YaRN on), and one more of its maximum positions where sliding layers rotate with
+    their own base (Gemma 3's rope_local_base_freq). The width is MLA's rotary part of the head where
+    keys are latent, else the head's rotary part."""
     arch = model.architecture
+    if arch is not None and arch.no_rope:  # NoPE attention (Kimi-Linear): vLLM builds no rotary embedding
+        return RotaryCaches(positions=(), width=0)
     positions = model_value(model, "max_context")
     if arch is not None and yarn_on and arch.yarn is not None:
         positions = arch.yarn.context
