@@ -11,10 +11,11 @@ from django.db.models import F
 
 from catalog import availability, database
 from catalog import preferences as catalog_preferences
-from catalog.counting import availability_sql, fit_sql, latest_speeds, preferences_sql
+from catalog.counting import availability_sql, fit_sql, gpu_kinds, latest_speeds, preferences_sql
 from catalog.models import Machine, MeasuredSpeed
 from catalog.rows import measured_speed
 from sizing import offers
+from sizing.fit import lowest_memory
 from sizing.preferences import HOURLY_OVER, HOURLY_PRICE
 from sizing.speeds import speed_for
 
@@ -139,6 +140,8 @@ class SpeedQuery:
     # The plans wanted on each GPU type too: a copy is then weighed against its own type's plans.
     per_gpu_type: bool = False
     min_reliability: Decimal | None = None  # 0 to 1, two places; None: any
+    # Whether `fits` are by kind of GPU (`sizing.fit.by_kind`; `catalog.counting.gpu_kinds`).
+    by_kind: bool = False
 
 
 def speed_rows_counted(
@@ -161,7 +164,7 @@ def speed_rows_counted(
     `tests/catalog/scan_oracle.py`). Either way the availability rule, fit and preferences apply at
     request time."""
     screened, screened_params = availability_sql.available_sql(query.stale_cutoff, query.countries)
-    gpus_sql, gpus_params = fit_sql.gpus_used_sql(query.fits)
+    gpus_sql, gpus_params = fit_sql.gpus_used_sql(query.fits, gpu_kinds.machine_memory_sql(query.by_kind))
     tier_sql, tier_params = preferences_sql.tier_sql(query)
     limits, limit_params = preferences_sql.meets_sql(query, "price * fit_gpus", tests=(HOURLY_OVER,))
     fitting = (
@@ -176,7 +179,7 @@ def speed_rows_counted(
     )
     fitting_params = [
         *gpus_params, *source_params, query.model_slug,
-        query.precision, *screened_params, *tier_params, min(need for _, need in query.fits), *limit_params,
+        query.precision, *screened_params, *tier_params, lowest_memory(query.fits), *limit_params,
     ]
     chosen, chosen_params = [], []
     if query.target is not None:

@@ -57,7 +57,7 @@ from ..units import GIB, MIB, fmt_gib, fmt_int, general_number
 from ..weights import SIXTEEN_BIT_BYTES, WeightFormat, native_format_of, split_parameters, stored_weights
 from .checks import check_count, check_precision, model_value
 from .items import weight_items
-from .vllm_loading import mxfp4_loaded, rotary_caches
+from .vllm_loading import MoeKernel, mxfp4_kernel, mxfp4_loaded, rotary_caches
 from .vllm_versions import (
     CUDAGRAPH_SWITCH,
     DEFAULT,
@@ -128,6 +128,9 @@ class VllmSettings:
     # The GPU's architecture, where known: which kernel loads MXFP4 experts, and so their padded size
     # (`vllm_loading`); None: the Marlin path of Hopper and Ampere.
     gpu: GpuArchitecture | None = None
+    # The MoE kernel MXFP4 experts load through, where a kind of GPU rather than one GPU is sized (the
+    # wizard's need on each kind: `VllmBreakdown.gpu_kinds`); None: the one vLLM picks on `gpu`.
+    moe_kernel: MoeKernel | None = None
     version: VllmVersion = DEFAULT  # the release, and so which memory its budget holds (`vllm_versions`)
     # The CUDA-graph estimate inside the budget: None, the release's default; False, the switch
     # VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0 (0.21 on).
@@ -138,6 +141,11 @@ class VllmSettings:
     def release(self) -> VllmRelease:
         """The release and switches these settings were asked with."""
         return VllmRelease(self.version, self.cudagraph_estimate, self.skip_vision_tower)
+
+    @property
+    def kernel(self) -> MoeKernel:
+        """The kernel MXFP4 experts load through under these settings."""
+        return self.moe_kernel or mxfp4_kernel(self.gpu)
 
     @property
     def graphs_inside(self) -> bool:
@@ -489,7 +497,7 @@ def weights_item(model: LanguageModelSpec, precision: int, settings: VllmSetting
     native = native_format_of(model)
     if native is not None and native.key == "mxfp4" and precision == native.bits:
         # MXFP4 experts are held at the padded sizes the GPU's MoE kernel runs (`vllm_loading`).
-        loaded = mxfp4_loaded(model, tp, settings.gpu)
+        loaded = mxfp4_loaded(model, tp, settings.kernel)
         total, formula, flag = loaded.group_bytes, loaded.formula(), None
         divided_in_formula = True
     else:

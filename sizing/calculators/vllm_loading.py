@@ -33,7 +33,7 @@ from typing import cast
 
 from ..architectures import Architecture, ParameterCount, count_parameters
 from ..architectures.shapes import MoE, NativeWeights
-from ..engine_support import GpuArchitecture
+from ..engine_support import AMD, GpuArchitecture
 from ..i18n import gettext, gettext_noop
 from ..specs import LanguageModelSpec
 from ..units import fmt_int
@@ -58,6 +58,11 @@ MARLIN = MoeKernel("marlin", gettext_noop("Marlin (weight-only MXFP4)"), 128, 25
 FLASHINFER_SM100 = MoeKernel("flashinfer-sm100", gettext_noop("FlashInfer MXFP4 (compute capability 10)"),
                              256, 256)
 ROCM_TRITON = MoeKernel("rocm-triton", gettext_noop("Triton on ROCm"), 128, 128)
+# Every kernel, in the order the wizard numbers the kinds of GPU by (`VllmBreakdown.gpu_kinds`): the
+# first is the one assumed where no GPU is named.
+MOE_KERNELS = (MARLIN, FLASHINFER_SM100, ROCM_TRITON)
+# Compute capabilities that run FlashInfer's MXFP4 MoE (data-center Blackwell): from, and below.
+FLASHINFER_FROM, FLASHINFER_BELOW = (10, 0), (11, 0)
 
 
 def mxfp4_kernel(gpu: GpuArchitecture | None) -> MoeKernel:
@@ -65,9 +70,9 @@ def mxfp4_kernel(gpu: GpuArchitecture | None) -> MoeKernel:
     and Ampere, where most of these models are served)."""
     if gpu is None:
         return MARLIN
-    if gpu.maker == "AMD":
+    if gpu.maker == AMD:
         return ROCM_TRITON
-    if gpu.at_least((10, 0)) and not gpu.at_least((11, 0)):
+    if gpu.at_least(FLASHINFER_FROM) and not gpu.at_least(FLASHINFER_BELOW):
         return FLASHINFER_SM100
     return MARLIN
 
@@ -133,12 +138,12 @@ def _moe_layers(moe: MoE, layers: int) -> int:
     return sum(1 for index in range(layers) if moe.is_moe_layer(index))
 
 
-def mxfp4_loaded(model: LanguageModelSpec, tensor_parallel: int, gpu: GpuArchitecture | None) -> Mxfp4Loaded:
-    """`model` (published with MXFP4 experts) as vLLM loads it on each GPU of `tensor_parallel`."""
+def mxfp4_loaded(model: LanguageModelSpec, tensor_parallel: int, kernel: MoeKernel) -> Mxfp4Loaded:
+    """`model` (published with MXFP4 experts) as vLLM loads it on each GPU of `tensor_parallel` through
+    `kernel` (`mxfp4_kernel` of the GPU)."""
     arch = cast(Architecture, model.architecture)  # asked only of a model with native MXFP4 weights
     moe = cast(MoE, arch.moe)
     native = cast(NativeWeights, arch.native_weights)
-    kernel = mxfp4_kernel(gpu)
     count = count_parameters(model)
     fmt = NATIVE_FORMATS["mxfp4"]
     stored = native_stored_weights(count, native, fmt)
