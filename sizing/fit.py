@@ -66,6 +66,7 @@ class FitPlanner:
         self._need_by_gpus: dict[int, int] = {1: breakdown.bytes_per_gpu(1)}
         self._fits: dict[tuple[int, int], Fit | None] = {}
         self._kinds: dict[int, FitPlanner] = {0: self}
+        self._by_kind = len(breakdown.gpu_kinds()) > 1
         self._words: dict[int, str | None] = {}
 
     def fit_offer(self, offer: MachineOffer) -> Fit | None:
@@ -73,6 +74,8 @@ class FitPlanner:
         machine's memory is unknown)."""
         if offer.memory_per_gpu_mib is None:
             return None
+        if not self._by_kind:  # one need on every GPU: no architecture to read
+            return self.fit(offer.memory_per_gpu_mib, offer.free_gpus)
         gpu = gpu_architecture(offer.gpu_architecture, offer.gpu_compute_capability)
         return self.of_kind(self.breakdown.gpu_kind(gpu)).fit(offer.memory_per_gpu_mib, offer.free_gpus)
 
