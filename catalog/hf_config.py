@@ -17,6 +17,7 @@ from typing import Any
 from sizing.architectures import (
     CHUNKED,
     FULL,
+    KIMI_DELTA,
     LINEAR,
     QUANTIZABLE_ROLES,
     SLIDING,
@@ -70,6 +71,9 @@ ARCHITECTURES: dict[str, dict[str, Any]] = {
     "gpt_oss": {"tied": False, "conventions": {"qkv_bias": True, "o_bias": True, "sinks": True}},
     "deepseek_v3": {"tied": False},
     "kimi_k2": {"tied": False},
+    # KimiLinearConfig (Kimi-Linear): latent attention among Kimi Delta Attention layers, its context as
+    # model_max_length (transformers maps max_position_embeddings to it).
+    "kimi_linear": {"tied": False},
     "glm4_moe": {"tied": False},
     # SeedOssConfig: biases on q, k and v (attention_bias) and on the output (attention_out_bias) apart.
     "seed_oss": {"tied": False},
@@ -78,6 +82,10 @@ ARCHITECTURES: dict[str, dict[str, Any]] = {
 WRAPPERS = {"gemma3": "gemma3_text", "llama4": "llama4_text", "mistral3": None}
 NOT_LANGUAGE_MODELS = {"whisper": "a speech-recognition model: add it under Speech models"}
 NATIVE_QUANT_METHODS = {"fp8": "fp8-block", "mxfp4": "mxfp4"}
+# Latent attention (MLA): the DeepSeek-V3 family and Kimi-Linear.
+MLA_TYPES = ("deepseek_v3", "kimi_k2", "kimi_linear")
+# Where the longest context is named otherwise than max_position_embeddings (transformers' attribute_map).
+CONTEXT_KEYS = {"kimi_linear": "model_max_length"}
 LAYER_TYPES = {
     "full_attention": FULL,
     "sliding_attention": SLIDING,
@@ -186,6 +194,8 @@ def _layer_pattern(text: dict, model_type: str, layers: int, path: str, defaults
     elif model_type == "qwen3_next":
         interval = _positive_int(text, "full_attention_interval", path) or 4
         kinds = "".join(FULL if (i + 1) % interval == 0 else LINEAR for i in range(layers))
+    elif model_type == "kimi_linear":
+        kinds = _kimi_layers(text, layers, path)
     elif model_type in ("mistral", "mixtral", "phi3") and text.get("sliding_window"):
         kinds = SLIDING * layers  # these classes apply the window on every layer
     elif model_type in ("qwen2", "qwen3", "qwen3_moe") and text.get("use_sliding_window"):
@@ -201,6 +211,51 @@ def _layer_pattern(text: dict, model_type: str, layers: int, path: str, defaults
     return kinds
 
 
+def _kimi_layers(text: dict, layers: int, path: str) -> str:
+    """Kimi-Linear's layer kinds from `linear_attn_config`: the 1-based lists of its Kimi Delta Attention
+    layers and its full (latent) attention layers, which together name every layer once."""
+    where = f"{path}linear_attn_config"
+    linear = text.get("linear_attn_config")
+    if not isinstance(linear, dict):
+        raise ConfigError(f"The configuration has no “{where}”, so its layer kinds are unknown.")
+    lists = {}
+    for key in ("kda_layers", "full_attn_layers"):
+        found = linear.get(key)
+        if not isinstance(found, list) or any(isinstance(n, bool) or not isinstance(n, int) for n in found):
+            raise ConfigError(f"“{where}.{key}” must list layer numbers (1 to {layers}).")
+        lists[key] = found
+    numbers = lists["kda_layers"] + lists["full_attn_layers"]
+    if sorted(numbers) != list(range(1, layers + 1)):
+        raise ConfigError(
+            f"“{where}.kda_layers” and “{where}.full_attn_layers” must name each of the {layers} layers "
+            f"(1 to {layers}) exactly once."
+        )
+    linear_layers = set(lists["kda_layers"])
+    return "".join(LINEAR if number in linear_layers else FULL for number in range(1, layers + 1))
+
+
+def _kimi_delta(text: dict, path: str) -> dict:
+    """Kimi Delta Attention's figures: under `linear_attn_config` as published, or flat as transformers
+    writes them back (linear_num_heads, linear_head_dim, linear_conv_kernel_dim). Its key and value heads
+    are the same heads."""
+    nested = text.get("linear_attn_config")
+    if isinstance(nested, dict):
+        where = f"{path}linear_attn_config."
+        heads, head_dim = _required(nested, "num_heads", where), _required(nested, "head_dim", where)
+        kernel = _required(nested, "short_conv_kernel_size", where)
+    else:
+        heads, head_dim = _required(text, "linear_num_heads", path), _required(text, "linear_head_dim", path)
+        kernel = _required(text, "linear_conv_kernel_dim", path)
+    return {
+        "key_heads": heads,
+        "value_heads": heads,
+        "key_head_dim": head_dim,
+        "value_head_dim": head_dim,
+        "conv_kernel": kernel,
+        "kind": KIMI_DELTA,
+    }
+
+
 def _moe(text: dict, model_type: str, path: str, layers: int) -> dict | None:
     experts = (
         _positive_int(text, "num_experts", path)
@@ -209,8 +264,10 @@ def _moe(text: dict, model_type: str, path: str, layers: int) -> dict | None:
     )
     if not experts:
         return None
-    per_token = _positive_int(text, "num_experts_per_tok", path) or _positive_int(
-        text, "experts_per_token", path
+    per_token = (
+        _positive_int(text, "num_experts_per_tok", path)
+        or _positive_int(text, "experts_per_token", path)
+        or _positive_int(text, "num_experts_per_token", path)
     )
     if per_token is None:
         raise ConfigError(f"The configuration has no “{path}num_experts_per_tok”.")
@@ -228,6 +285,12 @@ def _moe(text: dict, model_type: str, path: str, layers: int) -> dict | None:
     elif model_type == "qwen3_next":
         moe["shared_intermediate"] = _required(text, "shared_expert_intermediate_size", path)
         moe["shared_expert_gate"] = True
+    elif model_type == "kimi_linear":
+        shared = _positive_int(text, "num_shared_experts", path) or 0
+        moe["shared_intermediate"] = shared * moe["expert_intermediate"]
+        moe["first_dense_layers"] = text.get("first_k_dense_replace") or 0
+        if (text.get("moe_layer_freq") or 1) != 1:
+            raise ConfigError(f"“{path}moe_layer_freq” other than 1 is not a layout this catalog sizes.")
     elif model_type == "llama4_text":
         moe["shared_intermediate"] = moe["expert_intermediate"]
         moe["layer_step"] = _positive_int(text, "interleave_moe_layer_step", path) or 1
@@ -250,6 +313,7 @@ def _moe(text: dict, model_type: str, path: str, layers: int) -> dict | None:
         "glm4_moe",
         "qwen3_moe",
         "qwen3_next",
+        "kimi_linear",
     ):
         raise ConfigError(
             f"“model_type” {model_type!r} with experts is not an architecture this catalog sizes."
@@ -357,6 +421,8 @@ def parse_config(text: str) -> dict:
     merged = {**defaults, **text_config}
 
     figures: dict[str, Any] = {field: _positive_int(merged, key, path) for field, key in CONFIG_KEYS.items()}
+    if figures["max_context"] is None and model_type in CONTEXT_KEYS:
+        figures["max_context"] = _positive_int(merged, CONTEXT_KEYS[model_type], path)
     for required in ("layers", "attention_heads", "hidden_size"):
         if figures[required] is None:
             raise ConfigError(f"The configuration has no “{path}{CONFIG_KEYS[required]}”.")
@@ -377,7 +443,7 @@ def parse_config(text: str) -> dict:
             architecture["qk_norm"] = True
 
     mla = None
-    if model_type in ("deepseek_v3", "kimi_k2"):
+    if model_type in MLA_TYPES:
         mla = {
             key: _required(merged, key, path)
             for key in ("kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim")
@@ -385,6 +451,14 @@ def parse_config(text: str) -> dict:
         if merged.get("q_lora_rank") is not None:
             mla["q_lora_rank"] = _required(merged, "q_lora_rank", path)
         architecture["mla"] = mla
+        if model_type == "kimi_linear":
+            if merged.get("mla_use_output_gate"):
+                raise ConfigError(
+                    f"“{path}mla_use_output_gate” (a gated latent attention) is not a layout this catalog "
+                    "sizes."
+                )
+            if merged.get("mla_use_nope"):
+                architecture["no_rope"] = True  # NoPE: nothing rotated, no cos/sin cache
         figures["kv_heads"] = None
         figures["head_dim"] = None
         mtp = merged.get("num_nextn_predict_layers") or 0
@@ -416,7 +490,9 @@ def parse_config(text: str) -> dict:
         architecture["sliding_window"] = window
     if CHUNKED in pattern:
         architecture["attention_chunk"] = _required(merged, "attention_chunk_size", path)
-    if LINEAR in pattern:
+    if LINEAR in pattern and model_type == "kimi_linear":
+        architecture["linear_attention"] = _kimi_delta(merged, path)
+    elif LINEAR in pattern:
         architecture["linear_attention"] = {
             "key_heads": _required(merged, "linear_num_key_heads", path),
             "value_heads": _required(merged, "linear_num_value_heads", path),

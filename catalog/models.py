@@ -96,6 +96,11 @@ class LanguageModel(models.Model):
         help_text="The model's id on the Hugging Face Hub (e.g. meta-llama/Llama-3.1-8B), as `vllm serve` "
                   "loads it. Empty = no start command is shown.",
     )
+    trust_remote_code = models.BooleanField(
+        "Needs --trust-remote-code", default=False,
+        help_text="Its repository holds code the engines run to load it (a tokenizer or config class of its "
+                  "own): every vLLM and SGLang command carries --trust-remote-code.",
+    )
     gguf_files = models.JSONField(
         "GGUF files", default=list, blank=True,
         help_text="The GGUF files published for the model, repositories in the order answers prefer them: "

@@ -63,6 +63,7 @@ def language_model_spec(row: LanguageModel) -> specs.LanguageModelSpec:
         architecture=row.parsed_architecture() if row.architecture else None,
         active_parameters=row.active_parameters,
         hf_id=row.hf_id or None,
+        trust_remote_code=row.trust_remote_code,
         gguf_files=published_ggufs(row.gguf_files),
     )
 

@@ -3,10 +3,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .units import GIB
 from .workloads import Workload, workload
+
+if TYPE_CHECKING:
+    from .engine_support import GpuArchitecture
 
 
 @dataclass(frozen=True)
@@ -109,6 +112,21 @@ class Breakdown:
             (item.name, item.bytes if item.per_gpu or item in split_items else -(-item.bytes // gpus))
             for item in (*self.items, *split_items)
         )
+
+    def gpu_kinds(self) -> tuple[Breakdown, ...]:
+        """The need on each kind of GPU, where it depends on the GPU's architecture (vLLM's MXFP4 experts,
+        padded for the MoE kernel the GPU runs): kind k is the k-th, this need the first. One need alone
+        where it holds on every GPU (the default)."""
+        return (self,)
+
+    def gpu_kind(self, gpu: GpuArchitecture | None) -> int:
+        """Which of `gpu_kinds` a GPU of architecture `gpu` (None: not recorded) loads the workload as."""
+        return 0
+
+    def fit_words(self, gpus: int) -> str | None:
+        """What a fit on `gpus` GPUs says besides why that many (None: nothing), such as the kernel its
+        kind of GPU loads the weights through."""
+        return None
 
     def can_split_over(self, gpus: int) -> bool:
         if gpus == 1:

@@ -31,6 +31,7 @@ from .calculators.vllm import (
     GGUF_ENGINES,
     VllmBudget,
     VllmSettings,
+    model_flags,
     serve_command,
     vllm_budget,
 )
@@ -135,7 +136,7 @@ class Capacity:
         if not self.spec.hf_id:
             return None
         return serve_command(self.spec.hf_id, budget, max_num_seqs=self.requests, max_model_len=self.context,
-                             dtype_flags=dtype_flags)
+                             dtype_flags=dtype_flags, model_flags=model_flags(self.spec))
 
     def _alternative(self, gpus: int, memory_bytes: int,
                      gpu: GpuArchitecture | None) -> RunnableAlternative | None:

@@ -23,6 +23,7 @@ from .calculators.vllm import (
     NON_TORCH_BYTES,
     VllmBudget,
     VllmSettings,
+    model_flags,
     serve_command,
     vllm_budget,
     yarn_override,
@@ -407,7 +408,8 @@ def _engine_commands(model: LanguageModelSpec, need: ClusterNeed, context: int, 
     tp, pp = need.tensor_parallel, need.pipeline_parallel
     budget = need.budget
     flags = support_for(VLLM, model, budget.precision, budget.kv_bits, gpu).dtype_flags
-    serve = serve_command(hf_id, budget, max_num_seqs=requests, max_model_len=context, dtype_flags=flags)
+    serve = serve_command(hf_id, budget, max_num_seqs=requests, max_model_len=context, dtype_flags=flags,
+                          model_flags=model_flags(model))
     vllm = (
         f"ray start --head --port={RAY_PORT}",
         f"ray start --address=<head>:{RAY_PORT}",
@@ -427,7 +429,7 @@ def _engine_commands(model: LanguageModelSpec, need: ClusterNeed, context: int, 
     sglang_support = support_for(SGLANG, model, budget.precision, budget.kv_bits, gpu)
     if not sglang_support.runs:
         return vllm, (), refusal_words(SGLANG, gpu_type, gpu, sglang_support.refused)
-    sglang_flags = [*sglang_support.dtype_flags, f"--context-length {context}"]
+    sglang_flags = [*model_flags(model), *sglang_support.dtype_flags, f"--context-length {context}"]
     if budget.quantization:
         sglang_flags.append(f"--quantization {budget.quantization}")
     if budget.kv_bits == 8:

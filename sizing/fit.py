@@ -11,10 +11,11 @@ of that GPU's memory.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import cast
 
 from .breakdown import Breakdown
+from .engine_support import gpu_architecture
 from .i18n import format_number, gettext
 from .offers import MachineOffer
 from .units import MIB, fmt_gib
@@ -22,6 +23,17 @@ from .units import MIB, fmt_gib
 TIGHT_HEADROOM_FRACTION = 0.10
 # The most GPUs one machine has, and so the widest split tensor parallelism may use.
 MAX_GPUS_PER_MACHINE = 16
+
+# Where the need depends on the kind of GPU (`Breakdown.gpu_kinds`: vLLM's MXFP4 experts), each machine
+# is fitted at its own kind's need. The thresholds the database decides fit by (`fit_thresholds`) then
+# give each kind a range of memory of its own: a machine of kind k counts as its memory plus
+# k × KIND_MEMORY_STEP, each kind's thresholds are raised alike, and a pair that no machine can use
+# (NO_FIT_GPUS) closes each range above the first, so a machine fits by its own kind's thresholds
+# alone. Memory per GPU is below MEMORY_BEYOND_ANY MiB on every machine (an integer column): a need
+# past it fits nowhere, and is written as it.
+KIND_MEMORY_STEP = 2**32
+MEMORY_BEYOND_ANY = 2**31
+NO_FIT_GPUS = MAX_GPUS_PER_MACHINE + 1
 
 
 @dataclass(frozen=True)
@@ -44,13 +56,34 @@ class Fit:
 class FitPlanner:
     """Fits one breakdown against many machines. Need per GPU count is computed once per call, and
     fits are shared by machines with the same memory and free-GPU count, so a large fleet costs
-    one dictionary lookup per machine once the few distinct shapes are known."""
+    one dictionary lookup per machine once the few distinct shapes are known. Where the need depends on
+    the kind of GPU (`Breakdown.gpu_kinds`), a machine is fitted at its own kind's need (`fit_offer`),
+    each kind's planned on first use."""
 
     def __init__(self, breakdown: Breakdown):
         self.breakdown = breakdown
         self.heads = breakdown.splittable_over_heads
         self._need_by_gpus: dict[int, int] = {1: breakdown.bytes_per_gpu(1)}
         self._fits: dict[tuple[int, int], Fit | None] = {}
+        self._kinds: dict[int, FitPlanner] = {0: self}
+        self._by_kind = len(breakdown.gpu_kinds()) > 1
+        self._words: dict[int, str | None] = {}
+
+    def fit_offer(self, offer: MachineOffer) -> Fit | None:
+        """How the workload fits on `offer`, at the need of its kind of GPU (None: it does not, or the
+        machine's memory is unknown)."""
+        if offer.memory_per_gpu_mib is None:
+            return None
+        if not self._by_kind:  # one need on every GPU: no architecture to read
+            return self.fit(offer.memory_per_gpu_mib, offer.free_gpus)
+        gpu = gpu_architecture(offer.gpu_architecture, offer.gpu_compute_capability)
+        return self.of_kind(self.breakdown.gpu_kind(gpu)).fit(offer.memory_per_gpu_mib, offer.free_gpus)
+
+    def of_kind(self, kind: int) -> FitPlanner:
+        """The planner of the need on GPUs of `kind` (this one for kind 0)."""
+        if kind not in self._kinds:
+            self._kinds[kind] = FitPlanner(self.breakdown.gpu_kinds()[kind])
+        return self._kinds[kind]
 
     def need(self, gpus: int) -> int:
         need = self._need_by_gpus.get(gpus)
@@ -65,6 +98,15 @@ class FitPlanner:
         return self._fits[key]
 
     def _compute(self, memory: int, free_gpus: int) -> Fit | None:
+        fit = self._fit_at(memory, free_gpus)
+        if fit is None:
+            return None
+        if fit.gpus_used not in self._words:
+            self._words[fit.gpus_used] = self.breakdown.fit_words(fit.gpus_used)
+        words = self._words[fit.gpus_used]
+        return fit if words is None else replace(fit, why_gpus=f"{fit.why_gpus}; {words}")
+
+    def _fit_at(self, memory: int, free_gpus: int) -> Fit | None:
         if free_gpus < 1:
             return None
         if self.need(1) <= memory:
@@ -144,11 +186,9 @@ def make_fit(gpus: int, need: int, memory: int, why: str) -> Fit:
 
 
 def fit_on_machine(breakdown: Breakdown, offer: MachineOffer) -> Fit | None:
-    """How `breakdown` fits on `offer`, or None when it does not (or the machine's memory is unknown:
-    the caller counts that as "memory unknown", not as too small)."""
-    if offer.memory_per_gpu_mib is None:
-        return None
-    return FitPlanner(breakdown).fit(offer.memory_per_gpu_mib, offer.free_gpus)
+    """How `breakdown` fits on `offer` (at its kind of GPU's need), or None when it does not (or the
+    machine's memory is unknown: the caller counts that as "memory unknown", not as too small)."""
+    return FitPlanner(breakdown).fit_offer(offer)
 
 
 def fit_thresholds(breakdown: Breakdown, max_gpus: int = MAX_GPUS_PER_MACHINE) -> tuple[tuple[int, int], ...]:
@@ -160,7 +200,18 @@ def fit_thresholds(breakdown: Breakdown, max_gpus: int = MAX_GPUS_PER_MACHINE) -
     every later pair asks for even more free GPUs. Counts that never lower the need are left out.
     The catalog turns these pairs into SQL (memory bands, a CASE expression); `FitPlanner` is the
     reference, and tests check the two agree.
+
+    Where the need depends on the kind of GPU (`Breakdown.gpu_kinds`), the pairs are every kind's, each
+    in its own range of memory (`by_kind`): m is then the machine's memory raised for its kind
+    (`kind_memory`).
     """
+    kinds = breakdown.gpu_kinds()
+    if len(kinds) == 1:
+        return _thresholds(breakdown, max_gpus)
+    return by_kind(tuple(_thresholds(kind, max_gpus) for kind in kinds))
+
+
+def _thresholds(breakdown: Breakdown, max_gpus: int) -> tuple[tuple[int, int], ...]:
     pairs: list[tuple[int, int]] = []
     for gpus in range(1, max_gpus + 1):
         if not breakdown.can_split_over(gpus):
@@ -171,11 +222,56 @@ def fit_thresholds(breakdown: Breakdown, max_gpus: int = MAX_GPUS_PER_MACHINE) -
     return tuple(pairs)
 
 
+def by_kind(kinds: Sequence[tuple[tuple[int, int], ...]]) -> tuple[tuple[int, int], ...]:
+    """One set of thresholds from each kind's (kind k the k-th): the last kind's first, each raised by
+    its kind's range of memory and its range closed below by a pair no machine uses, so a machine of
+    kind k (at `kind_memory`) meets kind k's pairs alone. A need past any memory is written as
+    MEMORY_BEYOND_ANY, within its kind's range."""
+    pairs: list[tuple[int, int]] = []
+    for kind in range(len(kinds) - 1, -1, -1):
+        base = kind * KIND_MEMORY_STEP
+        pairs += [(gpus, base + min(need, MEMORY_BEYOND_ANY)) for gpus, need in kinds[kind]]
+        if kind:
+            pairs.append((NO_FIT_GPUS, base))
+    return tuple(pairs)
+
+
+def is_by_kind(thresholds: Sequence[tuple[int, int]]) -> bool:
+    """Whether `thresholds` are by kind of GPU (`by_kind`), read at `kind_memory`."""
+    return any(gpus == NO_FIT_GPUS for gpus, _ in thresholds)
+
+
+def alike_by_kind(fits: Sequence[tuple[tuple[int, int], ...]]) -> tuple[tuple[tuple[int, int], ...], ...]:
+    """Several sets of thresholds read against one memory: where some are by kind of GPU, the others
+    written by kind too (the same pairs for every kind), so every set reads a machine at its kind's
+    memory; as they are otherwise."""
+    kinds = max((1 + sum(gpus == NO_FIT_GPUS for gpus, _ in fit) for fit in fits), default=1)
+    if kinds == 1:
+        return tuple(fits)
+    return tuple(fit if is_by_kind(fit) else by_kind([fit] * kinds) for fit in fits)
+
+
+def kind_memory(memory_per_gpu_mib: int, kind: int) -> int:
+    """A machine's memory as thresholds by kind read it (`by_kind`)."""
+    return memory_per_gpu_mib + kind * KIND_MEMORY_STEP
+
+
+def lowest_memory(thresholds: Sequence[tuple[int, int]]) -> int:
+    """The least memory per GPU on which some GPU count fits, whatever the kind of GPU."""
+    return min(need % KIND_MEMORY_STEP for gpus, need in thresholds if gpus != NO_FIT_GPUS)
+
+
 def gpus_used_by_thresholds(
     thresholds: Sequence[tuple[int, int]], memory_per_gpu_mib: int, free_gpus: int
 ) -> int | None:
     """What the SQL built from `fit_thresholds` computes for one machine (None: it does not fit)."""
-    for gpus, need_mib in thresholds:
+    found = band_of(thresholds, memory_per_gpu_mib, free_gpus)
+    return None if found is None else thresholds[found][0]
+
+
+def band_of(thresholds: Sequence[tuple[int, int]], memory_per_gpu_mib: int, free_gpus: int) -> int | None:
+    """The place in `thresholds` of the pair a machine fits by (None: it does not fit)."""
+    for index, (gpus, need_mib) in enumerate(thresholds):
         if memory_per_gpu_mib >= need_mib:
-            return gpus if free_gpus >= gpus else None
+            return index if free_gpus >= gpus else None
     return None

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
 
 from . import nouns
-from .architectures import PLAIN, cache_groups, expanded_mla_bytes_per_token
+from .architectures import KIMI_DELTA, PLAIN, cache_groups, expanded_mla_bytes_per_token
 from .breakdown import Item
 from .errors import SizingError
 from .i18n import gettext
@@ -139,12 +139,17 @@ def _latent_line(sized: _Sized, group: CacheGroup) -> tuple[Item, list[str]]:
     layers, tokens, reqs, requests = nouns.layers(group.layers), sized.tokens, sized.reqs, sized.requests
     items = []
     mla = sized.mla
+    if sized.arch.no_rope:  # NoPE (Kimi-Linear): the rotary-sized part is kept, never rotated
+        formula = gettext(
+            "%(layers)s × (%(latent)s latent + %(rotary)s unrotated key dims) × %(bytes)s × %(tokens)s × "
+            "%(requests)s")
+    else:
+        formula = gettext(
+            "%(layers)s × (%(latent)s latent + %(rotary)s rotary dims) × %(bytes)s × %(tokens)s × "
+            "%(requests)s")
     items.append(Item(
         name=gettext("KV cache, latent attention (MLA)"),
-        formula=gettext(
-            "%(layers)s × (%(latent)s latent + %(rotary)s rotary dims) × %(bytes)s × %(tokens)s × "
-            "%(requests)s"
-        ) % {
+        formula=formula % {
             "layers": layers, "latent": fmt_int(mla.kv_lora_rank),
             "rotary": fmt_int(mla.qk_rope_head_dim),
             "bytes": _bytes(kv_bytes), "tokens": tokens, "requests": reqs,
@@ -275,39 +280,38 @@ def _windowed_words(sized: _Sized, group: CacheGroup, window: int, layers: str) 
 
 def _linear_line(sized: _Sized, group: CacheGroup) -> tuple[Item, list[str]]:
     """Linear-attention layers: a fixed recurrent state per sequence, whatever the context."""
-    requests = sized.requests
-    layers, reqs = nouns.layers(group.layers), sized.reqs
-    items, assumptions = [], []
     lin = sized.linear
-    items.append(Item(
-        name=gettext("Recurrent state, linear-attention layers"),
-        formula=gettext(
-            "%(layers)s × [convolution (%(kernel)s − 1) × %(channels)s channels + state %(heads)s "
-            "heads × "
-            "%(value_dim)s × %(key_dim)s] × 2 bytes × %(requests)s"
-        ) % {
-            "layers": layers, "kernel": fmt_int(lin.conv_kernel), "channels": fmt_int(lin.conv_dim),
-            "heads": fmt_int(lin.value_heads), "value_dim": fmt_int(lin.value_head_dim),
-            "key_dim": fmt_int(lin.key_head_dim), "requests": reqs,
-        },
-        bytes=group.bytes(requests),
-    ))
-    state = lin.value_heads * lin.value_head_dim * lin.key_head_dim
-    transformers_bytes = group.layers * (lin.conv_kernel * lin.conv_dim * 2 + state * 4)
-    assumptions.append(
-        gettext(
+    values = {
+        "layers": nouns.layers(group.layers), "kernel": fmt_int(lin.conv_kernel),
+        "channels": fmt_int(lin.conv_dim), "heads": fmt_int(lin.value_heads),
+        "value_dim": fmt_int(lin.value_head_dim), "key_dim": fmt_int(lin.key_head_dim),
+        "requests": sized.reqs, "state_layers": nouns.linear_attention_layers(group.layers),
+    }
+    if lin.kind == KIMI_DELTA:
+        formula = gettext(
+            "%(layers)s × [convolution (%(kernel)s − 1) × %(channels)s channels × 2 bytes + state %(heads)s "
+            "heads × %(value_dim)s × %(key_dim)s × 4 bytes] × %(requests)s")
+        words = gettext(
+            "%(state_layers)s (Kimi Delta Attention) keep a fixed state per sequence whatever the "
+            "context, as vLLM holds it: the last %(kernel)s − 1 inputs of the short convolutions over "
+            "queries, keys and values in 16-bit, and the recurrent matrix of each head in float32 "
+            "(kda_state_dtype), whatever the KV cache precision.") % values
+    else:
+        formula = gettext(
+            "%(layers)s × [convolution (%(kernel)s − 1) × %(channels)s channels + state %(heads)s heads × "
+            "%(value_dim)s × %(key_dim)s] × 2 bytes × %(requests)s")
+        transformers_bytes = group.layers * (lin.conv_kernel * lin.conv_dim * 2 + lin.recurrent_values * 4)
+        words = gettext(
             "%(layers)s (Gated DeltaNet) keep a fixed state per sequence whatever the context, in "
             "16-bit "
             "as vLLM holds it (mamba_cache_dtype follows the model, not the KV cache precision). "
             "transformers keeps the whole convolution window and a float32 state: %(bytes)s bytes "
             "per "
             "sequence."
-        ) % {
-            "layers": nouns.linear_attention_layers(group.layers),
-            "bytes": fmt_int(transformers_bytes),
-        }
-    )
-    return items[0], assumptions
+        ) % {"layers": values["state_layers"], "bytes": fmt_int(transformers_bytes)}
+    item = Item(name=gettext("Recurrent state, linear-attention layers"), formula=formula % values,
+                bytes=group.bytes(sized.requests))
+    return item, [words]
 
 
 GROUP_LINES = {

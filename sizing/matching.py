@@ -123,7 +123,7 @@ def _candidates(planner: FitPlanner, offers: Iterable[MachineOffer],
     preference_breaks = breaks_checker(preferences)
     market_choice = preferences.market
     for offer in offers:
-        fit = planner.fit(cast(int, offer.memory_per_gpu_mib), offer.free_gpus)  # available: memory known
+        fit = planner.fit_offer(offer)  # at its kind of GPU's need (`Breakdown.gpu_kinds`)
         if fit is None:
             yield None
             continue

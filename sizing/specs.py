@@ -44,6 +44,8 @@ class LanguageModelSpec:
     active_parameters: int | None = None  # per token, for mixtures of experts
     # The Hugging Face Hub id `vllm serve` loads; None = not recorded. Not a figure: specs compare without it.
     hf_id: str | None = field(default=None, compare=False)
+    # Its repository holds code the engines run to load it: vLLM and SGLang start it with --trust-remote-code.
+    trust_remote_code: bool = False
     # The GGUF files published for the model (llama.cpp's and Ollama's answers name one); () = none recorded.
     gguf_files: tuple[PublishedGguf, ...] = field(default=(), compare=False)
 

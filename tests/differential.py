@@ -4,12 +4,11 @@ import random
 
 from catalog.models import GpuType, Machine
 from nodelodge.recommendations import fleet
-from nodelodge.recommendations.estimate import estimate_for
+from nodelodge.recommendations.estimate import estimate_for, lower_precision_estimates
 from nodelodge.recommendations.query import WorkloadQuery, WorkloadQueryForm
 from sizing import matching
-from sizing.fit import fit_thresholds
+from sizing.fit import MEMORY_BEYOND_ANY, fit_thresholds
 from sizing.limits import PAGE_LIMIT
-from sizing.specs import PRECISIONS
 from tests import factories
 from tests.helpers import LLAMA_8B
 
@@ -22,7 +21,13 @@ QUERIES = [
     "workload=finetune&model=llama-3-1-8b&precision=16&context=2048&requests=4",
     "workload=image&model=stable-diffusion-xl&precision=16&requests=1",
     "workload=notebook&memory_gib=30",
+    # MXFP4 experts under vLLM: each machine fitted at its kind of GPU's need (Marlin, FlashInfer on a
+    # B200, Triton on an MI300X: `sizing.fit.by_kind`); asked 16-bit, its 4-bit lower precision is by kind.
+    "workload=inference&model=gpt-oss-120b&precision=4&context=131072&requests=19&engine=vllm",
+    "workload=inference&model=gpt-oss-20b&precision=16&context=131072&requests=8&engine=vllm",
 ]
+# The GPU types the random fleets draw from, one of each kind of GPU (`sizing.fit.by_kind`).
+KIND_GPU_TYPES = ("H100 SXM 80GB", "B200", "MI300X")
 PREFERENCES = [
     "",
     "&tier=secure",
@@ -50,27 +55,23 @@ def parse(query_string: str) -> WorkloadQuery:
 
 
 def memory_pool() -> list[int]:
-    """Datasheet figures plus every fit threshold of the queries, exactly and one MiB either side."""
+    """Datasheet figures plus every fit threshold of the queries (every kind of GPU's), exactly and one
+    MiB either side."""
     pool = set(GpuType.objects.values_list("memory_mib", flat=True))
     for query_string in QUERIES:
         query = parse(query_string)
-        breakdowns = [estimate_for(query)[0]]
-        if query.precision:
-            breakdowns += [estimate_for(query, p)[0] for p in PRECISIONS if p < query.precision]
+        breakdowns = [estimate_for(query)[0], *lower_precision_estimates(query, None).values()]
         for breakdown in breakdowns:
-            for _, need in fit_thresholds(breakdown):
-                pool |= {need - 1, need, need + 1}
-    return sorted(m for m in pool if m and m > 0)
+            for kind in breakdown.gpu_kinds():
+                for _, need in fit_thresholds(kind):
+                    pool |= {need - 1, need, need + 1}
+    return sorted(m for m in pool if m and 0 < m < MEMORY_BEYOND_ANY)
 
 
 def engine_over_every_machine(query: WorkloadQuery, now, rng: random.Random) -> matching.Recommendation:
     """The reference: the pure engine over every machine the catalog may offer, counted by the ORM."""
     breakdown, _ = estimate_for(query)
-    lower = {}
-    if query.precision:
-        for precision in PRECISIONS:
-            if precision < query.precision:
-                lower[precision] = estimate_for(query, precision)[0]
+    lower = lower_precision_estimates(query, None)
     recommendation, _ = fleet.recommend_over_every_machine(
         query, breakdown, lower, now, query.limit or PAGE_LIMIT, shuffle=rng.shuffle
     )
@@ -82,6 +83,18 @@ def random_fleet(rng: random.Random, machines: int, now) -> None:
     the listed prices (`with_market_terms`)."""
     factories.random_fleet(rng, machines, now, memory_pool())
     with_market_terms(Machine.objects.all())
+    with_gpu_kinds(Machine.objects.all())
+
+
+def with_gpu_kinds(machines) -> None:
+    """Gives `machines` GPU types of every kind of GPU (KIND_GPU_TYPES), drawn apart from the fleet's
+    sequence (seeded by the machine's id at its provider), so every other figure is what it was."""
+    types = [GpuType.objects.get(name=name) for name in KIND_GPU_TYPES]
+    changed = []
+    for machine in machines.order_by("pk"):
+        machine.gpu_type = random.Random(f"kinds:{machine.provider_machine_id}").choice(types)
+        changed.append(machine)
+    Machine.objects.bulk_update(changed, ["gpu_type"])
 
 
 def with_market_terms(machines) -> None:

@@ -6,7 +6,7 @@ from decimal import Decimal
 from typing import NamedTuple
 
 from catalog import availability, database
-from catalog.counting import availability_sql, fit_sql, fleet_counts, preferences_sql
+from catalog.counting import availability_sql, fit_sql, fleet_counts, gpu_kinds, preferences_sql
 from catalog.counting.fleet_query import FleetQuery
 from catalog.counting.params import named
 from sizing.preferences import price_limits
@@ -136,10 +136,10 @@ class _SharedChecks:
         self._fits: dict[tuple, tuple[str, str]] = {}  # fit -> (its column, its CASE expression)
         self._countries: dict[tuple[str, ...], str] = {}  # codes -> their column
 
-    def gpus(self, fit: tuple[tuple[int, int], ...]) -> str:
+    def gpus(self, fit: tuple[tuple[int, int], ...], by_kind: bool) -> str:
         if fit not in self._fits:
             name = f"fit_{len(self._fits)}"
-            sql, values = named(*fit_sql.gpus_used_sql(fit), f"k_{name}")
+            sql, values = named(*fit_sql.gpus_used_sql(fit, gpu_kinds.shape_memory_sql(by_kind)), f"k_{name}")
             self.params |= values
             self._fits[fit] = (name, sql)
         return f"k.{self._fits[fit][0]}"
@@ -170,7 +170,7 @@ def _probe(query: FleetQuery, prefix: str, shared: _SharedChecks) -> tuple[str, 
     through: (whether it counts: it fits, in the query's countries, meeting its preferences; the GPUs
     it would use there; how many of its machines count; the values, named after `prefix`). The fit
     and the countries come from `shared`."""
-    gpus = shared.gpus(query.fits[0])
+    gpus = shared.gpus(query.fits[0], query.by_kind)
     params: dict = {f"{prefix}_market": query.market}
     # The kept counts hold prices in units; a shape's cheapest machine on the GPUs it would use.
     meets, meets_values = named(*preferences_sql.meets_sql(

@@ -7,7 +7,7 @@ from decimal import Decimal
 from typing import NamedTuple, Protocol, cast
 
 from catalog import availability, database
-from catalog.counting import availability_sql, fit_sql, fleet_counts, fleet_machines
+from catalog.counting import availability_sql, fit_sql, fleet_counts, fleet_machines, gpu_kinds
 from catalog.counting.fleet_query import FleetQuery
 from sizing import fit, matching, preferences, reasons
 
@@ -17,7 +17,7 @@ from sizing import fit, matching, preferences, reasons
 
 # Memory per GPU is an integer column: no machine reaches 2^31 MiB, so every larger need fits
 # nowhere alike and is counted as this one (the bands are bigint: this edge is past integer).
-MEMORY_MIB_BEYOND_ANY = 2**31
+MEMORY_MIB_BEYOND_ANY = fit.MEMORY_BEYOND_ANY
 
 
 
@@ -76,10 +76,14 @@ def counted_fleet(query: FleetQuery, counts: Counts | None = None) -> FleetCount
     rows whatever the fleet's size; the tests pass `counts` that scan every machine instead (the
     reference the kept counts are tested against, `tests/catalog/scan_oracle.py`).
     """
-    memory_edges = sorted(
-        {min(need, MEMORY_MIB_BEYOND_ANY) for thresholds in query.fits for _, need in thresholds}
+    # Thresholds by kind are written within each kind's range already (`sizing.fit.by_kind`).
+    memory_edges = sorted({
+        need if query.by_kind else min(need, MEMORY_MIB_BEYOND_ANY)
+        for thresholds in query.fits for _, need in thresholds
+    })
+    gpu_counts = sorted(
+        {gpus for thresholds in query.fits for gpus, _ in thresholds if gpus != fit.NO_FIT_GPUS}
     )
-    gpu_counts = sorted({gpus for thresholds in query.fits for gpus, _ in thresholds})
     # Each limit's crossing on each GPU count, worked out once: the bands' price edges.
     crossings = {
         (preference.code, gpus): preferences.first_price_over(limit, gpus)
@@ -116,7 +120,7 @@ class KeptCounts:
     def groups(self, query, status_sql, status_params, memory_edges, price_edges) -> list[CountRow]:
         sql, params = fleet_counts.grouped_sql(
             status_sql, status_params, memory_edges, price_edges, availability.SCREENED,
-            by_reliability=query.min_reliability is not None, market=query.market,
+            by_reliability=query.min_reliability is not None, market=query.market, by_kind=query.by_kind,
         )
         with database.reads().cursor() as cursor:
             fleet_counts.merge_pending(cursor)
@@ -163,7 +167,6 @@ def _tally(
     # GPU-hour there, to fetch only from bands that hold machines, and only within their prices
     bands: dict[tuple[int, int, bool], tuple[Decimal, Decimal]] = {}
     band_sizes: dict[tuple[int, int, bool], int] = {}
-    band_index = [{gpus: index for index, (gpus, _) in enumerate(thresholds)} for thresholds in query.fits]
     fits_of: dict[tuple[int | None, int | None], list[int | None]] = {}
     for row in groups:
         status, memory_bucket, free_gpus = row.status, row.memory_bucket, row.free_gpus
@@ -182,16 +185,17 @@ def _tally(
             # Any memory in the bucket fits like its lower edge: every threshold is an edge.
             memory = memory_edges[memory_bucket - 1] if memory_bucket else 0
             fits_of[shape] = [
-                fit.gpus_used_by_thresholds(thresholds, memory, cast(int, free_gpus))  # screened: known
+                fit.band_of(thresholds, memory, cast(int, free_gpus))  # screened: known
                 for thresholds in query.fits
             ]
-        for fit_index, gpus in enumerate(fits_of[shape]):
-            if gpus is None:
+        for fit_index, band in enumerate(fits_of[shape]):
+            if band is None:
                 if fit_index == 0:
                     too_small += count
                 continue
+            gpus = query.fits[fit_index][band][0]
             breaks = _breaks(query, row, gpus, price_bucket_of)
-            key = (fit_index, band_index[fit_index][gpus], not breaks)
+            key = (fit_index, band, not breaks)
             low, high = bands.get(key, (cheapest_price, dearest_price))
             bands[key] = (min(low, cheapest_price), max(high, dearest_price))
             band_sizes[key] = band_sizes.get(key, 0) + count
@@ -257,7 +261,7 @@ def _count_at_cheapest_kept(query: FleetQuery, only_cheapest: dict[str, Decimal]
     exactly that hourly price, so whether it keeps the other limit and breaks this one is decided by
     that price alone."""
     status_sql, status_params = availability_sql.status_sql(query.stale_cutoff, query.countries)
-    gpus_sql, gpus_params = fit_sql.gpus_used_sql(query.fits[0])
+    gpus_sql, gpus_params = fit_sql.gpus_used_sql(query.fits[0], gpu_kinds.shape_memory_sql(query.by_kind))
     counts = {}
     for preference, _ in preferences.price_limits(query):
         code = preference.code

@@ -44,7 +44,8 @@ from decimal import Decimal
 from django.db import DEFAULT_DB_ALIAS, connection
 
 from catalog import availability, preferences
-from catalog.counting import availability_sql, folding, preferences_sql
+from catalog.counting import availability_sql, folding, gpu_kinds, preferences_sql
+from catalog.counting.gpu_kinds import KERNEL_COLUMN
 from catalog.counting.layout import layout
 from catalog.counting.params import named
 from catalog.market_columns import MARKET_PRICE_COLUMNS
@@ -74,6 +75,7 @@ COLUMN_TYPES = {
     "tier": "varchar(10)",
     "reliability": f"numeric({RELIABILITY_PLACES + 1},{RELIABILITY_PLACES})",
     "market": "varchar(13)",
+    KERNEL_COLUMN: "smallint",
 }
 # Each machine is counted once per market preference (`sizing.markets.MARKET_CHOICES`), at its price
 # under that choice (the column of `catalog.models.MARKET_PRICE_COLUMNS`): a shape's row is of one
@@ -102,7 +104,7 @@ def key_columns() -> list[str]:
         column = availability.COLUMNS[check.field]
         if column not in columns:
             columns.append(column)
-    return columns + [c for c in EXTRA_COLUMNS if c not in columns] + [MARKET]
+    return columns + [c for c in EXTRA_COLUMNS if c not in columns] + [KERNEL_COLUMN, MARKET]
 
 
 def _projection() -> tuple[list[str], str]:
@@ -126,6 +128,7 @@ def _projection() -> tuple[list[str], str]:
             earlier.append(f"({fails})")
     for column in EXTRA_COLUMNS:
         exprs.setdefault(column, unless_failed(KEPT_AS.get(column, f"m.{column}"), "NULL"))
+    exprs[KERNEL_COLUMN] = unless_failed(gpu_kinds.machine_kernel_sql("m"), "NULL")
     exprs[MARKET] = f"k.{MARKET}"
     by_choice = " ".join(
         f"WHEN '{choice}' THEN m.{column}" for choice, column in MARKET_PRICE_COLUMNS.items()
@@ -289,6 +292,20 @@ END $fn$""",  # nosec B608
         "REFERENCING OLD TABLE AS fleet_old FOR EACH STATEMENT EXECUTE FUNCTION catalog_fleet_track()",
         "CREATE TRIGGER catalog_fleet_truncated AFTER TRUNCATE ON catalog_machine "
         "FOR EACH STATEMENT EXECUTE FUNCTION catalog_fleet_truncated()",
+        # A GPU type whose architecture or compute capability changes its machines' kind (`gpu_kinds`):
+        # every machine is counted again (rare: staff correcting a GPU type).
+        f"""CREATE FUNCTION catalog_fleet_kinds_changed() RETURNS trigger LANGUAGE plpgsql AS $fn$
+BEGIN
+    IF EXISTS (SELECT 1 FROM gpu_old AS o JOIN gpu_new AS g ON g.id = o.id
+               WHERE ({gpu_kinds.kernel_sql('o')}) <> ({gpu_kinds.kernel_sql('g')})) THEN
+        PERFORM catalog_fleet_rebuild();
+        DELETE FROM {DELTAS} WHERE txid = txid_current();
+    END IF;
+    RETURN NULL;
+END $fn$""",  # nosec B608
+        "CREATE TRIGGER catalog_fleet_kinds_changed AFTER UPDATE ON catalog_gputype "
+        "REFERENCING OLD TABLE AS gpu_old NEW TABLE AS gpu_new FOR EACH STATEMENT "
+        "EXECUTE FUNCTION catalog_fleet_kinds_changed()",
         f"CREATE CONSTRAINT TRIGGER catalog_fleet_merged AFTER INSERT ON {PENDING} "
         "DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION catalog_fleet_merge_at_commit()",
         "SELECT catalog_fleet_rebuild()",
@@ -361,21 +378,24 @@ def seen_microseconds(timestamp_sql: str) -> str:
 
 def grouped_sql(
     status_sql: str, status_params: list, memory_edges: Sequence[int], price_edges: Sequence[Decimal],
-    screened: int, by_reliability: bool = False, market: str = DEFAULT_MARKET,
+    screened: int, by_reliability: bool = False, market: str = DEFAULT_MARKET, by_kind: bool = False,
 ) -> tuple[str, dict]:
     """The counting query over the shapes, with the columns of the scan it replaces: status, tier,
     memory bucket, free GPUs, [price bucket], machines, cheapest price, most memory, newest and
     oldest sighting, dearest price, reliability (as kept, rounded down; grouped by only where
     `by_reliability`: a minimum reliability is chosen, else NULL), at the prices of the `market`
     preference. The price bucket of a price is the
-    number of `price_edges` at or below it, as `width_bucket` gives it over the machines."""
+    number of `price_edges` at or below it, as `width_bucket` gives it over the machines. The memory
+    bucket is of the memory raised by the shape's kind of GPU where the thresholds are by kind
+    (`by_kind`, `catalog.counting.gpu_kinds`)."""
     status, params = named(status_sql, status_params, "status")
     reliability = "m.reliability" if by_reliability else "NULL::numeric"
     params["memory_edges"] = list(memory_edges) or [0]
     params["market"] = market
+    memory = gpu_kinds.shape_memory_sql(by_kind)
     head = (
         f"{status} AS status, m.tier, "
-        "width_bucket(m.memory_per_gpu_mib::bigint, %(memory_edges)s::bigint[]) AS memory_bucket, m.free_gpus"
+        f"width_bucket({memory}::bigint, %(memory_edges)s::bigint[]) AS memory_bucket, m.free_gpus"
     )
     if not price_edges:
         # One band: the whole row; its cheapest and dearest are its first and last price.

@@ -6,7 +6,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 from catalog import availability, database, rows
-from catalog.counting import availability_sql, fit_sql, fleet_counts, preferences_sql
+from catalog.counting import availability_sql, fit_sql, fleet_counts, gpu_kinds, preferences_sql
 from catalog.counting.fleet_query import FleetQuery
 from catalog.market_columns import MARKET_PRICE_COLUMNS
 from sizing import offers
@@ -54,7 +54,7 @@ def band_prices(
     for number, (fit_index, band, meets) in enumerate(keys):
         thresholds = query.fits[fit_index]
         gpus = thresholds[band][0]
-        band_sql, band_params = fit_sql.band_sql(thresholds, band)
+        band_sql, band_params = fit_sql.band_sql(thresholds, band, gpu_kinds.shape_memory_sql(query.by_kind))
         # The kept counts hold prices in units: the limits are compared in units too.
         meets_sql, meets_params = preferences_sql.meets_sql(
             query, f"u.p * {int(gpus)}", limit=lambda value: ("%s", [fleet_counts.to_units(value)])
@@ -124,6 +124,7 @@ def shown_ids_sql(
     cheapest_bands = _cheapest_bands(query, bands)
     # Each band walked in the price order of the query's market preference, on that price's index.
     price = f"m.{MARKET_PRICE_COLUMNS[query.market]}"
+    machine_memory = gpu_kinds.machine_memory_sql(query.by_kind)
     for (fit_index, band, meets), (cheapest_price, dearest_price) in sorted(bands.items()):
         if fit_index == 0:
             kind = 0 if meets else 1
@@ -139,7 +140,7 @@ def shown_ids_sql(
         limits[kind] = limit
         thresholds = query.fits[fit_index]
         gpus = thresholds[band][0]
-        band_sql, band_params = fit_sql.band_sql(thresholds, band)
+        band_sql, band_params = fit_sql.band_sql(thresholds, band, machine_memory)
         meets_sql, meets_params = preferences_sql.meets_sql(query, f"{price} * %s", [gpus])
         if not meets:
             meets_sql = f"NOT ({meets_sql})"

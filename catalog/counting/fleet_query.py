@@ -28,3 +28,7 @@ class FleetQuery:
     # The markets a machine's price may come from (`sizing.markets.MARKET_CHOICES`): the counts and the
     # walks read each machine's price under this choice.
     market: str = DEFAULT_MARKET
+    # Whether `fits` are by kind of GPU (`sizing.fit.by_kind`: each machine read at its memory raised by
+    # its kind, `catalog.counting.gpu_kinds`); every entry is then, the others written alike for every
+    # kind.
+    by_kind: bool = False

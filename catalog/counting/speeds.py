@@ -11,12 +11,13 @@ from django.db.models import F
 
 from catalog import availability, database
 from catalog import preferences as catalog_preferences
-from catalog.counting import availability_sql, fit_sql, latest_speeds, preferences_sql
+from catalog.counting import availability_sql, fit_sql, gpu_kinds, latest_speeds, preferences_sql
 from catalog.market_columns import MARKET_PRICE_COLUMNS
 from catalog.markets import priced
 from catalog.models import MARKET_FIELDS, Machine, MeasuredSpeed
 from catalog.rows import SPEED_FIELDS
 from sizing import offers
+from sizing.fit import lowest_memory
 from sizing.markets import DEFAULT_MARKET, MarketPrice
 from sizing.preferences import HOURLY_OVER, HOURLY_PRICE
 from sizing.speeds import speed_for
@@ -161,6 +162,8 @@ class SpeedQuery:
     min_reliability: Decimal | None = None  # 0 to 1, two places; None: any
     # The market preference (`sizing.markets.MARKET_CHOICES`): the price each machine is weighed at.
     market: str = DEFAULT_MARKET
+    # Whether `fits` are by kind of GPU (`sizing.fit.by_kind`; `catalog.counting.gpu_kinds`).
+    by_kind: bool = False
 
 
 def speed_rows_counted(
@@ -192,7 +195,7 @@ def speed_rows_counted(
         price = f"priced.{MARKET_PRICE_COLUMNS[query.market]}"
         priced_join = "JOIN catalog_machine priced ON priced.id = m.machine_id "
 
-    gpus_sql, gpus_params = fit_sql.gpus_used_sql(query.fits)
+    gpus_sql, gpus_params = fit_sql.gpus_used_sql(query.fits, gpu_kinds.machine_memory_sql(query.by_kind))
     tier_sql, tier_params = preferences_sql.tier_sql(query)
     limits, limit_params = preferences_sql.meets_sql(query, "price * fit_gpus", tests=(HOURLY_OVER,))
     fitting = (
@@ -207,7 +210,7 @@ def speed_rows_counted(
     )
     fitting_params = [
         *gpus_params, *source_params, query.model_slug,
-        query.precision, *screened_params, *tier_params, min(need for _, need in query.fits), *limit_params,
+        query.precision, *screened_params, *tier_params, lowest_memory(query.fits), *limit_params,
     ]
     chosen, chosen_params = [], []
     if query.target is not None:

@@ -591,6 +591,53 @@ MODERN_MODELS = [
             "load; it is not counted. The active figure counts both embedding matrices."
         ),
     },
+    {
+        "slug": "kimi-linear-48b-a3b",
+        "name": "Kimi-Linear 48B-A3B Instruct",
+        "parameters": 49_122_675_072,
+        "active_parameters": 3_484_453_248,
+        "parameters_published": "48B total / 3B active",
+        "layers": 27,
+        "attention_heads": 32,
+        "kv_heads": None,
+        "head_dim": None,
+        "hidden_size": 2304,
+        "intermediate_size": 9216,
+        "vocab_size": 163840,
+        "max_context": 1048576,  # model_max_length: the config names no max_position_embeddings
+        "license": "mit",
+        "config_url": HF.format("moonshotai/Kimi-Linear-48B-A3B-Instruct"),
+        # Its tokenizer (tiktoken) is code in the repository: vLLM and SGLang start it with
+        # --trust-remote-code, as the vLLM recipe does.
+        "trust_remote_code": True,
+        "architecture": {
+            # linear_attn_config: full_attn_layers 4, 8, …, 24 and 27 (1-based), the other 20 KDA
+            "layer_pattern": "LLLFLLLFLLLFLLLFLLLFLLLFLLF",
+            "mla": {"kv_lora_rank": 512, "qk_rope_head_dim": 64, "qk_nope_head_dim": 128, "v_head_dim": 128},
+            "no_rope": True,  # mla_use_nope
+            "linear_attention": {
+                "key_heads": 32,
+                "value_heads": 32,
+                "key_head_dim": 128,
+                "value_head_dim": 128,
+                "conv_kernel": 4,
+                "kind": "kda",
+            },
+            "moe": {
+                "experts": 256,
+                "experts_per_token": 8,
+                "expert_intermediate": 1024,
+                "shared_intermediate": 1024,
+                "first_dense_layers": 1,
+            },
+        },
+        "notes": (
+            "Three Kimi Delta Attention layers to one latent-attention layer (7 of 27, the last one too): "
+            "only the latent layers cache per token (576 values, NoPE: no rotary embedding); the others keep "
+            "a fixed state. 256 experts, 8 per token, and a shared one; the first layer is dense. Its "
+            "context is the config's model_max_length. The active figure counts both embedding matrices."
+        ),
+    },
     # Models people serve on vLLM, SGLang, llama.cpp and Ollama, from their published configs.
     {
         "slug": "qwen2-5-coder-7b", "name": "Qwen2.5-Coder 7B Instruct", "parameters": 7_615_616_512,
@@ -690,6 +737,12 @@ PUBLISHED_CHECKS = {
     "deepseek-r1-distill-llama-8b": (8_030_000_000, "total", "Hugging Face model page: 8.03B"),
     "deepseek-r1-distill-llama-70b": (70_600_000_000, "total", "Hugging Face model page: 70.6B"),
     "seed-oss-36b": (36_000_000_000, "total", "model card: 36B"),
+    "kimi-linear-48b-a3b": (
+        49_122_681_728,
+        "total",
+        "model.safetensors.index.json: 98,245,363,456 bytes in bf16, 49,122,681,728 values with the routers' "
+        "e_score_correction_bias (a buffer, not counted here; card: 48B)",
+    ),
     "glm-4-5-air": (
         110_000_000_000,
         "with_mtp",

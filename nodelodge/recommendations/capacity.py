@@ -35,6 +35,7 @@ from sizing.calculators.vllm import (
     budget_item,
     check_settings,
     has_vision_tower,
+    model_flags,
     release_words,
     serve_command,
     vision_parameters,
@@ -427,7 +428,8 @@ def capacity_for(query: CapacityQuery) -> dict:
         "outside_budget": [_item(item) for item in budget.outside],
         # A setting that does not start has no command to copy: vLLM would stop at start-up, as it would
         # on a named GPU that cannot run the asked weights or KV cache.
-        "command": (serve_command(spec.hf_id, budget, dtype_flags=on_gpu.dtype_flags)
+        "command": (serve_command(spec.hf_id, budget, dtype_flags=on_gpu.dtype_flags,
+                                  model_flags=model_flags(spec))
                     if spec.hf_id and fits and on_gpu.runs is not False else None),
         "runs_on_gpu": on_gpu.runs,
         "gpu_support_text": on_gpu.words,
@@ -481,7 +483,8 @@ def _on_gpu(spec, query: CapacityQuery, gpu_type: catalog_rows.UsableMemory | No
         if budget.fit(budget.max_model_len, 1)[0]:
             flags = support_for(VLLM, spec, precision, kv_bits, architecture).dtype_flags
             choice, half = (precision, kv_bits), bool(flags)
-            command = serve_command(spec.hf_id, budget, dtype_flags=flags) if spec.hf_id else None
+            command = (serve_command(spec.hf_id, budget, dtype_flags=flags, model_flags=model_flags(spec))
+                       if spec.hf_id else None)
             alternative = {"precision": precision, "kv_cache_bits": kv_bits, "command": command}
             break
     words = (refusal_words(VLLM, cast(str, query.gpu), architecture, asked.refused) + " "

@@ -68,10 +68,12 @@ def fleet_query(
 ) -> FleetQuery:
     """The query as the catalog counts it: one set of fit thresholds per breakdown, the first the
     one the machines shown are for (by default counts alone, no machine fetched)."""
+    fits = sizing_fit.alike_by_kind([sizing_fit.fit_thresholds(breakdown) for breakdown in breakdowns])
     return FleetQuery(
         stale_cutoff=stale_cutoff(now),
         countries=query.countries,
-        fits=tuple(sizing_fit.fit_thresholds(breakdown) for breakdown in breakdowns),
+        fits=fits,
+        by_kind=any(sizing_fit.is_by_kind(fit) for fit in fits),
         tier=query.tier,
         max_price_per_hour=query.max_price,
         budget=query.budget,
@@ -102,6 +104,7 @@ def speed_query(
         per_gpu_type=query.gpu_plans,
         min_reliability=query.min_reliability,
         market=query.market,
+        by_kind=sizing_fit.is_by_kind(thresholds),
     )
 
 
@@ -313,7 +316,7 @@ class EveryMachine:
             tier=query.tier,
             model_slug=query.model_slug,
             precision=precision,
-            min_memory_mib=min(need for _, need in thresholds),
+            min_memory_mib=sizing_fit.lowest_memory(thresholds),
             min_reliability=query.min_reliability,
             market=query.market,
         )

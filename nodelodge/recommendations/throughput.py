@@ -22,6 +22,7 @@ from typing import cast
 from django.utils.translation import gettext, ngettext
 
 from catalog import database
+from catalog import rows as catalog_rows
 from catalog.counting import speeds as catalog_speeds
 from nodelodge.hardening.deadline import check_deadline
 from sizing import fit as sizing_fit
@@ -87,9 +88,15 @@ def speed_candidates(
     reader = EVERY_MACHINE if every_one else fleet_reader()
     precision = cast(int, breakdown.precision)  # a language model's breakdown has its precision
     rows, total = reader.speed_rows(query, precision, thresholds, stale_cutoff, keep)
+    # Thresholds by kind of GPU read each machine at its kind's memory (`sizing.fit.by_kind`).
+    kinds = {}
+    if sizing_fit.is_by_kind(thresholds):
+        kinds = {usable.gpu_type: breakdown.gpu_kind(usable.architecture)
+                 for usable in catalog_rows.gpu_types_usable()}
     found = []
     for row in rows:
-        gpus = sizing_fit.gpus_used_by_thresholds(thresholds, row.memory_per_gpu_mib, row.free_gpus)
+        memory = sizing_fit.kind_memory(row.memory_per_gpu_mib, kinds.get(row.gpu_type, 0))
+        gpus = sizing_fit.gpus_used_by_thresholds(thresholds, memory, row.free_gpus)
         if gpus is None:
             continue
         hourly = row.price_per_gpu_hour * gpus

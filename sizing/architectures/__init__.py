@@ -9,7 +9,7 @@ Modules: `shapes` (the architecture as data), `stored_form` (`architecture_from_
 stored form and names the field at fault), `parameters` (the parameter recount and activation
 widths), `cache` (what each kind of layer caches).
 """
-from .cache import LINEAR_STATE_BYTES, CacheGroup, cache_groups, expanded_mla_bytes_per_token
+from .cache import CacheGroup, cache_groups, expanded_mla_bytes_per_token
 from .parameters import (
     ParameterCount,
     ParameterGroup,
@@ -21,8 +21,11 @@ from .parameters import (
 from .shapes import (
     CHUNKED,
     FULL,
+    GATED_DELTANET,
+    KIMI_DELTA,
     LAYER_KINDS,
     LINEAR,
+    LINEAR_KINDS,
     MLA,
     PLAIN,
     QUANTIZABLE_ROLES,
@@ -41,9 +44,11 @@ from .stored_form import architecture_from_dict
 __all__ = [
     "CHUNKED",
     "FULL",
+    "GATED_DELTANET",
+    "KIMI_DELTA",
     "LAYER_KINDS",
     "LINEAR",
-    "LINEAR_STATE_BYTES",
+    "LINEAR_KINDS",
     "MLA",
     "PLAIN",
     "QUANTIZABLE_ROLES",

@@ -11,6 +11,7 @@ from .shapes import (
     MLA,
     PLAIN,
     SLIDING,
+    Architecture,
     LinearAttention,
 )
 
@@ -33,9 +34,6 @@ class CacheGroup:
         return (self.bytes_per_token * self.tokens_held + self.fixed_bytes) * requests
 
 
-LINEAR_STATE_BYTES = 2  # vLLM keeps the Gated DeltaNet state in the model's 16-bit dtype (mamba_cache_dtype)
-
-
 def cache_groups(spec: LanguageModelSpec, context: int, kv_bytes: int) -> list[CacheGroup]:
     """What each kind of layer caches for one request of `context` tokens. Sliding and chunked
     layers hold min(context, window) tokens, the bound of transformers' static caches."""
@@ -47,6 +45,7 @@ def cache_groups(spec: LanguageModelSpec, context: int, kv_bytes: int) -> list[C
     if arch.mla is not None:
         groups.append(CacheGroup("latent", counts[FULL], arch.mla.latent_width * kv_bytes * counts[FULL],
                                  context, 0))
+        groups.extend(_linear_group(arch, counts))  # Kimi-Linear: latent layers among linear ones
         return groups
     per_layer_token = 2 * cast(int, spec.kv_heads) * cast(int, spec.head_dim) * kv_bytes
     if counts[FULL]:
@@ -57,11 +56,16 @@ def cache_groups(spec: LanguageModelSpec, context: int, kv_bytes: int) -> list[C
     if counts[CHUNKED]:
         groups.append(CacheGroup("chunked", counts[CHUNKED], per_layer_token * counts[CHUNKED],
                                  min(context, cast(int, arch.attention_chunk)), 0))
-    if counts[LINEAR]:
-        linear = cast(LinearAttention, arch.linear_attention)  # LINEAR layers only where it is set
-        state = linear.state_values() * LINEAR_STATE_BYTES * counts[LINEAR]
-        groups.append(CacheGroup("linear", counts[LINEAR], 0, 0, state))
+    groups.extend(_linear_group(arch, counts))
     return groups
+
+
+def _linear_group(arch: Architecture, counts: dict[str, int]) -> list[CacheGroup]:
+    """The linear-attention layers' fixed state per request, as vLLM holds it (none without them)."""
+    if not counts[LINEAR]:
+        return []
+    linear = cast(LinearAttention, arch.linear_attention)  # LINEAR layers only where it is set
+    return [CacheGroup("linear", counts[LINEAR], 0, 0, linear.state_bytes() * counts[LINEAR])]
 
 
 def expanded_mla_bytes_per_token(spec: LanguageModelSpec, kv_bytes: int) -> int:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, TypedDict, cast
 
 from ..errors import MissingModelValue
 from .shapes import (
+    KIMI_DELTA,
     LINEAR,
     PLAIN,
     Architecture,
@@ -130,6 +131,9 @@ def _attention(acc: _Accumulator, arch: Architecture, hidden: int, heads: int, k
 
 
 def _linear_attention(acc: _Accumulator, lin: LinearAttention, hidden: int, times: int) -> None:
+    if lin.kind == KIMI_DELTA:
+        _kimi_delta_attention(acc, lin, hidden, times)
+        return
     key_dim = lin.key_heads * lin.key_head_dim
     value_dim = lin.value_heads * lin.value_head_dim
     matrices = [
@@ -140,6 +144,25 @@ def _linear_attention(acc: _Accumulator, lin: LinearAttention, hidden: int, time
     ]
     vectors = 2 * lin.value_heads + lin.value_head_dim  # dt_bias, A_log, gated norm
     acc.add("linear_attention", "Linear attention (Gated DeltaNet)", matrices, vectors, times)
+
+
+def _kimi_delta_attention(acc: _Accumulator, lin: LinearAttention, hidden: int, times: int) -> None:
+    """Kimi Delta Attention (transformers' KimiLinearDeltaAttention, vLLM's KimiDeltaAttention): q, k
+    and v projections, one depthwise convolution over all three, the per-channel forget gate through a
+    rank-d bottleneck (f_a, f_b) with its dt_bias and A_log, the beta projection, the output gate through
+    another bottleneck (g_a, g_b), a gated norm of d and the output projection."""
+    heads, head_dim = lin.value_heads, lin.value_head_dim
+    width = heads * head_dim
+    matrices = [
+        (width, hidden), (width, hidden), (width, hidden),  # q_proj, k_proj, v_proj
+        (lin.conv_dim, lin.conv_kernel),  # depthwise conv1d over q, k and v
+        (head_dim, hidden), (width, head_dim),  # f_a_proj, f_b_proj
+        (heads, hidden),  # b_proj
+        (head_dim, hidden), (width, head_dim),  # g_a_proj, g_b_proj
+        (hidden, width),  # o_proj
+    ]
+    vectors = width + heads + head_dim  # dt_bias, A_log, o_norm
+    acc.add("linear_attention", "Linear attention (Kimi Delta Attention)", matrices, vectors, times)
 
 
 def _gated_mlp(width: int, hidden: int) -> list[tuple[int, int]]:

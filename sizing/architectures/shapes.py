@@ -58,26 +58,53 @@ class MLA:
         return self.kv_lora_rank + self.qk_rope_head_dim
 
 
+# The linear-attention layers the catalog sizes: Gated DeltaNet (Qwen3-Next) and Kimi Delta Attention
+# (Kimi-Linear, a Gated DeltaNet whose decay is per channel, with q, k and v each through a short
+# convolution).
+GATED_DELTANET, KIMI_DELTA = "gated_deltanet", "kda"
+LINEAR_KINDS = (GATED_DELTANET, KIMI_DELTA)
+STATE_16_BIT = 2  # the model's dtype: vLLM's mamba_cache_dtype "auto"
+STATE_FLOAT32 = 4
+
+
 @dataclass(frozen=True)
 class LinearAttention:
-    """Gated DeltaNet layers (Qwen3-Next): a fixed recurrent state per sequence, no per-token cache."""
+    """Linear-attention layers: a fixed recurrent state per sequence, no per-token cache. Gated DeltaNet
+    (Qwen3-Next) or Kimi Delta Attention (Kimi-Linear: key and value heads alike, `key_heads` =
+    `value_heads` = its num_heads)."""
 
     key_heads: int
     value_heads: int
     key_head_dim: int
     value_head_dim: int
     conv_kernel: int
+    kind: str = GATED_DELTANET
 
     @property
     def conv_dim(self) -> int:
+        """The channels the causal convolution keeps: queries, keys and values side by side."""
         return 2 * self.key_heads * self.key_head_dim + self.value_heads * self.value_head_dim
 
-    def state_values(self) -> int:
-        """Values of one layer's state: the causal convolution's last (kernel − 1) inputs and the
-        value-heads × d_v × d_k recurrent matrix (vLLM gated_delta_net_state_shape)."""
-        conv = (self.conv_kernel - 1) * self.conv_dim
-        recurrent = self.value_heads * self.value_head_dim * self.key_head_dim
-        return conv + recurrent
+    @property
+    def conv_values(self) -> int:
+        """The convolution's last (kernel − 1) inputs (vLLM gated_delta_net_state_shape, kda_state_shape)."""
+        return (self.conv_kernel - 1) * self.conv_dim
+
+    @property
+    def recurrent_values(self) -> int:
+        """The value-heads × d_v × d_k recurrent matrix."""
+        return self.value_heads * self.value_head_dim * self.key_head_dim
+
+    @property
+    def recurrent_bytes_per_value(self) -> int:
+        """vLLM keeps Gated DeltaNet's recurrent state in the model's dtype (gated_delta_net_state_dtype,
+        mamba_ssm_cache_dtype "auto"), Kimi Delta Attention's in float32 (kda_state_dtype)."""
+        return STATE_FLOAT32 if self.kind == KIMI_DELTA else STATE_16_BIT
+
+    def state_bytes(self) -> int:
+        """One layer's state per sequence as vLLM holds it: the convolution window in the model's 16-bit
+        dtype and the recurrent matrix in its own dtype."""
+        return self.conv_values * STATE_16_BIT + self.recurrent_values * self.recurrent_bytes_per_value
 
 
 @dataclass(frozen=True)
@@ -133,6 +160,9 @@ class Architecture:
     rope_linear_factor: int = 1  # rope_scaling {"rope_type": "linear"}: the cache covers max × factor
     local_rope: bool = False  # sliding layers rotate with their own base: a second cache
     rotary_dim: int | None = None  # head_dim × partial_rotary_factor where below 1
+    # No rotary position embedding at all (Kimi-Linear's latent attention, mla_use_nope): vLLM builds no
+    # cos/sin cache; the latent's rotary-sized part is cached unrotated.
+    no_rope: bool = False
     # How the checkpoint counts: conventions of the architecture, as its modeling code has them (whether
     # the output head is tied to the embeddings is the spec's own `tied_embeddings`).
     qkv_bias: bool = False

@@ -2,7 +2,7 @@
 fault."""
 from __future__ import annotations
 
-from dataclasses import MISSING, fields
+from dataclasses import MISSING, fields, replace
 from typing import TYPE_CHECKING, Any, Literal, NoReturn, TypeVar, overload
 
 from ..errors import SizingError
@@ -12,6 +12,7 @@ from .shapes import (
     FULL,
     LAYER_KINDS,
     LINEAR,
+    LINEAR_KINDS,
     MLA,
     PLAIN,
     QUANTIZABLE_ROLES,
@@ -112,10 +113,17 @@ def architecture_from_dict(data: dict[str, Any] | None) -> Architecture:
             optional=("q_lora_rank",),
         )
     if "linear_attention" in data:
-        values["linear_attention"] = _part(
-            LinearAttention, data["linear_attention"], "linear_attention",
+        linear = data["linear_attention"]
+        kind = linear.get("kind") if isinstance(linear, dict) else None
+        if kind is not None and kind not in LINEAR_KINDS:
+            _fail("linear_attention.kind", gettext("must be one of %(choices)s.") % {
+                "choices": ", ".join(LINEAR_KINDS)})
+        read = _part(
+            LinearAttention, {key: value for key, value in linear.items() if key != "kind"}
+            if isinstance(linear, dict) else linear, "linear_attention",
             {"key_heads": 1, "value_heads": 1, "key_head_dim": 1, "value_head_dim": 1, "conv_kernel": 1},
         )
+        values["linear_attention"] = replace(read, kind=kind) if kind is not None else read
     if LINEAR in pattern and "linear_attention" not in values:
         _fail(
             "linear_attention",
@@ -166,7 +174,7 @@ def architecture_from_dict(data: dict[str, Any] | None) -> Architecture:
             quantized=tuple(sorted(set(quantized), key=QUANTIZABLE_ROLES.index)),
         )
     for name in ("qkv_bias", "o_bias", "qk_norm", "attention_output_gate", "sinks",
-                 "mtp_own_embeddings", "local_rope"):
+                 "mtp_own_embeddings", "local_rope", "no_rope"):
         if name in data:
             values[name] = _bool(data[name], name)
     values["norms_per_layer"] = _int(data.get("norms_per_layer", 2), "norms_per_layer", 0)

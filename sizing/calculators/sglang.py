@@ -51,6 +51,7 @@ from .vllm import (
     CUDA_CONTEXT_SPLIT_BYTES,
     DRIVER_RESERVED_BYTES,
     ONLINE_FP8,
+    model_flags,
     plain_number,
 )
 from .vllm import (
@@ -203,8 +204,8 @@ class SglangPool:
         """`python -m sglang.launch_server` with the flags this pool was sized for (`--dtype half` below
         compute capability 8.0: `sizing.engine_support.Support.dtype_flags`)."""
         settings = self.settings
-        parts = ["python -m sglang.launch_server", "--model-path", hf_id, *dtype_flags,
-                 f"--tp {settings.tensor_parallel}", f"--context-length {self.context_length}",
+        parts = ["python -m sglang.launch_server", "--model-path", hf_id, *model_flags(self.model),
+                 *dtype_flags, f"--tp {settings.tensor_parallel}", f"--context-length {self.context_length}",
                  f"--mem-fraction-static {plain_number(self.fraction)}"]
         if settings.max_running_requests is not None:
             parts.append(f"--max-running-requests {settings.max_running_requests}")

@@ -34,7 +34,6 @@ from ..architectures import (
     CHUNKED,
     FULL,
     LINEAR,
-    LINEAR_STATE_BYTES,
     PLAIN,
     SLIDING,
     LinearAttention,
@@ -58,7 +57,7 @@ from ..units import GIB, MIB, fmt_gib, fmt_int, general_number
 from ..weights import SIXTEEN_BIT_BYTES, WeightFormat, native_format_of, split_parameters, stored_weights
 from .checks import check_count, check_precision, model_value
 from .items import weight_items
-from .vllm_loading import mxfp4_loaded, rotary_caches
+from .vllm_loading import MoeKernel, mxfp4_kernel, mxfp4_loaded, rotary_caches
 from .vllm_versions import (
     CUDAGRAPH_SWITCH,
     DEFAULT,
@@ -129,6 +128,9 @@ class VllmSettings:
     # The GPU's architecture, where known: which kernel loads MXFP4 experts, and so their padded size
     # (`vllm_loading`); None: the Marlin path of Hopper and Ampere.
     gpu: GpuArchitecture | None = None
+    # The MoE kernel MXFP4 experts load through, where a kind of GPU rather than one GPU is sized (the
+    # wizard's need on each kind: `VllmBreakdown.gpu_kinds`); None: the one vLLM picks on `gpu`.
+    moe_kernel: MoeKernel | None = None
     version: VllmVersion = DEFAULT  # the release, and so which memory its budget holds (`vllm_versions`)
     # The CUDA-graph estimate inside the budget: None, the release's default; False, the switch
     # VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0 (0.21 on).
@@ -139,6 +141,11 @@ class VllmSettings:
     def release(self) -> VllmRelease:
         """The release and switches these settings were asked with."""
         return VllmRelease(self.version, self.cudagraph_estimate, self.skip_vision_tower)
+
+    @property
+    def kernel(self) -> MoeKernel:
+        """The kernel MXFP4 experts load through under these settings."""
+        return self.moe_kernel or mxfp4_kernel(self.gpu)
 
     @property
     def graphs_inside(self) -> bool:
@@ -490,7 +497,7 @@ def weights_item(model: LanguageModelSpec, precision: int, settings: VllmSetting
     native = native_format_of(model)
     if native is not None and native.key == "mxfp4" and precision == native.bits:
         # MXFP4 experts are held at the padded sizes the GPU's MoE kernel runs (`vllm_loading`).
-        loaded = mxfp4_loaded(model, tp, settings.gpu)
+        loaded = mxfp4_loaded(model, tp, settings.kernel)
         total, formula, flag = loaded.group_bytes, loaded.formula(), None
         divided_in_formula = True
     else:
@@ -656,7 +663,7 @@ def kv_layout(model: LanguageModelSpec, kv_bits: int, settings: VllmSettings) ->
     state = 0
     if LINEAR in counts:
         linear = cast(LinearAttention, arch.linear_attention)  # LINEAR layers only where it is set
-        state = linear.state_values() * LINEAR_STATE_BYTES * counts[LINEAR] // tp
+        state = linear.state_bytes() * counts[LINEAR] // tp
     sizes = sorted(attention.values())
     if len(sizes) == 1:
         group_size = sizes[0]
@@ -717,17 +724,27 @@ def plain_number(value: Fraction) -> str:
     return f"{exact_decimal(value):f}"
 
 
+TRUST_REMOTE_CODE = "--trust-remote-code"
+
+
+def model_flags(model: LanguageModelSpec) -> tuple[str, ...]:
+    """What the model itself asks of every engine's command (vLLM's and SGLang's alike):
+    --trust-remote-code where its repository's own code loads it."""
+    return (TRUST_REMOTE_CODE,) if model.trust_remote_code else ()
+
+
 def serve_command(hf_id: str, budget: VllmBudget, max_num_seqs: int | None = None,
-                  max_model_len: int | None = None, dtype_flags: tuple[str, ...] = ()) -> str:
-    """`vllm serve` with the flags this budget was sized for (the asked context as --max-model-len where
-    given: the budget itself does not depend on it), and the GPU's own (`--dtype half` below compute
-    capability 8.0: `sizing.engine_support.Support.dtype_flags`)."""
+                  max_model_len: int | None = None, dtype_flags: tuple[str, ...] = (),
+                  model_flags: tuple[str, ...] = ()) -> str:
+    """`vllm serve` with the model's own flags (`model_flags`), the flags this budget was sized for (the
+    asked context as --max-model-len where given: the budget itself does not depend on it), and the GPU's
+    own (`--dtype half` below compute capability 8.0: `sizing.engine_support.Support.dtype_flags`)."""
     settings = budget.settings
     # vLLM's switch is an environment variable: set on the command where it turns the release's default off.
     switched_off = settings.version.estimates_cudagraphs_by_default and not settings.graphs_inside
     parts = [
         *([f"{CUDAGRAPH_SWITCH}=0"] if switched_off else []),
-        "vllm serve", hf_id, *dtype_flags,
+        "vllm serve", hf_id, *model_flags, *dtype_flags,
         f"--tensor-parallel-size {settings.tensor_parallel}",
     ]
     if settings.pipeline_parallel > 1:

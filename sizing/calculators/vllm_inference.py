@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import cast
 
 from .. import nouns
 from ..breakdown import Breakdown, Item
 from ..capacity import Capacity
+from ..engine_support import GpuArchitecture
 from ..i18n import gettext
 from ..specs import LanguageModelSpec
 from ..units import GIB, fmt_gib, fmt_int, general_number
@@ -26,6 +27,7 @@ from .vllm import (
     release_words,
     vllm_budget,
 )
+from .vllm_loading import FLASHINFER_SM100, MARLIN, MOE_KERNELS, ROCM_TRITON, MoeKernel, mxfp4_kernel
 from .vllm_versions import DEFAULT_RELEASE, SKIP_TOWER_FLAG, VllmRelease
 
 # The machine the wizard sizes for is not known yet: the settings' GPU memory only bounds the check.
@@ -45,6 +47,9 @@ class VllmBreakdown(Breakdown):
     context: int = 0
     requests: int = 0
     release: VllmRelease = DEFAULT_RELEASE  # the vLLM release asked and its switches
+    # The MoE kernel MXFP4 experts are sized through (`gpu_kinds`); None: Marlin, the path of Hopper and
+    # Ampere, where no GPU is named.
+    moe_kernel: MoeKernel | None = None
 
     def budget(self, gpus: int) -> VllmBudget:
         # estimate_vllm sets the model and the precision (they default only as the dataclass requires)
@@ -52,8 +57,32 @@ class VllmBreakdown(Breakdown):
         return vllm_budget(spec, precision, self.kv_bits, VllmSettings(
             **self.release.settings(),  # type: ignore[arg-type]
             gpu_memory_bytes=_ANY_GPU, tensor_parallel=gpus, gpu_memory_utilization=self.utilization,
-            max_model_len=self.context, max_num_seqs=self.requests,
+            max_model_len=self.context, max_num_seqs=self.requests, moe_kernel=self.moe_kernel,
         ))
+
+    @property
+    def loads_by_kernel(self) -> bool:
+        """Whether the weights depend on the GPU: MXFP4 experts as published, padded for the MoE kernel
+        each GPU runs (`sizing.calculators.vllm_loading`)."""
+        native = native_format_of(cast(LanguageModelSpec, self.spec))
+        return native is not None and native.key == "mxfp4" and self.precision == native.bits
+
+    def gpu_kinds(self) -> tuple[Breakdown, ...]:
+        """One need per MoE kernel (`MOE_KERNELS`' order) where the weights depend on it; this need, sized
+        through Marlin, is the first."""
+        if not self.loads_by_kernel:
+            return (self,)
+        return (self, *(replace(self, moe_kernel=kernel) for kernel in MOE_KERNELS[1:]))
+
+    def gpu_kind(self, gpu: GpuArchitecture | None) -> int:
+        return MOE_KERNELS.index(mxfp4_kernel(gpu)) if self.loads_by_kernel else 0
+
+    def fit_words(self, gpus: int) -> str | None:
+        if not self.loads_by_kernel:
+            return None
+        return gettext("MXFP4 experts through %(kernel)s: %(weights)s of weights per GPU") % {
+            "kernel": gettext((self.moe_kernel or MARLIN).name),
+            "weights": fmt_gib(self.budget(gpus).weights.bytes)}
 
     def need_in_budget(self, gpus: int) -> int:
         budget = self.budget(gpus)
@@ -173,12 +202,16 @@ def vllm_words(model: LanguageModelSpec, budget: VllmBudget, utilization: Fracti
     ))
     native = native_format_of(model)
     if native is not None and native.key == "mxfp4" and budget.precision == native.bits:
+        weights = {kernel.key: vllm_budget(model, budget.precision, budget.kv_bits, replace(
+            budget.settings, moe_kernel=kernel)).weights.bytes for kernel in MOE_KERNELS}
         words.append(gettext(
-            "MXFP4 experts are sized as vLLM holds them through the Marlin kernel, the path of Ampere and "
-            "Hopper: the expert width per GPU padded to a multiple of 128 and the hidden size to a multiple "
-            "of 256. A B200 (FlashInfer) pads more, an MI300X less; each machine's capacity and the GPU "
-            "what-if size the kernel of their GPU."
-        ))
+            "MXFP4 experts are sized here as vLLM holds them through the Marlin kernel, the path of Ampere "
+            "and Hopper (%(marlin)s of weights on one GPU): the expert width per GPU padded to a multiple of "
+            "128 and the hidden size to a multiple of 256. Each machine is fitted at the kernel of its own "
+            "GPU, and its row names it: a B200 (FlashInfer, both padded to 256) holds %(flashinfer)s, an "
+            "MI300X (Triton on ROCm, both to 128) %(rocm)s."
+        ) % {"marlin": fmt_gib(weights[MARLIN.key]), "flashinfer": fmt_gib(weights[FLASHINFER_SM100.key]),
+             "rocm": fmt_gib(weights[ROCM_TRITON.key])})
     if budget.quantization:
         words.append(gettext(
             "%(bits)s-bit weights mean vLLM quantizing the published 16-bit checkpoint as it loads it "

@@ -33,7 +33,7 @@ from typing import cast
 
 from ..architectures import Architecture, ParameterCount, count_parameters
 from ..architectures.shapes import MoE, NativeWeights
-from ..engine_support import GpuArchitecture
+from ..engine_support import AMD, GpuArchitecture
 from ..i18n import gettext, gettext_noop
 from ..specs import LanguageModelSpec
 from ..units import fmt_int
@@ -58,6 +58,11 @@ MARLIN = MoeKernel("marlin", gettext_noop("Marlin (weight-only MXFP4)"), 128, 25
 FLASHINFER_SM100 = MoeKernel("flashinfer-sm100", gettext_noop("FlashInfer MXFP4 (compute capability 10)"),
                              256, 256)
 ROCM_TRITON = MoeKernel("rocm-triton", gettext_noop("Triton on ROCm"), 128, 128)
+# Every kernel, in the order the wizard numbers the kinds of GPU by (`VllmBreakdown.gpu_kinds`): the
+# first is the one assumed where no GPU is named.
+MOE_KERNELS = (MARLIN, FLASHINFER_SM100, ROCM_TRITON)
+# Compute capabilities that run FlashInfer's MXFP4 MoE (data-center Blackwell): from, and below.
+FLASHINFER_FROM, FLASHINFER_BELOW = (10, 0), (11, 0)
 
 
 def mxfp4_kernel(gpu: GpuArchitecture | None) -> MoeKernel:
@@ -65,9 +70,9 @@ def mxfp4_kernel(gpu: GpuArchitecture | None) -> MoeKernel:
     and Ampere, where most of these models are served)."""
     if gpu is None:
         return MARLIN
-    if gpu.maker == "AMD":
+    if gpu.maker == AMD:
         return ROCM_TRITON
-    if gpu.at_least((10, 0)) and not gpu.at_least((11, 0)):
+    if gpu.at_least(FLASHINFER_FROM) and not gpu.at_least(FLASHINFER_BELOW):
         return FLASHINFER_SM100
     return MARLIN
 
@@ -133,12 +138,12 @@ def _moe_layers(moe: MoE, layers: int) -> int:
     return sum(1 for index in range(layers) if moe.is_moe_layer(index))
 
 
-def mxfp4_loaded(model: LanguageModelSpec, tensor_parallel: int, gpu: GpuArchitecture | None) -> Mxfp4Loaded:
-    """`model` (published with MXFP4 experts) as vLLM loads it on each GPU of `tensor_parallel`."""
+def mxfp4_loaded(model: LanguageModelSpec, tensor_parallel: int, kernel: MoeKernel) -> Mxfp4Loaded:
+    """`model` (published with MXFP4 experts) as vLLM loads it on each GPU of `tensor_parallel` through
+    `kernel` (`mxfp4_kernel` of the GPU)."""
     arch = cast(Architecture, model.architecture)  # asked only of a model with native MXFP4 weights
     moe = cast(MoE, arch.moe)
     native = cast(NativeWeights, arch.native_weights)
-    kernel = mxfp4_kernel(gpu)
     count = count_parameters(model)
     fmt = NATIVE_FORMATS["mxfp4"]
     stored = native_stored_weights(count, native, fmt)
@@ -189,6 +194,8 @@ class RotaryCaches:
         return sum(self.positions) * self.width * self.value_bytes
 
     def formula(self) -> str:
+        if not self.positions:
+            return gettext("(no rotary cos/sin cache: the model's attention has no rotary positions)")
         return gettext(
             "+ rotary cos/sin caches: %(positions)s positions × %(width)s × %(bytes)s bytes, on every GPU"
         ) % {"positions": " + ".join(fmt_int(p) for p in self.positions), "width": fmt_int(self.width),
@@ -198,12 +205,15 @@ class RotaryCaches:
 def rotary_caches(
     model: LanguageModelSpec, yarn_on: bool = False, value_bytes: int = ROTARY_CACHE_BYTES
 ) -> RotaryCaches:
-    """The cos/sin caches of `model` under vLLM: one of its maximum positions (× the linear factor where
-    its config scales RoPE linearly, or the YaRN context where the server turns YaRN on), and one more of
-    its maximum positions where sliding layers rotate with their own base (Gemma 3's
-    rope_local_base_freq). The width is MLA's rotary part of the head where keys are latent, else the
-    head's rotary part."""
+    """The cos/sin caches of `model` under vLLM (none where its attention rotates nothing): one of its
+    maximum positions (× the linear factor where its config scales RoPE linearly, or the YaRN context where
+    the server turns YaRN on), and one more of its maximum positions where sliding layers rotate with
+    their own base (Gemma 3's rope_local_base_freq). The width is MLA's rotary part of the head where
+    keys are latent, else the head's rotary part. `value_bytes`: 2, the model's dtype, under vLLM (SGLang
+    keeps them in float32 on CUDA)."""
     arch = model.architecture
+    if arch is not None and arch.no_rope:  # NoPE attention (Kimi-Linear): vLLM builds no rotary embedding
+        return RotaryCaches(positions=(), width=0)
     positions = model_value(model, "max_context")
     if arch is not None and yarn_on and arch.yarn is not None:
         positions = arch.yarn.context

@@ -47,6 +47,7 @@ def language_spec(slug: str) -> LanguageModelSpec:
         vocab_size=row["vocab_size"], max_context=row["max_context"],
         tied_embeddings=row.get("tied_embeddings", False),
         architecture=architecture_from_dict(row.get("architecture")) if row.get("architecture") else None,
+        hf_id=row.get("hf_id") or None, trust_remote_code=row.get("trust_remote_code", False),
     )
 
 

@@ -142,6 +142,25 @@ SEED_OSS_36B = {
     "head_dim": 128, "vocab_size": 155136, "max_position_embeddings": 524288, "tie_word_embeddings": False,
     "attention_bias": True, "attention_out_bias": False, "mlp_bias": False, "rope_theta": 10000000.0,
 }
+# moonshotai/Kimi-Linear-48B-A3B-Instruct's config.json (revision e1df551a), its structural keys: three Kimi
+# Delta Attention layers to one latent-attention (MLA, NoPE) layer, layers named 1-based.
+KIMI_LINEAR = {
+    "architectures": ["KimiLinearForCausalLM"], "model_type": "kimi_linear", "vocab_size": 163840,
+    "hidden_size": 2304, "head_dim": 72, "intermediate_size": 9216, "num_hidden_layers": 27,
+    "num_attention_heads": 32, "num_key_value_heads": 32, "hidden_act": "silu", "rms_norm_eps": 1e-05,
+    "rope_theta": 10000.0, "rope_scaling": None, "tie_word_embeddings": False, "first_k_dense_replace": 1,
+    "moe_intermediate_size": 1024, "moe_layer_freq": 1, "moe_renormalize": True,
+    "moe_router_activation_func": "sigmoid", "num_experts": 256, "num_experts_per_token": 8,
+    "num_shared_experts": 1, "routed_scaling_factor": 2.446, "use_grouped_topk": True, "num_expert_group": 1,
+    "topk_group": 1, "q_lora_rank": None, "kv_lora_rank": 512, "qk_nope_head_dim": 128,
+    "qk_rope_head_dim": 64, "v_head_dim": 128, "mla_use_nope": True, "num_nextn_predict_layers": 0,
+    "linear_attn_config": {
+        "full_attn_layers": [4, 8, 12, 16, 20, 24, 27], "head_dim": 128,
+        "kda_layers": [1, 2, 3, 5, 6, 7, 9, 10, 11, 13, 14, 15, 17, 18, 19, 21, 22, 23, 25, 26],
+        "num_heads": 32, "short_conv_kernel_size": 4,
+    },
+    "model_max_length": 1048576, "use_cache": True,
+}
 BY_SLUG = {
     "qwen2-5-coder-7b": QWEN2_5_CODER_7B, "qwen2-5-coder-32b": QWEN2_5_CODER_32B,
     "deepseek-r1-distill-qwen-7b": R1_DISTILL_QWEN_7B, "deepseek-r1-distill-qwen-14b": R1_DISTILL_QWEN_14B,
@@ -150,7 +169,7 @@ BY_SLUG = {
     "qwen3-8b": QWEN3_8B, "qwen3-30b-a3b": QWEN3_30B_A3B, "gemma-3-1b": GEMMA3_1B, "gemma-3-27b": GEMMA3_27B,
     "gpt-oss-120b": GPT_OSS_120B, "llama-4-scout": LLAMA4_SCOUT, "deepseek-v3": DEEPSEEK_V3,
     "qwen3-next-80b-a3b": QWEN3_NEXT, "glm-4-5-air": GLM_4_5_AIR, "mistral-small-3-2-24b": MISTRAL_SMALL_3_2,
-    "phi-4": PHI_4,
+    "phi-4": PHI_4, "kimi-linear-48b-a3b": KIMI_LINEAR,
 }
 
 # A Llama-shaped config.json, as the admin's import reads it.

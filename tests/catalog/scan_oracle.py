@@ -11,7 +11,7 @@ from decimal import Decimal
 from django.db import connection
 
 from catalog import availability
-from catalog.counting import availability_sql, fit_sql, fleet, fleet_counts, latest_speeds, speeds
+from catalog.counting import availability_sql, fit_sql, fleet, fleet_counts, gpu_kinds, latest_speeds, speeds
 
 # Bound here: a test may stand a comparing wrapper in for the modules' functions.
 from catalog.counting.fleet import counted_fleet as kept_counted_fleet
@@ -33,7 +33,8 @@ class ScannedCounts:
         """Every machine counted in one grouped scan, at its price under the query's market preference."""
         price = f"m.{MARKET_PRICE_COLUMNS[query.market]}"
         in_fleet = availability_sql.in_fleet_sql()
-        details = ["m.tier", "width_bucket(m.memory_per_gpu_mib, %s::bigint[])", "m.free_gpus"]
+        memory = gpu_kinds.machine_memory_sql(query.by_kind)
+        details = ["m.tier", f"width_bucket({memory}::bigint, %s::bigint[])", "m.free_gpus"]
         detail_params: list = [memory_edges or [0]]
         if price_edges:
             details.append(f"width_bucket({price}, %s::numeric[])")
@@ -65,7 +66,8 @@ class ScannedCounts:
             sql = (
                 f"SELECT m.status, {guarded}, {aggregates}, "  # noqa: S608  # nosec B608
                 f"CASE WHEN m.status = {screened} THEN {reliability} END FROM ("
-                f"SELECT {status_sql} AS status, m.tier, m.memory_per_gpu_mib, m.free_gpus, m.reliability, "
+                f"SELECT {status_sql} AS status, m.tier, m.memory_per_gpu_mib, m.gpu_type_id, m.free_gpus, "
+                "m.reliability, "
                 f"{price} AS {MARKET_PRICE_COLUMNS[query.market]}, m.last_seen_at "
                 f"FROM catalog_machine m WHERE {in_fleet} "
                 f"OFFSET 0) AS m GROUP BY {group_by}"
@@ -82,7 +84,7 @@ class ScannedCounts:
         price = f"m.{MARKET_PRICE_COLUMNS[query.market]}"
         screened, params = availability_sql.available_sql(query.stale_cutoff, query.countries)
         thresholds = query.fits[0]
-        gpus_sql, gpus_params = fit_sql.gpus_used_sql(thresholds)
+        gpus_sql, gpus_params = fit_sql.gpus_used_sql(thresholds, gpu_kinds.machine_memory_sql(query.by_kind))
         tier_ok = "TRUE" if query.tier == "both" else "m.tier = %s"
         tier_params = [] if query.tier == "both" else [query.tier]
         if query.min_reliability is not None:

@@ -29,10 +29,10 @@ def test_the_files_are_what_the_generators_write():
 def test_the_files_define_every_function_and_trigger():
     assert set(shipped.functions()) == {
         "catalog_fleet_track", "catalog_fleet_merge", "catalog_fleet_merge_at_commit", "catalog_fleet_rebuild",
-        "catalog_fleet_truncated", "catalog_latest_speed_machines", "catalog_latest_speed_speeds",
-        "catalog_latest_speed_truncated", "catalog_latest_speed_rebuild",
+        "catalog_fleet_truncated", "catalog_fleet_kinds_changed", "catalog_latest_speed_machines",
+        "catalog_latest_speed_speeds", "catalog_latest_speed_truncated", "catalog_latest_speed_rebuild",
     }
-    assert len(shipped.triggers()) == 13
+    assert len(shipped.triggers()) == 14
     assert all(name.startswith(drift.PREFIXES) for name in [*shipped.functions(), *shipped.triggers()])
 
 

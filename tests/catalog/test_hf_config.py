@@ -160,9 +160,39 @@ def test_a_config_it_does_not_understand_is_refused_naming_the_field(change, fie
                                                   "attention_chunk_size": None}},
          "“text_config.attention_chunk_size”"),
         ({"model_type": "whisper"}, "speech-recognition model"),
+        ({**configs.KIMI_LINEAR, "linear_attn_config": None}, "“linear_attn_config”"),
+        ({**configs.KIMI_LINEAR, "linear_attn_config": {**configs.KIMI_LINEAR["linear_attn_config"],
+                                                        "full_attn_layers": [4, 8, 12, 16, 20, 24]}},
+         "must name each of the 27 layers"),
+        ({**configs.KIMI_LINEAR, "linear_attn_config": {**configs.KIMI_LINEAR["linear_attn_config"],
+                                                        "kda_layers": "1-3"}},
+         "“linear_attn_config.kda_layers”"),
+        ({**configs.KIMI_LINEAR, "linear_attn_config": {**configs.KIMI_LINEAR["linear_attn_config"],
+                                                        "num_heads": None}},
+         "“linear_attn_config.num_heads”"),
+        ({**configs.KIMI_LINEAR, "mla_use_output_gate": True}, "“mla_use_output_gate”"),
+        ({**configs.KIMI_LINEAR, "moe_layer_freq": 2}, "“moe_layer_freq”"),
     ],
 )
 def test_missing_architecture_fields_are_named(config, field):
     with pytest.raises(ConfigError) as error:
         parse_config(json.dumps(config))
     assert field in str(error.value)
+
+
+def test_kimi_linear_layers_are_read_one_based_and_its_context_from_model_max_length():
+    """full_attn_layers [4, 8, …, 24, 27] are the 0-based layers 3, 7, …, 23 and 26; the context is
+    model_max_length (transformers maps max_position_embeddings to it), 1,048,576; the KDA heads are
+    both its key and value heads."""
+    figures = parse_config(json.dumps(configs.KIMI_LINEAR))
+    architecture = architecture_from_dict(figures["architecture"])
+    assert [index for index in range(27) if architecture.kind_of_layer(index) == "F"] == [
+        3, 7, 11, 15, 19, 23, 26]
+    assert figures["max_context"] == 1_048_576
+    linear = architecture.linear_attention
+    assert linear is not None and linear.kind == "kda" and linear.conv_dim == 12_288
+    flat = {key: value for key, value in configs.KIMI_LINEAR.items() if key != "linear_attn_config"}
+    flat.update(layer_types=["full_attention" if architecture.kind_of_layer(index) == "F" else
+                             "linear_attention" for index in range(27)],
+                linear_num_heads=32, linear_head_dim=128, linear_conv_kernel_dim=4)
+    assert parse_config(json.dumps(flat))["architecture"] == figures["architecture"]

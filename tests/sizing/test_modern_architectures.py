@@ -42,6 +42,16 @@ QWEN3_NEXT = spec(
      "moe": {"experts": 512, "experts_per_token": 10, "expert_intermediate": 512, "shared_intermediate": 512,
              "shared_expert_gate": True}},
 )
+KIMI_LINEAR = spec(
+    "Kimi-Linear-48B-A3B", 49_122_675_072, 27, 2304, 32, None, None, 9216, 163840,
+    {"layer_pattern": "LLLFLLLFLLLFLLLFLLLFLLLFLLF", "no_rope": True,
+     "mla": {"kv_lora_rank": 512, "qk_rope_head_dim": 64, "qk_nope_head_dim": 128, "v_head_dim": 128},
+     "linear_attention": {"key_heads": 32, "value_heads": 32, "key_head_dim": 128, "value_head_dim": 128,
+                          "conv_kernel": 4, "kind": "kda"},
+     "moe": {"experts": 256, "experts_per_token": 8, "expert_intermediate": 1024, "shared_intermediate": 1024,
+             "first_dense_layers": 1}},
+    max_context=1_048_576,
+)
 WHISPER_TURBO = SpeechModelSpec(
     slug="whisper-large-v3-turbo", name="Whisper large-v3-turbo", parameters=808_878_080, decoder_layers=4,
     d_model=1280, attention_heads=20, max_source_positions=1500, max_target_positions=448,
@@ -193,6 +203,42 @@ def test_qwen3_next_keeps_a_fixed_state_on_its_linear_layers():
     assert eight_bit["Recurrent state, linear-attention layers"].bytes == 39_518_208  # stays 16-bit
 
 
+def test_kimi_linear_caches_a_latent_on_seven_layers_and_a_float32_state_on_twenty():
+    """Kimi-Linear-48B-A3B, 16-bit, 32,768 tokens × 2 requests. linear_attn_config: full_attn_layers 4, 8,
+    …, 24, 27 (1-based), the other 20 Kimi Delta Attention.
+
+    latent   7 layers × (512 + 64) × 2 B × 32,768 × 2 = 528,482,304 B (8,064 B per token)
+    KDA      20 layers × [(4 − 1) × 12,288 conv channels (q, k, v: 3 × 32 × 128) × 2 B
+                          + 32 heads × 128 × 128 × 4 B (float32)] × 2
+             = 20 × (73,728 + 2,097,152) × 2 = 86,835,200 B, whatever the context
+    The NoPE latent layers rotate nothing: no cos/sin cache under vLLM.
+    """
+    breakdown = estimate_inference(KIMI_LINEAR, 16, 32_768, 2)
+    by_name = items(breakdown)
+    latent = by_name["KV cache, latent attention (MLA)"]
+    state = by_name["Recurrent state, linear-attention layers"]
+    assert latent.bytes == 528_482_304 and "unrotated" in latent.formula
+    assert state.bytes == 86_835_200 and "× 4 bytes" in state.formula
+    assert items(estimate_inference(KIMI_LINEAR, 16, 16, 2))["Recurrent state, linear-attention layers"].bytes \
+        == 86_835_200
+    eight_bit = items(estimate_inference(KIMI_LINEAR, 16, 32_768, 2, kv_bits=8))
+    assert eight_bit["KV cache, latent attention (MLA)"].bytes == 528_482_304 // 2
+    assert eight_bit["Recurrent state, linear-attention layers"].bytes == 86_835_200  # not the KV precision
+    assert any("Kimi Delta Attention" in line and "float32" in line for line in breakdown.assumptions)
+
+
+def test_kimi_delta_attention_layers_count_as_transformers_builds_them():
+    """One KDA layer (hidden 2,304, 32 heads of 128, kernel 4): q, k, v 3 × 4,096 × 2,304; one depthwise
+    convolution 12,288 × 4; f_a, g_a 128 × 2,304 each; f_b, g_b 4,096 × 128 each; b 32 × 2,304; o 2,304 ×
+    4,096; dt_bias 4,096, A_log 32, o_norm 128 = 39,514,272. Twenty of them: 790,285,440. One latent layer
+    (no q_lora): q 32 × 192 × 2,304, kv_a 576 × 2,304, kv_a_layernorm 512, kv_b 32 × 256 × 512, o 2,304 ×
+    4,096 = 29,114,880; seven: 203,804,160."""
+    counted = count_parameters(KIMI_LINEAR)
+    assert counted.of("linear_attention") == 790_285_440
+    assert counted.of("attention") == 203_804_160
+    assert counted.total == 49_122_675_072 and counted.active == 3_484_453_248
+
+
 def test_whisper_large_v3_turbo_caches_four_decoder_layers():
     """Whisper large-v3-turbo, 16-bit, 1 stream. Four decoder layers of d_model 1,280: 2 × 4 × 1,280 × 2 B
     = 20,480 B per position.
@@ -221,7 +267,7 @@ def test_kv_cache_precision_is_16_or_8_bit():
 
 
 def test_fine_tuning_refuses_attention_the_lora_sizing_does_not_cover():
-    for model in (DEEPSEEK_V3, QWEN3_NEXT):
+    for model in (DEEPSEEK_V3, QWEN3_NEXT, KIMI_LINEAR):
         with pytest.raises(SizingError) as error:
             estimate("finetune", model, 16, 2048, 1, None)
         assert error.value.field == "model" and "not sized here" in error.value.message
@@ -230,3 +276,13 @@ def test_fine_tuning_refuses_attention_the_lora_sizing_does_not_cover():
 def test_gib_figures_of_the_reference_examples():
     assert round(4_831_838_208 / GIB, 3) == 4.5
     assert round(9_210_691_584 / GIB, 3) == 8.578
+
+
+def test_a_linear_attention_kind_the_catalog_does_not_size_is_refused_naming_it():
+    linear = {"key_heads": 2, "value_heads": 2, "key_head_dim": 8, "value_head_dim": 8, "conv_kernel": 4}
+    with pytest.raises(SizingError) as error:
+        architecture_from_dict({"layer_pattern": "LF", "linear_attention": {**linear, "kind": "mamba2"}})
+    assert "linear_attention.kind" in error.value.message
+    read = architecture_from_dict({"layer_pattern": "LF", "linear_attention": {**linear, "kind": "kda"}})
+    assert read.linear_attention is not None and read.linear_attention.kind == "kda"
+    assert architecture_from_dict(read.as_dict()) == read

@@ -10,12 +10,14 @@ from sizing.calculators.vllm import (
     NON_TORCH_BYTES,
     VllmSettings,
     kv_layout,
+    model_flags,
     serve_command,
     vllm_budget,
 )
 from sizing.calculators.vllm_versions import parse_version
 from sizing.errors import SizingError
 from sizing.units import GIB
+from tests.accuracy.vllm_startup import language_spec
 from tests.sizing import models
 from tests.sizing.models import LLAMA_3_1_8B
 
@@ -149,6 +151,22 @@ def test_the_command_carries_every_flag_that_changes_memory():
         "--max-model-len 8192 --max-num-seqs 4 --gpu-memory-utilization 0.95 --max-num-batched-tokens 4096 "
         "--kv-cache-dtype fp8 --quantization bitsandbytes"
     )
+
+
+def test_latent_layers_among_kimi_delta_layers_cache_per_token_and_keep_a_state_per_request():
+    """Kimi-Linear over 2 GPUs: its 7 latent layers form one group of 16-token blocks of 576 values, whole
+    on every GPU (16 × 576 × 2 = 18,432 bytes per block and layer); its 20 KDA layers keep, per request,
+    (3 × 12,288 conv values ÷ 2 × 2 bytes + 32 ÷ 2 heads × 128 × 128 × 4 bytes) × 20 = 21,708,800 bytes.
+    Its repository's tokenizer is code: the command carries --trust-remote-code."""
+    kimi = language_spec("kimi-linear-48b-a3b")
+    budget = vllm_budget(kimi, 16, 16, settings(tensor_parallel=2))
+    layout = budget.layout
+    assert (layout.page_bytes, layout.group_size, layout.groups) == (18_432, 7, (("F", 1),))
+    assert layout.state_bytes_per_request == 21_708_800
+    assert layout.request_bytes(32_768) == 2_048 * 7 * 18_432 + 21_708_800
+    command = serve_command(kimi.hf_id or "", budget, model_flags=model_flags(kimi))
+    assert command.startswith("vllm serve moonshotai/Kimi-Linear-48B-A3B-Instruct --trust-remote-code ")
+    assert model_flags(LLAMA_3_1_8B) == ()
 
 
 @pytest.mark.parametrize(("changes", "field"), [

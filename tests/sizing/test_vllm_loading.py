@@ -37,7 +37,7 @@ def test_the_kernel_follows_the_gpu_marlin_on_hopper_and_ampere_flashinfer_on_b2
 
 
 def test_marlin_pads_the_expert_width_per_gpu_to_128_and_the_hidden_size_to_256():
-    loaded = mxfp4_loaded(GPT_OSS_20B, 2, HOPPER)
+    loaded = mxfp4_loaded(GPT_OSS_20B, 2, mxfp4_kernel(HOPPER))
     assert (loaded.width, loaded.padded_width) == (1440, 1536)
     assert (loaded.hidden, loaded.padded_hidden) == (2880, 3072)
     # per expert: 3 × 1,536 × 3,072 values × (½ + 1/32) bytes + (2 × 1,536 + 3,072) bf16 biases
@@ -94,9 +94,9 @@ def test_blackwell_pads_the_experts_more_than_marlin_and_amd_less():
     flashinfer = budget(GPT_OSS_120B, gpu=B200, gpu_memory_bytes=180 * GIB).weights.bytes
     rocm = budget(GPT_OSS_120B, gpu=MI300X, gpu_memory_bytes=180 * GIB).weights.bytes
     assert rocm < marlin < flashinfer
-    loaded = mxfp4_loaded(GPT_OSS_120B, 1, B200)
+    loaded = mxfp4_loaded(GPT_OSS_120B, 1, mxfp4_kernel(B200))
     assert (loaded.padded_width, loaded.padded_hidden) == (3072, 3072)
-    assert mxfp4_loaded(GPT_OSS_120B, 1, MI300X).padded_hidden == 2944
+    assert mxfp4_loaded(GPT_OSS_120B, 1, mxfp4_kernel(MI300X)).padded_hidden == 2944
 
 
 def test_sixteen_bit_gpt_oss_is_its_parameters_twice_whatever_the_gpu():
@@ -115,7 +115,7 @@ def test_the_wizard_s_vllm_breakdown_sizes_mxfp4_experts_through_marlin_and_says
     from sizing.calculators.vllm_inference import estimate_vllm
 
     breakdown = estimate_vllm(GPT_OSS_120B, 4, 8192, 1)
-    assert breakdown.items[0].bytes == mxfp4_loaded(GPT_OSS_120B, 1, None).group_bytes + GPT_OSS_ROTARY
+    assert breakdown.items[0].bytes == mxfp4_loaded(GPT_OSS_120B, 1, mxfp4_kernel(None)).group_bytes + GPT_OSS_ROTARY
     assert any("Marlin" in words for words in breakdown.assumptions)
     sixteen = estimate_vllm(GPT_OSS_120B, 16, 8192, 1)
     assert not any("Marlin" in words for words in sixteen.assumptions)

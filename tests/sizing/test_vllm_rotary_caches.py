@@ -43,6 +43,17 @@ def test_mla_rotates_only_its_rotary_part_of_the_head():
     assert rotary_caches(language_spec("deepseek-v3")).width == 64
 
 
+def test_nope_latent_attention_builds_no_rotary_cache():
+    """Kimi-Linear's latent layers rotate nothing (mla_use_nope): its 1,048,576 positions cost no cache,
+    and its weights are the checkpoint alone, 49,122,675,072 × 2 bytes ÷ 2 GPUs."""
+    kimi = language_spec("kimi-linear-48b-a3b")
+    assert rotary_caches(kimi).bytes == 0
+    weights = vllm_budget(kimi, 16, 16, settings(tensor_parallel=2)).weights
+    assert weights.bytes == 49_122_675_072
+    assert "no rotary cos/sin cache" in weights.formula
+    assert parse_config(json.dumps(configs.KIMI_LINEAR))["architecture"]["no_rope"] is True
+
+
 def test_a_partial_rotary_factor_narrows_the_cache():
     assert rotary_caches(language_spec("qwen3-next-80b-a3b")).width == 64
     assert rotary_caches(language_spec("glm-4-5-air")).width == 64

@@ -407,6 +407,20 @@ def test_gpt_oss_120b_on_a_b200_loads_its_experts_at_flashinfer_s_padding(client
     assert blackwell["fits"] is True and blackwell["command"].startswith("vllm serve openai/gpt-oss-120b")
 
 
+def test_kimi_linear_starts_with_its_repositorys_code_and_keeps_its_state_outside_the_blocks(client, small_fleet):
+    """Kimi-Linear over two H100s at 131,072 tokens: 45.75 GiB of weights per GPU, no rotary cache (NoPE);
+    its tokenizer is its repository's code, so the command carries --trust-remote-code. SGLang's what-if
+    does not size its linear-attention state and says so."""
+    status, body = capacity(client, "model=kimi-linear-48b-a3b&gpu=H100%20SXM%2080GB&tensor_parallel=2"
+                                    "&max_model_len=131072")
+    assert status == 200, body
+    assert body["fits"] is True and body["weights_gib"] == pytest.approx(45.75, abs=0.01)
+    assert "no rotary cos/sin cache" in body["items"][0]["formula"]
+    assert body["command"].startswith("vllm serve moonshotai/Kimi-Linear-48B-A3B-Instruct --trust-remote-code ")
+    status, body = capacity(client, "model=kimi-linear-48b-a3b&engine=sglang&tensor_parallel=2")
+    assert status == 422 and "model" in body["errors"]
+
+
 def test_the_answer_names_the_vllm_release_it_assumed_and_its_budget_rules(client, small_fleet):
     _, default = capacity(client, H100)
     assert default["engine_version"] == "0.31.0"

@@ -122,3 +122,15 @@ def test_the_api_sizes_and_recommends_every_new_image_pipeline(client, big_fleet
     assert any(name.startswith("Text encoder") for name in names)
     assert any(name.startswith("Autoencoder") for name in names)
     assert body["machines"], slug
+
+
+def test_kimi_linears_rows_start_it_with_its_repositorys_code_and_size_its_state(client, big_fleet):
+    """Under vLLM every row's command of Kimi-Linear carries --trust-remote-code (its tokenizer is code in
+    its repository); the budget holds the latent cache and the Kimi Delta Attention state."""
+    body = client.get("/api/v1/recommendations?" + query_for("kimi-linear-48b-a3b", engine="vllm")).json()
+    commands = [machine["command"] for machine in body["machines"] if machine["command"]]
+    assert commands and all(" --trust-remote-code " in command for command in commands)
+    kv = next(item for item in body["memory"]["items"] if item["name"] == "KV cache (vLLM blocks)")
+    # 7 latent layers in blocks of 16 tokens of 576 values; 20 KDA layers' 43,417,600-byte state
+    assert "× 7 layers × 18,432 bytes per block and layer" in kv["formula"]
+    assert "1 request × 43,417,600 bytes of linear-attention state" in kv["formula"]

@@ -235,7 +235,7 @@ def test_the_market_hint_reads_as_much_whatever_the_fleet(models_and_gpus):
     statements as an empty answer under any market (no wider market to count), and the rows its
     openings read do not grow with the fleet."""
     now = timezone.now()
-    random_fleet(random.Random(11), 60, now)
+    random_fleet(random.Random(2), 60, now)
     on_demand = recommendation_for(parse(LLAMA_8B), now=now).recommendation.machines[0].hourly_price
     interruptible = recommendation_for(parse(LLAMA_8B + "&market=interruptible"), now=now)
     cheapest = interruptible.recommendation.machines[0].hourly_price
