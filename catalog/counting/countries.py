@@ -56,9 +56,9 @@ def meeting_by_country_many(queries: list[FleetQuery]) -> list[list[CountryCount
     # some probe of it may count (`_could_count`) go on to the fits and countries.
     rows, rows_values = _rows_asked(queries)
     params |= rows_values
-    # Fixed SQL and integers; every value is a parameter.
-    # The rows asked first, in a subquery of their own (OFFSET 0), so that the rule's checks and the
-    # laterals run only on the rows some probe may count: the planner would check the rule first.
+    # Fixed SQL and integers; every value is a parameter. The rows asked are read first, in a subquery
+    # of their own (OFFSET 0), so that the rule's checks and the laterals run only on the rows some probe
+    # may count (the planner would check the rule first).
     sql = (
         f"SELECT m.country, {', '.join(columns)} "  # noqa: S608  # nosec B608
         f"FROM (SELECT * FROM {fleet_counts.SHAPES} m WHERE {rows} OFFSET 0) AS m {shared.from_sql()} "

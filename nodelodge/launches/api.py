@@ -97,7 +97,9 @@ class LaunchIn(BodyIn):
     ))] | None = None
 
 
-class LaunchOut(Schema):
+class BookingOut(Schema):
+    """What a booking says of itself, alone or in a group."""
+
     id: int
     machine_id: int
     provider: str
@@ -107,10 +109,13 @@ class LaunchOut(Schema):
     market: str
     price_per_gpu_hour: str
     price_per_hour: str
-    bid_per_gpu_hour: str | None
     status: str
     started_at: str
     ends_at: str | None
+
+
+class LaunchOut(BookingOut):
+    bid_per_gpu_hour: str | None
     result_url: str
     idempotency_key: str
 
@@ -125,19 +130,7 @@ class LaunchRefusedOut(Schema):
     result_url: str
 
 
-class LaunchGroupBookingOut(Schema):
-    id: int
-    machine_id: int
-    provider: str
-    provider_machine_id: str
-    gpu_type: str
-    gpus: int
-    market: str
-    price_per_gpu_hour: str
-    price_per_hour: str
-    status: str
-    started_at: str
-    ends_at: str | None
+class LaunchGroupBookingOut(BookingOut):
     ended_at: str | None
 
 
