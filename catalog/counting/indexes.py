@@ -11,9 +11,10 @@ from sizing.markets import DEFAULT_MARKET
 
 # Tests whose checks the indexes' condition holds, and the condition each passes on.
 INDEXED_TESTS = {IS_SET: "{column} IS NULL", IS_FALSE: "{column}"}
-# What a band walk reads of a machine besides its price: in the index, it filters on the entries alone.
+# What a band walk reads of a machine besides its price: in the index, it filters on the entries alone
+# (the GPU type for the workloads fitted by kind of GPU, `catalog.counting.gpu_kinds`).
 WALK_COLUMNS = ("memory_per_gpu_mib", "free_gpus", "tier", "country", "last_seen_at", "provider_id",
-                "provider_machine_id", "id", "reliability")
+                "provider_machine_id", "id", "reliability", "gpu_type_id")
 
 
 def indexed_condition() -> str:

@@ -1,4 +1,4 @@
--- Frozen: migration 0028 undone. The GPU types' trigger goes, and the fleet shapes are made and counted
+-- Frozen: migration 0029 undone. The GPU types' trigger goes, and the fleet shapes are made and counted
 -- again as migration 0026 left them (without the kind of GPU).
 
 DROP TRIGGER IF EXISTS catalog_fleet_kinds_changed ON catalog_gputype;

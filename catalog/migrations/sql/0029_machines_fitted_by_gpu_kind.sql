@@ -1,4 +1,4 @@
--- Frozen: migration 0028 (MXFP4 experts fitted by the kind of GPU). The fleet shapes keep each machine's
+-- Frozen: migration 0029 (MXFP4 experts fitted by the kind of GPU). The fleet shapes keep each machine's
 -- kind of GPU (the place of the MoE kernel its GPU type loads MXFP4 experts through), a GPU type whose
 -- kind changes counts every machine again, and the kept tables are made anew and counted again;
 -- never today's generators.

@@ -1,0 +1,26 @@
+-- Frozen: migration 0030. The band walks' indexes carry each machine's GPU type: a walk of a workload
+-- fitted by kind of GPU (gpt-oss's MXFP4 experts) reads it from the index entries, not the machine's row.
+
+DROP INDEX IF EXISTS catalog_machine_offer_cover_idx;
+
+CREATE INDEX catalog_machine_offer_cover_idx ON catalog_machine (price_per_gpu_hour) INCLUDE (memory_per_gpu_mib, free_gpus, tier, country, last_seen_at, provider_id, provider_machine_id, id, reliability, gpu_type_id) WHERE gone_at IS NULL AND is_available AND provider_is_active;
+
+DROP INDEX IF EXISTS catalog_machine_country_price_idx;
+
+CREATE INDEX catalog_machine_country_price_idx ON catalog_machine (country, price_per_gpu_hour) INCLUDE (memory_per_gpu_mib, free_gpus, tier, last_seen_at, provider_id, provider_machine_id, id, reliability, gpu_type_id) WHERE gone_at IS NULL AND is_available AND provider_is_active;
+
+DROP INDEX IF EXISTS catalog_machine_interruptible_offer_cover_idx;
+
+CREATE INDEX catalog_machine_interruptible_offer_cover_idx ON catalog_machine (interruptible_allowed_price) INCLUDE (memory_per_gpu_mib, free_gpus, tier, country, last_seen_at, provider_id, provider_machine_id, id, reliability, gpu_type_id) WHERE gone_at IS NULL AND is_available AND provider_is_active;
+
+DROP INDEX IF EXISTS catalog_machine_interruptible_country_price_idx;
+
+CREATE INDEX catalog_machine_interruptible_country_price_idx ON catalog_machine (country, interruptible_allowed_price) INCLUDE (memory_per_gpu_mib, free_gpus, tier, last_seen_at, provider_id, provider_machine_id, id, reliability, gpu_type_id) WHERE gone_at IS NULL AND is_available AND provider_is_active;
+
+DROP INDEX IF EXISTS catalog_machine_any_offer_cover_idx;
+
+CREATE INDEX catalog_machine_any_offer_cover_idx ON catalog_machine (any_market_price) INCLUDE (memory_per_gpu_mib, free_gpus, tier, country, last_seen_at, provider_id, provider_machine_id, id, reliability, gpu_type_id) WHERE gone_at IS NULL AND is_available AND provider_is_active;
+
+DROP INDEX IF EXISTS catalog_machine_any_country_price_idx;
+
+CREATE INDEX catalog_machine_any_country_price_idx ON catalog_machine (country, any_market_price) INCLUDE (memory_per_gpu_mib, free_gpus, tier, last_seen_at, provider_id, provider_machine_id, id, reliability, gpu_type_id) WHERE gone_at IS NULL AND is_available AND provider_is_active;
