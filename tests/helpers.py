@@ -17,6 +17,20 @@ LLAMA_8B_QLORA = "workload=finetune&model=llama-3-1-8b&precision=4&context=4096&
 LLAMA_8B_TOO_BIG = "workload=inference&model=llama-3-1-8b&precision=16&context=131072&requests=2000"
 
 
+class RowsRead:
+    """A `connection.execute_wrapper` that counts the rows the statements return to Python."""
+
+    def __init__(self) -> None:
+        self.rows = 0
+
+    def __call__(self, execute, sql, params, many, context):
+        result = execute(sql, params, many, context)
+        cursor = context["cursor"]
+        if cursor.description is not None:
+            self.rows += max(cursor.rowcount, 0)
+        return result
+
+
 def llama_8b(**fields: object) -> str:
     """The example query with fields changed in place or added at the end, written as given (never
     encoded): llama_8b(context=8192, requests=4, engine="vllm"), llama_8b(requests="NaN")."""

@@ -16,6 +16,7 @@ from catalog.clusters import MACHINES_PER_SITE
 from nodelodge.recommendations.clusters import clusters_for
 from nodelodge.recommendations.estimate import estimate_for
 from tests.differential import parse
+from tests.helpers import RowsRead
 
 pytestmark = pytest.mark.django_db
 
@@ -26,20 +27,6 @@ SITES = 6
 # What a market may read besides on demand's: nothing today (the same statements, one row per site, the
 # same machines for the clusters shown); a constant, never a share of the fleet.
 EXTRA_ROWS = 0
-
-
-class RowsRead:
-    """Counts the rows the statements return to Python."""
-
-    def __init__(self) -> None:
-        self.rows = 0
-
-    def __call__(self, execute, sql, params, many, context):
-        result = execute(sql, params, many, context)
-        cursor = context["cursor"]
-        if cursor.description is not None:
-            self.rows += max(cursor.rowcount, 0)
-        return result
 
 
 def work(query_string: str, now) -> tuple[int, int, int]:

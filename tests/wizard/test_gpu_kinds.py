@@ -16,7 +16,7 @@ from django.test.utils import CaptureQueriesContext
 from catalog.models import Machine
 from nodelodge.recommendations.answer import recommendation_for
 from tests.differential import parse
-from tests.wizard.test_market_bounded import RowsRead
+from tests.helpers import RowsRead
 
 # gpt-oss-120b at 131,072 tokens × 19 requests: one GPU needs 181,253 MiB through Marlin and 184,315
 # through FlashInfer; two need 95,553 through either (`tests/sizing/test_gpu_kinds.py`).

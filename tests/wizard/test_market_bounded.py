@@ -14,27 +14,13 @@ from django.utils import timezone
 from catalog.models import Machine
 from nodelodge.recommendations.answer import recommendation_for
 from tests.differential import parse, random_fleet
-from tests.helpers import LLAMA_8B
+from tests.helpers import LLAMA_8B, RowsRead
 
 pytestmark = pytest.mark.postgresql(
     reason="the kept counts answer on PostgreSQL; on SQLite the engine reads the fleet, as for every market"
 )
 
 COPIES = 9  # the fleet grown tenfold: each machine again, at the same figures, under other ids
-
-
-class RowsRead:
-    """Counts the statements run and the rows they return to Python."""
-
-    def __init__(self) -> None:
-        self.rows = 0
-
-    def __call__(self, execute, sql, params, many, context):
-        result = execute(sql, params, many, context)
-        cursor = context["cursor"]
-        if cursor.description is not None:
-            self.rows += max(cursor.rowcount, 0)
-        return result
 
 
 def work(query_string: str, now) -> tuple[int, int]:
