@@ -16,17 +16,13 @@ import brotli
 from django.conf import settings
 
 from catalog.models import Machine
+from nodelodge.recommendations.parameters import PARAMETERS
 from tests.factories import make_machine, make_provider
 
 REPO = Path(settings.BASE_DIR)
 
-# The query parameters of the wizard and the API; every 400 must name one of them.
-QUERY_FIELDS = (
-    "workload", "model", "precision", "context", "requests", "memory_gib",
-    "budget", "max_price", "tier", "countries", "limit", "kv_cache",
-    "sort", "gpu", "min_memory_gib", "confidence", "group", "page",
-    "target_tokens", "efficiency", "redundancy",
-)
+# The query's parameters as it declares them (workload first); every 400 names one of them.
+QUERY_FIELDS = tuple(parameter.name for parameter in PARAMETERS)
 
 
 def add_fleet() -> dict[str, Machine]:

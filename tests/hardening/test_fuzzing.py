@@ -42,6 +42,22 @@ VALID_VALUES = {
     "target_tokens": ["1000", "20000", "180000"],
     "efficiency": ["75", "50", "100"],
     "redundancy": ["0", "1", "3"],
+    "engine": ["transformers", "vllm", "sglang", "llamacpp", "ollama"],
+    "quantization": ["", "Q4_K_M", "Q8_0", "IQ4_XS", "F16"],
+    "engine_version": ["", "0.19", "0.9.2", "0.21"],
+    "cudagraph_estimate": ["", "on", "off"],
+    "skip_vision_tower": ["", "on", "off"],
+    "gradient_checkpointing": ["on", "off", "offload"],
+    "loss": ["full", "fused", "chunked"],
+    "lora_rank": ["8", "64", "1024"],
+    "lora_targets": ["attention", "qv", "mlp", "all"],
+    "adapter": ["lora", "dora"],
+    "optimizer": ["adamw", "adamw8bit"],
+    "base_format": ["nf4", "gptq"],
+    "market": ["on_demand", "interruptible", "any"],
+    "min_reliability": ["0", "0.9", "1"],
+    "gpu_plans": ["", "on"],
+    "clusters": ["auto", "show"],
 }
 HOSTILE = [
     "", " ", "0", "-1", "-0", "+5", "1e309", "-1e309", "1e-400", "NaN", "nan", "inf", "-inf",
@@ -52,6 +68,10 @@ HOSTILE = [
     "unknown-model", "llama-3-1-8b\x00", "LLAMA-3-1-8B", "😀,EU",
 ]
 COUNTRY_CODES = ["DE", "FR", "US", "CH", "PL", "NL", "JP", "BR", "ZA", "EU", "zz", "??", ""]
+
+
+def test_the_fuzzers_draw_every_declared_input():
+    assert set(VALID_VALUES) == set(QUERY_FIELDS)
 
 
 def values_for(field: str):
