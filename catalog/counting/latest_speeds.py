@@ -8,7 +8,10 @@ speed measured on each machine on its own GPU type, with the machine's columns t
 the fit and the preferences read. Worked out at request time that is a join of every speed of the
 model (about 15,000 at 100,000 machines) with its machine and a sort for the latest of each; here it
 is one row per (machine, model, precision) in `catalog_latestspeed`, with everything the answer
-shows of it, so a request filters and reads one table and sorts only ties.
+shows of it, so a request filters and reads one table and sorts only ties. Indexed by model and
+precision, speed class, memory per GPU and price (under each market preference, whose prices are kept
+beside the listed one), with what a plan's walk reads: a plan reads each class's cheapest entries in
+order and stops (`catalog.counting.speeds.speed_rows_counted`).
 
 What "latest" means is written once (`latest_sql`): the tests' scan (`tests/catalog/scan_oracle.py`)
 and the kept table use the same statement. The table holds every machine the rule
@@ -27,18 +30,26 @@ from __future__ import annotations
 from django.db import connection
 
 from catalog import availability, preferences
+from catalog.counting.indexes import indexed_condition
 from catalog.counting.layout import layout
+from catalog.market_columns import MARKET_PRICE_COLUMNS
+from sizing.markets import DEFAULT_MARKET
 from sizing.offers import MEASUREMENT_FIELDS
 from sizing.preferences import MACHINE_FIELDS
 
 TABLE = "catalog_latestspeed"
 # The machine's columns kept beside the speed: those the availability rule reads, then what the fit,
-# the preferences and the order of machines read.
+# the preferences and the order of machines read, then its price under each market preference.
 MACHINE_COLUMNS = tuple(dict.fromkeys([
     *availability.COLUMNS.values(), *(preferences.COLUMNS[field] for field in MACHINE_FIELDS),
     "price_per_gpu_hour", "provider_id", "provider_machine_id",
-    "gpu_type_id", "region",
+    "gpu_type_id", "region", *MARKET_PRICE_COLUMNS.values(),
 ]))
+# What a plan's walk reads besides the index's keys (`catalog.counting.speeds.speed_rows_counted`): the
+# availability rule's figures, the preferences' columns, the order's ties and what a chosen row shows,
+# so that the walks and the count read the index entries alone.
+WALK_COLUMNS = ("last_seen_at", "country", "free_gpus", "tier", "reliability", "provider_id",
+                "provider_machine_id", "machine_id", "speed_id", "region")
 # The speed, with what the answer shows of the measurement.
 # (The columns' order is the installed table's: the date comes before the rest of the measurement.)
 SPEED_COLUMNS = (
@@ -72,11 +83,32 @@ def install_sql() -> list[str]:
         f"CREATE TABLE {TABLE} AS {layout(latest_sql('FALSE'))} WITH NO DATA",
         f"ALTER TABLE {TABLE} ADD PRIMARY KEY (model_slug, precision, machine_id)",
         f"CREATE INDEX {TABLE}_machine_idx ON {TABLE} (machine_id)",
+        *walk_indexes_sql(),
         *functions_sql(),
         *_triggers("catalog_machine", "machines", "catalog_latest_speed_machines()"),
         *_triggers("catalog_measuredspeed", "speeds", "catalog_latest_speed_speeds()"),
         "SELECT catalog_latest_speed_rebuild()",
     ]
+
+
+def walk_index_condition() -> str:
+    """The machines the walk indexes hold: those the availability rule's flag checks let through."""
+    return indexed_condition()
+
+
+def walk_indexes_sql() -> list[str]:
+    """The indexes a plan walks each speed class on, in the price order of each market preference
+    (`catalog.market_columns`): the machines the rule's flag checks let through (as the band walks'
+    indexes, `catalog.counting.indexes`), by model and precision, class (figure, GPUs measured, GPU
+    type) and price. The classes are found by skipping through any of them."""
+    statements = []
+    for choice, price in MARKET_PRICE_COLUMNS.items():
+        name = f"{TABLE}_walk_idx" if choice == DEFAULT_MARKET else f"{TABLE}_{choice}_walk_idx"
+        statements.append(
+            f"CREATE INDEX {name} ON {TABLE} (model_slug, precision, value, gpus, gpu_type_id, "
+            f"memory_per_gpu_mib, {price}) INCLUDE ({', '.join(WALK_COLUMNS)}) WHERE {walk_index_condition()}"
+        )
+    return statements
 
 
 def functions_sql() -> list[str]:

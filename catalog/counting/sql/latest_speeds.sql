@@ -9,7 +9,7 @@ s.measured_by AS measured_by, s.source AS source, m.gone_at AS gone_at, m.is_ava
 m.provider_is_active AS provider_is_active, m.last_seen_at AS last_seen_at, m.country AS country, m.memory_per_gpu_mib AS memory_per_gpu_mib,
 m.free_gpus AS free_gpus, m.tier AS tier, m.reliability AS reliability, m.price_per_gpu_hour AS price_per_gpu_hour,
 m.provider_id AS provider_id, m.provider_machine_id AS provider_machine_id, m.gpu_type_id AS gpu_type_id,
-m.region AS region
+m.region AS region, m.interruptible_allowed_price AS interruptible_allowed_price, m.any_market_price AS any_market_price
 FROM catalog_measuredspeed s
 JOIN catalog_machine m ON m.id = s.machine_id
 WHERE s.unit = 'tokens/s' AND s.gpu_type_id + 0 = m.gpu_type_id AND (FALSE)
@@ -18,6 +18,12 @@ ORDER BY s.machine_id, s.model_slug, s.precision, s.measured_at DESC, s.value / 
 ALTER TABLE catalog_latestspeed ADD PRIMARY KEY (model_slug, precision, machine_id);
 
 CREATE INDEX catalog_latestspeed_machine_idx ON catalog_latestspeed (machine_id);
+
+CREATE INDEX catalog_latestspeed_walk_idx ON catalog_latestspeed (model_slug, precision, value, gpus, gpu_type_id, memory_per_gpu_mib, price_per_gpu_hour) INCLUDE (last_seen_at, country, free_gpus, tier, reliability, provider_id, provider_machine_id, machine_id, speed_id, region) WHERE gone_at IS NULL AND is_available AND provider_is_active;
+
+CREATE INDEX catalog_latestspeed_interruptible_walk_idx ON catalog_latestspeed (model_slug, precision, value, gpus, gpu_type_id, memory_per_gpu_mib, interruptible_allowed_price) INCLUDE (last_seen_at, country, free_gpus, tier, reliability, provider_id, provider_machine_id, machine_id, speed_id, region) WHERE gone_at IS NULL AND is_available AND provider_is_active;
+
+CREATE INDEX catalog_latestspeed_any_walk_idx ON catalog_latestspeed (model_slug, precision, value, gpus, gpu_type_id, memory_per_gpu_mib, any_market_price) INCLUDE (last_seen_at, country, free_gpus, tier, reliability, provider_id, provider_machine_id, machine_id, speed_id, region) WHERE gone_at IS NULL AND is_available AND provider_is_active;
 
 CREATE OR REPLACE FUNCTION catalog_latest_speed_machines() RETURNS trigger
 LANGUAGE plpgsql AS $fn$
@@ -30,15 +36,16 @@ BEGIN
         INSERT INTO catalog_latestspeed (machine_id, speed_id, model_slug, precision, value, gpus, measured_at,
             engine, engine_version, concurrency, input_tokens, output_tokens, measured_by, source, gone_at,
             is_available, provider_is_active, last_seen_at, country, memory_per_gpu_mib, free_gpus, tier,
-            reliability, price_per_gpu_hour, provider_id, provider_machine_id, gpu_type_id, region) SELECT DISTINCT ON (s.machine_id,
-            s.model_slug, s.precision) m.id AS machine_id, s.id AS speed_id, s.model_slug AS model_slug,
-        s.precision AS precision, s.value AS value, s.gpus AS gpus, s.measured_at AS measured_at, s.engine AS engine,
-        s.engine_version AS engine_version, s.concurrency AS concurrency, s.input_tokens AS input_tokens,
-        s.output_tokens AS output_tokens, s.measured_by AS measured_by, s.source AS source, m.gone_at AS gone_at,
-        m.is_available AS is_available, m.provider_is_active AS provider_is_active, m.last_seen_at AS last_seen_at,
-        m.country AS country, m.memory_per_gpu_mib AS memory_per_gpu_mib, m.free_gpus AS free_gpus, m.tier AS tier,
-        m.reliability AS reliability, m.price_per_gpu_hour AS price_per_gpu_hour, m.provider_id AS provider_id,
-        m.provider_machine_id AS provider_machine_id, m.gpu_type_id AS gpu_type_id, m.region AS region
+            reliability, price_per_gpu_hour, provider_id, provider_machine_id, gpu_type_id, region, interruptible_allowed_price,
+            any_market_price) SELECT DISTINCT ON (s.machine_id, s.model_slug, s.precision) m.id AS machine_id,
+        s.id AS speed_id, s.model_slug AS model_slug, s.precision AS precision, s.value AS value, s.gpus AS gpus,
+        s.measured_at AS measured_at, s.engine AS engine, s.engine_version AS engine_version, s.concurrency AS concurrency,
+        s.input_tokens AS input_tokens, s.output_tokens AS output_tokens, s.measured_by AS measured_by,
+        s.source AS source, m.gone_at AS gone_at, m.is_available AS is_available, m.provider_is_active AS provider_is_active,
+        m.last_seen_at AS last_seen_at, m.country AS country, m.memory_per_gpu_mib AS memory_per_gpu_mib,
+        m.free_gpus AS free_gpus, m.tier AS tier, m.reliability AS reliability, m.price_per_gpu_hour AS price_per_gpu_hour,
+        m.provider_id AS provider_id, m.provider_machine_id AS provider_machine_id, m.gpu_type_id AS gpu_type_id,
+        m.region AS region, m.interruptible_allowed_price AS interruptible_allowed_price, m.any_market_price AS any_market_price
         FROM catalog_measuredspeed s
         JOIN catalog_machine m ON m.id = s.machine_id
         WHERE s.unit = 'tokens/s' AND s.gpu_type_id + 0 = m.gpu_type_id AND (s.machine_id IN (SELECT id
@@ -71,15 +78,16 @@ BEGIN
     INSERT INTO catalog_latestspeed (machine_id, speed_id, model_slug, precision, value, gpus, measured_at,
         engine, engine_version, concurrency, input_tokens, output_tokens, measured_by, source, gone_at,
         is_available, provider_is_active, last_seen_at, country, memory_per_gpu_mib, free_gpus, tier,
-        reliability, price_per_gpu_hour, provider_id, provider_machine_id, gpu_type_id, region) SELECT DISTINCT ON (s.machine_id,
-        s.model_slug, s.precision) m.id AS machine_id, s.id AS speed_id, s.model_slug AS model_slug, s.precision AS precision,
-    s.value AS value, s.gpus AS gpus, s.measured_at AS measured_at, s.engine AS engine, s.engine_version AS engine_version,
-    s.concurrency AS concurrency, s.input_tokens AS input_tokens, s.output_tokens AS output_tokens, s.measured_by AS measured_by,
-    s.source AS source, m.gone_at AS gone_at, m.is_available AS is_available, m.provider_is_active AS provider_is_active,
+        reliability, price_per_gpu_hour, provider_id, provider_machine_id, gpu_type_id, region, interruptible_allowed_price,
+        any_market_price) SELECT DISTINCT ON (s.machine_id, s.model_slug, s.precision) m.id AS machine_id,
+    s.id AS speed_id, s.model_slug AS model_slug, s.precision AS precision, s.value AS value, s.gpus AS gpus,
+    s.measured_at AS measured_at, s.engine AS engine, s.engine_version AS engine_version, s.concurrency AS concurrency,
+    s.input_tokens AS input_tokens, s.output_tokens AS output_tokens, s.measured_by AS measured_by, s.source AS source,
+    m.gone_at AS gone_at, m.is_available AS is_available, m.provider_is_active AS provider_is_active,
     m.last_seen_at AS last_seen_at, m.country AS country, m.memory_per_gpu_mib AS memory_per_gpu_mib,
     m.free_gpus AS free_gpus, m.tier AS tier, m.reliability AS reliability, m.price_per_gpu_hour AS price_per_gpu_hour,
     m.provider_id AS provider_id, m.provider_machine_id AS provider_machine_id, m.gpu_type_id AS gpu_type_id,
-    m.region AS region
+    m.region AS region, m.interruptible_allowed_price AS interruptible_allowed_price, m.any_market_price AS any_market_price
     FROM catalog_measuredspeed s
     JOIN catalog_machine m ON m.id = s.machine_id
     WHERE s.unit = 'tokens/s' AND s.gpu_type_id + 0 = m.gpu_type_id AND (s.machine_id IN (SELECT id
@@ -103,15 +111,16 @@ BEGIN
     INSERT INTO catalog_latestspeed (machine_id, speed_id, model_slug, precision, value, gpus, measured_at,
         engine, engine_version, concurrency, input_tokens, output_tokens, measured_by, source, gone_at,
         is_available, provider_is_active, last_seen_at, country, memory_per_gpu_mib, free_gpus, tier,
-        reliability, price_per_gpu_hour, provider_id, provider_machine_id, gpu_type_id, region) SELECT DISTINCT ON (s.machine_id,
-        s.model_slug, s.precision) m.id AS machine_id, s.id AS speed_id, s.model_slug AS model_slug, s.precision AS precision,
-    s.value AS value, s.gpus AS gpus, s.measured_at AS measured_at, s.engine AS engine, s.engine_version AS engine_version,
-    s.concurrency AS concurrency, s.input_tokens AS input_tokens, s.output_tokens AS output_tokens, s.measured_by AS measured_by,
-    s.source AS source, m.gone_at AS gone_at, m.is_available AS is_available, m.provider_is_active AS provider_is_active,
+        reliability, price_per_gpu_hour, provider_id, provider_machine_id, gpu_type_id, region, interruptible_allowed_price,
+        any_market_price) SELECT DISTINCT ON (s.machine_id, s.model_slug, s.precision) m.id AS machine_id,
+    s.id AS speed_id, s.model_slug AS model_slug, s.precision AS precision, s.value AS value, s.gpus AS gpus,
+    s.measured_at AS measured_at, s.engine AS engine, s.engine_version AS engine_version, s.concurrency AS concurrency,
+    s.input_tokens AS input_tokens, s.output_tokens AS output_tokens, s.measured_by AS measured_by, s.source AS source,
+    m.gone_at AS gone_at, m.is_available AS is_available, m.provider_is_active AS provider_is_active,
     m.last_seen_at AS last_seen_at, m.country AS country, m.memory_per_gpu_mib AS memory_per_gpu_mib,
     m.free_gpus AS free_gpus, m.tier AS tier, m.reliability AS reliability, m.price_per_gpu_hour AS price_per_gpu_hour,
     m.provider_id AS provider_id, m.provider_machine_id AS provider_machine_id, m.gpu_type_id AS gpu_type_id,
-    m.region AS region
+    m.region AS region, m.interruptible_allowed_price AS interruptible_allowed_price, m.any_market_price AS any_market_price
     FROM catalog_measuredspeed s
     JOIN catalog_machine m ON m.id = s.machine_id
     WHERE s.unit = 'tokens/s' AND s.gpu_type_id + 0 = m.gpu_type_id AND (TRUE)
