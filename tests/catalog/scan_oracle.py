@@ -16,7 +16,6 @@ from catalog.counting import availability_sql, fit_sql, fleet, fleet_counts, gpu
 # Bound here: a test may stand a comparing wrapper in for the modules' functions.
 from catalog.counting.fleet import counted_fleet as kept_counted_fleet
 from catalog.counting.fleet_query import FleetQuery
-from catalog.counting.speeds import speed_rows_counted as kept_speed_rows_counted
 from catalog.market_columns import MARKET_PRICE_COLUMNS
 from sizing import reasons
 
@@ -125,7 +124,26 @@ def counted_fleet(query: FleetQuery) -> fleet.FleetCount:
 
 
 def speed_rows_counted(query: speeds.SpeedQuery) -> tuple[list[speeds.SpeedRow], int]:
-    """`speeds.speed_rows_counted` with each machine's latest speed worked out from the speeds and
-    machines (the statement the kept table's triggers run) instead of read from the kept table."""
+    """`speeds.speed_rows_counted` worked out as it was before the class walks: windows over every
+    fitting speed row, each machine's latest speed worked out from the speeds and machines (the
+    statement the kept table's triggers run) instead of read from the kept table."""
     source = f"({latest_speeds.latest_sql('s.model_slug = %s AND s.precision = %s')})"
-    return kept_speed_rows_counted(query, source=source, source_params=(query.model_slug, query.precision))
+    fitting, fitting_params = speeds.fitting_sql(query, source, (query.model_slug, query.precision))
+    counted = f"(SELECT *, COUNT(*) OVER () AS counted FROM {fitting}) AS f"
+    chosen, chosen_params = speeds.chosen_sql(query, counted, "counted")
+    if not chosen:
+        return [], 0
+    # Each part reads the fitting rows with their own values.
+    params: list = []
+    parts = iter(chosen_params)
+    if query.target is not None:
+        params += [next(parts), next(parts), next(parts), *fitting_params]
+    if query.keep > 0:
+        params += [*fitting_params, next(parts)]
+    sql = (
+        f"SELECT {speeds.CHOSEN_SELECT} FROM ({' UNION '.join(chosen)}) AS r "  # noqa: S608  # nosec B608
+        f"{speeds.CHOSEN_JOINS} ORDER BY r.machine_id"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return speeds.as_speed_rows(cursor.fetchall())

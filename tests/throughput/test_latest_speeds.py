@@ -53,7 +53,7 @@ PLANS = [
     "&target_tokens=9000&sort=price_per_million_tokens&limit=3",
 ]
 PREFERENCES = ["", "&tier=secure", "&tier=community&max_price=3", "&max_price=1.5&budget=6", "&countries=EU",
-               "&countries=DE,US&budget=12"]
+               "&countries=DE,US&budget=12", "&market=interruptible", "&market=any&max_price=1.5&budget=6"]
 
 
 @pytest.fixture
