@@ -435,6 +435,7 @@ def render() -> str:
     files = gguf.checks()
     sglang_start_ups = sglang.verdicts()
     unhanded = not_handed.verdicts()
+    unhanded_gguf = not_handed.gguf_verdicts()
     body = PAGE_TEMPLATE.read_text(encoding="utf-8")
     return (body.replace("{{SUMMARY}}", summary(results))
                 .replace("{{HERE_SUMMARY}}", summary(here, "measurements of ours"))
@@ -460,6 +461,8 @@ def render() -> str:
                 .replace("{{SGLANG_TABLE}}", sglang.table(sglang_start_ups))
                 .replace("{{NOT_HANDED_SUMMARY}}", not_handed.summary(unhanded))
                 .replace("{{NOT_HANDED_TABLE}}", not_handed.table(unhanded))
+                .replace("{{NOT_HANDED_GGUF_SUMMARY}}", not_handed.gguf_summary(unhanded_gguf))
+                .replace("{{NOT_HANDED_GGUF_TABLE}}", not_handed.gguf_table(unhanded_gguf))
                 .replace("{{COMMAND}}", COMMAND))
 
 
