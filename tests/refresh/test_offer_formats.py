@@ -214,9 +214,8 @@ def test_prime_availability():
          "a prepaid offer without an on-demand offer of the same machine (datacrunch/8H100.80S.176V.30D/FIN-01/8) in "
          "the answer; the console keeps a reserved price beside a machine's on-demand price"),
         ("hyperstack/NVIDIA_H100_SXM5_80GB/CANADA-1/8/prepaid",
-         "another prepaid offer of the same machine is kept, cheaper or as cheap and first "
-         "(hyperstack/NVIDIA_H100_SXM5_80GB/CANADA-1/8/prepaid: 1.9200 USD per GPU-hour for 90 days); a machine "
-         "has one reserved price"),
+         "a cheaper prepaid offer of the same machine is kept (H100_80GB[5]: 1.9200 USD per GPU-hour for 90 "
+         "days); a machine has one reserved price"),
         ("runpod/h100-80gb-pcie/US-KS-2/1/prepaid", "prepaidTime 129600 s is not a whole number of days"),
         ("tensordock/a100-80gb-nomem/DE-FRA-1/1", "GPU memory is missing (gpuMemory)"),
         ("oblivus/a100-80gb-free/US-NY-1/1", "prices.onDemand must be above zero, got 0"),
@@ -234,7 +233,8 @@ def test_prime_availability_paginated_answer_reads_the_same():
     paged = parse("prime-availability", json.dumps({"items": items, "totalCount": len(items)}).encode())
 
     assert machines(paged) == machines(legacy) and reserved(paged) == reserved(legacy)
-    assert refused(paged) == refused(legacy)
+    # The same refusals; the prepaid offer kept is named by its place in each answer.
+    assert refused(paged) == [(id_, reason.replace("H100_80GB[5]", "items[5]")) for id_, reason in refused(legacy)]
     assert [r.where for r in paged.rejected] == ["items[3]", "items[4]", "items[6]", "items[8]", "items[9]",
                                                  "items[10]"]
 
@@ -334,8 +334,10 @@ def test_of_two_prepaid_offers_as_cheap_the_first_is_kept():
     parsed = parse_prime(ON_DEMAND, prepaid_offer(16.0, term=2_592_000), prepaid_offer(16.0, term=7_776_000))
 
     assert reserved(parsed) == [(D("2.0000"), 30)]
+    assert refused(parsed) == [(MACHINE + "/prepaid", (
+        "an as cheap and earlier prepaid offer of the same machine is kept (items[1]: 2.0000 USD per GPU-hour "
+        "for 30 days); a machine has one reserved price"))]
     assert [r.where for r in parsed.rejected] == ["items[2]"]
-    assert "cheaper or as cheap and first" in parsed.rejected[0].reason
 
 
 def test_a_prepaid_spot_offer_does_not_join_the_spot_machine():

@@ -86,9 +86,8 @@ def test_primes_prepaid_offer_lands_as_its_machines_reserved_price(feed_server, 
          "a prepaid offer without an on-demand offer of the same machine (datacrunch/8H100.80S.176V.30D/FIN-01/8) "
          "in the answer; the console keeps a reserved price beside a machine's on-demand price"),
         ("hyperstack/NVIDIA_H100_SXM5_80GB/CANADA-1/8/prepaid",
-         "another prepaid offer of the same machine is kept, cheaper or as cheap and first "
-         "(hyperstack/NVIDIA_H100_SXM5_80GB/CANADA-1/8/prepaid: 1.9200 USD per GPU-hour for 90 days); a machine "
-         "has one reserved price"),
+         "a cheaper prepaid offer of the same machine is kept (H100_80GB[5]: 1.9200 USD per GPU-hour for 90 "
+         "days); a machine has one reserved price"),
         ("runpod/h100-80gb-pcie/US-KS-2/1/prepaid", "prepaidTime 129600 s is not a whole number of days"),
     ]
     # A prepaid offer's refusal names no machine: the on-demand machine beside it was applied and stays live.

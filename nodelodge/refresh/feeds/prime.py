@@ -131,7 +131,7 @@ def add_reserved_prices(parsed: ParsedFeed, offers: list[tuple[str, object]]) ->
             reserved = _reserved(offer, where, label)
             machine = machine_key(offer)
             if machine not in machines:
-                shown = machine[:MAX_ID_SHOWN]
+                shown = machine[:base.MAX_ID_LENGTH]
                 raise RecordRejected(
                     f"a prepaid offer whose on-demand offer ({shown}) was refused" if machine in refused else
                     f"a prepaid offer without an on-demand offer of the same machine ({shown}) in the "
@@ -140,7 +140,9 @@ def add_reserved_prices(parsed: ParsedFeed, offers: list[tuple[str, object]]) ->
             held = kept.get(machine)
             if held is not None:
                 cheaper, other = (reserved, held) if reserved.price < held.price else (held, reserved)
-                parsed.rejected.append(RejectedRecord(other.label, _not_kept(cheaper), other.where))
+                parsed.rejected.append(
+                    RejectedRecord(other.label, _not_kept(cheaper, cheaper.price < other.price), other.where)
+                )
                 reserved = cheaper
             kept[machine] = reserved
         except RecordRejected as rejection:
@@ -163,11 +165,13 @@ def _reserved(offer, where: str, label: str | None) -> _Reserved:
     return _Reserved(offer_price(offer, count), term_days, where, label)
 
 
-def _not_kept(kept: _Reserved) -> str:
+def _not_kept(kept: _Reserved, cheaper: bool) -> str:
+    """Why a machine's other prepaid offer is refused, naming the one kept by its place in the answer
+    (both have the machine's id)."""
+    which = "a cheaper" if cheaper else "an as cheap and earlier"
     return (
-        f"another prepaid offer of the same machine is kept, cheaper or as cheap and first "
-        f"({kept.label or kept.where}: {kept.price} USD per GPU-hour for {kept.term_days} days); a machine "
-        "has one reserved price"
+        f"{which} prepaid offer of the same machine is kept ({kept.where}: {kept.price} USD per GPU-hour "
+        f"for {kept.term_days} days); a machine has one reserved price"
     )
 
 
@@ -181,7 +185,6 @@ def _usable_id(offer) -> str | None:
 # A prepaid offer's id in the sync history: its machine's, marked so it names no machine of its own (a
 # refused record's id keeps its machine as it was; this one must not keep the on-demand machine).
 PREPAID_SUFFIX = "/prepaid"
-MAX_ID_SHOWN = 120
 
 
 def machine_key(offer) -> str:
