@@ -70,10 +70,12 @@ ARCHITECTURES: dict[str, dict[str, Any]] = {
     "llama4_text": {"tied": False},
     "gpt_oss": {"tied": False, "conventions": {"qkv_bias": True, "o_bias": True, "sinks": True}},
     "deepseek_v3": {"tied": False},
-    "kimi_k2": {"tied": False},
+    # Kimi's tokenizer (tiktoken) is code in the model's repository: the engines load it only with
+    # --trust-remote-code (`remote_code`), as the vLLM recipes start these models.
+    "kimi_k2": {"tied": False, "remote_code": True},
     # KimiLinearConfig (Kimi-Linear): latent attention among Kimi Delta Attention layers, its context as
     # model_max_length (transformers maps max_position_embeddings to it).
-    "kimi_linear": {"tied": False},
+    "kimi_linear": {"tied": False, "remote_code": True},
     "glm4_moe": {"tied": False},
     # SeedOssConfig: biases on q, k and v (attention_bias) and on the output (attention_out_bias) apart.
     "seed_oss": {"tied": False},
@@ -429,6 +431,7 @@ def parse_config(text: str) -> dict:
     layers = figures["layers"]
     architecture: dict = dict(known.get("conventions", {}))
     figures["tied_embeddings"] = bool(merged.get("tie_word_embeddings", known["tied"]))
+    figures["trust_remote_code"] = bool(known.get("remote_code", False))
     if model_type in ("llama", "mistral", "mixtral") and merged.get("attention_bias"):
         architecture.update(qkv_bias=True, o_bias=True)
     if model_type == "seed_oss":

@@ -140,13 +140,17 @@ def import_language_model(
 ) -> tuple[LanguageModel, bool]:
     """Create the LanguageModel `slug`, or update it, from a pasted config.json; returns (row, created).
 
-    The figures the config states (its architecture included) replace the stored ones. `parameters`
+    The figures the config states (its architecture included) replace the stored ones, and an
+    architecture that loads through its repository's code sets `trust_remote_code`. `parameters`
     wins; without it the count is recounted from the configuration's figures, module by module.
     Empty optional texts keep what is stored. Raises ConfigError for a text that is not a usable
     config.json and ValidationError for figures the model refuses; nothing is saved then.
     """
     figures = parse_config(config_text)
     recounted = figures.pop("parameters")
+    # An architecture whose loading runs the repository's code ticks the flag; a config never unticks
+    # what staff set (they may know of code the architecture table does not).
+    needs_remote_code = figures.pop("trust_remote_code")
     row = LanguageModel.objects.filter(slug=slug).first()
     created = row is None
     row = row or LanguageModel(slug=slug)
@@ -154,6 +158,7 @@ def import_language_model(
     for field, value in figures.items():
         setattr(row, field, value)
     row.parameters = parameters or recounted
+    row.trust_remote_code = row.trust_remote_code or needs_remote_code
     for field, value in (
         ("config_url", config_url), ("parameters_published", parameters_published), ("license", license),
     ):

@@ -244,6 +244,8 @@ CELERY_BEAT_SCHEDULE = {
 }
 # How long the refreshes' price and stock history is kept (nodelodge/refresh/history.py).
 PRICE_HISTORY_RETENTION_DAYS = int(os.environ.get("PRICE_HISTORY_RETENTION_DAYS", "90"))
+# A refresh samples the whole fleet into that history at most this often, across all providers.
+PRICE_HISTORY_SAMPLE_SECONDS = int(os.environ.get("PRICE_HISTORY_SAMPLE_SECONDS", "300"))
 
 # Watches (docs/guides/watches.md): how often each is checked at the latest, the public address its
 # e-mails and feeds link to, the webhook's retries (seconds before each) and when it is disabled.

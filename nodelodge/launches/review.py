@@ -69,6 +69,9 @@ class Review:
     # bid's default) and the most it may be (its on-demand price; None where it has none).
     bid_floor: Decimal | None = None
     bid_ceiling: Decimal | None = None
+    # Whether what the budget covers is worked out at the bid typed (above the floor), as Confirm books
+    # it; otherwise at the price per hour above, the floor where a bid is offered.
+    budget_at_bid: bool = False
     # The market each machine found is booked in, with its price (`booked_market`), by machine id.
     booked: dict[int, MarketPrice] = field(default_factory=dict)
 
@@ -117,9 +120,11 @@ class Review:
 
 
 def review(kind: str, machines, shown_price_per_hour: Decimal, query_string: str,
-           *, now: datetime | None = None) -> Review:
+           *, now: datetime | None = None, bid: Decimal | None = None) -> Review:
     """The review of `machines` ((machine id, GPUs) pairs) booked as `kind`. Raises GroupInputError for
-    unreadable input, and LaunchRefused when the result cannot be read (or a machine alone is gone)."""
+    unreadable input, and LaunchRefused when the result cannot be read (or a machine alone is gone).
+    `bid`: the bid per GPU-hour Confirm came back with, for a machine alone booked interruptible; above
+    the floor, the budget's cover is worked out at it, as the booking stores its hours."""
     pairs = check_request(kind, machines)
     query = parse_query(query_string)
     result_url = result_url_for(query)
@@ -138,9 +143,14 @@ def review(kind: str, machines, shown_price_per_hour: Decimal, query_string: str
               if machine_id in found}
     price = sum((booked[i].price_per_gpu_hour * gpus for i, gpus in pairs if i in booked), Decimal(0))
     limits = [limit for i, _g in pairs if i in found and (limit := found[i].booking_limit_hours)]
+    alone = booked.get(pairs[0][0]) if kind == ALONE else None
+    at_bid = (bid is not None and alone is not None and alone.market == INTERRUPTIBLE
+              and bid > alone.price_per_gpu_hour)
+    # The hourly price the budget pays: the bid's where Confirm books at it (`booking._book_locked`).
+    paid = bid * pairs[0][1] if at_bid and bid is not None else price
     cover = None
     if price or kind == ALONE:
-        cover = budget_cover(query.budget, price, min(limits) if limits else None)
+        cover = budget_cover(query.budget, paid, min(limits) if limits else None)
     return Review(
         kind=kind,
         machines=[(found.get(machine_id), machine_id, gpus) for machine_id, gpus in pairs],
@@ -154,6 +164,7 @@ def review(kind: str, machines, shown_price_per_hour: Decimal, query_string: str
         problem=problem,
         target_text=tokens_per_second_text(query.target_tokens) if query.target_tokens else None,
         booked=booked,
+        budget_at_bid=at_bid,
         **(_reported(found[pairs[0][0]], booked[pairs[0][0]]) if kind == ALONE and pairs[0][0] in found
            else {}),
     )

@@ -6,6 +6,7 @@ request gets an HX-Redirect to the same page instead, or the refusal as a fragme
 from __future__ import annotations
 
 import uuid
+from decimal import Decimal
 from typing import cast
 
 from django.contrib import messages
@@ -58,12 +59,13 @@ def review(request):
 
 
 def _review_page(request, data: dict, idempotency_key: str, *, bid_text: str | None = None,
-                 bid_error: str | None = None, status: int = 200):
+                 bid_error: str | None = None, status: int = 200, bid: Decimal | None = None):
     """The review of a machine alone: its bid (booked interruptible) at the floor, or as typed and
-    refused beside its field when Confirm came back with it (`bid_text`, `bid_error`)."""
+    refused beside its field when Confirm came back with it (`bid_text`, `bid_error`; `bid`, the bid
+    read, which what the budget covers is worked out at)."""
     try:
         summary = reviews.review(
-            ALONE, [(data["machine"], data["gpus"])], data["price_per_hour"], data["query"]
+            ALONE, [(data["machine"], data["gpus"])], data["price_per_hour"], data["query"], bid=bid
         )
     except LaunchRefused as refusal:
         context = {"refusal": refusal, "alternatives": [], "query_string": data["query"]}
@@ -128,7 +130,7 @@ def launch(request):
         )
     except BidRefused as refusal:  # a conflict with the machine now: nothing booked, nothing typed lost
         return _review_page(request, data, data["idempotency_key"], bid_text=typed_bid,
-                            bid_error=refusal.errors[BID_FIELD], status=422)
+                            bid_error=refusal.errors[BID_FIELD], status=422, bid=data[BID_FIELD])
     except LaunchRefused as refusal:
         alternatives = []
         if refusal.alternative is not None:

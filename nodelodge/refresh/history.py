@@ -1,8 +1,9 @@
 # SQL here is assembled from this module's constants, our own table's name and the ORM's compiled
 # query; every value travels as a parameter (ruff's S608 cannot tell).
 # ruff: noqa: S608
-"""The price and stock history the refreshes keep (`PriceHistory`): written by each refresh in one
-statement, aggregated in SQL; pruned past its retention by a periodic task.
+"""The price and stock history the refreshes keep (`PriceHistory`): a sample of the whole fleet written
+in one statement, aggregated in SQL, by at most one refresh every PRICE_HISTORY_SAMPLE_SECONDS; pruned
+past its retention by a periodic task.
 
 Writes only; the reads are `history_selectors`.
 """
@@ -11,15 +12,15 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import connection
+from django.db import connection, transaction
 from django.db.models import Case, IntegerField, Q, Value, When
 
 from catalog import database
 from catalog.availability import stale_cutoff
 from catalog.markets import market_prices
-from catalog.models import Machine, Provider
+from catalog.models import Machine
 
-from .models import ALL_COUNTRIES, PriceHistory
+from .models import ALL_COUNTRIES, HistorySampling, PriceHistory
 
 
 def hour_of(moment: datetime) -> datetime:
@@ -27,16 +28,11 @@ def hour_of(moment: datetime) -> datetime:
     return moment.replace(minute=0, second=0, microsecond=0)
 
 
-def _offers_sql(provider: Provider, now: datetime) -> tuple[str, tuple]:
-    """The live offers a refresh of `provider` sees, one row per machine and market it is offered in:
+def _offers_sql(now: datetime) -> tuple[str, tuple]:
+    """The live offers of the whole fleet, one row per machine and market it is offered in:
     (gpu_type_id, country, h_market, h_price, h_stock), as SQL and its parameters. Live: in the fleet,
-    its provider active, heard from within the stale window; in stock: available with a free GPU.
-    The GPU types are those the provider offers, now or before (its machines marked gone included),
-    across every provider."""
-    seen = Q(
-        gone_at__isnull=True, provider_is_active=True, last_seen_at__gte=stale_cutoff(now),
-        gpu_type_id__in=Machine.objects.filter(provider=provider).values("gpu_type_id"),
-    )
+    its provider active, heard from within the stale window; in stock: available with a free GPU."""
+    seen = Q(gone_at__isnull=True, provider_is_active=True, last_seen_at__gte=stale_cutoff(now))
     in_stock = Case(When(Q(is_available=True, free_gpus__gte=1), then=Value(1)), default=Value(0),
                     output_field=IntegerField())
     parts = [
@@ -82,11 +78,27 @@ _UPSERT = """
 """
 
 
-def record_price_history(provider: Provider, now: datetime) -> None:
-    """Adds what a refresh of `provider` sees now to the hour's history rows: one row per GPU type,
-    market and country (and one for every country at once), inserted or updated by one statement
-    whatever the fleet's size."""
-    offers, params = _offers_sql(provider, now)
+def sample_price_history(now: datetime) -> bool:
+    """Records the history (`record_price_history`) unless a refresh did within the last
+    PRICE_HISTORY_SAMPLE_SECONDS; returns whether this call did. Called inside a refresh's transaction:
+    the sampling row stays locked until it commits, and a refresh that finds it locked leaves the
+    sample to that one (PostgreSQL's SKIP LOCKED; SQLite has one writer at a time)."""
+    HistorySampling.objects.get_or_create(pk=1)
+    with transaction.atomic():
+        sampling = HistorySampling.objects.select_for_update(skip_locked=True).filter(pk=1).first()
+        interval = timedelta(seconds=settings.PRICE_HISTORY_SAMPLE_SECONDS)
+        if sampling is None or (sampling.sampled_at is not None and now - sampling.sampled_at < interval):
+            return False
+        record_price_history(now)
+        sampling.sampled_at = now
+        sampling.save(update_fields=["sampled_at"])
+        return True
+
+
+def record_price_history(now: datetime) -> None:
+    """Adds the fleet's live offers now to the hour's history rows: one row per GPU type, market and
+    country (and one for every country at once), inserted or updated by one statement."""
+    offers, params = _offers_sql(now)
     per_country = _RANKED.format(country="country", by_country=", country")
     every_country = _RANKED.format(country=f"'{ALL_COUNTRIES}'", by_country="")
     sql = _UPSERT.format(

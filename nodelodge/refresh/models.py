@@ -90,14 +90,14 @@ ALL_COUNTRIES = "*"
 
 class PriceHistory(models.Model):
     """One hour of a GPU type's offers in one country (ALL_COUNTRIES: all of them) and one market, as
-    the refreshes in that hour saw them (`services.record_price_history`). Bounded: one row per GPU
+    the refreshes in that hour sampled them (`history.sample_price_history`). Bounded: one row per GPU
     type, country, market and hour, kept PRICE_HISTORY_RETENTION_DAYS (`services.prune_price_history`).
 
-    Each refresh sees the offers live at that moment (in the fleet, provider active, not stale) of the
-    GPU types its provider offers, across every provider: `cheapest` is the lowest price any refresh
-    of the hour saw; `median`, `offers` and `offers_in_stock` are the hour's latest refresh's; and
-    `refreshes_with_stock` of `refreshes` saw at least one offer with a free GPU, so the share of
-    refreshes with stock is exact."""
+    A refresh samples the whole fleet's offers live at that moment (in the fleet, provider active, not
+    stale), at most once every PRICE_HISTORY_SAMPLE_SECONDS across all providers (`HistorySampling`):
+    `cheapest` is the lowest price any sampling refresh of the hour saw; `median`, `offers` and
+    `offers_in_stock` are the hour's latest sample's; and `refreshes_with_stock` of `refreshes` (the
+    sampling refreshes) saw at least one offer with a free GPU, so the share of them with stock is exact."""
 
     gpu_type = models.ForeignKey("catalog.GpuType", on_delete=models.CASCADE, related_name="+")
     market = models.CharField(max_length=16, choices=Market.choices)
@@ -109,7 +109,7 @@ class PriceHistory(models.Model):
     offers = models.PositiveIntegerField(help_text="Offers the hour's latest refresh saw.")
     offers_in_stock = models.PositiveIntegerField(help_text="Of them, available with a free GPU.")
     refreshes = models.PositiveIntegerField(
-        help_text="Refreshes in the hour that saw this GPU type's offers."
+        help_text="Sampling refreshes in the hour that saw this GPU type's offers."
     )
     refreshes_with_stock = models.PositiveIntegerField(help_text="Of them, those that saw a free GPU.")
     updated_at = models.DateTimeField()
@@ -126,3 +126,14 @@ class PriceHistory(models.Model):
 
     def __str__(self) -> str:
         return f"{self.gpu_type_id} {self.market} {self.country} {self.hour:%Y-%m-%d %H:00}"
+
+
+class HistorySampling(models.Model):
+    """When a refresh last sampled the price history: one row. A sample reads the whole fleet, so it is
+    taken at most once every PRICE_HISTORY_SAMPLE_SECONDS however many providers refresh
+    (`history.sample_price_history`), and the refreshes' work does not grow with their number."""
+
+    sampled_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"price history sampled at {self.sampled_at}"

@@ -32,6 +32,8 @@ def offer_entry(record: MachineRecord) -> dict:
         "price_per_gpu_hour": str(record.price_per_gpu_hour),
         "interruptible_price_per_gpu_hour": _text(record.interruptible_price_per_gpu_hour),
         "interruptible": record.interruptible,
+        "reserved_price_per_gpu_hour": _text(record.reserved_price_per_gpu_hour),
+        "reserved_term_days": record.reserved_term_days,
         "country": record.country or None,
         "region": record.region or None,
         "available": record.available,

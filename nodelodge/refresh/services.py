@@ -28,7 +28,7 @@ from .conflicts import SHAPE_FIELDS, Shape, keep_booked_shapes
 from .feeds import adapter_for
 from .feeds.base import FeedError, GpuTypeIndex, GpuTypeRef, MachineRecord, ParsedFeed, stock_level
 from .fetching import fetch_feed, seconds
-from .history import record_price_history
+from .history import sample_price_history
 from .models import SyncRun
 
 logger = logging.getLogger(__name__)
@@ -249,8 +249,9 @@ def apply_feed(provider: Provider, parsed: ParsedFeed, run: SyncRun, now: dateti
                 machine.free_gpus = 0
                 _count(run, machine, existing)
         _apply_speeds(provider, parsed, held_back={c.machine_id for c in conflicts if c.gpu_type_held_back})
-        # What this refresh saw goes into the hour's history, with the feed or not at all.
-        record_price_history(provider, now)
+        # The fleet as this refresh leaves it goes into the hour's history (with the feed or not at all),
+        # unless another refresh sampled it lately: a sample reads every machine.
+        sample_price_history(now)
         run.held_back = len(conflicts)
         run.held_back_details = [
             {"machine_id": conflict.machine_id, "reason": conflict.reason}

@@ -429,11 +429,13 @@ def render() -> str:
     others = verdicts(load(OTHER_CSV_PATH))
     here = verdicts(load(HERE_CSV_PATH))
     training = verdicts(load(TRAINING_CSV_PATH))
-    from tests.accuracy import gguf, mxfp4, rotary, sglang, vllm_startup
+    from tests.accuracy import gguf, mxfp4, not_handed, rotary, sglang, vllm_startup
 
     served = vllm_startup.verdicts()
     files = gguf.checks()
     sglang_start_ups = sglang.verdicts()
+    unhanded = not_handed.verdicts()
+    unhanded_gguf = not_handed.gguf_verdicts()
     body = PAGE_TEMPLATE.read_text(encoding="utf-8")
     return (body.replace("{{SUMMARY}}", summary(results))
                 .replace("{{HERE_SUMMARY}}", summary(here, "measurements of ours"))
@@ -457,6 +459,10 @@ def render() -> str:
                 .replace("{{GGUF_TABLE}}", gguf.table(files))
                 .replace("{{SGLANG_SUMMARY}}", sglang.summary(sglang_start_ups))
                 .replace("{{SGLANG_TABLE}}", sglang.table(sglang_start_ups))
+                .replace("{{NOT_HANDED_SUMMARY}}", not_handed.summary(unhanded))
+                .replace("{{NOT_HANDED_TABLE}}", not_handed.table(unhanded))
+                .replace("{{NOT_HANDED_GGUF_SUMMARY}}", not_handed.gguf_summary(unhanded_gguf))
+                .replace("{{NOT_HANDED_GGUF_TABLE}}", not_handed.gguf_table(unhanded_gguf))
                 .replace("{{COMMAND}}", COMMAND))
 
 

@@ -1,8 +1,8 @@
 """The price history page's figure: a GPU type's 30 days drawn from the history a fleet's refreshes
 keep (`python -m tests.bench --history-only`, the issue's 1,000,000 machines).
 
-The history is built as the refreshes build it: one refresh of each of the fleet's providers writes the
-current hour's rows (`record_price_history`, over every machine), and those rows are copied back over the
+The history is built as the refreshes build it: a sample writes the current hour's rows
+(`record_price_history`, over every machine), and those rows are copied back over the
 other 719 hours of the 30 days (and the 60 days before them, which the retention keeps and the page must
 not read), prices varied by the hour. Every GPU type, country and market the fleet offers then has 90
 days of hourly rows, as after three months of refreshes.
@@ -21,14 +21,12 @@ def build_history() -> int:
     from django.db import connection
     from django.utils import timezone
 
-    from catalog.models import Provider
     from nodelodge.refresh.history import hour_of, record_price_history
     from nodelodge.refresh.models import PriceHistory
 
     now = timezone.now()
     PriceHistory.objects.all().delete()
-    for provider in Provider.objects.filter(is_active=True).order_by("pk"):
-        record_price_history(provider, now)
+    record_price_history(now)
     with connection.cursor() as cursor:
         # Each earlier hour: the current hour's row, its prices moved by up to ±10 per cent with the hour of day.
         cursor.execute(

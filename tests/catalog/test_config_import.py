@@ -8,7 +8,7 @@ from catalog.hf_config import ConfigError
 from catalog.models import LanguageModel
 from catalog.services import import_language_model
 
-from .configs import LLAMA_LIKE_CONFIG
+from .configs import KIMI_LINEAR, LLAMA_LIKE_CONFIG
 
 pytestmark = pytest.mark.django_db
 
@@ -70,3 +70,17 @@ def test_figures_the_model_refuses_raise_a_validation_error_and_save_nothing():
         import_language_model(name="x" * 121, slug="too-long", config_text=json.dumps(LLAMA_LIKE_CONFIG))
     assert "name" in raised.value.message_dict
     assert not LanguageModel.objects.filter(slug="too-long").exists()
+
+
+def test_an_architecture_that_loads_through_its_repositorys_code_ticks_trust_remote_code():
+    row, _ = import_language_model(name="Kimi-Linear", slug="kimi-pasted", config_text=json.dumps(KIMI_LINEAR))
+    assert LanguageModel.objects.get(pk=row.pk).trust_remote_code is True
+    plain, _ = import_language_model(name="Plain", slug="plain", config_text=json.dumps(LLAMA_LIKE_CONFIG))
+    assert LanguageModel.objects.get(pk=plain.pk).trust_remote_code is False
+
+
+def test_a_config_never_unticks_trust_remote_code_that_staff_set():
+    row, _ = import_language_model(name="Own code", slug="own-code", config_text=json.dumps(LLAMA_LIKE_CONFIG))
+    LanguageModel.objects.filter(pk=row.pk).update(trust_remote_code=True)
+    import_language_model(name="Own code v2", slug="own-code", config_text=json.dumps(LLAMA_LIKE_CONFIG))
+    assert LanguageModel.objects.get(pk=row.pk).trust_remote_code is True

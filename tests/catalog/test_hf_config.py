@@ -91,7 +91,8 @@ from . import configs  # noqa: E402
 
 SHIPPED = {row["slug"]: row for row in LANGUAGE_MODELS}
 FIGURES = ("layers", "attention_heads", "kv_heads", "head_dim", "hidden_size", "intermediate_size",
-           "vocab_size", "max_context", "parameters", "active_parameters", "tied_embeddings")
+           "vocab_size", "max_context", "parameters", "active_parameters", "tied_embeddings",
+           "trust_remote_code")
 
 
 @pytest.mark.parametrize("slug", sorted(configs.BY_SLUG))
@@ -102,6 +103,7 @@ def test_pasting_a_modern_config_gives_the_shipped_row(slug):
     row = SHIPPED[slug]
     shipped = {name: row.get(name) for name in FIGURES}
     shipped["tied_embeddings"] = bool(shipped["tied_embeddings"])
+    shipped["trust_remote_code"] = bool(shipped["trust_remote_code"])
     assert {name: figures[name] for name in FIGURES} == shipped
     # The YaRN scaling a card documents is not in the config (which leaves it off): staff add it.
     from_card = {key: value for key, value in (row.get("architecture") or {}).items() if key != "yarn"}

@@ -1,7 +1,9 @@
 """A bid on an interruptible Launch: the review offers it at the machine's floor (its interruptible
 price) with what it means, Confirm books at the bid, and a bid below the floor or above the on-demand
 price at booking time, or on a machine booked on demand, is refused beside its field with nothing booked
-and nothing typed lost. Users racing with bids for an interruptible machine's last GPUs book exactly
+and nothing typed lost. What the budget covers is worked out at the bid wherever one above the floor
+is given (the review Confirm comes back to, the booking, My launches), and said to be at the floor
+before any. Users racing with bids for an interruptible machine's last GPUs book exactly
 those, each at its own bid; on PostgreSQL against its row locks, on SQLite against its write lock."""
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from catalog.models import Machine
 from nodelodge.launches.booking import LaunchOutcome, launch
 from nodelodge.launches.models import Booking
 from nodelodge.launches.refusals import BidRefused, GroupInputError, LaunchRefused
+from nodelodge.launches.review import review
 from tests.helpers import LLAMA_8B as QUERY
 from tests.helpers import race_outcomes
 
@@ -370,3 +373,118 @@ def test_the_bid_is_shown_on_my_launches_the_bookings_page_and_the_admin(client,
     client.force_login(get_user_model().objects.create_superuser("root", "root@example.com", "a-long-passphrase"))
     admin_list = client.get(admin_path).content.decode()
     assert "column-bid_per_gpu_hour" in admin_list and "0.7000" in admin_list
+
+
+# --- What the budget covers: at the bid, as the booking stores it -----------------------------------------
+
+BUDGET_QUERY = INTERRUPTIBLE_QUERY + "&budget=8"
+AT_THE_FLOOR = "At the floor price; a higher bid covers fewer hours."
+AT_THE_FLOOR_DE = "Zum Mindestgebot; ein höheres Gebot reicht für weniger Stunden."
+
+
+def budget_line(page: str) -> str:
+    """What the review's "Budget covers" says."""
+    return page.split('data-testid="review-budget">', 1)[1].split("</dd>", 1)[0]
+
+
+@pytest.mark.django_db
+def test_the_reviews_cover_at_a_bid_is_the_cover_the_booking_stores(small_catalog, make_user):
+    dual = dual_machine(small_catalog)
+
+    at_bid = review("alone", [(dual.pk, 1)], FLOOR, BUDGET_QUERY, bid=Decimal("0.80"))
+    at_floor = review("alone", [(dual.pk, 1)], FLOOR, BUDGET_QUERY)
+    booking = bid_launch(make_user(), dual, "0.80", query=BUDGET_QUERY, market="interruptible").booking
+
+    assert (at_bid.budget_at_bid, at_bid.hours_covered, at_bid.budget_text) == (
+        True, Decimal("10.00"), "$8.00 covers 10.0 hours at $0.80/h")
+    assert at_bid.hours_covered == booking.hours_covered
+    assert (at_floor.budget_at_bid, at_floor.hours_covered) == (False, Decimal("13.01"))  # $8 at the floor
+    assert at_bid.price_per_hour == at_floor.price_per_hour == FLOOR  # the price shown stays the floor's
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("bid", ["0.6149", "0.5"])
+def test_a_bid_not_above_the_floor_leaves_the_cover_at_the_floor(small_catalog, bid):
+    summary = review("alone", [(spot_machine(small_catalog).pk, 1)], FLOOR, QUERY + "&budget=8", bid=Decimal(bid))
+    assert (summary.budget_at_bid, summary.hours_covered) == (False, Decimal("13.01"))
+
+
+@pytest.mark.django_db
+def test_a_bid_on_a_machine_booked_on_demand_changes_no_cover(small_catalog):
+    machine = small_catalog.machine()  # on demand at $2.49: no bid is booked here
+    summary = review("alone", [(machine.pk, 1)], Decimal("2.49"), QUERY + "&budget=8", bid=Decimal("3"))
+    assert (summary.budget_at_bid, summary.hours_covered) == (False, Decimal("3.21"))
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("prefix", "cover", "note"), [
+    ("", "$8.00 covers 13.0 hours at $0.6149/h", AT_THE_FLOOR),
+    ("/de", "8,00 $ Budget reicht für 13,0 Stunden bei 0,6149 $/h", AT_THE_FLOOR_DE),
+])
+def test_the_review_before_any_bid_says_its_cover_is_at_the_floor(client, small_catalog, make_user, prefix, cover,
+                                                                  note):
+    client.force_login(make_user())
+
+    page = client.get(review_path(dual_machine(small_catalog), prefix=prefix, query=BUDGET_QUERY)).content.decode()
+
+    assert budget_line(page) == f'{cover} <span class="muted">{note}</span>'
+
+
+@pytest.mark.django_db
+def test_an_on_demand_review_says_nothing_of_a_floor(client, small_catalog, make_user):
+    client.force_login(make_user())
+    page = client.get(review_path(small_catalog.machine(), price="2.49", query=QUERY + "&budget=8")).content.decode()
+    assert budget_line(page) == "$8.00 covers 3.2 hours at $2.49/h"
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("prefix", "typed", "cover"), [
+    ("", "2.50", "$8.00 covers 3.2 hours at $2.50/h"),  # above the on-demand price: refused, covered at it
+    ("/de", "2,50", "8,00 $ Budget reicht für 3,2 Stunden bei 2,50 $/h"),
+])
+def test_confirm_refused_with_a_bid_above_the_floor_shows_the_cover_at_the_bid(
+    client, small_catalog, make_user, prefix, typed, cover
+):
+    client.force_login(make_user())
+
+    response = client.post(prefix + LAUNCH, confirm_data(dual_machine(small_catalog), typed, query=BUDGET_QUERY))
+
+    assert response.status_code == 422
+    assert budget_line(response.content.decode()) == cover  # no word of the floor: the bid is what it pays
+    assert not Booking.objects.exists()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("typed", "status"), [("0.5", 422), ("cheap", 400)])
+def test_confirm_back_with_a_bid_below_the_floor_or_unreadable_covers_at_the_floor(
+    client, small_catalog, make_user, typed, status
+):
+    client.force_login(make_user())
+
+    response = client.post(LAUNCH, confirm_data(dual_machine(small_catalog), typed, query=BUDGET_QUERY))
+
+    assert response.status_code == status
+    assert budget_line(response.content.decode()) == (
+        f'$8.00 covers 13.0 hours at $0.6149/h <span class="muted">{AT_THE_FLOOR}</span>')
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("prefix", "hours", "sentence"), [
+    ("", "10.00 h", "The budget covers 10.00 h at $0.80/h."),
+    ("/de", "10,00 Std.", "Das Budget reicht für 10,00 Std. bei 0,80 $/h."),
+])
+def test_my_launches_and_the_bookings_page_show_the_cover_at_the_bid(
+    client, small_catalog, make_user, prefix, hours, sentence
+):
+    user = make_user()
+    client.force_login(user)
+    confirmed = client.post(prefix + LAUNCH, confirm_data(dual_machine(small_catalog), "0,80" if prefix else "0.80",
+                                                          query=BUDGET_QUERY))
+    booking = Booking.objects.get()
+
+    listing = client.get(f"{prefix}/launches/").content.decode()
+    page = client.get(f"{prefix}/launches/{booking.pk}/stop/").content.decode()
+
+    assert confirmed.status_code == 303 and booking.hours_covered == Decimal("10.00")
+    assert f"{hours}</td>" in listing and "13.01" not in listing and "13,01" not in listing
+    assert f'<p class="muted" data-testid="booking-budget">{sentence}</p>' in page

@@ -19,7 +19,8 @@ SHORT = {
 }
 OFFER_KEYS = [
     "id", "gpu_type", "gpus", "memory_per_gpu_gib", "price_per_gpu_hour", "interruptible_price_per_gpu_hour",
-    "interruptible", "country", "region", "available", "available_gpus", "reliability", "stock",
+    "interruptible", "reserved_price_per_gpu_hour", "reserved_term_days", "country", "region", "available",
+    "available_gpus", "reliability", "stock",
 ]
 
 
@@ -76,7 +77,7 @@ def test_a_dry_run_shows_the_figures_the_console_has_no_place_for_yet(catalog):
     assert document["offers"][0] == {
         "id": "8123401", "gpu_type": "RTX 4090", "gpus": 2, "memory_per_gpu_gib": "23.98828125",
         "price_per_gpu_hour": "0.4006", "interruptible_price_per_gpu_hour": "0.2500", "interruptible": False,
-        "country": "SE", "region": "Sweden, SE", "available": True, "available_gpus": 2, "reliability": "0.9981",
+        "reserved_price_per_gpu_hour": None, "reserved_term_days": None, "country": "SE", "region": "Sweden, SE", "available": True, "available_gpus": 2, "reliability": "0.9981",
         "stock": None,
     }
     assert document["refused"][2] == {
@@ -87,6 +88,26 @@ def test_a_dry_run_shows_the_figures_the_console_has_no_place_for_yet(catalog):
     ))
     assert {offer["available_gpus"] for offer in lambda_document["offers"]} == {None, 0}  # capacity, not a count
     assert {offer["reliability"] for offer in lambda_document["offers"]} == {None}  # never invented
+
+
+@pytest.mark.django_db
+def test_a_dry_run_shows_a_prepaid_offer_as_its_machines_reserved_price(catalog):
+    document = json.loads(run_command(
+        "--format", "prime", "--dry-run", "--json", str(OFFER_FIXTURES / "prime_availability.json")
+    ))
+    text = run_command("--format", "prime", "--dry-run", str(OFFER_FIXTURES / "prime_availability.json"))
+
+    reserved = {offer["id"]: (offer["reserved_price_per_gpu_hour"], offer["reserved_term_days"])
+                for offer in document["offers"]}
+    assert reserved == {
+        "hyperstack/NVIDIA_H100_SXM5_80GB/CANADA-1/8": ("1.9200", 90), "runpod/h100-80gb-pcie/US-KS-2/1": (None, None),
+        "datacrunch/2H100.80S.30V/FIN-01/2/spot": (None, None), "lambdalabs/a100-80gb-sxm4-4x/us-west-1/4": (None, None),
+    }
+    assert {"record": "runpod/h100-80gb-pcie/US-KS-2/1/prepaid",
+            "reason": "prepaidTime 129600 s is not a whole number of days"} in document["refused"]
+    assert ("hyperstack/NVIDIA_H100_SXM5_80GB/CANADA-1/8: 8× H100 SXM 80GB, 80 GiB per GPU, $2.3900/GPU-h "
+            "(reserved $1.9200 for 90 days), ? free, CA") in text
+    assert text.rstrip().endswith("4 offers read, 6 refused; nothing changed.")
 
 
 @pytest.mark.django_db
@@ -121,7 +142,7 @@ def test_an_import_applies_the_offers_as_a_refresh_does(catalog):
 def test_an_import_in_words_names_each_refused_record(catalog):
     text = run_command("--format", "prime", "--provider", catalog.slug, str(OFFER_FIXTURES / "prime_availability.json"))
 
-    assert text.startswith("hosts-united: partial — 8 received, 4 added, 0 updated, 0 unchanged, 1 gone, 4 rejected")
+    assert text.startswith("hosts-united: partial — 11 received, 4 added, 0 updated, 0 unchanged, 1 gone, 6 rejected")
     assert "refused tensordock/a100-80gb-nomem/DE-FRA-1/1: GPU memory is missing (gpuMemory)" in text
 
 

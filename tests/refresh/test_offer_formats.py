@@ -38,6 +38,11 @@ def unplaced(parsed: ParsedFeed) -> list[tuple]:
     ]
 
 
+def reserved(parsed: ParsedFeed) -> list[tuple]:
+    """(reserved price per GPU-hour, term in days) of each machine."""
+    return [(r.reserved_price_per_gpu_hour, r.reserved_term_days) for r in parsed.records]
+
+
 def refused(parsed: ParsedFeed) -> list[tuple]:
     return [(r.machine_id, r.reason) for r in parsed.rejected]
 
@@ -202,14 +207,23 @@ def test_prime_availability():
         (None, None, "available", False), (None, None, "low", False), (D("1.0500"), None, "high", False),
         (None, None, "unavailable", False),
     ]
+    # The cheaper of hyperstack's two prepaid offers: 15.36 / 8 for 7,776,000 s, 90 days.
+    assert reserved(parsed) == [(D("1.9200"), 90), (None, None), (None, None), (None, None)]
     assert refused(parsed) == [
-        ("datacrunch/8H100.80S.176V.30D/FIN-01/8",
-         "a prepaid offer (prepaidTime 2592000): the console has no place for prepaid terms yet"),
+        ("datacrunch/8H100.80S.176V.30D/FIN-01/8/prepaid",
+         "a prepaid offer without an on-demand offer of the same machine (datacrunch/8H100.80S.176V.30D/FIN-01/8) in "
+         "the answer; the console keeps a reserved price beside a machine's on-demand price"),
+        ("hyperstack/NVIDIA_H100_SXM5_80GB/CANADA-1/8/prepaid",
+         "a cheaper prepaid offer of the same machine is kept (H100_80GB[5]: 1.9200 USD per GPU-hour for 90 "
+         "days); a machine has one reserved price"),
+        ("runpod/h100-80gb-pcie/US-KS-2/1/prepaid", "prepaidTime 129600 s is not a whole number of days"),
         ("tensordock/a100-80gb-nomem/DE-FRA-1/1", "GPU memory is missing (gpuMemory)"),
         ("oblivus/a100-80gb-free/US-NY-1/1", "prices.onDemand must be above zero, got 0"),
         ("tensordock/rtx3060-1x/US-TX-1/1",
          "unknown GPU name 'RTX3060_12GB PCIe' / 'RTX3060_12GB' (no GPU type or alias has it)"),
     ]
+    # Every offer is counted once: a machine, a refusal, or the reserved price kept.
+    assert (parsed.merged, parsed.received) == (1, 11)
 
 
 def test_prime_availability_paginated_answer_reads_the_same():
@@ -218,9 +232,122 @@ def test_prime_availability_paginated_answer_reads_the_same():
              for offer in offers]
     paged = parse("prime-availability", json.dumps({"items": items, "totalCount": len(items)}).encode())
 
-    assert machines(paged) == machines(legacy)
-    assert refused(paged) == refused(legacy)
-    assert [r.where for r in paged.rejected] == ["items[3]", "items[5]", "items[6]", "items[7]"]
+    assert machines(paged) == machines(legacy) and reserved(paged) == reserved(legacy)
+    # The same refusals; the prepaid offer kept is named by its place in each answer.
+    assert refused(paged) == [(id_, reason.replace("H100_80GB[5]", "items[5]")) for id_, reason in refused(legacy)]
+    assert [r.where for r in paged.rejected] == ["items[3]", "items[4]", "items[6]", "items[8]", "items[9]",
+                                                 "items[10]"]
+
+
+# --- Prime's prepaid offers: each its machine's reserved price -----------------------------------------
+
+ON_DEMAND = {
+    "cloudId": "h200-8x", "gpuType": "H100_80GB", "socket": "SXM5", "provider": "nebius", "dataCenter": "FI-1",
+    "country": "FI", "gpuCount": 8, "gpuMemory": 80, "stockStatus": "High",
+    "prices": {"onDemand": 24.0, "communityPrice": None, "currency": "USD"}, "isSpot": False, "prepaidTime": None,
+}
+MACHINE = "nebius/h200-8x/FI-1/8"
+
+
+def prepaid_offer(price=16.0, term=2_592_000, **changes) -> dict:
+    return ON_DEMAND | {"prices": {"onDemand": price, "currency": "USD"}, "prepaidTime": term} | changes
+
+
+def parse_prime(*offers) -> ParsedFeed:
+    return parse("prime-availability", json.dumps({"items": list(offers)}).encode())
+
+
+@pytest.mark.parametrize("offers", [
+    [ON_DEMAND, prepaid_offer()],
+    [prepaid_offer(), ON_DEMAND],  # the prepaid offer first: the same machine
+])
+def test_a_prepaid_offer_is_the_reserved_price_and_term_of_its_on_demand_machine(offers):
+    parsed = parse_prime(*offers)
+
+    assert [(r.provider_machine_id, r.price_per_gpu_hour, r.interruptible) for r in parsed.records] == [
+        (MACHINE, D("3.0000"), False)]
+    assert reserved(parsed) == [(D("2.0000"), 30)]  # 16.0 / 8 GPUs; 2,592,000 s is 30 days
+    assert (parsed.rejected, parsed.received) == ([], 2)
+
+
+@pytest.mark.parametrize(("term", "reason"), [
+    ("30 days", "prepaidTime '30 days' is not a number"),
+    (True, "prepaidTime must be a number, got True"),
+    ({"days": 30}, "prepaidTime must be a number, got {'days': 30}"),
+    (0, "prepaidTime must be above zero, got 0"),
+    (-2_592_000, "prepaidTime must be above zero, got -2592000"),
+    (3_600, "prepaidTime 3600 s is not a whole number of days"),
+    (2_592_000.5, "prepaidTime 2592000.5 s is not a whole number of days"),
+    (86_400 * 3_661, "prepaidTime 316310400 s is above 3,660 days"),
+    ("NaN", "prepaidTime must be a finite number"),
+])
+def test_a_malformed_prepaid_time_refuses_the_prepaid_offer_alone(term, reason):
+    parsed = parse_prime(ON_DEMAND, prepaid_offer(term=term))
+
+    assert [r.provider_machine_id for r in parsed.records] == [MACHINE]
+    assert reserved(parsed) == [(None, None)]  # the on-demand machine, without the term it could not read
+    assert refused(parsed) == [(MACHINE + "/prepaid", reason)]
+
+
+def test_the_longest_term_is_read_exactly():
+    parsed = parse_prime(ON_DEMAND, prepaid_offer(term="316224000"))  # 3,660 days in seconds, as text
+    assert reserved(parsed) == [(D("2.0000"), 3_660)]
+
+
+@pytest.mark.parametrize(("changes", "reason"), [
+    ({"prices": {"onDemand": 0, "currency": "USD"}}, "prices.onDemand must be above zero, got 0"),
+    ({"prices": {"onDemand": 16, "currency": "EUR"}}, "prices are in EUR; the console keeps USD"),
+    ({"prices": None}, "prices must be a JSON object, got NoneType"),
+    ({"isSpot": True}, "a prepaid offer marked isSpot: a prepaid term is not taken back"),
+    ({"isSpot": "no"}, "isSpot must be true or false, got 'no'"),
+])
+def test_a_prepaid_offer_with_a_bad_figure_is_refused_alone(changes, reason):
+    parsed = parse_prime(ON_DEMAND, prepaid_offer(**changes))
+
+    assert reserved(parsed) == [(None, None)]
+    assert [reason_ for _id, reason_ in refused(parsed)] == [reason]
+
+
+def test_a_prepaid_offer_without_its_on_demand_offer_is_refused_and_nothing_else_is_lost():
+    other = ON_DEMAND | {"cloudId": "h100-1x", "gpuCount": 1, "prices": {"onDemand": 2.5, "currency": "USD"}}
+
+    parsed = parse_prime(other, prepaid_offer(dataCenter="FI-2"))
+
+    assert [(r.provider_machine_id, r.reserved_price_per_gpu_hour) for r in parsed.records] == [
+        ("nebius/h100-1x/FI-1/1", None)]
+    assert refused(parsed) == [("nebius/h200-8x/FI-2/8/prepaid", (
+        "a prepaid offer without an on-demand offer of the same machine (nebius/h200-8x/FI-2/8) in the answer; "
+        "the console keeps a reserved price beside a machine's on-demand price"))]
+
+
+def test_a_prepaid_offer_whose_on_demand_offer_was_refused_says_so():
+    parsed = parse_prime(ON_DEMAND | {"gpuMemory": None}, prepaid_offer())
+
+    assert parsed.records == []
+    assert refused(parsed) == [
+        (MACHINE, "GPU memory is missing (gpuMemory)"),
+        (MACHINE + "/prepaid", f"a prepaid offer whose on-demand offer ({MACHINE}) was refused"),
+    ]
+
+
+def test_of_two_prepaid_offers_as_cheap_the_first_is_kept():
+    parsed = parse_prime(ON_DEMAND, prepaid_offer(16.0, term=2_592_000), prepaid_offer(16.0, term=7_776_000))
+
+    assert reserved(parsed) == [(D("2.0000"), 30)]
+    assert refused(parsed) == [(MACHINE + "/prepaid", (
+        "an as cheap and earlier prepaid offer of the same machine is kept (items[1]: 2.0000 USD per GPU-hour "
+        "for 30 days); a machine has one reserved price"))]
+    assert [r.where for r in parsed.rejected] == ["items[2]"]
+
+
+def test_a_prepaid_spot_offer_does_not_join_the_spot_machine():
+    spot = ON_DEMAND | {"isSpot": True, "prices": {"onDemand": 12.0, "currency": "USD"}}
+
+    parsed = parse_prime(spot, prepaid_offer(isSpot=True))
+
+    assert [(r.provider_machine_id, r.reserved_price_per_gpu_hour) for r in parsed.records] == [
+        (MACHINE + "/spot", None)]
+    assert refused(parsed) == [(MACHINE + "/spot/prepaid", "a prepaid offer marked isSpot: a prepaid term is not taken back")]
 
 
 @pytest.mark.parametrize(

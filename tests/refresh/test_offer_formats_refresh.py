@@ -45,9 +45,7 @@ def test_each_format_refreshes_through_the_feed_server(feed_server, shipped_gpu_
         offer_fixture(feed_format), provider_slug="x", gpu_types=gpu_type_index(), tier="secure"
     )
     assert run.status == SyncRun.Status.PARTIAL, run.error
-    assert (run.received, run.added, run.rejected) == (
-        len(parsed.records) + len(parsed.rejected), len(parsed.records), len(parsed.rejected)
-    )
+    assert (run.received, run.added, run.rejected) == (parsed.received, len(parsed.records), len(parsed.rejected))
     assert run.rejected_details == [r.as_dict() for r in parsed.rejected]
     assert landed(run) == sorted(
         (r.provider_machine_id, r.gpu_type.name, r.gpu_count, r.free_gpus, r.memory_mib, "datacenter", r.available,
@@ -71,6 +69,29 @@ def test_vast_offers_land_with_their_units_converted(feed_server, shipped_gpu_ty
         ("8123405", "dph_total must be above zero, got 0"),
         ("8123406", "unknown GPU name 'Titan Xp' (no GPU type or alias has it)"),
     ]
+
+
+@pytest.mark.django_db
+def test_primes_prepaid_offer_lands_as_its_machines_reserved_price(feed_server, shipped_gpu_types):
+    run = refreshed(feed_server, "prime-availability")
+
+    reserved = Machine.objects.filter(provider=run.provider, reserved_price_per_gpu_hour__isnull=False)
+    assert list(reserved.values_list("provider_machine_id", "price_per_gpu_hour", "reserved_price_per_gpu_hour",
+                                     "reserved_term_days")) == [
+        ("hyperstack/NVIDIA_H100_SXM5_80GB/CANADA-1/8", Decimal("2.3900"), Decimal("1.9200"), 90)]
+    # 11 offers: 4 machines, the reserved price kept and 6 refused, the prepaid ones each alone with its reason.
+    assert (run.received, run.added, run.rejected) == (11, 4, 6)
+    assert [(d["id"], d["reason"]) for d in run.rejected_details][:3] == [
+        ("datacrunch/8H100.80S.176V.30D/FIN-01/8/prepaid",
+         "a prepaid offer without an on-demand offer of the same machine (datacrunch/8H100.80S.176V.30D/FIN-01/8) "
+         "in the answer; the console keeps a reserved price beside a machine's on-demand price"),
+        ("hyperstack/NVIDIA_H100_SXM5_80GB/CANADA-1/8/prepaid",
+         "a cheaper prepaid offer of the same machine is kept (H100_80GB[5]: 1.9200 USD per GPU-hour for 90 "
+         "days); a machine has one reserved price"),
+        ("runpod/h100-80gb-pcie/US-KS-2/1/prepaid", "prepaidTime 129600 s is not a whole number of days"),
+    ]
+    # A prepaid offer's refusal names no machine: the on-demand machine beside it was applied and stays live.
+    assert Machine.objects.get(provider=run.provider, provider_machine_id="runpod/h100-80gb-pcie/US-KS-2/1").gone_at is None
 
 
 @pytest.mark.django_db

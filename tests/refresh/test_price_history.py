@@ -1,5 +1,5 @@
 """The price and stock history the refreshes keep: one row per GPU type, market, country and hour,
-written in one statement whatever the fleet, pruned past its retention."""
+sampled from the whole fleet in one statement at most once per interval, pruned past its retention."""
 from datetime import timedelta
 from decimal import Decimal
 
@@ -10,8 +10,8 @@ from django.utils import timezone
 
 from catalog.markets import Market, market_prices, markets_of
 from catalog.models import Machine
-from nodelodge.refresh.history import hour_of, prune_price_history, record_price_history
-from nodelodge.refresh.models import ALL_COUNTRIES, PriceHistory
+from nodelodge.refresh.history import hour_of, prune_price_history, record_price_history, sample_price_history
+from nodelodge.refresh.models import ALL_COUNTRIES, HistorySampling, PriceHistory
 from tests.factories import make_machine
 
 pytestmark = pytest.mark.django_db
@@ -34,7 +34,7 @@ def test_a_refresh_writes_one_row_per_type_market_and_country_and_one_for_every_
     make_machine(community, h100, price_per_gpu_hour=Decimal("0.90"), country="DE", interruptible=True)
     now = timezone.now()
 
-    record_price_history(secure, now)
+    record_price_history(now)
 
     assert rows(h100) == {
         ("on_demand", "DE"): (Decimal("2.0000"), Decimal("2.50000"), 3, 1, 1, 1),
@@ -51,18 +51,18 @@ def test_refreshes_in_the_same_hour_keep_the_lowest_price_the_latest_median_and_
     h100, secure = gpu_types["h100"], providers["secure"]
     now = timezone.now().replace(minute=5)
     machine = make_machine(secure, h100, price_per_gpu_hour=Decimal("2.00"), free_gpus=1, last_seen_at=now)
-    record_price_history(secure, now)
+    record_price_history(now)
     machine.price_per_gpu_hour, machine.free_gpus = Decimal("3.00"), 0
     for minutes in (20, 40):  # each refresh hears from the machine
         machine.last_seen_at = now + timedelta(minutes=minutes)
         machine.save()
-        record_price_history(secure, machine.last_seen_at)
+        record_price_history(machine.last_seen_at)
 
     # Three refreshes, one of them with stock: a share of 1/3, exact.
     assert rows(h100)[("on_demand", "DE")] == (Decimal("2.0000"), Decimal("3.00000"), 1, 0, 3, 1)
     # The next hour is a row of its own.
     Machine.objects.filter(pk=machine.pk).update(last_seen_at=now + timedelta(hours=1))
-    record_price_history(secure, now + timedelta(hours=1))
+    record_price_history(now + timedelta(hours=1))
     assert PriceHistory.objects.filter(gpu_type=h100, country="DE").count() == 2
 
 
@@ -76,20 +76,41 @@ def test_gone_stale_and_inactive_providers_offers_are_not_seen(gpu_types, provid
     community.save()
     make_machine(community, h100, price_per_gpu_hour=Decimal("0.70"))
 
-    record_price_history(secure, now)
+    record_price_history(now)
 
     assert rows(h100)[("on_demand", "DE")] == (Decimal("2.0000"), Decimal("2.00000"), 1, 1, 1, 1)
 
 
-def test_only_the_gpu_types_the_refreshed_provider_offers_are_observed(gpu_types, providers):
+def test_a_sample_observes_every_gpu_type_of_every_provider(gpu_types, providers):
     secure, community = providers["secure"], providers["community"]
     make_machine(secure, gpu_types["h100"])
     make_machine(community, gpu_types["rtx4090"])
 
-    record_price_history(secure, timezone.now())
+    record_price_history(timezone.now())
 
-    assert rows(gpu_types["rtx4090"]) == {}
+    assert len(rows(gpu_types["rtx4090"])) == 2
     assert len(rows(gpu_types["h100"])) == 2
+
+
+def test_a_refresh_samples_the_history_at_most_once_per_interval(gpu_types, providers, settings):
+    settings.PRICE_HISTORY_SAMPLE_SECONDS = 300
+    make_machine(providers["secure"], gpu_types["h100"], country="DE")
+    now = timezone.now()
+
+    taken = [sample_price_history(now + timedelta(seconds=seconds)) for seconds in (0, 1, 299, 300, 450, 600)]
+
+    assert taken == [True, False, False, True, False, True]
+    # Three samples, whichever hours they fall in: each counted once.
+    assert sum(row.refreshes for row in PriceHistory.objects.filter(gpu_type=gpu_types["h100"], market="on_demand",
+                                                                    country="DE")) == 3
+
+
+def test_a_sampling_row_lost_to_a_flush_is_made_again(gpu_types, providers):
+    make_machine(providers["secure"], gpu_types["h100"])
+    HistorySampling.objects.all().delete()
+
+    assert sample_price_history(timezone.now()) is True
+    assert HistorySampling.objects.get().sampled_at is not None
 
 
 @pytest.mark.parametrize(("machines", "groups"), [(3, 6), (150, 16)])
@@ -99,7 +120,7 @@ def test_the_history_is_written_by_one_statement_whatever_the_fleet(gpu_types, p
         make_machine(secure, gpu_types["h100" if number % 2 else "rtx4090"], country=("DE", "US", "FR")[number % 3],
                      price_per_gpu_hour=Decimal(1 + number % 7), interruptible=number % 5 == 0)
     with CaptureQueriesContext(connection) as statements:
-        record_price_history(secure, timezone.now())
+        record_price_history(timezone.now())
     assert len(statements) == 1
     # 150 machines: 2 types × 2 markets × (3 countries + every country)
     assert PriceHistory.objects.count() == groups
@@ -111,7 +132,7 @@ def test_pruning_deletes_the_hours_past_the_retention_only(gpu_types, providers,
     make_machine(secure, gpu_types["h100"])
     now = timezone.now()
     for age in (timedelta(days=91), timedelta(days=90, hours=1), timedelta(days=89), timedelta(0)):
-        record_price_history(secure, now - age)
+        record_price_history(now - age)
     with CaptureQueriesContext(connection) as statements:
         assert prune_price_history(now) == 4  # two hours × (DE, every country)
     assert len(statements) == 1
@@ -139,7 +160,7 @@ def test_a_machine_offered_in_three_markets_is_recorded_in_each_at_its_price_the
                                interruptible=True)
     now = timezone.now()
 
-    record_price_history(secure, now)
+    record_price_history(now)
 
     found = rows(h100)
     assert {key: value[0] for key, value in found.items() if key[1] == "DE"} == {

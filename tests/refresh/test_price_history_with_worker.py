@@ -16,7 +16,8 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("
 TASK_TIMEOUT = 60
 
 
-def test_each_refresh_on_the_worker_adds_to_the_hour(feed_server, gpu_types, providers):
+def test_each_refresh_on_the_worker_adds_to_the_hour(feed_server, gpu_types, providers, settings):
+    settings.PRICE_HISTORY_SAMPLE_SECONDS = 0  # every refresh samples (the worker runs in this process)
     secure = providers["secure"]
     secure.feed_url = feed_server.serve_json("history", feed(secure.slug, [
         record("a", price_per_gpu_hour="2.49", free_gpus=0),

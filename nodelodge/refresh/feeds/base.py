@@ -194,10 +194,13 @@ class ParsedFeed:
     generated_at: datetime | None = None
     # The feed says the provider has no machines at all: only then may an empty list mark them gone.
     declared_empty: bool = False
+    # Records read into another record's machine rather than a machine of their own (Prime's prepaid
+    # offers, each its machine's reserved price): received, neither a machine nor refused.
+    merged: int = 0
 
     @property
     def received(self) -> int:
-        return len(self.records) + len(self.rejected)
+        return len(self.records) + len(self.rejected) + self.merged
 
 
 class FeedAdapter(Protocol):

@@ -15,6 +15,7 @@ from .base import RecordRejected
 MIB_PER_GIB = 1024
 CENTS_PER_DOLLAR = 100
 SECONDS_PER_HOUR = 3600
+SECONDS_PER_DAY = 86_400
 # No GPU sold has less than 1 GiB; a smaller figure is a unit mix-up (GiB written in a MiB field).
 MIN_MEMORY_MIB = 1024
 # A marketplace's stock words and whether each means "can be rented now". Anything else is refused.
@@ -106,6 +107,21 @@ def whole_hours(seconds: Decimal | None, label: str) -> int | None:
     if hours < 1:
         raise RecordRejected(f"{label} {seconds} s is under an hour")
     return hours
+
+
+def whole_days(value, label: str) -> int:
+    """A term in whole days from seconds, exactly: refused unless it is a whole number of days from 1 to
+    the console's longest term (`base.MAX_TERM_DAYS`). A term is never rounded: 1.5 days is no term the
+    console can name."""
+    seconds = number(value, label)
+    if seconds <= 0:
+        raise RecordRejected(f"{label} must be above zero, got {value}")
+    days = seconds / SECONDS_PER_DAY
+    if days > base.MAX_TERM_DAYS:
+        raise RecordRejected(f"{label} {seconds} s is above {base.MAX_TERM_DAYS:,} days")
+    if days != days.to_integral_value():
+        raise RecordRejected(f"{label} {seconds} s is not a whole number of days")
+    return int(days)
 
 
 def reliability(value, label: str) -> Decimal | None:

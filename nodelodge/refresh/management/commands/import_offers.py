@@ -71,11 +71,13 @@ class Command(BaseCommand):
             return
         for offer in document["offers"]:
             spot = offer["interruptible_price_per_gpu_hour"]
+            reserved = offer["reserved_price_per_gpu_hour"]
             free = "?" if offer["available_gpus"] is None else offer["available_gpus"]
             self.stdout.write(
                 f"{offer['id']}: {offer['gpus']}× {offer['gpu_type']}, {offer['memory_per_gpu_gib']} GiB "
                 f"per GPU, ${offer['price_per_gpu_hour']}/GPU-h"
                 + (f" (interruptible ${spot})" if spot else "")
+                + (f" (reserved ${reserved} for {offer['reserved_term_days']} days)" if reserved else "")
                 + f", {free} free"
                 + (f", {offer['country']}" if offer["country"] else "")
             )

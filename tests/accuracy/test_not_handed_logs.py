@@ -1,0 +1,96 @@
+"""The published start-up logs not handed over, held to issue #43's tolerances as ACCURACY.md shows them."""
+from tests.accuracy import not_handed, vllm_startup
+
+ROWS = not_handed.load()
+
+
+def test_the_set_is_apart_from_the_handed_logs_and_every_row_names_its_source_and_lines():
+    handed = {row.case_id for row in vllm_startup.load()}
+    assert len(ROWS) == 16 and len({row.case_id for row in ROWS}) == 16
+    assert not handed & {row.case_id for row in ROWS}
+    for row in ROWS:
+        assert row.source_url and row.source_lines, row.case_id
+        assert row.started == (not row.failure), row.case_id
+
+
+def test_the_weights_and_pools_hold_except_the_one_class_the_page_names():
+    results = not_handed.verdicts()
+    assert all(v.weights_hold for v in results if v.weights_hold is not None)
+    assert [v.log.case_id for v in results if v.pool_holds is False] == ["vllm084-qwen25-7b-rtx3090-tp2-u080-4k"]
+    assert [v.log.case_id for v in results if not v.start_holds] == ["llmd-gpt-oss-20b-h100-tp1-8k-fail"]
+
+
+def test_the_summary_counts_what_the_table_shows():
+    results = not_handed.verdicts()
+    assert not_handed.summary(results).startswith("**14 of 16 logs not handed over hold every figure.**")
+    table = not_handed.table(results)
+    assert table.count("\n") == len(results) + 1 and table.count("**NO**") == 2
+
+
+def test_a_start_that_failed_holds_only_when_answered_does_not_start_with_a_reason():
+    [failed] = [v for v in not_handed.verdicts() if not v.log.started]
+    assert failed.ours.starts and not failed.start_holds
+    refused = not_handed.Verdict(failed.log, not_handed.Prediction(failed.ours.weights_bytes, 0, False, "why"))
+    assert refused.start_holds and refused.holds
+    silent = not_handed.Verdict(failed.log, not_handed.Prediction(failed.ours.weights_bytes, 0, False, None))
+    assert not silent.start_holds
+
+
+GGUF_ROWS = not_handed.load_gguf()
+
+
+def test_the_llama_cpp_and_ollama_rows_are_apart_from_the_handed_ones_and_name_their_source_and_lines():
+    from tests.accuracy import gguf
+
+    handed = {row["case_id"] for row in gguf.rows()}
+    ids = [row.case_id for row in GGUF_ROWS]
+    assert len(ids) == 7 and len(set(ids)) == 7 and not handed & set(ids)
+    assert {row.engine for row in GGUF_ROWS} == {"llamacpp", "ollama"}
+    assert not {row.case_id for row in ROWS} & set(ids)  # the server rows load apart
+    for row in GGUF_ROWS:
+        assert row.source_url and row.source_lines and row.started, row.case_id
+        assert row.file_gib is not None or row.model_buffer_bytes is not None, row.case_id
+
+
+def test_every_file_model_buffer_and_kv_buffer_holds_and_every_compute_buffer_is_over():
+    results = not_handed.gguf_verdicts()
+    for name in ("file", "weights", "KV cache", "start"):
+        judged = [v.marks()[name] for v in results if v.marks()[name] is not None]
+        assert judged and all(judged), name
+    assert sum(v.marks()["file"] is not None for v in results) == 5
+    assert sum(v.marks()["KV cache"] is not None for v in results) == 5
+    # The one class that does not hold: ours sums the graph's stages, the engine reuses memory between them.
+    over = [v for v in results if v.marks()["compute buffer"] is False]
+    assert len(over) == 5 and all(v.compute[0] > 1 for v in over)
+    assert [v.log.case_id for v in results if v.holds] == [
+        "llamacpp-14235-qwen3-30b-a3b-q4km-file", "gpustack-1793-qwen25-coder-14b-q4km-file"]
+
+
+def test_ollama_allocates_num_ctx_once_per_slot_and_a_quantized_cache_is_sized_per_block():
+    by_id = {v.log.case_id: v for v in not_handed.gguf_verdicts()}
+    four_slots = by_id["ollama054-llama31-8b-q4km-rtx4090-np4"]
+    assert four_slots.log.settings.context == 2048 * 4
+    q8 = by_id["llamacpp-b10240-qwen25-7b-q4km-q80cache-16k-np4"]
+    assert q8.log.settings.context == 16384 and q8.ours.kv_cache_bytes == 476 * 2**20
+
+
+def test_the_gguf_summary_and_table_count_what_they_show():
+    results = not_handed.gguf_verdicts()
+    assert not_handed.gguf_summary(results).startswith(
+        "**2 of 7 llama.cpp and Ollama logs not handed over hold every figure they log.**")
+    table = not_handed.gguf_table(results)
+    assert table.count("\n") == len(results) + 1 and table.count("**NO**") == 5
+
+
+def test_a_gguf_start_that_failed_holds_only_when_answered_does_not_start_with_a_reason():
+    from dataclasses import replace
+
+    logged = GGUF_ROWS[0]
+    failed = replace(logged, started=False, failure="cudaMalloc failed: out of memory")
+    ours = logged.predict()
+    assert ours.starts is True and not not_handed.GgufVerdict(failed, ours).start_holds
+    refused = replace(ours, starts=False, reason="why")
+    assert not_handed.GgufVerdict(failed, refused).start_holds
+    assert not not_handed.GgufVerdict(failed, replace(refused, reason=None)).start_holds
+    unknown = replace(logged, gpu_total_bytes=None).predict()
+    assert unknown.starts is None and not_handed.GgufVerdict(logged, unknown).start_holds is None
