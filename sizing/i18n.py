@@ -80,7 +80,8 @@ def words_unread() -> Iterator[None]:
 
 
 # Set inside `words_remembered`: each message's words in the language active there, asked of the host
-# once. Keys: the message, ("n", singular, plural, n), ("p", context, message); LANGUAGE_KEY: the code.
+# once. Keys: the message, ("n", singular, plural, n), ("p", context, message), ("f", type, digits,
+# places, grouping) for a figure; LANGUAGE_KEY: the code.
 _remembered: ContextVar[dict[object, str] | None] = ContextVar("sizing_words_remembered", default=None)
 LANGUAGE_KEY = ("language",)
 
@@ -174,7 +175,11 @@ def format_number(
         value = Decimal(str(value))
     if places is not None:
         value = round_half_up(value, places)
-    return _installed().format_number(value, places, grouping)
+    # An answer formats the same prices and sizes for row after row: remembered by the figure's own
+    # digits (Decimal("2.5") and Decimal("2.50") are written apart), as the words are.
+    figure = value
+    return _remembering(("f", type(figure), str(figure), places, grouping),
+                        lambda: _installed().format_number(figure, places, grouping))
 
 
 class LazyText:

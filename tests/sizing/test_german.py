@@ -322,3 +322,32 @@ def test_words_remembered_ask_each_message_once_and_read_the_same():
     assert figures == ["1.234,5", "1.234,5"]
     assert any("8,030,261,248" in item.formula for item in english.items)
     assert not any("8,030,261,248" in item.formula for item in first.items)
+
+
+def test_figures_remembered_keep_their_own_digits_and_are_formatted_once():
+    """Inside `words_remembered` each distinct figure (its type, digits, places and grouping) is asked of
+    the host once; 2.5 and 2.50 stay apart, and `words_unread` inside still writes English."""
+    host = i18n._hooks.format_number  # noqa: SLF001 - the installed hook, wrapped to count
+    asked: list[tuple] = []
+
+    def counting(value, places=None, grouping=True):
+        asked.append((value, places, grouping))
+        return host(value, places, grouping)
+
+    figures = [Decimal("2.5"), Decimal("2.50"), 2, Decimal("2"), 1234.5, Decimal("8030261248")]
+    with translation.override("de"):
+        outside = [i18n.format_number(figure) for figure in figures]
+        i18n.install(format_number=counting)
+        try:
+            with i18n.words_remembered():
+                first = [i18n.format_number(figure) for figure in figures]
+                again = [i18n.format_number(figure) for figure in figures]
+                rounded = [i18n.format_number(Decimal("2.345"), places=2), i18n.format_number(Decimal("2.345"), places=2)]
+                ungrouped = i18n.format_number(8030261248, grouping=False)
+                with i18n.words_unread():
+                    english = i18n.format_number(Decimal("1234.5"))
+        finally:
+            i18n.install(format_number=host)
+    assert first == again == outside == ["2,5", "2,50", "2", "2", "1.234,5", "8.030.261.248"]
+    assert rounded == ["2,35", "2,35"] and ungrouped == "8030261248" and english == "1,234.5"
+    assert len(asked) == len(figures) + 2  # each figure once, the rounded one once, the ungrouped one once
