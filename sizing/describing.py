@@ -76,12 +76,7 @@ class Describer:
             hourly_price=candidate.hourly_price,
             market=candidate.market,
             price_per_gpu_hour=candidate.price_per_gpu_hour,
-            budget_covers=self._cached(
-                ("budget", candidate.hourly_price, offer.booking_limit_hours),
-                lambda: wording.budget_cover(
-                    self.preferences.budget, candidate.hourly_price, offer.booking_limit_hours
-                ),
-            ),
+            budget_covers=self._budget_cover(candidate.hourly_price, offer.booking_limit_hours),
             why_it_fits=self._cached(
                 ("why", offer.memory_source, offer.free_gpus, fit), lambda: wording.why_it_fits(offer, fit)
             ),
@@ -107,14 +102,25 @@ class Describer:
             ),
         )
 
+    def _budget_cover(
+        self, hourly_price: Decimal, booking_limit_hours: int | None
+    ) -> wording.BudgetCover | None:
+        """What the budget covers at `hourly_price`, worded once per price and booking limit: a row's
+        own cover is also that of the market it is priced in."""
+        budget = self.preferences.budget
+        if budget is None:
+            return None
+        return self._cached(("budget", hourly_price, booking_limit_hours),
+                            lambda: wording.budget_cover(budget, hourly_price, booking_limit_hours))
+
     def _markets(self, offer: MachineOffer, gpus: int) -> tuple[MarketRow, ...]:
         """Each market the machine is offered in at `gpus` GPUs: its hourly price and what the budget
         covers there."""
         found = []
         for price in offer_markets(offer):
             hourly = price.price_per_gpu_hour * gpus
-            cover = wording.budget_cover(self.preferences.budget, hourly, offer.booking_limit_hours)
-            found.append(MarketRow(price, hourly, cover, terms_text(price)))
+            found.append(MarketRow(price, hourly, self._budget_cover(hourly, offer.booking_limit_hours),
+                                   terms_text(price)))
         return tuple(found)
 
     def _capacity(self, fit: Fit, offer: MachineOffer) -> dict[str, Any]:

@@ -14,6 +14,7 @@ Words and values are kept apart: the `*_display`, `*_text` and `fmt_*` functions
 the active language (19,55 GiB, 0,098 $ in German; `sizing.i18n`); `gib_number`, `figure_number` and
 `money_string` are values for JSON, URLs and forms, the same in every language.
 """
+import functools
 import re
 from decimal import ROUND_CEILING, ROUND_DOWN, ROUND_HALF_UP, Decimal
 from fractions import Fraction
@@ -43,6 +44,7 @@ def gib_display(n_bytes: int | float) -> str:
     return format_number(_gib_decimal(n_bytes))
 
 
+@functools.lru_cache(maxsize=4096)
 def gib_number(n_bytes: int | float) -> float:
     """Bytes as GiB, two decimals, for JSON (same rounding as the page)."""
     return float(_gib_decimal(n_bytes))
@@ -131,8 +133,11 @@ def money_amount(amount: Decimal | int | str) -> Decimal:
     return trimmed
 
 
+@functools.lru_cache(maxsize=4096)
 def money_string(amount: Decimal | int | str) -> str:
-    """A JSON/API money value: a decimal string with the amount's own digits ("0.098", "2.50")."""
+    """A JSON/API money value: a decimal string with the amount's own digits ("0.098", "2.50"). Kept per
+    process by value (equal amounts are written alike: each is first set to four places), as an answer
+    writes the same few hundred prices row after row; sizes and memory alike (`gib_number`)."""
     return format(money_amount(amount), "f")
 
 
