@@ -22,6 +22,7 @@ from catalog.models import (
 )
 from sizing import offers, specs
 from sizing.calculators.vllm import DRIVER_RESERVED_BYTES
+from sizing.calculators.vllm_interconnect import DEFAULT_INTERCONNECT, interconnect_of_gpu
 from sizing.engine_support import GpuArchitecture, gpu_architecture
 from sizing.units import MIB
 from sizing.workloads import CODES as WORKLOADS
@@ -303,13 +304,15 @@ def gpu_memory_sizes() -> list[int]:
 
 @dataclass(frozen=True)
 class UsableMemory:
-    """One GPU type's memory as CUDA reports it, where the figure comes from, and its architecture (None
-    where the catalog records none): which commands start on it."""
+    """One GPU type's memory as CUDA reports it, where the figure comes from, its architecture (None
+    where the catalog records none): which commands start on it, and what its machines' GPUs are connected
+    by (`sizing.calculators.vllm_interconnect`, from the type's name): what a tensor-parallel split costs."""
 
     gpu_type: str
     mib: int
     source: str
     architecture: GpuArchitecture | None = None
+    interconnect: str = DEFAULT_INTERCONNECT
 
 
 def usable_memory_mib(memory_mib: int, recorded_usable_mib: int | None) -> int:
@@ -333,5 +336,5 @@ def gpu_types_usable() -> list[UsableMemory]:
         if not usable_mib:
             source = f"nvidia-smi {memory_mib:,} MiB less the {reserved_mib} MiB the driver keeps from CUDA"
         found.append(UsableMemory(name, usable_memory_mib(memory_mib, usable_mib), source,
-                                  gpu_architecture(family, compute_capability)))
+                                  gpu_architecture(family, compute_capability), interconnect_of_gpu(name)))
     return found

@@ -10,7 +10,9 @@ max_num_batched_tokens, max_num_seqs (default: vLLM's for the GPU's size); for l
 quantization (a GGUF quant type), flash_attention, parallel (-np, OLLAMA_NUM_PARALLEL) and gpu_layers
 (-ngl); for SGLang mem_fraction_static (default: SGLang's for the GPU and tensor_parallel), with
 max_model_len as --context-length and parallel as --max-running-requests. kv_cache is 16 or 8 (bits),
-or a cache type by name: f16, bf16, fp8 (vLLM), q8_0, q4_0… (llama.cpp).
+or a cache type by name: f16, bf16, fp8 (vLLM), q8_0, q4_0… (llama.cpp). Under vLLM, interconnect is what
+the GPUs of a tensor-parallel split are connected by (nvswitch, pcie_p2p, pcie); left empty, a named GPU
+type's (`catalog.rows.UsableMemory.interconnect`), else nvswitch.
 """
 from __future__ import annotations
 
@@ -41,6 +43,7 @@ from sizing.calculators.vllm import (
     vision_parameters,
     vllm_budget,
 )
+from sizing.calculators.vllm_interconnect import DEFAULT_INTERCONNECT, SplitCost, interconnect_label
 from sizing.calculators.vllm_versions import (
     SKIP_TOWER_FLAG,
     VllmRelease,
@@ -65,7 +68,7 @@ from sizing.limits import (
     MAX_PARALLEL,
     UTILIZATION_PLACES,
 )
-from sizing.units import GIB, gib_number
+from sizing.units import GIB, fmt_gib, gib_number
 
 from . import llamacpp_capacity, sglang_capacity
 from .messages import error_words, form_errors
@@ -157,6 +160,7 @@ class CapacityForm(forms.Form):
     engine_version = BY_NAME["engine_version"].form_field()
     cudagraph_estimate = BY_NAME["cudagraph_estimate"].form_field()
     skip_vision_tower = BY_NAME["skip_vision_tower"].form_field()
+    interconnect = BY_NAME["interconnect"].form_field()
     # llama.cpp and Ollama
     quantization = forms.CharField(max_length=20, required=False,
                                    label=_("GGUF quant type (llama.cpp, Ollama)"))
@@ -213,11 +217,20 @@ class CapacityQuery:
     engine_version: VllmVersion = parse_version(None)  # vLLM's release: which budget rules hold
     cudagraph_estimate: bool | None = None  # None: the release's default
     skip_vision_tower: bool = False
+    interconnect: str | None = None  # what the GPUs of a split are connected by; None: not said
 
-    def settings(self, gpu: GpuArchitecture | None = None) -> VllmSettings:
-        """vLLM's settings asked, on `gpu`'s architecture where a GPU type was named."""
+    def interconnect_for(self, gpu_type: catalog_rows.UsableMemory | None) -> str:
+        """The interconnect the what-if sizes: the one asked, else the named GPU type's, else NVSwitch."""
+        if self.interconnect:
+            return self.interconnect
+        return gpu_type.interconnect if gpu_type is not None else DEFAULT_INTERCONNECT
+
+    def settings(self, gpu: GpuArchitecture | None = None, interconnect: str | None = None) -> VllmSettings:
+        """vLLM's settings asked, on `gpu`'s architecture where a GPU type was named, its GPUs connected by
+        `interconnect` (None: as asked, else NVSwitch)."""
         return VllmSettings(
             gpu=gpu,
+            interconnect=interconnect or self.interconnect or DEFAULT_INTERCONNECT,
             gpu_memory_bytes=int(self.gpu_memory_gib * GIB),
             tensor_parallel=self.tensor_parallel,
             pipeline_parallel=self.pipeline_parallel,
@@ -372,7 +385,7 @@ def query_from(cleaned: dict) -> CapacityQuery:
 
 def _release_fields(release: VllmRelease) -> dict[str, Any]:
     return {"engine_version": release.version, "cudagraph_estimate": release.cudagraph_estimate,
-            "skip_vision_tower": release.skip_vision_tower}
+            "skip_vision_tower": release.skip_vision_tower, "interconnect": release.interconnect}
 
 
 def _item(item) -> dict:
@@ -393,19 +406,22 @@ def capacity_for(query: CapacityQuery) -> dict:
         return sglang_capacity.answer(spec, query, _gpu_type(query.gpu))
     gpu_type = _gpu_type(query.gpu)
     architecture = gpu_type.architecture if gpu_type is not None else None
+    interconnect = query.interconnect_for(gpu_type)
     try:
-        budget = vllm_budget(spec, query.precision, query.kv_bits, query.settings(architecture))
+        budget = vllm_budget(spec, query.precision, query.kv_bits, query.settings(architecture, interconnect))
     except SizingError as error:  # settings each valid that the model cannot take together
         raise Conflict({error.field: error.message}) from error
     fits, reason = budget.fit(budget.max_model_len, 1)
     kv = max(budget.kv_cache_bytes, 0)
     concurrency = budget.max_concurrency()
-    on_gpu = _on_gpu(spec, query, gpu_type) if query.gpu is not None else NOT_ASKED
+    on_gpu = _on_gpu(spec, query, gpu_type, interconnect) if query.gpu is not None else NOT_ASKED
     return {
         "model": spec.slug,
         "engine": query.engine,
         "engine_version": query.engine_version.text,
         "engine_version_rules": release_words(budget.settings),
+        "interconnect": interconnect,
+        "interconnect_text": _interconnect_words(query, gpu_type, interconnect),
         "fits": fits,
         "reason": reason,
         "gpu": query.gpu,
@@ -469,7 +485,26 @@ def _gpu_type(gpu: str | None) -> catalog_rows.UsableMemory | None:
     return next((usable for usable in catalog_rows.gpu_types_usable() if usable.gpu_type == gpu), None)
 
 
-def _on_gpu(spec, query: CapacityQuery, gpu_type: catalog_rows.UsableMemory | None) -> OnGpu:
+def _interconnect_words(query: CapacityQuery, gpu_type: catalog_rows.UsableMemory | None,
+                        interconnect: str) -> str:
+    """The interconnect sized and where it comes from, with what the split costs each GPU on it."""
+    if query.interconnect:
+        where = gettext("as asked")
+    elif gpu_type is not None:
+        where = gettext("taken for the %(gpu)s (interconnect= to say otherwise)") % {"gpu": gpu_type.gpu_type}
+    else:
+        where = gettext("not said: the NVSwitch machines measured (interconnect= to say otherwise)")
+    cost = SplitCost(interconnect, query.tensor_parallel)
+    words = gettext("GPUs connected by %(interconnect)s, %(where)s.") % {
+        "interconnect": interconnect_label(interconnect), "where": where}
+    if cost.split:
+        words += " " + gettext("The split adds %(bytes)s per GPU of NCCL and all-reduce buffers.") % {
+            "bytes": fmt_gib(cost.bytes)}
+    return words
+
+
+def _on_gpu(spec, query: CapacityQuery, gpu_type: catalog_rows.UsableMemory | None,
+            interconnect: str) -> OnGpu:
     architecture = gpu_type.architecture if gpu_type is not None else None
     asked = support_for(VLLM, spec, query.precision, query.kv_bits, architecture)
     if asked.runs:
@@ -477,7 +512,7 @@ def _on_gpu(spec, query: CapacityQuery, gpu_type: catalog_rows.UsableMemory | No
     alternative, choice, half = None, None, False
     for precision, kv_bits in runnable_choices(VLLM, spec, query.precision, query.kv_bits, architecture):
         try:
-            budget = vllm_budget(spec, precision, kv_bits, query.settings(architecture))
+            budget = vllm_budget(spec, precision, kv_bits, query.settings(architecture, interconnect))
         except SizingError:
             continue
         if budget.fit(budget.max_model_len, 1)[0]:

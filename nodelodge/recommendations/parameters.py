@@ -18,7 +18,8 @@ from django.utils.functional import lazy
 from django.utils.translation import gettext_lazy as _
 
 from sizing.calculators.llamacpp import PRECISION_QUANT
-from sizing.calculators.vllm import DEFAULT_ENGINE, VLLM_VERSION
+from sizing.calculators.vllm import DEFAULT_ENGINE, NCCL_BYTES, VLLM_VERSION
+from sizing.calculators.vllm_interconnect import NVSWITCH, PCIE, PCIE_P2P
 from sizing.calculators.vllm_versions import OLDEST as VLLM_OLDEST_NUMBER
 from sizing.gguf import QUANT_TYPES
 from sizing.limits import (
@@ -183,7 +184,15 @@ ENGINE_CHOICES = [("transformers", _("transformers (default)")), ("vllm", _("vLL
 DEFAULT_KV_BITS = 16
 ON_OFF_CHOICES = [("", "—"), ("on", _("on")), ("off", _("off"))]
 # The inputs only vLLM reads (`vllm_release_refusals`).
-VLLM_RELEASE_INPUTS = ("engine_version", "cudagraph_estimate", "skip_vision_tower")
+VLLM_RELEASE_INPUTS = ("engine_version", "cudagraph_estimate", "skip_vision_tower", "interconnect")
+# What the GPUs of a tensor-parallel split are connected by (`sizing.calculators.vllm_interconnect`); empty:
+# not said (the GPU what-if takes a named GPU type's, everything else the NVSwitch machines measured).
+INTERCONNECT_CHOICES = [
+    ("", _("Not said: NVSwitch, or the named GPU type's")),
+    (NVSWITCH, _("NVLink through NVSwitch, every GPU to every GPU")),
+    (PCIE_P2P, _("PCIe or an NVLink bridge, with peer-to-peer")),
+    (PCIE, _("PCIe without peer-to-peer (GeForce cards)")),
+]
 # Any GGUF type `sizing.gguf` sizes (llama.cpp and Ollama); empty: the precision's short form.
 QUANTIZATION_CHOICES = [("", _("From the precision (16-bit F16, 8-bit Q8_0, 4-bit Q4_K_M)"))] + [
     (quant_type, quant_type) for quant_type in QUANT_TYPES]
@@ -295,6 +304,21 @@ PARAMETERS: tuple[Parameter, ...] = (
         "(--limit-mm-per-prompt '{\"image\": 0}' on each command) and its weights out of the budget; off "
         "(the default) loads it.",
         cli_help="vllm, a model with a vision tower: on leaves it unloaded",
+    ),
+    Parameter(
+        "interconnect", CHOICE, label=_("What the GPUs of a split are connected by (vLLM)"),
+        words=_("GPU interconnect"), choices=tuple(INTERCONNECT_CHOICES),
+        messages={"invalid_choice": _("Choose the GPUs' interconnect: nvswitch, pcie_p2p or pcie.")},
+        description="engine=vllm only: what the GPUs of a tensor-parallel split are connected by, which "
+        "sets the NCCL and custom all-reduce buffers each GPU holds inside gpu_memory_utilization: nvswitch "
+        f"(NVLink through NVSwitch, HGX and DGX machines: {NCCL_BYTES // 2**30} GiB per GPU, as measured on "
+        "H100), pcie_p2p (PCIe or an NVLink bridge with peer-to-peer: vLLM's custom all-reduce at 2 GPUs and "
+        "NCCL's buffers for 2 channels, about 0.06 GiB) or pcie (PCIe without peer-to-peer, GeForce cards: "
+        "no custom all-reduce, NCCL's buffers in host memory, nothing). Empty: nvswitch; /api/v1/capacity "
+        "takes a named GPU type's (GeForce cards pcie, cards sold for PCIe slots pcie_p2p, others "
+        "nvswitch). The answer names the interconnect it assumed.",
+        cli_help="vllm: nvswitch (default), pcie_p2p or pcie: what the GPUs of a tensor-parallel split are "
+        "connected by",
     ),
     Parameter(
         "context", INTEGER, default="4096", minimum=1, maximum=MAX_CONTEXT,

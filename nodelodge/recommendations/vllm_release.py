@@ -1,4 +1,5 @@
-"""The vLLM release a query asks for (`engine_version`, `cudagraph_estimate`, `skip_vision_tower`), read and
+"""The vLLM release a query asks for (`engine_version`, `cudagraph_estimate`, `skip_vision_tower`) and what
+the GPUs of a split are connected by (`interconnect`), read and
 checked by one rule for the wizard's query (page, /estimate, /recommendations, `estimate`, `recommend`,
 watches) and the GPU what-if (`/api/v1/capacity`): the release by `sizing.calculators.vllm_versions`, the
 switch by the release, the vision tower by the model (`sizing.calculators.vllm.check_skip_vision_tower`,
@@ -11,6 +12,7 @@ from typing import Any
 from django import forms
 from django.utils.translation import gettext
 
+from sizing.calculators.vllm_interconnect import check_interconnect
 from sizing.calculators.vllm_versions import (
     DEFAULT_RELEASE,
     VllmRelease,
@@ -27,15 +29,19 @@ ON_OFF = {"on": True, "off": False}
 
 def read_release(values: Mapping[str, Any]) -> VllmRelease:
     """The release asked in `values` (the form's or the command's text: empty engine_version is the current
-    stable release; cudagraph_estimate and skip_vision_tower "on", "off" or empty); SizingError naming the
+    stable release; cudagraph_estimate and skip_vision_tower "on", "off" or empty; interconnect one of
+    `vllm_interconnect.INTERCONNECTS` or empty, not said); SizingError naming the
     field where the version is not one whose budget is known or the release has no such switch."""
     version = values.get("engine_version")
     version = version if isinstance(version, VllmVersion) else parse_version(version)
     asked = values.get("cudagraph_estimate") or ""
     graphs = ON_OFF.get(asked)
     cudagraph_estimate_for(version, graphs)
+    interconnect = values.get("interconnect") or None
+    if interconnect is not None:
+        check_interconnect(interconnect)
     return VllmRelease(version=version, cudagraph_estimate=graphs,
-                       skip_vision_tower=values.get("skip_vision_tower") == "on")
+                       skip_vision_tower=values.get("skip_vision_tower") == "on", interconnect=interconnect)
 
 
 def clean_release(form: forms.Form) -> None:
@@ -71,4 +77,6 @@ def release_params(release: VllmRelease) -> dict[str, str]:
         params["cudagraph_estimate"] = "on" if release.cudagraph_estimate else "off"
     if release.skip_vision_tower:
         params["skip_vision_tower"] = "on"
+    if release.interconnect:
+        params["interconnect"] = release.interconnect
     return params

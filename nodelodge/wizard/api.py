@@ -217,6 +217,7 @@ class CapacityParams(Schema):
         None, description="vLLM from 0.10.1, a model with a vision tower: on leaves the tower unloaded "
         "(--limit-mm-per-prompt '{\"image\": 0}' on the command) and its weights out of the budget; off "
         "(the default) loads it.")
+    interconnect: str | None = Field(None, description=BY_NAME["interconnect"].description)
     max_num_seqs: str | None = Field(
         None, description="Default: vLLM's, 1024 on GPUs of 70 GiB or more, else 256.")
     quantization: str | None = Field(

@@ -357,6 +357,8 @@ class CapacityOut(Schema):
     engine: str
     engine_version: str  # the vLLM release the answer assumed
     engine_version_rules: str  # which memory that release pays inside gpu_memory_utilization
+    interconnect: str  # what the GPUs of a split were taken to be connected by: nvswitch, pcie_p2p or pcie
+    interconnect_text: str  # the same in words, where it comes from and what the split costs each GPU
     fits: bool
     reason: str | None
     gpu: str | None

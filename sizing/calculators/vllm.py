@@ -57,6 +57,7 @@ from ..units import GIB, MIB, fmt_gib, fmt_int, general_number
 from ..weights import SIXTEEN_BIT_BYTES, WeightFormat, native_format_of, split_parameters, stored_weights
 from .checks import check_count, check_precision, model_value
 from .items import weight_items
+from .vllm_interconnect import DEFAULT_INTERCONNECT, NVSWITCH_SPLIT_BYTES, SplitCost, check_interconnect
 from .vllm_loading import MoeKernel, mxfp4_kernel, mxfp4_loaded, rotary_caches
 from .vllm_versions import (
     CUDAGRAPH_SWITCH,
@@ -85,12 +86,14 @@ SAMPLER_BYTES_PER_LOGIT = 14
 # Memory outside PyTorch that a forward pass adds (cuBLAS/cuBLASLt workspaces, the attention kernels'
 # scratch): 0.24–0.25 GiB per GPU in vLLM's logs of five models on one H100, whatever the model.
 NON_TORCH_BYTES = GIB // 4
-# Under tensor parallelism NCCL's channel buffers and vLLM's custom all-reduce buffers on every GPU: vLLM
-# logs 2.07–2.13 GiB of non-PyTorch memory per GPU at 2- and 4-way against 0.25 on one GPU; counted as
-# 2 GiB more (the figure the transformers estimate already uses for its split).
-NCCL_BYTES = 2 * GIB
+# Under tensor parallelism NCCL's channel buffers and vLLM's custom all-reduce buffers on every GPU, by what
+# the GPUs are connected by (`vllm_interconnect`): with NVSwitch vLLM logs 2.07–2.13 GiB of non-PyTorch
+# memory per GPU at 2- and 4-way against 0.25 on one GPU, counted as 2 GiB more (the figure the transformers
+# estimate already uses for its split); over PCIe far less.
+NCCL_BYTES = NVSWITCH_SPLIT_BYTES
 # Outside the budget: the CUDA context (0.51 GiB per GPU logged on one H100; NCCL's communicators raise
-# it to 1.5–2.0 GiB under tensor parallelism) and the CUDA-graph pool (0.67–1.79 GiB logged).
+# it to 1.5–2.0 GiB under tensor parallelism through NVSwitch, less without it: `vllm_interconnect`) and the
+# CUDA-graph pool (0.67–1.79 GiB logged).
 CUDA_CONTEXT_BYTES = GIB // 2
 CUDA_CONTEXT_SPLIT_BYTES = 3 * GIB // 2
 CUDA_GRAPH_BYTES = GIB
@@ -136,11 +139,19 @@ class VllmSettings:
     # VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0 (0.21 on).
     cudagraph_estimate: bool | None = None
     skip_vision_tower: bool = False  # every modality limit 0: the vision tower is not loaded
+    # What the machine's GPUs are connected by (`vllm_interconnect`): what a tensor-parallel split costs.
+    interconnect: str = DEFAULT_INTERCONNECT
 
     @property
     def release(self) -> VllmRelease:
         """The release and switches these settings were asked with."""
-        return VllmRelease(self.version, self.cudagraph_estimate, self.skip_vision_tower)
+        said = self.interconnect if self.interconnect != DEFAULT_INTERCONNECT else None
+        return VllmRelease(self.version, self.cudagraph_estimate, self.skip_vision_tower, said)
+
+    @property
+    def split_cost(self) -> SplitCost:
+        """What the tensor-parallel split adds per GPU to the memory outside PyTorch."""
+        return SplitCost(self.interconnect, self.tensor_parallel)
 
     @property
     def kernel(self) -> MoeKernel:
@@ -377,6 +388,7 @@ def check_settings(model: LanguageModelSpec, settings: VllmSettings) -> None:
     if settings.max_num_seqs is not None:
         check_count(settings.max_num_seqs, "max_num_seqs", gettext("max_num_seqs"), MAX_NUM_SEQS)
     cudagraph_estimate_for(settings.version, settings.cudagraph_estimate)  # a switch the release has
+    check_interconnect(settings.interconnect)
     if settings.skip_vision_tower:
         check_skip_vision_tower(model, settings.version)
     if settings.max_model_len is not None:
@@ -581,25 +593,27 @@ def activation_item(model: LanguageModelSpec, settings: VllmSettings) -> Item:
 
 
 def non_torch_item(settings: VllmSettings) -> Item:
-    split = settings.tensor_parallel > 1
+    split = settings.split_cost
     # Alone, the item's figure is its own: the formula names what it holds, not the figure again.
     formula = gettext("cuBLAS workspaces, kernel scratch")
-    if split:
+    if split.split:
         formula = gettext("%(base)s (cuBLAS workspaces, kernel scratch)") % {"base": fmt_gib(NON_TORCH_BYTES)}
-        formula += gettext(" + %(nccl)s NCCL and custom all-reduce buffers under tensor parallelism") % {
-            "nccl": fmt_gib(NCCL_BYTES)}
-    return Item(name=gettext("Memory outside PyTorch"), formula=formula,
-                bytes=NON_TORCH_BYTES + (NCCL_BYTES if split else 0), per_gpu=True)
+        formula += split.formula()
+    return Item(name=gettext("Memory outside PyTorch"), formula=formula, bytes=NON_TORCH_BYTES + split.bytes,
+                per_gpu=True)
 
 
 def _context_item(settings: VllmSettings) -> Item:
     split = settings.tensor_parallel > 1 or settings.pipeline_parallel > 1
-    context = CUDA_CONTEXT_SPLIT_BYTES if split else CUDA_CONTEXT_BYTES
+    cost = SplitCost(settings.interconnect, max(settings.tensor_parallel, settings.pipeline_parallel))
+    context = cost.context_bytes(CUDA_CONTEXT_SPLIT_BYTES) if split else CUDA_CONTEXT_BYTES
     inside = settings.version.context_inside
     name = (gettext("CUDA context (inside the budget before 0.9.2)") if inside
             else gettext("CUDA context (outside the budget)"))
     formula = gettext("%(bytes)s per GPU%(split)s") % {
         "bytes": fmt_gib(context), "split": gettext(", with NCCL's communicators") if split else ""}
+    if split:
+        formula += cost.context_formula(CUDA_CONTEXT_SPLIT_BYTES)
     if inside:
         formula += gettext(
             ": vLLM %(version)s counts every byte outside PyTorch after its profiling pass (total used less "

@@ -27,6 +27,7 @@ from .vllm import (
     release_words,
     vllm_budget,
 )
+from .vllm_interconnect import PCIE_P2P, SplitCost, interconnect_label
 from .vllm_loading import FLASHINFER_SM100, MARLIN, MOE_KERNELS, ROCM_TRITON, MoeKernel, mxfp4_kernel
 from .vllm_versions import DEFAULT_RELEASE, SKIP_TOWER_FLAG, VllmRelease
 
@@ -184,11 +185,7 @@ def vllm_words(model: LanguageModelSpec, budget: VllmBudget, utilization: Fracti
             "Sliding-window layers keep their window plus one prefill step and one spare block."
         ) % {"block": BLOCK_SIZE},
         release_words(budget.settings),
-        gettext(
-            "Split over n GPUs (tensor parallelism), the weights and the KV heads divide by n (a KV head is "
-            "copied when there are fewer than GPUs) and each GPU adds %(nccl)s of NCCL and all-reduce "
-            "buffers."
-        ) % {"nccl": fmt_gib(NCCL_BYTES)},
+        split_words(budget.settings.interconnect),
     ]
     if budget.settings.skip_vision_tower:
         words.append(gettext(
@@ -218,3 +215,16 @@ def vllm_words(model: LanguageModelSpec, budget: VllmBudget, utilization: Fracti
             "(--quantization %(flag)s); the embeddings and the output head stay 16-bit."
         ) % {"bits": 8 if budget.quantization == "fp8" else 4, "flag": budget.quantization})
     return words
+
+
+def split_words(interconnect: str) -> str:
+    """What a tensor-parallel split costs each GPU on GPUs connected by `interconnect`, in words."""
+    words = gettext(
+        "Split over n GPUs (tensor parallelism), the weights and the KV heads divide by n (a KV head is "
+        "copied when there are fewer than GPUs) and each GPU adds the NCCL and all-reduce buffers of its "
+        "interconnect: %(nccl)s where NVSwitch links every GPU to every other (as measured on H100), "
+        "%(p2p)s at 2 GPUs over PCIe with peer-to-peer, none over PCIe without it (NCCL keeps them in host "
+        "memory)."
+    ) % {"nccl": fmt_gib(NCCL_BYTES), "p2p": fmt_gib(SplitCost(PCIE_P2P, 2).bytes)}
+    return words + " " + gettext("Sized for: %(interconnect)s.") % {
+        "interconnect": interconnect_label(interconnect)}

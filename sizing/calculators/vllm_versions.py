@@ -36,6 +36,7 @@ from dataclasses import dataclass
 
 from ..errors import SizingError
 from ..i18n import gettext
+from .vllm_interconnect import DEFAULT_INTERCONNECT
 
 # The newest stable release the budget rules are known for, and what an answer assumes when none is asked
 # (vLLM 0.31.0: the release deployments pin in late 2026, its image vllm/vllm-openai:v0.31.0; the
@@ -138,17 +139,22 @@ def cudagraph_estimate_for(version: VllmVersion, asked: bool | None,
 
 @dataclass(frozen=True)
 class VllmRelease:
-    """The vLLM release a query asks for and the switches whose default it sets: what the wizard's
-    breakdown, its machine rows, clusters and watches size vLLM under (the GPU what-if reads the same)."""
+    """The vLLM release a query asks for and the switches whose default it sets, with what the GPUs of a
+    split are connected by: what the wizard's breakdown, its machine rows, clusters and watches size vLLM
+    under (the GPU what-if reads the same)."""
 
     version: VllmVersion = DEFAULT
     cudagraph_estimate: bool | None = None  # None: the release's default (`cudagraph_estimate_for`)
     skip_vision_tower: bool = False  # every modality limit 0 (`vllm.check_skip_vision_tower`)
+    # What the GPUs of a tensor-parallel split are connected by (`vllm_interconnect`); None: not said, the
+    # NVSwitch machines measured (the GPU what-if takes a named GPU type's instead).
+    interconnect: str | None = None
 
     def settings(self) -> dict[str, object]:
         """The `VllmSettings` fields this release sets."""
         return {"version": self.version, "cudagraph_estimate": self.cudagraph_estimate,
-                "skip_vision_tower": self.skip_vision_tower}
+                "skip_vision_tower": self.skip_vision_tower,
+                "interconnect": self.interconnect or DEFAULT_INTERCONNECT}
 
 
 DEFAULT_RELEASE = VllmRelease()

@@ -5,7 +5,8 @@ handed over").
 found in public logs after the handed set (`vllm_startup_logs.csv`, `engine_measurements.csv`) was fixed: each row with its
 source, the lines its figures come from, the settings the log states and what the engine logged. A figure the
 log does not state is left blank, never filled in. Each row is predicted from its settings alone, the way
-`/api/v1/capacity` answers them. The rule (issue #43):
+`/api/v1/capacity` answers them: what the GPUs of a split are connected by is the log's where it says it
+(`interconnect`), else the GPU type's (`vllm_interconnect.interconnect_of_gpu`). The rule (issue #43):
 
 - the weights within ±3 % of the logged model buffer ("Model loading took", SGLang's "mem usage");
 - the KV pool in tokens within 0.85–1.05× of the logged one;
@@ -34,6 +35,7 @@ from pathlib import Path
 from sizing.calculators.llamacpp import LlamaCppSettings, llamacpp_need
 from sizing.calculators.sglang import SglangSettings, sglang_pool
 from sizing.calculators.vllm import VllmSettings, vllm_budget
+from sizing.calculators.vllm_interconnect import interconnect_of_gpu
 from sizing.calculators.vllm_versions import parse_version
 from sizing.units import GIB, MIB
 
@@ -77,6 +79,12 @@ class PublishedLog:
     failure: str
     source_url: str
     source_lines: str
+    interconnect_stated: str = ""  # what the log says the GPUs are connected by; empty: not said
+
+    @property
+    def interconnect(self) -> str:
+        """What the log says the GPUs are connected by, else what the what-if takes for the GPU type."""
+        return self.interconnect_stated or interconnect_of_gpu(self.gpu)
 
     @property
     def family(self) -> str:
@@ -95,7 +103,7 @@ class PublishedLog:
         budget = vllm_budget(model, self.precision, self.kv_bits, VllmSettings(
             version=parse_version(self.version), gpu_memory_bytes=self.gpu_total_bytes,
             tensor_parallel=self.tensor_parallel, gpu_memory_utilization=self.utilization,
-            max_model_len=self.max_model_len, max_num_seqs=self.max_num_seqs,
+            max_model_len=self.max_model_len, max_num_seqs=self.max_num_seqs, interconnect=self.interconnect,
             **({"max_num_batched_tokens": self.max_num_batched_tokens} if self.max_num_batched_tokens else {}),
         ))
         fits, reason = budget.fit(budget.max_model_len, 1)
@@ -124,7 +132,7 @@ def load(path: Path = CSV_PATH) -> list[PublishedLog]:
             weights_bytes=_gib(row["weights_gib"]), kv_cache_bytes=_gib(row["kv_cache_gib"]),
             kv_cache_tokens=int(row["kv_cache_tokens"]) if row["kv_cache_tokens"] else None,
             started=row["started"] == "yes", failure=row["failure"], source_url=row["source_url"],
-            source_lines=row["source_lines"],
+            source_lines=row["source_lines"], interconnect_stated=row["interconnect"],
         ) for row in csv.DictReader(handle) if row["engine"] not in GGUF_ENGINES]
 
 
@@ -197,7 +205,7 @@ def _source(log: PublishedLog | GgufLog) -> str:
 
 def table(results: list[Verdict]) -> str:
     lines = [
-        "| Case | Engine (family) | GPU, TP, utilization, max_model_len | Weights GiB logged / ours (ratio) | "
+        "| Case | Engine (family) | GPU (interconnect), TP, utilization, max_model_len | Weights GiB logged / ours (ratio) | "
         "Pool tokens logged / ours (ratio) | Started / ours | Weights ±3 % | Pool 0.85–1.05× | Start | Source |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
@@ -209,7 +217,7 @@ def table(results: list[Verdict]) -> str:
         started = "yes" if log.started else f"no ({log.failure})"
         answer = "starts" if ours.starts else f"does not start: {ours.reason}"
         lines.append(
-            f"| `{log.case_id}` | {log.family} | {log.gpu}, TP {log.tensor_parallel}, "
+            f"| `{log.case_id}` | {log.family} | {log.gpu} ({log.interconnect}), TP {log.tensor_parallel}, "
             f"{float(log.utilization)}, {length} | {_gib_text(log.weights_bytes)} / {_gib_text(ours.weights_bytes)} "
             f"({_ratio(verdict.weights_ratio)}) | {pool} | {started} / {answer} | {_mark(verdict.weights_hold)} | "
             f"{_mark(verdict.pool_holds)} | {'yes' if verdict.start_holds else '**NO**'} | {_source(log)} |"

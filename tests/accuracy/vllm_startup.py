@@ -23,6 +23,7 @@ from pathlib import Path
 from catalog.data.language_models import LANGUAGE_MODELS
 from sizing.architectures import architecture_from_dict
 from sizing.calculators.vllm import VllmBudget, VllmSettings, vllm_budget
+from sizing.calculators.vllm_interconnect import interconnect_of_gpu
 from sizing.calculators.vllm_versions import VllmVersion, parse_version
 from sizing.specs import LanguageModelSpec
 from sizing.units import GIB
@@ -95,6 +96,7 @@ class StartupLog:
             gpu_memory_bytes=self.gpu_total_bytes, tensor_parallel=self.tensor_parallel,
             pipeline_parallel=self.pipeline_parallel, gpu_memory_utilization=self.utilization,
             max_model_len=self.max_model_len, max_num_seqs=self.max_num_seqs,
+            interconnect=interconnect_of_gpu(self.gpu),  # as the what-if takes a named GPU type's
             **({"max_num_batched_tokens": self.max_num_batched_tokens} if self.max_num_batched_tokens else {}),
         )
 

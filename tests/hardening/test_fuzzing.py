@@ -47,6 +47,7 @@ VALID_VALUES = {
     "engine_version": ["", "0.19", "0.9.2", "0.21"],
     "cudagraph_estimate": ["", "on", "off"],
     "skip_vision_tower": ["", "on", "off"],
+    "interconnect": ["", "nvswitch", "pcie_p2p", "pcie"],
     "gradient_checkpointing": ["on", "off", "offload"],
     "loss": ["full", "fused", "chunked"],
     "lora_rank": ["8", "64", "1024"],

@@ -63,6 +63,65 @@ def test_tensor_parallel_splits_the_weights_and_adds_nccl_buffers(client, small_
     assert "--tensor-parallel-size 4" in four["command"]
 
 
+# vLLM 0.8.4, Qwen2.5-7B at TP 2 and utilization 0.8 on two RTX 3090s whose log says "Custom allreduce is
+# disabled because your platform lacks GPU P2P capability": 359,328 tokens (published_logs_not_handed.csv).
+RTX3090_TP2 = ("model=qwen2-5-7b&gpu_memory_gib=23.54&tensor_parallel=2&gpu_memory_utilization=0.8"
+               "&max_model_len=4096&engine_version=0.8.4")
+
+
+def test_the_split_costs_what_the_gpus_are_connected_by(client, small_fleet):
+    answers = {name: capacity(client, RTX3090_TP2 + f"&interconnect={name}")[1]
+               for name in ("nvswitch", "pcie_p2p", "pcie")}
+    non_torch = {name: body["non_torch_gib"] for name, body in answers.items()}
+    assert non_torch["nvswitch"] == pytest.approx(0.25 + 2, abs=0.005)  # as measured through NVSwitch
+    assert non_torch["pcie_p2p"] == pytest.approx(0.25 + 60.75 / 1024, abs=0.005)  # 24 MiB + 4 × 9.19 MiB
+    assert non_torch["pcie"] == pytest.approx(0.25, abs=0.005)  # NCCL in host memory, no custom all-reduce
+    tokens = {name: body["kv_cache_tokens"] for name, body in answers.items()}
+    assert tokens["nvswitch"] < tokens["pcie_p2p"] < tokens["pcie"]
+    assert 0.85 <= tokens["pcie"] / 359_328 <= 1.05 and tokens["nvswitch"] / 359_328 < 0.85
+    formulas = {}
+    for name, body in answers.items():
+        assert body["interconnect"] == name and "as asked" in body["interconnect_text"]
+        [item] = [item for item in body["items"] if item["name"] == "Memory outside PyTorch"]
+        assert "tensor parallelism" in item["formula"]
+        formulas[name] = item["formula"]
+    assert "NVSwitch" in formulas["nvswitch"] and "host memory" in formulas["pcie"]
+    assert "9,633,792 bytes per connection" in formulas["pcie_p2p"]
+
+
+def test_a_named_gpu_type_says_what_its_gpus_are_connected_by_unless_asked(client, small_fleet):
+    _, geforce = capacity(client, "model=qwen2-5-7b&gpu=RTX 4090&tensor_parallel=2")
+    assert geforce["interconnect"] == "pcie" and "RTX 4090" in geforce["interconnect_text"]
+    _, asked = capacity(client, "model=qwen2-5-7b&gpu=RTX 4090&tensor_parallel=2&interconnect=nvswitch")
+    assert asked["interconnect"] == "nvswitch" and asked["non_torch_gib"] > geforce["non_torch_gib"] + 1.9
+    _, h100 = capacity(client, "model=qwen2-5-7b&gpu=H100 SXM 80GB&tensor_parallel=2")
+    assert h100["interconnect"] == "nvswitch"
+    _, unnamed = capacity(client, "model=qwen2-5-7b&tensor_parallel=2")
+    assert unnamed["interconnect"] == "nvswitch" and "not said" in unnamed["interconnect_text"]
+    _, one = capacity(client, "model=qwen2-5-7b&gpu=RTX 4090")
+    assert one["interconnect"] == "pcie" and "split" not in one["interconnect_text"]
+
+
+def test_the_context_outside_the_budget_holds_no_nvlink_buffers_over_pcie(client, small_fleet):
+    """vLLM 0.11 at TP 2 on two RTX 3090s without peer access started at utilization 0.9 (its graphs took
+    1.13 GiB): the 1.5 GiB context measured through NVSwitch would leave no room for them."""
+    query = "model=llama-3-2-3b&gpu_memory_gib=23.70&tensor_parallel=2&engine_version=0.11&max_model_len=131072"
+    _, pcie = capacity(client, query + "&interconnect=pcie")
+    _, nvswitch = capacity(client, query + "&interconnect=nvswitch")
+    assert pcie["fits"] is True and nvswitch["fits"] is False and "outside the budget" in nvswitch["reason"]
+    [context] = [item for item in pcie["outside_budget"] if item["name"].startswith("CUDA context")]
+    assert context["bytes"] == 3 * GIB // 2 - 2 * 24 * 9_633_792
+    assert "NVLink" in context["formula"]
+
+
+@pytest.mark.parametrize("engine", ["sglang", "llamacpp"])
+def test_the_interconnect_is_vllms_and_refused_beside_its_field_with_another_engine(client, small_fleet, engine):
+    status, body = capacity(client, f"model=qwen2-5-7b&engine={engine}&interconnect=pcie")
+    assert status == 422 and set(body["errors"]) == {"interconnect"}
+    status, body = capacity(client, "model=qwen2-5-7b&interconnect=infiniband")
+    assert status == 400 and set(body["errors"]) == {"interconnect"}
+
+
 def test_a_utilization_copied_from_a_real_command_is_taken_with_every_digit(client, small_fleet):
     """vLLM takes any fraction in (0, 1]: 0.9764 is sized as given, its budget exactly that share of
     the GPU's memory, and the command carries it as typed."""
@@ -156,7 +215,10 @@ def test_the_openapi_schema_lists_the_what_if_with_its_defaults(client, small_fl
     assert names == {"model", "precision", "kv_cache", "engine", "gpu", "gpu_memory_gib", "tensor_parallel",
                      "pipeline_parallel", "gpu_memory_utilization", "max_model_len", "max_num_batched_tokens",
                      "max_num_seqs", "quantization", "flash_attention", "parallel", "gpu_layers",
-                     "mem_fraction_static", "engine_version", "cudagraph_estimate", "skip_vision_tower"}
+                     "mem_fraction_static", "engine_version", "cudagraph_estimate", "skip_vision_tower",
+                     "interconnect"}
+    interconnect = next(p for p in operation["parameters"] if p["name"] == "interconnect")
+    assert set(interconnect["schema"]["enum"]) == {"", "nvswitch", "pcie_p2p", "pcie"}
 
 
 def test_the_answer_is_the_same_every_time(client, small_fleet):

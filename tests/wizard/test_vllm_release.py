@@ -136,3 +136,24 @@ def test_a_cluster_is_sized_on_the_chosen_release(client, h100_site):
     (cluster,) = off["clusters"]
     assert cluster["need_per_gpu_gib"] == 51.08
     assert cluster["vllm_commands"][2].startswith(f"{CUDAGRAPH_SWITCH}=0 vllm serve meta-llama/Llama-3.1-405B")
+
+
+def test_the_interconnect_asked_sizes_the_split_is_named_and_stays_on_the_address(client, small_fleet):
+    status, said = get_json(client, "estimate", VLLM + "&interconnect=pcie")
+    assert status == 200
+    assert any("Sized for: PCIe without peer-to-peer." in line for line in said["assumptions"])
+    _, unsaid = get_json(client, "estimate", VLLM)
+    assert any("Sized for: NVLink through NVSwitch" in line for line in unsaid["assumptions"])
+    page = client.get(f"/?{VLLM}&interconnect=pcie_p2p").content.decode()
+    assert 'id="id_interconnect"' in page and '<option value="pcie_p2p" selected>' in page
+    address = page.split('name="query" value="')[1].split('"')[0]
+    assert "interconnect=pcie_p2p" in address
+    status, body = get_json(client, "recommendations", VLLM + "&interconnect=pcie")
+    assert status == 200 and body["machines"]
+
+
+def test_the_interconnect_with_another_engine_or_unknown_is_refused_beside_its_field(client, small_fleet):
+    status, body = get_json(client, "estimate", LLAMA_8B + "&interconnect=pcie")  # transformers
+    assert status == 422 and set(body["errors"]) == {"interconnect"}
+    status, body = get_json(client, "estimate", VLLM + "&interconnect=infiniband")
+    assert status == 400 and set(body["errors"]) == {"interconnect"}
