@@ -357,6 +357,8 @@ class CapacityOut(Schema):
     engine: str
     engine_version: str  # the vLLM release the answer assumed
     engine_version_rules: str  # which memory that release pays inside gpu_memory_utilization
+    model_runner: str  # the model runner sized: v1 or v2 (the one asked, else the release's for the model)
+    gpu_memory_utilization: float  # the one asked, else the release's default
     fits: bool
     reason: str | None
     gpu: str | None
