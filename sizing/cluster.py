@@ -19,7 +19,6 @@ from .breakdown import Item
 from .calculators.checks import model_value
 from .calculators.vllm import (
     ACTIVATION_BYTES,
-    DEFAULT_UTILIZATION,
     NON_TORCH_BYTES,
     VllmBudget,
     VllmSettings,
@@ -90,11 +89,13 @@ def layers_per_stage(layers: int, stages: int) -> tuple[int, ...]:
 
 def cluster_need(model: LanguageModelSpec, precision: int, kv_bits: int, context: int, requests: int, *,
                  gpus_per_machine: int, machines: int, usable_bytes: int,
-                 utilization: Fraction = DEFAULT_UTILIZATION,
+                 utilization: Fraction | None = None,
                  release: VllmRelease = DEFAULT_RELEASE) -> ClusterNeed:
     """One GPU's need when `machines` machines of `gpus_per_machine` GPUs serve the model at tensor
     parallel = GPUs per machine × pipeline parallel = machines (one machine: the ordinary split).
-    Raises SizingError where vLLM refuses the split (heads not divisible, more stages than layers)."""
+    Raises SizingError where vLLM refuses the split (heads not divisible, more stages than layers).
+    `utilization` None: the release's default."""
+    utilization = release.utilization if utilization is None else utilization
     settings = VllmSettings(
         **release.settings(),  # type: ignore[arg-type]
         gpu_memory_bytes=usable_bytes, tensor_parallel=gpus_per_machine, pipeline_parallel=machines,
@@ -123,7 +124,7 @@ def cluster_need(model: LanguageModelSpec, precision: int, kv_bits: int, context
              formula=gettext("%(base)s (cuBLAS workspaces, kernel scratch)") % {
                  "base": fmt_gib(NON_TORCH_BYTES)},
              bytes=NON_TORCH_BYTES, per_gpu=True),
-        *budget.also_inside,  # the release's: the CUDA context before 0.9.2, the graphs' estimate from 0.21
+        *budget.also_inside,  # the release's: the CUDA context before 0.9.2, the graphs' estimate from 0.20
     ]
     if parts:
         items.append(Item(name=gettext("Communication buffers"), formula=" + ".join(parts),
@@ -253,10 +254,11 @@ def _shared_need(words: str, model: LanguageModelSpec, precision: int, kv_bits: 
 
 
 def plan_of(model: LanguageModelSpec, precision: int, kv_bits: int, context: int, requests: int,
-            site: ClusterSite, *, utilization: Fraction = DEFAULT_UTILIZATION,
+            site: ClusterSite, *, utilization: Fraction | None = None,
             release: VllmRelease = DEFAULT_RELEASE) -> ClusterPlan | str:
     """Every machine `site` lists as one cluster (pipeline parallel = their number), or why vLLM does
     not serve the workload on them (a split it refuses, or more than its budget per GPU)."""
+    utilization = release.utilization if utilization is None else utilization
     need = _shared_need(language(), model, precision, kv_bits, context, requests, site.gpu_count,
                         len(site.machine_ids), site.usable_memory_mib * MIB, utilization, release)
     if isinstance(need, str):

@@ -12,7 +12,6 @@ from operator import itemgetter
 from typing import Any
 
 from .calculators.checks import model_value
-from .calculators.vllm import DEFAULT_UTILIZATION
 from .calculators.vllm_versions import DEFAULT_RELEASE, VllmRelease
 from .cluster import ClusterNeed, ClusterPlan, _plan, _shared_need
 from .cluster_sites import ClusterSite
@@ -59,11 +58,12 @@ class ClusterSearch:
 
 
 def search_clusters(model: LanguageModelSpec, precision: int, kv_bits: int, context: int, requests: int,
-                    sites: Iterable[ClusterSite], *, utilization: Fraction = DEFAULT_UTILIZATION,
+                    sites: Iterable[ClusterSite], *, utilization: Fraction | None = None,
                     release: VllmRelease = DEFAULT_RELEASE) -> ClusterSearch:
     """For each site the fewest of its machines (two or more, cheapest first) whose GPUs hold the model at
     tensor parallel = GPUs per machine × pipeline parallel = machines under vLLM's budget, on the memory
-    CUDA reports (`ClusterSite.usable_memory_mib`)."""
+    CUDA reports (`ClusterSite.usable_memory_mib`); `utilization` None: the release's default."""
+    utilization = release.utilization if utilization is None else utilization
     # Sites of one shape (GPUs per machine, usable memory) differ only in how many machines they list: per
     # shape, the counts sized so far (walking up from two) and the first that holds the workload or that
     # vLLM refuses, (count, need or why not); None until one is found.
@@ -99,7 +99,7 @@ def search_clusters(model: LanguageModelSpec, precision: int, kv_bits: int, cont
 
 
 def plan_clusters(model: LanguageModelSpec, precision: int, kv_bits: int, context: int, requests: int,
-                  sites: Iterable[ClusterSite], *, utilization: Fraction = DEFAULT_UTILIZATION,
+                  sites: Iterable[ClusterSite], *, utilization: Fraction | None = None,
                   release: VllmRelease = DEFAULT_RELEASE) -> tuple[ClusterPlan, ...]:
     """One plan per site that can hold the workload, cheapest first (`search_clusters`)."""
     return search_clusters(model, precision, kv_bits, context, requests, sites, utilization=utilization,

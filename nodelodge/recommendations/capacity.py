@@ -4,7 +4,8 @@ under vLLM, SGLang, llama.cpp or Ollama, without a machine. Parsed and validated
 Ollama, GGUF files).
 
 Parameter names: model, precision, kv_cache, engine (vllm, llamacpp, ollama), gpu_memory_gib (one GPU's
-memory as CUDA reports it), tensor_parallel, pipeline_parallel, gpu_memory_utilization, max_model_len
+memory as CUDA reports it), tensor_parallel, pipeline_parallel, gpu_memory_utilization (default: the
+release's, `vllm_versions`), max_model_len
 (vLLM: default the model's longest; llama.cpp: -c, every slot's tokens; Ollama: num_ctx, each request's),
 max_num_batched_tokens, max_num_seqs (default: vLLM's for the GPU's size); for llama.cpp and Ollama also
 quantization (a GGUF quant type), flash_attention, parallel (-np, OLLAMA_NUM_PARALLEL) and gpu_layers
@@ -31,7 +32,6 @@ from catalog.models import LanguageModel
 from sizing.calculators.llamacpp import KV_CACHE_TYPES, MAX_GPU_LAYERS, MAX_SLOTS
 from sizing.calculators.vllm import (
     DEFAULT_BATCHED_TOKENS,
-    DEFAULT_UTILIZATION,
     VLLM_VERSION,
     VllmSettings,
     budget_item,
@@ -102,7 +102,6 @@ CAPACITY_DEFAULTS = {
     "gpu_memory_gib": "79.19",
     "tensor_parallel": "1",
     "pipeline_parallel": "1",
-    "gpu_memory_utilization": str(float(DEFAULT_UTILIZATION)),
     "max_num_batched_tokens": str(DEFAULT_BATCHED_TOKENS),
     "engine_version": VLLM_VERSION,
 }
@@ -131,11 +130,12 @@ class CapacityForm(forms.Form):
                                           label=_("Pipeline-parallel size"),
                                           error_messages=error_words("pipeline_parallel", "required"))
     # vLLM takes any fraction in (0, 1] (a float): any decimal up to UTILIZATION_PLACES places, the
-    # smallest of them more than 0.
+    # smallest of them more than 0; empty, the release's default (0.92 from 0.20, 0.9 before).
     gpu_memory_utilization = TypedDecimalField(
         min_value=Decimal(1).scaleb(-UTILIZATION_PLACES), max_value=Decimal("1"),
-        max_digits=UTILIZATION_PLACES + 1, decimal_places=UTILIZATION_PLACES,
-        label=_("GPU memory utilization"), error_messages=error_words("gpu_memory_utilization", "required"),
+        max_digits=UTILIZATION_PLACES + 1, decimal_places=UTILIZATION_PLACES, required=False,
+        label=_("GPU memory utilization (empty: the release's default)"),
+        error_messages=error_words("gpu_memory_utilization", "required"),
     )
     # SGLang takes any fraction in (0, 1) (a float): the weights and the token pool live inside it.
     mem_fraction_static = TypedDecimalField(
@@ -161,6 +161,7 @@ class CapacityForm(forms.Form):
     cudagraph_estimate = BY_NAME["cudagraph_estimate"].form_field()
     skip_vision_tower = BY_NAME["skip_vision_tower"].form_field()
     interconnect = BY_NAME["interconnect"].form_field()
+    model_runner = BY_NAME["model_runner"].form_field()
     # llama.cpp and Ollama
     quantization = forms.CharField(max_length=20, required=False,
                                    label=_("GGUF quant type (llama.cpp, Ollama)"))
@@ -203,7 +204,7 @@ class CapacityQuery:
     gpu_memory_gib: Decimal
     tensor_parallel: int
     pipeline_parallel: int
-    gpu_memory_utilization: Decimal
+    gpu_memory_utilization: Decimal | None  # None: the release's default
     max_model_len: int | None
     max_num_batched_tokens: int
     max_num_seqs: int | None
@@ -218,6 +219,14 @@ class CapacityQuery:
     cudagraph_estimate: bool | None = None  # None: the release's default
     skip_vision_tower: bool = False
     interconnect: str | None = None  # what the GPUs of a split are connected by; None: not said
+    model_runner: str | None = None  # None: the release's choice for the model
+
+    @property
+    def utilization(self) -> Fraction:
+        """gpu_memory_utilization as sized: the one asked, else the release's default."""
+        if self.gpu_memory_utilization is None:
+            return self.engine_version.default_utilization
+        return Fraction(self.gpu_memory_utilization)
 
     def interconnect_for(self, gpu_type: catalog_rows.UsableMemory | None) -> str:
         """The interconnect the what-if sizes: the one asked, else the named GPU type's, else NVSwitch."""
@@ -234,13 +243,14 @@ class CapacityQuery:
             gpu_memory_bytes=int(self.gpu_memory_gib * GIB),
             tensor_parallel=self.tensor_parallel,
             pipeline_parallel=self.pipeline_parallel,
-            gpu_memory_utilization=Fraction(self.gpu_memory_utilization),
+            gpu_memory_utilization=self.utilization,
             max_model_len=self.max_model_len,
             max_num_batched_tokens=self.max_num_batched_tokens,
             max_num_seqs=self.max_num_seqs,
             version=self.engine_version,
             cudagraph_estimate=self.cudagraph_estimate,
             skip_vision_tower=self.skip_vision_tower,
+            model_runner=self.model_runner,
         )
 
 
@@ -385,7 +395,8 @@ def query_from(cleaned: dict) -> CapacityQuery:
 
 def _release_fields(release: VllmRelease) -> dict[str, Any]:
     return {"engine_version": release.version, "cudagraph_estimate": release.cudagraph_estimate,
-            "skip_vision_tower": release.skip_vision_tower, "interconnect": release.interconnect}
+            "skip_vision_tower": release.skip_vision_tower, "model_runner": release.model_runner,
+            "interconnect": release.interconnect}
 
 
 def _item(item) -> dict:
@@ -419,7 +430,8 @@ def capacity_for(query: CapacityQuery) -> dict:
         "model": spec.slug,
         "engine": query.engine,
         "engine_version": query.engine_version.text,
-        "engine_version_rules": release_words(budget.settings),
+        "engine_version_rules": release_words(budget),
+        "model_runner": budget.runner,
         "interconnect": interconnect,
         "interconnect_text": _interconnect_words(query, gpu_type, interconnect),
         "fits": fits,
@@ -428,6 +440,7 @@ def capacity_for(query: CapacityQuery) -> dict:
         "gpu_memory_source": gpu_type.source if gpu_type is not None else None,
         "gpu_architecture": gpu_type.architecture.label if gpu_type and gpu_type.architecture else None,
         "gpu_memory_gib": float(query.gpu_memory_gib),
+        "gpu_memory_utilization": float(budget.settings.gpu_memory_utilization),
         "budget_gib": gib_number(budget.budget_bytes),
         "budget": budget_item(budget),
         "weights_gib": gib_number(budget.weights.bytes),

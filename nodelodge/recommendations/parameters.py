@@ -21,6 +21,7 @@ from sizing.calculators.llamacpp import PRECISION_QUANT
 from sizing.calculators.vllm import DEFAULT_ENGINE, NCCL_BYTES, VLLM_VERSION
 from sizing.calculators.vllm_interconnect import NVSWITCH, PCIE, PCIE_P2P
 from sizing.calculators.vllm_versions import OLDEST as VLLM_OLDEST_NUMBER
+from sizing.calculators.vllm_versions import RUNNER_SWITCH, V1_RUNNER, V2_RUNNER
 from sizing.gguf import QUANT_TYPES
 from sizing.limits import (
     MAX_CONTEXT,
@@ -184,7 +185,12 @@ ENGINE_CHOICES = [("transformers", _("transformers (default)")), ("vllm", _("vLL
 DEFAULT_KV_BITS = 16
 ON_OFF_CHOICES = [("", "—"), ("on", _("on")), ("off", _("off"))]
 # The inputs only vLLM reads (`vllm_release_refusals`).
-VLLM_RELEASE_INPUTS = ("engine_version", "cudagraph_estimate", "skip_vision_tower", "interconnect")
+VLLM_RELEASE_INPUTS = (
+    "engine_version", "cudagraph_estimate", "skip_vision_tower", "model_runner", "interconnect"
+)
+# vLLM's model runners (`sizing.calculators.vllm_versions.runner_for`); empty: the release's choice.
+MODEL_RUNNER_CHOICES = [("", _("The release's choice for the model")), (V1_RUNNER, _("V1 model runner")),
+                        (V2_RUNNER, _("V2 model runner"))]
 # What the GPUs of a tensor-parallel split are connected by (`sizing.calculators.vllm_interconnect`); empty:
 # not said (the GPU what-if takes a named GPU type's, everything else the NVSwitch machines measured).
 INTERCONNECT_CHOICES = [
@@ -252,7 +258,8 @@ PARAMETERS: tuple[Parameter, ...] = (
         messages={"required": _("Choose the engine: transformers, vllm, sglang, llamacpp or ollama."),
                   "invalid_choice": _("Choose the engine: transformers, vllm, sglang, llamacpp or ollama.")},
         description="Inference: transformers (the default estimate), vllm (vLLM's budget; fits within "
-        "gpu_memory_utilization 0.9), sglang (SGLang's static pool: the weights and the token pool within "
+        "the release's default gpu_memory_utilization: 0.92 from 0.20, 0.9 before), sglang (SGLang's static "
+        "pool: the weights and the token pool within "
         "--mem-fraction-static, 0.88 at --tp 1 to 0.79 from 16, written in each row's launch_server "
         "command; 16 or 8 bits), llamacpp or ollama (the model's GGUF file at the precision: 16 F16, "
         "8 Q8_0, 4 Q4_K_M; the KV cache in f16 or q8_0; every layer on the GPUs).",
@@ -281,20 +288,34 @@ PARAMETERS: tuple[Parameter, ...] = (
         messages={"max_length": _("Enter the vLLM version as numbers with dots, such as 0.19.")},
         description=f"engine=vllm only: vLLM's release, {VLLM_OLDEST} to {VLLM_VERSION} (empty: "
         f"{VLLM_VERSION}, the current stable release): before 0.9.2 the CUDA context is paid inside "
-        "gpu_memory_utilization; from 0.21 the CUDA graphs' estimate is (cudagraph_estimate=off, vLLM's "
-        "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0, leaves them outside). The answer names the version it "
-        "assumed.",
+        "gpu_memory_utilization; from 0.20 the CUDA graphs' estimate is (cudagraph_estimate=off, vLLM's "
+        "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0, leaves them outside) and the default "
+        "gpu_memory_utilization is 0.92 (0.9 before); from 0.25 to 0.28 a model without a mixture of experts "
+        "or linear attention runs on the V2 model runner, which keeps its graphs outside (model_runner). The "
+        "answer names the version and the rules it assumed.",
         cli_help=f"vllm: release, e.g. 0.19 or 0.9.2 (default: {VLLM_VERSION})",
     ),
     Parameter(
         "cudagraph_estimate", CHOICE, label=_(
-            "CUDA graphs' estimate inside the budget (vLLM 0.21 on; empty: the release's default)"),
+            "CUDA graphs' estimate inside the budget (vLLM 0.20 on; empty: the release's default)"),
         words=_("CUDA graphs' estimate"), choices=tuple(ON_OFF_CHOICES),
         messages={"invalid_choice": _("The CUDA graphs' estimate is on or off.")},
-        description="engine=vllm from 0.21 only: on (the default) counts the CUDA graphs' estimate inside "
+        description="engine=vllm from 0.20 only: on (the default) counts the CUDA graphs' estimate inside "
         "gpu_memory_utilization; off is vLLM's VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0 (set on each "
-        "command). Before 0.21 the graphs are outside the budget (on is refused).",
-        cli_help="vllm 0.21 on: on or off (off: VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0)",
+        "command). Before 0.20 the graphs are outside the budget (on is refused), and before 0.29 the V2 "
+        "model runner estimates none (on is refused with model_runner v2).",
+        cli_help="vllm 0.20 on: on or off (off: VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0)",
+    ),
+    Parameter(
+        "model_runner", CHOICE, label=_("vLLM model runner (empty: the release's choice for the model)"),
+        words=_("Model runner"), choices=tuple(MODEL_RUNNER_CHOICES),
+        messages={"invalid_choice": _("The vLLM model runner is v1 or v2.")},
+        description=f"engine=vllm only: v1 or v2, the model runner sized ({RUNNER_SWITCH}=0 or 1 on each "
+        "command). Empty: the release's choice, the V2 runner for every model from 0.29 and for a model "
+        "without a mixture of experts or linear attention from 0.25, V1 otherwise. Before 0.29 the V2 "
+        "runner keeps the CUDA graphs outside gpu_memory_utilization; v2 is refused before 0.22 and, before "
+        "0.29, for a model with a mixture of experts or linear attention.",
+        cli_help=f"vllm 0.22 on: v1 or v2 ({RUNNER_SWITCH}=0 or 1; default: the release's choice)",
     ),
     Parameter(
         "skip_vision_tower", CHOICE, label=_("Skip the vision tower (every modality limit 0)"),

@@ -1,9 +1,9 @@
-"""The vLLM release a query asks for (`engine_version`, `cudagraph_estimate`, `skip_vision_tower`) and what
-the GPUs of a split are connected by (`interconnect`), read and
-checked by one rule for the wizard's query (page, /estimate, /recommendations, `estimate`, `recommend`,
-watches) and the GPU what-if (`/api/v1/capacity`): the release by `sizing.calculators.vllm_versions`, the
-switch by the release, the vision tower by the model (`sizing.calculators.vllm.check_skip_vision_tower`,
-where the model is sized)."""
+"""The vLLM release a query asks for (`engine_version`, `cudagraph_estimate`, `skip_vision_tower`,
+`model_runner`) and what the GPUs of a split are connected by (`interconnect`), read and checked by one rule
+for the wizard's query (page, /estimate, /recommendations, `estimate`, `recommend`, watches) and the GPU
+what-if (`/api/v1/capacity`): the release by `sizing.calculators.vllm_versions`, the switches by the release,
+the vision tower and the runner's fit to the model where the model is sized
+(`sizing.calculators.vllm.check_settings`)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -19,6 +19,7 @@ from sizing.calculators.vllm_versions import (
     VllmVersion,
     cudagraph_estimate_for,
     parse_version,
+    runner_asked_for,
 )
 from sizing.errors import SizingError
 
@@ -29,19 +30,22 @@ ON_OFF = {"on": True, "off": False}
 
 def read_release(values: Mapping[str, Any]) -> VllmRelease:
     """The release asked in `values` (the form's or the command's text: empty engine_version is the current
-    stable release; cudagraph_estimate and skip_vision_tower "on", "off" or empty; interconnect one of
-    `vllm_interconnect.INTERCONNECTS` or empty, not said); SizingError naming the
-    field where the version is not one whose budget is known or the release has no such switch."""
+    stable release; cudagraph_estimate and skip_vision_tower "on", "off" or empty; model_runner "v1", "v2" or
+    empty; interconnect one of `vllm_interconnect.INTERCONNECTS` or empty, not said); SizingError naming the
+    field where the version is not one whose budget is known or the release has no such switch (what depends
+    on the model is checked where it is sized)."""
     version = values.get("engine_version")
     version = version if isinstance(version, VllmVersion) else parse_version(version)
     asked = values.get("cudagraph_estimate") or ""
     graphs = ON_OFF.get(asked)
     cudagraph_estimate_for(version, graphs)
+    runner = runner_asked_for(version, values.get("model_runner") or None)
     interconnect = values.get("interconnect") or None
     if interconnect is not None:
         check_interconnect(interconnect)
     return VllmRelease(version=version, cudagraph_estimate=graphs,
-                       skip_vision_tower=values.get("skip_vision_tower") == "on", interconnect=interconnect)
+                       skip_vision_tower=values.get("skip_vision_tower") == "on", model_runner=runner,
+                       interconnect=interconnect)
 
 
 def clean_release(form: forms.Form) -> None:
@@ -79,4 +83,6 @@ def release_params(release: VllmRelease) -> dict[str, str]:
         params["skip_vision_tower"] = "on"
     if release.interconnect:
         params["interconnect"] = release.interconnect
+    if release.model_runner is not None:
+        params["model_runner"] = release.model_runner
     return params

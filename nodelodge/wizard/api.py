@@ -204,15 +204,19 @@ class CapacityParams(Schema):
                                        description="One GPU's total memory as CUDA reports it, GiB.")
     tensor_parallel: str | None = CAPACITY_DEFAULTS["tensor_parallel"]
     pipeline_parallel: str | None = CAPACITY_DEFAULTS["pipeline_parallel"]
-    gpu_memory_utilization: str | None = CAPACITY_DEFAULTS["gpu_memory_utilization"]
+    gpu_memory_utilization: str | None = Field(
+        None, description="vLLM: any fraction in (0, 1]. Default: the release's, 0.92 from 0.20 (0.9 "
+        "before); the answer names the one sized.")
     max_model_len: str | None = Field(None, description="Default: the model's longest context.")
     max_num_batched_tokens: str | None = CAPACITY_DEFAULTS["max_num_batched_tokens"]
     engine_version: str | None = Field(CAPACITY_DEFAULTS["engine_version"],
                                        description=ENGINE_VERSION.description)
     cudagraph_estimate: str | None = Field(
-        None, description="vLLM 0.21 on: on (the default) counts the CUDA graphs' estimate inside "
+        None, description="vLLM 0.20 on: on (the default) counts the CUDA graphs' estimate inside "
         "gpu_memory_utilization; off is vLLM's VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0 (set on the "
-        "command). Before 0.21 the graphs are outside the budget (on is refused).")
+        "command). Before 0.20 the graphs are outside the budget (on is refused); before 0.29 the V2 model "
+        "runner estimates none (on is refused with model_runner v2).")
+    model_runner: str | None = Field(None, description=BY_NAME["model_runner"].description)
     skip_vision_tower: str | None = Field(
         None, description="vLLM from 0.10.1, a model with a vision tower: on leaves the tower unloaded "
         "(--limit-mm-per-prompt '{\"image\": 0}' on the command) and its weights out of the budget; off "

@@ -359,6 +359,8 @@ class CapacityOut(Schema):
     engine_version_rules: str  # which memory that release pays inside gpu_memory_utilization
     interconnect: str  # what the GPUs of a split were taken to be connected by: nvswitch, pcie_p2p or pcie
     interconnect_text: str  # the same in words, where it comes from and what the split costs each GPU
+    model_runner: str  # the model runner sized: v1 or v2 (the one asked, else the release's for the model)
+    gpu_memory_utilization: float  # the one asked, else the release's default
     fits: bool
     reason: str | None
     gpu: str | None

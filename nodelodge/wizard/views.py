@@ -273,6 +273,7 @@ def _worded_answer(request, partial: str | None, extra: dict | None) -> tuple[Ht
         "quantizations": _choices("quantization"),
         "on_off": _choices("cudagraph_estimate"),
         "interconnects": _choices("interconnect"),
+        "model_runners": _choices("model_runner"),
         "vllm_default_version": VLLM_VERSION,
         "cluster_choices": _choices("clusters"),
         "tiers": _choices("tier"),

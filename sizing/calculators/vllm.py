@@ -64,15 +64,20 @@ from .vllm_versions import (
     DEFAULT,
     SKIP_TOWER_FLAG,
     SKIP_TOWER_FROM,
+    V1_RUNNER,
     VllmRelease,
     VllmVersion,
-    cudagraph_estimate_for,
+    graphs_inside,
+    release_env,
+    rules_words,
+    runner_for,
 )
 
 VLLM_VERSION = DEFAULT.text  # the release an answer assumes where none is asked (`vllm_versions`)
 BLOCK_SIZE = 16  # tokens per KV-cache block (CacheConfig.block_size on CUDA)
 DEFAULT_BATCHED_TOKENS = 8192  # max_num_batched_tokens of `vllm serve` with chunked prefill
-DEFAULT_UTILIZATION = Fraction(9, 10)  # gpu_memory_utilization
+# gpu_memory_utilization where none is asked: the default release's (0.92 from 0.20, `vllm_versions`).
+DEFAULT_UTILIZATION = DEFAULT.default_utilization
 # max_num_seqs: `vllm serve` defaults to 1,024 on GPUs of 70 GiB or more (EngineArgs._set_default_args),
 # 256 on smaller ones.
 LARGE_GPU_BYTES = 70 * GIB
@@ -136,17 +141,19 @@ class VllmSettings:
     moe_kernel: MoeKernel | None = None
     version: VllmVersion = DEFAULT  # the release, and so which memory its budget holds (`vllm_versions`)
     # The CUDA-graph estimate inside the budget: None, the release's default; False, the switch
-    # VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0 (0.21 on).
+    # VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0 (0.20 on).
     cudagraph_estimate: bool | None = None
     skip_vision_tower: bool = False  # every modality limit 0: the vision tower is not loaded
     # What the machine's GPUs are connected by (`vllm_interconnect`): what a tensor-parallel split costs.
     interconnect: str = DEFAULT_INTERCONNECT
+    model_runner: str | None = None  # "v1" or "v2"; None: the release's choice for the model (`runner_for`)
 
     @property
     def release(self) -> VllmRelease:
         """The release and switches these settings were asked with."""
         said = self.interconnect if self.interconnect != DEFAULT_INTERCONNECT else None
-        return VllmRelease(self.version, self.cudagraph_estimate, self.skip_vision_tower, said)
+        return VllmRelease(self.version, self.cudagraph_estimate, self.skip_vision_tower, said,
+                           model_runner=self.model_runner)
 
     @property
     def split_cost(self) -> SplitCost:
@@ -157,10 +164,6 @@ class VllmSettings:
     def kernel(self) -> MoeKernel:
         """The kernel MXFP4 experts load through under these settings."""
         return self.moe_kernel or mxfp4_kernel(self.gpu)
-
-    @property
-    def graphs_inside(self) -> bool:
-        return cudagraph_estimate_for(self.version, self.cudagraph_estimate)
 
     @property
     def seqs(self) -> int:
@@ -225,6 +228,8 @@ class VllmBudget:
     yarn: Yarn | None  # the model's documented YaRN scaling, turned on where max_model_len needs it
     kv_bits: int
     precision: int = 16  # the weights' precision asked (16, 8 or 4)
+    runner: str = V1_RUNNER  # the model runner sized: the one asked, else the release's for the model
+    graphs_inside: bool = False  # the CUDA graphs' estimate is paid inside the budget (`vllm_versions`)
 
     @property
     def inside_items(self) -> tuple[Item, ...]:
@@ -387,7 +392,9 @@ def check_settings(model: LanguageModelSpec, settings: VllmSettings) -> None:
                 gettext("max_num_batched_tokens"), MAX_BATCHED_TOKENS)
     if settings.max_num_seqs is not None:
         check_count(settings.max_num_seqs, "max_num_seqs", gettext("max_num_seqs"), MAX_NUM_SEQS)
-    cudagraph_estimate_for(settings.version, settings.cudagraph_estimate)  # a switch the release has
+    # Switches the release has, for a runner that runs the model (`vllm_versions`).
+    graphs_inside(settings.version, settings.cudagraph_estimate,
+                  runner_for(model, settings.version, settings.model_runner))
     check_interconnect(settings.interconnect)
     if settings.skip_vision_tower:
         check_skip_vision_tower(model, settings.version)
@@ -401,26 +408,12 @@ def check_settings(model: LanguageModelSpec, settings: VllmSettings) -> None:
                  "tokens": fmt_int(settings.max_model_len)})
 
 
-def release_words(settings: VllmSettings) -> str:
-    """Which memory the assumed release pays inside gpu_memory_utilization, in words (the what-if's answer
-    and the wizard's breakdown)."""
-    version = settings.version
-    if version.context_inside:
-        return gettext(
-            "vLLM %(version)s (0.8.0 to 0.9.1): the CUDA context is paid inside gpu_memory_utilization, the "
-            "CUDA graphs outside it.") % {"version": version.text}
-    if settings.graphs_inside:
-        return gettext(
-            "vLLM %(version)s (0.21 on): the CUDA graphs' estimate is paid inside gpu_memory_utilization, "
-            "the CUDA context outside it; %(switch)s=0 leaves the graphs outside.") % {
-            "version": version.text, "switch": CUDAGRAPH_SWITCH}
-    if version.estimates_cudagraphs_by_default:
-        return gettext(
-            "vLLM %(version)s with %(switch)s=0: the CUDA context and the CUDA graphs live outside "
-            "gpu_memory_utilization.") % {"version": version.text, "switch": CUDAGRAPH_SWITCH}
-    return gettext(
-        "vLLM %(version)s (0.9.2 to 0.20): the CUDA context and the CUDA graphs live outside "
-        "gpu_memory_utilization.") % {"version": version.text}
+def release_words(budget: VllmBudget) -> str:
+    """Which memory the assumed release pays inside gpu_memory_utilization for the runner sized, in words
+    (the what-if's answer and the wizard's breakdown)."""
+    settings = budget.settings
+    return rules_words(settings.version, budget.runner, budget.graphs_inside, settings.cudagraph_estimate,
+                       settings.model_runner)
 
 
 def has_vision_tower(model: LanguageModelSpec) -> bool:
@@ -622,8 +615,8 @@ def _context_item(settings: VllmSettings) -> Item:
     return Item(name=name, formula=formula, bytes=context, per_gpu=True)
 
 
-def _graphs_item(settings: VllmSettings) -> Item:
-    if settings.graphs_inside:
+def _graphs_item(settings: VllmSettings, inside: bool) -> Item:
+    if inside:
         return Item(
             name=gettext("CUDA graphs (estimated inside the budget)"),
             formula=gettext(
@@ -638,24 +631,26 @@ def _graphs_item(settings: VllmSettings) -> Item:
                 bytes=CUDA_GRAPH_BYTES, per_gpu=True)
 
 
-def outside_items(settings: VllmSettings) -> tuple[Item, ...]:
-    """What the release leaves in the memory gpu_memory_utilization leaves free (`vllm_versions`)."""
+def outside_items(settings: VllmSettings, graphs: bool) -> tuple[Item, ...]:
+    """What the release leaves in the memory gpu_memory_utilization leaves free (`vllm_versions`); `graphs`:
+    whether the runner sized pays the CUDA graphs' estimate inside."""
     items = []
     if not settings.version.context_inside:
         items.append(_context_item(settings))
-    if not settings.graphs_inside:
-        items.append(_graphs_item(settings))
+    if not graphs:
+        items.append(_graphs_item(settings, graphs))
     return tuple(items)
 
 
-def also_inside_items(settings: VllmSettings) -> tuple[Item, ...]:
+def also_inside_items(settings: VllmSettings, graphs: bool) -> tuple[Item, ...]:
     """What the release pays inside the budget besides the weights, activations and memory outside
-    PyTorch: the CUDA context before 0.9.2, the CUDA graphs' estimate from 0.21 (`vllm_versions`)."""
+    PyTorch: the CUDA context before 0.9.2, the CUDA graphs' estimate from 0.20 where the runner sized
+    estimates them (`vllm_versions`)."""
     items = []
     if settings.version.context_inside:
         items.append(_context_item(settings))
-    if settings.graphs_inside:
-        items.append(_graphs_item(settings))
+    if graphs:
+        items.append(_graphs_item(settings, graphs))
     return tuple(items)
 
 
@@ -699,13 +694,15 @@ def vllm_budget(model: LanguageModelSpec, precision: int, kv_bits: int, settings
     check_settings(model, settings)
     weights, flag = weights_item(model, precision, settings)
     max_model_len = settings.max_model_len or model_value(model, "max_context")
+    runner = runner_for(model, settings.version, settings.model_runner)
+    graphs = graphs_inside(settings.version, settings.cudagraph_estimate, runner)
     return VllmBudget(
         settings=settings,
         weights=weights,
         activation=activation_item(model, settings),
         non_torch=non_torch_item(settings),
-        outside=outside_items(settings),
-        also_inside=also_inside_items(settings),
+        outside=outside_items(settings, graphs),
+        also_inside=also_inside_items(settings, graphs),
         layout=kv_layout(model, kv_bits, settings),
         budget_bytes=math.floor(settings.gpu_memory_utilization * settings.gpu_memory_bytes),
         max_model_len=max_model_len,
@@ -714,6 +711,8 @@ def vllm_budget(model: LanguageModelSpec, precision: int, kv_bits: int, settings
         yarn=model.architecture.yarn if model.architecture is not None else None,
         kv_bits=kv_bits,
         precision=precision,
+        runner=runner,
+        graphs_inside=graphs,
     )
 
 
@@ -754,10 +753,10 @@ def serve_command(hf_id: str, budget: VllmBudget, max_num_seqs: int | None = Non
     asked context as --max-model-len where given: the budget itself does not depend on it), and the GPU's
     own (`--dtype half` below compute capability 8.0: `sizing.engine_support.Support.dtype_flags`)."""
     settings = budget.settings
-    # vLLM's switch is an environment variable: set on the command where it turns the release's default off.
-    switched_off = settings.version.estimates_cudagraphs_by_default and not settings.graphs_inside
+    # vLLM's switches are environment variables: the estimate's set where it turns the release's default
+    # off, the runner's wherever one is asked (`vllm_versions.release_env`).
     parts = [
-        *([f"{CUDAGRAPH_SWITCH}=0"] if switched_off else []),
+        *release_env(settings.version, settings.cudagraph_estimate, settings.model_runner),
         "vllm serve", hf_id, *model_flags, *dtype_flags,
         f"--tensor-parallel-size {settings.tensor_parallel}",
     ]

@@ -108,10 +108,12 @@ class VllmBreakdown(Breakdown):
 
 
 def estimate_vllm(model: LanguageModelSpec, precision: int, context: int, requests: int, kv_bits: int = 16,
-                  utilization: Fraction = DEFAULT_UTILIZATION,
+                  utilization: Fraction | None = None,
                   release: VllmRelease = DEFAULT_RELEASE) -> VllmBreakdown:
     """vLLM's budget on one GPU for `requests` requests of `context` tokens, item by item; the last item
-    is what gpu_memory_utilization leaves outside the budget on a GPU that just holds it."""
+    is what gpu_memory_utilization (None: the release's default) leaves outside the budget on a GPU that
+    just holds it."""
+    utilization = release.utilization if utilization is None else utilization
     precision, context, requests, kv_bits = check_inference_inputs(  # as the transformers estimate's
         model, precision, context, requests, kv_bits)
     shell = VllmBreakdown(workload="inference", title="", items=(), assumptions=(), precision=precision,
@@ -123,7 +125,7 @@ def estimate_vllm(model: LanguageModelSpec, precision: int, context: int, reques
         Item(budget.weights.name, budget.weights.formula, budget.weights.bytes),
         budget.activation,
         budget.non_torch,
-        *budget.also_inside,  # the release's: the CUDA context before 0.9.2, the graphs' estimate from 0.21
+        *budget.also_inside,  # the release's: the CUDA context before 0.9.2, the graphs' estimate from 0.20
         kv,
     ]
     need = sum(item.bytes for item in inside)
@@ -184,7 +186,7 @@ def vllm_words(model: LanguageModelSpec, budget: VllmBudget, utilization: Fracti
             "The KV cache is held in blocks of %(block)s tokens per layer; a request takes whole blocks. "
             "Sliding-window layers keep their window plus one prefill step and one spare block."
         ) % {"block": BLOCK_SIZE},
-        release_words(budget.settings),
+        release_words(budget),
         split_words(budget.settings.interconnect),
     ]
     if budget.settings.skip_vision_tower:
@@ -195,7 +197,7 @@ def vllm_words(model: LanguageModelSpec, budget: VllmBudget, utilization: Fracti
         "Between versions: the V0 engine (before 0.8) profiled a whole prefill of max_num_seqs × "
         "max_model_len unless chunked prefill was on, so its activation peak grew with the context; V1 "
         "always prefills in chunks. Which of the CUDA context and the CUDA-graph pool count inside the "
-        "budget has moved at 0.9.2 and 0.21 (engine_version chooses the release)."
+        "budget has moved at 0.9.2, 0.20, 0.25 and 0.29 (engine_version chooses the release)."
     ))
     native = native_format_of(model)
     if native is not None and native.key == "mxfp4" and budget.precision == native.bits:

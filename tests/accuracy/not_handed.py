@@ -34,7 +34,7 @@ from pathlib import Path
 
 from sizing.calculators.llamacpp import LlamaCppSettings, llamacpp_need
 from sizing.calculators.sglang import SglangSettings, sglang_pool
-from sizing.calculators.vllm import VllmSettings, vllm_budget
+from sizing.calculators.vllm import VllmBudget, VllmSettings, vllm_budget
 from sizing.calculators.vllm_interconnect import interconnect_of_gpu
 from sizing.calculators.vllm_versions import parse_version
 from sizing.units import GIB, MIB
@@ -100,14 +100,18 @@ class PublishedLog:
                 mem_fraction_static=self.utilization, context_length=self.max_model_len,
             ))
             return Prediction(pool.weights.bytes, pool.kv_cache_tokens, True, None)
-        budget = vllm_budget(model, self.precision, self.kv_bits, VllmSettings(
+        budget = self.budget()
+        fits, reason = budget.fit(budget.max_model_len, 1)
+        return Prediction(budget.weights.bytes, budget.kv_cache_tokens, fits, reason)
+
+    def budget(self) -> VllmBudget:
+        """vLLM's budget for the row's settings (a vLLM row), as `/api/v1/capacity` sizes them."""
+        return vllm_budget(language_spec(self.model_slug), self.precision, self.kv_bits, VllmSettings(
             version=parse_version(self.version), gpu_memory_bytes=self.gpu_total_bytes,
             tensor_parallel=self.tensor_parallel, gpu_memory_utilization=self.utilization,
             max_model_len=self.max_model_len, max_num_seqs=self.max_num_seqs, interconnect=self.interconnect,
             **({"max_num_batched_tokens": self.max_num_batched_tokens} if self.max_num_batched_tokens else {}),
         ))
-        fits, reason = budget.fit(budget.max_model_len, 1)
-        return Prediction(budget.weights.bytes, budget.kv_cache_tokens, fits, reason)
 
 
 @dataclass(frozen=True)

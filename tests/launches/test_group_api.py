@@ -199,7 +199,7 @@ def test_a_cluster_too_small_for_the_workload_is_refused_on_the_server_whatever_
     answer = refused.json()
     assert answer["code"] == "no_longer_fits" and answer["machine_id"] is None
     assert answer["errors"]["group"].startswith("2 machines of 8 × H100 SXM 80GB need ")
-    assert "more than vLLM's budget of 71.27 GiB" in answer["errors"]["group"]
+    assert "more than vLLM's budget of 72.85 GiB" in answer["errors"]["group"]
     assert not Booking.objects.exists()
     made = post(client, body([first, second, third], query=deepseek_16), token)
     assert made.status_code == 201, made.content

@@ -64,7 +64,7 @@ def test_under_vllm_the_machine_holds_what_its_budget_leaves_and_names_the_comma
     assert held.max_requests_at_context >= 4
     assert held.max_context_at_requests >= 8192
     assert held.command == ("vllm serve meta-llama/Llama-3.1-8B --tensor-parallel-size 1 --max-model-len 8192 "
-                            "--max-num-seqs 4 --gpu-memory-utilization 0.9")
+                            "--max-num-seqs 4 --gpu-memory-utilization 0.92")
     over = estimate_vllm(spec, 16, 8192, held.max_requests_at_context + 1, 16)
     assert over.bytes_per_gpu(1) > memory
 

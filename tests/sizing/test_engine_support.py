@@ -116,7 +116,7 @@ def test_a_v100_row_at_8_bit_offers_no_fp8_and_the_16_bit_command_that_starts_th
         "with a 16-bit KV cache (--dtype half), started by the command below.")
     assert row.alternative.command == (
         "vllm serve meta-llama/Llama-3.1-8B --dtype half --tensor-parallel-size 1 --max-model-len 8192 "
-        "--max-num-seqs 4 --gpu-memory-utilization 0.9")
+        "--max-num-seqs 4 --gpu-memory-utilization 0.92")
     t4 = next(row for row in answer.machines if row.offer.gpu_type == "T4")  # FP8 through Marlin, float16
     assert t4.runs_on_gpu is True and "--dtype half" in t4.command and "--quantization fp8" in t4.command
 

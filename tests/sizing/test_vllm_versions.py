@@ -14,7 +14,13 @@ from sizing.calculators.vllm import (
     serve_command,
     vllm_budget,
 )
-from sizing.calculators.vllm_versions import DEFAULT_VERSION, known_release_pattern, parse_version
+from sizing.calculators.vllm_versions import (
+    DEFAULT_VERSION,
+    V1_RUNNER,
+    V2_RUNNER,
+    known_release_pattern,
+    parse_version,
+)
 from sizing.errors import SizingError
 from sizing.units import GIB
 from tests.accuracy.vllm_startup import language_spec
@@ -40,27 +46,89 @@ def test_0_19_leaves_the_logged_pool_of_the_llm_d_start_up():
         "CUDA context (outside the budget)", "CUDA graphs (outside the budget)"]
 
 
-def test_from_0_21_the_cuda_graph_estimate_is_paid_inside_the_budget():
-    before, after = llama_budget("0.19"), llama_budget("0.21")
+def test_from_0_20_the_cuda_graph_estimate_is_paid_inside_the_budget():
+    # PR #38284 shipped in 0.20.0: a published 0.20.0 start logs "CUDA graph memory profiling is enabled".
+    before, after = llama_budget("0.19.1"), llama_budget("0.20.0")
     assert after.kv_cache_bytes == before.kv_cache_bytes - CUDA_GRAPH_BYTES
     assert [item.name for item in after.also_inside] == ["CUDA graphs (estimated inside the budget)"]
     assert "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0" in after.also_inside[0].formula
     assert [item.name for item in after.outside] == ["CUDA context (outside the budget)"]
+    assert after.runner == V1_RUNNER and after.graphs_inside and not before.graphs_inside
+
+
+def test_the_default_utilization_is_0_92_from_the_release_that_estimates_the_graphs():
+    # The same PR raised CacheConfig's default: 0.19.0 logs "(0.9, …)" with no flag, 0.31.0 "(0.92, …)".
+    assert [parse_version(text).default_utilization for text in ("0.8.4", "0.19.1", "0.20.0", "0.31")] == [
+        Fraction(9, 10), Fraction(9, 10), Fraction(92, 100), Fraction(92, 100)]
 
 
 def test_the_switch_turns_the_estimate_off_and_is_written_on_the_command():
-    off = llama_budget("0.21.0", cudagraph_estimate=False)
+    off = llama_budget("0.20.0", cudagraph_estimate=False)
     assert off.kv_cache_bytes == llama_budget("0.19").kv_cache_bytes
     command = serve_command("meta-llama/Llama-3.1-8B", off)
     assert command.startswith("VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0 vllm serve ")
-    assert not serve_command("meta-llama/Llama-3.1-8B", llama_budget("0.21.0")).startswith("VLLM_")
+    assert not serve_command("meta-llama/Llama-3.1-8B", llama_budget("0.20.0")).startswith("VLLM_")
 
 
-def test_before_0_21_the_estimate_cannot_be_asked_inside_the_budget():
+def test_before_0_20_the_estimate_cannot_be_asked_inside_the_budget():
     with pytest.raises(SizingError) as refused:
         llama_budget("0.19", cudagraph_estimate=True)
     assert refused.value.field == "cudagraph_estimate"
-    assert "0.21" in refused.value.message
+    assert "0.20" in refused.value.message
+
+
+MIXTRAL = language_spec("mixtral-8x7b")
+
+
+@pytest.mark.parametrize("version", ["0.25.0", "0.26.0", "0.28.1"])
+def test_from_0_25_a_dense_model_runs_on_the_v2_runner_whose_graphs_stay_outside(version):
+    # PR #44443: the V2 runner for models without experts or linear attention; its graph estimate is 0
+    # before 0.29 (vllm-project/vllm#49224), so the pool is 0.19's at the same utilization.
+    budget = llama_budget(version)
+    assert budget.runner == V2_RUNNER and not budget.graphs_inside
+    assert budget.kv_cache_bytes == llama_budget("0.19").kv_cache_bytes
+    assert "CUDA graphs (outside the budget)" in [item.name for item in budget.outside]
+    moe = vllm_budget(MIXTRAL, 16, 16, VllmSettings(gpu_memory_bytes=4 * H100, tensor_parallel=4,
+                                                     version=parse_version(version)))
+    assert moe.runner == V1_RUNNER and moe.graphs_inside
+
+
+def test_from_0_29_every_model_runs_on_the_v2_runner_which_estimates_its_graphs():
+    dense = llama_budget("0.29.0")
+    moe = vllm_budget(MIXTRAL, 16, 16, VllmSettings(gpu_memory_bytes=4 * H100, tensor_parallel=4,
+                                                     version=parse_version("0.29.0")))
+    assert (dense.runner, moe.runner) == (V2_RUNNER, V2_RUNNER)
+    assert dense.graphs_inside and moe.graphs_inside
+    assert dense.kv_cache_bytes == llama_budget("0.20.0").kv_cache_bytes
+
+
+def test_the_runner_asked_is_sized_and_written_on_the_command():
+    v1 = llama_budget("0.26.0", model_runner=V1_RUNNER)
+    assert v1.runner == V1_RUNNER and v1.graphs_inside
+    assert v1.kv_cache_bytes == llama_budget("0.26.0").kv_cache_bytes - CUDA_GRAPH_BYTES
+    assert serve_command("meta-llama/Llama-3.1-8B", v1).startswith("VLLM_USE_V2_MODEL_RUNNER=0 vllm serve ")
+    v2 = llama_budget("0.23.0", model_runner=V2_RUNNER)
+    assert v2.runner == V2_RUNNER and not v2.graphs_inside
+    assert serve_command("meta-llama/Llama-3.1-8B", v2).startswith("VLLM_USE_V2_MODEL_RUNNER=1 vllm serve ")
+    both = llama_budget("0.26.0", model_runner=V1_RUNNER, cudagraph_estimate=False)
+    assert serve_command("meta-llama/Llama-3.1-8B", both).startswith(
+        "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0 VLLM_USE_V2_MODEL_RUNNER=0 vllm serve ")
+    # Not asked, the release's choice: no variable, whatever the runner.
+    assert not serve_command("meta-llama/Llama-3.1-8B", llama_budget("0.26.0")).startswith("VLLM_")
+
+
+def test_a_runner_the_release_does_not_run_the_model_on_is_refused():
+    with pytest.raises(SizingError) as early:
+        llama_budget("0.21.0", model_runner=V2_RUNNER)
+    assert early.value.field == "model_runner" and "0.22" in early.value.message
+    with pytest.raises(SizingError) as moe:
+        vllm_budget(MIXTRAL, 16, 16, VllmSettings(gpu_memory_bytes=4 * H100, tensor_parallel=4,
+                                                  version=parse_version("0.26.0"), model_runner=V2_RUNNER))
+    assert moe.value.field == "model_runner" and "0.29" in moe.value.message
+    with pytest.raises(SizingError) as estimate:
+        llama_budget("0.26.0", cudagraph_estimate=True)
+    assert estimate.value.field == "cudagraph_estimate" and "V1 runner" in estimate.value.message
+    assert llama_budget("0.29.0", cudagraph_estimate=True, model_runner=V2_RUNNER).graphs_inside
 
 
 def test_before_0_9_2_the_cuda_context_is_paid_inside_the_budget():
@@ -105,7 +173,8 @@ def test_an_unknown_release_is_refused_naming_the_known_ones(text):
 
 def test_the_default_is_the_newest_known_release_with_the_graphs_inside():
     assert parse_version(None).text == DEFAULT_VERSION
-    assert parse_version("").estimates_cudagraphs_by_default
+    assert parse_version("").estimates_cudagraphs_by_default and parse_version("").v2_estimates_cudagraphs
+    assert parse_version("").default_utilization == Fraction(92, 100)
 
 
 def test_skipping_the_vision_tower_takes_its_weights_out_and_writes_the_flag():

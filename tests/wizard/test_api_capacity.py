@@ -216,7 +216,7 @@ def test_the_openapi_schema_lists_the_what_if_with_its_defaults(client, small_fl
                      "pipeline_parallel", "gpu_memory_utilization", "max_model_len", "max_num_batched_tokens",
                      "max_num_seqs", "quantization", "flash_attention", "parallel", "gpu_layers",
                      "mem_fraction_static", "engine_version", "cudagraph_estimate", "skip_vision_tower",
-                     "interconnect"}
+                     "model_runner", "interconnect"}
     interconnect = next(p for p in operation["parameters"] if p["name"] == "interconnect")
     assert set(interconnect["schema"]["enum"]) == {"", "nvswitch", "pcie_p2p", "pcie"}
 
@@ -485,8 +485,9 @@ def test_kimi_linear_starts_with_its_repositorys_code_and_keeps_its_state_outsid
 
 def test_the_answer_names_the_vllm_release_it_assumed_and_its_budget_rules(client, small_fleet):
     _, default = capacity(client, H100)
-    assert default["engine_version"] == "0.31.0"
-    assert "0.21 on" in default["engine_version_rules"]
+    assert default["engine_version"] == "0.31.0" and default["model_runner"] == "v2"
+    assert "0.29 on" in default["engine_version_rules"]
+    assert "Left unset, gpu_memory_utilization is 0.92" in default["engine_version_rules"]
     assert [item["name"] for item in default["items"]][-1] == "CUDA graphs (estimated inside the budget)"
     _, old = capacity(client, H100 + "&engine_version=0.19")
     assert old["engine_version"] == "0.19"
@@ -503,10 +504,57 @@ def test_a_bad_engine_version_is_a_400_beside_its_field(client, small_fleet, ver
     assert words in body["errors"]["engine_version"]
 
 
-def test_the_graphs_estimate_asked_of_a_release_before_0_21_is_a_400_beside_its_field(client, small_fleet):
+def test_the_graphs_estimate_asked_of_a_release_before_0_20_is_a_400_beside_its_field(client, small_fleet):
     status, body = capacity(client, H100 + "&engine_version=0.19&cudagraph_estimate=on")
     assert status == 400
-    assert "0.21" in body["errors"]["cudagraph_estimate"]
+    assert "0.20" in body["errors"]["cudagraph_estimate"]
+
+
+UNSET = H100.replace("&gpu_memory_utilization=0.95", "")
+
+
+def test_a_utilization_left_out_is_the_releases_default_and_the_answer_names_it(client, small_fleet):
+    # vLLM's CacheConfig: 0.9 before 0.20, 0.92 from it (PR #38284; 0.31.0 logs "(0.92, …)" with no flag).
+    _, current = capacity(client, UNSET)
+    assert current["gpu_memory_utilization"] == 0.92
+    assert current["budget"].startswith("0.92 × 79.19 GiB")
+    assert "--gpu-memory-utilization 0.92" in current["command"]
+    _, old = capacity(client, UNSET + "&engine_version=0.19")
+    assert old["gpu_memory_utilization"] == 0.9 and "--gpu-memory-utilization 0.9 " in old["command"] + " "
+    _, asked = capacity(client, H100)
+    assert asked["gpu_memory_utilization"] == 0.95
+
+
+def test_from_0_25_to_0_28_a_dense_model_runs_on_the_v2_runner_and_the_switch_picks_the_v1_one(client, small_fleet):
+    _, dense = capacity(client, H100 + "&engine_version=0.26.0")
+    assert dense["model_runner"] == "v2" and "CUDA graphs (outside the budget)" in [
+        item["name"] for item in dense["outside_budget"]]
+    assert "0.25 to 0.28" in dense["engine_version_rules"] and not dense["command"].startswith("VLLM_")
+    _, v1 = capacity(client, H100 + "&engine_version=0.26.0&model_runner=v1")
+    assert v1["model_runner"] == "v1" and v1["items"][-1]["name"] == "CUDA graphs (estimated inside the budget)"
+    assert v1["kv_cache_gib"] == pytest.approx(dense["kv_cache_gib"] - 1.0, abs=0.011)
+    assert v1["command"].startswith("VLLM_USE_V2_MODEL_RUNNER=0 vllm serve ")
+    _, german = capacity(client, H100 + "&engine_version=0.26.0", HTTP_ACCEPT_LANGUAGE="de")
+    assert "V2-Model-Runner" in german["engine_version_rules"]
+
+
+@pytest.mark.parametrize("query, status, field, words", [
+    ("&engine_version=0.21&model_runner=v2", 400, "model_runner", "0.22"),
+    ("&engine_version=0.26&model_runner=v3", 400, "model_runner", "v1 or v2"),
+    ("&engine_version=0.26&cudagraph_estimate=on", 422, "cudagraph_estimate", "V1 runner"),
+])
+def test_a_runner_or_estimate_the_release_cannot_size_is_refused_beside_its_field(client, small_fleet, query,
+                                                                                    status, field, words):
+    got, body = capacity(client, H100 + query)
+    assert got == status and words in body["errors"][field]
+
+
+def test_the_v2_runner_asked_of_a_mixture_of_experts_before_0_29_is_refused(client, small_fleet):
+    query = H100.replace("llama-3-1-8b", "qwen3-30b-a3b")
+    status, body = capacity(client, query + "&engine_version=0.26.0&model_runner=v2")
+    assert status == 422 and "0.29" in body["errors"]["model_runner"]
+    status, body = capacity(client, query + "&engine_version=0.29.0&model_runner=v2")
+    assert status == 200 and body["model_runner"] == "v2"
 
 
 def test_a_multimodal_model_is_offered_the_flag_that_skips_its_vision_tower(client, small_fleet):

@@ -31,7 +31,7 @@ def test_the_panels_link_opens_the_cheapest_clusters_page_with_its_items_command
     assert response.status_code == 200
     page = response.content.decode()
     assert "<h1>2 × (8 × H100 SXM 80GB) at" in page
-    assert "TP 8 × PP 2: 52.08 of 71.27 GiB per GPU (vLLM's budget), $40.00 per hour" in page
+    assert "TP 8 × PP 2: 52.08 of 72.85 GiB per GPU (vLLM's budget), $40.00 per hour" in page
     assert "Model weights as loaded:" in page and "Communication buffers:" in page
     assert "vllm serve meta-llama/Llama-3.1-405B --tensor-parallel-size 8" in page and "--pipeline-parallel-size 2" in page
     assert "--tp 16 --nnodes 2 --node-rank 1" in page
@@ -77,7 +77,7 @@ def test_the_german_page(client, h100_site):
     link = panel_link(client, prefix="/de/")
     assert link.startswith("/de/cluster/?")
     page = client.get(link).content.decode()
-    assert "TP 8 × PP 2: 52,08 von 71,27 GiB pro GPU (vLLM-Budget)" in page
+    assert "TP 8 × PP 2: 52,08 von 72,85 GiB pro GPU (vLLM-Budget)" in page
     assert "Zurück zur Antwort" in page and "--pipeline-parallel-size 2" in page
 
 

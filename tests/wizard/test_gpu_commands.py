@@ -16,7 +16,7 @@ pytestmark = pytest.mark.django_db
 LLAMA_8B_FP8 = "workload=inference&model=llama-3-1-8b&precision=8&kv_cache=8&context=8192&requests=4&engine=vllm"
 REASON = "vLLM cannot run FP8 weights on V100 32GB (Volta, compute capability 7.0)"
 ALTERNATIVE = ("vllm serve meta-llama/Llama-3.1-8B --dtype half --tensor-parallel-size 1 --max-model-len 8192 "
-               "--max-num-seqs 4 --gpu-memory-utilization 0.9")
+               "--max-num-seqs 4 --gpu-memory-utilization 0.92")
 
 
 @pytest.fixture
