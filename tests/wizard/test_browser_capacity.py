@@ -5,12 +5,15 @@ import re
 import pytest
 from playwright.sync_api import expect
 
+from sizing.calculators.vllm_versions import DEFAULT
 from tests.a11y import assert_accessible
 from tests.helpers import llama_8b
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 QUERY = llama_8b(context=8192, requests=4, engine="vllm")
+# The default release's default utilization, as commands write it (0.92 from vLLM 0.20).
+DEFAULT_UTILIZATION = f"{float(DEFAULT.default_utilization):g}"
 SCREENS = pytest.mark.parametrize(("width", "height"), [(1440, 1000), (390, 844)], ids=["desktop", "phone"])
 LANGUAGES = pytest.mark.parametrize(
     ("prefix", "locale", "holds", "command_label"),
@@ -41,7 +44,7 @@ def test_every_machine_row_says_what_it_holds_and_how_to_start_it(
     expect(command).to_be_visible()
     expect(command).to_have_text(re.compile(
         r"^vllm serve meta-llama/Llama-3\.1-8B --tensor-parallel-size \d+ --max-model-len 8192 --max-num-seqs 4 "
-        r"--gpu-memory-utilization 0\.9$"))
+        rf"--gpu-memory-utilization {re.escape(DEFAULT_UTILIZATION)}$"))
     expect(first.get_by_role("button", name=command_label)).to_be_visible()
     expect(page.locator("#result")).to_contain_text("vLLM")  # the constraints name the engine
     assert_accessible(page, f"capacity {locale} {width}")
