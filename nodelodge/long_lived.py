@@ -4,7 +4,7 @@ A console process holds about 120,000 objects that live as long as it does: modu
 patterns, the templates, the catalog's words and translations. CPython's collector walks all of them
 at each full collection, and an answer allocates enough to trigger one or two per request: 2–3 ms of
 a 25 ms API answer at 1,000 machines went to walking objects that can never be garbage
-(BENCHMARKS.md's history, 2026-12-07). Once the first request has imported and warmed everything a
+(docs/benchmarks-log.md, 2026-12-07). Once the first request has imported and warmed everything a
 request needs, `gc.freeze()` moves what exists into the collector's permanent generation, which it
 never walks; garbage made later is collected as before. The first request's own cycles are collected
 just before, so nothing it left behind is kept for good.
