@@ -12,6 +12,7 @@ engine's rule (`sizing.calculators.estimate`); the form checks types and limits.
 from __future__ import annotations
 
 import copy
+import functools
 from collections.abc import Iterable
 from dataclasses import dataclass
 from decimal import Decimal
@@ -307,7 +308,15 @@ class WorkloadQuery:
         return bool(self.gpu or self.min_memory_gib is not None or self.confidence)
 
     def as_params(self, **overrides) -> dict[str, str]:
-        """The query string parameters that reproduce this query (empty ones left out)."""
+        """The query string parameters that reproduce this query (empty ones left out), with
+        `overrides` (a page's number, the plans on every GPU type) in place of its own."""
+        params = {**self._params, **overrides}
+        return {key: str(value) for key, value in params.items() if value not in (None, "")}
+
+    @functools.cached_property
+    def _params(self) -> dict[str, object]:
+        """Every parameter of the query, empty ones included, in the address's order: worked out once
+        per query (a result panel writes its address half a dozen times: its page links, its permalink)."""
         params = {
             "workload": self.workload,
             "model": self.model_slug,
@@ -343,8 +352,7 @@ class WorkloadQuery:
                 redundancy=self.redundancy,
                 gpu_plans=1 if self.gpu_plans else None,
             )
-        params.update(overrides)
-        return {key: str(value) for key, value in params.items() if value not in (None, "")}
+        return params
 
     def as_query_string(self, **overrides) -> str:
         return urlencode(self.as_params(**overrides))

@@ -18,6 +18,8 @@ from django.utils.translation import gettext
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from nodelodge.field_values import FieldValues
+
 from . import delivery, selectors, services
 from .models import Watch
 
@@ -97,7 +99,7 @@ def create(request):
 def _refused(request, values: dict, errors: dict):
     shown = {name: message for name, message in errors.items() if name in FIELD_ERRORS}
     shown["general"] = [message for name, message in errors.items() if name not in FIELD_ERRORS]
-    context = {"watch_values": values, "watch_errors": shown}
+    context = {"watch_values": FieldValues(values), "watch_errors": FieldValues(shown)}
     query_string = request.POST.get("query", "")
     if request.htmx:
         # The form alone, swapped in place (htmx swaps only 2xx, as the wizard's own fields do).

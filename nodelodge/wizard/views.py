@@ -21,6 +21,7 @@ from django_htmx.http import push_url, reswap, retarget
 from catalog import database
 from catalog.markets import Market
 from catalog.models import GpuType
+from nodelodge.field_values import FieldValues
 from nodelodge.hardening.page_limit import page_rate_limited
 from nodelodge.recommendations.answer import recommendation_for
 from nodelodge.recommendations.capacity import (
@@ -250,8 +251,11 @@ def _worded_answer(request, partial: str | None, extra: dict | None) -> tuple[Ht
     labels = field_labels(workload, model_kind)
     errors = {name: reworded(name, message, workload, model_kind) for name, message in errors.items()}
     context = {
-        "values": values,
-        "errors": errors,
+        "values": FieldValues(values),
+        "errors": FieldValues(errors),
+        # The watch form's own (the watches view gives them where it shows the form again).
+        "watch_values": FieldValues(),
+        "watch_errors": FieldValues(),
         "error_list": error_list(errors, labels),
         # The form's parts are made when the template reaches the form: the result panel alone, swapped
         # in after a change, never shows them.
