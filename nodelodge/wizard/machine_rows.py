@@ -19,8 +19,10 @@ from typing import Any
 from django.urls import reverse
 from django.utils.formats import localize
 from django.utils.safestring import SafeData, SafeString, mark_safe
-from django.utils.translation import gettext, ngettext
 
+# The answer's own translations: inside the view's `words_remembered` each message is asked of Django
+# once per answer, not once per row.
+from sizing.i18n import gettext, ngettext
 from sizing.units import decimal_text, money_text
 from sizing.wording import per_hour
 
@@ -29,6 +31,8 @@ def _e(value: object) -> str:
     """A value as the template wrote it (`conditional_escape`: safe text kept, anything else escaped as
     its str()), without the lazy-text checks the rows' plain values do not need."""
     if isinstance(value, SafeData):
+        return str(value)
+    if type(value) is int:  # ids, GPU counts: digits only, nothing to escape
         return str(value)
     return html.escape(str(value))
 
