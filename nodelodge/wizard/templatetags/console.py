@@ -7,6 +7,7 @@ from django.utils.formats import number_format
 from django.utils.translation import get_language, gettext, pgettext_lazy
 
 from nodelodge.i18n import address_in
+from nodelodge.wizard import list_controls as written_controls
 from nodelodge.wizard.machine_rows import machine_rows as written_rows
 from sizing.countries import country_name as _country_name
 from sizing.countries import place_name as _place_name
@@ -88,6 +89,24 @@ def in_current_language(url) -> str:
 def machine_rows(context, machines, columns):
     """The machine table's rows (`wizard.machine_rows`), each Launch form carrying the page's query."""
     return written_rows(machines, int(columns), context.get("query_string") or "")
+
+
+@register.simple_tag
+def field_error(name, message):
+    """The message beside a form field (`wizard.list_controls.field_error`), hidden while it has none."""
+    return written_controls.field_error(name, message)
+
+
+@register.simple_tag(takes_context=True)
+def list_controls(context):
+    """The machine list's sort, filters and grouping (`wizard.list_controls`), over the page's values and
+    errors; the GPU models are those of the machines looked at (none where the query has errors)."""
+    result = context.get("result")
+    return written_controls.list_controls(
+        context.get("values") or {}, context.get("errors") or {}, context.get("sorts") or (),
+        context.get("confidence_filters") or (), context.get("groups") or (),
+        result.listing.gpu_types if result else (),
+    )
 
 
 @register.filter
