@@ -3,11 +3,13 @@ partial its target names, and the full page renders the same partials."""
 from __future__ import annotations
 
 import functools
+import re
 from typing import Any, cast
 from urllib.parse import urlencode
 
 from django import forms
 from django.http import HttpResponse
+from django.middleware.csrf import get_token
 from django.shortcuts import get_object_or_404, render
 from django.template.loader import render_to_string
 from django.urls import reverse
@@ -183,11 +185,31 @@ def wizard(request):
     return conditional.stamp(response)
 
 
+# A partial is kept for every client who asks the same (`conditional`), but its watch form carries the
+# CSRF token of the client it was made for: kept without it, and each client's own written in when served.
+CSRF_FIELD = re.compile(r'(<input type="hidden" name="csrfmiddlewaretoken" value=")[^"]*(")')
+CSRF_KEPT = r"\g<1>\g<2>"
+
+
+def without_client_token(html: str) -> str:
+    """A partial as it is kept for every client: its forms' CSRF token left empty."""
+    return CSRF_FIELD.sub(CSRF_KEPT, html)
+
+
+def with_client_token(request, html: str) -> str:
+    """A kept partial with this client's CSRF token in its forms (a new mask of the client's secret, as
+    `{% csrf_token %}` writes it; the client's cookie is set where it has none yet)."""
+    if "csrfmiddlewaretoken" not in html:
+        return html
+    token = get_token(request)
+    return CSRF_FIELD.sub(lambda found: found.group(1) + token + found.group(2), html)
+
+
 def _wizard_response(request, partial: str | None, stored: dict) -> HttpResponse:
     """The response from what an answer keeps: a partial whole, with its HTMX headers; for the whole
     page, its `#wizard` part, rendered into the page with this client's top bar."""
     if partial is not None:
-        response = HttpResponse(stored["html"])
+        response = HttpResponse(with_client_token(request, stored["html"]))
         for name, value in stored["headers"].items():
             response[name] = value
         return response
@@ -325,7 +347,7 @@ def _worded_answer(request, partial: str | None, extra: dict | None) -> tuple[Ht
             # The address bar shows the canonical query, without the form's bookkeeping fields.
             response = push_url(response, context["page_address"])
         headers = {name: response[name] for name in HTMX_HEADERS if name in response}
-        return response, {"html": response.content.decode(), "headers": headers}
+        return response, {"html": without_client_token(response.content.decode()), "headers": headers}
     # The whole page is its #wizard part inside the page's frame, which shows the client's own top bar.
     stored = {
         "wizard_html": render_to_string("wizard/wizard.html#wizard", context, request),

@@ -12,6 +12,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.cache import cache
 from django.db import connection
+from django.middleware.csrf import _unmask_cipher_token
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
@@ -19,6 +20,8 @@ from catalog.models import Machine, Provider
 from nodelodge.launches.booking import launch
 from nodelodge.recommendations import fleet_state
 from nodelodge.refresh.services import refresh_provider
+from nodelodge.watches.models import Watch
+from nodelodge.wizard.views import without_client_token
 from tests.factories import PASSWORD, make_gpu_type, make_language_model, make_user
 from tests.feeds import feed, record
 from tests.helpers import LLAMA_8B
@@ -118,8 +121,36 @@ def test_a_hot_answer_is_served_from_the_cache_without_computing(fleet, monkeypa
     assert cached.content == kept.content  # its "data_as_of" too: when it was computed
     assert cached["ETag"] == kept["ETag"]
     partial = Client().get(PAGE + "&shown=inference:language:ok", **HTMX)
-    assert partial.content == page_kept.content
+    # The same partial, but for the CSRF token of its watch form: each client's own (the test below).
+    assert without_client_token(partial.content.decode()) == without_client_token(page_kept.content.decode())
     assert partial["HX-Push-Url"] == page_kept["HX-Push-Url"]
+
+
+def test_a_partial_from_the_cache_carries_each_clients_own_csrf_token_and_its_watch_form_posts(
+    fleet, monkeypatch
+):
+    ada, bob = Client(enforce_csrf_checks=True), Client(enforce_csrf_checks=True)
+    ada.force_login(make_user("ada"))
+    bob.force_login(make_user("bob"))
+    for client in (ada, bob):
+        client.get(PAGE)  # the page sets each client's CSRF cookie
+    url = PAGE + "&shown=inference:language:ok"
+    ada.get(url, **HTMX)
+    ada_partial = ada.get(url, **HTMX)  # asked twice: kept
+    monkeypatch.setattr("nodelodge.wizard.views.recommendation_for", lambda *a, **k: 1 / 0)
+    bob_partial = bob.get(url, **HTMX)  # from the cache
+    assert bob_partial.status_code == 200
+
+    def token_of(response) -> str:
+        return response.content.decode().split('name="csrfmiddlewaretoken" value="', 1)[1].split('"', 1)[0]
+
+    assert _unmask_cipher_token(token_of(ada_partial)) == ada.cookies["csrftoken"].value
+    assert _unmask_cipher_token(token_of(bob_partial)) == bob.cookies["csrftoken"].value
+    # Bob's watch form, as his browser sends it without JavaScript, passes the CSRF check and makes his watch.
+    posted = bob.post("/watches/", {"csrfmiddlewaretoken": token_of(bob_partial), "query": LLAMA_8B,
+                                    "condition": "appears"})
+    assert posted.status_code == 302, posted.content[:300]
+    assert Watch.objects.filter(owner__username="bob").count() == 1
 
 
 def test_the_whole_page_from_the_cache_shows_each_client_its_own_name_and_csrf_token(fleet, monkeypatch):
@@ -139,8 +170,6 @@ def test_the_whole_page_from_the_cache_shows_each_client_its_own_name_and_csrf_t
     body = bob_page.content.decode()
     assert 'data-testid="selected-name">Llama 3.1 8B<' in body
     # Bob's own CSRF token works: his Launch form posts would pass (the token is masked from his secret).
-    from django.middleware.csrf import _unmask_cipher_token
-
     token = body.split('"X-CSRFToken": "', 1)[1].split('"', 1)[0]
     assert _unmask_cipher_token(token) == bob.cookies["csrftoken"].value
 
