@@ -66,7 +66,7 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     # Compresses pages, HTMX swaps and JSON (the CSRF token is masked anew in every response, which
     # is Django's answer to BREACH); the console's 404 page replaces DEBUG's list of URL patterns.
-    "django.middleware.gzip.GZipMiddleware",
+    "nodelodge.compression.GZipMiddleware",
     "nodelodge.hardening.errors.ConsoleNotFoundMiddleware",
     "nodelodge.hardening.errors.ApiMethodNotAllowedMiddleware",
     "csp.middleware.CSPMiddleware",
