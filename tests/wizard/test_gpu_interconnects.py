@@ -69,6 +69,8 @@ def test_a_geforce_pair_is_fitted_at_pcie_and_an_sxm_pair_at_nvswitch(pair_of_ea
     assert "the split adds 0.00 GiB per GPU" in rtx.why_gpus
     assert "GPUs connected by NVLink through NVSwitch" in h100.why_gpus
     assert "the split adds 2.00 GiB per GPU" in h100.why_gpus
+    # What the row holds is read at the same interconnect: the asked two requests, and its command
+    assert found["rtx3090"].max_requests_at_context >= 2 and found["rtx3090"].command
 
 
 def test_an_interconnect_asked_charges_every_machine_alike(pair_of_each):
