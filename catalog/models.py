@@ -18,7 +18,7 @@ from sizing.architectures import Architecture, architecture_from_dict
 from sizing.countries import is_country_code
 from sizing.engine_support import FAMILIES, architecture_problem
 from sizing.errors import SizingError
-from sizing.fit import MAX_GPUS_PER_MACHINE
+from sizing.limits import MAX_GPUS_PER_MACHINE
 from sizing.markets import (
     ANY_MARKET,
     INTERRUPTIBLE,

@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
+from .kinds import NO_KINDS, KindSpace
 from .units import GIB
 from .workloads import Workload, workload
 
@@ -113,19 +114,26 @@ class Breakdown:
             for item in (*self.items, *split_items)
         )
 
+    def kind_space(self) -> KindSpace:
+        """The places of a GPU the need depends on (`sizing.kinds`): none by default."""
+        return NO_KINDS
+
     def gpu_kinds(self) -> tuple[Breakdown, ...]:
-        """The need on each kind of GPU, where it depends on the GPU's architecture (vLLM's MXFP4 experts,
-        padded for the MoE kernel the GPU runs): kind k is the k-th, this need the first. One need alone
-        where it holds on every GPU (the default)."""
+        """The need on each kind of GPU of `kind_space`, where it depends on the GPU (vLLM's MXFP4 experts,
+        padded for the MoE kernel the GPU runs; a split's buffers under vLLM, by what the GPUs are connected
+        by): kind k is the k-th, this need the first. One need alone where it holds on every GPU (the
+        default)."""
         return (self,)
 
-    def gpu_kind(self, gpu: GpuArchitecture | None) -> int:
-        """Which of `gpu_kinds` a GPU of architecture `gpu` (None: not recorded) loads the workload as."""
+    def gpu_kind(self, gpu: GpuArchitecture | None, interconnect: str) -> int:
+        """Which of `gpu_kinds` a GPU of architecture `gpu` (None: not recorded) whose machine's GPUs are
+        connected by `interconnect` (`sizing.calculators.vllm_interconnect.interconnect_of_gpu` of its GPU
+        type) loads the workload as."""
         return 0
 
     def fit_words(self, gpus: int) -> str | None:
         """What a fit on `gpus` GPUs says besides why that many (None: nothing), such as the kernel its
-        kind of GPU loads the weights through."""
+        kind of GPU loads the weights through or the interconnect its split was sized at."""
         return None
 
     def can_split_over(self, gpus: int) -> bool:

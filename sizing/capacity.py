@@ -7,7 +7,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from functools import cached_property
 from typing import cast
@@ -36,6 +36,7 @@ from .calculators.vllm import (
     serve_command,
     vllm_budget,
 )
+from .calculators.vllm_interconnect import DEFAULT_INTERCONNECT
 from .calculators.vllm_versions import DEFAULT_RELEASE, VllmRelease
 from .engine_support import SGLANG, VLLM, GpuArchitecture, RunnableAlternative, runnable_choices, support_for
 from .errors import SizingError
@@ -89,11 +90,17 @@ class Capacity:
         may ask (Llama 4 Scout's 10,485,760 tokens are past it)."""
         return min(self.spec.longest_context or MAX_CONTEXT, MAX_CONTEXT)
 
-    def on_machine(self, gpus: int, memory_bytes: int, gpu: GpuArchitecture | None = None) -> MachineCapacity:
+    def on_machine(self, gpus: int, memory_bytes: int, gpu: GpuArchitecture | None = None,
+                   interconnect: str | None = None) -> MachineCapacity:
         """What `gpus` GPUs of `memory_bytes` each hold, of architecture `gpu` (None: not recorded, where
-        no command is offered). Each answer asks it of the few shapes it shows, and the next answers ask
-        the same again: kept per process (`_held`, pure and bounded)."""
-        return _held(self, gpus, memory_bytes, gpu if self.engine in (VLLM, SGLANG) else None)
+        no command is offered), connected by `interconnect` (the machine's GPU type's, read under vLLM
+        where the query asks none; None: the query's). Each answer asks it of the few shapes it shows,
+        and the next answers ask the same again: kept per process (`_held`, pure and bounded)."""
+        capacity = self
+        if (self.engine == VLLM and gpus > 1 and interconnect not in (None, DEFAULT_INTERCONNECT)
+                and self.release.interconnect is None):
+            capacity = replace(self, release=replace(self.release, interconnect=interconnect))
+        return _held(capacity, gpus, memory_bytes, gpu if self.engine in (VLLM, SGLANG) else None)
 
     def _on_machine(self, gpus: int, memory_bytes: int, gpu: GpuArchitecture | None) -> MachineCapacity:
         if self.engine == VLLM:

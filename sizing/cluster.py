@@ -27,6 +27,7 @@ from .calculators.vllm import (
     vllm_budget,
     yarn_override,
 )
+from .calculators.vllm_interconnect import interconnect_label, interconnect_of_gpu
 from .calculators.vllm_versions import DEFAULT_RELEASE, VllmRelease
 from .cluster_sites import MIN_CLUSTER_GBPS, ClusterMachine, ClusterSite
 from .engine_support import (
@@ -253,6 +254,15 @@ def _shared_need(words: str, model: LanguageModelSpec, precision: int, kv_bits: 
         return error.message
 
 
+def release_on(release: VllmRelease, gpu_type: str, gpus_per_machine: int) -> VllmRelease:
+    """The release a cluster of `gpu_type` machines is sized under: the interconnect asked, else, where
+    each machine splits the model over its GPUs, what its GPU type's are connected by
+    (`vllm_interconnect.interconnect_of_gpu`), as a single machine of the type is fitted."""
+    if release.interconnect is not None or gpus_per_machine < 2:
+        return release
+    return replace(release, interconnect=interconnect_of_gpu(gpu_type))
+
+
 def plan_of(model: LanguageModelSpec, precision: int, kv_bits: int, context: int, requests: int,
             site: ClusterSite, *, utilization: Fraction | None = None,
             release: VllmRelease = DEFAULT_RELEASE) -> ClusterPlan | str:
@@ -260,7 +270,8 @@ def plan_of(model: LanguageModelSpec, precision: int, kv_bits: int, context: int
     not serve the workload on them (a split it refuses, or more than its budget per GPU)."""
     utilization = release.utilization if utilization is None else utilization
     need = _shared_need(language(), model, precision, kv_bits, context, requests, site.gpu_count,
-                        len(site.machine_ids), site.usable_memory_mib * MIB, utilization, release)
+                        len(site.machine_ids), site.usable_memory_mib * MIB, utilization,
+                        release_on(release, site.gpu_type, site.gpu_count))
     if isinstance(need, str):
         return need
     if not need.fits:
@@ -320,6 +331,11 @@ def cluster_words(site: ClusterSite, need: ClusterNeed, stages: tuple[int, ...])
         ) % {"pp": pp, "stages": " + ".join(str(count) for count in stages),
              "interconnect": INTERCONNECT_WORDS.get(site.interconnect, site.interconnect),
              "gbps": site.interconnect_gbps, "least": MIN_CLUSTER_GBPS},
+        *([gettext(
+            "Each machine's %(tp)s GPUs taken to be connected by %(interconnect)s: its split adds %(bytes)s "
+            "per GPU of NCCL and all-reduce buffers.") % {
+            "tp": tp, "interconnect": interconnect_label(need.budget.settings.interconnect),
+            "bytes": fmt_gib(need.budget.settings.split_cost.bytes)}] if tp > 1 else []),
         gettext(
             "Sized as vLLM %(version)s starts on each GPU: the busiest stage's share of the weights and of "
             "the KV cache, one prefill step's activation peak and the buffers, within "

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from . import wording
 from .breakdown import Breakdown
+from .calculators.vllm_interconnect import interconnect_of_gpu
 from .confidence import confidence
 from .engine_support import SGLANG, VLLM, alternative_words, gpu_architecture, refusal_words
 from .markets import INTERRUPTIBLE, offer_markets, terms_text
@@ -131,7 +132,8 @@ class Describer:
         if capacity is None:
             return {}
         gpu = gpu_architecture(offer.gpu_architecture, offer.gpu_compute_capability)
-        held = capacity.on_machine(fit.gpus_used, fit.memory_per_gpu_bytes, gpu)
+        held = capacity.on_machine(fit.gpus_used, fit.memory_per_gpu_bytes, gpu,
+                                   interconnect_of_gpu(offer.gpu_type))
         words = None
         if held.runs_on_gpu is False:
             alternative = held.alternative

@@ -15,22 +15,23 @@ from dataclasses import dataclass, replace
 from typing import cast
 
 from .breakdown import Breakdown
+from .calculators.vllm_interconnect import interconnect_of_gpu
 from .engine_support import gpu_architecture
 from .i18n import format_number, gettext
+from .kinds import KindSpace
+from .limits import MAX_GPUS_PER_MACHINE
 from .offers import MachineOffer
 from .units import MIB, fmt_gib
 
 TIGHT_HEADROOM_FRACTION = 0.10
-# The most GPUs one machine has, and so the widest split tensor parallelism may use.
-MAX_GPUS_PER_MACHINE = 16
 
-# Where the need depends on the kind of GPU (`Breakdown.gpu_kinds`: vLLM's MXFP4 experts), each machine
-# is fitted at its own kind's need. The thresholds the database decides fit by (`fit_thresholds`) then
-# give each kind a range of memory of its own: a machine of kind k counts as its memory plus
-# k × KIND_MEMORY_STEP, each kind's thresholds are raised alike, and a pair that no machine can use
-# (NO_FIT_GPUS) closes each range above the first, so a machine fits by its own kind's thresholds
-# alone. Memory per GPU is below MEMORY_BEYOND_ANY MiB on every machine (an integer column): a need
-# past it fits nowhere, and is written as it.
+# Where the need depends on the kind of GPU (`Breakdown.gpu_kinds`: vLLM's MXFP4 experts, vLLM's split by
+# what the GPUs are connected by; `sizing.kinds`), each machine is fitted at its own kind's need. The
+# thresholds the database decides fit by (`fit_thresholds`) then give each kind a range of memory of its
+# own: a machine of kind k counts as its memory plus k × KIND_MEMORY_STEP, each kind's thresholds are
+# raised alike, and a pair that no machine can use (NO_FIT_GPUS) closes each range above the first, so a
+# machine fits by its own kind's thresholds alone. Memory per GPU is below MEMORY_BEYOND_ANY MiB on every
+# machine (an integer column): a need past it fits nowhere, and is written as it.
 KIND_MEMORY_STEP = 2**32
 MEMORY_BEYOND_ANY = 2**31
 NO_FIT_GPUS = MAX_GPUS_PER_MACHINE + 1
@@ -66,8 +67,10 @@ class FitPlanner:
         self._need_by_gpus: dict[int, int] = {1: breakdown.bytes_per_gpu(1)}
         self._fits: dict[tuple[int, int], Fit | None] = {}
         self._kinds: dict[int, FitPlanner] = {0: self}
-        self._by_kind = len(breakdown.gpu_kinds()) > 1
+        self._by_kind = bool(breakdown.kind_space())
         self._words: dict[int, str | None] = {}
+        # Each GPU type's kind, read once: (name, architecture, compute capability) -> kind.
+        self._kind_of: dict[tuple[str, str, str], int] = {}
 
     def fit_offer(self, offer: MachineOffer) -> Fit | None:
         """How the workload fits on `offer`, at the need of its kind of GPU (None: it does not, or the
@@ -76,8 +79,17 @@ class FitPlanner:
             return None
         if not self._by_kind:  # one need on every GPU: no architecture to read
             return self.fit(offer.memory_per_gpu_mib, offer.free_gpus)
-        gpu = gpu_architecture(offer.gpu_architecture, offer.gpu_compute_capability)
-        return self.of_kind(self.breakdown.gpu_kind(gpu)).fit(offer.memory_per_gpu_mib, offer.free_gpus)
+        return self.of_kind(self.kind_of(offer)).fit(offer.memory_per_gpu_mib, offer.free_gpus)
+
+    def kind_of(self, offer: MachineOffer) -> int:
+        """Which of the breakdown's kinds of GPU `offer` is: its GPU's kernel (from the architecture) and
+        what its GPUs are connected by (from the GPU type's name)."""
+        key = (offer.gpu_type, offer.gpu_architecture, offer.gpu_compute_capability)
+        kind = self._kind_of.get(key)
+        if kind is None:
+            gpu = gpu_architecture(offer.gpu_architecture, offer.gpu_compute_capability)
+            kind = self._kind_of[key] = self.breakdown.gpu_kind(gpu, interconnect_of_gpu(offer.gpu_type))
+        return kind
 
     def of_kind(self, kind: int) -> FitPlanner:
         """The planner of the need on GPUs of `kind` (this one for kind 0)."""
@@ -191,7 +203,9 @@ def fit_on_machine(breakdown: Breakdown, offer: MachineOffer) -> Fit | None:
     return FitPlanner(breakdown).fit_offer(offer)
 
 
-def fit_thresholds(breakdown: Breakdown, max_gpus: int = MAX_GPUS_PER_MACHINE) -> tuple[tuple[int, int], ...]:
+def fit_thresholds(
+    breakdown: Breakdown, max_gpus: int = MAX_GPUS_PER_MACHINE, space: KindSpace | None = None
+) -> tuple[tuple[int, int], ...]:
     """(GPUs, MiB per GPU) pairs, fewest GPUs first, that decide fit without the engine.
 
     A machine with m MiB per GPU and f free GPUs fits on the first pair (n, t) with m >= t, using n
@@ -203,12 +217,39 @@ def fit_thresholds(breakdown: Breakdown, max_gpus: int = MAX_GPUS_PER_MACHINE) -
 
     Where the need depends on the kind of GPU (`Breakdown.gpu_kinds`), the pairs are every kind's, each
     in its own range of memory (`by_kind`): m is then the machine's memory raised for its kind
-    (`kind_memory`).
+    (`kind_memory`). `space` (None: the breakdown's own, `Breakdown.kind_space`) numbers the kinds; a
+    wider one than the breakdown's, shared with other needs (`thresholds_alike`), gives each of its kinds
+    the thresholds of the breakdown's kind that GPU is.
     """
-    kinds = breakdown.gpu_kinds()
-    if len(kinds) == 1:
+    own = breakdown.kind_space()
+    space = own if space is None else space
+    if not space:
         return _thresholds(breakdown, max_gpus)
-    return by_kind(tuple(_thresholds(kind, max_gpus) for kind in kinds))
+    kinds = breakdown.gpu_kinds()
+    planned: dict[int, tuple[tuple[int, int], ...]] = {}
+    ranges = []
+    for kind in range(space.size):
+        place = own.index(*space.places(kind))
+        if place not in planned:
+            planned[place] = _thresholds(kinds[place], max_gpus)
+        ranges.append(planned[place])
+    return by_kind(tuple(ranges))
+
+
+def kind_space_of(breakdowns: Sequence[Breakdown]) -> KindSpace:
+    """The kinds of GPU several needs read against one memory tell apart: those any of them does."""
+    space = KindSpace()
+    for breakdown in breakdowns:
+        space = space.union(breakdown.kind_space())
+    return space
+
+
+def thresholds_alike(breakdowns: Sequence[Breakdown]) -> tuple[tuple[tuple[int, int], ...], ...]:
+    """`fit_thresholds` of each of several needs read against one memory: where some are by kind of GPU,
+    every one in the kinds of all of them (`kind_space_of`), so each reads a machine at the same kind's
+    memory; as they are otherwise."""
+    space = kind_space_of(breakdowns)
+    return tuple(fit_thresholds(breakdown, space=space) for breakdown in breakdowns)
 
 
 def _thresholds(breakdown: Breakdown, max_gpus: int) -> tuple[tuple[int, int], ...]:
@@ -239,16 +280,6 @@ def by_kind(kinds: Sequence[tuple[tuple[int, int], ...]]) -> tuple[tuple[int, in
 def is_by_kind(thresholds: Sequence[tuple[int, int]]) -> bool:
     """Whether `thresholds` are by kind of GPU (`by_kind`), read at `kind_memory`."""
     return any(gpus == NO_FIT_GPUS for gpus, _ in thresholds)
-
-
-def alike_by_kind(fits: Sequence[tuple[tuple[int, int], ...]]) -> tuple[tuple[tuple[int, int], ...], ...]:
-    """Several sets of thresholds read against one memory: where some are by kind of GPU, the others
-    written by kind too (the same pairs for every kind), so every set reads a machine at its kind's
-    memory; as they are otherwise."""
-    kinds = max((1 + sum(gpus == NO_FIT_GPUS for gpus, _ in fit) for fit in fits), default=1)
-    if kinds == 1:
-        return tuple(fits)
-    return tuple(fit if is_by_kind(fit) else by_kind([fit] * kinds) for fit in fits)
 
 
 def kind_memory(memory_per_gpu_mib: int, kind: int) -> int:

@@ -17,6 +17,8 @@ MAX_PARALLEL = 1024  # tensor- or pipeline-parallel size
 UTILIZATION_PLACES = 15
 MAX_BATCHED_TOKENS = 10_000_000  # max_num_batched_tokens
 MAX_NUM_SEQS = 100_000  # max_num_seqs
+# The most GPUs one machine has, and so the widest split tensor parallelism may use (`sizing.fit`).
+MAX_GPUS_PER_MACHINE = 16
 
 # --- the two simpler calculators (SPEC §8) --------------------------------------------------------------
 MAX_PARAMETERS = 10**15  # the rule of thumb's parameter count

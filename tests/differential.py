@@ -25,9 +25,13 @@ QUERIES = [
     # B200, Triton on an MI300X: `sizing.fit.by_kind`); asked 16-bit, its 4-bit lower precision is by kind.
     "workload=inference&model=gpt-oss-120b&precision=4&context=131072&requests=19&engine=vllm",
     "workload=inference&model=gpt-oss-20b&precision=16&context=131072&requests=8&engine=vllm",
+    # A split under vLLM: each machine fitted at what its GPU type's GPUs are connected by (`sizing.kinds`).
+    "workload=inference&model=qwen2-5-32b&precision=8&context=8192&requests=2&engine=vllm",
 ]
-# The GPU types the random fleets draw from, one of each kind of GPU (`sizing.fit.by_kind`).
-KIND_GPU_TYPES = ("H100 SXM 80GB", "B200", "MI300X")
+# The GPU types the random fleets draw from, one of each kind of GPU (`sizing.fit.by_kind`): a kernel
+# each (Marlin, FlashInfer, Triton on ROCm) on NVSwitch, and Marlin over PCIe with and without
+# peer-to-peer.
+KIND_GPU_TYPES = ("H100 SXM 80GB", "B200", "MI300X", "L40S", "RTX 3090")
 PREFERENCES = [
     "",
     "&tier=secure",

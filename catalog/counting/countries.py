@@ -10,6 +10,7 @@ from catalog import availability, database
 from catalog.counting import availability_sql, fit_sql, fleet_counts, gpu_kinds, preferences_sql
 from catalog.counting.fleet_query import FleetQuery
 from catalog.counting.params import named
+from sizing.kinds import KindSpace
 from sizing.preferences import price_limits
 
 
@@ -137,16 +138,17 @@ class _SharedChecks:
 
     def __init__(self) -> None:
         self.params: dict = {}
-        self._fits: dict[tuple, tuple[str, str]] = {}  # fit -> (its column, its CASE expression)
+        self._fits: dict[tuple, tuple[str, str]] = {}  # (fit, kinds) -> (its column, its CASE expression)
         self._countries: dict[tuple[str, ...], str] = {}  # codes -> their column
 
-    def gpus(self, fit: tuple[tuple[int, int], ...], by_kind: bool) -> str:
-        if fit not in self._fits:
+    def gpus(self, fit: tuple[tuple[int, int], ...], by_kind: KindSpace) -> str:
+        key = (fit, by_kind)  # the same pairs read in two spaces are two fits
+        if key not in self._fits:
             name = f"fit_{len(self._fits)}"
             sql, values = named(*fit_sql.gpus_used_sql(fit, gpu_kinds.shape_memory_sql(by_kind)), f"k_{name}")
             self.params |= values
-            self._fits[fit] = (name, sql)
-        return f"k.{self._fits[fit][0]}"
+            self._fits[key] = (name, sql)
+        return f"k.{self._fits[key][0]}"
 
     def in_countries(self, countries: frozenset[str]) -> str:
         codes = tuple(sorted(countries))

@@ -45,11 +45,12 @@ from django.db import DEFAULT_DB_ALIAS, connection
 
 from catalog import availability, preferences
 from catalog.counting import availability_sql, folding, gpu_kinds, preferences_sql
-from catalog.counting.gpu_kinds import KERNEL_COLUMN
+from catalog.counting.gpu_kinds import KIND_COLUMN
 from catalog.counting.layout import layout
 from catalog.counting.params import named
 from catalog.market_columns import MARKET_PRICE_COLUMNS
 from sizing.availability import BEFORE_CUTOFF, OUTSIDE, RULE
+from sizing.kinds import NO_KINDS, KindSpace
 from sizing.limits import PRICE_UNITS  # price_per_gpu_hour has 4 places: integers of 1/10,000
 from sizing.markets import DEFAULT_MARKET, MARKET_CHOICES
 from sizing.preferences import MACHINE_FIELDS, RELIABILITY_PLACES
@@ -75,7 +76,7 @@ COLUMN_TYPES = {
     "tier": "varchar(10)",
     "reliability": f"numeric({RELIABILITY_PLACES + 1},{RELIABILITY_PLACES})",
     "market": "varchar(13)",
-    KERNEL_COLUMN: "smallint",
+    KIND_COLUMN: "smallint",
 }
 # Each machine is counted once per market preference (`sizing.markets.MARKET_CHOICES`), at its price
 # under that choice (the column of `catalog.models.MARKET_PRICE_COLUMNS`): a shape's row is of one
@@ -104,7 +105,7 @@ def key_columns() -> list[str]:
         column = availability.COLUMNS[check.field]
         if column not in columns:
             columns.append(column)
-    return columns + [c for c in EXTRA_COLUMNS if c not in columns] + [KERNEL_COLUMN, MARKET]
+    return columns + [c for c in EXTRA_COLUMNS if c not in columns] + [KIND_COLUMN, MARKET]
 
 
 def _projection() -> tuple[list[str], str]:
@@ -128,7 +129,7 @@ def _projection() -> tuple[list[str], str]:
             earlier.append(f"({fails})")
     for column in EXTRA_COLUMNS:
         exprs.setdefault(column, unless_failed(KEPT_AS.get(column, f"m.{column}"), "NULL"))
-    exprs[KERNEL_COLUMN] = unless_failed(gpu_kinds.machine_kernel_sql("m"), "NULL")
+    exprs[KIND_COLUMN] = unless_failed(gpu_kinds.machine_kind_sql("m"), "NULL")
     exprs[MARKET] = f"k.{MARKET}"
     by_choice = " ".join(
         f"WHEN '{choice}' THEN m.{column}" for choice, column in MARKET_PRICE_COLUMNS.items()
@@ -292,12 +293,12 @@ END $fn$""",  # nosec B608
         "REFERENCING OLD TABLE AS fleet_old FOR EACH STATEMENT EXECUTE FUNCTION catalog_fleet_track()",
         "CREATE TRIGGER catalog_fleet_truncated AFTER TRUNCATE ON catalog_machine "
         "FOR EACH STATEMENT EXECUTE FUNCTION catalog_fleet_truncated()",
-        # A GPU type whose architecture or compute capability changes its machines' kind (`gpu_kinds`):
-        # every machine is counted again (rare: staff correcting a GPU type).
+        # A GPU type whose architecture, compute capability or name changes its machines' kind
+        # (`gpu_kinds`): every machine is counted again (rare: staff correcting a GPU type).
         f"""CREATE FUNCTION catalog_fleet_kinds_changed() RETURNS trigger LANGUAGE plpgsql AS $fn$
 BEGIN
     IF EXISTS (SELECT 1 FROM gpu_old AS o JOIN gpu_new AS g ON g.id = o.id
-               WHERE ({gpu_kinds.kernel_sql('o')}) <> ({gpu_kinds.kernel_sql('g')})) THEN
+               WHERE {gpu_kinds.catalog_kind_sql('o')} <> {gpu_kinds.catalog_kind_sql('g')}) THEN
         PERFORM catalog_fleet_rebuild();
         DELETE FROM {DELTAS} WHERE txid = txid_current();
     END IF;
@@ -378,7 +379,7 @@ def seen_microseconds(timestamp_sql: str) -> str:
 
 def grouped_sql(
     status_sql: str, status_params: list, memory_edges: Sequence[int], price_edges: Sequence[Decimal],
-    screened: int, by_reliability: bool = False, market: str = DEFAULT_MARKET, by_kind: bool = False,
+    screened: int, by_reliability: bool = False, market: str = DEFAULT_MARKET, by_kind: KindSpace = NO_KINDS,
 ) -> tuple[str, dict]:
     """The counting query over the shapes, with the columns of the scan it replaces: status, tier,
     memory bucket, free GPUs, [price bucket], machines, cheapest price, most memory, newest and
@@ -386,8 +387,8 @@ def grouped_sql(
     `by_reliability`: a minimum reliability is chosen, else NULL), at the prices of the `market`
     preference. The price bucket of a price is the
     number of `price_edges` at or below it, as `width_bucket` gives it over the machines. The memory
-    bucket is of the memory raised by the shape's kind of GPU where the thresholds are by kind
-    (`by_kind`, `catalog.counting.gpu_kinds`)."""
+    bucket is of the memory raised by the shape's kind of GPU where the thresholds are by kind (`by_kind`:
+    the kinds they tell apart, `catalog.counting.gpu_kinds`)."""
     status, params = named(status_sql, status_params, "status")
     reliability = "m.reliability" if by_reliability else "NULL::numeric"
     params["memory_edges"] = list(memory_edges) or [0]

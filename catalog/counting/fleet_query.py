@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
 
+from sizing.kinds import NO_KINDS, KindSpace
 from sizing.markets import DEFAULT_MARKET
 
 
@@ -28,7 +29,7 @@ class FleetQuery:
     # The markets a machine's price may come from (`sizing.markets.MARKET_CHOICES`): the counts and the
     # walks read each machine's price under this choice.
     market: str = DEFAULT_MARKET
-    # Whether `fits` are by kind of GPU (`sizing.fit.by_kind`: each machine read at its memory raised by
-    # its kind, `catalog.counting.gpu_kinds`); every entry is then, the others written alike for every
-    # kind.
-    by_kind: bool = False
+    # The kinds of GPU `fits` tell apart (`sizing.fit.by_kind`: each machine read at its memory raised by
+    # its kind, `catalog.counting.gpu_kinds`; none: plain); every entry is then in that space
+    # (`sizing.fit.thresholds_alike`).
+    by_kind: KindSpace = NO_KINDS

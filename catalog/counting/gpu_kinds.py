@@ -1,15 +1,20 @@
-"""The kind of GPU a machine is fitted by, as SQL, where a workload's need depends on it (`sizing.fit`:
-vLLM's MXFP4 experts, padded for the MoE kernel each GPU runs): the place in
-`sizing.calculators.vllm_loading.MOE_KERNELS` of the kernel `mxfp4_kernel` picks for a GPU type, from its
-architecture and compute capability as `sizing.engine_support.gpu_architecture` reads them. Compiled
-from the rule's own data, so the two cannot disagree (a test holds them to it on every architecture).
+"""The kind of GPU a machine is fitted by, as SQL, where a workload's need depends on it (`sizing.kinds`,
+`sizing.fit`): the place in `sizing.calculators.vllm_loading.MOE_KERNELS` of the kernel `mxfp4_kernel`
+picks for a GPU type, from its architecture and compute capability as
+`sizing.engine_support.gpu_architecture` reads them (vLLM's MXFP4 experts), and the place in
+`sizing.calculators.vllm_interconnect.INTERCONNECTS` of what its machines' GPUs are connected by, from its
+name as `interconnect_of_gpu` reads it (vLLM's split). Compiled from the rules' own data, so the two
+cannot disagree (tests hold them to it on every architecture and every GPU type of the catalog).
 
-The kept counts keep it per shape (`fleet_counts`, column `moe_kernel`); the walks over machines look it
-up by GPU type. Where the query's thresholds are by kind (`sizing.fit.by_kind`), a machine's memory is
-read raised by its kind's range (`memory_sql`)."""
+The catalog's kind of a GPU type is both places, in the fullest space (`CATALOG_KINDS`: kernel ×
+interconnects + fabric); a query's kind, in the space of its thresholds, is a division or a remainder of
+it (`kind_sql`). The kept counts keep it per shape (`fleet_counts`, column `gpu_kind`); the walks over
+machines look it up by GPU type. Where the query's thresholds are by kind (`sizing.fit.by_kind`), a
+machine's memory is read raised by its kind's range (`memory_sql`)."""
 
 from __future__ import annotations
 
+from sizing.calculators.vllm_interconnect import DEFAULT_INTERCONNECT, INTERCONNECT_RULE, INTERCONNECTS
 from sizing.calculators.vllm_loading import (
     FLASHINFER_BELOW,
     FLASHINFER_FROM,
@@ -19,8 +24,11 @@ from sizing.calculators.vllm_loading import (
 )
 from sizing.engine_support import AMD, FAMILIES, NVIDIA
 from sizing.fit import KIND_MEMORY_STEP
+from sizing.kinds import NO_KINDS, KindSpace
 
-KERNEL_COLUMN = "moe_kernel"
+KIND_COLUMN = "gpu_kind"
+# Every kind a GPU type may be: what the catalog keeps (a query's narrower space is read from it).
+CATALOG_KINDS = KindSpace(len(MOE_KERNELS), len(INTERCONNECTS))
 # A compute capability as `sizing.engine_support.parse_compute_capability` reads one (after trimming).
 CAPABILITY_PATTERN = r"^[0-9]{1,2}\.[0-9]$"
 
@@ -56,38 +64,66 @@ def kernel_sql(g: str) -> str:
     return f"CASE {' '.join(cases)} ELSE 0 END"
 
 
-def machine_kernel_sql(m: str = "m") -> str:
-    """The kernel's place of a catalog_machine row `m`, from its GPU type."""
-    return f"(SELECT {kernel_sql('g')} FROM catalog_gputype g WHERE g.id = {m}.gpu_type_id)"  # noqa: S608  # nosec B608
+def fabric_sql(g: str) -> str:
+    """The interconnect's place over a catalog_gputype row `g`: `interconnect_of_gpu`'s rule on its name
+    (white space trimmed, case aside; PostgreSQL writes Python's word boundary `\\b` as `\\y`)."""
+    name = rf"regexp_replace({g}.name, '^\s+|\s+$', '', 'g')"
+    cases = " ".join(
+        f"WHEN {name} ~* '{pattern.replace(chr(92) + 'b', chr(92) + 'y')}' THEN {INTERCONNECTS.index(found)}"
+        for pattern, found in INTERCONNECT_RULE
+    )
+    return f"CASE {cases} ELSE {INTERCONNECTS.index(DEFAULT_INTERCONNECT)} END"
 
 
-def memory_sql(by_kind: bool, kernel: str, m: str = "m") -> str:
+def catalog_kind_sql(g: str) -> str:
+    """A catalog_gputype row `g`'s kind in `CATALOG_KINDS`: kernel place × interconnects + fabric place."""
+    return f"(({kernel_sql(g)}) * {CATALOG_KINDS.fabrics} + ({fabric_sql(g)}))"
+
+
+def kind_sql(space: KindSpace, kind: str) -> str:
+    """A kind of `CATALOG_KINDS` (SQL `kind`) as `space` numbers it (`KindSpace.index`)."""
+    if space.kernels > 1 and space.fabrics > 1:
+        return f"({kind})"
+    if space.kernels > 1:
+        return f"(({kind}) / {CATALOG_KINDS.fabrics})"
+    if space.fabrics > 1:
+        return f"mod({kind}, {CATALOG_KINDS.fabrics})"  # not %: statements carry %s placeholders
+    return "0"
+
+
+def machine_kind_sql(m: str = "m") -> str:
+    """The catalog's kind of a catalog_machine row `m`, from its GPU type (one lookup per machine)."""
+    return f"(SELECT {catalog_kind_sql('g')} FROM catalog_gputype g WHERE g.id = {m}.gpu_type_id)"  # noqa: S608  # nosec B608
+
+
+def memory_sql(space: KindSpace, kind: str, m: str = "m") -> str:
     """A machine's (or a shape's) memory per GPU as the query's thresholds read it: as it is, or, where
-    they are by kind, raised by its kind's range (`kernel`: the SQL of its kind's place)."""
-    if not by_kind:
+    they are by kind (`space` of more than one), raised by its kind's range (`kind`: the SQL of its kind,
+    already as `space` numbers it)."""
+    if not space:
         return f"{m}.memory_per_gpu_mib"
-    return f"({m}.memory_per_gpu_mib::bigint + ({kernel})::bigint * {KIND_MEMORY_STEP})"
+    return f"({m}.memory_per_gpu_mib::bigint + ({kind})::bigint * {KIND_MEMORY_STEP})"
 
 
-def shape_memory_sql(by_kind: bool) -> str:
-    """`memory_sql` over a kept-counts row `m`, whose kind is kept beside it."""
-    return memory_sql(by_kind, f"m.{KERNEL_COLUMN}")
+def shape_memory_sql(space: KindSpace = NO_KINDS) -> str:
+    """`memory_sql` over a kept-counts row `m`, whose catalog kind is kept beside it."""
+    return memory_sql(space, kind_sql(space, f"m.{KIND_COLUMN}"))
 
 
-def walked_machine_kernel_sql(m: str = "m") -> str:
-    """The kernel's place of a catalog_machine row `m`, for statements that read many machines (the
-    walks, the speed rows): each place's GPU types listed once per statement (uncorrelated subqueries,
+def walked_machine_kind_sql(space: KindSpace, m: str = "m") -> str:
+    """The kind in `space` of a catalog_machine row `m`, for statements that read many machines (the
+    walks, the speed rows): each kind's GPU types listed once per statement (uncorrelated subqueries,
     worked out before the first row), and each machine's GPU type looked up in those lists. Looked up
-    per machine instead (`machine_kernel_sql`), gpt-oss's walks took 2 to 3 times as long."""
-    kernel = kernel_sql("g")
+    per machine instead (`machine_kind_sql`), gpt-oss's walks took 2 to 3 times as long."""
+    kind = kind_sql(space, catalog_kind_sql("g"))
     places = " ".join(
         f"WHEN {m}.gpu_type_id = ANY(ARRAY(SELECT g.id FROM catalog_gputype g "  # noqa: S608  # nosec B608
-        f"WHERE ({kernel}) = {place})) THEN {place}"
-        for place in range(1, len(MOE_KERNELS))
+        f"WHERE {kind} = {place})) THEN {place}"
+        for place in range(1, space.size)
     )
-    return f"(CASE {places} ELSE 0 END)"
+    return f"(CASE {places} ELSE 0 END)" if places else "0"
 
 
-def machine_memory_sql(by_kind: bool) -> str:
+def machine_memory_sql(space: KindSpace = NO_KINDS, m: str = "m") -> str:
     """`memory_sql` over a catalog_machine row `m`, its kind looked up by its GPU type."""
-    return memory_sql(by_kind, walked_machine_kernel_sql("m"))
+    return memory_sql(space, walked_machine_kind_sql(space, m), m)

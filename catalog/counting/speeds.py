@@ -19,6 +19,7 @@ from catalog.models import MARKET_FIELDS, Machine, MeasuredSpeed
 from catalog.rows import SPEED_FIELDS
 from sizing import offers
 from sizing.fit import lowest_memory
+from sizing.kinds import NO_KINDS, KindSpace
 from sizing.markets import DEFAULT_MARKET, MarketPrice
 from sizing.preferences import HOURLY_OVER, HOURLY_PRICE
 from sizing.speeds import speed_for
@@ -162,8 +163,9 @@ class SpeedQuery:
     min_reliability: Decimal | None = None  # 0 to 1, two places; None: any
     # The market preference (`sizing.markets.MARKET_CHOICES`): the price each machine is weighed at.
     market: str = DEFAULT_MARKET
-    # Whether `fits` are by kind of GPU (`sizing.fit.by_kind`; `catalog.counting.gpu_kinds`).
-    by_kind: bool = False
+    # The kinds of GPU `fits` tell apart (`sizing.fit.by_kind`; `catalog.counting.gpu_kinds`): none, or
+    # each machine is read at its memory raised by its kind.
+    by_kind: KindSpace = NO_KINDS
 
 
 def fitting_sql(
@@ -348,7 +350,7 @@ def _gpus_at_memory_sql(query: SpeedQuery, part: str) -> tuple[str, list]:
     """CASE expression over a walk's part `part` (its GPU type and memory per GPU): the GPUs each of
     its machines uses if it fits (`fit_sql.gpus_used_sql`: the first threshold its memory meets), NULL
     where its memory meets none."""
-    memory = gpu_kinds.memory_sql(query.by_kind, gpu_kinds.walked_machine_kernel_sql(part), part)
+    memory = gpu_kinds.machine_memory_sql(query.by_kind, part)
     whens, params = [], []
     for gpus, need_mib in query.fits:
         whens.append(f"WHEN {memory} >= %s THEN %s::integer")

@@ -20,7 +20,7 @@ from nodelodge.accounts.api import REFUSALS, ErrorsOut, TokenAuth
 from nodelodge.hardening.api_auth import session_auth
 from nodelodge.hardening.api_input import BodyIn, WizardQuery, whole_number, worded
 from nodelodge.recommendations.query import QueryError, parse_query
-from sizing.fit import MAX_GPUS_PER_MACHINE
+from sizing.limits import MAX_GPUS_PER_MACHINE
 from sizing.markets import MARKETS
 from sizing.units import money_string
 

@@ -25,7 +25,7 @@ from django.utils.translation import gettext
 
 from catalog.models import Machine
 from nodelodge.hardening.deadline import check_deadline
-from sizing.fit import MAX_GPUS_PER_MACHINE
+from sizing.limits import MAX_GPUS_PER_MACHINE
 from sizing.units import figure_text
 from sizing.wording import budget_cover
 

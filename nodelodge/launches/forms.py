@@ -5,8 +5,7 @@ from django.utils.translation import gettext_lazy as _
 
 from nodelodge.recommendations.parameters import filled
 from nodelodge.recommendations.typed_numbers import TypedDecimalField
-from sizing.fit import MAX_GPUS_PER_MACHINE
-from sizing.limits import MAX_BID_PER_GPU_HOUR, MAX_MONEY
+from sizing.limits import MAX_BID_PER_GPU_HOUR, MAX_GPUS_PER_MACHINE, MAX_MONEY
 from sizing.markets import MARKETS
 
 from .models import IDEMPOTENCY_KEY

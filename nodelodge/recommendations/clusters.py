@@ -22,7 +22,14 @@ from django.utils.translation import gettext, ngettext
 from catalog import rows as catalog_rows
 from catalog.clusters import MACHINES_PER_SITE, MIN_MACHINES_PER_SITE, site_of, with_machines
 from sizing.calculators.vllm import GGUF_ENGINES
-from sizing.cluster import ClusterAlternative, ClusterPlan, cluster_need, over_budget_words, plan_of
+from sizing.cluster import (
+    ClusterAlternative,
+    ClusterPlan,
+    cluster_need,
+    over_budget_words,
+    plan_of,
+    release_on,
+)
 from sizing.cluster_search import search_clusters
 from sizing.errors import SizingError
 from sizing.markets import INTERRUPTIBLE, market_name
@@ -259,7 +266,8 @@ def cluster_does_not_hold(query: WorkloadQuery, model_row, *, gpu_type: str, gpu
     try:
         need = cluster_need(spec, *_served(query),
                             gpus_per_machine=gpus_per_machine, machines=machines,
-                            usable_bytes=usable_mib * MIB, release=query.vllm_release)
+                            usable_bytes=usable_mib * MIB,
+                            release=release_on(query.vllm_release, gpu_type, gpus_per_machine))
     except SizingError as error:
         return error.message
     if need.fits:

@@ -28,6 +28,7 @@ from catalog.models import Machine
 from sizing import fit as sizing_fit
 from sizing.breakdown import Breakdown
 from sizing.cluster_sites import ClusterSite
+from sizing.kinds import NO_KINDS, KindSpace
 from sizing.matching import ALTERNATIVES_SHOWN, Recommendation, recommend, recommend_counted
 from sizing.offers import MachineOffer, Preferences, TierChoice
 from sizing.reasons import OFFLINE, STALE
@@ -68,12 +69,11 @@ def fleet_query(
 ) -> FleetQuery:
     """The query as the catalog counts it: one set of fit thresholds per breakdown, the first the
     one the machines shown are for (by default counts alone, no machine fetched)."""
-    fits = sizing_fit.alike_by_kind([sizing_fit.fit_thresholds(breakdown) for breakdown in breakdowns])
     return FleetQuery(
         stale_cutoff=stale_cutoff(now),
         countries=query.countries,
-        fits=fits,
-        by_kind=any(sizing_fit.is_by_kind(fit) for fit in fits),
+        fits=sizing_fit.thresholds_alike(breakdowns),
+        by_kind=sizing_fit.kind_space_of(breakdowns),
         tier=query.tier,
         max_price_per_hour=query.max_price,
         budget=query.budget,
@@ -86,7 +86,7 @@ def fleet_query(
 
 
 def speed_query(
-    query: WorkloadQuery, precision: int, thresholds, cutoff: datetime, keep: int
+    query: WorkloadQuery, precision: int, thresholds, cutoff: datetime, keep: int, kinds: KindSpace = NO_KINDS
 ) -> catalog_speeds.SpeedQuery:
     return catalog_speeds.SpeedQuery(
         stale_cutoff=cutoff,
@@ -104,7 +104,7 @@ def speed_query(
         per_gpu_type=query.gpu_plans,
         min_reliability=query.min_reliability,
         market=query.market,
-        by_kind=sizing_fit.is_by_kind(thresholds),
+        by_kind=kinds,
     )
 
 
@@ -147,9 +147,11 @@ class FleetReader(Protocol):
         preference: (figure, machines, cheapest hourly price)."""
 
     def speed_rows(
-        self, query: WorkloadQuery, precision: int, thresholds, cutoff: datetime, keep: int
+        self, query: WorkloadQuery, precision: int, thresholds, cutoff: datetime, keep: int,
+        kinds: KindSpace = NO_KINDS,
     ) -> tuple[list[catalog_speeds.SpeedRow], int | None]:
-        """The machines with a measured speed for the model and precision that a plan may use, and
+        """The machines with a measured speed for the model and precision that a plan may use (`thresholds`
+        of the kinds of GPU `kinds` tells apart), and
         how many fit and meet every preference (None: the rows are not screened by the preferences
         yet, and all of them came back)."""
 
@@ -239,10 +241,11 @@ class KeptCounts:
                 found[field_name] = (value, machines, fleet.cheapest_meeting.get(index))
         return found
 
-    def speed_rows(self, query, precision, thresholds, cutoff, keep):
+    def speed_rows(self, query, precision, thresholds, cutoff, keep, kinds=NO_KINDS):
         """Only those a plan can use and the `keep` cheapest of each speed class come back
         (`catalog.counting.speeds.speed_rows_counted` says why no other can matter)."""
-        return catalog_speeds.speed_rows_counted(speed_query(query, precision, thresholds, cutoff, keep))
+        return catalog_speeds.speed_rows_counted(
+            speed_query(query, precision, thresholds, cutoff, keep, kinds))
 
     def cluster_sites(self, query, now):
         """One statement groups the sites (`catalog.clusters.SITES_SQL`)."""
@@ -309,7 +312,7 @@ class EveryMachine:
                     low = middle + 1
         return found
 
-    def speed_rows(self, query, precision, thresholds, cutoff, keep):
+    def speed_rows(self, query, precision, thresholds, cutoff, keep, kinds=NO_KINDS):
         rows = catalog_speeds.speed_rows(
             stale_cutoff=cutoff,
             countries=query.countries,

@@ -87,11 +87,12 @@ def speed_candidates(
         return [], 0
     reader = EVERY_MACHINE if every_one else fleet_reader()
     precision = cast(int, breakdown.precision)  # a language model's breakdown has its precision
-    rows, total = reader.speed_rows(query, precision, thresholds, stale_cutoff, keep)
+    space = breakdown.kind_space()
+    rows, total = reader.speed_rows(query, precision, thresholds, stale_cutoff, keep, space)
     # Thresholds by kind of GPU read each machine at its kind's memory (`sizing.fit.by_kind`).
     kinds = {}
-    if sizing_fit.is_by_kind(thresholds):
-        kinds = {usable.gpu_type: breakdown.gpu_kind(usable.architecture)
+    if space:
+        kinds = {usable.gpu_type: breakdown.gpu_kind(usable.architecture, usable.interconnect)
                  for usable in catalog_rows.gpu_types_usable()}
     found = []
     for row in rows:

@@ -12,6 +12,8 @@ from ..breakdown import Breakdown, Item
 from ..capacity import Capacity
 from ..engine_support import GpuArchitecture
 from ..i18n import gettext
+from ..kinds import KindSpace
+from ..limits import MAX_GPUS_PER_MACHINE
 from ..specs import LanguageModelSpec
 from ..units import GIB, fmt_gib, fmt_int, general_number
 from ..weights import native_format_of
@@ -27,7 +29,7 @@ from .vllm import (
     release_words,
     vllm_budget,
 )
-from .vllm_interconnect import PCIE_P2P, SplitCost, interconnect_label
+from .vllm_interconnect import DEFAULT_INTERCONNECT, INTERCONNECTS, PCIE_P2P, SplitCost, interconnect_label
 from .vllm_loading import FLASHINFER_SM100, MARLIN, MOE_KERNELS, ROCM_TRITON, MoeKernel, mxfp4_kernel
 from .vllm_versions import DEFAULT_RELEASE, SKIP_TOWER_FLAG, VllmRelease
 
@@ -51,12 +53,18 @@ class VllmBreakdown(Breakdown):
     # The MoE kernel MXFP4 experts are sized through (`gpu_kinds`); None: Marlin, the path of Hopper and
     # Ampere, where no GPU is named.
     moe_kernel: MoeKernel | None = None
+    # What the GPUs of a split are connected by where a kind of GPU is sized (`gpu_kinds`: the user said
+    # none, and each machine is fitted at its GPU type's); None: the release's (as asked, else NVSwitch).
+    interconnect: str | None = None
 
     def budget(self, gpus: int) -> VllmBudget:
         # estimate_vllm sets the model and the precision (they default only as the dataclass requires)
         spec, precision = cast(LanguageModelSpec, self.spec), cast(int, self.precision)
+        settings = self.release.settings()
+        if self.interconnect is not None:
+            settings["interconnect"] = self.interconnect
         return vllm_budget(spec, precision, self.kv_bits, VllmSettings(
-            **self.release.settings(),  # type: ignore[arg-type]
+            **settings,  # type: ignore[arg-type]
             gpu_memory_bytes=_ANY_GPU, tensor_parallel=gpus, gpu_memory_utilization=self.utilization,
             max_model_len=self.context, max_num_seqs=self.requests, moe_kernel=self.moe_kernel,
         ))
@@ -68,22 +76,49 @@ class VllmBreakdown(Breakdown):
         native = native_format_of(cast(LanguageModelSpec, self.spec))
         return native is not None and native.key == "mxfp4" and self.precision == native.bits
 
-    def gpu_kinds(self) -> tuple[Breakdown, ...]:
-        """One need per MoE kernel (`MOE_KERNELS`' order) where the weights depend on it; this need, sized
-        through Marlin, is the first."""
-        if not self.loads_by_kernel:
-            return (self,)
-        return (self, *(replace(self, moe_kernel=kernel) for kernel in MOE_KERNELS[1:]))
+    @property
+    def fitted_by_fabric(self) -> bool:
+        """Whether each machine is fitted at what its own GPUs are connected by: no interconnect was asked
+        and the work may be split over GPUs of one machine (the split's buffers depend on it,
+        `vllm_interconnect.SplitCost`)."""
+        return self.release.interconnect is None and any(
+            self.can_split_over(gpus) for gpus in range(2, MAX_GPUS_PER_MACHINE + 1))
 
-    def gpu_kind(self, gpu: GpuArchitecture | None) -> int:
-        return MOE_KERNELS.index(mxfp4_kernel(gpu)) if self.loads_by_kernel else 0
+    def kind_space(self) -> KindSpace:
+        """A kind per MoE kernel where MXFP4 experts load by it, and per interconnect where each machine is
+        fitted at its own (`fitted_by_fabric`)."""
+        return KindSpace(len(MOE_KERNELS) if self.loads_by_kernel else 1,
+                         len(INTERCONNECTS) if self.fitted_by_fabric else 1)
+
+    def gpu_kinds(self) -> tuple[Breakdown, ...]:
+        """One need per kind of `kind_space` (MOE_KERNELS' order, then INTERCONNECTS'); this need, sized
+        through Marlin and with NVSwitch, is the first."""
+        space = self.kind_space()
+        kinds: list[Breakdown] = [self]
+        for kind in range(1, space.size):
+            kernel, fabric = space.places(kind)
+            kinds.append(replace(self, moe_kernel=MOE_KERNELS[kernel] if kernel else self.moe_kernel,
+                                 interconnect=INTERCONNECTS[fabric] if fabric else self.interconnect))
+        return tuple(kinds)
+
+    def gpu_kind(self, gpu: GpuArchitecture | None, interconnect: str) -> int:
+        kernel = MOE_KERNELS.index(mxfp4_kernel(gpu)) if self.loads_by_kernel else 0
+        return self.kind_space().index(kernel, INTERCONNECTS.index(interconnect))
 
     def fit_words(self, gpus: int) -> str | None:
-        if not self.loads_by_kernel:
-            return None
-        return gettext("MXFP4 experts through %(kernel)s: %(weights)s of weights per GPU") % {
-            "kernel": gettext((self.moe_kernel or MARLIN).name),
-            "weights": fmt_gib(self.budget(gpus).weights.bytes)}
+        words = []
+        if self.loads_by_kernel:
+            words.append(gettext("MXFP4 experts through %(kernel)s: %(weights)s of weights per GPU") % {
+                "kernel": gettext((self.moe_kernel or MARLIN).name),
+                "weights": fmt_gib(self.budget(gpus).weights.bytes)})
+        if gpus > 1 and self.fitted_by_fabric:
+            interconnect = self.interconnect or DEFAULT_INTERCONNECT
+            words.append(gettext(
+                "GPUs connected by %(interconnect)s, as on its GPU type (interconnect= to say otherwise): "
+                "the split adds %(bytes)s per GPU of NCCL and all-reduce buffers") % {
+                "interconnect": interconnect_label(interconnect),
+                "bytes": fmt_gib(SplitCost(interconnect, gpus).bytes)})
+        return "; ".join(words) or None
 
     def need_in_budget(self, gpus: int) -> int:
         budget = self.budget(gpus)
@@ -147,7 +182,8 @@ def estimate_vllm(model: LanguageModelSpec, precision: int, context: int, reques
         bytes=DRIVER_RESERVED_BYTES,
         per_gpu=True,
     )
-    assumptions = [*vllm_words(model, budget, utilization), *yarn_words(model, context)]
+    assumptions = [*vllm_words(model, budget, utilization, by_gpu_type=shell.fitted_by_fabric),
+                   *yarn_words(model, context)]
     return VllmBreakdown(
         workload="inference",
         title=gettext(
@@ -171,8 +207,10 @@ def estimate_vllm(model: LanguageModelSpec, precision: int, context: int, reques
     )
 
 
-def vllm_words(model: LanguageModelSpec, budget: VllmBudget, utilization: Fraction) -> list[str]:
-    """What the vLLM breakdown takes for granted."""
+def vllm_words(model: LanguageModelSpec, budget: VllmBudget, utilization: Fraction,
+               by_gpu_type: bool = False) -> list[str]:
+    """What the vLLM breakdown takes for granted; `by_gpu_type`: each machine's split is fitted at its GPU
+    type's interconnect (`VllmBreakdown.fitted_by_fabric`)."""
     words = [
         gettext(
             "Sized as vLLM %(version)s starts (V1 engine): it loads the weights, profiles one forward pass "
@@ -187,7 +225,7 @@ def vllm_words(model: LanguageModelSpec, budget: VllmBudget, utilization: Fracti
             "Sliding-window layers keep their window plus one prefill step and one spare block."
         ) % {"block": BLOCK_SIZE},
         release_words(budget),
-        split_words(budget.settings.interconnect),
+        split_words(budget.settings.interconnect, by_gpu_type),
     ]
     if budget.settings.skip_vision_tower:
         words.append(gettext(
@@ -219,8 +257,9 @@ def vllm_words(model: LanguageModelSpec, budget: VllmBudget, utilization: Fracti
     return words
 
 
-def split_words(interconnect: str) -> str:
-    """What a tensor-parallel split costs each GPU on GPUs connected by `interconnect`, in words."""
+def split_words(interconnect: str, by_gpu_type: bool = False) -> str:
+    """What a tensor-parallel split costs each GPU on GPUs connected by `interconnect`, in words; with
+    `by_gpu_type`, that each machine is fitted at its own GPU type's interconnect instead."""
     words = gettext(
         "Split over n GPUs (tensor parallelism), the weights and the KV heads divide by n (a KV head is "
         "copied when there are fewer than GPUs) and each GPU adds the NCCL and all-reduce buffers of its "
@@ -228,5 +267,11 @@ def split_words(interconnect: str) -> str:
         "%(p2p)s at 2 GPUs over PCIe with peer-to-peer, none over PCIe without it (NCCL keeps them in host "
         "memory)."
     ) % {"nccl": fmt_gib(NCCL_BYTES), "p2p": fmt_gib(SplitCost(PCIE_P2P, 2).bytes)}
+    if by_gpu_type:
+        return words + " " + gettext(
+            "Sized for: %(interconnect)s where no machine is named; each machine is fitted at what its own "
+            "GPU type's GPUs are connected by (GeForce cards: PCIe without peer-to-peer; cards sold for PCIe "
+            "slots: PCIe with peer-to-peer; others: NVSwitch), and its row names it (interconnect= sizes "
+            "every machine for one).") % {"interconnect": interconnect_label(interconnect)}
     return words + " " + gettext("Sized for: %(interconnect)s.") % {
         "interconnect": interconnect_label(interconnect)}

@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from ..errors import SizingError
 from ..i18n import gettext, gettext_noop
@@ -105,23 +106,29 @@ def interconnect_label(interconnect: str) -> str:
 # GeForce cards (the RTX 3090, 4090, 5090; names as the catalog and the drivers write them): NVIDIA's
 # drivers give them no peer access over PCIe, and vLLM logs "Custom allreduce is disabled because your
 # platform lacks GPU P2P capability" on them (catalog/data/reference/published_logs_not_handed.csv).
-_GEFORCE = re.compile(r"\bgeforce\b|^(?:nvidia\s+)?rtx\s?\d{4}(?:\s?(?:ti|super|d))*$", re.IGNORECASE)
+GEFORCE_PATTERN = r"\bgeforce\b|^(?:nvidia\s+)?rtx\s?\d{4}(?:\s?(?:ti|super|d))*$"
 # Cards sold only for PCIe slots (data-center and workstation boards; the H100 NVL pairs by NVLink bridge):
 # peer-to-peer between them, no NVSwitch.
-_PCIE_CARD = re.compile(
+PCIE_CARD_PATTERN = (
     r"\bpcie\b|\bnvl\b|\b(?:l4|l20|l40s?|t4|a2|a10g?|a16|a30|a40)\b|\brtx\s?a\d{4}\b|\bada\b|\bquadro\b"
-    r"|\brtx\s?pro\b", re.IGNORECASE)
+    r"|\brtx\s?pro\b")
+# The rule, in order, over the name with its surrounding white space trimmed (case aside): the first pattern
+# found gives the interconnect, DEFAULT_INTERCONNECT where none is. Written in the regular expressions
+# Python and PostgreSQL both read (`\b` aside, PostgreSQL's `\y`): the catalog compiles it into SQL
+# (`catalog.counting.gpu_kinds.fabric_sql`), and a test holds the two to it on every GPU type.
+INTERCONNECT_RULE = ((GEFORCE_PATTERN, PCIE), (PCIE_CARD_PATTERN, PCIE_P2P))
+_RULE = tuple((re.compile(pattern, re.IGNORECASE), found) for pattern, found in INTERCONNECT_RULE)
 
 
+@lru_cache(maxsize=1024)
 def interconnect_of_gpu(gpu_name: str | None) -> str:
     """What a machine of this GPU type has between its GPUs, from the type's name: `pcie` for GeForce
     cards, `pcie_p2p` for cards sold only for PCIe slots, `nvswitch` otherwise (SXM and OAM modules, and
     any type the name does not settle: the figure measured, the larger)."""
     name = (gpu_name or "").strip()
-    if _GEFORCE.search(name):
-        return PCIE
-    if _PCIE_CARD.search(name):
-        return PCIE_P2P
+    for pattern, interconnect in _RULE:
+        if pattern.search(name):
+            return interconnect
     return DEFAULT_INTERCONNECT
 
 

@@ -14,8 +14,9 @@ from catalog.data.gpu_types import ARCHITECTURES
 from catalog.data.language_models import LANGUAGE_MODELS
 from sizing.calculators.items import weight_items
 from sizing.calculators.vllm_inference import estimate_vllm
+from sizing.calculators.vllm_interconnect import NVSWITCH, PCIE, PCIE_P2P
 from sizing.calculators.vllm_versions import VllmRelease, parse_version
-from sizing.cluster import cluster_need, layers_per_stage
+from sizing.cluster import cluster_need, layers_per_stage, release_on
 from sizing.cluster_search import plan_clusters, search_clusters
 from sizing.cluster_sites import CLUSTER_TIER, ClusterMachine, ClusterSite
 from sizing.engine_support import gpu_architecture
@@ -338,3 +339,23 @@ def test_clusters_follow_the_listing_order_single_machines_do():
     assert eight.order_key(2)[:3] == (Decimal("48.00"), Decimal("3.00"), "Zeta")
     assert ORDER[:3] == (HOURLY_PRICE, "price_per_gpu_hour", "provider")
     assert eight.order_key(2)[3][0] == "eight" and eight.order_key(2)[4] == eight.machine_ids
+
+
+def test_a_cluster_of_geforce_machines_is_sized_at_pcie_where_no_interconnect_is_asked():
+    """Each machine's split at its GPU type's interconnect (`release_on`), as a single machine's: a site of
+    RTX 3090 machines pays no NCCL or all-reduce buffers on the GPU, an H100 site NVSwitch's 2 GiB; an
+    interconnect asked, or one GPU per machine, keeps the release as it is."""
+    rtx = site("rtx-site", "RTX 3090", 24_576, ["1.00", "1.10", "1.20", "1.30"], gpus=2)
+    assert release_on(AT_0_19, "RTX 3090", 2).interconnect == PCIE
+    assert release_on(AT_0_19, "H100 SXM 80GB", 8).interconnect == NVSWITCH
+    asked = VllmRelease(parse_version("0.19"), interconnect=PCIE_P2P)
+    assert release_on(asked, "RTX 3090", 2) is asked and release_on(AT_0_19, "RTX 3090", 1) is AT_0_19
+    llama_8b = model("llama-3-1-8b")
+    plans = search_clusters(llama_8b, 16, 16, 8192, 1, [rtx, H100_SITE], release=AT_0_19).plans
+    by_gpu = {plan.site.gpu_type: plan for plan in plans}
+    communication = {gpu: next((item.bytes for item in plan.need.items if item.name == "Communication buffers"), 0)
+                     for gpu, plan in by_gpu.items()}
+    assert communication["RTX 3090"] < communication["H100 SXM 80GB"]
+    words = " ".join(by_gpu["RTX 3090"].assumptions)
+    assert "Each machine's 2 GPUs taken to be connected by PCIe without peer-to-peer" in words
+    assert "connected by NVLink through NVSwitch" in " ".join(by_gpu["H100 SXM 80GB"].assumptions)

@@ -22,6 +22,7 @@ from catalog.counting import latest_speeds
 from catalog.counting import speeds as catalog_speeds
 from catalog.models import Machine, MeasuredSpeed
 from nodelodge.recommendations.answer import recommendation_for
+from sizing.kinds import KindSpace
 from tests.catalog import scan_oracle
 from tests.differential import parse
 from tests.factories import make_measured_speed
@@ -70,7 +71,7 @@ def test_the_walks_choose_the_rows_the_windows_over_every_row_chose(tied_fleet):
         [None, Decimal("1500"), Decimal("6000"), Decimal("40000"), Decimal("1000000")],  # target
         [0, 1, 7, 40],  # keep
         [{}, {"per_gpu_type": True}, {"market": "interruptible"}, {"market": "any", "budget": Decimal("4")},
-         {"tier": "community", "max_price_per_hour": Decimal("2.2")}, {"by_kind": True, "redundancy": 3},
+         {"tier": "community", "max_price_per_hour": Decimal("2.2")}, {"by_kind": KindSpace(3, 3), "redundancy": 3},
          {"countries": frozenset({"DE"})}],
     )
     compared = 0

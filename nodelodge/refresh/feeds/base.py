@@ -15,8 +15,7 @@ from typing import Any, Protocol
 
 from catalog.gpu_names import gpu_name_key
 from sizing.countries import is_country_code
-from sizing.fit import MAX_GPUS_PER_MACHINE
-from sizing.limits import MAX_PRICE_PER_GPU_HOUR
+from sizing.limits import MAX_GPUS_PER_MACHINE, MAX_PRICE_PER_GPU_HOUR
 from sizing.markets import market_problems
 from sizing.offers import MEASUREMENT_TEXT_LENGTHS
 
