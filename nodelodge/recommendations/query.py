@@ -317,7 +317,7 @@ class WorkloadQuery:
     def _params(self) -> dict[str, object]:
         """Every parameter of the query, empty ones included, in the address's order: worked out once
         per query (a result panel writes its address half a dozen times: its page links, its permalink)."""
-        params = {
+        params: dict[str, object] = {
             "workload": self.workload,
             "model": self.model_slug,
             "precision": self.precision,
