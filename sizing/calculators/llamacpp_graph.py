@@ -318,10 +318,32 @@ def _stranded_logits(shape: GraphShape) -> int:
     return copies + (shape.hidden + shape.vocab) * shape.outputs * F32
 
 
+def _period(layers: tuple[int, ...]) -> int:
+    """The shortest run of layers that repeats (sliding-window patterns): the whole stack if none does."""
+    for period in range(1, len(layers) + 1):
+        if all(layers[index] == layers[index + period] for index in range(len(layers) - period)):
+            return period
+    return len(layers)
+
+
+def shortened(shape: GraphShape) -> GraphShape:
+    """The same graph with the middle layers left out, whole periods of the pattern at a time: every layer of
+    a period allocates and frees the same tensors, so once the first periods have run the allocator starts
+    each period as it started the one before, and the peak of the rest repeats. Two periods at each end
+    stay."""
+    layers = shape.layers
+    period = _period(layers)
+    drop = max(0, (len(layers) - 4 * period) // period) * period
+    if not drop:
+        return shape
+    return replace(shape, layers=layers[:2 * period] + layers[2 * period + drop:])
+
+
 @functools.lru_cache(maxsize=512)
 def compute_buffer_bytes(shape: GraphShape) -> int:
     """The device's compute buffer: the allocator's peak over the worst-case graph of either generation of the
     mask (f16 as built now, f32 cast on the device as before), and no less than the logits stranded above the
     input copies (where the allocator may place them; Ollama's 32k log shows it)."""
-    earlier = replace(shape, mask_cast=True)
-    return max(build_graph(shape).peak(), build_graph(earlier).peak(), _stranded_logits(earlier))
+    short = shortened(shape)
+    earlier = replace(short, mask_cast=True)
+    return max(build_graph(short).peak(), build_graph(earlier).peak(), _stranded_logits(earlier))

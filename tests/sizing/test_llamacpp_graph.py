@@ -9,6 +9,7 @@ from sizing.calculators.llamacpp_graph import (
     GraphShape,
     build_graph,
     compute_buffer_bytes,
+    shortened,
 )
 from sizing.units import MIB
 from tests.sizing.models import LLAMA_3_1_8B
@@ -72,3 +73,13 @@ def test_the_need_counts_the_peak_once_per_gpu_and_fewer_tokens_when_the_cache_i
     assert short.gpu_items[2].formula.startswith("256 tokens") and short.gpu_items[2].bytes < compute.bytes // 2
     host_only = llamacpp_need(LLAMA_3_1_8B, LlamaCppSettings("Q4_K_M", 8192, gpu_layers=0))
     assert host_only.gpu_items[2].bytes == 0
+
+
+def test_leaving_out_whole_periods_of_middle_layers_keeps_the_peak_of_the_whole_stack():
+    gemma_like = replace(LLAMA, layers=((1536,) * 5 + (32768,)) * 10 + (1536,) * 2, vocab=262208)
+    for shape in (LLAMA, replace(LLAMA, flash_attention=False), gemma_like, replace(gemma_like, outputs=4)):
+        short = shortened(shape)
+        assert len(short.layers) < len(shape.layers)
+        assert short.layers[-1] == shape.layers[-1]
+        for variant in (shape, replace(shape, mask_cast=True)):
+            assert build_graph(variant).peak() == build_graph(shortened(variant)).peak()
