@@ -46,6 +46,7 @@ MAX_SLOTS = 256  # -np: llama-server's parallel slots
 MAX_GPU_LAYERS = 999  # -ngl 999: everything, whatever the model (what the commands write)
 MAX_UBATCH = 8192
 CUDA_CONTEXT_BYTES = 300 * MIB  # the CUDA runtime and cuBLAS per GPU, outside llama.cpp's buffers
+PIPELINE_COPIES = 4  # GGML_SCHED_MAX_COPIES: copies of each split's inputs under pipeline parallelism
 ENGINES = ("llamacpp", "ollama")
 
 
@@ -73,6 +74,10 @@ class LlamaCppNeed:
     kv_size: int  # the cache's tokens (-c rounded up to KV_PADDING)
     gpu_items: tuple[Item, ...]
     host_items: tuple[Item, ...]
+    # What each GPU's compute buffer adds when several split the layers with every layer and the head on
+    # them: llama.cpp then runs them as a pipeline and keeps PIPELINE_COPIES of each split's inputs, never
+    # freed.
+    pipeline_bytes: int = 0
 
     @property
     def gpu_bytes(self) -> int:
@@ -88,14 +93,28 @@ class LlamaCppNeed:
         return kv_cache_bytes(self.model, self.settings, self.kv_size, layers)
 
     @property
+    def pipeline_item(self) -> Item | None:
+        """What each GPU adds to its compute buffer when several run the layers as a pipeline (None: no
+        pipeline: one GPU, or a layer or the head left in host memory)."""
+        if not self.pipeline_bytes:
+            return None
+        return Item(gettext("Pipeline copies of the compute buffer's inputs"), gettext(
+            "on each GPU when several hold every layer and the head: llama.cpp runs them as a pipeline and "
+            "keeps %(copies)s copies of the inputs of each GPU's part of the graph (the hidden states, "
+            "positions, cache indices and attention mask), never freed"
+        ) % {"copies": PIPELINE_COPIES}, self.pipeline_bytes, per_gpu=True)
+
+    @property
     def context_per_slot(self) -> int:
         return self.settings.context // self.settings.parallel
 
     def per_gpu_bytes(self, gpus: int) -> int:
         """One GPU's share when the layers are split over `gpus` GPUs (--split-mode layer): the weights and
-        the cache divide, each GPU keeps its own compute buffer and CUDA context."""
+        the cache divide, each GPU keeps its own compute buffer (with the pipeline's copies of its inputs
+        where several GPUs hold every layer and the head) and CUDA context."""
         shared = self.gpu_items[0].bytes + self.gpu_items[1].bytes
-        return -(-shared // gpus) + self.gpu_items[2].bytes + CUDA_CONTEXT_BYTES
+        pipeline = self.pipeline_bytes if gpus > 1 else 0
+        return -(-shared // gpus) + self.gpu_items[2].bytes + pipeline + CUDA_CONTEXT_BYTES
 
     def fits(self, gpus: int, memory_bytes: int) -> tuple[bool, str | None]:
         """Whether the GPU part fits `gpus` GPUs of `memory_bytes` each (`per_gpu_bytes`)."""
@@ -198,9 +217,10 @@ def kv_cache_bytes(model: LanguageModelSpec, settings: LlamaCppSettings, kv_size
 
 
 def _compute_bytes(model: LanguageModelSpec, settings: LlamaCppSettings, kv_size: int, layers: range,
-                   output: bool) -> int:
+                   output: bool, copies: int = 1) -> int:
     """The GPU's compute buffer: ggml's allocator run over the worst-case graph of one micro-batch through
-    `layers` (`llamacpp_graph`), the logits of every token of it where the GPU holds the output head."""
+    `layers` (`llamacpp_graph`), the logits of every token of it where the GPU holds the output head, with
+    `copies` of each input from the host."""
     arch = model.architecture or PLAIN
     moe = arch.moe
     tokens = min(settings.ubatch, kv_size)
@@ -217,7 +237,8 @@ def _compute_bytes(model: LanguageModelSpec, settings: LlamaCppSettings, kv_size
         expert_intermediate=moe.expert_intermediate if moe else 0,
         shared_intermediate=moe.shared_intermediate if moe else 0,
         qk_norm=arch.qk_norm, post_norms=arch.norms_per_layer >= 4,
-        tokens=tokens, outputs=tokens, flash_attention=settings.flash_attention, output_layer=output)
+        tokens=tokens, outputs=tokens, flash_attention=settings.flash_attention, output_layer=output,
+        copies=copies)
     return compute_buffer_bytes(shape)
 
 
@@ -249,8 +270,12 @@ def llamacpp_need(model: LanguageModelSpec, settings: LlamaCppSettings) -> Llama
         gpu_weights += head
     gpu_kv = kv_cache_bytes(model, settings, kv_size, range(first_gpu_layer, layers))
     host_kv = kv_cache_bytes(model, settings, kv_size, range(first_gpu_layer))
-    compute = (_compute_bytes(model, settings, kv_size, range(first_gpu_layer, layers), output_on_gpu)
-               if on_gpu else 0)
+    gpu_layers = range(first_gpu_layer, layers)
+    compute = _compute_bytes(model, settings, kv_size, gpu_layers, output_on_gpu) if on_gpu else 0
+    # Several GPUs holding every layer and the head run as a pipeline (llama_context: pipeline_parallel);
+    # the GPU with the head, whose buffer is the largest, is what each is sized for.
+    pipeline = (_compute_bytes(model, settings, kv_size, gpu_layers, True, PIPELINE_COPIES) - compute
+                if output_on_gpu and on_gpu == layers else 0)
     cache_words = gettext("%(tokens)s tokens (-c %(context)s, %(slots)s) × K %(k)s + V %(v)s") % {
         "tokens": fmt_int(kv_size), "context": fmt_int(settings.context),
         "slots": gettext("%(n)s parallel slots") % {"n": settings.parallel}, "k": settings.cache_type_k,
@@ -282,7 +307,8 @@ def llamacpp_need(model: LanguageModelSpec, settings: LlamaCppSettings) -> Llama
              host_weights),
         Item(gettext("KV cache in host memory"), cache_words, host_kv),
     )
-    return LlamaCppNeed(model, settings, weights, on_gpu, output_on_gpu, kv_size, gpu_items, host_items)
+    return LlamaCppNeed(model, settings, weights, on_gpu, output_on_gpu, kv_size, gpu_items, host_items,
+                        pipeline)
 
 
 

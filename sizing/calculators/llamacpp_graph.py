@@ -100,6 +100,13 @@ class _Node:
 class _Graph:
     nodes: list[_Node] = field(default_factory=list)
 
+    def inputs(self, size: int, copies: int) -> int:
+        """A copy of an input from the host at the split's start; under pipeline parallelism the scheduler
+        keeps `copies` of each, marked input and output so that the allocator never frees them."""
+        for _ in range(copies - 1):
+            self.add(size, output=True)
+        return self.add(size, output=copies > 1)
+
     def add(self, size: int, *srcs: int, inplace: bool = False, output: bool = False) -> int:
         self.nodes.append(_Node(size, tuple(s for s in srcs if s >= 0), inplace=inplace, output=output))
         return len(self.nodes) - 1
@@ -194,6 +201,7 @@ class GraphShape:
     flash_attention: bool = True
     output_layer: bool = True  # this device holds the output head and computes the logits
     mask_cast: bool = False  # the earlier graph: an f32 mask cast to f16 on the device for flash attention
+    copies: int = 1  # copies of each input the scheduler keeps (4 under pipeline parallelism, never freed)
 
 
 def _norm(graph: _Graph, x: int, size: int) -> int:
@@ -278,13 +286,16 @@ def build_graph(shape: GraphShape) -> _Graph:
     graph = _Graph()
     tokens = shape.tokens
     v_rows = 1 if shape.flash_attention else shape.kv_heads * shape.head_dim  # a transposed V: one per value
-    inputs = {"embd": graph.add(shape.hidden * tokens * F32), "pos": graph.add(tokens * I32),
-              "k_idxs": graph.add(tokens * I64), "v_idxs": graph.add(tokens * v_rows * I64)}
+    copies = shape.copies
+    inputs = {"embd": graph.inputs(shape.hidden * tokens * F32, copies),
+              "pos": graph.inputs(tokens * I32, copies),
+              "k_idxs": graph.inputs(tokens * I64, copies),
+              "v_idxs": graph.inputs(tokens * v_rows * I64, copies)}
     f16_mask = shape.flash_attention and not shape.mask_cast
     for cells in dict.fromkeys(shape.layers):  # f16 for flash attention, which reads it as it is
-        inputs[f"mask{cells}"] = graph.add(cells * tokens * (F16 if f16_mask else F32))
+        inputs[f"mask{cells}"] = graph.inputs(cells * tokens * (F16 if f16_mask else F32), copies)
     if shape.output_layer:
-        inputs["out_ids"] = graph.add(shape.outputs * I32)
+        inputs["out_ids"] = graph.inputs(shape.outputs * I32, copies)
     x = inputs["embd"]
     last = len(shape.layers) - 1
     for index, cells in enumerate(shape.layers):

@@ -83,3 +83,16 @@ def test_leaving_out_whole_periods_of_middle_layers_keeps_the_peak_of_the_whole_
         assert short.layers[-1] == shape.layers[-1]
         for variant in (shape, replace(shape, mask_cast=True)):
             assert build_graph(variant).peak() == build_graph(shortened(variant)).peak()
+
+
+def test_a_pipeline_keeps_four_copies_of_each_input_and_only_several_gpus_holding_every_layer_pay_them():
+    one, four = compute_buffer_bytes(replace(LLAMA, copies=1)), compute_buffer_bytes(replace(LLAMA, copies=4))
+    inputs = (LLAMA.hidden + 8192) * 512 * 4  # the hidden states and the f32 mask of the earlier graph
+    assert four - one >= 3 * inputs
+    need = llamacpp_need(LLAMA_3_1_8B, LlamaCppSettings("Q4_K_M", 8192))
+    item = need.pipeline_item
+    assert item is not None and item.per_gpu and item.bytes == need.pipeline_bytes > 0 and "4 copies" in item.formula
+    assert need.per_gpu_bytes(2) - need.per_gpu_bytes(1) == need.pipeline_bytes - (
+        need.gpu_items[0].bytes + need.gpu_items[1].bytes) // 2
+    partial = llamacpp_need(LLAMA_3_1_8B, LlamaCppSettings("Q4_K_M", 8192, gpu_layers=32))  # the head on the host
+    assert partial.pipeline_bytes == 0 and partial.pipeline_item is None
