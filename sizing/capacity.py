@@ -16,6 +16,7 @@ from .architectures import cache_groups
 from .calculators.items import MARGIN, RUNTIME_BYTES, TENSOR_PARALLEL_BUFFER_BYTES, weight_items
 from .calculators.llamacpp import (
     LlamaCppNeed,
+    LlamaCppSettings,
     engine_command,
     gguf_file_name,
     llamacpp_need,
@@ -163,11 +164,8 @@ class Capacity:
         figure, each GPU holding its share of the layers; llama.cpp runs on every GPU the catalog lists."""
 
         def need(context: int, requests: int) -> LlamaCppNeed | None:
-            settings = wizard_settings(self.precision, context, requests, self.kv_bits, self.quantization)
-            try:
-                return llamacpp_need(self.spec, settings)
-            except SizingError:  # past the engine's limits: nothing holds it
-                return None
+            return _gguf_need(self.spec, wizard_settings(self.precision, context, requests, self.kv_bits,
+                                                         self.quantization))
 
         def holds(context: int, requests: int) -> bool:
             found = need(context, requests)
@@ -217,6 +215,17 @@ def _held(capacity: Capacity, gpus: int, memory_bytes: int, gpu: GpuArchitecture
     architecture holds the same, so a swap back to an earlier query, or its next page, works none of it
     out again. Its words are written by the caller, in the answer's language."""
     return capacity._on_machine(gpus, memory_bytes, gpu)
+
+
+@functools.lru_cache(maxsize=4096)
+def _gguf_need(spec: LanguageModelSpec, settings: LlamaCppSettings) -> LlamaCppNeed | None:
+    """llama.cpp's need under `settings`, None past the engine's limits; kept, because an answer's
+    capacity searches ask the same settings of every machine shape (a shape's GPUs and memory only decide
+    whether the need fits): about 40 needs a shape, over a few dozen shapes, a few milliseconds each."""
+    try:
+        return llamacpp_need(spec, settings)
+    except SizingError:  # past the engine's limits: nothing holds it
+        return None
 
 
 def _largest(holds: Callable[[int], bool], upper: int) -> int:

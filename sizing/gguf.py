@@ -14,6 +14,7 @@ plain values in and out.
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -107,7 +108,7 @@ class GgufWeights:
     quant_type: str
     tensors: tuple[TypedTensor, ...]
 
-    @property
+    @functools.cached_property
     def bytes(self) -> int:
         return sum(typed.bytes for typed in self.tensors)
 
@@ -128,7 +129,16 @@ class GgufWeights:
 
     def layer_bytes(self, layer: int) -> int:
         """One decoder layer's tensors (what `-ngl` moves to the GPU per layer)."""
-        return sum(typed.bytes for typed in self.tensors if typed.tensor.layer == layer)
+        return self._bytes_by_layer.get(layer, 0)
+
+    @functools.cached_property
+    def _bytes_by_layer(self) -> dict[int | None, int]:
+        """Each layer's bytes, added up once per file: a need reads every layer's, and a capacity search
+        asks for hundreds of needs of one file (each reading of the tensors was a pass over all of them)."""
+        totals: dict[int | None, int] = {}
+        for typed in self.tensors:
+            totals[typed.tensor.layer] = totals.get(typed.tensor.layer, 0) + typed.bytes
+        return totals
 
 
 def check_quant_type(quant_type: object) -> str:

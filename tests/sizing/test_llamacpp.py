@@ -201,5 +201,34 @@ def test_a_rows_capacity_under_llama_cpp_sizes_a_bounded_number_of_needs(monkeyp
     for memory_mib, gpus in ((24564, 1), (81559, 8), (2048, 1)):
         need = estimate("inference", spec("llama-3-1-8b"), 4, 4096, 3, None, 8, engine="llamacpp")
         calls.clear()
+        capacity_module._gguf_need.cache_clear()  # each shape's own count (an answer's shapes share theirs)
         need.capacity._on_machine(gpus, memory_mib * MIB, None)
         assert 0 < len(calls) <= bound, (memory_mib, gpus, len(calls))
+
+
+def test_a_files_layers_add_up_to_its_tensors():
+    weights = gguf_weights(spec("llama-3-1-70b"), "Q4_K_M")
+    for layer in (0, 41, 79):
+        assert weights.layer_bytes(layer) == sum(typed.bytes for typed in weights.tensors
+                                                 if typed.tensor.layer == layer)
+    assert sum(weights.layer_bytes(layer) for layer in range(80)) + weights.layer_bytes(None) == weights.bytes
+
+
+def test_an_answers_machine_shapes_share_their_needs(monkeypatch):
+    """The capacity searches (most requests at the context, longest context at the requests) ask each
+    machine shape the same settings: each need is worked out once for all shapes, so the work of an
+    answer grows with the distinct settings asked, not with shapes × probes."""
+    from sizing import capacity as capacity_module
+    from sizing.capacity import Capacity
+
+    computed = []
+    real = capacity_module.llamacpp_need
+    monkeypatch.setattr(capacity_module, "llamacpp_need", lambda *args: computed.append(args[1]) or real(*args))
+    capacity_module._gguf_need.cache_clear()
+    asked = Capacity(spec("llama-3-1-70b"), 4, 16, 32_768, 4, engine="llamacpp")
+    shapes = [(gpus, gib * GIB) for gpus in (1, 2, 4, 8) for gib in (24, 40, 48, 80)]
+    held = [capacity_module._held.__wrapped__(asked, gpus, memory, None) for gpus, memory in shapes]
+    asked_in_all = capacity_module._gguf_need.cache_info()
+    assert len(computed) == len(set(computed)) == asked_in_all.misses  # never the same settings twice
+    assert asked_in_all.hits + asked_in_all.misses >= 2 * len(computed)  # most probes were another shape's
+    assert [h.max_requests_at_context for h in held][-1] >= [h.max_requests_at_context for h in held][0]
