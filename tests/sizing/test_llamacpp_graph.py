@@ -1,11 +1,16 @@
 """llama.cpp's compute buffer as ggml's graph allocator places one micro-batch's tensors: the peak of what is
 alive at once, freed memory reused, never the sum of the graph's stages."""
+import random
 from dataclasses import replace
 
+import pytest
+
+from sizing.calculators import llamacpp_graph
 from sizing.calculators.llamacpp import LlamaCppSettings, llamacpp_need
 from sizing.calculators.llamacpp_graph import (
     ALIGNMENT,
     Allocator,
+    Conditions,
     GraphShape,
     build_graph,
     compute_buffer_bytes,
@@ -19,13 +24,18 @@ LLAMA = GraphShape(hidden=4096, heads=32, kv_heads=8, head_dim=128, vocab=128256
 
 
 def test_the_allocator_reuses_a_freed_block_and_fits_the_smallest_hole_first():
-    allocator = Allocator()
-    a, b, c = allocator.alloc(10 * ALIGNMENT), allocator.alloc(4 * ALIGNMENT), allocator.alloc(3 * ALIGNMENT)
-    allocator.free(a, 10 * ALIGNMENT)
-    allocator.free(c, 3 * ALIGNMENT)  # merges with the open end
-    assert allocator.alloc(2 * ALIGNMENT) == a  # the hole before b, not the end
-    assert allocator.peak == 17 * ALIGNMENT and b == 10 * ALIGNMENT
-    assert allocator.alloc(20 * ALIGNMENT) == 14 * ALIGNMENT  # too large for the hole: at the end
+    sizes = Conditions(())  # plain bytes: no cache length in them
+    allocator = Allocator(sizes)
+
+    def alloc(blocks):
+        return allocator.alloc(sizes.form(blocks * ALIGNMENT)).value
+
+    a, b, c = alloc(10), alloc(4), alloc(3)
+    allocator.free(sizes.form(a), sizes.form(10 * ALIGNMENT))
+    allocator.free(sizes.form(c), sizes.form(3 * ALIGNMENT))  # merges with the open end
+    assert alloc(2) == a  # the hole before b, not the end
+    assert allocator.peak.value == 17 * ALIGNMENT and b == 10 * ALIGNMENT
+    assert alloc(20) == 14 * ALIGNMENT  # too large for the hole: at the end
 
 
 def test_the_buffer_is_the_peak_of_the_graph_not_the_sum_of_its_stages():
@@ -96,3 +106,72 @@ def test_a_pipeline_keeps_four_copies_of_each_input_and_only_several_gpus_holdin
         need.gpu_items[0].bytes + need.gpu_items[1].bytes) // 2
     partial = llamacpp_need(LLAMA_3_1_8B, LlamaCppSettings("Q4_K_M", 8192, gpu_layers=32))  # the head on the host
     assert partial.pipeline_bytes == 0 and partial.pipeline_item is None
+
+
+GEMMA_LIKE = replace(LLAMA, layers=((1536,) * 5 + (32768,)) * 10 + (1536,) * 2, vocab=262208, post_norms=True,
+                     qk_norm=True)
+MOE = replace(LLAMA, intermediate=0, experts=128, experts_per_token=8, expert_intermediate=768, vocab=151936)
+
+
+@pytest.mark.parametrize(("shape", "expected"), [
+    # the bytes of the allocator's walk as first written, one run per graph (before regions were kept)
+    (LLAMA, 296235008),
+    (replace(LLAMA, layers=(131072,) * 32), 547893248),
+    (replace(LLAMA, flash_attention=False, copies=4), 679510016),
+    (replace(LLAMA, layers=(256,) * 32, tokens=256, outputs=256), 139991040),
+    (replace(LLAMA, tokens=100, outputs=1), 23759232),
+    (GEMMA_LIKE, 624046080),
+    (MOE, 344731648),
+    (replace(MOE, layers=(1024,) * 32, output_layer=False), 133179392),
+])
+def test_the_buffer_is_the_bytes_the_allocators_own_walk_gives(shape, expected):
+    llamacpp_graph._regions.cache_clear()
+    compute_buffer_bytes.cache_clear()
+    assert compute_buffer_bytes(shape) == expected
+
+
+def _walked(shape):
+    """The buffer from runs of the allocator at these very cells, no region read: the rule as written."""
+    short = shortened(shape)
+    earlier = replace(short, mask_cast=True)
+    return max(build_graph(short).peak(), build_graph(earlier).peak(), llamacpp_graph._stranded_logits(earlier))
+
+
+def _at_cells(shape, full, sliding):
+    return replace(shape, layers=tuple(full if cells == max(shape.layers) else min(sliding, full)
+                                       for cells in shape.layers))
+
+
+@pytest.mark.parametrize("shape", [
+    LLAMA, replace(LLAMA, flash_attention=False), replace(LLAMA, copies=4), replace(LLAMA, tokens=100, outputs=4),
+    GEMMA_LIKE, replace(GEMMA_LIKE, flash_attention=False, copies=4), MOE,
+], ids=["llama", "no-flash", "pipeline", "ubatch-100", "sliding", "sliding-no-flash", "experts"])
+def test_a_region_read_at_other_cells_gives_the_bytes_of_a_walk_at_those_cells(shape):
+    """Regions are found at some cache lengths and read at others: every length asked (from one micro-batch
+    to two million cells, sliding windows shorter or as long) gets the bytes the allocator's walk gives."""
+    rng = random.Random(7)
+    llamacpp_graph._regions.cache_clear()
+    compute_buffer_bytes.cache_clear()
+    asked = [256 * n for n in (2, 3, 4, 6, 8, 16, 32, 64, 112, 128, 129, 4096, 8192)]
+    asked += [256 * rng.randint(2, 8192) for _ in range(40)]
+    for full in asked:
+        sliding = rng.choice((full, 256 * rng.randint(1, 64)))
+        variant = _at_cells(shape, full, sliding)
+        assert compute_buffer_bytes(variant) == _walked(variant), (full, sliding)
+
+
+def test_every_cache_length_of_a_model_takes_a_bounded_number_of_allocator_runs(monkeypatch):
+    """Between two changes of the allocator's path the peak is one form of the cells: a whole range of cache
+    lengths, each the size of a capacity search's probe, costs a few dozen runs, not one run each."""
+    runs = []
+    real = llamacpp_graph._simulate
+    monkeypatch.setattr(llamacpp_graph, "_simulate", lambda *args: runs.append(args[1]) or real(*args))
+    llamacpp_graph._regions.cache_clear()
+    compute_buffer_bytes.cache_clear()
+    seventy_b = replace(LLAMA, hidden=8192, heads=64, intermediate=28672, layers=(8192,) * 80)
+    lengths = range(256, 256 * 8192 + 1, 256)  # one micro-batch to 2,097,152 cells
+    for copies in (1, 4):
+        for cells in lengths:
+            compute_buffer_bytes(replace(seventy_b, layers=(cells,) * 80, tokens=min(512, cells),
+                                         outputs=min(512, cells), copies=copies))
+    assert len(runs) <= 48, len(runs)  # 2 × 8,192 lengths, two graphs each
