@@ -116,6 +116,7 @@ def test_a_rows_capacity_at_any_type_sizes_a_bounded_number_of_needs(monkeypatch
         need = estimate("inference", spec("llama-3-1-70b"), 16, 4096, 3, None, 8, engine="llamacpp",
                         quantization=quant_type)
         calls.clear()
+        capacity_module._gguf_need.cache_clear()  # each shape's own count (an answer's shapes share theirs)
         held = need.capacity._on_machine(gpus, memory_mib * MIB, None)
         assert 0 < len(calls) <= bound, (memory_mib, gpus, len(calls))
         assert held.quantization == quant_type
