@@ -21,7 +21,6 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from ..architectures import PLAIN, SLIDING
@@ -200,20 +199,23 @@ def _row_bytes(cache_type: str, values: int) -> int:
     return -(-values // per_block) * size
 
 
-def _cache_tokens(model: LanguageModelSpec, settings: LlamaCppSettings, kv_size: int, layer: int) -> int:
+def _layer_cells(model: LanguageModelSpec, settings: LlamaCppSettings, kv_size: int,
+                 layers: range) -> tuple[int, ...]:
+    """Each of `layers`' cache tokens: the cache's, or a sliding-window layer's window per slot plus one
+    micro-batch (within the cache). Worked out once per need, not once per layer."""
     arch = model.architecture or PLAIN
-    if arch.kind_of_layer(layer) == SLIDING and arch.sliding_window:
-        window = arch.sliding_window * settings.parallel + settings.ubatch
-        return min(kv_size, -(-window // KV_PADDING) * KV_PADDING)
-    return kv_size
+    if not arch.sliding_window or SLIDING not in arch.layer_pattern:
+        return (kv_size,) * len(layers)
+    window = arch.sliding_window * settings.parallel + settings.ubatch
+    sliding = min(kv_size, -(-window // KV_PADDING) * KV_PADDING)
+    return tuple(sliding if arch.kind_of_layer(layer) == SLIDING else kv_size for layer in layers)
 
 
-def kv_cache_bytes(model: LanguageModelSpec, settings: LlamaCppSettings, kv_size: int,
-                   layers: Iterable[int]) -> int:
+def kv_cache_bytes(model: LanguageModelSpec, settings: LlamaCppSettings, kv_size: int, layers: range) -> int:
     """K and V of `layers` for the cache's tokens, each in its type (a row per token)."""
     width = model_value(model, "kv_heads") * model_value(model, "head_dim")
     per_token = _row_bytes(settings.cache_type_k, width) + _row_bytes(settings.cache_type_v, width)
-    return sum(per_token * _cache_tokens(model, settings, kv_size, layer) for layer in layers)
+    return per_token * sum(_layer_cells(model, settings, kv_size, layers))
 
 
 def _compute_bytes(model: LanguageModelSpec, settings: LlamaCppSettings, kv_size: int, layers: range,
@@ -228,7 +230,7 @@ def _compute_bytes(model: LanguageModelSpec, settings: LlamaCppSettings, kv_size
         hidden=model_value(model, "hidden_size"), heads=model_value(model, "attention_heads"),
         kv_heads=model_value(model, "kv_heads"), head_dim=model_value(model, "head_dim"),
         vocab=model_value(model, "vocab_size"),
-        layers=tuple(_cache_tokens(model, settings, kv_size, layer) for layer in layers),
+        layers=_layer_cells(model, settings, kv_size, layers),
         # a mixture of experts' dense layers (if any) are counted in every layer: never under
         intermediate=model_value(model, "intermediate_size") if moe is None
         else (moe.dense_intermediate or model_value(model, "intermediate_size"))
@@ -262,9 +264,8 @@ def llamacpp_need(model: LanguageModelSpec, settings: LlamaCppSettings) -> Llama
     # The output head; where it is tied to the embeddings, llama.cpp loads that matrix a second time
     # on the GPU holding the output (the embeddings' own copy stays in host memory).
     head_roles = ("output", "output_norm", *(("token_embd",) if model.tied_embeddings else ()))
-    head = sum(typed.bytes for typed in weights.tensors if typed.tensor.role in head_roles)
-    duplicated = head - sum(typed.bytes for typed in weights.tensors
-                            if typed.tensor.role in ("output", "output_norm"))
+    head = sum(weights.role_bytes(role) for role in head_roles)
+    duplicated = head - weights.role_bytes("output") - weights.role_bytes("output_norm")
     host_weights = weights.bytes - gpu_weights - (head - duplicated if output_on_gpu else 0)
     if output_on_gpu:
         gpu_weights += head
