@@ -131,6 +131,17 @@ class GgufWeights:
         """One decoder layer's tensors (what `-ngl` moves to the GPU per layer)."""
         return self._bytes_by_layer.get(layer, 0)
 
+    def role_bytes(self, role: str) -> int:
+        """The tensors of one role together (the output head's, the token embeddings')."""
+        return self._bytes_by_role.get(role, 0)
+
+    @functools.cached_property
+    def _bytes_by_role(self) -> dict[str, int]:
+        totals: dict[str, int] = {}
+        for typed in self.tensors:
+            totals[typed.tensor.role] = totals.get(typed.tensor.role, 0) + typed.bytes
+        return totals
+
     @functools.cached_property
     def _bytes_by_layer(self) -> dict[int | None, int]:
         """Each layer's bytes, added up once per file: a need reads every layer's, and a capacity search

@@ -80,7 +80,9 @@ def answer(spec: LanguageModelSpec, query: CapacityQuery, gpu_type: catalog_rows
         "layers": spec.layers,
         "layers_that_fit": layers_that_fit,
         "gpu_gib": gib_number(need.gpu_bytes),
-        "items": [_item(item) for item in need.gpu_items],
+        # each GPU's items; several GPUs holding every layer and the head add the pipeline's input copies
+        "items": [_item(item) for item in need.gpu_items]
+        + ([_item(need.pipeline_item)] if gpus > 1 and need.pipeline_item else []),
         "host_items": [_item(item) for item in need.host_items],
         # Only what starts: on the GPUs as asked, or else with the layers that fit there.
         "command": _command(need, file, query) if fits else None,

@@ -7,10 +7,13 @@
   its cache type: f16 (2 bytes a value), q8_0 (34 bytes per 32), q4_0 (18 per 32)…; a quantized V
   cache needs flash attention. Sliding-window layers keep their window per slot plus one micro-batch.
   A layer's cache lives where the layer does.
-- Compute buffer: the graph llama.cpp reserves for one micro-batch (`-ub`, 512 tokens): the logits of
-  the batch (vocabulary × tokens × 4 bytes) on the GPU holding the output head, with the residual
-  stream and the widest MLP or expert step, and without flash attention the attention scores of the
-  whole context (heads × context × tokens × 4 bytes).
+- Compute buffer: the peak of ggml's graph allocator over the graph llama.cpp reserves for one
+  micro-batch (`-ub`, 512 tokens; `llamacpp_graph`): tensors reuse the memory of those already read, so
+  the buffer is the largest set alive at once, not a sum: the MLP step, without flash attention the
+  attention scores of the whole context (heads × context × tokens × 4 bytes), and on the GPU holding the
+  output head the logits of every token of the micro-batch (vocabulary × tokens × 4 bytes): what the
+  library's default, Ollama and llama-server before June 2026 reserve (newer llama-server reserves one
+  row a slot; the whole micro-batch stays on the safe side for every build).
 - Ollama runs the same engine: its context (`num_ctx`, `OLLAMA_CONTEXT_LENGTH`) is per request and is
   allocated `OLLAMA_NUM_PARALLEL` times; `OLLAMA_KV_CACHE_TYPE` and `OLLAMA_FLASH_ATTENTION` set the
   cache type and flash attention for every model.
@@ -18,7 +21,6 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from ..architectures import PLAIN, SLIDING
@@ -30,6 +32,7 @@ from ..limits import MAX_CONTEXT
 from ..specs import LanguageModelSpec
 from ..units import MIB, fmt_gib, fmt_int
 from .checks import check_context_limit, check_count, model_value
+from .llamacpp_graph import GraphShape, compute_buffer_bytes
 
 # Cache types llama.cpp takes for K and V (--cache-type-k/-v): (values per block, bytes per block).
 KV_CACHE_TYPES: dict[str, tuple[int, int]] = {
@@ -41,9 +44,8 @@ DEFAULT_UBATCH = 512  # -ub: the tokens of one micro-batch, what the compute buf
 MAX_SLOTS = 256  # -np: llama-server's parallel slots
 MAX_GPU_LAYERS = 999  # -ngl 999: everything, whatever the model (what the commands write)
 MAX_UBATCH = 8192
-LOGIT_BYTES = 4  # f32 logits
-ACTIVATION_BYTES = 4  # the graph's intermediates are f32
 CUDA_CONTEXT_BYTES = 300 * MIB  # the CUDA runtime and cuBLAS per GPU, outside llama.cpp's buffers
+PIPELINE_COPIES = 4  # GGML_SCHED_MAX_COPIES: copies of each split's inputs under pipeline parallelism
 ENGINES = ("llamacpp", "ollama")
 
 
@@ -71,6 +73,10 @@ class LlamaCppNeed:
     kv_size: int  # the cache's tokens (-c rounded up to KV_PADDING)
     gpu_items: tuple[Item, ...]
     host_items: tuple[Item, ...]
+    # What each GPU's compute buffer adds when several split the layers with every layer and the head on
+    # them: llama.cpp then runs them as a pipeline and keeps PIPELINE_COPIES of each split's inputs, never
+    # freed.
+    pipeline_bytes: int = 0
 
     @property
     def gpu_bytes(self) -> int:
@@ -86,14 +92,28 @@ class LlamaCppNeed:
         return kv_cache_bytes(self.model, self.settings, self.kv_size, layers)
 
     @property
+    def pipeline_item(self) -> Item | None:
+        """What each GPU adds to its compute buffer when several run the layers as a pipeline (None: no
+        pipeline: one GPU, or a layer or the head left in host memory)."""
+        if not self.pipeline_bytes:
+            return None
+        return Item(gettext("Pipeline copies of the compute buffer's inputs"), gettext(
+            "on each GPU when several hold every layer and the head: llama.cpp runs them as a pipeline and "
+            "keeps %(copies)s copies of the inputs of each GPU's part of the graph (the hidden states, "
+            "positions, cache indices and attention mask), never freed"
+        ) % {"copies": PIPELINE_COPIES}, self.pipeline_bytes, per_gpu=True)
+
+    @property
     def context_per_slot(self) -> int:
         return self.settings.context // self.settings.parallel
 
     def per_gpu_bytes(self, gpus: int) -> int:
         """One GPU's share when the layers are split over `gpus` GPUs (--split-mode layer): the weights and
-        the cache divide, each GPU keeps its own compute buffer and CUDA context."""
+        the cache divide, each GPU keeps its own compute buffer (with the pipeline's copies of its inputs
+        where several GPUs hold every layer and the head) and CUDA context."""
         shared = self.gpu_items[0].bytes + self.gpu_items[1].bytes
-        return -(-shared // gpus) + self.gpu_items[2].bytes + CUDA_CONTEXT_BYTES
+        pipeline = self.pipeline_bytes if gpus > 1 else 0
+        return -(-shared // gpus) + self.gpu_items[2].bytes + pipeline + CUDA_CONTEXT_BYTES
 
     def fits(self, gpus: int, memory_bytes: int) -> tuple[bool, str | None]:
         """Whether the GPU part fits `gpus` GPUs of `memory_bytes` each (`per_gpu_bytes`)."""
@@ -179,36 +199,49 @@ def _row_bytes(cache_type: str, values: int) -> int:
     return -(-values // per_block) * size
 
 
-def _cache_tokens(model: LanguageModelSpec, settings: LlamaCppSettings, kv_size: int, layer: int) -> int:
+def _layer_cells(model: LanguageModelSpec, settings: LlamaCppSettings, kv_size: int,
+                 layers: range) -> tuple[int, ...]:
+    """Each of `layers`' cache tokens: the cache's, or a sliding-window layer's window per slot plus one
+    micro-batch (within the cache). Worked out once per need, not once per layer."""
     arch = model.architecture or PLAIN
-    if arch.kind_of_layer(layer) == SLIDING and arch.sliding_window:
-        window = arch.sliding_window * settings.parallel + settings.ubatch
-        return min(kv_size, -(-window // KV_PADDING) * KV_PADDING)
-    return kv_size
+    if not arch.sliding_window or SLIDING not in arch.layer_pattern:
+        return (kv_size,) * len(layers)
+    window = arch.sliding_window * settings.parallel + settings.ubatch
+    sliding = min(kv_size, -(-window // KV_PADDING) * KV_PADDING)
+    return tuple(sliding if arch.kind_of_layer(layer) == SLIDING else kv_size for layer in layers)
 
 
-def kv_cache_bytes(model: LanguageModelSpec, settings: LlamaCppSettings, kv_size: int,
-                   layers: Iterable[int]) -> int:
+def kv_cache_bytes(model: LanguageModelSpec, settings: LlamaCppSettings, kv_size: int, layers: range) -> int:
     """K and V of `layers` for the cache's tokens, each in its type (a row per token)."""
     width = model_value(model, "kv_heads") * model_value(model, "head_dim")
     per_token = _row_bytes(settings.cache_type_k, width) + _row_bytes(settings.cache_type_v, width)
-    return sum(per_token * _cache_tokens(model, settings, kv_size, layer) for layer in layers)
+    return per_token * sum(_layer_cells(model, settings, kv_size, layers))
 
 
-def _compute_bytes(model: LanguageModelSpec, settings: LlamaCppSettings, kv_size: int, output: bool) -> int:
+def _compute_bytes(model: LanguageModelSpec, settings: LlamaCppSettings, kv_size: int, layers: range,
+                   output: bool, copies: int = 1) -> int:
+    """The GPU's compute buffer: ggml's allocator run over the worst-case graph of one micro-batch through
+    `layers` (`llamacpp_graph`), the logits of every token of it where the GPU holds the output head, with
+    `copies` of each input from the host."""
     arch = model.architecture or PLAIN
+    moe = arch.moe
     tokens = min(settings.ubatch, kv_size)
-    hidden = model_value(model, "hidden_size")
-    if arch.moe is not None:
-        widest = arch.moe.experts_per_token * arch.moe.expert_intermediate + arch.moe.shared_intermediate
-    else:
-        widest = model_value(model, "intermediate_size")
-    mlp = 3 * widest * tokens * ACTIVATION_BYTES
-    residual = 4 * hidden * tokens * ACTIVATION_BYTES
-    scores = 0 if settings.flash_attention else (
-        2 * model_value(model, "attention_heads") * kv_size * tokens * ACTIVATION_BYTES)
-    logits = model_value(model, "vocab_size") * tokens * LOGIT_BYTES if output else 0
-    return residual + max(mlp, scores) + logits
+    shape = GraphShape(
+        hidden=model_value(model, "hidden_size"), heads=model_value(model, "attention_heads"),
+        kv_heads=model_value(model, "kv_heads"), head_dim=model_value(model, "head_dim"),
+        vocab=model_value(model, "vocab_size"),
+        layers=_layer_cells(model, settings, kv_size, layers),
+        # a mixture of experts' dense layers (if any) are counted in every layer: never under
+        intermediate=model_value(model, "intermediate_size") if moe is None
+        else (moe.dense_intermediate or model_value(model, "intermediate_size"))
+        if moe.first_dense_layers or moe.layer_step > 1 else 0,
+        experts=moe.experts if moe else 0, experts_per_token=moe.experts_per_token if moe else 0,
+        expert_intermediate=moe.expert_intermediate if moe else 0,
+        shared_intermediate=moe.shared_intermediate if moe else 0,
+        qk_norm=arch.qk_norm, post_norms=arch.norms_per_layer >= 4,
+        tokens=tokens, outputs=tokens, flash_attention=settings.flash_attention, output_layer=output,
+        copies=copies)
+    return compute_buffer_bytes(shape)
 
 
 @functools.lru_cache(maxsize=256)
@@ -231,15 +264,19 @@ def llamacpp_need(model: LanguageModelSpec, settings: LlamaCppSettings) -> Llama
     # The output head; where it is tied to the embeddings, llama.cpp loads that matrix a second time
     # on the GPU holding the output (the embeddings' own copy stays in host memory).
     head_roles = ("output", "output_norm", *(("token_embd",) if model.tied_embeddings else ()))
-    head = sum(typed.bytes for typed in weights.tensors if typed.tensor.role in head_roles)
-    duplicated = head - sum(typed.bytes for typed in weights.tensors
-                            if typed.tensor.role in ("output", "output_norm"))
+    head = sum(weights.role_bytes(role) for role in head_roles)
+    duplicated = head - weights.role_bytes("output") - weights.role_bytes("output_norm")
     host_weights = weights.bytes - gpu_weights - (head - duplicated if output_on_gpu else 0)
     if output_on_gpu:
         gpu_weights += head
     gpu_kv = kv_cache_bytes(model, settings, kv_size, range(first_gpu_layer, layers))
     host_kv = kv_cache_bytes(model, settings, kv_size, range(first_gpu_layer))
-    compute = _compute_bytes(model, settings, kv_size, output_on_gpu) if on_gpu else 0
+    gpu_layers = range(first_gpu_layer, layers)
+    compute = _compute_bytes(model, settings, kv_size, gpu_layers, output_on_gpu) if on_gpu else 0
+    # Several GPUs holding every layer and the head run as a pipeline (llama_context: pipeline_parallel);
+    # the GPU with the head, whose buffer is the largest, is what each is sized for.
+    pipeline = (_compute_bytes(model, settings, kv_size, gpu_layers, True, PIPELINE_COPIES) - compute
+                if output_on_gpu and on_gpu == layers else 0)
     cache_words = gettext("%(tokens)s tokens (-c %(context)s, %(slots)s) × K %(k)s + V %(v)s") % {
         "tokens": fmt_int(kv_size), "context": fmt_int(settings.context),
         "slots": gettext("%(n)s parallel slots") % {"n": settings.parallel}, "k": settings.cache_type_k,
@@ -253,11 +290,14 @@ def llamacpp_need(model: LanguageModelSpec, settings: LlamaCppSettings) -> Llama
              gpu_weights),
         Item(gettext("KV cache on the GPUs"), cache_words, gpu_kv),
         Item(gettext("Compute buffer (one micro-batch)"),
-             gettext("%(tokens)s tokens (-ub): residual stream, the widest MLP step%(scores)s%(logits)s") % {
+             gettext("%(tokens)s tokens (-ub): the most that ggml's allocator holds at once over one "
+                     "micro-batch's graph, freed tensors' memory reused: the MLP "
+                     "step%(scores)s%(logits)s") % {
                  "tokens": fmt_int(min(settings.ubatch, kv_size)),
                  "scores": "" if settings.flash_attention else gettext(
                      " or the attention scores of the whole context (no flash attention)"),
-                 "logits": gettext(" and the batch's logits") if output_on_gpu else ""},
+                 "logits": gettext(" or the logits of every token of the micro-batch")
+                 if output_on_gpu else ""},
              compute),
     )
     host_items = (
@@ -268,7 +308,8 @@ def llamacpp_need(model: LanguageModelSpec, settings: LlamaCppSettings) -> Llama
              host_weights),
         Item(gettext("KV cache in host memory"), cache_words, host_kv),
     )
-    return LlamaCppNeed(model, settings, weights, on_gpu, output_on_gpu, kv_size, gpu_items, host_items)
+    return LlamaCppNeed(model, settings, weights, on_gpu, output_on_gpu, kv_size, gpu_items, host_items,
+                        pipeline)
 
 
 

@@ -85,6 +85,7 @@ def estimate_llamacpp(model: LanguageModelSpec, precision: int, context: int, re
         assumptions=assumptions,
         precision=precision,
         split_by_layers=layers,
+        split_items=(need.pipeline_item,) if need.pipeline_item else (),
         inputs={"model": model.slug, "model_name": model.name, "precision": precision, "context": context,
                 "requests": requests, "kv_bits": kv_bits, "engine": engine,
                 "quantization": need.weights.quant_type, "quantization_asked": bool(quantization)},

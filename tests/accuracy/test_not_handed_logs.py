@@ -111,17 +111,24 @@ def test_the_llama_cpp_and_ollama_rows_are_apart_from_the_handed_ones_and_name_t
         assert row.file_gib is not None or row.model_buffer_bytes is not None, row.case_id
 
 
-def test_every_file_model_buffer_and_kv_buffer_holds_and_every_compute_buffer_is_over():
+def test_every_file_model_buffer_and_kv_buffer_holds_and_no_compute_buffer_is_under_by_more_than_3_percent():
     results = not_handed.gguf_verdicts()
     for name in ("file", "weights", "KV cache", "start"):
         judged = [v.marks()[name] for v in results if v.marks()[name] is not None]
         assert judged and all(judged), name
     assert sum(v.marks()["file"] is not None for v in results) == 5
     assert sum(v.marks()["KV cache"] is not None for v in results) == 5
-    # The one class that does not hold: ours sums the graph's stages, the engine reuses memory between them.
-    over = [v for v in results if v.marks()["compute buffer"] is False]
-    assert len(over) == 5 and all(v.compute[0] > 1 for v in over)
+    # The compute buffer is the allocator's peak over the graph, not a sum of its stages: never more than 3 %
+    # under a logged buffer, and within ±3 % of the two Ollama logs of Llama 3.1 8B (flash attention off) and
+    # Qwen2.5 Coder at 32k (flash attention on).
+    ratios = {v.log.case_id: v.compute[0] for v in results if v.compute[0] is not None}
+    assert len(ratios) == 5 and all(ratio >= Fraction(97, 100) for ratio in ratios.values())
+    held = sorted(v.log.case_id for v in results if v.marks()["compute buffer"])
+    assert held == ["ollama-qwen25-coder-7b-q4km-rtx3060-32k", "ollama054-llama31-8b-q4km-rtx4090-np4"]
+    # over, and why: the logits of all 512 tokens, where llama-server since June 2026 reserves one row a slot
+    assert ratios["llamacpp-b10240-qwen25-7b-q4km-q80cache-16k-np4"] > 2
     assert [v.log.case_id for v in results if v.holds] == [
+        "ollama054-llama31-8b-q4km-rtx4090-np4", "ollama-qwen25-coder-7b-q4km-rtx3060-32k",
         "llamacpp-14235-qwen3-30b-a3b-q4km-file", "gpustack-1793-qwen25-coder-14b-q4km-file"]
 
 
@@ -136,9 +143,9 @@ def test_ollama_allocates_num_ctx_once_per_slot_and_a_quantized_cache_is_sized_p
 def test_the_gguf_summary_and_table_count_what_they_show():
     results = not_handed.gguf_verdicts()
     assert not_handed.gguf_summary(results).startswith(
-        "**2 of 7 llama.cpp and Ollama logs not handed over hold every figure they log.**")
+        "**4 of 7 llama.cpp and Ollama logs not handed over hold every figure they log.**")
     table = not_handed.gguf_table(results)
-    assert table.count("\n") == len(results) + 1 and table.count("**NO**") == 5
+    assert table.count("\n") == len(results) + 1 and table.count("**NO**") == 3
 
 
 def test_a_gguf_start_that_failed_holds_only_when_answered_does_not_start_with_a_reason():

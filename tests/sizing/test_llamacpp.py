@@ -232,3 +232,86 @@ def test_an_answers_machine_shapes_share_their_needs(monkeypatch):
     assert len(computed) == len(set(computed)) == asked_in_all.misses  # never the same settings twice
     assert asked_in_all.hits + asked_in_all.misses >= 2 * len(computed)  # most probes were another shape's
     assert [h.max_requests_at_context for h in held][-1] >= [h.max_requests_at_context for h in held][0]
+
+
+def _clear_kept_answers():
+    from sizing import capacity as capacity_module
+    from sizing.calculators import llamacpp_graph
+
+    capacity_module._held.cache_clear()
+    capacity_module._gguf_need.cache_clear()
+    llamacpp_graph.compute_buffer_bytes.cache_clear()
+    llamacpp_graph._regions.cache_clear()
+
+
+def _walked_peak(shape):
+    """The allocator's walk at these very cells, no region read: the rule as first written."""
+    from sizing.calculators.llamacpp_graph import build_graph
+
+    return build_graph(shape).peak()
+
+
+FLEET = [(gpus, gib * GIB) for gpus in (1, 2, 4, 8) for gib in (12, 16, 24, 40, 48, 80, 94, 141, 192)]
+DENSE_FLEET = [(gpus, mib * MIB) for gpus in range(1, 9) for mib in range(6144, 196_608, 4099)]
+
+
+@pytest.mark.parametrize(("slug", "engine", "context", "requests"), [
+    ("llama-3-1-70b", "llamacpp", 32_768, 4), ("llama-3-1-8b", "ollama", 8192, 16),
+    ("gemma-2-9b", "llamacpp", 4096, 2),
+])
+def test_a_llama_cpp_answer_runs_the_allocator_a_bounded_number_of_times_whatever_the_fleet(
+        monkeypatch, slug, engine, context, requests):
+    """Each probe of the capacity searches sizes a new cache, so a new graph; the allocator's peak is read off
+    the regions of cache lengths where it takes one path, so an answer runs it a few dozen times at most,
+    on nine machine shapes as on three hundred (each probe a walk of two graphs: over a thousand before)."""
+    from sizing import capacity as capacity_module
+    from sizing.calculators import llamacpp_graph
+    from sizing.capacity import Capacity
+
+    runs = []
+    real = llamacpp_graph._simulate
+    monkeypatch.setattr(llamacpp_graph, "_simulate", lambda *args: runs.append(args[0]) or real(*args))
+    asked = Capacity(spec(slug), 4, 16, context, requests, engine=engine, quantization="Q4_K_M")
+    for fleet in (FLEET, DENSE_FLEET):
+        _clear_kept_answers()
+        runs.clear()
+        held = [capacity_module._held(asked, gpus, memory, None) for gpus, memory in fleet]
+        assert any(row.max_requests_at_context for row in held)
+        assert 0 < len(runs) <= 48, (len(fleet), len(runs))
+
+
+@pytest.mark.parametrize("slug", ["llama-3-1-8b", "llama-3-1-70b", "gemma-2-9b", "gemma-2-27b", "mixtral-8x7b",
+                                  "qwen2-5-7b", "phi-3-mini-4k"])
+def test_an_answers_capacity_and_buffers_are_those_of_a_walk_at_every_probe(monkeypatch, slug):
+    """The most requests, the longest context, the command and every compute buffer a search sized, as the
+    allocator's own walk at each probe's cells gives them."""
+    from sizing import capacity as capacity_module
+    from sizing.calculators import llamacpp_graph
+    from sizing.capacity import Capacity
+
+    model = spec(slug)
+    longest = model.max_context or 4096
+    queries = [(min(4096, longest), 1, 16, "llamacpp"), (min(32_768, longest) - 1000, 3, 8, "ollama"),
+               (min(1000, longest), 24, 16, "llamacpp")]
+    sized = []  # every need a search sized: its settings and compute buffers, in the order asked
+    real_need = capacity_module.llamacpp_need
+
+    def sizing(model, settings):
+        need = real_need(model, settings)
+        sized.append((settings, need.gpu_items[2].bytes, need.pipeline_bytes))
+        return need
+
+    monkeypatch.setattr(capacity_module, "llamacpp_need", sizing)
+    answers = {}
+    for way in ("regions", "walked"):
+        if way == "walked":
+            monkeypatch.setattr(llamacpp_graph, "_peak", _walked_peak)
+        _clear_kept_answers()
+        sized.clear()
+        answers[way] = [capacity_module._held(Capacity(model, 4, kv_bits, context, requests, engine=engine),
+                                              gpus, memory, None)
+                        for context, requests, kv_bits, engine in queries for gpus, memory in FLEET]
+        answers[way + " needs"] = list(sized)
+    assert answers["regions"] == answers["walked"]
+    assert answers["regions needs"] == answers["walked needs"]
+    assert len(answers["regions needs"]) > 50 and any(row.command for row in answers["regions"])

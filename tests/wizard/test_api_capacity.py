@@ -277,7 +277,11 @@ def test_llama_cpp_sizes_the_gguf_file_its_cache_and_starts_with_llama_server(cl
     assert body["fits"] is True and body["partial_offload"] is None
     assert body["command"] == "llama-server -m Qwen3-30B-A3B-Q4_K_M.gguf -c 32768 -np 1 -ngl 999 -fa on"
     assert sum(item["bytes"] for item in body["items"]) == body["weights_bytes"] + body["kv_cache_bytes"] \
-        + body["items"][2]["bytes"]
+        + body["items"][2]["bytes"] + body["items"][3]["bytes"]
+    # two GPUs holding every layer and the head run as a pipeline: each keeps four copies of its inputs
+    pipeline = body["items"][3]
+    assert len(body["items"]) == 4 and pipeline["per_gpu"] and "4 copies" in pipeline["formula"]
+    assert 0 < pipeline["bytes"] < body["items"][2]["bytes"]
 
 
 def test_ollama_allocates_num_ctx_per_parallel_request_and_answers_its_settings(client, small_fleet):

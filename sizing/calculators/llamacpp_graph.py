@@ -1,0 +1,588 @@
+"""llama.cpp's compute buffer: the peak of ggml's graph allocator over the worst-case graph of a micro-batch.
+
+llama.cpp reserves its compute buffer once, at start-up (`llama_context::sched_reserve`): it builds the graph
+of one micro-batch of `n_ubatch` tokens against the whole KV cache, with `n_outputs` = min(`n_ubatch`,
+`n_outputs_max`) rows of logits (`n_outputs_max` is `n_batch` unless the caller sets it: the library's
+default, Ollama and llama-cpp-python; llama-server since June 2026 sets it to its slots), and lets ggml-alloc
+(`ggml_gallocr`) place every intermediate tensor in one buffer per device. The allocator walks the nodes in
+order, puts each new tensor in the smallest free block that holds it (else at the end), lets an element-wise
+op write over its only input, and frees a tensor once its last reader has run. The buffer is the highest
+offset it reached: the largest set of tensors alive at once, plus the holes no later tensor fitted.
+
+This module rebuilds that walk as `src/llama-graph.cpp` builds a decoder (`build_norm`, `build_attn` with and
+without flash attention, `build_ffn`, `build_moe_ffn`, the output head), layer after layer, and runs
+`ggml/src/ggml-alloc.c`'s rules over it (ggml-org/llama.cpp, the code of mid-2026):
+
+- the device's split starts with copies of its inputs from the host (`ggml_backend_sched`): the token
+  embeddings looked up on the CPU (hidden × tokens, f32), the positions, the cache's row indices and the KQ
+  mask (cache cells × tokens), each freed after its last reader;
+- with flash attention the mask is f16 (`build_attn_inp_kq_mask`; earlier builds, which Ollama's runner still
+  logs, made it f32 and cast it to f16 on the device) and each layer writes one head_dim × heads × tokens f32
+  result; without it each layer multiplies K by Q into the scores (cache cells × tokens × heads, f32), takes
+  the softmax in place and multiplies by V;
+- the MLP's up and gate (intermediate × tokens each) and their SwiGLU product, then the down projection; a
+  mixture of experts: the router, the chosen experts' up, gate and product (expert intermediate × experts per
+  token × tokens) and their down projections (hidden × experts per token × tokens), summed;
+- after the last layer only the rows that give logits go on, then the output norm and the logits
+  (vocabulary × outputs, f32), the graph's outputs, never freed.
+
+A capacity search asks the same graph at dozens of cache lengths (each probe a new cache), so the walk is
+run with every size and offset kept as a linear form of the cache's cells (`Linear`), and each comparison
+the allocator makes is kept as the sign of a form (`Conditions`). Wherever the cells give every comparison
+the same outcome the allocator takes the same path, its arithmetic only adds and subtracts sizes, and so
+its peak is the same form: one walk answers a whole region of cache lengths exactly (`_Region`), and a
+model's every length from one micro-batch to two million cells takes a few dozen walks. Rounding to the
+alignment keeps a form linear where the bytes per cell are a multiple of it (the cells are counted in
+units of 128: a cache's lengths are multiples of 256); where they are not, the region is the one point.
+"""
+from __future__ import annotations
+
+import functools
+import math
+import operator
+from dataclasses import dataclass, field, replace
+
+ALIGNMENT = 128  # ggml-cuda's buffer alignment
+F32, F16, I32, I64 = 4, 2, 4, 8
+_END = 1 << 62  # the last free block runs to the end of the address space
+MAX_REGIONS = 64  # regions kept per graph (`_regions`); an answer reaches a handful
+
+
+class Linear:
+    """A size or an offset in bytes as a function of the graph's cache cells: `value` is what it comes to at
+    the cells the graph was built for, `per_cell` the bytes it adds per cell of each distinct cache length
+    of the graph (a sliding-window layer's, a full layer's), all zero (`Conditions.none`) for most."""
+
+    __slots__ = ("per_cell", "value")
+
+    def __init__(self, value: int, per_cell: tuple[int, ...]) -> None:
+        self.value, self.per_cell = value, per_cell
+
+    def __add__(self, other: Linear) -> Linear:
+        if not any(other.per_cell):
+            return Linear(self.value + other.value, self.per_cell)
+        if not any(self.per_cell):
+            return Linear(self.value + other.value, other.per_cell)
+        return Linear(self.value + other.value, tuple(map(operator.add, self.per_cell, other.per_cell)))
+
+    def __sub__(self, other: Linear) -> Linear:
+        if not any(other.per_cell):
+            return Linear(self.value - other.value, self.per_cell)
+        return Linear(self.value - other.value, tuple(map(operator.sub, self.per_cell, other.per_cell)))
+
+    def __mul__(self, factor: int) -> Linear:
+        return Linear(self.value * factor, tuple(per_cell * factor for per_cell in self.per_cell))
+
+
+class Conditions:
+    """The comparisons one run of the allocator decided, each kept as the sign of a linear form of the cells,
+    (constant, bytes per cell of each length…); never one of two sizes that add the same per cell, which
+    comes out the same whatever the cells. Any cells for which every one comes out as it did take the same
+    path through the allocator, whose arithmetic is additions of sizes: its peak is then the same form of
+    them."""
+
+    def __init__(self, points: tuple[int, ...]) -> None:
+        self.points = points  # the cells the graph is built for (in units of `_peak`'s unit)
+        self.none = (0,) * len(points)
+        self.at_least_zero: set[tuple[int, ...]] = set()
+        self.zero: set[tuple[int, ...]] = set()
+        self.not_zero: set[tuple[int, ...]] = set()
+
+    def form(self, value: int) -> Linear:
+        return Linear(value, self.none)
+
+    def terms(self, form: Linear) -> tuple[int, ...]:
+        """`form` as (constant, bytes per cell of each length…)."""
+        return (form.value - sum(map(operator.mul, form.per_cell, self.points)), *form.per_cell)
+
+    def _note(self, a: Linear, b: Linear, less: int, into: set[tuple[int, ...]]) -> None:
+        """Keep a - b - less as a form (a and b differ per cell)."""
+        per_cell = tuple(map(operator.sub, a.per_cell, b.per_cell))
+        constant = a.value - b.value - less - sum(map(operator.mul, per_cell, self.points))
+        into.add((constant, *per_cell))
+
+    def le(self, a: Linear, b: Linear) -> bool:
+        if a.value <= b.value:
+            if a.per_cell != b.per_cell:
+                self._note(b, a, 0, self.at_least_zero)
+            return True
+        if a.per_cell != b.per_cell:
+            self._note(a, b, 1, self.at_least_zero)
+        return False
+
+    def lt(self, a: Linear, b: Linear) -> bool:
+        return not self.le(b, a)
+
+    def eq(self, a: Linear, b: Linear) -> bool:
+        equal = a.value == b.value
+        if a.per_cell != b.per_cell:
+            self._note(a, b, 0, self.zero if equal else self.not_zero)
+        return equal
+
+    def aligned(self, size: Linear) -> Linear:
+        """`size` rounded up to the buffer's alignment: the rounded value with the same bytes per cell
+        wherever those are a multiple of it (every size of a micro-batch of 512 tokens is, and any where
+        the cells are counted in units of the alignment), else the rounded value, kept for these very
+        cells only."""
+        rounded = -(-size.value // ALIGNMENT) * ALIGNMENT
+        if all(per_cell % ALIGNMENT == 0 for per_cell in size.per_cell):
+            return Linear(rounded, size.per_cell)
+        for index, point in enumerate(self.points):  # each cache length this one: cells - point = 0
+            self.zero.add((-point, *(int(other == index) for other in range(len(self.points)))))
+        return self.form(rounded)
+
+
+class Allocator:
+    """ggml-alloc's `ggml_dyn_tallocr`: best fit among the free blocks but the last, else the last one."""
+
+    def __init__(self, conditions: Conditions) -> None:
+        self.conditions = conditions
+        self.blocks: list[list[Linear]] = [[conditions.form(0), conditions.form(_END)]]  # [offset, size]
+        self.peak = conditions.form(0)
+
+    def alloc(self, size: Linear) -> Linear:
+        decide = self.conditions
+        size = decide.aligned(size)
+        best, best_size = -1, decide.form(_END)
+        for index, (_, block_size) in enumerate(self.blocks[:-1]):
+            if decide.le(size, block_size) and decide.le(block_size, best_size):
+                best, best_size = index, block_size
+        if best == -1:
+            best = len(self.blocks) - 1
+        block = self.blocks[best]
+        offset = block[0]
+        block[0] = block[0] + size
+        block[1] = block[1] - size
+        if decide.eq(block[1], decide.form(0)):
+            del self.blocks[best]
+        end = offset + size
+        if decide.lt(self.peak, end):
+            self.peak = end
+        return offset
+
+    def free(self, offset: Linear, size: Linear) -> None:
+        decide = self.conditions
+        size = decide.aligned(size)
+        blocks = self.blocks
+        for index, block in enumerate(blocks):
+            if decide.eq(block[0] + block[1], offset):
+                block[1] = block[1] + size
+                if index + 1 < len(blocks) and decide.eq(block[0] + block[1], blocks[index + 1][0]):
+                    block[1] = block[1] + blocks[index + 1][1]
+                    del blocks[index + 1]
+                return
+            if decide.eq(offset + size, block[0]):
+                block[0] = offset
+                block[1] = block[1] + size
+                if index > 0 and decide.eq(blocks[index - 1][0] + blocks[index - 1][1], block[0]):
+                    blocks[index - 1][1] = blocks[index - 1][1] + block[1]
+                    del blocks[index]
+                return
+        position = 0
+        while position < len(blocks) and decide.lt(blocks[position][0], offset):
+            position += 1
+        blocks.insert(position, [offset, size])
+
+
+Size = int | Linear  # what the graph's builders write: bytes, or bytes per cell of the cache
+
+
+@dataclass
+class _Node:
+    size: Linear  # bytes; 0 for a view
+    srcs: tuple[int, ...]
+    inplace: bool = False  # an element-wise op ggml-alloc may write over its input (ggml_op_can_inplace)
+    view_of: int | None = None  # a view (reshape, permute, get_rows' output is not one) of this node
+    output: bool = False
+    external: bool = False  # memory outside the compute buffer (the weights, the KV cache)
+    children: int = 0
+    views: int = 0
+    offset: Linear | None = None
+    allocated: bool = False
+
+
+@dataclass
+class _Graph:
+    conditions: Conditions
+    nodes: list[_Node] = field(default_factory=list)
+
+    def _form(self, size: Size) -> Linear:
+        return size if isinstance(size, Linear) else self.conditions.form(size)
+
+    def inputs(self, size: Size, copies: int) -> int:
+        """A copy of an input from the host at the split's start; under pipeline parallelism the scheduler
+        keeps `copies` of each, marked input and output so that the allocator never frees them."""
+        for _ in range(copies - 1):
+            self.add(size, output=True)
+        return self.add(size, output=copies > 1)
+
+    def add(self, size: Size, *srcs: int, inplace: bool = False, output: bool = False) -> int:
+        self.nodes.append(_Node(self._form(size), tuple(s for s in srcs if s >= 0), inplace=inplace,
+                                output=output))
+        return len(self.nodes) - 1
+
+    def view(self, of: int) -> int:
+        self.nodes.append(_Node(self._form(0), (of,), view_of=of))
+        return len(self.nodes) - 1
+
+    def external(self, *srcs: int) -> int:
+        """Memory outside the buffer: the weights, the KV cache, a write into the cache (`ggml_set_rows`)."""
+        self.nodes.append(_Node(self._form(0), srcs, external=True))
+        return len(self.nodes) - 1
+
+    def peak(self) -> int:
+        """The buffer's size at the cells the graph was built for."""
+        return self.run().value
+
+    def run(self) -> Linear:
+        """Run ggml-alloc's `ggml_gallocr_alloc_graph_impl` over the nodes: the buffer's size, as a form of
+        the cells that holds wherever the graph's `conditions` do."""
+        nodes = self.nodes
+        decide = self.conditions
+        for node in nodes:
+            if node.view_of is not None:
+                nodes[node.view_of].views += 1
+            for src in node.srcs:
+                nodes[src].children += 1
+        allocator = Allocator(decide)
+
+        def allocate(index: int) -> None:
+            node = nodes[index]
+            if node.allocated or node.offset is not None or node.external or node.view_of is not None:
+                return
+            if node.inplace:
+                for src in node.srcs:
+                    parent = nodes[src]
+                    if parent.output or parent.external or parent.children != 1 or parent.views != 0:
+                        continue
+                    if parent.view_of is not None:
+                        owner = nodes[parent.view_of]
+                        if (owner.views == 1 and owner.children == 0 and owner.allocated
+                                and decide.eq(owner.size, node.size) and not owner.output):
+                            node.offset, node.allocated = owner.offset, True
+                            owner.allocated = False
+                            return
+                        continue
+                    if parent.allocated and decide.eq(parent.size, node.size):
+                        node.offset, node.allocated = parent.offset, True
+                        parent.allocated = False
+                        return
+            node.offset = allocator.alloc(node.size)
+            node.allocated = True
+
+        def release(index: int) -> None:
+            node = nodes[index]
+            if node.output or not node.allocated or node.offset is None:
+                return
+            allocator.free(node.offset, node.size)
+            node.allocated = False
+
+        for index, node in enumerate(nodes):
+            for src in node.srcs:
+                allocate(src)
+            allocate(index)
+            for src in node.srcs:
+                parent = nodes[src]
+                parent.children -= 1
+                if parent.children == 0 and parent.views == 0:
+                    if parent.view_of is not None:
+                        owner = nodes[parent.view_of]
+                        owner.views -= 1
+                        if owner.views == 0 and owner.children == 0:
+                            release(parent.view_of)
+                    else:
+                        release(src)
+        return allocator.peak
+
+
+@dataclass(frozen=True)
+class GraphShape:
+    """What the worst-case graph of one micro-batch depends on, read from the model and the settings."""
+
+    hidden: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    vocab: int
+    layers: tuple[int, ...]  # each layer's cache cells (a sliding-window layer keeps fewer)
+    intermediate: int  # the dense MLP's width (0: none)
+    experts: int = 0
+    experts_per_token: int = 0
+    expert_intermediate: int = 0
+    shared_intermediate: int = 0
+    qk_norm: bool = False
+    post_norms: bool = False  # Gemma's norms after attention and after the MLP
+    tokens: int = 512  # n_ubatch, at most the cache
+    outputs: int = 512  # the rows that give logits (n_outputs of the reservation)
+    flash_attention: bool = True
+    output_layer: bool = True  # this device holds the output head and computes the logits
+    mask_cast: bool = False  # the earlier graph: an f32 mask cast to f16 on the device for flash attention
+    copies: int = 1  # copies of each input the scheduler keeps (4 under pipeline parallelism, never freed)
+
+
+def _norm(graph: _Graph, x: int, size: int) -> int:
+    return graph.add(size, graph.add(size, x, inplace=True), inplace=True)  # rms_norm, then × weight in place
+
+
+def _attention(graph: _Graph, shape: GraphShape, x: int, cells: Linear, inputs: dict[object, int]) -> int:
+    tokens = shape.tokens
+    q_size = shape.heads * shape.head_dim * tokens * F32
+    kv_size = shape.kv_heads * shape.head_dim * tokens * F32
+    cur = _norm(graph, x, shape.hidden * tokens * F32)
+    q = graph.add(q_size, cur)
+    if shape.qk_norm:
+        q = graph.add(q_size, graph.view(q), inplace=True)
+    q = graph.add(q_size, graph.view(q), inputs["pos"], inplace=True)  # rope
+    k = graph.add(kv_size, cur)
+    if shape.qk_norm:
+        k = graph.add(kv_size, graph.view(k), inplace=True)
+    k = graph.add(kv_size, graph.view(k), inputs["pos"], inplace=True)
+    v = graph.add(kv_size, cur)
+    graph.external(k, inputs["k_idxs"])  # set_rows into the cache
+    graph.external(graph.view(v), inputs["v_idxs"])
+    cache_k, cache_v = graph.external(), graph.external()
+    if shape.flash_attention:
+        mask = inputs[cells]
+        if shape.mask_cast:
+            if ("cast", cells) not in inputs:
+                # ggml_cast, read by every layer
+                inputs["cast", cells] = graph.add(cells * tokens * F16, mask)
+            mask = inputs["cast", cells]
+        out = graph.add(q_size, graph.view(q), cache_k, cache_v, mask)
+    else:
+        scores = graph.add(cells * tokens * shape.heads * F32, cache_k, graph.view(q))
+        scores = graph.add(cells * tokens * shape.heads * F32, scores, inputs[cells], inplace=True)
+        kqv = graph.add(q_size, cache_v, scores)
+        out = graph.add(q_size, graph.view(kqv))  # ggml_cont of the permuted heads
+    out = graph.add(shape.hidden * tokens * F32, graph.view(out))  # wo
+    if shape.post_norms:
+        out = _norm(graph, out, shape.hidden * tokens * F32)
+    return out
+
+
+def _mlp(graph: _Graph, shape: GraphShape, x: int, tokens: int) -> int:
+    hidden = shape.hidden * tokens * F32
+    cur = _norm(graph, x, hidden)
+    parts = []
+    if shape.experts:
+        scores = graph.add(shape.experts * tokens * F32, cur)  # the router
+        probs = graph.add(shape.experts * tokens * F32, scores, inplace=True)  # softmax
+        order = graph.add(shape.experts * tokens * I32, probs)  # argsort, the top k a view of it
+        chosen = graph.view(order)
+        weights = graph.add(shape.experts_per_token * tokens * F32, graph.view(probs), chosen)
+        width = shape.expert_intermediate * shape.experts_per_token * tokens * F32
+        flat = graph.view(cur)
+        up = graph.add(width, flat, chosen)
+        gate = graph.add(width, flat, chosen)
+        product = graph.add(width, gate, up)
+        experts = graph.add(shape.hidden * shape.experts_per_token * tokens * F32, product, chosen)
+        experts = graph.add(shape.hidden * shape.experts_per_token * tokens * F32, experts, weights,
+                            inplace=True)
+        total = graph.add(hidden, graph.view(experts), graph.view(experts))
+        for _ in range(shape.experts_per_token - 2):
+            total = graph.add(hidden, total, graph.view(experts), inplace=True)
+        parts.append(total)
+    for width in (shape.intermediate, shape.shared_intermediate):
+        if not width:
+            continue
+        up = graph.add(width * tokens * F32, cur)
+        gate = graph.add(width * tokens * F32, cur)
+        product = graph.add(width * tokens * F32, gate, up)  # ggml_swiglu_split (not in place)
+        parts.append(graph.add(hidden, product))
+    out = parts[0]
+    for part in parts[1:]:
+        out = graph.add(hidden, out, part, inplace=True)
+    if shape.post_norms:
+        out = _norm(graph, out, hidden)
+    return out
+
+
+def _inputs(shape: GraphShape, layers: tuple[Size, ...]) -> list[tuple[object, Size]]:
+    """The split's inputs copied from the host, in order, each named and sized: the token embeddings, the
+    positions, the cache's row indices, a mask per distinct cache length of `layers` (named by it; f16 for
+    flash attention, which reads it as it is) and the rows that give logits."""
+    tokens = shape.tokens
+    v_rows = 1 if shape.flash_attention else shape.kv_heads * shape.head_dim  # a transposed V: one per value
+    mask_bytes = F16 if shape.flash_attention and not shape.mask_cast else F32
+    found: list[tuple[object, Size]] = [
+        ("embd", shape.hidden * tokens * F32), ("pos", tokens * I32), ("k_idxs", tokens * I64),
+        ("v_idxs", tokens * v_rows * I64)]
+    found += [(cells, cells * tokens * mask_bytes) for cells in dict.fromkeys(layers)]
+    if shape.output_layer:
+        found.append(("out_ids", shape.outputs * I32))
+    return found
+
+
+def _build(shape: GraphShape, layers: tuple[Linear, ...], conditions: Conditions) -> _Graph:
+    """The graph of `shape` through `layers`, each its cache length as a form of the cells."""
+    graph = _Graph(conditions)
+    tokens = shape.tokens
+    inputs = {name: graph.inputs(size, shape.copies) for name, size in _inputs(shape, layers)}
+    x = inputs["embd"]
+    last = len(layers) - 1
+    for index, cells in enumerate(layers):
+        residual = x
+        attended = _attention(graph, shape, x, cells, inputs)
+        rows = tokens
+        if index == last and shape.output_layer:
+            attended = graph.add(shape.hidden * shape.outputs * F32, attended, inputs["out_ids"])  # get_rows
+            residual = graph.add(shape.hidden * shape.outputs * F32, residual, inputs["out_ids"])
+            rows = shape.outputs
+        mixed = graph.add(shape.hidden * rows * F32, attended, residual, inplace=True)
+        x = graph.add(shape.hidden * rows * F32, _mlp(graph, shape, mixed, rows), mixed, inplace=True)
+    if shape.output_layer:
+        size = shape.hidden * shape.outputs * F32
+        norm = graph.add(size, graph.add(size, x, inplace=True), inplace=True, output=True)
+        graph.add(shape.vocab * shape.outputs * F32, norm, output=True)
+    return graph
+
+
+def _cell_forms(points: tuple[int, ...], unit: int = 1) -> tuple[Linear, ...]:
+    """Each distinct cache length as a form of its own, counted in units of `unit` cells."""
+    count = len(points)
+    return tuple(Linear(point * unit, tuple(unit if other == index else 0 for other in range(count)))
+                 for index, point in enumerate(points))
+
+
+def build_graph(shape: GraphShape) -> _Graph:
+    """The device's split of the worst-case graph, node by node in llama.cpp's order."""
+    cells = tuple(dict.fromkeys(shape.layers))
+    forms = dict(zip(cells, _cell_forms(cells), strict=True))
+    return _build(shape, tuple(forms[count] for count in shape.layers), Conditions(cells))
+
+
+def _stranded_logits(shape: GraphShape) -> int:
+    """The logits on top of the split's input copies: the final norm can land in the smallest hole that holds
+    it, right above the copies' freed space, and the logits, too large for any hole, go above it."""
+    if not shape.output_layer:
+        return 0
+    sizes = [size if isinstance(size, int) else size.value for _, size in _inputs(shape, shape.layers)]
+    copies = sum(-(-size // ALIGNMENT) * ALIGNMENT for size in sizes)
+    return copies * shape.copies + (shape.hidden + shape.vocab) * shape.outputs * F32
+
+
+def _period(layers: tuple[int, ...]) -> int:
+    """The shortest run of layers that repeats (sliding-window patterns): the whole stack if none does."""
+    for period in range(1, len(layers) + 1):
+        if all(layers[index] == layers[index + period] for index in range(len(layers) - period)):
+            return period
+    return len(layers)
+
+
+def shortened(shape: GraphShape) -> GraphShape:
+    """The same graph with the middle layers left out, whole periods of the pattern at a time: every layer of
+    a period allocates and frees the same tensors, so once the first periods have run the allocator starts
+    each period as it started the one before, and the peak of the rest repeats. Two periods at each end
+    stay."""
+    layers = shape.layers
+    period = _period(layers)
+    drop = max(0, (len(layers) - 4 * period) // period) * period
+    if not drop:
+        return shape
+    return replace(shape, layers=layers[:2 * period] + layers[2 * period + drop:])
+
+
+@dataclass(frozen=True)
+class _Region:
+    """Cells for which the allocator takes one path through a graph (`Conditions`), and its peak there."""
+
+    low: tuple[int, ...]  # each cache length's least and most (a condition on it alone)
+    high: tuple[int, ...]
+    not_at: tuple[frozenset[int], ...]  # and the lengths it may not be
+    at_least_zero: tuple[tuple[int, ...], ...]  # the conditions on several lengths together
+    zero: tuple[tuple[int, ...], ...]
+    not_zero: tuple[tuple[int, ...], ...]
+    peak: tuple[int, ...]
+
+    @classmethod
+    def of(cls, conditions: Conditions, peak: Linear) -> _Region:
+        count = len(conditions.points)
+        low, high = [0] * count, [_END] * count
+        not_at: list[set[int]] = [set() for _ in range(count)]
+        several: dict[str, list[tuple[int, ...]]] = {"at_least_zero": [], "zero": [], "not_zero": []}
+        for kind, forms in (("at_least_zero", conditions.at_least_zero), ("zero", conditions.zero),
+                            ("not_zero", conditions.not_zero)):
+            for terms in forms:
+                alone = [index for index in range(count) if terms[index + 1]]
+                if len(alone) != 1:
+                    several[kind].append(terms)
+                    continue
+                index = alone[0]
+                constant, per_cell = terms[0], terms[index + 1]
+                if kind == "at_least_zero":  # constant + per_cell × cells ≥ 0
+                    if per_cell > 0:
+                        low[index] = max(low[index], -(constant // per_cell))
+                    else:
+                        high[index] = min(high[index], constant // -per_cell)
+                elif constant % per_cell:  # never zero: a whole number of cells cannot make it
+                    if kind == "zero":
+                        low[index], high[index] = 1, 0
+                elif kind == "zero":
+                    low[index] = max(low[index], -constant // per_cell)
+                    high[index] = min(high[index], -constant // per_cell)
+                else:
+                    not_at[index].add(-constant // per_cell)
+        return cls(tuple(low), tuple(high), tuple(frozenset(points) for points in not_at),
+                   tuple(several["at_least_zero"]), tuple(several["zero"]), tuple(several["not_zero"]),
+                   conditions.terms(peak))
+
+    def holds(self, cells: tuple[int, ...]) -> bool:
+        for count, low, high, not_at in zip(cells, self.low, self.high, self.not_at, strict=True):
+            if not low <= count <= high or count in not_at:
+                return False
+        return (all(_at(terms, cells) >= 0 for terms in self.at_least_zero)
+                and all(_at(terms, cells) == 0 for terms in self.zero)
+                and all(_at(terms, cells) != 0 for terms in self.not_zero))
+
+    def bytes(self, cells: tuple[int, ...]) -> int:
+        return _at(self.peak, cells)
+
+
+def _at(terms: tuple[int, ...], cells: tuple[int, ...]) -> int:
+    return terms[0] + sum(per_cell * count for per_cell, count in zip(terms[1:], cells, strict=True))
+
+
+@functools.lru_cache(maxsize=256)
+def _regions(template: GraphShape, unit: int) -> list[_Region]:
+    """The regions found so far of a graph whose layers are named by their distinct cache length (0, 1…),
+    not sized, its cells counted in units of `unit`: filled by `_peak`, MAX_REGIONS at most, the oldest
+    dropped first."""
+    return []
+
+
+def _simulate(template: GraphShape, points: tuple[int, ...], unit: int) -> _Region:
+    """One run of the allocator over the graph of `template` with each distinct cache length `points` ×
+    `unit` cells: its peak and where it holds, both in those units."""
+    forms = _cell_forms(points, unit)
+    conditions = Conditions(points)
+    peak = _build(template, tuple(forms[index] for index in template.layers), conditions).run()
+    return _Region.of(conditions, peak)
+
+
+def _peak(shape: GraphShape) -> int:
+    """The allocator's peak over the graph of `shape`: read off a region an earlier run found, where one
+    holds these cells (the same path, so the same bytes), else run here. A capacity search asks one graph at
+    dozens of cache lengths, and a handful of regions cover them all."""
+    cells = tuple(dict.fromkeys(shape.layers))
+    template = replace(shape, layers=tuple(cells.index(count) for count in shape.layers))
+    unit = math.gcd(ALIGNMENT, *cells)  # the cache's lengths are multiples of 256 cells: 128 in all
+    points = tuple(count // unit for count in cells)
+    regions = _regions(template, unit)
+    for region in regions:
+        if region.holds(points):
+            return region.bytes(points)
+    region = _simulate(template, points, unit)
+    if len(regions) >= MAX_REGIONS:
+        del regions[0]
+    regions.append(region)
+    return region.bytes(points)
+
+
+@functools.lru_cache(maxsize=512)
+def compute_buffer_bytes(shape: GraphShape) -> int:
+    """The device's compute buffer: the allocator's peak over the worst-case graph of either generation of the
+    mask (f16 as built now, f32 cast on the device as before), and no less than the logits stranded above the
+    input copies (where the allocator may place them; Ollama's 32k log shows it)."""
+    short = shortened(shape)
+    earlier = replace(short, mask_cast=True)
+    return max(_peak(short), _peak(earlier), _stranded_logits(earlier))

@@ -1,0 +1,177 @@
+"""llama.cpp's compute buffer as ggml's graph allocator places one micro-batch's tensors: the peak of what is
+alive at once, freed memory reused, never the sum of the graph's stages."""
+import random
+from dataclasses import replace
+
+import pytest
+
+from sizing.calculators import llamacpp_graph
+from sizing.calculators.llamacpp import LlamaCppSettings, llamacpp_need
+from sizing.calculators.llamacpp_graph import (
+    ALIGNMENT,
+    Allocator,
+    Conditions,
+    GraphShape,
+    build_graph,
+    compute_buffer_bytes,
+    shortened,
+)
+from sizing.units import MIB
+from tests.sizing.models import LLAMA_3_1_8B
+
+LLAMA = GraphShape(hidden=4096, heads=32, kv_heads=8, head_dim=128, vocab=128256, layers=(8192,) * 32,
+                   intermediate=14336)
+
+
+def test_the_allocator_reuses_a_freed_block_and_fits_the_smallest_hole_first():
+    sizes = Conditions(())  # plain bytes: no cache length in them
+    allocator = Allocator(sizes)
+
+    def alloc(blocks):
+        return allocator.alloc(sizes.form(blocks * ALIGNMENT)).value
+
+    a, b, c = alloc(10), alloc(4), alloc(3)
+    allocator.free(sizes.form(a), sizes.form(10 * ALIGNMENT))
+    allocator.free(sizes.form(c), sizes.form(3 * ALIGNMENT))  # merges with the open end
+    assert alloc(2) == a  # the hole before b, not the end
+    assert allocator.peak.value == 17 * ALIGNMENT and b == 10 * ALIGNMENT
+    assert alloc(20) == 14 * ALIGNMENT  # too large for the hole: at the end
+
+
+def test_the_buffer_is_the_peak_of_the_graph_not_the_sum_of_its_stages():
+    tokens, vocab = 512, LLAMA.vocab
+    logits = vocab * tokens * 4
+    scores = LLAMA.heads * 8192 * tokens * 4
+    mlp = 3 * LLAMA.intermediate * tokens * 4
+    off = compute_buffer_bytes(replace(LLAMA, flash_attention=False))
+    # without flash attention one layer's scores (512 MiB) and the f32 mask (16 MiB) are the peak, with Q, the
+    # residual and the attention's output beside them; the logits come later, in memory the scores left
+    assert scores < off < scores + 64 * MIB
+    assert off < logits + scores + mlp
+    on = compute_buffer_bytes(LLAMA)
+    assert logits < on < logits + 64 * MIB  # flash attention: the logits and what stays below them
+
+
+def test_flash_attention_keeps_the_buffer_near_the_logits_as_the_context_grows():
+    short = compute_buffer_bytes(replace(LLAMA, layers=(4096,) * 32))
+    long = compute_buffer_bytes(replace(LLAMA, layers=(131072,) * 32))
+    scores_of_one_layer = LLAMA.heads * 131072 * 512 * 4
+    assert short < long < short + scores_of_one_layer // 16  # the mask grows, not the scores
+
+
+def test_a_gpu_without_the_output_head_holds_no_logits():
+    with_head = compute_buffer_bytes(LLAMA)
+    without = compute_buffer_bytes(replace(LLAMA, output_layer=False))
+    assert without < with_head - LLAMA.vocab * 512 * 4 // 2  # the MLP step is the peak without them
+    assert not any(node.output for node in build_graph(replace(LLAMA, output_layer=False)).nodes)
+
+
+def test_the_experts_of_a_mixture_are_the_chosen_ones_not_all():
+    moe = replace(LLAMA, intermediate=0, experts=128, experts_per_token=8, expert_intermediate=768, vocab=1024)
+    # the chosen experts' down projections, hidden × 8 × tokens, are the largest of the step
+    assert compute_buffer_bytes(moe) > LLAMA.hidden * 8 * 512 * 4
+    every_expert = replace(moe, experts_per_token=128)
+    assert compute_buffer_bytes(every_expert) > 8 * compute_buffer_bytes(moe)
+
+
+def test_the_need_counts_the_peak_once_per_gpu_and_fewer_tokens_when_the_cache_is_short():
+    need = llamacpp_need(LLAMA_3_1_8B, LlamaCppSettings("Q4_K_M", 8192))
+    compute = need.gpu_items[2]
+    assert compute.bytes < 400 * MIB  # the sum of the stages was 1.3 GiB with the logits counted beside them
+    assert "allocator" in compute.formula and "logits" in compute.formula
+    short = llamacpp_need(LLAMA_3_1_8B, LlamaCppSettings("Q4_K_M", 256))
+    assert short.gpu_items[2].formula.startswith("256 tokens") and short.gpu_items[2].bytes < compute.bytes // 2
+    host_only = llamacpp_need(LLAMA_3_1_8B, LlamaCppSettings("Q4_K_M", 8192, gpu_layers=0))
+    assert host_only.gpu_items[2].bytes == 0
+
+
+def test_leaving_out_whole_periods_of_middle_layers_keeps_the_peak_of_the_whole_stack():
+    gemma_like = replace(LLAMA, layers=((1536,) * 5 + (32768,)) * 10 + (1536,) * 2, vocab=262208)
+    for shape in (LLAMA, replace(LLAMA, flash_attention=False), gemma_like, replace(gemma_like, outputs=4)):
+        short = shortened(shape)
+        assert len(short.layers) < len(shape.layers)
+        assert short.layers[-1] == shape.layers[-1]
+        for variant in (shape, replace(shape, mask_cast=True)):
+            assert build_graph(variant).peak() == build_graph(shortened(variant)).peak()
+
+
+def test_a_pipeline_keeps_four_copies_of_each_input_and_only_several_gpus_holding_every_layer_pay_them():
+    one, four = compute_buffer_bytes(replace(LLAMA, copies=1)), compute_buffer_bytes(replace(LLAMA, copies=4))
+    inputs = (LLAMA.hidden + 8192) * 512 * 4  # the hidden states and the f32 mask of the earlier graph
+    assert four - one >= 3 * inputs
+    need = llamacpp_need(LLAMA_3_1_8B, LlamaCppSettings("Q4_K_M", 8192))
+    item = need.pipeline_item
+    assert item is not None and item.per_gpu and item.bytes == need.pipeline_bytes > 0 and "4 copies" in item.formula
+    assert need.per_gpu_bytes(2) - need.per_gpu_bytes(1) == need.pipeline_bytes - (
+        need.gpu_items[0].bytes + need.gpu_items[1].bytes) // 2
+    partial = llamacpp_need(LLAMA_3_1_8B, LlamaCppSettings("Q4_K_M", 8192, gpu_layers=32))  # the head on the host
+    assert partial.pipeline_bytes == 0 and partial.pipeline_item is None
+
+
+GEMMA_LIKE = replace(LLAMA, layers=((1536,) * 5 + (32768,)) * 10 + (1536,) * 2, vocab=262208, post_norms=True,
+                     qk_norm=True)
+MOE = replace(LLAMA, intermediate=0, experts=128, experts_per_token=8, expert_intermediate=768, vocab=151936)
+
+
+@pytest.mark.parametrize(("shape", "expected"), [
+    # the bytes of the allocator's walk as first written, one run per graph (before regions were kept)
+    (LLAMA, 296235008),
+    (replace(LLAMA, layers=(131072,) * 32), 547893248),
+    (replace(LLAMA, flash_attention=False, copies=4), 679510016),
+    (replace(LLAMA, layers=(256,) * 32, tokens=256, outputs=256), 139991040),
+    (replace(LLAMA, tokens=100, outputs=1), 23759232),
+    (GEMMA_LIKE, 624046080),
+    (MOE, 344731648),
+    (replace(MOE, layers=(1024,) * 32, output_layer=False), 133179392),
+])
+def test_the_buffer_is_the_bytes_the_allocators_own_walk_gives(shape, expected):
+    llamacpp_graph._regions.cache_clear()
+    compute_buffer_bytes.cache_clear()
+    assert compute_buffer_bytes(shape) == expected
+
+
+def _walked(shape):
+    """The buffer from runs of the allocator at these very cells, no region read: the rule as written."""
+    short = shortened(shape)
+    earlier = replace(short, mask_cast=True)
+    return max(build_graph(short).peak(), build_graph(earlier).peak(), llamacpp_graph._stranded_logits(earlier))
+
+
+def _at_cells(shape, full, sliding):
+    return replace(shape, layers=tuple(full if cells == max(shape.layers) else min(sliding, full)
+                                       for cells in shape.layers))
+
+
+@pytest.mark.parametrize("shape", [
+    LLAMA, replace(LLAMA, flash_attention=False), replace(LLAMA, copies=4), replace(LLAMA, tokens=100, outputs=4),
+    GEMMA_LIKE, replace(GEMMA_LIKE, flash_attention=False, copies=4), MOE,
+], ids=["llama", "no-flash", "pipeline", "ubatch-100", "sliding", "sliding-no-flash", "experts"])
+def test_a_region_read_at_other_cells_gives_the_bytes_of_a_walk_at_those_cells(shape):
+    """Regions are found at some cache lengths and read at others: every length asked (from one micro-batch
+    to two million cells, sliding windows shorter or as long) gets the bytes the allocator's walk gives."""
+    rng = random.Random(7)
+    llamacpp_graph._regions.cache_clear()
+    compute_buffer_bytes.cache_clear()
+    asked = [256 * n for n in (2, 3, 4, 6, 8, 16, 32, 64, 112, 128, 129, 4096, 8192)]
+    asked += [256 * rng.randint(2, 8192) for _ in range(40)]
+    for full in asked:
+        sliding = rng.choice((full, 256 * rng.randint(1, 64)))
+        variant = _at_cells(shape, full, sliding)
+        assert compute_buffer_bytes(variant) == _walked(variant), (full, sliding)
+
+
+def test_every_cache_length_of_a_model_takes_a_bounded_number_of_allocator_runs(monkeypatch):
+    """Between two changes of the allocator's path the peak is one form of the cells: a whole range of cache
+    lengths, each the size of a capacity search's probe, costs a few dozen runs, not one run each."""
+    runs = []
+    real = llamacpp_graph._simulate
+    monkeypatch.setattr(llamacpp_graph, "_simulate", lambda *args: runs.append(args[1]) or real(*args))
+    llamacpp_graph._regions.cache_clear()
+    compute_buffer_bytes.cache_clear()
+    seventy_b = replace(LLAMA, hidden=8192, heads=64, intermediate=28672, layers=(8192,) * 80)
+    lengths = range(256, 256 * 8192 + 1, 256)  # one micro-batch to 2,097,152 cells
+    for copies in (1, 4):
+        for cells in lengths:
+            compute_buffer_bytes(replace(seventy_b, layers=(cells,) * 80, tokens=min(512, cells),
+                                         outputs=min(512, cells), copies=copies))
+    assert len(runs) <= 48, len(runs)  # 2 × 8,192 lengths, two graphs each
