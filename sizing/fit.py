@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import cast
 
+from . import i18n
 from .breakdown import Breakdown
 from .calculators.vllm_interconnect import interconnect_of_gpu
 from .engine_support import gpu_architecture
@@ -257,7 +258,11 @@ def _thresholds(breakdown: Breakdown, max_gpus: int) -> tuple[tuple[int, int], .
     for gpus in range(1, max_gpus + 1):
         if not breakdown.can_split_over(gpus):
             continue
-        need_mib = -(-breakdown.bytes_per_gpu(gpus) // MIB)  # ceiling: memory is whole MiB
+        # Bytes alone: a need by kind of GPU sizes each kind at every GPU count (nine kinds for MXFP4
+        # experts split under vLLM), and the words of those sizings are never read.
+        with i18n.words_unread():
+            need_bytes = breakdown.bytes_per_gpu(gpus)
+        need_mib = -(-need_bytes // MIB)  # ceiling: memory is whole MiB
         if not pairs or need_mib < pairs[-1][1]:
             pairs.append((gpus, need_mib))
     return tuple(pairs)
