@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from decimal import Decimal
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 from catalog import availability, database
 from catalog.counting import availability_sql, fit_sql, fleet_counts, gpu_kinds, preferences_sql
@@ -62,7 +62,7 @@ def meeting_by_country_many(queries: list[FleetQuery]) -> list[list[CountryCount
     # may count (the planner would check the rule first).
     sql = (
         f"SELECT m.country, {', '.join(columns)} "  # noqa: S608  # nosec B608
-        f"FROM (SELECT * FROM {fleet_counts.SHAPES} m WHERE {rows} OFFSET 0) AS m {shared.from_sql()} "
+        f"FROM ({rows} OFFSET 0) AS m {shared.from_sql()} "
         f"WHERE {status} = {availability.SCREENED} "
         "GROUP BY m.country"
     )
@@ -83,50 +83,58 @@ FEW_COUNTRIES = 16
 
 
 def _rows_asked(queries: list[FleetQuery]) -> tuple[str, dict]:
-    """The kept-counts rows the statement reads: per market asked, its rows that some probe of that
-    market could count. A wider market is asked only for the few machines its cheaper prices bring
-    under a price limit (an empty answer's market hint), so most of its rows leave before their fits
-    and countries are worked out; a market with a probe that has no limit keeps every row."""
+    """The kept-counts rows the statement reads, as a SELECT: per market asked, its rows that some probe
+    of that market could count. A wider market is asked only for the few machines its cheaper prices
+    bring under a price limit (an empty answer's market hint), so most of its rows leave before their
+    fits and countries are worked out; a market with a probe that has no limit keeps every row."""
     by_market: dict[str, list[FleetQuery]] = {}
     for query in queries:
         by_market.setdefault(query.market, []).append(query)
-    names: list[str] = []
-    cases: list[str] = []
+    branches: list[str] = []
     params: dict[str, object] = {}
     for number, (market, asked) in enumerate(sorted(by_market.items())):
         params[f"market_{number}"] = market
-        names.append(f"%(market_{number})s")
+        # Probes alike ask alike (a limit hint and its rounded value, say): each check once.
+        alike = list(dict.fromkeys(_could_count(query) for query in asked))
         checks = []
-        for probe, query in enumerate(asked):
-            check, values = _could_count(query, f"r{number}_{probe}")
+        for probe, conditions in enumerate(alike):
+            check, values = _could_count_sql(conditions, f"r{number}_{probe}")
             checks.append(check)
             params |= values
-        keep = "TRUE" if "TRUE" in checks else " OR ".join(f"({check})" for check in checks)
-        cases.append(f"WHEN %(market_{number})s THEN {keep}")
-    # The markets as a list the planner prunes the kept counts' partitions by; each market's checks in
-    # a CASE, which it does not try to prove against every partition (an OR of them, with the 248
-    # codes outside one country, took 13 ms to plan).
-    rows = f"m.{fleet_counts.MARKET} IN ({', '.join(names)})"
-    if any(case.split(" THEN ", 1)[1] != "TRUE" for case in cases):
-        rows += f" AND CASE m.{fleet_counts.MARKET} {' '.join(cases)} ELSE FALSE END"
-    return rows, params
+        keep = "" if "TRUE" in checks else " AND (" + " OR ".join(f"({check})" for check in checks) + ")"
+        # A branch per market: its partition alone is read, and a market asked for a few rows only
+        # (a wider market's hint) is not scanned whole with another market's every row.
+        branches.append(
+            f"SELECT * FROM {fleet_counts.SHAPES} m "  # noqa: S608  # nosec B608  # fixed SQL, values are parameters
+            f"WHERE m.{fleet_counts.MARKET} = %(market_{number})s{keep}"
+        )
+    return " UNION ALL ".join(branches), params
 
 
-def _could_count(query: FleetQuery, prefix: str) -> tuple[str, dict]:
-    """A check a row must pass for `query` to count any of its machines, before its fit is known: its
-    cheapest price per GPU-hour within each hourly limit (a machine uses one GPU at least), and its
-    country among the chosen where they are few (a set of hundreds, all but the chosen, looked up on
-    every row costs more than it saves: `_SharedChecks` looks those up only where a fit holds). TRUE
-    where the query has neither."""
+def _could_count(query: FleetQuery) -> tuple[tuple[str, object], ...]:
+    """What a row must pass for `query` to count any of its machines, before its fit is known (as
+    `_could_count_sql` writes it): its cheapest price per GPU-hour within each hourly limit (a machine
+    uses one GPU at least), and its country among the chosen where they are few (a set of hundreds, all
+    but the chosen, looked up on every row costs more than it saves: `_SharedChecks` looks those up only
+    where a fit holds). Empty where the query has neither."""
+    # In whole units of price, as the kept counts hold them: an integer comparison on every row.
+    conditions: list[tuple[str, object]] = [
+        ("price", _whole_units(limit)) for _, limit in price_limits(query)
+    ]
+    if query.countries is not None and len(query.countries) <= FEW_COUNTRIES:
+        conditions.append(("countries", tuple(sorted(query.countries))))
+    return tuple(conditions)
+
+
+def _could_count_sql(conditions: tuple[tuple[str, object], ...], prefix: str) -> tuple[str, dict]:
+    """`_could_count`'s conditions as SQL over a kept-counts row `m` ("TRUE" where none), with its
+    values named after `prefix`."""
     checks: list[str] = []
     params: dict[str, object] = {}
-    for number, (_, limit) in enumerate(price_limits(query)):
-        # In whole units of price, as the kept counts hold them: an integer comparison on every row.
-        checks.append(f"m.prices[1] <= %({prefix}_limit_{number})s")
-        params[f"{prefix}_limit_{number}"] = math.floor(limit * fleet_counts.PRICE_UNITS)
-    if query.countries is not None and len(query.countries) <= FEW_COUNTRIES:
-        checks.append(f"m.country = ANY(%({prefix}_countries)s)")
-        params[f"{prefix}_countries"] = sorted(query.countries)
+    for number, (kind, value) in enumerate(conditions):
+        name = f"{prefix}_{number}"
+        checks.append(f"m.prices[1] <= %({name})s" if kind == "price" else f"m.country = ANY(%({name})s)")
+        params[name] = list(cast(tuple, value)) if kind == "countries" else value
     return " AND ".join(checks) or "TRUE", params
 
 
@@ -178,26 +186,32 @@ def _probe(query: FleetQuery, prefix: str, shared: _SharedChecks) -> tuple[str, 
     and the countries come from `shared`."""
     gpus = shared.gpus(query.fits[0], query.by_kind)
     params: dict = {f"{prefix}_market": query.market}
-    # The kept counts hold prices in units; a shape's cheapest machine on the GPUs it would use.
+    # The kept counts hold prices in whole units, and a limit is compared in whole units too (rounded
+    # down: price × GPUs, an integer, is within the limit exactly when it is within its whole part), so
+    # every row's comparisons are integer ones, not numeric.
     meets, meets_values = named(*preferences_sql.meets_sql(
-        query, f"m.prices[1] * {gpus}",
-        limit=lambda value: (f"%s::numeric * {fleet_counts.PRICE_UNITS}", [value]),
+        query, f"m.prices[1] * {gpus}", limit=lambda value: ("%s", [_whole_units(value)]),
     ), f"{prefix}_meets")
     params |= meets_values
     highest = []
     for number, (_, limit) in enumerate(price_limits(query)):
-        # price × GPUs within the limit: in whole units of price, at most limit ÷ GPUs, rounded down
-        highest.append(
-            f"FLOOR(%({prefix}_limit_{number})s::numeric * {fleet_counts.PRICE_UNITS} / {gpus})::bigint"
-        )
-        params[f"{prefix}_limit_{number}"] = limit
+        # price × GPUs within the limit: at most the limit's whole units ÷ GPUs, rounded down (integer
+        # division of the rounded-down units rounds the same as of the exact ones)
+        highest.append(f"(%({prefix}_limit_{number})s::bigint / {gpus})")
+        params[f"{prefix}_limit_{number}"] = _whole_units(limit)
     if highest:
         counted = f"COALESCE(m.cum[width_bucket(LEAST({', '.join(highest)}), m.prices)], 0)"
     else:
         counted = "m.cum[cardinality(m.cum)]"
+    # The country first: most rows are of countries a probe does not ask, and leave it at once.
     inside = ""
     if query.countries is not None:
-        inside = f" AND {shared.in_countries(frozenset(query.countries))}"
+        inside = f"{shared.in_countries(frozenset(query.countries))} AND "
     # The rows of the query's market preference alone (each machine is counted once per choice).
     market = f"m.{fleet_counts.MARKET} = %({prefix}_market)s"
-    return f"{market} AND {gpus} IS NOT NULL{inside} AND {meets}", gpus, counted, params
+    return f"{inside}{market} AND {gpus} IS NOT NULL AND {meets}", gpus, counted, params
+
+
+def _whole_units(limit: Decimal) -> int:
+    """A price limit in the kept counts' whole units of price, rounded down."""
+    return math.floor(limit * fleet_counts.PRICE_UNITS)
