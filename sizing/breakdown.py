@@ -1,6 +1,7 @@
 """The result of every calculator: items with filled-in formulas, their bytes, and assumptions."""
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
@@ -97,13 +98,23 @@ class Breakdown:
     def bytes_per_gpu(self, gpus: int) -> int:
         """Need on each GPU when split evenly over `gpus` GPUs (weights, cache and margin divide;
         each GPU keeps its own runtime, and a split adds its communication buffers on each)."""
+        self.check_gpu_count(gpus)
+        split_bytes = sum(item.bytes for item in self.split_items) if gpus > 1 else 0
+        # Integer ceiling: a float quotient loses bytes past 2**53 (petabyte needs are valid input).
+        return -(-self.shared_bytes // gpus) + self.per_gpu_fixed_bytes + split_bytes
+
+    def check_gpu_count(self, gpus: int) -> None:
+        """Refuse a GPU count the need cannot be sized at (`bytes_per_gpu`)."""
         if gpus < 1:
             raise ValueError("gpus must be at least 1")
         if gpus > 1 and not self.can_split_over(gpus):
             raise ValueError(f"cannot split this workload over {gpus} GPUs")
-        split_bytes = sum(item.bytes for item in self.split_items) if gpus > 1 else 0
-        # Integer ceiling: a float quotient loses bytes past 2**53 (petabyte needs are valid input).
-        return -(-self.shared_bytes // gpus) + self.per_gpu_fixed_bytes + split_bytes
+
+    def bytes_per_gpu_by_kind(self, gpu_counts: Sequence[int]) -> tuple[tuple[int, ...], ...]:
+        """`bytes_per_gpu` of each of `gpu_kinds`, in their order, at each of `gpu_counts` (the figures fit
+        thresholds are made of). Where the kinds share most of their sizing, a need works that out once
+        (`VllmBreakdown`)."""
+        return tuple(tuple(kind.bytes_per_gpu(gpus) for gpus in gpu_counts) for kind in self.gpu_kinds())
 
     def per_gpu_shares(self, gpus: int) -> tuple[tuple[str, int], ...]:
         """Each item's bytes on one of `gpus` GPUs (the per-GPU bar): shared items divide, per-GPU items

@@ -224,17 +224,10 @@ def fit_thresholds(
     """
     own = breakdown.kind_space()
     space = own if space is None else space
+    planned = _thresholds(breakdown, max_gpus)
     if not space:
-        return _thresholds(breakdown, max_gpus)
-    kinds = breakdown.gpu_kinds()
-    planned: dict[int, tuple[tuple[int, int], ...]] = {}
-    ranges = []
-    for kind in range(space.size):
-        place = own.index(*space.places(kind))
-        if place not in planned:
-            planned[place] = _thresholds(kinds[place], max_gpus)
-        ranges.append(planned[place])
-    return by_kind(tuple(ranges))
+        return planned[0]
+    return by_kind(tuple(planned[own.index(*space.places(kind))] for kind in range(space.size)))
 
 
 def kind_space_of(breakdowns: Sequence[Breakdown]) -> KindSpace:
@@ -253,15 +246,21 @@ def thresholds_alike(breakdowns: Sequence[Breakdown]) -> tuple[tuple[tuple[int, 
     return tuple(fit_thresholds(breakdown, space=space) for breakdown in breakdowns)
 
 
-def _thresholds(breakdown: Breakdown, max_gpus: int) -> tuple[tuple[int, int], ...]:
+def _thresholds(breakdown: Breakdown, max_gpus: int) -> tuple[tuple[tuple[int, int], ...], ...]:
+    """The thresholds of each of the breakdown's kinds of GPU (`gpu_kinds`), in their order."""
+    counts = [gpus for gpus in range(1, max_gpus + 1) if breakdown.can_split_over(gpus)]
+    # Bytes alone: a need by kind of GPU sizes each kind at every GPU count (nine kinds for MXFP4
+    # experts split under vLLM, `bytes_per_gpu_by_kind`), and the words of those sizings are never read.
+    with i18n.words_unread():
+        needs = breakdown.bytes_per_gpu_by_kind(counts)
+    return tuple(_falling(counts, kind_needs) for kind_needs in needs)
+
+
+def _falling(counts: Sequence[int], needs: Sequence[int]) -> tuple[tuple[int, int], ...]:
+    """(GPUs, MiB per GPU) of each count in `counts` whose need (`needs`, in bytes) is below every fewer
+    count's."""
     pairs: list[tuple[int, int]] = []
-    for gpus in range(1, max_gpus + 1):
-        if not breakdown.can_split_over(gpus):
-            continue
-        # Bytes alone: a need by kind of GPU sizes each kind at every GPU count (nine kinds for MXFP4
-        # experts split under vLLM), and the words of those sizings are never read.
-        with i18n.words_unread():
-            need_bytes = breakdown.bytes_per_gpu(gpus)
+    for gpus, need_bytes in zip(counts, needs, strict=True):
         need_mib = -(-need_bytes // MIB)  # ceiling: memory is whole MiB
         if not pairs or need_mib < pairs[-1][1]:
             pairs.append((gpus, need_mib))

@@ -2,6 +2,7 @@
 reach; Whisper's count from its config."""
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypedDict, cast
@@ -196,6 +197,9 @@ def _vision(acc: _Accumulator, vision: VisionTower, text_hidden: int) -> None:
         acc.add("vision", name, [(h, 4 * h), (text_hidden, h), (text_hidden, text_hidden)], h)
 
 
+# Kept per model: a need's weights are counted at every GPU count and for every MoE kernel (`vllm_loading`,
+# 15 times for an MXFP4 model's fit thresholds), and the count is figures alone, the same in every language.
+@functools.lru_cache(maxsize=256)
 def count_parameters(spec: LanguageModelSpec) -> ParameterCount:
     """The parameters of a language model from its published figures: the one recount every shipped
     total is checked against. Raises MissingModelValue when a figure it needs is not published."""

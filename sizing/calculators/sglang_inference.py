@@ -81,10 +81,7 @@ class SglangBreakdown(Breakdown):
         return tuple(zip([item.name for item in self.items], shares, strict=True))
 
     def bytes_per_gpu(self, gpus: int) -> int:
-        if gpus < 1:
-            raise ValueError("gpus must be at least 1")
-        if gpus > 1 and not self.can_split_over(gpus):
-            raise ValueError(f"cannot split this workload over {gpus} GPUs")
+        self.check_gpu_count(gpus)
         return sum(share for _name, share in self.per_gpu_shares(gpus))
 
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal, localcontext
 from fractions import Fraction
 from typing import cast
@@ -696,13 +696,14 @@ def vllm_budget(model: LanguageModelSpec, precision: int, kv_bits: int, settings
     max_model_len = settings.max_model_len or model_value(model, "max_context")
     runner = runner_for(model, settings.version, settings.model_runner)
     graphs = graphs_inside(settings.version, settings.cudagraph_estimate, runner)
+    non_torch, outside, also_inside = interconnect_items(settings, graphs)
     return VllmBudget(
         settings=settings,
         weights=weights,
         activation=activation_item(model, settings),
-        non_torch=non_torch_item(settings),
-        outside=outside_items(settings, graphs),
-        also_inside=also_inside_items(settings, graphs),
+        non_torch=non_torch,
+        outside=outside,
+        also_inside=also_inside,
         layout=kv_layout(model, kv_bits, settings),
         budget_bytes=math.floor(settings.gpu_memory_utilization * settings.gpu_memory_bytes),
         max_model_len=max_model_len,
@@ -714,6 +715,34 @@ def vllm_budget(model: LanguageModelSpec, precision: int, kv_bits: int, settings
         runner=runner,
         graphs_inside=graphs,
     )
+
+
+def interconnect_items(
+    settings: VllmSettings, graphs: bool
+) -> tuple[Item, tuple[Item, ...], tuple[Item, ...]]:
+    """The budget's items that what the GPUs are connected by changes (a split's buffers in the memory
+    outside PyTorch, the CUDA context with NCCL's communicators), with the rest of the release's: (memory
+    outside PyTorch, outside the budget, also inside it). `graphs`: as `outside_items`."""
+    return non_torch_item(settings), outside_items(settings, graphs), also_inside_items(settings, graphs)
+
+
+def budget_under(budget: VllmBudget, settings: VllmSettings, like: VllmBudget | None = None) -> VllmBudget:
+    """`vllm_budget` of `budget`'s model, precision and KV cache under `settings`, which differ from
+    `budget.settings` in what the GPUs are connected by alone: the weights, activations and KV-cache layout
+    kept, the `interconnect_items` sized again, or taken from `like` (None: none at hand), a budget sized
+    under `settings` with another MoE kernel (those items do not read the kernel). The kinds of GPU of a
+    need (`VllmBreakdown.bytes_per_gpu_by_kind`) so size each kernel's weights and each fabric's split once
+    per GPU count."""
+    if replace(settings, interconnect=budget.settings.interconnect) != budget.settings:
+        raise ValueError("the settings differ from the budget's beyond the interconnect")
+    if like is None:
+        check_interconnect(settings.interconnect)
+        non_torch, outside, also_inside = interconnect_items(settings, budget.graphs_inside)
+    elif replace(like.settings, moe_kernel=settings.moe_kernel) != settings:
+        raise ValueError("the settings differ from the like budget's beyond the MoE kernel")
+    else:
+        non_torch, outside, also_inside = like.non_torch, like.outside, like.also_inside
+    return replace(budget, settings=settings, non_torch=non_torch, outside=outside, also_inside=also_inside)
 
 
 def budget_item(budget: VllmBudget) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import cast
@@ -26,6 +27,7 @@ from .vllm import (
     NCCL_BYTES,
     VllmBudget,
     VllmSettings,
+    budget_under,
     release_words,
     vllm_budget,
 )
@@ -57,17 +59,21 @@ class VllmBreakdown(Breakdown):
     # none, and each machine is fitted at its GPU type's); None: the release's (as asked, else NVSwitch).
     interconnect: str | None = None
 
-    def budget(self, gpus: int) -> VllmBudget:
-        # estimate_vllm sets the model and the precision (they default only as the dataclass requires)
-        spec, precision = cast(LanguageModelSpec, self.spec), cast(int, self.precision)
+    def settings(self, gpus: int) -> VllmSettings:
+        """The engine's settings the need is sized under at a tensor-parallel size of `gpus`."""
         settings = self.release.settings()
         if self.interconnect is not None:
             settings["interconnect"] = self.interconnect
-        return vllm_budget(spec, precision, self.kv_bits, VllmSettings(
+        return VllmSettings(
             **settings,  # type: ignore[arg-type]
             gpu_memory_bytes=_ANY_GPU, tensor_parallel=gpus, gpu_memory_utilization=self.utilization,
             max_model_len=self.context, max_num_seqs=self.requests, moe_kernel=self.moe_kernel,
-        ))
+        )
+
+    def budget(self, gpus: int) -> VllmBudget:
+        # estimate_vllm sets the model and the precision (they default only as the dataclass requires)
+        spec, precision = cast(LanguageModelSpec, self.spec), cast(int, self.precision)
+        return vllm_budget(spec, precision, self.kv_bits, self.settings(gpus))
 
     @property
     def loads_by_kernel(self) -> bool:
@@ -121,8 +127,17 @@ class VllmBreakdown(Breakdown):
         return "; ".join(words) or None
 
     def need_in_budget(self, gpus: int) -> int:
-        budget = self.budget(gpus)
+        return self.held_inside(self.budget(gpus))
+
+    def held_inside(self, budget: VllmBudget) -> int:
+        """What `budget` (this need's at some GPU count) holds inside gpu_memory_utilization for the asked
+        requests."""
         return budget.inside_bytes + self.requests * budget.layout.request_bytes(self.context)
+
+    def bytes_in(self, budget: VllmBudget) -> int:
+        """The need per GPU at `budget`: what it holds inside over gpu_memory_utilization, and what the
+        driver keeps."""
+        return math.ceil(self.held_inside(budget) / self.utilization) + DRIVER_RESERVED_BYTES
 
     def per_gpu_shares(self, gpus: int) -> tuple[tuple[str, int], ...]:
         """The budget at a tensor-parallel size of `gpus`, item by item, as one GPU holds it."""
@@ -135,11 +150,30 @@ class VllmBreakdown(Breakdown):
         return tuple(zip(names, shares, strict=True))
 
     def bytes_per_gpu(self, gpus: int) -> int:
-        if gpus < 1:
-            raise ValueError("gpus must be at least 1")
-        if gpus > 1 and not self.can_split_over(gpus):
-            raise ValueError(f"cannot split this workload over {gpus} GPUs")
-        return math.ceil(self.need_in_budget(gpus) / self.utilization) + DRIVER_RESERVED_BYTES
+        self.check_gpu_count(gpus)
+        return self.bytes_in(self.budget(gpus))
+
+    def bytes_per_gpu_by_kind(self, gpu_counts: Sequence[int]) -> tuple[tuple[int, ...], ...]:
+        """As every kind's `bytes_per_gpu`, with each kernel's weights and each fabric's split sized once per
+        GPU count (`budget_under`): a need split under vLLM has three fabrics to each kernel, and kinds that
+        differ by fabric alone differ only in the split's buffers."""
+        spec, precision = cast(LanguageModelSpec, self.spec), cast(int, self.precision)
+        kinds = cast(tuple[VllmBreakdown, ...], self.gpu_kinds())
+        needs: list[list[int]] = [[] for _ in kinds]
+        for gpus in gpu_counts:
+            self.check_gpu_count(gpus)
+            by_kernel: dict[MoeKernel | None, VllmBudget] = {}
+            by_fabric: dict[str, VllmBudget] = {}
+            for kind, kind_needs in zip(kinds, needs, strict=True):
+                settings = kind.settings(gpus)
+                sized = by_kernel.get(kind.moe_kernel)
+                if sized is None:
+                    budget = by_kernel[kind.moe_kernel] = vllm_budget(spec, precision, self.kv_bits, settings)
+                else:
+                    budget = budget_under(sized, settings, by_fabric.get(settings.interconnect))
+                by_fabric.setdefault(settings.interconnect, budget)
+                kind_needs.append(kind.bytes_in(budget))
+        return tuple(tuple(kind_needs) for kind_needs in needs)
 
 
 def estimate_vllm(model: LanguageModelSpec, precision: int, context: int, requests: int, kv_bits: int = 16,
