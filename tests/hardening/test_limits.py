@@ -24,7 +24,7 @@ pytestmark = pytest.mark.django_db
 
 PRECISIONS = ("16", "8", "4")
 HTMX = {"HX-Request": "true", "HX-Target": "result"}
-LIMITS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+LIMITS = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
 @pytest.fixture
@@ -34,13 +34,17 @@ def launcher(client, catalog_fleet, django_user_model):
     return client, catalog_fleet["h100x8"]
 
 
-def workload_models() -> list[tuple[str, str]]:
-    """(workload, model slug) for every active catalog model under every workload it suits."""
-    return [
+def workload_models() -> list[tuple[str, str, str]]:
+    """(workload, model slug, precision) for every active catalog model under every workload it suits,
+    the precisions taken in turn: each precision meets about a third of the models (the surfaces'
+    limits are the form's and the fleet count's, read alike at every precision), and a run asks each
+    model once rather than three times."""
+    pairs = [
         (workload, row.slug)
         for workload in ("inference", "finetune", "image")
         for row in catalog_rows.models_for_workload(workload)
     ]
+    return [(workload, slug, PRECISIONS[index % len(PRECISIONS)]) for index, (workload, slug) in enumerate(pairs)]
 
 
 def answers(client, machine, params: dict[str, str]) -> dict[str, object]:
@@ -79,29 +83,27 @@ def assert_no_server_error(responses: dict[str, object], params: dict[str, str])
     return "machines"
 
 
-def test_every_model_workload_and_precision_at_the_forms_limits(launcher):
+def test_every_model_and_workload_at_the_forms_limits(launcher):
     client, machine = launcher
     outcomes = set()
-    for workload, slug in workload_models():
-        for precision in PRECISIONS:
-            params = {"workload": workload, "model": slug, "precision": precision,
-                      "context": str(MAX_CONTEXT), "requests": str(MAX_REQUESTS)}
-            outcomes.add(assert_no_server_error(answers(client, machine, params), params))
+    for workload, slug, precision in workload_models():
+        params = {"workload": workload, "model": slug, "precision": precision,
+                  "context": str(MAX_CONTEXT), "requests": str(MAX_REQUESTS)}
+        outcomes.add(assert_no_server_error(answers(client, machine, params), params))
     # Contexts past a model's window are refused; most of the rest need more than any machine
     # holds (image pipelines take neither field and still list machines).
     assert {"refused", "empty"} <= outcomes
 
 
-def test_every_model_workload_and_precision_just_beyond_the_limits_is_refused_naming_the_field(launcher):
+def test_every_model_and_workload_just_beyond_the_limits_is_refused_naming_the_field(launcher):
     client, machine = launcher
-    for workload, slug in workload_models():
-        for precision in PRECISIONS:
-            params = {"workload": workload, "model": slug, "precision": precision,
-                      "context": str(MAX_CONTEXT + 1), "requests": str(MAX_REQUESTS + 1)}
-            responses = answers(client, machine, params)
-            assert_no_server_error(responses, params)
-            assert responses["api"].status_code == 400
-            assert set(responses["api"].json()["errors"]) == {"context", "requests"}
+    for workload, slug, precision in workload_models():
+        params = {"workload": workload, "model": slug, "precision": precision,
+                  "context": str(MAX_CONTEXT + 1), "requests": str(MAX_REQUESTS + 1)}
+        responses = answers(client, machine, params)
+        assert_no_server_error(responses, params)
+        assert responses["api"].status_code == 400
+        assert set(responses["api"].json()["errors"]) == {"context", "requests"}
 
 
 def test_the_reported_overflow_is_an_empty_result_with_its_reason(launcher):
