@@ -23,6 +23,7 @@ from .calculators.llamacpp import (
     wizard_quant_type,
     wizard_settings,
 )
+from .calculators.llamacpp_builds import NOT_GIVEN, LlamaCppBuild
 from .calculators.prefill import prefill_activation_bytes
 from .calculators.sglang import MAX_RUNNING_REQUESTS, sglang_pool
 from .calculators.sglang import wizard_settings as sglang_wizard_settings
@@ -77,6 +78,7 @@ class Capacity:
     # compares without them and staff may edit them.
     published: tuple[PublishedGguf, ...] = ()
     release: VllmRelease = DEFAULT_RELEASE  # under vLLM: the release asked and its switches
+    build: LlamaCppBuild = NOT_GIVEN  # under llama.cpp: the build asked (the logits it reserves)
 
     @cached_property
     def weights_bytes(self) -> int:
@@ -172,7 +174,7 @@ class Capacity:
 
         def need(context: int, requests: int) -> LlamaCppNeed | None:
             return _gguf_need(self.spec, wizard_settings(self.precision, context, requests, self.kv_bits,
-                                                         self.quantization))
+                                                         self.quantization, self.build))
 
         def holds(context: int, requests: int) -> bool:
             found = need(context, requests)

@@ -9,7 +9,8 @@ release's, `vllm_versions`), max_model_len
 (vLLM: default the model's longest; llama.cpp: -c, every slot's tokens; Ollama: num_ctx, each request's),
 max_num_batched_tokens, max_num_seqs (default: vLLM's for the GPU's size); for llama.cpp and Ollama also
 quantization (a GGUF quant type), flash_attention, parallel (-np, OLLAMA_NUM_PARALLEL) and gpu_layers
-(-ngl); for SGLang mem_fraction_static (default: SGLang's for the GPU and tensor_parallel), with
+(-ngl), and for llama.cpp engine_version, its build (b6500: the logits it reserves, `llamacpp_builds`);
+for SGLang mem_fraction_static (default: SGLang's for the GPU and tensor_parallel), with
 max_model_len as --context-length and parallel as --max-running-requests. kv_cache is 16 or 8 (bits),
 or a cache type by name: f16, bf16, fp8 (vLLM), q8_0, q4_0… (llama.cpp). Under vLLM, interconnect is what
 the GPUs of a tensor-parallel split are connected by (nvswitch, pcie_p2p, pcie); left empty, a named GPU
@@ -30,9 +31,9 @@ from django.utils.translation import gettext_lazy as _
 from catalog import rows as catalog_rows
 from catalog.models import LanguageModel
 from sizing.calculators.llamacpp import KV_CACHE_TYPES, MAX_GPU_LAYERS, MAX_SLOTS
+from sizing.calculators.llamacpp_builds import NOT_GIVEN, LlamaCppBuild
 from sizing.calculators.vllm import (
     DEFAULT_BATCHED_TOKENS,
-    VLLM_VERSION,
     VllmSettings,
     budget_item,
     check_settings,
@@ -71,11 +72,11 @@ from sizing.limits import (
 from sizing.units import GIB, fmt_gib, gib_number
 
 from . import llamacpp_capacity, sglang_capacity
-from .messages import error_words, form_errors
+from .messages import error_words, form_errors, only_conflicts
 from .parameters import BY_NAME
 from .query import Conflict, NotFound, QueryError, normalize_query
 from .typed_numbers import TypedDecimalField, TypedIntegerField
-from .vllm_release import clean_release, read_release, release_refusals
+from .vllm_release import clean_release, read_build, read_release, release_refusals
 
 ENGINES = [("vllm", "vLLM"), ("sglang", "SGLang"), ("llamacpp", "llama.cpp"), ("ollama", "Ollama")]
 GGUF_ENGINES = ("llamacpp", "ollama")
@@ -103,7 +104,6 @@ CAPACITY_DEFAULTS = {
     "tensor_parallel": "1",
     "pipeline_parallel": "1",
     "max_num_batched_tokens": str(DEFAULT_BATCHED_TOKENS),
-    "engine_version": VLLM_VERSION,
 }
 
 
@@ -156,7 +156,8 @@ class CapacityForm(forms.Form):
     max_num_seqs = TypedIntegerField(min_value=1, max_value=MAX_NUM_SEQS, required=False,
                                      label=_("Sequences per step (max_num_seqs)"),
                                      error_messages=error_words("max_num_seqs"))
-    # vLLM's release and the switches whose default it sets (`sizing.calculators.vllm_versions`).
+    # vLLM's release and the switches whose default it sets (`sizing.calculators.vllm_versions`); under
+    # engine=llamacpp engine_version is the build (`sizing.calculators.llamacpp_builds`).
     engine_version = BY_NAME["engine_version"].form_field()
     cudagraph_estimate = BY_NAME["cudagraph_estimate"].form_field()
     skip_vision_tower = BY_NAME["skip_vision_tower"].form_field()
@@ -190,7 +191,7 @@ class CapacityForm(forms.Form):
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
-        clean_release(self)  # the release and its switch, as the wizard's query reads them
+        clean_release(self)  # the release and its switches (llama.cpp's build), as the wizard's query reads
         return cleaned
 
 
@@ -220,6 +221,7 @@ class CapacityQuery:
     skip_vision_tower: bool = False
     interconnect: str | None = None  # what the GPUs of a split are connected by; None: not said
     model_runner: str | None = None  # None: the release's choice for the model
+    llamacpp_build: LlamaCppBuild = NOT_GIVEN  # under llama.cpp: the build, which decides the logits reserved
 
     @property
     def utilization(self) -> Fraction:
@@ -265,7 +267,9 @@ def parse_capacity(data, number_language: str | None = None) -> CapacityQuery:
     values = with_usable_memory(with_capacity_defaults(data))
     form = CapacityForm(values, number_language=number_language)
     if not form.is_valid():
-        raise QueryError({**settings_refusals(form.cleaned_data), **form_errors(form)})
+        # a value of the form another engine reads (an engine_version): a conflict, as the schema allows it
+        raise (Conflict if only_conflicts(form) else QueryError)(
+            {**settings_refusals(form.cleaned_data), **form_errors(form)})
     # Each value valid alone, but not for the chosen engine: a conflict (422), as the schema allows them.
     wrong_engine = engine_refusals(form.cleaned_data, normalize_query(data))
     if wrong_engine:
@@ -389,7 +393,7 @@ def query_from(cleaned: dict) -> CapacityQuery:
         tensor_parallel=cleaned["tensor_parallel"], pipeline_parallel=cleaned["pipeline_parallel"],
         gpu_memory_utilization=cleaned["gpu_memory_utilization"], max_model_len=cleaned.get("max_model_len"),
         max_num_batched_tokens=cleaned["max_num_batched_tokens"], max_num_seqs=cleaned.get("max_num_seqs"),
-        **_release_fields(read_release(cleaned)),
+        **_release_fields(read_release(cleaned)), llamacpp_build=read_build(cleaned),
     )
 
 

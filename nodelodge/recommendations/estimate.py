@@ -43,6 +43,7 @@ def estimate_for(
             engine=query.engine,
             quantization=query.quantization or None,
             vllm_release=query.vllm_release,
+            llamacpp_build=query.llamacpp_build,
         )
     except SizingError as error:  # the form checked each value alone: this one does not suit the rest
         raise Conflict({error.field: error.message}) from error

@@ -11,6 +11,7 @@ from django.utils.translation import gettext
 
 from catalog import rows as catalog_rows
 from sizing.calculators.llamacpp import LlamaCppNeed, LlamaCppSettings, gguf_file_name, llamacpp_need
+from sizing.calculators.llamacpp_builds import build_words
 from sizing.errors import SizingError
 from sizing.specs import LanguageModelSpec
 from sizing.units import GIB, gib_number
@@ -38,6 +39,7 @@ def answer(spec: LanguageModelSpec, query: CapacityQuery, gpu_type: catalog_rows
         quant_type=query.quantization, context=context, parallel=query.parallel,
         cache_type_k=query.kv_cache_type, cache_type_v=query.kv_cache_type,
         flash_attention=query.flash_attention, gpu_layers=query.gpu_layers,
+        reservation=query.llamacpp_build.reservation,
     )
     try:
         need = llamacpp_need(spec, settings)
@@ -51,6 +53,8 @@ def answer(spec: LanguageModelSpec, query: CapacityQuery, gpu_type: catalog_rows
     return {
         "model": spec.slug,
         "engine": query.engine,
+        "engine_version": query.llamacpp_build.text or None,
+        "engine_version_rules": build_words(query.engine, query.llamacpp_build),
         "fits": fits,
         "reason": reason,
         "gpu": query.gpu,

@@ -140,6 +140,16 @@ def error_words(name: str, *extra: str) -> dict[str, str]:
     return found
 
 
+# The code of a form error that depends on another field: a value valid alone that does not suit the rest
+# (the API answers 422, a bad value 400).
+CONFLICT = "conflict"
+
+
+def only_conflicts(form: forms.Form) -> bool:
+    """Whether every error of an invalid form depends on another field (`CONFLICT`)."""
+    return {error.code for errors in form.errors.as_data().values() for error in errors} == {CONFLICT}
+
+
 def form_errors(form: forms.Form) -> dict[str, str]:
     """A form's errors as field name -> one message ("__all__" for the form's own). A message is
     said once: a figure past the limit fails both the limit and the count of digits, in one sentence."""

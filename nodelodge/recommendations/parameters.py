@@ -18,6 +18,7 @@ from django.utils.functional import lazy
 from django.utils.translation import gettext_lazy as _
 
 from sizing.calculators.llamacpp import PRECISION_QUANT
+from sizing.calculators.llamacpp_builds import PER_SLOT_FROM
 from sizing.calculators.vllm import DEFAULT_ENGINE, NCCL_BYTES, VLLM_VERSION
 from sizing.calculators.vllm_interconnect import NVSWITCH, PCIE, PCIE_P2P
 from sizing.calculators.vllm_versions import OLDEST as VLLM_OLDEST_NUMBER
@@ -184,7 +185,7 @@ ENGINE_CHOICES = [("transformers", _("transformers (default)")), ("vllm", _("vLL
                   ("llamacpp", "llama.cpp"), ("ollama", "Ollama")]
 DEFAULT_KV_BITS = 16
 ON_OFF_CHOICES = [("", "—"), ("on", _("on")), ("off", _("off"))]
-# The inputs only vLLM reads (`vllm_release_refusals`).
+# The inputs only vLLM reads (`vllm_release.release_refusals`); engine_version is llama.cpp's build too.
 VLLM_RELEASE_INPUTS = (
     "engine_version", "cudagraph_estimate", "skip_vision_tower", "model_runner", "interconnect"
 )
@@ -282,18 +283,27 @@ PARAMETERS: tuple[Parameter, ...] = (
         "(default: from --precision)",
     ),
     # vLLM's release and the switches whose default it sets (`sizing.calculators.vllm_versions`): read under
-    # engine=vllm only (named with another engine, refused); the GPU what-if reads the same declarations.
+    # engine=vllm only (named with another engine, refused), but engine_version, which under
+    # engine=llamacpp is llama.cpp's build (`sizing.calculators.llamacpp_builds`); the GPU what-if reads the
+    # same declarations.
     Parameter(
-        "engine_version", TEXT, label=_("vLLM version"), words=_("vLLM version"), max_length=20,
-        messages={"max_length": _("Enter the vLLM version as numbers with dots, such as 0.19.")},
-        description=f"engine=vllm only: vLLM's release, {VLLM_OLDEST} to {VLLM_VERSION} (empty: "
+        "engine_version", TEXT, label=_("Engine version (vLLM release or llama.cpp build)"),
+        words=_("Engine version"), max_length=20,
+        messages={"max_length": _(
+            "Enter the engine's version: a vLLM release such as 0.19, or a llama.cpp build such as b6500.")},
+        description=f"engine=vllm: vLLM's release, {VLLM_OLDEST} to {VLLM_VERSION} (empty: "
         f"{VLLM_VERSION}, the current stable release): before 0.9.2 the CUDA context is paid inside "
         "gpu_memory_utilization; from 0.20 the CUDA graphs' estimate is (cudagraph_estimate=off, vLLM's "
         "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0, leaves them outside) and the default "
         "gpu_memory_utilization is 0.92 (0.9 before); from 0.25 to 0.28 a model without a mixture of experts "
-        "or linear attention runs on the V2 model runner, which keeps its graphs outside (model_runner). The "
-        "answer names the version and the rules it assumed.",
-        cli_help=f"vllm: release, e.g. 0.19 or 0.9.2 (default: {VLLM_VERSION})",
+        "or linear attention runs on the V2 model runner, which keeps its graphs outside (model_runner). "
+        "engine=llamacpp: the llama.cpp build serving it, as b6500 or 6500 (llama-server --version prints "
+        f"it): from b{PER_SLOT_FROM} llama-server reserves the compute buffer's logits for one row per slot "
+        "(ggml-org/llama.cpp#23861), before it for every token of the micro-batch; empty, the build is not "
+        "known and the whole micro-batch is sized (the larger need). Another engine refuses it. The answer "
+        "names the version or build and the rules it assumed.",
+        cli_help=f"vllm: release, e.g. 0.19 or 0.9.2 (default: {VLLM_VERSION}); llamacpp: build, e.g. b6500 "
+        "(default: not known, the whole micro-batch's logits)",
     ),
     Parameter(
         "cudagraph_estimate", CHOICE, label=_(

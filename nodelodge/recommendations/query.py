@@ -22,8 +22,9 @@ from urllib.parse import urlencode
 from django import forms
 from django.utils.translation import gettext
 
+from sizing.calculators.llamacpp_builds import NOT_GIVEN, LlamaCppBuild
 from sizing.calculators.vllm import DEFAULT_ENGINE
-from sizing.calculators.vllm_versions import DEFAULT_RELEASE, VllmRelease, known_release_pattern
+from sizing.calculators.vllm_versions import DEFAULT_RELEASE, VllmRelease
 from sizing.countries import ALL_CODES, EU_CODE, country_hint, expand_countries
 from sizing.errors import SizingError
 from sizing.limits import MAX_COUNTRY_ITEMS
@@ -33,7 +34,7 @@ from sizing.training import DEFAULT_TRAINING, Training
 from sizing.training import FIELDS as TRAINING_FIELDS
 from sizing.workloads import DEFAULT_WORKLOAD, known_workload, workload
 
-from .messages import MESSAGES, form_errors
+from .messages import CONFLICT, MESSAGES, form_errors, only_conflicts
 from .parameters import (  # noqa: F401 (the choices and defaults, as the query's users import them)
     CLUSTER_CHOICES,
     CLUSTERS_AUTO,
@@ -51,7 +52,15 @@ from .parameters import (  # noqa: F401 (the choices and defaults, as the query'
 )
 from .sorts import DEFAULT_SORT
 from .typed_numbers import TypedDecimalField, TypedIntegerField
-from .vllm_release import clean_release, read_release, release_params, release_refusals
+from .vllm_release import (
+    build_params,
+    clean_release,
+    engine_version_pattern,
+    read_build,
+    read_release,
+    release_params,
+    release_refusals,
+)
 
 
 def default_model(code: str | None) -> str | None:
@@ -94,9 +103,6 @@ class Conflict(QueryError):
     engine's checks). The page says so beside the field, as for any error; the API answers 422."""
 
 
-CONFLICT = "conflict"  # the code of a form error that depends on another field
-
-
 class _QueryForm(forms.Form):
     """The workload query's checks; its fields are the declared inputs (`WorkloadQueryForm`)."""
 
@@ -131,7 +137,7 @@ class _QueryForm(forms.Form):
         chosen = workload(cleaned.get("workload"))
         if chosen is None:
             return cleaned
-        if chosen.serves_tokens:  # vLLM's release: read under engine=vllm, refused with another engine
+        if chosen.serves_tokens:  # vLLM's release (llama.cpp's build): read under their engines, else refused
             clean_release(self)
             for name, message in release_refusals(cleaned.get("engine"), self.data).items():
                 if name not in self.errors:
@@ -212,8 +218,8 @@ def _value_schema(name: str, field, optional: bool) -> dict:
                          for code in sorted(ALL_CODES | {EU_CODE}))
         item = rf"\s*(?:{codes})?\s*"
         return {"type": "string", "pattern": rf"^{item}(?:[,;]{item}){{0,{MAX_COUNTRY_ITEMS - 1}}}$"}
-    if name == "engine_version":  # the releases whose budget rules are known, or empty (the default)
-        return {"type": "string", "maxLength": field.max_length, "pattern": known_release_pattern()}
+    if name == "engine_version":  # the vLLM releases whose rules are known, llama.cpp builds, or empty
+        return {"type": "string", "maxLength": field.max_length, "pattern": engine_version_pattern()}
     if isinstance(field, forms.TypedChoiceField) and field.coerce is int:
         return {"type": "integer", "enum": [int(value) for value, _ in _choices(field)]}
     if isinstance(field, forms.ChoiceField):
@@ -293,6 +299,8 @@ class WorkloadQuery:
     min_reliability: Decimal | None = None  # 0 to 1, two places: the reliability a feed must report
     # Under engine=vllm: the release asked and its switches (`vllm_release`); the current stable otherwise.
     vllm_release: VllmRelease = DEFAULT_RELEASE
+    # Under engine=llamacpp: the build asked (`vllm_release.read_build`), which decides the logits reserved.
+    llamacpp_build: LlamaCppBuild = NOT_GIVEN
     market: str = DEFAULT_MARKET  # the markets a machine's price may come from (`sizing.markets`)
 
     @property
@@ -325,6 +333,7 @@ class WorkloadQuery:
             "engine": self.engine if self.engine != DEFAULT_ENGINE else None,
             "quantization": self.quantization or None,
             **release_params(self.vllm_release),
+            **build_params(self.llamacpp_build),
             "clusters": self.clusters if self.clusters != CLUSTERS_AUTO else None,
             "context": self.context,
             "requests": self.requests,
@@ -395,6 +404,7 @@ class WorkloadQuery:
             quantization=(data.get("quantization") or "") if chosen.serves_tokens else "",
             vllm_release=read_release(data) if chosen.serves_tokens and data.get("engine") == "vllm"
             else DEFAULT_RELEASE,
+            llamacpp_build=read_build(data) if chosen.serves_tokens else NOT_GIVEN,
         )
 
 
@@ -426,6 +436,5 @@ def parse_query(data, number_language: str | None = None) -> WorkloadQuery:
     page's `number_language` writes them (`typed_numbers.typed_number`)."""
     form = WorkloadQueryForm(with_defaults(normalize_query(data)), number_language=number_language)
     if not form.is_valid():
-        codes = {error.code for errors in form.errors.as_data().values() for error in errors}
-        raise (Conflict if codes == {CONFLICT} else QueryError)(form_errors(form))
+        raise (Conflict if only_conflicts(form) else QueryError)(form_errors(form))
     return WorkloadQuery.from_form(form)

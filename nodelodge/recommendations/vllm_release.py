@@ -1,31 +1,53 @@
 """The vLLM release a query asks for (`engine_version`, `cudagraph_estimate`, `skip_vision_tower`,
-`model_runner`) and what the GPUs of a split are connected by (`interconnect`), read and checked by one rule
-for the wizard's query (page, /estimate, /recommendations, `estimate`, `recommend`, watches) and the GPU
-what-if (`/api/v1/capacity`): the release by `sizing.calculators.vllm_versions`, the switches by the release,
-the vision tower and the runner's fit to the model where the model is sized
-(`sizing.calculators.vllm.check_settings`)."""
+`model_runner`), what the GPUs of a split are connected by (`interconnect`) and, under engine=llamacpp, the
+llama.cpp build (`engine_version` there), read and checked by one rule for the wizard's query (page,
+/estimate, /recommendations, `estimate`, `recommend`, watches) and the GPU what-if (`/api/v1/capacity`): the
+release by `sizing.calculators.vllm_versions`, the switches by the release, the vision tower and the runner's
+fit to the model where the model is sized (`sizing.calculators.vllm.check_settings`), the build by
+`sizing.calculators.llamacpp_builds`."""
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
 from django import forms
 from django.utils.translation import gettext
 
+from sizing.calculators.llamacpp_builds import BUILD_PATTERN, NOT_GIVEN, LlamaCppBuild, parse_build
 from sizing.calculators.vllm_interconnect import check_interconnect
 from sizing.calculators.vllm_versions import (
     DEFAULT_RELEASE,
     VllmRelease,
     VllmVersion,
     cudagraph_estimate_for,
+    known_release_pattern,
     parse_version,
     runner_asked_for,
 )
 from sizing.errors import SizingError
 
+from .messages import CONFLICT
 from .parameters import VLLM_RELEASE_INPUTS
 
 ON_OFF = {"on": True, "off": False}
+VLLM, LLAMACPP = "vllm", "llamacpp"  # the engines that read engine_version: vLLM's release, llama.cpp's build
+
+
+def engine_version_pattern() -> str:
+    """What engine_version takes under some engine (or empty: the default), as a regular expression: a vLLM
+    release whose rules are known, or a llama.cpp build. The API's schema states it; a value it allows that
+    the chosen engine does not read is a conflict (422), one it does not allow a bad value (400)."""
+    return rf"{known_release_pattern()}|^{BUILD_PATTERN}$"
+
+
+def read_build(values: Mapping[str, Any]) -> LlamaCppBuild:
+    """The llama.cpp build asked in `values` under engine=llamacpp (empty engine_version: not given); not
+    given under any other engine. SizingError naming engine_version where it is not a build."""
+    if values.get("engine") != LLAMACPP:
+        return NOT_GIVEN
+    build = values.get("engine_version")
+    return build if isinstance(build, LlamaCppBuild) else parse_build(build)
 
 
 def read_release(values: Mapping[str, Any]) -> VllmRelease:
@@ -33,8 +55,9 @@ def read_release(values: Mapping[str, Any]) -> VllmRelease:
     stable release; cudagraph_estimate and skip_vision_tower "on", "off" or empty; model_runner "v1", "v2" or
     empty; interconnect one of `vllm_interconnect.INTERCONNECTS` or empty, not said); SizingError naming the
     field where the version is not one whose budget is known or the release has no such switch (what depends
-    on the model is checked where it is sized)."""
-    version = values.get("engine_version")
+    on the model is checked where it is sized). Under another engine the release is the current stable one:
+    engine_version is llama.cpp's build (`read_build`) or refused (`release_refusals`)."""
+    version = values.get("engine_version") if values.get("engine", VLLM) == VLLM else None
     version = version if isinstance(version, VllmVersion) else parse_version(version)
     asked = values.get("cudagraph_estimate") or ""
     graphs = ON_OFF.get(asked)
@@ -49,27 +72,47 @@ def read_release(values: Mapping[str, Any]) -> VllmRelease:
 
 
 def clean_release(form: forms.Form) -> None:
-    """Reads the release into `cleaned_data["engine_version"]` (`read_release`), each refusal beside its
-    field (a bad value: 400)."""
+    """Reads the release, or under engine=llamacpp the build, into `cleaned_data["engine_version"]`
+    (`read_release`, `read_build`), each refusal beside its field: a bad value 400, an engine_version of
+    the form another engine reads (`engine_version_pattern`) a conflict, 422."""
     cleaned = form.cleaned_data
     if "engine_version" not in cleaned:  # its own field was refused
         return
+    asked = cleaned["engine_version"]
     try:
-        cleaned["engine_version"] = read_release(cleaned).version
+        release = read_release(cleaned)
+        build = read_build(cleaned)
+        cleaned["engine_version"] = build if cleaned.get("engine") == LLAMACPP else release.version
     except SizingError as error:
-        form.add_error(error.field, error.message)
+        another_engines = (error.field == "engine_version" and isinstance(asked, str)
+                           and re.fullmatch(engine_version_pattern(), asked.strip()) is not None)
+        form.add_error(error.field, forms.ValidationError(error.message, code=CONFLICT if another_engines
+                                                          else None))
 
 
 def release_refusals(engine: str | None, asked: Mapping[str, Any]) -> dict[str, str]:
-    """The release's inputs named with an engine other than vLLM, by field: said, never silently ignored
-    (values each valid alone that do not go together: 422)."""
-    if engine == "vllm":
+    """The release's inputs named with an engine other than vLLM (engine_version other than vLLM and
+    llama.cpp), by field: said, never silently ignored (values each valid alone that do not go together:
+    422)."""
+    if engine == VLLM:
         return {}
-    return {
-        name: gettext("%(name)s is read by vLLM only: choose the engine vllm, or leave it empty.") % {
-            "name": name}
-        for name in VLLM_RELEASE_INPUTS if asked.get(name) not in (None, "")
-    }
+    refusals = {}
+    for name in VLLM_RELEASE_INPUTS:
+        if asked.get(name) in (None, ""):
+            continue
+        if name != "engine_version":
+            refusals[name] = gettext(
+                "%(name)s is read by vLLM only: choose the engine vllm, or leave it empty.") % {"name": name}
+        elif engine != LLAMACPP:
+            refusals[name] = gettext(
+                "engine_version is read by vLLM (its release) and llama.cpp (its build) only: choose the "
+                "engine vllm or llamacpp, or leave it empty.")
+    return refusals
+
+
+def build_params(build: LlamaCppBuild) -> dict[str, str]:
+    """The query-string values that ask for `build` (not given: none)."""
+    return {"engine_version": build.text} if build.given else {}
 
 
 def release_params(release: VllmRelease) -> dict[str, str]:

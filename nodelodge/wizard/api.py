@@ -209,8 +209,7 @@ class CapacityParams(Schema):
         "before); the answer names the one sized.")
     max_model_len: str | None = Field(None, description="Default: the model's longest context.")
     max_num_batched_tokens: str | None = CAPACITY_DEFAULTS["max_num_batched_tokens"]
-    engine_version: str | None = Field(CAPACITY_DEFAULTS["engine_version"],
-                                       description=ENGINE_VERSION.description)
+    engine_version: str | None = Field(None, description=ENGINE_VERSION.description)
     cudagraph_estimate: str | None = Field(
         None, description="vLLM 0.20 on: on (the default) counts the CUDA graphs' estimate inside "
         "gpu_memory_utilization; off is vLLM's VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0 (set on the "

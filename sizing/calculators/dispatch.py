@@ -15,6 +15,7 @@ from .checks import renamed, require
 from .finetune import estimate_finetune
 from .image import estimate_image
 from .inference import estimate_inference
+from .llamacpp_builds import NOT_GIVEN, LlamaCppBuild
 from .llamacpp_inference import estimate_llamacpp
 from .notebook import estimate_notebook
 from .sglang_inference import estimate_sglang
@@ -39,12 +40,14 @@ def estimate(
     engine: str = "transformers",
     quantization: str | None = None,
     vllm_release: VllmRelease = DEFAULT_RELEASE,
+    llamacpp_build: LlamaCppBuild = NOT_GIVEN,
 ) -> Breakdown:
     """Errors name this function's own inputs: a fine-tuning sequence length is reported as "context",
     a batch size or audio stream count as "requests", so a form can put the message on its field.
     `training` (how a fine-tune is run) is read by the fine-tuning workload only; others ignore it.
     `quantization` (a GGUF type) is read by llama.cpp and Ollama only: asked of another engine, refused.
-    `vllm_release` (the vLLM release and its switches) is read under vLLM only.
+    `vllm_release` (the vLLM release and its switches) is read under vLLM only, `llamacpp_build` (the logits
+    its llama-server reserves) under llama.cpp only.
     """
     chosen = workload_named(workload) if isinstance(workload, str) else None
     if chosen is None:
@@ -92,7 +95,7 @@ def estimate(
         return estimate_vllm(language_model, precision, context, requests, kv_bits, release=vllm_release)
     if engine in GGUF_ENGINES:
         return estimate_llamacpp(language_model, precision, context, requests, kv_bits, engine=engine,
-                                 quantization=quantization)
+                                 quantization=quantization, build=llamacpp_build)
     return estimate_inference(language_model, precision, context, requests, kv_bits)
 
 

@@ -11,9 +11,10 @@
   micro-batch (`-ub`, 512 tokens; `llamacpp_graph`): tensors reuse the memory of those already read, so
   the buffer is the largest set alive at once, not a sum: the MLP step, without flash attention the
   attention scores of the whole context (heads × context × tokens × 4 bytes), and on the GPU holding the
-  output head the logits of every token of the micro-batch (vocabulary × tokens × 4 bytes): what the
-  library's default, Ollama and llama-server before June 2026 reserve (newer llama-server reserves one
-  row a slot; the whole micro-batch stays on the safe side for every build).
+  output head the logits the build reserves (vocabulary × rows × 4 bytes): every token of the
+  micro-batch, as the library's default, Ollama's own runners and llama-server before build b9460
+  reserve them, or one row per slot, as llama-server does from b9460 (`llamacpp_builds`; a build not
+  given is sized on the whole micro-batch, the larger need).
 - Ollama runs the same engine: its context (`num_ctx`, `OLLAMA_CONTEXT_LENGTH`) is per request and is
   allocated `OLLAMA_NUM_PARALLEL` times; `OLLAMA_KV_CACHE_TYPE` and `OLLAMA_FLASH_ATTENTION` set the
   cache type and flash attention for every model.
@@ -32,6 +33,7 @@ from ..limits import MAX_CONTEXT
 from ..specs import LanguageModelSpec
 from ..units import MIB, fmt_gib, fmt_int
 from .checks import check_context_limit, check_count, model_value
+from .llamacpp_builds import NOT_GIVEN, ONE_ROW_PER_SLOT, PER_SLOT_FROM, WHOLE_MICRO_BATCH, LlamaCppBuild
 from .llamacpp_graph import GraphShape, compute_buffer_bytes
 
 # Cache types llama.cpp takes for K and V (--cache-type-k/-v): (values per block, bytes per block).
@@ -59,6 +61,9 @@ class LlamaCppSettings:
     flash_attention: bool = True
     gpu_layers: int | None = None  # -ngl; None: every layer and the output head
     ubatch: int = DEFAULT_UBATCH
+    # The rows of logits the compute buffer is reserved for: the whole micro-batch, or one per slot
+    # (llama-server from b9460, `llamacpp_builds.LlamaCppBuild.reservation`).
+    reservation: str = WHOLE_MICRO_BATCH
 
 
 @dataclass(frozen=True)
@@ -218,11 +223,20 @@ def kv_cache_bytes(model: LanguageModelSpec, settings: LlamaCppSettings, kv_size
     return per_token * sum(_layer_cells(model, settings, kv_size, layers))
 
 
+def reserved_rows(settings: LlamaCppSettings, tokens: int) -> int:
+    """The rows of logits the worst-case graph of a micro-batch of `tokens` is reserved for: min(n_ubatch,
+    n_outputs_max), n_outputs_max being n_batch (at least the micro-batch) or, one row per slot, -np."""
+    if settings.reservation == ONE_ROW_PER_SLOT:
+        return min(tokens, settings.parallel)
+    return tokens
+
+
 def _compute_bytes(model: LanguageModelSpec, settings: LlamaCppSettings, kv_size: int, layers: range,
                    output: bool, copies: int = 1) -> int:
     """The GPU's compute buffer: ggml's allocator run over the worst-case graph of one micro-batch through
-    `layers` (`llamacpp_graph`), the logits of every token of it where the GPU holds the output head, with
-    `copies` of each input from the host."""
+    `layers` (`llamacpp_graph`), the logits of the rows reserved (`reserved_rows`) where the GPU holds the
+    output head, with `copies` of each input from the host. A build that reserves a row per slot builds
+    the mask in f16 (b9410 on): only that graph is sized."""
     arch = model.architecture or PLAIN
     moe = arch.moe
     tokens = min(settings.ubatch, kv_size)
@@ -239,8 +253,8 @@ def _compute_bytes(model: LanguageModelSpec, settings: LlamaCppSettings, kv_size
         expert_intermediate=moe.expert_intermediate if moe else 0,
         shared_intermediate=moe.shared_intermediate if moe else 0,
         qk_norm=arch.qk_norm, post_norms=arch.norms_per_layer >= 4,
-        tokens=tokens, outputs=tokens, flash_attention=settings.flash_attention, output_layer=output,
-        copies=copies)
+        tokens=tokens, outputs=reserved_rows(settings, tokens), flash_attention=settings.flash_attention,
+        output_layer=output, copies=copies, f16_mask_only=settings.reservation == ONE_ROW_PER_SLOT)
     return compute_buffer_bytes(shape)
 
 
@@ -296,8 +310,7 @@ def llamacpp_need(model: LanguageModelSpec, settings: LlamaCppSettings) -> Llama
                  "tokens": fmt_int(min(settings.ubatch, kv_size)),
                  "scores": "" if settings.flash_attention else gettext(
                      " or the attention scores of the whole context (no flash attention)"),
-                 "logits": gettext(" or the logits of every token of the micro-batch")
-                 if output_on_gpu else ""},
+                 "logits": _logits_words(settings, kv_size) if output_on_gpu else ""},
              compute),
     )
     host_items = (
@@ -311,6 +324,16 @@ def llamacpp_need(model: LanguageModelSpec, settings: LlamaCppSettings) -> Llama
     return LlamaCppNeed(model, settings, weights, on_gpu, output_on_gpu, kv_size, gpu_items, host_items,
                         pipeline)
 
+
+def _logits_words(settings: LlamaCppSettings, kv_size: int) -> str:
+    """The logits the compute buffer is reserved for, naming the rule (`llamacpp_builds`)."""
+    if settings.reservation == ONE_ROW_PER_SLOT:
+        return gettext(
+            " or the logits of one row per slot, %(rows)s rows (llama-server from build b%(from)s)"
+        ) % {"rows": fmt_int(reserved_rows(settings, min(settings.ubatch, kv_size))), "from": PER_SLOT_FROM}
+    return gettext(
+        " or the logits of every token of the micro-batch (reserved so before llama-server build b%(from)s, "
+        "and wherever the build is not given)") % {"from": PER_SLOT_FROM}
 
 
 # --- the wizard's inference under llama.cpp and Ollama ----------------------------------------------------
@@ -328,12 +351,13 @@ def wizard_quant_type(precision: int, quantization: str | None) -> str:
 
 
 def wizard_settings(precision: int, context: int, requests: int, kv_bits: int,
-                    quantization: str | None = None) -> LlamaCppSettings:
+                    quantization: str | None = None, build: LlamaCppBuild = NOT_GIVEN) -> LlamaCppSettings:
     """`requests` requests of `context` tokens: -np requests, -c their tokens together, every layer on
-    the GPUs, flash attention on (what a quantized cache needs); the file in `wizard_quant_type`."""
+    the GPUs, flash attention on (what a quantized cache needs); the file in `wizard_quant_type`; the
+    logits reserved as `build` reserves them (not given: the whole micro-batch)."""
     return LlamaCppSettings(quant_type=wizard_quant_type(precision, quantization), context=context * requests,
                             parallel=requests, cache_type_k=KV_BITS_TYPE[kv_bits],
-                            cache_type_v=KV_BITS_TYPE[kv_bits])
+                            cache_type_v=KV_BITS_TYPE[kv_bits], reservation=build.reservation)
 
 
 def engine_command(engine: str, need: LlamaCppNeed, file_name: str) -> str:

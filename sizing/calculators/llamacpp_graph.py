@@ -2,8 +2,8 @@
 
 llama.cpp reserves its compute buffer once, at start-up (`llama_context::sched_reserve`): it builds the graph
 of one micro-batch of `n_ubatch` tokens against the whole KV cache, with `n_outputs` = min(`n_ubatch`,
-`n_outputs_max`) rows of logits (`n_outputs_max` is `n_batch` unless the caller sets it: the library's
-default, Ollama and llama-cpp-python; llama-server since June 2026 sets it to its slots), and lets ggml-alloc
+`n_outputs_max`) rows of logits (`n_outputs_max` is `n_batch` unless the caller sets it, which llama-server
+does from build b9460, to its slots: `llamacpp_builds`), and lets ggml-alloc
 (`ggml_gallocr`) place every intermediate tensor in one buffer per device. The allocator walks the nodes in
 order, puts each new tensor in the smallest free block that holds it (else at the end), lets an element-wise
 op write over its only input, and frees a tensor once its last reader has run. The buffer is the highest
@@ -16,8 +16,9 @@ without flash attention, `build_ffn`, `build_moe_ffn`, the output head), layer a
 - the device's split starts with copies of its inputs from the host (`ggml_backend_sched`): the token
   embeddings looked up on the CPU (hidden × tokens, f32), the positions, the cache's row indices and the KQ
   mask (cache cells × tokens), each freed after its last reader;
-- with flash attention the mask is f16 (`build_attn_inp_kq_mask`; earlier builds, which Ollama's runner still
-  logs, made it f32 and cast it to f16 on the device) and each layer writes one head_dim × heads × tokens f32
+- with flash attention the mask is f16 (`build_attn_inp_kq_mask`, from build b9410; earlier builds, which
+  Ollama's runner still logs, made it f32 and cast it to f16 on the device) and each layer writes one
+  head_dim × heads × tokens f32
   result; without it each layer multiplies K by Q into the scores (cache cells × tokens × heads, f32), takes
   the softmax in place and multiplies by V;
 - the MLP's up and gate (intermediate × tokens each) and their SwiGLU product, then the down projection; a
@@ -317,6 +318,8 @@ class GraphShape:
     flash_attention: bool = True
     output_layer: bool = True  # this device holds the output head and computes the logits
     mask_cast: bool = False  # the earlier graph: an f32 mask cast to f16 on the device for flash attention
+    # A build known to build the f16 mask (b9410 on, `llamacpp_builds`): the earlier graph is not sized.
+    f16_mask_only: bool = False
     copies: int = 1  # copies of each input the scheduler keeps (4 under pipeline parallelism, never freed)
 
 
@@ -581,8 +584,11 @@ def _peak(shape: GraphShape) -> int:
 @functools.lru_cache(maxsize=512)
 def compute_buffer_bytes(shape: GraphShape) -> int:
     """The device's compute buffer: the allocator's peak over the worst-case graph of either generation of the
-    mask (f16 as built now, f32 cast on the device as before), and no less than the logits stranded above the
-    input copies (where the allocator may place them; Ollama's 32k log shows it)."""
+    mask (f16 as built now, f32 cast on the device as before; the f16 one alone for a build known to build
+    it), and no less than the logits stranded above the input copies (where the allocator may place them;
+    Ollama's 32k log shows it)."""
     short = shortened(shape)
+    if shape.f16_mask_only:
+        return max(_peak(short), _stranded_logits(short))
     earlier = replace(short, mask_cast=True)
     return max(_peak(short), _peak(earlier), _stranded_logits(earlier))

@@ -20,6 +20,7 @@ from .llamacpp import (
     llamacpp_need,
     wizard_settings,
 )
+from .llamacpp_builds import NOT_GIVEN, LlamaCppBuild, build_words
 
 
 def gguf_file(model: LanguageModelSpec, weights: GgufWeights) -> GgufFile:
@@ -43,14 +44,15 @@ def published_words(assumed: GgufFile) -> str:
 
 def estimate_llamacpp(model: LanguageModelSpec, precision: int, context: int, requests: int,
                       kv_bits: int = 16, engine: str = "llamacpp",
-                      quantization: str | None = None) -> Breakdown:
+                      quantization: str | None = None, build: LlamaCppBuild = NOT_GIVEN) -> Breakdown:
     """The need per GPU under llama.cpp or Ollama of the model's GGUF file in `quantization` (any GGUF
     type), or else at the wizard's precision (16: F16, 8: Q8_0, 4: Q4_K_M), every layer on the GPUs: the
     weights and the KV cache divide over the GPUs (split by layers), each GPU adds its compute buffer and
-    CUDA context."""
+    CUDA context, its logits reserved as the llama.cpp `build` reserves them (Ollama's: not given)."""
     precision, context, requests, kv_bits = check_inference_inputs(
         model, precision, context, requests, kv_bits)
-    need = llamacpp_need(model, wizard_settings(precision, context, requests, kv_bits, quantization))
+    build = build if engine == "llamacpp" else NOT_GIVEN
+    need = llamacpp_need(model, wizard_settings(precision, context, requests, kv_bits, quantization, build))
     assumed = gguf_file(model, need.weights)
     file = assumed.file
     weights, cache, compute = need.gpu_items
@@ -71,6 +73,7 @@ def estimate_llamacpp(model: LanguageModelSpec, precision: int, context: int, re
             "%(type)s; flash attention on."
         ) % {"requests": fmt_int(requests), "context": fmt_int(context), "total": fmt_int(context * requests),
              "type": KV_BITS_TYPE[kv_bits]},
+        build_words(engine, build),
         published_words(assumed),
     )
     return Breakdown(
@@ -88,9 +91,10 @@ def estimate_llamacpp(model: LanguageModelSpec, precision: int, context: int, re
         split_items=(need.pipeline_item,) if need.pipeline_item else (),
         inputs={"model": model.slug, "model_name": model.name, "precision": precision, "context": context,
                 "requests": requests, "kv_bits": kv_bits, "engine": engine,
-                "quantization": need.weights.quant_type, "quantization_asked": bool(quantization)},
+                "quantization": need.weights.quant_type, "quantization_asked": bool(quantization),
+                "engine_version": build.text or None},
         gguf=assumed,
         capacity=Capacity(model, precision, kv_bits, context, requests, engine=engine,
                           quantization=need.weights.quant_type if quantization else None,
-                          published=model.gguf_files),
+                          published=model.gguf_files, build=build),
     )

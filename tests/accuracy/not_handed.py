@@ -13,7 +13,9 @@ log does not state is left blank, never filled in. Each row is predicted from it
 - a start that failed is answered "does not start", with the reason.
 
 llama.cpp and Ollama rows (`GgufLog`) are predicted as `/api/v1/capacity?engine=llamacpp|ollama` answers them
-(Ollama's context is per request, allocated once per slot) and held to the same issue's rule for GGUF engines:
+(Ollama's context is per request, allocated once per slot; a llama.cpp build the log states is asked as
+engine_version, which decides the logits the compute buffer is reserved for) and held to the same issue's rule
+for GGUF engines:
 
 - the file within ±3 % of the logged file size (llama.cpp's "file size", printed in GiB to two decimals: the
   rounding is added) and the weights on the GPU within ±3 % of the logged device model buffer;
@@ -33,6 +35,7 @@ from fractions import Fraction
 from pathlib import Path
 
 from sizing.calculators.llamacpp import LlamaCppSettings, llamacpp_need
+from sizing.calculators.llamacpp_builds import NOT_GIVEN, LlamaCppBuild, parse_build
 from sizing.calculators.sglang import SglangSettings, sglang_pool
 from sizing.calculators.vllm import VllmBudget, VllmSettings, vllm_budget
 from sizing.calculators.vllm_interconnect import interconnect_of_gpu
@@ -276,13 +279,22 @@ class GgufLog:
         return f"{'Ollama' if self.engine == 'ollama' else 'llama.cpp'} ({self.version})"
 
     @property
+    def build(self) -> LlamaCppBuild:
+        """The llama.cpp build the log states ("build 10240"), asked as engine_version=b10240; not stated:
+        not given."""
+        stated = re.fullmatch(r"build (\d+)", self.version)
+        return parse_build(stated.group(1)) if self.engine == "llamacpp" and stated else NOT_GIVEN
+
+    @property
     def settings(self) -> LlamaCppSettings:
-        """The settings as the capacity what-if takes them: Ollama's num_ctx is allocated once per slot."""
+        """The settings as the capacity what-if takes them: Ollama's num_ctx is allocated once per slot, the
+        logits reserved as the stated build reserves them."""
         context = self.context or 4096  # the engines' default; rows without a context judge the file only
         total = context * self.parallel if self.engine == "ollama" else context
         return LlamaCppSettings(
             quant_type=self.quant_type, context=total, parallel=self.parallel, cache_type_k=self.cache_type or "f16",
             cache_type_v=self.cache_type or "f16", flash_attention=self.flash_attention,
+            reservation=self.build.reservation,
         )
 
     def predict(self) -> GgufPrediction:

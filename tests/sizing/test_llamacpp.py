@@ -315,3 +315,24 @@ def test_an_answers_capacity_and_buffers_are_those_of_a_walk_at_every_probe(monk
     assert answers["regions"] == answers["walked"]
     assert answers["regions needs"] == answers["walked needs"]
     assert len(answers["regions needs"]) > 50 and any(row.command for row in answers["regions"])
+
+
+def test_a_build_from_b9460_reserves_one_row_of_logits_per_slot_and_the_f16_mask_alone():
+    """llama-server from b9460 (ggml-org/llama.cpp#23861) reserves min(n_ubatch, -np) rows of logits; a build
+    before it, or none given, every token of the micro-batch: the default is the sizing it always was."""
+    from dataclasses import replace
+
+    from sizing.calculators.llamacpp import reserved_rows
+    from sizing.calculators.llamacpp_builds import NOT_GIVEN, ONE_ROW_PER_SLOT, parse_build
+
+    settings = LlamaCppSettings(quant_type="Q4_K_M", context=16384, parallel=4, cache_type_k="q8_0",
+                                cache_type_v="q8_0")
+    assert settings.reservation == NOT_GIVEN.reservation == parse_build("b9459").reservation
+    per_slot = replace(settings, reservation=parse_build("b9460").reservation)
+    assert per_slot.reservation == ONE_ROW_PER_SLOT
+    assert reserved_rows(settings, 512) == 512 and reserved_rows(per_slot, 512) == 4
+    assert reserved_rows(replace(per_slot, parallel=600), 512) == 512  # never more rows than the micro-batch
+    whole, slot = (llamacpp_need(spec("qwen2-5-7b"), s).gpu_items[2] for s in (settings, per_slot))
+    assert round(whole.bytes / MIB, 2) == 343.01 and round(slot.bytes / MIB, 2) == 148.01
+    assert "every token of the micro-batch (reserved so before llama-server build b9460" in whole.formula
+    assert "one row per slot, 4 rows (llama-server from build b9460)" in slot.formula

@@ -115,7 +115,7 @@ def test_a_bad_release_is_a_400_beside_its_field_and_worded_on_the_page(client, 
 
 
 @pytest.mark.parametrize(("extra", "field", "words"), [
-    ("&engine_version=0.19", "engine_version", "read by vLLM only"),
+    ("&engine_version=0.19", "engine_version", "read by vLLM (its release) and llama.cpp (its build) only"),
     ("&engine=sglang&cudagraph_estimate=off", "cudagraph_estimate", "read by vLLM only"),
     ("&engine=vllm&skip_vision_tower=on", "skip_vision_tower", "no vision tower"),
     ("&model_runner=v1", "model_runner", "read by vLLM only"),

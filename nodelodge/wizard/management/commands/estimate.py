@@ -9,7 +9,7 @@ from django.core.management.base import BaseCommand
 from nodelodge.recommendations.estimate import estimate_for
 from nodelodge.recommendations.parameters import INTEGER, TRAINING_PARAMETERS
 from nodelodge.recommendations.query import QueryError, with_defaults
-from nodelodge.recommendations.vllm_release import read_release, release_refusals
+from nodelodge.recommendations.vllm_release import read_build, read_release, release_refusals
 from sizing.calculators import estimate
 from sizing.errors import SizingError
 from sizing.specs import LanguageModelSpec
@@ -90,6 +90,7 @@ class Command(BaseCommand):
                 })),
                 engine=engine,
                 vllm_release=read_release(values),
+                llamacpp_build=read_build(values),
             )
         except SizingError as error:
             fail(self, {error.field: error.message})
