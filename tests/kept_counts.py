@@ -124,7 +124,7 @@ def write_once(rng: random.Random, feed_server, now) -> str:
     memories = memory_pool()
     kind = rng.choice([
         "refresh", "launch", "stop", "admin edit", "provider switch", "delete", "stale update",
-        "tier change", "generate",
+        "tier change", "generate", "gpu type edit",
     ])
     if kind == "refresh":
         provider = rng.choice(providers)
@@ -171,4 +171,14 @@ def write_once(rng: random.Random, feed_server, now) -> str:
         save_provider(provider)
     elif kind == "generate":
         generate_fleet(rng.randint(1, 12), seed=rng.randint(1, 3), provider_prefix="Generated")
+    elif kind == "gpu type edit":
+        # Staff correct a GPU type, as the admin saves it: a name that moves its interconnect (an SXM
+        # board's name given its PCIe card's, and back), or a compute capability that moves its kernel.
+        gpu_type = GpuType.objects.get(name=rng.choice(gpu_names))
+        if rng.random() < 0.5:
+            suffix = " PCIe"
+            gpu_type.name = gpu_type.name.removesuffix(suffix) if gpu_type.name.endswith(suffix) else gpu_type.name + suffix
+        else:
+            gpu_type.compute_capability = rng.choice(["", "8.9", "9.0", "10.0", "12.0"])
+        gpu_type.save()
     return kind

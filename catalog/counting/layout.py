@@ -10,7 +10,7 @@ import re
 CLAUSES = ("FROM", "WHERE", "GROUP BY", "HAVING", "ORDER BY", "UNION ALL", "CROSS JOIN", "JOIN", "WINDOW",
            "INSERT INTO")
 # A clause keyword right after one of these words belongs to it (DELETE FROM, CROSS JOIN, ...).
-JOINED_TO = {"DELETE", "CROSS", "UNION", "DISTINCT", "IS"}
+JOINED_TO = {"DELETE", "CROSS", "LEFT", "UNION", "DISTINCT", "IS"}
 STEP = "    "
 WIDTH = 100
 

@@ -105,8 +105,22 @@ class Trigger:
     definition: str  # the statement with its whitespace collapsed
 
 
+@dataclass(frozen=True)
+class GeneratedColumn:
+    table: str
+    name: str
+    expression: str  # as the file writes it, whitespace collapsed
+
+    @property
+    def qualified(self) -> str:
+        return f"{self.table}.{self.name}"
+
+
 FUNCTION = re.compile(r"CREATE (?:OR REPLACE )?FUNCTION (\w+)\(.*?AS (\$\w*\$)(.*)\2", re.S)
 TRIGGER = re.compile(r"CREATE (?:CONSTRAINT )?TRIGGER (\w+) .*? ON (\w+) ", re.S)
+GENERATED_COLUMN = re.compile(
+    r"ALTER TABLE (\w+) ADD COLUMN (\w+) \w+ GENERATED ALWAYS AS \((.*)\) STORED$", re.S
+)
 
 
 def functions(texts=None) -> dict[str, Function]:
@@ -126,6 +140,17 @@ def triggers(texts=None) -> dict[str, Trigger]:
         for statement in statements(text):
             if (match := TRIGGER.match(statement)) is not None:
                 found[match.group(1)] = Trigger(match.group(1), match.group(2), collapse(statement))
+    return found
+
+
+def generated_columns(texts=None) -> dict[str, GeneratedColumn]:
+    """table.column -> each generated column the files add to a table."""
+    found = {}
+    for text in (shipped() if texts is None else texts).values():
+        for statement in statements(text):
+            if (match := GENERATED_COLUMN.match(statement)) is not None:
+                column = GeneratedColumn(match.group(1), match.group(2), collapse(match.group(3)))
+                found[column.qualified] = column
     return found
 
 

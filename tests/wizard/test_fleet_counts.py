@@ -202,7 +202,7 @@ def test_the_installed_triggers_are_the_rule_as_compiled_now(db):
     assert installed == expected
     assert set(expected) == {
         "catalog_fleet_track", "catalog_fleet_merge", "catalog_fleet_merge_at_commit",
-        "catalog_fleet_rebuild", "catalog_fleet_truncated", "catalog_fleet_kinds_changed",
+        "catalog_fleet_rebuild", "catalog_fleet_truncated", "catalog_fleet_kinds_changed", "catalog_fleet_gpu_kind",
     }
 
 

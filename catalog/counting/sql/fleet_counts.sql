@@ -20,6 +20,10 @@ CREATE INDEX catalog_fleetdelta_txid_idx ON catalog_fleetdelta (txid);
 
 CREATE UNLOGGED TABLE catalog_fleetpending (txid bigint PRIMARY KEY);
 
+CREATE FUNCTION catalog_fleet_gpu_kind(name varchar, architecture varchar, compute_capability varchar) RETURNS smallint LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $fn$SELECT (((CASE WHEN catalog_fleet_gpu_kind.architecture IN ('cdna2', 'cdna3') AND btrim(catalog_fleet_gpu_kind.compute_capability) !~ '^[0-9]{1,2}\.[0-9]$' THEN 2 WHEN catalog_fleet_gpu_kind.architecture = 'blackwell' AND btrim(catalog_fleet_gpu_kind.compute_capability) IN ('10.0', '10.1', '10.2', '10.3', '10.4', '10.5', '10.6', '10.7', '10.8', '10.9') THEN 1 ELSE 0 END) * 3 + (CASE WHEN regexp_replace(catalog_fleet_gpu_kind.name, '^\s+|\s+$', '', 'g') ~* '\ygeforce\y|^(?:nvidia\s+)?rtx\s?\d{4}(?:\s?(?:ti|super|d))*$' THEN 2 WHEN regexp_replace(catalog_fleet_gpu_kind.name, '^\s+|\s+$', '', 'g') ~* '\ypcie\y|\ynvl\y|\y(?:l4|l20|l40s?|t4|a2|a10g?|a16|a30|a40)\y|\yrtx\s?a\d{4}\y|\yada\y|\yquadro\y|\yrtx\s?pro\y' THEN 1 ELSE 0 END)))::smallint$fn$;
+
+ALTER TABLE catalog_gputype ADD COLUMN gpu_kind smallint GENERATED ALWAYS AS (catalog_fleet_gpu_kind(name, architecture, compute_capability)) STORED;
+
 CREATE FUNCTION catalog_fleet_track() RETURNS trigger LANGUAGE plpgsql AS $fn$
 BEGIN
     IF TG_OP = 'INSERT' THEN
@@ -40,18 +44,12 @@ BEGIN
                 CASE WHEN (NOT m.is_available) OR (NOT m.provider_is_active) OR ((m.memory_per_gpu_mib IS NULL OR m.memory_per_gpu_mib <= 0)) THEN NULL ELSE m.free_gpus END AS free_gpus,
                 CASE WHEN (NOT m.is_available) OR (NOT m.provider_is_active) OR ((m.memory_per_gpu_mib IS NULL OR m.memory_per_gpu_mib <= 0)) OR (m.free_gpus < 1) THEN NULL ELSE m.tier END AS tier,
                 CASE WHEN (NOT m.is_available) OR (NOT m.provider_is_active) OR ((m.memory_per_gpu_mib IS NULL OR m.memory_per_gpu_mib <= 0)) OR (m.free_gpus < 1) THEN NULL ELSE (floor(m.reliability * 100) / 100)::numeric(3,2) END AS reliability,
-                CASE WHEN (NOT m.is_available) OR (NOT m.provider_is_active) OR ((m.memory_per_gpu_mib IS NULL OR m.memory_per_gpu_mib <= 0)) OR (m.free_gpus < 1) THEN NULL ELSE (SELECT ((CASE WHEN g.architecture IN ('cdna2',
-                        'cdna3') AND btrim(g.compute_capability) !~ '^[0-9]{1,2}\.[0-9]$' THEN 2 WHEN g.architecture = 'blackwell' AND btrim(g.compute_capability) IN ('10.0',
-                        '10.1', '10.2', '10.3', '10.4', '10.5', '10.6', '10.7', '10.8', '10.9') THEN 1 ELSE 0 END) * 3 + (CASE WHEN regexp_replace(g.name,
-                        '^\s+|\s+$', '', 'g') ~* '\ygeforce\y|^(?:nvidia\s+)?rtx\s?\d{4}(?:\s?(?:ti|super|d))*$' THEN 2 WHEN regexp_replace(g.name,
-                        '^\s+|\s+$', '', 'g') ~* '\ypcie\y|\ynvl\y|\y(?:l4|l20|l40s?|t4|a2|a10g?|a16|a30|a40)\y|\yrtx\s?a\d{4}\y|\yada\y|\yquadro\y|\yrtx\s?pro\y' THEN 1 ELSE 0 END))
-                    FROM catalog_gputype g
-                    WHERE g.id = m.gpu_type_id) END AS gpu_kind,
+                CASE WHEN (NOT m.is_available) OR (NOT m.provider_is_active) OR ((m.memory_per_gpu_mib IS NULL OR m.memory_per_gpu_mib <= 0)) OR (m.free_gpus < 1) THEN NULL ELSE m.gpu_type_kind END AS gpu_kind,
                 k.market AS market,
                 CASE WHEN (NOT m.is_available) OR (NOT m.provider_is_active) OR ((m.memory_per_gpu_mib IS NULL OR m.memory_per_gpu_mib <= 0)) OR (m.free_gpus < 1) THEN 0 ELSE (CASE k.market WHEN 'on_demand' THEN m.price_per_gpu_hour WHEN 'interruptible' THEN m.interruptible_allowed_price WHEN 'any' THEN m.any_market_price END * 10000)::bigint END AS price,
                 m.n
-                FROM (SELECT *, 1 AS n
-                    FROM fleet_new) AS m
+                FROM (SELECT m.*, g.gpu_kind AS gpu_type_kind, 1 AS n
+                    FROM fleet_new AS m LEFT JOIN catalog_gputype AS g ON g.id = m.gpu_type_id) AS m
                 CROSS JOIN (VALUES ('on_demand'), ('interruptible'), ('any')) AS k(market)
                 WHERE NOT (m.gone_at IS NOT NULL)) AS p
             GROUP BY p.is_available, p.provider_is_active, p.last_seen_at, p.country, p.memory_per_gpu_mib,
@@ -75,20 +73,14 @@ BEGIN
                 CASE WHEN (NOT m.is_available) OR (NOT m.provider_is_active) OR ((m.memory_per_gpu_mib IS NULL OR m.memory_per_gpu_mib <= 0)) THEN NULL ELSE m.free_gpus END AS free_gpus,
                 CASE WHEN (NOT m.is_available) OR (NOT m.provider_is_active) OR ((m.memory_per_gpu_mib IS NULL OR m.memory_per_gpu_mib <= 0)) OR (m.free_gpus < 1) THEN NULL ELSE m.tier END AS tier,
                 CASE WHEN (NOT m.is_available) OR (NOT m.provider_is_active) OR ((m.memory_per_gpu_mib IS NULL OR m.memory_per_gpu_mib <= 0)) OR (m.free_gpus < 1) THEN NULL ELSE (floor(m.reliability * 100) / 100)::numeric(3,2) END AS reliability,
-                CASE WHEN (NOT m.is_available) OR (NOT m.provider_is_active) OR ((m.memory_per_gpu_mib IS NULL OR m.memory_per_gpu_mib <= 0)) OR (m.free_gpus < 1) THEN NULL ELSE (SELECT ((CASE WHEN g.architecture IN ('cdna2',
-                        'cdna3') AND btrim(g.compute_capability) !~ '^[0-9]{1,2}\.[0-9]$' THEN 2 WHEN g.architecture = 'blackwell' AND btrim(g.compute_capability) IN ('10.0',
-                        '10.1', '10.2', '10.3', '10.4', '10.5', '10.6', '10.7', '10.8', '10.9') THEN 1 ELSE 0 END) * 3 + (CASE WHEN regexp_replace(g.name,
-                        '^\s+|\s+$', '', 'g') ~* '\ygeforce\y|^(?:nvidia\s+)?rtx\s?\d{4}(?:\s?(?:ti|super|d))*$' THEN 2 WHEN regexp_replace(g.name,
-                        '^\s+|\s+$', '', 'g') ~* '\ypcie\y|\ynvl\y|\y(?:l4|l20|l40s?|t4|a2|a10g?|a16|a30|a40)\y|\yrtx\s?a\d{4}\y|\yada\y|\yquadro\y|\yrtx\s?pro\y' THEN 1 ELSE 0 END))
-                    FROM catalog_gputype g
-                    WHERE g.id = m.gpu_type_id) END AS gpu_kind,
+                CASE WHEN (NOT m.is_available) OR (NOT m.provider_is_active) OR ((m.memory_per_gpu_mib IS NULL OR m.memory_per_gpu_mib <= 0)) OR (m.free_gpus < 1) THEN NULL ELSE m.gpu_type_kind END AS gpu_kind,
                 k.market AS market,
                 CASE WHEN (NOT m.is_available) OR (NOT m.provider_is_active) OR ((m.memory_per_gpu_mib IS NULL OR m.memory_per_gpu_mib <= 0)) OR (m.free_gpus < 1) THEN 0 ELSE (CASE k.market WHEN 'on_demand' THEN m.price_per_gpu_hour WHEN 'interruptible' THEN m.interruptible_allowed_price WHEN 'any' THEN m.any_market_price END * 10000)::bigint END AS price,
                 m.n
-                FROM (SELECT *, 1 AS n
-                    FROM fleet_new
-                    UNION ALL SELECT *, -1 AS n
-                    FROM fleet_old) AS m
+                FROM (SELECT m.*, g.gpu_kind AS gpu_type_kind, 1 AS n
+                    FROM fleet_new AS m LEFT JOIN catalog_gputype AS g ON g.id = m.gpu_type_id
+                    UNION ALL SELECT m.*, g.gpu_kind AS gpu_type_kind, -1 AS n
+                    FROM fleet_old AS m LEFT JOIN catalog_gputype AS g ON g.id = m.gpu_type_id) AS m
                 CROSS JOIN (VALUES ('on_demand'), ('interruptible'), ('any')) AS k(market)
                 WHERE NOT (m.gone_at IS NOT NULL)) AS p
             GROUP BY p.is_available, p.provider_is_active, p.last_seen_at, p.country, p.memory_per_gpu_mib,
@@ -112,18 +104,12 @@ BEGIN
                 CASE WHEN (NOT m.is_available) OR (NOT m.provider_is_active) OR ((m.memory_per_gpu_mib IS NULL OR m.memory_per_gpu_mib <= 0)) THEN NULL ELSE m.free_gpus END AS free_gpus,
                 CASE WHEN (NOT m.is_available) OR (NOT m.provider_is_active) OR ((m.memory_per_gpu_mib IS NULL OR m.memory_per_gpu_mib <= 0)) OR (m.free_gpus < 1) THEN NULL ELSE m.tier END AS tier,
                 CASE WHEN (NOT m.is_available) OR (NOT m.provider_is_active) OR ((m.memory_per_gpu_mib IS NULL OR m.memory_per_gpu_mib <= 0)) OR (m.free_gpus < 1) THEN NULL ELSE (floor(m.reliability * 100) / 100)::numeric(3,2) END AS reliability,
-                CASE WHEN (NOT m.is_available) OR (NOT m.provider_is_active) OR ((m.memory_per_gpu_mib IS NULL OR m.memory_per_gpu_mib <= 0)) OR (m.free_gpus < 1) THEN NULL ELSE (SELECT ((CASE WHEN g.architecture IN ('cdna2',
-                        'cdna3') AND btrim(g.compute_capability) !~ '^[0-9]{1,2}\.[0-9]$' THEN 2 WHEN g.architecture = 'blackwell' AND btrim(g.compute_capability) IN ('10.0',
-                        '10.1', '10.2', '10.3', '10.4', '10.5', '10.6', '10.7', '10.8', '10.9') THEN 1 ELSE 0 END) * 3 + (CASE WHEN regexp_replace(g.name,
-                        '^\s+|\s+$', '', 'g') ~* '\ygeforce\y|^(?:nvidia\s+)?rtx\s?\d{4}(?:\s?(?:ti|super|d))*$' THEN 2 WHEN regexp_replace(g.name,
-                        '^\s+|\s+$', '', 'g') ~* '\ypcie\y|\ynvl\y|\y(?:l4|l20|l40s?|t4|a2|a10g?|a16|a30|a40)\y|\yrtx\s?a\d{4}\y|\yada\y|\yquadro\y|\yrtx\s?pro\y' THEN 1 ELSE 0 END))
-                    FROM catalog_gputype g
-                    WHERE g.id = m.gpu_type_id) END AS gpu_kind,
+                CASE WHEN (NOT m.is_available) OR (NOT m.provider_is_active) OR ((m.memory_per_gpu_mib IS NULL OR m.memory_per_gpu_mib <= 0)) OR (m.free_gpus < 1) THEN NULL ELSE m.gpu_type_kind END AS gpu_kind,
                 k.market AS market,
                 CASE WHEN (NOT m.is_available) OR (NOT m.provider_is_active) OR ((m.memory_per_gpu_mib IS NULL OR m.memory_per_gpu_mib <= 0)) OR (m.free_gpus < 1) THEN 0 ELSE (CASE k.market WHEN 'on_demand' THEN m.price_per_gpu_hour WHEN 'interruptible' THEN m.interruptible_allowed_price WHEN 'any' THEN m.any_market_price END * 10000)::bigint END AS price,
                 m.n
-                FROM (SELECT *, -1 AS n
-                    FROM fleet_old) AS m
+                FROM (SELECT m.*, g.gpu_kind AS gpu_type_kind, -1 AS n
+                    FROM fleet_old AS m LEFT JOIN catalog_gputype AS g ON g.id = m.gpu_type_id) AS m
                 CROSS JOIN (VALUES ('on_demand'), ('interruptible'), ('any')) AS k(market)
                 WHERE NOT (m.gone_at IS NOT NULL)) AS p
             GROUP BY p.is_available, p.provider_is_active, p.last_seen_at, p.country, p.memory_per_gpu_mib,
@@ -205,18 +191,12 @@ BEGIN
                         CASE WHEN (NOT m.is_available) OR (NOT m.provider_is_active) OR ((m.memory_per_gpu_mib IS NULL OR m.memory_per_gpu_mib <= 0)) THEN NULL ELSE m.free_gpus END AS free_gpus,
                         CASE WHEN (NOT m.is_available) OR (NOT m.provider_is_active) OR ((m.memory_per_gpu_mib IS NULL OR m.memory_per_gpu_mib <= 0)) OR (m.free_gpus < 1) THEN NULL ELSE m.tier END AS tier,
                         CASE WHEN (NOT m.is_available) OR (NOT m.provider_is_active) OR ((m.memory_per_gpu_mib IS NULL OR m.memory_per_gpu_mib <= 0)) OR (m.free_gpus < 1) THEN NULL ELSE (floor(m.reliability * 100) / 100)::numeric(3,2) END AS reliability,
-                        CASE WHEN (NOT m.is_available) OR (NOT m.provider_is_active) OR ((m.memory_per_gpu_mib IS NULL OR m.memory_per_gpu_mib <= 0)) OR (m.free_gpus < 1) THEN NULL ELSE (SELECT ((CASE WHEN g.architecture IN ('cdna2',
-                                'cdna3') AND btrim(g.compute_capability) !~ '^[0-9]{1,2}\.[0-9]$' THEN 2 WHEN g.architecture = 'blackwell' AND btrim(g.compute_capability) IN ('10.0',
-                                '10.1', '10.2', '10.3', '10.4', '10.5', '10.6', '10.7', '10.8', '10.9') THEN 1 ELSE 0 END) * 3 + (CASE WHEN regexp_replace(g.name,
-                                '^\s+|\s+$', '', 'g') ~* '\ygeforce\y|^(?:nvidia\s+)?rtx\s?\d{4}(?:\s?(?:ti|super|d))*$' THEN 2 WHEN regexp_replace(g.name,
-                                '^\s+|\s+$', '', 'g') ~* '\ypcie\y|\ynvl\y|\y(?:l4|l20|l40s?|t4|a2|a10g?|a16|a30|a40)\y|\yrtx\s?a\d{4}\y|\yada\y|\yquadro\y|\yrtx\s?pro\y' THEN 1 ELSE 0 END))
-                            FROM catalog_gputype g
-                            WHERE g.id = m.gpu_type_id) END AS gpu_kind,
+                        CASE WHEN (NOT m.is_available) OR (NOT m.provider_is_active) OR ((m.memory_per_gpu_mib IS NULL OR m.memory_per_gpu_mib <= 0)) OR (m.free_gpus < 1) THEN NULL ELSE m.gpu_type_kind END AS gpu_kind,
                         k.market AS market,
                         CASE WHEN (NOT m.is_available) OR (NOT m.provider_is_active) OR ((m.memory_per_gpu_mib IS NULL OR m.memory_per_gpu_mib <= 0)) OR (m.free_gpus < 1) THEN 0 ELSE (CASE k.market WHEN 'on_demand' THEN m.price_per_gpu_hour WHEN 'interruptible' THEN m.interruptible_allowed_price WHEN 'any' THEN m.any_market_price END * 10000)::bigint END AS price,
                         m.n
-                        FROM (SELECT *, 1 AS n
-                            FROM catalog_machine) AS m
+                        FROM (SELECT m.*, g.gpu_kind AS gpu_type_kind, 1 AS n
+                            FROM catalog_machine AS m LEFT JOIN catalog_gputype AS g ON g.id = m.gpu_type_id) AS m
                         CROSS JOIN (VALUES ('on_demand'), ('interruptible'), ('any')) AS k(market)
                         WHERE NOT (m.gone_at IS NOT NULL)) AS p
                     GROUP BY p.is_available, p.provider_is_active, p.last_seen_at, p.country, p.memory_per_gpu_mib,
@@ -238,18 +218,12 @@ BEGIN
                 CASE WHEN (NOT m.is_available) OR (NOT m.provider_is_active) OR ((m.memory_per_gpu_mib IS NULL OR m.memory_per_gpu_mib <= 0)) THEN NULL ELSE m.free_gpus END AS free_gpus,
                 CASE WHEN (NOT m.is_available) OR (NOT m.provider_is_active) OR ((m.memory_per_gpu_mib IS NULL OR m.memory_per_gpu_mib <= 0)) OR (m.free_gpus < 1) THEN NULL ELSE m.tier END AS tier,
                 CASE WHEN (NOT m.is_available) OR (NOT m.provider_is_active) OR ((m.memory_per_gpu_mib IS NULL OR m.memory_per_gpu_mib <= 0)) OR (m.free_gpus < 1) THEN NULL ELSE (floor(m.reliability * 100) / 100)::numeric(3,2) END AS reliability,
-                CASE WHEN (NOT m.is_available) OR (NOT m.provider_is_active) OR ((m.memory_per_gpu_mib IS NULL OR m.memory_per_gpu_mib <= 0)) OR (m.free_gpus < 1) THEN NULL ELSE (SELECT ((CASE WHEN g.architecture IN ('cdna2',
-                        'cdna3') AND btrim(g.compute_capability) !~ '^[0-9]{1,2}\.[0-9]$' THEN 2 WHEN g.architecture = 'blackwell' AND btrim(g.compute_capability) IN ('10.0',
-                        '10.1', '10.2', '10.3', '10.4', '10.5', '10.6', '10.7', '10.8', '10.9') THEN 1 ELSE 0 END) * 3 + (CASE WHEN regexp_replace(g.name,
-                        '^\s+|\s+$', '', 'g') ~* '\ygeforce\y|^(?:nvidia\s+)?rtx\s?\d{4}(?:\s?(?:ti|super|d))*$' THEN 2 WHEN regexp_replace(g.name,
-                        '^\s+|\s+$', '', 'g') ~* '\ypcie\y|\ynvl\y|\y(?:l4|l20|l40s?|t4|a2|a10g?|a16|a30|a40)\y|\yrtx\s?a\d{4}\y|\yada\y|\yquadro\y|\yrtx\s?pro\y' THEN 1 ELSE 0 END))
-                    FROM catalog_gputype g
-                    WHERE g.id = m.gpu_type_id) END AS gpu_kind,
+                CASE WHEN (NOT m.is_available) OR (NOT m.provider_is_active) OR ((m.memory_per_gpu_mib IS NULL OR m.memory_per_gpu_mib <= 0)) OR (m.free_gpus < 1) THEN NULL ELSE m.gpu_type_kind END AS gpu_kind,
                 k.market AS market,
                 CASE WHEN (NOT m.is_available) OR (NOT m.provider_is_active) OR ((m.memory_per_gpu_mib IS NULL OR m.memory_per_gpu_mib <= 0)) OR (m.free_gpus < 1) THEN 0 ELSE (CASE k.market WHEN 'on_demand' THEN m.price_per_gpu_hour WHEN 'interruptible' THEN m.interruptible_allowed_price WHEN 'any' THEN m.any_market_price END * 10000)::bigint END AS price,
                 m.n
-                FROM (SELECT *, 1 AS n
-                    FROM catalog_machine) AS m
+                FROM (SELECT m.*, g.gpu_kind AS gpu_type_kind, 1 AS n
+                    FROM catalog_machine AS m LEFT JOIN catalog_gputype AS g ON g.id = m.gpu_type_id) AS m
                 CROSS JOIN (VALUES ('on_demand'), ('interruptible'), ('any')) AS k(market)
                 WHERE NOT (m.gone_at IS NOT NULL)) AS p
             GROUP BY p.is_available, p.provider_is_active, p.last_seen_at, p.country, p.memory_per_gpu_mib,
@@ -278,7 +252,7 @@ CREATE TRIGGER catalog_fleet_truncated AFTER TRUNCATE ON catalog_machine FOR EAC
 CREATE FUNCTION catalog_fleet_kinds_changed() RETURNS trigger LANGUAGE plpgsql AS $fn$
 BEGIN
     IF EXISTS (SELECT 1 FROM gpu_old AS o JOIN gpu_new AS g ON g.id = o.id
-               WHERE ((CASE WHEN o.architecture IN ('cdna2', 'cdna3') AND btrim(o.compute_capability) !~ '^[0-9]{1,2}\.[0-9]$' THEN 2 WHEN o.architecture = 'blackwell' AND btrim(o.compute_capability) IN ('10.0', '10.1', '10.2', '10.3', '10.4', '10.5', '10.6', '10.7', '10.8', '10.9') THEN 1 ELSE 0 END) * 3 + (CASE WHEN regexp_replace(o.name, '^\s+|\s+$', '', 'g') ~* '\ygeforce\y|^(?:nvidia\s+)?rtx\s?\d{4}(?:\s?(?:ti|super|d))*$' THEN 2 WHEN regexp_replace(o.name, '^\s+|\s+$', '', 'g') ~* '\ypcie\y|\ynvl\y|\y(?:l4|l20|l40s?|t4|a2|a10g?|a16|a30|a40)\y|\yrtx\s?a\d{4}\y|\yada\y|\yquadro\y|\yrtx\s?pro\y' THEN 1 ELSE 0 END)) <> ((CASE WHEN g.architecture IN ('cdna2', 'cdna3') AND btrim(g.compute_capability) !~ '^[0-9]{1,2}\.[0-9]$' THEN 2 WHEN g.architecture = 'blackwell' AND btrim(g.compute_capability) IN ('10.0', '10.1', '10.2', '10.3', '10.4', '10.5', '10.6', '10.7', '10.8', '10.9') THEN 1 ELSE 0 END) * 3 + (CASE WHEN regexp_replace(g.name, '^\s+|\s+$', '', 'g') ~* '\ygeforce\y|^(?:nvidia\s+)?rtx\s?\d{4}(?:\s?(?:ti|super|d))*$' THEN 2 WHEN regexp_replace(g.name, '^\s+|\s+$', '', 'g') ~* '\ypcie\y|\ynvl\y|\y(?:l4|l20|l40s?|t4|a2|a10g?|a16|a30|a40)\y|\yrtx\s?a\d{4}\y|\yada\y|\yquadro\y|\yrtx\s?pro\y' THEN 1 ELSE 0 END))) THEN
+               WHERE o.gpu_kind <> g.gpu_kind) THEN
         PERFORM catalog_fleet_rebuild();
         DELETE FROM catalog_fleetdelta WHERE txid = txid_current();
     END IF;
