@@ -78,7 +78,8 @@ class Capacity:
     # compares without them and staff may edit them.
     published: tuple[PublishedGguf, ...] = ()
     release: VllmRelease = DEFAULT_RELEASE  # under vLLM: the release asked and its switches
-    build: LlamaCppBuild = NOT_GIVEN  # under llama.cpp: the build asked (the logits it reserves)
+    # under llama.cpp the build asked, under Ollama the release (the logits reserved, the cache's layout)
+    build: LlamaCppBuild = NOT_GIVEN
 
     @cached_property
     def weights_bytes(self) -> int:

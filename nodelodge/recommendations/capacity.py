@@ -9,8 +9,9 @@ release's, `vllm_versions`), max_model_len
 (vLLM: default the model's longest; llama.cpp: -c, every slot's tokens; Ollama: num_ctx, each request's),
 max_num_batched_tokens, max_num_seqs (default: vLLM's for the GPU's size); for llama.cpp and Ollama also
 quantization (a GGUF quant type), flash_attention, parallel (-np, OLLAMA_NUM_PARALLEL) and gpu_layers
-(-ngl), and for llama.cpp engine_version, its build (b6500: the logits it reserves, `llamacpp_builds`);
-for SGLang mem_fraction_static (default: SGLang's for the GPU and tensor_parallel), with
+(-ngl), and engine_version: for llama.cpp its build (b6500: the logits it reserves, `llamacpp_builds`),
+for Ollama its release (0.30.1: the llama.cpp build it runs, the logits it reserves and the KV cache's
+layout); for SGLang mem_fraction_static (default: SGLang's for the GPU and tensor_parallel), with
 max_model_len as --context-length and parallel as --max-running-requests. kv_cache is 16 or 8 (bits),
 or a cache type by name: f16, bf16, fp8 (vLLM), q8_0, q4_0… (llama.cpp). Under vLLM, interconnect is what
 the GPUs of a tensor-parallel split are connected by (nvswitch, pcie_p2p, pcie); left empty, a named GPU
@@ -157,7 +158,8 @@ class CapacityForm(forms.Form):
                                      label=_("Sequences per step (max_num_seqs)"),
                                      error_messages=error_words("max_num_seqs"))
     # vLLM's release and the switches whose default it sets (`sizing.calculators.vllm_versions`); under
-    # engine=llamacpp engine_version is the build (`sizing.calculators.llamacpp_builds`).
+    # engine=llamacpp engine_version is the build, under engine=ollama the release
+    # (`sizing.calculators.llamacpp_builds`).
     engine_version = BY_NAME["engine_version"].form_field()
     cudagraph_estimate = BY_NAME["cudagraph_estimate"].form_field()
     skip_vision_tower = BY_NAME["skip_vision_tower"].form_field()
@@ -221,7 +223,8 @@ class CapacityQuery:
     skip_vision_tower: bool = False
     interconnect: str | None = None  # what the GPUs of a split are connected by; None: not said
     model_runner: str | None = None  # None: the release's choice for the model
-    llamacpp_build: LlamaCppBuild = NOT_GIVEN  # under llama.cpp: the build, which decides the logits reserved
+    # under llama.cpp the build, under Ollama its release: the logits reserved and the cache's layout
+    llamacpp_build: LlamaCppBuild = NOT_GIVEN
 
     @property
     def utilization(self) -> Fraction:

@@ -32,14 +32,15 @@ def _item(item) -> dict:
 
 def answer(spec: LanguageModelSpec, query: CapacityQuery, gpu_type: catalog_rows.UsableMemory | None) -> dict:
     """The what-if's answer under llama.cpp (max_model_len is -c, shared by the parallel slots) or
-    Ollama (max_model_len is num_ctx, each request's; the engine allocates it once per slot)."""
+    Ollama (max_model_len is num_ctx, each request's; the engine allocates it once per slot), the logits
+    reserved and the cache laid out as the build or Ollama release asked does (`llamacpp_builds`)."""
     per_request = query.max_model_len or DEFAULT_CONTEXT
     context = per_request * query.parallel if query.engine == "ollama" else per_request
     settings = LlamaCppSettings(
         quant_type=query.quantization, context=context, parallel=query.parallel,
         cache_type_k=query.kv_cache_type, cache_type_v=query.kv_cache_type,
         flash_attention=query.flash_attention, gpu_layers=query.gpu_layers,
-        reservation=query.llamacpp_build.reservation,
+        reservation=query.llamacpp_build.reservation, kv_streams=query.llamacpp_build.kv_streams,
     )
     try:
         need = llamacpp_need(spec, settings)

@@ -18,7 +18,7 @@ from django.utils.functional import lazy
 from django.utils.translation import gettext_lazy as _
 
 from sizing.calculators.llamacpp import PRECISION_QUANT
-from sizing.calculators.llamacpp_builds import PER_SLOT_FROM
+from sizing.calculators.llamacpp_builds import OLLAMA_LLAMA_SERVER, OLLAMA_PER_SLOT_FROM, PER_SLOT_FROM
 from sizing.calculators.vllm import DEFAULT_ENGINE, NCCL_BYTES, VLLM_VERSION
 from sizing.calculators.vllm_interconnect import NVSWITCH, PCIE, PCIE_P2P
 from sizing.calculators.vllm_versions import OLDEST as VLLM_OLDEST_NUMBER
@@ -185,7 +185,8 @@ ENGINE_CHOICES = [("transformers", _("transformers (default)")), ("vllm", _("vLL
                   ("llamacpp", "llama.cpp"), ("ollama", "Ollama")]
 DEFAULT_KV_BITS = 16
 ON_OFF_CHOICES = [("", "—"), ("on", _("on")), ("off", _("off"))]
-# The inputs only vLLM reads (`vllm_release.release_refusals`); engine_version is llama.cpp's build too.
+# The inputs only vLLM reads (`vllm_release.release_refusals`); engine_version is llama.cpp's build and
+# Ollama's release too.
 VLLM_RELEASE_INPUTS = (
     "engine_version", "cudagraph_estimate", "skip_vision_tower", "model_runner", "interconnect"
 )
@@ -284,13 +285,14 @@ PARAMETERS: tuple[Parameter, ...] = (
     ),
     # vLLM's release and the switches whose default it sets (`sizing.calculators.vllm_versions`): read under
     # engine=vllm only (named with another engine, refused), but engine_version, which under
-    # engine=llamacpp is llama.cpp's build (`sizing.calculators.llamacpp_builds`); the GPU what-if reads the
-    # same declarations.
+    # engine=llamacpp is llama.cpp's build and under engine=ollama Ollama's release
+    # (`sizing.calculators.llamacpp_builds`); the GPU what-if reads the same declarations.
     Parameter(
-        "engine_version", TEXT, label=_("Engine version (vLLM release or llama.cpp build)"),
+        "engine_version", TEXT, label=_("Engine version (vLLM release, llama.cpp build or Ollama version)"),
         words=_("Engine version"), max_length=20,
         messages={"max_length": _(
-            "Enter the engine's version: a vLLM release such as 0.19, or a llama.cpp build such as b6500.")},
+            "Enter the engine's version: a vLLM release such as 0.19, a llama.cpp build such as b6500 or an "
+            "Ollama version such as 0.30.1.")},
         description=f"engine=vllm: vLLM's release, {VLLM_OLDEST} to {VLLM_VERSION} (empty: "
         f"{VLLM_VERSION}, the current stable release): before 0.9.2 the CUDA context is paid inside "
         "gpu_memory_utilization; from 0.20 the CUDA graphs' estimate is (cudagraph_estimate=off, vLLM's "
@@ -300,10 +302,18 @@ PARAMETERS: tuple[Parameter, ...] = (
         "engine=llamacpp: the llama.cpp build serving it, as b6500 or 6500 (llama-server --version prints "
         f"it): from b{PER_SLOT_FROM} llama-server reserves the compute buffer's logits for one row per slot "
         "(ggml-org/llama.cpp#23861), before it for every token of the micro-batch; empty, the build is not "
-        "known and the whole micro-batch is sized (the larger need). Another engine refuses it. The answer "
-        "names the version or build and the rules it assumed.",
+        "known and the whole micro-batch is sized (the larger need). engine=ollama: Ollama's release as "
+        "ollama --version prints it, 0.30.1 or v0.30.1, read as the llama.cpp build it runs: before 0.30.0 "
+        "its own runners (every token of the micro-batch, one KV pool shared by the slots); from 0.30.0 "
+        "llama-server (ollama/ollama#16031) with a KV stream per slot, each slot's num_ctx rounded up to 256 "
+        "tokens and a sliding-window layer's window plus one micro-batch in every slot; 0.30.0 runs "
+        f"b{OLLAMA_LLAMA_SERVER[0][1]}, every token of the micro-batch; from {OLLAMA_PER_SLOT_FROM} "
+        f"b{OLLAMA_LLAMA_SERVER[-1][1]} or later, one row per slot. "
+        "Empty, or a release later than those read, is sized as the own runners (the larger logits). "
+        "Another engine refuses it. The answer names the version or build and the rules it assumed.",
         cli_help=f"vllm: release, e.g. 0.19 or 0.9.2 (default: {VLLM_VERSION}); llamacpp: build, e.g. b6500 "
-        "(default: not known, the whole micro-batch's logits)",
+        "(default: not known, the whole micro-batch's logits); ollama: release, e.g. 0.30.1 (default: not "
+        "known, its own runners' sizing)",
     ),
     Parameter(
         "cudagraph_estimate", CHOICE, label=_(

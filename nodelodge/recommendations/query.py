@@ -137,7 +137,7 @@ class _QueryForm(forms.Form):
         chosen = workload(cleaned.get("workload"))
         if chosen is None:
             return cleaned
-        if chosen.serves_tokens:  # vLLM's release (llama.cpp's build): read under their engines, else refused
+        if chosen.serves_tokens:  # vLLM's release (llama.cpp's build, Ollama's release): under their engines
             clean_release(self)
             for name, message in release_refusals(cleaned.get("engine"), self.data).items():
                 if name not in self.errors:
@@ -218,7 +218,7 @@ def _value_schema(name: str, field, optional: bool) -> dict:
                          for code in sorted(ALL_CODES | {EU_CODE}))
         item = rf"\s*(?:{codes})?\s*"
         return {"type": "string", "pattern": rf"^{item}(?:[,;]{item}){{0,{MAX_COUNTRY_ITEMS - 1}}}$"}
-    if name == "engine_version":  # the vLLM releases whose rules are known, llama.cpp builds, or empty
+    if name == "engine_version":  # the vLLM releases whose rules are known, llama.cpp builds, Ollama releases
         return {"type": "string", "maxLength": field.max_length, "pattern": engine_version_pattern()}
     if isinstance(field, forms.TypedChoiceField) and field.coerce is int:
         return {"type": "integer", "enum": [int(value) for value, _ in _choices(field)]}
@@ -299,7 +299,8 @@ class WorkloadQuery:
     min_reliability: Decimal | None = None  # 0 to 1, two places: the reliability a feed must report
     # Under engine=vllm: the release asked and its switches (`vllm_release`); the current stable otherwise.
     vllm_release: VllmRelease = DEFAULT_RELEASE
-    # Under engine=llamacpp: the build asked (`vllm_release.read_build`), which decides the logits reserved.
+    # Under engine=llamacpp the build asked, under engine=ollama the release (`vllm_release.read_build`): the
+    # logits reserved and the cache's layout.
     llamacpp_build: LlamaCppBuild = NOT_GIVEN
     market: str = DEFAULT_MARKET  # the markets a machine's price may come from (`sizing.markets`)
 

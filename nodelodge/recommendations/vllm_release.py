@@ -1,9 +1,10 @@
 """The vLLM release a query asks for (`engine_version`, `cudagraph_estimate`, `skip_vision_tower`,
 `model_runner`), what the GPUs of a split are connected by (`interconnect`) and, under engine=llamacpp, the
-llama.cpp build (`engine_version` there), read and checked by one rule for the wizard's query (page,
-/estimate, /recommendations, `estimate`, `recommend`, watches) and the GPU what-if (`/api/v1/capacity`): the
-release by `sizing.calculators.vllm_versions`, the switches by the release, the vision tower and the runner's
-fit to the model where the model is sized (`sizing.calculators.vllm.check_settings`), the build by
+llama.cpp build or, under engine=ollama, Ollama's release (`engine_version` there), read and checked by one
+rule for the wizard's query (page, /estimate, /recommendations, `estimate`, `recommend`, watches) and the
+GPU what-if (`/api/v1/capacity`): the release by `sizing.calculators.vllm_versions`, the switches by the
+release, the vision tower and the runner's fit to the model where the model is sized
+(`sizing.calculators.vllm.check_settings`), the build and Ollama's release by
 `sizing.calculators.llamacpp_builds`."""
 from __future__ import annotations
 
@@ -14,7 +15,15 @@ from typing import Any
 from django import forms
 from django.utils.translation import gettext
 
-from sizing.calculators.llamacpp_builds import BUILD_PATTERN, NOT_GIVEN, LlamaCppBuild, parse_build
+from sizing.calculators.llamacpp_builds import (
+    BUILD_PATTERN,
+    LLAMACPP,
+    OLLAMA,
+    OLLAMA_PATTERN,
+    LlamaCppBuild,
+    build_for,
+    parse_engine_build,
+)
 from sizing.calculators.vllm_interconnect import check_interconnect
 from sizing.calculators.vllm_versions import (
     DEFAULT_RELEASE,
@@ -31,23 +40,27 @@ from .messages import CONFLICT
 from .parameters import VLLM_RELEASE_INPUTS
 
 ON_OFF = {"on": True, "off": False}
-VLLM, LLAMACPP = "vllm", "llamacpp"  # the engines that read engine_version: vLLM's release, llama.cpp's build
+VLLM = "vllm"
+# The engines that read engine_version: vLLM's release, llama.cpp's build, Ollama's release.
+VERSIONED_ENGINES = (VLLM, LLAMACPP, OLLAMA)
 
 
 def engine_version_pattern() -> str:
     """What engine_version takes under some engine (or empty: the default), as a regular expression: a vLLM
-    release whose rules are known, or a llama.cpp build. The API's schema states it; a value it allows that
-    the chosen engine does not read is a conflict (422), one it does not allow a bad value (400)."""
-    return rf"{known_release_pattern()}|^{BUILD_PATTERN}$"
+    release whose rules are known, a llama.cpp build or an Ollama release. The API's schema states it; a
+    value it allows that the chosen engine does not read (a vLLM release past the known ones has the form of
+    an Ollama release) is a conflict (422), one it does not allow a bad value (400)."""
+    return rf"{known_release_pattern()}|^{BUILD_PATTERN}$|^{OLLAMA_PATTERN}$"
 
 
 def read_build(values: Mapping[str, Any]) -> LlamaCppBuild:
-    """The llama.cpp build asked in `values` under engine=llamacpp (empty engine_version: not given); not
-    given under any other engine. SizingError naming engine_version where it is not a build."""
-    if values.get("engine") != LLAMACPP:
-        return NOT_GIVEN
-    build = values.get("engine_version")
-    return build if isinstance(build, LlamaCppBuild) else parse_build(build)
+    """The llama.cpp build asked in `values` under engine=llamacpp, or Ollama's release under engine=ollama
+    (empty engine_version: not given); not given under any other engine. SizingError naming engine_version
+    where it is not one."""
+    engine, build = values.get("engine") or "", values.get("engine_version")
+    if isinstance(build, LlamaCppBuild):
+        return build_for(engine, build)
+    return parse_engine_build(engine, build)
 
 
 def read_release(values: Mapping[str, Any]) -> VllmRelease:
@@ -56,7 +69,8 @@ def read_release(values: Mapping[str, Any]) -> VllmRelease:
     empty; interconnect one of `vllm_interconnect.INTERCONNECTS` or empty, not said); SizingError naming the
     field where the version is not one whose budget is known or the release has no such switch (what depends
     on the model is checked where it is sized). Under another engine the release is the current stable one:
-    engine_version is llama.cpp's build (`read_build`) or refused (`release_refusals`)."""
+    engine_version is llama.cpp's build or Ollama's release (`read_build`), or refused
+    (`release_refusals`)."""
     version = values.get("engine_version") if values.get("engine", VLLM) == VLLM else None
     version = version if isinstance(version, VllmVersion) else parse_version(version)
     asked = values.get("cudagraph_estimate") or ""
@@ -72,9 +86,10 @@ def read_release(values: Mapping[str, Any]) -> VllmRelease:
 
 
 def clean_release(form: forms.Form) -> None:
-    """Reads the release, or under engine=llamacpp the build, into `cleaned_data["engine_version"]`
-    (`read_release`, `read_build`), each refusal beside its field: a bad value 400, an engine_version of
-    the form another engine reads (`engine_version_pattern`) a conflict, 422."""
+    """Reads the release, or under engine=llamacpp the build and under engine=ollama Ollama's release, into
+    `cleaned_data["engine_version"]` (`read_release`, `read_build`), each refusal beside its field: a bad
+    value 400, an engine_version of the form another engine reads (`engine_version_pattern`) a conflict,
+    422."""
     cleaned = form.cleaned_data
     if "engine_version" not in cleaned:  # its own field was refused
         return
@@ -82,7 +97,7 @@ def clean_release(form: forms.Form) -> None:
     try:
         release = read_release(cleaned)
         build = read_build(cleaned)
-        cleaned["engine_version"] = build if cleaned.get("engine") == LLAMACPP else release.version
+        cleaned["engine_version"] = build if cleaned.get("engine") in (LLAMACPP, OLLAMA) else release.version
     except SizingError as error:
         another_engines = (error.field == "engine_version" and isinstance(asked, str)
                            and re.fullmatch(engine_version_pattern(), asked.strip()) is not None)
@@ -91,9 +106,9 @@ def clean_release(form: forms.Form) -> None:
 
 
 def release_refusals(engine: str | None, asked: Mapping[str, Any]) -> dict[str, str]:
-    """The release's inputs named with an engine other than vLLM (engine_version other than vLLM and
-    llama.cpp), by field: said, never silently ignored (values each valid alone that do not go together:
-    422)."""
+    """The release's inputs named with an engine other than vLLM (engine_version with an engine other than
+    vLLM, llama.cpp and Ollama), by field: said, never silently ignored (values each valid alone that do not
+    go together: 422)."""
     if engine == VLLM:
         return {}
     refusals = {}
@@ -103,15 +118,16 @@ def release_refusals(engine: str | None, asked: Mapping[str, Any]) -> dict[str, 
         if name != "engine_version":
             refusals[name] = gettext(
                 "%(name)s is read by vLLM only: choose the engine vllm, or leave it empty.") % {"name": name}
-        elif engine != LLAMACPP:
+        elif engine not in VERSIONED_ENGINES:
             refusals[name] = gettext(
-                "engine_version is read by vLLM (its release) and llama.cpp (its build) only: choose the "
-                "engine vllm or llamacpp, or leave it empty.")
+                "engine_version is read by vLLM (its release), llama.cpp (its build) and Ollama (its "
+                "version) only: choose the engine vllm, llamacpp or ollama, or leave it empty.")
     return refusals
 
 
 def build_params(build: LlamaCppBuild) -> dict[str, str]:
-    """The query-string values that ask for `build` (not given: none)."""
+    """The query-string values that ask for `build`, a llama.cpp build or Ollama's release (not given:
+    none)."""
     return {"engine_version": build.text} if build.given else {}
 
 

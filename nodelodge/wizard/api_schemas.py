@@ -36,7 +36,8 @@ class MemoryOut(Schema):
     items: list[ItemOut]
     assumptions: list[str]
     gguf: GgufFileOut | None = None  # engine=llamacpp or ollama: the GGUF file assumed
-    # engine=vllm or sglang: the release the answer assumed; engine=llamacpp: the build asked (None: none)
+    # engine=vllm or sglang: the release the answer assumed; engine=llamacpp: the build asked, engine=ollama:
+    # the release asked (None: none)
     engine_version: str | None = None
 
 
@@ -409,8 +410,9 @@ class GgufCapacityOut(Schema):
 
     model: str
     engine: str
-    engine_version: str | None  # engine=llamacpp: the build asked (None: not given)
-    engine_version_rules: str  # the logits the build reserves the compute buffer for (not given: the most)
+    engine_version: str | None  # engine=llamacpp: the build asked, engine=ollama: the release (None: none)
+    # the logits the build reserves the compute buffer for (not given: the most); under Ollama, its cache too
+    engine_version_rules: str
     fits: bool
     reason: str | None
     gpu: str | None

@@ -47,7 +47,7 @@ def estimate(
     `training` (how a fine-tune is run) is read by the fine-tuning workload only; others ignore it.
     `quantization` (a GGUF type) is read by llama.cpp and Ollama only: asked of another engine, refused.
     `vllm_release` (the vLLM release and its switches) is read under vLLM only, `llamacpp_build` (the logits
-    its llama-server reserves) under llama.cpp only.
+    its llama-server reserves, the cache it lays out) under llama.cpp, or as an Ollama release under Ollama.
     """
     chosen = workload_named(workload) if isinstance(workload, str) else None
     if chosen is None:

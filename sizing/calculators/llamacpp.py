@@ -6,6 +6,8 @@
 - KV cache: `-c` tokens in all, shared by the `-np` parallel slots, for every layer, K and V each in
   its cache type: f16 (2 bytes a value), q8_0 (34 bytes per 32), q4_0 (18 per 32)…; a quantized V
   cache needs flash attention. Sliding-window layers keep their window per slot plus one micro-batch.
+  Where the cache keeps one stream per slot (Ollama from 0.30, `llamacpp_builds`), each slot's share is
+  rounded up on its own and a sliding-window layer keeps its window plus one micro-batch in every slot.
   A layer's cache lives where the layer does.
 - Compute buffer: the peak of ggml's graph allocator over the graph llama.cpp reserves for one
   micro-batch (`-ub`, 512 tokens; `llamacpp_graph`): tensors reuse the memory of those already read, so
@@ -64,6 +66,9 @@ class LlamaCppSettings:
     # The rows of logits the compute buffer is reserved for: the whole micro-batch, or one per slot
     # (llama-server from b9460, `llamacpp_builds.LlamaCppBuild.reservation`).
     reservation: str = WHOLE_MICRO_BATCH
+    # One KV stream per slot (llama-server started with -np and without --kv-unified, as Ollama does from
+    # 0.30: `llamacpp_builds.LlamaCppBuild.kv_streams`); False: one pool shared by the slots.
+    kv_streams: bool = False
 
 
 @dataclass(frozen=True)
@@ -75,7 +80,7 @@ class LlamaCppNeed:
     weights: GgufWeights
     gpu_layers: int  # the decoder layers on the GPUs
     output_on_gpu: bool
-    kv_size: int  # the cache's tokens (-c rounded up to KV_PADDING)
+    kv_size: int  # the cache's tokens (-c rounded up to KV_PADDING; `cache_cells`)
     gpu_items: tuple[Item, ...]
     host_items: tuple[Item, ...]
     # What each GPU's compute buffer adds when several split the layers with every layer and the head on
@@ -204,15 +209,32 @@ def _row_bytes(cache_type: str, values: int) -> int:
     return -(-values // per_block) * size
 
 
+def _padded(tokens: int) -> int:
+    return -(-tokens // KV_PADDING) * KV_PADDING
+
+
+def cache_cells(settings: LlamaCppSettings) -> int:
+    """A full-attention layer's cache tokens: -c rounded up to KV_PADDING; with a stream per slot, each
+    slot's share of that rounded up again (llama_context: n_ctx_seq = n_ctx / n_seq_max, padded)."""
+    cells = _padded(settings.context)
+    if settings.kv_streams:
+        return settings.parallel * _padded(cells // settings.parallel)
+    return cells
+
+
 def _layer_cells(model: LanguageModelSpec, settings: LlamaCppSettings, kv_size: int,
                  layers: range) -> tuple[int, ...]:
     """Each of `layers`' cache tokens: the cache's, or a sliding-window layer's window per slot plus one
-    micro-batch (within the cache). Worked out once per need, not once per layer."""
+    micro-batch (within the cache); with a stream per slot, the window plus one micro-batch in each slot's
+    stream (llama_kv_cache_iswa). Worked out once per need, not once per layer."""
     arch = model.architecture or PLAIN
     if not arch.sliding_window or SLIDING not in arch.layer_pattern:
         return (kv_size,) * len(layers)
-    window = arch.sliding_window * settings.parallel + settings.ubatch
-    sliding = min(kv_size, -(-window // KV_PADDING) * KV_PADDING)
+    if settings.kv_streams:
+        per_slot = kv_size // settings.parallel
+        sliding = settings.parallel * min(per_slot, _padded(arch.sliding_window + settings.ubatch))
+    else:
+        sliding = min(kv_size, _padded(arch.sliding_window * settings.parallel + settings.ubatch))
     return tuple(sliding if arch.kind_of_layer(layer) == SLIDING else kv_size for layer in layers)
 
 
@@ -273,7 +295,7 @@ def llamacpp_need(model: LanguageModelSpec, settings: LlamaCppSettings) -> Llama
     on_gpu = min(asked, layers)
     output_on_gpu = asked > layers
     first_gpu_layer = layers - on_gpu
-    kv_size = -(-settings.context // KV_PADDING) * KV_PADDING
+    kv_size = cache_cells(settings)
     gpu_weights = sum(weights.layer_bytes(layer) for layer in range(first_gpu_layer, layers))
     # The output head; where it is tied to the embeddings, llama.cpp loads that matrix a second time
     # on the GPU holding the output (the embeddings' own copy stays in host memory).
@@ -291,10 +313,13 @@ def llamacpp_need(model: LanguageModelSpec, settings: LlamaCppSettings) -> Llama
     # the GPU with the head, whose buffer is the largest, is what each is sized for.
     pipeline = (_compute_bytes(model, settings, kv_size, gpu_layers, True, PIPELINE_COPIES) - compute
                 if output_on_gpu and on_gpu == layers else 0)
+    slots = gettext("%(n)s parallel slots") % {"n": settings.parallel}
+    if settings.kv_streams and settings.parallel > 1:
+        slots = gettext("%(n)s parallel slots, a stream of %(tokens)s tokens each") % {
+            "n": settings.parallel, "tokens": fmt_int(kv_size // settings.parallel)}
     cache_words = gettext("%(tokens)s tokens (-c %(context)s, %(slots)s) × K %(k)s + V %(v)s") % {
-        "tokens": fmt_int(kv_size), "context": fmt_int(settings.context),
-        "slots": gettext("%(n)s parallel slots") % {"n": settings.parallel}, "k": settings.cache_type_k,
-        "v": settings.cache_type_v}
+        "tokens": fmt_int(kv_size), "context": fmt_int(settings.context), "slots": slots,
+        "k": settings.cache_type_k, "v": settings.cache_type_v}
     gpu_items = (
         Item(gettext("Model weights on the GPUs (GGUF %(type)s)") % {"type": weights.quant_type},
              gettext("%(layers)s of %(all)s layers%(head)s: %(bytes)s") % {
@@ -354,10 +379,11 @@ def wizard_settings(precision: int, context: int, requests: int, kv_bits: int,
                     quantization: str | None = None, build: LlamaCppBuild = NOT_GIVEN) -> LlamaCppSettings:
     """`requests` requests of `context` tokens: -np requests, -c their tokens together, every layer on
     the GPUs, flash attention on (what a quantized cache needs); the file in `wizard_quant_type`; the
-    logits reserved as `build` reserves them (not given: the whole micro-batch)."""
+    logits reserved and the cache laid out as `build` does (not given: the whole micro-batch, one pool)."""
     return LlamaCppSettings(quant_type=wizard_quant_type(precision, quantization), context=context * requests,
                             parallel=requests, cache_type_k=KV_BITS_TYPE[kv_bits],
-                            cache_type_v=KV_BITS_TYPE[kv_bits], reservation=build.reservation)
+                            cache_type_v=KV_BITS_TYPE[kv_bits], reservation=build.reservation,
+                            kv_streams=build.kv_streams)
 
 
 def engine_command(engine: str, need: LlamaCppNeed, file_name: str) -> str:

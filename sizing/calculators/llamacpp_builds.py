@@ -1,4 +1,5 @@
-"""Which rows of logits llama.cpp reserves its compute buffer for, by the build that serves the model.
+"""Which rows of logits llama.cpp reserves its compute buffer for, and how it lays out the KV cache, by the
+build that serves the model: a llama.cpp build, or the one an Ollama release runs.
 
 llama.cpp reserves its compute buffer once, at start-up, over the graph of one micro-batch with
 min(n_ubatch, n_outputs_max) rows of logits (`llamacpp_graph`). Until build b9460 there was no
@@ -16,14 +17,31 @@ its slots:
   mask in f16 under flash attention, without the f32 copy the device cast before: every build that
   reserves one row per slot has it, so that rule sizes the f16 mask's graph alone.
 
-The library's own default, llama-cpp-python and Ollama's own runners keep the whole micro-batch. Ollama
-0.30.0 (ollama/ollama#16031) replaced its runners with llama-server, started with `-np` its slots, and
-0.30.1 pins llama.cpp b9479 (`LLAMA_CPP_VERSION`): from 0.30.1 Ollama too reserves one row per slot.
-Ollama's version is not asked here, so Ollama is sized on the whole micro-batch, the larger need.
+The library's own default, llama-cpp-python and Ollama's own runners keep the whole micro-batch. A llama.cpp
+build that is not given is sized as a build before b9460 (the whole micro-batch, either generation of the
+mask): the larger need, the safe side. The build is given as llama-server prints it (`--version`:
+"version: 6500 (…)"; release tags "b6500").
 
-A llama.cpp build that is not given is sized as a build before b9460 (the whole micro-batch, either
-generation of the mask): the larger need, the safe side. The build is given as llama-server prints it
-(`--version`: "version: 6500 (…)"; release tags "b6500").
+Ollama's version (`ollama --version`: "0.30.1"; tags "v0.30.1") is read as the llama.cpp build it runs
+(ollama/ollama as stored at v0.32.15, b7871fc):
+
+- before 0.30.0 its own runners (the Go engine and a vendored llama.cpp): no llama-server, the whole
+  micro-batch's logits, and one KV pool of num_ctx × OLLAMA_NUM_PARALLEL cells shared by the slots, a
+  sliding-window layer keeping its window per slot plus one micro-batch (`kvcache.Causal`);
+- ollama/ollama#16031, "runner: Remove CGO engines, use llama-server exclusively for GGML models" (commit
+  9db4bdb, 2026-05-29, first released in 0.30.0): `llm/llama_server.go` starts llama-server with
+  `-c num_ctx×np -np np` (np: OLLAMA_NUM_PARALLEL; `-b`/`-ub` num_batch, 512 by default), built from the
+  llama.cpp tag pinned in `LLAMA_CPP_VERSION` (`llama/server/CMakeLists.txt` fetches it). 0.30.0 pins b9452,
+  before b9460: the whole micro-batch's logits. 0.30.1 pins b9479 (commit c34a79a, ollama/ollama#16426),
+  and every release since a later build (0.32.15: b10488): one row per slot.
+- With `-np` given and no `--kv-unified`, llama-server keeps one KV stream per slot (llama_context:
+  n_ctx_seq = n_ctx / n_seq_max, each rounded up to 256 cells; llama_kv_cache_iswa: a sliding-window
+  layer's stream holds its window plus one micro-batch, rounded up to 256): from 0.30.0 Ollama's cache is
+  laid out so (`llamacpp.LlamaCppSettings.kv_streams`). The cells of a model without sliding-window layers
+  are the runners' where num_ctx is a multiple of 256; a sliding-window model with several slots keeps more.
+
+An Ollama version not given, or later than the newest minor release read here, is sized as the own runners
+(the whole micro-batch's logits, one KV pool): the answer says so and how to give the version.
 """
 from __future__ import annotations
 
@@ -34,36 +52,66 @@ from ..errors import SizingError
 from ..i18n import gettext
 
 PER_SLOT_FROM = 9460  # the first release with ggml-org/llama.cpp#23861: llama-server reserves a row per slot
-OLLAMA_PER_SLOT_FROM = "0.30.1"  # the first Ollama release whose llama-server reserves so (b9479)
 WHOLE_MICRO_BATCH, ONE_ROW_PER_SLOT = "micro-batch", "slot"  # the rows of logits reserved
 RESERVATIONS = (WHOLE_MICRO_BATCH, ONE_ROW_PER_SLOT)
 # A build as llama.cpp numbers its releases: b6500 or 6500 (ASCII digits only, no leading zero).
 BUILD_PATTERN = r"[bB]?[1-9][0-9]{0,5}"
 _BUILD = re.compile(BUILD_PATTERN)
 
+LLAMACPP, OLLAMA = "llamacpp", "ollama"  # the engines whose engine_version is read here
+# An Ollama release as `ollama --version` prints it (0.30.1) or tagged (v0.30.1): three numbers, ASCII digits.
+OLLAMA_PATTERN = r"v?([0-9]{1,3})\.([0-9]{1,3})\.([0-9]{1,3})"
+_OLLAMA = re.compile(OLLAMA_PATTERN)
+OllamaVersion = tuple[int, int, int]
+# The Ollama releases that start llama-server, each with the least llama.cpp build it and the releases after
+# it pin (`LLAMA_CPP_VERSION`); the releases before the first run Ollama's own runners.
+OLLAMA_LLAMA_SERVER: tuple[tuple[OllamaVersion, int], ...] = (((0, 30, 0), 9452), ((0, 30, 1), 9479))
+OLLAMA_PER_SLOT_FROM = "0.30.1"  # the first Ollama release whose llama-server reserves a row per slot (b9479)
+OLLAMA_NEWEST_MINOR = (0, 32)  # the newest minor release read (0.32.15 pins b10488); any patch of it taken
+
+
+def _text(version: OllamaVersion) -> str:
+    return ".".join(str(number) for number in version)
+
 
 @dataclass(frozen=True)
 class LlamaCppBuild:
-    """The llama.cpp build an answer assumes (None: not given)."""
+    """The llama.cpp build an answer assumes (None: not known) and, under Ollama, the release asked (None:
+    not given, or under llama.cpp), read as the least build that release runs."""
 
     number: int | None = None
+    ollama: OllamaVersion | None = None
 
     @property
     def given(self) -> bool:
-        return self.number is not None
+        return self.number is not None or self.ollama is not None
 
     @property
     def text(self) -> str:
-        """As llama.cpp tags its releases: b6500 (empty: not given)."""
+        """As the engine names it: Ollama's release, 0.30.1; llama.cpp's release tag, b6500 (empty: not
+        given)."""
+        if self.ollama is not None:
+            return _text(self.ollama)
         return f"b{self.number}" if self.number is not None else ""
 
     @property
     def reservation(self) -> str:
         """The rows of logits the build's llama-server reserves: one per slot from b9460, else (and where
-        the build is not given) every token of the micro-batch."""
+        the build is not known) every token of the micro-batch."""
         if self.number is not None and self.number >= PER_SLOT_FROM:
             return ONE_ROW_PER_SLOT
         return WHOLE_MICRO_BATCH
+
+    @property
+    def ollama_known(self) -> bool:
+        """An Ollama release no later than the newest minor release read here."""
+        return self.ollama is not None and self.ollama[:2] <= OLLAMA_NEWEST_MINOR
+
+    @property
+    def kv_streams(self) -> bool:
+        """Whether the KV cache keeps one stream per slot: an Ollama release that starts llama-server with
+        `-np` (0.30.0 on). A llama.cpp build is sized on one pool, as before."""
+        return self.ollama is not None and self.number is not None
 
 
 NOT_GIVEN = LlamaCppBuild()
@@ -80,8 +128,54 @@ def parse_build(text: object, field: str = "engine_version") -> LlamaCppBuild:
     return LlamaCppBuild(int(text.strip().lstrip("bB")))
 
 
-def reservation_words(build: LlamaCppBuild) -> str:
-    """The llama.cpp build an answer assumed and the logits it reserves, in short ("Constraints applied")."""
+def parse_ollama_version(text: object, field: str = "engine_version") -> LlamaCppBuild:
+    """The Ollama release asked, 0.30.1 or v0.30.1 (empty: not given), as the llama.cpp build it runs
+    (`OLLAMA_LLAMA_SERVER`; none before 0.30.0, nor for a release later than the newest minor read);
+    refused by `field` where it is not a release."""
+    if text is None or (isinstance(text, str) and not text.strip()):
+        return NOT_GIVEN
+    match = _OLLAMA.fullmatch(text.strip()) if isinstance(text, str) else None
+    if match is None:
+        raise SizingError(field, gettext(
+            "Enter the Ollama version as ollama --version prints it, such as 0.30.1 or v0.32.15, or leave it "
+            "empty."))
+    version = (int(match.group(1)), int(match.group(2)), int(match.group(3)))
+    number = None
+    if version[:2] <= OLLAMA_NEWEST_MINOR:
+        for first, pinned in OLLAMA_LLAMA_SERVER:
+            if version >= first:
+                number = pinned
+    return LlamaCppBuild(number, version)
+
+
+def parse_engine_build(engine: str | None, text: object, field: str = "engine_version") -> LlamaCppBuild:
+    """engine_version as `engine` reads it here: llama.cpp's build, Ollama's release; not given under any
+    other engine (vLLM reads its release elsewhere, `vllm_versions`)."""
+    if engine == LLAMACPP:
+        return parse_build(text, field)
+    if engine == OLLAMA:
+        return parse_ollama_version(text, field)
+    return NOT_GIVEN
+
+
+def build_for(engine: str, build: LlamaCppBuild) -> LlamaCppBuild:
+    """`build` where `engine` runs it (a llama.cpp build under llama.cpp, an Ollama release under Ollama);
+    not given otherwise."""
+    if (engine == LLAMACPP and build.ollama is None) or (engine == OLLAMA and build.ollama is not None):
+        return build
+    return NOT_GIVEN
+
+
+def constraint_label(engine: str) -> str:
+    """What "Constraints applied" calls the version an answer under `engine` assumed."""
+    return gettext("Ollama version") if engine == OLLAMA else gettext("llama.cpp build")
+
+
+def reservation_words(engine: str, build: LlamaCppBuild) -> str:
+    """The build or Ollama release an answer under `engine` assumed and the logits it reserves, in short
+    ("Constraints applied")."""
+    if engine == OLLAMA:
+        return _ollama_reservation_words(build)
     if build.reservation == ONE_ROW_PER_SLOT:
         return gettext("%(build)s: the logits of one row per slot reserved") % {"build": build.text}
     if build.given:
@@ -92,14 +186,30 @@ def reservation_words(build: LlamaCppBuild) -> str:
     ) % {"from": PER_SLOT_FROM}
 
 
+def _ollama_reservation_words(build: LlamaCppBuild) -> str:
+    if not build.given:
+        words = gettext(
+            "not given: the logits of every token of the micro-batch reserved, as Ollama's own runners "
+            "before 0.30.0")
+    elif not build.ollama_known:
+        words = gettext(
+            "%(version)s: not a release read here, the logits of every token of the micro-batch reserved")
+    elif build.number is None:
+        words = gettext("%(version)s: its own runners, the logits of every token of the micro-batch reserved")
+    elif build.reservation == ONE_ROW_PER_SLOT:
+        words = gettext(
+            "%(version)s: llama-server b%(build)s or later, the logits of one row per slot reserved")
+    else:
+        words = gettext(
+            "%(version)s: llama-server b%(build)s, the logits of every token of the micro-batch reserved")
+    return words % {"version": build.text, "build": build.number}
+
+
 def build_words(engine: str, build: LlamaCppBuild) -> str:
-    """The build an answer assumed and the rows of logits it reserves, for its assumptions."""
-    if engine == "ollama":
-        return gettext(
-            "The compute buffer holds the logits of every token of the micro-batch, as Ollama's own runners "
-            "reserved them before 0.30. From %(ollama)s Ollama starts llama-server build b9479 or later, "
-            "which reserves one row per slot: on the safe side, as Ollama's version is not asked."
-        ) % {"ollama": OLLAMA_PER_SLOT_FROM}
+    """The build or Ollama release an answer assumed, the logits it reserves and, under Ollama, how its KV
+    cache is laid out, for its assumptions."""
+    if engine == OLLAMA:
+        return _ollama_words(build)
     if not build.given:
         return gettext(
             "llama.cpp build not given: the compute buffer holds the logits of every token of the "
@@ -116,3 +226,46 @@ def build_words(engine: str, build: LlamaCppBuild) -> str:
         "llama.cpp build %(build)s: the compute buffer holds the logits of every token of the micro-batch, "
         "as builds before b%(from)s reserve them; from b%(from)s llama-server reserves one row per slot."
     ) % {"build": build.text, "from": PER_SLOT_FROM}
+
+
+def _ollama_words(build: LlamaCppBuild) -> str:
+    newest_major, newest_minor = OLLAMA_NEWEST_MINOR
+    values = {"version": build.text, "build": build.number, "from": PER_SLOT_FROM,
+              "ollama": OLLAMA_PER_SLOT_FROM, "least": OLLAMA_LLAMA_SERVER[-1][1],
+              "newest": f"{newest_major}.{newest_minor}.x"}
+    streams = gettext(
+        "Its KV cache keeps one stream per slot (-c num_ctx × OLLAMA_NUM_PARALLEL, -np OLLAMA_NUM_PARALLEL): "
+        "each slot's num_ctx rounded up to 256 tokens, and a sliding-window layer's window plus one "
+        "micro-batch in each slot.")
+    if not build.given:
+        return gettext(
+            "Ollama's version not given: the compute buffer holds the logits of every token of the "
+            "micro-batch and the KV cache is one pool shared by the slots, as Ollama's own runners before "
+            "0.30.0 hold them (the safe side for the logits). From %(ollama)s Ollama starts llama-server "
+            "build b%(least)s or later, which reserves one row per slot (ggml-org/llama.cpp#23861) and keeps "
+            "a KV stream per slot (more for a sliding-window model with several slots): "
+            "engine_version=%(ollama)s or later (ollama --version) sizes that."
+        ) % values
+    if not build.ollama_known:
+        return gettext(
+            "Ollama %(version)s is later than the releases read here (up to %(newest)s): sized as when the "
+            "version is not given, the logits of every token of the micro-batch and one KV pool shared by "
+            "the slots (the safe side for the logits). A release from %(ollama)s to %(newest)s sizes "
+            "llama-server's one row per slot and its KV stream per slot."
+        ) % values
+    if build.number is None:
+        return gettext(
+            "Ollama %(version)s runs its own runners (before 0.30.0): the compute buffer holds the logits of "
+            "every token of the micro-batch, and the KV cache is one pool shared by the slots, a "
+            "sliding-window layer keeping its window per slot plus one micro-batch."
+        ) % values
+    if build.reservation == ONE_ROW_PER_SLOT:
+        return gettext(
+            "Ollama %(version)s starts llama-server build b%(build)s or later (from %(ollama)s), which "
+            "reserves the logits of one row per slot (ggml-org/llama.cpp#23861) and the attention mask in "
+            "f16."
+        ) % values + " " + streams
+    return gettext(
+        "Ollama %(version)s starts llama-server build b%(build)s, before b%(from)s: the compute buffer holds "
+        "the logits of every token of the micro-batch."
+    ) % values + " " + streams

@@ -20,7 +20,7 @@ from .llamacpp import (
     llamacpp_need,
     wizard_settings,
 )
-from .llamacpp_builds import NOT_GIVEN, LlamaCppBuild, build_words
+from .llamacpp_builds import NOT_GIVEN, LlamaCppBuild, build_for, build_words
 
 
 def gguf_file(model: LanguageModelSpec, weights: GgufWeights) -> GgufFile:
@@ -48,10 +48,11 @@ def estimate_llamacpp(model: LanguageModelSpec, precision: int, context: int, re
     """The need per GPU under llama.cpp or Ollama of the model's GGUF file in `quantization` (any GGUF
     type), or else at the wizard's precision (16: F16, 8: Q8_0, 4: Q4_K_M), every layer on the GPUs: the
     weights and the KV cache divide over the GPUs (split by layers), each GPU adds its compute buffer and
-    CUDA context, its logits reserved as the llama.cpp `build` reserves them (Ollama's: not given)."""
+    CUDA context, its logits reserved and its cache laid out as the llama.cpp `build` does (under Ollama:
+    the build the Ollama release in `build` runs)."""
     precision, context, requests, kv_bits = check_inference_inputs(
         model, precision, context, requests, kv_bits)
-    build = build if engine == "llamacpp" else NOT_GIVEN
+    build = build_for(engine, build)
     need = llamacpp_need(model, wizard_settings(precision, context, requests, kv_bits, quantization, build))
     assumed = gguf_file(model, need.weights)
     file = assumed.file

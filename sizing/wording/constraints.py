@@ -5,8 +5,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from ..breakdown import Breakdown, GgufFile
-from ..calculators.llamacpp_builds import parse_build as parse_llamacpp_build
-from ..calculators.llamacpp_builds import reservation_words
+from ..calculators.llamacpp_builds import constraint_label, parse_engine_build, reservation_words
 from ..countries import EU_CODE, EU_MEMBERS, country_name
 from ..i18n import format_number, gettext, pgettext
 from ..markets import DEFAULT_MARKET, INTERRUPTIBLE, reliability_percent
@@ -68,9 +67,9 @@ def constraints_applied(
                  "type": inputs.get("quantization", "")}))
             if breakdown.gguf is not None:
                 pairs.append((gettext("GGUF file"), gguf_file_words(breakdown.gguf)))
-            if inputs["engine"] == "llamacpp":
-                build = parse_llamacpp_build(inputs.get("engine_version"))
-                pairs.append((gettext("llama.cpp build"), reservation_words(build)))
+            engine = inputs["engine"]
+            build = parse_engine_build(engine, inputs.get("engine_version"))
+            pairs.append((constraint_label(engine), reservation_words(engine, build)))
         if inputs.get("engine") == "sglang":
             pairs.append((gettext("Engine"), gettext(
                 "SGLang (its %(version)s static pool: mem_fraction_static %(fraction)s at --tp 1, lower over "

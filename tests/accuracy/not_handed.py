@@ -35,7 +35,13 @@ from fractions import Fraction
 from pathlib import Path
 
 from sizing.calculators.llamacpp import LlamaCppSettings, llamacpp_need
-from sizing.calculators.llamacpp_builds import NOT_GIVEN, LlamaCppBuild, parse_build
+from sizing.calculators.llamacpp_builds import (
+    NOT_GIVEN,
+    OLLAMA_PATTERN,
+    LlamaCppBuild,
+    parse_build,
+    parse_ollama_version,
+)
 from sizing.calculators.sglang import SglangSettings, sglang_pool
 from sizing.calculators.vllm import VllmBudget, VllmSettings, vllm_budget
 from sizing.calculators.vllm_interconnect import interconnect_of_gpu
@@ -280,21 +286,25 @@ class GgufLog:
 
     @property
     def build(self) -> LlamaCppBuild:
-        """The llama.cpp build the log states ("build 10240"), asked as engine_version=b10240; not stated:
-        not given."""
+        """The llama.cpp build the log states ("build 10240"), asked as engine_version=b10240, or Ollama's
+        release ("0.5.4"), asked as engine_version=0.5.4; not stated: not given."""
         stated = re.fullmatch(r"build (\d+)", self.version)
-        return parse_build(stated.group(1)) if self.engine == "llamacpp" and stated else NOT_GIVEN
+        if self.engine == "llamacpp" and stated:
+            return parse_build(stated.group(1))
+        if self.engine == "ollama" and re.fullmatch(OLLAMA_PATTERN, self.version):
+            return parse_ollama_version(self.version)
+        return NOT_GIVEN
 
     @property
     def settings(self) -> LlamaCppSettings:
         """The settings as the capacity what-if takes them: Ollama's num_ctx is allocated once per slot, the
-        logits reserved as the stated build reserves them."""
+        logits reserved and the cache laid out as the stated build or Ollama release does."""
         context = self.context or 4096  # the engines' default; rows without a context judge the file only
         total = context * self.parallel if self.engine == "ollama" else context
         return LlamaCppSettings(
             quant_type=self.quant_type, context=total, parallel=self.parallel, cache_type_k=self.cache_type or "f16",
             cache_type_v=self.cache_type or "f16", flash_attention=self.flash_attention,
-            reservation=self.build.reservation,
+            reservation=self.build.reservation, kv_streams=self.build.kv_streams,
         )
 
     def predict(self) -> GgufPrediction:

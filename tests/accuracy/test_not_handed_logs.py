@@ -162,6 +162,20 @@ def test_ollama_allocates_num_ctx_once_per_slot_and_a_quantized_cache_is_sized_p
     assert q8.log.settings.context == 16384 and q8.ours.kv_cache_bytes == 476 * 2**20
 
 
+def test_an_ollama_release_the_log_states_is_asked_as_its_version_and_sized_as_its_runners():
+    """Ollama 0.5.4 ran its own runners: asked as engine_version=0.5.4 it is sized as with the version not
+    given (the whole micro-batch's logits, one KV pool), so its figures hold as before; the May 2026 runner
+    states no release."""
+    from dataclasses import replace
+
+    row = next(row for row in GGUF_ROWS if row.case_id == "ollama054-llama31-8b-q4km-rtx4090-np4")
+    assert row.build.text == "0.5.4" and row.build.number is None and not row.build.kv_streams
+    not_stated = replace(row, version="not stated")
+    assert not_stated.build.given is False and not_stated.predict() == row.predict()
+    unstated = next(row for row in GGUF_ROWS if row.case_id == "ollama-qwen25-coder-7b-q4km-rtx3060-4k")
+    assert unstated.build.given is False
+
+
 def test_the_gguf_summary_and_table_count_what_they_show():
     results = not_handed.gguf_verdicts()
     assert not_handed.gguf_summary(results).startswith(

@@ -44,7 +44,7 @@ VALID_VALUES = {
     "redundancy": ["0", "1", "3"],
     "engine": ["transformers", "vllm", "sglang", "llamacpp", "ollama"],
     "quantization": ["", "Q4_K_M", "Q8_0", "IQ4_XS", "F16"],
-    "engine_version": ["", "0.19", "0.9.2", "0.21", "0.26", "b6500", "10240"],
+    "engine_version": ["", "0.19", "0.9.2", "0.21", "0.26", "b6500", "10240", "0.30.1", "v0.32.15", "0.24.0"],
     "cudagraph_estimate": ["", "on", "off"],
     "skip_vision_tower": ["", "on", "off"],
     "interconnect": ["", "nvswitch", "pcie_p2p", "pcie"],

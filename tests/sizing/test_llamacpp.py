@@ -336,3 +336,30 @@ def test_a_build_from_b9460_reserves_one_row_of_logits_per_slot_and_the_f16_mask
     assert round(whole.bytes / MIB, 2) == 343.01 and round(slot.bytes / MIB, 2) == 148.01
     assert "every token of the micro-batch (reserved so before llama-server build b9460" in whole.formula
     assert "one row per slot, 4 rows (llama-server from build b9460)" in slot.formula
+
+
+def test_a_kv_stream_per_slot_rounds_each_slots_share_and_keeps_a_window_and_a_micro_batch_in_each():
+    """llama-server started with -np and no --kv-unified (Ollama from 0.30.0): llama_context rounds -c up to
+    256, then each slot's share up to 256 again; llama_kv_cache_iswa gives a sliding-window layer the window
+    plus one micro-batch in each slot's stream, rounded up to 256, where one pool holds the windows of every
+    slot plus one micro-batch."""
+    from dataclasses import replace
+
+    from sizing.calculators.llamacpp import cache_cells
+
+    pool = LlamaCppSettings("Q4_K_M", 600, parallel=2)
+    streams = replace(pool, kv_streams=True)
+    assert cache_cells(pool) == 768 and cache_cells(streams) == 1024  # 2 × 384 → 2 × 512
+    assert cache_cells(replace(streams, context=32768, parallel=4)) == 32768  # whole 256s: the same cells
+    assert cache_cells(replace(streams, parallel=1)) == cache_cells(replace(pool, parallel=1)) == 768
+    gemma = spec("gemma-3-27b")
+    full_layers = sum(1 for layer in range(62) if gemma.architecture.kind_of_layer(layer) == "F")
+    per_token = 2 * 16 * 128 * 2
+    one_pool = llamacpp_need(gemma, LlamaCppSettings("Q4_K_M", 32768, parallel=4))
+    per_slot = llamacpp_need(gemma, LlamaCppSettings("Q4_K_M", 32768, parallel=4, kv_streams=True))
+    assert one_pool.kv_cache_bytes == per_token * (full_layers * 32768 + (62 - full_layers) * 4608)
+    assert per_slot.kv_cache_bytes == per_token * (full_layers * 32768 + (62 - full_layers) * 4 * 1536)
+    # a slot shorter than its window keeps only its own cells
+    short = llamacpp_need(gemma, LlamaCppSettings("Q4_K_M", 4 * 512, parallel=4, kv_streams=True))
+    assert short.kv_cache_bytes == per_token * 62 * 4 * 512
+    assert "4 parallel slots, a stream of 8,192 tokens each" in per_slot.gpu_items[1].formula

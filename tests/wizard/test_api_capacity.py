@@ -501,11 +501,20 @@ def test_the_answer_names_the_vllm_release_it_assumed_and_its_budget_rules(clien
     assert off["command"].startswith("VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0 vllm serve ")
 
 
-@pytest.mark.parametrize("version, words", [("nineteen", "numbers with dots"), ("0.7.3", "from 0.8")])
+@pytest.mark.parametrize("version, words", [("nineteen", "numbers with dots"), ("0.7", "from 0.8")])
 def test_a_bad_engine_version_is_a_400_beside_its_field(client, small_fleet, version, words):
     status, body = capacity(client, H100 + f"&engine_version={version}")
     assert status == 400
     assert words in body["errors"]["engine_version"]
+
+
+@pytest.mark.parametrize("version", ["0.7.3", "0.32.15"])
+def test_a_vllm_release_past_the_known_ones_with_three_numbers_is_a_422(client, small_fleet, version):
+    """Three numbers have the form of an Ollama release, which the schema allows (schema-valid values are
+    never a 400): under vLLM such a release past the known ones is a value that does not go with the engine."""
+    status, body = capacity(client, H100 + f"&engine_version={version}")
+    assert status == 422
+    assert "from 0.8" in body["errors"]["engine_version"]
 
 
 def test_the_graphs_estimate_asked_of_a_release_before_0_20_is_a_400_beside_its_field(client, small_fleet):

@@ -79,7 +79,7 @@ def test_the_page_shows_the_assumed_build_and_keeps_it_on_the_address(client, sm
     assert PER_SLOT in page and 'value="b10240"' in page and "engine_version=b10240" in page
     german = client.get(f"/de/?{LLAMACPP}&engine_version=b10240", HTTP_ACCEPT_LANGUAGE="de").content.decode()
     assert "llama.cpp-Build b10240: llama-server reserviert die Logits einer Zeile je Slot" in german
-    assert "Engine-Version (vLLM-Version oder llama.cpp-Build)" in german
+    assert "Engine-Version (vLLM-Version, llama.cpp-Build oder Ollama-Version)" in german
     default = client.get(f"/?{LLAMACPP}").content.decode()
     assert "llama.cpp build not given" in default and 'placeholder="b9460"' in default
 
@@ -109,7 +109,8 @@ def test_a_value_that_is_no_build_is_a_400_beside_its_field_in_both_languages(cl
 @pytest.mark.parametrize(("extra", "words"), [
     ("&engine=llamacpp&engine_version=0.19", "llama.cpp build as its number"),  # a vLLM release
     ("&engine=vllm&engine_version=b6500", "vLLM version as numbers with dots"),  # a llama.cpp build
-    ("&engine=ollama&engine_version=b6500", "read by vLLM (its release) and llama.cpp (its build) only"),
+    ("&engine=ollama&engine_version=b6500", "Enter the Ollama version as ollama --version prints it"),
+    ("&engine=sglang&engine_version=b6500", "read by vLLM (its release), llama.cpp (its build) and Ollama"),
 ])
 def test_another_engines_version_is_a_422_beside_its_field(client, small_fleet, extra, words):
     status, body = get_json(client, "estimate", LLAMA_8B + extra)
