@@ -175,7 +175,7 @@ class Capacity:
 
         def need(context: int, requests: int) -> LlamaCppNeed | None:
             return _gguf_need(self.spec, wizard_settings(self.precision, context, requests, self.kv_bits,
-                                                         self.quantization, self.build))
+                                                         self.quantization, self.build, self.engine))
 
         def holds(context: int, requests: int) -> bool:
             found = need(context, requests)

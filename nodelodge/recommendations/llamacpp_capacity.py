@@ -11,7 +11,7 @@ from django.utils.translation import gettext
 
 from catalog import rows as catalog_rows
 from sizing.calculators.llamacpp import LlamaCppNeed, LlamaCppSettings, gguf_file_name, llamacpp_need
-from sizing.calculators.llamacpp_builds import build_words
+from sizing.calculators.llamacpp_builds import build_words, kv_layout
 from sizing.errors import SizingError
 from sizing.specs import LanguageModelSpec
 from sizing.units import GIB, gib_number
@@ -40,7 +40,8 @@ def answer(spec: LanguageModelSpec, query: CapacityQuery, gpu_type: catalog_rows
         quant_type=query.quantization, context=context, parallel=query.parallel,
         cache_type_k=query.kv_cache_type, cache_type_v=query.kv_cache_type,
         flash_attention=query.flash_attention, gpu_layers=query.gpu_layers,
-        reservation=query.llamacpp_build.reservation, kv_streams=query.llamacpp_build.kv_streams,
+        reservation=query.llamacpp_build.reservation,
+        kv_layout=kv_layout(query.engine, query.llamacpp_build, query.parallel),
     )
     try:
         need = llamacpp_need(spec, settings)

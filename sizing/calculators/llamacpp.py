@@ -5,14 +5,16 @@
   in host memory (the row lookup runs on the CPU), as do the layers left behind.
 - KV cache: `-c` tokens in all, shared by the `-np` parallel slots, for every layer, K and V each in
   its cache type: f16 (2 bytes a value), q8_0 (34 bytes per 32), q4_0 (18 per 32)…; a quantized V
-  cache needs flash attention. Sliding-window layers keep their window per slot plus one micro-batch.
-  Where the cache keeps one stream per slot (Ollama from 0.30, `llamacpp_builds`), each slot's share is
-  rounded up on its own and a sliding-window layer keeps its window plus one micro-batch in every slot.
+  cache needs flash attention. Laid out as the build does (`llamacpp_builds.kv_layout`): in one pool a
+  sliding-window layer keeps its window per slot plus one micro-batch; where the cache keeps one stream
+  per slot (llama-server from b5913 with -np and no --kv-unified, Ollama from 0.30), each slot's share is
+  rounded up on its own and a sliding-window layer keeps its window plus one micro-batch in every stream.
   A layer's cache lives where the layer does.
 - Compute buffer: the peak of ggml's graph allocator over the graph llama.cpp reserves for one
   micro-batch (`-ub`, 512 tokens; `llamacpp_graph`): tensors reuse the memory of those already read, so
   the buffer is the largest set alive at once, not a sum: the MLP step, without flash attention the
-  attention scores of the whole context (heads × context × tokens × 4 bytes), and on the GPU holding the
+  attention scores of the cache a token attends to (heads × cells × tokens × 4 bytes: one stream's cells
+  where the cache keeps a stream per slot, every cell of a pool), and on the GPU holding the
   output head the logits the build reserves (vocabulary × rows × 4 bytes): every token of the
   micro-batch, as the library's default, Ollama's own runners and llama-server before build b9460
   reserve them, or one row per slot, as llama-server does from b9460 (`llamacpp_builds`; a build not
@@ -35,7 +37,22 @@ from ..limits import MAX_CONTEXT
 from ..specs import LanguageModelSpec
 from ..units import MIB, fmt_gib, fmt_int
 from .checks import check_context_limit, check_count, model_value
-from .llamacpp_builds import NOT_GIVEN, ONE_ROW_PER_SLOT, PER_SLOT_FROM, WHOLE_MICRO_BATCH, LlamaCppBuild
+from .llamacpp_builds import (
+    AUTO_SLOTS,
+    AUTO_SLOTS_FROM,
+    AUTO_SLOTS_UNTIL,
+    KV_AUTO_SLOTS,
+    KV_LARGER,
+    KV_POOL,
+    KV_STREAMS,
+    LLAMACPP,
+    NOT_GIVEN,
+    ONE_ROW_PER_SLOT,
+    PER_SLOT_FROM,
+    WHOLE_MICRO_BATCH,
+    LlamaCppBuild,
+    kv_layout,
+)
 from .llamacpp_graph import GraphShape, compute_buffer_bytes
 
 # Cache types llama.cpp takes for K and V (--cache-type-k/-v): (values per block, bytes per block).
@@ -66,9 +83,17 @@ class LlamaCppSettings:
     # The rows of logits the compute buffer is reserved for: the whole micro-batch, or one per slot
     # (llama-server from b9460, `llamacpp_builds.LlamaCppBuild.reservation`).
     reservation: str = WHOLE_MICRO_BATCH
-    # One KV stream per slot (llama-server started with -np and without --kv-unified, as Ollama does from
-    # 0.30: `llamacpp_builds.LlamaCppBuild.kv_streams`); False: one pool shared by the slots.
-    kv_streams: bool = False
+    # How the KV cache is laid out (`llamacpp_builds.kv_layout`): one pool shared by the slots, one stream
+    # per slot (llama-server started with -np and without --kv-unified, from b5913; Ollama from 0.30), -np 1
+    # run as four slots over one pool (b6823–b7432), or, the build not known, the larger of pool and streams.
+    kv_layout: str = KV_POOL
+
+    @property
+    def layout(self) -> str:
+        """The layout sized: with one slot a stream is the pool."""
+        if self.parallel == 1 and self.kv_layout in (KV_STREAMS, KV_LARGER):
+            return KV_POOL
+        return self.kv_layout
 
 
 @dataclass(frozen=True)
@@ -80,7 +105,7 @@ class LlamaCppNeed:
     weights: GgufWeights
     gpu_layers: int  # the decoder layers on the GPUs
     output_on_gpu: bool
-    kv_size: int  # the cache's tokens (-c rounded up to KV_PADDING; `cache_cells`)
+    kv_size: int  # the cache's cells in all (-c rounded up to KV_PADDING, each stream's too; `cache_cells`)
     gpu_items: tuple[Item, ...]
     host_items: tuple[Item, ...]
     # What each GPU's compute buffer adds when several split the layers with every layer and the head on
@@ -213,33 +238,42 @@ def _padded(tokens: int) -> int:
     return -(-tokens // KV_PADDING) * KV_PADDING
 
 
-def cache_cells(settings: LlamaCppSettings) -> int:
-    """A full-attention layer's cache tokens: -c rounded up to KV_PADDING; with a stream per slot, each
-    slot's share of that rounded up again (llama_context: n_ctx_seq = n_ctx / n_seq_max, padded)."""
+def kv_streams(settings: LlamaCppSettings, layout: str | None = None) -> int:
+    """The cache's streams in `layout` (the settings' own where None): one per slot where the cache keeps a
+    stream per slot (the larger layout's cache among them), else one pool."""
+    return settings.parallel if (layout or settings.layout) in (KV_STREAMS, KV_LARGER) else 1
+
+
+def cache_cells(settings: LlamaCppSettings, layout: str | None = None) -> int:
+    """A full-attention layer's cache cells in all: -c rounded up to KV_PADDING; with a stream per slot,
+    each slot's share of that rounded up again (llama_context: n_ctx_seq = n_ctx / n_seq_max, padded)."""
     cells = _padded(settings.context)
-    if settings.kv_streams:
-        return settings.parallel * _padded(cells // settings.parallel)
-    return cells
+    streams = kv_streams(settings, layout)
+    return streams * _padded(cells // streams)
 
 
 def _layer_cells(model: LanguageModelSpec, settings: LlamaCppSettings, kv_size: int,
-                 layers: range) -> tuple[int, ...]:
-    """Each of `layers`' cache tokens: the cache's, or a sliding-window layer's window per slot plus one
-    micro-batch (within the cache); with a stream per slot, the window plus one micro-batch in each slot's
-    stream (llama_kv_cache_iswa). Worked out once per need, not once per layer."""
+                 layers: range, layout: str | None = None) -> tuple[int, ...]:
+    """Each of `layers`' cache cells in all: the cache's, or a sliding-window layer's window per sequence of
+    the pool plus one micro-batch (within the cache; `-np 1` run as four slots keeps four windows); with a
+    stream per slot, the window plus one micro-batch in each slot's stream (llama_kv_cache_iswa). Worked out
+    once per need, not once per layer."""
     arch = model.architecture or PLAIN
     if not arch.sliding_window or SLIDING not in arch.layer_pattern:
         return (kv_size,) * len(layers)
-    if settings.kv_streams:
-        per_slot = kv_size // settings.parallel
-        sliding = settings.parallel * min(per_slot, _padded(arch.sliding_window + settings.ubatch))
+    layout = layout or settings.layout
+    streams = kv_streams(settings, layout)
+    if streams > 1:
+        sliding = streams * min(kv_size // streams, _padded(arch.sliding_window + settings.ubatch))
     else:
-        sliding = min(kv_size, _padded(arch.sliding_window * settings.parallel + settings.ubatch))
+        sequences = AUTO_SLOTS if layout == KV_AUTO_SLOTS else settings.parallel
+        sliding = min(kv_size, _padded(arch.sliding_window * sequences + settings.ubatch))
     return tuple(sliding if arch.kind_of_layer(layer) == SLIDING else kv_size for layer in layers)
 
 
 def kv_cache_bytes(model: LanguageModelSpec, settings: LlamaCppSettings, kv_size: int, layers: range) -> int:
-    """K and V of `layers` for the cache's tokens, each in its type (a row per token)."""
+    """K and V of `layers` for the cache's cells, each in its type (a row per cell). The larger layout's
+    cache is the streams': never fewer cells than one pool, in any layer."""
     width = model_value(model, "kv_heads") * model_value(model, "head_dim")
     per_token = _row_bytes(settings.cache_type_k, width) + _row_bytes(settings.cache_type_v, width)
     return per_token * sum(_layer_cells(model, settings, kv_size, layers))
@@ -253,20 +287,34 @@ def reserved_rows(settings: LlamaCppSettings, tokens: int) -> int:
     return tokens
 
 
-def _compute_bytes(model: LanguageModelSpec, settings: LlamaCppSettings, kv_size: int, layers: range,
-                   output: bool, copies: int = 1) -> int:
+def _compute_bytes(model: LanguageModelSpec, settings: LlamaCppSettings, layers: range, output: bool,
+                   copies: int = 1) -> int:
     """The GPU's compute buffer: ggml's allocator run over the worst-case graph of one micro-batch through
     `layers` (`llamacpp_graph`), the logits of the rows reserved (`reserved_rows`) where the GPU holds the
-    output head, with `copies` of each input from the host. A build that reserves a row per slot builds
-    the mask in f16 (b9410 on): only that graph is sized."""
+    output head, with `copies` of each input from the host. Where the build is not known, the larger of
+    the pool's graph and the streams'."""
+    if settings.layout == KV_LARGER:
+        return max(_graph_bytes(model, settings, layout, layers, output, copies)
+                   for layout in (KV_POOL, KV_STREAMS))
+    return _graph_bytes(model, settings, settings.layout, layers, output, copies)
+
+
+def _graph_bytes(model: LanguageModelSpec, settings: LlamaCppSettings, layout: str, layers: range,
+                 output: bool, copies: int) -> int:
+    """The compute buffer of the cache in `layout`: the micro-batch of min(-ub, the cache's cells) tokens
+    attends to one stream's cells where the cache keeps a stream per slot (llama_kv_cache_context: n_kv is
+    a stream's size, the mask n_kv × the micro-batch's tokens split over the streams), to every cell of a
+    pool. A build that reserves a row per slot builds the mask in f16 (b9410 on): only that graph is sized."""
     arch = model.architecture or PLAIN
     moe = arch.moe
+    kv_size = cache_cells(settings, layout)
+    streams = kv_streams(settings, layout)
     tokens = min(settings.ubatch, kv_size)
     shape = GraphShape(
         hidden=model_value(model, "hidden_size"), heads=model_value(model, "attention_heads"),
         kv_heads=model_value(model, "kv_heads"), head_dim=model_value(model, "head_dim"),
         vocab=model_value(model, "vocab_size"),
-        layers=_layer_cells(model, settings, kv_size, layers),
+        layers=tuple(cells // streams for cells in _layer_cells(model, settings, kv_size, layers, layout)),
         # a mixture of experts' dense layers (if any) are counted in every layer: never under
         intermediate=model_value(model, "intermediate_size") if moe is None
         else (moe.dense_intermediate or model_value(model, "intermediate_size"))
@@ -308,18 +356,12 @@ def llamacpp_need(model: LanguageModelSpec, settings: LlamaCppSettings) -> Llama
     gpu_kv = kv_cache_bytes(model, settings, kv_size, range(first_gpu_layer, layers))
     host_kv = kv_cache_bytes(model, settings, kv_size, range(first_gpu_layer))
     gpu_layers = range(first_gpu_layer, layers)
-    compute = _compute_bytes(model, settings, kv_size, gpu_layers, output_on_gpu) if on_gpu else 0
+    compute = _compute_bytes(model, settings, gpu_layers, output_on_gpu) if on_gpu else 0
     # Several GPUs holding every layer and the head run as a pipeline (llama_context: pipeline_parallel);
     # the GPU with the head, whose buffer is the largest, is what each is sized for.
-    pipeline = (_compute_bytes(model, settings, kv_size, gpu_layers, True, PIPELINE_COPIES) - compute
+    pipeline = (_compute_bytes(model, settings, gpu_layers, True, PIPELINE_COPIES) - compute
                 if output_on_gpu and on_gpu == layers else 0)
-    slots = gettext("%(n)s parallel slots") % {"n": settings.parallel}
-    if settings.kv_streams and settings.parallel > 1:
-        slots = gettext("%(n)s parallel slots, a stream of %(tokens)s tokens each") % {
-            "n": settings.parallel, "tokens": fmt_int(kv_size // settings.parallel)}
-    cache_words = gettext("%(tokens)s tokens (-c %(context)s, %(slots)s) × K %(k)s + V %(v)s") % {
-        "tokens": fmt_int(kv_size), "context": fmt_int(settings.context), "slots": slots,
-        "k": settings.cache_type_k, "v": settings.cache_type_v}
+    cache_words = _cache_words(model, settings, kv_size)
     gpu_items = (
         Item(gettext("Model weights on the GPUs (GGUF %(type)s)") % {"type": weights.quant_type},
              gettext("%(layers)s of %(all)s layers%(head)s: %(bytes)s") % {
@@ -350,6 +392,36 @@ def llamacpp_need(model: LanguageModelSpec, settings: LlamaCppSettings) -> Llama
                         pipeline)
 
 
+def _cache_words(model: LanguageModelSpec, settings: LlamaCppSettings, kv_size: int) -> str:
+    """The KV cache's formula: a pool's cells, or the streams × each stream's cells (and a sliding-window
+    layer's), naming the layout (`llamacpp_builds.kv_layout`)."""
+    layout = settings.layout
+    values = {"context": fmt_int(settings.context), "n": settings.parallel, "k": settings.cache_type_k,
+              "v": settings.cache_type_v}
+    if layout == KV_AUTO_SLOTS:
+        return gettext(
+            "%(tokens)s tokens (-c %(context)s; llama-server b%(from)s to b%(until)s runs -np 1 as %(slots)s "
+            "slots over one pool) × K %(k)s + V %(v)s"
+        ) % {**values, "tokens": fmt_int(kv_size), "from": AUTO_SLOTS_FROM, "until": AUTO_SLOTS_UNTIL - 1,
+             "slots": AUTO_SLOTS}
+    if layout == KV_POOL:
+        return gettext("%(tokens)s tokens (-c %(context)s, %(slots)s) × K %(k)s + V %(v)s") % {
+            **values, "tokens": fmt_int(kv_size), "slots": gettext("%(n)s parallel slots") % values}
+    streams = kv_streams(settings)
+    values.update(streams=fmt_int(streams), cells=fmt_int(kv_size // streams))
+    sliding = set(_layer_cells(model, settings, kv_size, range(model_value(model, "layers")))) - {kv_size}
+    values["sliding"] = gettext(", a sliding-window layer's stream %(cells)s") % {
+        "cells": fmt_int(min(sliding) // streams)} if sliding else ""
+    if layout == KV_LARGER:
+        return gettext(
+            "%(streams)s streams × %(cells)s cells (-c %(context)s, -np %(n)s: a stream per slot, each "
+            "slot's share rounded up to 256%(sliding)s; the build not given, the larger of one pool and a "
+            "stream per slot) × K %(k)s + V %(v)s") % values
+    return gettext(
+        "%(streams)s streams × %(cells)s cells (-c %(context)s, -np %(n)s: a stream per slot, each slot's "
+        "share rounded up to 256%(sliding)s) × K %(k)s + V %(v)s") % values
+
+
 def _logits_words(settings: LlamaCppSettings, kv_size: int) -> str:
     """The logits the compute buffer is reserved for, naming the rule (`llamacpp_builds`)."""
     if settings.reservation == ONE_ROW_PER_SLOT:
@@ -376,14 +448,15 @@ def wizard_quant_type(precision: int, quantization: str | None) -> str:
 
 
 def wizard_settings(precision: int, context: int, requests: int, kv_bits: int,
-                    quantization: str | None = None, build: LlamaCppBuild = NOT_GIVEN) -> LlamaCppSettings:
+                    quantization: str | None = None, build: LlamaCppBuild = NOT_GIVEN,
+                    engine: str = LLAMACPP) -> LlamaCppSettings:
     """`requests` requests of `context` tokens: -np requests, -c their tokens together, every layer on
     the GPUs, flash attention on (what a quantized cache needs); the file in `wizard_quant_type`; the
-    logits reserved and the cache laid out as `build` does (not given: the whole micro-batch, one pool)."""
+    logits reserved and the cache laid out as `build` does under `engine` (`llamacpp_builds`)."""
     return LlamaCppSettings(quant_type=wizard_quant_type(precision, quantization), context=context * requests,
                             parallel=requests, cache_type_k=KV_BITS_TYPE[kv_bits],
                             cache_type_v=KV_BITS_TYPE[kv_bits], reservation=build.reservation,
-                            kv_streams=build.kv_streams)
+                            kv_layout=kv_layout(engine, build, requests))
 
 
 def engine_command(engine: str, need: LlamaCppNeed, file_name: str) -> str:

@@ -37,11 +37,32 @@ Ollama's version (`ollama --version`: "0.30.1"; tags "v0.30.1") is read as the l
 - With `-np` given and no `--kv-unified`, llama-server keeps one KV stream per slot (llama_context:
   n_ctx_seq = n_ctx / n_seq_max, each rounded up to 256 cells; llama_kv_cache_iswa: a sliding-window
   layer's stream holds its window plus one micro-batch, rounded up to 256): from 0.30.0 Ollama's cache is
-  laid out so (`llamacpp.LlamaCppSettings.kv_streams`). The cells of a model without sliding-window layers
-  are the runners' where num_ctx is a multiple of 256; a sliding-window model with several slots keeps more.
+  laid out so (`kv_layout`). The cells of a model without sliding-window layers are the runners' where
+  num_ctx is a multiple of 256; a sliding-window model with several slots keeps more.
 
 An Ollama version not given, or later than the newest minor release read here, is sized as the own runners
 (the whole micro-batch's logits, one KV pool): the answer says so and how to give the version.
+
+How llama-server lays out the KV cache of the `llama-server -c … -np N` command the answer prints (no
+`--kv-unified`), by build (ggml-org/llama.cpp as stored: `common/common.h`, `tools/server/server.cpp`,
+`src/llama-context.cpp`, `src/llama-kv-cache.cpp`):
+
+- before b5913 one pool shared by the slots, the only layout llama.cpp had;
+- ggml-org/llama.cpp#14363, "llama : add high-throughput mode" (commit 225e7a14, first in b5913): the
+  cache splits into one stream per sequence unless `kv_unified` (`-kvu`, `--kv-unified`), whose default is
+  false, so `-np N` keeps N streams (`KV_STREAMS`);
+- ggml-org/llama.cpp#16736, "server : support unified cache across slots" (opened 2025-10-23; b7079 logs
+  it, ggml-org/llama.cpp#17300, and b7342): llama-server reads `n_parallel == 1` without `-kvu` as its
+  default and sets four slots over one unified pool ("setting n_parallel = 4 and kv_unified = true"), an
+  explicit `-np 1` included (`KV_AUTO_SLOTS`); sized so from b6823, the first release of the day it opened
+  (the safe side: its merge is no earlier);
+- ggml-org/llama.cpp#17997, "arg: clarify auto kvu/np being set on server" (b7433): `-np` defaults to -1
+  (auto), and only that auto value turns on four slots and the unified pool; an explicit `-np N`, 1 included,
+  keeps N streams again.
+
+A llama.cpp build not given is sized as the larger of the two layouts (`KV_LARGER`): the cache in a stream
+per slot (never fewer cells than one pool), the compute buffer as the larger graph of the two; the four
+slots of `-np 1` in b6823–b7432 only where that build is asked.
 """
 from __future__ import annotations
 
@@ -68,6 +89,13 @@ OllamaVersion = tuple[int, int, int]
 OLLAMA_LLAMA_SERVER: tuple[tuple[OllamaVersion, int], ...] = (((0, 30, 0), 9452), ((0, 30, 1), 9479))
 OLLAMA_PER_SLOT_FROM = "0.30.1"  # the first Ollama release whose llama-server reserves a row per slot (b9479)
 OLLAMA_NEWEST_MINOR = (0, 32)  # the newest minor release read (0.32.15 pins b10488); any patch of it taken
+
+# How the KV cache is laid out (`llamacpp.cache_cells`): one pool shared by the slots; one stream per slot;
+# -np 1 read as llama-server's default, four slots over one pool; not known, the larger of pool and streams.
+KV_POOL, KV_STREAMS, KV_AUTO_SLOTS, KV_LARGER = "pool", "streams", "auto-slots", "larger"
+STREAMS_FROM = 5913  # ggml-org/llama.cpp#14363: a KV stream per sequence unless --kv-unified
+AUTO_SLOTS_FROM, AUTO_SLOTS_UNTIL = 6823, 7433  # #16736 to #17997: -np 1 runs four slots over one pool
+AUTO_SLOTS = 4  # the slots llama-server's default sets
 
 
 def _text(version: OllamaVersion) -> str:
@@ -107,14 +135,24 @@ class LlamaCppBuild:
         """An Ollama release no later than the newest minor release read here."""
         return self.ollama is not None and self.ollama[:2] <= OLLAMA_NEWEST_MINOR
 
-    @property
-    def kv_streams(self) -> bool:
-        """Whether the KV cache keeps one stream per slot: an Ollama release that starts llama-server with
-        `-np` (0.30.0 on). A llama.cpp build is sized on one pool, as before."""
-        return self.ollama is not None and self.number is not None
-
 
 NOT_GIVEN = LlamaCppBuild()
+
+
+def kv_layout(engine: str, build: LlamaCppBuild, parallel: int) -> str:
+    """How the KV cache of `-np parallel` slots is laid out under `engine` and `build`: Ollama from 0.30.0
+    one stream per slot, its own runners (or the version not known) one pool; llama-server started with
+    `-np` and no `--kv-unified` one stream per slot from b5913, one pool before it, four slots over one pool
+    for `-np 1` from b6823 to b7432; a llama.cpp build not given the larger of pool and streams."""
+    if engine == OLLAMA:
+        return KV_STREAMS if build.ollama is not None and build.number is not None else KV_POOL
+    if build.number is None:
+        return KV_LARGER
+    if build.number < STREAMS_FROM:
+        return KV_POOL
+    if parallel == 1 and AUTO_SLOTS_FROM <= build.number < AUTO_SLOTS_UNTIL:
+        return KV_AUTO_SLOTS
+    return KV_STREAMS
 
 
 def parse_build(text: object, field: str = "engine_version") -> LlamaCppBuild:
@@ -206,10 +244,14 @@ def _ollama_reservation_words(build: LlamaCppBuild) -> str:
 
 
 def build_words(engine: str, build: LlamaCppBuild) -> str:
-    """The build or Ollama release an answer assumed, the logits it reserves and, under Ollama, how its KV
-    cache is laid out, for its assumptions."""
+    """The build or Ollama release an answer assumed, the logits it reserves and how its KV cache is laid
+    out, for its assumptions."""
     if engine == OLLAMA:
         return _ollama_words(build)
+    return _logits_words(build) + " " + _layout_words(build)
+
+
+def _logits_words(build: LlamaCppBuild) -> str:
     if not build.given:
         return gettext(
             "llama.cpp build not given: the compute buffer holds the logits of every token of the "
@@ -226,6 +268,39 @@ def build_words(engine: str, build: LlamaCppBuild) -> str:
         "llama.cpp build %(build)s: the compute buffer holds the logits of every token of the micro-batch, "
         "as builds before b%(from)s reserve them; from b%(from)s llama-server reserves one row per slot."
     ) % {"build": build.text, "from": PER_SLOT_FROM}
+
+
+def _layout_words(build: LlamaCppBuild) -> str:
+    """How the build's llama-server lays out the KV cache of the command's `-np` slots (`kv_layout`)."""
+    values = {"streams": STREAMS_FROM, "from": AUTO_SLOTS_FROM, "until": AUTO_SLOTS_UNTIL - 1,
+              "slots": AUTO_SLOTS}
+    if build.number is None:
+        return gettext(
+            "The KV cache is sized as the larger of llama-server's two layouts of the command's slots: one "
+            "stream per slot (-np without --kv-unified, from b%(streams)s, ggml-org/llama.cpp#14363), each "
+            "slot's share of -c rounded up to 256 cells and a sliding-window layer's window plus one "
+            "micro-batch in every stream, never fewer cells than one pool shared by the slots (the builds "
+            "before it); the compute buffer as the larger graph of the two. From b%(from)s to b%(until)s "
+            "llama-server runs -np 1 as %(slots)s slots over one pool (more cells for a sliding-window "
+            "model): engine_version sizes that build."
+        ) % values
+    if build.number < STREAMS_FROM:
+        return gettext(
+            "Before b%(streams)s llama-server keeps one KV pool shared by the slots, a sliding-window layer "
+            "keeping the window of every slot plus one micro-batch."
+        ) % values
+    words = gettext(
+        "From b%(streams)s llama-server started with -np and without --kv-unified keeps one KV stream per "
+        "slot (ggml-org/llama.cpp#14363): each slot's share of -c rounded up to 256 cells, a sliding-window "
+        "layer's window plus one micro-batch in every stream, and each token of the micro-batch attends to "
+        "its own stream."
+    ) % values
+    if AUTO_SLOTS_FROM <= build.number < AUTO_SLOTS_UNTIL:
+        words += " " + gettext(
+            "From b%(from)s to b%(until)s it runs -np 1 as %(slots)s slots over one pool "
+            "(ggml-org/llama.cpp#16736, until #17997)."
+        ) % values
+    return words
 
 
 def _ollama_words(build: LlamaCppBuild) -> str:

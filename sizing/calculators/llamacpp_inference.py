@@ -53,7 +53,8 @@ def estimate_llamacpp(model: LanguageModelSpec, precision: int, context: int, re
     precision, context, requests, kv_bits = check_inference_inputs(
         model, precision, context, requests, kv_bits)
     build = build_for(engine, build)
-    need = llamacpp_need(model, wizard_settings(precision, context, requests, kv_bits, quantization, build))
+    need = llamacpp_need(model, wizard_settings(precision, context, requests, kv_bits, quantization, build,
+                                                engine))
     assumed = gguf_file(model, need.weights)
     file = assumed.file
     weights, cache, compute = need.gpu_items

@@ -36,9 +36,11 @@ from pathlib import Path
 
 from sizing.calculators.llamacpp import LlamaCppSettings, llamacpp_need
 from sizing.calculators.llamacpp_builds import (
+    KV_POOL,
     NOT_GIVEN,
     OLLAMA_PATTERN,
     LlamaCppBuild,
+    kv_layout,
     parse_build,
     parse_ollama_version,
 )
@@ -304,8 +306,17 @@ class GgufLog:
         return LlamaCppSettings(
             quant_type=self.quant_type, context=total, parallel=self.parallel, cache_type_k=self.cache_type or "f16",
             cache_type_v=self.cache_type or "f16", flash_attention=self.flash_attention,
-            reservation=self.build.reservation, kv_streams=self.build.kv_streams,
+            reservation=self.build.reservation, kv_layout=self.kv_layout,
         )
+
+    @property
+    def kv_layout(self) -> str:
+        """The cache's layout: one pool where the log says llama-server turned on its unified cache (its auto
+        slots, `-np` left out: "kv_unified = true"), else as the stated build or Ollama release lays out
+        `-np` slots (`llamacpp_builds.kv_layout`)."""
+        if "kv_unified = true" in self.source_lines:
+            return KV_POOL
+        return kv_layout(self.engine, self.build, self.parallel)
 
     def predict(self) -> GgufPrediction:
         need = llamacpp_need(language_spec(self.model_slug), self.settings)

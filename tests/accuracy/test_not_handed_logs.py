@@ -2,6 +2,7 @@
 from decimal import Decimal
 from fractions import Fraction
 
+from sizing.calculators.llamacpp_builds import KV_POOL, KV_STREAMS
 from sizing.calculators.vllm_versions import parse_version
 from tests.accuracy import not_handed, vllm_startup
 
@@ -154,6 +155,22 @@ def test_the_llama_server_log_holds_with_its_build_and_the_build_not_given_stays
     assert not_handed.GgufVerdict(not_given, not_given.predict()).compute[0] > 2  # 343.01 MiB, as before
 
 
+def test_the_llama_server_log_ran_its_auto_slots_over_one_pool_and_is_sized_so():
+    """The b10240 log left -np out: llama-server set four slots over its unified pool ("kv_unified = true",
+    "4/1 seqs"), so the row is sized as one pool, its figures as before. The command the answer prints names
+    -np 4 and no --kv-unified: that build keeps a stream per slot, the same 476 MiB of cache (whole 256s, no
+    sliding-window layer) and a smaller compute buffer, each token's mask over its own stream's 4,096 cells."""
+    from dataclasses import replace
+
+    from sizing.calculators.llamacpp import llamacpp_need
+
+    row = next(row for row in GGUF_ROWS if row.case_id == SERVER_B10240)
+    assert "kv_unified = true" in row.source_lines and row.kv_layout == KV_POOL
+    assert round(row.predict().compute_bytes / 2**20, 2) == 148.01
+    streams = llamacpp_need(vllm_startup.language_spec(row.model_slug), replace(row.settings, kv_layout=KV_STREAMS))
+    assert streams.kv_cache_bytes == 476 * 2**20 and round(streams.gpu_items[2].bytes / 2**20, 2) == 136.01
+
+
 def test_ollama_allocates_num_ctx_once_per_slot_and_a_quantized_cache_is_sized_per_block():
     by_id = {v.log.case_id: v for v in not_handed.gguf_verdicts()}
     four_slots = by_id["ollama054-llama31-8b-q4km-rtx4090-np4"]
@@ -169,7 +186,7 @@ def test_an_ollama_release_the_log_states_is_asked_as_its_version_and_sized_as_i
     from dataclasses import replace
 
     row = next(row for row in GGUF_ROWS if row.case_id == "ollama054-llama31-8b-q4km-rtx4090-np4")
-    assert row.build.text == "0.5.4" and row.build.number is None and not row.build.kv_streams
+    assert row.build.text == "0.5.4" and row.build.number is None and row.kv_layout == KV_POOL
     not_stated = replace(row, version="not stated")
     assert not_stated.build.given is False and not_stated.predict() == row.predict()
     unstated = next(row for row in GGUF_ROWS if row.case_id == "ollama-qwen25-coder-7b-q4km-rtx3060-4k")

@@ -346,9 +346,10 @@ def test_a_kv_stream_per_slot_rounds_each_slots_share_and_keeps_a_window_and_a_m
     from dataclasses import replace
 
     from sizing.calculators.llamacpp import cache_cells
+    from sizing.calculators.llamacpp_builds import KV_STREAMS
 
     pool = LlamaCppSettings("Q4_K_M", 600, parallel=2)
-    streams = replace(pool, kv_streams=True)
+    streams = replace(pool, kv_layout=KV_STREAMS)
     assert cache_cells(pool) == 768 and cache_cells(streams) == 1024  # 2 × 384 → 2 × 512
     assert cache_cells(replace(streams, context=32768, parallel=4)) == 32768  # whole 256s: the same cells
     assert cache_cells(replace(streams, parallel=1)) == cache_cells(replace(pool, parallel=1)) == 768
@@ -356,10 +357,124 @@ def test_a_kv_stream_per_slot_rounds_each_slots_share_and_keeps_a_window_and_a_m
     full_layers = sum(1 for layer in range(62) if gemma.architecture.kind_of_layer(layer) == "F")
     per_token = 2 * 16 * 128 * 2
     one_pool = llamacpp_need(gemma, LlamaCppSettings("Q4_K_M", 32768, parallel=4))
-    per_slot = llamacpp_need(gemma, LlamaCppSettings("Q4_K_M", 32768, parallel=4, kv_streams=True))
+    per_slot = llamacpp_need(gemma, LlamaCppSettings("Q4_K_M", 32768, parallel=4, kv_layout=KV_STREAMS))
     assert one_pool.kv_cache_bytes == per_token * (full_layers * 32768 + (62 - full_layers) * 4608)
     assert per_slot.kv_cache_bytes == per_token * (full_layers * 32768 + (62 - full_layers) * 4 * 1536)
     # a slot shorter than its window keeps only its own cells
-    short = llamacpp_need(gemma, LlamaCppSettings("Q4_K_M", 4 * 512, parallel=4, kv_streams=True))
+    short = llamacpp_need(gemma, LlamaCppSettings("Q4_K_M", 4 * 512, parallel=4, kv_layout=KV_STREAMS))
     assert short.kv_cache_bytes == per_token * 62 * 4 * 512
-    assert "4 parallel slots, a stream of 8,192 tokens each" in per_slot.gpu_items[1].formula
+    assert "4 streams × 8,192 cells (-c 32,768, -np 4: a stream per slot" in per_slot.gpu_items[1].formula
+    assert "a sliding-window layer's stream 1,536" in per_slot.gpu_items[1].formula
+    assert "a sliding-window layer" not in short.gpu_items[1].formula  # its stream is the slot's own 512
+
+
+@pytest.mark.parametrize(("build", "layout", "kv_mib"), [
+    ("", "larger", 5056),  # not given: the larger of the two, the streams' cache
+    ("b5912", "pool", 4432),  # before ggml-org/llama.cpp#14363: one pool
+    ("b5913", "streams", 5056),
+    ("b7000", "streams", 5056),  # four slots: -np 4 is no auto value
+    ("b10488", "streams", 5056),
+])
+def test_llama_server_sizes_its_kv_cache_as_the_build_lays_out_the_commands_slots(build, layout, kv_mib):
+    """llama-server -c 32768 -np 4 (the command printed, no --kv-unified): from b5913 a stream per slot,
+    the Ollama 0.30.1 figure for the same settings (5,056 MiB); before it one pool (4,432 MiB)."""
+    from sizing.calculators.llamacpp_builds import parse_build, parse_ollama_version
+    from sizing.calculators.llamacpp_inference import estimate_llamacpp
+
+    gemma = spec("gemma-3-27b")
+    answer = estimate_llamacpp(gemma, 4, 8192, 4, engine="llamacpp", quantization="Q4_K_M",
+                               build=parse_build(build))
+    cache = answer.items[1]
+    assert cache.bytes == kv_mib * MIB
+    ollama = estimate_llamacpp(gemma, 4, 8192, 4, engine="ollama", quantization="Q4_K_M",
+                               build=parse_ollama_version("0.30.1"))
+    assert ollama.items[1].bytes == 5056 * MIB  # Ollama 0.30.1, the same settings
+    assert answer.items[0].bytes == ollama.items[0].bytes  # the same file
+    if layout == "pool":
+        assert cache.formula.startswith("32,768 tokens (-c 32,768, 4 parallel slots)")
+    else:
+        assert cache.formula.startswith("4 streams × 8,192 cells (-c 32,768, -np 4: a stream per slot")
+        assert ("the larger of one pool and a stream per slot" in cache.formula) is (layout == "larger")
+    words = answer.assumptions[2]
+    assert ("larger of llama-server's two layouts" in words) is (layout == "larger")
+    assert ("keeps one KV stream per slot (ggml-org/llama.cpp#14363)" in words) is (layout == "streams")
+    assert answer.inputs["engine_version"] == (build or None)
+
+
+def test_a_model_without_sliding_windows_at_whole_256s_keeps_its_cells_and_odd_contexts_round_per_slot():
+    """Qwen2.5 7B: 4 slots of 4,096 are the same 16,384 cells in a pool or in streams; 3 slots of 1,000
+    tokens (-c 3,000) are 3,072 cells in one pool, 3 × 1,024 in streams (each slot's 1,024 of 3,072 rounded
+    up on its own), and 4 slots of 4,000 (-c 16,000) 16,128 in one pool, 4 × 4,096 in streams."""
+    from sizing.calculators.llamacpp_builds import parse_build
+    from sizing.calculators.llamacpp_inference import estimate_llamacpp
+
+    qwen = spec("qwen2-5-7b")
+    per_cell = 28 * 2 * 4 * 128 * 2  # layers × K and V × KV heads × head_dim × f16
+
+    def cache(context, requests, build):
+        return estimate_llamacpp(qwen, 4, context, requests, quantization="Q4_K_M",
+                                 build=parse_build(build)).items[1]
+
+    for build in ("", "b5912", "b10488"):
+        assert cache(4096, 4, build).bytes == 16384 * per_cell
+    assert cache(1000, 3, "b5912").bytes == 3072 * per_cell == cache(1000, 3, "b10488").bytes
+    assert cache(4000, 4, "b5912").bytes == 16128 * per_cell
+    assert cache(4000, 4, "b10488").bytes == cache(4000, 4, "").bytes == 16384 * per_cell
+    assert "4 streams × 4,096 cells (-c 16,000, -np 4" in cache(4000, 4, "b10488").formula
+    assert cache(1000, 1, "b10488").bytes == 1024 * per_cell == cache(1000, 1, "b5912").bytes
+
+
+def test_llama_server_b6823_to_b7432_runs_np_1_as_four_slots_over_one_pool():
+    """ggml-org/llama.cpp#16736 to #17997: -np 1 without -kvu became four slots over the unified pool, so a
+    sliding-window layer of Gemma 3 27B at -c 8192 keeps 4 × 1,024 + 512 cells, not 1,024 + 512; before and
+    after, and with more slots, the command's -np holds."""
+    from sizing.calculators.llamacpp_builds import (
+        KV_AUTO_SLOTS,
+        KV_LARGER,
+        KV_POOL,
+        KV_STREAMS,
+        LLAMACPP,
+        NOT_GIVEN,
+        kv_layout,
+        parse_build,
+    )
+    from sizing.calculators.llamacpp_inference import estimate_llamacpp
+
+    assert [kv_layout(LLAMACPP, parse_build(b), 1) for b in ("b6822", "b6823", "b7432", "b7433")] == [
+        KV_STREAMS, KV_AUTO_SLOTS, KV_AUTO_SLOTS, KV_STREAMS]
+    assert kv_layout(LLAMACPP, parse_build("b7000"), 2) == KV_STREAMS
+    assert kv_layout(LLAMACPP, parse_build("b5000"), 1) == KV_POOL
+    assert kv_layout(LLAMACPP, NOT_GIVEN, 1) == kv_layout(LLAMACPP, NOT_GIVEN, 4) == KV_LARGER
+    gemma = spec("gemma-3-27b")
+    full_layers = sum(1 for layer in range(62) if gemma.architecture.kind_of_layer(layer) == "F")
+    per_cell = 2 * 16 * 128 * 2
+
+    def cache(build):
+        return estimate_llamacpp(gemma, 4, 8192, 1, quantization="Q4_K_M", build=parse_build(build)).items[1]
+
+    assert cache("b7000").bytes == per_cell * (full_layers * 8192 + (62 - full_layers) * 4608)
+    assert cache("b7433").bytes == cache("").bytes == per_cell * (full_layers * 8192 + (62 - full_layers) * 1536)
+    assert "llama-server b6823 to b7432 runs -np 1 as 4 slots over one pool" in cache("b7000").formula
+
+
+def test_a_stream_per_slot_shortens_the_mask_and_the_scores_each_token_attends_over():
+    """Each token of the reserved micro-batch attends to its own stream (llama_kv_cache_context: n_kv is one
+    stream's size, the mask n_kv × the micro-batch's tokens split over the streams): without flash attention
+    a layer's scores are heads × a stream's cells × tokens, a quarter of one pool's at 4 slots. The build not
+    given sizes the larger graph, the pool's."""
+    from dataclasses import replace
+
+    from sizing.calculators.llamacpp_builds import KV_LARGER, KV_STREAMS, ONE_ROW_PER_SLOT
+
+    qwen = spec("qwen2-5-7b")
+    pool = LlamaCppSettings("Q4_K_M", 16384, parallel=4, flash_attention=False)
+    one_pool, streams, larger = (llamacpp_need(qwen, s).gpu_items[2].bytes for s in (
+        pool, replace(pool, kv_layout=KV_STREAMS), replace(pool, kv_layout=KV_LARGER)))
+    heads = 28
+    assert one_pool - streams >= heads * (16384 - 4096) * 512 * 4 * 9 // 10
+    assert larger == one_pool
+    flash = replace(pool, flash_attention=True, cache_type_k="q8_0", cache_type_v="q8_0",
+                    reservation=ONE_ROW_PER_SLOT)
+    with_flash = [llamacpp_need(qwen, replace(flash, kv_layout=layout)).gpu_items[2].bytes
+                  for layout in ("pool", KV_STREAMS)]
+    assert with_flash[0] - with_flash[1] == (16384 - 4096) * 512 * 2  # the f16 mask alone (b9410 on)

@@ -19,10 +19,9 @@ LLAMACPP = LLAMA_8B.replace("requests=1", "requests=4") + "&engine=llamacpp"
 PER_SLOT = "one row per slot, 4 rows (llama-server from build b9460)"
 WHOLE = "every token of the micro-batch (reserved so before llama-server build b9460"
 # The published llama-server start-up (ACCURACY.md, llama.cpp and Ollama): Qwen2.5 7B Q4_K_M, -c 16384, four
-# slots, a q8_0 cache, flash attention; its compute buffer logged 148.09 MiB.
+# slots (its auto slots over one unified pool), a q8_0 cache, flash attention; its compute buffer logged 148.09 MiB.
 SERVER_LOG = "model=qwen2-5-7b&engine=llamacpp&quantization=Q4_K_M&kv_cache=q8_0&max_model_len=16384&parallel=4" \
              "&gpu_memory_gib=30.26"
-LOGGED_COMPUTE = Decimal("148.09") * 2**20
 
 
 def get_json(client, path, query, **headers):
@@ -43,14 +42,19 @@ def test_the_build_is_read_as_llama_cpp_numbers_its_releases():
 
 def test_a_build_from_b9460_reserves_one_row_per_slot_and_the_answer_names_build_and_rule(client, small_fleet):
     _, default = get_json(client, "estimate", LLAMACPP)
+    _, pool = get_json(client, "estimate", LLAMACPP + "&engine_version=5912")
     _, old = get_json(client, "estimate", LLAMACPP + "&engine_version=9459")
     status, new = get_json(client, "estimate", LLAMACPP + "&engine_version=b10240")
     assert status == 200
     assert default["engine_version"] is None and old["engine_version"] == "b9459"
     assert new["engine_version"] == "b10240"
-    # the build not given is sized as before b9460: the same bytes, the whole micro-batch's logits
-    assert compute(default)["bytes"] == compute(old)["bytes"] > compute(new)["bytes"]
-    assert WHOLE in compute(default)["formula"] and PER_SLOT in compute(new)["formula"]
+    # the build not given is sized as before b9460, the whole micro-batch's logits, in the larger graph of one
+    # pool's (every build before b5913: the same bytes as before) and a stream per slot's (each token's mask
+    # over its own stream's cells)
+    assert compute(default)["bytes"] == compute(pool)["bytes"] > compute(old)["bytes"] > compute(new)["bytes"]
+    assert default["total_bytes"] == pool["total_bytes"]  # 4 × 4,096: the same cells in a pool and in streams
+    assert WHOLE in compute(default)["formula"] and WHOLE in compute(old)["formula"]
+    assert PER_SLOT in compute(new)["formula"]
     assert default["total_bytes"] - new["total_bytes"] == compute(default)["bytes"] - compute(new)["bytes"]
     assert any("llama.cpp build not given" in line and "b9460" in line for line in default["assumptions"])
     assert any("llama.cpp build b10240: llama-server reserves the logits of one row per slot" in line
@@ -120,11 +124,16 @@ def test_another_engines_version_is_a_422_beside_its_field(client, small_fleet, 
     assert status == 422 and words in body["errors"]["engine_version"], body
 
 
-def test_the_what_if_holds_the_published_llama_server_log_with_its_build_and_names_the_rule(client, small_fleet):
+def test_the_what_if_sizes_the_commands_streams_of_the_published_llama_server_logs_build(client, small_fleet):
+    """The log left -np out and ran llama-server's auto slots over one unified pool (148.09 MiB, held by the
+    log's own check as such); the what-if sizes the command it prints, -np 4 without --kv-unified: a stream
+    per slot, the same 476 MiB of cache and each token's mask over its own stream's 4,096 cells."""
     status, body = get_json(client, "capacity", SERVER_LOG + "&engine_version=b10240")
     assert status == 200, body
     assert body["engine_version"] == "b10240" and "one row per slot" in body["engine_version_rules"]
-    assert abs(Decimal(compute(body)["bytes"]) / LOGGED_COMPUTE - 1) <= Decimal("0.05")
+    assert "one KV stream per slot" in body["engine_version_rules"]
+    assert body["kv_cache_bytes"] == 476 * 2**20 and body["kv_cache_tokens"] == 16384
+    assert round(compute(body)["bytes"] / 2**20, 2) == 136.01  # the log's pool: 148.01 of 148.09 MiB
     assert body["command"] == "llama-server -m Qwen2.5-7B-Q4_K_M.gguf -c 16384 -np 4 -ngl 999 -fa on " \
         "--cache-type-k q8_0 --cache-type-v q8_0"
     _, default = get_json(client, "capacity", SERVER_LOG)

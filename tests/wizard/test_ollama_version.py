@@ -16,9 +16,12 @@ from nodelodge.recommendations.query import Conflict, QueryError, parse_query
 from nodelodge.recommendations.vllm_release import engine_version_pattern
 from nodelodge.watches.services import explicit_query
 from sizing.calculators.llamacpp_builds import (
+    KV_POOL,
+    KV_STREAMS,
     NOT_GIVEN,
     ONE_ROW_PER_SLOT,
     WHOLE_MICRO_BATCH,
+    kv_layout,
     parse_ollama_version,
 )
 from sizing.errors import SizingError
@@ -63,7 +66,8 @@ def cache(body):
 def test_an_ollama_release_is_read_as_the_llama_cpp_build_it_runs(text, number, reservation, streams):
     build = parse_ollama_version(text)
     assert build.text == text.removeprefix("v") and build.number == number
-    assert build.reservation == reservation and build.kv_streams is streams
+    assert build.reservation == reservation
+    assert kv_layout("ollama", build, 4) == (KV_STREAMS if streams else KV_POOL)
     assert parse_ollama_version(" ") == parse_ollama_version(None) == NOT_GIVEN
 
 
@@ -86,7 +90,9 @@ def test_from_0_30_1_the_compute_buffer_holds_one_row_of_logits_per_slot(client,
     # older and unknown releases are sized as before: the whole micro-batch, byte for byte
     assert default["total_bytes"] == old["total_bytes"] == unknown["total_bytes"]
     assert compute(default) == compute(old) == compute(unknown) and WHOLE in compute(default)["formula"]
-    assert compute(first)["bytes"] == compute(default)["bytes"] > compute(new)["bytes"]
+    # 0.30.0's llama-server reserves the whole micro-batch too, each token's mask over its own slot's stream
+    assert compute(default)["bytes"] > compute(first)["bytes"] > compute(new)["bytes"]
+    assert WHOLE in compute(first)["formula"]
     assert PER_SLOT in compute(new)["formula"]
     # a model without sliding-window layers at a num_ctx of whole 256s: the cache as before
     assert cache(new)["bytes"] == cache(default)["bytes"]
@@ -111,7 +117,8 @@ def test_from_0_30_0_a_sliding_window_model_keeps_its_window_and_a_micro_batch_i
     _, new = get_json(client, "estimate", GEMMA + "&engine_version=0.30.0")
     assert sliding and cache(default)["bytes"] == cache(old)["bytes"]
     assert cache(new)["bytes"] - cache(default)["bytes"] == sliding * (4 * 1536 - 4608) * per_cell
-    assert "4 parallel slots, a stream of 4,096 tokens each" in cache(new)["formula"]
+    assert "4 streams × 4,096 cells (-c 16,384, -np 4: a stream per slot" in cache(new)["formula"]
+    assert "a sliding-window layer's stream 1,536" in cache(new)["formula"]
     assert "a stream" not in cache(default)["formula"]
 
 
