@@ -18,7 +18,14 @@ from django.utils.functional import lazy
 from django.utils.translation import gettext_lazy as _
 
 from sizing.calculators.llamacpp import PRECISION_QUANT
-from sizing.calculators.llamacpp_builds import OLLAMA_LLAMA_SERVER, OLLAMA_PER_SLOT_FROM, PER_SLOT_FROM
+from sizing.calculators.llamacpp_builds import (
+    AUTO_SLOTS_FROM,
+    AUTO_SLOTS_UNTIL,
+    OLLAMA_LLAMA_SERVER,
+    OLLAMA_PER_SLOT_FROM,
+    PER_SLOT_FROM,
+    STREAMS_FROM,
+)
 from sizing.calculators.vllm import DEFAULT_ENGINE, NCCL_BYTES, VLLM_VERSION
 from sizing.calculators.vllm_interconnect import NVSWITCH, PCIE, PCIE_P2P
 from sizing.calculators.vllm_versions import OLDEST as VLLM_OLDEST_NUMBER
@@ -301,8 +308,13 @@ PARAMETERS: tuple[Parameter, ...] = (
         "or linear attention runs on the V2 model runner, which keeps its graphs outside (model_runner). "
         "engine=llamacpp: the llama.cpp build serving it, as b6500 or 6500 (llama-server --version prints "
         f"it): from b{PER_SLOT_FROM} llama-server reserves the compute buffer's logits for one row per slot "
-        "(ggml-org/llama.cpp#23861), before it for every token of the micro-batch; empty, the build is not "
-        "known and the whole micro-batch is sized (the larger need). engine=ollama: Ollama's release as "
+        "(ggml-org/llama.cpp#23861), before it for every token of the micro-batch; from "
+        f"b{STREAMS_FROM} the KV cache of -np slots keeps a stream per slot (ggml-org/llama.cpp#14363: each "
+        "slot's share of -c rounded up to 256 cells, a sliding-window layer's window plus one micro-batch in "
+        f"every stream), before it one pool shared by the slots, and b{AUTO_SLOTS_FROM} to "
+        f"b{AUTO_SLOTS_UNTIL - 1} run -np 1 as four slots over one pool; empty, the build is not known: the "
+        "whole micro-batch and the larger of one pool and a stream per slot are sized (the larger need). "
+        "engine=ollama: Ollama's release as "
         "ollama --version prints it, 0.30.1 or v0.30.1, read as the llama.cpp build it runs: before 0.30.0 "
         "its own runners (every token of the micro-batch, one KV pool shared by the slots); from 0.30.0 "
         "llama-server (ollama/ollama#16031) with a KV stream per slot, each slot's num_ctx rounded up to 256 "

@@ -54,7 +54,7 @@ from nodelodge.recommendations.sorts import CONFIDENCE_FILTERS, GROUPS, SORT_CHO
 from nodelodge.refresh.selectors import gpu_history_paths, gpu_type_history
 from sizing import i18n
 from sizing.calculators import gpus_for_throughput, rule_of_thumb
-from sizing.calculators.llamacpp_builds import OLLAMA_PER_SLOT_FROM, PER_SLOT_FROM
+from sizing.calculators.llamacpp_builds import OLLAMA_PER_SLOT_FROM, PER_SLOT_FROM, STREAMS_FROM
 from sizing.calculators.vllm import VLLM_VERSION
 from sizing.countries import country_name
 from sizing.limits import MAX_LIMIT, PAGE_MAX_LIMIT
@@ -303,6 +303,7 @@ def _worded_answer(request, partial: str | None, extra: dict | None) -> tuple[Ht
         "model_runners": _choices("model_runner"),
         "vllm_default_version": VLLM_VERSION,
         "llamacpp_per_slot_from": PER_SLOT_FROM,
+        "llamacpp_streams_from": STREAMS_FROM,
         "ollama_per_slot_from": OLLAMA_PER_SLOT_FROM,
         "cluster_choices": _choices("clusters"),
         "tiers": _choices("tier"),
