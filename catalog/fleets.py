@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import random
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
@@ -216,9 +216,23 @@ def demo_feed_url(slug: str) -> str:
     return f"{settings.DEMO_FEED_BASE_URL.rstrip('/')}/feeds/demo/{slug}.json"
 
 
+def gpu_types_by_shipped_name(names: Iterable[str]) -> dict[str, GpuType]:
+    """The row of each shipped GPU type named (those present): the row of that name or, where staff
+    renamed it in the admin, the row still holding the slug it was created with (a rename keeps it)."""
+    rows = list(GpuType.objects.all())
+    by_name = {gpu.name: gpu for gpu in rows}
+    by_slug = {gpu.slug: gpu for gpu in rows}
+    found = {}
+    for name in names:
+        row = by_name.get(name) or by_slug.get(slugify(name))
+        if row is not None:
+            found[name] = row
+    return found
+
+
 def _gpu_types_by_name() -> dict[str, GpuType]:
-    gpu_types = {gpu.name: gpu for gpu in GpuType.objects.all()}
     needed = {name for name, _, _ in SECURE_OFFERS + COMMUNITY_OFFERS}
+    gpu_types = gpu_types_by_shipped_name(needed)
     missing = needed - gpu_types.keys()
     if missing:
         raise RuntimeError(f"GPU types missing from the catalog (run load_catalog first): {sorted(missing)}")

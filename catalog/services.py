@@ -20,7 +20,7 @@ from catalog.data.gpu_types import GPU_TYPES, architecture, usable_memory
 from catalog.data.image_pipelines import IMAGE_PIPELINES
 from catalog.data.language_models import LANGUAGE_MODELS, hf_id_of
 from catalog.data.speech_models import SPEECH_MODELS
-from catalog.fleets import load_demo_fleet
+from catalog.fleets import gpu_types_by_shipped_name, load_demo_fleet
 from catalog.gpu_names import gpu_name_key
 from catalog.hf_config import parse_config
 from catalog.models import (
@@ -70,27 +70,35 @@ def load_speech_models() -> int:
 
 
 def load_gpu_types() -> int:
+    """Adds each shipped GPU type missing from the table and sets the shipped figures of those present.
+    A shipped type staff renamed in the admin is found by the slug it was created with and keeps staff's
+    name (loading again neither fails on that slug nor adds the type a second time)."""
+    present = gpu_types_by_shipped_name([name for name, *_ in GPU_TYPES])
     for name, vendor, marketed, memory_mib, datasheet_url, notes in GPU_TYPES:
         usable_mib, usable_source = usable_memory(name, memory_mib)
         family, compute_capability = architecture(name)
-        GpuType.objects.update_or_create(
-            name=name,
-            defaults={
-                "slug": slugify(name), "vendor": vendor, "marketed_memory": marketed,
-                "memory_mib": memory_mib, "datasheet_url": datasheet_url, "notes": notes,
-                "usable_memory_mib": usable_mib, "usable_memory_source": usable_source,
-                "architecture": family, "compute_capability": compute_capability,
-            },
-        )
+        figures = {
+            "vendor": vendor, "marketed_memory": marketed,
+            "memory_mib": memory_mib, "datasheet_url": datasheet_url, "notes": notes,
+            "usable_memory_mib": usable_mib, "usable_memory_source": usable_source,
+            "architecture": family, "compute_capability": compute_capability,
+        }
+        row = present.get(name)
+        if row is None:
+            GpuType.objects.create(name=name, slug=slugify(name), **figures)
+            continue
+        for field, value in figures.items():
+            setattr(row, field, value)
+        row.save()
     return len(GPU_TYPES)
 
 
 def load_gpu_aliases() -> int:
     """Adds each shipped alias missing from the table (compared by name key and GPU type); every other
     alias stays as staff left it. A shipped alias staff deleted comes back with the next load."""
-    types = dict(GpuType.objects.values_list("name", "pk"))
+    types = gpu_types_by_shipped_name({gpu_type_name for _, gpu_type_name, _ in GPU_ALIASES})
     for name, gpu_type_name, notes in GPU_ALIASES:
-        alias = GpuAlias(name=name, gpu_type_id=types[gpu_type_name], notes=notes)
+        alias = GpuAlias(name=name, gpu_type_id=types[gpu_type_name].pk, notes=notes)
         if not GpuAlias.objects.filter(key=gpu_name_key(name), gpu_type_id=alias.gpu_type_id).exists():
             alias.save()
     return len(GPU_ALIASES)
