@@ -11,7 +11,7 @@ from catalog.counting import availability_sql, fit_sql, fleet_counts, gpu_kinds,
 from catalog.counting.fleet_query import FleetQuery
 from catalog.counting.params import named
 from sizing.kinds import KindSpace
-from sizing.preferences import price_limits
+from sizing.preferences import HOURLY_OVER, MACHINE_TESTS, OTHER_TIER, price_limits, tier_chosen
 
 
 class CountryCount(NamedTuple):
@@ -33,9 +33,11 @@ def meeting_by_country(query: FleetQuery) -> list[CountryCount]:
 
 def meeting_by_country_many(queries: list[FleetQuery]) -> list[list[CountryCount]]:
     """`meeting_by_country` of each of `queries`, all in one statement that reads the kept counts once
-    (an empty answer's hints ask a dozen at once): the availability rule's checks, each fit and
-    country set once per shape (`_SharedChecks`), and each query a pair of filtered aggregates (its
-    cheapest and its count per country)."""
+    (an empty answer's hints ask a dozen at once). The statement counts per country, tier and market,
+    so the queries that differ only in those (the hints inside and outside the chosen countries, with
+    the tier lifted, under a wider market) share one pair of aggregates, and each query takes the groups
+    of its own countries, tier and market here. The availability rule's checks and each fit are worked
+    out once per shape (`_SharedChecks`)."""
     if not queries:
         return []
     cutoffs = {query.stale_cutoff for query in queries}
@@ -43,39 +45,56 @@ def meeting_by_country_many(queries: list[FleetQuery]) -> list[list[CountryCount
         return [found for query in queries for found in meeting_by_country_many([query])]
     status, params = named(*availability_sql.status_sql(cutoffs.pop(), None), "status")
     shared = _SharedChecks()
-    columns = []
-    for probe, query in enumerate(queries):
-        meets, gpus, counted, values = _probe(query, f"p{probe}", shared)
-        # Each probe is a pair of filtered aggregates over the same rows: one pass over the shapes
-        # and one expression per probe, not a subquery per probe and shape.
-        columns.append(f"MIN(m.prices[1] * {gpus}) FILTER (WHERE {meets}), "
-                       f"SUM({counted}) FILTER (WHERE {meets})")
-        params |= values
+    columns: list[str] = []
+    pairs: dict[tuple, int] = {}  # a probe's SQL and values -> its pair of aggregates
+    pair_of: list[int] = []
+    for query in queries:
+        probe = _probe(query, "q", shared)
+        key = (*probe[:3], tuple(sorted((name, repr(value)) for name, value in probe[3].items())))
+        if key not in pairs:
+            pairs[key] = len(columns)
+            meets, gpus, counted, values = _probe(query, f"p{len(columns)}", shared)
+            # Each pair is two filtered aggregates over the same rows: one pass over the shapes and one
+            # expression per distinct probe, not a subquery per probe and shape.
+            columns.append(f"MIN(m.prices[1] * {gpus}) FILTER (WHERE {meets}), "
+                           f"SUM({counted}) FILTER (WHERE {meets})")
+            params |= values
+        pair_of.append(pairs[key])
     params |= shared.params
     # Only the rows of the market preferences asked (each machine is counted once per choice): the
     # kept counts are kept per market, so the scan reads those alone, and of each market only the rows
-    # some probe of it may count (`_could_count`) go on to the fits and countries.
+    # some probe of it may count (`_could_count`) go on to the fits.
     rows, rows_values = _rows_asked(queries)
     params |= rows_values
     # Fixed SQL and integers; every value is a parameter. The rows asked are read first, in a subquery
-    # of their own (OFFSET 0), so that the rule's checks and the laterals run only on the rows some probe
+    # of their own (OFFSET 0), so that the rule's checks and the fits run only on the rows some probe
     # may count (the planner would check the rule first).
     sql = (
-        f"SELECT m.country, {', '.join(columns)} "  # noqa: S608  # nosec B608
+        f"SELECT m.country, m.tier, m.{fleet_counts.MARKET}, {', '.join(columns)} "  # noqa: S608  # nosec B608
         f"FROM ({rows} OFFSET 0) AS m {shared.from_sql()} "
-        f"WHERE {status} = {availability.SCREENED} "
-        "GROUP BY m.country"
+        f"WHERE {status} = {availability.SCREENED} AND ({shared.any_fit_sql()}) "
+        f"GROUP BY m.country, m.tier, m.{fleet_counts.MARKET}"
     )
-    found: list[list[CountryCount]] = [[] for _ in queries]
     with database.reads().cursor() as cursor:
         fleet_counts.merge_pending(cursor)
         cursor.execute(sql, params)
-        for country, *figures in cursor.fetchall():
-            for probe, (units, machines) in enumerate(zip(figures[::2], figures[1::2], strict=True)):
-                if units is not None:
-                    found[probe].append(CountryCount(country, fleet_counts.from_units(units), int(machines)))
-    for counts in found:  # cheapest first, ties by country code (codes are ASCII: as the database orders)
+        groups = cursor.fetchall()
+    found: list[list[CountryCount]] = []
+    for query, pair in zip(queries, pair_of, strict=True):
+        tier = tier_chosen(query)
+        by_country: dict[str, tuple[int, int]] = {}  # country -> (cheapest in units, machines)
+        for country, machine_tier, market, *figures in groups:
+            units, machines = figures[2 * pair], figures[2 * pair + 1]
+            if (units is None or market != query.market or (tier is not None and machine_tier != tier)
+                    or (query.countries is not None and country not in query.countries)):
+                continue
+            cheapest, counted = by_country.get(country, (units, 0))
+            by_country[country] = (min(cheapest, units), counted + int(machines))
+        counts = [CountryCount(country, fleet_counts.from_units(units), machines)
+                  for country, (units, machines) in by_country.items()]
+        # cheapest first, ties by country code (codes are ASCII: as the database orders)
         counts.sort(key=lambda count: (count.cheapest_hourly, count.country))
+        found.append(counts)
     return found
 
 
@@ -115,8 +134,8 @@ def _could_count(query: FleetQuery) -> tuple[tuple[str, object], ...]:
     """What a row must pass for `query` to count any of its machines, before its fit is known (as
     `_could_count_sql` writes it): its cheapest price per GPU-hour within each hourly limit (a machine
     uses one GPU at least), and its country among the chosen where they are few (a set of hundreds, all
-    but the chosen, looked up on every row costs more than it saves: `_SharedChecks` looks those up only
-    where a fit holds). Empty where the query has neither."""
+    but the chosen, looked up on every row costs more than it saves: the groups of those countries are
+    picked after counting). Empty where the query has neither."""
     # In whole units of price, as the kept counts hold them: an integer comparison on every row.
     conditions: list[tuple[str, object]] = [
         ("price", _whole_units(limit)) for _, limit in price_limits(query)
@@ -140,14 +159,11 @@ def _could_count_sql(conditions: tuple[tuple[str, object], ...], prefix: str) ->
 
 class _SharedChecks:
     """The checks several probes of one statement ask alike, each worked out once per shape: the GPUs
-    a fit uses there (`k.fit_N`) and, on the shapes some fit uses, whether the country is in a set
-    (`c.in_N`). An empty answer's dozen hints ask three fits and two country sets at most; asked per
-    probe, a set of 200 countries was most of the statement's time."""
+    a fit uses there (`k.fit_N`). An empty answer's dozen hints ask three fits at most."""
 
     def __init__(self) -> None:
         self.params: dict = {}
         self._fits: dict[tuple, tuple[str, str]] = {}  # (fit, kinds) -> (its column, its CASE expression)
-        self._countries: dict[tuple[str, ...], str] = {}  # codes -> their column
 
     def gpus(self, fit: tuple[tuple[int, int], ...], by_kind: KindSpace) -> str:
         key = (fit, by_kind)  # the same pairs read in two spaces are two fits
@@ -158,41 +174,31 @@ class _SharedChecks:
             self._fits[key] = (name, sql)
         return f"k.{self._fits[key][0]}"
 
-    def in_countries(self, countries: frozenset[str]) -> str:
-        codes = tuple(sorted(countries))
-        if codes not in self._countries:
-            name = f"in_{len(self._countries)}"
-            self.params[f"c_{name}"] = list(codes)
-            self._countries[codes] = name
-        return f"c.{self._countries[codes]}"
-
     def from_sql(self) -> str:
-        """The laterals after the kept counts `m`: OFFSET 0 keeps each a subquery of its own (not
-        folded into every probe that reads it), and the fits' come first so that a shape no fit uses
-        (most, for a large model on one GPU) is dropped before its country is looked up."""
+        """The fits' lateral after the kept counts `m`: OFFSET 0 keeps it a subquery of its own (not
+        folded into every probe that reads it)."""
         fits = ", ".join(f"{sql} AS {name}" for name, sql in self._fits.values()) or "NULL AS fit_none"
-        any_fit = " OR ".join(f"k.{name} IS NOT NULL" for name, _sql in self._fits.values()) or "FALSE"
-        countries = ", ".join(
-            f"m.country = ANY(%(c_{name})s) AS {name}" for name in self._countries.values()
-        ) or "NULL AS in_none"
-        return (f"CROSS JOIN LATERAL (SELECT {fits} OFFSET 0) AS k "
-                f"CROSS JOIN LATERAL (SELECT {countries} WHERE {any_fit} OFFSET 0) AS c")
+        return f"CROSS JOIN LATERAL (SELECT {fits} OFFSET 0) AS k"
+
+    def any_fit_sql(self) -> str:
+        """Some fit uses the shape: the others (most, for a large model on one GPU) are not grouped."""
+        return " OR ".join(f"k.{name} IS NOT NULL" for name, _sql in self._fits.values()) or "FALSE"
 
 
 def _probe(query: FleetQuery, prefix: str, shared: _SharedChecks) -> tuple[str, str, str, dict]:
     """One query's part of the statement, over a kept-counts row `m` the rule's other checks let
-    through: (whether it counts: it fits, in the query's countries, meeting its preferences; the GPUs
-    it would use there; how many of its machines count; the values, named after `prefix`). The fit
-    and the countries come from `shared`."""
+    through: (whether it counts: it fits and meets the preferences that read the row's price and
+    reliability; the GPUs it would use there; how many of its machines count; the values, named after
+    `prefix`). Its countries, tier and market are the groups it takes (`meeting_by_country_many`);
+    the fit comes from `shared`."""
     gpus = shared.gpus(query.fits[0], query.by_kind)
-    params: dict = {f"{prefix}_market": query.market}
     # The kept counts hold prices in whole units, and a limit is compared in whole units too (rounded
     # down: price × GPUs, an integer, is within the limit exactly when it is within its whole part), so
     # every row's comparisons are integer ones, not numeric.
-    meets, meets_values = named(*preferences_sql.meets_sql(
+    meets, params = named(*preferences_sql.meets_sql(
         query, f"m.prices[1] * {gpus}", limit=lambda value: ("%s", [_whole_units(value)]),
+        tests=tuple(test for test in (*MACHINE_TESTS, HOURLY_OVER) if test != OTHER_TIER),
     ), f"{prefix}_meets")
-    params |= meets_values
     highest = []
     for number, (_, limit) in enumerate(price_limits(query)):
         # price × GPUs within the limit: at most the limit's whole units ÷ GPUs, rounded down (integer
@@ -203,13 +209,7 @@ def _probe(query: FleetQuery, prefix: str, shared: _SharedChecks) -> tuple[str, 
         counted = f"COALESCE(m.cum[width_bucket(LEAST({', '.join(highest)}), m.prices)], 0)"
     else:
         counted = "m.cum[cardinality(m.cum)]"
-    # The country first: most rows are of countries a probe does not ask, and leave it at once.
-    inside = ""
-    if query.countries is not None:
-        inside = f"{shared.in_countries(frozenset(query.countries))} AND "
-    # The rows of the query's market preference alone (each machine is counted once per choice).
-    market = f"m.{fleet_counts.MARKET} = %({prefix}_market)s"
-    return f"{inside}{market} AND {gpus} IS NOT NULL AND {meets}", gpus, counted, params
+    return f"{gpus} IS NOT NULL AND {meets}", gpus, counted, params
 
 
 def _whole_units(limit: Decimal) -> int:

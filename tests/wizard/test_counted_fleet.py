@@ -91,6 +91,29 @@ def test_each_countrys_machines_and_cheapest_price_equal_that_countrys_own_count
     assert compared > 50, "most comparisons had machines to count"
 
 
+@pytest.mark.postgresql(reason="the counts per country of many queries are one statement over the kept counts")
+@pytest.mark.parametrize("seed", range(2))
+def test_many_queries_counted_at_once_equal_each_counted_alone(models_and_gpus, seed):
+    """An empty answer's openings are counted in one statement that groups by country, tier and market
+    and lets the openings differing only in those share their aggregates: every query of a batch holding
+    all of them at once (each workload under every preference, in each market) is counted as it is alone."""
+    from dataclasses import replace
+
+    rng = random.Random(300 + seed)
+    now = timezone.now()
+    random_fleet(rng, 150, now)
+    batch = []
+    for query_string in QUERIES:
+        for preferences in PREFERENCES:
+            query = parse(query_string + preferences)
+            breakdown, _ = estimate_for(query)
+            for market in ("on_demand", "interruptible", "any"):
+                batch.append(replace(fleet.fleet_query(query, [breakdown], now), market=market))
+    together = catalog_countries.meeting_by_country_many(batch)
+    assert together == [catalog_countries.meeting_by_country(query) for query in batch]
+    assert sum(map(bool, together)) > len(batch) // 2, "most queries had machines to count"
+
+
 @pytest.mark.parametrize("seed", range(2))
 def test_the_countries_hint_equals_the_engine_country_by_country(models_and_gpus, seed):
     """The countries hint (every country's machines meeting every preference and its cheapest
