@@ -1,6 +1,8 @@
 """Small things test packages share: the query most tests ask (and its variants), the header nginx
 stamps, the broker, and the harness that races calls on threads of their own."""
+import html
 import os
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -15,6 +17,22 @@ LLAMA_8B_ARGS = ("--model", "llama-3-1-8b", "--precision", "16", "--context", "4
 LLAMA_8B_QLORA = "workload=finetune&model=llama-3-1-8b&precision=4&context=4096&requests=4"
 # More than any machine holds: 131,072 tokens for 2,000 requests at once (an empty answer, what to relax).
 LLAMA_8B_TOO_BIG = "workload=inference&model=llama-3-1-8b&precision=16&context=131072&requests=2000"
+
+
+# A machine row's details as the result panel writes them: a placeholder linking to the machine's page.
+DETAIL_LINK = re.compile(r'<div class="machine-detail"><p><a href="([^"]+)" data-testid="machine-detail-link">'
+                         r'[^<]*</a></p></div>')
+
+
+def with_details_opened(client, page: str) -> str:
+    """`page` with each machine row's details in it, as opening every row does in a browser: each row's
+    placeholder swapped for the part its machine's page serves to htmx (asserted served)."""
+    def opened(found: re.Match) -> str:
+        response = client.get(html.unescape(found.group(1)), HTTP_HX_REQUEST="true")
+        assert response.status_code == 200, response.content
+        return response.content.decode()
+
+    return DETAIL_LINK.sub(opened, page)
 
 
 class RowsRead:

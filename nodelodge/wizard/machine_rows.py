@@ -6,6 +6,11 @@ most of the panel's rendering time. Here each row is a few formatted strings, th
 once per table. `_machine_table.html` keeps the table and its header; the tests hold the rows to what a
 person reads (tests/wizard/test_machine_rows.py).
 
+A row's details (its command, why it fits, its limits, markets and measured speeds: a quarter to a
+third of a panel's bytes, few of them ever opened) are loaded when a person opens them: the panel writes
+each row's summary and a link to the machine's own page (`wizard:machine`), which serves the details
+part (`machine_detail`) to htmx and the whole row with its details open without JavaScript.
+
 Values are escaped as the template escaped them (`conditional_escape`); translated messages are not
 (as `blocktranslate` leaves them), their values are. Whole numbers (ids, GPU counts) are written as they
 are; the measured speeds as the page's language writes numbers."""
@@ -60,16 +65,21 @@ def _labels() -> dict[str, str]:
         "markets": gettext("Markets"),
         "gguf_file": gettext("GGUF file"), "published": gettext("a published file"),
         "not_published": gettext("no published file: sized from llama.cpp's own rules"),
+        "open_detail": gettext("Why it fits, its limits and the details of this machine"),
     }
     return {name: _e(message) for name, message in labels.items()}
 
 
-def machine_rows(machines: Iterable[Mapping[str, Any]], columns: int, query_string: str) -> SafeString:
+def machine_rows(machines: Iterable[Mapping[str, Any]], columns: int, query_string: str,
+                 *, whole: bool = False) -> SafeString:
     """The `<tbody>` of each machine row (`wizard.rows.add_row_words` has added its words), with a
-    group heading before a row that starts a group."""
+    group heading before a row that starts a group. Each row's details are loaded when opened (htmx;
+    without JavaScript its link opens the machine's page); `whole`: written in the row, open (the
+    machine's own page)."""
     labels = _labels()
     review = _e(reverse("launches:review"))
     query = _e(query_string)
+    page = None if whole else f'{_e(reverse("wizard:machine"))}?{query}&amp;'
     parts = []
     for machine in machines:
         if machine.get("group_heading"):
@@ -77,11 +87,38 @@ def machine_rows(machines: Iterable[Mapping[str, Any]], columns: int, query_stri
                 f'<tbody class="group-head"><tr><th scope="rowgroup" colspan="{columns}" '
                 f'data-testid="group-heading">{_e(machine["group_heading"])}</th></tr></tbody>'
             )
-        parts.append(_row(machine, labels, columns, review, query))
+        parts.append(_row(machine, labels, columns, review, query, page))
     return mark_safe("\n".join(parts))  # noqa: S308  # nosec B308, B703: every value above is escaped
 
 
-def _row(m: Mapping[str, Any], labels: Mapping[str, str], columns: int, review: str, query: str) -> str:
+def machine_detail(m: Mapping[str, Any]) -> SafeString:
+    """A row's details part, as its row wrote it inside `<details>` (the machine's page serves it to
+    the panel when the row is opened)."""
+    return mark_safe(_detail_part(m, _labels(), _e(m["id"])))  # noqa: S308  # nosec B308, B703: escaped
+
+
+def _detail_part(m: Mapping[str, Any], labels: Mapping[str, str], machine_id: str) -> str:
+    return f'<div class="machine-detail">\n{_detail(m, labels, machine_id)}\n</div>'
+
+
+def _disclosure(m: Mapping[str, Any], labels: Mapping[str, str], machine_id: str, page: str | None) -> str:
+    """The row's `<details>`: its summary, and its details written (`page` None) or loaded when opened
+    from the machine's page, whose address (`page`: the page's address and the answer's query, escaped)
+    the placeholder links to without JavaScript."""
+    if page is None:
+        return (f'<details class="machine" open>\n{_summary(m, labels)}\n'
+                f'{_detail_part(m, labels, machine_id)}\n</details>')
+    href = f'{page}machine={machine_id}&amp;gpus={_e(m["gpus_used"])}'  # the GPUs its row uses
+    return (
+        f'<details class="machine" hx-get="{href}" hx-trigger="toggle once" hx-target="find .machine-detail" '
+        f'hx-swap="outerHTML" hx-push-url="false">\n{_summary(m, labels)}\n'
+        f'<div class="machine-detail"><p><a href="{href}" data-testid="machine-detail-link">'
+        f'{labels["open_detail"]}</a></p></div>\n</details>'
+    )
+
+
+def _row(m: Mapping[str, Any], labels: Mapping[str, str], columns: int, review: str, query: str,
+         page: str | None) -> str:
     machine_id = _e(m["id"])
     gpus_used = _e(m["gpus_used"])
     region = f'<span class="muted">, {_e(m["region"])}</span>' if m.get("region") else ""
@@ -123,9 +160,8 @@ def _row(m: Mapping[str, Any], labels: Mapping[str, str], columns: int, review: 
         f'<input type="hidden" name="query" value="{query}">\n'
         f'<button type="submit" aria-label="{_e(m["launch_label"])}">{labels["launch"]}</button>\n'
         f'</form>\n</td>\n</tr>\n'
-        f'<tr class="detail-row">\n<td colspan="{columns}">\n<details class="machine">\n'
-        f'{_summary(m, labels)}\n<div class="machine-detail">\n{_detail(m, labels, machine_id)}\n</div>\n'
-        f'</details>\n</td>\n</tr>\n</tbody>'
+        f'<tr class="detail-row">\n<td colspan="{columns}">\n{_disclosure(m, labels, machine_id, page)}\n'
+        f'</td>\n</tr>\n</tbody>'
     )
 
 

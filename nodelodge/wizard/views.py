@@ -8,7 +8,7 @@ from typing import Any, cast
 from urllib.parse import urlencode
 
 from django import forms
-from django.http import HttpResponse
+from django.http import HttpResponse, QueryDict
 from django.middleware.csrf import get_token
 from django.shortcuts import get_object_or_404, render
 from django.template.loader import render_to_string
@@ -40,6 +40,7 @@ from nodelodge.recommendations.capacity import query_from as capacity_query_from
 from nodelodge.recommendations.clusters import ClusterOffer, cluster_machine_ids, cluster_offer_of
 from nodelodge.recommendations.messages import error_list, field_labels, messages_for, reworded
 from nodelodge.recommendations.model_choices import model_row, precision_options, suits
+from nodelodge.recommendations.one_machine import MachineAnswer, id_in_address, machine_answer
 from nodelodge.recommendations.parameters import TRAINING_PARAMETERS
 from nodelodge.recommendations.query import (
     DEFAULTS,
@@ -58,6 +59,7 @@ from sizing.calculators.llamacpp_builds import OLLAMA_PER_SLOT_FROM, PER_SLOT_FR
 from sizing.calculators.vllm import VLLM_VERSION
 from sizing.countries import country_name
 from sizing.limits import MAX_LIMIT, PAGE_MAX_LIMIT
+from sizing.results import machine_row
 from sizing.training import CHOICES as TRAINING_CHOICES
 from sizing.training import PRESET_NAMES, PRESETS
 from sizing.units import figure_text
@@ -66,6 +68,7 @@ from sizing.workloads import workload as workload_named
 from . import conditional as answer_http
 from .forms import CapacityPageForm, RuleOfThumbForm, ThroughputForm
 from .history_page import HistoryFilterForm, country_choices, draw
+from .machine_rows import machine_detail
 from .model_display import model_choice, model_choices
 from .result_page import PLAN_ROWS_SHOWN, ResultPage
 from .rows import add_cluster_words, add_row_words, what_if_query
@@ -398,6 +401,85 @@ def cluster(request):
     if request.htmx:
         return render(request, "wizard/cluster.html#detail", context, status=status)
     return render(request, "wizard/cluster.html", context, status=status)
+
+
+@require_GET
+@page_rate_limited
+@database.reads_replica_first
+def machine(request):
+    """One machine of an answer (`?<the answer's query>&machine=<id>&gpus=<GPUs its row uses>`): its row
+    as the answer writes it, with its details open (the command, why it fits, its limits, markets and
+    measured speeds) and its Launch button. A row of the result panel loads the details part when opened
+    (HTMX); without JavaScript its link opens this page. One machine is read, whatever is asked."""
+    params = request.GET
+    values, row = _form_values(params)
+    context: dict[str, Any] = {"problem": None, "m": None, "notice": None}
+    machine_id, gpus = id_in_address(params.get("machine")), params.get("gpus")
+    shown_gpus = id_in_address(gpus, 4) if gpus is not None else None
+    query: WorkloadQuery | None = None
+    found: MachineAnswer | None = None
+    try:
+        query = parse_query(values, get_language())
+        if machine_id is None:
+            context["problem"] = _("Name the machine by its id: machine=12.")
+        elif gpus is not None and shown_gpus is None:
+            context["problem"] = _("Name the GPUs its row uses as a whole number: gpus=2.")
+        else:
+            found = machine_answer(query, machine_id, model_row=row)
+    except QueryError as error:
+        context["problem"] = " ".join(str(message) for message in error.errors.values())
+    status = 200
+    if context["problem"] is not None:
+        status = 400
+    elif found is None:
+        status = 404
+        context["problem"] = _("No machine %(id)s is offered: it is unknown, or its provider no longer lists "
+                               "it. The answer lists the machines offered now.") % {"id": machine_id}
+    # Back to the answer: the query as the answer writes it, or as typed where it is refused.
+    if query is not None:
+        context["query_string"] = query.as_query_string()
+    else:
+        public = QueryDict(_public_query(params), mutable=True)
+        for name in ("machine", "gpus"):
+            public.pop(name, None)
+        context["query_string"] = public.urlencode()
+    if found is not None:
+        context.update(_machine_words(found, shown_gpus))
+    if request.htmx:
+        return render(request, "wizard/machine.html#detail", context, status=status)
+    return render(request, "wizard/machine.html", context, status=status)
+
+
+def _machine_words(found: MachineAnswer, shown_gpus: int | None) -> dict[str, Any]:
+    """What a machine's page shows of `found`: its row with the words the answer's table adds, its
+    details part, and why it is not listed now or what changed since its row was shown."""
+    offer = found.offer
+    name = f"{offer.provider} {offer.provider_machine_id}"
+    if found.machine is None:
+        if found.reason:
+            reason = _("%(machine)s no longer fits this query (%(reason)s); the answer lists the machines "
+                       "that do.") % {"machine": name, "reason": found.reason}
+        else:
+            reason = _("%(machine)s no longer fits this query; the answer lists the machines that do.") % {
+                "machine": name}
+        return {"title": name, "not_listed": reason}
+    # The row as the answer's table writes it (`_worded_answer`): its words, its GPU's history and what-if.
+    with i18n.words_remembered():
+        m = machine_row(found.machine)
+        add_row_words([m], what_if=what_if_query(found.query),
+                      history_paths=gpu_history_paths([found.machine]))
+        detail = machine_detail(m)
+    words: dict[str, Any] = {
+        "m": m, "rows": [m], "detail": detail, "kind": "alternative" if found.alternative else "machine",
+        "title": _("%(machine)s: %(gpus)s × %(gpu)s") % {"machine": name, "gpus": m["gpus_used"],
+                                                          "gpu": m["gpu_type"]},
+        "workload_title": found.breakdown.title,
+    }
+    if shown_gpus is not None and shown_gpus != m["gpus_used"]:
+        words["notice"] = _("The machine's figures changed since its row was shown: it now uses %(now)s × "
+                            "%(gpu)s, not %(shown)s.") % {"now": m["gpus_used"], "gpu": m["gpu_type"],
+                                                         "shown": shown_gpus}
+    return words
 
 
 @require_GET

@@ -46,7 +46,7 @@ STEPS = {
     "logout", "password_change", "password_change_done", "password_reset_confirm", "signup_confirm",
     "launches:launch", "launches:review", "launches:list", "launches:stop", "switch_language",
     "launches:group_review", "launches:group_launch", "launches:group_stop",
-    "refresh:demo_feed", "wizard:cluster", "wizard:gpu_history",
+    "refresh:demo_feed", "wizard:cluster", "wizard:machine", "wizard:gpu_history",
     "watches:create", "watches:act", "watches:unsubscribe", "watches:feed", "watches:token_create",
     "watches:token_revoke",
 }
@@ -136,6 +136,16 @@ def test_a_clusters_page_answers_in_both_languages(client, h100_site, prefix):
     assert response.status_code == 200
     assert response["Content-Language"] == (prefix.strip("/") or "en")
     assert b"<main" in response.content and b'data-testid="cluster-vllm"' in response.content
+
+
+@pytest.mark.parametrize("prefix", ["", "/de"])
+def test_a_machines_page_answers_in_both_languages(client, small_fleet, prefix):
+    page = client.get(f"{prefix}{reverse('wizard:start')}?{LLAMA_8B}").content.decode()
+    link = re.search(r'<a href="([^"]+)" data-testid="machine-detail-link"', page).group(1).replace("&amp;", "&")
+    response = client.get(link)
+    assert response.status_code == 200
+    assert response["Content-Language"] == (prefix.strip("/") or "en")
+    assert b"<main" in response.content and b'<details class="machine" open>' in response.content
 
 
 def test_the_demo_feed_and_the_language_switch_answer(client, catalog_fleet):

@@ -41,7 +41,8 @@ def test_three_steps_for_every_workload(page, live_server, shipped_catalog):
     expect(page).to_have_url(re.compile(r"(?=.*model=llama-3-1-8b)(?=.*countries=EU)"))
     first_row = page.locator("table.machines tbody.machine-row").first
     first_row.get_by_text("Why it fits · limits").click()
-    expect(first_row).to_contain_text("Why it fits")
+    # Loaded when opened: the why-it-fits lines, from the machine's page.
+    expect(why_it_fits(page, first_row).first).to_have_text(re.compile(r" GiB of memory per GPU \("))
     shoot(page, "inference")
 
     # Typing a new context updates the result without a click.
@@ -75,6 +76,80 @@ def test_three_steps_for_every_workload(page, live_server, shipped_catalog):
     page.get_by_role("button", name="Show machines").click()
     expect(page.get_by_test_id("total-gib")).to_have_text("30.00 GiB")
     shoot(page, "notebook")
+
+
+VLLM_8B = "workload=inference&model=llama-3-1-8b&precision=16&context=4096&requests=1&engine=vllm"
+
+
+def why_it_fits(page, within=None):
+    """The lines under "Why it fits" in a row's details (`within`), or on a machine's page."""
+    heading = page.locator("strong", has_text=re.compile(r"^Why it fits$"))
+    return (within or page).locator(".machine-detail > div").filter(has=heading).locator("li")
+
+
+def first_machine(query: str):
+    """The answer's first machine, described as its row's details say it (the machine's page's own door)."""
+    from django.http import QueryDict
+
+    from nodelodge.recommendations.answer import recommendation_for
+    from nodelodge.recommendations.query import parse_query
+
+    return recommendation_for(parse_query(QueryDict(query))).recommendation.machines[0]
+
+
+def test_opening_a_rows_details_shows_why_it_fits_and_the_command_to_copy(browser, live_server, shipped_catalog):
+    """"Why it fits · limits" on the first row loads its details when opened (the panel writes a link
+    alone): the person reads why it fits, the limits and the command, and its Copy button copies it."""
+    machine = first_machine(VLLM_8B)
+    context = browser.new_context(viewport={"width": 1440, "height": 1000},
+                                  permissions=["clipboard-read", "clipboard-write"])
+    page = context.new_page()
+    page.goto(f"{live_server.url}/?{VLLM_8B}")
+    first_row = page.locator("table.machines tbody.machine-row").first
+    expect(first_row).to_have_attribute("data-machine-id", str(machine.offer.id))
+    expect(first_row.get_by_test_id("command")).to_have_count(0)  # not in the panel until opened
+    first_row.get_by_text("Why it fits · limits").click()
+    expect(why_it_fits(page, first_row)).to_have_text(list(machine.why_it_fits))
+    command = first_row.get_by_test_id("command")
+    expect(command).to_have_text(machine.command)
+    assert machine.command.startswith("vllm serve meta-llama/Llama-3.1-8B ")
+    copy = first_row.locator("button.copy-command")
+    expect(copy).to_have_text("Copy the command")
+    expect(copy).to_be_visible()
+    copy.click()
+    expect(copy).to_have_text("Copied")
+    assert page.evaluate("navigator.clipboard.readText()") == machine.command
+    expect(first_row.get_by_test_id("machine-detail-link")).to_have_count(0)
+    shoot(page, "row-details-open")
+    # The machine's own page (where the row's details come from), whole, passes axe too.
+    page.goto(live_server.url + first_row.locator("details.machine").get_attribute("hx-get"))
+    expect(page.get_by_test_id("command")).to_have_text(machine.command)
+    shoot(page, "machine-page")
+    context.close()
+
+
+def test_without_javascript_a_rows_link_opens_the_machines_page(browser, live_server, shipped_catalog):
+    machine = first_machine(VLLM_8B)
+    context = browser.new_context(java_script_enabled=False)
+    page = context.new_page()
+    page.goto(f"{live_server.url}/?{VLLM_8B}")
+    first_row = page.locator("table.machines tbody.machine-row").first
+    first_row.get_by_text("Why it fits · limits").click()
+    link = first_row.get_by_test_id("machine-detail-link")
+    expect(link).to_be_visible()
+    link.click()
+    expect(page.get_by_test_id("machine-page")).to_be_visible()
+    expect(page.get_by_role("heading", level=1)).to_have_text(
+        f"{machine.offer.provider} {machine.offer.provider_machine_id}: {machine.fit.gpus_used} × {machine.offer.gpu_type}")
+    expect(page.get_by_test_id("command")).to_have_text(machine.command)
+    expect(why_it_fits(page)).to_have_text(list(machine.why_it_fits))
+    launch = page.get_by_role("button", name=f"Launch {machine.offer.provider} {machine.offer.provider_machine_id}: "
+                                             "review first")
+    expect(launch).to_be_visible()
+    shoot(page, "machine-page", javascript=False)
+    page.get_by_role("link", name="Back to the answer").click()
+    expect(page.locator("#result")).to_contain_text("Recommended machines")
+    context.close()
 
 
 def test_model_search_filters_the_list(page, live_server, shipped_catalog):

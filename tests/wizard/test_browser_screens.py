@@ -160,6 +160,8 @@ def test_keyboard_focus_skip_link_and_disclosure(browser, live_server, shipped_c
     summary.focus()
     page.keyboard.press("Enter")
     expect(page.locator("details.machine").first).to_have_attribute("open", "")
+    # Its details are loaded when opened: axe reads them as the person does.
+    expect(page.locator("details.machine").first.locator(".machine-detail ul").first).to_be_visible()
     # The per-GPU bar says per GPU.
     expect(page.locator(".legend")).to_contain_text("GiB per GPU")
     expect(page.locator(".bar-title")).to_contain_text("Per GPU")

@@ -7,7 +7,7 @@ from decimal import Decimal
 import pytest
 from django.core.management import call_command
 
-from tests.helpers import LLAMA_8B
+from tests.helpers import LLAMA_8B, with_details_opened
 
 pytestmark = pytest.mark.django_db
 
@@ -92,7 +92,7 @@ def test_most_requests_per_dollar_sorts_by_requests_at_the_context_over_the_pric
 
 
 def test_the_page_keeps_the_engine_in_its_form_and_its_address(client, small_fleet):
-    page = client.get(f"/?{VLLM}").content.decode()
+    page = with_details_opened(client, client.get(f"/?{VLLM}").content.decode())
     assert '<option value="vllm" selected>' in page
     assert "engine=vllm" in page  # the shareable address and the launch links carry it
     assert 'data-testid="command"' in page and "vllm serve meta-llama/Llama-3.1-8B" in page
@@ -145,7 +145,7 @@ def test_under_ollama_each_row_gives_the_servers_settings_in_both_languages(clie
     assert body["machines"]
     assert all(machine["command"] == "OLLAMA_CONTEXT_LENGTH=4096 OLLAMA_NUM_PARALLEL=2 OLLAMA_FLASH_ATTENTION=1 "
                "OLLAMA_KV_CACHE_TYPE=q8_0 ollama serve" for machine in body["machines"])
-    page = client.get(f"/de/?{query}").content.decode()
+    page = with_details_opened(client, client.get(f"/de/?{query}").content.decode())
     assert "Mit Ollama starten" in page and "ollama serve" in page
     assert '<option value="ollama" selected>' in page
 

@@ -10,7 +10,7 @@ from django.core.management import call_command
 from sizing.calculators import estimate
 from sizing.gguf import QUANT_TYPES, gguf_weights
 from sizing.units import MIB
-from tests.helpers import LLAMA_8B
+from tests.helpers import LLAMA_8B, with_details_opened
 from tests.sizing.test_llamacpp import spec
 
 pytestmark = pytest.mark.django_db
@@ -76,11 +76,11 @@ def test_a_type_the_engine_does_not_read_is_a_conflict_naming_the_field(client, 
 
 def test_the_page_keeps_the_type_in_its_form_and_names_the_file_on_each_row(client, small_fleet):
     query = LLAMACPP.replace("engine=llamacpp", "engine=ollama") + "&quantization=iq4_xs"
-    page = client.get(f"/?{query}").content.decode()
+    page = with_details_opened(client, client.get(f"/?{query}").content.decode())
     assert '<option value="IQ4_XS" selected>' in page
     assert 'data-testid="gguf-file"' in page and "Llama-3.1-8B-IQ4_XS.gguf" in page
     assert "quantization=IQ4_XS" in page  # the shareable address carries it
-    german = client.get(f"/de/?{query}").content.decode()
+    german = with_details_opened(client, client.get(f"/de/?{query}").content.decode())
     assert "GGUF-Quantisierung" in german and "GGUF-Datei" in german
 
 

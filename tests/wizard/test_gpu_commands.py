@@ -10,6 +10,7 @@ from django.core.management import call_command
 
 from catalog.data.gpu_types import ARCHITECTURES
 from catalog.models import GpuType
+from tests.helpers import with_details_opened
 
 pytestmark = pytest.mark.django_db
 
@@ -61,7 +62,7 @@ def test_a_v100_row_at_8_bit_offers_no_fp8_says_why_and_offers_what_runs(client,
 
 
 def test_the_page_shows_the_reason_and_the_command_that_runs_never_the_fp8_one(client, v100_fleet):
-    page = client.get(f"/?{LLAMA_8B_FP8}").content.decode()
+    page = with_details_opened(client, client.get(f"/?{LLAMA_8B_FP8}").content.decode())
     row = page.split(f'data-machine-id="{v100_fleet["v100"].id}"')[1].split("</tbody>")[0]
     assert 'data-testid="gpu-support-flag">Does not run on this GPU as asked<' in row
     assert f'data-testid="gpu-support">{REASON}' in row
@@ -77,7 +78,7 @@ def test_german_words_on_the_v100_row(client, v100_fleet):
         "NVIDIA-GPUs ab Compute Capability 7.5")
     assert words.endswith("Was dort läuft und stattdessen passt: 16-Bit-Gewichte mit 16-Bit-KV-Cache "
                           "(--dtype half), gestartet mit dem Befehl unten.")
-    page = client.get(f"/de/?{LLAMA_8B_FP8}").content.decode()
+    page = with_details_opened(client, client.get(f"/de/?{LLAMA_8B_FP8}").content.decode())
     assert "Läuft so nicht auf dieser GPU" in page and "Mit vLLM starten, was auf dieser GPU läuft" in page
 
 

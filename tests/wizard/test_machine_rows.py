@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from django.utils import translation
 
-from nodelodge.wizard.machine_rows import machine_rows
+from nodelodge.wizard.machine_rows import machine_detail, machine_rows
 from nodelodge.wizard.rows import add_row_words
 
 
@@ -27,9 +28,18 @@ def row(**changes) -> dict:
     return data
 
 
-def rendered(rows: list[dict], columns: int = 5, query_string: str = "model=llama-3-1-70b") -> str:
+def rendered(rows: list[dict], columns: int = 5, query_string: str = "model=llama-3-1-70b", whole: bool = False) -> str:
+    """The rows as the result panel writes them (each row's details loaded when opened), or `whole`, as a
+    machine's own page does (the details written in the row, open)."""
     add_row_words(rows)
-    return str(machine_rows(rows, columns, query_string))
+    return str(machine_rows(rows, columns, query_string, whole=whole))
+
+
+def written(changes: dict | None = None) -> str:
+    """A row's details part (`machine_detail`), as its machine's page serves it to the panel."""
+    rows = [row(**(changes or {}))]
+    add_row_words(rows)
+    return str(machine_detail(rows[0]))
 
 
 def test_a_row_shows_the_machine_its_gpus_memory_and_price_and_books_what_it_shows():
@@ -44,16 +54,35 @@ def test_a_row_shows_the_machine_its_gpus_memory_and_price_and_books_what_it_sho
     assert '<input type="hidden" name="price_per_hour" value="4.9800">' in html
     assert '<input type="hidden" name="query" value="model=llama-3-1-70b">' in html
     assert 'aria-label="Launch Alpine GPU zrh-7: review first"' in html
-    assert "<li>none</li>" in html  # no limits, said so
+    assert "<li>none</li>" in written()  # no limits, said so
 
 
-def test_what_a_feed_sends_is_escaped_everywhere_it_appears():
+def test_the_panel_links_each_rows_details_and_a_machines_page_writes_them_open():
+    query = 'model=llama-3-1-70b&countries=DE,"FR"'
+    html = rendered([row()], query_string=query)
+    page = "/machine/?model=llama-3-1-70b&amp;countries=DE,&quot;FR&quot;&amp;machine=41&amp;gpus=2"
+    assert (f'<details class="machine" hx-get="{page}" hx-trigger="toggle once" hx-target="find .machine-detail" '
+            'hx-swap="outerHTML" hx-push-url="false">') in html
+    assert (f'<div class="machine-detail"><p><a href="{page}" data-testid="machine-detail-link">Why it fits, its '
+            "limits and the details of this machine</a></p></div>") in html
+    assert "Why it fits · limits" in html and "<li>none</li>" not in html and "<strong>Limits</strong>" not in html
+    whole = rendered([row()], query_string=query, whole=True)
+    assert '<details class="machine" open>\n' in whole and "hx-get" not in whole and "machine-detail-link" not in whole
+    assert written() in whole
+    # but for the details, the row is the same on the panel and on the machine's page
+    assert re.sub(r"<details.*?</details>", "", html, flags=re.S) == re.sub(r"<details.*?</details>", "", whole,
+                                                                            flags=re.S)
+
+
+@pytest.mark.parametrize("whole", [False, True])
+def test_what_a_feed_sends_is_escaped_everywhere_it_appears(whole):
     html = rendered([row(provider='Evil <script>alert(1)</script> & Co', provider_machine_id='"><img>',
                          region="<b>Nord</b>", limits=["<i>interruptible</i>"])],
-                    query_string='a=1&b="2"')
+                    query_string='a=1&b="2"', whole=whole)
     assert "<script>" not in html and "<img>" not in html and "<b>Nord" not in html and "<i>" not in html
     assert "Evil &lt;script&gt;alert(1)&lt;/script&gt; &amp; Co" in html
     assert 'value="a=1&amp;b=&quot;2&quot;"' in html
+    assert ("<li>&lt;i&gt;interruptible&lt;/i&gt;</li>" in html) is whole  # the limits: in the details
 
 
 def test_a_budget_capped_by_the_booking_limit_says_both():
@@ -61,7 +90,7 @@ def test_a_budget_capped_by_the_booking_limit_says_both():
                          budget_capped_by_booking_limit=True, booking_limit_hours=120)])
     assert "Budget covers <strong class=\"nowrap\">120.0 h</strong>" in html
     assert "(5.0 days · limit 120 h)" in html
-    assert "<li>covers 120 h of 200 h</li>" in html
+    assert "<li>covers 120 h of 200 h</li>" in written(dict(budget_text="covers 120 h of 200 h"))
 
 
 def test_a_measured_speed_and_the_serve_command_read_in_german():
@@ -69,7 +98,7 @@ def test_a_measured_speed_and_the_serve_command_read_in_german():
              "engine": "vllm", "engine_version": "0.6.3", "concurrency": 16, "input_tokens": 512,
              "output_tokens": 256, "measured_at": "2026-11-02T10:00:00+00:00", "measured_by": "Alpine GPU"}
     with translation.override("de"):
-        html = rendered([row(measured_speeds=[speed], command="vllm serve x --tensor-parallel-size 2")])
+        html = written(dict(measured_speeds=[speed], command="vllm serve x --tensor-parallel-size 2"))
     assert ("<li>1234,5 tokens/s auf 2 GPUs (8-Bit, vllm 0.6.3, 16 gleichzeitig, 512 ein / 256 aus, "
             "gemessen 2026-11-02 von Alpine GPU)</li>") in html
     assert '<code id="command-41" data-testid="command">vllm serve x --tensor-parallel-size 2</code>' in html

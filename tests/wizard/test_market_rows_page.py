@@ -10,7 +10,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from tests.factories import SmallCatalog, make_user
-from tests.helpers import LLAMA_8B
+from tests.helpers import LLAMA_8B, with_details_opened
 
 pytestmark = pytest.mark.django_db
 
@@ -47,6 +47,7 @@ def test_a_row_prices_each_market_and_says_reliability_and_stock_at_no_extra_sta
     assert '<span class="muted market" data-testid="market-price">interruptible $1.75/h</span>' in html
     assert '<span class="muted market" data-testid="market-price">reserved $1.99/h</span>' in html
     assert "reliability 99.81 % (Vast.ai reliability2)" in html and "stock: low" in html
+    html = with_details_opened(client, html)  # each market's terms and budget: in the row's details
     assert "interruptible: $1.75/h (1 × $1.75 per GPU-hour); taken back with 5 seconds&#x27; notice; " \
            "$101.00 covers 57.7 hours (2.4 days) at $1.75/h" in html
     # The default answer keeps its order: cheapest listed price first.
@@ -55,7 +56,7 @@ def test_a_row_prices_each_market_and_says_reliability_and_stock_at_no_extra_sta
 
 def test_the_german_page_names_the_markets_in_german(client, small_catalog):
     small_catalog.machine(**MARKETS)
-    html = client.get("/de/?" + LLAMA_8B, HTTP_ACCEPT_LANGUAGE="de").content.decode()
+    html = with_details_opened(client, client.get("/de/?" + LLAMA_8B, HTTP_ACCEPT_LANGUAGE="de").content.decode())
     assert "unterbrechbar 1,75 $/h" in html and "reserviert 1,99 $/h" in html
     assert "Zuverlässigkeit 99,81 % (Vast.ai reliability2)" in html and "Bestand: niedrig" in html
     assert "wird mit 5 Sekunden Vorwarnung zurückgenommen" in html

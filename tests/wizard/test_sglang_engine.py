@@ -13,7 +13,7 @@ from sizing.calculators.sglang_inference import wizard_fraction, wizard_settings
 from sizing.calculators.vllm import DRIVER_RESERVED_BYTES
 from sizing.engine_support import SGLANG, gpu_architecture, support_for
 from sizing.units import MIB
-from tests.helpers import LLAMA_8B
+from tests.helpers import LLAMA_8B, with_details_opened
 from tests.sizing.test_llamacpp import spec
 
 pytestmark = pytest.mark.django_db
@@ -101,7 +101,7 @@ def test_the_page_and_the_commands_take_sglang_in_both_languages(client, small_f
     assert "python -m sglang.launch_server --model-path meta-llama/Llama-3.1-8B" in capsys.readouterr().out
     call_command("estimate", "--model", "llama-3-1-8b", "--engine", "sglang", "--json")
     assert [item["name"] for item in json.loads(capsys.readouterr().out)["items"]] == ITEMS
-    page = client.get(f"/de/?{SGLANG_QUERY}").content.decode()
+    page = with_details_opened(client, client.get(f"/de/?{SGLANG_QUERY}").content.decode())
     assert '<option value="sglang" selected>' in page
     assert "Mit SGLang starten" in page and "python -m sglang.launch_server" in page
 

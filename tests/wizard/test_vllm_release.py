@@ -9,7 +9,7 @@ import pytest
 from django.core.management import call_command
 
 from sizing.calculators.vllm_versions import CUDAGRAPH_SWITCH, DEFAULT_VERSION, SKIP_TOWER_FLAG
-from tests.helpers import LLAMA_8B
+from tests.helpers import LLAMA_8B, with_details_opened
 from tests.sizing.test_cluster_plan import llama_405b_16_bit_per_gpu
 
 pytestmark = pytest.mark.django_db
@@ -75,7 +75,7 @@ def test_the_switch_is_on_every_rows_command_and_the_address(client, small_fleet
 
 
 def test_the_page_shows_the_assumed_release_and_the_switch_in_the_command(client, small_fleet):
-    page = client.get(f"/?{VLLM}&engine_version=0.27&cudagraph_estimate=off").content.decode()
+    page = with_details_opened(client, client.get(f"/?{VLLM}&engine_version=0.27&cudagraph_estimate=off").content.decode())
     assert 'id="id_engine_version"' in page and 'value="0.27"' in page
     assert "vLLM 0.27 with VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0" in page
     assert SWITCH_OFF in page

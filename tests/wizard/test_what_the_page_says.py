@@ -6,7 +6,7 @@ import re
 import pytest
 
 from catalog.models import Machine
-from tests.helpers import LLAMA_8B
+from tests.helpers import LLAMA_8B, with_details_opened
 
 pytestmark = pytest.mark.django_db
 
@@ -90,8 +90,8 @@ def test_a_hosts_doubtful_memory_figure_is_worded_in_german(client, small_fleet)
     flag = memory_flag_for(20_398, 24_576, "RTX 4090")
     assert flag == "Reported 20,398 MiB per GPU; the RTX 4090 datasheet figure is 24,576 MiB (-17.0%)."
     Machine.objects.filter(pk=small_fleet["cheap_4090"].pk).update(memory_flag=flag)
-    german = visible_text(client.get("/de/?" + LLAMA_8B).content.decode())
+    german = visible_text(with_details_opened(client, client.get("/de/?" + LLAMA_8B).content.decode()))
     assert "Gemeldet: 20.398 MiB pro GPU; laut Datenblatt hat die RTX 4090 24.576 MiB (-17,0 %)." in german
     assert "Reported" not in german
-    english = visible_text(client.get("/?" + LLAMA_8B).content.decode())
+    english = visible_text(with_details_opened(client, client.get("/?" + LLAMA_8B).content.decode()))
     assert flag in english

@@ -6,7 +6,7 @@ from django.urls import reverse
 
 from catalog import services
 from catalog.fleets import generate_fleet
-from tests.helpers import LLAMA_8B, llama_8b
+from tests.helpers import LLAMA_8B, llama_8b, with_details_opened
 
 pytestmark = pytest.mark.django_db
 
@@ -198,7 +198,7 @@ def test_machines_of_a_deactivated_provider_are_not_recommended(client, small_fl
 
 def test_a_price_is_shown_as_priced_beside_what_the_budget_covers(client, make_machine):
     make_machine("A100 80GB", price_per_gpu_hour=Decimal("0.098"))
-    html = result_section(client.get("/?" + LLAMA_8B + "&budget=100").content.decode())
+    html = result_section(with_details_opened(client, client.get("/?" + LLAMA_8B + "&budget=100").content.decode()))
     assert "$0.098" in html and "$0.10" not in html
     assert "$100.00 covers 1,020.4 hours (42.5 days) at $0.098/h" in html
     assert 'name="price_per_hour" value="0.098"' in html

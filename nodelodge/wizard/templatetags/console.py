@@ -86,9 +86,10 @@ def in_current_language(url) -> str:
 
 
 @register.simple_tag(takes_context=True)
-def machine_rows(context, machines, columns):
-    """The machine table's rows (`wizard.machine_rows`), each Launch form carrying the page's query."""
-    return written_rows(machines, int(columns), context.get("query_string") or "")
+def machine_rows(context, machines, columns, whole=False):
+    """The machine table's rows (`wizard.machine_rows`), each Launch form carrying the page's query;
+    `whole`: each row's details written in it, open (a machine's own page)."""
+    return written_rows(machines, int(columns), context.get("query_string") or "", whole=bool(whole))
 
 
 @register.simple_tag
