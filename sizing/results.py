@@ -116,9 +116,17 @@ def market_row(row: MarketRow) -> dict[str, Any]:
     }
 
 
-def machine_row(machine: RecommendedMachine, words: SharedWords | None = None) -> dict[str, Any]:
+# What a row says only in its details (the API's every row; the result panel's rows load them when
+# opened, from the machine's own page): left out of a row written without `details`.
+DETAIL_FIELDS = ("confidence_reasons", "why_it_fits", "limits", "measured_speeds", "command",
+                 "gpu_support_text", "alternative", "quantization", "gguf_file", "gguf_published")
+
+
+def machine_row(machine: RecommendedMachine, words: SharedWords | None = None, *,
+                details: bool = True) -> dict[str, Any]:
     """A recommended machine or alternative as plain JSON values (money as exact decimal strings).
-    `words`: what the rows of one answer share, worded once (`_shared`)."""
+    `words`: what the rows of one answer share, worded once (`_shared`); without `details`, the row as
+    the result panel's table lists it: no DETAIL_FIELDS (the keys keep their order either way)."""
     offer, fit = machine.offer, machine.fit
     cover = machine.budget_covers
     per_million = machine.price_per_million_tokens
@@ -171,10 +179,15 @@ def machine_row(machine: RecommendedMachine, words: SharedWords | None = None) -
         "stock": offer.stock or None,
         "stock_text": _shared(words, ("stock", offer.stock), lambda: stock_text(offer.stock)),
         "confidence": machine.confidence,
-        "confidence_reasons": list(machine.confidence_reasons),
-        "why_it_fits": list(machine.why_it_fits),
-        "limits": list(machine.limits),
-        "measured_speeds": [speed_row(speed) for speed in machine.measured_speed],
+    }
+    if details:
+        data.update(
+            confidence_reasons=list(machine.confidence_reasons),
+            why_it_fits=list(machine.why_it_fits),
+            limits=list(machine.limits),
+            measured_speeds=[speed_row(speed) for speed in machine.measured_speed],
+        )
+    data.update({
         "price_per_million_tokens": None if per_million is None else money_string(per_million),
         # Without a price, the words ("no measured speed") are the same on every row.
         "price_per_million_tokens_text": (
@@ -188,14 +201,16 @@ def machine_row(machine: RecommendedMachine, words: SharedWords | None = None) -
             words, ("capacity", machine.max_requests_at_context, machine.max_context_at_requests),
             lambda: capacity_text(machine),
         ),
-        "command": machine.command,
-        "runs_on_gpu": machine.runs_on_gpu,
-        "gpu_support_text": machine.gpu_support_text,
-        "alternative": machine.alternative.to_dict() if machine.alternative is not None else None,
-    }
-    if machine.gguf_file is not None:
-        data.update(quantization=machine.quantization, gguf_file=machine.gguf_file,
-                    gguf_published=machine.gguf_published)
+    })
+    if details:
+        data["command"] = machine.command
+    data["runs_on_gpu"] = machine.runs_on_gpu
+    if details:
+        data["gpu_support_text"] = machine.gpu_support_text
+        data["alternative"] = machine.alternative.to_dict() if machine.alternative is not None else None
+        if machine.gguf_file is not None:
+            data.update(quantization=machine.quantization, gguf_file=machine.gguf_file,
+                        gguf_published=machine.gguf_published)
     if machine.breaks:
         data["breaks"] = list(machine.breaks)
         data["breaks_text"] = list(machine.breaks_text)
@@ -293,12 +308,14 @@ class Recommendation:
     def empty_reason(self) -> str | None:
         return self.empty.text if self.empty is not None else None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, *, details: bool = True) -> dict[str, Any]:
+        """The answer as the API writes it; without `details`, its rows as the result panel's table
+        lists them (`machine_row`)."""
         words: SharedWords = {}  # what the rows share, worded once (`machine_row`)
         return {
             "memory": self.breakdown.as_dict(),
-            "machines": [machine_row(machine, words) for machine in self.machines],
-            "alternatives": [machine_row(machine, words) for machine in self.alternatives],
+            "machines": [machine_row(machine, words, details=details) for machine in self.machines],
+            "alternatives": [machine_row(machine, words, details=details) for machine in self.alternatives],
             "machines_total": self.machines_total,
             "alternatives_total": self.alternatives_total,
             "precision_alternatives": [alt.to_dict() for alt in self.precision_alternatives],

@@ -37,7 +37,8 @@ class ResultPage:
     @cached_property
     def data(self) -> dict:
         """The API's JSON, plus the words and links the page shows beside it."""
-        data = self.recommendation.to_dict()
+        # The rows as the table lists them: each row's details are loaded when opened (wizard:machine).
+        data = self.recommendation.to_dict(details=False)
         throughput = self.throughput
         data["throughput_plan"] = (
             throughput.to_dict(machines_listed=self.plan_rows_listed) if throughput is not None else None

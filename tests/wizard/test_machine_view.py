@@ -18,7 +18,7 @@ from nodelodge.recommendations.answer import recommendation_for
 from nodelodge.recommendations.query import parse_query
 from nodelodge.wizard.machine_rows import machine_detail
 from nodelodge.wizard.rows import add_row_words
-from sizing.results import machine_row
+from sizing.results import DETAIL_FIELDS, machine_row
 from tests import factories
 from tests.helpers import LLAMA_8B, LLAMA_8B_QLORA
 
@@ -180,6 +180,21 @@ def test_the_panel_writes_each_rows_summary_and_loads_its_details_when_opened(cl
     for written in ('data-testid="command"', "<strong>Why it fits</strong>", "<strong>Limits</strong>",
                     "<strong>Markets</strong>", "<strong>Measured speed</strong>", "copy-command"):
         assert written not in page
+
+
+def test_the_panels_rows_leave_out_what_only_the_details_say_and_the_api_keeps_every_field(client, measured):
+    body = client.get(f"/api/v1/recommendations?{SECURE_WITH_BUDGET}").json()
+    answer = recommendation_for(parse_query(QueryDict(SECURE_WITH_BUDGET)))
+    machines = answer.recommendation.machines
+    assert [row["id"] for row in body["machines"]] == [machine.offer.id for machine in machines]
+    for written, machine in zip(body["machines"], machines, strict=True):
+        assert set(DETAIL_FIELDS) - {"quantization", "gguf_file", "gguf_published"} <= set(written)
+        listed = machine_row(machine, details=False)
+        assert not set(DETAIL_FIELDS) & set(listed)
+        # the same keys in the same order, but for the details
+        # (the API's rows link each GPU type's history besides)
+        assert list(listed) == [key for key in written if key not in (*DETAIL_FIELDS, "gpu_history_url")]
+        assert all(listed[key] == written[key] for key in listed if key not in ("last_seen",))
 
 
 def refusal(response, status=400) -> str:
