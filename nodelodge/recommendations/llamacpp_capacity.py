@@ -89,6 +89,9 @@ def answer(spec: LanguageModelSpec, query: CapacityQuery, gpu_type: catalog_rows
         # each GPU's items; several GPUs holding every layer and the head add the pipeline's input copies
         "items": [_item(item) for item in need.gpu_items]
         + ([_item(need.pipeline_item)] if gpus > 1 and need.pipeline_item else []),
+        # split by layers with the head on the last GPU: the others' compute buffer, without the logits (the
+        # items' is the last GPU's, the largest)
+        "other_gpus_compute": _item(other) if (other := need.other_gpus_item(gpus)) is not None else None,
         "host_items": [_item(item) for item in need.host_items],
         # Only what starts: on the GPUs as asked, or else with the layers that fit there.
         "command": _command(need, file, query) if fits else None,

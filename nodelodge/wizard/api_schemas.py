@@ -445,6 +445,9 @@ class GgufCapacityOut(Schema):
     gpu_gib: float
     items: list[ItemOut]
     host_items: list[ItemOut]
+    # Split by layers over several GPUs with the output head on them: the compute buffer of the GPUs without
+    # it (the last GPU holds it and reserves the logits; `items` are that GPU's); None otherwise.
+    other_gpus_compute: ItemOut | None = None
     command: str | None
     ollama: dict[str, str] | None
     partial_offload: PartialOffloadOut | None

@@ -18,7 +18,10 @@
   output head the logits the build reserves (vocabulary × rows × 4 bytes): every token of the
   micro-batch, as the library's default, Ollama's own runners and llama-server before build b9460
   reserve them, or one row per slot, as llama-server does from b9460 (`llamacpp_builds`; a build not
-  given is sized on the whole micro-batch, the larger need).
+  given is sized on the whole micro-batch, the larger need). Where the cache keeps a stream per slot the
+  micro-batch is reserved rounded up to a multiple of -np (`reserved_tokens`). Split by layers over several
+  GPUs only the last holds the output head and its logits; each other reserves its own layers' graph
+  without them (`split_layers`), and the need per GPU is the largest GPU's.
 - Ollama runs the same engine: its context (`num_ctx`, `OLLAMA_CONTEXT_LENGTH`) is per request and is
   allocated `OLLAMA_NUM_PARALLEL` times; `OLLAMA_KV_CACHE_TYPE` and `OLLAMA_FLASH_ATTENTION` set the
   cache type and flash attention for every model.
@@ -32,7 +35,7 @@ from ..architectures import PLAIN, SLIDING
 from ..breakdown import Item
 from ..errors import SizingError
 from ..gguf import GgufWeights, check_quant_type, gguf_weights
-from ..i18n import gettext
+from ..i18n import gettext, ngettext
 from ..limits import MAX_CONTEXT
 from ..specs import LanguageModelSpec
 from ..units import MIB, fmt_gib, fmt_int
@@ -142,17 +145,52 @@ class LlamaCppNeed:
     def context_per_slot(self) -> int:
         return self.settings.context // self.settings.parallel
 
+    def other_gpus_compute_bytes(self, gpus: int) -> int:
+        """The largest compute buffer of the GPUs without the output head when the layers are split over
+        `gpus` GPUs with the head on them (0 where none is: one GPU, or the head left in host memory): each
+        is reserved over its own layers (`split_layers`), with no output rows and no logits, and the
+        pipeline's copies of its inputs."""
+        if gpus < 2 or not self.output_on_gpu:
+            return 0
+        return other_gpus_compute(self.model, self.settings, gpus)
+
+    def other_gpus_item(self, gpus: int) -> Item | None:
+        """The compute buffer of the GPUs without the output head, split by layers over `gpus` (None: no
+        such GPU, `other_gpus_compute_bytes`)."""
+        other = self.other_gpus_compute_bytes(gpus)
+        if not other:
+            return None
+        return Item(gettext("Compute buffer on each other GPU"), ngettext(
+            "the %(others)s GPU without the output head (llama.cpp puts it on the last): the graph of its "
+            "own layers, without the output rows and logits, with the pipeline's %(copies)s copies of its "
+            "inputs",
+            "the largest of the %(others)s GPUs without the output head (llama.cpp puts it on the last): "
+            "the graph of its own layers, without the output rows and logits, with the pipeline's "
+            "%(copies)s copies of its inputs", gpus - 1,
+        ) % {"others": fmt_int(gpus - 1), "copies": PIPELINE_COPIES}, other, per_gpu=True)
+
     def per_gpu_bytes(self, gpus: int) -> int:
-        """One GPU's share when the layers are split over `gpus` GPUs (--split-mode layer): the weights and
-        the cache divide, each GPU keeps its own compute buffer (with the pipeline's copies of its inputs
-        where several GPUs hold every layer and the head) and CUDA context."""
+        """The largest GPU's need when the layers are split over `gpus` GPUs (--split-mode layer): the weights
+        and the cache divide, each GPU keeps its own compute buffer and CUDA context. The GPU holding the
+        output head reserves the logits (with the pipeline's copies of its inputs where several GPUs hold
+        every layer and the head); the others' buffers, without them (`other_gpus_compute_bytes`), count
+        only where one is larger."""
+        head = self._head_gpu_bytes(gpus)
+        other = self.other_gpus_compute_bytes(gpus)
+        return max(head, head - self.gpu_items[2].bytes - (self.pipeline_bytes if gpus > 1 else 0) + other)
+
+    def _head_gpu_bytes(self, gpus: int) -> int:
+        """The need of the GPU holding the output head (of each GPU where none holds it)."""
         shared = self.gpu_items[0].bytes + self.gpu_items[1].bytes
         pipeline = self.pipeline_bytes if gpus > 1 else 0
         return -(-shared // gpus) + self.gpu_items[2].bytes + pipeline + CUDA_CONTEXT_BYTES
 
     def fits(self, gpus: int, memory_bytes: int) -> tuple[bool, str | None]:
-        """Whether the GPU part fits `gpus` GPUs of `memory_bytes` each (`per_gpu_bytes`)."""
-        need = self.per_gpu_bytes(gpus)
+        """Whether the GPU part fits `gpus` GPUs of `memory_bytes` each (`per_gpu_bytes`; where the GPU
+        holding the head does not fit, the others' buffers are not sized)."""
+        need = self._head_gpu_bytes(gpus)
+        if need <= memory_bytes:
+            need = self.per_gpu_bytes(gpus)
         if need <= memory_bytes:
             return True, None
         return False, gettext(
@@ -201,6 +239,29 @@ class LlamaCppNeed:
         if settings.gpu_layers is not None:
             values["num_gpu"] = str(settings.gpu_layers)
         return values
+
+
+def split_layers(first_gpu_layer: int, layers: int, output_on_gpu: bool, gpus: int) -> tuple[range, ...]:
+    """The decoder layers each of `gpus` identical GPUs holds under --split-mode layer, as llama.cpp's
+    `llama_model::load_tensors` assigns them: the GPU layers and, where it is on them, the output head are
+    `act` slots (min(-ngl, layers + 1)), the split points are each GPU's share of the free memory (equal
+    here), and slot i goes to GPU ⌊i × gpus / act⌋; the head, the last slot, to the last GPU."""
+    active = layers - first_gpu_layer + (1 if output_on_gpu else 0)
+    found: list[list[int]] = [[] for _ in range(gpus)]
+    for layer in range(first_gpu_layer, layers):
+        found[(layer - first_gpu_layer) * gpus // active].append(layer)
+    return tuple(range(held[0], held[-1] + 1) if held else range(0) for held in found)
+
+
+def other_gpus_compute(model: LanguageModelSpec, settings: LlamaCppSettings, gpus: int) -> int:
+    """`LlamaCppNeed.other_gpus_compute_bytes` where the settings put the output head on the GPUs: each GPU
+    but the last, its graph without the head over its own layers (the allocator's peaks are kept by
+    `compute_buffer_bytes`)."""
+    layers = model_value(model, "layers")
+    first_gpu_layer = layers - min(layers + 1 if settings.gpu_layers is None else settings.gpu_layers, layers)
+    split = split_layers(first_gpu_layer, layers, True, gpus)
+    return max((_compute_bytes(model, settings, held, False, PIPELINE_COPIES) for held in split[:-1] if held),
+               default=0)
 
 
 def _with_layers(settings: LlamaCppSettings, layers: int) -> LlamaCppSettings:
@@ -279,12 +340,23 @@ def kv_cache_bytes(model: LanguageModelSpec, settings: LlamaCppSettings, kv_size
     return per_token * sum(_layer_cells(model, settings, kv_size, layers))
 
 
-def reserved_rows(settings: LlamaCppSettings, tokens: int) -> int:
-    """The rows of logits the worst-case graph of a micro-batch of `tokens` is reserved for: min(n_ubatch,
-    n_outputs_max), n_outputs_max being n_batch (at least the micro-batch) or, one row per slot, -np."""
+def reserved_tokens(settings: LlamaCppSettings, kv_size: int, streams: int) -> int:
+    """The tokens of the micro-batch the worst-case graph is built for: min(-ub, the cache's cells)
+    (`sched_reserve`: n_tokens = min(n_ctx, n_ubatch)), rounded up to a multiple of the sequences it is
+    split into, the cache's `streams` (`graph_reserve`: "round to next multiple of n_seqs",
+    ggml-org/llama.cpp#14140; n_seqs is n_seq_max, -np, wherever the cache keeps a stream per slot)."""
+    tokens = min(settings.ubatch, kv_size)
+    return -(-tokens // streams) * streams
+
+
+def reserved_rows(settings: LlamaCppSettings, tokens: int, padded: int | None = None) -> int:
+    """The rows of logits the worst-case graph of a micro-batch of `tokens` (`padded`: as rounded up to the
+    streams, `reserved_tokens`) is reserved for: one row per slot, min(n_ubatch, -np), the tokens before
+    the rounding (`sched_reserve`: min(n_tokens, n_outputs_max)); else every token of the micro-batch as
+    rounded, the outputs padded with the tokens (ggml-org/llama.cpp#18536: the larger rows)."""
     if settings.reservation == ONE_ROW_PER_SLOT:
         return min(tokens, settings.parallel)
-    return tokens
+    return tokens if padded is None else padded
 
 
 def _compute_bytes(model: LanguageModelSpec, settings: LlamaCppSettings, layers: range, output: bool,
@@ -310,6 +382,7 @@ def _graph_bytes(model: LanguageModelSpec, settings: LlamaCppSettings, layout: s
     kv_size = cache_cells(settings, layout)
     streams = kv_streams(settings, layout)
     tokens = min(settings.ubatch, kv_size)
+    padded = reserved_tokens(settings, kv_size, streams)
     shape = GraphShape(
         hidden=model_value(model, "hidden_size"), heads=model_value(model, "attention_heads"),
         kv_heads=model_value(model, "kv_heads"), head_dim=model_value(model, "head_dim"),
@@ -323,7 +396,8 @@ def _graph_bytes(model: LanguageModelSpec, settings: LlamaCppSettings, layout: s
         expert_intermediate=moe.expert_intermediate if moe else 0,
         shared_intermediate=moe.shared_intermediate if moe else 0,
         qk_norm=arch.qk_norm, post_norms=arch.norms_per_layer >= 4,
-        tokens=tokens, outputs=reserved_rows(settings, tokens), flash_attention=settings.flash_attention,
+        tokens=padded, outputs=reserved_rows(settings, tokens, padded),
+        flash_attention=settings.flash_attention,
         output_layer=output, copies=copies, f16_mask_only=settings.reservation == ONE_ROW_PER_SLOT)
     return compute_buffer_bytes(shape)
 
@@ -371,13 +445,17 @@ def llamacpp_need(model: LanguageModelSpec, settings: LlamaCppSettings) -> Llama
              gpu_weights),
         Item(gettext("KV cache on the GPUs"), cache_words, gpu_kv),
         Item(gettext("Compute buffer (one micro-batch)"),
-             gettext("%(tokens)s tokens (-ub): the most that ggml's allocator holds at once over one "
-                     "micro-batch's graph, freed tensors' memory reused: the MLP "
-                     "step%(scores)s%(logits)s") % {
-                 "tokens": fmt_int(min(settings.ubatch, kv_size)),
+             gettext("%(tokens)s tokens (-ub%(rounded)s): the most that ggml's allocator holds at once over "
+                     "one micro-batch's graph, freed tensors' memory reused: the MLP "
+                     "step%(scores)s%(logits)s%(split)s") % {
+                 **_tokens_words(settings),
                  "scores": "" if settings.flash_attention else gettext(
                      " or the attention scores of the whole context (no flash attention)"),
-                 "logits": _logits_words(settings, kv_size) if output_on_gpu else ""},
+                 "logits": _logits_words(settings, kv_size) if output_on_gpu else "",
+                 "split": gettext(
+                     ". Split by layers over several GPUs (--split-mode layer), this is the buffer of the "
+                     "last, which holds the output head; each other GPU reserves its own layers' graph "
+                     "without the output rows and logits") if output_on_gpu else ""},
              compute),
     )
     host_items = (
@@ -406,7 +484,8 @@ def _cache_words(model: LanguageModelSpec, settings: LlamaCppSettings, kv_size: 
              "slots": AUTO_SLOTS}
     if layout == KV_POOL:
         return gettext("%(tokens)s tokens (-c %(context)s, %(slots)s) × K %(k)s + V %(v)s") % {
-            **values, "tokens": fmt_int(kv_size), "slots": gettext("%(n)s parallel slots") % values}
+            **values, "tokens": fmt_int(kv_size),
+            "slots": ngettext("%(n)s parallel slot", "%(n)s parallel slots", settings.parallel) % values}
     streams = kv_streams(settings)
     values.update(streams=fmt_int(streams), cells=fmt_int(kv_size // streams))
     sliding = set(_layer_cells(model, settings, kv_size, range(model_value(model, "layers")))) - {kv_size}
@@ -420,6 +499,24 @@ def _cache_words(model: LanguageModelSpec, settings: LlamaCppSettings, kv_size: 
     return gettext(
         "%(streams)s streams × %(cells)s cells (-c %(context)s, -np %(n)s: a stream per slot, each slot's "
         "share rounded up to 256%(sliding)s) × K %(k)s + V %(v)s") % values
+
+
+def _tokens_words(settings: LlamaCppSettings) -> dict[str, str]:
+    """The micro-batch the compute buffer is reserved for (`reserved_tokens`) and, where the cache's streams
+    round it up, by how much: the rounded count where the cache keeps a stream per slot, the micro-batch and
+    the streams' count where the build is not given (the larger of a pool's graph and the streams')."""
+    kv_size = cache_cells(settings)
+    tokens = min(settings.ubatch, kv_size)
+    streams = kv_streams(settings)
+    padded = reserved_tokens(settings, kv_size, streams)
+    if padded == tokens:
+        return {"tokens": fmt_int(tokens), "rounded": ""}
+    values = {"padded": fmt_int(padded), "streams": fmt_int(streams)}
+    if settings.layout == KV_LARGER:
+        return {"tokens": fmt_int(tokens), "rounded": gettext(
+            "; %(padded)s in a stream per slot, a multiple of the %(streams)s streams") % values}
+    return {"tokens": fmt_int(padded), "rounded": gettext(
+        " rounded up to a multiple of the %(streams)s streams") % values}
 
 
 def _logits_words(settings: LlamaCppSettings, kv_size: int) -> str:

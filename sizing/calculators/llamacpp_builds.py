@@ -88,7 +88,9 @@ OllamaVersion = tuple[int, int, int]
 # it pin (`LLAMA_CPP_VERSION`); the releases before the first run Ollama's own runners.
 OLLAMA_LLAMA_SERVER: tuple[tuple[OllamaVersion, int], ...] = (((0, 30, 0), 9452), ((0, 30, 1), 9479))
 OLLAMA_PER_SLOT_FROM = "0.30.1"  # the first Ollama release whose llama-server reserves a row per slot (b9479)
-OLLAMA_NEWEST_MINOR = (0, 32)  # the newest minor release read (0.32.15 pins b10488); any patch of it taken
+# The newest minor release read (0.32.15 pins b10488); any patch of it taken. ollama/ollama as stored
+# (fb3076099, 2026-08-21) releases nothing later: v0.33.0-rc0 to rc2 only, 0.33.0 not yet.
+OLLAMA_NEWEST_MINOR = (0, 32)
 
 # How the KV cache is laid out (`llamacpp.cache_cells`): one pool shared by the slots; one stream per slot;
 # -np 1 read as llama-server's default, four slots over one pool; not known, the larger of pool and streams.

@@ -27,14 +27,19 @@ without flash attention, `build_ffn`, `build_moe_ffn`, the output head), layer a
 - after the last layer only the rows that give logits go on, then the output norm and the logits
   (vocabulary × outputs, f32), the graph's outputs, never freed.
 
-A capacity search asks the same graph at dozens of cache lengths (each probe a new cache), so the walk is
-run with every size and offset kept as a linear form of the cache's cells (`Linear`), and each comparison
-the allocator makes is kept as the sign of a form (`Conditions`). Wherever the cells give every comparison
+A capacity search asks the same graph at dozens of cache lengths (each probe a new cache) and, where the
+cache keeps a stream per slot, of micro-batches (each -np it probes reserves the micro-batch rounded up to a
+multiple of -np, and from b9460 a row of logits per slot), so the walk is run with every size and offset
+kept as a linear form of the graph's variables (`Linear`): the tokens, the rows of logits and each distinct
+cache length's cells × tokens (every size is one of them times its bytes), and each comparison the
+allocator makes is kept as the sign of a form (`Conditions`). Wherever the variables give every comparison
 the same outcome the allocator takes the same path, its arithmetic only adds and subtracts sizes, and so
-its peak is the same form: one walk answers a whole region of cache lengths exactly (`_Region`), and a
-model's every length from one micro-batch to two million cells takes a few dozen walks. Rounding to the
-alignment keeps a form linear where the bytes per cell are a multiple of it (the cells are counted in
-units of 128: a cache's lengths are multiples of 256); where they are not, the region is the one point.
+its peak is the same form: one walk answers a whole region of cache lengths and micro-batches exactly
+(`_Region`), and a model's every length from one micro-batch to two million cells, at every -np, takes a
+few dozen walks. Rounding to the alignment keeps a form linear where the bytes per unit are a multiple of
+it (the cells × tokens are counted in units of 128 cells: a cache's lengths are multiples of 256); a tensor
+whose are not (the positions, 4 bytes a token) is counted by a variable of its own, its aligned size, set
+from the tokens; any other size keeps the region to the one point.
 """
 from __future__ import annotations
 
@@ -72,7 +77,9 @@ class Linear:
         return Linear(self.value - other.value, tuple(map(operator.sub, self.per_cell, other.per_cell)))
 
     def __mul__(self, factor: int) -> Linear:
-        return Linear(self.value * factor, tuple(per_cell * factor for per_cell in self.per_cell))
+        return Linear(self.value * factor, tuple(map(factor.__mul__, self.per_cell)))
+
+    __rmul__ = __mul__
 
 
 class Conditions:
@@ -82,9 +89,12 @@ class Conditions:
     path through the allocator, whose arithmetic is additions of sizes: its peak is then the same form of
     them."""
 
-    def __init__(self, points: tuple[int, ...]) -> None:
-        self.points = points  # the cells the graph is built for (in units of `_peak`'s unit)
+    def __init__(self, points: tuple[int, ...], aligned_by: dict[tuple[int, int], int] | None = None) -> None:
+        self.points = points  # the variables' values the graph is built for (`_variables`)
         self.none = (0,) * len(points)
+        # (variable, bytes per unit of it): the variable that counts such a tensor's aligned size in units of
+        # the alignment (`aligned`)
+        self.aligned_by = aligned_by or {}
         self.at_least_zero: set[tuple[int, ...]] = set()
         self.zero: set[tuple[int, ...]] = set()
         self.not_zero: set[tuple[int, ...]] = set()
@@ -97,9 +107,16 @@ class Conditions:
         return (form.value - sum(map(operator.mul, form.per_cell, self.points)), *form.per_cell)
 
     def _note(self, a: Linear, b: Linear, less: int, into: set[tuple[int, ...]]) -> None:
-        """Keep a - b - less as a form (a and b differ per cell)."""
+        """Keep a - b - less as a form (a and b differ per cell), unless its sign is the same wherever the
+        variables are, all of them being counts (never negative): a form ≥ 0 or ≠ 0 whose constant and
+        terms are all ≥ 0 (or, ≠ 0, all ≤ 0) and the constant not 0."""
         per_cell = tuple(map(operator.sub, a.per_cell, b.per_cell))
         constant = a.value - b.value - less - sum(map(operator.mul, per_cell, self.points))
+        if into is not self.zero:
+            if constant >= 0 and min(per_cell) >= 0 and (constant or into is self.at_least_zero):
+                return
+            if constant < 0 and max(per_cell) <= 0 and into is self.not_zero:
+                return
         into.add((constant, *per_cell))
 
     def le(self, a: Linear, b: Linear) -> bool:
@@ -121,14 +138,22 @@ class Conditions:
         return equal
 
     def aligned(self, size: Linear) -> Linear:
-        """`size` rounded up to the buffer's alignment: the rounded value with the same bytes per cell
-        wherever those are a multiple of it (every size of a micro-batch of 512 tokens is, and any where
-        the cells are counted in units of the alignment), else the rounded value, kept for these very
-        cells only."""
+        """`size` rounded up to the buffer's alignment: the rounded value with the same bytes per unit of
+        each variable wherever those are a multiple of it (the cells × tokens are counted in units of the
+        alignment); a tensor of b bytes per unit of one variable, b not a multiple of it (the positions'
+        4 bytes a token), the variable that counts its aligned size (`_variables`); else the rounded
+        value, kept for these very values only."""
         rounded = -(-size.value // ALIGNMENT) * ALIGNMENT
         if all(per_cell % ALIGNMENT == 0 for per_cell in size.per_cell):
             return Linear(rounded, size.per_cell)
-        for index, point in enumerate(self.points):  # each cache length this one: cells - point = 0
+        terms = [(index, per_cell) for index, per_cell in enumerate(size.per_cell) if per_cell]
+        if len(terms) == 1 and terms[0] in self.aligned_by:
+            index, per_cell = terms[0]
+            if size.value == per_cell * self.points[index]:
+                counted = self.aligned_by[terms[0]]
+                per_unit = tuple(ALIGNMENT if other == counted else 0 for other in range(len(self.points)))
+                return Linear(ALIGNMENT * self.points[counted], per_unit)
+        for index, point in enumerate(self.points):  # each variable this one: variable - point = 0
             self.zero.add((-point, *(int(other == index) for other in range(len(self.points)))))
         return self.form(rounded)
 
@@ -323,12 +348,13 @@ class GraphShape:
     copies: int = 1  # copies of each input the scheduler keeps (4 under pipeline parallelism, never freed)
 
 
-def _norm(graph: _Graph, x: int, size: int) -> int:
+def _norm(graph: _Graph, x: int, size: Size) -> int:
     return graph.add(size, graph.add(size, x, inplace=True), inplace=True)  # rms_norm, then × weight in place
 
 
-def _attention(graph: _Graph, shape: GraphShape, x: int, cells: Linear, inputs: dict[object, int]) -> int:
-    tokens = shape.tokens
+def _attention(graph: _Graph, shape: GraphShape, x: int, tokens: Size, cells: Size,
+               inputs: dict[object, int]) -> int:
+    """One layer's attention over `tokens`, `cells` its cache cells × the tokens (the mask's elements)."""
     q_size = shape.heads * shape.head_dim * tokens * F32
     kv_size = shape.kv_heads * shape.head_dim * tokens * F32
     cur = _norm(graph, x, shape.hidden * tokens * F32)
@@ -349,12 +375,12 @@ def _attention(graph: _Graph, shape: GraphShape, x: int, cells: Linear, inputs: 
         if shape.mask_cast:
             if ("cast", cells) not in inputs:
                 # ggml_cast, read by every layer
-                inputs["cast", cells] = graph.add(cells * tokens * F16, mask)
+                inputs["cast", cells] = graph.add(cells * F16, mask)
             mask = inputs["cast", cells]
         out = graph.add(q_size, graph.view(q), cache_k, cache_v, mask)
     else:
-        scores = graph.add(cells * tokens * shape.heads * F32, cache_k, graph.view(q))
-        scores = graph.add(cells * tokens * shape.heads * F32, scores, inputs[cells], inplace=True)
+        scores = graph.add(cells * shape.heads * F32, cache_k, graph.view(q))
+        scores = graph.add(cells * shape.heads * F32, scores, inputs[cells], inplace=True)
         kqv = graph.add(q_size, cache_v, scores)
         out = graph.add(q_size, graph.view(kqv))  # ggml_cont of the permuted heads
     out = graph.add(shape.hidden * tokens * F32, graph.view(out))  # wo
@@ -363,7 +389,7 @@ def _attention(graph: _Graph, shape: GraphShape, x: int, cells: Linear, inputs: 
     return out
 
 
-def _mlp(graph: _Graph, shape: GraphShape, x: int, tokens: int) -> int:
+def _mlp(graph: _Graph, shape: GraphShape, x: int, tokens: Size) -> int:
     hidden = shape.hidden * tokens * F32
     cur = _norm(graph, x, hidden)
     parts = []
@@ -400,58 +426,69 @@ def _mlp(graph: _Graph, shape: GraphShape, x: int, tokens: int) -> int:
     return out
 
 
-def _inputs(shape: GraphShape, layers: tuple[Size, ...]) -> list[tuple[object, Size]]:
+def _inputs(shape: GraphShape, tokens: Size, outputs: Size,
+            layers: tuple[Size, ...]) -> list[tuple[object, Size]]:
     """The split's inputs copied from the host, in order, each named and sized: the token embeddings, the
-    positions, the cache's row indices, a mask per distinct cache length of `layers` (named by it; f16 for
-    flash attention, which reads it as it is) and the rows that give logits."""
-    tokens = shape.tokens
+    positions, the cache's row indices, a mask per distinct cache length of `layers` (each layer's cells ×
+    the tokens, named by it; f16 for flash attention, which reads it as it is) and the rows that give
+    logits."""
     v_rows = 1 if shape.flash_attention else shape.kv_heads * shape.head_dim  # a transposed V: one per value
     mask_bytes = F16 if shape.flash_attention and not shape.mask_cast else F32
     found: list[tuple[object, Size]] = [
         ("embd", shape.hidden * tokens * F32), ("pos", tokens * I32), ("k_idxs", tokens * I64),
         ("v_idxs", tokens * v_rows * I64)]
-    found += [(cells, cells * tokens * mask_bytes) for cells in dict.fromkeys(layers)]
+    found += [(cells, cells * mask_bytes) for cells in dict.fromkeys(layers)]
     if shape.output_layer:
-        found.append(("out_ids", shape.outputs * I32))
+        found.append(("out_ids", outputs * I32))
     return found
 
 
-def _build(shape: GraphShape, layers: tuple[Linear, ...], conditions: Conditions) -> _Graph:
-    """The graph of `shape` through `layers`, each its cache length as a form of the cells."""
+def _build(shape: GraphShape, tokens: Size, outputs: Size, layers: tuple[Size, ...],
+           conditions: Conditions) -> _Graph:
+    """The graph of `shape` for `tokens` and `outputs` through `layers`, each its cache cells × the tokens:
+    bytes, or forms of the graph's variables (`_variables`)."""
     graph = _Graph(conditions)
-    tokens = shape.tokens
-    inputs = {name: graph.inputs(size, shape.copies) for name, size in _inputs(shape, layers)}
+    inputs = {name: graph.inputs(size, shape.copies)
+              for name, size in _inputs(shape, tokens, outputs, layers)}
     x = inputs["embd"]
     last = len(layers) - 1
     for index, cells in enumerate(layers):
         residual = x
-        attended = _attention(graph, shape, x, cells, inputs)
+        attended = _attention(graph, shape, x, tokens, cells, inputs)
         rows = tokens
         if index == last and shape.output_layer:
-            attended = graph.add(shape.hidden * shape.outputs * F32, attended, inputs["out_ids"])  # get_rows
-            residual = graph.add(shape.hidden * shape.outputs * F32, residual, inputs["out_ids"])
-            rows = shape.outputs
+            attended = graph.add(shape.hidden * outputs * F32, attended, inputs["out_ids"])  # get_rows
+            residual = graph.add(shape.hidden * outputs * F32, residual, inputs["out_ids"])
+            rows = outputs
         mixed = graph.add(shape.hidden * rows * F32, attended, residual, inplace=True)
         x = graph.add(shape.hidden * rows * F32, _mlp(graph, shape, mixed, rows), mixed, inplace=True)
     if shape.output_layer:
-        size = shape.hidden * shape.outputs * F32
+        size = shape.hidden * outputs * F32
         norm = graph.add(size, graph.add(size, x, inplace=True), inplace=True, output=True)
-        graph.add(shape.vocab * shape.outputs * F32, norm, output=True)
+        graph.add(shape.vocab * outputs * F32, norm, output=True)
     return graph
 
 
-def _cell_forms(points: tuple[int, ...], unit: int = 1) -> tuple[Linear, ...]:
-    """Each distinct cache length as a form of its own, counted in units of `unit` cells."""
-    count = len(points)
-    return tuple(Linear(point * unit, tuple(unit if other == index else 0 for other in range(count)))
+def _variables(points: tuple[int, ...], aligned: tuple[tuple[int, int], ...]) -> tuple[int, ...]:
+    """The values of a graph's variables where its tokens, outputs and cells × tokens of each distinct cache
+    length are `points`: each of those a variable of its own, then, for each (variable, bytes per unit) in
+    `aligned`, the aligned size of a tensor of those bytes in units of the alignment (the positions, 4 bytes
+    a token: ⌈4 × tokens / 128⌉), so that every size the allocator rounds stays a form of the variables."""
+    return (*points, *(-(-per_unit * points[index] // ALIGNMENT) for index, per_unit in aligned))
+
+
+def _forms(points: tuple[int, ...], unit: int, count: int) -> tuple[Linear, ...]:
+    """The tokens, the outputs and each distinct cache length's cells × tokens (counted in units of `unit`)
+    at `points`, each a form of its own variable, of `count` variables in all."""
+    return tuple(Linear(point * (unit if index > 1 else 1),
+                        tuple((unit if index > 1 else 1) if other == index else 0 for other in range(count)))
                  for index, point in enumerate(points))
 
 
 def build_graph(shape: GraphShape) -> _Graph:
-    """The device's split of the worst-case graph, node by node in llama.cpp's order."""
-    cells = tuple(dict.fromkeys(shape.layers))
-    forms = dict(zip(cells, _cell_forms(cells), strict=True))
-    return _build(shape, tuple(forms[count] for count in shape.layers), Conditions(cells))
+    """The device's split of the worst-case graph, node by node in llama.cpp's order, in plain bytes."""
+    return _build(shape, shape.tokens, shape.outputs, tuple(cells * shape.tokens for cells in shape.layers),
+                  Conditions(()))
 
 
 def _stranded_logits(shape: GraphShape) -> int:
@@ -459,7 +496,9 @@ def _stranded_logits(shape: GraphShape) -> int:
     it, right above the copies' freed space, and the logits, too large for any hole, go above it."""
     if not shape.output_layer:
         return 0
-    sizes = [size if isinstance(size, int) else size.value for _, size in _inputs(shape, shape.layers)]
+    layers = tuple(cells * shape.tokens for cells in shape.layers)
+    sizes = [size if isinstance(size, int) else size.value
+             for _, size in _inputs(shape, shape.tokens, shape.outputs, layers)]
     copies = sum(-(-size // ALIGNMENT) * ALIGNMENT for size in sizes)
     return copies * shape.copies + (shape.hidden + shape.vocab) * shape.outputs * F32
 
@@ -485,17 +524,21 @@ def shortened(shape: GraphShape) -> GraphShape:
     return replace(shape, layers=layers[:2 * period] + layers[2 * period + drop:])
 
 
+Terms = tuple[int, tuple[int, ...]]  # a form kept: (constant, bytes per unit of each variable)
+
+
 @dataclass(frozen=True)
 class _Region:
-    """Cells for which the allocator takes one path through a graph (`Conditions`), and its peak there."""
+    """Values of the graph's variables for which the allocator takes one path through it (`Conditions`), and
+    its peak there."""
 
-    low: tuple[int, ...]  # each cache length's least and most (a condition on it alone)
+    low: tuple[int, ...]  # each variable's least and most (a condition on it alone)
     high: tuple[int, ...]
-    not_at: tuple[frozenset[int], ...]  # and the lengths it may not be
-    at_least_zero: tuple[tuple[int, ...], ...]  # the conditions on several lengths together
-    zero: tuple[tuple[int, ...], ...]
-    not_zero: tuple[tuple[int, ...], ...]
-    peak: tuple[int, ...]
+    not_at: tuple[frozenset[int], ...]  # and the values it may not take
+    at_least_zero: tuple[Terms, ...]  # the conditions on several variables together
+    zero: tuple[Terms, ...]
+    not_zero: tuple[Terms, ...]
+    peak: Terms
 
     @classmethod
     def of(cls, conditions: Conditions, peak: Linear) -> _Region:
@@ -512,12 +555,12 @@ class _Region:
                     continue
                 index = alone[0]
                 constant, per_cell = terms[0], terms[index + 1]
-                if kind == "at_least_zero":  # constant + per_cell × cells ≥ 0
+                if kind == "at_least_zero":  # constant + per_cell × value ≥ 0
                     if per_cell > 0:
                         low[index] = max(low[index], -(constant // per_cell))
                     else:
                         high[index] = min(high[index], constant // -per_cell)
-                elif constant % per_cell:  # never zero: a whole number of cells cannot make it
+                elif constant % per_cell:  # never zero: a whole number cannot make it
                     if kind == "zero":
                         low[index], high[index] = 1, 0
                 elif kind == "zero":
@@ -525,60 +568,130 @@ class _Region:
                     high[index] = min(high[index], -constant // per_cell)
                 else:
                     not_at[index].add(-constant // per_cell)
+        # the conditions that always hold where the others do are left out: each region is asked of
+        # every probe until one holds
+        bounds = _Bounds(tuple(low), tuple(high), tuple(conditions.aligned_by.items()))
+        peak_terms = conditions.terms(peak)
         return cls(tuple(low), tuple(high), tuple(frozenset(points) for points in not_at),
-                   tuple(several["at_least_zero"]), tuple(several["zero"]), tuple(several["not_zero"]),
-                   conditions.terms(peak))
+                   tuple((terms[0], terms[1:]) for terms in several["at_least_zero"]
+                         if not bounds.always_at_least_zero(terms)),
+                   tuple((terms[0], terms[1:]) for terms in several["zero"]),
+                   tuple((terms[0], terms[1:]) for terms in several["not_zero"]
+                         if not bounds.never_zero(terms)),
+                   (peak_terms[0], peak_terms[1:]))
 
-    def holds(self, cells: tuple[int, ...]) -> bool:
-        for count, low, high, not_at in zip(cells, self.low, self.high, self.not_at, strict=True):
+    def holds(self, values: tuple[int, ...]) -> bool:
+        for count, low, high, not_at in zip(values, self.low, self.high, self.not_at, strict=True):
             if not low <= count <= high or count in not_at:
                 return False
-        return (all(_at(terms, cells) >= 0 for terms in self.at_least_zero)
-                and all(_at(terms, cells) == 0 for terms in self.zero)
-                and all(_at(terms, cells) != 0 for terms in self.not_zero))
+        return (self.bytes(values) < _END // 4  # every offset far below the end (`_Bounds.past_the_end`)
+                and all(_at(terms, values) >= 0 for terms in self.at_least_zero)
+                and all(_at(terms, values) == 0 for terms in self.zero)
+                and all(_at(terms, values) != 0 for terms in self.not_zero))
 
-    def bytes(self, cells: tuple[int, ...]) -> int:
-        return _at(self.peak, cells)
+    def bytes(self, values: tuple[int, ...]) -> int:
+        return _at(self.peak, values)
 
 
-def _at(terms: tuple[int, ...], cells: tuple[int, ...]) -> int:
-    return terms[0] + sum(per_cell * count for per_cell, count in zip(terms[1:], cells, strict=True))
+def _at(terms: Terms, values: tuple[int, ...]) -> int:
+    constant, per_unit = terms
+    total: int = sum(map(operator.mul, per_unit, values))
+    return constant + total
+
+
+@dataclass(frozen=True)
+class _Bounds:
+    """What a region's values are known to keep, to leave out the conditions that always hold there: each
+    variable within its least and most, an aligned size's variable within its tensor's (⌈b × value / 128⌉:
+    b × value ≤ 128 × it ≤ b × value + 127), and every offset of the walk below the end of the address
+    space (the region's peak far below it, `_Region.holds`)."""
+
+    low: tuple[int, ...]
+    high: tuple[int, ...]
+    aligned: tuple[tuple[tuple[int, int], int], ...]  # ((variable, bytes per unit), its aligned size's)
+
+    @staticmethod
+    def past_the_end(terms: tuple[int, ...]) -> bool:
+        """A comparison with the end of the address space (the last free block's size or end): the end less
+        an offset or a hole, each at most the peak."""
+        return abs(terms[0]) >= _END // 2
+
+    def least(self, terms: tuple[int, ...], sign: int = 1) -> int:
+        """The least of sign × the form (times 128) over the values the region keeps, an aligned size's
+        variable read as the bounds on its tensor's size."""
+        per_unit = [sign * ALIGNMENT * term for term in terms[1:]]
+        constant = sign * ALIGNMENT * terms[0]
+        for (index, bytes_per_unit), counted in self.aligned:
+            term, per_unit[counted] = per_unit[counted] // ALIGNMENT, 0
+            per_unit[index] += term * bytes_per_unit
+            constant += min(0, term * (ALIGNMENT - 1))
+        return constant + sum(term * (self.low[index] if term > 0 else self.high[index])
+                              for index, term in enumerate(per_unit) if term)
+
+    def always_at_least_zero(self, terms: tuple[int, ...]) -> bool:
+        return self.past_the_end(terms) or self.least(terms) >= 0
+
+    def never_zero(self, terms: tuple[int, ...]) -> bool:
+        return self.past_the_end(terms) or self.least(terms) > 0 or self.least(terms, -1) > 0
 
 
 @functools.lru_cache(maxsize=256)
 def _regions(template: GraphShape, unit: int) -> list[_Region]:
     """The regions found so far of a graph whose layers are named by their distinct cache length (0, 1…),
-    not sized, its cells counted in units of `unit`: filled by `_peak`, MAX_REGIONS at most, the oldest
-    dropped first."""
+    its tokens and outputs not sized, its cells × tokens counted in units of `unit`: filled by `_peak`,
+    MAX_REGIONS at most, the oldest dropped first."""
     return []
 
 
+@functools.lru_cache(maxsize=256)
+def _aligned_variables(template: GraphShape, unit: int) -> tuple[tuple[int, int], ...]:
+    """(variable, bytes per unit of it) of each tensor of `template` whose aligned size needs a variable of
+    its own (`_variables`): its bytes per unit not a multiple of the alignment. The graph's sizes only, so
+    built once at any values."""
+    count = 2 + len(set(template.layers))
+    forms = _forms((1,) * count, unit, count)
+    graph = _build(template, forms[0], forms[1], tuple(forms[2 + index] for index in template.layers),
+                   Conditions((1,) * count))
+    found = set()
+    for node in graph.nodes:
+        terms = [(index, per_unit) for index, per_unit in enumerate(node.size.per_cell) if per_unit]
+        if len(terms) == 1 and terms[0][1] % ALIGNMENT:
+            found.add(terms[0])
+    return tuple(sorted(found))
+
+
 def _simulate(template: GraphShape, points: tuple[int, ...], unit: int) -> _Region:
-    """One run of the allocator over the graph of `template` with each distinct cache length `points` ×
-    `unit` cells: its peak and where it holds, both in those units."""
-    forms = _cell_forms(points, unit)
-    conditions = Conditions(points)
-    peak = _build(template, tuple(forms[index] for index in template.layers), conditions).run()
+    """One run of the allocator over the graph of `template` with its tokens, outputs and each distinct cache
+    length's cells × tokens `points` (the last in units of `unit`): its peak and where it holds, both as
+    forms of the graph's variables (`_variables`)."""
+    aligned = _aligned_variables(template, unit)
+    values = _variables(points, aligned)
+    forms = _forms(points, unit, len(values))
+    conditions = Conditions(values, {key: len(points) + index for index, key in enumerate(aligned)})
+    layers = tuple(forms[2 + index] for index in template.layers)
+    peak = _build(template, forms[0], forms[1], layers, conditions).run()
     return _Region.of(conditions, peak)
 
 
 def _peak(shape: GraphShape) -> int:
     """The allocator's peak over the graph of `shape`: read off a region an earlier run found, where one
-    holds these cells (the same path, so the same bytes), else run here. A capacity search asks one graph at
-    dozens of cache lengths, and a handful of regions cover them all."""
+    holds these tokens, outputs and cells (the same path, so the same bytes), else run here. A capacity
+    search asks one graph at dozens of cache lengths and, with a stream per slot, of micro-batches (each
+    -np rounds it up to a multiple of its own), and a handful of regions cover them all."""
     cells = tuple(dict.fromkeys(shape.layers))
-    template = replace(shape, layers=tuple(cells.index(count) for count in shape.layers))
+    template = replace(shape, layers=tuple(cells.index(count) for count in shape.layers), tokens=0, outputs=0)
     unit = math.gcd(ALIGNMENT, *cells)  # the cache's lengths are multiples of 256 cells: 128 in all
-    points = tuple(count // unit for count in cells)
+    points = (shape.tokens, shape.outputs, *(count // unit * shape.tokens for count in cells))
+    values = _variables(points, _aligned_variables(template, unit))
     regions = _regions(template, unit)
     for region in regions:
-        if region.holds(points):
-            return region.bytes(points)
+        if region.holds(values):
+            return region.bytes(values)
     region = _simulate(template, points, unit)
     if len(regions) >= MAX_REGIONS:
         del regions[0]
     regions.append(region)
-    return region.bytes(points)
+    return region.bytes(values)
 
 
 @functools.lru_cache(maxsize=512)

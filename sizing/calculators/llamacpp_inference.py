@@ -2,7 +2,7 @@
 fit, the rows and the answer read any breakdown (`sizing.calculators.llamacpp` sizes it)."""
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from .. import nouns
 from ..breakdown import Breakdown, GgufFile, Item
@@ -16,11 +16,33 @@ from .llamacpp import (
     CUDA_CONTEXT_BYTES,
     ENGINE_NAMES,
     KV_BITS_TYPE,
+    LlamaCppSettings,
     gguf_file_name,
     llamacpp_need,
+    other_gpus_compute,
     wizard_settings,
 )
 from .llamacpp_builds import NOT_GIVEN, LlamaCppBuild, build_for, build_words
+
+
+@dataclass(frozen=True)
+class LlamaCppBreakdown(Breakdown):
+    """Inference under llama.cpp or Ollama: split by layers, the GPU holding the output head reserves the
+    logits in its compute buffer and the others do not, so the need per GPU is the largest GPU's
+    (`sizing.calculators.llamacpp.LlamaCppNeed.per_gpu_bytes`): the items' (the head's GPU), or one of the
+    others where its buffer, without the head, is larger."""
+
+    spec: LanguageModelSpec | None = None
+    settings: LlamaCppSettings | None = None
+
+    def bytes_per_gpu(self, gpus: int) -> int:
+        need = super().bytes_per_gpu(gpus)
+        if gpus < 2 or self.spec is None or self.settings is None:
+            return need
+        compute = sum(item.bytes for item in self.items if item.per_gpu) - CUDA_CONTEXT_BYTES
+        split = sum(item.bytes for item in self.split_items)
+        other = other_gpus_compute(self.spec, self.settings, gpus)
+        return need + max(0, other - compute - split)
 
 
 def gguf_file(model: LanguageModelSpec, weights: GgufWeights) -> GgufFile:
@@ -53,8 +75,8 @@ def estimate_llamacpp(model: LanguageModelSpec, precision: int, context: int, re
     precision, context, requests, kv_bits = check_inference_inputs(
         model, precision, context, requests, kv_bits)
     build = build_for(engine, build)
-    need = llamacpp_need(model, wizard_settings(precision, context, requests, kv_bits, quantization, build,
-                                                engine))
+    settings = wizard_settings(precision, context, requests, kv_bits, quantization, build, engine)
+    need = llamacpp_need(model, settings)
     assumed = gguf_file(model, need.weights)
     file = assumed.file
     weights, cache, compute = need.gpu_items
@@ -78,7 +100,7 @@ def estimate_llamacpp(model: LanguageModelSpec, precision: int, context: int, re
         build_words(engine, build),
         published_words(assumed),
     )
-    return Breakdown(
+    return LlamaCppBreakdown(
         workload="inference",
         title=gettext(
             "%(model)s, inference under %(engine)s, GGUF %(type)s%(kv)s, %(tokens)s × %(requests)s"
@@ -99,4 +121,6 @@ def estimate_llamacpp(model: LanguageModelSpec, precision: int, context: int, re
         capacity=Capacity(model, precision, kv_bits, context, requests, engine=engine,
                           quantization=need.weights.quant_type if quantization else None,
                           published=model.gguf_files, build=build),
+        spec=model,
+        settings=settings if need.output_on_gpu else None,
     )

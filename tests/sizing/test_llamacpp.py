@@ -242,6 +242,7 @@ def _clear_kept_answers():
     capacity_module._gguf_need.cache_clear()
     llamacpp_graph.compute_buffer_bytes.cache_clear()
     llamacpp_graph._regions.cache_clear()
+    llamacpp_graph._aligned_variables.cache_clear()
 
 
 def _walked_peak(shape):
@@ -255,44 +256,60 @@ FLEET = [(gpus, gib * GIB) for gpus in (1, 2, 4, 8) for gib in (12, 16, 24, 40, 
 DENSE_FLEET = [(gpus, mib * MIB) for gpus in range(1, 9) for mib in range(6144, 196_608, 4099)]
 
 
-@pytest.mark.parametrize(("slug", "engine", "context", "requests"), [
-    ("llama-3-1-70b", "llamacpp", 32_768, 4), ("llama-3-1-8b", "ollama", 8192, 16),
-    ("gemma-2-9b", "llamacpp", 4096, 2),
+@pytest.mark.parametrize(("slug", "engine", "context", "requests", "version"), [
+    ("llama-3-1-70b", "llamacpp", 32_768, 4, None), ("llama-3-1-8b", "ollama", 8192, 16, None),
+    ("gemma-2-9b", "llamacpp", 4096, 2, None), ("llama-3-1-8b", "llamacpp", 8192, 4, None),
+    ("mixtral-8x7b", "llamacpp", 8192, 5, None), ("gemma-2-9b", "llamacpp", 4096, 3, "b9500"),
+    ("llama-3-1-8b", "ollama", 8192, 3, "0.31.0"),
 ])
 def test_a_llama_cpp_answer_runs_the_allocator_a_bounded_number_of_times_whatever_the_fleet(
-        monkeypatch, slug, engine, context, requests):
+        monkeypatch, slug, engine, context, requests, version):
     """Each probe of the capacity searches sizes a new cache, so a new graph; the allocator's peak is read off
-    the regions of cache lengths where it takes one path, so an answer runs it a few dozen times at most,
-    on nine machine shapes as on three hundred (each probe a walk of two graphs: over a thousand before)."""
+    the regions where it takes one path, so an answer runs it a few dozen times at most, on nine machine
+    shapes as on three hundred (each probe a walk of two graphs: over a thousand before). A stream per slot
+    reserves the micro-batch rounded up to a multiple of -np (`reserved_tokens`) and, from b9460, a row of
+    logits per slot: every -np the requests search probes asks a micro-batch and rows of its own, read off
+    the same regions (the tokens and rows are variables of the graph as the cells are), not a run or two
+    each (201 to 917 runs an answer when each was a graph of its own)."""
     from sizing import capacity as capacity_module
     from sizing.calculators import llamacpp_graph
+    from sizing.calculators.llamacpp_builds import NOT_GIVEN, parse_engine_build
     from sizing.capacity import Capacity
 
-    runs = []
-    real = llamacpp_graph._simulate
-    monkeypatch.setattr(llamacpp_graph, "_simulate", lambda *args: runs.append(args[0]) or real(*args))
-    asked = Capacity(spec(slug), 4, 16, context, requests, engine=engine, quantization="Q4_K_M")
+    runs, micro_batches = [], set()
+    real, real_peak = llamacpp_graph._simulate, llamacpp_graph._peak
+    monkeypatch.setattr(llamacpp_graph, "_simulate", lambda *args: runs.append(args[1]) or real(*args))
+    monkeypatch.setattr(llamacpp_graph, "_peak",
+                        lambda shape: micro_batches.add((shape.tokens, shape.outputs)) or real_peak(shape))
+    build = parse_engine_build(engine, version) if version else NOT_GIVEN
+    asked = Capacity(spec(slug), 4, 16, context, requests, engine=engine, quantization="Q4_K_M", build=build)
     for fleet in (FLEET, DENSE_FLEET):
         _clear_kept_answers()
         runs.clear()
         held = [capacity_module._held(asked, gpus, memory, None) for gpus, memory in fleet]
         assert any(row.max_requests_at_context for row in held)
         assert 0 < len(runs) <= 48, (len(fleet), len(runs))
+    if (engine, version) != ("ollama", None):  # Ollama's own runners keep one pool: no stream to round for
+        assert len(micro_batches) > 10 and max(micro_batches) > (512, 512)
 
 
 @pytest.mark.parametrize("slug", ["llama-3-1-8b", "llama-3-1-70b", "gemma-2-9b", "gemma-2-27b", "mixtral-8x7b",
-                                  "qwen2-5-7b", "phi-3-mini-4k"])
+                                  "qwen2-5-7b", "phi-3-mini-4k", "gemma-3-4b", "qwen3-30b-a3b"])
 def test_an_answers_capacity_and_buffers_are_those_of_a_walk_at_every_probe(monkeypatch, slug):
     """The most requests, the longest context, the command and every compute buffer a search sized, as the
-    allocator's own walk at each probe's cells gives them."""
+    allocator's own walk at each probe's cells, micro-batch and rows gives them: one pool, the larger of
+    pool and streams (the build not given), a stream per slot with a row of logits per slot (llama-server
+    b9500, Ollama 0.31), each -np the requests search probes rounding the micro-batch up to its multiple."""
     from sizing import capacity as capacity_module
     from sizing.calculators import llamacpp_graph
+    from sizing.calculators.llamacpp_builds import NOT_GIVEN, parse_engine_build
     from sizing.capacity import Capacity
 
     model = spec(slug)
     longest = model.max_context or 4096
-    queries = [(min(4096, longest), 1, 16, "llamacpp"), (min(32_768, longest) - 1000, 3, 8, "ollama"),
-               (min(1000, longest), 24, 16, "llamacpp")]
+    queries = [(min(4096, longest), 1, 16, "llamacpp", None), (min(32_768, longest) - 1000, 3, 8, "ollama", None),
+               (min(1000, longest), 24, 16, "llamacpp", None), (min(8192, longest), 5, 16, "llamacpp", "b9500"),
+               (min(2048, longest), 7, 8, "ollama", "0.31.0")]
     sized = []  # every need a search sized: its settings and compute buffers, in the order asked
     real_need = capacity_module.llamacpp_need
 
@@ -308,9 +325,10 @@ def test_an_answers_capacity_and_buffers_are_those_of_a_walk_at_every_probe(monk
             monkeypatch.setattr(llamacpp_graph, "_peak", _walked_peak)
         _clear_kept_answers()
         sized.clear()
-        answers[way] = [capacity_module._held(Capacity(model, 4, kv_bits, context, requests, engine=engine),
-                                              gpus, memory, None)
-                        for context, requests, kv_bits, engine in queries for gpus, memory in FLEET]
+        answers[way] = [capacity_module._held(Capacity(
+            model, 4, kv_bits, context, requests, engine=engine,
+            build=parse_engine_build(engine, version) if version else NOT_GIVEN), gpus, memory, None)
+            for context, requests, kv_bits, engine, version in queries for gpus, memory in FLEET]
         answers[way + " needs"] = list(sized)
     assert answers["regions"] == answers["walked"]
     assert answers["regions needs"] == answers["walked needs"]
@@ -478,3 +496,123 @@ def test_a_stream_per_slot_shortens_the_mask_and_the_scores_each_token_attends_o
     with_flash = [llamacpp_need(qwen, replace(flash, kv_layout=layout)).gpu_items[2].bytes
                   for layout in ("pool", KV_STREAMS)]
     assert with_flash[0] - with_flash[1] == (16384 - 4096) * 512 * 2  # the f16 mask alone (b9410 on)
+
+
+@pytest.mark.parametrize(("language", "parallel", "words"), [
+    ("en", 1, "8,192 tokens (-c 8,192, 1 parallel slot) × K f16 + V f16"),
+    ("en", 2, "8,192 tokens (-c 8,192, 2 parallel slots) × K f16 + V f16"),
+    ("de", 1, "8.192 Token (-c 8.192, 1 paralleler Slot) × K f16 + V f16"),
+    ("de", 2, "8.192 Token (-c 8.192, 2 parallele Slots) × K f16 + V f16"),
+])
+def test_one_pools_slots_are_counted_in_the_singular_and_the_plural(language, parallel, words):
+    from django.utils import translation
+
+    with translation.override(language):
+        cache = llamacpp_need(LLAMA_3_1_8B, LlamaCppSettings("Q4_K_M", 8192, parallel=parallel)).gpu_items[1]
+    assert cache.formula == words
+
+
+def test_split_by_layers_only_the_last_gpu_holds_the_head_and_reserves_the_logits():
+    """--split-mode layer over two GPUs (llama_model::load_tensors): the 32 layers and the output head are
+    33 slots, slot i on GPU ⌊2i / 33⌋, so layers 0–16 on the first and 17–31 with the head on the second.
+    The first GPU's compute buffer is the graph of its 17 layers without the output rows and logits (the
+    pipeline's four copies of its inputs counted); the second's holds them, and is the need per GPU."""
+    from dataclasses import replace
+
+    from sizing.calculators.llamacpp import CUDA_CONTEXT_BYTES, PIPELINE_COPIES, split_layers
+    from sizing.calculators.llamacpp_graph import GraphShape, build_graph, compute_buffer_bytes, shortened
+    from sizing.calculators.llamacpp_inference import estimate_llamacpp
+
+    assert split_layers(0, 32, True, 2) == (range(0, 17), range(17, 32))
+    assert split_layers(0, 3, True, 3) == (range(0, 2), range(2, 3), range(0))  # the last: the head alone
+    assert split_layers(8, 32, False, 2) == (range(8, 20), range(20, 32))  # -ngl 24: no head, 24 slots
+    need = llamacpp_need(LLAMA_3_1_8B, LlamaCppSettings("Q4_K_M", 8192))
+    first = GraphShape(hidden=4096, heads=32, kv_heads=8, head_dim=128, vocab=128256, layers=(8192,) * 17,
+                       intermediate=14336, output_layer=False, copies=PIPELINE_COPIES)
+    walked = max(build_graph(shortened(first)).peak(), build_graph(shortened(replace(first, mask_cast=True))).peak())
+    assert need.other_gpus_compute_bytes(2) == compute_buffer_bytes(first) == walked == 222_339_072
+    head = need.gpu_items[2].bytes + need.pipeline_bytes
+    assert head == 371_769_344 and need.other_gpus_compute_bytes(2) < head
+    shared = need.gpu_items[0].bytes + need.gpu_items[1].bytes
+    assert need.per_gpu_bytes(2) == -(-shared // 2) + head + CUDA_CONTEXT_BYTES  # the head's GPU: the largest
+    assert need.other_gpus_compute_bytes(1) == 0
+    partial = llamacpp_need(LLAMA_3_1_8B, LlamaCppSettings("Q4_K_M", 8192, gpu_layers=32))  # the head on the host
+    assert partial.other_gpus_compute_bytes(2) == 0 and partial.other_gpus_item(2) is None
+    item = need.other_gpus_item(2)
+    assert item is not None and item.bytes == 222_339_072 and item.per_gpu
+    assert item.formula.startswith("the 1 GPU without the output head (llama.cpp puts it on the last): the graph")
+    assert need.other_gpus_item(3).formula.startswith("the largest of the 2 GPUs without the output head")
+    compute = need.gpu_items[2].formula
+    assert ("Split by layers over several GPUs (--split-mode layer), this is the buffer of the last, which holds "
+            "the output head; each other GPU reserves its own layers' graph without the output rows and "
+            "logits") in compute
+    answer = estimate_llamacpp(LLAMA_3_1_8B, 4, 8192, 1, quantization="Q4_K_M")
+    assert answer.bytes_per_gpu(2) == need.per_gpu_bytes(2) and answer.bytes_per_gpu(1) == need.per_gpu_bytes(1)
+    assert "Split by layers over several GPUs" in answer.items[2].formula
+    from django.utils import translation
+
+    with translation.override("de"):
+        german = llamacpp_need(LLAMA_3_1_8B, LlamaCppSettings("Q4_K_M", 8192))
+        item = german.other_gpus_item(2)
+    assert "Nach Schichten auf mehrere GPUs aufgeteilt (--split-mode layer)" in german.gpu_items[2].formula
+    assert item is not None and item.name == "Rechenpuffer auf jeder anderen GPU"
+    assert item.formula.startswith("die 1 GPU ohne den Ausgabekopf (llama.cpp legt ihn auf die letzte)")
+
+
+def test_a_stream_per_slot_rounds_the_reserved_micro_batch_up_to_a_multiple_of_the_slots():
+    """graph_reserve builds the worst-case micro-batch as n_seqs sequences of equal length, rounding n_tokens
+    up to a multiple of n_seqs (ggml-org/llama.cpp#14140), n_seqs being -np wherever the cache keeps a stream
+    per slot: -np 3 reserves 513 tokens of a 512 micro-batch, -np 4 the 512. The logits are those of the 513
+    under the whole micro-batch (#18536 pads them with the tokens), of 3 rows where a row per slot is
+    reserved (b9460 on: min(n_tokens, n_outputs_max) before the rounding); one pool is not rounded."""
+    from dataclasses import replace
+
+    from django.utils import translation
+
+    from sizing.calculators.llamacpp import reserved_tokens
+    from sizing.calculators.llamacpp_builds import KV_LARGER, KV_STREAMS, ONE_ROW_PER_SLOT
+    from sizing.calculators.llamacpp_graph import GraphShape, compute_buffer_bytes
+
+    streams = LlamaCppSettings("Q4_K_M", 3 * 4096, parallel=3, kv_layout=KV_STREAMS)
+    assert reserved_tokens(streams, 12288, 3) == 513 and reserved_tokens(streams, 12288, 1) == 512
+    assert reserved_tokens(replace(streams, parallel=255), 255 * 256, 255) == 765  # 3 × 255
+    assert reserved_tokens(streams, 16384, 4) == 512
+    qwen = spec("qwen2-5-7b")
+    shape = GraphShape(hidden=3584, heads=28, kv_heads=4, head_dim=128, vocab=152064, layers=(4096,) * 28,
+                       intermediate=18944, tokens=513, outputs=513)
+    need = llamacpp_need(qwen, streams)
+    assert need.gpu_items[2].bytes == compute_buffer_bytes(shape) == 335_161_856
+    assert compute_buffer_bytes(replace(shape, tokens=512, outputs=512)) == 334_508_032  # as -np 4 reserves
+    per_slot = llamacpp_need(qwen, replace(streams, reservation=ONE_ROW_PER_SLOT))
+    assert per_slot.gpu_items[2].bytes == compute_buffer_bytes(replace(shape, outputs=3, f16_mask_only=True))
+    pool = llamacpp_need(qwen, replace(streams, kv_layout="pool"))
+    assert pool.gpu_items[2].bytes == compute_buffer_bytes(replace(shape, layers=(12288,) * 28, tokens=512,
+                                                                   outputs=512))
+    assert need.gpu_items[2].formula.startswith("513 tokens (-ub rounded up to a multiple of the 3 streams): ")
+    assert pool.gpu_items[2].formula.startswith("512 tokens (-ub): ")
+    larger = llamacpp_need(qwen, replace(streams, kv_layout=KV_LARGER))
+    assert larger.gpu_items[2].bytes == max(need.gpu_items[2].bytes, pool.gpu_items[2].bytes)
+    assert larger.gpu_items[2].formula.startswith(
+        "512 tokens (-ub; 513 in a stream per slot, a multiple of the 3 streams): ")
+    with translation.override("de"):
+        german = llamacpp_need(qwen, streams).gpu_items[2].formula
+    assert german.startswith("513 Token (-ub aufgerundet auf ein Vielfaches der 3 Streams): ")
+
+
+@pytest.mark.parametrize("slug", ["llama-3-1-8b", "gemma-2-9b", "gemma-3-27b", "qwen3-30b-a3b", "mixtral-8x7b"])
+def test_the_gpu_holding_the_head_is_the_largest_need_of_a_split(slug):
+    """The need per GPU is the largest GPU's: on two to eight GPUs, at one pool, streams, no flash attention
+    and one row per slot, the GPU with the output head and its logits reserves more than any other."""
+    from sizing.calculators.llamacpp_builds import KV_LARGER, KV_STREAMS, ONE_ROW_PER_SLOT
+
+    model = spec(slug)
+    for settings in (LlamaCppSettings("Q4_K_M", 4096), LlamaCppSettings("Q4_K_M", 12288, parallel=3,
+                                                                        kv_layout=KV_STREAMS),
+                     LlamaCppSettings("Q4_K_M", 8192, parallel=2, flash_attention=False, kv_layout=KV_LARGER),
+                     LlamaCppSettings("Q4_K_M", 32768, parallel=4, kv_layout=KV_STREAMS,
+                                      reservation=ONE_ROW_PER_SLOT)):
+        need = llamacpp_need(model, settings)
+        head = need.gpu_items[2].bytes + need.pipeline_bytes
+        for gpus in range(2, 9):
+            assert 0 < need.other_gpus_compute_bytes(gpus) < head, (settings, gpus)
+            assert need.per_gpu_bytes(gpus) == need._head_gpu_bytes(gpus)

@@ -175,3 +175,76 @@ def test_every_cache_length_of_a_model_takes_a_bounded_number_of_allocator_runs(
             compute_buffer_bytes(replace(seventy_b, layers=(cells,) * 80, tokens=min(512, cells),
                                          outputs=min(512, cells), copies=copies))
     assert len(runs) <= 48, len(runs)  # 2 × 8,192 lengths, two graphs each
+
+
+def _rounded(parallel, ubatch=512):
+    """The micro-batch a stream per slot reserves at -np `parallel`: rounded up to a multiple of it."""
+    return -(-ubatch // parallel) * parallel
+
+
+def _clear_regions():
+    llamacpp_graph._regions.cache_clear()
+    llamacpp_graph._aligned_variables.cache_clear()
+    compute_buffer_bytes.cache_clear()
+
+
+@pytest.mark.parametrize("shape", [
+    LLAMA, replace(LLAMA, flash_attention=False), replace(LLAMA, copies=4), replace(LLAMA, output_layer=False),
+    GEMMA_LIKE, replace(GEMMA_LIKE, flash_attention=False, copies=4), MOE,
+    replace(MOE, experts=60, experts_per_token=4, vocab=151646),
+], ids=["llama", "no-flash", "pipeline", "no-head", "sliding", "sliding-no-flash", "experts", "odd-widths"])
+def test_a_region_read_at_other_micro_batches_and_rows_gives_the_bytes_of_a_walk_at_them(shape):
+    """A stream per slot reserves the micro-batch rounded up to a multiple of -np (513 tokens at -np 3, 765 at
+    -np 255) and, from b9460, a row of logits per slot: the tokens and the rows are variables of the graph as
+    the cells are, the tensors too small to keep whole multiples of the alignment (the positions, 4 bytes a
+    token; 60 experts' router scores, 240) counted by a variable each. Every -np, at any cells, gets the bytes
+    the allocator's walk gives."""
+    rng = random.Random(11)
+    _clear_regions()
+    for parallel in sorted({1, 2, 3, 7, 100, 171, 255, 256, *rng.sample(range(1, 257), 24)}):
+        tokens = _rounded(parallel)
+        full = 256 * rng.randint(2, 256)
+        for outputs in (tokens, min(512, parallel)):
+            variant = replace(_at_cells(shape, full, 256 * rng.randint(1, 64)), tokens=tokens, outputs=outputs)
+            assert compute_buffer_bytes(variant) == _walked(variant), (parallel, outputs, full)
+    odd = replace(shape, tokens=100, outputs=7, layers=tuple(cells // 256 * 300 for cells in shape.layers))
+    assert compute_buffer_bytes(odd) == _walked(odd)  # cells that are no multiple of the alignment's
+
+
+def test_every_micro_batch_a_stream_per_slot_reserves_takes_a_bounded_number_of_allocator_runs(monkeypatch):
+    """A capacity search at one context asks each -np it probes its own micro-batch, rounded up to a multiple
+    of it: every -np from 1 to 256 (llama-server's most slots), at three cache lengths, as the pipeline's
+    copies and with one row of logits per slot or the whole micro-batch, costs a few runs of the allocator,
+    not one (or two) per -np."""
+    runs = []
+    real = llamacpp_graph._simulate
+    monkeypatch.setattr(llamacpp_graph, "_simulate", lambda *args: runs.append(args[1]) or real(*args))
+    seventy_b = replace(LLAMA, hidden=8192, heads=64, intermediate=28672, layers=(8192,) * 80)
+    for shape in (seventy_b, GEMMA_LIKE, MOE, replace(LLAMA, flash_attention=False)):
+        _clear_regions()
+        runs.clear()
+        for per_slot in (False, True):
+            for copies in (1, 4):
+                for parallel in range(1, 257):
+                    tokens = _rounded(parallel)
+                    for full in (4096, 8192, 32768):
+                        compute_buffer_bytes(replace(
+                            _at_cells(shape, full, 1536), tokens=tokens, copies=copies, f16_mask_only=per_slot,
+                            outputs=min(512, parallel) if per_slot else tokens))
+        assert 0 < len(runs) <= 40, (shape.hidden, len(runs))  # of 3,072 graphs each
+
+
+def test_a_tensor_whose_bytes_per_token_are_no_multiple_of_the_alignment_has_its_aligned_size_counted_apart():
+    """The positions (4 bytes a token) and the cache's row indices (8) round up to 128 bytes, so no form of
+    the tokens gives their size: each such tensor's aligned size is a variable of its own, set from the tokens
+    (⌈4 × 513 / 128⌉ × 128 = 2,176 bytes at 513 tokens), as are the rows' indices (4 bytes a row), and 60
+    experts' router scores (240 bytes a token) and a vocabulary of 151,646 (606,584 bytes a row of logits)."""
+    def aligned(shape):
+        template = replace(shape, layers=(0,) * len(shape.layers), tokens=0, outputs=0)
+        return llamacpp_graph._aligned_variables(template, 128)
+
+    tokens, rows = 0, 1  # the variables: the tokens, the rows of logits, then the cells × tokens
+    assert aligned(LLAMA) == ((tokens, 4), (tokens, 8), (rows, 4))
+    odd = replace(MOE, experts=60, experts_per_token=4, vocab=151646)
+    assert {(tokens, 240), (rows, 606584)} <= set(aligned(odd))
+    assert llamacpp_graph._variables((513, 3, 64 * 513), aligned(LLAMA)) == (513, 3, 64 * 513, 17, 33, 1)

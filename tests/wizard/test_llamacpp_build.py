@@ -160,3 +160,28 @@ def test_the_commands_take_and_name_the_build(small_fleet, capsys):
     with pytest.raises(SystemExit) as refused:
         call_command("recommend", *args, "--engine-version", "latest")
     assert refused.value.code == 2 and "engine_version" in capsys.readouterr().err
+
+
+def test_the_what_if_over_two_gpus_lists_the_buffer_of_the_gpu_without_the_output_head(client, small_fleet):
+    """Split by layers, the last GPU holds the output head and reserves the logits; the other's compute buffer
+    is its own layers' graph without them, an item of its own beside the pipeline's copies, smaller than the
+    buffer of the GPU with the head, which is the need per GPU."""
+    from catalog.models import LanguageModel
+    from catalog.rows import language_model_spec
+    from sizing.calculators.llamacpp import LlamaCppSettings, llamacpp_need
+    from sizing.calculators.llamacpp_builds import KV_STREAMS, ONE_ROW_PER_SLOT
+
+    status, body = get_json(client, "capacity", SERVER_LOG + "&engine_version=b10240&pipeline_parallel=2")
+    assert status == 200, body
+    assert body["items"][-1]["name"] == "Pipeline copies of the compute buffer's inputs"
+    other = body["other_gpus_compute"]
+    assert other["name"] == "Compute buffer on each other GPU"
+    qwen = language_model_spec(LanguageModel.objects.get(slug="qwen2-5-7b"))
+    need = llamacpp_need(qwen, LlamaCppSettings("Q4_K_M", 16384, parallel=4, cache_type_k="q8_0",
+                                                cache_type_v="q8_0", reservation=ONE_ROW_PER_SLOT,
+                                                kv_layout=KV_STREAMS))
+    assert other["per_gpu"] and other["bytes"] == need.other_gpus_compute_bytes(2) > 0
+    assert other["bytes"] < compute(body)["bytes"] + body["items"][-2]["bytes"]
+    assert "Split by layers over several GPUs" in compute(body)["formula"]
+    _, one = get_json(client, "capacity", SERVER_LOG + "&engine_version=b10240")
+    assert one["other_gpus_compute"] is None
