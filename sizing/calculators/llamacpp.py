@@ -253,10 +253,12 @@ def split_layers(first_gpu_layer: int, layers: int, output_on_gpu: bool, gpus: i
     return tuple(range(held[0], held[-1] + 1) if held else range(0) for held in found)
 
 
+@functools.lru_cache(maxsize=4096)
 def other_gpus_compute(model: LanguageModelSpec, settings: LlamaCppSettings, gpus: int) -> int:
     """`LlamaCppNeed.other_gpus_compute_bytes` where the settings put the output head on the GPUs: each GPU
     but the last, its graph without the head over its own layers (the allocator's peaks are kept by
-    `compute_buffer_bytes`)."""
+    `compute_buffer_bytes`). Kept per model, settings and GPU count, as the bytes of figures alone: a fit's
+    thresholds ask it at every GPU count for each kind of GPU, and a capacity search again per probe."""
     layers = model_value(model, "layers")
     first_gpu_layer = layers - min(layers + 1 if settings.gpu_layers is None else settings.gpu_layers, layers)
     split = split_layers(first_gpu_layer, layers, True, gpus)
