@@ -127,24 +127,26 @@ def test_every_api_operation_answers_json(client, catalog_fleet):
     assert root.status_code == 404 and root["Content-Type"].startswith("application/json")
 
 
-@pytest.mark.parametrize("prefix", ["", "/de"])
-def test_a_clusters_page_answers_in_both_languages(client, h100_site, prefix):
-    query = "workload=inference&model=llama-3-1-405b&precision=16&context=8192&requests=1&clusters=show"
+def linked_page(client, prefix: str, query: str, test_id: str):
+    """The page the answer's first link marked `test_id` opens, in the answer's language (checked)."""
     page = client.get(f"{prefix}{reverse('wizard:start')}?{query}").content.decode()
-    link = re.search(r'<a href="([^"]+)" data-testid="cluster-detail-link"', page).group(1).replace("&amp;", "&")
+    link = re.search(rf'<a href="([^"]+)" data-testid="{test_id}"', page).group(1).replace("&amp;", "&")
     response = client.get(link)
     assert response.status_code == 200
     assert response["Content-Language"] == (prefix.strip("/") or "en")
+    return response
+
+
+@pytest.mark.parametrize("prefix", ["", "/de"])
+def test_a_clusters_page_answers_in_both_languages(client, h100_site, prefix):
+    query = "workload=inference&model=llama-3-1-405b&precision=16&context=8192&requests=1&clusters=show"
+    response = linked_page(client, prefix, query, "cluster-detail-link")
     assert b"<main" in response.content and b'data-testid="cluster-vllm"' in response.content
 
 
 @pytest.mark.parametrize("prefix", ["", "/de"])
 def test_a_machines_page_answers_in_both_languages(client, small_fleet, prefix):
-    page = client.get(f"{prefix}{reverse('wizard:start')}?{LLAMA_8B}").content.decode()
-    link = re.search(r'<a href="([^"]+)" data-testid="machine-detail-link"', page).group(1).replace("&amp;", "&")
-    response = client.get(link)
-    assert response.status_code == 200
-    assert response["Content-Language"] == (prefix.strip("/") or "en")
+    response = linked_page(client, prefix, LLAMA_8B, "machine-detail-link")
     assert b"<main" in response.content and b'<details class="machine" open>' in response.content
 
 
