@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import cast
 
-from django.db import connections, router
+from django.db import router
 from django.db.models import QuerySet
 from django.utils.translation import gettext_lazy
 
@@ -248,8 +248,8 @@ def offers_from_joined(joined: list[tuple]) -> list[offers.MachineOffer]:
     return found
 
 
-# The statement `_first_active` asks, compiled once per model and database, with its values (the slug
-# stands at SLUG_PLACE's places).
+# The statement `_first_active` asks, compiled once per model and database alias, with its values (the
+# slug stands at SLUG_PLACE's places).
 _FIRST_ACTIVE_SQL: dict[tuple[type, str], tuple[str, tuple]] = {}
 SLUG_PLACE = "\x00slug"
 
@@ -259,7 +259,7 @@ def _first_active(model, slug: str):
     compiled by the ORM once (a catalog model has some 50 columns, and compiling them cost half the
     lookup) and then asked as a raw query, which reads the row into the model with the same converters."""
     using = router.db_for_read(model)
-    key = (model, connections[using].vendor)
+    key = (model, using)
     if key not in _FIRST_ACTIVE_SQL:
         queryset = model.objects.filter(slug=SLUG_PLACE, is_active=True).order_by("pk")[:1]
         _FIRST_ACTIVE_SQL[key] = queryset.query.sql_with_params()
