@@ -30,16 +30,27 @@ def indexed_condition() -> str:
 def install_sql() -> list[str]:
     """The band walks' indexes: by price (any choice of countries), and by country then price (a few),
     for the price of each market preference (`catalog.models.MARKET_PRICE_COLUMNS`; on demand only
-    reads the listed price, whose indexes keep their names)."""
+    reads the listed price, whose indexes keep their names). The default market's walks also read by
+    tier then price: a walk that keeps one tier of a set of countries (Secure in the EU) otherwise reads
+    every machine of its band in those countries from the table and sorts them, or passes over the other
+    tier's machines in price order; by tier it reads its own tier's in price order and stops at its
+    limit. The other markets are asked far less and keep to two indexes, as every index is written on
+    each refresh of a machine."""
     condition = indexed_condition()
-    by_country = ", ".join(column for column in WALK_COLUMNS if column != "country")
     statements = []
     for choice, price in MARKET_PRICE_COLUMNS.items():
         prefix = "catalog_machine" if choice == DEFAULT_MARKET else f"catalog_machine_{choice}"
         statements += [
             f"CREATE INDEX {prefix}_offer_cover_idx ON catalog_machine ({price}) "
             f"INCLUDE ({', '.join(WALK_COLUMNS)}) WHERE {condition}",
-            f"CREATE INDEX {prefix}_country_price_idx ON catalog_machine (country, {price}) "
-            f"INCLUDE ({by_country}) WHERE {condition}",
+            _leading("country", f"{prefix}_country_price_idx", price, condition),
         ]
+        if choice == DEFAULT_MARKET:
+            statements.append(_leading("tier", f"{prefix}_tier_price_idx", price, condition))
     return statements
+
+
+def _leading(column: str, name: str, price: str, condition: str) -> str:
+    """A walk index led by `column`, then the price, carrying the rest of what a walk reads."""
+    rest = ", ".join(walked for walked in WALK_COLUMNS if walked != column)
+    return f"CREATE INDEX {name} ON catalog_machine ({column}, {price}) INCLUDE ({rest}) WHERE {condition}"

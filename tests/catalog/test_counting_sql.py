@@ -195,11 +195,12 @@ def test_the_partial_indexes_hold_what_the_availability_rule_compiles_to(db):
         found = predicates()
         compiled = found.pop("counting_scratch_rule")
         walks = {statement.split()[2] for statement in indexes.install_sql()}
-        # By price and by country then price, for the price of each market preference.
+        # By price and by country then price, for the price of each market preference; by tier then price
+        # for the default market's.
         assert walks == {
             f"catalog_machine{market}_{kind}_idx"
             for market in ("", "_interruptible", "_any") for kind in ("offer_cover", "country_price")
-        }
+        } | {"catalog_machine_tier_price_idx"}
         assert {found[name] for name in walks} == {compiled}
         for statement in indexes.install_sql():
             name = statement.split()[2]
