@@ -238,6 +238,8 @@ def install_sql() -> list[str]:
         # Inline and uncompressed: the counting query reads the arrays of every row, several times.
         f"ALTER TABLE {SHAPES} ALTER COLUMN prices SET STORAGE PLAIN, ALTER COLUMN cum SET STORAGE PLAIN",
         f"CREATE INDEX {SHAPES}_shape_idx ON {SHAPES} (shape)",
+        # An empty answer's openings read the other markets' rows in the chosen countries alone.
+        f"CREATE INDEX {SHAPES}_country_idx ON {SHAPES} (country)",
         f"CREATE UNLOGGED TABLE {DELTAS} (txid bigint NOT NULL, shape text NOT NULL, {typed}, "
         "price bigint NOT NULL, n integer NOT NULL)",
         f"CREATE INDEX {DELTAS}_txid_idx ON {DELTAS} (txid)",

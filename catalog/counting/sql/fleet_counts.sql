@@ -14,6 +14,8 @@ ALTER TABLE catalog_fleetshape ALTER COLUMN prices SET STORAGE PLAIN, ALTER COLU
 
 CREATE INDEX catalog_fleetshape_shape_idx ON catalog_fleetshape (shape);
 
+CREATE INDEX catalog_fleetshape_country_idx ON catalog_fleetshape (country);
+
 CREATE UNLOGGED TABLE catalog_fleetdelta (txid bigint NOT NULL, shape text NOT NULL, is_available boolean, provider_is_active boolean, last_seen_at timestamp with time zone, country varchar(2), memory_per_gpu_mib integer, free_gpus smallint, tier varchar(10), reliability numeric(3,2), gpu_kind smallint, market varchar(13), price bigint NOT NULL, n integer NOT NULL);
 
 CREATE INDEX catalog_fleetdelta_txid_idx ON catalog_fleetdelta (txid);
