@@ -91,16 +91,18 @@ def layers_per_stage(layers: int, stages: int) -> tuple[int, ...]:
 def cluster_need(model: LanguageModelSpec, precision: int, kv_bits: int, context: int, requests: int, *,
                  gpus_per_machine: int, machines: int, usable_bytes: int,
                  utilization: Fraction | None = None,
-                 release: VllmRelease = DEFAULT_RELEASE) -> ClusterNeed:
+                 release: VllmRelease = DEFAULT_RELEASE, gpu: GpuArchitecture | None = None) -> ClusterNeed:
     """One GPU's need when `machines` machines of `gpus_per_machine` GPUs serve the model at tensor
     parallel = GPUs per machine × pipeline parallel = machines (one machine: the ordinary split).
     Raises SizingError where vLLM refuses the split (heads not divisible, more stages than layers).
-    `utilization` None: the release's default."""
+    `utilization` None: the release's default. `gpu`: the machines' GPU architecture, which decides the
+    kernel MXFP4 experts load through and so their padded size (`vllm_loading`), as a single machine's
+    GPU does; None: the Marlin path."""
     utilization = release.utilization if utilization is None else utilization
     settings = VllmSettings(
         **release.settings(),  # type: ignore[arg-type]
         gpu_memory_bytes=usable_bytes, tensor_parallel=gpus_per_machine, pipeline_parallel=machines,
-        gpu_memory_utilization=utilization, max_model_len=context, max_num_seqs=requests,
+        gpu_memory_utilization=utilization, max_model_len=context, max_num_seqs=requests, gpu=gpu,
     )
     budget = vllm_budget(model, precision, kv_bits, settings)
     nccl = budget.non_torch.bytes - NON_TORCH_BYTES
@@ -235,21 +237,23 @@ class ClusterPlan:
         return min(limits) if limits else None
 
 
-# The sizings `search_clusters` shares: the same workload on the same shape of machine sizes the same, in
-# the same words, whatever the site. A few hundred sites come to a few dozen shapes, each worth a vLLM
-# budget with its words; the shapes a process asks about repeat from answer to answer.
+# The sizings `search_clusters` shares: the same workload on the same shape of machine (with the same GPU
+# architecture: MXFP4 experts load at its kernel's sizes) sizes the same, in the same words, whatever the
+# site. A few hundred sites come to a few dozen shapes, each worth a vLLM budget with its words; the shapes
+# a process asks about repeat from answer to answer.
 SHARED_NEEDS = 1024
 
 
 @lru_cache(maxsize=SHARED_NEEDS)
 def _shared_need(words: str, model: LanguageModelSpec, precision: int, kv_bits: int, context: int,
                  requests: int, gpus_per_machine: int, machines: int, usable_bytes: int,
-                 utilization: Fraction, release: VllmRelease = DEFAULT_RELEASE) -> ClusterNeed | str:
+                 utilization: Fraction, release: VllmRelease = DEFAULT_RELEASE,
+                 gpu: GpuArchitecture | None = None) -> ClusterNeed | str:
     """`cluster_need`, or why vLLM refuses the split; `words`: the language its texts are written in."""
     try:
         return cluster_need(model, precision, kv_bits, context, requests, gpus_per_machine=gpus_per_machine,
                             machines=machines, usable_bytes=usable_bytes, utilization=utilization,
-                            release=release)
+                            release=release, gpu=gpu)
     except SizingError as error:
         return error.message
 
@@ -271,7 +275,7 @@ def plan_of(model: LanguageModelSpec, precision: int, kv_bits: int, context: int
     utilization = release.utilization if utilization is None else utilization
     need = _shared_need(language(), model, precision, kv_bits, context, requests, site.gpu_count,
                         len(site.machine_ids), site.usable_memory_mib * MIB, utilization,
-                        release_on(release, site.gpu_type, site.gpu_count))
+                        release_on(release, site.gpu_type, site.gpu_count), site.gpu_architecture)
     if isinstance(need, str):
         return need
     if not need.fits:
@@ -409,7 +413,7 @@ def _runnable_need(model: LanguageModelSpec, need: ClusterNeed, context: int, re
                                  gpus_per_machine=need.tensor_parallel, machines=need.pipeline_parallel,
                                  usable_bytes=need.usable_bytes,
                                  utilization=budget.settings.gpu_memory_utilization,
-                                 release=budget.settings.release)
+                                 release=budget.settings.release, gpu=gpu)
         except SizingError:
             continue
         if other.fits:

@@ -15,6 +15,7 @@ from .calculators.checks import model_value
 from .calculators.vllm_versions import DEFAULT_RELEASE, VllmRelease
 from .cluster import ClusterNeed, ClusterPlan, _plan, _shared_need, release_on
 from .cluster_sites import ClusterSite
+from .engine_support import GpuArchitecture
 from .i18n import gettext, language
 from .offers import Preferences
 from .preferences import breaks_checker
@@ -64,10 +65,11 @@ def search_clusters(model: LanguageModelSpec, precision: int, kv_bits: int, cont
     tensor parallel = GPUs per machine × pipeline parallel = machines under vLLM's budget, on the memory
     CUDA reports (`ClusterSite.usable_memory_mib`); `utilization` None: the release's default."""
     utilization = release.utilization if utilization is None else utilization
-    # Sites of one shape (GPUs per machine, usable memory, interconnect) differ only in how many machines
-    # they list: per shape, the counts sized so far (walking up from two) and the first that holds the
-    # workload or that vLLM refuses, (count, need or why not); None until one is found.
-    walked: dict[tuple[int, int, str | None], list[Any]] = {}
+    # Sites of one shape (GPUs per machine, usable memory, interconnect, GPU architecture: which kernel
+    # loads MXFP4 experts) differ only in how many machines they list: per shape, the counts sized so far
+    # (walking up from two) and the first that holds the workload or that vLLM refuses, (count, need or why
+    # not); None until one is found.
+    walked: dict[tuple[int, int, str | None, GpuArchitecture | None], list[Any]] = {}
     too_few: dict[tuple[int, int, str], str] = {}
     words = language()
     found_needs: list[tuple[tuple[Any, ...], ClusterSite, ClusterNeed]] = []
@@ -76,11 +78,12 @@ def search_clusters(model: LanguageModelSpec, precision: int, kv_bits: int, cont
         usable = site.usable_memory_mib
         top = min(len(site.machine_ids), model_value(model, "layers"))
         on = release_on(release, site.gpu_type, site.gpu_count)  # its GPU type's interconnect where not asked
-        shape = walked.setdefault((site.gpu_count, usable, on.interconnect), [1, None])
+        gpu = site.gpu_architecture
+        shape = walked.setdefault((site.gpu_count, usable, on.interconnect, gpu), [1, None])
         while shape[1] is None and shape[0] < top:
             shape[0] += 1
             need = _shared_need(words, model, precision, kv_bits, context, requests, site.gpu_count, shape[0],
-                                usable * MIB, utilization, on)  # answers share them too
+                                usable * MIB, utilization, on, gpu)  # answers share them too
             if isinstance(need, str) or need.fits:
                 shape[1] = (shape[0], need)
         if shape[1] is None or shape[1][0] > top:

@@ -65,7 +65,8 @@ class ClusterSite(NamedTuple):
     # markets it lets in (`sizing.markets.priced_in`)
     prices_per_gpu_hour: tuple[Decimal, ...]
     # Its GPU type's architecture (`sizing.engine_support.gpu_architecture`; None where the catalog records
-    # none): which commands start on it.
+    # none): which commands start on it, and which kernel its MXFP4 experts load through
+    # (`sizing.calculators.vllm_loading`).
     gpu_architecture: GpuArchitecture | None = None
     # The lowest reliability its machines listed report (None where one reports none): what a minimum
     # reliability compares (`sizing.preferences.RULE`); never assumed.

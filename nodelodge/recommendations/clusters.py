@@ -260,14 +260,18 @@ def cluster_does_not_hold(query: WorkloadQuery, model_row, *, gpu_type: str, gpu
     cluster checks this on the server, whatever the client sent."""
     if not plans_clusters(query, model_row):
         return gettext("Only a language model served for inference runs on a cluster.")
-    recorded = {usable.gpu_type: usable.mib for usable in catalog_rows.gpu_types_usable()}
-    usable_mib = catalog_rows.usable_memory_mib(memory_per_gpu_mib, recorded.get(gpu_type))
+    # The GPU type's recorded usable memory and architecture, as its cluster sites read them
+    # (`catalog.clusters`): the architecture decides the kernel MXFP4 experts load through.
+    recorded = {usable.gpu_type: usable for usable in catalog_rows.gpu_types_usable()}
+    gpu_row = recorded.get(gpu_type)
+    usable_mib = catalog_rows.usable_memory_mib(memory_per_gpu_mib, gpu_row.mib if gpu_row else None)
     spec = catalog_rows.language_model_spec(model_row)
     try:
         need = cluster_need(spec, *_served(query),
                             gpus_per_machine=gpus_per_machine, machines=machines,
                             usable_bytes=usable_mib * MIB,
-                            release=release_on(query.vllm_release, gpu_type, gpus_per_machine))
+                            release=release_on(query.vllm_release, gpu_type, gpus_per_machine),
+                            gpu=gpu_row.architecture if gpu_row else None)
     except SizingError as error:
         return error.message
     if need.fits:

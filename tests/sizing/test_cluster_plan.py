@@ -224,12 +224,12 @@ def test_answers_share_the_sizing_of_one_shape_in_the_words_of_their_own_languag
                                                                        H100_SMI_MIB, ["9.00", "9.00"])])
     assert all(plan.need is first for plan in again)  # sized once, whatever the answer or the site
     english = cluster_need(LLAMA_405B, 16, 16, 8192, 1, gpus_per_machine=8, machines=2,
-                           usable_bytes=H100_USABLE_MIB * MIB)
+                           usable_bytes=H100_USABLE_MIB * MIB, gpu=H100_SITE.gpu_architecture)
     assert first == english
     with translation.override("de"):
         german = plan_clusters(LLAMA_405B, 16, 16, 8192, 1, [H100_SITE])[0].need
         assert german == cluster_need(LLAMA_405B, 16, 16, 8192, 1, gpus_per_machine=8, machines=2,
-                                      usable_bytes=H100_USABLE_MIB * MIB)
+                                      usable_bytes=H100_USABLE_MIB * MIB, gpu=H100_SITE.gpu_architecture)
     assert german.need_bytes == first.need_bytes
     assert [item.name for item in german.items] != [item.name for item in first.items]
     # Another workload is another sizing.
