@@ -171,7 +171,8 @@ class Capacity:
 
     def _gguf(self, gpus: int, memory_bytes: int) -> MachineCapacity:
         """Under llama.cpp or Ollama (`sizing.calculators.llamacpp`): `memory_bytes` is the machine's
-        figure, each GPU holding its share of the layers; llama.cpp runs on every GPU the catalog lists."""
+        figure, each GPU holding the layers llama.cpp gives it; llama.cpp runs on every GPU the catalog
+        lists."""
 
         def need(context: int, requests: int) -> LlamaCppNeed | None:
             return _gguf_need(self.spec, wizard_settings(self.precision, context, requests, self.kv_bits,
@@ -179,13 +180,13 @@ class Capacity:
 
         def holds(context: int, requests: int) -> bool:
             found = need(context, requests)
-            return found is not None and found.fits(gpus, memory_bytes)[0]
+            return found is not None and found.holds(gpus, memory_bytes)
 
         quant_type = wizard_quant_type(self.precision, self.quantization)
         file = gguf_file_name(self.spec, quant_type)
         asked = need(self.context, self.requests)
         command = None
-        if asked is not None and asked.fits(gpus, memory_bytes)[0]:
+        if asked is not None and asked.holds(gpus, memory_bytes):
             command = engine_command(self.engine, asked, file)
         return MachineCapacity(
             max_requests_at_context=_largest(lambda r: holds(self.context, r), MAX_REQUESTS),

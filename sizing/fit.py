@@ -132,7 +132,8 @@ class FitPlanner:
                         "split over %(gpus)s GPUs by layers (llama.cpp's --split-mode layer); %(fewer)s"
                     ) % {"gpus": gpus, "fewer": (
                         gettext("one GPU would need %(need)s") % {"need": fmt_gib(self.need(1))} if gpus == 2
-                        else gettext("%(gpus)s GPUs would need %(need)s each") % {
+                        # the layers do not split evenly: the need is the one GPU needing the most
+                        else gettext("on %(gpus)s GPUs one would need %(need)s") % {
                             "gpus": gpus - 1, "need": fmt_gib(self.need(gpus - 1))})})
             return None
         if not self.heads:

@@ -10,7 +10,14 @@ from typing import TYPE_CHECKING
 from django.utils.translation import gettext
 
 from catalog import rows as catalog_rows
-from sizing.calculators.llamacpp import LlamaCppNeed, LlamaCppSettings, gguf_file_name, llamacpp_need
+from sizing.calculators.llamacpp import (
+    GpuNeed,
+    LlamaCppNeed,
+    LlamaCppSettings,
+    gguf_file_name,
+    largest_need,
+    llamacpp_need,
+)
 from sizing.calculators.llamacpp_builds import build_words, kv_layout
 from sizing.errors import SizingError
 from sizing.specs import LanguageModelSpec
@@ -51,6 +58,7 @@ def answer(spec: LanguageModelSpec, query: CapacityQuery, gpu_type: catalog_rows
     memory = int(query.gpu_memory_gib * GIB)
     fits, reason = need.fits(gpus, memory)
     layers_that_fit = need.layers_that_fit(gpus, memory)
+    per_gpu = need.gpu_needs(gpus)
     file = gguf_file_name(spec, need.weights.quant_type)
     return {
         "model": spec.slug,
@@ -86,7 +94,11 @@ def answer(spec: LanguageModelSpec, query: CapacityQuery, gpu_type: catalog_rows
         "layers": spec.layers,
         "layers_that_fit": layers_that_fit,
         "gpu_gib": gib_number(need.gpu_bytes),
-        # each GPU's items; several GPUs holding every layer and the head add the pipeline's input copies
+        "need_per_gpu_bytes": largest_need(per_gpu).bytes,
+        "need_per_gpu_gib": gib_number(largest_need(per_gpu).bytes),
+        "per_gpu": [_gpu(gpu_need) for gpu_need in per_gpu],
+        # the model's items on the GPUs, the weights and cache of all of them together, the compute buffer the
+        # head's GPU's; several GPUs holding every layer and the head add the pipeline's input copies
         "items": [_item(item) for item in need.gpu_items]
         + ([_item(need.pipeline_item)] if gpus > 1 and need.pipeline_item else []),
         # split by layers with the head on the last GPU: the others' compute buffer, without the logits (the
@@ -98,6 +110,16 @@ def answer(spec: LanguageModelSpec, query: CapacityQuery, gpu_type: catalog_rows
         "ollama": need.ollama_settings() if fits and query.engine == "ollama" else None,
         "partial_offload": None if fits else _partial(spec, settings, layers_that_fit, file, query),
     }
+
+
+def _gpu(need: GpuNeed) -> dict:
+    """One GPU of the split (`GpuShareOut`): its buffer with the pipeline's copies of its inputs."""
+    share = need.share
+    return {"gpu": need.index + 1, "first_layer": share.layers[0] if share.layers else None,
+            "last_layer": share.layers[-1] if share.layers else None, "output_head": share.output_head,
+            "weights_bytes": share.weights_bytes, "kv_cache_bytes": share.kv_cache_bytes,
+            "compute_bytes": need.compute_bytes + need.pipeline_bytes, "need_bytes": need.bytes,
+            "need_gib": gib_number(need.bytes)}
 
 
 def _repository(spec: LanguageModelSpec, quant_type: str) -> str | None:

@@ -394,6 +394,23 @@ class TensorTypeOut(Schema):
     bytes: int
 
 
+class GpuShareOut(Schema):
+    """One GPU of a split by layers (--split-mode layer), in llama.cpp's device order: the layers llama.cpp
+    gives it (`first_layer`–`last_layer`, None where it holds none), their weights and KV cache, the output
+    head's weights where it holds the head, its compute buffer (the pipeline's copies of its inputs
+    counted) and CUDA context: `need_bytes`."""
+
+    gpu: int  # 1 for the first (llama.cpp's CUDA0)
+    first_layer: int | None
+    last_layer: int | None
+    output_head: bool
+    weights_bytes: int
+    kv_cache_bytes: int
+    compute_bytes: int
+    need_bytes: int
+    need_gib: float
+
+
 class PartialOffloadOut(Schema):
     """Where every layer does not fit: the most that do (-ngl), and what it takes."""
 
@@ -443,10 +460,18 @@ class GgufCapacityOut(Schema):
     layers: int | None
     layers_that_fit: int
     gpu_gib: float
+    # The largest of `per_gpu`'s needs: what each GPU must hold, what `fits` holds to `gpu_memory_gib`.
+    need_per_gpu_bytes: int
+    need_per_gpu_gib: float
+    per_gpu: list[GpuShareOut]
+    # The model's items on the GPUs: the weights and the KV cache of every GPU together, the compute buffer
+    # of the GPU holding the output head (and the pipeline's copies of its inputs where several hold every
+    # layer and the head); `per_gpu` says what each GPU holds of them.
     items: list[ItemOut]
     host_items: list[ItemOut]
     # Split by layers over several GPUs with the output head on them: the compute buffer of the GPUs without
-    # it (the last GPU holds it and reserves the logits; `items` are that GPU's); None otherwise.
+    # it (the last GPU holds it and reserves the logits; the compute buffer of `items` is that GPU's); None
+    # otherwise.
     other_gpus_compute: ItemOut | None = None
     command: str | None
     ollama: dict[str, str] | None

@@ -2,14 +2,18 @@
 
 - Weights: the GGUF file's tensors as `sizing.gguf` types them. `-ngl N` puts the last N decoder
   layers on the GPUs (and, past the layer count, the output head); the token embeddings always stay
-  in host memory (the row lookup runs on the CPU), as do the layers left behind.
+  in host memory (the row lookup runs on the CPU), as do the layers left behind. Split by layers over
+  several GPUs (--split-mode layer, the default), each GPU holds the layers llama.cpp gives it
+  (`split_layers`: the -ngl layers and the head are slots, slot i on GPU ⌊i × GPUs / slots⌋), not an even
+  share: where the GPUs do not divide the slots some hold one more, and the head is the last GPU's slot.
 - KV cache: `-c` tokens in all, shared by the `-np` parallel slots, for every layer, K and V each in
   its cache type: f16 (2 bytes a value), q8_0 (34 bytes per 32), q4_0 (18 per 32)…; a quantized V
   cache needs flash attention. Laid out as the build does (`llamacpp_builds.kv_layout`): in one pool a
   sliding-window layer keeps its window per slot plus one micro-batch; where the cache keeps one stream
   per slot (llama-server from b5913 with -np and no --kv-unified, Ollama from 0.30), each slot's share is
   rounded up on its own and a sliding-window layer keeps its window plus one micro-batch in every stream.
-  A layer's cache lives where the layer does.
+  A layer's cache lives where the layer does, so a GPU of a split holds its own layers' (a sliding-window
+  layer's smaller).
 - Compute buffer: the peak of ggml's graph allocator over the graph llama.cpp reserves for one
   micro-batch (`-ub`, 512 tokens; `llamacpp_graph`): tensors reuse the memory of those already read, so
   the buffer is the largest set alive at once, not a sum: the MLP step, without flash attention the
@@ -21,7 +25,9 @@
   given is sized on the whole micro-batch, the larger need). Where the cache keeps a stream per slot the
   micro-batch is reserved rounded up to a multiple of -np (`reserved_tokens`). Split by layers over several
   GPUs only the last holds the output head and its logits; each other reserves its own layers' graph
-  without them (`split_layers`), and the need per GPU is the largest GPU's.
+  without them (`split_layers`). Each GPU's need is its own layers' weights and cache, the head's weights
+  where it holds the head, its compute buffer and CUDA context (`gpu_needs`); the need per GPU is the
+  largest GPU's.
 - Ollama runs the same engine: its context (`num_ctx`, `OLLAMA_CONTEXT_LENGTH`) is per request and is
   allocated `OLLAMA_NUM_PARALLEL` times; `OLLAMA_KV_CACHE_TYPE` and `OLLAMA_FLASH_ATTENTION` set the
   cache type and flash attention for every model.
@@ -169,34 +175,46 @@ class LlamaCppNeed:
             "%(copies)s copies of its inputs", gpus - 1,
         ) % {"others": fmt_int(gpus - 1), "copies": PIPELINE_COPIES}, other, per_gpu=True)
 
-    def per_gpu_bytes(self, gpus: int) -> int:
-        """The largest GPU's need when the layers are split over `gpus` GPUs (--split-mode layer): the weights
-        and the cache divide, each GPU keeps its own compute buffer and CUDA context. The GPU holding the
-        output head reserves the logits (with the pipeline's copies of its inputs where several GPUs hold
-        every layer and the head); the others' buffers, without them (`other_gpus_compute_bytes`), count
-        only where one is larger."""
-        head = self._head_gpu_bytes(gpus)
-        other = self.other_gpus_compute_bytes(gpus)
-        return max(head, head - self.gpu_items[2].bytes - (self.pipeline_bytes if gpus > 1 else 0) + other)
+    def gpu_needs(self, gpus: int, others: bool = True) -> tuple[GpuNeed, ...]:
+        """Each GPU's need split by layers over `gpus` (--split-mode layer, `gpu_needs`): its own layers'
+        weights and KV cache, the output head's weights on the GPU holding it, its compute buffer and CUDA
+        context (`others` false: the other GPUs' buffers of a pipeline left at 0, no allocator run)."""
+        return gpu_needs(self.model, self.settings, gpus, self.gpu_items[2].bytes, self.pipeline_bytes,
+                         others)
 
-    def _head_gpu_bytes(self, gpus: int) -> int:
-        """The need of the GPU holding the output head (of each GPU where none holds it)."""
-        shared = self.gpu_items[0].bytes + self.gpu_items[1].bytes
-        pipeline = self.pipeline_bytes if gpus > 1 else 0
-        return -(-shared // gpus) + self.gpu_items[2].bytes + pipeline + CUDA_CONTEXT_BYTES
+    def per_gpu_bytes(self, gpus: int) -> int:
+        """The largest GPU's need when the layers are split over `gpus` GPUs (`gpu_needs`): what each of
+        them must hold."""
+        return largest_need(self.gpu_needs(gpus)).bytes
+
+    def holds(self, gpus: int, memory_bytes: int) -> bool:
+        """Whether every GPU's need fits `gpus` GPUs of `memory_bytes` each (`per_gpu_bytes`), in bytes alone
+        (what a capacity search asks at every probe). The other GPUs of a pipeline are sized one at a time,
+        the most weights and cache first, and none once one does not fit (each buffer an allocator run
+        spared where a GPU is already known not to fit)."""
+        needs = self.gpu_needs(gpus, others=False)  # the other GPUs' of a pipeline without their buffers
+        if any(need.bytes > memory_bytes for need in needs):
+            return False
+        if not (gpus > 1 and self.output_on_gpu):
+            return True
+        others = sorted((need for need in needs if need.share.layers and not need.share.output_head),
+                        key=lambda need: need.bytes, reverse=True)
+        return all(need.bytes + buffer_without_head(self.model, self.settings, need.share.layers)
+                   <= memory_bytes for need in others)
 
     def fits(self, gpus: int, memory_bytes: int) -> tuple[bool, str | None]:
-        """Whether the GPU part fits `gpus` GPUs of `memory_bytes` each (`per_gpu_bytes`; where the GPU
-        holding the head does not fit, the others' buffers are not sized)."""
-        need = self._head_gpu_bytes(gpus)
-        if need <= memory_bytes:
-            need = self.per_gpu_bytes(gpus)
-        if need <= memory_bytes:
+        """`holds`, and where it does not, why: the GPU needing the most, by what it holds."""
+        if self.holds(gpus, memory_bytes):
             return True, None
-        return False, gettext(
-            "Each of the %(gpus)s GPUs needs %(need)s (its share of the weights and the KV cache, its "
-            "compute buffer and CUDA context), more than its %(have)s."
-        ) % {"gpus": gpus, "need": fmt_gib(need), "have": fmt_gib(memory_bytes)}
+        need = largest_need(self.gpu_needs(gpus))
+        values = {"gpu": fmt_int(need.index + 1), "gpus": fmt_int(gpus), "need": fmt_gib(need.bytes),
+                  "have": fmt_gib(memory_bytes), "held": held_words(need.share)}
+        return False, ngettext(
+            "The GPU needs %(need)s (the weights and KV cache of %(held)s, its compute buffer and CUDA "
+            "context), more than its %(have)s.",
+            "GPU %(gpu)s of %(gpus)s needs %(need)s (the weights and KV cache of %(held)s, its compute "
+            "buffer and CUDA context), more than its %(have)s.", gpus,
+        ) % values
 
     def layers_that_fit(self, gpus: int, memory_bytes: int) -> int:
         """The most decoder layers (-ngl) whose weights, cache and the compute buffer fit the GPUs (0 if
@@ -206,7 +224,7 @@ class LlamaCppNeed:
         while low < high:
             middle = (low + high + 1) // 2
             need = llamacpp_need(self.model, _with_layers(self.settings, middle))
-            if need.fits(gpus, memory_bytes)[0]:
+            if need.holds(gpus, memory_bytes):
                 low = middle
             else:
                 high = middle - 1
@@ -241,29 +259,172 @@ class LlamaCppNeed:
         return values
 
 
-def split_layers(first_gpu_layer: int, layers: int, output_on_gpu: bool, gpus: int) -> tuple[range, ...]:
-    """The decoder layers each of `gpus` identical GPUs holds under --split-mode layer, as llama.cpp's
-    `llama_model::load_tensors` assigns them: the GPU layers and, where it is on them, the output head are
-    `act` slots (min(-ngl, layers + 1)), the split points are each GPU's share of the free memory (equal
-    here), and slot i goes to GPU ⌊i × gpus / act⌋; the head, the last slot, to the last GPU."""
-    active = layers - first_gpu_layer + (1 if output_on_gpu else 0)
-    found: list[list[int]] = [[] for _ in range(gpus)]
-    for layer in range(first_gpu_layer, layers):
-        found[(layer - first_gpu_layer) * gpus // active].append(layer)
-    return tuple(range(held[0], held[-1] + 1) if held else range(0) for held in found)
+def _slot_gpu(slot: int, active: int, gpus: int) -> int:
+    """The GPU of `gpus` identical ones that holds slot `slot` of `active` under --split-mode layer, as
+    llama.cpp's `llama_model::load_tensors` assigns it: upper_bound(splits, slot / active), the split points
+    being each GPU's share of the free memory, cumulative (equal here: 1/gpus, 2/gpus, …), so
+    ⌊slot × gpus / active⌋. The one rule of which GPU holds what (`split_layers`, `head_gpu`)."""
+    return slot * gpus // active
 
 
 @functools.lru_cache(maxsize=4096)
-def other_gpus_compute(model: LanguageModelSpec, settings: LlamaCppSettings, gpus: int) -> int:
-    """`LlamaCppNeed.other_gpus_compute_bytes` where the settings put the output head on the GPUs: each GPU
-    but the last, its graph without the head over its own layers (the allocator's peaks are kept by
-    `compute_buffer_bytes`). Kept per model, settings and GPU count, as the bytes of figures alone: a fit's
-    thresholds ask it at every GPU count for each kind of GPU, and a capacity search again per probe."""
+def split_layers(first_gpu_layer: int, layers: int, output_on_gpu: bool, gpus: int) -> tuple[range, ...]:
+    """The decoder layers each of `gpus` identical GPUs holds under --split-mode layer: the GPU layers
+    (`first_gpu_layer` on, llama.cpp's i_gpu_start = max(layers − -ngl, 0)) and, where it is on them, the
+    output head (slot `layers`) are `act` slots (min(-ngl, layers + 1)), slot i on GPU `_slot_gpu`. (-ngl
+    below layers + 1 as the builds before ggml-org/llama.cpp#18148 read it, the last -ngl layers and the
+    head on the host, as `llamacpp_need` sizes it; later builds give the head the first of the slots.)"""
+    active = layers - first_gpu_layer + (1 if output_on_gpu else 0)
+    found: list[list[int]] = [[] for _ in range(gpus)]
+    for layer in range(first_gpu_layer, layers):
+        found[_slot_gpu(layer - first_gpu_layer, active, gpus)].append(layer)
+    return tuple(range(held[0], held[-1] + 1) if held else range(0) for held in found)
+
+
+def head_gpu(first_gpu_layer: int, layers: int, gpus: int) -> int:
+    """The GPU holding the output head where every layer and the head are offloaded: the last slot's, the
+    last GPU wherever there are no more GPUs than slots (`_slot_gpu`)."""
+    active = layers - first_gpu_layer + 1
+    return _slot_gpu(active - 1, active, gpus)
+
+
+@dataclass(frozen=True)
+class GpuShare:
+    """What one GPU holds of the model split by layers (--split-mode layer): its own decoder layers, their
+    weights and their KV cache (a sliding-window layer's smaller), and on the GPU holding it the output
+    head's weights."""
+
+    layers: range
+    output_head: bool
+    weights_bytes: int
+    kv_cache_bytes: int
+
+
+@functools.lru_cache(maxsize=4096)
+def gpu_shares(model: LanguageModelSpec, settings: LlamaCppSettings, gpus: int) -> tuple[GpuShare, ...]:
+    """Each of `gpus` identical GPUs' share under the settings' -ngl, in llama.cpp's device order: the
+    layers `split_layers` gives it, the head on `head_gpu` (`_weights_split`), and their cache. Kept per
+    model, settings and GPU count as the other GPUs' buffers are: a fit's thresholds ask every GPU count, a
+    capacity search every probe."""
+    kv_size = cache_cells(settings)
+    split = _weights_split(model, settings.quant_type, settings.gpu_layers, gpus)
+    return tuple(GpuShare(held, head, weights, kv_cache_bytes(model, settings, kv_size, held))
+                 for held, head, weights in split)
+
+
+@functools.lru_cache(maxsize=4096)
+def _weights_split(model: LanguageModelSpec, quant_type: str, gpu_layers: int | None,
+                   gpus: int) -> tuple[tuple[range, bool, int], ...]:
+    """Each GPU's layers, whether it holds the head, and their weights (the head's with them): the file's
+    alone decide them, so a capacity search, whose probes change the context and the slots, adds them up
+    once per GPU count."""
     layers = model_value(model, "layers")
-    first_gpu_layer = layers - min(layers + 1 if settings.gpu_layers is None else settings.gpu_layers, layers)
-    split = split_layers(first_gpu_layer, layers, True, gpus)
-    return max((_compute_bytes(model, settings, held, False, PIPELINE_COPIES) for held in split[:-1] if held),
-               default=0)
+    asked = layers + 1 if gpu_layers is None else gpu_layers
+    first_gpu_layer = layers - min(asked, layers)
+    output_on_gpu = asked > layers
+    weights = _typed_file(model, check_quant_type(quant_type))
+    holder = head_gpu(first_gpu_layer, layers, gpus) if output_on_gpu else None
+    head = _head_bytes(model, weights)
+    return tuple((held, index == holder,
+                  sum(weights.layer_bytes(layer) for layer in held) + (head if index == holder else 0))
+                 for index, held in enumerate(split_layers(first_gpu_layer, layers, output_on_gpu, gpus)))
+
+
+@dataclass(frozen=True)
+class GpuNeed:
+    """One GPU's need split by layers: its share (`GpuShare`), its compute buffer, the pipeline's copies of
+    its inputs where they are counted apart (the GPU with the head's; each other GPU's buffer holds its
+    own) and the CUDA context."""
+
+    index: int  # llama.cpp's device order: CUDA0, CUDA1, …
+    share: GpuShare
+    compute_bytes: int
+    pipeline_bytes: int
+
+    @property
+    def bytes(self) -> int:
+        share = self.share
+        return (share.weights_bytes + share.kv_cache_bytes + self.compute_bytes + self.pipeline_bytes
+                + CUDA_CONTEXT_BYTES)
+
+
+def gpu_needs(model: LanguageModelSpec, settings: LlamaCppSettings, gpus: int, compute: int, pipeline: int,
+              others: bool = True) -> tuple[GpuNeed, ...]:
+    """Each GPU's need over `gpus` GPUs, `compute` being the compute buffer `llamacpp_need` sizes (the
+    GPU holding the head's, or with the head on the host each GPU's) and `pipeline` its copies of the
+    inputs where several GPUs hold every layer and the head. Those GPUs run as a pipeline: each other GPU
+    reserves its own layers' graph (`other_gpus_buffers`; left at 0 where `others` is false, a floor that
+    runs no allocator). A GPU holding nothing keeps its CUDA context alone."""
+    shares = gpu_shares(model, settings, gpus)
+    piped = gpus > 1 and any(share.output_head for share in shares)
+    buffers = other_gpus_buffers(model, settings, gpus) if piped and others else (0,) * gpus
+    found = []
+    for index, share in enumerate(shares):
+        if piped and not share.output_head:
+            found.append(GpuNeed(index, share, buffers[index], 0))
+        else:
+            held = bool(share.layers) or share.output_head or gpus == 1
+            found.append(GpuNeed(index, share, compute if held else 0, pipeline if piped else 0))
+    return tuple(found)
+
+
+def held_words(share: GpuShare) -> str:
+    """What a GPU holds, in words: its layers (llama.cpp's numbering, from 0) and the output head."""
+    held = share.layers
+    if not held:
+        layers = gettext("no layer")
+    elif len(held) == 1:
+        layers = gettext("layer %(first)s") % {"first": fmt_int(held[0])}
+    else:
+        layers = gettext("layers %(first)s–%(last)s") % {"first": fmt_int(held[0]), "last": fmt_int(held[-1])}
+    if share.output_head:
+        return gettext("%(layers)s, with the output head's weights") % {"layers": layers}
+    return layers
+
+
+def largest_need(needs: tuple[GpuNeed, ...]) -> GpuNeed:
+    """The GPU needing the most (the first of those that need as much): what each GPU must hold."""
+    return max(needs, key=lambda need: need.bytes)
+
+
+def other_gpus_buffers(model: LanguageModelSpec, settings: LlamaCppSettings, gpus: int) -> tuple[int, ...]:
+    """Each GPU's compute buffer where the settings put every layer and the output head on `gpus` GPUs, 0
+    for the GPU holding the head (its buffer is the need's own) and for one holding no layer: its graph
+    without the head over its own layers (`buffer_without_head`)."""
+    return tuple(buffer_without_head(model, settings, share.layers) if share.layers and not share.output_head
+                 else 0 for share in gpu_shares(model, settings, gpus))
+
+
+def buffer_without_head(model: LanguageModelSpec, settings: LlamaCppSettings, layers: range) -> int:
+    """The compute buffer of a GPU of a pipeline holding `layers` and not the head: the graph of its own
+    layers without the output rows and logits, with the pipeline's copies of its inputs. The graph depends on
+    its layers only through each one's kind (its cache cells), and the kinds repeat with the architecture's
+    layer pattern, so GPUs holding as many layers from the same place in the pattern share one buffer."""
+    period = len((model.architecture or PLAIN).layer_pattern)
+    start = layers.start % period
+    return _buffer_over(model, settings, range(start, start + len(layers)))
+
+
+@functools.lru_cache(maxsize=16384)
+def _buffer_over(model: LanguageModelSpec, settings: LlamaCppSettings, layers: range) -> int:
+    """`buffer_without_head`, kept per model, settings and layers, as the bytes of figures alone (the
+    allocator's peaks are kept by `compute_buffer_bytes`): a fit's thresholds ask it at every GPU count for
+    each kind of GPU, and a capacity search again per probe."""
+    return _compute_bytes(model, settings, layers, False, PIPELINE_COPIES)
+
+
+def other_gpus_compute(model: LanguageModelSpec, settings: LlamaCppSettings, gpus: int) -> int:
+    """`LlamaCppNeed.other_gpus_compute_bytes` where the settings put the output head on the GPUs: the
+    largest of `other_gpus_buffers`."""
+    return max(other_gpus_buffers(model, settings, gpus), default=0)
+
+
+def _head_bytes(model: LanguageModelSpec, weights: GgufWeights) -> int:
+    """The output head on the GPU: the output matrix and norm; where it is tied to the embeddings, llama.cpp
+    loads that matrix a second time on the GPU holding the output (the embeddings' own copy stays in host
+    memory)."""
+    roles = ("output", "output_norm", *(("token_embd",) if model.tied_embeddings else ()))
+    return sum(weights.role_bytes(role) for role in roles)
 
 
 def _with_layers(settings: LlamaCppSettings, layers: int) -> LlamaCppSettings:
@@ -421,10 +582,7 @@ def llamacpp_need(model: LanguageModelSpec, settings: LlamaCppSettings) -> Llama
     first_gpu_layer = layers - on_gpu
     kv_size = cache_cells(settings)
     gpu_weights = sum(weights.layer_bytes(layer) for layer in range(first_gpu_layer, layers))
-    # The output head; where it is tied to the embeddings, llama.cpp loads that matrix a second time
-    # on the GPU holding the output (the embeddings' own copy stays in host memory).
-    head_roles = ("output", "output_norm", *(("token_embd",) if model.tied_embeddings else ()))
-    head = sum(weights.role_bytes(role) for role in head_roles)
+    head = _head_bytes(model, weights)
     duplicated = head - weights.role_bytes("output") - weights.role_bytes("output_norm")
     host_weights = weights.bytes - gpu_weights - (head - duplicated if output_on_gpu else 0)
     if output_on_gpu:

@@ -16,10 +16,12 @@ from .llamacpp import (
     CUDA_CONTEXT_BYTES,
     ENGINE_NAMES,
     KV_BITS_TYPE,
+    GpuNeed,
     LlamaCppSettings,
     gguf_file_name,
+    gpu_needs,
+    largest_need,
     llamacpp_need,
-    other_gpus_compute,
     wizard_settings,
 )
 from .llamacpp_builds import NOT_GIVEN, LlamaCppBuild, build_for, build_words
@@ -27,22 +29,36 @@ from .llamacpp_builds import NOT_GIVEN, LlamaCppBuild, build_for, build_words
 
 @dataclass(frozen=True)
 class LlamaCppBreakdown(Breakdown):
-    """Inference under llama.cpp or Ollama: split by layers, the GPU holding the output head reserves the
-    logits in its compute buffer and the others do not, so the need per GPU is the largest GPU's
-    (`sizing.calculators.llamacpp.LlamaCppNeed.per_gpu_bytes`): the items' (the head's GPU), or one of the
-    others where its buffer, without the head, is larger."""
+    """Inference under llama.cpp or Ollama: split by layers, each GPU holds the layers llama.cpp gives it,
+    their weights and KV cache, the GPU holding the output head its weights and the logits in its compute
+    buffer, the others their own layers' graph without them; the need per GPU is the largest GPU's
+    (`sizing.calculators.llamacpp.gpu_needs`). The items are the model's in all, on one GPU."""
 
     spec: LanguageModelSpec | None = None
     settings: LlamaCppSettings | None = None
 
+    def _largest_gpu(self, gpus: int) -> GpuNeed | None:
+        if gpus < 2 or self.spec is None or self.settings is None:
+            return None
+        compute = self.items[2].bytes
+        pipeline = sum(item.bytes for item in self.split_items)
+        return largest_need(gpu_needs(self.spec, self.settings, gpus, compute, pipeline))
+
     def bytes_per_gpu(self, gpus: int) -> int:
         need = super().bytes_per_gpu(gpus)
-        if gpus < 2 or self.spec is None or self.settings is None:
-            return need
-        compute = sum(item.bytes for item in self.items if item.per_gpu) - CUDA_CONTEXT_BYTES
-        split = sum(item.bytes for item in self.split_items)
-        other = other_gpus_compute(self.spec, self.settings, gpus)
-        return need + max(0, other - compute - split)
+        largest = self._largest_gpu(gpus)
+        return need if largest is None else largest.bytes
+
+    def per_gpu_shares(self, gpus: int) -> tuple[tuple[str, int], ...]:
+        """The largest GPU's items (the per-GPU bar): its own layers' weights and KV cache, its compute
+        buffer, CUDA context, and the pipeline's copies where it is the GPU holding the head."""
+        largest = self._largest_gpu(gpus)
+        if largest is None:
+            return super().per_gpu_shares(gpus)
+        names = [item.name for item in (*self.items, *self.split_items)]
+        shares = (largest.share.weights_bytes, largest.share.kv_cache_bytes, largest.compute_bytes,
+                  CUDA_CONTEXT_BYTES, *((largest.pipeline_bytes,) if self.split_items else ()))
+        return tuple(zip(names, shares, strict=True))
 
 
 def gguf_file(model: LanguageModelSpec, weights: GgufWeights) -> GgufFile:
@@ -68,9 +84,9 @@ def estimate_llamacpp(model: LanguageModelSpec, precision: int, context: int, re
                       kv_bits: int = 16, engine: str = "llamacpp",
                       quantization: str | None = None, build: LlamaCppBuild = NOT_GIVEN) -> Breakdown:
     """The need per GPU under llama.cpp or Ollama of the model's GGUF file in `quantization` (any GGUF
-    type), or else at the wizard's precision (16: F16, 8: Q8_0, 4: Q4_K_M), every layer on the GPUs: the
-    weights and the KV cache divide over the GPUs (split by layers), each GPU adds its compute buffer and
-    CUDA context, its logits reserved and its cache laid out as the llama.cpp `build` does (under Ollama:
+    type), or else at the wizard's precision (16: F16, 8: Q8_0, 4: Q4_K_M), every layer on the GPUs: split
+    by layers, each GPU holds its own layers' weights and KV cache and adds its compute buffer and CUDA
+    context, its logits reserved and its cache laid out as the llama.cpp `build` does (under Ollama:
     the build the Ollama release in `build` runs)."""
     precision, context, requests, kv_bits = check_inference_inputs(
         model, precision, context, requests, kv_bits)
@@ -122,5 +138,5 @@ def estimate_llamacpp(model: LanguageModelSpec, precision: int, context: int, re
                           quantization=need.weights.quant_type if quantization else None,
                           published=model.gguf_files, build=build),
         spec=model,
-        settings=settings if need.output_on_gpu else None,
+        settings=settings,
     )

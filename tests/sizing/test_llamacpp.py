@@ -533,8 +533,12 @@ def test_split_by_layers_only_the_last_gpu_holds_the_head_and_reserves_the_logit
     assert need.other_gpus_compute_bytes(2) == compute_buffer_bytes(first) == walked == 222_339_072
     head = need.gpu_items[2].bytes + need.pipeline_bytes
     assert head == 371_769_344 and need.other_gpus_compute_bytes(2) < head
-    shared = need.gpu_items[0].bytes + need.gpu_items[1].bytes
-    assert need.per_gpu_bytes(2) == -(-shared // 2) + head + CUDA_CONTEXT_BYTES  # the head's GPU: the largest
+    # Each GPU holds its own layers' weights and cache, no longer half of them all (3,531,911,168 bytes when
+    # they were divided evenly): the second, 15 layers and the head, needs the most (figures of
+    # test_split_by_layers_each_gpu_holds_its_own_layers_weights_and_cache).
+    second = need.gpu_needs(2)[1]
+    assert second.share.output_head and need.per_gpu_bytes(2) == second.bytes == (
+        second.share.weights_bytes + second.share.kv_cache_bytes + head + CUDA_CONTEXT_BYTES)
     assert need.other_gpus_compute_bytes(1) == 0
     partial = llamacpp_need(LLAMA_3_1_8B, LlamaCppSettings("Q4_K_M", 8192, gpu_layers=32))  # the head on the host
     assert partial.other_gpus_compute_bytes(2) == 0 and partial.other_gpus_item(2) is None
@@ -600,9 +604,11 @@ def test_a_stream_per_slot_rounds_the_reserved_micro_batch_up_to_a_multiple_of_t
 
 
 @pytest.mark.parametrize("slug", ["llama-3-1-8b", "gemma-2-9b", "gemma-3-27b", "qwen3-30b-a3b", "mixtral-8x7b"])
-def test_the_gpu_holding_the_head_is_the_largest_need_of_a_split(slug):
-    """The need per GPU is the largest GPU's: on two to eight GPUs, at one pool, streams, no flash attention
-    and one row per slot, the GPU with the output head and its logits reserves more than any other."""
+def test_the_gpu_holding_the_head_reserves_the_largest_compute_buffer_of_a_split(slug):
+    """On two to eight GPUs, at one pool, streams, no flash attention and one row per slot, the GPU with the
+    output head and its logits reserves a larger compute buffer than any other; the need per GPU is the
+    largest GPU's, which its own layers' weights and cache decide as much (once the head's GPU by rule,
+    when they were divided evenly)."""
     from sizing.calculators.llamacpp_builds import KV_LARGER, KV_STREAMS, ONE_ROW_PER_SLOT
 
     model = spec(slug)
@@ -615,4 +621,6 @@ def test_the_gpu_holding_the_head_is_the_largest_need_of_a_split(slug):
         head = need.gpu_items[2].bytes + need.pipeline_bytes
         for gpus in range(2, 9):
             assert 0 < need.other_gpus_compute_bytes(gpus) < head, (settings, gpus)
-            assert need.per_gpu_bytes(gpus) == need._head_gpu_bytes(gpus)
+            needs = need.gpu_needs(gpus)
+            assert need.per_gpu_bytes(gpus) == max(gpu.bytes for gpu in needs)
+            assert max(gpu.compute_bytes + gpu.pipeline_bytes for gpu in needs) == head

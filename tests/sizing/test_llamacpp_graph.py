@@ -102,8 +102,12 @@ def test_a_pipeline_keeps_four_copies_of_each_input_and_only_several_gpus_holdin
     need = llamacpp_need(LLAMA_3_1_8B, LlamaCppSettings("Q4_K_M", 8192))
     item = need.pipeline_item
     assert item is not None and item.per_gpu and item.bytes == need.pipeline_bytes > 0 and "4 copies" in item.formula
-    assert need.per_gpu_bytes(2) - need.per_gpu_bytes(1) == need.pipeline_bytes - (
-        need.gpu_items[0].bytes + need.gpu_items[1].bytes) // 2
+    # On two GPUs the second, with the head, needs the most: all but what the first holds (layers 0–16, their
+    # weights and cache; not half of them, as the split was once counted), the pipeline's copies added.
+    first = need.gpu_needs(2)[0].share
+    assert first.layers == range(17)
+    assert need.per_gpu_bytes(2) - need.per_gpu_bytes(1) == (
+        need.pipeline_bytes - first.weights_bytes - first.kv_cache_bytes)
     partial = llamacpp_need(LLAMA_3_1_8B, LlamaCppSettings("Q4_K_M", 8192, gpu_layers=32))  # the head on the host
     assert partial.pipeline_bytes == 0 and partial.pipeline_item is None
 

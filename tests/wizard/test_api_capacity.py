@@ -284,6 +284,43 @@ def test_llama_cpp_sizes_the_gguf_file_its_cache_and_starts_with_llama_server(cl
     assert 0 < pipeline["bytes"] < body["items"][2]["bytes"]
 
 
+def test_llama_cpp_answers_each_gpu_of_a_split_by_layers_as_the_log_buffers_them(client, small_fleet):
+    """The same log gives each GPU's KV buffer: 1,600.00 MiB on CUDA0, 1,472.00 on CUDA1. llama.cpp's 49 slots
+    (48 layers and the head) put layers 0–24 on the first, 25–47 and the head on the second; each GPU's need
+    is its own layers' weights and cache, and the largest is what `fits` holds to the GPU."""
+    _, body = capacity(client, QWEN3_T4S)
+    first, second = body["per_gpu"]
+    assert (first["gpu"], first["first_layer"], first["last_layer"], first["output_head"]) == (1, 0, 24, False)
+    assert (second["gpu"], second["first_layer"], second["last_layer"], second["output_head"]) == (2, 25, 47, True)
+    assert (first["kv_cache_bytes"], second["kv_cache_bytes"]) == (1600 * 2**20, 1472 * 2**20)
+    assert first["weights_bytes"] + second["weights_bytes"] == body["weights_bytes"]
+    assert second["compute_bytes"] == body["items"][2]["bytes"] + body["items"][3]["bytes"]
+    assert first["compute_bytes"] == body["other_gpus_compute"]["bytes"]
+    for gpu in (first, second):
+        assert gpu["need_bytes"] == (gpu["weights_bytes"] + gpu["kv_cache_bytes"] + gpu["compute_bytes"]
+                                     + 300 * 2**20)
+    assert body["need_per_gpu_bytes"] == max(first["need_bytes"], second["need_bytes"])
+    assert body["need_per_gpu_gib"] == gib_number(body["need_per_gpu_bytes"])
+
+
+def test_llama_cpp_refuses_a_split_naming_the_gpu_that_needs_the_most(client, small_fleet):
+    """Llama 3.1 8B Q4_K_M, -c 8192, over two GPUs of 3.3 GiB: the second (layers 17–31 and the head) needs
+    3,591,118,848 bytes, the first 3,323,273,216 (test_llamacpp_layer_split)."""
+    query = "model=llama-3-1-8b&engine=llamacpp&quantization=Q4_K_M&max_model_len=8192&pipeline_parallel=2"
+    status, body = capacity(client, query + "&gpu_memory_gib=3.3")
+    assert status == 200, body
+    assert [gpu["need_bytes"] for gpu in body["per_gpu"]] == [3_323_273_216, 3_591_118_848]
+    assert body["need_per_gpu_bytes"] == 3_591_118_848
+    assert body["fits"] is False and body["reason"] == (
+        "GPU 2 of 2 needs 3.34 GiB (the weights and KV cache of layers 17–31, with the output head's weights, its "
+        "compute buffer and CUDA context), more than its 3.30 GiB.")
+    _, roomy = capacity(client, query + "&gpu_memory_gib=3.35")
+    assert roomy["fits"] is True and roomy["reason"] is None
+    _, one = capacity(client, query.replace("&pipeline_parallel=2", "") + "&gpu_memory_gib=5")
+    assert len(one["per_gpu"]) == 1 and one["per_gpu"][0]["last_layer"] == 31 and one["per_gpu"][0]["output_head"]
+    assert one["reason"].startswith("The GPU needs 5.87 GiB (the weights and KV cache of layers 0–31, ")
+
+
 def test_ollama_allocates_num_ctx_per_parallel_request_and_answers_its_settings(client, small_fleet):
     status, body = capacity(client, "model=llama-3-1-8b&engine=ollama&kv_cache=q8_0&max_model_len=8192"
                                     "&parallel=4&gpu=RTX 4090")
