@@ -9,7 +9,7 @@ release's, `vllm_versions`), max_model_len
 (vLLM: default the model's longest; llama.cpp: -c, every slot's tokens; Ollama: num_ctx, each request's),
 max_num_batched_tokens, max_num_seqs (default: vLLM's for the GPU's size); for llama.cpp and Ollama also
 quantization (a GGUF quant type), flash_attention, parallel (-np, OLLAMA_NUM_PARALLEL) and gpu_layers
-(-ngl), and engine_version: for llama.cpp its build (b6500: the logits it reserves, `llamacpp_builds`),
+(-ngl), for llama.cpp kv_unified (--kv-unified: one KV pool the slots share), and engine_version: for llama.cpp its build (b6500: the logits it reserves, `llamacpp_builds`),
 for Ollama its release (0.30.1: the llama.cpp build it runs, the logits it reserves and the KV cache's
 layout); for SGLang mem_fraction_static (default: SGLang's for the GPU and tensor_parallel), with
 max_model_len as --context-length and parallel as --max-running-requests. kv_cache is 16 or 8 (bits),
@@ -32,7 +32,7 @@ from django.utils.translation import gettext_lazy as _
 from catalog import rows as catalog_rows
 from catalog.models import LanguageModel
 from sizing.calculators.llamacpp import KV_CACHE_TYPES, MAX_GPU_LAYERS, MAX_SLOTS
-from sizing.calculators.llamacpp_builds import NOT_GIVEN, LlamaCppBuild
+from sizing.calculators.llamacpp_builds import NOT_GIVEN, STREAMS_FROM, LlamaCppBuild, unified_flag_known
 from sizing.calculators.vllm import (
     DEFAULT_BATCHED_TOKENS,
     VllmSettings,
@@ -82,6 +82,7 @@ from .vllm_release import clean_release, read_build, read_release, release_refus
 ENGINES = [("vllm", "vLLM"), ("sglang", "SGLang"), ("llamacpp", "llama.cpp"), ("ollama", "Ollama")]
 GGUF_ENGINES = ("llamacpp", "ollama")
 SGLANG = "sglang"
+LLAMACPP = "llamacpp"
 # The KV cache as the what-if takes it: bits (the wizard's 16 or 8), or the engine's own cache type.
 KV_CACHE_CHOICES = ("16", "8", "f16", "bf16", "fp8", *(name for name in KV_CACHE_TYPES if name not in
                                                       ("f16", "bf16")))
@@ -92,6 +93,8 @@ KV_CACHE_WORDS = _("Choose the KV cache: 16 or 8 bits, or a cache type (f16, fp8
 # What only one engine reads: named to the other, it is refused rather than ignored.
 VLLM_ONLY = ("precision", "gpu_memory_utilization", "max_num_batched_tokens", "max_num_seqs")
 GGUF_ONLY = ("quantization", "flash_attention", "parallel", "gpu_layers")
+LLAMACPP_ONLY = ("kv_unified",)  # llama-server's flags that Ollama does not set
+KV_UNIFIED = {"on": True, "off": False}
 SGLANG_ONLY = ("mem_fraction_static",)
 # What SGLang does not read of the others' settings (parallel is its --max-running-requests).
 NOT_SGLANG = ("gpu_memory_utilization", "max_num_batched_tokens", "max_num_seqs", "quantization",
@@ -178,6 +181,10 @@ class CapacityForm(forms.Form):
         error_messages={"min_value": _("At least one parallel request."),
                         "max_value": _("At most %(limit_value)s parallel requests."),
                         "invalid": _("Parallel requests are a whole number, such as 4.")})
+    kv_unified = forms.ChoiceField(
+        choices=[("", "—"), ("on", _("on")), ("off", _("off"))], required=False,
+        label=_("One KV pool the slots share (llama-server --kv-unified)"),
+        error_messages={"invalid_choice": _("kv_unified is on or off.")})
     gpu_layers = TypedIntegerField(
         min_value=0, max_value=MAX_GPU_LAYERS, required=False,
         label=_("Layers on the GPUs (-ngl; empty: all)"),
@@ -216,6 +223,7 @@ class CapacityQuery:
     flash_attention: bool = True
     parallel: int = 1
     gpu_layers: int | None = None
+    kv_unified: bool = False  # llama-server's --kv-unified
     mem_fraction_static: Decimal | None = None  # SGLang's; None: its default for the GPU and tp
     parallel_asked: int | None = None  # parallel as given (SGLang's --max-running-requests), None if not
     engine_version: VllmVersion = parse_version(None)  # vLLM's release: which budget rules hold
@@ -292,6 +300,16 @@ def engine_refusals(cleaned: dict, asked: dict) -> dict[str, str]:
         for name in SGLANG_ONLY:
             if asked.get(name) not in (None, ""):
                 refusals[name] = gettext("%(name)s is SGLang's (engine=sglang).") % {"name": name}
+    if engine != LLAMACPP:
+        for name in LLAMACPP_ONLY:
+            if asked.get(name) not in (None, ""):
+                refusals[name] = gettext(
+                    "%(name)s is llama-server's --kv-unified (engine=llamacpp); Ollama and the other engines "
+                    "set no such option.") % {"name": name}
+    elif KV_UNIFIED.get(cleaned.get("kv_unified") or "off") and not unified_flag_known(read_build(cleaned)):
+        refusals["kv_unified"] = gettext(
+            "llama.cpp builds before b%(from)s have no --kv-unified: their KV cache is one pool the slots "
+            "share already. Leave kv_unified empty, or ask a later build.") % {"from": STREAMS_FROM}
     if engine == SGLANG:
         for name in NOT_SGLANG:
             if asked.get(name) not in (None, ""):
@@ -391,6 +409,7 @@ def query_from(cleaned: dict) -> CapacityQuery:
         kv_cache_type=GGUF_KV_TYPES.get(cleaned["kv_cache"], "f16"),
         quantization=(cleaned.get("quantization") or DEFAULT_GGUF_TYPE).strip().upper(),
         flash_attention=flash, parallel=cleaned.get("parallel") or 1, gpu_layers=cleaned.get("gpu_layers"),
+        kv_unified=KV_UNIFIED.get(cleaned.get("kv_unified") or "off", False),
         mem_fraction_static=cleaned.get("mem_fraction_static"), parallel_asked=cleaned.get("parallel"),
         engine=cleaned["engine"], gpu_memory_gib=cleaned["gpu_memory_gib"],
         tensor_parallel=cleaned["tensor_parallel"], pipeline_parallel=cleaned["pipeline_parallel"],

@@ -48,7 +48,7 @@ def answer(spec: LanguageModelSpec, query: CapacityQuery, gpu_type: catalog_rows
         cache_type_k=query.kv_cache_type, cache_type_v=query.kv_cache_type,
         flash_attention=query.flash_attention, gpu_layers=query.gpu_layers,
         reservation=query.llamacpp_build.reservation,
-        kv_layout=kv_layout(query.engine, query.llamacpp_build, query.parallel),
+        kv_layout=kv_layout(query.engine, query.llamacpp_build, query.parallel), kv_unified=query.kv_unified,
     )
     try:
         need = llamacpp_need(spec, settings)
@@ -90,6 +90,7 @@ def answer(spec: LanguageModelSpec, query: CapacityQuery, gpu_type: catalog_rows
         "max_model_len": per_request,
         "context_per_request": need.context_per_slot,
         "parallel": query.parallel,
+        "kv_unified": query.kv_unified,
         "gpu_layers": need.gpu_layers,
         "layers": spec.layers,
         "layers_that_fit": layers_that_fit,

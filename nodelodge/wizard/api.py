@@ -236,6 +236,10 @@ class CapacityParams(Schema):
     gpu_layers: str | None = Field(
         None, description="llama.cpp and Ollama: decoder layers on the GPUs (-ngl); default all and the "
         "head.")
+    kv_unified: str | None = Field(
+        None, description="llama.cpp: on runs llama-server with --kv-unified, one KV pool the parallel slots "
+        "share (each request may take up to max_model_len of it); default off, a stream per slot from build "
+        "b5913.")
 
 
 @api.exception_handler(QueryError)

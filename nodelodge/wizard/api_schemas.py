@@ -456,6 +456,7 @@ class GgufCapacityOut(Schema):
     max_model_len: int
     context_per_request: int
     parallel: int
+    kv_unified: bool
     gpu_layers: int
     layers: int | None
     layers_that_fit: int

@@ -96,10 +96,16 @@ class LlamaCppSettings:
     # per slot (llama-server started with -np and without --kv-unified, from b5913; Ollama from 0.30), -np 1
     # run as four slots over one pool (b6823–b7432), or, the build not known, the larger of pool and streams.
     kv_layout: str = KV_POOL
+    # llama-server's --kv-unified (from b5913): one pool the slots share, whatever the build's default, and
+    # each slot may take up to -c of it (llama_context: n_ctx_seq = n_ctx), not -c ÷ -np.
+    kv_unified: bool = False
 
     @property
     def layout(self) -> str:
-        """The layout sized: with one slot a stream is the pool."""
+        """The layout sized: with one slot a stream is the pool; --kv-unified, one pool (as the builds that
+        run -np 1 as four slots already keep them)."""
+        if self.kv_unified and self.kv_layout != KV_AUTO_SLOTS:
+            return KV_POOL
         if self.parallel == 1 and self.kv_layout in (KV_STREAMS, KV_LARGER):
             return KV_POOL
         return self.kv_layout
@@ -149,6 +155,10 @@ class LlamaCppNeed:
 
     @property
     def context_per_slot(self) -> int:
+        """The most tokens one request may hold: -c ÷ -np, or with --kv-unified all of -c (the slots share
+        one pool's cells as they need them)."""
+        if self.settings.kv_unified:
+            return self.settings.context
         return self.settings.context // self.settings.parallel
 
     def other_gpus_compute_bytes(self, gpus: int) -> int:
@@ -242,6 +252,8 @@ class LlamaCppNeed:
             parts += ["--cache-type-v", settings.cache_type_v]
         if settings.ubatch != DEFAULT_UBATCH:
             parts += ["-ub", str(settings.ubatch)]
+        if settings.kv_unified:
+            parts.append("--kv-unified")
         return " ".join(parts)
 
     def ollama_settings(self) -> dict[str, str]:
@@ -643,9 +655,11 @@ def _cache_words(model: LanguageModelSpec, settings: LlamaCppSettings, kv_size: 
         ) % {**values, "tokens": fmt_int(kv_size), "from": AUTO_SLOTS_FROM, "until": AUTO_SLOTS_UNTIL - 1,
              "slots": AUTO_SLOTS}
     if layout == KV_POOL:
+        slots = ngettext("%(n)s parallel slot", "%(n)s parallel slots", settings.parallel) % values
+        if settings.kv_unified:
+            slots = gettext("one pool the %(slots)s share: --kv-unified") % {"slots": slots}
         return gettext("%(tokens)s tokens (-c %(context)s, %(slots)s) × K %(k)s + V %(v)s") % {
-            **values, "tokens": fmt_int(kv_size),
-            "slots": ngettext("%(n)s parallel slot", "%(n)s parallel slots", settings.parallel) % values}
+            **values, "tokens": fmt_int(kv_size), "slots": slots}
     streams = kv_streams(settings)
     values.update(streams=fmt_int(streams), cells=fmt_int(kv_size // streams))
     sliding = set(_layer_cells(model, settings, kv_size, range(model_value(model, "layers")))) - {kv_size}

@@ -157,6 +157,12 @@ def kv_layout(engine: str, build: LlamaCppBuild, parallel: int) -> str:
     return KV_STREAMS
 
 
+def unified_flag_known(build: LlamaCppBuild) -> bool:
+    """Whether llama-server of `build` takes --kv-unified: from b5913, where the cache first kept a stream
+    per slot (a build not given is taken to be a recent one)."""
+    return build.number is None or build.number >= STREAMS_FROM
+
+
 def parse_build(text: object, field: str = "engine_version") -> LlamaCppBuild:
     """The build asked, b6500 or 6500 (empty: not given); refused by `field` where it is not a build."""
     if text is None or (isinstance(text, str) and not text.strip()):

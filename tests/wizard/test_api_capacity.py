@@ -214,7 +214,7 @@ def test_the_openapi_schema_lists_the_what_if_with_its_defaults(client, small_fl
     names = {parameter["name"] for parameter in operation["parameters"]}
     assert names == {"model", "precision", "kv_cache", "engine", "gpu", "gpu_memory_gib", "tensor_parallel",
                      "pipeline_parallel", "gpu_memory_utilization", "max_model_len", "max_num_batched_tokens",
-                     "max_num_seqs", "quantization", "flash_attention", "parallel", "gpu_layers",
+                     "max_num_seqs", "quantization", "flash_attention", "parallel", "gpu_layers", "kv_unified",
                      "mem_fraction_static", "engine_version", "cudagraph_estimate", "skip_vision_tower",
                      "model_runner", "interconnect"}
     interconnect = next(p for p in operation["parameters"] if p["name"] == "interconnect")
