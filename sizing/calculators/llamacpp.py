@@ -90,6 +90,9 @@ class LlamaCppSettings:
     # per slot (llama-server started with -np and without --kv-unified, from b5913; Ollama from 0.30), -np 1
     # run as four slots over one pool (b6823–b7432), or, the build not known, the larger of pool and streams.
     kv_layout: str = KV_POOL
+    # Latent attention's cache (`kv_cache_bytes`): the latent kept again as V (builds before the V-less
+    # cache, or the build not known: `LlamaCppBuild.caches_latent_values`), or K alone.
+    latent_values: bool = True
 
     @property
     def layout(self) -> str:
@@ -337,9 +340,23 @@ def _layer_cells(model: LanguageModelSpec, settings: LlamaCppSettings, kv_size: 
 def kv_cache_bytes(model: LanguageModelSpec, settings: LlamaCppSettings, kv_size: int, layers: range) -> int:
     """K and V of `layers` for the cache's cells, each in its type (a row per cell). The larger layout's
     cache is the streams': never fewer cells than one pool, in any layer."""
+    return cell_bytes(model, settings) * sum(_layer_cells(model, settings, kv_size, layers))
+
+
+def cell_bytes(model: LanguageModelSpec, settings: LlamaCppSettings) -> int:
+    """One layer's cache per cell: K and V rows of kv_heads × head_dim values, each in its type. Latent
+    attention (llama.cpp's deepseek2 graph, src/models/deepseek2.cpp: one key "head" of MQA after the
+    absorption) stores per cell the normalised latent and the rotated key part, kv_lora_rank +
+    qk_rope_head_dim values, in the K type (src/llama-kv-cache.cpp, `llama_kv_cache::llama_kv_cache`:
+    n_embd_k_gqa = key_length, which the converter writes as that sum), and no V of its own: V is a view
+    of K's first kv_lora_rank values (`has_v = !is_mla`, ggml-org/llama.cpp#19067). Builds before it kept
+    those kv_lora_rank values again as V, in the V type (`LlamaCppBuild.caches_latent_values`)."""
+    mla = (model.architecture or PLAIN).mla
+    if mla is not None:
+        values = _row_bytes(settings.cache_type_v, mla.kv_lora_rank) if settings.latent_values else 0
+        return _row_bytes(settings.cache_type_k, mla.latent_width) + values
     width = model_value(model, "kv_heads") * model_value(model, "head_dim")
-    per_token = _row_bytes(settings.cache_type_k, width) + _row_bytes(settings.cache_type_v, width)
-    return per_token * sum(_layer_cells(model, settings, kv_size, layers))
+    return _row_bytes(settings.cache_type_k, width) + _row_bytes(settings.cache_type_v, width)
 
 
 def reserved_tokens(settings: LlamaCppSettings, kv_size: int, streams: int) -> int:
@@ -413,6 +430,12 @@ def _typed_file(model: LanguageModelSpec, quant_type: str) -> GgufWeights:
 
 def llamacpp_need(model: LanguageModelSpec, settings: LlamaCppSettings) -> LlamaCppNeed:
     check_settings(model, settings)
+    if (model.architecture or PLAIN).mla is not None:
+        # The file (`sizing.gguf`) and the cache (`kv_cache_bytes`) are sized; the compute buffer of the
+        # absorbed latent attention graph (src/models/deepseek2.cpp) is not rebuilt in `llamacpp_graph` yet.
+        raise SizingError("model", gettext(
+            "%(model)s: llama.cpp's compute buffer for latent attention is not sized yet.") % {
+            "model": model.name})
     weights = _typed_file(model, check_quant_type(settings.quant_type))
     layers = model_value(model, "layers")
     asked = layers + 1 if settings.gpu_layers is None else settings.gpu_layers
@@ -555,7 +578,8 @@ def wizard_settings(precision: int, context: int, requests: int, kv_bits: int,
     return LlamaCppSettings(quant_type=wizard_quant_type(precision, quantization), context=context * requests,
                             parallel=requests, cache_type_k=KV_BITS_TYPE[kv_bits],
                             cache_type_v=KV_BITS_TYPE[kv_bits], reservation=build.reservation,
-                            kv_layout=kv_layout(engine, build, requests))
+                            kv_layout=kv_layout(engine, build, requests),
+                            latent_values=build.caches_latent_values)
 
 
 def engine_command(engine: str, need: LlamaCppNeed, file_name: str) -> str:
