@@ -402,9 +402,12 @@ def _graph_bytes(model: LanguageModelSpec, settings: LlamaCppSettings, layout: s
     streams = kv_streams(settings, layout)
     tokens = min(settings.ubatch, kv_size)
     padded = reserved_tokens(settings, kv_size, streams)
+    mla = arch.mla
     shape = GraphShape(
         hidden=model_value(model, "hidden_size"), heads=model_value(model, "attention_heads"),
-        kv_heads=model_value(model, "kv_heads"), head_dim=model_value(model, "head_dim"),
+        # latent attention's cache is one head of the latent and the rotary key (MQA after the absorption)
+        kv_heads=1 if mla else model_value(model, "kv_heads"),
+        head_dim=mla.latent_width if mla else model_value(model, "head_dim"),
         vocab=model_value(model, "vocab_size"),
         layers=tuple(cells // streams for cells in _layer_cells(model, settings, kv_size, layers, layout)),
         # a mixture of experts' dense layers (if any) are counted in every layer: never under
@@ -417,7 +420,10 @@ def _graph_bytes(model: LanguageModelSpec, settings: LlamaCppSettings, layout: s
         qk_norm=arch.qk_norm, post_norms=arch.norms_per_layer >= 4,
         tokens=padded, outputs=reserved_rows(settings, tokens, padded),
         flash_attention=settings.flash_attention,
-        output_layer=output, copies=copies, f16_mask_only=settings.reservation == ONE_ROW_PER_SLOT)
+        output_layer=output, copies=copies, f16_mask_only=settings.reservation == ONE_ROW_PER_SLOT,
+        **({"kv_lora_rank": mla.kv_lora_rank, "rope_dim": mla.qk_rope_head_dim, "nope_dim": mla.qk_nope_head_dim,
+            "v_head_dim": mla.v_head_dim, "q_lora_rank": mla.q_lora_rank or 0,
+            "latent_values": settings.latent_values} if mla else {}))
     return compute_buffer_bytes(shape)
 
 
@@ -430,12 +436,13 @@ def _typed_file(model: LanguageModelSpec, quant_type: str) -> GgufWeights:
 
 def llamacpp_need(model: LanguageModelSpec, settings: LlamaCppSettings) -> LlamaCppNeed:
     check_settings(model, settings)
-    if (model.architecture or PLAIN).mla is not None:
-        # The file (`sizing.gguf`) and the cache (`kv_cache_bytes`) are sized; the compute buffer of the
-        # absorbed latent attention graph (src/models/deepseek2.cpp) is not rebuilt in `llamacpp_graph` yet.
-        raise SizingError("model", gettext(
-            "%(model)s: llama.cpp's compute buffer for latent attention is not sized yet.") % {
-            "model": model.name})
+    if (model.architecture or PLAIN).mla is not None and not settings.flash_attention:
+        # Without flash attention the absorbed graph copies the latent of every cell transposed, per layer
+        # (build_attn_mha: ggml_cont of V, a view of K): a size of the cache's cells alone, which the
+        # allocator's walk (`llamacpp_graph`) does not count yet.
+        raise SizingError("flash_attention", gettext(
+            "%(model)s: llama.cpp's compute buffer for latent attention is sized with flash attention only: "
+            "turn it on.") % {"model": model.name})
     weights = _typed_file(model, check_quant_type(settings.quant_type))
     layers = model_value(model, "layers")
     asked = layers + 1 if settings.gpu_layers is None else settings.gpu_layers
@@ -460,7 +467,7 @@ def llamacpp_need(model: LanguageModelSpec, settings: LlamaCppSettings) -> Llama
     # the GPU with the head, whose buffer is the largest, is what each is sized for.
     pipeline = (_compute_bytes(model, settings, gpu_layers, True, PIPELINE_COPIES) - compute
                 if output_on_gpu and on_gpu == layers else 0)
-    cache_words = _cache_words(model, settings, kv_size)
+    cache_words = _cache_words(model, settings, kv_size) + _latent_cache_words(model, settings)
     gpu_items = (
         Item(gettext("Model weights on the GPUs (GGUF %(type)s)") % {"type": weights.quant_type},
              gettext("%(layers)s of %(all)s layers%(head)s: %(bytes)s") % {
@@ -524,6 +531,22 @@ def _cache_words(model: LanguageModelSpec, settings: LlamaCppSettings, kv_size: 
     return gettext(
         "%(streams)s streams × %(cells)s cells (-c %(context)s, -np %(n)s: a stream per slot, each slot's "
         "share rounded up to 256%(sliding)s) × K %(k)s + V %(v)s") % values
+
+
+def _latent_cache_words(model: LanguageModelSpec, settings: LlamaCppSettings) -> str:
+    """What latent attention keeps per cell and layer (`cell_bytes`), after the cache's formula ("" for any
+    other attention)."""
+    mla = (model.architecture or PLAIN).mla
+    if mla is None:
+        return ""
+    values = {"width": fmt_int(mla.latent_width), "rank": fmt_int(mla.kv_lora_rank),
+              "rope": fmt_int(mla.qk_rope_head_dim)}
+    stored = gettext(
+        ", and the latent's %(rank)s again in V (llama.cpp before its V-less cache, or the build not given)"
+    ) % values if settings.latent_values else gettext(", V a view of K")
+    return gettext(
+        "; latent attention: K holds %(width)s values a layer (the %(rank)s-value latent and %(rope)s rotary "
+        "dims)%(stored)s") % {**values, "stored": stored}
 
 
 def _tokens_words(settings: LlamaCppSettings) -> dict[str, str]:

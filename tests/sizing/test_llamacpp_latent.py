@@ -1,6 +1,7 @@
 """Latent attention (DeepSeek's MLA) as a GGUF file and llama.cpp's cache: the tensors llama.cpp's converter
 writes for the deepseek2 architecture, typed as its quantizer types them, against the parameter count and
-published file sizes; the cache's bytes per token counted by hand; the compute buffer still refused."""
+published file sizes; the cache's bytes per token counted by hand; the absorbed attention's compute buffer
+counted by hand on a small layer."""
 from dataclasses import replace
 
 import pytest
@@ -8,6 +9,7 @@ import pytest
 from sizing.architectures import count_parameters
 from sizing.calculators.llamacpp import LlamaCppSettings, cache_cells, kv_cache_bytes, llamacpp_need
 from sizing.calculators.llamacpp_builds import NOT_GIVEN, LlamaCppBuild
+from sizing.calculators.llamacpp_graph import GraphShape, build_graph, compute_buffer_bytes
 from sizing.errors import SizingError
 from sizing.gguf import gguf_weights, model_tensors
 from sizing.units import GIB, MIB
@@ -98,9 +100,53 @@ def test_the_values_cache_is_dropped_only_for_a_build_known_to_have_the_v_less_c
     assert not LlamaCppBuild(number=9460).caches_latent_values
 
 
-def test_llama_cpp_answers_refuse_latent_attention_until_its_compute_buffer_is_sized():
-    with pytest.raises(SizingError, match="compute buffer for latent attention"):
-        llamacpp_need(V3, LlamaCppSettings("Q4_K_M", 8192))
+def test_a_hand_counted_latent_layer_peaks_at_its_concatenated_query():
+    """One latent layer, 64 heads of 128 + 64 query dims, a 512-value latent, 4 tokens over 256 cells, with
+    flash attention and the f16 mask, no output head. The allocator places the inputs (embeddings 2,048,
+    positions and row indices 128 each, mask 256 × 4 × 2 = 2,048: 4,352 bytes), the attention norm (2,048),
+    the query (64 × 192 × 4 × 4 = 196,608), the absorbed nope part (64 × 512 × 16 = 524,288) and the rotated
+    rope part (64 × 64 × 16 = 65,536); the query is freed after the rope, a hole the concatenated Q
+    (64 × 576 × 16 = 589,824) does not fit: it goes on top, at 792,832, and the buffer reaches 1,382,656
+    bytes. Later tensors fit the holes below it. The earlier graph, an f32 mask cast on the device, adds the
+    2,048 more of the f32 mask below it all; the V cache of the builds before the V-less one, its row
+    indices (aligned to 128)."""
+    shape = GraphShape(hidden=128, heads=64, kv_heads=1, head_dim=576, vocab=256, layers=(256,), intermediate=128,
+                       tokens=4, outputs=4, output_layer=False, kv_lora_rank=512, rope_dim=64, nope_dim=128,
+                       v_head_dim=128, f16_mask_only=True)
+    assert build_graph(shape).peak() == compute_buffer_bytes(shape) == 1_382_656
+    assert compute_buffer_bytes(replace(shape, f16_mask_only=False)) == 1_382_656 + 2048
+    assert compute_buffer_bytes(replace(shape, latent_values=True)) == 1_382_656 + 128
+    # the query's low-rank pair: attn_q_a's 256 × 4 × 4 bytes stay below the query until attn_q_b has run
+    assert compute_buffer_bytes(replace(shape, q_lora_rank=256)) == 1_382_656 + 4096
+
+
+def test_the_latent_graph_read_off_its_regions_is_the_allocator_walk_at_every_length():
+    from sizing.calculators import llamacpp_graph
+
+    llamacpp_graph._regions.cache_clear()
+    compute_buffer_bytes.cache_clear()
+    shape = GraphShape(hidden=7168, heads=128, kv_heads=1, head_dim=576, vocab=129_280, layers=(512,) * 6,
+                       intermediate=18432, experts=256, experts_per_token=8, expert_intermediate=2048,
+                       shared_intermediate=2048, kv_lora_rank=512, rope_dim=64, nope_dim=128, v_head_dim=128,
+                       q_lora_rank=1536)
+    for cells in (512, 768, 4096, 32768, 131072, 163840):
+        for copies in (1, 4):
+            at = replace(shape, layers=(cells,) * 6, copies=copies)
+            assert compute_buffer_bytes(at) == max(build_graph(replace(at, f16_mask_only=True)).peak(),
+                                                   build_graph(replace(at, mask_cast=True)).peak(),
+                                                   llamacpp_graph._stranded_logits(replace(at, mask_cast=True)))
+
+
+def test_deepseek_v3_under_llama_cpp_is_sized_with_flash_attention_and_refused_without():
+    need = llamacpp_need(V3, LlamaCppSettings("Q4_K_M", 8192, latent_values=False))
+    weights, cache, compute = need.gpu_items
+    assert weights.bytes == gguf_weights(V3, "Q4_K_M").bytes - need.host_items[0].bytes
+    assert cache.bytes == 61 * 576 * 2 * 8192 and "V a view of K" in cache.formula
+    assert 350 * MIB < compute.bytes < 420 * MIB
+    with_values = llamacpp_need(V3, LlamaCppSettings("Q4_K_M", 8192))
+    assert with_values.gpu_items[1].bytes == 61 * 1088 * 2 * 8192 and "again in V" in with_values.gpu_items[1].formula
+    with pytest.raises(SizingError, match="flash attention only"):
+        llamacpp_need(V3, LlamaCppSettings("Q4_K_M", 8192, flash_attention=False))
 
 
 def test_linear_attention_is_still_not_a_gguf_file():
