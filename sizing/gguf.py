@@ -17,8 +17,9 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import cast
 
-from .architectures import PLAIN
+from .architectures import MLA, PLAIN
 from .errors import SizingError
 from .i18n import gettext
 from .specs import LanguageModelSpec
@@ -240,8 +241,7 @@ def _latent_attention(model: LanguageModelSpec, layer: int, hidden: int) -> list
     kv_lora_rank), which the absorbed graph multiplies by; the output projection. Files converted before
     the split (early 2025) carry one attn_kv_b instead, as many values: llama.cpp serves those without
     the absorbed attention, and they are not what is sized."""
-    mla = (model.architecture or PLAIN).mla
-    assert mla is not None
+    mla = cast(MLA, (model.architecture or PLAIN).mla)  # `model_tensors` asks this only of a latent model
     heads = model_value(model, "attention_heads")
     qk_width = heads * (mla.qk_nope_head_dim + mla.qk_rope_head_dim)
     values = heads * mla.v_head_dim

@@ -420,10 +420,11 @@ def _graph_bytes(model: LanguageModelSpec, settings: LlamaCppSettings, layout: s
         qk_norm=arch.qk_norm, post_norms=arch.norms_per_layer >= 4,
         tokens=padded, outputs=reserved_rows(settings, tokens, padded),
         flash_attention=settings.flash_attention,
-        output_layer=output, copies=copies, f16_mask_only=settings.reservation == ONE_ROW_PER_SLOT,
-        **({"kv_lora_rank": mla.kv_lora_rank, "rope_dim": mla.qk_rope_head_dim, "nope_dim": mla.qk_nope_head_dim,
-            "v_head_dim": mla.v_head_dim, "q_lora_rank": mla.q_lora_rank or 0,
-            "latent_values": settings.latent_values} if mla else {}))
+        output_layer=output, copies=copies, f16_mask_only=settings.reservation == ONE_ROW_PER_SLOT)
+    if mla is not None:
+        shape = replace(shape, kv_lora_rank=mla.kv_lora_rank, rope_dim=mla.qk_rope_head_dim,
+                        nope_dim=mla.qk_nope_head_dim, v_head_dim=mla.v_head_dim,
+                        q_lora_rank=mla.q_lora_rank or 0, latent_values=settings.latent_values)
     return compute_buffer_bytes(shape)
 
 

@@ -446,7 +446,8 @@ def _latent_attention(graph: _Graph, shape: GraphShape, x: int, tokens: Size, ce
         if ("cast", cells) not in inputs:
             inputs["cast", cells] = graph.add(cells * F16, mask)  # ggml_cast, read by every layer
         mask = inputs["cast", cells]
-    out = graph.add(rank * heads * tokens * F32, graph.view(graph.view(query)), cache, graph.view(cache), mask)
+    query_heads = graph.view(graph.view(query))  # split into the streams, permuted
+    out = graph.add(rank * heads * tokens * F32, query_heads, cache, graph.view(cache), mask)
     out = graph.add(shape.v_head_dim * heads * tokens * F32, graph.view(out))  # × attn_v_b
     out = graph.add(shape.v_head_dim * heads * tokens * F32, graph.view(out))  # ggml_cont
     return graph.add(shape.hidden * tokens * F32, graph.view(out))  # attn_output
