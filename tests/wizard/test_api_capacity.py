@@ -302,6 +302,11 @@ def test_llama_cpp_sizes_deepseek_v3s_latent_attention_file_cache_and_compute_bu
     assert status == 200 and unknown["kv_cache_bytes"] == 61 * (576 + 512) * 2 * 8192
     status, refused = capacity(client, DEEPSEEK_V3_H100S + "&flash_attention=false")
     assert status != 200 and "flash_attention" in str(refused)
+    # Ollama from 0.30.1 runs a V-less llama-server build: K alone, q8_0 (612 bytes a layer and cell)
+    status, ollama = capacity(client, DEEPSEEK_V3_H100S.replace("engine=llamacpp", "engine=ollama")
+                              + "&engine_version=0.31.0&kv_cache=q8_0")
+    assert status == 200, ollama
+    assert ollama["kv_cache_bytes"] == 61 * 612 * 8192 and ollama["ollama"]["OLLAMA_KV_CACHE_TYPE"] == "q8_0"
 
 
 def test_ollama_allocates_num_ctx_per_parallel_request_and_answers_its_settings(client, small_fleet):
