@@ -17,8 +17,9 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import cast
 
-from .architectures import PLAIN
+from .architectures import MLA, PLAIN
 from .errors import SizingError
 from .i18n import gettext
 from .specs import LanguageModelSpec
@@ -88,6 +89,9 @@ class Tensor:
     row: int
     elements: int
     quantizable: bool = True
+    # A stack of matrices (ne[2] > 1): the experts, and latent attention's per-head k_b and v_b, which
+    # the MXFP4_MOE mix types as it types the experts (`llama_tensor_get_type_impl`: ne[2] > 1 → MXFP4).
+    stacked: bool = False
 
 
 @dataclass(frozen=True)
@@ -163,42 +167,29 @@ def model_tensors(model: LanguageModelSpec) -> list[Tensor]:
     """The tensors llama.cpp's converter writes for a decoder: embeddings, output head (unless tied),
     norms and, per layer, attention and the MLP (or the experts, stacked per layer, with their router)."""
     arch = model.architecture or PLAIN
-    if arch.mla is not None or arch.linear_attention is not None:
+    if arch.linear_attention is not None:
         raise SizingError("model", gettext(
-            "%(model)s: latent or linear attention is not sized as a GGUF file yet.") % {"model": model.name})
+            "%(model)s: linear attention is not sized as a GGUF file yet.") % {"model": model.name})
     hidden = model_value(model, "hidden_size")
     vocab = model_value(model, "vocab_size")
-    heads = model_value(model, "attention_heads")
-    kv_heads = model_value(model, "kv_heads")
-    head_dim = model_value(model, "head_dim")
     layers = model_value(model, "layers")
-    q_width, kv_width = heads * head_dim, kv_heads * head_dim
-    q_out = 2 * q_width if arch.attention_output_gate else q_width
     tensors = [Tensor("token_embd", None, hidden, vocab * hidden)]
     if not model.tied_embeddings:
         tensors.append(Tensor("output", None, hidden, vocab * hidden))
     tensors.append(Tensor("output_norm", None, hidden, hidden, quantizable=False))
     moe = arch.moe
+    attention = _latent_attention if arch.mla is not None else _attention
     for layer in range(layers):
-        tensors += [
-            Tensor("attn_norm", layer, hidden, hidden, quantizable=False),
-            Tensor("attn_q", layer, hidden, hidden * q_out),
-            Tensor("attn_k", layer, hidden, hidden * kv_width),
-            Tensor("attn_v", layer, hidden, hidden * kv_width),
-            Tensor("attn_output", layer, q_width, q_width * hidden),
-            Tensor("ffn_norm", layer, hidden, hidden, quantizable=False),
-        ]
-        if arch.qkv_bias:
-            tensors.append(Tensor("attn_qkv_bias", layer, 1, q_width + 2 * kv_width, quantizable=False))
-        if arch.qk_norm:
-            tensors.append(Tensor("attn_qk_norm", layer, head_dim, 2 * head_dim, quantizable=False))
+        tensors.append(Tensor("attn_norm", layer, hidden, hidden, quantizable=False))
+        tensors += attention(model, layer, hidden)
+        tensors.append(Tensor("ffn_norm", layer, hidden, hidden, quantizable=False))
         if moe is not None and moe.is_moe_layer(layer):
             width = moe.expert_intermediate
             tensors += [
                 Tensor("ffn_gate_inp", layer, hidden, hidden * moe.experts, quantizable=False),
-                Tensor("ffn_gate_exps", layer, hidden, moe.experts * hidden * width),
-                Tensor("ffn_up_exps", layer, hidden, moe.experts * hidden * width),
-                Tensor("ffn_down_exps", layer, width, moe.experts * width * hidden),
+                Tensor("ffn_gate_exps", layer, hidden, moe.experts * hidden * width, stacked=True),
+                Tensor("ffn_up_exps", layer, hidden, moe.experts * hidden * width, stacked=True),
+                Tensor("ffn_down_exps", layer, width, moe.experts * width * hidden, stacked=True),
             ]
             if moe.shared_intermediate:
                 shared = moe.shared_intermediate
@@ -216,6 +207,61 @@ def model_tensors(model: LanguageModelSpec) -> list[Tensor]:
                 Tensor("ffn_down", layer, width, width * hidden),
             ]
     return tensors
+
+
+def _attention(model: LanguageModelSpec, layer: int, hidden: int) -> list[Tensor]:
+    """One layer's attention of query, key and value heads: the four projections, and the biases and
+    per-head norms the architecture has."""
+    arch = model.architecture or PLAIN
+    heads = model_value(model, "attention_heads")
+    kv_heads = model_value(model, "kv_heads")
+    head_dim = model_value(model, "head_dim")
+    q_width, kv_width = heads * head_dim, kv_heads * head_dim
+    q_out = 2 * q_width if arch.attention_output_gate else q_width
+    tensors = [
+        Tensor("attn_q", layer, hidden, hidden * q_out),
+        Tensor("attn_k", layer, hidden, hidden * kv_width),
+        Tensor("attn_v", layer, hidden, hidden * kv_width),
+        Tensor("attn_output", layer, q_width, q_width * hidden),
+    ]
+    if arch.qkv_bias:
+        tensors.append(Tensor("attn_qkv_bias", layer, 1, q_width + 2 * kv_width, quantizable=False))
+    if arch.qk_norm:
+        tensors.append(Tensor("attn_qk_norm", layer, head_dim, 2 * head_dim, quantizable=False))
+    return tensors
+
+
+def _latent_attention(model: LanguageModelSpec, layer: int, hidden: int) -> list[Tensor]:
+    """One layer's latent attention as llama.cpp's converter writes it for the deepseek2 architecture
+    (convert_hf_to_gguf.py, `DeepseekV2Model.modify_tensors`; src/llama-model.cpp, LLM_ARCH_DEEPSEEK2's
+    tensors): the query through its low-rank pair (attn_q_a, its norm, attn_q_b) or, without q_lora_rank
+    (DeepSeek-V2-Lite), one attn_q; attn_kv_a_mqa to the latent and the rotary key, the latent's norm;
+    kv_b_proj split per head into attn_k_b, transposed (rows of qk_nope_head_dim: a K-quant's 256-value
+    block does not divide 128, so the quantizer falls back, `tensor_type_fallback`), and attn_v_b (rows of
+    kv_lora_rank), which the absorbed graph multiplies by; the output projection. Files converted before
+    the split (early 2025) carry one attn_kv_b instead, as many values: llama.cpp serves those without
+    the absorbed attention, and they are not what is sized."""
+    mla = cast(MLA, (model.architecture or PLAIN).mla)  # `model_tensors` asks this only of a latent model
+    heads = model_value(model, "attention_heads")
+    qk_width = heads * (mla.qk_nope_head_dim + mla.qk_rope_head_dim)
+    values = heads * mla.v_head_dim
+    if mla.q_lora_rank:
+        query = [
+            Tensor("attn_q_a", layer, hidden, hidden * mla.q_lora_rank),
+            Tensor("attn_q_a_norm", layer, mla.q_lora_rank, mla.q_lora_rank, quantizable=False),
+            Tensor("attn_q_b", layer, mla.q_lora_rank, mla.q_lora_rank * qk_width),
+        ]
+    else:
+        query = [Tensor("attn_q", layer, hidden, hidden * qk_width)]
+    return [
+        *query,
+        Tensor("attn_kv_a_mqa", layer, hidden, hidden * mla.latent_width),
+        Tensor("attn_kv_a_norm", layer, mla.kv_lora_rank, mla.kv_lora_rank, quantizable=False),
+        Tensor("attn_k_b", layer, mla.qk_nope_head_dim, heads * mla.qk_nope_head_dim * mla.kv_lora_rank,
+               stacked=True),
+        Tensor("attn_v_b", layer, mla.kv_lora_rank, heads * mla.kv_lora_rank * mla.v_head_dim, stacked=True),
+        Tensor("attn_output", layer, values, values * hidden),
+    ]
 
 
 def _use_more_bits(layer: int, layers: int) -> bool:
@@ -236,12 +282,17 @@ def _fallback(ggml_type: str, row: int) -> str:
     return wider if row % GGML_TYPES[wider][0] == 0 else "F16"
 
 
+def _query_groups(model: LanguageModelSpec) -> int:
+    """Query heads per key-value head (llama.cpp's n_gqa), read only for the attn_v tensors, which a
+    latent-attention file does not have."""
+    return model_value(model, "attention_heads") // model_value(model, "kv_heads")
+
+
 def _pick(model: LanguageModelSpec, quant_type: str, tensor: Tensor, attention_v_index: int) -> str:
     """The ggml type llama.cpp's quantizer gives `tensor` in a `quant_type` file (no imatrix)."""
     base = QUANT_TYPES[quant_type]
     arch = model.architecture or PLAIN
     layers = model_value(model, "layers")
-    gqa = model_value(model, "attention_heads") // model_value(model, "kv_heads")
     experts = arch.moe.experts if arch.moe is not None else 0
     role = tensor.role
     if role == "output" or (role == "token_embd" and model.tied_embeddings):
@@ -251,7 +302,7 @@ def _pick(model: LanguageModelSpec, quant_type: str, tensor: Tensor, attention_v
             return "Q5_K"
         return base if base == "Q8_0" else "Q6_K"
     if quant_type == "MXFP4_MOE":
-        return "MXFP4" if role.endswith("_exps") else "Q8_0"
+        return "MXFP4" if tensor.stacked else "Q8_0"
     if role == "token_embd":
         if quant_type in ("IQ2_XXS", "IQ2_XS", "IQ1_S", "IQ1_M"):
             return "Q2_K"
@@ -262,7 +313,7 @@ def _pick(model: LanguageModelSpec, quant_type: str, tensor: Tensor, attention_v
     down = role.startswith("ffn_down")
     if quant_type in LOW_IQ:
         if role == "attn_v":
-            if gqa >= 4 or experts >= 4:
+            if _query_groups(model) >= 4 or experts >= 4:
                 return "Q4_K"
             return "IQ3_S" if quant_type in ("IQ2_S", "IQ2_M") else "Q2_K"
         if experts == 8 and role == "attn_k":
@@ -280,6 +331,7 @@ def _pick(model: LanguageModelSpec, quant_type: str, tensor: Tensor, attention_v
                 return "IQ3_S"
         return base
     if role == "attn_v":
+        gqa = _query_groups(model)
         picked = base
         if quant_type == "Q2_K":
             picked = "Q4_K" if gqa >= 4 else "Q3_K"

@@ -49,6 +49,7 @@ def answer(spec: LanguageModelSpec, query: CapacityQuery, gpu_type: catalog_rows
         flash_attention=query.flash_attention, gpu_layers=query.gpu_layers,
         reservation=query.llamacpp_build.reservation,
         kv_layout=kv_layout(query.engine, query.llamacpp_build, query.parallel), kv_unified=query.kv_unified,
+        latent_values=query.llamacpp_build.caches_latent_values,
     )
     try:
         need = llamacpp_need(spec, settings)

@@ -99,6 +99,9 @@ class LlamaCppSettings:
     # llama-server's --kv-unified (from b5913): one pool the slots share, whatever the build's default, and
     # each slot may take up to -c of it (llama_context: n_ctx_seq = n_ctx), not -c ÷ -np.
     kv_unified: bool = False
+    # Latent attention's cache (`kv_cache_bytes`): the latent kept again as V (builds before the V-less
+    # cache, or the build not known: `LlamaCppBuild.caches_latent_values`), or K alone.
+    latent_values: bool = True
 
     @property
     def layout(self) -> str:
@@ -510,9 +513,23 @@ def _layer_cells(model: LanguageModelSpec, settings: LlamaCppSettings, kv_size: 
 def kv_cache_bytes(model: LanguageModelSpec, settings: LlamaCppSettings, kv_size: int, layers: range) -> int:
     """K and V of `layers` for the cache's cells, each in its type (a row per cell). The larger layout's
     cache is the streams': never fewer cells than one pool, in any layer."""
+    return cell_bytes(model, settings) * sum(_layer_cells(model, settings, kv_size, layers))
+
+
+def cell_bytes(model: LanguageModelSpec, settings: LlamaCppSettings) -> int:
+    """One layer's cache per cell: K and V rows of kv_heads × head_dim values, each in its type. Latent
+    attention (llama.cpp's deepseek2 graph, src/models/deepseek2.cpp: one key "head" of MQA after the
+    absorption) stores per cell the normalised latent and the rotated key part, kv_lora_rank +
+    qk_rope_head_dim values, in the K type (src/llama-kv-cache.cpp, `llama_kv_cache::llama_kv_cache`:
+    n_embd_k_gqa = key_length, which the converter writes as that sum), and no V of its own: V is a view
+    of K's first kv_lora_rank values (`has_v = !is_mla`, ggml-org/llama.cpp#19067). Builds before it kept
+    those kv_lora_rank values again as V, in the V type (`LlamaCppBuild.caches_latent_values`)."""
+    mla = (model.architecture or PLAIN).mla
+    if mla is not None:
+        values = _row_bytes(settings.cache_type_v, mla.kv_lora_rank) if settings.latent_values else 0
+        return _row_bytes(settings.cache_type_k, mla.latent_width) + values
     width = model_value(model, "kv_heads") * model_value(model, "head_dim")
-    per_token = _row_bytes(settings.cache_type_k, width) + _row_bytes(settings.cache_type_v, width)
-    return per_token * sum(_layer_cells(model, settings, kv_size, layers))
+    return _row_bytes(settings.cache_type_k, width) + _row_bytes(settings.cache_type_v, width)
 
 
 def reserved_tokens(settings: LlamaCppSettings, kv_size: int, streams: int) -> int:
@@ -558,9 +575,12 @@ def _graph_bytes(model: LanguageModelSpec, settings: LlamaCppSettings, layout: s
     streams = kv_streams(settings, layout)
     tokens = min(settings.ubatch, kv_size)
     padded = reserved_tokens(settings, kv_size, streams)
+    mla = arch.mla
     shape = GraphShape(
         hidden=model_value(model, "hidden_size"), heads=model_value(model, "attention_heads"),
-        kv_heads=model_value(model, "kv_heads"), head_dim=model_value(model, "head_dim"),
+        # latent attention's cache is one head of the latent and the rotary key (MQA after the absorption)
+        kv_heads=1 if mla else model_value(model, "kv_heads"),
+        head_dim=mla.latent_width if mla else model_value(model, "head_dim"),
         vocab=model_value(model, "vocab_size"),
         layers=tuple(cells // streams for cells in _layer_cells(model, settings, kv_size, layers, layout)),
         # a mixture of experts' dense layers (if any) are counted in every layer: never under
@@ -574,6 +594,10 @@ def _graph_bytes(model: LanguageModelSpec, settings: LlamaCppSettings, layout: s
         tokens=padded, outputs=reserved_rows(settings, tokens, padded),
         flash_attention=settings.flash_attention,
         output_layer=output, copies=copies, f16_mask_only=settings.reservation == ONE_ROW_PER_SLOT)
+    if mla is not None:
+        shape = replace(shape, kv_lora_rank=mla.kv_lora_rank, rope_dim=mla.qk_rope_head_dim,
+                        nope_dim=mla.qk_nope_head_dim, v_head_dim=mla.v_head_dim,
+                        q_lora_rank=mla.q_lora_rank or 0, latent_values=settings.latent_values)
     return compute_buffer_bytes(shape)
 
 
@@ -586,6 +610,13 @@ def _typed_file(model: LanguageModelSpec, quant_type: str) -> GgufWeights:
 
 def llamacpp_need(model: LanguageModelSpec, settings: LlamaCppSettings) -> LlamaCppNeed:
     check_settings(model, settings)
+    if (model.architecture or PLAIN).mla is not None and not settings.flash_attention:
+        # Without flash attention the absorbed graph copies the latent of every cell transposed, per layer
+        # (build_attn_mha: ggml_cont of V, a view of K): a size of the cache's cells alone, which the
+        # allocator's walk (`llamacpp_graph`) does not count yet.
+        raise SizingError("flash_attention", gettext(
+            "%(model)s: llama.cpp's compute buffer for latent attention is sized with flash attention only: "
+            "turn it on.") % {"model": model.name})
     weights = _typed_file(model, check_quant_type(settings.quant_type))
     layers = model_value(model, "layers")
     asked = layers + 1 if settings.gpu_layers is None else settings.gpu_layers
@@ -607,7 +638,7 @@ def llamacpp_need(model: LanguageModelSpec, settings: LlamaCppSettings) -> Llama
     # the GPU with the head, whose buffer is the largest, is what each is sized for.
     pipeline = (_compute_bytes(model, settings, gpu_layers, True, PIPELINE_COPIES) - compute
                 if output_on_gpu and on_gpu == layers else 0)
-    cache_words = _cache_words(model, settings, kv_size)
+    cache_words = _cache_words(model, settings, kv_size) + _latent_cache_words(model, settings)
     gpu_items = (
         Item(gettext("Model weights on the GPUs (GGUF %(type)s)") % {"type": weights.quant_type},
              gettext("%(layers)s of %(all)s layers%(head)s: %(bytes)s") % {
@@ -675,6 +706,22 @@ def _cache_words(model: LanguageModelSpec, settings: LlamaCppSettings, kv_size: 
         "share rounded up to 256%(sliding)s) × K %(k)s + V %(v)s") % values
 
 
+def _latent_cache_words(model: LanguageModelSpec, settings: LlamaCppSettings) -> str:
+    """What latent attention keeps per cell and layer (`cell_bytes`), after the cache's formula ("" for any
+    other attention)."""
+    mla = (model.architecture or PLAIN).mla
+    if mla is None:
+        return ""
+    values = {"width": fmt_int(mla.latent_width), "rank": fmt_int(mla.kv_lora_rank),
+              "rope": fmt_int(mla.qk_rope_head_dim)}
+    stored = gettext(
+        ", and the latent's %(rank)s again in V (llama.cpp before its V-less cache, or the build not given)"
+    ) % values if settings.latent_values else gettext(", V a view of K")
+    return gettext(
+        "; latent attention: K holds %(width)s values a layer (the %(rank)s-value latent and %(rope)s rotary "
+        "dims)%(stored)s") % {**values, "stored": stored}
+
+
 def _tokens_words(settings: LlamaCppSettings) -> dict[str, str]:
     """The micro-batch the compute buffer is reserved for (`reserved_tokens`) and, where the cache's streams
     round it up, by how much: the rounded count where the cache keeps a stream per slot, the micro-batch and
@@ -727,7 +774,8 @@ def wizard_settings(precision: int, context: int, requests: int, kv_bits: int,
     return LlamaCppSettings(quant_type=wizard_quant_type(precision, quantization), context=context * requests,
                             parallel=requests, cache_type_k=KV_BITS_TYPE[kv_bits],
                             cache_type_v=KV_BITS_TYPE[kv_bits], reservation=build.reservation,
-                            kv_layout=kv_layout(engine, build, requests))
+                            kv_layout=kv_layout(engine, build, requests),
+                            latent_values=build.caches_latent_values)
 
 
 def engine_command(engine: str, need: LlamaCppNeed, file_name: str) -> str:

@@ -133,6 +133,15 @@ class LlamaCppBuild:
         return WHOLE_MICRO_BATCH
 
     @property
+    def caches_latent_values(self) -> bool:
+        """Whether latent attention (DeepSeek's MLA) keeps a V cache beside its K cache: up to
+        ggml-org/llama.cpp#19067, "kv-cache : support V-less cache" (merged 2026-01-24), each layer kept the
+        latent (kv_lora_rank values) a second time as V; from it V is a view of K. Its first release is not
+        read here: a build from b9460 (the per-slot rows' release, months later) is sized without the V
+        cache, any other build, or one not given, with it: the larger need, the safe side."""
+        return self.number is None or self.number < PER_SLOT_FROM
+
+    @property
     def ollama_known(self) -> bool:
         """An Ollama release no later than the newest minor release read here."""
         return self.ollama is not None and self.ollama[:2] <= OLLAMA_NEWEST_MINOR

@@ -248,7 +248,10 @@ class _Graph:
         return len(self.nodes) - 1
 
     def view(self, of: int) -> int:
-        self.nodes.append(_Node(self._form(0), (of,), view_of=of))
+        """A view of `of`, read by this node; a view of a view is a view of its owner (ggml_view_impl: the
+        view_src of a view is the tensor that holds the memory)."""
+        owner = self.nodes[of].view_of
+        self.nodes.append(_Node(self._form(0), (of,), view_of=of if owner is None else owner))
         return len(self.nodes) - 1
 
     def external(self, *srcs: int) -> int:
@@ -346,6 +349,16 @@ class GraphShape:
     # A build known to build the f16 mask (b9410 on, `llamacpp_builds`): the earlier graph is not sized.
     f16_mask_only: bool = False
     copies: int = 1  # copies of each input the scheduler keeps (4 under pipeline parallelism, never freed)
+    # Latent attention (llama.cpp's deepseek2 graph, absorbed): kv_lora_rank (0: not latent), the rotary and
+    # the rest of each query head, the value head, q_lora_rank (0: queries projected from the hidden state
+    # in one step); `latent_values`: the build keeps the latent again as a V cache (before the V-less cache),
+    # which adds its row indices as an input and the latent's store.
+    kv_lora_rank: int = 0
+    rope_dim: int = 0
+    nope_dim: int = 0
+    v_head_dim: int = 0
+    q_lora_rank: int = 0
+    latent_values: bool = False
 
 
 def _norm(graph: _Graph, x: int, size: Size) -> int:
@@ -387,6 +400,57 @@ def _attention(graph: _Graph, shape: GraphShape, x: int, tokens: Size, cells: Si
     if shape.post_norms:
         out = _norm(graph, out, shape.hidden * tokens * F32)
     return out
+
+
+def _latent_attention(graph: _Graph, shape: GraphShape, x: int, tokens: Size, cells: Size,
+                      inputs: dict[object, int]) -> int:
+    """One layer's latent attention as llama.cpp builds it with the absorption (src/models/deepseek2.cpp,
+    `llm_build_deepseek2`, is_mla; src/llama-graph.cpp, `build_attn` for the K-only input and
+    `build_attn_mha` with flash attention), node by node in the order ggml_build_forward_expand walks them
+    (the query first, then the value, then the key, then the cache store):
+
+    - the query: attn_q_a, its RMS norm, attn_q_b (or attn_q alone), heads × (nope + rope) values a token;
+      its nope part (a view, permuted) times attn_k_b per head: kv_lora_rank values a head and token
+      (q_nope_absorbed); its rope part (a view) rotated into a tensor of its own; the two concatenated
+      into Q, heads × (kv_lora_rank + rope);
+    - the latent: attn_kv_a_mqa (kv_lora_rank + rope a token), its latent part (a view) RMS-normed into a
+      tensor of its own (the view's owner has a second view, so nothing is written over it): V; its rope
+      part rotated; the two concatenated into K, one head of kv_lora_rank + rope, stored in the cache;
+    - flash attention over the cache (one K head, V a view of its first kv_lora_rank values): kv_lora_rank
+      × heads × tokens, f32; multiplied per head by attn_v_b (v_head_dim × tokens × heads, f32), made
+      contiguous again (a copy), then attn_output."""
+    heads, rank, rope = shape.heads, shape.kv_lora_rank, shape.rope_dim
+    cur = _norm(graph, x, shape.hidden * tokens * F32)
+    query_width = heads * (shape.nope_dim + rope) * tokens * F32
+    if shape.q_lora_rank:
+        q = graph.add(shape.q_lora_rank * tokens * F32, cur)  # attn_q_a
+        q = _norm(graph, q, shape.q_lora_rank * tokens * F32)  # attn_q_a_norm
+        q = graph.add(query_width, q)  # attn_q_b
+    else:
+        q = graph.add(query_width, cur)  # attn_q
+    q_nope = graph.view(graph.view(q))  # the nope part, permuted
+    absorbed = graph.view(graph.add(rank * heads * tokens * F32, q_nope))  # × attn_k_b, permuted back
+    q_pe = graph.add(rope * heads * tokens * F32, graph.view(q), inputs["pos"], inplace=True)  # rope
+    query = graph.add((rank + rope) * heads * tokens * F32, absorbed, q_pe)  # concat
+    compressed = graph.add((rank + rope) * tokens * F32, cur)  # attn_kv_a_mqa
+    latent = _norm(graph, graph.view(compressed), rank * tokens * F32)  # attn_kv_a_norm
+    value = graph.view(latent)  # reshaped to one head
+    k_pe = graph.add(rope * tokens * F32, graph.view(compressed), inputs["pos"], inplace=True)  # rope
+    key = graph.add((rank + rope) * tokens * F32, value, k_pe)  # concat
+    graph.external(graph.view(key), inputs["k_idxs"])  # set_rows into the cache
+    if shape.latent_values:
+        graph.external(graph.view(value), inputs["v_idxs"])  # the latent again, into the V cache
+    cache = graph.external()
+    mask = inputs[cells]
+    if shape.mask_cast:
+        if ("cast", cells) not in inputs:
+            inputs["cast", cells] = graph.add(cells * F16, mask)  # ggml_cast, read by every layer
+        mask = inputs["cast", cells]
+    query_heads = graph.view(graph.view(query))  # split into the streams, permuted
+    out = graph.add(rank * heads * tokens * F32, query_heads, cache, graph.view(cache), mask)
+    out = graph.add(shape.v_head_dim * heads * tokens * F32, graph.view(out))  # × attn_v_b
+    out = graph.add(shape.v_head_dim * heads * tokens * F32, graph.view(out))  # ggml_cont
+    return graph.add(shape.hidden * tokens * F32, graph.view(out))  # attn_output
 
 
 def _mlp(graph: _Graph, shape: GraphShape, x: int, tokens: Size) -> int:
@@ -435,8 +499,9 @@ def _inputs(shape: GraphShape, tokens: Size, outputs: Size,
     v_rows = 1 if shape.flash_attention else shape.kv_heads * shape.head_dim  # a transposed V: one per value
     mask_bytes = F16 if shape.flash_attention and not shape.mask_cast else F32
     found: list[tuple[object, Size]] = [
-        ("embd", shape.hidden * tokens * F32), ("pos", tokens * I32), ("k_idxs", tokens * I64),
-        ("v_idxs", tokens * v_rows * I64)]
+        ("embd", shape.hidden * tokens * F32), ("pos", tokens * I32), ("k_idxs", tokens * I64)]
+    if not shape.kv_lora_rank or shape.latent_values:  # the V-less latent cache has no V rows to index
+        found.append(("v_idxs", tokens * v_rows * I64))
     found += [(cells, cells * mask_bytes) for cells in dict.fromkeys(layers)]
     if shape.output_layer:
         found.append(("out_ids", outputs * I32))
@@ -454,7 +519,8 @@ def _build(shape: GraphShape, tokens: Size, outputs: Size, layers: tuple[Size, .
     last = len(layers) - 1
     for index, cells in enumerate(layers):
         residual = x
-        attended = _attention(graph, shape, x, tokens, cells, inputs)
+        attention = _latent_attention if shape.kv_lora_rank else _attention
+        attended = attention(graph, shape, x, tokens, cells, inputs)
         rows = tokens
         if index == last and shape.output_layer:
             attended = graph.add(shape.hidden * outputs * F32, attended, inputs["out_ids"])  # get_rows

@@ -86,7 +86,28 @@ def checks() -> list[Check]:
     layers = sum(gemma.layer_bytes(layer) for layer in range(62))
     found.append(Check("Gemma 3 27B Q4_K_M (Ollama's estimate: memory.weights.total 14.3 GiB; ours: its 62 "
                        "decoder layers)", "layer weights", 14.3, layers / GIB, FILE_TOLERANCE))
-    return found + published_file_checks()
+    return found + latent_checks() + published_file_checks()
+
+
+def latent_checks() -> list[Check]:
+    """Latent attention (the deepseek2 architecture): two files as llama-bench prints their tensor data, and
+    ik_llama.cpp's log of the same latent cache mainline keeps from its V-less cache on (576 values a cell
+    and layer, no V)."""
+    from sizing.calculators.llamacpp import cache_cells, kv_cache_bytes
+    from tests.sizing.models import DEEPSEEK_V2_LITE
+
+    r1 = gguf_weights(spec("deepseek-r1"), "Q4_K_M")
+    lite = gguf_weights(DEEPSEEK_V2_LITE, "Q4_K_M")
+    logged = LlamaCppSettings("Q4_K_M", 32768, cache_type_k="q8_0", cache_type_v="q8_0", latent_values=False)
+    cache = kv_cache_bytes(spec("deepseek-r1"), logged, cache_cells(logged), range(61))
+    return [
+        Check("DeepSeek-R1 Q4_K_M (unsloth's file, llama-bench: 376.65 GiB, 671.03 B; ours "
+              f"{float(r1.bits_per_weight):.4f} bits per weight)", "latent-attention file", 376.65, r1.bytes / GIB, FILE_TOLERANCE),
+        Check("DeepSeek-V2-Lite Q4_K_M (llama-bench: 9.65 GiB, 15.71 B; ours "
+              f"{float(lite.bits_per_weight):.4f} bits per weight)", "latent-attention file", 9.65, lite.bytes / GIB, FILE_TOLERANCE),
+        Check("DeepSeek-R1, -c 32768, q8_0 latent cache (ik_llama.cpp log: KV self size 1166.62 MiB, c^KV "
+              "(q8_0))", "latent KV cache", 1166.62 * MIB / GIB, cache / GIB, KV_TOLERANCE),
+    ]
 
 
 # A checkpoint whose files the sizing engine types differently from llama.cpp's quantizer, shown with why.

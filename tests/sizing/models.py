@@ -48,6 +48,26 @@ DEEPSEEK_V3 = LanguageModelSpec(
     max_context=163_840,
 )
 
+# deepseek-ai/DeepSeek-V2-Lite's config.json: latent attention without a query low-rank pair
+# (q_lora_rank null), 64 routed experts (6 per token) and 2 shared ones of 1,408, the first layer dense
+# (first_k_dense_replace 1). 15,706,484,224 parameters (llama-bench prints 15.71 B).
+def _deepseek_v2_lite():
+    from sizing.architectures import architecture_from_dict
+
+    return LanguageModelSpec(
+        slug="deepseek-v2-lite", name="DeepSeek-V2-Lite", parameters=15_706_484_224, layers=27,
+        attention_heads=16, kv_heads=None, head_dim=None, hidden_size=2048, intermediate_size=10944,
+        vocab_size=102_400, max_context=163_840,
+        architecture=architecture_from_dict({
+            "mla": {"kv_lora_rank": 512, "qk_rope_head_dim": 64, "qk_nope_head_dim": 128, "v_head_dim": 128},
+            "moe": {"experts": 64, "experts_per_token": 6, "expert_intermediate": 1408,
+                    "shared_intermediate": 2 * 1408, "first_dense_layers": 1},
+        }),
+    )
+
+
+DEEPSEEK_V2_LITE = _deepseek_v2_lite()
+
 # Stability-AI/generative-models README; diffusers configs
 SDXL = ImagePipelineSpec(
     slug="stable-diffusion-xl-base-1.0",

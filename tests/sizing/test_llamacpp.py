@@ -260,7 +260,7 @@ DENSE_FLEET = [(gpus, mib * MIB) for gpus in range(1, 9) for mib in range(6144, 
     ("llama-3-1-70b", "llamacpp", 32_768, 4, None), ("llama-3-1-8b", "ollama", 8192, 16, None),
     ("gemma-2-9b", "llamacpp", 4096, 2, None), ("llama-3-1-8b", "llamacpp", 8192, 4, None),
     ("mixtral-8x7b", "llamacpp", 8192, 5, None), ("gemma-2-9b", "llamacpp", 4096, 3, "b9500"),
-    ("llama-3-1-8b", "ollama", 8192, 3, "0.31.0"),
+    ("llama-3-1-8b", "ollama", 8192, 3, "0.31.0"), ("deepseek-v3", "llamacpp", 8192, 4, "b9500"),
 ])
 def test_a_llama_cpp_answer_runs_the_allocator_a_bounded_number_of_times_whatever_the_fleet(
         monkeypatch, slug, engine, context, requests, version):
@@ -624,3 +624,28 @@ def test_the_gpu_holding_the_head_reserves_the_largest_compute_buffer_of_a_split
             needs = need.gpu_needs(gpus)
             assert need.per_gpu_bytes(gpus) == max(gpu.bytes for gpu in needs)
             assert max(gpu.compute_bytes + gpu.pipeline_bytes for gpu in needs) == head
+
+
+@pytest.mark.parametrize("engine", ["llamacpp", "ollama"])
+def test_a_latent_attention_answer_of_a_build_not_given_runs_the_allocator_a_bounded_number_of_times(
+        monkeypatch, engine):
+    """Latent attention's absorbed graph has some twenty tensors of distinct widths a layer (the query, its
+    absorbed and rotated parts, the concatenated Q, the attention's output and its value projection…): the
+    earlier generation's f32 mask, freed after its cast, leaves a hole each of them is held against, so the
+    cache lengths split into more regions than a grouped-query graph's. A build not given sizes both
+    generations (and, under llama.cpp, both layouts): 83 to 143 runs for the 376 machines of the dense
+    fleet (some two seconds), bounded here; a build given (the f16 mask alone) stays within the 48 above."""
+    from sizing import capacity as capacity_module
+    from sizing.calculators import llamacpp_graph
+    from sizing.calculators.llamacpp_builds import NOT_GIVEN
+    from sizing.capacity import Capacity
+
+    runs = []
+    real = llamacpp_graph._simulate
+    monkeypatch.setattr(llamacpp_graph, "_simulate", lambda *args: runs.append(args[1]) or real(*args))
+    asked = Capacity(spec("deepseek-v3"), 4, 16, 8192, 4, engine=engine, quantization="Q4_K_M", build=NOT_GIVEN)
+    _clear_kept_answers()
+    held = [capacity_module._held(asked, gpus, memory, None) for gpus, memory in DENSE_FLEET]
+    assert any(row.max_requests_at_context for row in held)
+    assert 0 < len(runs) <= 160, len(runs)
+

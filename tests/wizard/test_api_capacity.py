@@ -321,6 +321,31 @@ def test_llama_cpp_refuses_a_split_naming_the_gpu_that_needs_the_most(client, sm
     assert one["reason"].startswith("The GPU needs 5.87 GiB (the weights and KV cache of layers 0–31, ")
 
 
+DEEPSEEK_V3_H100S = "model=deepseek-v3&engine=llamacpp&quantization=Q4_K_M&max_model_len=8192" \
+                    "&gpu=H100 SXM 80GB&tensor_parallel=8"
+
+
+def test_llama_cpp_sizes_deepseek_v3s_latent_attention_file_cache_and_compute_buffer(client, small_fleet):
+    """The deepseek2 file in Q4_K_M (376.7 GiB, llama-bench prints 376.65 for unsloth's R1), its latent
+    cache of 512 + 64 values a layer and cell: from b9460 K alone (V a view of it), the build not given
+    the latent kept again as V as well (the larger need)."""
+    status, body = capacity(client, DEEPSEEK_V3_H100S + "&engine_version=b9500")
+    assert status == 200, body
+    assert abs(body["file_gib"] - 376.71) < 0.01 and 4.8 < body["bits_per_weight"] < 4.85
+    assert body["weights_bytes"] > 0 and body["kv_cache_bytes"] == 61 * 576 * 2 * 8192
+    assert body["fits"] is True and body["command"].endswith("-c 8192 -np 1 -ngl 999 -fa on")
+    assert "latent attention" in body["items"][1]["formula"] and 300 * 2**20 < body["items"][2]["bytes"] < 500 * 2**20
+    status, unknown = capacity(client, DEEPSEEK_V3_H100S)
+    assert status == 200 and unknown["kv_cache_bytes"] == 61 * (576 + 512) * 2 * 8192
+    status, refused = capacity(client, DEEPSEEK_V3_H100S + "&flash_attention=false")
+    assert status != 200 and "flash_attention" in str(refused)
+    # Ollama from 0.30.1 runs a V-less llama-server build: K alone, q8_0 (612 bytes a layer and cell)
+    status, ollama = capacity(client, DEEPSEEK_V3_H100S.replace("engine=llamacpp", "engine=ollama")
+                              + "&engine_version=0.31.0&kv_cache=q8_0")
+    assert status == 200, ollama
+    assert ollama["kv_cache_bytes"] == 61 * 612 * 8192 and ollama["ollama"]["OLLAMA_KV_CACHE_TYPE"] == "q8_0"
+
+
 def test_ollama_allocates_num_ctx_per_parallel_request_and_answers_its_settings(client, small_fleet):
     status, body = capacity(client, "model=llama-3-1-8b&engine=ollama&kv_cache=q8_0&max_model_len=8192"
                                     "&parallel=4&gpu=RTX 4090")

@@ -121,3 +121,16 @@ def test_a_rows_capacity_at_any_type_sizes_a_bounded_number_of_needs(monkeypatch
         assert 0 < len(calls) <= bound, (memory_mib, gpus, len(calls))
         assert held.quantization == quant_type
     assert len(typed) == 1
+
+
+def test_deepseek_v3_is_sized_as_its_gguf_file_under_llama_cpp_on_the_page_and_in_the_api(client, small_fleet):
+    """Latent attention under llama.cpp: the deepseek2 file typed as the quantizer types it, its latent cache
+    and the absorbed graph's compute buffer; 8 × H100 hold the 376.7 GiB Q4_K_M file."""
+    query = ("workload=inference&model=deepseek-v3&precision=16&context=8192&requests=1&engine=llamacpp"
+             "&quantization=Q4_K_M")
+    status, body = get_json(client, "recommendations", query)
+    assert status == 200, body
+    assert body["memory"]["gguf"]["bytes"] == gguf_weights(spec("deepseek-v3"), "Q4_K_M").bytes
+    assert [machine["gpu_count"] for machine in body["machines"]] == [8]
+    page = client.get(f"/?{query}")
+    assert page.status_code == 200 and "GGUF Q4_K_M" in page.content.decode()
