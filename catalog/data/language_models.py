@@ -161,8 +161,8 @@ LANGUAGE_MODELS = [
         "max_context": 8192, "license": "gemma", "config_url": HF.format("google/gemma-2-2b"),
         "tied_embeddings": True,
         "architecture": {"layer_pattern": "SF", "sliding_window": 4096, "norms_per_layer": 4},
-        "notes": "Head dimension 256 is not hidden/heads. Four norms per layer; output head tied. Layers alternate "
-                 "sliding-window (4096) and global.",
+        "notes": "Head dimension 256 is not hidden/heads. Four norms per layer; output head tied. Layers "
+                 "alternate sliding-window (4096) and global.",
     },
     {
         "slug": "mistral-nemo-12b", "name": "Mistral Nemo 12B (2407)", "parameters": 12_247_782_400,
