@@ -1,7 +1,7 @@
 """llama.cpp (`llama-server`) and Ollama: what a GGUF model takes on the GPU and beside it.
 
 - Weights: the GGUF file's tensors as `sizing.gguf` types them. `-ngl N` puts the last N decoder
-  layers on the GPUs (and, past the layer count, the output head) up to b7433, and from b7847 the output
+  layers on the GPUs (and, past the layer count, the output head) up to b7108, and from b7847 the output
   head and the last N − 1 layers (ggml-org/llama.cpp#18148; a build between or not given: the placement
   needing more, `offload_placement`); the token embeddings always stay in host memory (the row lookup
   runs on the CPU), as do the layers left behind. Split by layers over

@@ -73,12 +73,14 @@ Which layers `-ngl N` (Ollama's num_gpu) puts on the GPUs below a full offload, 
   all repeating layers are offloaded").
 - ggml-org/llama.cpp#18148, "llama: offload output layer to GPU first" (merged 2025-12-18): i_gpu_start =
   max(n_layer + 1 − N, 0), so N is the output head and the last N − 1 layers (`HEAD_FIRST`); every
-  llama-server Ollama starts (0.30.0 on, b9452 and later) places them so. The releases of the weeks around
-  the merge are not read here: b7433 (#17997, mid-December, the last build read above) and before place
-  the layers first, b7847 (a5bb8ba4, read for ggml-org/llama.cpp#17379's rounding) and after the head
-  first; a build between them, like a build not given (or an Ollama release not read), is sized as the
-  larger of the two placements' GPU needs (`OFFLOAD_LARGER`): the head and its logits where they weigh
-  more than the one layer and its cache the other rule keeps instead, else that layer.
+  llama-server Ollama starts (0.30.0 on, b9452 and later) places them so. The release of the merge is not
+  read here. What is: ollama/ollama vendored `src/llama-model.cpp` at b7108 (7f8ef50c, its commit 0cf7794b1)
+  and at ec98e2002 (2025-12-16, its commit 49a9c9ba6, what its own runners kept until 0.30.0) with the
+  layers first, and at b7847 (a5bb8ba4, its commit 9f62f63c6, reverted in b1fccabb3) with the head first.
+  So b7108 and before place the layers first, b7847 and after the head first, and a build between them,
+  like a build not given (or an Ollama release not read), is sized as the larger of the two placements'
+  GPU needs (`OFFLOAD_LARGER`): the head and its logits where they weigh more than the one layer and its
+  cache the other rule keeps instead, else that layer.
 """
 from __future__ import annotations
 
@@ -119,7 +121,7 @@ AUTO_SLOTS = 4  # the slots llama-server's default sets
 # (the head once N passes them), the head and the last N − 1 layers (ggml-org/llama.cpp#18148), or, not
 # known, the placement whose GPUs need more.
 LAYERS_FIRST, HEAD_FIRST, OFFLOAD_LARGER = "layers-first", "head-first", "larger"
-LAYERS_FIRST_UNTIL = 7433  # the last build read that places the layers first (#17997's, before #18148)
+LAYERS_FIRST_UNTIL = 7108  # the last build read that places the layers first (7f8ef50c, before #18148)
 HEAD_FIRST_FROM = 7847  # the first build read that offloads the output head first (a5bb8ba4, after #18148)
 
 
@@ -157,7 +159,7 @@ class LlamaCppBuild:
 
     @property
     def offload(self) -> str:
-        """How the build places -ngl N's layers and head: the layers first up to b7433 and in Ollama's own
+        """How the build places -ngl N's layers and head: the layers first up to b7108 and in Ollama's own
         runners (a release before 0.30.0 read here), the head first from b7847 and in every llama-server
         Ollama starts; a build between them or not given (an Ollama release not given or not read), the
         larger of the two placements."""

@@ -1,5 +1,5 @@
 """Which layers -ngl N puts on the GPUs, by build (`sizing.calculators.llamacpp.offload_placement`): the last N
-decoder layers and the output head only past them up to b7433 (and in Ollama's own runners), the output head
+decoder layers and the output head only past them up to b7108 (and in Ollama's own runners), the output head
 and the last N − 1 layers from b7847 (ggml-org/llama.cpp#18148), the placement needing more where the build
 is not known. Figures worked out again from the file's layers and roles (`layer_bytes`, `role_bytes`). No
 database."""
@@ -127,7 +127,7 @@ def test_a_build_not_known_sizes_the_placement_whose_gpus_need_more():
     layers_first = llamacpp_need(mixtral, LlamaCppSettings("Q4_K_M", 8192, gpu_layers=16, offload=LAYERS_FIRST))
     assert (larger.gpu_layers, larger.output_on_gpu) == (16, False)
     assert larger.gpu_bytes == layers_first.gpu_bytes
-    assert "the build not known: placed as up to b7433, the layers first" in larger.gpu_items[0].formula
+    assert "the build not known: placed as up to b7108, the layers first" in larger.gpu_items[0].formula
 
 
 @pytest.mark.parametrize("offload", [LAYERS_FIRST, HEAD_FIRST, OFFLOAD_LARGER])
