@@ -73,7 +73,8 @@ Which layers `-ngl N` (Ollama's num_gpu) puts on the GPUs below a full offload, 
   all repeating layers are offloaded").
 - ggml-org/llama.cpp#18148, "llama: offload output layer to GPU first" (merged 2025-12-18): i_gpu_start =
   max(n_layer + 1 − N, 0), so N is the output head and the last N − 1 layers (`HEAD_FIRST`); every
-  llama-server Ollama starts (0.30.0 on, b9452 and later) places them so. The release of the merge is not
+  llama-server Ollama starts (0.30.0 on, b9452 and later; `llm/llama_server.go` passes num_gpu N as
+  `-ngl N`) places them so. The release of the merge is not
   read here. What is: ollama/ollama vendored `src/llama-model.cpp` at b7108 (7f8ef50c, its commit 0cf7794b1)
   and at ec98e2002 (2025-12-16, its commit 49a9c9ba6, what its own runners kept until 0.30.0) with the
   layers first, and at b7847 (a5bb8ba4, its commit 9f62f63c6, reverted in b1fccabb3) with the head first.
