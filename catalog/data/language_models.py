@@ -116,7 +116,7 @@ LANGUAGE_MODELS = [
         "head_dim": 256, "hidden_size": 3584, "intermediate_size": 14336, "vocab_size": 256000,
         "max_context": 8192, "license": "gemma", "config_url": HF.format("google/gemma-2-9b"),
         "tied_embeddings": True,
-        "architecture": {"norms_per_layer": 4},
+        "architecture": {"layer_pattern": "SF", "sliding_window": 4096, "norms_per_layer": 4},
         "notes": "Head dimension 256 is not hidden/heads. Layers alternate sliding-window (4096) and global.",
     },
     {
@@ -125,7 +125,7 @@ LANGUAGE_MODELS = [
         "head_dim": 128, "hidden_size": 4608, "intermediate_size": 36864, "vocab_size": 256000,
         "max_context": 8192, "license": "gemma", "config_url": HF.format("google/gemma-2-27b"),
         "tied_embeddings": True,
-        "architecture": {"norms_per_layer": 4},
+        "architecture": {"layer_pattern": "SF", "sliding_window": 4096, "norms_per_layer": 4},
         "notes": "Head dimension 128 is not hidden/heads. Layers alternate sliding-window (4096) and global.",
     },
     {
@@ -160,8 +160,9 @@ LANGUAGE_MODELS = [
         "head_dim": 256, "hidden_size": 2304, "intermediate_size": 9216, "vocab_size": 256000,
         "max_context": 8192, "license": "gemma", "config_url": HF.format("google/gemma-2-2b"),
         "tied_embeddings": True,
-        "architecture": {"norms_per_layer": 4},
-        "notes": "Head dimension 256 is not hidden/heads. Four norms per layer; output head tied.",
+        "architecture": {"layer_pattern": "SF", "sliding_window": 4096, "norms_per_layer": 4},
+        "notes": "Head dimension 256 is not hidden/heads. Four norms per layer; output head tied. Layers "
+                 "alternate sliding-window (4096) and global.",
     },
     {
         "slug": "mistral-nemo-12b", "name": "Mistral Nemo 12B (2407)", "parameters": 12_247_782_400,

@@ -50,6 +50,7 @@ def answer(spec: LanguageModelSpec, query: CapacityQuery, gpu_type: catalog_rows
         reservation=query.llamacpp_build.reservation,
         kv_layout=kv_layout(query.engine, query.llamacpp_build, query.parallel), kv_unified=query.kv_unified,
         latent_values=query.llamacpp_build.caches_latent_values,
+        offload=query.llamacpp_build.offload,
     )
     try:
         need = llamacpp_need(spec, settings)
@@ -142,12 +143,19 @@ def _partial(spec: LanguageModelSpec, settings: LlamaCppSettings, layers: int, f
     need = llamacpp_need(spec, replace(settings, gpu_layers=layers))
     return {
         "gpu_layers": layers,
+        # what -ngl N puts there as the build places it (`llamacpp.offload_placement`)
+        "layers_on_gpus": need.gpu_layers,
+        "output_head_on_gpus": need.output_on_gpu,
         "gpu_gib": gib_number(need.gpu_bytes),
         "host_gib": gib_number(need.host_bytes),
         "command": _command(need, file, query),
         "ollama": need.ollama_settings() if query.engine == "ollama" else None,
-        "words": gettext(
+        "words": (gettext(
+            "-ngl %(ngl)s: %(layers)s of %(all)s layers and the output head fit on the GPUs; the rest and "
+            "their KV cache stay in host memory (%(host)s GiB) and run on the CPU, slower."
+        ) if need.output_on_gpu else gettext(
             "%(layers)s of %(all)s layers fit on the GPUs; the rest and their KV cache stay in host memory "
             "(%(host)s GiB) and run on the CPU, slower."
-        ) % {"layers": layers, "all": spec.layers, "host": gib_number(need.host_bytes)},
+        )) % {"ngl": layers, "layers": need.gpu_layers, "all": spec.layers,
+              "host": gib_number(need.host_bytes)},
     }

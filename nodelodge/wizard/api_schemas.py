@@ -415,6 +415,10 @@ class PartialOffloadOut(Schema):
     """Where every layer does not fit: the most that do (-ngl), and what it takes."""
 
     gpu_layers: int
+    # What -ngl gpu_layers puts on the GPUs as the build places them: decoder layers and the output head
+    # (from ggml-org/llama.cpp#18148 the head comes first, so gpu_layers − 1 layers with it).
+    layers_on_gpus: int
+    output_head_on_gpus: bool
     gpu_gib: float
     host_gib: float
     command: str | None

@@ -1,8 +1,10 @@
 """llama.cpp (`llama-server`) and Ollama: what a GGUF model takes on the GPU and beside it.
 
 - Weights: the GGUF file's tensors as `sizing.gguf` types them. `-ngl N` puts the last N decoder
-  layers on the GPUs (and, past the layer count, the output head); the token embeddings always stay
-  in host memory (the row lookup runs on the CPU), as do the layers left behind. Split by layers over
+  layers on the GPUs (and, past the layer count, the output head) up to b7108, and from b7847 the output
+  head and the last N − 1 layers (ggml-org/llama.cpp#18148; a build between or not given: the placement
+  needing more, `offload_placement`); the token embeddings always stay in host memory (the row lookup
+  runs on the CPU), as do the layers left behind. Split by layers over
   several GPUs (--split-mode layer, the default), each GPU holds the layers llama.cpp gives it
   (`split_layers`: the -ngl layers and the head are slots, slot i on GPU ⌊i × GPUs / slots⌋), not an even
   share: where the GPUs do not divide the slots some hold one more, and the head is the last GPU's slot.
@@ -50,12 +52,17 @@ from .llamacpp_builds import (
     AUTO_SLOTS,
     AUTO_SLOTS_FROM,
     AUTO_SLOTS_UNTIL,
+    HEAD_FIRST,
+    HEAD_FIRST_FROM,
     KV_AUTO_SLOTS,
     KV_LARGER,
     KV_POOL,
     KV_STREAMS,
+    LAYERS_FIRST,
+    LAYERS_FIRST_UNTIL,
     LLAMACPP,
     NOT_GIVEN,
+    OFFLOAD_LARGER,
     ONE_ROW_PER_SLOT,
     PER_SLOT_FROM,
     WHOLE_MICRO_BATCH,
@@ -102,6 +109,9 @@ class LlamaCppSettings:
     # Latent attention's cache (`kv_cache_bytes`): the latent kept again as V (builds before the V-less
     # cache, or the build not known: `LlamaCppBuild.caches_latent_values`), or K alone.
     latent_values: bool = True
+    # How -ngl places the layers and the output head (`offload_placement`): the last N layers, the head and
+    # the last N − 1 (ggml-org/llama.cpp#18148, b7847 on), or, the build not known, the larger need.
+    offload: str = LAYERS_FIRST
 
     @property
     def layout(self) -> str:
@@ -145,6 +155,13 @@ class LlamaCppNeed:
         return kv_cache_bytes(self.model, self.settings, self.kv_size, layers)
 
     @property
+    def pipelined(self) -> bool:
+        """Every decoder layer and the output head on the GPUs: split over several, llama.cpp runs them as a
+        pipeline (llama_context: n_gpu_layers > n_layer). From ggml-org/llama.cpp#18148 a partial offload
+        holds the head too, and is no pipeline."""
+        return self.output_on_gpu and self.gpu_layers == model_value(self.model, "layers")
+
+    @property
     def pipeline_item(self) -> Item | None:
         """What each GPU adds to its compute buffer when several run the layers as a pipeline (None: no
         pipeline: one GPU, or a layer or the head left in host memory)."""
@@ -169,7 +186,7 @@ class LlamaCppNeed:
         `gpus` GPUs with the head on them (0 where none is: one GPU, or the head left in host memory): each
         is reserved over its own layers (`split_layers`), with no output rows and no logits, and the
         pipeline's copies of its inputs."""
-        if gpus < 2 or not self.output_on_gpu:
+        if gpus < 2 or not self.pipelined:
             return 0
         return other_gpus_compute(self.model, self.settings, gpus)
 
@@ -208,7 +225,7 @@ class LlamaCppNeed:
         needs = self.gpu_needs(gpus, others=False)  # the other GPUs' of a pipeline without their buffers
         if any(need.bytes > memory_bytes for need in needs):
             return False
-        if not (gpus > 1 and self.output_on_gpu):
+        if not (gpus > 1 and self.pipelined):
             return True
         others = sorted((need for need in needs if need.share.layers and not need.share.output_head),
                         key=lambda need: need.bytes, reverse=True)
@@ -230,8 +247,9 @@ class LlamaCppNeed:
         ) % values
 
     def layers_that_fit(self, gpus: int, memory_bytes: int) -> int:
-        """The most decoder layers (-ngl) whose weights, cache and the compute buffer fit the GPUs (0 if
-        not even the buffer does): what a partial offload can keep on them."""
+        """The largest -ngl whose layers (and head), as the build places them (`offload_placement`), fit the
+        GPUs with their cache and the compute buffer (0 if not even the first does): what a partial offload
+        can keep on them."""
         layers = model_value(self.model, "layers")
         low, high = 0, layers + 1
         while low < high:
@@ -285,10 +303,9 @@ def _slot_gpu(slot: int, active: int, gpus: int) -> int:
 @functools.lru_cache(maxsize=4096)
 def split_layers(first_gpu_layer: int, layers: int, output_on_gpu: bool, gpus: int) -> tuple[range, ...]:
     """The decoder layers each of `gpus` identical GPUs holds under --split-mode layer: the GPU layers
-    (`first_gpu_layer` on, llama.cpp's i_gpu_start = max(layers − -ngl, 0)) and, where it is on them, the
-    output head (slot `layers`) are `act` slots (min(-ngl, layers + 1)), slot i on GPU `_slot_gpu`. (-ngl
-    below layers + 1 as the builds before ggml-org/llama.cpp#18148 read it, the last -ngl layers and the
-    head on the host, as `llamacpp_need` sizes it; later builds give the head the first of the slots.)"""
+    (`first_gpu_layer` on, llama.cpp's i_gpu_start, `offload_placement`) and, where it is on them, the
+    output head (slot `layers`) are `act` slots (min(-ngl, layers + 1)), slot i on GPU `_slot_gpu`: the head
+    is the last slot under either placement (from ggml-org/llama.cpp#18148 -ngl N counts it among the N)."""
     active = layers - first_gpu_layer + (1 if output_on_gpu else 0)
     found: list[list[int]] = [[] for _ in range(gpus)]
     for layer in range(first_gpu_layer, layers):
@@ -322,21 +339,18 @@ def gpu_shares(model: LanguageModelSpec, settings: LlamaCppSettings, gpus: int) 
     model, settings and GPU count as the other GPUs' buffers are: a fit's thresholds ask every GPU count, a
     capacity search every probe."""
     kv_size = cache_cells(settings)
-    split = _weights_split(model, settings.quant_type, settings.gpu_layers, gpus)
+    split = _weights_split(model, settings.quant_type, *offload_placement(model, settings), gpus)
     return tuple(GpuShare(held, head, weights, kv_cache_bytes(model, settings, kv_size, held))
                  for held, head, weights in split)
 
 
 @functools.lru_cache(maxsize=4096)
-def _weights_split(model: LanguageModelSpec, quant_type: str, gpu_layers: int | None,
+def _weights_split(model: LanguageModelSpec, quant_type: str, first_gpu_layer: int, output_on_gpu: bool,
                    gpus: int) -> tuple[tuple[range, bool, int], ...]:
     """Each GPU's layers, whether it holds the head, and their weights (the head's with them): the file's
-    alone decide them, so a capacity search, whose probes change the context and the slots, adds them up
-    once per GPU count."""
+    and the placement (`offload_placement`) alone decide them, so a capacity search, whose probes change
+    the context and the slots, adds them up once per GPU count."""
     layers = model_value(model, "layers")
-    asked = layers + 1 if gpu_layers is None else gpu_layers
-    first_gpu_layer = layers - min(asked, layers)
-    output_on_gpu = asked > layers
     weights = _typed_file(model, check_quant_type(quant_type))
     holder = head_gpu(first_gpu_layer, layers, gpus) if output_on_gpu else None
     head = _head_bytes(model, weights)
@@ -369,9 +383,11 @@ def gpu_needs(model: LanguageModelSpec, settings: LlamaCppSettings, gpus: int, c
     GPU holding the head's, or with the head on the host each GPU's) and `pipeline` its copies of the
     inputs where several GPUs hold every layer and the head. Those GPUs run as a pipeline: each other GPU
     reserves its own layers' graph (`other_gpus_buffers`; left at 0 where `others` is false, a floor that
-    runs no allocator). A GPU holding nothing keeps its CUDA context alone."""
+    runs no allocator). Short of that (a partial offload, the head on the GPUs or not) each GPU holding a
+    part is sized for `compute`, the buffer over every offloaded layer. A GPU holding nothing keeps its
+    CUDA context alone."""
     shares = gpu_shares(model, settings, gpus)
-    piped = gpus > 1 and any(share.output_head for share in shares)
+    piped = gpus > 1 and offload_placement(model, settings) == (0, True)  # every layer and the head
     buffers = other_gpus_buffers(model, settings, gpus) if piped and others else (0,) * gpus
     found = []
     for index, share in enumerate(shares):
@@ -444,6 +460,53 @@ def _head_bytes(model: LanguageModelSpec, weights: GgufWeights) -> int:
 
 def _with_layers(settings: LlamaCppSettings, layers: int) -> LlamaCppSettings:
     return replace(settings, gpu_layers=layers)
+
+
+def _placement(layers: int, gpu_layers: int | None, offload: str) -> tuple[int, bool]:
+    """The first decoder layer on the GPUs and whether the output head is, for -ngl `gpu_layers` (None:
+    everything) placed by `offload`: the last N layers, the head once N passes them (i_gpu_start =
+    max(layers − N, 0)); or from ggml-org/llama.cpp#18148 the head and the last N − 1 layers (i_gpu_start =
+    layers + 1 − min(N, layers + 1))."""
+    asked = layers + 1 if gpu_layers is None else min(gpu_layers, layers + 1)
+    if offload == HEAD_FIRST:
+        return min(layers + 1 - asked, layers), asked > 0
+    return layers - min(asked, layers), asked > layers
+
+
+@functools.lru_cache(maxsize=4096)
+def offload_placement(model: LanguageModelSpec, settings: LlamaCppSettings) -> tuple[int, bool]:
+    """Where the settings' -ngl puts the model: the first decoder layer on the GPUs and whether the output
+    head is there, as the build places them (`LlamaCppSettings.offload`). The one rule the need, the split
+    over GPUs, the layers that fit and the commands read. Where the build is not known and the placements
+    differ (-ngl 1 to the layer count), the one whose GPUs need more: their weights, KV cache and compute
+    buffer (the head's logits among them), the layers first where they need as much."""
+    layers = model_value(model, "layers")
+    if settings.offload != OFFLOAD_LARGER:
+        return _placement(layers, settings.gpu_layers, settings.offload)
+    placements = [_placement(layers, settings.gpu_layers, rule) for rule in (LAYERS_FIRST, HEAD_FIRST)]
+    if placements[0] == placements[1]:
+        return placements[0]
+    return max(placements, key=lambda placed: _gpu_side_bytes(model, settings, *placed))
+
+
+def _gpu_side_bytes(model: LanguageModelSpec, settings: LlamaCppSettings, first_gpu_layer: int,
+                    output_on_gpu: bool) -> int:
+    """What the GPUs hold with the layers from `first_gpu_layer` (and the head where `output_on_gpu`): the
+    weights, their KV cache and the compute buffer."""
+    weights = _typed_file(model, check_quant_type(settings.quant_type))
+    held = range(first_gpu_layer, model_value(model, "layers"))
+    return (sum(weights.layer_bytes(layer) for layer in held)
+            + (_head_bytes(model, weights) if output_on_gpu else 0)
+            + kv_cache_bytes(model, settings, cache_cells(settings), held)
+            + (_compute_bytes(model, settings, _graph_layers(held), output_on_gpu) if held or output_on_gpu
+               else 0))
+
+
+def _graph_layers(held: range) -> range:
+    """The layers whose graph the GPUs' compute buffer is reserved over: their own, or where they hold the
+    output head alone (-ngl 1 from ggml-org/llama.cpp#18148) the last layer's graph with the head, which
+    holds more than the output rows alone (the graph is built over one layer at least)."""
+    return held if held else range(held.start - 1, held.start)
 
 
 def check_settings(model: LanguageModelSpec, settings: LlamaCppSettings) -> None:
@@ -619,10 +682,8 @@ def llamacpp_need(model: LanguageModelSpec, settings: LlamaCppSettings) -> Llama
             "turn it on.") % {"model": model.name})
     weights = _typed_file(model, check_quant_type(settings.quant_type))
     layers = model_value(model, "layers")
-    asked = layers + 1 if settings.gpu_layers is None else settings.gpu_layers
-    on_gpu = min(asked, layers)
-    output_on_gpu = asked > layers
-    first_gpu_layer = layers - on_gpu
+    first_gpu_layer, output_on_gpu = offload_placement(model, settings)
+    on_gpu = layers - first_gpu_layer
     kv_size = cache_cells(settings)
     gpu_weights = sum(weights.layer_bytes(layer) for layer in range(first_gpu_layer, layers))
     head = _head_bytes(model, weights)
@@ -633,7 +694,9 @@ def llamacpp_need(model: LanguageModelSpec, settings: LlamaCppSettings) -> Llama
     gpu_kv = kv_cache_bytes(model, settings, kv_size, range(first_gpu_layer, layers))
     host_kv = kv_cache_bytes(model, settings, kv_size, range(first_gpu_layer))
     gpu_layers = range(first_gpu_layer, layers)
-    compute = _compute_bytes(model, settings, gpu_layers, output_on_gpu) if on_gpu else 0
+    # the head alone on the GPUs (-ngl 1 from #18148) computes the output there too
+    compute = (_compute_bytes(model, settings, _graph_layers(gpu_layers), output_on_gpu)
+               if on_gpu or output_on_gpu else 0)
     # Several GPUs holding every layer and the head run as a pipeline (llama_context: pipeline_parallel);
     # the GPU with the head, whose buffer is the largest, is what each is sized for.
     pipeline = (_compute_bytes(model, settings, gpu_layers, True, PIPELINE_COPIES) - compute
@@ -644,7 +707,7 @@ def llamacpp_need(model: LanguageModelSpec, settings: LlamaCppSettings) -> Llama
              gettext("%(layers)s of %(all)s layers%(head)s: %(bytes)s") % {
                  "layers": fmt_int(on_gpu), "all": fmt_int(layers),
                  "head": gettext(" and the output head") if output_on_gpu else "",
-                 "bytes": fmt_gib(gpu_weights)},
+                 "bytes": fmt_gib(gpu_weights)} + _offload_words(settings, layers, output_on_gpu),
              gpu_weights),
         Item(gettext("KV cache on the GPUs"), cache_words, gpu_kv),
         Item(gettext("Compute buffer (one micro-batch)"),
@@ -658,19 +721,40 @@ def llamacpp_need(model: LanguageModelSpec, settings: LlamaCppSettings) -> Llama
                  "split": gettext(
                      ". Split by layers over several GPUs (--split-mode layer), this is the buffer of the "
                      "last, which holds the output head; each other GPU reserves its own layers' graph "
-                     "without the output rows and logits") if output_on_gpu else ""},
+                     "without the output rows and logits") if output_on_gpu and on_gpu == layers else ""},
              compute),
     )
     host_items = (
         Item(gettext("Model weights in host memory"),
              gettext("the token embeddings (looked up on the CPU)%(rest)s") % {
-                 "rest": gettext(" and %(n)s layers not offloaded") % {"n": fmt_int(first_gpu_layer)}
-                 if first_gpu_layer else ""},
+                 "rest": (gettext(" and %(n)s layers not offloaded") % {"n": fmt_int(first_gpu_layer)}
+                          if first_gpu_layer else "")
+                 + ("" if output_on_gpu else gettext(" and the output head"))},
              host_weights),
         Item(gettext("KV cache in host memory"), cache_words, host_kv),
     )
     return LlamaCppNeed(model, settings, weights, on_gpu, output_on_gpu, kv_size, gpu_items, host_items,
                         pipeline)
+
+
+def _offload_words(settings: LlamaCppSettings, layers: int, output_on_gpu: bool) -> str:
+    """How -ngl N placed the layers where it offloads some of them (`offload_placement`), naming the rule;
+    nothing where every layer and the head are on the GPUs."""
+    asked = settings.gpu_layers
+    if asked is None or asked > layers:
+        return ""
+    values = {"n": fmt_int(asked), "until": LAYERS_FIRST_UNTIL, "from": HEAD_FIRST_FROM}
+    if settings.offload == HEAD_FIRST:
+        return gettext(" (-ngl %(n)s: the output head first, then the last layers, as llama.cpp places them "
+                       "from b%(from)s, ggml-org/llama.cpp#18148)") % values
+    if settings.offload == LAYERS_FIRST:
+        return gettext(" (-ngl %(n)s: the last %(n)s layers, the output head only past them, as llama.cpp "
+                       "places them up to b%(until)s and Ollama's own runners)") % values
+    if output_on_gpu:
+        return gettext(" (-ngl %(n)s, the build not known: placed as from b%(from)s, the output head first, "
+                       "which needs more here than the layers first)") % values
+    return gettext(" (-ngl %(n)s, the build not known: placed as up to b%(until)s, the layers first, which "
+                   "needs more here than the output head first)") % values
 
 
 def _cache_words(model: LanguageModelSpec, settings: LlamaCppSettings, kv_size: int) -> str:
@@ -770,12 +854,13 @@ def wizard_settings(precision: int, context: int, requests: int, kv_bits: int,
                     engine: str = LLAMACPP) -> LlamaCppSettings:
     """`requests` requests of `context` tokens: -np requests, -c their tokens together, every layer on
     the GPUs, flash attention on (what a quantized cache needs); the file in `wizard_quant_type`; the
-    logits reserved and the cache laid out as `build` does under `engine` (`llamacpp_builds`)."""
+    logits reserved, the cache laid out and -ngl's layers placed as `build` does under `engine`
+    (`llamacpp_builds`)."""
     return LlamaCppSettings(quant_type=wizard_quant_type(precision, quantization), context=context * requests,
                             parallel=requests, cache_type_k=KV_BITS_TYPE[kv_bits],
                             cache_type_v=KV_BITS_TYPE[kv_bits], reservation=build.reservation,
                             kv_layout=kv_layout(engine, build, requests),
-                            latent_values=build.caches_latent_values)
+                            latent_values=build.caches_latent_values, offload=build.offload)
 
 
 def engine_command(engine: str, need: LlamaCppNeed, file_name: str) -> str:

@@ -63,6 +63,25 @@ How llama-server lays out the KV cache of the `llama-server -c … -np N` comman
 A llama.cpp build not given is sized as the larger of the two layouts (`KV_LARGER`): the cache in a stream
 per slot (never fewer cells than one pool), the compute buffer as the larger graph of the two; the four
 slots of `-np 1` in b6823–b7432 only where that build is asked.
+
+Which layers `-ngl N` (Ollama's num_gpu) puts on the GPUs below a full offload, by build
+(`llamacpp.offload_placement`; `src/llama-model.cpp`, `llama_model::load_tensors`):
+
+- before ggml-org/llama.cpp#18148 the last N decoder layers, the output head only once N passes the layer
+  count (i_gpu_start = max(n_layer − N, 0), the head being slot n_layer of min(N, n_layer + 1)):
+  `LAYERS_FIRST`. Ollama's own runners (before 0.30.0) place them so too ("only offload output layer if
+  all repeating layers are offloaded").
+- ggml-org/llama.cpp#18148, "llama: offload output layer to GPU first" (merged 2025-12-18): i_gpu_start =
+  max(n_layer + 1 − N, 0), so N is the output head and the last N − 1 layers (`HEAD_FIRST`); every
+  llama-server Ollama starts (0.30.0 on, b9452 and later; `llm/llama_server.go` passes num_gpu N as
+  `-ngl N`) places them so. The release of the merge is not
+  read here. What is: ollama/ollama vendored `src/llama-model.cpp` at b7108 (7f8ef50c, its commit 0cf7794b1)
+  and at ec98e2002 (2025-12-16, its commit 49a9c9ba6, what its own runners kept until 0.30.0) with the
+  layers first, and at b7847 (a5bb8ba4, its commit 9f62f63c6, reverted in b1fccabb3) with the head first.
+  So b7108 and before place the layers first, b7847 and after the head first, and a build between them,
+  like a build not given (or an Ollama release not read), is sized as the larger of the two placements'
+  GPU needs (`OFFLOAD_LARGER`): the head and its logits where they weigh more than the one layer and its
+  cache the other rule keeps instead, else that layer.
 """
 from __future__ import annotations
 
@@ -98,6 +117,13 @@ KV_POOL, KV_STREAMS, KV_AUTO_SLOTS, KV_LARGER = "pool", "streams", "auto-slots",
 STREAMS_FROM = 5913  # ggml-org/llama.cpp#14363: a KV stream per sequence unless --kv-unified
 AUTO_SLOTS_FROM, AUTO_SLOTS_UNTIL = 6823, 7433  # #16736 to #17997: -np 1 runs four slots over one pool
 AUTO_SLOTS = 4  # the slots llama-server's default sets
+
+# How -ngl N places the decoder layers and the output head (`llamacpp.offload_placement`): the last N layers
+# (the head once N passes them), the head and the last N − 1 layers (ggml-org/llama.cpp#18148), or, not
+# known, the placement whose GPUs need more.
+LAYERS_FIRST, HEAD_FIRST, OFFLOAD_LARGER = "layers-first", "head-first", "larger"
+LAYERS_FIRST_UNTIL = 7108  # the last build read that places the layers first (7f8ef50c, before #18148)
+HEAD_FIRST_FROM = 7847  # the first build read that offloads the output head first (a5bb8ba4, after #18148)
 
 
 def _text(version: OllamaVersion) -> str:
@@ -140,6 +166,18 @@ class LlamaCppBuild:
         read here: a build from b9460 (the per-slot rows' release, months later) is sized without the V
         cache, any other build, or one not given, with it: the larger need, the safe side."""
         return self.number is None or self.number < PER_SLOT_FROM
+
+    @property
+    def offload(self) -> str:
+        """How the build places -ngl N's layers and head: the layers first up to b7108 and in Ollama's own
+        runners (a release before 0.30.0 read here), the head first from b7847 and in every llama-server
+        Ollama starts; a build between them or not given (an Ollama release not given or not read), the
+        larger of the two placements."""
+        if self.number is None:
+            return LAYERS_FIRST if self.ollama_known else OFFLOAD_LARGER
+        if self.number <= LAYERS_FIRST_UNTIL:
+            return LAYERS_FIRST
+        return HEAD_FIRST if self.number >= HEAD_FIRST_FROM else OFFLOAD_LARGER
 
     @property
     def ollama_known(self) -> bool:

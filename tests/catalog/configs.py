@@ -16,6 +16,20 @@ QWEN3_30B_A3B = {
     "decoder_sparse_step": 1, "mlp_only_layers": [], "norm_topk_prob": True, "vocab_size": 151936,
     "max_position_embeddings": 40960, "tie_word_embeddings": False, "use_sliding_window": False,
 }
+# Gemma 2 as google/gemma-2-*/config.json publishes it: no layer_types, so the class's own rule (layer i
+# slides when i is even) and sliding_window 4096 give the alternating layers the catalog rows declare.
+GEMMA2_COMMON = {
+    "architectures": ["Gemma2ForCausalLM"], "model_type": "gemma2", "attn_logit_softcapping": 50.0,
+    "final_logit_softcapping": 30.0, "cache_implementation": "hybrid", "hidden_activation": "gelu_pytorch_tanh",
+    "max_position_embeddings": 8192, "rms_norm_eps": 1e-06, "rope_theta": 10000.0, "sliding_window": 4096,
+    "sliding_window_size": 4096, "vocab_size": 256000,
+}
+GEMMA2_2B = {**GEMMA2_COMMON, "hidden_size": 2304, "intermediate_size": 9216, "num_hidden_layers": 26,
+             "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256, "query_pre_attn_scalar": 256}
+GEMMA2_9B = {**GEMMA2_COMMON, "hidden_size": 3584, "intermediate_size": 14336, "num_hidden_layers": 42,
+             "num_attention_heads": 16, "num_key_value_heads": 8, "head_dim": 256, "query_pre_attn_scalar": 256}
+GEMMA2_27B = {**GEMMA2_COMMON, "hidden_size": 4608, "intermediate_size": 36864, "num_hidden_layers": 46,
+              "num_attention_heads": 32, "num_key_value_heads": 16, "head_dim": 128, "query_pre_attn_scalar": 144}
 GEMMA3_1B = {
     "architectures": ["Gemma3ForCausalLM"], "model_type": "gemma3_text", "hidden_size": 1152,
     "intermediate_size": 6912, "num_hidden_layers": 26, "num_attention_heads": 4, "num_key_value_heads": 1,
@@ -170,6 +184,7 @@ BY_SLUG = {
     "gpt-oss-120b": GPT_OSS_120B, "llama-4-scout": LLAMA4_SCOUT, "deepseek-v3": DEEPSEEK_V3,
     "qwen3-next-80b-a3b": QWEN3_NEXT, "glm-4-5-air": GLM_4_5_AIR, "mistral-small-3-2-24b": MISTRAL_SMALL_3_2,
     "phi-4": PHI_4, "kimi-linear-48b-a3b": KIMI_LINEAR,
+    "gemma-2-2b": GEMMA2_2B, "gemma-2-9b": GEMMA2_9B, "gemma-2-27b": GEMMA2_27B,
 }
 
 # A Llama-shaped config.json, as the admin's import reads it.

@@ -100,6 +100,17 @@ def test_sliding_layers_keep_their_window_per_slot():
     assert short.kv_cache_bytes == per_token * (full_layers * 8192 + (62 - full_layers) * window)
 
 
+def test_gemma_2s_even_layers_keep_their_4096_window_and_a_micro_batch():
+    """Gemma 2 9B's shipped row declares its sliding layers (every even layer of 42, 4,096 tokens): at -c
+    8192 they keep 4,096 + 512 cells, not 8,192 (2.05 GiB of f16 cache, 2.63 GiB when every layer was
+    sized as global); at -c 4096 the window is the whole cache and nothing changes."""
+    gemma = spec("gemma-2-9b")
+    assert [gemma.architecture.kind_of_layer(layer) for layer in range(4)] == ["S", "F", "S", "F"]
+    per_token = 2 * 8 * 256 * 2
+    assert llamacpp_need(gemma, LlamaCppSettings("Q4_K_M", 8192)).kv_cache_bytes == per_token * 21 * (8192 + 4608)
+    assert llamacpp_need(gemma, LlamaCppSettings("Q4_K_M", 4096)).kv_cache_bytes == per_token * 42 * 4096
+
+
 def test_partial_offload_moves_layers_and_their_cache_and_the_sum_stays_the_file():
     model = spec("qwen3-30b-a3b")
     file_bytes = gguf_weights(model, "Q4_K_M").bytes
@@ -288,7 +299,10 @@ def test_a_llama_cpp_answer_runs_the_allocator_a_bounded_number_of_times_whateve
         runs.clear()
         held = [capacity_module._held(asked, gpus, memory, None) for gpus, memory in fleet]
         assert any(row.max_requests_at_context for row in held)
-        assert 0 < len(runs) <= 48, (len(fleet), len(runs))
+        # 56: Gemma 2's sliding-window layers (declared since its catalog row carries them) stop growing at
+        # the window plus a micro-batch, one more region in each of the two graphs the build not given walks:
+        # 49 runs on nine shapes, 53 on three hundred (24 and 34 when every layer was sized as global).
+        assert 0 < len(runs) <= 56, (len(fleet), len(runs))
     if (engine, version) != ("ollama", None):  # Ollama's own runners keep one pool: no stream to round for
         assert len(micro_batches) > 10 and max(micro_batches) > (512, 512)
 

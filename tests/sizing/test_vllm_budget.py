@@ -107,6 +107,23 @@ def test_sliding_window_layers_form_their_own_group_and_take_a_window_plus_a_blo
     assert layout.blocks_per_request(32_768) == 2048 + (-(-12_287 // 16) + 1)
 
 
+def test_gemma_2s_alternating_windows_are_two_groups_that_matter_below_8192_batched_tokens():
+    """Gemma 2 9B's shipped row declares its sliding layers (every even layer, 4,096 tokens): 21 full and
+    21 sliding layers, one group each. At the handed log's 8,192 tokens and 8,192 batched tokens a
+    request takes 512 blocks on the full group and ⌈min(4,095 + 8,192, 8,192) ÷ 16⌉ + 1 = 513 on the
+    sliding one (the log's 20.60× is 21,110 blocks ÷ 1,025); with 2,048 batched tokens the sliding group
+    takes ⌈6,143 ÷ 16⌉ + 1 = 385, so the same pool holds more requests."""
+    gemma = language_spec("gemma-2-9b")
+    layout = kv_layout(gemma, 16, settings())
+    assert layout.group_size == 21 and dict(layout.groups) == {"S": 1, "F": 1}
+    assert layout.blocks_per_request(8192) == 512 + 513
+    smaller = kv_layout(gemma, 16, settings(max_num_batched_tokens=2048))
+    assert smaller.blocks_per_request(8192) == 512 + 385
+    assert smaller.blocks_per_request(4096) == layout.blocks_per_request(4096) == 256 + 257
+    budget = vllm_budget(gemma, 16, 16, settings())
+    assert budget.max_concurrency(8192) == Fraction(budget.num_blocks, 1025)
+
+
 def test_capacity_answers_both_questions_consistently():
     budget = vllm_budget(LLAMA_3_1_8B, 16, 16, settings(max_model_len=131_072))
     most = budget.max_requests_at_context(8192)
