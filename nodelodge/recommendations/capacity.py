@@ -9,7 +9,8 @@ release's, `vllm_versions`), max_model_len
 (vLLM: default the model's longest; llama.cpp: -c, every slot's tokens; Ollama: num_ctx, each request's),
 max_num_batched_tokens, max_num_seqs (default: vLLM's for the GPU's size); for llama.cpp and Ollama also
 quantization (a GGUF quant type), flash_attention, parallel (-np, OLLAMA_NUM_PARALLEL) and gpu_layers
-(-ngl), for llama.cpp kv_unified (--kv-unified: one KV pool the slots share), and engine_version: for llama.cpp its build (b6500: the logits it reserves, `llamacpp_builds`),
+(-ngl), for llama.cpp kv_unified (--kv-unified: one KV pool the slots share), and engine_version: for
+llama.cpp its build (b6500: the logits it reserves, `llamacpp_builds`),
 for Ollama its release (0.30.1: the llama.cpp build it runs, the logits it reserves and the KV cache's
 layout); for SGLang mem_fraction_static (default: SGLang's for the GPU and tensor_parallel), with
 max_model_len as --context-length and parallel as --max-running-requests. kv_cache is 16 or 8 (bits),

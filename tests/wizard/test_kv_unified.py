@@ -7,7 +7,13 @@ from dataclasses import replace
 import pytest
 
 from catalog import rows as catalog_rows
-from sizing.calculators.llamacpp import LlamaCppSettings, cache_cells, kv_streams, llamacpp_need, reserved_tokens
+from sizing.calculators.llamacpp import (
+    LlamaCppSettings,
+    cache_cells,
+    kv_streams,
+    llamacpp_need,
+    reserved_tokens,
+)
 from sizing.calculators.llamacpp_builds import KV_POOL, KV_STREAMS
 
 pytestmark = pytest.mark.django_db
