@@ -89,13 +89,12 @@ KV_CACHE_CHOICES = ("16", "8", "f16", "bf16", "fp8", *(name for name in KV_CACHE
                                                       ("f16", "bf16")))
 VLLM_KV_BITS = {"16": 16, "f16": 16, "bf16": 16, "8": 8, "fp8": 8}
 GGUF_KV_TYPES = {"16": "f16", "8": "q8_0", **{name: name for name in KV_CACHE_TYPES}}
-FLASH_ATTENTION = {"on": True, "off": False}
+SWITCH = {"on": True, "off": False}  # flash_attention and kv_unified, as the form takes them
 KV_CACHE_WORDS = _("Choose the KV cache: 16 or 8 bits, or a cache type (f16, fp8, q8_0, q4_0…).")
 # What only one engine reads: named to the other, it is refused rather than ignored.
 VLLM_ONLY = ("precision", "gpu_memory_utilization", "max_num_batched_tokens", "max_num_seqs")
 GGUF_ONLY = ("quantization", "flash_attention", "parallel", "gpu_layers")
 LLAMACPP_ONLY = ("kv_unified",)  # llama-server's flags that Ollama does not set
-KV_UNIFIED = {"on": True, "off": False}
 SGLANG_ONLY = ("mem_fraction_static",)
 # What SGLang does not read of the others' settings (parallel is its --max-running-requests).
 NOT_SGLANG = ("gpu_memory_utilization", "max_num_batched_tokens", "max_num_seqs", "quantization",
@@ -307,7 +306,7 @@ def engine_refusals(cleaned: dict, asked: dict) -> dict[str, str]:
                 refusals[name] = gettext(
                     "%(name)s is llama-server's --kv-unified (engine=llamacpp); Ollama and the other engines "
                     "set no such option.") % {"name": name}
-    elif KV_UNIFIED.get(cleaned.get("kv_unified") or "off") and not unified_flag_known(read_build(cleaned)):
+    elif SWITCH.get(cleaned.get("kv_unified") or "off") and not unified_flag_known(read_build(cleaned)):
         refusals["kv_unified"] = gettext(
             "llama.cpp builds before b%(from)s have no --kv-unified: their KV cache is one pool the slots "
             "share already. Leave kv_unified empty, or ask a later build.") % {"from": STREAMS_FROM}
@@ -402,7 +401,7 @@ def with_usable_memory(values: dict[str, str]) -> dict[str, str]:
 
 def query_from(cleaned: dict) -> CapacityQuery:
     """The what-if from a valid form's values."""
-    flash = FLASH_ATTENTION.get(cleaned.get("flash_attention") or "on", True)
+    flash = SWITCH.get(cleaned.get("flash_attention") or "on", True)
     return CapacityQuery(
         gpu=cleaned.get("gpu") or None,
         model_slug=cleaned["model"].strip(), precision=cleaned["precision"],
@@ -410,7 +409,7 @@ def query_from(cleaned: dict) -> CapacityQuery:
         kv_cache_type=GGUF_KV_TYPES.get(cleaned["kv_cache"], "f16"),
         quantization=(cleaned.get("quantization") or DEFAULT_GGUF_TYPE).strip().upper(),
         flash_attention=flash, parallel=cleaned.get("parallel") or 1, gpu_layers=cleaned.get("gpu_layers"),
-        kv_unified=KV_UNIFIED.get(cleaned.get("kv_unified") or "off", False),
+        kv_unified=SWITCH.get(cleaned.get("kv_unified") or "off", False),
         mem_fraction_static=cleaned.get("mem_fraction_static"), parallel_asked=cleaned.get("parallel"),
         engine=cleaned["engine"], gpu_memory_gib=cleaned["gpu_memory_gib"],
         tensor_parallel=cleaned["tensor_parallel"], pipeline_parallel=cleaned["pipeline_parallel"],
