@@ -443,30 +443,41 @@ def grouped_sql(
     params["price_edges"] = edge_units
     params.update({f"below_edge_{number}": units - 1 for number, units in enumerate(edge_units)})
     screened_sql = f"s.status = {int(screened)}"
-    banded = (
-        "(SELECT s.*, "  # nosec B608
-        f"CASE WHEN {screened_sql} THEN width_bucket(s.prices[1], %(price_edges)s::bigint[]) ELSE 0 END "
-        "AS first_band, "
-        f"CASE WHEN {screened_sql} THEN "
-        "width_bucket(s.prices[cardinality(s.prices)], %(price_edges)s::bigint[]) ELSE 0 END AS last_band "
-        f"FROM (SELECT {head}, m.memory_per_gpu_mib, m.last_seen_at, m.prices, m.cum, "
-        f"{reliability} AS reliability "
-        f"FROM {SHAPES} m WHERE m.{MARKET} = %(market)s OFFSET 0) AS s OFFSET 0) AS s"
-    )
+    params["lowest_edge"], params["highest_edge"] = edge_units[0], edge_units[-1]
+
+    def banded(spans: str) -> str:
+        return (
+            "(SELECT s.*, "  # nosec B608
+            f"CASE WHEN {screened_sql} THEN width_bucket(s.prices[1], %(price_edges)s::bigint[]) ELSE 0 END "
+            "AS first_band, "
+            f"CASE WHEN {screened_sql} THEN "
+            "width_bucket(s.prices[cardinality(s.prices)], %(price_edges)s::bigint[]) "
+            "ELSE 0 END AS last_band "
+            f"FROM (SELECT {head}, m.memory_per_gpu_mib, m.last_seen_at, m.prices, m.cum, "
+            f"{reliability} AS reliability "
+            f"FROM {SHAPES} m WHERE m.{MARKET} = %(market)s{spans} OFFSET 0) AS s OFFSET 0) AS s"
+        )
+
     searches = ", ".join(
         f"width_bucket(%(below_edge_{number})s::bigint, s.prices)" for number in range(len(edge_units))
     )
+    # A row spans bands only where some edge lies above its cheapest price and at or below its dearest:
+    # the second branch reads only the rows that may (two array reads each), not every row's status
+    # and bands again. The first branch's test is written as "not spanning" so the planner expects
+    # most rows there (as they are), and aggregates by hashing rather than sorting them.
+    may_span = (" AND m.prices[1] < %(highest_edge)s "
+                "AND m.prices[cardinality(m.prices)] >= %(lowest_edge)s")
     sql = (
         "SELECT status, tier, memory_bucket, free_gpus, band, SUM(n), MIN(lo), MAX(memory_per_gpu_mib), "  # nosec B608
         f"{seen_microseconds('MAX(last_seen_at)')}, {seen_microseconds('MIN(last_seen_at)')}, MAX(hi), "
         "reliability FROM ("
         "SELECT s.status, s.tier, s.memory_bucket, s.free_gpus, s.first_band AS band, "
         "s.cum[cardinality(s.cum)] AS n, s.prices[1] AS lo, s.memory_per_gpu_mib, s.last_seen_at, "
-        f"s.prices[cardinality(s.prices)] AS hi, s.reliability FROM {banded} "
-        "WHERE s.first_band = s.last_band "
+        f"s.prices[cardinality(s.prices)] AS hi, s.reliability FROM {banded('')} "
+        "WHERE NOT s.first_band < s.last_band "
         "UNION ALL "
         "SELECT s.status, s.tier, s.memory_bucket, s.free_gpus, b.band, b.n, b.lo, s.memory_per_gpu_mib, "
-        f"s.last_seen_at, b.hi, s.reliability FROM {banded} "
+        f"s.last_seen_at, b.hi, s.reliability FROM {banded(may_span)} "
         f"CROSS JOIN LATERAL (SELECT ARRAY[0, {searches}, cardinality(s.prices)] AS k OFFSET 0) AS k "
         "CROSS JOIN LATERAL (SELECT g AS band, "
         "coalesce(s.cum[k.k[g + 2]], 0) - coalesce(s.cum[k.k[g + 1]], 0) AS n, "
