@@ -35,8 +35,6 @@ from sizing.reasons import OFFLINE, STALE
 
 from .query import WorkloadQuery
 
-# (figure, machines, cheapest hourly price) per field a size hint names
-LargestFits = dict[str, tuple[int, int, Decimal | None]]
 # Queries counted by one statement of `KeptCounts.meeting_many`: each is one more pass over the kept
 # counts (a few thousand rows), so larger statements save round trips only, and plan longer.
 MEETING_CHUNK = 50
@@ -140,12 +138,6 @@ class FleetReader(Protocol):
     ) -> list[tuple[int, list[tuple[str, Decimal]]]]:
         """`meeting_by_country` of each (query, breakdown) of `asked`, in order."""
 
-    def largest_that_fit(
-        self, query: WorkloadQuery, smaller: list[tuple[str, int, Breakdown]], now: datetime
-    ) -> LargestFits:
-        """Per field, the largest of `smaller`'s figures at which some machine fits and meets every
-        preference: (figure, machines, cheapest hourly price)."""
-
     def speed_rows(
         self, query: WorkloadQuery, precision: int, thresholds, cutoff: datetime, keep: int,
         kinds: KindSpace = NO_KINDS,
@@ -227,20 +219,6 @@ class KeptCounts:
             for found in every
         ]
 
-    def largest_that_fit(self, query, smaller, now):
-        """One counting query counts every figure at once (each is one more set of fit thresholds
-        over the kept counts)."""
-        found: LargestFits = {}
-        if not smaller:
-            return found
-        fleet = catalog_fleet.counted_fleet(fleet_query(query, [need for _, _, need in smaller], now))
-        counted = fleet.counted
-        for index, (field_name, value, _) in enumerate(smaller):
-            machines = counted.fitting if index == 0 else counted.lower_precisions[index].machines_fitting
-            if machines and field_name not in found:
-                found[field_name] = (value, machines, fleet.cheapest_meeting.get(index))
-        return found
-
     def speed_rows(self, query, precision, thresholds, cutoff, keep, kinds=NO_KINDS):
         """Only those a plan can use and the `keep` cheapest of each speed class come back
         (`catalog.counting.speeds.speed_rows_counted` says why no other can matter)."""
@@ -293,23 +271,6 @@ class EveryMachine:
             found.append(
                 (meeting.machines_total, sorted(cheapest.items(), key=lambda item: (item[1], item[0])))
             )
-        return found
-
-    def largest_that_fit(self, query, smaller, now):
-        """Searches the halvings per field (fewer tokens or requests never need more)."""
-        found: LargestFits = {}
-        for field_name in dict.fromkeys(name for name, _, _ in smaller):
-            figures = [(value, need) for name, value, need in smaller if name == field_name]
-            low, high = 0, len(figures) - 1
-            while low <= high:
-                middle = (low + high) // 2
-                meeting, _ = recommend_over_every_machine(query, figures[middle][1], {}, now, 1)
-                if meeting.machines_total:
-                    cheapest = meeting.machines[0].hourly_price if meeting.machines else None
-                    found[field_name] = (figures[middle][0], meeting.machines_total, cheapest)
-                    high = middle - 1
-                else:
-                    low = middle + 1
         return found
 
     def speed_rows(self, query, precision, thresholds, cutoff, keep, kinds=NO_KINDS):

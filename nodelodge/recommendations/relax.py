@@ -203,18 +203,21 @@ def relax_hints(
             wanted[bits, "inside"] = (query, at, False)
         if outside is not None:
             wanted[bits, "outside"] = (outside, at, True)
-    # The wider markets are counted as they are, with the rounded limits: more openings of the same
+    # The wider markets are counted as they are, with the rounded limits, and so is the query at each
+    # smaller size a size hint may name (when no machine fits at all): more openings of the same
     # statement (no statement of their own), reading their markets' kept counts too.
     wider = _wider_markets(query)
+    smaller = _smaller_sizes(query, breakdown, model_row) if not recommendation.alternatives_total else []
     found_openings, as_asked = _openings(
         list(wanted.values()), now,
         [*((_changed(query, hints[number].changes), breakdown) for number, _ in rounded),
-         *((changed, breakdown) for changed in wider)],
+         *((changed, breakdown) for changed in wider),
+         *((query, need) for _, _, need in smaller)],
     )
     for (number, code), (machines, _) in zip(rounded, as_asked[:len(rounded)], strict=True):
         hint = hints[number]
         hints[number] = wording.limit_hint(code, hint.cheapest_hourly, machines, hint.single)
-    market_hint = _market_hint(wider, as_asked[len(rounded):])
+    market_hint = _market_hint(wider, as_asked[len(rounded):len(rounded) + len(wider)])
     if market_hint is not None:
         hints.append(market_hint)
     openings = dict(zip(wanted, found_openings, strict=True))
@@ -249,8 +252,7 @@ def relax_hints(
             ),
             outside_changes, machines, cheapest,
         ))
-    smaller = _smaller_sizes(query, breakdown, model_row) if not recommendation.alternatives_total else []
-    largest = fleet.fleet_reader().largest_that_fit(query, smaller, now)
+    largest = _largest(smaller, as_asked[len(rounded) + len(wider):])
     if largest and query.engine == "vllm":
         largest = _refined(query, breakdown, model_row, largest, now)
     for field_name, (value, machines, cheapest) in largest.items():
@@ -277,6 +279,19 @@ def _smaller_sizes(query: WorkloadQuery, breakdown: Breakdown, model_row) -> lis
                 smaller.append((field_name, value, need))
             value //= 2
     return smaller
+
+
+def _largest(
+    sizes: list[tuple[str, int, Breakdown]], found: list[tuple[int, list[tuple[str, Decimal]]]]
+) -> dict[str, tuple[int, int, Decimal | None]]:
+    """Per field, the largest of `sizes`' figures (largest first per field) at which some machine fits
+    and meets every preference, from what the query finds at each (`found`, in order): (figure,
+    machines, cheapest hourly price)."""
+    largest: dict[str, tuple[int, int, Decimal | None]] = {}
+    for (field_name, value, _), (machines, countries) in zip(sizes, found, strict=True):
+        if machines and field_name not in largest:
+            largest[field_name] = (value, machines, countries[0][1] if countries else None)
+    return largest
 
 
 def _need_at(query: WorkloadQuery, field_name: str, value: int, breakdown: Breakdown, model_row):
@@ -320,7 +335,8 @@ def _refined(query: WorkloadQuery, breakdown: Breakdown, model_row, largest, now
         needs.items(), key=lambda item: (item[0][0], -item[0][1]))]
     if not between:
         return largest
-    return {**largest, **fleet.fleet_reader().largest_that_fit(query, between, now)}
+    found = fleet.fleet_reader().meeting_by_country_many([(query, need) for _, _, need in between], now)
+    return {**largest, **_largest(between, found)}
 
 
 # The GPU counts a what-if shape splits over (tensor parallelism within one machine).
