@@ -3,6 +3,7 @@ the cheapest hourly price in each."""
 from __future__ import annotations
 
 import math
+from collections import Counter
 from decimal import Decimal
 from typing import NamedTuple, cast
 
@@ -48,12 +49,17 @@ def meeting_by_country_many(queries: list[FleetQuery]) -> list[list[CountryCount
     columns: list[str] = []
     pairs: dict[tuple, int] = {}  # a probe's SQL and values -> its pair of aggregates
     pair_of: list[int] = []
+    # A probe whose fit no other probe asks shares its pair with none, so where it chooses a few
+    # countries its aggregates skip the other countries' rows at once (an empty answer's smaller sizes:
+    # a fit each, in the chosen countries alone).
+    asking = Counter((query.fits[0], query.by_kind) for query in queries)
     for query in queries:
-        probe = _probe(query, "q", shared)
+        alone = asking[query.fits[0], query.by_kind] == 1
+        probe = _probe(query, "q", shared, alone)
         key = (*probe[:3], tuple(sorted((name, repr(value)) for name, value in probe[3].items())))
         if key not in pairs:
             pairs[key] = len(columns)
-            meets, gpus, counted, values = _probe(query, f"p{len(columns)}", shared)
+            meets, gpus, counted, values = _probe(query, f"p{len(columns)}", shared, alone)
             # Each pair is two filtered aggregates over the same rows: one pass over the shapes and one
             # expression per distinct probe, not a subquery per probe and shape.
             columns.append(f"MIN(m.prices[1] * {gpus}) FILTER (WHERE {meets}), "
@@ -185,12 +191,15 @@ class _SharedChecks:
         return " OR ".join(f"k.{name} IS NOT NULL" for name, _sql in self._fits.values()) or "FALSE"
 
 
-def _probe(query: FleetQuery, prefix: str, shared: _SharedChecks) -> tuple[str, str, str, dict]:
+def _probe(
+    query: FleetQuery, prefix: str, shared: _SharedChecks, alone: bool = False
+) -> tuple[str, str, str, dict]:
     """One query's part of the statement, over a kept-counts row `m` the rule's other checks let
     through: (whether it counts: it fits and meets the preferences that read the row's price and
     reliability; the GPUs it would use there; how many of its machines count; the values, named after
     `prefix`). Its countries, tier and market are the groups it takes (`meeting_by_country_many`);
-    the fit comes from `shared`."""
+    the fit comes from `shared`. `alone`: no other probe asks its fit, so a few countries it chooses
+    are checked here as well (its pair is its own anyway)."""
     gpus = shared.gpus(query.fits[0], query.by_kind)
     # The kept counts hold prices in whole units, and a limit is compared in whole units too (rounded
     # down: price × GPUs, an integer, is within the limit exactly when it is within its whole part), so
@@ -209,7 +218,11 @@ def _probe(query: FleetQuery, prefix: str, shared: _SharedChecks) -> tuple[str, 
         counted = f"COALESCE(m.cum[width_bucket(LEAST({', '.join(highest)}), m.prices)], 0)"
     else:
         counted = "m.cum[cardinality(m.cum)]"
-    return f"{gpus} IS NOT NULL AND {meets}", gpus, counted, params
+    within = ""
+    if alone and query.countries is not None and len(query.countries) <= FEW_COUNTRIES:
+        within = f"m.country = ANY(%({prefix}_countries)s) AND "
+        params[f"{prefix}_countries"] = sorted(query.countries)
+    return f"{within}{gpus} IS NOT NULL AND {meets}", gpus, counted, params
 
 
 def _whole_units(limit: Decimal) -> int:
