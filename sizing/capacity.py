@@ -80,6 +80,8 @@ class Capacity:
     release: VllmRelease = DEFAULT_RELEASE  # under vLLM: the release asked and its switches
     # under llama.cpp the build asked, under Ollama the release (the logits reserved, the cache's layout)
     build: LlamaCppBuild = NOT_GIVEN
+    flash_attention: bool = True  # llama.cpp and Ollama: -fa, OLLAMA_FLASH_ATTENTION
+    kv_unified: bool = False  # llama.cpp: --kv-unified, one KV pool the slots share
 
     @cached_property
     def weights_bytes(self) -> int:
@@ -175,8 +177,9 @@ class Capacity:
         lists."""
 
         def need(context: int, requests: int) -> LlamaCppNeed | None:
-            return _gguf_need(self.spec, wizard_settings(self.precision, context, requests, self.kv_bits,
-                                                         self.quantization, self.build, self.engine))
+            return _gguf_need(self.spec, wizard_settings(
+                self.precision, context, requests, self.kv_bits, self.quantization, self.build, self.engine,
+                flash_attention=self.flash_attention, kv_unified=self.kv_unified))
 
         def holds(context: int, requests: int) -> bool:
             found = need(context, requests)

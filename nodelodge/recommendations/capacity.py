@@ -33,7 +33,7 @@ from django.utils.translation import gettext_lazy as _
 from catalog import rows as catalog_rows
 from catalog.models import LanguageModel
 from sizing.calculators.llamacpp import KV_CACHE_TYPES, MAX_GPU_LAYERS, MAX_SLOTS
-from sizing.calculators.llamacpp_builds import NOT_GIVEN, STREAMS_FROM, LlamaCppBuild, unified_flag_known
+from sizing.calculators.llamacpp_builds import NOT_GIVEN, LlamaCppBuild
 from sizing.calculators.vllm import (
     DEFAULT_BATCHED_TOKENS,
     VllmSettings,
@@ -74,6 +74,7 @@ from sizing.limits import (
 from sizing.units import GIB, fmt_gib, gib_number
 
 from . import llamacpp_capacity, sglang_capacity
+from .llamacpp_switches import flash_attention, kv_unified, switch_refusals
 from .messages import error_words, form_errors, only_conflicts
 from .parameters import BY_NAME
 from .query import Conflict, NotFound, QueryError, normalize_query
@@ -83,22 +84,20 @@ from .vllm_release import clean_release, read_build, read_release, release_refus
 ENGINES = [("vllm", "vLLM"), ("sglang", "SGLang"), ("llamacpp", "llama.cpp"), ("ollama", "Ollama")]
 GGUF_ENGINES = ("llamacpp", "ollama")
 SGLANG = "sglang"
-LLAMACPP = "llamacpp"
 # The KV cache as the what-if takes it: bits (the wizard's 16 or 8), or the engine's own cache type.
 KV_CACHE_CHOICES = ("16", "8", "f16", "bf16", "fp8", *(name for name in KV_CACHE_TYPES if name not in
                                                       ("f16", "bf16")))
 VLLM_KV_BITS = {"16": 16, "f16": 16, "bf16": 16, "8": 8, "fp8": 8}
 GGUF_KV_TYPES = {"16": "f16", "8": "q8_0", **{name: name for name in KV_CACHE_TYPES}}
-SWITCH = {"on": True, "off": False}  # flash_attention and kv_unified, as the form takes them
 KV_CACHE_WORDS = _("Choose the KV cache: 16 or 8 bits, or a cache type (f16, fp8, q8_0, q4_0…).")
 # What only one engine reads: named to the other, it is refused rather than ignored.
 VLLM_ONLY = ("precision", "gpu_memory_utilization", "max_num_batched_tokens", "max_num_seqs")
-GGUF_ONLY = ("quantization", "flash_attention", "parallel", "gpu_layers")
-LLAMACPP_ONLY = ("kv_unified",)  # llama-server's flags that Ollama does not set
+# flash_attention and kv_unified: `llamacpp_switches.switch_refusals`, the wizard's query's rule too.
+GGUF_ONLY = ("quantization", "parallel", "gpu_layers")
 SGLANG_ONLY = ("mem_fraction_static",)
 # What SGLang does not read of the others' settings (parallel is its --max-running-requests).
 NOT_SGLANG = ("gpu_memory_utilization", "max_num_batched_tokens", "max_num_seqs", "quantization",
-              "flash_attention", "gpu_layers")
+              "gpu_layers")
 CAPACITY_DEFAULTS = {
     "model": "llama-3-1-8b",
     "precision": "16",
@@ -171,20 +170,15 @@ class CapacityForm(forms.Form):
     # llama.cpp and Ollama
     quantization = forms.CharField(max_length=20, required=False,
                                    label=_("GGUF quant type (llama.cpp, Ollama)"))
-    flash_attention = forms.ChoiceField(
-        choices=[("", "—"), ("on", _("on")), ("off", _("off"))], required=False,
-        label=_("Flash attention (llama.cpp, Ollama)"),
-        error_messages={"invalid_choice": _("Flash attention is on or off.")})
+    # llama.cpp's and Ollama's switches as the workload query declares them (`llamacpp_switches`)
+    flash_attention = BY_NAME["flash_attention"].form_field()
     parallel = TypedIntegerField(
         min_value=1, max_value=MAX_SLOTS, required=False,
         label=_("Parallel requests (-np, OLLAMA_NUM_PARALLEL, SGLang's --max-running-requests)"),
         error_messages={"min_value": _("At least one parallel request."),
                         "max_value": _("At most %(limit_value)s parallel requests."),
                         "invalid": _("Parallel requests are a whole number, such as 4.")})
-    kv_unified = forms.ChoiceField(
-        choices=[("", "—"), ("on", _("on")), ("off", _("off"))], required=False,
-        label=_("One KV pool the slots share (llama-server --kv-unified)"),
-        error_messages={"invalid_choice": _("kv_unified is on or off.")})
+    kv_unified = BY_NAME["kv_unified"].form_field()
     gpu_layers = TypedIntegerField(
         min_value=0, max_value=MAX_GPU_LAYERS, required=False,
         label=_("Layers on the GPUs (-ngl; empty: all)"),
@@ -300,16 +294,7 @@ def engine_refusals(cleaned: dict, asked: dict) -> dict[str, str]:
         for name in SGLANG_ONLY:
             if asked.get(name) not in (None, ""):
                 refusals[name] = gettext("%(name)s is SGLang's (engine=sglang).") % {"name": name}
-    if engine != LLAMACPP:
-        for name in LLAMACPP_ONLY:
-            if asked.get(name) not in (None, ""):
-                refusals[name] = gettext(
-                    "%(name)s is llama-server's --kv-unified (engine=llamacpp); Ollama and the other engines "
-                    "set no such option.") % {"name": name}
-    elif SWITCH.get(cleaned.get("kv_unified") or "off") and not unified_flag_known(read_build(cleaned)):
-        refusals["kv_unified"] = gettext(
-            "llama.cpp builds before b%(from)s have no --kv-unified: their KV cache is one pool the slots "
-            "share already. Leave kv_unified empty, or ask a later build.") % {"from": STREAMS_FROM}
+    refusals.update(switch_refusals(engine, asked, read_build(cleaned)))
     if engine == SGLANG:
         for name in NOT_SGLANG:
             if asked.get(name) not in (None, ""):
@@ -401,15 +386,14 @@ def with_usable_memory(values: dict[str, str]) -> dict[str, str]:
 
 def query_from(cleaned: dict) -> CapacityQuery:
     """The what-if from a valid form's values."""
-    flash = SWITCH.get(cleaned.get("flash_attention") or "on", True)
     return CapacityQuery(
         gpu=cleaned.get("gpu") or None,
         model_slug=cleaned["model"].strip(), precision=cleaned["precision"],
         kv_bits=VLLM_KV_BITS.get(cleaned["kv_cache"], 16),
         kv_cache_type=GGUF_KV_TYPES.get(cleaned["kv_cache"], "f16"),
         quantization=(cleaned.get("quantization") or DEFAULT_GGUF_TYPE).strip().upper(),
-        flash_attention=flash, parallel=cleaned.get("parallel") or 1, gpu_layers=cleaned.get("gpu_layers"),
-        kv_unified=SWITCH.get(cleaned.get("kv_unified") or "off", False),
+        flash_attention=flash_attention(cleaned), parallel=cleaned.get("parallel") or 1,
+        gpu_layers=cleaned.get("gpu_layers"), kv_unified=kv_unified(cleaned),
         mem_fraction_static=cleaned.get("mem_fraction_static"), parallel_asked=cleaned.get("parallel"),
         engine=cleaned["engine"], gpu_memory_gib=cleaned["gpu_memory_gib"],
         tensor_parallel=cleaned["tensor_parallel"], pipeline_parallel=cleaned["pipeline_parallel"],

@@ -44,6 +44,8 @@ def estimate_for(
             quantization=query.quantization or None,
             vllm_release=query.vllm_release,
             llamacpp_build=query.llamacpp_build,
+            flash_attention=query.flash_attention,
+            kv_unified=query.kv_unified,
         )
     except SizingError as error:  # the form checked each value alone: this one does not suit the rest
         raise Conflict({error.field: error.message}) from error

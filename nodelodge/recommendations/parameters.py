@@ -373,6 +373,30 @@ PARAMETERS: tuple[Parameter, ...] = (
         cli_help="vllm: nvswitch (default), pcie_p2p or pcie: what the GPUs of a tensor-parallel split are "
         "connected by",
     ),
+    # llama.cpp's and Ollama's switches (`llamacpp_switches`): read under their engines only (named with
+    # another, refused); the GPU what-if reads the same declarations.
+    Parameter(
+        "flash_attention", CHOICE, label=_("Flash attention (llama.cpp, Ollama)"), words=_("Flash attention"),
+        choices=tuple(ON_OFF_CHOICES), cli_choices=False,
+        messages={"invalid_choice": _("Flash attention is on or off.")},
+        description="engine=llamacpp or engine=ollama only (refused with another engine): on (the default) "
+        "or off, written on each row's command (llama-server -fa on/off, OLLAMA_FLASH_ATTENTION=1/0). Off, "
+        "the compute buffer holds the attention scores of the whole context, and a quantized V cache "
+        "(kv_cache 8: q8_0) is refused, as llama.cpp refuses it.",
+        cli_help="llamacpp/ollama: on (default) or off (-fa, OLLAMA_FLASH_ATTENTION)",
+    ),
+    Parameter(
+        "kv_unified", CHOICE, label=_("One KV pool the slots share (llama-server --kv-unified)"),
+        words=_("One KV pool the slots share"), choices=tuple(ON_OFF_CHOICES), cli_choices=False,
+        messages={"invalid_choice": _("kv_unified is on or off.")},
+        description=f"engine=llamacpp only (refused with another engine, and on with a build before "
+        f"b{STREAMS_FROM}): on runs llama-server with --kv-unified, one KV pool the requests' slots share "
+        f"(-np requests, -c their tokens together) whatever the build's default: no stream per slot, each "
+        f"slot's share not rounded up to 256 cells, the micro-batch not rounded to the slots; off (the "
+        f"default) sizes the build's own layout (a stream per slot from b{STREAMS_FROM}).",
+        cli_help=f"llamacpp from b{STREAMS_FROM}: on adds --kv-unified (one KV pool the slots share; default "
+        "off)",
+    ),
     Parameter(
         "context", INTEGER, default="4096", minimum=1, maximum=MAX_CONTEXT,
         messages={
@@ -389,7 +413,11 @@ PARAMETERS: tuple[Parameter, ...] = (
             "max_value": filled(_("Concurrent requests can be at most %(max)s."), max=MAX_REQUESTS),
             "invalid": _("Concurrent requests must be a whole number, such as 1 or 8."),
         },
-        cli_help="concurrent requests; batch size for fine-tuning; audio streams ({default})",
+        description="Concurrent requests; the batch size of a fine-tune; audio streams. Under "
+        "engine=llamacpp or engine=ollama the parallel slots: llama-server -np (with -c the requests' tokens "
+        "together), OLLAMA_NUM_PARALLEL.",
+        cli_help="concurrent requests (-np, OLLAMA_NUM_PARALLEL under llamacpp/ollama); batch size for "
+        "fine-tuning; audio streams ({default})",
     ),
     Parameter(
         "memory_gib", DECIMAL, label=_("GPU memory needed (GiB)"), words=_("GPU memory needed"), default="24",

@@ -22,7 +22,7 @@ from urllib.parse import urlencode
 from django import forms
 from django.utils.translation import gettext
 
-from sizing.calculators.llamacpp_builds import NOT_GIVEN, LlamaCppBuild
+from sizing.calculators.llamacpp_builds import LLAMACPP, NOT_GIVEN, LlamaCppBuild
 from sizing.calculators.vllm import DEFAULT_ENGINE
 from sizing.calculators.vllm_versions import DEFAULT_RELEASE, VllmRelease
 from sizing.countries import ALL_CODES, EU_CODE, country_hint, expand_countries
@@ -34,6 +34,14 @@ from sizing.training import DEFAULT_TRAINING, Training
 from sizing.training import FIELDS as TRAINING_FIELDS
 from sizing.workloads import DEFAULT_WORKLOAD, known_workload, workload
 
+from .llamacpp_switches import (
+    GGUF_ENGINES,
+    SWITCHES,
+    flash_attention,
+    kv_unified,
+    switch_params,
+    switch_refusals,
+)
 from .messages import CONFLICT, MESSAGES, form_errors, only_conflicts
 from .parameters import (  # noqa: F401 (the choices and defaults, as the query's users import them)
     CLUSTER_CHOICES,
@@ -139,11 +147,17 @@ class _QueryForm(forms.Form):
             return cleaned
         if chosen.serves_tokens:  # vLLM's release (llama.cpp's build, Ollama's release): under their engines
             clean_release(self)
-            for name, message in release_refusals(cleaned.get("engine"), self.data).items():
+            build = cleaned.get("engine_version")
+            refusals = {
+                **release_refusals(cleaned.get("engine"), self.data),
+                **switch_refusals(cleaned.get("engine"), self.data,
+                                  build if isinstance(build, LlamaCppBuild) else NOT_GIVEN),
+            }
+            for name, message in refusals.items():
                 if name not in self.errors:
                     self.add_error(name, forms.ValidationError(message, code=CONFLICT))
         else:  # as the engine itself, ignored by a workload that serves no tokens
-            for name in VLLM_RELEASE_INPUTS:
+            for name in (*VLLM_RELEASE_INPUTS, *SWITCHES):
                 cleaned.pop(name, None)
         # A training field sent with another workload (the base format at another precision) is ignored
         # there; a value no workload takes is still refused, so a query means one thing everywhere.
@@ -224,7 +238,7 @@ def _value_schema(name: str, field, optional: bool) -> dict:
         return {"type": "integer", "enum": [int(value) for value, _ in _choices(field)]}
     if isinstance(field, forms.ChoiceField):
         values = [str(value) for value, _ in _choices(field)]
-        return {"type": "string", "enum": values + ([""] if optional else [])}
+        return {"type": "string", "enum": values + ([""] if optional and "" not in values else [])}
     if isinstance(field, TypedIntegerField):
         return {"type": "integer", "minimum": field.min_value, "maximum": field.max_value}
     if isinstance(field, TypedDecimalField):
@@ -303,6 +317,10 @@ class WorkloadQuery:
     # logits reserved and the cache's layout.
     llamacpp_build: LlamaCppBuild = NOT_GIVEN
     market: str = DEFAULT_MARKET  # the markets a machine's price may come from (`sizing.markets`)
+    # Under engine=llamacpp or engine=ollama: flash attention (-fa, OLLAMA_FLASH_ATTENTION); under
+    # engine=llamacpp: --kv-unified (`llamacpp_switches`). The defaults under any other engine.
+    flash_attention: bool = True
+    kv_unified: bool = False
 
     @property
     def lists_by_default(self) -> bool:
@@ -335,6 +353,7 @@ class WorkloadQuery:
             "quantization": self.quantization or None,
             **release_params(self.vllm_release),
             **build_params(self.llamacpp_build),
+            **switch_params(self.engine, self.flash_attention, self.kv_unified),
             "clusters": self.clusters if self.clusters != CLUSTERS_AUTO else None,
             "context": self.context,
             "requests": self.requests,
@@ -372,6 +391,7 @@ class WorkloadQuery:
         data = form.cleaned_data
         countries_input, countries = data.get("countries") or ((), None)
         chosen = known_workload(data["workload"])
+        engine = (data.get("engine") or DEFAULT_ENGINE) if chosen.serves_tokens else DEFAULT_ENGINE
         return cls(
             workload=chosen.code,
             model_slug=(data.get("model") or None) if chosen.sizes_model else None,
@@ -400,12 +420,14 @@ class WorkloadQuery:
             redundancy=_or_default(data.get("redundancy"), DEFAULT_REDUNDANCY),
             gpu_plans=bool(data.get("gpu_plans")),
             training=_training(data) if chosen.takes_training else DEFAULT_TRAINING,
-            engine=(data.get("engine") or DEFAULT_ENGINE) if chosen.serves_tokens else DEFAULT_ENGINE,
+            engine=engine,
             clusters=(data.get("clusters") or CLUSTERS_AUTO) if chosen.serves_tokens else CLUSTERS_AUTO,
             quantization=(data.get("quantization") or "") if chosen.serves_tokens else "",
             vllm_release=read_release(data) if chosen.serves_tokens and data.get("engine") == "vllm"
             else DEFAULT_RELEASE,
             llamacpp_build=read_build(data) if chosen.serves_tokens else NOT_GIVEN,
+            flash_attention=flash_attention(data) if engine in GGUF_ENGINES else True,
+            kv_unified=kv_unified(data) if engine == LLAMACPP else False,
         )
 
 

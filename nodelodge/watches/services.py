@@ -12,6 +12,7 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext
 
+from nodelodge.recommendations.llamacpp_switches import switch_params
 from nodelodge.recommendations.parameters import LIST_ARRANGEMENT
 from nodelodge.recommendations.query import QueryError, WorkloadQuery, parse_query
 from nodelodge.recommendations.typed_numbers import typed_number
@@ -49,6 +50,7 @@ def explicit_query(query: WorkloadQuery) -> dict[str, str]:
     params = query.as_params(page=None, limit=None, group=None, kv_cache=query.kv_bits, sort=query.sort)
     if query.engine == "vllm":  # the release sized, whatever later becomes the current stable one
         params["engine_version"] = query.vllm_release.version.text
+    params.update(switch_params(query.engine, query.flash_attention, query.kv_unified, written_out=True))
     if query.target_tokens is not None:
         params["gpu_plans"] = "1" if query.gpu_plans else "0"
     return {key: value for key, value in params.items() if key not in LIST_ONLY}

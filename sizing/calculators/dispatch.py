@@ -41,13 +41,17 @@ def estimate(
     quantization: str | None = None,
     vllm_release: VllmRelease = DEFAULT_RELEASE,
     llamacpp_build: LlamaCppBuild = NOT_GIVEN,
+    flash_attention: bool = True,
+    kv_unified: bool = False,
 ) -> Breakdown:
     """Errors name this function's own inputs: a fine-tuning sequence length is reported as "context",
     a batch size or audio stream count as "requests", so a form can put the message on its field.
     `training` (how a fine-tune is run) is read by the fine-tuning workload only; others ignore it.
     `quantization` (a GGUF type) is read by llama.cpp and Ollama only: asked of another engine, refused.
     `vllm_release` (the vLLM release and its switches) is read under vLLM only, `llamacpp_build` (the logits
-    its llama-server reserves, the cache it lays out) under llama.cpp, or as an Ollama release under Ollama.
+    its llama-server reserves, the cache it lays out) under llama.cpp, or as an Ollama release under Ollama;
+    `flash_attention` under llama.cpp and Ollama, `kv_unified` (--kv-unified) under llama.cpp (the query
+    refuses them under another engine: `nodelodge.recommendations.llamacpp_switches`).
     """
     chosen = workload_named(workload) if isinstance(workload, str) else None
     if chosen is None:
@@ -95,7 +99,8 @@ def estimate(
         return estimate_vllm(language_model, precision, context, requests, kv_bits, release=vllm_release)
     if engine in GGUF_ENGINES:
         return estimate_llamacpp(language_model, precision, context, requests, kv_bits, engine=engine,
-                                 quantization=quantization, build=llamacpp_build)
+                                 quantization=quantization, build=llamacpp_build,
+                                 flash_attention=flash_attention, kv_unified=kv_unified)
     return estimate_inference(language_model, precision, context, requests, kv_bits)
 
 

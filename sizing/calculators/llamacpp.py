@@ -851,15 +851,18 @@ def wizard_quant_type(precision: int, quantization: str | None) -> str:
 
 def wizard_settings(precision: int, context: int, requests: int, kv_bits: int,
                     quantization: str | None = None, build: LlamaCppBuild = NOT_GIVEN,
-                    engine: str = LLAMACPP) -> LlamaCppSettings:
+                    engine: str = LLAMACPP, flash_attention: bool = True,
+                    kv_unified: bool = False) -> LlamaCppSettings:
     """`requests` requests of `context` tokens: -np requests, -c their tokens together, every layer on
-    the GPUs, flash attention on (what a quantized cache needs); the file in `wizard_quant_type`; the
+    the GPUs, flash attention as asked (-fa, OLLAMA_FLASH_ATTENTION; on unless asked off, as a quantized V
+    cache needs it) and, under llama.cpp, --kv-unified as asked; the file in `wizard_quant_type`; the
     logits reserved, the cache laid out and -ngl's layers placed as `build` does under `engine`
     (`llamacpp_builds`)."""
     return LlamaCppSettings(quant_type=wizard_quant_type(precision, quantization), context=context * requests,
                             parallel=requests, cache_type_k=KV_BITS_TYPE[kv_bits],
-                            cache_type_v=KV_BITS_TYPE[kv_bits], reservation=build.reservation,
-                            kv_layout=kv_layout(engine, build, requests),
+                            cache_type_v=KV_BITS_TYPE[kv_bits], flash_attention=flash_attention,
+                            reservation=build.reservation, kv_layout=kv_layout(engine, build, requests),
+                            kv_unified=kv_unified,
                             latent_values=build.caches_latent_values, offload=build.offload)
 
 

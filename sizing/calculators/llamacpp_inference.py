@@ -15,7 +15,6 @@ from .checks import check_inference_inputs, model_value
 from .llamacpp import (
     CUDA_CONTEXT_BYTES,
     ENGINE_NAMES,
-    KV_BITS_TYPE,
     GpuNeed,
     LlamaCppSettings,
     gguf_file_name,
@@ -82,16 +81,19 @@ def published_words(assumed: GgufFile) -> str:
 
 def estimate_llamacpp(model: LanguageModelSpec, precision: int, context: int, requests: int,
                       kv_bits: int = 16, engine: str = "llamacpp",
-                      quantization: str | None = None, build: LlamaCppBuild = NOT_GIVEN) -> Breakdown:
+                      quantization: str | None = None, build: LlamaCppBuild = NOT_GIVEN,
+                      flash_attention: bool = True, kv_unified: bool = False) -> Breakdown:
     """The need per GPU under llama.cpp or Ollama of the model's GGUF file in `quantization` (any GGUF
     type), or else at the wizard's precision (16: F16, 8: Q8_0, 4: Q4_K_M), every layer on the GPUs: split
     by layers, each GPU holds its own layers' weights and KV cache and adds its compute buffer and CUDA
     context, its logits reserved and its cache laid out as the llama.cpp `build` does (under Ollama:
-    the build the Ollama release in `build` runs)."""
+    the build the Ollama release in `build` runs), with flash attention on or off and, under llama.cpp,
+    --kv-unified's one pool as asked."""
     precision, context, requests, kv_bits = check_inference_inputs(
         model, precision, context, requests, kv_bits)
     build = build_for(engine, build)
-    settings = wizard_settings(precision, context, requests, kv_bits, quantization, build, engine)
+    settings = wizard_settings(precision, context, requests, kv_bits, quantization, build, engine,
+                               flash_attention=flash_attention, kv_unified=kv_unified)
     need = llamacpp_need(model, settings)
     assumed = gguf_file(model, need.weights)
     file = assumed.file
@@ -108,11 +110,7 @@ def estimate_llamacpp(model: LanguageModelSpec, precision: int, context: int, re
             "(%(embeddings)s) stay in host memory."
         ) % {"engine": name, "file": file,
              "bits": f"{float(need.weights.bits_per_weight):.2f}", "embeddings": fmt_gib(need.host_bytes)},
-        gettext(
-            "The KV cache holds %(requests)s × %(context)s tokens (-c %(total)s, -np %(requests)s) in "
-            "%(type)s; flash attention on."
-        ) % {"requests": fmt_int(requests), "context": fmt_int(context), "total": fmt_int(context * requests),
-             "type": KV_BITS_TYPE[kv_bits]},
+        _cache_assumption(settings, context, requests),
         build_words(engine, build),
         published_words(assumed),
     )
@@ -132,11 +130,37 @@ def estimate_llamacpp(model: LanguageModelSpec, precision: int, context: int, re
         inputs={"model": model.slug, "model_name": model.name, "precision": precision, "context": context,
                 "requests": requests, "kv_bits": kv_bits, "engine": engine,
                 "quantization": need.weights.quant_type, "quantization_asked": bool(quantization),
-                "engine_version": build.text or None},
+                "engine_version": build.text or None, "flash_attention": settings.flash_attention,
+                "kv_unified": settings.kv_unified},
         gguf=assumed,
         capacity=Capacity(model, precision, kv_bits, context, requests, engine=engine,
                           quantization=need.weights.quant_type if quantization else None,
-                          published=model.gguf_files, build=build),
+                          published=model.gguf_files, build=build, flash_attention=settings.flash_attention,
+                          kv_unified=settings.kv_unified),
         spec=model,
         settings=settings,
     )
+
+
+def _cache_assumption(settings: LlamaCppSettings, context: int, requests: int) -> str:
+    """What the answer assumed of the cache: its tokens and type, flash attention on or off (-fa), and
+    --kv-unified's one pool where asked."""
+    values = {"requests": fmt_int(requests), "context": fmt_int(context),
+              "total": fmt_int(context * requests), "type": settings.cache_type_k}
+    if settings.flash_attention:
+        words = gettext(
+            "The KV cache holds %(requests)s × %(context)s tokens (-c %(total)s, -np %(requests)s) in "
+            "%(type)s; flash attention on."
+        ) % values
+    else:
+        words = gettext(
+            "The KV cache holds %(requests)s × %(context)s tokens (-c %(total)s, -np %(requests)s) in "
+            "%(type)s; flash attention off (-fa off): the compute buffer holds the attention scores of the "
+            "whole context."
+        ) % values
+    if settings.kv_unified:
+        words += " " + gettext(
+            "--kv-unified: one KV pool the %(requests)s slots share, no stream per slot; a request may take "
+            "more than %(context)s tokens of it while the others take less."
+        ) % values
+    return words

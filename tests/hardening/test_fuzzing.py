@@ -49,6 +49,8 @@ VALID_VALUES = {
     "skip_vision_tower": ["", "on", "off"],
     "interconnect": ["", "nvswitch", "pcie_p2p", "pcie"],
     "model_runner": ["", "v1", "v2"],
+    "flash_attention": ["", "on", "off"],
+    "kv_unified": ["", "on", "off"],
     "gradient_checkpointing": ["on", "off", "offload"],
     "loss": ["full", "fused", "chunked"],
     "lora_rank": ["8", "64", "1024"],

@@ -7,6 +7,7 @@ from typing import Any, cast
 from django.core.management.base import BaseCommand
 
 from nodelodge.recommendations.estimate import estimate_for
+from nodelodge.recommendations.llamacpp_switches import flash_attention, kv_unified, switch_refusals
 from nodelodge.recommendations.parameters import INTEGER, TRAINING_PARAMETERS
 from nodelodge.recommendations.query import QueryError, with_defaults
 from nodelodge.recommendations.vllm_release import read_build, read_release, release_refusals
@@ -72,10 +73,11 @@ class Command(BaseCommand):
             vocab_size=options.get("vocab_size"),
         )
         engine = values.get("engine") or "transformers"
-        refused = release_refusals(engine, values)
-        if refused:
-            fail(self, refused)
         try:
+            refused = {**release_refusals(engine, values),
+                       **switch_refusals(engine, values, read_build(values))}
+            if refused:
+                fail(self, refused)
             return estimate(
                 values["workload"],
                 spec,
@@ -91,6 +93,8 @@ class Command(BaseCommand):
                 engine=engine,
                 vllm_release=read_release(values),
                 llamacpp_build=read_build(values),
+                flash_attention=flash_attention(values),
+                kv_unified=kv_unified(values),
             )
         except SizingError as error:
             fail(self, {error.field: error.message})
