@@ -17,6 +17,7 @@ from sizing.calculators.llamacpp import (
     gguf_file_name,
     largest_need,
     llamacpp_need,
+    state_checkpoints,
 )
 from sizing.calculators.llamacpp_builds import build_words, kv_layout
 from sizing.errors import SizingError
@@ -51,6 +52,7 @@ def answer(spec: LanguageModelSpec, query: CapacityQuery, gpu_type: catalog_rows
         kv_layout=kv_layout(query.engine, query.llamacpp_build, query.parallel), kv_unified=query.kv_unified,
         latent_values=query.llamacpp_build.caches_latent_values,
         offload=query.llamacpp_build.offload,
+        state_checkpoints=state_checkpoints(query.engine, query.llamacpp_build),
     )
     try:
         need = llamacpp_need(spec, settings)
