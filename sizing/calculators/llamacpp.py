@@ -906,7 +906,7 @@ def _recurrent_words(model: LanguageModelSpec, settings: LlamaCppSettings) -> st
             ", and again for each of the %(checkpoints)s checkpoints of every slot's state Ollama's own "
             "runners keep"
         ) % {"checkpoints": fmt_int(settings.state_checkpoints)}
-    return words + gettext(": %(bytes)s") % values
+    return words + gettext(", %(bytes)s over the %(linear)s layers") % values
 
 
 def _delta_net_words(model: LanguageModelSpec, settings: LlamaCppSettings, held: range) -> str:
