@@ -171,3 +171,14 @@ def test_a_capacity_search_walks_the_gated_deltanet_layer_at_most_once_per_need_
     held = need.capacity._on_machine(1, 80 * 1024 * MIB, None)
     assert held.max_requests_at_context > 0
     assert 0 < len(needs) <= bound and 0 < len(set(walks)) <= len(needs)
+
+
+def test_a_llama_cpp_build_before_qwen3next_is_refused_beside_its_version_the_first_with_it_sized():
+    from sizing.calculators import estimate
+
+    with pytest.raises(SizingError) as refused:
+        estimate("inference", NEXT, 4, 8192, 1, None, 16, engine="llamacpp", llamacpp_build=parse_build("b7185"))
+    assert refused.value.field == "engine_version" and "from b7186" in refused.value.message
+    sized = estimate("inference", NEXT, 4, 8192, 1, None, 16, engine="llamacpp", llamacpp_build=parse_build("b7186"))
+    # b7186 runs -np 1 as four slots over one pool: four recurrent states
+    assert sized.items[1].bytes == ATTENTION_LAYERS * 8192 * 2 * 512 * 2 + 4 * LINEAR_LAYERS * STATE_BYTES

@@ -689,3 +689,9 @@ def test_kimi_linear_is_refused_beside_the_model_naming_what_is_not_sized(client
                                     "&max_model_len=8192&gpu=H100 SXM 80GB&tensor_parallel=1")
     assert status != 200 and status < 500
     assert "Kimi Delta Attention is not sized as a GGUF file yet" in str(body) and "kimi-linear" in str(body)
+
+
+def test_a_llama_cpp_build_that_cannot_load_qwen3next_is_refused_beside_engine_version(client, small_fleet):
+    status, body = capacity(client, QWEN3_NEXT_H100 + "&engine=llamacpp&engine_version=b7000")
+    assert status in (400, 422) and "engine_version" in body["errors"]
+    assert "from b7186" in body["errors"]["engine_version"]
