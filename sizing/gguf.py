@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import cast
 
-from .architectures import MLA, PLAIN
+from .architectures import KIMI_DELTA, LINEAR, MLA, PLAIN, LinearAttention
 from .errors import SizingError
 from .i18n import gettext
 from .specs import LanguageModelSpec
@@ -69,6 +69,10 @@ UNQUANTIZED = ("F16", "BF16")
 LOW_IQ = ("IQ2_XXS", "IQ2_XS", "IQ1_S", "IQ2_S", "IQ2_M", "IQ1_M")  # their own attention/FFN rules
 # The source checkpoint's type for what the quantizer never touches (norms, biases, router): F32.
 KEPT = "F32"
+# The tensors the quantizer types as attention V (`category_is_attn_v`, src/llama-quant.cpp), counted
+# together for its more-bits rule (n_attention_wv): attn_v, and the fused attn_qkv of a linear-attention
+# layer (Qwen3-Next's converter writes one per Gated DeltaNet layer).
+ATTENTION_V_LIKE = ("attn_v", "attn_qkv")
 
 
 def model_value(model: LanguageModelSpec, field: str) -> int:
@@ -92,6 +96,10 @@ class Tensor:
     # A stack of matrices (ne[2] > 1): the experts, and latent attention's per-head k_b and v_b, which
     # the MXFP4_MOE mix types as it types the experts (`llama_tensor_get_type_impl`: ne[2] > 1 → MXFP4).
     stacked: bool = False
+    # The type a tensor the quantizer leaves alone keeps: F32 as the converter writes norms, biases,
+    # routers and convolutions; a [hidden, 1] matrix it writes in the 16-bit type, which the quantizer
+    # then reads as one-dimensional (ggml_n_dims) and copies (Qwen3-Next's shared-expert gate).
+    kept: str = KEPT
 
 
 @dataclass(frozen=True)
@@ -165,11 +173,15 @@ def check_quant_type(quant_type: object) -> str:
 
 def model_tensors(model: LanguageModelSpec) -> list[Tensor]:
     """The tensors llama.cpp's converter writes for a decoder: embeddings, output head (unless tied),
-    norms and, per layer, attention and the MLP (or the experts, stacked per layer, with their router)."""
+    norms and, per layer, attention (or a Gated DeltaNet layer where the pattern has linear attention) and
+    the MLP (or the experts, stacked per layer, with their router and the shared expert)."""
     arch = model.architecture or PLAIN
-    if arch.linear_attention is not None:
+    linear = arch.linear_attention
+    if linear is not None and linear.kind == KIMI_DELTA:
         raise SizingError("model", gettext(
-            "%(model)s: linear attention is not sized as a GGUF file yet.") % {"model": model.name})
+            "%(model)s: Kimi Delta Attention is not sized as a GGUF file yet (llama.cpp runs it as its "
+            "kimi-linear architecture; its tensors and recurrent state are not modelled here)."
+        ) % {"model": model.name})
     hidden = model_value(model, "hidden_size")
     vocab = model_value(model, "vocab_size")
     layers = model_value(model, "layers")
@@ -181,7 +193,10 @@ def model_tensors(model: LanguageModelSpec) -> list[Tensor]:
     attention = _latent_attention if arch.mla is not None else _attention
     for layer in range(layers):
         tensors.append(Tensor("attn_norm", layer, hidden, hidden, quantizable=False))
-        tensors += attention(model, layer, hidden)
+        if linear is not None and arch.kind_of_layer(layer) == LINEAR:
+            tensors += _gated_deltanet(linear, layer, hidden)
+        else:
+            tensors += attention(model, layer, hidden)
         tensors.append(Tensor("ffn_norm", layer, hidden, hidden, quantizable=False))
         if moe is not None and moe.is_moe_layer(layer):
             width = moe.expert_intermediate
@@ -198,6 +213,9 @@ def model_tensors(model: LanguageModelSpec) -> list[Tensor]:
                     Tensor("ffn_up_shexp", layer, hidden, hidden * shared),
                     Tensor("ffn_down_shexp", layer, shared, shared * hidden),
                 ]
+                if moe.shared_expert_gate:
+                    tensors.append(Tensor("ffn_gate_inp_shexp", layer, hidden, hidden, quantizable=False,
+                                          kept="F16"))
         else:
             width = (moe.dense_intermediate if moe is not None and moe.dense_intermediate
                      else model_value(model, "intermediate_size"))
@@ -207,6 +225,28 @@ def model_tensors(model: LanguageModelSpec) -> list[Tensor]:
                 Tensor("ffn_down", layer, width, width * hidden),
             ]
     return tensors
+
+
+def _gated_deltanet(linear: LinearAttention, layer: int, hidden: int) -> list[Tensor]:
+    """One Gated DeltaNet layer as llama.cpp's converter writes it for the qwen3next architecture
+    (conversion/qwen.py, `Qwen3NextModel.modify_tensors`; src/models/qwen3next.cpp's tensors): in_proj_qkvz
+    split into attn_qkv (queries, keys and values, what the short convolution reads) and attn_gate (z);
+    in_proj_ba as ssm_ba (β and α per value head); the depthwise convolution ssm_conv1d, squeezed to
+    kernel × channels and kept in F32; ssm_dt (dt_bias) and ssm_a (−exp(A_log)), one value per value head;
+    the gated norm ssm_norm of one value head; ssm_out. Files converted before the split (late 2025) carry
+    one ssm_in of as many values instead, quantized as a plain matrix (the split file is the one sized)."""
+    value_width = linear.value_heads * linear.value_head_dim
+    channels = linear.conv_dim
+    return [
+        Tensor("attn_qkv", layer, hidden, hidden * channels),
+        Tensor("attn_gate", layer, hidden, hidden * value_width),
+        Tensor("ssm_conv1d", layer, linear.conv_kernel, linear.conv_kernel * channels, quantizable=False),
+        Tensor("ssm_dt", layer, linear.value_heads, linear.value_heads, quantizable=False),
+        Tensor("ssm_a", layer, linear.value_heads, linear.value_heads, quantizable=False),
+        Tensor("ssm_ba", layer, hidden, hidden * 2 * linear.value_heads),
+        Tensor("ssm_norm", layer, linear.value_head_dim, linear.value_head_dim, quantizable=False),
+        Tensor("ssm_out", layer, value_width, value_width * hidden),
+    ]
 
 
 def _attention(model: LanguageModelSpec, layer: int, hidden: int) -> list[Tensor]:
@@ -283,13 +323,16 @@ def _fallback(ggml_type: str, row: int) -> str:
 
 
 def _query_groups(model: LanguageModelSpec) -> int:
-    """Query heads per key-value head (llama.cpp's n_gqa), read only for the attn_v tensors, which a
+    """Query heads per key-value head (llama.cpp's n_gqa), read only for the V-like tensors, which a
     latent-attention file does not have."""
     return model_value(model, "attention_heads") // model_value(model, "kv_heads")
 
 
-def _pick(model: LanguageModelSpec, quant_type: str, tensor: Tensor, attention_v_index: int) -> str:
-    """The ggml type llama.cpp's quantizer gives `tensor` in a `quant_type` file (no imatrix)."""
+def _pick(model: LanguageModelSpec, quant_type: str, tensor: Tensor, attention_v_index: int,
+          attention_v_count: int) -> str:
+    """The ggml type llama.cpp's quantizer gives `tensor` in a `quant_type` file (no imatrix):
+    `attention_v_index` is the tensor's place among the file's `attention_v_count` V-like tensors
+    (ATTENTION_V_LIKE, in layer order), which the more-bits rule of attention V reads."""
     base = QUANT_TYPES[quant_type]
     arch = model.architecture or PLAIN
     layers = model_value(model, "layers")
@@ -311,8 +354,9 @@ def _pick(model: LanguageModelSpec, quant_type: str, tensor: Tensor, attention_v
         return base
     layer = tensor.layer or 0
     down = role.startswith("ffn_down")
+    v_like = role in ATTENTION_V_LIKE
     if quant_type in LOW_IQ:
-        if role == "attn_v":
+        if v_like:
             if _query_groups(model) >= 4 or experts >= 4:
                 return "Q4_K"
             return "IQ3_S" if quant_type in ("IQ2_S", "IQ2_M") else "Q2_K"
@@ -330,7 +374,7 @@ def _pick(model: LanguageModelSpec, quant_type: str, tensor: Tensor, attention_v
             if quant_type in ("IQ2_S", "IQ2_M"):
                 return "IQ3_S"
         return base
-    if role == "attn_v":
+    if v_like:
         gqa = _query_groups(model)
         picked = base
         if quant_type == "Q2_K":
@@ -349,7 +393,7 @@ def _pick(model: LanguageModelSpec, quant_type: str, tensor: Tensor, attention_v
             picked = "Q5_K"
         elif quant_type in ("IQ4_NL", "IQ4_XS") and gqa >= 4:
             picked = "Q5_K"
-        elif quant_type in ("Q4_K_M", "Q5_K_M") and _use_more_bits(attention_v_index, layers):
+        elif quant_type in ("Q4_K_M", "Q5_K_M") and _use_more_bits(attention_v_index, attention_v_count):
             picked = "Q6_K"
         elif quant_type == "Q4_K_S" and attention_v_index < 4:
             picked = "Q5_K"
@@ -404,15 +448,18 @@ def gguf_weights(model: LanguageModelSpec, quant_type: str) -> GgufWeights:
     """Every tensor of `model`'s GGUF file in `quant_type`, typed as llama.cpp's quantizer types it."""
     quant_type = check_quant_type(quant_type)
     typed = []
+    tensors = model_tensors(model)
+    attention_v_count = sum(1 for tensor in tensors if tensor.role in ATTENTION_V_LIKE)
     attention_v_index = 0
-    for tensor in model_tensors(model):
+    for tensor in tensors:
         if not tensor.quantizable:
-            ggml_type = KEPT
+            ggml_type = tensor.kept
         elif quant_type in UNQUANTIZED:
             ggml_type = QUANT_TYPES[quant_type]
         else:
-            ggml_type = _fallback(_pick(model, quant_type, tensor, attention_v_index), tensor.row)
-            if tensor.role == "attn_v":
+            ggml_type = _fallback(_pick(model, quant_type, tensor, attention_v_index, attention_v_count),
+                                  tensor.row)
+            if tensor.role in ATTENTION_V_LIKE:
                 attention_v_index += 1
         typed.append(TypedTensor(tensor, ggml_type))
     return GgufWeights(quant_type, tuple(typed))

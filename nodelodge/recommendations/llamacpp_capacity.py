@@ -17,8 +17,9 @@ from sizing.calculators.llamacpp import (
     gguf_file_name,
     largest_need,
     llamacpp_need,
+    state_checkpoints,
 )
-from sizing.calculators.llamacpp_builds import build_words, kv_layout
+from sizing.calculators.llamacpp_builds import build_words, check_build_runs, kv_layout
 from sizing.errors import SizingError
 from sizing.specs import LanguageModelSpec
 from sizing.units import GIB, gib_number
@@ -51,8 +52,10 @@ def answer(spec: LanguageModelSpec, query: CapacityQuery, gpu_type: catalog_rows
         kv_layout=kv_layout(query.engine, query.llamacpp_build, query.parallel), kv_unified=query.kv_unified,
         latent_values=query.llamacpp_build.caches_latent_values,
         offload=query.llamacpp_build.offload,
+        state_checkpoints=state_checkpoints(query.engine, query.llamacpp_build),
     )
     try:
+        check_build_runs(spec, query.llamacpp_build)
         need = llamacpp_need(spec, settings)
     except SizingError as error:  # values each valid that the model or the engine cannot take together
         raise Conflict({error.field: error.message}) from error

@@ -38,8 +38,9 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, replace
+from typing import cast
 
-from ..architectures import PLAIN, SLIDING
+from ..architectures import LINEAR, PLAIN, SLIDING, LinearAttention
 from ..breakdown import Item
 from ..errors import SizingError
 from ..gguf import GgufWeights, check_quant_type, gguf_weights
@@ -63,13 +64,14 @@ from .llamacpp_builds import (
     LLAMACPP,
     NOT_GIVEN,
     OFFLOAD_LARGER,
+    OLLAMA,
     ONE_ROW_PER_SLOT,
     PER_SLOT_FROM,
     WHOLE_MICRO_BATCH,
     LlamaCppBuild,
     kv_layout,
 )
-from .llamacpp_graph import GraphShape, compute_buffer_bytes
+from .llamacpp_graph import DeltaNetShape, GraphShape, compute_buffer_bytes, delta_net_layer_bytes
 
 # Cache types llama.cpp takes for K and V (--cache-type-k/-v): (values per block, bytes per block).
 KV_CACHE_TYPES: dict[str, tuple[int, int]] = {
@@ -83,6 +85,10 @@ MAX_GPU_LAYERS = 999  # -ngl 999: everything, whatever the model (what the comma
 MAX_UBATCH = 8192
 CUDA_CONTEXT_BYTES = 300 * MIB  # the CUDA runtime and cuBLAS per GPU, outside llama.cpp's buffers
 PIPELINE_COPIES = 4  # GGML_SCHED_MAX_COPIES: copies of each split's inputs under pipeline parallelism
+RECURRENT_STATE_BYTES = 4  # llama_memory_recurrent's R and S: GGML_TYPE_F32 (create_memory), any cache type
+# Ollama's qwen3next keeps this many checkpoints of each slot's recurrent state beside it, every one reserved
+# at load for every slot and layer (model/models/qwen3next: checkpointCountDefault, reserveCheckpoint*).
+OLLAMA_STATE_CHECKPOINTS = 32
 ENGINES = ("llamacpp", "ollama")
 
 
@@ -112,6 +118,9 @@ class LlamaCppSettings:
     # How -ngl places the layers and the output head (`offload_placement`): the last N layers, the head and
     # the last N − 1 (ggml-org/llama.cpp#18148, b7847 on), or, the build not known, the larger need.
     offload: str = LAYERS_FIRST
+    # Copies of each slot's recurrent state kept beside it (linear attention): none in llama.cpp, Ollama's
+    # checkpoints (OLLAMA_STATE_CHECKPOINTS) under Ollama.
+    state_checkpoints: int = 0
 
     @property
     def layout(self) -> str:
@@ -558,25 +567,66 @@ def _layer_cells(model: LanguageModelSpec, settings: LlamaCppSettings, kv_size: 
                  layers: range, layout: str | None = None) -> tuple[int, ...]:
     """Each of `layers`' cache cells in all: the cache's, or a sliding-window layer's window per sequence of
     the pool plus one micro-batch (within the cache; `-np 1` run as four slots keeps four windows); with a
-    stream per slot, the window plus one micro-batch in each slot's stream (llama_kv_cache_iswa). Worked out
+    stream per slot, the window plus one micro-batch in each slot's stream (llama_kv_cache_iswa); none for
+    a linear-attention layer, which keeps a recurrent state instead (`recurrent_layer_bytes`). Worked out
     once per need, not once per layer."""
     arch = model.architecture or PLAIN
-    if not arch.sliding_window or SLIDING not in arch.layer_pattern:
+    sliding_layers = bool(arch.sliding_window) and SLIDING in arch.layer_pattern
+    linear_layers = arch.linear_attention is not None and LINEAR in arch.layer_pattern
+    if not sliding_layers and not linear_layers:
         return (kv_size,) * len(layers)
-    layout = layout or settings.layout
-    streams = kv_streams(settings, layout)
-    if streams > 1:
-        sliding = streams * min(kv_size // streams, _padded(arch.sliding_window + settings.ubatch))
-    else:
-        sequences = AUTO_SLOTS if layout == KV_AUTO_SLOTS else settings.parallel
-        sliding = min(kv_size, _padded(arch.sliding_window * sequences + settings.ubatch))
-    return tuple(sliding if arch.kind_of_layer(layer) == SLIDING else kv_size for layer in layers)
+    sliding = kv_size
+    if sliding_layers:
+        window = cast(int, arch.sliding_window)
+        layout = layout or settings.layout
+        streams = kv_streams(settings, layout)
+        if streams > 1:
+            sliding = streams * min(kv_size // streams, _padded(window + settings.ubatch))
+        else:
+            sequences = AUTO_SLOTS if layout == KV_AUTO_SLOTS else settings.parallel
+            sliding = min(kv_size, _padded(window * sequences + settings.ubatch))
+    cells = {SLIDING: sliding, LINEAR: 0 if linear_layers else kv_size}
+    return tuple(cells.get(arch.kind_of_layer(layer), kv_size) for layer in layers)
 
 
 def kv_cache_bytes(model: LanguageModelSpec, settings: LlamaCppSettings, kv_size: int, layers: range) -> int:
-    """K and V of `layers` for the cache's cells, each in its type (a row per cell). The larger layout's
-    cache is the streams': never fewer cells than one pool, in any layer."""
-    return cell_bytes(model, settings) * sum(_layer_cells(model, settings, kv_size, layers))
+    """K and V of `layers` for the cache's cells, each in its type (a row per cell), and the recurrent state
+    of those that are linear attention (`recurrent_layer_bytes`): llama.cpp's hybrid memory, the KV cache
+    of the attention layers beside the recurrent memory of the others, each layer's where the layer is.
+    The larger layout's cache is the streams': never fewer cells than one pool, in any layer."""
+    found = cell_bytes(model, settings) * sum(_layer_cells(model, settings, kv_size, layers))
+    linear = linear_layers(model, layers)
+    return found + recurrent_layer_bytes(model, settings) * linear if linear else found
+
+
+def linear_layers(model: LanguageModelSpec, layers: range) -> int:
+    """How many of `layers` are linear attention."""
+    arch = model.architecture or PLAIN
+    if arch.linear_attention is None or LINEAR not in arch.layer_pattern:
+        return 0
+    return sum(1 for layer in layers if arch.kind_of_layer(layer) == LINEAR)
+
+
+def recurrent_sequences(settings: LlamaCppSettings) -> int:
+    """The sequences the recurrent memory keeps a state for: max(1, n_seq_max) (create_memory's
+    recurrent_rs_size), the -np slots, four where llama-server runs -np 1 as four slots."""
+    return AUTO_SLOTS if settings.layout == KV_AUTO_SLOTS else settings.parallel
+
+
+def recurrent_state_values(linear: LinearAttention) -> int:
+    """One sequence's state in one linear-attention layer (src/llama-hparams.cpp): n_embd_r, the
+    convolution's last kernel − 1 inputs ((ssm_d_conv − 1) × (ssm_d_inner + 2 × ssm_n_group × ssm_d_state)),
+    and n_embd_s, the delta rule's state (ssm_d_state × ssm_d_inner)."""
+    return linear.conv_values + linear.recurrent_values
+
+
+def recurrent_layer_bytes(model: LanguageModelSpec, settings: LlamaCppSettings) -> int:
+    """One linear-attention layer's recurrent memory (src/llama-memory-recurrent.cpp): a row of R and a row
+    of S, F32, for each sequence (`recurrent_sequences`); under Ollama each slot's state again for each
+    checkpoint it keeps (`LlamaCppSettings.state_checkpoints`)."""
+    linear = cast(LinearAttention, (model.architecture or PLAIN).linear_attention)  # linear layers only
+    per_sequence = recurrent_state_values(linear) * RECURRENT_STATE_BYTES
+    return per_sequence * recurrent_sequences(settings) * (1 + settings.state_checkpoints)
 
 
 def cell_bytes(model: LanguageModelSpec, settings: LlamaCppSettings) -> int:
@@ -645,7 +695,7 @@ def _graph_bytes(model: LanguageModelSpec, settings: LlamaCppSettings, layout: s
         kv_heads=1 if mla else model_value(model, "kv_heads"),
         head_dim=mla.latent_width if mla else model_value(model, "head_dim"),
         vocab=model_value(model, "vocab_size"),
-        layers=tuple(cells // streams for cells in _layer_cells(model, settings, kv_size, layers, layout)),
+        layers=_attention_cells(model, settings, kv_size, layers, layout, streams),
         # a mixture of experts' dense layers (if any) are counted in every layer: never under
         intermediate=model_value(model, "intermediate_size") if moe is None
         else (moe.dense_intermediate or model_value(model, "intermediate_size"))
@@ -661,7 +711,32 @@ def _graph_bytes(model: LanguageModelSpec, settings: LlamaCppSettings, layout: s
         shape = replace(shape, kv_lora_rank=mla.kv_lora_rank, rope_dim=mla.qk_rope_head_dim,
                         nope_dim=mla.qk_nope_head_dim, v_head_dim=mla.v_head_dim,
                         q_lora_rank=mla.q_lora_rank or 0, latent_values=settings.latent_values)
-    return compute_buffer_bytes(shape)
+    found = compute_buffer_bytes(shape)
+    if linear_layers(model, layers):
+        found += delta_net_bytes(model, settings, padded, streams)
+    return found
+
+
+def _attention_cells(model: LanguageModelSpec, settings: LlamaCppSettings, kv_size: int, layers: range,
+                     layout: str, streams: int) -> tuple[int, ...]:
+    """The cells of one stream of each of `layers` that attends over a cache (the attention graph's layers):
+    the linear-attention layers left out, and where none of `layers` attends, one full-attention layer in
+    their place (the graph is walked over one layer at least: more than the linear layers' MLP alone)."""
+    cells = _layer_cells(model, settings, kv_size, layers, layout)
+    found = tuple(count // streams for count in cells if count)
+    return found or (kv_size // streams,)
+
+
+def delta_net_bytes(model: LanguageModelSpec, settings: LlamaCppSettings, tokens: int, streams: int) -> int:
+    """What one Gated DeltaNet layer's graph of the micro-batch holds at once (`llamacpp_graph`'s walk of
+    it): the compute buffer adds it to the walk of the attention layers' graph, an upper bound (the two
+    peaks come at different layers), with the chunked delta rule (builds and backends without the fused
+    gated-delta-net kernel, which holds less)."""
+    linear = cast(LinearAttention, (model.architecture or PLAIN).linear_attention)  # linear layers only
+    return delta_net_layer_bytes(DeltaNetShape(
+        hidden=model_value(model, "hidden_size"), key_heads=linear.key_heads, value_heads=linear.value_heads,
+        head_dim=linear.value_head_dim, conv_kernel=linear.conv_kernel, tokens=tokens, sequences=streams,
+        states=recurrent_sequences(settings)))
 
 
 @functools.lru_cache(maxsize=256)
@@ -701,7 +776,8 @@ def llamacpp_need(model: LanguageModelSpec, settings: LlamaCppSettings) -> Llama
     # the GPU with the head, whose buffer is the largest, is what each is sized for.
     pipeline = (_compute_bytes(model, settings, gpu_layers, True, PIPELINE_COPIES) - compute
                 if output_on_gpu and on_gpu == layers else 0)
-    cache_words = _cache_words(model, settings, kv_size) + _latent_cache_words(model, settings)
+    cache_words = (_cache_words(model, settings, kv_size) + _latent_cache_words(model, settings)
+                   + _recurrent_words(model, settings))
     gpu_items = (
         Item(gettext("Model weights on the GPUs (GGUF %(type)s)") % {"type": weights.quant_type},
              gettext("%(layers)s of %(all)s layers%(head)s: %(bytes)s") % {
@@ -721,7 +797,8 @@ def llamacpp_need(model: LanguageModelSpec, settings: LlamaCppSettings) -> Llama
                  "split": gettext(
                      ". Split by layers over several GPUs (--split-mode layer), this is the buffer of the "
                      "last, which holds the output head; each other GPU reserves its own layers' graph "
-                     "without the output rows and logits") if output_on_gpu and on_gpu == layers else ""},
+                     "without the output rows and logits") if output_on_gpu and on_gpu == layers else ""}
+             + _delta_net_words(model, settings, gpu_layers),
              compute),
     )
     host_items = (
@@ -777,7 +854,7 @@ def _cache_words(model: LanguageModelSpec, settings: LlamaCppSettings, kv_size: 
             **values, "tokens": fmt_int(kv_size), "slots": slots}
     streams = kv_streams(settings)
     values.update(streams=fmt_int(streams), cells=fmt_int(kv_size // streams))
-    sliding = set(_layer_cells(model, settings, kv_size, range(model_value(model, "layers")))) - {kv_size}
+    sliding = set(_layer_cells(model, settings, kv_size, range(model_value(model, "layers")))) - {kv_size, 0}
     values["sliding"] = gettext(", a sliding-window layer's stream %(cells)s") % {
         "cells": fmt_int(min(sliding) // streams)} if sliding else ""
     if layout == KV_LARGER:
@@ -804,6 +881,47 @@ def _latent_cache_words(model: LanguageModelSpec, settings: LlamaCppSettings) ->
     return gettext(
         "; latent attention: K holds %(width)s values a layer (the %(rank)s-value latent and %(rope)s rotary "
         "dims)%(stored)s") % {**values, "stored": stored}
+
+
+def _recurrent_words(model: LanguageModelSpec, settings: LlamaCppSettings) -> str:
+    """What the linear-attention layers keep instead of K and V (`recurrent_layer_bytes`), after the cache's
+    formula ("" for a model without them)."""
+    layers = model_value(model, "layers")
+    linear_count = linear_layers(model, range(layers))
+    if not linear_count:
+        return ""
+    linear = cast(LinearAttention, (model.architecture or PLAIN).linear_attention)  # linear layers only
+    sequences = recurrent_sequences(settings)
+    values = {"attention": fmt_int(layers - linear_count), "linear": fmt_int(linear_count),
+              "conv": fmt_int(linear.conv_values), "delta": fmt_int(linear.recurrent_values),
+              "sequences": ngettext("%(n)s sequence", "%(n)s sequences", sequences) % {
+                  "n": fmt_int(sequences)},
+              "bytes": fmt_gib(recurrent_layer_bytes(model, settings) * linear_count)}
+    words = gettext(
+        "; K and V in the %(attention)s full-attention layers only; the %(linear)s linear-attention layers "
+        "keep a recurrent state instead: %(sequences)s × (%(conv)s convolution + %(delta)s delta-rule "
+        "values) × 4 bytes (f32, whatever the cache type) a layer") % values
+    if settings.state_checkpoints:
+        words += gettext(
+            ", and again for each of the %(checkpoints)s checkpoints of every slot's state Ollama's own "
+            "runners keep"
+        ) % {"checkpoints": fmt_int(settings.state_checkpoints)}
+    return words + gettext(", %(bytes)s over the %(linear)s layers") % values
+
+
+def _delta_net_words(model: LanguageModelSpec, settings: LlamaCppSettings, held: range) -> str:
+    """The compute buffer's part for the linear-attention layers among `held` (`delta_net_bytes`), after its
+    formula ("" where the GPUs hold none)."""
+    if not linear_layers(model, held):
+        return ""
+    kv_size = cache_cells(settings)
+    streams = kv_streams(settings)
+    tokens = reserved_tokens(settings, kv_size, streams)
+    return gettext(
+        "; plus one Gated DeltaNet layer's graph walked on its own (%(bytes)s: the chunked delta rule over "
+        "%(tokens)s tokens, as builds and backends without the fused kernel run it), an upper bound: its "
+        "peak and the attention layers' come at different layers") % {
+        "bytes": fmt_gib(delta_net_bytes(model, settings, tokens, streams)), "tokens": fmt_int(tokens)}
 
 
 def _tokens_words(settings: LlamaCppSettings) -> dict[str, str]:
@@ -863,7 +981,16 @@ def wizard_settings(precision: int, context: int, requests: int, kv_bits: int,
                             cache_type_v=KV_BITS_TYPE[kv_bits], flash_attention=flash_attention,
                             reservation=build.reservation, kv_layout=kv_layout(engine, build, requests),
                             kv_unified=kv_unified,
-                            latent_values=build.caches_latent_values, offload=build.offload)
+                            latent_values=build.caches_latent_values, offload=build.offload,
+                            state_checkpoints=state_checkpoints(engine, build))
+
+
+def state_checkpoints(engine: str, build: LlamaCppBuild) -> int:
+    """The copies of each slot's recurrent state kept beside it (read only where the model has linear
+    attention): Ollama's own runners (before 0.30.0, or the release not given: `llamacpp_builds`) run
+    Qwen3-Next in its Go engine, which keeps OLLAMA_STATE_CHECKPOINTS; llama-server, Ollama's from 0.30.0
+    included, none."""
+    return OLLAMA_STATE_CHECKPOINTS if engine == OLLAMA and build.number is None else 0
 
 
 def engine_command(engine: str, need: LlamaCppNeed, file_name: str) -> str:

@@ -88,8 +88,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ..architectures import GATED_DELTANET, PLAIN
 from ..errors import SizingError
 from ..i18n import gettext
+from ..specs import LanguageModelSpec
 
 PER_SLOT_FROM = 9460  # the first release with ggml-org/llama.cpp#23861: llama-server reserves a row per slot
 WHOLE_MICRO_BATCH, ONE_ROW_PER_SLOT = "micro-batch", "slot"  # the rows of logits reserved
@@ -296,6 +298,25 @@ def _ollama_reservation_words(build: LlamaCppBuild) -> str:
         words = gettext(
             "%(version)s: llama-server b%(build)s, the logits of every token of the micro-batch reserved")
     return words % {"version": build.text, "build": build.number}
+
+
+# The first llama.cpp release with the qwen3next architecture (Gated DeltaNet): ggml-org/llama.cpp#16095,
+# merged 2025-11-28; the Ollama maintainers name b7186 as the sync that brings it (ollama/ollama#12349).
+GATED_DELTANET_FROM = 7186
+
+
+def check_build_runs(model: LanguageModelSpec, build: LlamaCppBuild) -> None:
+    """Refuse a llama.cpp build (under llama.cpp, or the llama-server an Ollama release starts) that cannot
+    load `model`'s architecture: Gated DeltaNet (Qwen3-Next) before GATED_DELTANET_FROM. A build not given
+    is taken to be a recent one."""
+    linear = (model.architecture or PLAIN).linear_attention
+    if linear is None or linear.kind != GATED_DELTANET or build.number is None:
+        return
+    if build.number < GATED_DELTANET_FROM:
+        raise SizingError("engine_version", gettext(
+            "%(model)s needs llama.cpp's qwen3next architecture, in builds from b%(from)s "
+            "(ggml-org/llama.cpp#16095): %(build)s does not load it.") % {
+            "model": model.name, "from": GATED_DELTANET_FROM, "build": build.text})
 
 
 def build_words(engine: str, build: LlamaCppBuild) -> str:

@@ -771,3 +771,136 @@ def compute_buffer_bytes(shape: GraphShape) -> int:
         return max(_peak(short), _stranded_logits(short))
     earlier = replace(short, mask_cast=True)
     return max(_peak(short), _peak(earlier), _stranded_logits(earlier))
+
+
+# --- a Gated DeltaNet layer (qwen3next's linear attention) ------------------------------------------------
+
+DELTA_CHUNK = 64  # the chunked delta rule's chunk (CS) for Gated DeltaNet
+
+
+@dataclass(frozen=True)
+class DeltaNetShape:
+    """What one Gated DeltaNet layer's graph of a micro-batch depends on (llama.cpp's qwen3next)."""
+
+    hidden: int
+    key_heads: int  # ssm_n_group
+    value_heads: int  # ssm_dt_rank
+    head_dim: int  # ssm_d_state: a key head's and a value head's width (llama.cpp asserts they match)
+    conv_kernel: int  # ssm_d_conv
+    tokens: int  # the micro-batch, a multiple of `sequences`
+    sequences: int  # n_seqs of the micro-batch reserved
+    states: int  # the recurrent states the memory holds (its size, n_seq_max): all gathered at reserve
+
+
+def _state_rows(graph: _Graph, copies: int, row: int, shape: DeltaNetShape) -> int:
+    """`build_rs`: the states of the micro-batch's sequences gathered into the buffer (get_rows), and those
+    of the other sequences gathered and copied back into the cache (with the full memory reserved, every
+    state the memory holds)."""
+    main = graph.add(row * shape.sequences * F32, copies)
+    if shape.states > shape.sequences:
+        graph.external(graph.add(row * (shape.states - shape.sequences) * F32, copies))
+    return main
+
+
+def _chunked_delta_rule(graph: _Graph, shape: DeltaNetShape, q: int, k: int, v: int, gate: int, beta: int,
+                        state: int) -> int:
+    """`build_delta_net_chunking` (src/models/delta-net-base.cpp), node by node: each sequence's tokens
+    padded to whole chunks; the decay mask, the chunk's key-key and key-query products and the triangular
+    solve, chunk × chunk per head; the chunks' values, cumulated decays and keys; then, chunk after chunk,
+    the state carried through (its products, the chunk's output written into the values in place)."""
+    heads, width, seqs = shape.value_heads, shape.head_dim, shape.sequences
+    per_sequence = shape.tokens // seqs
+    padded = -(-per_sequence // DELTA_CHUNK) * DELTA_CHUNK * seqs  # the padded tokens of every sequence
+    chunks = padded // seqs // DELTA_CHUNK
+    vectors = padded * heads * width * F32  # [S, CS, n_chunks, H × n_seqs]
+    scalars = padded * heads * F32  # g and β: one value a token and head
+    square = DELTA_CHUNK * padded * heads * F32  # [CS, CS, n_chunks, H × n_seqs]
+    q = graph.add(shape.tokens * heads * width * F32, q, inplace=True)  # scale
+    q_pad = graph.add(vectors, graph.view(q))
+    k_pad = graph.add(vectors, graph.view(k))
+    v_pad = graph.add(vectors, graph.view(v))
+    g_pad = graph.add(scalars, graph.view(gate))
+    b_pad = graph.add(scalars, graph.view(beta))
+    v_beta = graph.add(vectors, v_pad, b_pad, inplace=True)
+    k_beta = graph.add(vectors, k_pad, b_pad, inplace=True)
+    g_cumsum = graph.add(scalars, graph.add(scalars, graph.view(g_pad)))  # cont(transpose), cumsum
+    decay = graph.add(square, graph.view(g_cumsum))  # repeat_4d
+    decay = graph.add(square, decay, g_cumsum, inplace=True)  # sub
+    decay = graph.add(square, graph.add(square, decay), inplace=True)  # tri, exp
+    kb = graph.add(square, graph.add(square, graph.view(k_pad), graph.view(k_beta)), decay, inplace=True)
+    kq = graph.add(square, graph.add(square, graph.view(k_pad), graph.view(q_pad)), decay, inplace=True)
+    kq = graph.add(square, kq)  # tri
+    attn = graph.add(square, kb)  # tri
+    identity = graph.add(DELTA_CHUNK * DELTA_CHUNK * F32, graph.add(DELTA_CHUNK * F32, graph.view(attn)))
+    lhs = graph.add(square, attn, identity, inplace=True)
+    negated = graph.add(square, attn, inplace=True)
+    attn = graph.add(square, graph.add(square, lhs, negated), identity, inplace=True)  # solve_tri, + identity
+    values = graph.add(vectors, graph.add(vectors, graph.view(v_beta)), attn)  # cont(transpose), mul_mat
+    g_exp = graph.add(scalars, g_cumsum)
+    k_cumdecay = graph.add(vectors, graph.add(vectors, graph.add(vectors, graph.view(k_beta)), g_exp,
+                                              inplace=True), attn)  # kbg, then × attn
+    q_g_exp = graph.add(vectors, q_pad, graph.add(scalars, graph.view(g_exp)), inplace=True)
+    last = chunks * heads * seqs * F32
+    g_last = graph.add(last, graph.view(g_cumsum))  # cont
+    g_last_exp = graph.add(last, g_last, inplace=True)  # exp
+    g_diff = graph.add(scalars, graph.add(scalars, g_cumsum, g_last, inplace=True), inplace=True)  # sub, neg
+    g_diff = graph.add(scalars, graph.add(scalars, g_diff, inplace=True))  # exp, cont(transpose)
+    key_gdiff_t = graph.add(vectors, graph.view(graph.add(vectors, k_pad, g_diff, inplace=True)))
+    values_t = graph.add(vectors, graph.view(values))  # cont(transpose)
+    chunk_block = DELTA_CHUNK * width * heads * seqs * F32
+    state_block = width * width * heads * seqs * F32
+    current = graph.view(state)
+    output = values
+    for _ in range(chunks):
+        v_prime = graph.add(chunk_block, graph.view(k_cumdecay), current)
+        v_new = graph.add(chunk_block, graph.view(values_t), v_prime, inplace=True)
+        v_attn = graph.add(chunk_block, v_new, graph.view(kq))
+        inter = graph.add(chunk_block, current, graph.view(q_g_exp))
+        chunk_out = graph.add(chunk_block, inter, v_attn, inplace=True)
+        graph.external(chunk_out)  # set_inplace into the values
+        output = graph.view(output)
+        kgv = graph.add(state_block, graph.view(key_gdiff_t), v_new)
+        current = graph.add(state_block, current, graph.view(g_last_exp), inplace=True)
+        current = graph.add(state_block, current, kgv, inplace=True)
+    graph.external(current)  # the new state copied into the cache
+    return graph.view(output)
+
+
+@functools.lru_cache(maxsize=256)
+def delta_net_layer_bytes(shape: DeltaNetShape) -> int:
+    """ggml's allocator over one Gated DeltaNet layer's graph of the micro-batch (src/models/qwen3next.cpp,
+    `build_layer_attn_linear`, its attn_qkv path): the layer's input and the state indices alive throughout;
+    the norm, the fused q/k/v projection and z, β and the gate; the convolution's states gathered and
+    concatenated before the new tokens, convolved and silu'd; the recurrent states gathered; q and k
+    L2-normed and repeated to the value heads; the chunked delta rule (`_chunked_delta_rule`); the gated
+    norm and the output projection. Its peak, in bytes."""
+    graph = _Graph(Conditions(()))
+    tokens, heads, width = shape.tokens, shape.value_heads, shape.head_dim
+    channels = (2 * shape.key_heads + heads) * width
+    values = heads * width * tokens * F32
+    x = graph.add(shape.hidden * tokens * F32, output=True)
+    copies = graph.add(shape.states * I32, output=True)
+    cur = _norm(graph, x, shape.hidden * tokens * F32)
+    qkv = graph.add(channels * tokens * F32, cur)
+    z = graph.add(values, cur)
+    ba = graph.add(2 * heads * tokens * F32, cur)
+    beta = graph.add(heads * tokens * F32, graph.add(heads * tokens * F32, graph.view(ba)), inplace=True)
+    gate = graph.add(heads * tokens * F32, graph.view(ba))  # cont
+    for _ in range(3):  # + dt bias, softplus, × ssm_a
+        gate = graph.add(heads * tokens * F32, gate, inplace=True)
+    conv_states = _state_rows(graph, copies, (shape.conv_kernel - 1) * channels, shape)
+    conv_input = graph.add((tokens + shape.sequences * (shape.conv_kernel - 1)) * channels * F32,
+                           graph.view(conv_states), graph.view(qkv))  # concat
+    graph.external(graph.view(conv_input))  # the last kernel − 1 columns copied back into the cache
+    state = _state_rows(graph, copies, width * width * heads, shape)
+    conv = graph.add(channels * tokens * F32, graph.add(channels * tokens * F32, conv_input), inplace=True)
+    q = graph.add(shape.key_heads * width * tokens * F32, graph.view(conv))  # l2_norm
+    k = graph.add(shape.key_heads * width * tokens * F32, graph.view(conv))
+    if heads != shape.key_heads:  # repeated to the value heads
+        q = graph.add(values, graph.view(q))
+        k = graph.add(values, graph.view(k))
+    out = _chunked_delta_rule(graph, shape, q, k, graph.view(conv), gate, beta, state)
+    normed = _norm(graph, out, values)
+    gated = graph.add(values, normed, graph.add(values, z, inplace=True), inplace=True)  # × silu(z)
+    graph.add(shape.hidden * tokens * F32, graph.add(shape.hidden * tokens * F32, gated), x, inplace=True)
+    return graph.peak()

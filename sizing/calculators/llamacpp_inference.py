@@ -23,7 +23,7 @@ from .llamacpp import (
     llamacpp_need,
     wizard_settings,
 )
-from .llamacpp_builds import NOT_GIVEN, LlamaCppBuild, build_for, build_words
+from .llamacpp_builds import NOT_GIVEN, LlamaCppBuild, build_for, build_words, check_build_runs
 
 
 @dataclass(frozen=True)
@@ -92,6 +92,7 @@ def estimate_llamacpp(model: LanguageModelSpec, precision: int, context: int, re
     precision, context, requests, kv_bits = check_inference_inputs(
         model, precision, context, requests, kv_bits)
     build = build_for(engine, build)
+    check_build_runs(model, build)
     settings = wizard_settings(precision, context, requests, kv_bits, quantization, build, engine,
                                flash_attention=flash_attention, kv_unified=kv_unified)
     need = llamacpp_need(model, settings)

@@ -86,7 +86,7 @@ def checks() -> list[Check]:
     layers = sum(gemma.layer_bytes(layer) for layer in range(62))
     found.append(Check("Gemma 3 27B Q4_K_M (Ollama's estimate: memory.weights.total 14.3 GiB; ours: its 62 "
                        "decoder layers)", "layer weights", 14.3, layers / GIB, FILE_TOLERANCE))
-    return found + latent_checks() + published_file_checks()
+    return found + latent_checks() + linear_checks() + published_file_checks()
 
 
 def latent_checks() -> list[Check]:
@@ -107,6 +107,31 @@ def latent_checks() -> list[Check]:
               f"{float(lite.bits_per_weight):.4f} bits per weight)", "latent-attention file", 9.65, lite.bytes / GIB, FILE_TOLERANCE),
         Check("DeepSeek-R1, -c 32768, q8_0 latent cache (ik_llama.cpp log: KV self size 1166.62 MiB, c^KV "
               "(q8_0))", "latent KV cache", 1166.62 * MIB / GIB, cache / GIB, KV_TOLERANCE),
+    ]
+
+
+def linear_checks() -> list[Check]:
+    """Linear attention (the qwen3next architecture): two published Qwen3-Next-80B-A3B-Instruct files as
+    llama.cpp prints their size, both converted before ssm_in was split into attn_qkv and attn_gate (the
+    split file, sized here, is a little larger), and a recurrent memory llama.cpp logged for Gated DeltaNet
+    layers of Qwen3-Next's widths (Qwen3.5: 16 key and 32 value heads of 128, a kernel of 4)."""
+    from sizing.architectures import LinearAttention
+    from sizing.calculators.llamacpp import RECURRENT_STATE_BYTES, recurrent_state_values
+
+    q4 = gguf_weights(spec("qwen3-next-80b-a3b"), "Q4_K_M")
+    iq4 = gguf_weights(spec("qwen3-next-80b-a3b"), "IQ4_NL")
+    layer = recurrent_state_values(LinearAttention(key_heads=16, value_heads=32, key_head_dim=128,
+                                                   value_head_dim=128, conv_kernel=4))
+    return [
+        Check("Qwen3-Next 80B-A3B Q4_K_M (LM Studio's log, lmstudio-bug-tracker#1266: file size 45.08 GiB, "
+              f"4.86 BPW; ours {float(q4.bits_per_weight):.4f} bits per weight)", "linear-attention file", 45.08,
+              q4.bytes / GIB, FILE_TOLERANCE),
+        Check("Qwen3-Next 80B-A3B IQ4_NL (llama-bench in ggml-org/llama.cpp#16095: 41.98 GiB, 79.67 B; ours "
+              f"{float(iq4.bits_per_weight):.4f} bits per weight)", "linear-attention file", 41.98,
+              iq4.bytes / GIB, FILE_TOLERANCE),
+        Check("24 Gated DeltaNet layers of Qwen3-Next's widths, 1 sequence (llama.cpp log in "
+              "JamePeng/llama-cpp-python#78: RS buffer 50.25 MiB, R (f32) 2.25 + S (f32) 48.00)",
+              "recurrent state", 50.25 * MIB / GIB, 24 * layer * RECURRENT_STATE_BYTES / GIB, KV_TOLERANCE),
     ]
 
 

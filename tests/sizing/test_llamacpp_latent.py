@@ -147,8 +147,3 @@ def test_deepseek_v3_under_llama_cpp_is_sized_with_flash_attention_and_refused_w
     assert with_values.gpu_items[1].bytes == 61 * 1088 * 2 * 8192 and "again in V" in with_values.gpu_items[1].formula
     with pytest.raises(SizingError, match="flash attention only"):
         llamacpp_need(V3, LlamaCppSettings("Q4_K_M", 8192, flash_attention=False))
-
-
-def test_linear_attention_is_still_not_a_gguf_file():
-    with pytest.raises(SizingError, match="linear attention is not sized as a GGUF file"):
-        model_tensors(language_spec("kimi-linear-48b-a3b"))

@@ -647,3 +647,51 @@ def test_a_multimodal_model_is_offered_the_flag_that_skips_its_vision_tower(clie
     assert plain["vision_tower"] is None
     status, refused = capacity(client, H100 + "&skip_vision_tower=on")
     assert status == 422 and "no vision tower" in refused["errors"]["skip_vision_tower"]
+
+
+QWEN3_NEXT_H100 = "model=qwen3-next-80b-a3b&quantization=Q4_K_M&max_model_len=32768&parallel=2" \
+                  "&gpu=H100 SXM 80GB&tensor_parallel=1"
+# One sequence's recurrent state in one of Qwen3-Next's 36 Gated DeltaNet layers, f32: the convolution's last
+# 3 inputs of 8,192 channels and the 32 heads' 128 × 128 delta-rule state.
+NEXT_STATE = (3 * 8192 + 32 * 128 * 128) * 4
+
+
+def test_llama_cpp_answers_qwen3_next_with_its_file_its_hybrid_memory_and_the_command(client, small_fleet):
+    """The qwen3next file in Q4_K_M; K and V in the 12 full-attention layers (2 KV heads × 256 values, f16)
+    for -c 32768 in two streams of 16,384 cells, beside the 36 linear layers' recurrent state of each slot."""
+    status, body = capacity(client, QWEN3_NEXT_H100 + "&engine=llamacpp&engine_version=b9500")
+    assert status == 200, body
+    assert 45.1 < body["file_gib"] < 45.2 and body["fits"] is True
+    assert body["kv_cache_bytes"] == 12 * 32768 * 2 * 512 * 2 + 36 * 2 * NEXT_STATE
+    assert "recurrent state" in body["items"][1]["formula"]
+    assert "Gated DeltaNet" in body["items"][2]["formula"] and body["items"][2]["bytes"] < 1024 * 2**20
+    assert body["command"].startswith("llama-server -m ") and "-c 32768 -np 2" in body["command"]
+
+
+def test_ollama_answers_qwen3_next_its_own_runners_with_their_checkpoints_llama_server_without(client,
+                                                                                            small_fleet):
+    """Ollama's num_ctx is each request's: 2 × 32,768 tokens; before 0.30.0 (or the release not given) its Go
+    engine keeps 32 checkpoints of each slot's recurrent state beside it, llama-server (0.30.0 on) none."""
+    query = QWEN3_NEXT_H100 + "&engine=ollama"
+    status, own = capacity(client, query)
+    assert status == 200, own
+    attention = 12 * 65536 * 2 * 512 * 2
+    assert own["kv_cache_bytes"] == attention + 36 * 2 * 33 * NEXT_STATE
+    assert "32 checkpoints" in own["items"][1]["formula"] and own["ollama"]["OLLAMA_NUM_PARALLEL"] == "2"
+    status, server = capacity(client, query + "&engine_version=0.31.0")
+    assert status == 200, server
+    assert server["kv_cache_bytes"] == attention + 36 * 2 * NEXT_STATE
+
+
+@pytest.mark.parametrize("engine", ["llamacpp", "ollama"])
+def test_kimi_linear_is_refused_beside_the_model_naming_what_is_not_sized(client, small_fleet, engine):
+    status, body = capacity(client, f"model=kimi-linear-48b-a3b&engine={engine}&quantization=Q4_K_M"
+                                    "&max_model_len=8192&gpu=H100 SXM 80GB&tensor_parallel=1")
+    assert status != 200 and status < 500
+    assert "Kimi Delta Attention is not sized as a GGUF file yet" in str(body) and "kimi-linear" in str(body)
+
+
+def test_a_llama_cpp_build_that_cannot_load_qwen3next_is_refused_beside_engine_version(client, small_fleet):
+    status, body = capacity(client, QWEN3_NEXT_H100 + "&engine=llamacpp&engine_version=b7000")
+    assert status in (400, 422) and "engine_version" in body["errors"]
+    assert "from b7186" in body["errors"]["engine_version"]

@@ -119,6 +119,15 @@ def test_llama_cpp_on_the_page_answers_the_file_its_cache_and_the_llama_server_c
     assert "2 × 8,192 tokens per request" in html
 
 
+def test_qwen3_next_under_llama_cpp_on_the_page_names_its_recurrent_state_and_starts_on_an_h100(client,
+                                                                                           models_and_gpus):
+    html = page(client, "model=qwen3-next-80b-a3b&engine=llamacpp&quantization=Q4_K_M&max_model_len=32768"
+                        "&parallel=2&gpu=H100 SXM 80GB&precision=16")
+    assert 'data-testid="what-if-result"' in html and "Starts" in html
+    assert "linear-attention layers keep a recurrent state" in html and "Gated DeltaNet" in html
+    assert "llama-server -m " in html and "-c 32768 -np 2 -ngl 999 -fa on" in html
+
+
 def test_a_cache_type_the_engine_does_not_store_is_worded_beside_its_field(client, models_and_gpus):
     html = page(client, "model=llama-3-1-8b&engine=llamacpp&kv_cache=fp8&gpu=RTX 4090")
     assert 'id="err-kv_cache"' in html and "llama.cpp and Ollama cache K and V" in html

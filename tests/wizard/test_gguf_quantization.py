@@ -134,3 +134,24 @@ def test_deepseek_v3_is_sized_as_its_gguf_file_under_llama_cpp_on_the_page_and_i
     assert [machine["gpu_count"] for machine in body["machines"]] == [8]
     page = client.get(f"/?{query}")
     assert page.status_code == 200 and "GGUF Q4_K_M" in page.content.decode()
+
+
+def test_qwen3_next_is_sized_under_llama_cpp_on_the_page_in_the_api_and_by_the_command(client, small_fleet,
+                                                                                        capsys):
+    """Linear attention under llama.cpp: the qwen3next file, the recurrent state beside the full-attention
+    layers' KV cache, the Gated DeltaNet layer in the compute buffer; the command prints what the API answers."""
+    query = ("workload=inference&model=qwen3-next-80b-a3b&precision=16&context=8192&requests=2"
+             "&engine=llamacpp&quantization=Q4_K_M")
+    status, body = get_json(client, "recommendations", query)
+    assert status == 200, body
+    assert body["memory"]["gguf"]["bytes"] == gguf_weights(spec("qwen3-next-80b-a3b"), "Q4_K_M").bytes
+    formulas = " ".join(item["formula"] for item in body["memory"]["items"])
+    assert "the 36 linear-attention layers keep a recurrent state" in formulas and "Gated DeltaNet" in formulas
+    assert body["machines"]
+    page = client.get(f"/?{query}").content.decode()
+    assert "GGUF Q4_K_M" in page and "linear-attention layers keep a recurrent state" in page
+    status, api = get_json(client, "estimate", query)
+    assert status == 200, api
+    call_command("estimate", "--model", "qwen3-next-80b-a3b", "--precision", "16", "--context", "8192",
+                 "--requests", "2", "--engine", "llamacpp", "--quantization", "Q4_K_M", "--json")
+    assert json.loads(capsys.readouterr().out) == api
