@@ -17,13 +17,14 @@ from catalog import rows as catalog_rows
 from catalog.models import LanguageModel, Machine
 from nodelodge.recommendations import fleet_state
 from nodelodge.recommendations.query import parse_query
-from nodelodge.watches.services import explicit_query
+from nodelodge.watches.services import WatchRequest, create_watch, explicit_query
 from sizing.calculators import estimate
 from sizing.calculators.llamacpp import engine_command, gguf_file_name, llamacpp_need, wizard_settings
 from sizing.calculators.llamacpp_builds import build_for, parse_build, parse_ollama_version
 from sizing.capacity import Capacity
 from sizing.specs import LanguageModelSpec
 from sizing.units import MIB
+from tests.factories import make_user
 from tests.sizing.test_llamacpp import spec
 
 pytestmark = pytest.mark.django_db
@@ -224,6 +225,14 @@ def test_a_watch_keeps_it(small_fleet):
     assert explicit_query(query)["gpu_layers"] == str(NGL)
     assert "gpu_layers" not in explicit_query(parse_query(asked(QUERY)))  # every layer: as watches saved it
     assert parse_query(explicit_query(query)).gpu_layers == NGL
+    user = make_user()
+    offloaded = create_watch(user, WatchRequest(query=asked(f"{QUERY}&gpu_layers={NGL}")))
+    whole = create_watch(user, WatchRequest(query=asked(QUERY)))
+    assert offloaded.query["gpu_layers"] == str(NGL) and f"gpu_layers={NGL}" in offloaded.query_key
+    assert "gpu_layers" not in whole.query and offloaded.pk != whole.pk
+    # the same query asked again is the same watch's query
+    again = create_watch(user, WatchRequest(query=asked(f"{QUERY}&gpu_layers={NGL}")))
+    assert again.query_key == offloaded.query_key != whole.query_key
 
 
 def test_the_commands_take_it_and_refuse_it_with_the_fields_message(small_fleet, capsys):
