@@ -13,8 +13,6 @@ from typing import cast
 import pytest
 from django.core.management import call_command
 
-from catalog import rows as catalog_rows
-from catalog.models import LanguageModel, Machine
 from nodelodge.recommendations import fleet_state
 from nodelodge.recommendations.query import parse_query
 from nodelodge.watches.services import WatchRequest, create_watch, explicit_query
@@ -22,10 +20,10 @@ from sizing.calculators import estimate
 from sizing.calculators.llamacpp import engine_command, gguf_file_name, llamacpp_need, wizard_settings
 from sizing.calculators.llamacpp_builds import build_for, parse_build, parse_ollama_version
 from sizing.capacity import Capacity
-from sizing.specs import LanguageModelSpec
 from sizing.units import MIB
 from tests.factories import make_user
 from tests.sizing.test_llamacpp import spec
+from tests.wizard.gguf_query import asked, catalog_spec, get_json, memory_bytes
 
 pytestmark = pytest.mark.django_db
 
@@ -36,25 +34,6 @@ QUERY = ("workload=inference&model=llama-3-1-70b&precision=4&context=8192&reques
 OLLAMA = QUERY.replace("engine=llamacpp&engine_version=b9500", "engine=ollama&engine_version=0.31.0")
 NGL = 40
 LAYERS = 80
-
-
-def catalog_spec() -> LanguageModelSpec:
-    """Llama 3.1 70B as the catalog holds it, with its published GGUF files (the names a command uses)."""
-    return catalog_rows.language_model_spec(cast(LanguageModel, catalog_rows.get_model("llama-3-1-70b")))
-
-
-def memory_bytes(machine: dict) -> int:
-    """A row's memory per GPU as its machine records it."""
-    return cast(int, Machine.objects.get(pk=machine["id"]).memory_per_gpu_mib) * MIB
-
-
-def get_json(client, path, query, **headers):
-    response = client.get(f"/api/v1/{path}?{query}", **headers)
-    return response.status_code, response.json()
-
-
-def asked(query: str) -> dict[str, str]:
-    return dict(pair.split("=") for pair in query.split("&"))
 
 
 def settings(engine="llamacpp", version="b9500", gpu_layers=None):
@@ -98,7 +77,7 @@ def test_a_machine_too_small_for_the_whole_model_is_listed_with_its_ngl_command(
     rows = {machine["id"]: machine for machine in part["machines"]}
     assert card in rows and small_fleet["community_3090"].pk in rows
     llama = spec("llama-3-1-70b")
-    file = gguf_file_name(catalog_spec(), "Q4_K_M")
+    file = gguf_file_name(catalog_spec("llama-3-1-70b"), "Q4_K_M")
     offloaded = Capacity(llama, 4, 16, 8192, 1, engine="llamacpp", build=parse_build("b9500"), gpu_layers=NGL)
     for machine in part["machines"]:
         held = offloaded.on_machine(machine["gpus_used"], memory_bytes(machine))
@@ -239,7 +218,7 @@ def test_the_commands_take_it_and_refuse_it_with_the_fields_message(small_fleet,
     call_command("estimate", "--model", "llama-3-1-70b", "--precision", "4", "--context", "8192", "--engine",
                  "llamacpp", "--engine-version", "b9500", "--gpu-layers", str(NGL), "--json")
     body = json.loads(capsys.readouterr().out)
-    expected = estimate("inference", catalog_spec(), 4, 8192, 1, None, engine="llamacpp",
+    expected = estimate("inference", catalog_spec("llama-3-1-70b"), 4, 8192, 1, None, engine="llamacpp",
                         llamacpp_build=parse_build("b9500"), gpu_layers=NGL)
     assert body["total_bytes"] == expected.total_bytes
     call_command("recommend", "--model", "llama-3-1-70b", "--precision", "4", "--context", "8192", "--engine",
