@@ -49,3 +49,38 @@ def test_recommend_prints_a_table_and_the_constraints(small_fleet, capsys):
     out = capsys.readouterr().out
     assert "Recommended machines:" in out and "Constraints applied:" in out
     assert "Harbor Compute" in out
+
+
+FIGURES = ["--parameters", "8030261248", "--layers", "32", "--attention-heads", "32", "--kv-heads", "8",
+           "--head-dim", "128", "--hidden-size", "4096", "--intermediate-size", "14336", "--vocab-size", "128256"]
+
+
+@pytest.mark.parametrize(
+    ("args", "field"),
+    [
+        (["--engine", "llamacpp", "--flash-attention", "maybe"], "flash_attention"),
+        (["--engine", "llamacpp", "--kv-unified", "yes"], "kv_unified"),
+        (["--engine", "llamacpp", "--gpu-layers", "-3"], "gpu_layers"),
+        (["--context", "abc"], "context"),
+        (["--requests", "0"], "requests"),
+    ],
+)
+def test_a_model_given_by_its_figures_reads_each_option_as_its_declared_field(db, capsys, args, field):
+    """The figures' path reads the options as the page and the API read them: a value the field refuses is
+    refused beside it (exit status 2), never read as a default."""
+    with pytest.raises(SystemExit) as exit_info:
+        call_command("estimate", *FIGURES, *args)
+    assert exit_info.value.code == 2
+    assert f"error: {field}:" in capsys.readouterr().err
+
+
+def test_a_model_given_by_its_figures_is_sized_in_the_gguf_type_asked(db, capsys):
+    call_command("estimate", *FIGURES, "--engine", "llamacpp", "--quantization", "Q8_0", "--json")
+    q8 = json.loads(capsys.readouterr().out)
+    call_command("estimate", *FIGURES, "--engine", "llamacpp", "--json")
+    f16 = json.loads(capsys.readouterr().out)
+    weights = [next(item["bytes"] for item in body["items"] if item["name"].startswith("Model weights"))
+               for body in (q8, f16)]
+    # Q8_0 keeps 34 bytes per 32 weights against F16's 64: a little over half
+    assert 0.5 < weights[0] / weights[1] < 0.56
+    assert "Q8_0" in q8["title"] and "F16" in f16["title"]

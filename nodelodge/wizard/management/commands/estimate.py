@@ -4,11 +4,12 @@ from __future__ import annotations
 import json
 from typing import Any, cast
 
+from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand
 
 from nodelodge.recommendations.estimate import estimate_for
 from nodelodge.recommendations.llamacpp_switches import flash_attention, kv_unified, switch_refusals
-from nodelodge.recommendations.parameters import INTEGER, TRAINING_PARAMETERS
+from nodelodge.recommendations.parameters import PARAMETERS, PREFERENCE, TRAINING_PARAMETERS
 from nodelodge.recommendations.query import QueryError, with_defaults
 from nodelodge.recommendations.vllm_release import read_build, read_release, release_refusals
 from sizing.calculators import estimate
@@ -58,8 +59,10 @@ class Command(BaseCommand):
             self.stdout.write(f"  - {line}")
 
     def _from_figures(self, options):
-        # The options left out take the workload query's defaults, as for a catalog model.
-        values = with_defaults(cast(dict[str, str], options_to_query(options, QUERY_OPTIONS).dict()))
+        # The options left out take the workload query's defaults, as for a catalog model, and each is
+        # read by its declared field, as the page and the API read it.
+        values = _declared(self, with_defaults(
+            cast(dict[str, str], options_to_query(options, QUERY_OPTIONS).dict())))
         spec = LanguageModelSpec(
             slug="custom",
             name="Custom model",
@@ -81,30 +84,37 @@ class Command(BaseCommand):
             return estimate(
                 values["workload"],
                 spec,
-                precision=_int_or_none(values.get("precision"), "precision"),
-                context=_int_or_none(values.get("context"), "context"),
-                requests=_int_or_none(values.get("requests"), "requests"),
+                precision=values.get("precision"),
+                context=values.get("context"),
+                requests=values.get("requests"),
                 memory_gib=None,
-                kv_bits=_int_or_none(values.get("kv_cache"), "kv_cache"),
-                training=Training(**cast(dict[str, Any], {
-                    p.name: _int_or_none(values.get(p.name), p.name) if p.kind == INTEGER else values[p.name]
-                    for p in TRAINING_PARAMETERS
-                })),
+                kv_bits=values["kv_cache"],
+                training=Training(**{p.name: values[p.name] for p in TRAINING_PARAMETERS}),
                 engine=engine,
+                quantization=values.get("quantization") or None,
                 vllm_release=read_release(values),
                 llamacpp_build=read_build(values),
                 flash_attention=flash_attention(values),
                 kv_unified=kv_unified(values),
-                gpu_layers=_int_or_none(values.get("gpu_layers"), "gpu_layers"),
+                gpu_layers=values.get("gpu_layers"),
             )
         except SizingError as error:
             fail(self, {error.field: error.message})
 
 
-def _int_or_none(value, field: str):
-    if value in (None, ""):
-        return None
-    try:
-        return int(value)
-    except ValueError:
-        raise SizingError(field, f"Enter a whole number, got {value!r}.") from None
+def _declared(command, values: dict[str, str]) -> dict[str, Any]:
+    """`values` as the query's declared fields read them (choices, whole numbers and their limits), the
+    model aside (given here by its figures); every bad one refused beside its field, as the page and
+    the API refuse it."""
+    read: dict[str, Any] = {}
+    errors: dict[str, str] = {}
+    for parameter in PARAMETERS:
+        if parameter.section == PREFERENCE or parameter.name == "model":
+            continue
+        try:
+            read[parameter.name] = parameter.form_field(required=False).clean(values.get(parameter.name))
+        except ValidationError as error:
+            errors[parameter.name] = error.messages[0]
+    if errors:
+        fail(command, errors)
+    return read
