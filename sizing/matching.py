@@ -333,6 +333,7 @@ def _assemble(
         ),
         excluded=ordered_excluded,
         empty=empty,
+        largest_memory_mib=tally.largest_memory_mib,
     )
 
 

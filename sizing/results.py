@@ -303,6 +303,8 @@ class Recommendation:
     empty: EmptyAnswer | None = None  # why no machine is listed, and what to change
     machines_total: int = 0  # every machine that fits and meets every preference
     fleet_silent: bool = False  # no machine anywhere has reported within the staleness window
+    # The most memory per GPU among the machines the rule let through (None: none): what any need can fit.
+    largest_memory_mib: int | None = None
 
     @property
     def empty_reason(self) -> str | None:

@@ -8,6 +8,7 @@ from decimal import Decimal
 from typing import Any, cast
 
 from catalog import rows as catalog_rows
+from sizing import fit as sizing_fit
 from sizing import wording
 from sizing.breakdown import Breakdown
 from sizing.countries import ALL_CODES
@@ -207,7 +208,8 @@ def relax_hints(
     # smaller size a size hint may name (when no machine fits at all): more openings of the same
     # statement (no statement of their own), reading their markets' kept counts too.
     wider = _wider_markets(query)
-    smaller = _smaller_sizes(query, breakdown, model_row) if not recommendation.alternatives_total else []
+    smaller = (_smaller_sizes(query, breakdown, model_row, recommendation.largest_memory_mib)
+               if not recommendation.alternatives_total else [])
     found_openings, as_asked = _openings(
         list(wanted.values()), now,
         [*((_changed(query, hints[number].changes), breakdown) for number, _ in rounded),
@@ -263,22 +265,47 @@ def relax_hints(
     return hints
 
 
-def _smaller_sizes(query: WorkloadQuery, breakdown: Breakdown, model_row) -> list[tuple[str, int, Breakdown]]:
+def _smaller_sizes(
+    query: WorkloadQuery, breakdown: Breakdown, model_row, largest_memory_mib: int | None
+) -> list[tuple[str, int, Breakdown]]:
     """The context and the requests halved again and again, each with its (smaller) need: the
     figures a size hint may name, largest first per field. A halving that does not lower the need
-    (a speech model's fixed window) or that the engine refuses is left out."""
+    (a speech model's fixed window) or that the engine refuses is left out. A need grows with its
+    figure, so the halvings are sized from the smallest up, and where one is more than any machine
+    considered holds (`largest_memory_mib` per GPU, on any number of GPUs), so is every larger one:
+    those are neither sized nor counted."""
     smaller = []
     for field_name in ("context", "requests"):
         current = getattr(query, field_name)
         if current is None or current <= 1 or not known_workload(breakdown.workload).takes_tokens:
             continue
+        halvings = []
         value = current // 2
         while value >= 1:
-            need = _need_at(query, field_name, value, breakdown, model_row)
-            if need is not None:
-                smaller.append((field_name, value, need))
+            halvings.append(value)
             value //= 2
+        sized = []
+        for value in reversed(halvings):
+            need = _need_at(query, field_name, value, breakdown, model_row)
+            if need is None:
+                continue
+            if not _may_fit(need, largest_memory_mib):
+                break
+            sized.append((field_name, value, need))
+        smaller.extend(reversed(sized))
     return smaller
+
+
+def _may_fit(need: Breakdown, largest_memory_mib: int | None) -> bool:
+    """Whether a machine with at most `largest_memory_mib` per GPU may hold `need` on some number of its
+    GPUs (None: there is no such machine). Where the need depends on the kind of GPU, each kind's memory
+    is read raised (`sizing.fit.by_kind`): taken to fit, so as not to leave out a figure some kind holds."""
+    if largest_memory_mib is None:
+        return False
+    if need.kind_space():
+        return True
+    return any(memory <= largest_memory_mib
+               for gpus, memory in sizing_fit.fit_thresholds(need) if gpus != sizing_fit.NO_FIT_GPUS)
 
 
 def _largest(

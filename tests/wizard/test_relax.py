@@ -210,9 +210,8 @@ def test_the_hints_share_their_aggregates_and_work_each_fit_out_once_per_shape(c
     (three fits), two country sets (CH, and the 248 codes outside it), both tiers and three markets: its
     statement counts per country, tier and market, so the openings that differ only in those share a
     pair of filtered aggregates (no set of countries is looked up on any row), and each fit is worked
-    out once per shape. On this small fleet no machine in CH fits Mixtral at all, so each smaller
-    context a size hint may name is counted in the same statement too: one more fit and one more pair
-    each."""
+    out once per shape. A smaller context a size hint may name that some machine considered could hold
+    joins the same statement: one more fit and one more pair each."""
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
@@ -230,10 +229,33 @@ def test_the_hints_share_their_aggregates_and_work_each_fit_out_once_per_shape(c
     assert len(by_country) == 2  # the openings, the sizes among them; then the limits found to set
     first = by_country[0]
     sizes = first.count(" AS fit_") - 3
-    assert sizes >= 1
     # Per precision, two pairs: at the asked limit and at none (the wider markets' openings are at the
     # asked limit too): 6 pairs for all its openings, and one per size figure.
     assert first.count(") FILTER (WHERE") == 2 * (6 + sizes)
     assert "'{AD,AE," not in first  # the groups outside CH are picked after counting
     # every fit (of up to 16 GPUs: five counts each) worked out once, not once per opening
-    assert 3 * 5 < first.count("WHEN m.memory_per_gpu_mib >=") <= (3 + sizes) * 5
+    assert 3 * 5 <= first.count("WHEN m.memory_per_gpu_mib >=") <= (3 + sizes) * 5
+
+
+def test_halvings_past_what_the_largest_machine_holds_are_neither_sized_nor_counted(client, small_fleet, monkeypatch):
+    """A need grows with its context and requests, so the halvings a size hint may name are sized from the
+    smallest up and stop at the first that no machine considered could hold on any number of its GPUs:
+    the hints are those every halving sized and counted would give, for fewer sizings."""
+    from django.core.cache import cache
+
+    from nodelodge.recommendations import relax
+
+    query = "workload=inference&model=llama-3-1-8b&precision=16&context=131072&requests=2000"
+    sized = []
+    need_at = relax._need_at
+    monkeypatch.setattr(relax, "_need_at", lambda *args: sized.append(args[1:3]) or need_at(*args))
+    pruned = client.get("/api/v1/recommendations?" + query).json()["relax"]
+    pruned_sized = len(sized)
+    sized.clear()
+    cache.clear()
+    monkeypatch.setattr(relax, "_may_fit", lambda need, largest_memory_mib: True)
+    every = client.get("/api/v1/recommendations?" + query).json()["relax"]
+    assert any("context" in hint["changes"] for hint in every)
+    assert pruned == every
+    assert len(sized) == 17 + 10  # 65,536 … 1 tokens, 1,000 … 1 requests
+    assert pruned_sized < len(sized)
