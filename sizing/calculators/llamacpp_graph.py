@@ -20,7 +20,8 @@ without flash attention, `build_ffn`, `build_moe_ffn`, the output head), layer a
   Ollama's runner still logs, made it f32 and cast it to f16 on the device) and each layer writes one
   head_dim × heads × tokens f32
   result; without it each layer multiplies K by Q into the scores (cache cells × tokens × heads, f32), takes
-  the softmax in place and multiplies by V;
+  the softmax in place and multiplies by V (latent attention's V-less cache first copies V, a view of K,
+  transposed: the latent of every cell);
 - the MLP's up and gate (intermediate × tokens each) and their SwiGLU product, then the down projection; a
   mixture of experts: the router, the chosen experts' up, gate and product (expert intermediate × experts per
   token × tokens) and their down projections (hidden × experts per token × tokens), summed;
@@ -31,7 +32,8 @@ A capacity search asks the same graph at dozens of cache lengths (each probe a n
 cache keeps a stream per slot, of micro-batches (each -np it probes reserves the micro-batch rounded up to a
 multiple of -np, and from b9460 a row of logits per slot), so the walk is run with every size and offset
 kept as a linear form of the graph's variables (`Linear`): the tokens, the rows of logits and each distinct
-cache length's cells × tokens (every size is one of them times its bytes), and each comparison the
+cache length's cells × tokens (and, where latent attention copies V, its cells alone: `_all_cells`; every
+size is one of them times its bytes), and each comparison the
 allocator makes is kept as the sign of a form (`Conditions`). Wherever the variables give every comparison
 the same outcome the allocator takes the same path, its arithmetic only adds and subtracts sizes, and so
 its peak is the same form: one walk answers a whole region of cache lengths and micro-batches exactly
@@ -571,7 +573,8 @@ def _build(shape: GraphShape, tokens: Size, outputs: Size, layers: tuple[Size, .
 
 def _variables(points: tuple[int, ...], aligned: tuple[tuple[int, int], ...]) -> tuple[int, ...]:
     """The values of a graph's variables where its tokens, outputs and cells × tokens of each distinct cache
-    length are `points`: each of those a variable of its own, then, for each (variable, bytes per unit) in
+    length (then, where latent attention copies V, each length's cells in every stream) are `points`: each
+    of those a variable of its own, then, for each (variable, bytes per unit) in
     `aligned`, the aligned size of a tensor of those bytes in units of the alignment (the positions, 4 bytes
     a token: ⌈4 × tokens / 128⌉), so that every size the allocator rounds stays a form of the variables."""
     return (*points, *(-(-per_unit * points[index] // ALIGNMENT) for index, per_unit in aligned))
