@@ -20,7 +20,8 @@
   micro-batch (`-ub`, 512 tokens; `llamacpp_graph`): tensors reuse the memory of those already read, so
   the buffer is the largest set alive at once, not a sum: the MLP step, without flash attention the
   attention scores of the cache a token attends to (heads × cells × tokens × 4 bytes: one stream's cells
-  where the cache keeps a stream per slot, every cell of a pool), and on the GPU holding the
+  where the cache keeps a stream per slot, every cell of a pool; latent attention's V-less cache adds the
+  latent of every cell copied transposed, V being a view of K), and on the GPU holding the
   output head the logits the build reserves (vocabulary × rows × 4 bytes): every token of the
   micro-batch, as the library's default, Ollama's own runners and llama-server before build b9460
   reserve them, or one row per slot, as llama-server does from b9460 (`llamacpp_builds`; a build not
@@ -534,6 +535,14 @@ def check_settings(model: LanguageModelSpec, settings: LlamaCppSettings) -> None
         raise SizingError("flash_attention", gettext(
             "A quantized V cache (%(type)s) needs flash attention in llama.cpp: turn it on or keep V in f16."
         ) % {"type": settings.cache_type_v})
+    if (model.architecture or PLAIN).mla is not None and not settings.latent_values \
+            and settings.cache_type_k not in ("f16", "bf16", "f32") and not settings.flash_attention:
+        # The V-less latent cache's V is a view of K: without flash attention it is copied transposed
+        # (build_attn_mha), which a quantized type's blocks do not allow.
+        raise SizingError("flash_attention", gettext(
+            "%(model)s: llama.cpp reads latent attention's V from the K cache, so a quantized K cache "
+            "(%(type)s) is a quantized V cache, which needs flash attention: turn it on or keep K in f16."
+        ) % {"model": model.name, "type": settings.cache_type_k})
     if settings.gpu_layers is not None and not 0 <= settings.gpu_layers <= MAX_GPU_LAYERS:
         raise SizingError("gpu_layers", gettext("The GPU layers (-ngl) are 0 to %(most)s.") % {
             "most": MAX_GPU_LAYERS})
@@ -711,6 +720,8 @@ def _graph_bytes(model: LanguageModelSpec, settings: LlamaCppSettings, layout: s
         shape = replace(shape, kv_lora_rank=mla.kv_lora_rank, rope_dim=mla.qk_rope_head_dim,
                         nope_dim=mla.qk_nope_head_dim, v_head_dim=mla.v_head_dim,
                         q_lora_rank=mla.q_lora_rank or 0, latent_values=settings.latent_values)
+        if shape.copies_latent:  # V a view of K, copied transposed: every stream's cells in K's type
+            shape = replace(shape, streams=streams, key_value_bytes=KV_CACHE_TYPES[settings.cache_type_k][1])
     found = compute_buffer_bytes(shape)
     if linear_layers(model, layers):
         found += delta_net_bytes(model, settings, padded, streams)
@@ -748,13 +759,6 @@ def _typed_file(model: LanguageModelSpec, quant_type: str) -> GgufWeights:
 
 def llamacpp_need(model: LanguageModelSpec, settings: LlamaCppSettings) -> LlamaCppNeed:
     check_settings(model, settings)
-    if (model.architecture or PLAIN).mla is not None and not settings.flash_attention:
-        # Without flash attention the absorbed graph copies the latent of every cell transposed, per layer
-        # (build_attn_mha: ggml_cont of V, a view of K): a size of the cache's cells alone, which the
-        # allocator's walk (`llamacpp_graph`) does not count yet.
-        raise SizingError("flash_attention", gettext(
-            "%(model)s: llama.cpp's compute buffer for latent attention is sized with flash attention only: "
-            "turn it on.") % {"model": model.name})
     weights = _typed_file(model, check_quant_type(settings.quant_type))
     layers = model_value(model, "layers")
     first_gpu_layer, output_on_gpu = offload_placement(model, settings)
@@ -792,7 +796,8 @@ def llamacpp_need(model: LanguageModelSpec, settings: LlamaCppSettings) -> Llama
                      "step%(scores)s%(logits)s%(split)s") % {
                  **_tokens_words(settings),
                  "scores": "" if settings.flash_attention else gettext(
-                     " or the attention scores of the whole context (no flash attention)"),
+                     " or the attention scores of the whole context (no flash attention)")
+                 + _latent_copy_words(model, settings, kv_size),
                  "logits": _logits_words(settings, kv_size) if output_on_gpu else "",
                  "split": gettext(
                      ". Split by layers over several GPUs (--split-mode layer), this is the buffer of the "
@@ -865,6 +870,21 @@ def _cache_words(model: LanguageModelSpec, settings: LlamaCppSettings, kv_size: 
     return gettext(
         "%(streams)s streams × %(cells)s cells (-c %(context)s, -np %(n)s: a stream per slot, each slot's "
         "share rounded up to 256%(sliding)s) × K %(k)s + V %(v)s") % values
+
+
+def _latent_copy_words(model: LanguageModelSpec, settings: LlamaCppSettings, kv_size: int) -> str:
+    """What latent attention's graph adds beside the scores without flash attention where V is a view of K
+    (the V-less cache, `GraphShape.copies_latent`): the latent of every cell copied transposed, per layer
+    ("" for any other model or build)."""
+    mla = (model.architecture or PLAIN).mla
+    if mla is None or settings.flash_attention or settings.latent_values:
+        return ""
+    copy = kv_size * mla.kv_lora_rank * KV_CACHE_TYPES[settings.cache_type_k][1]
+    return gettext(
+        ", with the latent of every cell copied transposed as V (a view of the K cache): %(cells)s cells × "
+        "%(rank)s values in %(type)s, %(bytes)s a layer") % {
+        "cells": fmt_int(kv_size), "rank": fmt_int(mla.kv_lora_rank), "type": settings.cache_type_k,
+        "bytes": fmt_gib(copy)}
 
 
 def _latent_cache_words(model: LanguageModelSpec, settings: LlamaCppSettings) -> str:

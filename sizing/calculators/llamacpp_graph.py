@@ -20,7 +20,8 @@ without flash attention, `build_ffn`, `build_moe_ffn`, the output head), layer a
   Ollama's runner still logs, made it f32 and cast it to f16 on the device) and each layer writes one
   head_dim × heads × tokens f32
   result; without it each layer multiplies K by Q into the scores (cache cells × tokens × heads, f32), takes
-  the softmax in place and multiplies by V;
+  the softmax in place and multiplies by V (latent attention's V-less cache first copies V, a view of K,
+  transposed: the latent of every cell);
 - the MLP's up and gate (intermediate × tokens each) and their SwiGLU product, then the down projection; a
   mixture of experts: the router, the chosen experts' up, gate and product (expert intermediate × experts per
   token × tokens) and their down projections (hidden × experts per token × tokens), summed;
@@ -31,7 +32,8 @@ A capacity search asks the same graph at dozens of cache lengths (each probe a n
 cache keeps a stream per slot, of micro-batches (each -np it probes reserves the micro-batch rounded up to a
 multiple of -np, and from b9460 a row of logits per slot), so the walk is run with every size and offset
 kept as a linear form of the graph's variables (`Linear`): the tokens, the rows of logits and each distinct
-cache length's cells × tokens (every size is one of them times its bytes), and each comparison the
+cache length's cells × tokens (and, where latent attention copies V, its cells alone: `_all_cells`; every
+size is one of them times its bytes), and each comparison the
 allocator makes is kept as the sign of a form (`Conditions`). Wherever the variables give every comparison
 the same outcome the allocator takes the same path, its arithmetic only adds and subtracts sizes, and so
 its peak is the same form: one walk answers a whole region of cache lengths and micro-batches exactly
@@ -359,15 +361,27 @@ class GraphShape:
     v_head_dim: int = 0
     q_lora_rank: int = 0
     latent_values: bool = False
+    # The cache's streams (one per slot, or one pool) and the bytes of one value of its K type: without flash
+    # attention the V-less latent cache's V (a view of K) is copied transposed, every stream's cells (read
+    # only then: `copies_latent`).
+    streams: int = 1
+    key_value_bytes: int = F16
+
+    @property
+    def copies_latent(self) -> bool:
+        """Whether each layer copies the latent of every cell (`_latent_attention` without flash attention,
+        V a view of K): its size is the cells alone, a variable of its own in the regions' walk."""
+        return bool(self.kv_lora_rank) and not self.flash_attention and not self.latent_values
 
 
 def _norm(graph: _Graph, x: int, size: Size) -> int:
     return graph.add(size, graph.add(size, x, inplace=True), inplace=True)  # rms_norm, then × weight in place
 
 
-def _attention(graph: _Graph, shape: GraphShape, x: int, tokens: Size, cells: Size,
+def _attention(graph: _Graph, shape: GraphShape, x: int, tokens: Size, cells: Size, all_cells: Size,
                inputs: dict[object, int]) -> int:
-    """One layer's attention over `tokens`, `cells` its cache cells × the tokens (the mask's elements)."""
+    """One layer's attention over `tokens`, `cells` its cache cells × the tokens (the mask's elements);
+    `all_cells` (the cells of every stream) is read by latent attention alone."""
     q_size = shape.heads * shape.head_dim * tokens * F32
     kv_size = shape.kv_heads * shape.head_dim * tokens * F32
     cur = _norm(graph, x, shape.hidden * tokens * F32)
@@ -402,7 +416,7 @@ def _attention(graph: _Graph, shape: GraphShape, x: int, tokens: Size, cells: Si
     return out
 
 
-def _latent_attention(graph: _Graph, shape: GraphShape, x: int, tokens: Size, cells: Size,
+def _latent_attention(graph: _Graph, shape: GraphShape, x: int, tokens: Size, cells: Size, all_cells: Size,
                       inputs: dict[object, int]) -> int:
     """One layer's latent attention as llama.cpp builds it with the absorption (src/models/deepseek2.cpp,
     `llm_build_deepseek2`, is_mla; src/llama-graph.cpp, `build_attn` for the K-only input and
@@ -418,7 +432,15 @@ def _latent_attention(graph: _Graph, shape: GraphShape, x: int, tokens: Size, ce
       part rotated; the two concatenated into K, one head of kv_lora_rank + rope, stored in the cache;
     - flash attention over the cache (one K head, V a view of its first kv_lora_rank values): kv_lora_rank
       × heads × tokens, f32; multiplied per head by attn_v_b (v_head_dim × tokens × heads, f32), made
-      contiguous again (a copy), then attn_output."""
+      contiguous again (a copy), then attn_output;
+    - without flash attention (`build_attn_mha`'s other branch, in the order ggml_build_forward_expand
+      reaches its nodes from the output: the V operand of KQV first): where V is a view of K (the V-less
+      cache), V is not stored transposed, so it is copied transposed (ggml_cont), kv_lora_rank × every
+      stream's cells in the K cache's type; then K × Q, the scores (cells × tokens × heads, f32), the
+      softmax in place with the f32 mask, the scores × V (kv_lora_rank × tokens × heads, f32), × attn_v_b
+      (v_head_dim × tokens × heads, f32) and its permuted heads made contiguous (ggml_cont_2d), then
+      attn_output. The builds that keep the latent again as V store it transposed without flash attention
+      (v_trans): KQV reads the cache itself, no copy."""
     heads, rank, rope = shape.heads, shape.kv_lora_rank, shape.rope_dim
     cur = _norm(graph, x, shape.hidden * tokens * F32)
     query_width = heads * (shape.nope_dim + rope) * tokens * F32
@@ -442,11 +464,23 @@ def _latent_attention(graph: _Graph, shape: GraphShape, x: int, tokens: Size, ce
         graph.external(graph.view(value), inputs["v_idxs"])  # the latent again, into the V cache
     cache = graph.external()
     mask = inputs[cells]
+    query_heads = graph.view(graph.view(query))  # split into the streams, permuted
+    if not shape.flash_attention:
+        if shape.copies_latent:  # V, a view of K's latent, copied transposed
+            key_view = graph.view(graph.view(graph.view(cache)))  # the latent's view, permuted, transposed
+            values = graph.add(all_cells * (rank * shape.key_value_bytes), key_view)
+        else:  # the V cache, stored transposed
+            values = graph.view(graph.external())
+        scores = graph.add(cells * heads * F32, graph.view(cache), query_heads)  # K × Q
+        scores = graph.add(cells * heads * F32, scores, mask, inplace=True)  # softmax
+        out = graph.add(rank * heads * tokens * F32, values, scores)  # × V
+        out = graph.add(shape.v_head_dim * heads * tokens * F32, out)  # × attn_v_b
+        out = graph.add(shape.v_head_dim * heads * tokens * F32, graph.view(out))  # ggml_cont_2d
+        return graph.add(shape.hidden * tokens * F32, out)  # attn_output
     if shape.mask_cast:
         if ("cast", cells) not in inputs:
             inputs["cast", cells] = graph.add(cells * F16, mask)  # ggml_cast, read by every layer
         mask = inputs["cast", cells]
-    query_heads = graph.view(graph.view(query))  # split into the streams, permuted
     out = graph.add(rank * heads * tokens * F32, query_heads, cache, graph.view(cache), mask)
     out = graph.add(shape.v_head_dim * heads * tokens * F32, graph.view(out))  # × attn_v_b
     out = graph.add(shape.v_head_dim * heads * tokens * F32, graph.view(out))  # ggml_cont
@@ -496,7 +530,8 @@ def _inputs(shape: GraphShape, tokens: Size, outputs: Size,
     positions, the cache's row indices, a mask per distinct cache length of `layers` (each layer's cells ×
     the tokens, named by it; f16 for flash attention, which reads it as it is) and the rows that give
     logits."""
-    v_rows = 1 if shape.flash_attention else shape.kv_heads * shape.head_dim  # a transposed V: one per value
+    # a transposed V: a row per value (latent attention's V cache holds the latent alone)
+    v_rows = 1 if shape.flash_attention else shape.kv_lora_rank or shape.kv_heads * shape.head_dim
     mask_bytes = F16 if shape.flash_attention and not shape.mask_cast else F32
     found: list[tuple[object, Size]] = [
         ("embd", shape.hidden * tokens * F32), ("pos", tokens * I32), ("k_idxs", tokens * I64)]
@@ -509,9 +544,10 @@ def _inputs(shape: GraphShape, tokens: Size, outputs: Size,
 
 
 def _build(shape: GraphShape, tokens: Size, outputs: Size, layers: tuple[Size, ...],
-           conditions: Conditions) -> _Graph:
-    """The graph of `shape` for `tokens` and `outputs` through `layers`, each its cache cells × the tokens:
-    bytes, or forms of the graph's variables (`_variables`)."""
+           conditions: Conditions, all_cells: tuple[Size, ...]) -> _Graph:
+    """The graph of `shape` for `tokens` and `outputs` through `layers`, each its cache cells × the tokens,
+    and `all_cells`, each layer's cells in every stream (read where the latent is copied,
+    `GraphShape.copies_latent`): bytes, or forms of the graph's variables (`_variables`)."""
     graph = _Graph(conditions)
     inputs = {name: graph.inputs(size, shape.copies)
               for name, size in _inputs(shape, tokens, outputs, layers)}
@@ -520,7 +556,7 @@ def _build(shape: GraphShape, tokens: Size, outputs: Size, layers: tuple[Size, .
     for index, cells in enumerate(layers):
         residual = x
         attention = _latent_attention if shape.kv_lora_rank else _attention
-        attended = attention(graph, shape, x, tokens, cells, inputs)
+        attended = attention(graph, shape, x, tokens, cells, all_cells[index], inputs)
         rows = tokens
         if index == last and shape.output_layer:
             attended = graph.add(shape.hidden * outputs * F32, attended, inputs["out_ids"])  # get_rows
@@ -537,7 +573,8 @@ def _build(shape: GraphShape, tokens: Size, outputs: Size, layers: tuple[Size, .
 
 def _variables(points: tuple[int, ...], aligned: tuple[tuple[int, int], ...]) -> tuple[int, ...]:
     """The values of a graph's variables where its tokens, outputs and cells × tokens of each distinct cache
-    length are `points`: each of those a variable of its own, then, for each (variable, bytes per unit) in
+    length (then, where latent attention copies V, each length's cells in every stream) are `points`: each
+    of those a variable of its own, then, for each (variable, bytes per unit) in
     `aligned`, the aligned size of a tensor of those bytes in units of the alignment (the positions, 4 bytes
     a token: ⌈4 × tokens / 128⌉), so that every size the allocator rounds stays a form of the variables."""
     return (*points, *(-(-per_unit * points[index] // ALIGNMENT) for index, per_unit in aligned))
@@ -554,7 +591,7 @@ def _forms(points: tuple[int, ...], unit: int, count: int) -> tuple[Linear, ...]
 def build_graph(shape: GraphShape) -> _Graph:
     """The device's split of the worst-case graph, node by node in llama.cpp's order, in plain bytes."""
     return _build(shape, shape.tokens, shape.outputs, tuple(cells * shape.tokens for cells in shape.layers),
-                  Conditions(()))
+                  Conditions(()), tuple(cells * shape.streams for cells in shape.layers))
 
 
 def _stranded_logits(shape: GraphShape) -> int:
@@ -714,10 +751,11 @@ def _aligned_variables(template: GraphShape, unit: int) -> tuple[tuple[int, int]
     """(variable, bytes per unit of it) of each tensor of `template` whose aligned size needs a variable of
     its own (`_variables`): its bytes per unit not a multiple of the alignment. The graph's sizes only, so
     built once at any values."""
-    count = 2 + len(set(template.layers))
+    lengths = len(set(template.layers))
+    count = 2 + lengths * (2 if template.copies_latent else 1)
     forms = _forms((1,) * count, unit, count)
     graph = _build(template, forms[0], forms[1], tuple(forms[2 + index] for index in template.layers),
-                   Conditions((1,) * count))
+                   Conditions((1,) * count), _all_cells(template, forms, lengths))
     found = set()
     for node in graph.nodes:
         terms = [(index, per_unit) for index, per_unit in enumerate(node.size.per_cell) if per_unit]
@@ -735,8 +773,18 @@ def _simulate(template: GraphShape, points: tuple[int, ...], unit: int) -> _Regi
     forms = _forms(points, unit, len(values))
     conditions = Conditions(values, {key: len(points) + index for index, key in enumerate(aligned)})
     layers = tuple(forms[2 + index] for index in template.layers)
-    peak = _build(template, forms[0], forms[1], layers, conditions).run()
+    lengths = len(set(template.layers))
+    all_cells = _all_cells(template, forms, lengths)
+    peak = _build(template, forms[0], forms[1], layers, conditions, all_cells).run()
     return _Region.of(conditions, peak)
+
+
+def _all_cells(template: GraphShape, forms: tuple[Linear, ...], lengths: int) -> tuple[Size, ...]:
+    """Each layer's cells in every stream, where the graph reads them (`GraphShape.copies_latent`): the
+    variables after the `lengths` distinct cache lengths' cells × tokens; else none is read (0)."""
+    if not template.copies_latent:
+        return (0,) * len(template.layers)
+    return tuple(forms[2 + lengths + index] for index in template.layers)
 
 
 def _peak(shape: GraphShape) -> int:
@@ -745,9 +793,12 @@ def _peak(shape: GraphShape) -> int:
     search asks one graph at dozens of cache lengths and, with a stream per slot, of micro-batches (each
     -np rounds it up to a multiple of its own), and a handful of regions cover them all."""
     cells = tuple(dict.fromkeys(shape.layers))
-    template = replace(shape, layers=tuple(cells.index(count) for count in shape.layers), tokens=0, outputs=0)
+    # the streams count in the latent copy's variable (`_all_cells`), not in the graph: a template for any -np
+    template = replace(shape, layers=tuple(cells.index(count) for count in shape.layers), tokens=0, outputs=0,
+                       streams=1)
     unit = math.gcd(ALIGNMENT, *cells)  # the cache's lengths are multiples of 256 cells: 128 in all
-    points = (shape.tokens, shape.outputs, *(count // unit * shape.tokens for count in cells))
+    points = (shape.tokens, shape.outputs, *(count // unit * shape.tokens for count in cells),
+              *(count * shape.streams // unit for count in cells if shape.copies_latent))
     values = _variables(points, _aligned_variables(template, unit))
     regions = _regions(template, unit)
     for region in regions:

@@ -663,3 +663,27 @@ def test_a_latent_attention_answer_of_a_build_not_given_runs_the_allocator_a_bou
     assert any(row.max_requests_at_context for row in held)
     assert 0 < len(runs) <= 160, len(runs)
 
+
+
+@pytest.mark.parametrize(("engine", "build"), [("llamacpp", None), ("llamacpp", 9500), ("ollama", None)])
+def test_a_latent_attention_answer_without_flash_attention_runs_the_allocator_a_bounded_number_of_times(
+        monkeypatch, engine, build):
+    """Without flash attention a V-less build copies the latent of every cell, a size of the cells alone: a
+    variable of its own in the regions' walk (every stream's cells, so one template serves every -np). 55
+    runs for the 376 machines of the dense fleet with b9500 (40 for the builds that keep V, whose walk has
+    no such tensor), bounded here as the answers with flash attention are."""
+    from sizing import capacity as capacity_module
+    from sizing.calculators import llamacpp_graph
+    from sizing.calculators.llamacpp_builds import NOT_GIVEN, LlamaCppBuild
+    from sizing.capacity import Capacity
+
+    runs = []
+    real = llamacpp_graph._simulate
+    monkeypatch.setattr(llamacpp_graph, "_simulate", lambda *args: runs.append(args[1]) or real(*args))
+    asked = Capacity(spec("deepseek-v3"), 4, 16, 8192, 4, engine=engine, quantization="Q4_K_M",
+                     build=NOT_GIVEN if build is None else LlamaCppBuild(build), flash_attention=False)
+    _clear_kept_answers()
+    llamacpp_graph._regions.cache_clear()
+    held = [capacity_module._held(asked, gpus, memory, None) for gpus, memory in DENSE_FLEET]
+    assert any(row.max_requests_at_context for row in held)
+    assert 0 < len(runs) <= 80, len(runs)

@@ -5,6 +5,7 @@ counted by hand on a small layer."""
 from dataclasses import replace
 
 import pytest
+from django.utils import translation
 
 from sizing.architectures import count_parameters
 from sizing.calculators.llamacpp import LlamaCppSettings, cache_cells, kv_cache_bytes, llamacpp_need
@@ -137,7 +138,7 @@ def test_the_latent_graph_read_off_its_regions_is_the_allocator_walk_at_every_le
                                                    llamacpp_graph._stranded_logits(replace(at, mask_cast=True)))
 
 
-def test_deepseek_v3_under_llama_cpp_is_sized_with_flash_attention_and_refused_without():
+def test_deepseek_v3_under_llama_cpp_is_sized_with_flash_attention_and_without():
     need = llamacpp_need(V3, LlamaCppSettings("Q4_K_M", 8192, latent_values=False))
     weights, cache, compute = need.gpu_items
     assert weights.bytes == gguf_weights(V3, "Q4_K_M").bytes - need.host_items[0].bytes
@@ -145,5 +146,92 @@ def test_deepseek_v3_under_llama_cpp_is_sized_with_flash_attention_and_refused_w
     assert 350 * MIB < compute.bytes < 420 * MIB
     with_values = llamacpp_need(V3, LlamaCppSettings("Q4_K_M", 8192))
     assert with_values.gpu_items[1].bytes == 61 * 1088 * 2 * 8192 and "again in V" in with_values.gpu_items[1].formula
-    with pytest.raises(SizingError, match="flash attention only"):
-        llamacpp_need(V3, LlamaCppSettings("Q4_K_M", 8192, flash_attention=False))
+    # without flash attention: the scores of 8,192 cells × 512 tokens × 128 heads in f32 (2 GiB) at once
+    off = llamacpp_need(V3, LlamaCppSettings("Q4_K_M", 8192, flash_attention=False, latent_values=False))
+    assert off.gpu_items[1].bytes == cache.bytes
+    assert 8192 * 512 * 128 * 4 < off.gpu_items[2].bytes < 8192 * 512 * 128 * 4 + 512 * MIB
+
+
+# DeepSeek-V2-Lite's attention (16 heads, a 512-value latent, 64 rotary and 128 other query values a head,
+# values of 128, no q_lora_rank), one layer, 512 tokens over 32,768 cells, no output head
+V2_LITE_LAYER = GraphShape(hidden=2048, heads=16, kv_heads=1, head_dim=576, vocab=102_400, layers=(32768,),
+                           intermediate=10944, tokens=512, outputs=512, output_layer=False, kv_lora_rank=512,
+                           rope_dim=64, nope_dim=128, v_head_dim=128, flash_attention=False, f16_mask_only=True)
+
+
+def test_a_hand_counted_v2_lite_layer_without_flash_attention_peaks_at_its_scores_over_the_latent_copy():
+    """The inputs: embeddings 2,048 × 512 × 4 = 4,194,304, positions 2,048, row indices 4,096, the f32 mask
+    32,768 × 512 × 4 = 67,108,864 (to 71,309,312); the attention norm 4,194,304 (to 75,503,616); the query
+    16 × 192 × 512 × 4 = 6,291,456, its absorbed nope part 16 × 512 × 512 × 4 = 16,777,216 and rotated rope
+    part 16 × 64 × 512 × 4 = 2,097,152 (to 100,669,440); the query freed, Q (16 × 576 × 512 × 4 =
+    18,874,368) fits no hole: on top, to 119,543,808. The norm, the absorbed and rope parts and the latent's
+    small tensors freed leave one hole of 29,360,128 bytes above the inputs. V, a view of the V-less K
+    cache, copied transposed (32,768 × 512 × 2 = 33,554,432) does not fit it: on top, to 153,098,240; the
+    scores (32,768 × 512 × 16 × 4 = 1,073,741,824) on top of it: the buffer reaches 1,226,840,064 bytes.
+    The softmax writes over the scores; KQV (16 MiB), × attn_v_b and the rest fit the holes below.
+
+    The builds that keep the latent again as V store it transposed without flash attention: no copy, the
+    scores sit 33,554,432 lower, and the V rows' indices (512 tokens × 512 values × 8 = 2,097,152) add to
+    the inputs: 1,195,382,784. In f32 the copy is 67,108,864: 33,554,432 more."""
+    assert build_graph(V2_LITE_LAYER).peak() == compute_buffer_bytes(V2_LITE_LAYER) == 1_226_840_064
+    assert 71_309_312 + 4_194_304 + 6_291_456 + 16_777_216 + 2_097_152 + 18_874_368 == 119_543_808
+    assert 119_543_808 + 32768 * 512 * 2 + 32768 * 512 * 16 * 4 == 1_226_840_064
+    old = replace(V2_LITE_LAYER, latent_values=True)
+    assert compute_buffer_bytes(old) == 1_226_840_064 - 33_554_432 + 512 * 512 * 8 == 1_195_382_784
+    assert compute_buffer_bytes(replace(V2_LITE_LAYER, key_value_bytes=4)) == 1_226_840_064 + 33_554_432
+    # four streams of 8,192 cells: the copy is still every cell's (the mask and scores a stream's)
+    streams = replace(V2_LITE_LAYER, layers=(8192,), streams=4)
+    assert build_graph(streams).peak() == compute_buffer_bytes(streams)
+    # with flash attention neither the scores nor the copy exist
+    assert compute_buffer_bytes(replace(V2_LITE_LAYER, flash_attention=True)) < 100 * MIB
+
+
+def test_deepseek_v2_lite_without_flash_attention_is_its_hand_counted_layer_and_the_output_rows():
+    """The whole model at -c 32768 (a V-less build): the first layer's peak above, and the output rows'
+    indices among the inputs (512 × 4 = 2,048 bytes); the MoE layers and the logits (102,400 × 512 × 4)
+    stay below it. The breakdown says what the buffer holds, in both languages."""
+    settings = LlamaCppSettings("Q4_K_M", 32768, flash_attention=False, latent_values=False)
+    compute = llamacpp_need(DEEPSEEK_V2_LITE, settings).gpu_items[2]
+    assert compute.bytes == 1_226_840_064 + 2048
+    assert "attention scores of the whole context (no flash attention)" in compute.formula
+    assert ("latent of every cell copied transposed as V (a view of the K cache): 32,768 cells × 512 values "
+            "in f16") in compute.formula
+    old = llamacpp_need(DEEPSEEK_V2_LITE, replace(settings, latent_values=True)).gpu_items[2]
+    assert old.bytes == 1_195_382_784 + 2048 and "copied transposed" not in old.formula
+    with translation.override("de"):
+        german = llamacpp_need(DEEPSEEK_V2_LITE, settings).gpu_items[2].formula
+    assert "transponiert kopiert" in german and "copied" not in german
+
+
+def test_the_latent_graph_without_flash_attention_read_off_its_regions_is_the_allocator_walk():
+    from sizing.calculators import llamacpp_graph
+
+    llamacpp_graph._regions.cache_clear()
+    compute_buffer_bytes.cache_clear()
+    shape = replace(V2_LITE_LAYER, layers=(512,) * 6, experts=64, experts_per_token=6, expert_intermediate=1408,
+                    shared_intermediate=2816, output_layer=True, f16_mask_only=False)
+    for cells in (512, 768, 4096, 32768, 131072, 163840):
+        for streams, copies, latent_values in ((1, 1, False), (4, 1, False), (1, 4, False), (1, 1, True)):
+            at = replace(shape, layers=(cells // streams,) * 6, streams=streams, copies=copies,
+                         latent_values=latent_values)
+            assert compute_buffer_bytes(at) == max(build_graph(at).peak(),
+                                                   llamacpp_graph._stranded_logits(at)), (cells, streams)
+
+
+def test_a_quantized_cache_without_flash_attention_is_refused_where_it_would_be_read_as_v():
+    """llama.cpp refuses a quantized V type without flash attention, whether or not the build keeps a V
+    cache; in a V-less build V is a view of K, so a quantized K is refused too (its blocks cannot be copied
+    transposed). A build that keeps V takes a quantized K with an f16 V."""
+    v_less = LlamaCppSettings("Q4_K_M", 8192, flash_attention=False, latent_values=False)
+    for settings in (replace(v_less, cache_type_k="q8_0", cache_type_v="q8_0"),
+                     replace(v_less, cache_type_v="q4_0"), replace(v_less, latent_values=True, cache_type_v="q8_0")):
+        with pytest.raises(SizingError, match="flash attention") as refused:
+            llamacpp_need(DEEPSEEK_V2_LITE, settings)
+        assert refused.value.field == "flash_attention"
+    with pytest.raises(SizingError, match="a quantized K cache \\(q8_0\\) is a quantized V cache"):
+        llamacpp_need(DEEPSEEK_V2_LITE, replace(v_less, cache_type_k="q8_0"))
+    with translation.override("de"), pytest.raises(SizingError, match="Flash Attention"):
+        llamacpp_need(DEEPSEEK_V2_LITE, replace(v_less, cache_type_k="q8_0"))
+    kept = llamacpp_need(DEEPSEEK_V2_LITE, replace(v_less, latent_values=True, cache_type_k="q8_0"))
+    assert kept.gpu_items[1].bytes == 27 * (612 + 1024) * 8192
+    assert llamacpp_need(DEEPSEEK_V2_LITE, replace(v_less, cache_type_k="q8_0", flash_attention=True))

@@ -337,8 +337,16 @@ def test_llama_cpp_sizes_deepseek_v3s_latent_attention_file_cache_and_compute_bu
     assert "latent attention" in body["items"][1]["formula"] and 300 * 2**20 < body["items"][2]["bytes"] < 500 * 2**20
     status, unknown = capacity(client, DEEPSEEK_V3_H100S)
     assert status == 200 and unknown["kv_cache_bytes"] == 61 * (576 + 512) * 2 * 8192
-    status, refused = capacity(client, DEEPSEEK_V3_H100S + "&flash_attention=false")
-    assert status != 200 and "flash_attention" in str(refused)
+    # without flash attention: the scores of the whole context and, V being a view of K, its latent copied
+    status, off = capacity(client, DEEPSEEK_V3_H100S + "&engine_version=b9500&flash_attention=off")
+    assert status == 200, off
+    assert off["command"].endswith("-c 8192 -np 1 -ngl 999 -fa off")
+    assert off["kv_cache_bytes"] == body["kv_cache_bytes"]
+    assert off["items"][2]["bytes"] > body["items"][2]["bytes"] + 8192 * 512 * 128 * 4 - 512 * 2**20
+    assert "no flash attention" in off["items"][2]["formula"] and "copied transposed" in off["items"][2]["formula"]
+    status, quantized = capacity(client, DEEPSEEK_V3_H100S + "&engine_version=b9500&flash_attention=off"
+                                                             "&kv_cache=q8_0")
+    assert status != 200 and "flash_attention" in str(quantized)
     # Ollama from 0.30.1 runs a V-less llama-server build: K alone, q8_0 (612 bytes a layer and cell)
     status, ollama = capacity(client, DEEPSEEK_V3_H100S.replace("engine=llamacpp", "engine=ollama")
                               + "&engine_version=0.31.0&kv_cache=q8_0")

@@ -128,6 +128,15 @@ def test_qwen3_next_under_llama_cpp_on_the_page_names_its_recurrent_state_and_st
     assert "llama-server -m " in html and "-c 32768 -np 2 -ngl 999 -fa on" in html
 
 
+def test_deepseek_v3_under_llama_cpp_without_flash_attention_on_the_page_words_its_latent_copy(client,
+                                                                                             models_and_gpus):
+    html = page(client, "model=deepseek-v3&engine=llamacpp&quantization=Q4_K_M&max_model_len=8192"
+                        "&gpu=H100 SXM 80GB&tensor_parallel=8&engine_version=b9500&flash_attention=off")
+    assert 'data-testid="what-if-result"' in html and "Starts" in html
+    assert "attention scores of the whole context (no flash attention)" in html
+    assert "copied transposed as V (a view of the K cache)" in html and "-c 8192 -np 1 -ngl 999 -fa off" in html
+
+
 def test_a_cache_type_the_engine_does_not_store_is_worded_beside_its_field(client, models_and_gpus):
     html = page(client, "model=llama-3-1-8b&engine=llamacpp&kv_cache=fp8&gpu=RTX 4090")
     assert 'id="err-kv_cache"' in html and "llama.cpp and Ollama cache K and V" in html

@@ -214,3 +214,30 @@ def test_a_rows_capacity_with_the_switches_sizes_a_bounded_number_of_needs(monke
         assert 0 < len(calls) <= bound, (memory_mib, gpus, len(calls))
         assert {(settings.flash_attention, settings.kv_unified) for settings in calls} == {
             (flash_attention, kv_unified)}
+
+
+DEEPSEEK = ("workload=inference&model=deepseek-v3&precision=16&context=8192&requests=1&engine=llamacpp"
+            "&quantization=Q4_K_M&engine_version=b9500")
+
+
+def test_latent_attention_is_sized_without_flash_attention_on_the_wizard_and_by_the_commands(client, small_fleet,
+                                                                                             capsys):
+    """DeepSeek-V3 (b9500: the V-less cache) with flash attention off: the calculator's buffer (the scores of
+    the whole context and the latent of every cell copied transposed) on the estimate, each row started
+    with -fa off, and the command prints the same bytes."""
+    status, off = get_json(client, "estimate", DEEPSEEK + "&flash_attention=off")
+    assert status == 200, off
+    from sizing.calculators.llamacpp_builds import LlamaCppBuild
+
+    model = spec("deepseek-v3")
+    need = llamacpp_need(model, wizard_settings(16, 8192, 1, 16, "Q4_K_M", LlamaCppBuild(9500),
+                                                flash_attention=False))
+    assert [item["bytes"] for item in off["items"][:3]] == [item.bytes for item in need.gpu_items]
+    assert "copied transposed as V (a view of the K cache): 8,192 cells" in off["items"][2]["formula"]
+    status, rows = get_json(client, "recommendations", DEEPSEEK + "&flash_attention=off")
+    assert status == 200 and rows["machines"]
+    commands = [machine["command"] for machine in rows["machines"] if machine.get("command")]
+    assert commands and all(" -fa off" in command for command in commands)
+    call_command("estimate", "--model", "deepseek-v3", "--engine", "llamacpp", "--quantization", "Q4_K_M",
+                 "--context", "8192", "--engine-version", "b9500", "--flash-attention", "off", "--json")
+    assert json.loads(capsys.readouterr().out)["total_bytes"] == off["total_bytes"]
