@@ -111,10 +111,11 @@ def latent_checks() -> list[Check]:
 
 
 def linear_checks() -> list[Check]:
-    """Linear attention (the qwen3next architecture): two published Qwen3-Next-80B-A3B-Instruct files as
-    llama.cpp prints their size, both converted before ssm_in was split into attn_qkv and attn_gate (the
-    split file, sized here, is a little larger), and a recurrent memory llama.cpp logged for Gated DeltaNet
-    layers of Qwen3-Next's widths (Qwen3.5: 16 key and 32 value heads of 128, a kernel of 4)."""
+    """Linear attention (the qwen3next architecture; kimi-linear's in `kimi_checks`): two published
+    Qwen3-Next-80B-A3B-Instruct files as llama.cpp prints their size, both converted before ssm_in was split
+    into attn_qkv and attn_gate (the split file, sized here, is a little larger), and a recurrent memory
+    llama.cpp logged for Gated DeltaNet layers of Qwen3-Next's widths (Qwen3.5: 16 key and 32 value heads of
+    128, a kernel of 4)."""
     from sizing.architectures import LinearAttention
     from sizing.calculators.llamacpp import RECURRENT_STATE_BYTES, recurrent_state_values
 
@@ -132,7 +133,27 @@ def linear_checks() -> list[Check]:
         Check("24 Gated DeltaNet layers of Qwen3-Next's widths, 1 sequence (llama.cpp log in "
               "JamePeng/llama-cpp-python#78: RS buffer 50.25 MiB, R (f32) 2.25 + S (f32) 48.00)",
               "recurrent state", 50.25 * MIB / GIB, 24 * layer * RECURRENT_STATE_BYTES / GIB, KV_TOLERANCE),
+        *kimi_checks(),
     ]
+
+
+# Kimi-Linear's files as ymcki/Kimi-Linear-48B-A3B-Instruct-GGUF lists them (the author of
+# ggml-org/llama.cpp#18755, which added the kimi-linear architecture), in decimal gigabytes as Hugging Face
+# shows file sizes: quant type -> GB.
+KIMI_LINEAR_FILES = {"Q4_K_M": 29.70, "Q5_K_M": 34.87, "MXFP4_MOE": 27.21}
+
+
+def kimi_checks() -> list[Check]:
+    """Kimi Delta Attention (the kimi-linear architecture): three published Kimi-Linear-48B-A3B-Instruct
+    files, converted with the latent layers' kv_b split into attn_k_b and attn_v_b, as sized."""
+    found = []
+    for quant_type, gigabytes in KIMI_LINEAR_FILES.items():
+        weights = gguf_weights(spec("kimi-linear-48b-a3b"), quant_type)
+        found.append(Check(
+            f"Kimi-Linear 48B-A3B {quant_type} (ymcki/Kimi-Linear-48B-A3B-Instruct-GGUF: {gigabytes:.2f} GB; "
+            f"ours {float(weights.bits_per_weight):.4f} bits per weight)", "linear-attention file",
+            gigabytes * 1e9 / GIB, weights.bytes / GIB, FILE_TOLERANCE))
+    return found
 
 
 # A checkpoint whose files the sizing engine types differently from llama.cpp's quantizer, shown with why.
