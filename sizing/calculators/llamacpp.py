@@ -886,6 +886,11 @@ def _latent_cache_words(model: LanguageModelSpec, settings: LlamaCppSettings) ->
     stored = gettext(
         ", and the latent's %(rank)s again in V (llama.cpp before its V-less cache, or the build not given)"
     ) % values if settings.latent_values else gettext(", V a view of K")
+    if (model.architecture or PLAIN).no_rope:  # Kimi-Linear: the rotary-sized part is cached, never rotated
+        return gettext(
+            "; latent attention: K holds %(width)s values a layer (the %(rank)s-value latent and %(rope)s "
+            "dims sized for a rotary embedding, cached unrotated: no position embedding)%(stored)s") % {
+            **values, "stored": stored}
     return gettext(
         "; latent attention: K holds %(width)s values a layer (the %(rank)s-value latent and %(rope)s rotary "
         "dims)%(stored)s") % {**values, "stored": stored}

@@ -119,6 +119,7 @@ def test_the_cache_holds_the_latent_layers_and_the_recurrent_state_the_kda_ones(
     words = new.gpu_items[1].formula
     assert "the 20 linear-attention layers keep a recurrent state" in words
     assert "1 sequence × (36,864 convolution + 524,288 delta-rule values)" in words
+    assert "64 dims sized for a rotary embedding, cached unrotated" in words
 
 
 def test_a_kda_layers_walk_holds_its_per_channel_decay_mask_and_grows_with_the_micro_batch():
@@ -167,3 +168,26 @@ def test_ollamas_own_runners_are_refused_its_llama_server_sized():
     sized = estimate("inference", KIMI, 4, 8192, 2, None, 16, engine="ollama",
                      llamacpp_build=parse_ollama_version("0.31.0"))
     assert sized.items[1].bytes == LATENT_LAYERS * 2 * 8192 * 576 * 2 + KDA_LAYERS * 2 * STATE_BYTES
+
+
+def test_a_capacity_search_walks_the_kda_layer_at_most_once_per_need_it_sizes(monkeypatch):
+    """Each need of a row's two binary searches walks one KDA graph at most (one per micro-batch, slots and
+    states), none again for a need already sized, and never a Gated DeltaNet one."""
+    import math
+
+    import sizing.calculators.llamacpp as llamacpp_module
+    import sizing.capacity as capacity_module
+    from sizing.limits import MAX_CONTEXT, MAX_REQUESTS
+
+    walks, needs, gated = [], [], []
+    real_walk, real_need = llamacpp_module.kda_layer_bytes, capacity_module.llamacpp_need
+    monkeypatch.setattr(llamacpp_module, "kda_layer_bytes", lambda shape: walks.append(shape) or real_walk(shape))
+    monkeypatch.setattr(llamacpp_module, "delta_net_layer_bytes", lambda shape: gated.append(shape) or 0)
+    monkeypatch.setattr(capacity_module, "llamacpp_need", lambda *args: needs.append(1) or real_need(*args))
+    bound = 2 * (math.ceil(math.log2(MAX_REQUESTS)) + math.ceil(math.log2(MAX_CONTEXT))) + 5
+    need = estimate("inference", KIMI, 4, 8192, 2, None, 16, engine="llamacpp")
+    capacity_module._gguf_need.cache_clear()
+    walks.clear()
+    held = need.capacity._on_machine(1, 80 * 1024 * MIB, None)
+    assert held.max_requests_at_context > 0
+    assert 0 < len(needs) <= bound and 0 < len(set(walks)) <= len(needs) and not gated
