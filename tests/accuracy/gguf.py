@@ -153,6 +153,30 @@ def kimi_checks() -> list[Check]:
             f"Kimi-Linear 48B-A3B {quant_type} (ymcki/Kimi-Linear-48B-A3B-Instruct-GGUF: {gigabytes:.2f} GB; "
             f"ours {float(weights.bits_per_weight):.4f} bits per weight)", "linear-attention file",
             gigabytes * 1e9 / GIB, weights.bytes / GIB, FILE_TOLERANCE))
+    return found + kimi_cache_checks()
+
+
+# The latent cache of Kimi-Linear at 1,048,576 tokens as the implementer of its MLA KV cache published it
+# (u/Ok_Warning2146, "llama.cpp MLA KV cache support for KimiLinear-48B-A3B", r/LocalLLaMA 1q9vtgz,
+# January 2026: "KV Size at 1M", in GiB though labelled GB), with that build's V cache: type -> GiB.
+KIMI_LINEAR_CACHE_AT_1M = {"f16": 14.875, "q8_0": 7.902}
+
+
+def kimi_cache_checks() -> list[Check]:
+    """The 7 latent layers' K and V at 1,048,576 cells (the KDA layers' recurrent state is a buffer of its
+    own, not in that table)."""
+    from sizing.calculators.llamacpp import cell_bytes
+
+    model = spec("kimi-linear-48b-a3b")
+    found = []
+    for cache_type, gib in KIMI_LINEAR_CACHE_AT_1M.items():
+        settings = LlamaCppSettings("Q4_K_M", 1_048_576, cache_type_k=cache_type, cache_type_v=cache_type,
+                                    latent_values=True)
+        ours = 7 * 1_048_576 * cell_bytes(model, settings)
+        found.append(Check(
+            f"Kimi-Linear 48B-A3B at 1,048,576 tokens, {cache_type} cache (its implementer's table, r/LocalLLaMA: "
+            f"{gib} at 1M; ours the 7 latent layers' 576 values in K and the latent's 512 again in V)",
+            "KV cache", gib, ours / GIB, KV_TOLERANCE))
     return found
 
 
