@@ -82,6 +82,7 @@ class Capacity:
     build: LlamaCppBuild = NOT_GIVEN
     flash_attention: bool = True  # llama.cpp and Ollama: -fa, OLLAMA_FLASH_ATTENTION
     kv_unified: bool = False  # llama.cpp: --kv-unified, one KV pool the slots share
+    gpu_layers: int | None = None  # llama.cpp's -ngl, Ollama's num_gpu; None: every layer and the head
 
     @cached_property
     def weights_bytes(self) -> int:
@@ -173,13 +174,13 @@ class Capacity:
 
     def _gguf(self, gpus: int, memory_bytes: int) -> MachineCapacity:
         """Under llama.cpp or Ollama (`sizing.calculators.llamacpp`): `memory_bytes` is the machine's
-        figure, each GPU holding the layers llama.cpp gives it; llama.cpp runs on every GPU the catalog
-        lists."""
+        figure, each GPU holding the layers llama.cpp gives it of those -ngl puts on the GPUs (every layer
+        where not asked; the rest in host memory); llama.cpp runs on every GPU the catalog lists."""
 
         def need(context: int, requests: int) -> LlamaCppNeed | None:
             return _gguf_need(self.spec, wizard_settings(
                 self.precision, context, requests, self.kv_bits, self.quantization, self.build, self.engine,
-                flash_attention=self.flash_attention, kv_unified=self.kv_unified))
+                flash_attention=self.flash_attention, kv_unified=self.kv_unified, gpu_layers=self.gpu_layers))
 
         def holds(context: int, requests: int) -> bool:
             found = need(context, requests)

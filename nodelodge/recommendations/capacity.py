@@ -32,7 +32,7 @@ from django.utils.translation import gettext_lazy as _
 
 from catalog import rows as catalog_rows
 from catalog.models import LanguageModel
-from sizing.calculators.llamacpp import KV_CACHE_TYPES, MAX_GPU_LAYERS, MAX_SLOTS
+from sizing.calculators.llamacpp import KV_CACHE_TYPES, MAX_SLOTS
 from sizing.calculators.llamacpp_builds import NOT_GIVEN, LlamaCppBuild
 from sizing.calculators.vllm import (
     DEFAULT_BATCHED_TOKENS,
@@ -92,12 +92,12 @@ GGUF_KV_TYPES = {"16": "f16", "8": "q8_0", **{name: name for name in KV_CACHE_TY
 KV_CACHE_WORDS = _("Choose the KV cache: 16 or 8 bits, or a cache type (f16, fp8, q8_0, q4_0…).")
 # What only one engine reads: named to the other, it is refused rather than ignored.
 VLLM_ONLY = ("precision", "gpu_memory_utilization", "max_num_batched_tokens", "max_num_seqs")
-# flash_attention and kv_unified: `llamacpp_switches.switch_refusals`, the wizard's query's rule too.
-GGUF_ONLY = ("quantization", "parallel", "gpu_layers")
+# flash_attention, kv_unified and gpu_layers: `llamacpp_switches.switch_refusals`, the wizard's query's
+# rule too.
+GGUF_ONLY = ("quantization", "parallel")
 SGLANG_ONLY = ("mem_fraction_static",)
 # What SGLang does not read of the others' settings (parallel is its --max-running-requests).
-NOT_SGLANG = ("gpu_memory_utilization", "max_num_batched_tokens", "max_num_seqs", "quantization",
-              "gpu_layers")
+NOT_SGLANG = ("gpu_memory_utilization", "max_num_batched_tokens", "max_num_seqs", "quantization")
 CAPACITY_DEFAULTS = {
     "model": "llama-3-1-8b",
     "precision": "16",
@@ -179,12 +179,7 @@ class CapacityForm(forms.Form):
                         "max_value": _("At most %(limit_value)s parallel requests."),
                         "invalid": _("Parallel requests are a whole number, such as 4.")})
     kv_unified = BY_NAME["kv_unified"].form_field()
-    gpu_layers = TypedIntegerField(
-        min_value=0, max_value=MAX_GPU_LAYERS, required=False,
-        label=_("Layers on the GPUs (-ngl; empty: all)"),
-        error_messages={"min_value": _("The GPU layers are 0 or more."),
-                        "max_value": _("At most %(limit_value)s GPU layers."),
-                        "invalid": _("The GPU layers are a whole number, such as 20.")})
+    gpu_layers = BY_NAME["gpu_layers"].form_field()  # -ngl, num_gpu, as the workload query declares it
 
     def __init__(self, data=None, *args, number_language: str | None = None, **kwargs):
         super().__init__(data, *args, **kwargs)

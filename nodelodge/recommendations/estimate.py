@@ -46,6 +46,7 @@ def estimate_for(
             llamacpp_build=query.llamacpp_build,
             flash_attention=query.flash_attention,
             kv_unified=query.kv_unified,
+            gpu_layers=query.gpu_layers,
         )
     except SizingError as error:  # the form checked each value alone: this one does not suit the rest
         raise Conflict({error.field: error.message}) from error

@@ -1,8 +1,10 @@
 """llama.cpp's and Ollama's switches read by the wizard's query (page, /estimate, /recommendations,
 `estimate`, `recommend`, watches) and the GPU what-if (`/api/v1/capacity`) alike: `flash_attention` (-fa on
 or off, Ollama's OLLAMA_FLASH_ATTENTION; on when left empty) and `kv_unified` (llama-server's --kv-unified,
-one KV pool the slots share; off when left empty). One rule for both: read as on or off, and refused beside
-their field where the engine or the build has no such setting (values each valid alone: a conflict)."""
+one KV pool the slots share; off when left empty), and `gpu_layers` (llama-server's -ngl, Ollama's
+num_gpu: the decoder layers on the GPUs; every layer and the head when left empty). One rule for all three:
+refused beside their field where the engine or the build has no such setting (values each valid alone: a
+conflict)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -21,6 +23,8 @@ from sizing.calculators.llamacpp_builds import (
 ON_OFF = {"on": True, "off": False}
 GGUF_ENGINES = (LLAMACPP, OLLAMA)
 SWITCHES = ("flash_attention", "kv_unified")
+# Every input of the query only llama.cpp or Ollama reads: ignored by a workload that serves no tokens.
+GGUF_INPUTS = (*SWITCHES, "gpu_layers")
 
 
 def flash_attention(values: Mapping[str, Any]) -> bool:
@@ -36,12 +40,17 @@ def kv_unified(values: Mapping[str, Any]) -> bool:
 def switch_refusals(engine: str | None, asked: Mapping[str, Any], build: LlamaCppBuild) -> dict[str, str]:
     """The switches asked (`asked`: the values the request named) that `engine` or llama.cpp's `build`
     does not read, by field: flash_attention under an engine other than llama.cpp and Ollama, kv_unified
-    under any but llama.cpp, and kv_unified=on before b5913 (its cache is one pool already)."""
+    under any but llama.cpp, kv_unified=on before b5913 (its cache is one pool already), and gpu_layers
+    (-ngl, num_gpu) under an engine other than llama.cpp and Ollama (they keep every layer on the GPUs)."""
     refusals: dict[str, str] = {}
     if engine not in GGUF_ENGINES and asked.get("flash_attention") not in (None, ""):
         refusals["flash_attention"] = gettext(
             "flash_attention is llama.cpp's -fa and Ollama's OLLAMA_FLASH_ATTENTION (engine=llamacpp or "
             "engine=ollama); the other engines set no such option.")
+    if engine not in GGUF_ENGINES and asked.get("gpu_layers") not in (None, ""):
+        refusals["gpu_layers"] = gettext(
+            "gpu_layers is llama.cpp's -ngl and Ollama's num_gpu (engine=llamacpp or engine=ollama); the "
+            "other engines keep every layer on the GPUs.")
     if engine != LLAMACPP:
         if asked.get("kv_unified") not in (None, ""):
             refusals["kv_unified"] = gettext(

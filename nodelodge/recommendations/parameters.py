@@ -17,7 +17,7 @@ from django.utils.formats import number_format
 from django.utils.functional import lazy
 from django.utils.translation import gettext_lazy as _
 
-from sizing.calculators.llamacpp import PRECISION_QUANT
+from sizing.calculators.llamacpp import MAX_GPU_LAYERS, PRECISION_QUANT
 from sizing.calculators.llamacpp_builds import (
     AUTO_SLOTS_FROM,
     AUTO_SLOTS_UNTIL,
@@ -396,6 +396,27 @@ PARAMETERS: tuple[Parameter, ...] = (
         f"default) sizes the build's own layout (a stream per slot from b{STREAMS_FROM}).",
         cli_help=f"llamacpp from b{STREAMS_FROM}: on adds --kv-unified (one KV pool the slots share; default "
         "off)",
+    ),
+    # llama.cpp's -ngl, Ollama's num_gpu (`llamacpp_switches`): under those engines only, as the what-if.
+    Parameter(
+        "gpu_layers", INTEGER, label=_("Layers on the GPUs (-ngl; empty: all)"),
+        words=_("Layers on the GPUs"), minimum=0, maximum=MAX_GPU_LAYERS,
+        messages={
+            "min_value": _("The GPU layers are 0 or more."),
+            "max_value": _("At most %(limit_value)s GPU layers."),  # Django fills in the limit
+            "invalid": _("The GPU layers are a whole number, such as 20."),
+        },
+        description="engine=llamacpp or engine=ollama only (refused with another engine): llama-server's "
+        "-ngl N, Ollama's num_gpu N, the decoder layers kept on the GPUs (0 to 999; empty: every layer and "
+        "the output head). Each machine row is sized with those layers on its GPUs as the build places them "
+        "(up to b7433 and Ollama's own runners the last N layers, the output head only past them; from "
+        "b7847 and in the llama-server Ollama starts from 0.30.0 the head first and the last N - 1 layers; "
+        "the build not given, the placement needing more), the rest, their KV cache and the token "
+        "embeddings in host memory, run on the CPU (slower): a machine too small for the whole model can "
+        "fit. A count past the model's layers is every layer and the head, as llama.cpp reads it (-ngl "
+        "999). Each row's command carries -ngl N (Ollama: num_gpu=N, a model option, after the server's "
+        "settings).",
+        cli_help="llamacpp/ollama: decoder layers on the GPUs (-ngl, Ollama's num_gpu; default: all)",
     ),
     Parameter(
         "context", INTEGER, default="4096", minimum=1, maximum=MAX_CONTEXT,

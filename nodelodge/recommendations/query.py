@@ -36,7 +36,7 @@ from sizing.workloads import DEFAULT_WORKLOAD, known_workload, workload
 
 from .llamacpp_switches import (
     GGUF_ENGINES,
-    SWITCHES,
+    GGUF_INPUTS,
     flash_attention,
     kv_unified,
     switch_params,
@@ -157,7 +157,7 @@ class _QueryForm(forms.Form):
                 if name not in self.errors:
                     self.add_error(name, forms.ValidationError(message, code=CONFLICT))
         else:  # as the engine itself, ignored by a workload that serves no tokens
-            for name in (*VLLM_RELEASE_INPUTS, *SWITCHES):
+            for name in (*VLLM_RELEASE_INPUTS, *GGUF_INPUTS):
                 cleaned.pop(name, None)
         # A training field sent with another workload (the base format at another precision) is ignored
         # there; a value no workload takes is still refused, so a query means one thing everywhere.
@@ -321,6 +321,8 @@ class WorkloadQuery:
     # engine=llamacpp: --kv-unified (`llamacpp_switches`). The defaults under any other engine.
     flash_attention: bool = True
     kv_unified: bool = False
+    # Under engine=llamacpp or engine=ollama: -ngl, num_gpu, the decoder layers on the GPUs (None: all).
+    gpu_layers: int | None = None
 
     @property
     def lists_by_default(self) -> bool:
@@ -354,6 +356,7 @@ class WorkloadQuery:
             **release_params(self.vllm_release),
             **build_params(self.llamacpp_build),
             **switch_params(self.engine, self.flash_attention, self.kv_unified),
+            "gpu_layers": self.gpu_layers,
             "clusters": self.clusters if self.clusters != CLUSTERS_AUTO else None,
             "context": self.context,
             "requests": self.requests,
@@ -428,6 +431,7 @@ class WorkloadQuery:
             llamacpp_build=read_build(data) if chosen.serves_tokens else NOT_GIVEN,
             flash_attention=flash_attention(data) if engine in GGUF_ENGINES else True,
             kv_unified=kv_unified(data) if engine == LLAMACPP else False,
+            gpu_layers=data.get("gpu_layers") if engine in GGUF_ENGINES else None,
         )
 
 

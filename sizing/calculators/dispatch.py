@@ -43,6 +43,7 @@ def estimate(
     llamacpp_build: LlamaCppBuild = NOT_GIVEN,
     flash_attention: bool = True,
     kv_unified: bool = False,
+    gpu_layers: int | None = None,
 ) -> Breakdown:
     """Errors name this function's own inputs: a fine-tuning sequence length is reported as "context",
     a batch size or audio stream count as "requests", so a form can put the message on its field.
@@ -51,7 +52,8 @@ def estimate(
     `vllm_release` (the vLLM release and its switches) is read under vLLM only, `llamacpp_build` (the logits
     its llama-server reserves, the cache it lays out) under llama.cpp, or as an Ollama release under Ollama;
     `flash_attention` under llama.cpp and Ollama, `kv_unified` (--kv-unified) under llama.cpp (the query
-    refuses them under another engine: `nodelodge.recommendations.llamacpp_switches`).
+    refuses them under another engine: `nodelodge.recommendations.llamacpp_switches`), and `gpu_layers`
+    (-ngl, Ollama's num_gpu; None: every layer and the output head) under llama.cpp and Ollama too.
     """
     chosen = workload_named(workload) if isinstance(workload, str) else None
     if chosen is None:
@@ -100,7 +102,8 @@ def estimate(
     if engine in GGUF_ENGINES:
         return estimate_llamacpp(language_model, precision, context, requests, kv_bits, engine=engine,
                                  quantization=quantization, build=llamacpp_build,
-                                 flash_attention=flash_attention, kv_unified=kv_unified)
+                                 flash_attention=flash_attention, kv_unified=kv_unified,
+                                 gpu_layers=gpu_layers)
     return estimate_inference(language_model, precision, context, requests, kv_bits)
 
 

@@ -990,17 +990,17 @@ def wizard_quant_type(precision: int, quantization: str | None) -> str:
 def wizard_settings(precision: int, context: int, requests: int, kv_bits: int,
                     quantization: str | None = None, build: LlamaCppBuild = NOT_GIVEN,
                     engine: str = LLAMACPP, flash_attention: bool = True,
-                    kv_unified: bool = False) -> LlamaCppSettings:
-    """`requests` requests of `context` tokens: -np requests, -c their tokens together, every layer on
-    the GPUs, flash attention as asked (-fa, OLLAMA_FLASH_ATTENTION; on unless asked off, as a quantized V
-    cache needs it) and, under llama.cpp, --kv-unified as asked; the file in `wizard_quant_type`; the
-    logits reserved, the cache laid out and -ngl's layers placed as `build` does under `engine`
-    (`llamacpp_builds`)."""
+                    kv_unified: bool = False, gpu_layers: int | None = None) -> LlamaCppSettings:
+    """`requests` requests of `context` tokens: -np requests, -c their tokens together, -ngl `gpu_layers`
+    (None: every layer and the output head on the GPUs), flash attention as asked (-fa,
+    OLLAMA_FLASH_ATTENTION; on unless asked off, as a quantized V cache needs it) and, under llama.cpp,
+    --kv-unified as asked; the file in `wizard_quant_type`; the logits reserved, the cache laid out and
+    -ngl's layers placed as `build` does under `engine` (`llamacpp_builds`)."""
     return LlamaCppSettings(quant_type=wizard_quant_type(precision, quantization), context=context * requests,
                             parallel=requests, cache_type_k=KV_BITS_TYPE[kv_bits],
                             cache_type_v=KV_BITS_TYPE[kv_bits], flash_attention=flash_attention,
                             reservation=build.reservation, kv_layout=kv_layout(engine, build, requests),
-                            kv_unified=kv_unified,
+                            kv_unified=kv_unified, gpu_layers=gpu_layers,
                             latent_values=build.caches_latent_values, offload=build.offload,
                             state_checkpoints=state_checkpoints(engine, build))
 
@@ -1014,11 +1014,15 @@ def state_checkpoints(engine: str, build: LlamaCppBuild) -> int:
 
 
 def engine_command(engine: str, need: LlamaCppNeed, file_name: str) -> str:
-    """llama-server's command, or Ollama's server with the settings that give the same memory."""
+    """llama-server's command, or Ollama's server with the settings that give the same memory. -ngl N
+    is Ollama's num_gpu, a model's option rather than the server's (a Modelfile's PARAMETER num_gpu N, a
+    request's "options"): written after the server's settings as the what-if writes it, num_gpu=N, in a
+    comment that leaves the command as it starts."""
     if engine == "ollama":
-        settings = " ".join(f"{name}={value}" for name, value in need.ollama_settings().items()
-                            if name.startswith("OLLAMA_"))
-        return f"{settings} ollama serve"
+        values = need.ollama_settings()
+        settings = " ".join(f"{name}={value}" for name, value in values.items() if name.startswith("OLLAMA_"))
+        layers = f" # num_gpu={values['num_gpu']}" if "num_gpu" in values else ""
+        return f"{settings} ollama serve{layers}"
     return need.server_command(file_name)
 
 

@@ -8,7 +8,7 @@ from .. import nouns
 from ..breakdown import Breakdown, GgufFile, Item
 from ..capacity import Capacity
 from ..gguf import GgufWeights
-from ..i18n import gettext
+from ..i18n import gettext, ngettext
 from ..specs import LanguageModelSpec
 from ..units import fmt_gib, fmt_int
 from .checks import check_inference_inputs, model_value
@@ -16,6 +16,7 @@ from .llamacpp import (
     CUDA_CONTEXT_BYTES,
     ENGINE_NAMES,
     GpuNeed,
+    LlamaCppNeed,
     LlamaCppSettings,
     gguf_file_name,
     gpu_needs,
@@ -35,6 +36,7 @@ class LlamaCppBreakdown(Breakdown):
 
     spec: LanguageModelSpec | None = None
     settings: LlamaCppSettings | None = None
+    offload_text: str | None = None  # -ngl's layers on the GPUs and the rest on the CPU (`offload_words`)
 
     def _largest_gpu(self, gpus: int) -> GpuNeed | None:
         if gpus < 2 or self.spec is None or self.settings is None:
@@ -47,6 +49,11 @@ class LlamaCppBreakdown(Breakdown):
         need = super().bytes_per_gpu(gpus)
         largest = self._largest_gpu(gpus)
         return need if largest is None else largest.bytes
+
+    def fit_words(self, gpus: int) -> str | None:
+        """A row's words where -ngl keeps part of the model off the GPUs (`offload_words`): how many
+        layers its GPUs hold, and that the rest run on the CPU."""
+        return self.offload_text
 
     def per_gpu_shares(self, gpus: int) -> tuple[tuple[str, int], ...]:
         """The largest GPU's items (the per-GPU bar): its own layers' weights and KV cache, its compute
@@ -82,10 +89,14 @@ def published_words(assumed: GgufFile) -> str:
 def estimate_llamacpp(model: LanguageModelSpec, precision: int, context: int, requests: int,
                       kv_bits: int = 16, engine: str = "llamacpp",
                       quantization: str | None = None, build: LlamaCppBuild = NOT_GIVEN,
-                      flash_attention: bool = True, kv_unified: bool = False) -> Breakdown:
+                      flash_attention: bool = True, kv_unified: bool = False,
+                      gpu_layers: int | None = None) -> Breakdown:
     """The need per GPU under llama.cpp or Ollama of the model's GGUF file in `quantization` (any GGUF
-    type), or else at the wizard's precision (16: F16, 8: Q8_0, 4: Q4_K_M), every layer on the GPUs: split
-    by layers, each GPU holds its own layers' weights and KV cache and adds its compute buffer and CUDA
+    type), or else at the wizard's precision (16: F16, 8: Q8_0, 4: Q4_K_M), every layer on the GPUs or,
+    with `gpu_layers` (-ngl, Ollama's num_gpu), those -ngl places there as the build does (the rest and
+    their cache in host memory, run on the CPU; a count past the layers is every layer, as llama.cpp
+    reads it): split by layers, each GPU holds its own layers' weights and KV cache and adds its compute
+    buffer and CUDA
     context, its logits reserved and its cache laid out as the llama.cpp `build` does (under Ollama:
     the build the Ollama release in `build` runs), with flash attention on or off and, under llama.cpp,
     --kv-unified's one pool as asked."""
@@ -94,7 +105,7 @@ def estimate_llamacpp(model: LanguageModelSpec, precision: int, context: int, re
     build = build_for(engine, build)
     check_build_runs(model, build, engine)
     settings = wizard_settings(precision, context, requests, kv_bits, quantization, build, engine,
-                               flash_attention=flash_attention, kv_unified=kv_unified)
+                               flash_attention=flash_attention, kv_unified=kv_unified, gpu_layers=gpu_layers)
     need = llamacpp_need(model, settings)
     assumed = gguf_file(model, need.weights)
     file = assumed.file
@@ -104,13 +115,18 @@ def estimate_llamacpp(model: LanguageModelSpec, precision: int, context: int, re
                         CUDA_CONTEXT_BYTES, per_gpu=True)
     layers = model_value(model, "layers")
     name = ENGINE_NAMES[engine]
+    loaded = {"engine": name, "file": file, "bits": f"{float(need.weights.bits_per_weight):.2f}",
+              "embeddings": fmt_gib(need.host_bytes)}
+    offloaded = offload_words(engine, need)
     assumptions = (
         gettext(
             "Sized as %(engine)s loads the GGUF file %(file)s (%(bits)s bits per weight, llama.cpp's mix of "
             "tensor types): every layer on the GPUs, split by layers over several; the token embeddings "
             "(%(embeddings)s) stay in host memory."
-        ) % {"engine": name, "file": file,
-             "bits": f"{float(need.weights.bits_per_weight):.2f}", "embeddings": fmt_gib(need.host_bytes)},
+        ) % loaded if offloaded is None else gettext(
+            "Sized as %(engine)s loads the GGUF file %(file)s (%(bits)s bits per weight, llama.cpp's mix of "
+            "tensor types), split by layers over several GPUs. %(offload)s."
+        ) % {**loaded, "offload": offloaded},
         _cache_assumption(settings, context, requests),
         build_words(engine, build),
         published_words(assumed),
@@ -132,14 +148,15 @@ def estimate_llamacpp(model: LanguageModelSpec, precision: int, context: int, re
                 "requests": requests, "kv_bits": kv_bits, "engine": engine,
                 "quantization": need.weights.quant_type, "quantization_asked": bool(quantization),
                 "engine_version": build.text or None, "flash_attention": settings.flash_attention,
-                "kv_unified": settings.kv_unified},
+                "kv_unified": settings.kv_unified, "gpu_layers": gpu_layers},
         gguf=assumed,
         capacity=Capacity(model, precision, kv_bits, context, requests, engine=engine,
                           quantization=need.weights.quant_type if quantization else None,
                           published=model.gguf_files, build=build, flash_attention=settings.flash_attention,
-                          kv_unified=settings.kv_unified),
+                          kv_unified=settings.kv_unified, gpu_layers=gpu_layers),
         spec=model,
         settings=settings,
+        offload_text=offloaded,
     )
 
 
@@ -165,3 +182,36 @@ def _cache_assumption(settings: LlamaCppSettings, context: int, requests: int) -
             "more than %(context)s tokens of it while the others take less."
         ) % values
     return words
+
+
+def offload_words(engine: str, need: LlamaCppNeed) -> str | None:
+    """Where -ngl N (Ollama's num_gpu N) leaves part of the model in host memory: how many layers, and
+    whether the output head, sit on the GPUs as the build places them (`llamacpp.offload_placement`), and
+    that the rest, their KV cache and the token embeddings stay in host memory and run on the CPU, slower.
+    None where every layer and the head are on the GPUs."""
+    settings = need.settings
+    layers = model_value(need.model, "layers")
+    if settings.gpu_layers is None or (need.gpu_layers == layers and need.output_on_gpu):
+        return None
+    asked = f"{'num_gpu' if engine == 'ollama' else '-ngl'} {settings.gpu_layers}"  # as the command writes it
+    rest = layers - need.gpu_layers
+    values = {"setting": asked, "layers": fmt_int(need.gpu_layers), "all": fmt_int(layers),
+              "rest": fmt_int(rest), "host": fmt_gib(need.host_bytes)}
+    if not rest:
+        return gettext(
+            "%(setting)s: all %(all)s layers on the GPUs; the output head stays in host memory with the "
+            "token embeddings (%(host)s) and runs on the CPU, slower") % values
+    if need.output_on_gpu:
+        return ngettext(
+            "%(setting)s: %(layers)s of %(all)s layers and the output head on the GPUs; the other layer "
+            "and its KV cache stay in host memory with the token embeddings (%(host)s) and run on the CPU, "
+            "slower",
+            "%(setting)s: %(layers)s of %(all)s layers and the output head on the GPUs; the other %(rest)s "
+            "layers and their KV cache stay in host memory with the token embeddings (%(host)s) and run on "
+            "the CPU, slower", rest) % values
+    return ngettext(
+        "%(setting)s: %(layers)s of %(all)s layers on the GPUs; the other layer, its KV cache and the "
+        "output head stay in host memory with the token embeddings (%(host)s) and run on the CPU, slower",
+        "%(setting)s: %(layers)s of %(all)s layers on the GPUs; the other %(rest)s layers, their KV cache "
+        "and the output head stay in host memory with the token embeddings (%(host)s) and run on the CPU, "
+        "slower", rest) % values

@@ -51,6 +51,7 @@ VALID_VALUES = {
     "model_runner": ["", "v1", "v2"],
     "flash_attention": ["", "on", "off"],
     "kv_unified": ["", "on", "off"],
+    "gpu_layers": ["", "0", "20", "81", "999"],
     "gradient_checkpointing": ["on", "off", "offload"],
     "loss": ["full", "fused", "chunked"],
     "lora_rank": ["8", "64", "1024"],

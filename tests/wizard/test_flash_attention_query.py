@@ -11,42 +11,21 @@ from typing import cast
 import pytest
 from django.core.management import call_command
 
-from catalog import rows as catalog_rows
-from catalog.models import LanguageModel, Machine
 from nodelodge.recommendations import fleet_state
 from nodelodge.recommendations.query import parse_query
 from nodelodge.watches.services import explicit_query
 from sizing.calculators import estimate
 from sizing.calculators.llamacpp import engine_command, gguf_file_name, llamacpp_need, wizard_settings
 from sizing.capacity import Capacity
-from sizing.specs import LanguageModelSpec
 from sizing.units import MIB
 from tests.sizing.test_llamacpp import spec
+from tests.wizard.gguf_query import asked, catalog_spec, get_json, memory_bytes
 
 pytestmark = pytest.mark.django_db
 
 # 16,384 tokens: without flash attention the scores of the whole context dwarf the MLP step.
 QUERY = "workload=inference&model=llama-3-1-8b&precision=16&context=16384&requests=1&engine=llamacpp"
 OLLAMA = QUERY.replace("engine=llamacpp", "engine=ollama")
-
-
-def catalog_spec() -> LanguageModelSpec:
-    """Llama 3.1 8B as the catalog holds it, with its published GGUF files (the names a command uses)."""
-    return catalog_rows.language_model_spec(cast(LanguageModel, catalog_rows.get_model("llama-3-1-8b")))
-
-
-def memory_bytes(machine: dict) -> int:
-    """A row's memory per GPU as its machine records it."""
-    return cast(int, Machine.objects.get(pk=machine["id"]).memory_per_gpu_mib) * MIB
-
-
-def get_json(client, path, query, **headers):
-    response = client.get(f"/api/v1/{path}?{query}", **headers)
-    return response.status_code, response.json()
-
-
-def asked(query: str) -> dict[str, str]:
-    return dict(pair.split("=") for pair in query.split("&"))
 
 
 def settings(engine="llamacpp", flash_attention=True):
@@ -78,7 +57,7 @@ def test_every_row_is_sized_and_started_with_flash_attention_as_asked(client, sm
     status, off = get_json(client, "recommendations", QUERY + "&flash_attention=off")
     assert status == 200 and off["machines"]
     llama = spec("llama-3-1-8b")
-    file = gguf_file_name(catalog_spec(), "F16")
+    file = gguf_file_name(catalog_spec("llama-3-1-8b"), "F16")
     asked = Capacity(llama, 16, 16, 16384, 1, engine="llamacpp", flash_attention=False)
     held_on = {machine["id"]: machine for machine in on["machines"]}
     fewer = 0

@@ -6,13 +6,10 @@ under Ollama or vLLM, or with a build before b5913, it is refused beside its fie
 in both languages. Left empty, today's answers."""
 import html
 import json
-from typing import cast
 
 import pytest
 from django.core.management import call_command
 
-from catalog import rows as catalog_rows
-from catalog.models import LanguageModel, Machine
 from nodelodge.recommendations.query import parse_query
 from nodelodge.watches.services import explicit_query
 from sizing.calculators import estimate
@@ -25,9 +22,8 @@ from sizing.calculators.llamacpp import (
 )
 from sizing.calculators.llamacpp_builds import parse_build
 from sizing.capacity import Capacity
-from sizing.specs import LanguageModelSpec
-from sizing.units import MIB
 from tests.sizing.test_llamacpp import spec
+from tests.wizard.gguf_query import asked, catalog_spec, get_json, memory_bytes
 
 pytestmark = pytest.mark.django_db
 
@@ -36,25 +32,6 @@ pytestmark = pytest.mark.django_db
 QUERY = ("workload=inference&model=llama-3-1-8b&precision=4&context=4000&requests=3&engine=llamacpp"
          "&engine_version=b10240")
 BUILD = parse_build("b10240")
-
-
-def catalog_spec() -> LanguageModelSpec:
-    """Llama 3.1 8B as the catalog holds it, with its published GGUF files (the names a command uses)."""
-    return catalog_rows.language_model_spec(cast(LanguageModel, catalog_rows.get_model("llama-3-1-8b")))
-
-
-def memory_bytes(machine: dict) -> int:
-    """A row's memory per GPU as its machine records it."""
-    return cast(int, Machine.objects.get(pk=machine["id"]).memory_per_gpu_mib) * MIB
-
-
-def get_json(client, path, query, **headers):
-    response = client.get(f"/api/v1/{path}?{query}", **headers)
-    return response.status_code, response.json()
-
-
-def asked(query: str) -> dict[str, str]:
-    return dict(pair.split("=") for pair in query.split("&"))
 
 
 def settings(kv_unified: bool):
@@ -83,7 +60,7 @@ def test_every_row_is_sized_with_one_pool_and_its_command_says_kv_unified(client
     assert status == 200 and pool["machines"]
     status, streams = get_json(client, "recommendations", QUERY)
     llama = spec("llama-3-1-8b")
-    file = gguf_file_name(catalog_spec(), "Q4_K_M")
+    file = gguf_file_name(catalog_spec("llama-3-1-8b"), "Q4_K_M")
     command = engine_command("llamacpp", llamacpp_need(llama, settings(True)), file)
     assert command.endswith(" --kv-unified")
     held = Capacity(llama, 4, 16, 4000, 3, engine="llamacpp", build=BUILD, kv_unified=True)

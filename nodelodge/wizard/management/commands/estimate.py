@@ -95,6 +95,7 @@ class Command(BaseCommand):
                 llamacpp_build=read_build(values),
                 flash_attention=flash_attention(values),
                 kv_unified=kv_unified(values),
+                gpu_layers=_int_or_none(values.get("gpu_layers"), "gpu_layers"),
             )
         except SizingError as error:
             fail(self, {error.field: error.message})
