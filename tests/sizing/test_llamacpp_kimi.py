@@ -191,3 +191,13 @@ def test_a_capacity_search_walks_the_kda_layer_at_most_once_per_need_it_sizes(mo
     held = need.capacity._on_machine(1, 80 * 1024 * MIB, None)
     assert held.max_requests_at_context > 0
     assert 0 < len(needs) <= bound and 0 < len(set(walks)) <= len(needs) and not gated
+
+
+def test_a_partial_offload_keeps_the_state_and_latent_cache_of_the_layers_left_on_the_host_there():
+    """-ngl 8 at b9500 (the head and the last 7 layers, 20–26): latent layers 23 and 26 and five KDA layers on
+    the GPU, the other 5 latent and 15 KDA layers' cache and state in host memory."""
+    settings = replace(wizard_settings(4, 8192, 1, 16, build=parse_build("b9500")), gpu_layers=8)
+    need = llamacpp_need(KIMI, settings)
+    latent = 8192 * 576 * 2
+    assert need.gpu_items[1].bytes == 2 * latent + 5 * STATE_BYTES
+    assert need.host_items[1].bytes == 5 * latent + 15 * STATE_BYTES
