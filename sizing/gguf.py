@@ -173,15 +173,13 @@ def check_quant_type(quant_type: object) -> str:
 
 def model_tensors(model: LanguageModelSpec) -> list[Tensor]:
     """The tensors llama.cpp's converter writes for a decoder: embeddings, output head (unless tied),
-    norms and, per layer, attention (or a Gated DeltaNet layer where the pattern has linear attention) and
-    the MLP (or the experts, stacked per layer, with their router and the shared expert)."""
+    norms and, per layer, attention (or, where the pattern has linear attention, a Gated DeltaNet or a Kimi
+    Delta Attention layer) and the MLP (or the experts, stacked per layer, with their router and the shared
+    expert). A router's per-expert score bias (DeepSeek's and Kimi-Linear's e_score_correction_bias, which
+    the converter writes as ffn_exp_probs_b, 256 F32 values a layer) is a buffer the catalog does not count
+    and is left out with it: 26,624 bytes in Kimi-Linear's file."""
     arch = model.architecture or PLAIN
     linear = arch.linear_attention
-    if linear is not None and linear.kind == KIMI_DELTA:
-        raise SizingError("model", gettext(
-            "%(model)s: Kimi Delta Attention is not sized as a GGUF file yet (llama.cpp runs it as its "
-            "kimi-linear architecture; its tensors and recurrent state are not modelled here)."
-        ) % {"model": model.name})
     hidden = model_value(model, "hidden_size")
     vocab = model_value(model, "vocab_size")
     layers = model_value(model, "layers")
@@ -194,7 +192,8 @@ def model_tensors(model: LanguageModelSpec) -> list[Tensor]:
     for layer in range(layers):
         tensors.append(Tensor("attn_norm", layer, hidden, hidden, quantizable=False))
         if linear is not None and arch.kind_of_layer(layer) == LINEAR:
-            tensors += _gated_deltanet(linear, layer, hidden)
+            linear_layer = _kimi_delta_attention if linear.kind == KIMI_DELTA else _gated_deltanet
+            tensors += linear_layer(linear, layer, hidden)
         else:
             tensors += attention(model, layer, hidden)
         tensors.append(Tensor("ffn_norm", layer, hidden, hidden, quantizable=False))
@@ -246,6 +245,34 @@ def _gated_deltanet(linear: LinearAttention, layer: int, hidden: int) -> list[Te
         Tensor("ssm_ba", layer, hidden, hidden * 2 * linear.value_heads),
         Tensor("ssm_norm", layer, linear.value_head_dim, linear.value_head_dim, quantizable=False),
         Tensor("ssm_out", layer, value_width, value_width * hidden),
+    ]
+
+
+def _kimi_delta_attention(linear: LinearAttention, layer: int, hidden: int) -> list[Tensor]:
+    """One Kimi Delta Attention layer as llama.cpp's converter writes it for the kimi-linear architecture
+    (conversion/kimi_linear.py, `KimiLinearModel.modify_tensors`; src/models/kimi-linear.cpp's tensors):
+    attn_q, attn_k and attn_v (attn_v typed as attention V); the three depthwise convolutions ssm_conv1d_q,
+    _k and _v, kernel × channels, written and kept in F32; the forget gate's bottleneck ssm_f_a (hidden →
+    head_dim) and ssm_f_b (head_dim → heads × head_dim, rows of 128: a K-quant falls back) with its bias
+    ssm_dt (one value per channel) and ssm_a (−exp(A_log), one per head); ssm_beta (one per head); the output
+    gate's bottleneck ssm_g_a and ssm_g_b; the gated norm ssm_norm of one head; attn_output."""
+    heads, head_dim = linear.value_heads, linear.value_head_dim
+    width = heads * head_dim
+    kernel = linear.conv_kernel
+    return [
+        Tensor("attn_q", layer, hidden, hidden * width),
+        Tensor("attn_k", layer, hidden, hidden * width),
+        Tensor("attn_v", layer, hidden, hidden * width),
+        *(Tensor(f"ssm_conv1d_{part}", layer, kernel, kernel * width, quantizable=False) for part in "qkv"),
+        Tensor("ssm_f_a", layer, hidden, hidden * head_dim),
+        Tensor("ssm_f_b", layer, head_dim, head_dim * width),
+        Tensor("ssm_dt", layer, width, width, quantizable=False),
+        Tensor("ssm_a", layer, 1, heads, quantizable=False),
+        Tensor("ssm_beta", layer, hidden, hidden * heads),
+        Tensor("ssm_g_a", layer, hidden, hidden * head_dim),
+        Tensor("ssm_g_b", layer, head_dim, head_dim * width),
+        Tensor("ssm_norm", layer, head_dim, head_dim, quantizable=False),
+        Tensor("attn_output", layer, width, width * hidden),
     ]
 
 
@@ -323,8 +350,12 @@ def _fallback(ggml_type: str, row: int) -> str:
 
 
 def _query_groups(model: LanguageModelSpec) -> int:
-    """Query heads per key-value head (llama.cpp's n_gqa), read only for the V-like tensors, which a
-    latent-attention file does not have."""
+    """Query heads per key-value head (llama.cpp's n_gqa(), of layer 0), read only for the V-like tensors.
+    Kimi-Linear's converter writes a KV head count per layer, 0 for a Kimi Delta Attention layer (1 for a
+    latent one), and n_gqa() answers 0 where it is 0: its first layer is one."""
+    arch = model.architecture or PLAIN
+    if arch.linear_attention is not None and arch.linear_attention.kind == KIMI_DELTA:
+        return 0 if arch.kind_of_layer(0) == LINEAR else model_value(model, "attention_heads")
     return model_value(model, "attention_heads") // model_value(model, "kv_heads")
 
 

@@ -55,7 +55,7 @@ def answer(spec: LanguageModelSpec, query: CapacityQuery, gpu_type: catalog_rows
         state_checkpoints=state_checkpoints(query.engine, query.llamacpp_build),
     )
     try:
-        check_build_runs(spec, query.llamacpp_build)
+        check_build_runs(spec, query.llamacpp_build, query.engine)
         need = llamacpp_need(spec, settings)
     except SizingError as error:  # values each valid that the model or the engine cannot take together
         raise Conflict({error.field: error.message}) from error

@@ -41,7 +41,7 @@ import functools
 from dataclasses import dataclass, replace
 from typing import cast
 
-from ..architectures import LINEAR, PLAIN, SLIDING, LinearAttention
+from ..architectures import KIMI_DELTA, LINEAR, PLAIN, SLIDING, LinearAttention
 from ..breakdown import Item
 from ..errors import SizingError
 from ..gguf import GgufWeights, check_quant_type, gguf_weights
@@ -72,7 +72,13 @@ from .llamacpp_builds import (
     LlamaCppBuild,
     kv_layout,
 )
-from .llamacpp_graph import DeltaNetShape, GraphShape, compute_buffer_bytes, delta_net_layer_bytes
+from .llamacpp_graph import (
+    DeltaNetShape,
+    GraphShape,
+    compute_buffer_bytes,
+    delta_net_layer_bytes,
+    kda_layer_bytes,
+)
 
 # Cache types llama.cpp takes for K and V (--cache-type-k/-v): (values per block, bytes per block).
 KV_CACHE_TYPES: dict[str, tuple[int, int]] = {
@@ -739,15 +745,17 @@ def _attention_cells(model: LanguageModelSpec, settings: LlamaCppSettings, kv_si
 
 
 def delta_net_bytes(model: LanguageModelSpec, settings: LlamaCppSettings, tokens: int, streams: int) -> int:
-    """What one Gated DeltaNet layer's graph of the micro-batch holds at once (`llamacpp_graph`'s walk of
-    it): the compute buffer adds it to the walk of the attention layers' graph, an upper bound (the two
-    peaks come at different layers), with the chunked delta rule (builds and backends without the fused
-    gated-delta-net kernel, which holds less)."""
+    """What one linear-attention layer's graph of the micro-batch holds at once (`llamacpp_graph`'s walk of
+    a Gated DeltaNet layer, or of a Kimi Delta Attention one): the compute buffer adds it to the walk of the
+    attention layers' graph, an upper bound (the two peaks come at different layers), with the chunked delta
+    rule (builds and backends without the fused gated-delta-net kernel, which holds less)."""
     linear = cast(LinearAttention, (model.architecture or PLAIN).linear_attention)  # linear layers only
-    return delta_net_layer_bytes(DeltaNetShape(
+    kda = linear.kind == KIMI_DELTA
+    shape = DeltaNetShape(
         hidden=model_value(model, "hidden_size"), key_heads=linear.key_heads, value_heads=linear.value_heads,
         head_dim=linear.value_head_dim, conv_kernel=linear.conv_kernel, tokens=tokens, sequences=streams,
-        states=recurrent_sequences(settings)))
+        states=recurrent_sequences(settings), per_channel_gate=kda)
+    return kda_layer_bytes(shape) if kda else delta_net_layer_bytes(shape)
 
 
 @functools.lru_cache(maxsize=256)
@@ -898,6 +906,11 @@ def _latent_cache_words(model: LanguageModelSpec, settings: LlamaCppSettings) ->
     stored = gettext(
         ", and the latent's %(rank)s again in V (llama.cpp before its V-less cache, or the build not given)"
     ) % values if settings.latent_values else gettext(", V a view of K")
+    if (model.architecture or PLAIN).no_rope:  # Kimi-Linear: the rotary-sized part is cached, never rotated
+        return gettext(
+            "; latent attention: K holds %(width)s values a layer (the %(rank)s-value latent and %(rope)s "
+            "dims sized for a rotary embedding, cached unrotated: no position embedding)%(stored)s") % {
+            **values, "stored": stored}
     return gettext(
         "; latent attention: K holds %(width)s values a layer (the %(rank)s-value latent and %(rope)s rotary "
         "dims)%(stored)s") % {**values, "stored": stored}
@@ -937,11 +950,18 @@ def _delta_net_words(model: LanguageModelSpec, settings: LlamaCppSettings, held:
     kv_size = cache_cells(settings)
     streams = kv_streams(settings)
     tokens = reserved_tokens(settings, kv_size, streams)
+    values = {"bytes": fmt_gib(delta_net_bytes(model, settings, tokens, streams)), "tokens": fmt_int(tokens)}
+    linear = cast(LinearAttention, (model.architecture or PLAIN).linear_attention)  # linear layers only
+    if linear.kind == KIMI_DELTA:
+        return gettext(
+            "; plus one Kimi Delta Attention layer's graph walked on its own (%(bytes)s: the chunked delta "
+            "rule with a decay per channel, in chunks of 16, over %(tokens)s tokens, as builds and backends "
+            "without the fused kernel run it), an upper bound: its peak and the attention layers' come at "
+            "different layers; no logged Kimi-Linear compute buffer was found to hold it against") % values
     return gettext(
         "; plus one Gated DeltaNet layer's graph walked on its own (%(bytes)s: the chunked delta rule over "
         "%(tokens)s tokens, as builds and backends without the fused kernel run it), an upper bound: its "
-        "peak and the attention layers' come at different layers") % {
-        "bytes": fmt_gib(delta_net_bytes(model, settings, tokens, streams)), "tokens": fmt_int(tokens)}
+        "peak and the attention layers' come at different layers") % values
 
 
 def _tokens_words(settings: LlamaCppSettings) -> dict[str, str]:

@@ -88,7 +88,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..architectures import GATED_DELTANET, PLAIN
+from ..architectures import GATED_DELTANET, KIMI_DELTA, PLAIN
 from ..errors import SizingError
 from ..i18n import gettext
 from ..specs import LanguageModelSpec
@@ -303,14 +303,40 @@ def _ollama_reservation_words(build: LlamaCppBuild) -> str:
 # The first llama.cpp release with the qwen3next architecture (Gated DeltaNet): ggml-org/llama.cpp#16095,
 # merged 2025-11-28; the Ollama maintainers name b7186 as the sync that brings it (ollama/ollama#12349).
 GATED_DELTANET_FROM = 7186
+# The kimi-linear architecture (Kimi Delta Attention) came with ggml-org/llama.cpp#18755, "Kimi-Linear support
+# (backend agnostic + MLA KV cache)", opened 2026-01-11 on b7738 and merged in early February 2026 (the
+# earlier attempts, #17592 and #18381, were closed unmerged). The release of its merge is not read here: b7738
+# and every build before it lack the architecture and are refused; a later build is sized (the builds between
+# b7739 and the merge's release would not load it either).
+KIMI_DELTA_AFTER = 7738
 
 
-def check_build_runs(model: LanguageModelSpec, build: LlamaCppBuild) -> None:
+def check_build_runs(model: LanguageModelSpec, build: LlamaCppBuild, engine: str = LLAMACPP) -> None:
     """Refuse a llama.cpp build (under llama.cpp, or the llama-server an Ollama release starts) that cannot
-    load `model`'s architecture: Gated DeltaNet (Qwen3-Next) before GATED_DELTANET_FROM. A build not given
-    is taken to be a recent one."""
+    load `model`'s architecture: Gated DeltaNet (Qwen3-Next) before GATED_DELTANET_FROM, Kimi Delta
+    Attention (Kimi-Linear) up to KIMI_DELTA_AFTER. A llama.cpp build not given is taken to be a recent one.
+    Under Ollama, Kimi-Linear runs only in the llama-server of a release from 0.30.0: its own runners (an
+    earlier release, and how one not given or later than read is sized) have no Kimi-Linear model in the Go
+    engine (model/models) and a vendored llama.cpp without the architecture (ec98e2002, 2025-12-16)."""
     linear = (model.architecture or PLAIN).linear_attention
-    if linear is None or linear.kind != GATED_DELTANET or build.number is None:
+    if linear is None:
+        return
+    if linear.kind == KIMI_DELTA:
+        if engine == OLLAMA and build.number is None:
+            raise SizingError("engine_version", gettext(
+                "%(model)s runs under Ollama only in the llama-server of a release from %(from)s "
+                "(llama.cpp's kimi-linear architecture): Ollama's own runners, which an earlier release, or "
+                "one not given or later than %(newest)s, is sized as, have no Kimi-Linear model. Give the "
+                "Ollama version, %(from)s or later.") % {
+                "model": model.name, "from": _text(OLLAMA_LLAMA_SERVER[0][0]),
+                "newest": ".".join(str(number) for number in OLLAMA_NEWEST_MINOR)})
+        if build.number is not None and build.number <= KIMI_DELTA_AFTER:
+            raise SizingError("engine_version", gettext(
+                "%(model)s needs llama.cpp's kimi-linear architecture (ggml-org/llama.cpp#18755, merged "
+                "after b%(after)s): %(build)s does not load it.") % {
+                "model": model.name, "after": KIMI_DELTA_AFTER, "build": build.text})
+        return
+    if linear.kind != GATED_DELTANET or build.number is None:
         return
     if build.number < GATED_DELTANET_FROM:
         raise SizingError("engine_version", gettext(

@@ -824,14 +824,16 @@ def compute_buffer_bytes(shape: GraphShape) -> int:
     return max(_peak(short), _peak(earlier), _stranded_logits(earlier))
 
 
-# --- a Gated DeltaNet layer (qwen3next's linear attention) ------------------------------------------------
+# --- a Gated DeltaNet layer (qwen3next's linear attention), a Kimi Delta Attention one (kimi-linear's) ---
 
 DELTA_CHUNK = 64  # the chunked delta rule's chunk (CS) for Gated DeltaNet
+KDA_CHUNK = 16  # and for Kimi Delta Attention, whose decay is per channel (delta-net-base.cpp: kda ? 16 : 64)
 
 
 @dataclass(frozen=True)
 class DeltaNetShape:
-    """What one Gated DeltaNet layer's graph of a micro-batch depends on (llama.cpp's qwen3next)."""
+    """What one Gated DeltaNet layer's graph of a micro-batch depends on (llama.cpp's qwen3next), or, with
+    `per_channel_gate`, one Kimi Delta Attention layer's (kimi-linear: key and value heads alike)."""
 
     hidden: int
     key_heads: int  # ssm_n_group
@@ -841,6 +843,7 @@ class DeltaNetShape:
     tokens: int  # the micro-batch, a multiple of `sequences`
     sequences: int  # n_seqs of the micro-batch reserved
     states: int  # the recurrent states the memory holds (its size, n_seq_max): all gathered at reserve
+    per_channel_gate: bool = False  # Kimi Delta Attention: a decay per key channel, not one per head
 
 
 def _state_rows(graph: _Graph, copies: int, row: int, shape: DeltaNetShape) -> int:
@@ -858,47 +861,63 @@ def _chunked_delta_rule(graph: _Graph, shape: DeltaNetShape, q: int, k: int, v: 
     """`build_delta_net_chunking` (src/models/delta-net-base.cpp), node by node: each sequence's tokens
     padded to whole chunks; the decay mask, the chunk's key-key and key-query products and the triangular
     solve, chunk × chunk per head; the chunks' values, cumulated decays and keys; then, chunk after chunk,
-    the state carried through (its products, the chunk's output written into the values in place)."""
+    the state carried through (its products, the chunk's output written into the values in place). With a
+    decay per channel (Kimi Delta Attention) the chunk is 16, the decays are a value per channel, and the
+    decay mask is chunk × chunk per channel, weighing the keys and queries before their products."""
     heads, width, seqs = shape.value_heads, shape.head_dim, shape.sequences
+    kda = shape.per_channel_gate
+    chunk = KDA_CHUNK if kda else DELTA_CHUNK
     per_sequence = shape.tokens // seqs
-    padded = -(-per_sequence // DELTA_CHUNK) * DELTA_CHUNK * seqs  # the padded tokens of every sequence
-    chunks = padded // seqs // DELTA_CHUNK
+    padded = -(-per_sequence // chunk) * chunk * seqs  # the padded tokens of every sequence
+    chunks = padded // seqs // chunk
     vectors = padded * heads * width * F32  # [S, CS, n_chunks, H × n_seqs]
-    scalars = padded * heads * F32  # g and β: one value a token and head
-    square = DELTA_CHUNK * padded * heads * F32  # [CS, CS, n_chunks, H × n_seqs]
+    scalars = padded * heads * F32  # β: one value a token and head
+    gates = vectors if kda else scalars  # g: a value a token and head, or a token and channel
+    square = chunk * padded * heads * F32  # [CS, CS, n_chunks, H × n_seqs]
     q = graph.add(shape.tokens * heads * width * F32, q, inplace=True)  # scale
     q_pad = graph.add(vectors, graph.view(q))
     k_pad = graph.add(vectors, graph.view(k))
     v_pad = graph.add(vectors, graph.view(v))
-    g_pad = graph.add(scalars, graph.view(gate))
+    g_pad = graph.add(gates, graph.view(gate))
     b_pad = graph.add(scalars, graph.view(beta))
     v_beta = graph.add(vectors, v_pad, b_pad, inplace=True)
     k_beta = graph.add(vectors, k_pad, b_pad, inplace=True)
-    g_cumsum = graph.add(scalars, graph.add(scalars, graph.view(g_pad)))  # cont(transpose), cumsum
-    decay = graph.add(square, graph.view(g_cumsum))  # repeat_4d
-    decay = graph.add(square, decay, g_cumsum, inplace=True)  # sub
-    decay = graph.add(square, graph.add(square, decay), inplace=True)  # tri, exp
-    kb = graph.add(square, graph.add(square, graph.view(k_pad), graph.view(k_beta)), decay, inplace=True)
-    kq = graph.add(square, graph.add(square, graph.view(k_pad), graph.view(q_pad)), decay, inplace=True)
+    g_cumsum = graph.add(gates, graph.add(gates, graph.view(g_pad)))  # cont(transpose), cumsum
+    if kda:
+        cube = chunk * padded * heads * width * F32  # [CS, CS, S_k, n_chunks × H × n_seqs]
+        decay = graph.add(cube, graph.view(g_cumsum))  # repeat_4d
+        decay = graph.add(cube, decay, g_cumsum, inplace=True)  # sub
+        decay = graph.add(cube, graph.add(cube, decay, inplace=True), inplace=True)  # tri, exp
+        decay = graph.add(cube, graph.view(decay))  # cont_4d(permute)
+        decayed_kb = graph.add(cube, decay, graph.view(k_beta))
+        decayed_q = graph.add(cube, decay, graph.view(q_pad))
+        kb = graph.add(square, graph.add(square, decayed_kb, graph.view(k_pad)))  # mul_mat, cont(transpose)
+        kq = graph.add(square, graph.add(square, decayed_q, graph.view(k_pad)))
+    else:
+        decay = graph.add(square, graph.view(g_cumsum))  # repeat_4d
+        decay = graph.add(square, decay, g_cumsum, inplace=True)  # sub
+        decay = graph.add(square, graph.add(square, decay), inplace=True)  # tri, exp
+        kb = graph.add(square, graph.add(square, graph.view(k_pad), graph.view(k_beta)), decay, inplace=True)
+        kq = graph.add(square, graph.add(square, graph.view(k_pad), graph.view(q_pad)), decay, inplace=True)
     kq = graph.add(square, kq)  # tri
     attn = graph.add(square, kb)  # tri
-    identity = graph.add(DELTA_CHUNK * DELTA_CHUNK * F32, graph.add(DELTA_CHUNK * F32, graph.view(attn)))
+    identity = graph.add(chunk * chunk * F32, graph.add(chunk * F32, graph.view(attn)))
     lhs = graph.add(square, attn, identity, inplace=True)
     negated = graph.add(square, attn, inplace=True)
     attn = graph.add(square, graph.add(square, lhs, negated), identity, inplace=True)  # solve_tri, + identity
     values = graph.add(vectors, graph.add(vectors, graph.view(v_beta)), attn)  # cont(transpose), mul_mat
-    g_exp = graph.add(scalars, g_cumsum)
+    g_exp = graph.add(gates, g_cumsum)
     k_cumdecay = graph.add(vectors, graph.add(vectors, graph.add(vectors, graph.view(k_beta)), g_exp,
                                               inplace=True), attn)  # kbg, then × attn
-    q_g_exp = graph.add(vectors, q_pad, graph.add(scalars, graph.view(g_exp)), inplace=True)
-    last = chunks * heads * seqs * F32
+    q_g_exp = graph.add(vectors, q_pad, graph.add(gates, graph.view(g_exp)), inplace=True)
+    last = chunks * heads * seqs * F32 * (width if kda else 1)
     g_last = graph.add(last, graph.view(g_cumsum))  # cont
     g_last_exp = graph.add(last, g_last, inplace=True)  # exp
-    g_diff = graph.add(scalars, graph.add(scalars, g_cumsum, g_last, inplace=True), inplace=True)  # sub, neg
-    g_diff = graph.add(scalars, graph.add(scalars, g_diff, inplace=True))  # exp, cont(transpose)
+    g_diff = graph.add(gates, graph.add(gates, g_cumsum, g_last, inplace=True), inplace=True)  # sub, neg
+    g_diff = graph.add(gates, graph.add(gates, g_diff, inplace=True))  # exp, cont(transpose)
     key_gdiff_t = graph.add(vectors, graph.view(graph.add(vectors, k_pad, g_diff, inplace=True)))
     values_t = graph.add(vectors, graph.view(values))  # cont(transpose)
-    chunk_block = DELTA_CHUNK * width * heads * seqs * F32
+    chunk_block = chunk * width * heads * seqs * F32
     state_block = width * width * heads * seqs * F32
     current = graph.view(state)
     output = values
@@ -954,4 +973,44 @@ def delta_net_layer_bytes(shape: DeltaNetShape) -> int:
     normed = _norm(graph, out, values)
     gated = graph.add(values, normed, graph.add(values, z, inplace=True), inplace=True)  # × silu(z)
     graph.add(shape.hidden * tokens * F32, graph.add(shape.hidden * tokens * F32, gated), x, inplace=True)
+    return graph.peak()
+
+
+@functools.lru_cache(maxsize=256)
+def kda_layer_bytes(shape: DeltaNetShape) -> int:
+    """ggml's allocator over one Kimi Delta Attention layer's graph of the micro-batch (src/models/
+    kimi-linear.cpp, its KDA branch): the layer's input and the state indices alive throughout; the norm;
+    the convolution states of q, k and v gathered as one row; each of q, k and v projected, concatenated
+    after its states, convolved and silu'd (`causal_conv1d`); the per-channel decay through its bottleneck
+    (f_a, f_b, + dt bias, softplus, × A) and β; the recurrent states gathered; q and k L2-normed; the chunked
+    delta rule (`_chunked_delta_rule`, per channel); the output gate's bottleneck (g_a, g_b), the norm, the
+    sigmoid gate and the output projection. Its peak, in bytes."""
+    graph = _Graph(Conditions(()))
+    tokens, heads, width = shape.tokens, shape.value_heads, shape.head_dim
+    channels = heads * width
+    values = channels * tokens * F32
+    x = graph.add(shape.hidden * tokens * F32, output=True)
+    copies = graph.add(shape.states * I32, output=True)
+    cur = _norm(graph, x, shape.hidden * tokens * F32)
+    conv_states = _state_rows(graph, copies, 3 * (shape.conv_kernel - 1) * channels, shape)
+    convolved = []
+    for _ in range(3):  # q, k, v
+        projected = graph.add(values, cur)
+        conv_input = graph.add((tokens + shape.sequences * (shape.conv_kernel - 1)) * channels * F32,
+                               graph.view(conv_states), graph.view(projected))  # concat
+        graph.external(graph.view(conv_input))  # the last kernel − 1 columns copied back into the cache
+        convolved.append(graph.add(values, graph.add(values, conv_input), inplace=True))  # ssm_conv, silu
+    gate = graph.add(values, graph.add(width * tokens * F32, cur))  # f_a, f_b
+    for _ in range(3):  # + dt bias, softplus, × A
+        gate = graph.add(values, gate, inplace=True)
+    beta = graph.add(heads * tokens * F32, graph.add(heads * tokens * F32, cur), inplace=True)  # sigmoid
+    state = _state_rows(graph, copies, width * width * heads, shape)
+    q = graph.add(values, graph.view(convolved[0]))  # l2_norm
+    k = graph.add(values, graph.view(convolved[1]))
+    out = _chunked_delta_rule(graph, shape, q, k, convolved[2], gate, beta, state)
+    out = graph.add(values, out)  # cont
+    output_gate = graph.add(values, graph.add(width * tokens * F32, cur))  # g_a, g_b
+    normed = _norm(graph, out, values)
+    gated = graph.add(values, normed, graph.add(values, output_gate, inplace=True), inplace=True)  # × σ(g)
+    graph.add(shape.hidden * tokens * F32, graph.add(values, gated), x, inplace=True)  # cont_2d, attn_output
     return graph.peak()

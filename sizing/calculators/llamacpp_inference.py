@@ -103,7 +103,7 @@ def estimate_llamacpp(model: LanguageModelSpec, precision: int, context: int, re
     precision, context, requests, kv_bits = check_inference_inputs(
         model, precision, context, requests, kv_bits)
     build = build_for(engine, build)
-    check_build_runs(model, build)
+    check_build_runs(model, build, engine)
     settings = wizard_settings(precision, context, requests, kv_bits, quantization, build, engine,
                                flash_attention=flash_attention, kv_unified=kv_unified, gpu_layers=gpu_layers)
     need = llamacpp_need(model, settings)

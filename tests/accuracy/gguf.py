@@ -111,10 +111,11 @@ def latent_checks() -> list[Check]:
 
 
 def linear_checks() -> list[Check]:
-    """Linear attention (the qwen3next architecture): two published Qwen3-Next-80B-A3B-Instruct files as
-    llama.cpp prints their size, both converted before ssm_in was split into attn_qkv and attn_gate (the
-    split file, sized here, is a little larger), and a recurrent memory llama.cpp logged for Gated DeltaNet
-    layers of Qwen3-Next's widths (Qwen3.5: 16 key and 32 value heads of 128, a kernel of 4)."""
+    """Linear attention (the qwen3next architecture; kimi-linear's in `kimi_checks`): two published
+    Qwen3-Next-80B-A3B-Instruct files as llama.cpp prints their size, both converted before ssm_in was split
+    into attn_qkv and attn_gate (the split file, sized here, is a little larger), and a recurrent memory
+    llama.cpp logged for Gated DeltaNet layers of Qwen3-Next's widths (Qwen3.5: 16 key and 32 value heads of
+    128, a kernel of 4)."""
     from sizing.architectures import LinearAttention
     from sizing.calculators.llamacpp import RECURRENT_STATE_BYTES, recurrent_state_values
 
@@ -132,7 +133,51 @@ def linear_checks() -> list[Check]:
         Check("24 Gated DeltaNet layers of Qwen3-Next's widths, 1 sequence (llama.cpp log in "
               "JamePeng/llama-cpp-python#78: RS buffer 50.25 MiB, R (f32) 2.25 + S (f32) 48.00)",
               "recurrent state", 50.25 * MIB / GIB, 24 * layer * RECURRENT_STATE_BYTES / GIB, KV_TOLERANCE),
+        *kimi_checks(),
     ]
+
+
+# Kimi-Linear's files as ymcki/Kimi-Linear-48B-A3B-Instruct-GGUF lists them (the author of
+# ggml-org/llama.cpp#18755, which added the kimi-linear architecture), in decimal gigabytes as Hugging Face
+# shows file sizes: quant type -> GB.
+KIMI_LINEAR_FILES = {"Q4_K_M": 29.70, "Q5_K_M": 34.87, "MXFP4_MOE": 27.21}
+
+
+def kimi_checks() -> list[Check]:
+    """Kimi Delta Attention (the kimi-linear architecture): three published Kimi-Linear-48B-A3B-Instruct
+    files, converted with the latent layers' kv_b split into attn_k_b and attn_v_b, as sized."""
+    found = []
+    for quant_type, gigabytes in KIMI_LINEAR_FILES.items():
+        weights = gguf_weights(spec("kimi-linear-48b-a3b"), quant_type)
+        found.append(Check(
+            f"Kimi-Linear 48B-A3B {quant_type} (ymcki/Kimi-Linear-48B-A3B-Instruct-GGUF: {gigabytes:.2f} GB; "
+            f"ours {float(weights.bits_per_weight):.4f} bits per weight)", "linear-attention file",
+            gigabytes * 1e9 / GIB, weights.bytes / GIB, FILE_TOLERANCE))
+    return found + kimi_cache_checks()
+
+
+# The latent cache of Kimi-Linear at 1,048,576 tokens as the implementer of its MLA KV cache published it
+# (u/Ok_Warning2146, "llama.cpp MLA KV cache support for KimiLinear-48B-A3B", r/LocalLLaMA 1q9vtgz,
+# January 2026: "KV Size at 1M", in GiB though labelled GB), with that build's V cache: type -> GiB.
+KIMI_LINEAR_CACHE_AT_1M = {"f16": 14.875, "q8_0": 7.902}
+
+
+def kimi_cache_checks() -> list[Check]:
+    """The 7 latent layers' K and V at 1,048,576 cells (the KDA layers' recurrent state is a buffer of its
+    own, not in that table)."""
+    from sizing.calculators.llamacpp import cell_bytes
+
+    model = spec("kimi-linear-48b-a3b")
+    found = []
+    for cache_type, gib in KIMI_LINEAR_CACHE_AT_1M.items():
+        settings = LlamaCppSettings("Q4_K_M", 1_048_576, cache_type_k=cache_type, cache_type_v=cache_type,
+                                    latent_values=True)
+        ours = 7 * 1_048_576 * cell_bytes(model, settings)
+        found.append(Check(
+            f"Kimi-Linear 48B-A3B at 1,048,576 tokens, {cache_type} cache (its implementer's table, r/LocalLLaMA: "
+            f"{gib} at 1M; ours the 7 latent layers' 576 values in K and the latent's 512 again in V)",
+            "KV cache", gib, ours / GIB, KV_TOLERANCE))
+    return found
 
 
 # A checkpoint whose files the sizing engine types differently from llama.cpp's quantizer, shown with why.

@@ -198,7 +198,8 @@ def test_a_refusal_names_the_gpu_without_the_head_where_it_needs_the_most(langua
 
 
 def _gguf_models():
-    """Every catalog model llama.cpp sizes as a GGUF file (Kimi-Linear's Kimi Delta Attention is refused)."""
+    """Every catalog model llama.cpp sizes as a GGUF file at 4,096 tokens (Kimi-Linear's Kimi Delta Attention
+    among them)."""
     found = []
     for row in LANGUAGE_MODELS:
         model = spec(row["slug"])

@@ -1,8 +1,8 @@
 """Linear attention (Qwen3-Next's Gated DeltaNet) as a GGUF file and llama.cpp's hybrid memory: the tensors
 llama.cpp's converter writes for the qwen3next architecture, typed as its quantizer types them, against the
 parameter count and a published file; the KV cache of the full-attention layers beside the recurrent state
-of the others, counted by hand; the compute buffer's walk of a Gated DeltaNet layer; Ollama's checkpoints;
-Kimi-Linear still refused."""
+of the others, counted by hand; the compute buffer's walk of a Gated DeltaNet layer; Ollama's checkpoints.
+Kimi-Linear's Kimi Delta Attention: test_llamacpp_kimi."""
 from dataclasses import replace
 
 import pytest
@@ -16,7 +16,7 @@ from sizing.calculators.llamacpp import (
     llamacpp_need,
     wizard_settings,
 )
-from sizing.calculators.llamacpp_builds import NOT_GIVEN, parse_build, parse_ollama_version
+from sizing.calculators.llamacpp_builds import parse_build, parse_ollama_version
 from sizing.calculators.llamacpp_graph import DeltaNetShape, delta_net_layer_bytes
 from sizing.errors import SizingError
 from sizing.gguf import GGML_TYPES, gguf_weights, model_tensors
@@ -139,14 +139,6 @@ def test_a_partial_offload_keeps_the_recurrent_state_of_the_layers_left_on_the_h
     on_gpu = 2 * 8192 * 2 * 512 * 2 + 6 * STATE_BYTES  # layers 43 and 47 attend, six are linear
     assert need.gpu_items[1].bytes == on_gpu
     assert need.host_items[1].bytes == 10 * 8192 * 2 * 512 * 2 + 30 * STATE_BYTES
-
-
-def test_kimi_linear_is_still_refused_naming_llama_cpps_architecture():
-    with pytest.raises(SizingError, match="Kimi Delta Attention is not sized as a GGUF file yet") as refused:
-        model_tensors(language_spec("kimi-linear-48b-a3b"))
-    assert "kimi-linear" in refused.value.message
-    with pytest.raises(SizingError, match="Kimi Delta Attention"):
-        llamacpp_need(language_spec("kimi-linear-48b-a3b"), wizard_settings(4, 8192, 1, 16, build=NOT_GIVEN))
 
 
 def test_a_capacity_search_walks_the_gated_deltanet_layer_at_most_once_per_need_it_sizes(monkeypatch):

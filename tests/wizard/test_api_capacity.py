@@ -691,12 +691,44 @@ def test_ollama_answers_qwen3_next_its_own_runners_with_their_checkpoints_llama_
     assert server["kv_cache_bytes"] == attention + 36 * 2 * NEXT_STATE
 
 
-@pytest.mark.parametrize("engine", ["llamacpp", "ollama"])
-def test_kimi_linear_is_refused_beside_the_model_naming_what_is_not_sized(client, small_fleet, engine):
-    status, body = capacity(client, f"model=kimi-linear-48b-a3b&engine={engine}&quantization=Q4_K_M"
-                                    "&max_model_len=8192&gpu=H100 SXM 80GB&tensor_parallel=1")
-    assert status != 200 and status < 500
-    assert "Kimi Delta Attention is not sized as a GGUF file yet" in str(body) and "kimi-linear" in str(body)
+KIMI_LINEAR_H100 = "model=kimi-linear-48b-a3b&quantization=Q4_K_M&max_model_len=32768&parallel=2" \
+                   "&gpu=H100 SXM 80GB&tensor_parallel=1"
+# One sequence's recurrent state in one of Kimi-Linear's 20 KDA layers, f32: the last 3 inputs of the q, k and v
+# convolutions (4,096 channels each) and the 32 heads' 128 × 128 delta-rule state.
+KIMI_STATE = (3 * 3 * 4096 + 32 * 128 * 128) * 4
+
+
+def test_llama_cpp_answers_kimi_linear_with_its_file_its_latent_cache_its_state_and_the_command(client,
+                                                                                              small_fleet):
+    """The kimi-linear file in Q4_K_M (29.70 GB published); the 7 latent layers' 576 values a cell, f16, with
+    no V cache at b9500, for -c 32768; each of the 2 slots' state in the 20 KDA layers; the KDA layer's graph
+    in the compute buffer."""
+    status, body = capacity(client, KIMI_LINEAR_H100 + "&engine=llamacpp&engine_version=b9500")
+    assert status == 200, body
+    assert 27.6 < body["file_gib"] < 27.7 and body["fits"] is True
+    assert body["kv_cache_bytes"] == 7 * 32768 * 576 * 2 + 20 * 2 * KIMI_STATE
+    assert "recurrent state" in body["items"][1]["formula"] and "latent" in body["items"][1]["formula"]
+    assert "Kimi Delta Attention" in body["items"][2]["formula"] and "upper bound" in body["items"][2]["formula"]
+    assert body["command"].startswith("llama-server -m ") and "-c 32768 -np 2" in body["command"]
+
+
+def test_ollama_answers_kimi_linear_from_its_llama_server_and_refuses_its_own_runners(client, small_fleet):
+    """Ollama's num_ctx is each request's: 2 × 32,768 tokens in its llama-server (0.30.0 on); its own runners
+    (an earlier release, or none given) have no Kimi-Linear model: refused beside engine_version."""
+    query = KIMI_LINEAR_H100 + "&engine=ollama"
+    status, server = capacity(client, query + "&engine_version=0.31.0")
+    assert status == 200, server
+    assert server["kv_cache_bytes"] == 7 * 65536 * 576 * 2 + 20 * 2 * KIMI_STATE
+    for release in ("", "&engine_version=0.29.0"):
+        status, body = capacity(client, query + release)
+        assert status in (400, 409, 422) and "0.30.0" in body["errors"]["engine_version"]
+
+
+def test_a_llama_cpp_build_that_cannot_load_kimi_linear_is_refused_beside_engine_version(client, small_fleet):
+    status, body = capacity(client, KIMI_LINEAR_H100 + "&engine=llamacpp&engine_version=b7738")
+    assert status in (400, 409, 422) and "kimi-linear" in body["errors"]["engine_version"]
+    status, body = capacity(client, KIMI_LINEAR_H100 + "&engine=llamacpp&engine_version=b7739")
+    assert status == 200, body
 
 
 def test_a_llama_cpp_build_that_cannot_load_qwen3next_is_refused_beside_engine_version(client, small_fleet):

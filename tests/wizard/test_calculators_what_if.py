@@ -137,6 +137,18 @@ def test_deepseek_v3_under_llama_cpp_without_flash_attention_on_the_page_words_i
     assert "copied transposed as V (a view of the K cache)" in html and "-c 8192 -np 1 -ngl 999 -fa off" in html
 
 
+def test_kimi_linear_under_llama_cpp_on_the_page_names_its_kda_state_and_under_ollama_asks_its_release(
+        client, models_and_gpus):
+    query = ("model=kimi-linear-48b-a3b&quantization=Q4_K_M&max_model_len=32768&parallel=2&gpu=H100 SXM 80GB"
+             "&precision=16")
+    html = page(client, query + "&engine=llamacpp")
+    assert 'data-testid="what-if-result"' in html and "Starts" in html
+    assert "linear-attention layers keep a recurrent state" in html and "Kimi Delta Attention" in html
+    assert "llama-server -m " in html and "-c 32768 -np 2" in html
+    refused = page(client, query + "&engine=ollama")
+    assert 'id="err-engine_version"' in refused and "0.30.0" in refused
+
+
 def test_a_cache_type_the_engine_does_not_store_is_worded_beside_its_field(client, models_and_gpus):
     html = page(client, "model=llama-3-1-8b&engine=llamacpp&kv_cache=fp8&gpu=RTX 4090")
     assert 'id="err-kv_cache"' in html and "llama.cpp and Ollama cache K and V" in html

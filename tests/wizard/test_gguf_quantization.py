@@ -155,3 +155,27 @@ def test_qwen3_next_is_sized_under_llama_cpp_on_the_page_in_the_api_and_by_the_c
     call_command("estimate", "--model", "qwen3-next-80b-a3b", "--precision", "16", "--context", "8192",
                  "--requests", "2", "--engine", "llamacpp", "--quantization", "Q4_K_M", "--json")
     assert json.loads(capsys.readouterr().out) == api
+
+
+def test_kimi_linear_is_sized_under_llama_cpp_on_the_page_in_the_api_and_by_the_command(client, small_fleet,
+                                                                                        capsys):
+    """Kimi Delta Attention under llama.cpp: the kimi-linear file, the KDA layers' recurrent state beside the
+    latent layers' cache, the KDA layer in the compute buffer; the command prints what the API answers; under
+    Ollama without its version, refused beside engine_version."""
+    query = ("workload=inference&model=kimi-linear-48b-a3b&precision=16&context=8192&requests=2"
+             "&engine=llamacpp&quantization=Q4_K_M")
+    status, body = get_json(client, "recommendations", query)
+    assert status == 200, body
+    assert body["memory"]["gguf"]["bytes"] == gguf_weights(spec("kimi-linear-48b-a3b"), "Q4_K_M").bytes
+    formulas = " ".join(item["formula"] for item in body["memory"]["items"])
+    assert "the 20 linear-attention layers keep a recurrent state" in formulas
+    assert "Kimi Delta Attention layer's graph" in formulas and body["machines"]
+    page = client.get(f"/?{query}").content.decode()
+    assert "GGUF Q4_K_M" in page and "linear-attention layers keep a recurrent state" in page
+    status, api = get_json(client, "estimate", query)
+    assert status == 200, api
+    call_command("estimate", "--model", "kimi-linear-48b-a3b", "--precision", "16", "--context", "8192",
+                 "--requests", "2", "--engine", "llamacpp", "--quantization", "Q4_K_M", "--json")
+    assert json.loads(capsys.readouterr().out) == api
+    status, refused = get_json(client, "estimate", query.replace("engine=llamacpp", "engine=ollama"))
+    assert status in (400, 409, 422) and "0.30.0" in str(refused)
