@@ -61,17 +61,27 @@ def preferences_for(query: WorkloadQuery) -> Preferences:
     )
 
 
+Fits = tuple[tuple[tuple[tuple[int, int], ...], ...], KindSpace]
+
+
+def fits_of(breakdowns: list[Breakdown]) -> Fits:
+    """The fit thresholds of `breakdowns` read against one memory, and the kinds of GPU they tell apart."""
+    return sizing_fit.thresholds_alike(breakdowns), sizing_fit.kind_space_of(breakdowns)
+
+
 def fleet_query(
     query: WorkloadQuery, breakdowns: list[Breakdown], now: datetime, machines_shown: int = 0,
-    alternatives_shown: int = 0, lower_shown: int = 0,
+    alternatives_shown: int = 0, lower_shown: int = 0, fits: Fits | None = None,
 ) -> FleetQuery:
     """The query as the catalog counts it: one set of fit thresholds per breakdown, the first the
-    one the machines shown are for (by default counts alone, no machine fetched)."""
+    one the machines shown are for (by default counts alone, no machine fetched). `fits`: those
+    thresholds and their kinds of GPU (`fits_of`), worked out already."""
+    thresholds, kinds = fits_of(breakdowns) if fits is None else fits
     return FleetQuery(
         stale_cutoff=stale_cutoff(now),
         countries=query.countries,
-        fits=sizing_fit.thresholds_alike(breakdowns),
-        by_kind=sizing_fit.kind_space_of(breakdowns),
+        fits=thresholds,
+        by_kind=kinds,
         tier=query.tier,
         max_price_per_hour=query.max_price,
         budget=query.budget,
@@ -207,9 +217,14 @@ class KeptCounts:
         return self.meeting_by_country_many([(query, breakdown)], now)[0]
 
     def meeting_by_country_many(self, asked, now):
-        """One counting statement answers them all."""
+        """One counting statement answers them all. The queries asked of one need (an empty answer's
+        openings: a dozen of three) share its fit thresholds, worked out once."""
+        fits: dict[int, Fits] = {}
+        for _, breakdown in asked:
+            if id(breakdown) not in fits:
+                fits[id(breakdown)] = fits_of([breakdown])
         every = catalog_countries.meeting_by_country_many(
-            [fleet_query(query, [breakdown], now) for query, breakdown in asked]
+            [fleet_query(query, [breakdown], now, fits=fits[id(breakdown)]) for query, breakdown in asked]
         )
         return [
             (
