@@ -5,8 +5,6 @@ each row's command says -fa on/off or OLLAMA_FLASH_ATTENTION=1/0 and the breakdo
 assumed; under another engine, or with a quantized V cache, it is refused beside its field as the what-if
 refuses it, in both languages. Left empty, today's answers."""
 import json
-import math
-from typing import cast
 
 import pytest
 from django.core.management import call_command
@@ -17,9 +15,8 @@ from nodelodge.watches.services import explicit_query
 from sizing.calculators import estimate
 from sizing.calculators.llamacpp import engine_command, gguf_file_name, llamacpp_need, wizard_settings
 from sizing.capacity import Capacity
-from sizing.units import MIB
 from tests.sizing.test_llamacpp import spec
-from tests.wizard.gguf_query import asked, catalog_spec, get_json, memory_bytes
+from tests.wizard.gguf_query import asked, catalog_spec, get_json, memory_bytes, needs_sized_per_shape
 
 pytestmark = pytest.mark.django_db
 
@@ -193,25 +190,7 @@ def test_a_rows_capacity_with_the_switches_sizes_a_bounded_number_of_needs(monke
                                                                            kv_unified):
     """The switches change the settings each need is sized at, not the work: two binary searches and the
     asked need a shape, as without them."""
-    import sizing.capacity as capacity_module
-    from sizing.calculators.llamacpp_builds import parse_build
-    from sizing.limits import MAX_CONTEXT, MAX_REQUESTS
-
-    calls = []
-
-    def counted(model, settings):
-        calls.append(settings)
-        return llamacpp_need(model, settings)
-
-    monkeypatch.setattr(capacity_module, "llamacpp_need", counted)
-    bound = 2 * (math.ceil(math.log2(MAX_REQUESTS)) + math.ceil(math.log2(MAX_CONTEXT))) + 5
-    need = estimate("inference", spec("llama-3-1-70b"), 4, 8192, 3, None, 16, engine="llamacpp",
-                    llamacpp_build=parse_build("b10240"), flash_attention=flash_attention, kv_unified=kv_unified)
-    for memory_mib, gpus in ((24564, 1), (81559, 8), (2048, 1)):
-        calls.clear()
-        capacity_module._gguf_need.cache_clear()
-        cast(Capacity, need.capacity)._on_machine(gpus, memory_mib * MIB, None)
-        assert 0 < len(calls) <= bound, (memory_mib, gpus, len(calls))
+    for calls in needs_sized_per_shape(monkeypatch, flash_attention=flash_attention, kv_unified=kv_unified):
         assert {(settings.flash_attention, settings.kv_unified) for settings in calls} == {
             (flash_attention, kv_unified)}
 

@@ -7,8 +7,6 @@ on the CPU, in both languages. A count past the model's layers is every layer, a
 under another engine it is refused beside its field as the what-if refuses it. Left empty, today's
 answers."""
 import json
-import math
-from typing import cast
 
 import pytest
 from django.core.management import call_command
@@ -20,10 +18,9 @@ from sizing.calculators import estimate
 from sizing.calculators.llamacpp import engine_command, gguf_file_name, llamacpp_need, wizard_settings
 from sizing.calculators.llamacpp_builds import build_for, parse_build, parse_ollama_version
 from sizing.capacity import Capacity
-from sizing.units import MIB
 from tests.factories import make_user
 from tests.sizing.test_llamacpp import spec
-from tests.wizard.gguf_query import asked, catalog_spec, get_json, memory_bytes
+from tests.wizard.gguf_query import asked, catalog_spec, get_json, memory_bytes, needs_sized_per_shape
 
 pytestmark = pytest.mark.django_db
 
@@ -241,22 +238,5 @@ def test_the_commands_take_it_and_refuse_it_with_the_fields_message(small_fleet,
 def test_a_rows_capacity_with_gpu_layers_sizes_a_bounded_number_of_needs(monkeypatch, gpu_layers):
     """-ngl changes the settings each need is sized at, not the work: two binary searches and the asked
     need a shape, as with every layer on the GPUs."""
-    import sizing.capacity as capacity_module
-    from sizing.limits import MAX_CONTEXT, MAX_REQUESTS
-
-    calls = []
-
-    def counted(model, settings):
-        calls.append(settings)
-        return llamacpp_need(model, settings)
-
-    monkeypatch.setattr(capacity_module, "llamacpp_need", counted)
-    bound = 2 * (math.ceil(math.log2(MAX_REQUESTS)) + math.ceil(math.log2(MAX_CONTEXT))) + 5
-    need = estimate("inference", spec("llama-3-1-70b"), 4, 8192, 3, None, 16, engine="llamacpp",
-                    llamacpp_build=parse_build("b10240"), gpu_layers=gpu_layers)
-    for memory_mib, gpus in ((24564, 1), (81559, 8), (2048, 1)):
-        calls.clear()
-        capacity_module._gguf_need.cache_clear()
-        cast(Capacity, need.capacity)._on_machine(gpus, memory_mib * MIB, None)
-        assert 0 < len(calls) <= bound, (memory_mib, gpus, len(calls))
+    for calls in needs_sized_per_shape(monkeypatch, gpu_layers=gpu_layers):
         assert {settings.gpu_layers for settings in calls} == {gpu_layers}
