@@ -155,6 +155,11 @@ def test_the_other_engines_keep_their_hints(client, cards, monkeypatch, engine):
     assert get_json(client, "recommendations", f"{EIGHT_B}{engine}&gpu_layers={figure + 1}")[1]["machines_total"] == 0
 
 
+def test_the_api_schema_says_a_hint_may_set_the_gpu_layers(client, db):
+    schema = client.get("/api/v1/openapi.json").json()
+    assert "gpu_layers" in schema["components"]["schemas"]["RelaxHintOut"]["description"]
+
+
 @pytest.mark.postgresql(reason="the hints read the kept fleet counts; the embedded run scans its small fleet instead")
 @pytest.mark.parametrize("machines", [1, 40])
 def test_the_figures_are_counted_in_the_openings_statement(client, make_machine, django_assert_max_num_queries,
