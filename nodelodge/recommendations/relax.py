@@ -11,10 +11,15 @@ from catalog import rows as catalog_rows
 from sizing import fit as sizing_fit
 from sizing import wording
 from sizing.breakdown import Breakdown
+from sizing.calculators.checks import model_value
+from sizing.calculators.llamacpp import ENGINES as GGUF_ENGINES
+from sizing.calculators.llamacpp import LlamaCppNeed, LlamaCppSettings, llamacpp_need, offload_placement
+from sizing.calculators.llamacpp_inference import LlamaCppBreakdown, gpu_layers_setting
 from sizing.countries import ALL_CODES
 from sizing.i18n import words_unread
 from sizing.markets import wider_choices
 from sizing.matching import Recommendation
+from sizing.specs import LanguageModelSpec
 from sizing.units import MIB
 from sizing.workloads import known_workload
 
@@ -164,7 +169,8 @@ def relax_hints(
     module find them: lifting the tier, the price limit or the budget alone (the engine's); a lower
     precision; the machines outside the chosen countries, at this precision and at each lower one;
     a wider market (interruptible allowed, else any) whose cheaper prices meet the price limit or the
-    budget; and, when no machine fits at all, the largest context and requests that fit. Where one
+    budget; and, when no machine fits at all, the largest context and requests that fit and, under
+    llama.cpp and Ollama, the most layers on the GPUs (-ngl, num_gpu) that fit. Where one
     change alone opens nothing, the hint adds the price limit, budget or tier to set as well. Each hint's
     figures are those of the changed query, counted as the answer counts (the kept counts on
     PostgreSQL, a scan of the fleet on the embedded run: the fleet reader's): following its link
@@ -205,11 +211,14 @@ def relax_hints(
         if outside is not None:
             wanted[bits, "outside"] = (outside, at, True)
     # The wider markets are counted as they are, with the rounded limits, and so is the query at each
-    # smaller size a size hint may name (when no machine fits at all): more openings of the same
-    # statement (no statement of their own), reading their markets' kept counts too.
+    # smaller size a size hint may name (when no machine fits at all), fewer GPU layers among them:
+    # more openings of the same statement (no statement of their own), reading their markets' kept
+    # counts too.
     wider = _wider_markets(query)
-    smaller = (_smaller_sizes(query, breakdown, model_row, recommendation.largest_memory_mib)
-               if not recommendation.alternatives_total else [])
+    largest_memory_mib = recommendation.largest_memory_mib
+    smaller = [*_smaller_sizes(query, breakdown, model_row, largest_memory_mib),
+               *_fewer_layers(query, breakdown, model_row, largest_memory_mib)
+               ] if not recommendation.alternatives_total else []
     found_openings, as_asked = _openings(
         list(wanted.values()), now,
         [*((_changed(query, hints[number].changes), breakdown) for number, _ in rounded),
@@ -257,11 +266,14 @@ def relax_hints(
     largest = _largest(smaller, as_asked[len(rounded) + len(wider):])
     if largest and query.engine == "vllm":
         largest = _refined(query, breakdown, model_row, largest, now)
+    needs = {(field_name, value): need for field_name, value, need in smaller}
     for field_name, (value, machines, cheapest) in largest.items():
-        hints.append(wording.Hint(
-            wording.relax_size_words(_size_noun(query, field_name, model_row), value, machines, cheapest),
-            ((field_name, value),), machines, cheapest,
-        ))
+        if field_name == "gpu_layers":
+            words = _layers_words(query, value, needs[field_name, value], machines, cheapest)
+        else:
+            noun = _size_noun(query, field_name, model_row)
+            words = wording.relax_size_words(noun, value, machines, cheapest)
+        hints.append(wording.Hint(words, ((field_name, value),), machines, cheapest))
     return hints
 
 
@@ -319,6 +331,53 @@ def _largest(
         if machines and field_name not in largest:
             largest[field_name] = (value, machines, countries[0][1] if countries else None)
     return largest
+
+
+def _fewer_layers(
+    query: WorkloadQuery, breakdown: Breakdown, model_row, largest_memory_mib: int | None
+) -> list[tuple[str, int, Breakdown]]:
+    """Under llama.cpp and Ollama, the figures a hint of fewer layers on the GPUs may name: the most
+    layers (-ngl, num_gpu) each shape of machine holds, by the calculator's own search
+    (`LlamaCppNeed.layers_that_fit`: each catalog GPU memory size at 1, 2, 4 or 8 GPUs, as
+    `_held_by_shapes` weighs vLLM's), each once with its need, largest first: at most the memory sizes
+    × `SHAPE_GPUS` figures. Only those below what is asked (every layer where not asked) and above none:
+    the asked fits nowhere. The memory sizes weighed are those up to the most any machine considered has
+    per GPU (`largest_memory_mib`), and that most itself (none without a machine). The searches share
+    each -ngl's need. None under another engine."""
+    if query.engine not in GGUF_ENGINES or not isinstance(breakdown, LlamaCppBreakdown):
+        return []
+    if breakdown.spec is None or breakdown.settings is None:
+        return []
+    every = model_value(breakdown.spec, "layers") + 1  # the layers and the output head
+    asked = every if query.gpu_layers is None else min(query.gpu_layers, every)
+    if largest_memory_mib is None:
+        return []
+    need = llamacpp_need(breakdown.spec, breakdown.settings)
+    sizes = {memory_mib for memory_mib in catalog_rows.gpu_memory_sizes() if memory_mib <= largest_memory_mib}
+    needs: dict[int, LlamaCppNeed] = {}
+    figures = {
+        need.layers_that_fit(gpus, memory_mib * MIB, needs)
+        for memory_mib in sorted(sizes | {largest_memory_mib})
+        for gpus in SHAPE_GPUS
+        if breakdown.can_split_over(gpus)
+    }
+    fewer = []
+    for figure in sorted((figure for figure in figures if 0 < figure < asked), reverse=True):
+        smaller = _need_at(query, "gpu_layers", figure, breakdown, model_row)
+        if smaller is not None:
+            fewer.append(("gpu_layers", figure, smaller))
+    return fewer
+
+
+def _layers_words(query: WorkloadQuery, gpu_layers: int, need: Breakdown, machines: int,
+                  cheapest: Decimal | None) -> str:
+    """A hint of fewer layers on the GPUs, with where the build places them (`offload_placement`)."""
+    held = cast(LlamaCppBreakdown, need)  # sized under llama.cpp or Ollama (`_fewer_layers`)
+    spec, settings = cast(LanguageModelSpec, held.spec), cast(LlamaCppSettings, held.settings)
+    first_gpu_layer, output_on_gpu = offload_placement(spec, settings)
+    layers = model_value(spec, "layers")
+    return wording.relax_layers_words(gpu_layers_setting(query.engine, gpu_layers), layers - first_gpu_layer,
+                                      layers, output_on_gpu, machines, cheapest)
 
 
 def _need_at(query: WorkloadQuery, field_name: str, value: int, breakdown: Breakdown, model_row):

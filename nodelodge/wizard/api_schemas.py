@@ -247,9 +247,9 @@ class ListingOut(Schema):
 
 class RelaxHintOut(Schema):
     """One change that opens machines where the answer is empty: its words, the query's fields it sets
-    (countries, precision, tier, max_price, budget, min_reliability, market, context, requests…, as the
-    query string writes them), how many machines the changed query finds and its cheapest price per
-    hour, and this query with the changes (null for a note that changes nothing)."""
+    (countries, precision, tier, max_price, budget, min_reliability, market, context, requests,
+    gpu_layers…, as the query string writes them), how many machines the changed query finds and its
+    cheapest price per hour, and this query with the changes (null for a note that changes nothing)."""
 
     text: str
     changes: dict[str, str]

@@ -262,15 +262,20 @@ class LlamaCppNeed:
             "buffer and CUDA context), more than its %(have)s.", gpus,
         ) % values
 
-    def layers_that_fit(self, gpus: int, memory_bytes: int) -> int:
+    def layers_that_fit(
+        self, gpus: int, memory_bytes: int, needs: dict[int, LlamaCppNeed] | None = None
+    ) -> int:
         """The largest -ngl whose layers (and head), as the build places them (`offload_placement`), fit the
         GPUs with their cache and the compute buffer (0 if not even the first does): what a partial offload
-        can keep on them."""
+        can keep on them. `needs`: the need at each -ngl sized already, kept across searches of one need."""
         layers = model_value(self.model, "layers")
+        needs = {} if needs is None else needs
         low, high = 0, layers + 1
         while low < high:
             middle = (low + high + 1) // 2
-            need = llamacpp_need(self.model, _with_layers(self.settings, middle))
+            if middle not in needs:
+                needs[middle] = llamacpp_need(self.model, _with_layers(self.settings, middle))
+            need = needs[middle]
             if need.holds(gpus, memory_bytes):
                 low = middle
             else:

@@ -184,6 +184,11 @@ def _cache_assumption(settings: LlamaCppSettings, context: int, requests: int) -
     return words
 
 
+def gpu_layers_setting(engine: str, gpu_layers: int) -> str:
+    """-ngl N as the engine's command writes it: "-ngl 40", or Ollama's "num_gpu 40"."""
+    return f"{'num_gpu' if engine == 'ollama' else '-ngl'} {gpu_layers}"
+
+
 def offload_words(engine: str, need: LlamaCppNeed) -> str | None:
     """Where -ngl N (Ollama's num_gpu N) leaves part of the model in host memory: how many layers, and
     whether the output head, sit on the GPUs as the build places them (`llamacpp.offload_placement`), and
@@ -193,7 +198,7 @@ def offload_words(engine: str, need: LlamaCppNeed) -> str | None:
     layers = model_value(need.model, "layers")
     if settings.gpu_layers is None or (need.gpu_layers == layers and need.output_on_gpu):
         return None
-    asked = f"{'num_gpu' if engine == 'ollama' else '-ngl'} {settings.gpu_layers}"  # as the command writes it
+    asked = gpu_layers_setting(engine, settings.gpu_layers)
     rest = layers - need.gpu_layers
     values = {"setting": asked, "layers": fmt_int(need.gpu_layers), "all": fmt_int(layers),
               "rest": fmt_int(rest), "host": fmt_gib(need.host_bytes)}

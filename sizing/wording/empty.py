@@ -320,3 +320,24 @@ def relax_size_words(field: str, value: int, machines: int, cheapest_hourly: Dec
     if cheapest_hourly is not None:
         words += gettext(" from %(price)s") % {"price": per_hour(cheapest_hourly)}
     return words
+
+
+def relax_layers_words(setting: str, on_gpus: int, layers: int, output_on_gpu: bool, machines: int,
+                       cheapest_hourly: Decimal | None) -> str:
+    """What fewer layers on the GPUs opens under llama.cpp or Ollama (`setting`: "-ngl 40" or "num_gpu 40",
+    as the command writes it; `on_gpus` of `layers` decoder layers there as the build places them, the
+    output head too where `output_on_gpu`): "with -ngl 40 (39 of 80 layers and the output head on the
+    GPUs, the rest on the CPU, slower) the model fits on 2 machines from $0.40/h"."""
+    values = {"setting": setting, "layers": format_number(on_gpus), "all": format_number(layers),
+              "machines": machines_words(machines)}
+    if output_on_gpu:
+        words = gettext(
+            "with %(setting)s (%(layers)s of %(all)s layers and the output head on the GPUs, the rest on the "
+            "CPU, slower) the model fits on %(machines)s") % values
+    else:
+        words = gettext(
+            "with %(setting)s (%(layers)s of %(all)s layers on the GPUs, the rest and the output head on the "
+            "CPU, slower) the model fits on %(machines)s") % values
+    if cheapest_hourly is not None:
+        words += gettext(" from %(price)s") % {"price": per_hour(cheapest_hourly)}
+    return words
