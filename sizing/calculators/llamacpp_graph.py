@@ -92,7 +92,7 @@ def _packed(per_unit: tuple[int, ...]) -> int:
     return packed
 
 
-@functools.lru_cache(maxsize=1 << 16)
+@functools.lru_cache(maxsize=1 << 14)
 def _unpacked(packed: int, count: int) -> tuple[int, ...]:
     """The `count` terms of a packed form (`_packed`), each read back as the signed number of its field."""
     terms = []
@@ -105,7 +105,7 @@ def _unpacked(packed: int, count: int) -> tuple[int, ...]:
     return tuple(terms)
 
 
-@functools.lru_cache(maxsize=1 << 16)
+@functools.lru_cache(maxsize=1 << 14)
 def _signs(packed: int) -> tuple[bool, bool]:
     """Whether every term of a packed form is ≥ 0, and whether every one is ≤ 0 (the terms past the last
     that is not 0 are 0, which changes neither)."""
@@ -119,7 +119,7 @@ def _signs(packed: int) -> tuple[bool, bool]:
     return least >= 0, most <= 0
 
 
-@functools.lru_cache(maxsize=1 << 16)
+@functools.lru_cache(maxsize=1 << 14)
 def _rounding(packed: int, count: int) -> tuple[int, int] | None:
     """How a size of these terms rounds up to the alignment (`Conditions.aligned`): (-1, 0) where every term
     is a multiple of it; (variable, bytes per unit) where one term alone is not; None otherwise."""
