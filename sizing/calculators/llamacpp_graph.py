@@ -48,6 +48,7 @@ from __future__ import annotations
 import functools
 import math
 import operator
+import threading
 from dataclasses import dataclass, field, replace
 
 ALIGNMENT = 128  # ggml-cuda's buffer alignment
@@ -910,16 +911,29 @@ def _peak(shape: GraphShape) -> int:
               *(count * shape.streams // unit for count in cells if shape.copies_latent))
     values = _variables(points, _aligned_variables(template, unit))
     regions = _regions(template, unit)
-    for index in range(len(regions) - 1, -1, -1):  # the latest found or read first: a search's next probe
-        region = regions[index]                      # is most often near its last
+    for region in reversed(regions):  # the latest read first: a search's next probe is most often near it
         if region.holds(values):
-            regions.append(regions.pop(index))
+            if regions[-1] is not region:
+                _read(regions, region)
             return region.bytes(values)
     region = _simulate(template, points, unit)
-    if len(regions) >= MAX_REGIONS:
-        del regions[0]
-    regions.append(region)
+    with _REGIONS_CHANGING:
+        if len(regions) >= MAX_REGIONS:
+            del regions[0]
+        regions.append(region)
     return region.bytes(values)
+
+
+_REGIONS_CHANGING = threading.Lock()  # one request's thread reorders a graph's regions at a time
+
+
+def _read(regions: list[_Region], region: _Region) -> None:
+    """Move `region` to the end of `regions`, the latest read (unless another thread dropped it since)."""
+    with _REGIONS_CHANGING:
+        for index in range(len(regions) - 1, -1, -1):
+            if regions[index] is region:
+                regions.append(regions.pop(index))
+                return
 
 
 @functools.lru_cache(maxsize=512)
