@@ -272,8 +272,17 @@ def test_a_capacity_search_builds_each_graph_once_and_walks_it_again_at_each_run
     the mask's generation), its sizes set from the run's values, never a graph built again."""
     builds, runs = [], []
     real_build, real_simulate = llamacpp_graph._build, llamacpp_graph._simulate
-    monkeypatch.setattr(llamacpp_graph, "_build", lambda *args: builds.append(args[0]) or real_build(*args))
-    monkeypatch.setattr(llamacpp_graph, "_simulate", lambda *args: runs.append(args[0]) or real_simulate(*args))
+
+    def build(*args):
+        builds.append(args[0])
+        return real_build(*args)
+
+    def simulate(*args):
+        runs.append(args[0])
+        return real_simulate(*args)
+
+    monkeypatch.setattr(llamacpp_graph, "_build", build)
+    monkeypatch.setattr(llamacpp_graph, "_simulate", simulate)
     _clear_regions()
     llamacpp_graph._compiled.cache_clear()
     for shape in (GEMMA_LIKE, MOE):
