@@ -606,7 +606,8 @@ def _layer_cells(model: LanguageModelSpec, settings: LlamaCppSettings, kv_size: 
             sequences = AUTO_SLOTS if layout == KV_AUTO_SLOTS else settings.parallel
             sliding = min(kv_size, _padded(window * sequences + settings.ubatch))
     cells = {SLIDING: sliding, LINEAR: 0 if linear_layers else kv_size}
-    return tuple(cells.get(arch.kind_of_layer(layer), kv_size) for layer in layers)
+    pattern = arch.layer_pattern  # read per place in the pattern (`kind_of_layer`), without a call per layer
+    return tuple(cells.get(pattern[layer % len(pattern)], kv_size) for layer in layers)
 
 
 def kv_cache_bytes(model: LanguageModelSpec, settings: LlamaCppSettings, kv_size: int, layers: range) -> int:

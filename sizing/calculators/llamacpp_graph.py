@@ -48,6 +48,7 @@ from __future__ import annotations
 import functools
 import math
 import operator
+import threading
 from dataclasses import dataclass, field, replace
 
 ALIGNMENT = 128  # ggml-cuda's buffer alignment
@@ -57,77 +58,126 @@ MAX_REGIONS = 64  # regions kept per graph (`_regions`); an answer reaches a han
 
 
 class Linear:
-    """A size or an offset in bytes as a function of the graph's cache cells: `value` is what it comes to at
-    the cells the graph was built for, `per_cell` the bytes it adds per cell of each distinct cache length
-    of the graph (a sliding-window layer's, a full layer's), all zero (`Conditions.none`) for most."""
+    """A size or an offset in bytes as a function of the graph's variables (`_variables`): `value` is what it
+    comes to at the values the graph was built for, `constant` what it comes to with every variable at 0,
+    and `packed` the bytes it adds per unit of each variable, packed into one integer (`_packed`) so that
+    the walk's additions, subtractions and comparisons of forms are those of integers; 0 for most."""
 
-    __slots__ = ("per_cell", "value")
+    __slots__ = ("constant", "packed", "value")
 
-    def __init__(self, value: int, per_cell: tuple[int, ...]) -> None:
-        self.value, self.per_cell = value, per_cell
+    def __init__(self, value: int, packed: int, constant: int) -> None:
+        self.value, self.packed, self.constant = value, packed, constant
 
     def __add__(self, other: Linear) -> Linear:
-        if not any(other.per_cell):
-            return Linear(self.value + other.value, self.per_cell)
-        if not any(self.per_cell):
-            return Linear(self.value + other.value, other.per_cell)
-        return Linear(self.value + other.value, tuple(map(operator.add, self.per_cell, other.per_cell)))
+        return Linear(self.value + other.value, self.packed + other.packed, self.constant + other.constant)
 
     def __sub__(self, other: Linear) -> Linear:
-        if not any(other.per_cell):
-            return Linear(self.value - other.value, self.per_cell)
-        return Linear(self.value - other.value, tuple(map(operator.sub, self.per_cell, other.per_cell)))
+        return Linear(self.value - other.value, self.packed - other.packed, self.constant - other.constant)
 
     def __mul__(self, factor: int) -> Linear:
-        return Linear(self.value * factor, tuple(map(factor.__mul__, self.per_cell)))
+        return Linear(self.value * factor, self.packed * factor, self.constant * factor)
 
     __rmul__ = __mul__
 
 
+# Bits per variable of a packed form: each term its own field, a signed number far inside it (a form's terms
+# are bytes per unit of a variable, sums of a graph's sizes: under 2**50 for any model).
+_FIELD = 128
+
+
+def _packed(per_unit: tuple[int, ...]) -> int:
+    """The terms (bytes per unit of each variable) as one integer: Σ term × 2**(_FIELD × index)."""
+    packed = 0
+    for term in reversed(per_unit):
+        packed = (packed << _FIELD) + term
+    return packed
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _unpacked(packed: int, count: int) -> tuple[int, ...]:
+    """The `count` terms of a packed form (`_packed`), each read back as the signed number of its field."""
+    terms = []
+    for _ in range(count):
+        term = packed & ((1 << _FIELD) - 1)
+        if term >> (_FIELD - 1):
+            term -= 1 << _FIELD
+        terms.append(term)
+        packed = (packed - term) >> _FIELD
+    return tuple(terms)
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _signs(packed: int) -> tuple[bool, bool]:
+    """Whether every term of a packed form is ≥ 0, and whether every one is ≤ 0 (the terms past the last
+    that is not 0 are 0, which changes neither)."""
+    least = most = 0
+    while packed:
+        term = packed & ((1 << _FIELD) - 1)
+        if term >> (_FIELD - 1):
+            term -= 1 << _FIELD
+        least, most = min(least, term), max(most, term)
+        packed = (packed - term) >> _FIELD
+    return least >= 0, most <= 0
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _rounding(packed: int, count: int) -> tuple[int, int] | None:
+    """How a size of these terms rounds up to the alignment (`Conditions.aligned`): (-1, 0) where every term
+    is a multiple of it; (variable, bytes per unit) where one term alone is not; None otherwise."""
+    terms = _unpacked(packed, count)
+    if all(term % ALIGNMENT == 0 for term in terms):
+        return -1, 0
+    found = [(index, term) for index, term in enumerate(terms) if term]
+    return found[0] if len(found) == 1 else None
+
+
 class Conditions:
-    """The comparisons one run of the allocator decided, each kept as the sign of a linear form of the cells,
-    (constant, bytes per cell of each length…); never one of two sizes that add the same per cell, which
-    comes out the same whatever the cells. Any cells for which every one comes out as it did take the same
-    path through the allocator, whose arithmetic is additions of sizes: its peak is then the same form of
-    them."""
+    """The comparisons one run of the allocator decided, each kept as the sign of a linear form of the
+    variables, (constant, packed terms) (`Linear`); never one of two sizes that add the same per unit, which
+    comes out the same whatever the values. Any values for which every one comes out as it did take the
+    same path through the allocator, whose arithmetic is additions of sizes: its peak is then the same
+    form of them."""
 
     def __init__(self, points: tuple[int, ...], aligned_by: dict[tuple[int, int], int] | None = None) -> None:
         self.points = points  # the variables' values the graph is built for (`_variables`)
-        self.none = (0,) * len(points)
+        self.count = len(points)
         # (variable, bytes per unit of it): the variable that counts such a tensor's aligned size in units of
         # the alignment (`aligned`)
         self.aligned_by = aligned_by or {}
-        self.at_least_zero: set[tuple[int, ...]] = set()
-        self.zero: set[tuple[int, ...]] = set()
-        self.not_zero: set[tuple[int, ...]] = set()
+        self.at_least_zero: set[tuple[int, int]] = set()
+        self.zero: set[tuple[int, int]] = set()
+        self.not_zero: set[tuple[int, int]] = set()
 
     def form(self, value: int) -> Linear:
-        return Linear(value, self.none)
+        return Linear(value, 0, value)
+
+    def variable(self, index: int, per_unit: int) -> Linear:
+        """`per_unit` bytes per unit of variable `index`, at the graph's values."""
+        return Linear(per_unit * self.points[index], per_unit << (_FIELD * index), 0)
 
     def terms(self, form: Linear) -> tuple[int, ...]:
-        """`form` as (constant, bytes per cell of each length…)."""
-        return (form.value - sum(map(operator.mul, form.per_cell, self.points)), *form.per_cell)
+        """`form` as (constant, bytes per unit of each variable…)."""
+        return (form.constant, *_unpacked(form.packed, self.count))
 
-    def _note(self, a: Linear, b: Linear, less: int, into: set[tuple[int, ...]]) -> None:
-        """Keep a - b - less as a form (a and b differ per cell), unless its sign is the same wherever the
-        variables are, all of them being counts (never negative): a form ≥ 0 or ≠ 0 whose constant and
-        terms are all ≥ 0 (or, ≠ 0, all ≤ 0) and the constant not 0."""
-        per_cell = tuple(map(operator.sub, a.per_cell, b.per_cell))
-        constant = a.value - b.value - less - sum(map(operator.mul, per_cell, self.points))
-        if into is not self.zero:
-            if constant >= 0 and min(per_cell) >= 0 and (constant or into is self.at_least_zero):
-                return
-            if constant < 0 and max(per_cell) <= 0 and into is self.not_zero:
-                return
-        into.add((constant, *per_cell))
+    def kept(self, kind: set[tuple[int, int]]) -> list[tuple[int, ...]]:
+        """The forms of one kind of condition, each as (constant, bytes per unit of each variable…)."""
+        return [(constant, *_unpacked(packed, self.count)) for constant, packed in kind]
+
+    # Each comparison keeps the form whose sign it read, unless that sign is the same wherever the variables
+    # are, all of them being counts (never negative): a form ≥ 0 whose constant and terms are all ≥ 0, a
+    # form ≠ 0 whose terms are all ≥ 0 and constant > 0, or all ≤ 0 and constant < 0 (`_signs`).
 
     def le(self, a: Linear, b: Linear) -> bool:
         if a.value <= b.value:
-            if a.per_cell != b.per_cell:
-                self._note(b, a, 0, self.at_least_zero)
+            if a.packed != b.packed:  # b - a ≥ 0
+                packed, constant = b.packed - a.packed, b.constant - a.constant
+                if constant < 0 or not _signs(packed)[0]:
+                    self.at_least_zero.add((constant, packed))
             return True
-        if a.per_cell != b.per_cell:
-            self._note(a, b, 1, self.at_least_zero)
+        if a.packed != b.packed:  # a - b - 1 ≥ 0
+            packed, constant = a.packed - b.packed, a.constant - b.constant - 1
+            if constant < 0 or not _signs(packed)[0]:
+                self.at_least_zero.add((constant, packed))
         return False
 
     def lt(self, a: Linear, b: Linear) -> bool:
@@ -135,8 +185,12 @@ class Conditions:
 
     def eq(self, a: Linear, b: Linear) -> bool:
         equal = a.value == b.value
-        if a.per_cell != b.per_cell:
-            self._note(a, b, 0, self.zero if equal else self.not_zero)
+        if a.packed != b.packed:  # a - b = 0, or ≠ 0
+            packed, constant = a.packed - b.packed, a.constant - b.constant
+            if equal:
+                self.zero.add((constant, packed))
+            elif not (constant > 0 and _signs(packed)[0]) and not (constant < 0 and _signs(packed)[1]):
+                self.not_zero.add((constant, packed))
         return equal
 
     def aligned(self, size: Linear) -> Linear:
@@ -146,43 +200,45 @@ class Conditions:
         4 bytes a token), the variable that counts its aligned size (`_variables`); else the rounded
         value, kept for these very values only."""
         rounded = -(-size.value // ALIGNMENT) * ALIGNMENT
-        if all(per_cell % ALIGNMENT == 0 for per_cell in size.per_cell):
-            return Linear(rounded, size.per_cell)
-        terms = [(index, per_cell) for index, per_cell in enumerate(size.per_cell) if per_cell]
-        if len(terms) == 1 and terms[0] in self.aligned_by:
-            index, per_cell = terms[0]
-            if size.value == per_cell * self.points[index]:
-                counted = self.aligned_by[terms[0]]
-                per_unit = tuple(ALIGNMENT if other == counted else 0 for other in range(len(self.points)))
-                return Linear(ALIGNMENT * self.points[counted], per_unit)
+        rounding = _rounding(size.packed, self.count) if size.packed else (-1, 0)
+        if rounding == (-1, 0):
+            return Linear(rounded, size.packed, size.constant + rounded - size.value)
+        if rounding is not None and rounding in self.aligned_by:
+            index, per_unit = rounding
+            if size.value == per_unit * self.points[index]:
+                return self.variable(self.aligned_by[rounding], ALIGNMENT)
         for index, point in enumerate(self.points):  # each variable this one: variable - point = 0
-            self.zero.add((-point, *(int(other == index) for other in range(len(self.points)))))
+            self.zero.add((-point, 1 << (_FIELD * index)))
         return self.form(rounded)
 
 
 class Allocator:
-    """ggml-alloc's `ggml_dyn_tallocr`: best fit among the free blocks but the last, else the last one."""
+    """ggml-alloc's `ggml_dyn_tallocr`: best fit among the free blocks but the last, else the last one. Each
+    free block is [offset, size, end], its end always the form offset + size (kept, not added up at each
+    comparison)."""
 
     def __init__(self, conditions: Conditions) -> None:
         self.conditions = conditions
-        self.blocks: list[list[Linear]] = [[conditions.form(0), conditions.form(_END)]]  # [offset, size]
+        self.blocks: list[list[Linear]] = [[conditions.form(0), conditions.form(_END), conditions.form(_END)]]
         self.peak = conditions.form(0)
+        self.nothing = conditions.form(0)
+        self.everything = conditions.form(_END)
 
     def alloc(self, size: Linear) -> Linear:
         decide = self.conditions
         size = decide.aligned(size)
-        best, best_size = -1, decide.form(_END)
-        for index, (_, block_size) in enumerate(self.blocks[:-1]):
+        blocks = self.blocks
+        best, best_size = -1, self.everything
+        for index in range(len(blocks) - 1):
+            block_size = blocks[index][1]
             if decide.le(size, block_size) and decide.le(block_size, best_size):
                 best, best_size = index, block_size
-        if best == -1:
-            best = len(self.blocks) - 1
-        block = self.blocks[best]
+        block = blocks[best]  # -1: the last
         offset = block[0]
-        block[0] = block[0] + size
+        block[0] = offset + size
         block[1] = block[1] - size
-        if decide.eq(block[1], decide.form(0)):
-            del self.blocks[best]
+        if decide.eq(block[1], self.nothing):
+            del blocks[best]
         end = offset + size
         if decide.lt(self.peak, end):
             self.peak = end
@@ -191,31 +247,37 @@ class Allocator:
     def free(self, offset: Linear, size: Linear) -> None:
         decide = self.conditions
         size = decide.aligned(size)
+        end = offset + size
         blocks = self.blocks
         for index, block in enumerate(blocks):
-            if decide.eq(block[0] + block[1], offset):
+            if decide.eq(block[2], offset):
                 block[1] = block[1] + size
-                if index + 1 < len(blocks) and decide.eq(block[0] + block[1], blocks[index + 1][0]):
+                block[2] = block[2] + size
+                if index + 1 < len(blocks) and decide.eq(block[2], blocks[index + 1][0]):
                     block[1] = block[1] + blocks[index + 1][1]
+                    block[2] = block[0] + block[1]
                     del blocks[index + 1]
                 return
-            if decide.eq(offset + size, block[0]):
+            if decide.eq(end, block[0]):
                 block[0] = offset
                 block[1] = block[1] + size
-                if index > 0 and decide.eq(blocks[index - 1][0] + blocks[index - 1][1], block[0]):
-                    blocks[index - 1][1] = blocks[index - 1][1] + block[1]
+                block[2] = offset + block[1]
+                if index > 0 and decide.eq(blocks[index - 1][2], offset):
+                    previous = blocks[index - 1]
+                    previous[1] = previous[1] + block[1]
+                    previous[2] = previous[0] + previous[1]
                     del blocks[index]
                 return
         position = 0
         while position < len(blocks) and decide.lt(blocks[position][0], offset):
             position += 1
-        blocks.insert(position, [offset, size])
+        blocks.insert(position, [offset, size, end])
 
 
 Size = int | Linear  # what the graph's builders write: bytes, or bytes per cell of the cache
 
 
-@dataclass
+@dataclass(slots=True)
 class _Node:
     size: Linear  # bytes; 0 for a view
     srcs: tuple[int, ...]
@@ -223,10 +285,34 @@ class _Node:
     view_of: int | None = None  # a view (reshape, permute, get_rows' output is not one) of this node
     output: bool = False
     external: bool = False  # memory outside the compute buffer (the weights, the KV cache)
-    children: int = 0
-    views: int = 0
-    offset: Linear | None = None
-    allocated: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class _Structure:
+    """A graph's nodes without their sizes, as the allocator's walk reads them (one tuple per property, a
+    node's entry at its index): built once per graph and walked again with each new set of sizes."""
+
+    srcs: tuple[tuple[int, ...], ...]
+    inplace: tuple[bool, ...]
+    view_of: tuple[int | None, ...]
+    output: tuple[bool, ...]
+    external: tuple[bool, ...]
+    children: tuple[int, ...]  # the nodes that read each one
+    views: tuple[int, ...]  # the views of each one
+    owns: tuple[bool, ...]  # memory of its own in the buffer: neither a view nor external
+
+    @classmethod
+    def of(cls, nodes: list[_Node]) -> _Structure:
+        children, views = [0] * len(nodes), [0] * len(nodes)
+        for node in nodes:
+            if node.view_of is not None:
+                views[node.view_of] += 1
+            for src in node.srcs:
+                children[src] += 1
+        return cls(tuple(node.srcs for node in nodes), tuple(node.inplace for node in nodes),
+                   tuple(node.view_of for node in nodes), tuple(node.output for node in nodes),
+                   tuple(node.external for node in nodes), tuple(children), tuple(views),
+                   tuple(node.view_of is None and not node.external for node in nodes))
 
 
 @dataclass
@@ -266,64 +352,64 @@ class _Graph:
         return self.run().value
 
     def run(self) -> Linear:
-        """Run ggml-alloc's `ggml_gallocr_alloc_graph_impl` over the nodes: the buffer's size, as a form of
-        the cells that holds wherever the graph's `conditions` do."""
-        nodes = self.nodes
-        decide = self.conditions
-        for node in nodes:
-            if node.view_of is not None:
-                nodes[node.view_of].views += 1
-            for src in node.srcs:
-                nodes[src].children += 1
-        allocator = Allocator(decide)
+        """The allocator's walk over these nodes (`_walk`)."""
+        return _walk(_Structure.of(self.nodes), [node.size for node in self.nodes], self.conditions)
 
-        def allocate(index: int) -> None:
-            node = nodes[index]
-            if node.allocated or node.offset is not None or node.external or node.view_of is not None:
-                return
-            if node.inplace:
-                for src in node.srcs:
-                    parent = nodes[src]
-                    if parent.output or parent.external or parent.children != 1 or parent.views != 0:
-                        continue
-                    if parent.view_of is not None:
-                        owner = nodes[parent.view_of]
-                        if (owner.views == 1 and owner.children == 0 and owner.allocated
-                                and decide.eq(owner.size, node.size) and not owner.output):
-                            node.offset, node.allocated = owner.offset, True
-                            owner.allocated = False
-                            return
-                        continue
-                    if parent.allocated and decide.eq(parent.size, node.size):
-                        node.offset, node.allocated = parent.offset, True
-                        parent.allocated = False
+
+def _walk(graph: _Structure, sizes: list[Linear], decide: Conditions) -> Linear:
+    """Run ggml-alloc's `ggml_gallocr_alloc_graph_impl` over the nodes of `graph`, each of its size in
+    `sizes`: the buffer's size, as a form of the cells that holds wherever `decide`'s conditions do."""
+    srcs, inplace, view_of, output, external = (graph.srcs, graph.inplace, graph.view_of, graph.output,
+                                                graph.external)
+    children, views = list(graph.children), list(graph.views)
+    offsets: list[Linear | None] = [None] * len(sizes)  # set once a node is placed (and kept once freed)
+    allocated = [False] * len(sizes)
+    allocator = Allocator(decide)
+
+    def allocate(index: int) -> None:
+        """Place a node not placed yet that has memory of its own (no view, nothing external)."""
+        if inplace[index]:
+            for src in srcs[index]:
+                if output[src] or external[src] or children[src] != 1 or views[src] != 0:
+                    continue
+                owner = view_of[src]
+                if owner is not None:
+                    if (views[owner] == 1 and children[owner] == 0 and allocated[owner]
+                            and decide.eq(sizes[owner], sizes[index]) and not output[owner]):
+                        offsets[index], allocated[index] = offsets[owner], True
+                        allocated[owner] = False
                         return
-            node.offset = allocator.alloc(node.size)
-            node.allocated = True
+                    continue
+                if allocated[src] and decide.eq(sizes[src], sizes[index]):
+                    offsets[index], allocated[index] = offsets[src], True
+                    allocated[src] = False
+                    return
+        offsets[index] = allocator.alloc(sizes[index])
+        allocated[index] = True
 
-        def release(index: int) -> None:
-            node = nodes[index]
-            if node.output or not node.allocated or node.offset is None:
-                return
-            allocator.free(node.offset, node.size)
-            node.allocated = False
+    def release(index: int) -> None:
+        if allocated[index] and not output[index]:
+            allocator.free(offsets[index], sizes[index])  # type: ignore[arg-type]  # placed: allocated
+            allocated[index] = False
 
-        for index, node in enumerate(nodes):
-            for src in node.srcs:
+    owns = graph.owns
+    for index, read in enumerate(srcs):
+        for src in read:
+            if offsets[src] is None and owns[src]:
                 allocate(src)
+        if offsets[index] is None and owns[index]:
             allocate(index)
-            for src in node.srcs:
-                parent = nodes[src]
-                parent.children -= 1
-                if parent.children == 0 and parent.views == 0:
-                    if parent.view_of is not None:
-                        owner = nodes[parent.view_of]
-                        owner.views -= 1
-                        if owner.views == 0 and owner.children == 0:
-                            release(parent.view_of)
-                    else:
-                        release(src)
-        return allocator.peak
+        for src in read:
+            children[src] -= 1
+            if children[src] == 0 and views[src] == 0:
+                owner = view_of[src]
+                if owner is not None:
+                    views[owner] -= 1
+                    if views[owner] == 0 and children[owner] == 0:
+                        release(owner)
+                else:
+                    release(src)
+    return allocator.peak
 
 
 @dataclass(frozen=True)
@@ -580,12 +666,11 @@ def _variables(points: tuple[int, ...], aligned: tuple[tuple[int, int], ...]) ->
     return (*points, *(-(-per_unit * points[index] // ALIGNMENT) for index, per_unit in aligned))
 
 
-def _forms(points: tuple[int, ...], unit: int, count: int) -> tuple[Linear, ...]:
-    """The tokens, the outputs and each distinct cache length's cells × tokens (counted in units of `unit`)
-    at `points`, each a form of its own variable, of `count` variables in all."""
-    return tuple(Linear(point * (unit if index > 1 else 1),
-                        tuple((unit if index > 1 else 1) if other == index else 0 for other in range(count)))
-                 for index, point in enumerate(points))
+def _forms(conditions: Conditions, unit: int, count: int) -> tuple[Linear, ...]:
+    """The tokens, the outputs, each distinct cache length's cells × tokens and, where latent attention copies
+    V, each length's cells in every stream (those two counted in units of `unit`): the first `count`
+    variables of `conditions`, each a form of its own variable at its value there."""
+    return tuple(conditions.variable(index, unit if index > 1 else 1) for index in range(count))
 
 
 def build_graph(shape: GraphShape) -> _Graph:
@@ -645,12 +730,13 @@ class _Region:
 
     @classmethod
     def of(cls, conditions: Conditions, peak: Linear) -> _Region:
-        count = len(conditions.points)
+        count = conditions.count
         low, high = [0] * count, [_END] * count
         not_at: list[set[int]] = [set() for _ in range(count)]
         several: dict[str, list[tuple[int, ...]]] = {"at_least_zero": [], "zero": [], "not_zero": []}
-        for kind, forms in (("at_least_zero", conditions.at_least_zero), ("zero", conditions.zero),
-                            ("not_zero", conditions.not_zero)):
+        for kind, forms in (("at_least_zero", conditions.kept(conditions.at_least_zero)),
+                            ("zero", conditions.kept(conditions.zero)),
+                            ("not_zero", conditions.kept(conditions.not_zero))):
             for terms in forms:
                 alone = [index for index in range(count) if terms[index + 1]]
                 if len(alone) != 1:
@@ -742,26 +828,52 @@ class _Bounds:
 def _regions(template: GraphShape, unit: int) -> list[_Region]:
     """The regions found so far of a graph whose layers are named by their distinct cache length (0, 1…),
     its tokens and outputs not sized, its cells × tokens counted in units of `unit`: filled by `_peak`,
-    MAX_REGIONS at most, the oldest dropped first."""
+    MAX_REGIONS at most, the one read longest ago dropped first."""
     return []
+
+
+# A node's size as a walk sets it: (constant, packed terms, (variable, bytes per unit) of each term not 0,
+# the size itself where it has no term).
+_Sized = tuple[int, int, tuple[tuple[int, int], ...], Linear]
+
+
+@dataclass(frozen=True)
+class _Compiled:
+    """A graph built once, as every walk of it reads it: its nodes (`_Structure`), each node's size as a form
+    of the graph's variables (`_variables`) and the variables its aligned sizes need (`_aligned_variables`).
+    A capacity search walks the same graph at each new set of values, and only the sizes' values change."""
+
+    structure: _Structure
+    sized: tuple[_Sized, ...]
+    aligned: tuple[tuple[int, int], ...]
+
+
+@functools.lru_cache(maxsize=256)
+def _compiled(template: GraphShape, unit: int) -> _Compiled:
+    """The graph of `template` built with its tokens, outputs, each distinct cache length's cells × tokens
+    (and, where latent attention copies V, its cells alone) as variables, each at 1: its sizes alone are
+    read off it (no size has a term in the aligned sizes' variables, which only the allocator's rounding
+    brings in)."""
+    lengths = len(set(template.layers))
+    conditions = Conditions((1,) * (2 + lengths * (2 if template.copies_latent else 1)))
+    forms = _forms(conditions, unit, conditions.count)
+    graph = _build(template, forms[0], forms[1], tuple(forms[2 + index] for index in template.layers),
+                   conditions, _all_cells(template, forms, lengths))
+    sized, aligned = [], set()
+    for node in graph.nodes:
+        constant, *per_unit = conditions.terms(node.size)
+        terms = tuple((index, term) for index, term in enumerate(per_unit) if term)
+        if len(terms) == 1 and terms[0][1] % ALIGNMENT:
+            aligned.add(terms[0])
+        sized.append((constant, node.size.packed, terms, conditions.form(constant)))
+    return _Compiled(_Structure.of(graph.nodes), tuple(sized), tuple(sorted(aligned)))
 
 
 @functools.lru_cache(maxsize=256)
 def _aligned_variables(template: GraphShape, unit: int) -> tuple[tuple[int, int], ...]:
     """(variable, bytes per unit of it) of each tensor of `template` whose aligned size needs a variable of
-    its own (`_variables`): its bytes per unit not a multiple of the alignment. The graph's sizes only, so
-    built once at any values."""
-    lengths = len(set(template.layers))
-    count = 2 + lengths * (2 if template.copies_latent else 1)
-    forms = _forms((1,) * count, unit, count)
-    graph = _build(template, forms[0], forms[1], tuple(forms[2 + index] for index in template.layers),
-                   Conditions((1,) * count), _all_cells(template, forms, lengths))
-    found = set()
-    for node in graph.nodes:
-        terms = [(index, per_unit) for index, per_unit in enumerate(node.size.per_cell) if per_unit]
-        if len(terms) == 1 and terms[0][1] % ALIGNMENT:
-            found.add(terms[0])
-    return tuple(sorted(found))
+    its own (`_variables`): its bytes per unit not a multiple of the alignment."""
+    return _compiled(template, unit).aligned
 
 
 def _simulate(template: GraphShape, points: tuple[int, ...], unit: int) -> _Region:
@@ -770,13 +882,11 @@ def _simulate(template: GraphShape, points: tuple[int, ...], unit: int) -> _Regi
     forms of the graph's variables (`_variables`)."""
     aligned = _aligned_variables(template, unit)
     values = _variables(points, aligned)
-    forms = _forms(points, unit, len(values))
     conditions = Conditions(values, {key: len(points) + index for index, key in enumerate(aligned)})
-    layers = tuple(forms[2 + index] for index in template.layers)
-    lengths = len(set(template.layers))
-    all_cells = _all_cells(template, forms, lengths)
-    peak = _build(template, forms[0], forms[1], layers, conditions, all_cells).run()
-    return _Region.of(conditions, peak)
+    compiled = _compiled(template, unit)
+    sizes = [Linear(constant + sum(per_unit * values[index] for index, per_unit in terms), packed, constant)
+             if terms else constant_size for constant, packed, terms, constant_size in compiled.sized]
+    return _Region.of(conditions, _walk(compiled.structure, sizes, conditions))
 
 
 def _all_cells(template: GraphShape, forms: tuple[Linear, ...], lengths: int) -> tuple[Size, ...]:
@@ -801,14 +911,29 @@ def _peak(shape: GraphShape) -> int:
               *(count * shape.streams // unit for count in cells if shape.copies_latent))
     values = _variables(points, _aligned_variables(template, unit))
     regions = _regions(template, unit)
-    for region in regions:
+    for region in reversed(regions):  # the latest read first: a search's next probe is most often near it
         if region.holds(values):
+            if regions[-1] is not region:
+                _read(regions, region)
             return region.bytes(values)
     region = _simulate(template, points, unit)
-    if len(regions) >= MAX_REGIONS:
-        del regions[0]
-    regions.append(region)
+    with _REGIONS_CHANGING:
+        if len(regions) >= MAX_REGIONS:
+            del regions[0]
+        regions.append(region)
     return region.bytes(values)
+
+
+_REGIONS_CHANGING = threading.Lock()  # one request's thread reorders a graph's regions at a time
+
+
+def _read(regions: list[_Region], region: _Region) -> None:
+    """Move `region` to the end of `regions`, the latest read (unless another thread dropped it since)."""
+    with _REGIONS_CHANGING:
+        for index in range(len(regions) - 1, -1, -1):
+            if regions[index] is region:
+                regions.append(regions.pop(index))
+                return
 
 
 @functools.lru_cache(maxsize=512)

@@ -252,3 +252,42 @@ def test_a_tensor_whose_bytes_per_token_are_no_multiple_of_the_alignment_has_its
     odd = replace(MOE, experts=60, experts_per_token=4, vocab=151646)
     assert {(tokens, 240), (rows, 606584)} <= set(aligned(odd))
     assert llamacpp_graph._variables((513, 3, 64 * 513), aligned(LLAMA)) == (513, 3, 64 * 513, 17, 33, 1)
+
+
+@pytest.mark.parametrize("terms", [(0,), (5, -3, 0, 7), (-1, -1, -1), (1 << 40, -(1 << 40), 128, -129, 0, 0, 3),
+                                   (0, 0, 0, 0, 0, 0, -2)])
+def test_a_forms_terms_packed_into_one_integer_read_back_as_they_were(terms):
+    """The walk adds and compares forms as single integers (`_packed`): their sums and differences are the
+    terms' sums and differences, each read back with its sign, and a form's signs as its terms' are."""
+    packed = llamacpp_graph._packed(terms)
+    assert llamacpp_graph._unpacked(packed, len(terms)) == terms
+    other = tuple(reversed(terms))
+    assert llamacpp_graph._unpacked(packed - llamacpp_graph._packed(other), len(terms)) == tuple(
+        a - b for a, b in zip(terms, other, strict=True))
+    assert llamacpp_graph._signs(packed) == (min(terms) >= 0, max(terms) <= 0)
+
+
+def test_a_capacity_search_builds_each_graph_once_and_walks_it_again_at_each_run(monkeypatch):
+    """Each allocator run is a walk of a graph built once per shape (its layers' kinds, the head, the copies,
+    the mask's generation), its sizes set from the run's values, never a graph built again."""
+    builds, runs = [], []
+    real_build, real_simulate = llamacpp_graph._build, llamacpp_graph._simulate
+
+    def build(*args):
+        builds.append(args[0])
+        return real_build(*args)
+
+    def simulate(*args):
+        runs.append(args[0])
+        return real_simulate(*args)
+
+    monkeypatch.setattr(llamacpp_graph, "_build", build)
+    monkeypatch.setattr(llamacpp_graph, "_simulate", simulate)
+    _clear_regions()
+    llamacpp_graph._compiled.cache_clear()
+    for shape in (GEMMA_LIKE, MOE):
+        for cells in range(512, 65537, 1536):
+            for tokens in (512, 513):
+                compute_buffer_bytes(replace(_at_cells(shape, cells, 1536), tokens=tokens, outputs=tokens))
+    assert len(runs) > len(builds) > 0
+    assert len(builds) == len(set(builds)) == len(set(runs))  # one build a graph, whatever its runs
