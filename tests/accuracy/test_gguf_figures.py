@@ -8,7 +8,7 @@ def test_every_published_file_and_cache_figure_holds():
     # the latent files and cache, the linear-attention files, state and cache (Qwen3-Next's and
     # Kimi-Linear's), and the catalog's published files but Phi-3's (shown, with why); 13 with the KV buffer
     # of each of the two GPUs of the split by layers, 11 before it was held
-    assert len(held) == 13 + 3 + 3 + 3 + 2 + 16
+    assert len(held) == 13 + 3 + 3 + 3 + 2 + 65
     assert [check.case for check in held if not check.holds] == []
 
 
@@ -22,11 +22,14 @@ def test_every_published_file_in_the_catalog_is_held_within_three_percent_or_sho
     from catalog.data.gguf_files import GGUF_FILES
 
     published = gguf.published_file_checks()
-    assert len(published) == sum(len(repo["files"]) for repos in GGUF_FILES.values() for repo in repos) == 17
+    assert len(published) == sum(len(repo["files"]) for repos in GGUF_FILES.values() for repo in repos) == 66
     exact = [check for check in published if "(bytes" in check.case]
     assert len(exact) == 3
     for check in published:
         if check.tolerance is None:
             assert "not yet modelled" in check.case and 0.96 < check.ratio < 0.97
         else:
-            assert check.holds and abs(check.ratio - 1) <= 0.0125, check.case
+            # closer than the ±3 % they are held to: within 1.5 % beside the listing's rounding (0.05 GiB)
+            rounding = 0 if "(bytes" in check.case else 0.05
+            assert check.holds and abs(check.ours - check.published) <= 0.015 * check.published + rounding, \
+                check.case
