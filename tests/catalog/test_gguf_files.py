@@ -106,3 +106,19 @@ def test_the_admin_edits_the_files_and_says_what_is_wrong_beside_the_field(admin
     url = reverse("admin:catalog_languagemodel_change", args=[row.pk])
     page = admin_client.get(url).content.decode()
     assert 'name="gguf_files"' in page and REPOSITORY in page
+
+
+@pytest.mark.parametrize(("slug", "quantization", "repository", "file"), [
+    ("qwen3-next-80b-a3b", "Q4_K_M", "unsloth/Qwen3-Next-80B-A3B-Instruct-GGUF",
+     "Qwen3-Next-80B-A3B-Instruct-Q4_K_M.gguf"),
+    ("kimi-linear-48b-a3b", "Q4_K_M", "ymcki/Kimi-Linear-48B-A3B-Instruct-GGUF",
+     "Kimi-Linear-48B-A3B-Instruct-jp-imatrix.Q4_K_M.gguf"),
+    ("kimi-linear-48b-a3b", "MXFP4_MOE", "ymcki/Kimi-Linear-48B-A3B-Instruct-GGUF",
+     "Kimi-Linear-48B-A3B-Instruct.MXFP4_MOE.gguf"),
+])
+def test_the_linear_attention_models_name_their_published_files(client, models_only, slug, quantization,
+                                                                 repository, file):
+    query = f"model={slug}&engine=llamacpp&gpu_memory_gib=80&quantization={quantization}"
+    body = client.get(f"/api/v1/capacity?{query}").json()
+    assert body["file"] == file and body["file_repository"] == repository
+    assert body["command"].startswith(f"llama-server -m {file} ")
