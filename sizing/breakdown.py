@@ -142,6 +142,13 @@ class Breakdown:
         type) loads the workload as."""
         return 0
 
+    @property
+    def layers_on_host(self) -> bool:
+        """Whether the answer keeps some of the model's layers (or its output head) in host memory, run on
+        the CPU (llama.cpp's -ngl, Ollama's num_gpu short of every layer); False where every layer is on the
+        GPUs."""
+        return False
+
     def fit_words(self, gpus: int) -> str | None:
         """What a fit on `gpus` GPUs says besides why that many (None: nothing), such as the kernel its
         kind of GPU loads the weights through or the interconnect its split was sized at."""

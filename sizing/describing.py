@@ -9,9 +9,11 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from . import wording
 from .breakdown import Breakdown
+from .calculators.llamacpp_inference import gpu_layers_setting
 from .calculators.vllm_interconnect import interconnect_of_gpu
 from .confidence import confidence
 from .engine_support import SGLANG, VLLM, alternative_words, gpu_architecture, refusal_words
+from .i18n import gettext
 from .markets import INTERRUPTIBLE, offer_markets, terms_text
 from .offers import MachineOffer, MeasuredSpeed, Preferences
 from .results import MarketRow, RecommendedMachine
@@ -30,13 +32,43 @@ def serves_tokens(breakdown: Breakdown) -> bool:
     return capabilities is not None and capabilities.serves_tokens
 
 
+def speeds_price_the_answer(breakdown: Breakdown) -> bool:
+    """Whether a speed measured on a machine prices this answer (a price per million tokens, the price per
+    million sort, a throughput plan). Speeds are measured with the whole model on the machine's GPUs: an
+    answer that keeps layers in host memory runs them on the CPU, slower by an amount no measurement
+    gives, so none prices it. The one rule the page, the API and the CLI read."""
+    return serves_tokens(breakdown) and not breakdown.layers_on_host
+
+
+def measured_speeds_note(breakdown: Breakdown) -> str | None:
+    """What a row's measured speeds say where they do not price the answer because layers sit on the CPU
+    (`speeds_price_the_answer`); None elsewhere."""
+    if not serves_tokens(breakdown) or not breakdown.layers_on_host:
+        return None
+    return gettext(
+        "Measured with every layer on the GPUs: this answer keeps layers on the CPU, which run slower, so "
+        "these speeds overstate it and price no million tokens.")
+
+
+def plan_refusal(breakdown: Breakdown) -> str | None:
+    """Why no throughput plan answers this need: a plan adds up measured speeds, and none was measured as
+    an answer with layers on the CPU runs (`speeds_price_the_answer`); None where a plan may be asked."""
+    if not serves_tokens(breakdown) or not breakdown.layers_on_host:
+        return None
+    return gettext(
+        "A throughput plan adds up speeds measured with every layer on the GPUs; with %(setting)s some "
+        "layers run on the CPU, slower by an amount no measurement gives. Leave gpu_layers empty (every "
+        "layer) to plan, or leave the throughput empty."
+    ) % {"setting": gpu_layers_setting(breakdown.inputs.get("engine", ""), breakdown.inputs["gpu_layers"])}
+
+
 def machine_price_per_million(
     breakdown: Breakdown, offer: MachineOffer, price_per_gpu_hour: Decimal | None = None
 ) -> Decimal | None:
     """The price per million tokens at the speed measured on this machine for the model and
     precision sized, at the price used (`price_per_gpu_hour`, default the listed price); None without
-    one (or where tokens do not apply)."""
-    if not serves_tokens(breakdown) or not offer.measured_speeds:
+    one, or where tokens do not apply or no measured speed prices the answer (`speeds_price_the_answer`)."""
+    if not offer.measured_speeds or not speeds_price_the_answer(breakdown):
         return None
     speed = speed_for(offer.measured_speeds, breakdown.inputs.get("model"), breakdown.precision)
     if speed is None:
@@ -54,6 +86,7 @@ class Describer:
         self.breakdown = breakdown
         self.preferences = preferences
         self.model_slug = breakdown.inputs.get("model")
+        self.speeds_note = measured_speeds_note(breakdown)
         self._cache: dict[tuple[object, ...], object] = {}
 
     def _cached(self, key: tuple[object, ...], build: Callable[[], _Built]) -> _Built:
@@ -85,6 +118,7 @@ class Describer:
             confidence=level,
             confidence_reasons=tuple(reasons),
             measured_speed=self._speeds(offer),
+            measured_speeds_note=self.speeds_note,
             serves_tokens=serves_tokens(self.breakdown),
             price_per_million_tokens=machine_price_per_million(
                 self.breakdown, offer, candidate.price_per_gpu_hour

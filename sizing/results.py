@@ -54,6 +54,9 @@ class RecommendedMachine:
     # machine (`sizing.speeds.price_per_million_tokens`); None without a measured speed.
     serves_tokens: bool = False
     price_per_million_tokens: Decimal | None = None
+    # Where the answer keeps layers on the CPU: that the measured speeds were measured with every layer on
+    # the GPUs and price nothing here (`sizing.describing.measured_speeds_note`); None elsewhere.
+    measured_speeds_note: str | None = None
     # Inference only (`sizing.capacity`): the most requests at the asked context, the longest context at
     # the asked requests, and under vLLM the command that starts it; None elsewhere.
     max_requests_at_context: int | None = None
@@ -81,6 +84,12 @@ class RecommendedMachine:
         if self.max_requests_at_context is None or not self.hourly_price:
             return None
         return Decimal(self.max_requests_at_context) / self.hourly_price
+
+    @property
+    def speeds_left_unpriced(self) -> bool:
+        """Whether the row has measured speeds that price nothing here (its answer keeps layers on the
+        CPU)."""
+        return self.measured_speeds_note is not None and bool(self.measured_speed)
 
     def to_dict(self) -> dict[str, Any]:
         return machine_row(self)
@@ -118,7 +127,8 @@ def market_row(row: MarketRow) -> dict[str, Any]:
 
 # What a row says only in its details (the API's every row; the result panel's rows load them when
 # opened, from the machine's own page): left out of a row written without `details`.
-DETAIL_FIELDS = ("confidence_reasons", "why_it_fits", "limits", "measured_speeds", "command",
+DETAIL_FIELDS = ("confidence_reasons", "why_it_fits", "limits", "measured_speeds",
+                 "measured_speeds_note", "command",
                  "gpu_support_text", "alternative", "quantization", "gguf_file", "gguf_published")
 
 
@@ -186,13 +196,15 @@ def machine_row(machine: RecommendedMachine, words: SharedWords | None = None, *
             why_it_fits=list(machine.why_it_fits),
             limits=list(machine.limits),
             measured_speeds=[speed_row(speed) for speed in machine.measured_speed],
+            measured_speeds_note=machine.measured_speeds_note if machine.speeds_left_unpriced else None,
         )
     data.update({
         "price_per_million_tokens": None if per_million is None else money_string(per_million),
         # Without a price, the words ("no measured speed") are the same on every row.
         "price_per_million_tokens_text": (
             price_per_million_text(machine) if per_million is not None
-            else _shared(words, ("no price", machine.serves_tokens), lambda: price_per_million_text(machine))
+            else _shared(words, ("no price", machine.serves_tokens, machine.speeds_left_unpriced),
+                         lambda: price_per_million_text(machine))
         ),
         "last_seen": offer.last_seen.isoformat() if offer.last_seen else None,
         "max_requests_at_context": machine.max_requests_at_context,
@@ -228,13 +240,18 @@ def capacity_text(machine: RecommendedMachine) -> str | None:
 
 
 NO_MEASURED_SPEED = gettext_noop("no measured speed")
+# Speeds are measured with every layer on the GPUs; this answer runs some on the CPU.
+NO_PRICE_WITH_LAYERS_ON_CPU = gettext_noop("none: layers on the CPU")
 
 
 def price_per_million_text(machine: RecommendedMachine) -> str | None:
-    """"$0.2823" per million tokens, "no measured speed" (never an estimate), or None where tokens
-    do not apply (images, speech, fine-tuning, notebooks)."""
+    """"$0.2823" per million tokens, "no measured speed" (never an estimate), "none: layers on the CPU"
+    where the row's measured speeds price nothing as the answer keeps layers there, or None where tokens do
+    not apply (images, speech, fine-tuning, notebooks)."""
     if not machine.serves_tokens:
         return None
+    if machine.speeds_left_unpriced:
+        return gettext(NO_PRICE_WITH_LAYERS_ON_CPU)
     if machine.price_per_million_tokens is None:
         return gettext(NO_MEASURED_SPEED)
     return money_text(machine.price_per_million_tokens)

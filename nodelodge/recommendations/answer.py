@@ -22,7 +22,7 @@ from nodelodge.hardening.deadline import check_deadline
 from nodelodge.hardening.slots import dear_answer_slot
 from sizing import i18n
 from sizing.breakdown import Breakdown
-from sizing.describing import serves_tokens
+from sizing.describing import plan_refusal, serves_tokens, speeds_price_the_answer
 from sizing.limits import API_LIMIT, MAX_LIMIT, PAGE_LIMIT
 from sizing.matching import SORT_PRICE_PER_MILLION, Recommendation
 
@@ -118,8 +118,13 @@ def _recommendation_for(
         raise Conflict({
             "target_tokens": gettext("A throughput plan is for language models; this one serves none.")
         })
+    refusal = plan_refusal(breakdown)
+    if query.target_tokens is not None and refusal is not None:
+        raise Conflict({"target_tokens": refusal})
     check_deadline()
-    if query.target_tokens is not None or query.sort == SORT_PRICE_PER_MILLION:
+    # With layers on the CPU no measured speed prices a machine: the sort lists them all by price per hour.
+    if query.target_tokens is not None or (query.sort == SORT_PRICE_PER_MILLION
+                                           and speeds_price_the_answer(breakdown)):
         keep = per_page * query.page if query.sort == SORT_PRICE_PER_MILLION else 0
         candidates, with_speed = speed_candidates(
             query, breakdown, stale_cutoff(now), preferences_for(query), keep=keep

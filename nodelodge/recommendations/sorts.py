@@ -44,12 +44,13 @@ SORTS: dict[str, Sort] = {
         _("reliability, highest first (not reported last)"),
         lambda m: (m.offer.reliability is None, -(m.offer.reliability or 0)),
     ),
-    # Measured speeds only, never an estimate: machines without one come last, cheapest per hour.
     # Requests the machine holds at the asked context per dollar per hour; machines without the figure last.
     "requests_per_dollar": Sort(
         _("most requests per dollar (at the asked context)"),
         lambda m: (m.requests_per_dollar is None, -(m.requests_per_dollar or 0)),
     ),
+    # Measured speeds only, never an estimate: machines without one, or whose answer keeps layers on the
+    # CPU (`sizing.describing.speeds_price_the_answer`), come last, cheapest per hour.
     SORT_PRICE_PER_MILLION: Sort(
         _("price per million tokens, lowest first (no measured speed last)"),
         lambda m: (m.price_per_million_tokens is None, m.price_per_million_tokens or 0),

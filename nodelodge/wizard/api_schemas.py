@@ -128,6 +128,9 @@ class MachineOut(Schema):
     why_it_fits: list[str]
     limits: list[str]
     measured_speeds: list[SpeedOut]
+    # Where the answer keeps layers on the CPU: the speeds were measured with every layer on the GPUs and
+    # price nothing here (null elsewhere).
+    measured_speeds_note: str | None = None
     price_per_million_tokens: str | None
     price_per_million_tokens_text: str | None
     last_seen: str | None

@@ -281,7 +281,10 @@ def _detail(m: Mapping[str, Any], labels: Mapping[str, str], machine_id: str) ->
     parts.append(_section(labels["limits"], m["limits"], labels["none"]))
     parts.append(_section(_e(m["confidence_heading"]), m["confidence_reasons"]))
     if m.get("measured_speeds"):
-        parts.append(_section(labels["measured"], [_speed(speed) for speed in m["measured_speeds"]]))
+        speeds = [_speed(speed) for speed in m["measured_speeds"]]
+        if m.get("measured_speeds_note"):
+            speeds.append(m["measured_speeds_note"])
+        parts.append(_section(labels["measured"], speeds))
     return "\n".join(parts)
 
 

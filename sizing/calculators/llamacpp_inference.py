@@ -50,6 +50,11 @@ class LlamaCppBreakdown(Breakdown):
         largest = self._largest_gpu(gpus)
         return need if largest is None else largest.bytes
 
+    @property
+    def layers_on_host(self) -> bool:
+        # `offload_words` words exactly the answers that leave a layer or the head off the GPUs
+        return self.offload_text is not None
+
     def fit_words(self, gpus: int) -> str | None:
         """A row's words where -ngl keeps part of the model off the GPUs (`offload_words`): how many
         layers its GPUs hold, and that the rest run on the CPU."""

@@ -163,4 +163,7 @@ def per_million(machine: dict) -> str:
     value = machine.get("price_per_million_tokens")
     if value is not None:
         return value
-    return "-" if machine.get("price_per_million_tokens_text") is None else "no speed"
+    if machine.get("price_per_million_tokens_text") is None:
+        return "-"
+    # measured with every layer on the GPUs, which this answer does not do
+    return "layers on CPU" if machine.get("measured_speeds_note") else "no speed"
