@@ -941,9 +941,10 @@ def compute_buffer_bytes(shape: GraphShape) -> int:
     """The device's compute buffer: the allocator's peak over the worst-case graph of either generation of the
     mask (f16 as built now, f32 cast on the device as before; the f16 one alone for a build known to build
     it), and no less than the logits stranded above the input copies (where the allocator may place them;
-    Ollama's 32k log shows it)."""
+    Ollama's 32k log shows it). Without flash attention both generations read the mask in f32, uncast: one
+    graph, walked once."""
     short = shortened(shape)
-    if shape.f16_mask_only:
+    if shape.f16_mask_only or not shape.flash_attention:
         return max(_peak(short), _stranded_logits(short))
     earlier = replace(short, mask_cast=True)
     return max(_peak(short), _peak(earlier), _stranded_logits(earlier))
