@@ -670,8 +670,9 @@ def test_a_latent_attention_answer_without_flash_attention_runs_the_allocator_a_
         monkeypatch, engine, build):
     """Without flash attention a V-less build copies the latent of every cell, a size of the cells alone: a
     variable of its own in the regions' walk (every stream's cells, so one template serves every -np). 55
-    runs for the 376 machines of the dense fleet with b9500 (40 for the builds that keep V, whose walk has
-    no such tensor), bounded here as the answers with flash attention are."""
+    runs for the 376 machines of the dense fleet with b9500 (20 for the builds that keep V, whose walk has
+    no such tensor and whose two generations of the mask are one graph without flash attention: walked
+    once), bounded here."""
     from sizing import capacity as capacity_module
     from sizing.calculators import llamacpp_graph
     from sizing.calculators.llamacpp_builds import NOT_GIVEN, LlamaCppBuild
@@ -686,4 +687,4 @@ def test_a_latent_attention_answer_without_flash_attention_runs_the_allocator_a_
     llamacpp_graph._regions.cache_clear()
     held = [capacity_module._held(asked, gpus, memory, None) for gpus, memory in DENSE_FLEET]
     assert any(row.max_requests_at_context for row in held)
-    assert 0 < len(runs) <= 80, len(runs)
+    assert 0 < len(runs) <= (64 if build else 24), len(runs)
