@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from ..breakdown import Breakdown, GgufFile
 from ..calculators.llamacpp_builds import constraint_label, parse_engine_build, reservation_words
+from ..calculators.llamacpp_inference import gpu_layers_setting
 from ..countries import EU_CODE, EU_MEMBERS, country_name
 from ..i18n import format_number, gettext, pgettext
 from ..markets import DEFAULT_MARKET, INTERRUPTIBLE, reliability_percent
@@ -61,10 +62,7 @@ def constraints_applied(
         if capabilities is not None and capabilities.takes_kv_precision and "kv_bits" in inputs:
             pairs.append((gettext("KV cache"), bits_words(inputs["kv_bits"])))
         if inputs.get("engine") in ("llamacpp", "ollama"):
-            pairs.append((gettext("Engine"), gettext(
-                "%(engine)s (the GGUF file in %(type)s, every layer on the GPUs, flash attention on)"
-            ) % {"engine": "llama.cpp" if inputs["engine"] == "llamacpp" else "Ollama",
-                 "type": inputs.get("quantization", "")}))
+            pairs.append((gettext("Engine"), _gguf_engine_words(breakdown)))
             if breakdown.gguf is not None:
                 pairs.append((gettext("GGUF file"), gguf_file_words(breakdown.gguf)))
             engine = inputs["engine"]
@@ -132,6 +130,27 @@ def constraints_applied(
         )
     )
     return tuple(pairs)
+
+
+def _gguf_engine_words(breakdown: Breakdown) -> str:
+    """llama.cpp or Ollama as the answer ran it: the GGUF type, where its layers sit (every one on the GPUs,
+    or -ngl N's with the rest on the CPU), flash attention on or off and, where asked, --kv-unified's one
+    pool."""
+    inputs = breakdown.inputs
+    engine = inputs["engine"]
+    if breakdown.layers_on_host:
+        layers = gettext("%(setting)s, the other layers on the CPU") % {
+            "setting": gpu_layers_setting(engine, inputs["gpu_layers"])}
+    else:
+        layers = gettext("every layer on the GPUs")
+    words = gettext("%(engine)s (the GGUF file in %(type)s, %(layers)s, %(flash)s)") % {
+        "engine": "llama.cpp" if engine == "llamacpp" else "Ollama", "type": inputs.get("quantization", ""),
+        "layers": layers,
+        "flash": gettext("flash attention on") if inputs.get("flash_attention", True)
+        else gettext("flash attention off")}
+    if inputs.get("kv_unified"):
+        words += gettext("; one KV cache pool the slots share (--kv-unified)")
+    return words
 
 
 def _input_pairs(breakdown: Breakdown, capabilities: Workload | None) -> list[tuple[str, str]]:

@@ -240,3 +240,23 @@ def test_a_rows_capacity_with_gpu_layers_sizes_a_bounded_number_of_needs(monkeyp
     need a shape, as with every layer on the GPUs."""
     for calls in needs_sized_per_shape(monkeypatch, gpu_layers=gpu_layers):
         assert {settings.gpu_layers for settings in calls} == {gpu_layers}
+
+
+def test_the_constraints_applied_say_where_the_layers_sit_and_how_the_engine_ran(client, small_fleet):
+    """The answer's "Engine" constraint says what it was sized as: every layer on the GPUs or -ngl N's with the
+    rest on the CPU, flash attention on or off, --kv-unified's one pool where asked (both languages)."""
+    def engine(query, **headers):
+        status, body = get_json(client, "recommendations", query, **headers)
+        assert status == 200, body
+        return next(c["value"] for c in body["constraints"] if c["label"] == "Engine")
+
+    assert engine(QUERY) == "llama.cpp (the GGUF file in Q4_K_M, every layer on the GPUs, flash attention on)"
+    asked = f"{QUERY}&gpu_layers={NGL}&flash_attention=off&kv_unified=on"
+    assert engine(asked) == (f"llama.cpp (the GGUF file in Q4_K_M, -ngl {NGL}, the other layers on the CPU, "
+                             "flash attention off); one KV cache pool the slots share (--kv-unified)")
+    assert f"num_gpu {NGL}, the other layers on the CPU" in engine(f"{OLLAMA}&gpu_layers={NGL}")
+    status, german = get_json(client, "recommendations", asked, HTTP_ACCEPT_LANGUAGE="de")
+    assert status == 200
+    assert any(c["value"] == (f"llama.cpp (die GGUF-Datei in Q4_K_M, -ngl {NGL}, die übrigen Schichten auf der "
+                              "CPU, Flash Attention aus); ein KV-Cache-Pool, den sich die Slots teilen "
+                              "(--kv-unified)") for c in german["constraints"])
